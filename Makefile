@@ -1,0 +1,66 @@
+# Thin wrapper over CMake.  The two set-up commands of the README:
+#   make demo    install what is missing, build, run the main job
+#   make check   install what is missing, build, run the whole test suite
+#                (normal build with -Werror, then the ASan+UBSan build)
+# Others: make build, make fuzz (60 s per libFuzzer target), make bench,
+# make clean.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+# Debian packages the build, the tests and the tools need (README says why).
+DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
+                libcmocka-dev libyaml-dev iproute2 ninja-build
+
+.PHONY: all deps build demo check test asan fuzz bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh $(DEB_PACKAGES)
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DDLCP_WERROR=ON
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@./scripts/demo.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DDLCP_WERROR=ON \
+	  -DDLCP_ASAN=ON -DDLCP_UBSAN=ON -DCMAKE_BUILD_TYPE=Debug
+
+asan: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+# The sanitizer run comes first so the output ends with the summary of the
+# main (optimised, -Werror) build.
+check: asan build
+	@echo "== main build: ctest =="
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+$(FUZZ_BUILD)/CMakeCache.txt:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DDLCP_FUZZ=ON \
+	  -DDLCP_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+bench: build
+	@./scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

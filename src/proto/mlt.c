@@ -1,0 +1,1336 @@
+/*
+ * The MLT connection: transfer bookkeeping, the sender's rounds and the
+ * receiver's placement, all driven by the caller's events and clock.
+ *
+ * Model.  Each transfer is a small state machine.  A sender transfer waits
+ * for the receiver's START (WAIT_START), then sends rounds: the first round
+ * is every segment in order, later rounds are the missing ranges of the
+ * last BITMAP (ACTIVE).  After a round it waits one drain interval for its
+ * last packets to land (DRAIN), then PROBEs and waits for the BITMAP
+ * (PROBED).  A STOP from the receiver ends it in any state.  A START that
+ * arrives before the application posted the send is kept as an UNMATCHED
+ * record, so either side may post first.  A receiver transfer is ACTIVE
+ * from its post until it holds (1 - p) of the bytes.
+ *
+ * Output.  Control messages and completions are not queued as bytes:
+ * a transfer with something to say sets bits in |pend| and joins the
+ * pending list, and dlcp_mlt_poll turns bits into messages when it has a
+ * buffer.  That keeps the per-packet path free of allocation and lets
+ * several STARTs share one message.  Data packets are produced by poll
+ * whenever the pacer allows, from the sending transfer with the most
+ * urgent priority (equal priorities: earliest posted first, which finishes
+ * tensors one by one instead of all late).
+ *
+ * Timers.  Each transfer keeps one deadline; the connection caches the
+ * earliest.  A cached value may be too early (a deadline moved later), in
+ * which case the scan it triggers finds nothing and recomputes it.
+ */
+#include "proto/mlt.h"
+
+#include <string.h>
+
+#include "proto/rate.h"
+#include "proto/rng.h"
+#include "proto/tag.h"
+#include "wire/wire.h"
+
+enum xfer_state {
+  X_WAIT_START, /* sender: posted, no START yet */
+  X_UNMATCHED,  /* sender: START arrived, not posted yet */
+  X_ACTIVE,     /* sender: sending a round; receiver: receiving */
+  X_DRAIN,      /* sender: round sent, waiting before PROBE */
+  X_PROBED,     /* sender: PROBE sent, waiting for BITMAP or STOP */
+  X_DONE,       /* finished; only pending output remains */
+};
+
+/* Pending output, emitted in this order. */
+enum {
+  PEND_START = 1u << 0,
+  PEND_ACK = 1u << 1,
+  PEND_PROBE = 1u << 2,
+  PEND_BITMAP = 1u << 3,
+  PEND_STOP = 1u << 4,
+  PEND_FINISH = 1u << 5,
+  PEND_COMPLETE = 1u << 6,
+};
+
+typedef struct mlt_xfer mlt_xfer;
+struct mlt_xfer {
+  mlt_xfer *next;      /* conn->sends or conn->recvs */
+  mlt_xfer *pend_next; /* conn's pending list */
+  bool in_pending;
+  bool is_send;
+  uint8_t state;
+  uint32_t pend;
+  int status;
+
+  uint32_t tensor;
+  uint32_t id; /* transfer id; 0 until START for a sender */
+  uint64_t user_data;
+  uint64_t size;
+  uint32_t seg_size;
+  uint32_t nsegs;
+  dlcp_tstamp start_ns;
+  dlcp_tstamp end_ns;
+  dlcp_tstamp last_progress_ns;
+  dlcp_tstamp timer_ns;
+
+  /* sender */
+  const uint8_t *sbuf;
+  uint32_t layer, nlayers;
+  dlcp_mlt_prio_fn prio_fn;
+  void *prio_user;
+  dlcp_mlt_importance importance;
+  uint8_t prio;             /* layer priority when there is no prio_fn */
+  uint64_t *important_bits; /* F32 magnitude mode: bit per segment */
+  uint32_t next_seg;        /* first round cursor */
+  dlcp_wire_range *retx;    /* later rounds: the missing ranges */
+  uint32_t nretx, retx_cap, retx_idx, retx_pos;
+  bool retx_round;
+  uint32_t seq;
+  uint32_t round;
+  uint32_t last_have;
+  uint32_t noprog_rounds;
+  dlcp_duration probe_rto;
+  uint64_t pkts_sent, retx_sent;
+  uint64_t peer_bytes; /* from STOP */
+  bool stop_seen;      /* UNMATCHED: STOP arrived before the post */
+  int stop_status;
+  uint32_t unmatched_loss_ppm;
+
+  /* receiver */
+  uint8_t *rbuf;
+  uint64_t needed_bytes;
+  uint64_t *have_bits;
+  uint32_t have_segs;
+  uint64_t have_bytes;
+  uint32_t rx_pkts;
+  uint64_t dups;
+  uint32_t bitmap_round;
+  uint64_t ack_echo_ts;
+  uint32_t ack_rx_pkts;
+  uint32_t loss_ppm;
+};
+
+struct dlcp_mlt_conn {
+  dlcp_mlt_config cfg;
+  const dlcp_mem *mem;
+  dlcp_rng rng;
+  dlcp_rate rate;
+  mlt_xfer *sends; /* in post order (UNMATCHED records in arrival order) */
+  mlt_xfer *recvs;
+  size_t nsends, nrecvs;
+  mlt_xfer *pend_head, *pend_tail;
+  mlt_xfer *sending;     /* cached choice of the next transfer to send */
+  bool resched;          /* |sending| must be recomputed */
+  mlt_xfer *last_recv;   /* lookup cache for the data path */
+  uint32_t next_xfer_id;
+  uint32_t path_rr;
+  dlcp_tstamp next_send_ns;
+  dlcp_tstamp timer_ns;
+  dlcp_duration srtt_ns, rttvar_ns;
+  dlcp_duration pkt_gap_ns; /* tx time of a full packet at the current
+                               rate, recomputed when the rate changes */
+  dlcp_mlt_range *missing;
+  size_t missing_cap;
+  dlcp_mlt_stats stats;
+};
+
+/* --- helpers ---------------------------------------------------------- */
+
+static dlcp_tstamp add_sat(dlcp_tstamp t, dlcp_duration d) {
+  return t > DLCP_TSTAMP_NEVER - d ? DLCP_TSTAMP_NEVER : t + d;
+}
+
+static bool bit_get(const uint64_t *w, uint32_t i) {
+  return (w[i >> 6] >> (i & 63)) & 1u;
+}
+
+static void bit_set(uint64_t *w, uint32_t i) {
+  w[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+
+static size_t words_for(uint32_t nbits) {
+  return ((size_t)nbits + 63) / 64;
+}
+
+static uint32_t segs_for(uint64_t size, uint32_t seg_size) {
+  return (uint32_t)((size + seg_size - 1) / seg_size);
+}
+
+static uint32_t seg_len(const mlt_xfer *x, uint32_t seg) {
+  uint64_t off = (uint64_t)seg * x->seg_size;
+  uint64_t rem = x->size - off;
+  return rem < x->seg_size ? (uint32_t)rem : x->seg_size;
+}
+
+/* Bytes the receiver must hold before it may stop: size - floor(p * size),
+ * computed without overflowing 64 bits. */
+static uint64_t needed_bytes(uint64_t size, uint32_t loss_ppm) {
+  uint64_t whole = size / DLCP_WIRE_PPM, frac = size % DLCP_WIRE_PPM;
+  uint64_t may_lose = whole * loss_ppm + frac * loss_ppm / DLCP_WIRE_PPM;
+  return size - may_lose;
+}
+
+static void set_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp t) {
+  x->timer_ns = t;
+  if (t < conn->timer_ns) {
+    conn->timer_ns = t;
+  }
+}
+
+static void pend(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t bits) {
+  x->pend |= bits;
+  if (x->in_pending) {
+    return;
+  }
+  x->in_pending = true;
+  x->pend_next = NULL;
+  if (conn->pend_tail) {
+    conn->pend_tail->pend_next = x;
+  } else {
+    conn->pend_head = x;
+  }
+  conn->pend_tail = x;
+}
+
+static void unlink_xfer(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  mlt_xfer **pp = x->is_send ? &conn->sends : &conn->recvs;
+  for (; *pp; pp = &(*pp)->next) {
+    if (*pp == x) {
+      *pp = x->next;
+      break;
+    }
+  }
+  x->next = NULL;
+  if (x->is_send) {
+    conn->nsends--;
+  } else {
+    conn->nrecvs--;
+  }
+  if (conn->sending == x) {
+    conn->sending = NULL;
+  }
+  if (conn->last_recv == x) {
+    conn->last_recv = NULL;
+  }
+  conn->resched = true;
+}
+
+static void xfer_free(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  const dlcp_mem *m = conn->mem;
+  m->free(x->important_bits, m->user);
+  m->free(x->retx, m->user);
+  m->free(x->have_bits, m->user);
+  m->free(x, m->user);
+}
+
+static mlt_xfer *find_send(dlcp_mlt_conn *conn, uint32_t id) {
+  for (mlt_xfer *x = conn->sends; x; x = x->next) {
+    if (x->id == id && x->state != X_WAIT_START) {
+      return x;
+    }
+  }
+  return NULL;
+}
+
+static mlt_xfer *find_recv(dlcp_mlt_conn *conn, uint32_t id) {
+  if (conn->last_recv && conn->last_recv->id == id) {
+    return conn->last_recv;
+  }
+  for (mlt_xfer *x = conn->recvs; x; x = x->next) {
+    if (x->id == id) {
+      conn->last_recv = x;
+      return x;
+    }
+  }
+  return NULL;
+}
+
+/* Ends a transfer: it leaves the lookup lists at once (later packets for it
+ * are stale and never touch its buffer) and its remaining output is
+ * |extra| followed by the completion. */
+static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
+                   uint32_t extra, dlcp_tstamp now) {
+  x->status = status;
+  x->state = X_DONE;
+  x->end_ns = now;
+  x->timer_ns = DLCP_TSTAMP_NEVER;
+  unlink_xfer(conn, x);
+  pend(conn, x, extra | PEND_COMPLETE);
+}
+
+/* A status a peer reported is passed on when it is one of ours, so a size
+ * mismatch reads as such on both ends. */
+static int peer_status(int32_t st) {
+  if (st <= DLCP_ERR_INVALID_ARGUMENT && st >= DLCP_ERR_SYSTEM) {
+    return st;
+  }
+  return DLCP_ERR_PEER_ABORTED;
+}
+
+/* --- configuration ------------------------------------------------------ */
+
+void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  dlcp_rate_params rp;
+  dlcp_rate_params_default(&rp, 10000000000ull);
+  cfg->job = 1;
+  cfg->segment_size = 1456; /* 1500-byte MTU - IPv4 - UDP - MLT header */
+  cfg->npaths = 4;
+  cfg->nprio = 8;
+  cfg->line_rate_bps = rp.line_rate_bps;
+  cfg->min_rate_bps = rp.min_rate_bps;
+  cfg->t_low_ns = rp.t_low_ns;
+  cfg->t_high_ns = rp.t_high_ns;
+  cfg->alpha_bps = rp.alpha_bps;
+  cfg->beta = rp.beta;
+  cfg->ack_every = 10;
+  cfg->burst_pkts = 16;
+  cfg->initial_rtt_ns = 50000;
+  cfg->min_drain_ns = 20000;
+  cfg->probe_timeout_ns = 1000000;
+  cfg->max_probe_timeout_ns = 200000000;
+  cfg->stall_timeout_ns = 10000000000ull;
+  cfg->max_rounds_without_progress = 16;
+  cfg->max_transfers = 1024;
+  cfg->seed = 1;
+}
+
+static void rate_params_of(dlcp_rate_params *rp, const dlcp_mlt_config *cfg) {
+  rp->line_rate_bps = cfg->line_rate_bps;
+  rp->min_rate_bps = cfg->min_rate_bps;
+  rp->t_low_ns = cfg->t_low_ns;
+  rp->t_high_ns = cfg->t_high_ns;
+  rp->alpha_bps = cfg->alpha_bps;
+  rp->beta = cfg->beta;
+}
+
+int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
+  dlcp_rate_params rp;
+  rate_params_of(&rp, cfg);
+  if (dlcp_rate_params_check(&rp) != 0 ||
+      cfg->segment_size < DLCP_WIRE_MIN_SEG ||
+      cfg->segment_size > DLCP_WIRE_MAX_SEG || cfg->npaths == 0 ||
+      cfg->npaths > 256 || cfg->nprio == 0 ||
+      cfg->nprio > DLCP_WIRE_PRIO_MASK + 1 || cfg->ack_every == 0 ||
+      cfg->burst_pkts == 0 || cfg->initial_rtt_ns == 0 ||
+      cfg->probe_timeout_ns == 0 ||
+      cfg->max_probe_timeout_ns < cfg->probe_timeout_ns ||
+      cfg->stall_timeout_ns == 0 || cfg->max_rounds_without_progress == 0 ||
+      cfg->max_transfers == 0) {
+    return DLCP_ERR_CONFIG;
+  }
+  return 0;
+}
+
+static void update_pkt_gap(dlcp_mlt_conn *conn) {
+  conn->pkt_gap_ns = dlcp_rate_tx_time(
+      &conn->rate, (uint64_t)conn->cfg.segment_size + DLCP_WIRE_DATA_HDR_LEN);
+}
+
+int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
+                      const dlcp_mem *mem, dlcp_tstamp now) {
+  (void)now;
+  if (!pconn || !cfg) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  int rv = dlcp_mlt_config_check(cfg);
+  if (rv != 0) {
+    return rv;
+  }
+  if (!mem) {
+    mem = dlcp_mem_default();
+  }
+  dlcp_mlt_conn *conn = mem->calloc(1, sizeof(*conn), mem->user);
+  if (!conn) {
+    return DLCP_ERR_NOMEM;
+  }
+  conn->cfg = *cfg;
+  conn->mem = mem;
+  dlcp_rng_seed(&conn->rng, cfg->seed);
+  dlcp_rate_params rp;
+  rate_params_of(&rp, cfg);
+  dlcp_rate_init(&conn->rate, &rp);
+  update_pkt_gap(conn);
+  conn->next_xfer_id = 1;
+  conn->timer_ns = DLCP_TSTAMP_NEVER;
+  conn->srtt_ns = cfg->initial_rtt_ns;
+  conn->rttvar_ns = cfg->initial_rtt_ns / 2;
+  *pconn = conn;
+  return 0;
+}
+
+void dlcp_mlt_conn_del(dlcp_mlt_conn *conn) {
+  if (!conn) {
+    return;
+  }
+  mlt_xfer *x, *next;
+  for (x = conn->sends; x; x = next) {
+    next = x->next;
+    if (!x->in_pending) {
+      xfer_free(conn, x);
+    }
+  }
+  for (x = conn->recvs; x; x = next) {
+    next = x->next;
+    if (!x->in_pending) {
+      xfer_free(conn, x);
+    }
+  }
+  for (x = conn->pend_head; x; x = next) {
+    next = x->pend_next;
+    xfer_free(conn, x);
+  }
+  conn->mem->free(conn->missing, conn->mem->user);
+  conn->mem->free(conn, conn->mem->user);
+}
+
+/* --- sender ------------------------------------------------------------- */
+
+/* Tags segments by gradient magnitude (MLT seed 4.2.2.1).  Needs whole
+ * floats per segment; otherwise every packet stays important. */
+static int tag_importance(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  if (x->importance != DLCP_MLT_IMPORTANCE_F32_MAGNITUDE || x->nsegs == 0) {
+    return 0;
+  }
+  if (x->seg_size % sizeof(float) != 0 || x->size % sizeof(float) != 0) {
+    x->importance = DLCP_MLT_IMPORTANCE_ALL;
+    return 0;
+  }
+  const dlcp_mem *m = conn->mem;
+  size_t count = (size_t)(x->size / sizeof(float));
+  size_t nsample = dlcp_tag_sample_size(count, DLCP_TAG_SAMPLE_PERMILLE);
+  float *scratch = m->malloc(nsample * sizeof(float), m->user);
+  x->important_bits = m->calloc(words_for(x->nsegs), sizeof(uint64_t),
+                                m->user);
+  if (!scratch || !x->important_bits) {
+    m->free(scratch, m->user);
+    return DLCP_ERR_NOMEM;
+  }
+  /* The buffer is read through memcpy inside the tag functions, so a
+   * float pointer into a byte buffer never dereferences misaligned. */
+  const float *g = (const float *)(const void *)x->sbuf;
+  float median = dlcp_tag_median_abs_f32(g, count, DLCP_TAG_SAMPLE_PERMILLE,
+                                         &conn->rng, scratch);
+  m->free(scratch, m->user);
+  for (uint32_t s = 0; s < x->nsegs; s++) {
+    size_t first = (size_t)((uint64_t)s * x->seg_size / sizeof(float));
+    size_t n = seg_len(x, s) / sizeof(float);
+    if (dlcp_tag_mean_abs_above(g + first, n, median)) {
+      bit_set(x->important_bits, s);
+    }
+  }
+  return 0;
+}
+
+static void start_round(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
+  x->state = X_ACTIVE;
+  x->timer_ns = DLCP_TSTAMP_NEVER;
+  conn->resched = true;
+  if (x->nsegs == 0 || (x->retx_round && x->nretx == 0)) {
+    x->state = X_DRAIN;
+    set_timer(conn, x, now);
+  }
+}
+
+/* The receiver's START met the application's post: check they agree and
+ * begin the first round. */
+static void match(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t id,
+                  uint64_t size, uint32_t seg_size, dlcp_tstamp now) {
+  x->id = id;
+  x->seg_size = seg_size;
+  x->last_progress_ns = now;
+  x->probe_rto = conn->cfg.probe_timeout_ns;
+  if (size != x->size) {
+    finish(conn, x, DLCP_ERR_SIZE_MISMATCH, PEND_FINISH, now);
+    return;
+  }
+  x->nsegs = segs_for(size, seg_size);
+  int rv = tag_importance(conn, x);
+  if (rv != 0) {
+    finish(conn, x, rv, PEND_FINISH, now);
+    return;
+  }
+  if (x->stop_seen) {
+    finish(conn, x, x->stop_status, 0, now);
+    return;
+  }
+  start_round(conn, x, now);
+}
+
+int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
+                       dlcp_tstamp now) {
+  if (!conn || !req || (!req->buf && req->len > 0) ||
+      req->importance > DLCP_MLT_IMPORTANCE_NONE) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  /* An UNMATCHED record of the same tensor is adopted in arrival order. */
+  mlt_xfer *x = NULL;
+  size_t active = 0;
+  for (mlt_xfer *it = conn->sends; it; it = it->next) {
+    if (it->state == X_UNMATCHED) {
+      if (!x && it->tensor == req->tensor) {
+        x = it;
+      }
+    } else {
+      active++;
+    }
+  }
+  if (!x) {
+    if (conn->nsends >= conn->cfg.max_transfers) {
+      return DLCP_ERR_LIMIT;
+    }
+    x = conn->mem->calloc(1, sizeof(*x), conn->mem->user);
+    if (!x) {
+      return DLCP_ERR_NOMEM;
+    }
+    x->is_send = true;
+    x->state = X_WAIT_START;
+    x->tensor = req->tensor;
+    mlt_xfer **pp = &conn->sends;
+    while (*pp) {
+      pp = &(*pp)->next;
+    }
+    *pp = x;
+    conn->nsends++;
+  } else if (active >= conn->cfg.max_transfers) {
+    return DLCP_ERR_LIMIT;
+  }
+  uint64_t size_from_start = x->size;
+  x->sbuf = req->buf;
+  x->size = req->len;
+  x->user_data = req->user_data;
+  x->layer = req->layer;
+  x->nlayers = req->nlayers;
+  x->prio_fn = req->prio_fn;
+  x->prio_user = req->prio_user;
+  x->importance = req->importance;
+  x->prio = dlcp_tag_priority(req->layer, req->nlayers, conn->cfg.nprio);
+  x->start_ns = now;
+  if (x->state == X_UNMATCHED) {
+    match(conn, x, x->id, size_from_start, x->seg_size, now);
+  } else {
+    set_timer(conn, x, add_sat(now, conn->cfg.stall_timeout_ns));
+  }
+  return 0;
+}
+
+static void on_start_entry(dlcp_mlt_conn *conn,
+                           const dlcp_wire_start_entry *e, dlcp_tstamp now) {
+  for (mlt_xfer *it = conn->sends; it; it = it->next) {
+    if (it->id == e->xfer && it->state != X_WAIT_START) {
+      conn->stats.dropped_stale++; /* a repeated START */
+      return;
+    }
+  }
+  for (mlt_xfer *it = conn->sends; it; it = it->next) {
+    if (it->state == X_WAIT_START && it->tensor == e->tensor) {
+      match(conn, it, e->xfer, e->size, e->seg_size, now);
+      return;
+    }
+  }
+  if (conn->nsends >= conn->cfg.max_transfers) {
+    conn->stats.dropped_invalid++;
+    return;
+  }
+  mlt_xfer *x = conn->mem->calloc(1, sizeof(*x), conn->mem->user);
+  if (!x) {
+    conn->stats.dropped_invalid++;
+    return;
+  }
+  x->is_send = true;
+  x->state = X_UNMATCHED;
+  x->tensor = e->tensor;
+  x->id = e->xfer;
+  x->size = e->size;
+  x->seg_size = e->seg_size;
+  x->unmatched_loss_ppm = e->loss_ppm;
+  x->timer_ns = DLCP_TSTAMP_NEVER;
+  mlt_xfer **pp = &conn->sends;
+  while (*pp) {
+    pp = &(*pp)->next;
+  }
+  *pp = x;
+  conn->nsends++;
+}
+
+static void choose_sending(dlcp_mlt_conn *conn) {
+  mlt_xfer *best = NULL;
+  for (mlt_xfer *x = conn->sends; x; x = x->next) {
+    if (x->state == X_ACTIVE && (!best || x->prio < best->prio)) {
+      best = x;
+    }
+  }
+  conn->sending = best;
+  conn->resched = false;
+}
+
+/* The next segment of the current round, or false if the round is over. */
+static bool next_segment(mlt_xfer *x, uint32_t *seg) {
+  if (!x->retx_round) {
+    if (x->next_seg >= x->nsegs) {
+      return false;
+    }
+    *seg = x->next_seg++;
+    return true;
+  }
+  if (x->retx_idx >= x->nretx) {
+    return false;
+  }
+  /* Ranges are never empty (the decoder rejects them), and the cursor
+   * moves past a range as soon as its last segment is taken, so
+   * round_done() sees the end of the round right after its last packet. */
+  const dlcp_wire_range *r = &x->retx[x->retx_idx];
+  *seg = r->start + x->retx_pos++;
+  if (x->retx_pos >= r->count) {
+    x->retx_idx++;
+    x->retx_pos = 0;
+  }
+  return true;
+}
+
+static bool round_done(const mlt_xfer *x) {
+  return x->retx_round ? x->retx_idx >= x->nretx : x->next_seg >= x->nsegs;
+}
+
+static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
+  dlcp_duration d = conn->srtt_ns + 4 * conn->rttvar_ns;
+  return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
+}
+
+static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
+                     size_t buflen, dlcp_tstamp now) {
+  mlt_xfer *x = conn->sending;
+  uint32_t seg;
+  if (!next_segment(x, &seg)) {
+    return 0; /* cannot happen: a finished round leaves ACTIVE below */
+  }
+  uint64_t offset = (uint64_t)seg * x->seg_size;
+  uint32_t len = seg_len(x, seg);
+  uint8_t prio = x->prio;
+  if (x->prio_fn) {
+    prio = x->prio_fn(x->prio_user, x->tensor, x->layer, offset, len);
+    if (prio >= conn->cfg.nprio) {
+      prio = (uint8_t)(conn->cfg.nprio - 1);
+    }
+  }
+  bool important = x->importance == DLCP_MLT_IMPORTANCE_ALL ||
+                   (x->importance == DLCP_MLT_IMPORTANCE_F32_MAGNITUDE &&
+                    bit_get(x->important_bits, seg));
+  dlcp_wire_data d = {
+      .job = conn->cfg.job,
+      .xfer = x->id,
+      .flags = (uint8_t)(prio | (important ? DLCP_WIRE_FLAG_IMPORTANT : 0) |
+                         (x->retx_round ? DLCP_WIRE_FLAG_RETX : 0)),
+      .path = (uint8_t)(conn->path_rr % conn->cfg.npaths),
+      .layer = (uint16_t)(x->layer > UINT16_MAX ? UINT16_MAX : x->layer),
+      .tensor = x->tensor,
+      .seq = x->seq++,
+      .offset = offset,
+      .tx_ts = now,
+      .payload_len = (uint16_t)len,
+  };
+  dlcp_ssize n = dlcp_wire_data_encode(buf, buflen, &d);
+  if (n < 0) {
+    return (int)n;
+  }
+  conn->path_rr++;
+  x->pkts_sent++;
+  conn->stats.data_sent++;
+  if (x->retx_round) {
+    x->retx_sent++;
+    conn->stats.data_retx++;
+  }
+  act->type = DLCP_MLT_ACT_DATAGRAM;
+  act->len = (size_t)n;
+  act->payload = x->sbuf + offset;
+  act->payload_len = len;
+  act->priority = prio;
+  act->path = d.path;
+  act->ect = important;
+
+  /* Pacing: the next packet may leave one packet time later, but after an
+   * idle spell up to burst_pkts may leave back to back. */
+  dlcp_duration credit = conn->pkt_gap_ns * conn->cfg.burst_pkts;
+  dlcp_tstamp base = conn->next_send_ns;
+  if (now > credit && base < now - credit) {
+    base = now - credit;
+  }
+  conn->next_send_ns =
+      base + dlcp_rate_tx_time(&conn->rate, (uint64_t)n + len);
+
+  if (round_done(x)) {
+    x->state = X_DRAIN;
+    set_timer(conn, x, add_sat(now, drain_interval(conn)));
+    conn->resched = true;
+  }
+  return 0;
+}
+
+static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
+                   dlcp_tstamp now) {
+  conn->stats.acks_received++;
+  if (a->echo_ts > now) {
+    return; /* not one of our time stamps */
+  }
+  dlcp_duration rtt = now - a->echo_ts;
+  /* RFC 6298 smoothing, for the drain interval and probe timeout. */
+  dlcp_duration err = rtt > conn->srtt_ns ? rtt - conn->srtt_ns
+                                          : conn->srtt_ns - rtt;
+  conn->rttvar_ns = (3 * conn->rttvar_ns + err) / 4;
+  conn->srtt_ns = (7 * conn->srtt_ns + rtt) / 8;
+  dlcp_rate_on_rtt(&conn->rate, rtt);
+  update_pkt_gap(conn);
+}
+
+static void send_fail(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
+                      dlcp_tstamp now) {
+  finish(conn, x, status, PEND_FINISH, now);
+}
+
+static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
+                      dlcp_tstamp now) {
+  mlt_xfer *x = find_send(conn, b->xfer);
+  if (!x || x->state != X_PROBED || b->round != x->round) {
+    conn->stats.dropped_stale++;
+    return;
+  }
+  if (b->nsegs != x->nsegs) {
+    conn->stats.dropped_invalid++;
+    return;
+  }
+  if (b->have > x->last_have) {
+    x->last_have = b->have;
+    x->last_progress_ns = now;
+    x->noprog_rounds = 0;
+    x->probe_rto = conn->cfg.probe_timeout_ns;
+  } else if (++x->noprog_rounds >= conn->cfg.max_rounds_without_progress) {
+    send_fail(conn, x, DLCP_ERR_NO_PROGRESS, now);
+    return;
+  }
+  if (b->nranges > x->retx_cap) {
+    void *p = conn->mem->realloc(x->retx, b->nranges * sizeof(*x->retx),
+                                 conn->mem->user);
+    if (!p) {
+      send_fail(conn, x, DLCP_ERR_NOMEM, now);
+      return;
+    }
+    x->retx = p;
+    x->retx_cap = b->nranges;
+  }
+  size_t cursor = 0;
+  uint32_t prev_end = b->first;
+  uint32_t n = 0;
+  while (n < b->nranges &&
+         dlcp_wire_bitmap_next(b, &cursor, &prev_end, &x->retx[n])) {
+    n++;
+  }
+  x->nretx = n;
+  x->retx_idx = 0;
+  x->retx_pos = 0;
+  x->retx_round = true;
+  start_round(conn, x, now);
+}
+
+static void on_stop(dlcp_mlt_conn *conn, const dlcp_wire_stop *s,
+                    dlcp_tstamp now) {
+  mlt_xfer *x = find_send(conn, s->xfer);
+  if (!x) {
+    conn->stats.dropped_stale++;
+    return;
+  }
+  x->peer_bytes = s->bytes;
+  int status = s->status == 0 ? 0 : peer_status(s->status);
+  if (x->state == X_UNMATCHED) {
+    x->stop_seen = true;
+    x->stop_status = status;
+    return;
+  }
+  finish(conn, x, status, 0, now);
+}
+
+/* --- receiver ----------------------------------------------------------- */
+
+int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
+                       dlcp_tstamp now) {
+  if (!conn || !req || (!req->buf && req->len > 0) ||
+      !(req->loss_bound >= 0.0 && req->loss_bound < 1.0)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  uint32_t seg_size = conn->cfg.segment_size;
+  if ((req->len + seg_size - 1) / seg_size > UINT32_MAX) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (conn->nrecvs >= conn->cfg.max_transfers) {
+    return DLCP_ERR_LIMIT;
+  }
+  const dlcp_mem *m = conn->mem;
+  mlt_xfer *x = m->calloc(1, sizeof(*x), m->user);
+  if (!x) {
+    return DLCP_ERR_NOMEM;
+  }
+  x->nsegs = segs_for(req->len, seg_size);
+  if (x->nsegs > 0) {
+    x->have_bits = m->calloc(words_for(x->nsegs), sizeof(uint64_t), m->user);
+    if (!x->have_bits) {
+      m->free(x, m->user);
+      return DLCP_ERR_NOMEM;
+    }
+  }
+  x->is_send = false;
+  x->state = X_ACTIVE;
+  x->tensor = req->tensor;
+  x->id = conn->next_xfer_id++;
+  if (conn->next_xfer_id == 0) {
+    conn->next_xfer_id = 1; /* 0 means "none" on the wire */
+  }
+  x->user_data = req->user_data;
+  x->size = req->len;
+  x->seg_size = seg_size;
+  x->rbuf = req->buf;
+  /* Round p down to whole ppm: the bound granted is never looser than the
+   * one asked for. */
+  x->loss_ppm = (uint32_t)(req->loss_bound * DLCP_WIRE_PPM);
+  if (x->loss_ppm >= DLCP_WIRE_PPM) {
+    x->loss_ppm = DLCP_WIRE_PPM - 1;
+  }
+  x->needed_bytes = needed_bytes(x->size, x->loss_ppm);
+  x->start_ns = now;
+  x->last_progress_ns = now;
+  x->next = conn->recvs;
+  conn->recvs = x;
+  conn->nrecvs++;
+  pend(conn, x, PEND_START);
+  set_timer(conn, x, add_sat(now, conn->cfg.stall_timeout_ns));
+  if (x->needed_bytes == 0) {
+    finish(conn, x, 0, PEND_STOP, now);
+  }
+  return 0;
+}
+
+static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
+                   dlcp_tstamp now) {
+  dlcp_wire_data d;
+  const uint8_t *payload;
+  int rv = dlcp_wire_data_decode(&d, &payload, buf, len);
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+    return rv;
+  }
+  if (d.job != conn->cfg.job) {
+    conn->stats.dropped_foreign++;
+    return DLCP_ERR_FOREIGN_JOB;
+  }
+  mlt_xfer *x = find_recv(conn, d.xfer);
+  if (!x) {
+    conn->stats.dropped_stale++;
+    return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  if (d.tensor != x->tensor) {
+    conn->stats.dropped_invalid++;
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  rv = dlcp_wire_data_check_bounds(&d, x->size, x->seg_size);
+  if (rv != 0) {
+    conn->stats.dropped_invalid++;
+    return rv;
+  }
+  uint32_t seg = (uint32_t)(d.offset / x->seg_size);
+  conn->stats.data_received++;
+  x->rx_pkts++;
+  x->last_progress_ns = now;
+  if (x->rx_pkts % conn->cfg.ack_every == 0) {
+    x->ack_echo_ts = d.tx_ts;
+    x->ack_rx_pkts = x->rx_pkts;
+    pend(conn, x, PEND_ACK);
+  }
+  if (bit_get(x->have_bits, seg)) {
+    x->dups++;
+    conn->stats.data_duplicate++;
+    return 0;
+  }
+  bit_set(x->have_bits, seg);
+  memcpy(x->rbuf + d.offset, payload, d.payload_len);
+  x->have_segs++;
+  x->have_bytes += d.payload_len;
+  if (x->have_bytes >= x->needed_bytes) {
+    finish(conn, x, 0, PEND_STOP, now);
+  }
+  return 0;
+}
+
+static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
+                     dlcp_tstamp now) {
+  mlt_xfer *x = find_recv(conn, p->xfer);
+  if (!x) {
+    conn->stats.dropped_stale++; /* finished: its STOP is on the way */
+    return;
+  }
+  x->bitmap_round = p->round;
+  x->last_progress_ns = now;
+  pend(conn, x, PEND_BITMAP);
+}
+
+static void on_finish(dlcp_mlt_conn *conn, const dlcp_wire_finish *f,
+                      dlcp_tstamp now) {
+  mlt_xfer *x = find_recv(conn, f->xfer);
+  if (!x) {
+    conn->stats.dropped_stale++;
+    return;
+  }
+  /* A sender only FINISHes a live transfer when it failed. */
+  finish(conn, x, f->status == 0 ? DLCP_ERR_PEER_ABORTED
+                                 : peer_status(f->status),
+         0, now);
+}
+
+/* Collects the receiver's missing byte ranges into the connection's
+ * scratch array and zero-fills them in the application buffer. */
+static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  size_t n = 0;
+  uint32_t s = 0;
+  while (s < x->nsegs) {
+    if (bit_get(x->have_bits, s)) {
+      s++;
+      continue;
+    }
+    uint32_t start = s;
+    while (s < x->nsegs && !bit_get(x->have_bits, s)) {
+      s++;
+    }
+    if (n == conn->missing_cap) {
+      size_t cap = conn->missing_cap ? conn->missing_cap * 2 : 16;
+      void *p = conn->mem->realloc(conn->missing, cap * sizeof(*conn->missing),
+                                   conn->mem->user);
+      if (!p) {
+        return DLCP_ERR_NOMEM;
+      }
+      conn->missing = p;
+      conn->missing_cap = cap;
+    }
+    uint64_t off = (uint64_t)start * x->seg_size;
+    uint64_t end = (uint64_t)s * x->seg_size;
+    if (end > x->size) {
+      end = x->size;
+    }
+    conn->missing[n].offset = off;
+    conn->missing[n].len = end - off;
+    memset(x->rbuf + off, 0, (size_t)(end - off));
+    n++;
+  }
+  return (int)n;
+}
+
+/* --- events in ---------------------------------------------------------- */
+
+int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
+                         size_t len, dlcp_tstamp now) {
+  dlcp_wire_preamble pre;
+  int rv = dlcp_wire_peek(&pre, buf, len);
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+    return rv;
+  }
+  if (pre.type == DLCP_WIRE_DATA) {
+    return on_data(conn, buf, len, now);
+  }
+  if (pre.type != DLCP_WIRE_ACK) {
+    conn->stats.dropped_malformed++;
+    return DLCP_ERR_BAD_TYPE;
+  }
+  dlcp_wire_ack a;
+  rv = dlcp_wire_ack_decode(&a, buf, len);
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+    return rv;
+  }
+  if (a.job != conn->cfg.job) {
+    conn->stats.dropped_foreign++;
+    return DLCP_ERR_FOREIGN_JOB;
+  }
+  on_ack(conn, &a, now);
+  return 0;
+}
+
+int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
+                        dlcp_tstamp now) {
+  dlcp_wire_preamble pre;
+  int rv = dlcp_wire_peek(&pre, buf, len);
+  if (rv == 0 && pre.len != len) {
+    rv = DLCP_ERR_BAD_LENGTH;
+  }
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+    return rv;
+  }
+  if (pre.job != conn->cfg.job) {
+    conn->stats.dropped_foreign++;
+    return DLCP_ERR_FOREIGN_JOB;
+  }
+  switch ((dlcp_wire_type)pre.type) {
+  case DLCP_WIRE_START: {
+    uint32_t job, n;
+    rv = dlcp_wire_start_decode(&job, &n, buf, len);
+    if (rv != 0) {
+      break;
+    }
+    conn->stats.control_received++;
+    for (uint32_t i = 0; i < n; i++) {
+      dlcp_wire_start_entry e;
+      dlcp_wire_start_entry_get(&e, buf, i);
+      on_start_entry(conn, &e, now);
+    }
+    return 0;
+  }
+  case DLCP_WIRE_PROBE: {
+    dlcp_wire_probe p;
+    rv = dlcp_wire_probe_decode(&p, buf, len);
+    if (rv == 0) {
+      conn->stats.control_received++;
+      on_probe(conn, &p, now);
+    }
+    break;
+  }
+  case DLCP_WIRE_BITMAP: {
+    dlcp_wire_bitmap b;
+    rv = dlcp_wire_bitmap_decode(&b, buf, len);
+    if (rv == 0) {
+      conn->stats.control_received++;
+      on_bitmap(conn, &b, now);
+    }
+    break;
+  }
+  case DLCP_WIRE_STOP: {
+    dlcp_wire_stop s;
+    rv = dlcp_wire_stop_decode(&s, buf, len);
+    if (rv == 0) {
+      conn->stats.control_received++;
+      on_stop(conn, &s, now);
+    }
+    break;
+  }
+  case DLCP_WIRE_FINISH: {
+    dlcp_wire_finish f;
+    rv = dlcp_wire_finish_decode(&f, buf, len);
+    if (rv == 0) {
+      conn->stats.control_received++;
+      on_finish(conn, &f, now);
+    }
+    break;
+  }
+  case DLCP_WIRE_DATA:
+  case DLCP_WIRE_ACK:
+  default:
+    rv = DLCP_ERR_BAD_TYPE;
+    break;
+  }
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+  }
+  return rv;
+}
+
+void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now) {
+  mlt_xfer *x, *next;
+  for (x = conn->sends; x; x = next) {
+    next = x->next;
+    if (x->state == X_UNMATCHED) {
+      unlink_xfer(conn, x);
+      xfer_free(conn, x);
+      continue;
+    }
+    x->pend &= PEND_COMPLETE; /* the peer is gone: say nothing more */
+    finish(conn, x, status, 0, now);
+  }
+  for (x = conn->recvs; x; x = next) {
+    next = x->next;
+    x->pend &= PEND_COMPLETE;
+    finish(conn, x, status, 0, now);
+  }
+}
+
+/* --- timers ------------------------------------------------------------- */
+
+static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
+  const dlcp_mlt_config *cfg = &conn->cfg;
+  switch ((enum xfer_state)x->state) {
+  case X_WAIT_START:
+    send_fail(conn, x, DLCP_ERR_TIMEOUT, now);
+    return;
+  case X_DRAIN:
+    x->round++;
+    x->state = X_PROBED;
+    pend(conn, x, PEND_PROBE);
+    set_timer(conn, x, add_sat(now, x->probe_rto));
+    break;
+  case X_PROBED:
+    if (now - x->last_progress_ns >= cfg->stall_timeout_ns) {
+      send_fail(conn, x, DLCP_ERR_TIMEOUT, now);
+      return;
+    }
+    /* No answer: ask again, backing off.  The round stays the same so a
+     * late answer to the first PROBE is still accepted. */
+    x->probe_rto = x->probe_rto * 2 > cfg->max_probe_timeout_ns
+                       ? cfg->max_probe_timeout_ns
+                       : x->probe_rto * 2;
+    pend(conn, x, PEND_PROBE);
+    set_timer(conn, x, add_sat(now, x->probe_rto));
+    break;
+  case X_ACTIVE:
+    if (!x->is_send) {
+      finish(conn, x, DLCP_ERR_TIMEOUT, PEND_STOP, now);
+      return;
+    }
+    x->timer_ns = DLCP_TSTAMP_NEVER;
+    return;
+  case X_UNMATCHED:
+  case X_DONE:
+  default:
+    x->timer_ns = DLCP_TSTAMP_NEVER;
+    return;
+  }
+}
+
+/* The timer a transfer should have now; used when rescanning. */
+static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
+                                 const mlt_xfer *x) {
+  if (!x->is_send && x->state == X_ACTIVE) {
+    return add_sat(x->last_progress_ns, conn->cfg.stall_timeout_ns);
+  }
+  return x->timer_ns;
+}
+
+static void run_timers(dlcp_mlt_conn *conn, dlcp_tstamp now) {
+  if (now < conn->timer_ns) {
+    return;
+  }
+  dlcp_tstamp earliest = DLCP_TSTAMP_NEVER;
+  for (int list = 0; list < 2; list++) {
+    mlt_xfer *x = list == 0 ? conn->sends : conn->recvs, *next;
+    for (; x; x = next) {
+      next = x->next;
+      dlcp_tstamp t = xfer_deadline(conn, x);
+      x->timer_ns = t;
+      if (t <= now) {
+        fire_timer(conn, x, now);
+        if (x->state == X_DONE) {
+          continue;
+        }
+        t = x->timer_ns;
+      }
+      if (t < earliest) {
+        earliest = t;
+      }
+    }
+  }
+  conn->timer_ns = earliest;
+}
+
+/* --- actions out -------------------------------------------------------- */
+
+static int emit_start(dlcp_mlt_conn *conn, mlt_xfer *first,
+                      dlcp_mlt_action *act, uint8_t *buf, size_t buflen) {
+  /* Every transfer waiting to announce itself goes into one START, as far
+   * as the buffer allows; the rest follow in the next. */
+  enum { BATCH = 64 };
+  dlcp_wire_start_entry e[BATCH] = {{0}};
+  mlt_xfer *who[BATCH];
+  size_t max = (buflen - DLCP_WIRE_START_HDR_LEN) / DLCP_WIRE_START_ENTRY_LEN;
+  size_t n = 0;
+  for (mlt_xfer *x = first; x && n < BATCH && n < max; x = x->pend_next) {
+    if (!(x->pend & PEND_START)) {
+      continue;
+    }
+    e[n].tensor = x->tensor;
+    e[n].xfer = x->id;
+    e[n].size = x->size;
+    e[n].loss_ppm = x->loss_ppm;
+    e[n].seg_size = x->seg_size;
+    who[n++] = x;
+  }
+  dlcp_ssize len = dlcp_wire_start_encode(buf, buflen, conn->cfg.job, e, n);
+  if (len < 0) {
+    return (int)len;
+  }
+  for (size_t i = 0; i < n; i++) {
+    who[i]->pend &= ~(uint32_t)PEND_START;
+  }
+  act->type = DLCP_MLT_ACT_CONTROL;
+  act->len = (size_t)len;
+  return 0;
+}
+
+static void fill_completion(dlcp_mlt_conn *conn, mlt_xfer *x,
+                            dlcp_mlt_completion *c, int nmissing) {
+  memset(c, 0, sizeof(*c));
+  c->user_data = x->user_data;
+  c->tensor = x->tensor;
+  c->xfer = x->id;
+  c->is_send = x->is_send;
+  c->status = x->status;
+  c->bytes = x->size;
+  c->delivered_bytes = x->is_send ? x->peer_bytes : x->have_bytes;
+  if (x->status != 0 && x->is_send) {
+    c->delivered_bytes = 0;
+  }
+  c->delivered_fraction =
+      x->size == 0 ? 1.0 : (double)c->delivered_bytes / (double)x->size;
+  c->packets = x->is_send ? x->pkts_sent : x->rx_pkts;
+  c->retransmissions = x->retx_sent;
+  c->duplicates = x->dups;
+  c->rounds = x->round;
+  c->start_ns = x->start_ns;
+  c->end_ns = x->end_ns;
+  if (nmissing > 0) {
+    c->missing = conn->missing;
+    c->nmissing = (size_t)nmissing;
+  }
+}
+
+/* Emits the first pending output of |x|; returns whether |x| is done with
+ * (and freed) or still has bits pending. */
+static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
+                        dlcp_mlt_action *act, uint8_t *buf, size_t buflen) {
+  dlcp_ssize len = 0;
+  uint32_t job = conn->cfg.job;
+  if (x->pend & PEND_START) {
+    return emit_start(conn, x, act, buf, buflen);
+  }
+  if (x->pend & PEND_ACK) {
+    x->pend &= ~(uint32_t)PEND_ACK;
+    dlcp_wire_ack a = {.job = job, .xfer = x->id,
+                       .echo_ts = x->ack_echo_ts, .rx_pkts = x->ack_rx_pkts};
+    len = dlcp_wire_ack_encode(buf, buflen, &a);
+    conn->stats.acks_sent++;
+    act->type = DLCP_MLT_ACT_DATAGRAM;
+    act->priority = 0; /* ACKs carry the RTT signal: never queue them */
+    act->path = (uint8_t)(x->ack_rx_pkts / conn->cfg.ack_every %
+                          conn->cfg.npaths);
+    act->ect = true;
+  } else if (x->pend & PEND_PROBE) {
+    x->pend &= ~(uint32_t)PEND_PROBE;
+    dlcp_wire_probe p = {.job = job, .xfer = x->id, .round = x->round,
+                         .sent = (uint32_t)x->pkts_sent};
+    len = dlcp_wire_probe_encode(buf, buflen, &p);
+    act->type = DLCP_MLT_ACT_CONTROL;
+  } else if (x->pend & PEND_BITMAP) {
+    x->pend &= ~(uint32_t)PEND_BITMAP;
+    dlcp_wire_bitmap b = {.job = job, .xfer = x->id, .round = x->bitmap_round,
+                          .nsegs = x->nsegs, .first = 0,
+                          .have = x->have_segs};
+    len = dlcp_wire_bitmap_encode_words(buf, buflen, &b, x->have_bits);
+    act->type = DLCP_MLT_ACT_CONTROL;
+  } else if (x->pend & PEND_STOP) {
+    x->pend &= ~(uint32_t)PEND_STOP;
+    dlcp_wire_stop s = {.job = job, .xfer = x->id, .status = x->status,
+                        .have = x->have_segs, .bytes = x->have_bytes};
+    len = dlcp_wire_stop_encode(buf, buflen, &s);
+    act->type = DLCP_MLT_ACT_CONTROL;
+  } else if (x->pend & PEND_FINISH) {
+    x->pend &= ~(uint32_t)PEND_FINISH;
+    dlcp_wire_finish f = {.job = job, .xfer = x->id, .status = x->status,
+                          .sent = (uint32_t)x->pkts_sent};
+    len = dlcp_wire_finish_encode(buf, buflen, &f);
+    act->type = DLCP_MLT_ACT_CONTROL;
+    if (x->id == 0) {
+      /* Never started: the receiver has nothing to hear about. */
+      act->type = DLCP_MLT_ACT_NONE;
+      len = 0;
+    }
+  } else if (x->pend & PEND_COMPLETE) {
+    x->pend = 0;
+    int nmissing = 0;
+    if (!x->is_send && x->nsegs > 0 && x->have_segs < x->nsegs) {
+      nmissing = collect_missing(conn, x);
+      if (nmissing < 0) {
+        return nmissing;
+      }
+    }
+    act->type = DLCP_MLT_ACT_COMPLETE;
+    fill_completion(conn, x, &act->completion, nmissing);
+    return 0;
+  }
+  if (len < 0) {
+    return (int)len;
+  }
+  act->len = (size_t)len;
+  if (act->type == DLCP_MLT_ACT_CONTROL) {
+    conn->stats.control_sent++;
+  }
+  return 0;
+}
+
+int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
+                  size_t buflen, dlcp_tstamp now) {
+  memset(act, 0, sizeof(*act));
+  if (buflen < DLCP_MLT_MIN_BUF) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  run_timers(conn, now);
+  while (conn->pend_head) {
+    mlt_xfer *x = conn->pend_head;
+    int rv = emit_pending(conn, x, act, buf, buflen);
+    if (x->pend == 0) {
+      conn->pend_head = x->pend_next;
+      if (!conn->pend_head) {
+        conn->pend_tail = NULL;
+      }
+      x->in_pending = false;
+      if (x->state == X_DONE) {
+        xfer_free(conn, x);
+      }
+    }
+    if (rv != 0) {
+      return rv;
+    }
+    if (act->type != DLCP_MLT_ACT_NONE) {
+      return 0;
+    }
+  }
+  if (conn->resched) {
+    choose_sending(conn);
+  }
+  if (conn->sending && now >= conn->next_send_ns) {
+    return emit_data(conn, act, buf, buflen, now);
+  }
+  return 0;
+}
+
+dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
+  if (conn->pend_head) {
+    return 0;
+  }
+  dlcp_tstamp t = conn->timer_ns;
+  bool can_send = conn->resched ? false : conn->sending != NULL;
+  if (conn->resched) {
+    for (const mlt_xfer *x = conn->sends; x; x = x->next) {
+      if (x->state == X_ACTIVE) {
+        can_send = true;
+        break;
+      }
+    }
+  }
+  if (can_send && conn->next_send_ns < t) {
+    t = conn->next_send_ns;
+  }
+  return t;
+}
+
+void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
+  *st = conn->stats;
+  st->rate_bps = conn->rate.rate_bps;
+  st->srtt_ns = conn->srtt_ns;
+}
+
+size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {
+  size_t n = 0;
+  for (const mlt_xfer *x = conn->sends; x; x = x->next) {
+    n += x->state != X_UNMATCHED;
+  }
+  n += conn->nrecvs;
+  for (const mlt_xfer *x = conn->pend_head; x; x = x->pend_next) {
+    n += x->state == X_DONE;
+  }
+  return n;
+}

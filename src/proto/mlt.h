@@ -1,0 +1,267 @@
+/*
+ * mlt.h: the MLT connection, sans-I/O.
+ *
+ * A dlcp_mlt_conn is one end of the MLT association between two peers.  It
+ * carries any number of concurrent tensor transfers in both directions.  It
+ * never touches a socket or a clock: the driver (src/rt on real sockets,
+ * src/sim in the simulator, tests/support/netsim in the tests) feeds it
+ * events and executes the actions it returns.
+ *
+ *   events in    dlcp_mlt_post_send / dlcp_mlt_post_recv   (application)
+ *                dlcp_mlt_on_datagram  (DATA, ACK from the datagram channel)
+ *                dlcp_mlt_on_control   (START, PROBE, BITMAP, STOP, FINISH
+ *                                       from the reliable channel, one whole
+ *                                       message per call)
+ *                dlcp_mlt_abort        (the driver lost the peer)
+ *   actions out  dlcp_mlt_poll, called until it returns DLCP_MLT_ACT_NONE:
+ *                a datagram or a control message to send, or a completion
+ *   time         every call takes |now|; dlcp_mlt_next_deadline says when
+ *                poll has something to do next (pacing, probe and stall
+ *                timers).  Poll also fires expired timers.
+ *
+ * A transfer runs as in the MLT seed (section 4.2.3): the receiver posts a
+ * buffer and a loss bound p and sends START; the sender cuts the tensor
+ * into segments and sends them in any order, paced by the TIMELY-like rate
+ * controller, over K paths; the receiver places each segment by offset and
+ * ACKs every 10th packet echoing its time stamp; when it holds at least
+ * (1 - p) of the bytes it sends STOP and completes, zero-filling and
+ * reporting what is missing.  A sender that has sent everything without a
+ * STOP waits one drain interval, then sends PROBE; the receiver answers
+ * with a BITMAP of missing segments; the sender retransmits exactly those,
+ * and the cycle repeats until STOP.  p = 0 makes the transfer fully
+ * reliable.  Buffers are used in place: the sender never copies the
+ * tensor; the receiver writes each payload once, into the posted buffer.
+ */
+#ifndef DLCP_PROTO_MLT_H
+#define DLCP_PROTO_MLT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+
+typedef struct dlcp_mlt_conn dlcp_mlt_conn;
+
+/* The smallest |buf| dlcp_mlt_poll accepts: room for any fixed-size message
+ * and a useful bitmap window.  Larger buffers give larger bitmap windows;
+ * DLCP_WIRE_CTRL_MAX (1 MiB) always holds a whole bitmap of a 1 GiB tensor. */
+#define DLCP_MLT_MIN_BUF 4096u
+
+typedef struct dlcp_mlt_config {
+  uint32_t job;          /* job token on every message; others are dropped */
+  uint32_t segment_size; /* payload bytes per DATA packet, chosen by the
+                            receiver and announced in START (64..65463) */
+  uint32_t npaths;       /* K paths, path ids 0..K-1, round-robin; 1..256 */
+  uint32_t nprio;        /* P switch priorities for layer tagging; 1..8 */
+  uint64_t line_rate_bps;  /* start rate and ceiling of the rate control */
+  uint64_t min_rate_bps;   /* floor of the rate control */
+  dlcp_duration t_low_ns;  /* rate control thresholds (12.5 us, 125 us) */
+  dlcp_duration t_high_ns;
+  uint64_t alpha_bps;      /* additive increase (40 Mbps) */
+  double beta;             /* multiplicative decrease (0.8) */
+  uint32_t ack_every;      /* receiver ACKs every this many packets (10) */
+  uint32_t burst_pkts;     /* packets the pacer may send back to back after
+                              an idle period, for batching drivers (>= 1) */
+  dlcp_duration initial_rtt_ns;     /* RTT estimate before the first ACK */
+  dlcp_duration min_drain_ns;       /* least wait between the last packet of
+                                       a round and its PROBE */
+  dlcp_duration probe_timeout_ns;   /* first PROBE re-send timeout; doubles */
+  dlcp_duration max_probe_timeout_ns;
+  dlcp_duration stall_timeout_ns;   /* a transfer with no progress for this
+                                       long fails with DLCP_ERR_TIMEOUT */
+  uint32_t max_rounds_without_progress; /* then DLCP_ERR_NO_PROGRESS */
+  uint32_t max_transfers;  /* concurrent transfers per direction, incl. START
+                              messages waiting for a matching post_send */
+  uint64_t seed;           /* seeds the connection's generator */
+} dlcp_mlt_config;
+
+/* dlcp_mlt_config_default fills the seed's defaults: 10 Gbps line rate,
+ * 8 priorities, one path, 1456-byte segments, ACK every 10 packets. */
+void dlcp_mlt_config_default(dlcp_mlt_config *cfg);
+
+/* dlcp_mlt_config_check returns 0 or DLCP_ERR_CONFIG if a field is out of
+ * its range. */
+int dlcp_mlt_config_check(const dlcp_mlt_config *cfg);
+
+/*
+ * A priority function chooses the switch priority (0 = most urgent, below
+ * the connection's nprio) of the packet carrying bytes [offset, offset+len)
+ * of |tensor|.  It must not call back into the connection.
+ */
+typedef uint8_t (*dlcp_mlt_prio_fn)(void *user, uint32_t tensor,
+                                    uint32_t layer, uint64_t offset,
+                                    uint32_t len);
+
+typedef enum dlcp_mlt_importance {
+  /* every packet is important (ECN-capable): nothing is preferentially
+   * dropped; the default, and right for parameters or non-float data */
+  DLCP_MLT_IMPORTANCE_ALL = 0,
+  /* float32 gradients: a packet is important when its mean |g| exceeds
+   * the median |g| estimated from a 5% sample of the tensor */
+  DLCP_MLT_IMPORTANCE_F32_MAGNITUDE = 1,
+  /* no packet is important: all may be dropped first under congestion */
+  DLCP_MLT_IMPORTANCE_NONE = 2,
+} dlcp_mlt_importance;
+
+typedef struct dlcp_mlt_send {
+  uint32_t tensor;   /* matched with the receiver's tensor id, FIFO */
+  const void *buf;   /* borrowed: must stay valid and unchanged until the
+                        transfer's completion is polled */
+  uint64_t len;      /* bytes; must equal the receiver's posted length */
+  uint32_t layer;    /* model layer of the tensor */
+  uint32_t nlayers;  /* layers in the model; 0 = priority 0 for all */
+  dlcp_mlt_prio_fn prio_fn; /* NULL: layer * nprio / nlayers */
+  void *prio_user;
+  dlcp_mlt_importance importance;
+  uint64_t user_data; /* returned in the completion */
+} dlcp_mlt_send;
+
+typedef struct dlcp_mlt_recv {
+  uint32_t tensor;
+  void *buf;          /* borrowed: written until the completion is polled,
+                         never after */
+  uint64_t len;
+  double loss_bound;  /* p in [0, 1): the fraction that may be missing;
+                         0 = fully reliable */
+  uint64_t user_data;
+} dlcp_mlt_recv;
+
+/* A byte range of a tensor. */
+typedef struct dlcp_mlt_range {
+  uint64_t offset;
+  uint64_t len;
+} dlcp_mlt_range;
+
+typedef struct dlcp_mlt_completion {
+  uint64_t user_data;
+  uint32_t tensor;
+  uint32_t xfer;         /* transfer id (0 if the transfer never started) */
+  bool is_send;
+  int status;            /* 0 or a negative DLCP_ERR_* */
+  uint64_t bytes;        /* the tensor's length */
+  uint64_t delivered_bytes; /* receiver: bytes it holds; sender: bytes the
+                               receiver reported in STOP */
+  double delivered_fraction; /* delivered_bytes / bytes (1 if bytes == 0) */
+  uint64_t packets;      /* sender: data packets sent; receiver: received */
+  uint64_t retransmissions; /* sender: packets sent more than once */
+  uint64_t duplicates;   /* receiver: packets for segments already held */
+  uint32_t rounds;       /* PROBE rounds */
+  dlcp_tstamp start_ns;  /* when the transfer was posted */
+  dlcp_tstamp end_ns;
+  /* receiver: the byte ranges that were not delivered and were zero-filled,
+   * in increasing order.  Owned by the connection; valid until the next
+   * dlcp_mlt_poll or dlcp_mlt_conn_del. */
+  const dlcp_mlt_range *missing;
+  size_t nmissing;
+} dlcp_mlt_completion;
+
+typedef enum dlcp_mlt_act_type {
+  DLCP_MLT_ACT_NONE = 0,
+  DLCP_MLT_ACT_DATAGRAM, /* send buf[0..len) then payload[0..payload_len)
+                            as one datagram on path |path| */
+  DLCP_MLT_ACT_CONTROL,  /* send buf[0..len) on the reliable channel */
+  DLCP_MLT_ACT_COMPLETE, /* a transfer finished: see completion */
+} dlcp_mlt_act_type;
+
+typedef struct dlcp_mlt_action {
+  dlcp_mlt_act_type type;
+  size_t len;               /* bytes written at the start of |buf| */
+  const uint8_t *payload;   /* DATAGRAM: points into the application's
+                               tensor (no copy), or NULL */
+  size_t payload_len;
+  uint8_t priority;         /* DATAGRAM: 0 = most urgent (DSCP class) */
+  uint8_t path;             /* DATAGRAM: path id */
+  bool ect;                 /* DATAGRAM: send ECN-capable (important) */
+  dlcp_mlt_completion completion; /* COMPLETE */
+} dlcp_mlt_action;
+
+typedef struct dlcp_mlt_stats {
+  uint64_t data_sent, data_retx, data_received, data_duplicate;
+  uint64_t acks_sent, acks_received;
+  uint64_t control_sent, control_received;
+  uint64_t dropped_malformed; /* failed to decode */
+  uint64_t dropped_foreign;   /* another job's token */
+  uint64_t dropped_stale;     /* unknown or finished transfer */
+  uint64_t dropped_invalid;   /* decodes, but contradicts the transfer
+                                 (offset outside the tensor, wrong tensor) */
+  double rate_bps;            /* the rate controller's current rate */
+  dlcp_duration srtt_ns;
+} dlcp_mlt_stats;
+
+/*
+ * dlcp_mlt_conn_new creates a connection in |*pconn| with a copy of |cfg|;
+ * |mem| (NULL = default) must outlive it.  The caller owns the connection
+ * and frees it with dlcp_mlt_conn_del.
+ * Returns 0, DLCP_ERR_CONFIG or DLCP_ERR_NOMEM.
+ */
+int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
+                      const dlcp_mem *mem, dlcp_tstamp now);
+
+/* dlcp_mlt_conn_del frees |conn| (NULL is fine).  Outstanding transfers are
+ * dropped without completions; their buffers are no longer referenced. */
+void dlcp_mlt_conn_del(dlcp_mlt_conn *conn);
+
+/*
+ * dlcp_mlt_post_send starts sending the tensor |req->buf|.  Sending begins
+ * when the receiver's START for |req->tensor| arrives (or at once if it
+ * already has).  Returns 0, DLCP_ERR_INVALID_ARGUMENT, DLCP_ERR_LIMIT or
+ * DLCP_ERR_NOMEM.
+ */
+int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
+                       dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_post_recv posts |req->buf| to receive tensor |req->tensor| and
+ * queues the START that tells the sender to go.  Returns 0,
+ * DLCP_ERR_INVALID_ARGUMENT, DLCP_ERR_LIMIT or DLCP_ERR_NOMEM.
+ */
+int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
+                       dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_on_datagram processes one datagram.  Anything that is not a
+ * valid DATA or ACK of this job and a live transfer is counted and
+ * dropped.  Returns 0 if the datagram was used, or the negative code saying
+ * why it was dropped (never fatal: the connection stays usable).
+ */
+int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
+                         size_t len, dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_on_control processes one whole control message (the driver
+ * frames the stream using the preamble's length).  Same return convention
+ * as dlcp_mlt_on_datagram.
+ */
+int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
+                        dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_poll fires expired timers and returns the next action in |act|.
+ * Messages are written to |buf| (|buflen| >= DLCP_MLT_MIN_BUF), which the
+ * caller owns.  Call until act->type is DLCP_MLT_ACT_NONE.
+ * Returns 0, or DLCP_ERR_BUFFER_TOO_SMALL.
+ */
+int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
+                  size_t buflen, dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_next_deadline returns when dlcp_mlt_poll next has work: |now| or
+ * earlier if it has work already, DLCP_TSTAMP_NEVER if it is idle.
+ */
+dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn);
+
+/*
+ * dlcp_mlt_abort fails every outstanding transfer with |status| (a negative
+ * DLCP_ERR_*, e.g. DLCP_ERR_PEER_CLOSED); their completions come out of
+ * dlcp_mlt_poll.  No messages are sent: the peer is gone.
+ */
+void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now);
+
+/* dlcp_mlt_get_stats copies the connection's counters into |st|. */
+void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
+
+/* dlcp_mlt_outstanding returns the number of transfers not yet completed. */
+size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn);
+
+#endif /* DLCP_PROTO_MLT_H */

@@ -1,0 +1,749 @@
+/*
+ * mlt_test: the MLT sender and receiver state machines, run against each
+ * other through the seeded in-memory network of tests/support/netsim.
+ * Every scenario asserts exact outcomes: completion status, delivered
+ * fraction against the loss bound, every delivered byte equal to the
+ * sender's and every missing byte zero, and the number of data packets
+ * against the no-storm bound (1 + 3 loss) N + C.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "netsim.h"
+#include "proto/mlt.h"
+#include "proto/rng.h"
+#include "wire/wire.h"
+
+/* Packets a round may resend without a loss: those still in flight when
+ * the PROBE overtakes them (reordering), plus the final PROBE round. */
+#define STORM_SLACK 48
+
+static uint8_t *pattern(uint64_t len, uint64_t seed) {
+  uint8_t *p = malloc(len ? len : 1);
+  assert_non_null(p);
+  dlcp_rng rng;
+  dlcp_rng_seed(&rng, seed);
+  for (uint64_t i = 0; i < len; i++) {
+    p[i] = (uint8_t)dlcp_rng_next(&rng);
+  }
+  return p;
+}
+
+static void base_config(dlcp_mlt_config *cfg, uint64_t seed) {
+  dlcp_mlt_config_default(cfg);
+  cfg->seed = seed;
+  cfg->line_rate_bps = 10000000000ull;
+  cfg->stall_timeout_ns = 2000000000ull; /* 2 s of virtual time */
+}
+
+static netsim_link make_link(double loss, double dup, double reorder) {
+  netsim_link l = {
+      .loss = loss,
+      .dup = dup,
+      .reorder = reorder,
+      .reorder_ns = 30000,
+      .delay_ns = 10000,
+      .rate_bps = 10000000000ull,
+      .ctrl_delay_ns = 12000,
+  };
+  return l;
+}
+
+/* Checks a receiver's buffer against what was sent: delivered ranges
+ * equal, missing ranges zero, and the missing list consistent with the
+ * delivered byte count. */
+static void assert_exact(const uint8_t *sent, const uint8_t *got,
+                         uint64_t len, const dlcp_mlt_completion *c) {
+  uint64_t pos = 0, missing_bytes = 0;
+  for (size_t i = 0; i < c->nmissing; i++) {
+    const dlcp_mlt_range *r = &c->missing[i];
+    assert_true(r->offset >= pos);
+    assert_true(r->len > 0);
+    assert_true(r->offset + r->len <= len);
+    assert_memory_equal(sent + pos, got + pos, r->offset - pos);
+    for (uint64_t b = 0; b < r->len; b++) {
+      assert_int_equal(got[r->offset + b], 0);
+    }
+    missing_bytes += r->len;
+    pos = r->offset + r->len;
+  }
+  assert_memory_equal(sent + pos, got + pos, len - pos);
+  assert_int_equal(c->delivered_bytes, len - missing_bytes);
+}
+
+typedef struct scenario {
+  uint64_t len;
+  double p;
+  double loss;
+  double dup;
+  double reorder;
+  uint64_t seed;
+} scenario;
+
+typedef struct outcome {
+  dlcp_mlt_completion send, recv;
+  uint64_t data_packets;
+  uint64_t nsegs;
+} outcome;
+
+/* One transfer side 0 -> side 1 under |s|; asserts success and exactness
+ * and returns the completions. */
+static outcome run_transfer(const scenario *s) {
+  dlcp_mlt_config cfg;
+  base_config(&cfg, s->seed);
+  netsim_link fwd = make_link(s->loss, s->dup, s->reorder);
+  netsim_link back = make_link(s->loss, s->dup, s->reorder);
+  netsim *ns = netsim_new(&cfg, &cfg, &fwd, &back, s->seed);
+  assert_non_null(ns);
+  uint8_t *src = pattern(s->len, s->seed + 7);
+  uint8_t *dst = malloc(s->len ? s->len : 1);
+  assert_non_null(dst);
+  memset(dst, 0xAA, s->len);
+
+  dlcp_mlt_recv r = {.tensor = 5, .buf = dst, .len = s->len,
+                     .loss_bound = s->p, .user_data = 100};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  dlcp_mlt_send snd = {.tensor = 5, .buf = src, .len = s->len,
+                       .layer = 3, .nlayers = 10, .user_data = 200};
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, 0), 0);
+
+  assert_int_equal(netsim_run(ns, 2, 60000000000ull), 2);
+  const netsim_completion *cs = netsim_find(ns, 0, 200);
+  const netsim_completion *cr = netsim_find(ns, 1, 100);
+  assert_non_null(cs);
+  assert_non_null(cr);
+  assert_int_equal(cs->c.status, 0);
+  assert_int_equal(cr->c.status, 0);
+  assert_true(cs->c.is_send);
+  assert_false(cr->c.is_send);
+  assert_int_equal(cr->c.bytes, s->len);
+  assert_true(cr->c.delivered_fraction >= 1.0 - s->p);
+  if (s->p == 0.0) {
+    assert_int_equal(cr->c.nmissing, 0);
+    assert_memory_equal(src, dst, s->len);
+  }
+  assert_exact(src, dst, s->len, &cr->c);
+  assert_int_equal(cs->c.delivered_bytes, cr->c.delivered_bytes);
+
+  outcome o = {.send = cs->c, .recv = cr->c};
+  o.send.missing = NULL;
+  o.recv.missing = NULL;
+  o.data_packets = netsim_counters_of(ns, 0)->data_sent;
+  o.nsegs = (s->len + cfg.segment_size - 1) / cfg.segment_size;
+  /* No retransmission storm. */
+  double bound = (1.0 + 3.0 * s->loss) * (double)o.nsegs + STORM_SLACK;
+  if ((double)o.data_packets > bound) {
+    fail_msg("storm: %llu data packets for %llu segments at loss %.2f",
+             (unsigned long long)o.data_packets,
+             (unsigned long long)o.nsegs, s->loss);
+  }
+  free(src);
+  free(dst);
+  netsim_del(ns);
+  return o;
+}
+
+static void test_loss_bound_matrix(void **state) {
+  (void)state;
+  const double ps[] = {0.0, 0.01, 0.1};
+  const double losses[] = {0.0, 0.01, 0.05, 0.1};
+  const uint64_t lens[] = {1, 1456, 1457, 200000, (1u << 20) + 3};
+  uint64_t seed = 1;
+  for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+    for (size_t j = 0; j < sizeof(losses) / sizeof(losses[0]); j++) {
+      for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        scenario s = {.len = lens[k], .p = ps[i], .loss = losses[j],
+                      .seed = seed++};
+        run_transfer(&s);
+      }
+    }
+  }
+}
+
+static void test_reliable_at_30_percent_loss(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    scenario s = {.len = 500000, .p = 0.0, .loss = 0.3, .dup = 0.05,
+                  .reorder = 0.2, .seed = seed};
+    outcome o = run_transfer(&s);
+    assert_true(o.send.retransmissions > 0);
+    assert_true(o.send.rounds >= 2);
+  }
+}
+
+static void test_reorder_and_duplication(void **state) {
+  (void)state;
+  for (uint64_t seed = 10; seed < 14; seed++) {
+    scenario s = {.len = 300000, .p = 0.0, .loss = 0.02, .dup = 0.1,
+                  .reorder = 0.3, .seed = seed};
+    outcome o = run_transfer(&s);
+    assert_true(o.recv.duplicates > 0);
+  }
+}
+
+static void test_lossless_single_round(void **state) {
+  (void)state;
+  scenario s = {.len = 1000000, .p = 0.0, .loss = 0.0, .seed = 3};
+  outcome o = run_transfer(&s);
+  /* Nothing lost: one round, no retransmission, every packet once. */
+  assert_int_equal(o.send.retransmissions, 0);
+  assert_int_equal(o.send.packets, o.nsegs);
+  assert_int_equal(o.recv.packets, o.nsegs);
+  assert_int_equal(o.recv.duplicates, 0);
+}
+
+/* With p > 0 the receiver stops as soon as it holds (1 - p): under 5% loss
+ * and p = 0.1 that happens in the first round, with no retransmission. */
+static void test_bounded_loss_stops_without_retransmission(void **state) {
+  (void)state;
+  for (uint64_t seed = 20; seed < 24; seed++) {
+    scenario s = {.len = 2000000, .p = 0.1, .loss = 0.05, .seed = seed};
+    outcome o = run_transfer(&s);
+    assert_int_equal(o.send.retransmissions, 0);
+    assert_true(o.recv.delivered_fraction < 1.0);
+    assert_true(o.recv.delivered_fraction >= 0.9);
+  }
+}
+
+static void test_zero_length(void **state) {
+  (void)state;
+  scenario s = {.len = 0, .p = 0.0, .loss = 0.0, .seed = 5};
+  outcome o = run_transfer(&s);
+  assert_int_equal(o.send.packets, 0);
+  assert_true(o.recv.delivered_fraction == 1.0);
+}
+
+/* Either side may post first; a START that finds no send yet waits. */
+static void test_send_posted_after_start(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 9);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 9);
+  uint8_t *src = pattern(50000, 1);
+  uint8_t *dst = calloc(1, 50000);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = 50000, .user_data = 1};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  /* Let the START arrive and sit unmatched. */
+  assert_int_equal(netsim_run(ns, 1, 1000000), 0);
+  assert_int_equal(dlcp_mlt_outstanding(netsim_conn(ns, 0)), 0);
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = 50000, .user_data = 2};
+  assert_int_equal(
+      dlcp_mlt_post_send(netsim_conn(ns, 0), &s, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_memory_equal(src, dst, 50000);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
+/* Several tensors in both directions at once, each exact; the same tensor
+ * id posted twice is matched in order. */
+static void test_concurrent_transfers_both_directions(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 11);
+  netsim_link l = make_link(0.05, 0.01, 0.1);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 11);
+  enum { N = 6 };
+  uint8_t *src[N], *dst[N];
+  uint64_t len[N];
+  for (int i = 0; i < N; i++) {
+    len[i] = 30000 + (uint64_t)i * 7777;
+    src[i] = pattern(len[i], (uint64_t)i);
+    dst[i] = calloc(1, len[i]);
+    int from = i % 2, to = 1 - from;
+    uint32_t tensor = (uint32_t)(i / 4); /* ids 0 and 1, reused */
+    dlcp_mlt_recv r = {.tensor = tensor, .buf = dst[i], .len = len[i],
+                       .user_data = (uint64_t)i};
+    dlcp_mlt_send s = {.tensor = tensor, .buf = src[i], .len = len[i],
+                       .layer = (uint32_t)i, .nlayers = N,
+                       .user_data = (uint64_t)i};
+    assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, to), &r, 0), 0);
+    assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, from), &s, 0), 0);
+  }
+  assert_int_equal(netsim_run(ns, 2 * N, 10000000000ull), 2 * N);
+  for (int i = 0; i < N; i++) {
+    int to = 1 - i % 2;
+    const netsim_completion *c = netsim_find(ns, to, (uint64_t)i);
+    assert_non_null(c);
+    assert_int_equal(c->c.status, 0);
+    assert_int_equal(c->c.bytes, len[i]);
+    assert_memory_equal(src[i], dst[i], len[i]);
+    free(src[i]);
+    free(dst[i]);
+  }
+  netsim_del(ns);
+}
+
+/* Front layers first: of two tensors posted together, the one with the
+ * more urgent priority finishes first even though it was posted second. */
+static void test_priority_orders_sending(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 12);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 12);
+  uint8_t *a = pattern(400000, 1), *b = pattern(400000, 2);
+  uint8_t *ra = calloc(1, 400000), *rb = calloc(1, 400000);
+  dlcp_mlt_recv r1 = {.tensor = 1, .buf = ra, .len = 400000, .user_data = 1};
+  dlcp_mlt_recv r2 = {.tensor = 2, .buf = rb, .len = 400000, .user_data = 2};
+  dlcp_mlt_send s1 = {.tensor = 1, .buf = a, .len = 400000, .layer = 7,
+                      .nlayers = 8, .user_data = 1};
+  dlcp_mlt_send s2 = {.tensor = 2, .buf = b, .len = 400000, .layer = 0,
+                      .nlayers = 8, .user_data = 2};
+  dlcp_mlt_conn *c0 = netsim_conn(ns, 0), *c1 = netsim_conn(ns, 1);
+  assert_int_equal(dlcp_mlt_post_recv(c1, &r1, 0), 0);
+  assert_int_equal(dlcp_mlt_post_recv(c1, &r2, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(c0, &s1, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(c0, &s2, 0), 0);
+  assert_int_equal(netsim_run(ns, 4, 1000000000), 4);
+  const netsim_completion *front = netsim_find(ns, 1, 2);
+  const netsim_completion *back = netsim_find(ns, 1, 1);
+  assert_true(front->c.end_ns < back->c.end_ns);
+  free(a);
+  free(b);
+  free(ra);
+  free(rb);
+  netsim_del(ns);
+}
+
+static void test_size_mismatch_fails_both_ends(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 13);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 13);
+  uint8_t src[1000] = {0}, dst[900];
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = sizeof(dst),
+                     .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = sizeof(src),
+                     .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_int_equal(netsim_find(ns, 0, 2)->c.status, DLCP_ERR_SIZE_MISMATCH);
+  assert_int_equal(netsim_find(ns, 1, 1)->c.status, DLCP_ERR_SIZE_MISMATCH);
+  netsim_del(ns);
+}
+
+/* A data path that loses everything: the sender gives up after a bounded
+ * number of rounds, tells the receiver, and both report an error instead
+ * of retrying forever. */
+static void test_dead_data_path_reports_error(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 14);
+  netsim_link dead = make_link(1.0, 0.0, 0.0);
+  netsim_link ok = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &dead, &ok, 14);
+  uint8_t src[20000] = {1}, dst[20000];
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = sizeof(dst),
+                     .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = sizeof(src),
+                     .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 60000000000ull), 2);
+  assert_int_equal(netsim_find(ns, 0, 2)->c.status, DLCP_ERR_NO_PROGRESS);
+  assert_int_equal(netsim_find(ns, 1, 1)->c.status, DLCP_ERR_NO_PROGRESS);
+  /* Bounded: 16 rounds of 14 packets at most, far below a storm. */
+  assert_true(netsim_counters_of(ns, 0)->data_sent <=
+              (uint64_t)(cfg.max_rounds_without_progress + 1) * 14);
+  netsim_del(ns);
+}
+
+/* A receiver that never posts: the sender's START never comes and it fails
+ * with a timeout at the configured stall time. */
+static void test_missing_receiver_times_out(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 15);
+  cfg.stall_timeout_ns = 5000000; /* 5 ms */
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 15);
+  uint8_t src[100] = {0};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = sizeof(src),
+                     .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 1, 1000000000), 1);
+  const netsim_completion *c = netsim_find(ns, 0, 2);
+  assert_int_equal(c->c.status, DLCP_ERR_TIMEOUT);
+  assert_int_equal(c->c.end_ns, 5000000);
+  netsim_del(ns);
+}
+
+/* A sender that vanishes mid-transfer: the receiver times out too. */
+static void test_silent_sender_times_out(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 16);
+  cfg.stall_timeout_ns = 3000000;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 16);
+  uint8_t dst[5000];
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = sizeof(dst),
+                     .user_data = 1};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(netsim_run(ns, 1, 1000000000), 1);
+  assert_int_equal(netsim_find(ns, 1, 1)->c.status, DLCP_ERR_TIMEOUT);
+  netsim_del(ns);
+}
+
+static void test_abort_fails_everything(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 17);
+  dlcp_mlt_conn *c;
+  assert_int_equal(dlcp_mlt_conn_new(&c, &cfg, NULL, 0), 0);
+  uint8_t a[3000], b[3000] = {0};
+  dlcp_mlt_recv r = {.tensor = 1, .buf = a, .len = sizeof(a), .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 2, .buf = b, .len = sizeof(b), .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(c, &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(c, &s, 0), 0);
+  dlcp_mlt_abort(c, DLCP_ERR_PEER_CLOSED, 10);
+  uint8_t buf[DLCP_MLT_MIN_BUF];
+  int completions = 0;
+  for (;;) {
+    dlcp_mlt_action act;
+    assert_int_equal(dlcp_mlt_poll(c, &act, buf, sizeof(buf), 10), 0);
+    if (act.type == DLCP_MLT_ACT_NONE) {
+      break;
+    }
+    /* Nothing is said to a peer that is gone. */
+    assert_int_equal(act.type, DLCP_MLT_ACT_COMPLETE);
+    assert_int_equal(act.completion.status, DLCP_ERR_PEER_CLOSED);
+    completions++;
+  }
+  assert_int_equal(completions, 2);
+  assert_int_equal(dlcp_mlt_outstanding(c), 0);
+  dlcp_mlt_conn_del(c);
+}
+
+/* Garbage, truncated, foreign-job and stale datagrams are counted and
+ * dropped; the transfer in flight still completes exactly. */
+typedef struct spray {
+  netsim *ns;
+  uint64_t n;
+} spray;
+
+static void test_malformed_datagrams_are_dropped(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 18);
+  netsim_link l = make_link(0.01, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 18);
+  uint8_t *src = pattern(100000, 3);
+  uint8_t *dst = calloc(1, 100000);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = 100000, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = 100000, .user_data = 2};
+  dlcp_mlt_conn *rx = netsim_conn(ns, 1);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  /* Run a little, then spray. */
+  netsim_run(ns, 2, 30000);
+  uint8_t junk[2000];
+  dlcp_rng rng;
+  dlcp_rng_seed(&rng, 99);
+  for (size_t i = 0; i < sizeof(junk); i++) {
+    junk[i] = (uint8_t)dlcp_rng_next(&rng);
+  }
+  dlcp_tstamp now = netsim_now(ns);
+  assert_true(dlcp_mlt_on_datagram(rx, junk, sizeof(junk), now) < 0);
+  assert_true(dlcp_mlt_on_datagram(rx, junk, 3, now) < 0);
+  /* A well-formed DATA from another job, aimed at the live transfer. */
+  uint8_t pkt[DLCP_WIRE_DATA_HDR_LEN + 100] = {0};
+  dlcp_wire_data d = {.job = cfg.job + 1, .xfer = 1, .tensor = 1,
+                      .offset = 0, .payload_len = 100};
+  assert_true(dlcp_wire_data_encode(pkt, sizeof(pkt), &d) > 0);
+  assert_int_equal(dlcp_mlt_on_datagram(rx, pkt, sizeof(pkt), now),
+                   DLCP_ERR_FOREIGN_JOB);
+  /* Right job, unknown transfer. */
+  d.job = cfg.job;
+  d.xfer = 777;
+  assert_true(dlcp_wire_data_encode(pkt, sizeof(pkt), &d) > 0);
+  assert_int_equal(dlcp_mlt_on_datagram(rx, pkt, sizeof(pkt), now),
+                   DLCP_ERR_UNKNOWN_TRANSFER);
+  /* Right transfer, offset outside the tensor. */
+  d.xfer = 1;
+  d.offset = 200000;
+  assert_true(dlcp_wire_data_encode(pkt, sizeof(pkt), &d) > 0);
+  assert_int_equal(dlcp_mlt_on_datagram(rx, pkt, sizeof(pkt), now),
+                   DLCP_ERR_BAD_OFFSET);
+  /* Truncated: the length field disagrees with the datagram. */
+  assert_true(dlcp_mlt_on_datagram(rx, pkt, sizeof(pkt) - 1, now) < 0);
+  /* A control message cut short. */
+  assert_true(dlcp_mlt_on_control(rx, junk, 10, now) < 0);
+
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_int_equal(netsim_find(ns, 1, 1)->c.status, 0);
+  assert_memory_equal(src, dst, 100000);
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(rx, &st);
+  assert_true(st.dropped_malformed >= 3);
+  assert_int_equal(st.dropped_foreign, 1);
+  assert_true(st.dropped_stale >= 1);
+  assert_true(st.dropped_invalid >= 1);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
+/* Packets are tagged: priority layer * P / L, path ids round-robin over
+ * K paths, and with F32 magnitude importance exactly the segments whose
+ * mean |g| is above the sampled median are ECN-capable. */
+typedef struct tag_watch {
+  uint32_t seen;
+  uint32_t important;
+  int bad_prio;
+  int bad_path;
+  int bad_importance;
+  uint8_t want_prio;
+  uint32_t npaths;
+  const float *grads;
+  uint32_t seg_floats;
+  uint32_t nfloats;
+  float threshold_lo, threshold_hi;
+} tag_watch;
+
+static bool watch_tags(void *user, int from, const uint8_t *hdr, size_t len,
+                       uint64_t index) {
+  tag_watch *w = user;
+  dlcp_wire_preamble pre;
+  if (from != 0 || dlcp_wire_peek(&pre, hdr, len) != 0 ||
+      pre.type != DLCP_WIRE_DATA) {
+    return true;
+  }
+  (void)index;
+  /* Decode just the header: the payload is not in |hdr|. */
+  uint8_t flags = hdr[16], path = hdr[17];
+  uint64_t offset = 0;
+  for (int i = 7; i >= 0; i--) {
+    offset = (offset << 8) | hdr[28 + i];
+  }
+  if ((flags & DLCP_WIRE_PRIO_MASK) != w->want_prio) {
+    w->bad_prio++;
+  }
+  if (path != w->seen % w->npaths) {
+    w->bad_path++;
+  }
+  uint32_t first = (uint32_t)(offset / sizeof(float));
+  uint32_t n = w->nfloats - first < w->seg_floats ? w->nfloats - first
+                                                  : w->seg_floats;
+  double sum = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    float g = w->grads[first + i];
+    sum += g < 0 ? -g : g;
+  }
+  double mean = sum / n;
+  bool important = (flags & DLCP_WIRE_FLAG_IMPORTANT) != 0;
+  /* The sampled median lies between the true quartiles with overwhelming
+   * probability: a segment clearly below or above must be tagged so. */
+  if ((mean < w->threshold_lo && important) ||
+      (mean > w->threshold_hi && !important)) {
+    w->bad_importance++;
+  }
+  w->important += important;
+  w->seen++;
+  return true;
+}
+
+static void test_tagging_on_the_wire(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 19);
+  cfg.npaths = 3;
+  cfg.segment_size = 400; /* 100 floats per packet */
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 19);
+  enum { NF = 100000 };
+  float *g = malloc(NF * sizeof(float));
+  /* Segment s has magnitude proportional to s, sign alternating: the
+   * median magnitude is mid-range, so half the segments are important. */
+  for (uint32_t i = 0; i < NF; i++) {
+    float mag = (float)(i / 100 + 1);
+    g[i] = (i % 2) ? -mag : mag;
+  }
+  float *dst = malloc(NF * sizeof(float));
+  tag_watch w = {.want_prio = 5 * 8 / 20, .npaths = 3, .grads = g,
+                 .seg_floats = 100, .nfloats = NF,
+                 .threshold_lo = 1000 * 0.45f, .threshold_hi = 1000 * 0.55f};
+  netsim_set_filter(ns, watch_tags, &w);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = NF * sizeof(float),
+                     .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = g, .len = NF * sizeof(float),
+                     .layer = 5, .nlayers = 20,
+                     .importance = DLCP_MLT_IMPORTANCE_F32_MAGNITUDE,
+                     .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_int_equal(w.seen, NF / 100);
+  assert_int_equal(w.bad_prio, 0);
+  assert_int_equal(w.bad_path, 0);
+  assert_int_equal(w.bad_importance, 0);
+  assert_in_range(w.important, NF / 100 * 40 / 100, NF / 100 * 60 / 100);
+  assert_memory_equal(g, dst, NF * sizeof(float));
+  free(g);
+  free(dst);
+  netsim_del(ns);
+}
+
+/* A custom priority function overrides the layer rule, per packet. */
+static uint8_t prio_by_offset(void *user, uint32_t tensor, uint32_t layer,
+                              uint64_t offset, uint32_t len) {
+  (void)user;
+  (void)tensor;
+  (void)layer;
+  (void)len;
+  return offset == 0 ? 0 : 200; /* 200 must be clamped to nprio - 1 */
+}
+
+typedef struct prio_watch {
+  int first_ok, rest_ok, rest_bad;
+} prio_watch;
+
+static bool watch_prio(void *user, int from, const uint8_t *hdr, size_t len,
+                       uint64_t index) {
+  prio_watch *w = user;
+  dlcp_wire_preamble pre;
+  (void)index;
+  if (from == 0 && dlcp_wire_peek(&pre, hdr, len) == 0 &&
+      pre.type == DLCP_WIRE_DATA) {
+    uint8_t prio = hdr[16] & DLCP_WIRE_PRIO_MASK;
+    bool first = hdr[28] == 0 && hdr[29] == 0;
+    if (first) {
+      w->first_ok += prio == 0;
+    } else if (prio == 7) {
+      w->rest_ok++;
+    } else {
+      w->rest_bad++;
+    }
+  }
+  return true;
+}
+
+static void test_priority_function(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 21);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 21);
+  uint8_t src[10000] = {0}, dst[10000];
+  prio_watch w = {0};
+  netsim_set_filter(ns, watch_prio, &w);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = sizeof(dst),
+                     .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = sizeof(src),
+                     .prio_fn = prio_by_offset, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_int_equal(w.first_ok, 1);
+  assert_int_equal(w.rest_ok, 6);
+  assert_int_equal(w.rest_bad, 0);
+  netsim_del(ns);
+}
+
+/* Pacing follows the rate: on a lossless link as fast as the line rate,
+ * a 4 MB transfer takes its serialization time plus about one RTT, and
+ * ACKs arrive every ack_every packets. */
+static void test_pacing_and_acks(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 22);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 22);
+  uint64_t len = 4000000;
+  uint8_t *src = pattern(len, 1), *dst = malloc(len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  uint64_t npkts = (len + cfg.segment_size - 1) / cfg.segment_size;
+  double wire_bytes = (double)len + (double)npkts * DLCP_WIRE_DATA_HDR_LEN;
+  double ideal_ns = wire_bytes * 8.0 / 10.0 + 2 * 12000.0 + 10000.0;
+  double took = (double)netsim_find(ns, 1, 1)->c.end_ns;
+  assert_true(took >= ideal_ns * 0.98);
+  assert_true(took <= ideal_ns * 1.05);
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(netsim_conn(ns, 1), &st);
+  assert_int_equal(st.acks_sent, npkts / cfg.ack_every);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
+/* The same seed replays the same run; another seed gives another. */
+static void test_deterministic(void **state) {
+  (void)state;
+  uint64_t packets[3];
+  const uint64_t seeds[3] = {5, 5, 6};
+  for (int i = 0; i < 3; i++) {
+    scenario s = {.len = 300000, .p = 0.0, .loss = 0.1, .reorder = 0.2,
+                  .dup = 0.05, .seed = seeds[i]};
+    outcome o = run_transfer(&s);
+    packets[i] = o.data_packets * 1000003u + o.recv.end_ns;
+  }
+  assert_int_equal(packets[0], packets[1]);
+  assert_true(packets[0] != packets[2]);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 1);
+  dlcp_mlt_conn *c;
+  cfg.segment_size = 10;
+  assert_int_equal(dlcp_mlt_conn_new(&c, &cfg, NULL, 0), DLCP_ERR_CONFIG);
+  base_config(&cfg, 1);
+  cfg.nprio = 9;
+  assert_int_equal(dlcp_mlt_conn_new(&c, &cfg, NULL, 0), DLCP_ERR_CONFIG);
+  base_config(&cfg, 1);
+  assert_int_equal(dlcp_mlt_conn_new(&c, &cfg, NULL, 0), 0);
+  uint8_t b[10];
+  dlcp_mlt_recv r = {.tensor = 1, .buf = b, .len = 10, .loss_bound = 1.0};
+  assert_int_equal(dlcp_mlt_post_recv(c, &r, 0), DLCP_ERR_INVALID_ARGUMENT);
+  r.loss_bound = -0.1;
+  assert_int_equal(dlcp_mlt_post_recv(c, &r, 0), DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_mlt_send s = {.tensor = 1, .buf = NULL, .len = 10};
+  assert_int_equal(dlcp_mlt_post_send(c, &s, 0), DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_mlt_action act;
+  assert_int_equal(dlcp_mlt_poll(c, &act, b, sizeof(b), 0),
+                   DLCP_ERR_BUFFER_TOO_SMALL);
+  dlcp_mlt_conn_del(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_loss_bound_matrix),
+      cmocka_unit_test(test_reliable_at_30_percent_loss),
+      cmocka_unit_test(test_reorder_and_duplication),
+      cmocka_unit_test(test_lossless_single_round),
+      cmocka_unit_test(test_bounded_loss_stops_without_retransmission),
+      cmocka_unit_test(test_zero_length),
+      cmocka_unit_test(test_send_posted_after_start),
+      cmocka_unit_test(test_concurrent_transfers_both_directions),
+      cmocka_unit_test(test_priority_orders_sending),
+      cmocka_unit_test(test_size_mismatch_fails_both_ends),
+      cmocka_unit_test(test_dead_data_path_reports_error),
+      cmocka_unit_test(test_missing_receiver_times_out),
+      cmocka_unit_test(test_silent_sender_times_out),
+      cmocka_unit_test(test_abort_fails_everything),
+      cmocka_unit_test(test_malformed_datagrams_are_dropped),
+      cmocka_unit_test(test_tagging_on_the_wire),
+      cmocka_unit_test(test_priority_function),
+      cmocka_unit_test(test_pacing_and_acks),
+      cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_bad_arguments),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
