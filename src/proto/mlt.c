@@ -854,7 +854,7 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   memcpy(x->rbuf + d.offset, payload, d.payload_len);
   x->have_segs++;
   x->have_bytes += d.payload_len;
-  if (x->have_bytes >= x->needed_bytes) {
+  if (x->have_bytes == x->size) {
     finish(conn, x, 0, PEND_STOP, now);
   }
   return 0;
@@ -865,6 +865,14 @@ static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
   mlt_xfer *x = find_recv(conn, p->xfer);
   if (!x) {
     conn->stats.dropped_stale++; /* finished: its STOP is on the way */
+    return;
+  }
+  /* The loss bound is spent here, at the end of a round, and not as soon
+   * as (1 - p) has arrived: stopping at the threshold would cut the same
+   * tail off every tensor on a clean network.  Used this way it replaces
+   * retransmission rounds, never first transmissions. */
+  if (x->have_bytes >= x->needed_bytes) {
+    finish(conn, x, 0, PEND_STOP, now);
     return;
   }
   x->bitmap_round = p->round;

@@ -23,13 +23,16 @@
  * buffer and a loss bound p and sends START; the sender cuts the tensor
  * into segments and sends them in any order, paced by the TIMELY-like rate
  * controller, over K paths; the receiver places each segment by offset and
- * ACKs every 10th packet echoing its time stamp; when it holds at least
- * (1 - p) of the bytes it sends STOP and completes, zero-filling and
- * reporting what is missing.  A sender that has sent everything without a
- * STOP waits one drain interval, then sends PROBE; the receiver answers
- * with a BITMAP of missing segments; the sender retransmits exactly those,
- * and the cycle repeats until STOP.  p = 0 makes the transfer fully
- * reliable.  Buffers are used in place: the sender never copies the
+ * ACKs every 10th packet echoing its time stamp.  A sender that has sent
+ * everything without a STOP waits one drain interval, then sends PROBE.
+ * A receiver that holds at least (1 - p) of the bytes answers a PROBE
+ * with STOP and completes, zero-filling and reporting what is missing;
+ * otherwise it answers with a BITMAP of missing segments, the sender
+ * retransmits exactly those, and the cycle repeats.  A receiver that holds
+ * everything stops at once.  p = 0 makes the transfer fully reliable.
+ * The bound is spent at PROBE time rather than as soon as (1 - p) has
+ * arrived, so on a clean network nothing is dropped: it replaces
+ * retransmission rounds, never first transmissions.  Buffers are used in place: the sender never copies the
  * tensor; the receiver writes each payload once, into the posted buffer.
  */
 #ifndef DLCP_PROTO_MLT_H
