@@ -1,0 +1,441 @@
+/*
+ * dctcp.c: DCTCP (Alizadeh et al., SIGCOMM 2010; RFC 8257) as the
+ * simulator's baseline transport.
+ *
+ * Sender: segments of mss bytes numbered from 0 (sequence numbers count
+ * segments, not bytes); slow start from init_cwnd_pkts, then additive
+ * increase of one segment per window; NewReno fast retransmit after
+ * dupack_threshold duplicate ACKs with one retransmission per partial ACK;
+ * a retransmission timeout (RFC 6298 estimator, floored at rto_min, doubled
+ * per consecutive timeout up to rto_max) goes back to snd_una with a window
+ * of one segment.  DCTCP proper: every packet is ECN-capable (ACKs too, as
+ * Linux sets ECT on all DCTCP packets, so ECN-marking switches never drop
+ * them for being non-ECT); once per window of data the sender updates
+ *   alpha = (1 - g) * alpha + g * F,
+ * F the fraction of segments ACKed with ECE in that window; and at most
+ * once per window, on an ECE, cuts cwnd to max(cwnd * (1 - alpha/2), 2).
+ * There is no handshake: data leaves at the flow's start time.  ACKs carry
+ * the send time stamp of the data packet that triggered them, which gives
+ * an RTT sample on every ACK (the TCP timestamp option).
+ *
+ * Receiver: a per-segment bitmap and a cumulative ACK.  Without delayed
+ * ACKs every data packet is ACKed at once and ECE echoes its CE bit.  With
+ * delayed ACKs one ACK covers two packets or delayed_ack_ps, whichever
+ * comes first, out-of-order data is ACKed at once, and the DCTCP state
+ * machine keeps the echo exact: when the CE bit of arriving packets
+ * changes, the packets received so far are ACKed immediately with the old
+ * ECE value.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+typedef enum conn_role { ROLE_TX = 1, ROLE_RX = 2 } conn_role;
+
+typedef struct dctcp_host {
+  dlcp_sim *sim;
+  uint32_t host;
+} dctcp_host;
+
+typedef struct dctcp_tx {
+  conn_role role;
+  dlcp_sim_flow *flow;
+  uint64_t nseg;
+  uint64_t snd_una;   /* first unacknowledged segment */
+  uint64_t snd_nxt;   /* next segment to send */
+  uint64_t high_tx;   /* one past the highest segment ever sent */
+  double cwnd;        /* segments */
+  double ssthresh;    /* segments */
+  double alpha;
+  uint64_t win_end;   /* alpha is updated when snd_una passes this */
+  uint64_t win_acked; /* segments ACKed in the current window */
+  uint64_t win_marked; /* ... of which with ECE */
+  uint64_t cwr_end;   /* no ECN cut until snd_una passes this */
+  uint32_t dupacks;
+  bool in_recovery;
+  uint64_t recover; /* NewReno: recovery ends when this is ACKed */
+  bool have_rtt;
+  dlcp_sim_ps srtt;
+  dlcp_sim_ps rttvar;
+  dlcp_sim_ps rto;
+  dlcp_sim_conn_timer rto_timer;
+} dctcp_tx;
+
+typedef struct dctcp_rx {
+  conn_role role;
+  dlcp_sim_flow *flow;
+  uint64_t nseg;
+  uint8_t *got; /* one byte per segment; freed once all arrived */
+  uint64_t cum; /* next expected segment */
+  bool ce_state;
+  uint32_t pending; /* packets received but not yet ACKed */
+  dlcp_sim_ps echo_ps;
+  dlcp_sim_conn_timer delack;
+} dctcp_rx;
+
+static const dlcp_sim_dctcp_config *dcfg(const dlcp_sim *sim) {
+  return &sim->cfg.transport.dctcp;
+}
+
+static uint32_t seg_payload(const dlcp_sim *sim, const dlcp_sim_flow *flow,
+                            uint64_t seg) {
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  uint64_t off = seg * mss;
+  uint64_t left = flow->size_bytes - off;
+  return (uint32_t)(left < mss ? left : mss);
+}
+
+static int dctcp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
+  dctcp_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
+  if (!h) {
+    return DLCP_ERR_NOMEM;
+  }
+  h->sim = sim;
+  h->host = host;
+  *pstate = h;
+  return 0;
+}
+
+static void dctcp_host_del(dlcp_sim *sim, void *state) {
+  sim->mem->free(state, sim->mem->user);
+}
+
+static void send_segment(dctcp_host *h, dctcp_tx *tx, uint64_t seg,
+                         dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dlcp_sim_flow *flow = tx->flow;
+  dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
+  if (!pkt) {
+    return;
+  }
+  pkt->kind = DLCP_SIM_PKT_DATA;
+  pkt->flow = flow->id;
+  pkt->src = flow->src;
+  pkt->dst = flow->dst;
+  pkt->payload_bytes = seg_payload(sim, flow, seg);
+  pkt->size_bytes = pkt->payload_bytes + sim->cfg.transport.header_bytes;
+  pkt->prio = (uint8_t)flow->prio;
+  pkt->ecn = DLCP_SIM_ECN_ECT;
+  pkt->lb = flow->lb;
+  pkt->path = flow->path;
+  pkt->seq = seg;
+  pkt->tx_ps = now;
+  if (seg < tx->high_tx) {
+    pkt->flags |= DLCP_SIM_PKT_F_RETX;
+    flow->retransmits++;
+  }
+  flow->pkts_sent++;
+  if (!dlcp_sim_timer_armed(&tx->rto_timer.timer)) {
+    dlcp_sim_timer_arm(&tx->rto_timer.timer, now + tx->rto);
+  }
+  dlcp_sim_send(sim, flow->src, pkt, now);
+}
+
+/* Sends new (or go-back-N) segments while the window allows. */
+static void try_send(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
+  double window = tx->cwnd + (tx->in_recovery ? tx->dupacks : 0);
+  while (tx->snd_nxt < tx->nseg &&
+         (double)(tx->snd_nxt - tx->snd_una) + 1.0 <= window) {
+    send_segment(h, tx, tx->snd_nxt, now);
+    tx->snd_nxt++;
+    if (tx->snd_nxt > tx->high_tx) {
+      tx->high_tx = tx->snd_nxt;
+    }
+  }
+}
+
+static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
+                            dlcp_sim_ps now) {
+  dctcp_host *h = state;
+  dlcp_sim *sim = h->sim;
+  dctcp_tx *tx = sim->mem->calloc(1, sizeof(*tx), sim->mem->user);
+  if (!tx) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  tx->role = ROLE_TX;
+  tx->flow = flow;
+  tx->nseg = (flow->size_bytes + mss - 1) / mss;
+  tx->cwnd = dcfg(sim)->init_cwnd_pkts;
+  tx->ssthresh = 1e18;
+  tx->alpha = dcfg(sim)->alpha_init;
+  tx->rto = dcfg(sim)->rto_init_ps;
+  dlcp_sim_conn_timer_init(&tx->rto_timer, sim, h->host, tx);
+  flow->tx = tx;
+  try_send(h, tx, now);
+  return 0;
+}
+
+static void rtt_sample(const dlcp_sim *sim, dctcp_tx *tx, dlcp_sim_ps r) {
+  /* RFC 6298 with the usual 1/8 and 1/4 gains. */
+  if (!tx->have_rtt) {
+    tx->srtt = r;
+    tx->rttvar = r / 2;
+    tx->have_rtt = true;
+  } else {
+    dlcp_sim_ps diff = tx->srtt > r ? tx->srtt - r : r - tx->srtt;
+    tx->rttvar = (3 * tx->rttvar + diff) / 4;
+    tx->srtt = (7 * tx->srtt + r) / 8;
+  }
+  dlcp_sim_ps rto = tx->srtt + 4 * tx->rttvar;
+  if (rto < dcfg(sim)->rto_min_ps) {
+    rto = dcfg(sim)->rto_min_ps;
+  }
+  if (rto > dcfg(sim)->rto_max_ps) {
+    rto = dcfg(sim)->rto_max_ps;
+  }
+  tx->rto = rto;
+}
+
+/* DCTCP's reaction to ECE: at most once per window of data. */
+static void ecn_cut(dctcp_tx *tx) {
+  if (tx->in_recovery || tx->snd_una < tx->cwr_end) {
+    return;
+  }
+  double c = tx->cwnd * (1.0 - tx->alpha / 2.0);
+  tx->cwnd = c < 2.0 ? 2.0 : c;
+  tx->ssthresh = tx->cwnd;
+  tx->cwr_end = tx->snd_nxt;
+}
+
+static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
+                   dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dlcp_sim_flow *flow = tx->flow;
+  bool ece = (pkt->flags & DLCP_SIM_PKT_F_ECE) != 0;
+  uint64_t ack = pkt->ack;
+  if (ece) {
+    flow->ecn_echoes++;
+  }
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER || ack > tx->nseg) {
+    return;
+  }
+  if (ack > tx->snd_una) {
+    uint64_t newly = ack - tx->snd_una;
+    if (now >= pkt->echo_ps) {
+      rtt_sample(sim, tx, now - pkt->echo_ps);
+    }
+    tx->win_acked += newly;
+    if (ece) {
+      tx->win_marked += newly;
+    }
+    tx->snd_una = ack;
+    if (tx->snd_nxt < tx->snd_una) {
+      tx->snd_nxt = tx->snd_una;
+    }
+    uint64_t acked = ack * sim->cfg.transport.mss_bytes;
+    flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
+    if (tx->in_recovery) {
+      if (ack >= tx->recover) {
+        tx->in_recovery = false;
+        tx->cwnd = tx->ssthresh;
+        tx->dupacks = 0;
+      } else {
+        /* NewReno partial ACK: the next hole is lost too. */
+        send_segment(h, tx, tx->snd_una, now);
+      }
+    } else {
+      tx->dupacks = 0;
+      if (tx->cwnd < tx->ssthresh) {
+        tx->cwnd += (double)newly;
+      } else {
+        tx->cwnd += (double)newly / tx->cwnd;
+      }
+    }
+    if (tx->snd_una >= tx->win_end) {
+      double f = tx->win_acked ? (double)tx->win_marked / (double)tx->win_acked
+                               : 0.0;
+      double g = dcfg(sim)->g;
+      tx->alpha = (1.0 - g) * tx->alpha + g * f;
+      tx->win_acked = tx->win_marked = 0;
+      tx->win_end = tx->snd_nxt;
+    }
+    if (ece) {
+      ecn_cut(tx);
+    }
+    if (tx->snd_una == tx->nseg) {
+      dlcp_sim_timer_cancel(&tx->rto_timer.timer);
+      dlcp_sim_flow_finished(sim, flow, now);
+      return;
+    }
+    dlcp_sim_timer_arm(&tx->rto_timer.timer, now + tx->rto);
+  } else if (ack == tx->snd_una && tx->snd_una < tx->snd_nxt) {
+    tx->dupacks++;
+    if (ece) {
+      ecn_cut(tx);
+    }
+    if (!tx->in_recovery && tx->dupacks == dcfg(sim)->dupack_threshold) {
+      tx->in_recovery = true;
+      tx->recover = tx->snd_nxt;
+      double half = tx->cwnd / 2.0;
+      tx->ssthresh = half < 2.0 ? 2.0 : half;
+      tx->cwnd = tx->ssthresh;
+      send_segment(h, tx, tx->snd_una, now);
+    }
+  }
+  try_send(h, tx, now);
+}
+
+static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
+  dlcp_sim_flow *flow = tx->flow;
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER || tx->snd_una >= tx->nseg) {
+    return;
+  }
+  flow->timeouts++;
+  double half = tx->cwnd / 2.0;
+  tx->ssthresh = half < 2.0 ? 2.0 : half;
+  tx->cwnd = 1.0;
+  tx->snd_nxt = tx->snd_una;
+  tx->in_recovery = false;
+  tx->dupacks = 0;
+  tx->cwr_end = tx->snd_una;
+  /* Exponential backoff; a fresh RTT sample resets it. */
+  tx->rto *= 2;
+  if (tx->rto > dcfg(h->sim)->rto_max_ps) {
+    tx->rto = dcfg(h->sim)->rto_max_ps;
+  }
+  try_send(h, tx, now);
+}
+
+static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
+                     dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dlcp_sim_flow *flow = rx->flow;
+  if (!pkt) {
+    pkt = dlcp_sim_packet_new(sim);
+    if (!pkt) {
+      return;
+    }
+  }
+  memset(pkt, 0, offsetof(dlcp_sim_packet, hdr));
+  pkt->kind = DLCP_SIM_PKT_ACK;
+  pkt->flow = flow->id;
+  pkt->src = flow->dst;
+  pkt->dst = flow->src;
+  pkt->size_bytes = sim->cfg.transport.ack_bytes;
+  pkt->prio = (uint8_t)flow->prio;
+  pkt->ecn = DLCP_SIM_ECN_ECT;
+  pkt->lb = flow->lb;
+  pkt->path = flow->path;
+  pkt->ack = rx->cum;
+  pkt->echo_ps = rx->echo_ps;
+  pkt->tx_ps = now;
+  if (rx->ce_state) {
+    pkt->flags |= DLCP_SIM_PKT_F_ECE;
+  }
+  rx->pending = 0;
+  dlcp_sim_timer_cancel(&rx->delack.timer);
+  dlcp_sim_send(sim, flow->dst, pkt, now);
+}
+
+static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
+                    dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dctcp_rx *rx = flow->rx;
+  if (!rx) {
+    uint64_t mss = sim->cfg.transport.mss_bytes;
+    rx = sim->mem->calloc(1, sizeof(*rx), sim->mem->user);
+    if (!rx) {
+      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+      dlcp_sim_packet_drop(sim, pkt);
+      return;
+    }
+    rx->role = ROLE_RX;
+    rx->flow = flow;
+    rx->nseg = (flow->size_bytes + mss - 1) / mss;
+    rx->got = sim->mem->calloc(rx->nseg, 1, sim->mem->user);
+    if (!rx->got) {
+      sim->mem->free(rx, sim->mem->user);
+      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+      dlcp_sim_packet_drop(sim, pkt);
+      return;
+    }
+    dlcp_sim_conn_timer_init(&rx->delack, sim, h->host, rx);
+    flow->rx = rx;
+  }
+  const dlcp_sim_dctcp_config *c = dcfg(sim);
+  bool ce = pkt->ecn == DLCP_SIM_ECN_CE;
+  uint64_t seg = pkt->seq;
+  if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) || seg >= rx->nseg) {
+    /* DCTCP does not use trimmed headers: the data is lost. */
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
+  }
+  if (c->delayed_ack && rx->pending > 0 && ce != rx->ce_state) {
+    /* ACK what came before with the CE value it carried. */
+    send_ack(h, rx, NULL, now);
+  }
+  rx->ce_state = ce;
+  rx->echo_ps = pkt->tx_ps;
+  bool in_order = seg == rx->cum;
+  if (rx->got && !rx->got[seg]) {
+    rx->got[seg] = 1;
+    while (rx->cum < rx->nseg && rx->got[rx->cum]) {
+      rx->cum++;
+    }
+  }
+  rx->pending++;
+  bool complete = rx->cum == rx->nseg;
+  if (complete && rx->got) {
+    sim->mem->free(rx->got, sim->mem->user);
+    rx->got = NULL;
+    dlcp_sim_flow_delivered(sim, flow, now);
+  }
+  /* Out-of-order data is ACKed at once so the sender sees dupACKs. */
+  if (!c->delayed_ack || rx->pending >= 2 || !in_order || complete) {
+    send_ack(h, rx, pkt, now);
+    return;
+  }
+  dlcp_sim_packet_drop(sim, pkt);
+  if (!dlcp_sim_timer_armed(&rx->delack.timer)) {
+    dlcp_sim_timer_arm(&rx->delack.timer, now + c->delayed_ack_ps);
+  }
+}
+
+static void dctcp_on_packet(void *state, dlcp_sim_packet *pkt,
+                            dlcp_sim_ps now) {
+  dctcp_host *h = state;
+  dlcp_sim *sim = h->sim;
+  dlcp_sim_flow *flow = &sim->flows[pkt->flow];
+  switch ((dlcp_sim_pkt_kind)pkt->kind) {
+  case DLCP_SIM_PKT_DATA:
+    on_data(h, flow, pkt, now);
+    return;
+  case DLCP_SIM_PKT_ACK:
+    if (flow->tx) {
+      on_ack(h, flow->tx, pkt, now);
+    }
+    break;
+  case DLCP_SIM_PKT_CTRL:
+    break;
+  }
+  dlcp_sim_packet_drop(sim, pkt);
+}
+
+static void dctcp_on_timer(void *state, void *conn, dlcp_sim_ps now) {
+  dctcp_host *h = state;
+  conn_role role = *(const conn_role *)conn;
+  if (role == ROLE_TX) {
+    on_rto(h, conn, now);
+  } else {
+    dctcp_rx *rx = conn;
+    if (rx->pending > 0) {
+      send_ack(h, rx, NULL, now);
+    }
+  }
+}
+
+static void dctcp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
+  dctcp_rx *rx = flow->rx;
+  if (rx) {
+    sim->mem->free(rx->got, sim->mem->user);
+    sim->mem->free(rx, sim->mem->user);
+  }
+  sim->mem->free(flow->tx, sim->mem->user);
+  flow->tx = flow->rx = NULL;
+}
+
+const dlcp_sim_transport_ops dlcp_sim_dctcp_ops = {
+    "dctcp",         dctcp_host_new,  dctcp_host_del, dctcp_flow_start,
+    dctcp_on_packet, dctcp_on_timer,  dctcp_flow_free};

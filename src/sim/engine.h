@@ -1,0 +1,106 @@
+/*
+ * engine.h: the discrete-event core of the simulator: the event queue,
+ * lazily cancelled timers, and the packet pool.
+ *
+ * Events are ordered by (time, insertion sequence number), so two events at
+ * the same picosecond run in the order they were scheduled and a run is a
+ * pure function of its inputs and seed.
+ */
+#ifndef DLCP_SIM_ENGINE_H
+#define DLCP_SIM_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+#include "sim/simtime.h"
+
+/* An event handler: |obj| and |arg| are what was passed when scheduling. */
+typedef void (*dlcp_sim_event_fn)(void *obj, void *arg, dlcp_sim_ps now);
+
+typedef struct dlcp_sim_event {
+  dlcp_sim_ps time;
+  uint64_t seq; /* insertion order; breaks ties deterministically */
+  dlcp_sim_event_fn fn;
+  void *obj;
+  void *arg;
+} dlcp_sim_event;
+
+typedef struct dlcp_sim_engine {
+  const dlcp_mem *mem;
+  dlcp_sim_event *heap; /* binary min-heap on (time, seq) */
+  size_t len;
+  size_t cap;
+  uint64_t next_seq;
+  dlcp_sim_ps now;
+  uint64_t nevents; /* events executed so far */
+  /* The first fatal error (out of memory) raised by any handler; the run
+   * stops at the next event and dlcp_sim_engine_run returns it. */
+  int error;
+} dlcp_sim_engine;
+
+/* dlcp_sim_mem returns |mem|, or a libc allocator if |mem| is NULL. */
+const dlcp_mem *dlcp_sim_mem(const dlcp_mem *mem);
+
+/* dlcp_sim_engine_init prepares |e| at time 0.  Returns 0 or
+ * DLCP_ERR_NOMEM. */
+int dlcp_sim_engine_init(dlcp_sim_engine *e, const dlcp_mem *mem);
+
+/* dlcp_sim_engine_free releases the queue; pending events are discarded. */
+void dlcp_sim_engine_free(dlcp_sim_engine *e);
+
+/*
+ * dlcp_sim_engine_at schedules |fn|(|obj|, |arg|) at |time|, which must not
+ * be in the past.  On allocation failure it records DLCP_ERR_NOMEM in
+ * e->error, which ends the run.
+ */
+void dlcp_sim_engine_at(dlcp_sim_engine *e, dlcp_sim_ps time,
+                        dlcp_sim_event_fn fn, void *obj, void *arg);
+
+/* dlcp_sim_engine_fail records |code| (the first one wins) and so ends the
+ * run at the next event. */
+void dlcp_sim_engine_fail(dlcp_sim_engine *e, int code);
+
+/*
+ * dlcp_sim_engine_step runs the earliest event if its time is <= |until|.
+ * It returns 1 if it ran one, 0 if the queue is empty or the next event is
+ * later than |until| (then now advances to |until| unless the queue is
+ * empty), or e->error.
+ */
+int dlcp_sim_engine_step(dlcp_sim_engine *e, dlcp_sim_ps until);
+
+/* dlcp_sim_engine_next_time returns the time of the earliest pending event
+ * or DLCP_SIM_PS_NEVER. */
+dlcp_sim_ps dlcp_sim_engine_next_time(const dlcp_sim_engine *e);
+
+/*
+ * dlcp_sim_timer: a restartable one-shot timer (a transport's RTO, a
+ * delayed-ACK timer).  Re-arming does not search the heap: if the new
+ * deadline is later than the queued event, the queued event re-queues itself
+ * at the deadline when it fires; if earlier, a new event is queued and the
+ * old one is recognised as stale by its generation number.  A timer thus
+ * has at most two events in the queue however often it is re-armed.  The
+ * timer's memory must outlive the engine's run (its events point to it).
+ */
+typedef void (*dlcp_sim_timer_fn)(void *obj, dlcp_sim_ps now);
+
+typedef struct dlcp_sim_timer {
+  dlcp_sim_engine *engine;
+  dlcp_sim_timer_fn fn;
+  void *obj;
+  dlcp_sim_ps deadline;  /* DLCP_SIM_PS_NEVER when disarmed */
+  dlcp_sim_ps queued_at; /* time of the live queued event, or NEVER */
+  uint64_t gen;          /* generation of the live queued event */
+} dlcp_sim_timer;
+
+void dlcp_sim_timer_init(dlcp_sim_timer *t, dlcp_sim_engine *e,
+                         dlcp_sim_timer_fn fn, void *obj);
+/* Arms (or re-arms) |t| to fire at |deadline| (>= now). */
+void dlcp_sim_timer_arm(dlcp_sim_timer *t, dlcp_sim_ps deadline);
+void dlcp_sim_timer_cancel(dlcp_sim_timer *t);
+static inline bool dlcp_sim_timer_armed(const dlcp_sim_timer *t) {
+  return t->deadline != DLCP_SIM_PS_NEVER;
+}
+
+#endif /* DLCP_SIM_ENGINE_H */

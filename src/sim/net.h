@@ -1,0 +1,222 @@
+/*
+ * net.h: the network model: nodes (hosts and switches), their egress ports,
+ * the links between them, and routing.
+ *
+ * A cable between two nodes is two directed ports, one per direction.  A
+ * port is htsim's queue + pipe pair: K strict-priority queues sharing a
+ * buffer (queue.c), a transmitter that serializes one packet at a time at
+ * the port's rate, and a pipe that delays it by the propagation delay and
+ * may lose it (link.c).  Switches forward by destination host over
+ * shortest paths, choosing among equal-cost next hops by flow hash (ECMP),
+ * at random per packet (spraying) or by the packet's path id (source
+ * routing) (switch.c).  Hosts have one port, their NIC, and hand arriving
+ * packets to the simulation's transport through |host_rx| (host.c).
+ */
+#ifndef DLCP_SIM_NET_H
+#define DLCP_SIM_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+#include "proto/rng.h"
+#include "sim/engine.h"
+#include "sim/packet.h"
+
+#define DLCP_SIM_MAX_QUEUES 8u
+#define DLCP_SIM_NONE UINT32_MAX
+#define DLCP_SIM_NAME_MAX 32u
+
+/* What a port did with a packet offered to it (queue.c). */
+typedef enum dlcp_sim_verdict {
+  DLCP_SIM_ENQUEUED = 0,      /* queued unchanged */
+  DLCP_SIM_MARKED = 1,        /* queued, ECN CE set (queue above threshold) */
+  DLCP_SIM_TRIMMED = 2,       /* payload cut, header queued at priority 0 */
+  DLCP_SIM_DROP_SELECTIVE = 3, /* non-ECT packet above the ECN threshold */
+  DLCP_SIM_DROP_BUFFER = 4    /* no buffer space */
+} dlcp_sim_verdict;
+
+/* Queueing policy of a port; shared by every port of one kind. */
+typedef struct dlcp_sim_port_config {
+  uint32_t nqueues;      /* strict-priority queues, 1..8; queue 0 first */
+  uint64_t buffer_bytes; /* per-port buffer (unused with a shared pool) */
+  /* Per-queue ECN/RED threshold in bytes: a packet that arrives to find at
+   * least this many bytes in its queue is marked CE if ECT, or dropped if
+   * not ECT.  UINT64_MAX disables marking for that queue. */
+  uint64_t ecn_threshold_bytes[DLCP_SIM_MAX_QUEUES];
+  bool trimming;       /* cut data packets to a header instead of dropping */
+  uint32_t trim_bytes; /* size of a trimmed packet on the wire */
+} dlcp_sim_port_config;
+
+/* A switch's shared packet memory with dynamic thresholds (Choudhury &
+ * Hahne): a queue may grow while its length stays below alpha times the
+ * memory still free. */
+typedef struct dlcp_sim_buffer_pool {
+  uint64_t size_bytes;
+  uint64_t used_bytes;
+  double alpha;
+} dlcp_sim_buffer_pool;
+
+typedef struct dlcp_sim_queue {
+  dlcp_sim_packet *head;
+  dlcp_sim_packet *tail;
+  uint64_t bytes; /* queued bytes, the packet being serialized included */
+  uint32_t pkts;
+  uint64_t max_bytes; /* high-water mark of |bytes| */
+  uint64_t enq_pkts;
+  uint64_t marks;
+  uint64_t drops_selective;
+  uint64_t drops_buffer;
+  uint64_t trims;
+} dlcp_sim_queue;
+
+typedef struct dlcp_sim_port {
+  uint32_t id;
+  uint32_t node;      /* owner (transmitting) node */
+  uint32_t peer;      /* node at the far end */
+  uint32_t reverse;   /* port of the opposite direction */
+  uint32_t cable;     /* index of the duplex cable (both directions) */
+  uint64_t rate_bps;  /* > 0 */
+  dlcp_sim_ps delay_ps; /* propagation delay */
+  double loss;        /* probability a transmitted packet is lost, [0,1] */
+  bool up;
+  bool busy;          /* a packet is being serialized */
+  const dlcp_sim_port_config *cfg;
+  dlcp_sim_buffer_pool *shared; /* NULL: cfg->buffer_bytes per port */
+  uint64_t bytes;               /* bytes held by this port, all queues */
+  dlcp_sim_queue q[DLCP_SIM_MAX_QUEUES];
+  dlcp_rng rng; /* this link's loss draws */
+  /* Counters over the whole run. */
+  uint64_t tx_pkts;
+  uint64_t tx_bytes;
+  uint64_t tx_data_payload_bytes; /* payload of DATA packets sent */
+  uint64_t drops_loss;            /* random (gray-failure) loss */
+  uint64_t drops_down;            /* sent into or on a downed link */
+  struct dlcp_sim_net *net;
+} dlcp_sim_port;
+
+typedef enum dlcp_sim_node_kind {
+  DLCP_SIM_NODE_HOST = 0,
+  DLCP_SIM_NODE_SWITCH = 1
+} dlcp_sim_node_kind;
+
+typedef struct dlcp_sim_node {
+  dlcp_sim_node_kind kind;
+  uint32_t id;
+  uint32_t host;  /* host index for hosts, DLCP_SIM_NONE for switches */
+  uint32_t group; /* rack (hosts), pod or layer (switches); for placement */
+  uint32_t tier;  /* 0 host, 1 ToR/edge, 2 spine/agg, 3 core */
+  char name[DLCP_SIM_NAME_MAX];
+  uint32_t first_port; /* into net->node_ports (CSR, filled at finalize) */
+  uint32_t nports;
+  dlcp_sim_buffer_pool pool; /* switches with a shared buffer */
+  uint64_t drops_noroute;    /* packets with no usable next hop */
+} dlcp_sim_node;
+
+/* Called for every packet that reaches its destination host; the callee
+ * owns |pkt|. */
+typedef void (*dlcp_sim_host_rx_fn)(void *ctx, uint32_t host,
+                                    dlcp_sim_packet *pkt, dlcp_sim_ps now);
+
+typedef struct dlcp_sim_net {
+  const dlcp_mem *mem;
+  dlcp_sim_engine *engine;
+  dlcp_sim_packet_pool *pool;
+  dlcp_sim_node *nodes;
+  uint32_t nnodes, nodes_cap;
+  dlcp_sim_port *ports;
+  uint32_t nports, ports_cap;
+  uint32_t *hosts; /* host index -> node id */
+  uint32_t nhosts;
+  uint32_t *node_ports; /* egress port ids grouped by node */
+  /* Routing: for node n and destination host h, the equal-cost egress
+   * ports are route_ports[off .. off+cnt) with off = route_off[n*H+h].
+   * |live| skips downed links and is recomputed on every link change;
+   * |fixed| is computed once with every link up, and is what source
+   * routing follows, so a source-routed packet sent towards a dead link is
+   * lost rather than silently rerouted. */
+  struct dlcp_sim_routes {
+    uint32_t *off;
+    uint16_t *cnt;
+    uint32_t *ports;
+    uint32_t nports, ports_cap;
+  } live, fixed;
+  dlcp_sim_port_config switch_port_cfg;
+  dlcp_sim_port_config host_port_cfg;
+  uint64_t shared_buffer_bytes; /* 0: per-port buffers */
+  double dt_alpha;
+  uint64_t ecmp_salt;     /* seeds the flow hash */
+  dlcp_rng spray_rng;     /* per-packet spraying choices */
+  dlcp_sim_host_rx_fn host_rx;
+  void *host_rx_ctx;
+  uint64_t misdelivered; /* reached a host that is not the destination */
+  bool finalized;
+} dlcp_sim_net;
+
+/* Network construction (net.c). */
+int dlcp_sim_net_init(dlcp_sim_net *net, dlcp_sim_engine *engine,
+                      dlcp_sim_packet_pool *pool, const dlcp_mem *mem,
+                      uint64_t seed);
+void dlcp_sim_net_free(dlcp_sim_net *net);
+/* Adds a node and returns its id, or DLCP_SIM_NONE if memory ran out. */
+uint32_t dlcp_sim_net_add_node(dlcp_sim_net *net, dlcp_sim_node_kind kind,
+                               const char *name, uint32_t group,
+                               uint32_t tier);
+/* Adds a duplex cable a<->b; returns the a->b port id or DLCP_SIM_NONE. */
+uint32_t dlcp_sim_net_add_cable(dlcp_sim_net *net, uint32_t a, uint32_t b,
+                                uint64_t rate_bps, dlcp_sim_ps delay_ps);
+/* Builds the per-node port lists and the routing tables.  Fails with
+ * DLCP_ERR_CONFIG if a host does not have exactly one cable. */
+int dlcp_sim_net_finalize(dlcp_sim_net *net);
+/* Finds a node by name; DLCP_SIM_NONE if there is none. */
+uint32_t dlcp_sim_net_find_node(const dlcp_sim_net *net, const char *name);
+/* Finds the port from node a to node b; DLCP_SIM_NONE if not adjacent. */
+uint32_t dlcp_sim_net_find_port(const dlcp_sim_net *net, uint32_t a,
+                                uint32_t b);
+/* Brings both directions of |cable| (a port id of either direction) up or
+ * down and recomputes the live routes. */
+int dlcp_sim_net_set_link(dlcp_sim_net *net, uint32_t port, bool up);
+/* Schedules dlcp_sim_net_set_link at |at|. */
+void dlcp_sim_net_schedule_link(dlcp_sim_net *net, uint32_t port, bool up,
+                                dlcp_sim_ps at);
+/* Rack of a host: the group of the switch its NIC connects to. */
+uint32_t dlcp_sim_net_host_rack(const dlcp_sim_net *net, uint32_t host);
+
+/* Port queueing (queue.c). */
+void dlcp_sim_port_init(dlcp_sim_port *port, const dlcp_sim_port_config *cfg,
+                        dlcp_sim_buffer_pool *shared);
+/* Offers |pkt| to the port's queues.  On a DROP verdict the caller still
+ * owns |pkt|; otherwise the port does. */
+dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
+                                       dlcp_sim_packet *pkt);
+/* Removes the next packet to serialize (strict priority, FIFO within a
+ * queue) or returns NULL.  Its bytes stay counted until
+ * dlcp_sim_port_release. */
+dlcp_sim_packet *dlcp_sim_port_dequeue(dlcp_sim_port *port);
+void dlcp_sim_port_release(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
+
+/* Transmission (link.c): queue |pkt| on |port| and start sending if idle.
+ * Takes ownership of |pkt|. */
+void dlcp_sim_port_send(dlcp_sim_port *port, dlcp_sim_packet *pkt,
+                        dlcp_sim_ps now);
+
+/* Drops every packet waiting in |port| (the link went down). */
+void dlcp_sim_port_flush(dlcp_sim_port *port);
+
+/* Forwarding (switch.c): |pkt| arrived at switch |node|. */
+void dlcp_sim_switch_receive(dlcp_sim_net *net, uint32_t node,
+                             dlcp_sim_packet *pkt, dlcp_sim_ps now);
+/* The egress port a switch picks for |pkt|, or DLCP_SIM_NONE. */
+uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
+                               dlcp_sim_packet *pkt);
+
+/* Hosts (host.c). */
+/* Sends |pkt| from host |host| through its NIC; takes ownership. */
+void dlcp_sim_host_send(dlcp_sim_net *net, uint32_t host,
+                        dlcp_sim_packet *pkt, dlcp_sim_ps now);
+void dlcp_sim_host_receive(dlcp_sim_net *net, uint32_t node,
+                           dlcp_sim_packet *pkt, dlcp_sim_ps now);
+/* The NIC port of |host|. */
+dlcp_sim_port *dlcp_sim_host_nic(dlcp_sim_net *net, uint32_t host);
+
+#endif /* DLCP_SIM_NET_H */

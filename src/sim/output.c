@@ -1,0 +1,446 @@
+/*
+ * output.c: results.
+ *
+ * Four CSV files and one JSON summary, written only from simulated
+ * quantities so that a configuration and seed reproduce them byte for
+ * byte: flows.csv (one row per flow, in order of completion, ties by id,
+ * unfinished flows last), links.csv (per directed link: bytes, utilisation
+ * over the run, drop/mark/trim counters, queue high-water mark),
+ * queues.csv (per port queue that saw traffic), iterations.csv (PS jobs:
+ * per-iteration start, end and duration) and summary.json.  Times are in
+ * microseconds with six decimals, i.e. exact to the picosecond.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sim/sim.h"
+
+static double ps_us(dlcp_sim_ps t) {
+  return (double)t / 1e6;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int dlcp_sim_fct_stats_get(const dlcp_sim *sim, int group,
+                           dlcp_sim_fct_stats *st) {
+  memset(st, 0, sizeof(*st));
+  uint64_t *fct = malloc((sim->nflows + 1) * sizeof(*fct));
+  if (!fct) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint32_t n = 0;
+  double sum = 0;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    if (f->finish_ps == DLCP_SIM_PS_NEVER ||
+        (group >= 0 && (int)f->group != group)) {
+      continue;
+    }
+    fct[n++] = f->finish_ps - f->start_ps;
+    sum += (double)(f->finish_ps - f->start_ps);
+  }
+  if (n > 0) {
+    qsort(fct, n, sizeof(*fct), cmp_u64);
+    st->count = n;
+    st->mean_us = sum / n / 1e6;
+    /* Nearest-rank percentiles. */
+    st->p50_us = ps_us(fct[(n * 50 + 99) / 100 - 1]);
+    st->p99_us = ps_us(fct[(n * 99 + 99) / 100 - 1]);
+    st->max_us = ps_us(fct[n - 1]);
+  }
+  free(fct);
+  return 0;
+}
+
+static const char *group_name(dlcp_sim_flow_group g) {
+  switch (g) {
+  case DLCP_SIM_GROUP_EXPLICIT:
+    return "explicit";
+  case DLCP_SIM_GROUP_INCAST:
+    return "incast";
+  case DLCP_SIM_GROUP_PS_PUSH:
+    return "ps_push";
+  case DLCP_SIM_GROUP_PS_PULL:
+    return "ps_pull";
+  }
+  return "?";
+}
+
+/* qsort context-free comparison needs the flows; sort indices by a key
+ * array instead. */
+typedef struct flow_key {
+  dlcp_sim_ps finish;
+  uint32_t id;
+} flow_key;
+
+static int cmp_key(const void *a, const void *b) {
+  const flow_key *x = a, *y = b;
+  if (x->finish != y->finish) {
+    return x->finish < y->finish ? -1 : 1;
+  }
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+int dlcp_sim_write_flows_csv(const dlcp_sim *sim, FILE *f) {
+  flow_key *keys = malloc((sim->nflows + 1) * sizeof(*keys));
+  if (!keys) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    keys[i].finish = sim->flows[i].finish_ps;
+    keys[i].id = i;
+  }
+  qsort(keys, sim->nflows, sizeof(*keys), cmp_key);
+  fprintf(f, "id,group,iteration,src,dst,size_bytes,priority,start_us,"
+             "finish_us,fct_us,rx_done_us,pkts_sent,retransmits,timeouts,"
+             "ecn_echoes\n");
+  for (uint32_t k = 0; k < sim->nflows; k++) {
+    const dlcp_sim_flow *fl = &sim->flows[keys[k].id];
+    fprintf(f, "%u,%s,%u,%s,%s,%llu,%u,", fl->id, group_name(fl->group),
+            fl->iteration, sim->net.nodes[sim->net.hosts[fl->src]].name,
+            sim->net.nodes[sim->net.hosts[fl->dst]].name,
+            (unsigned long long)fl->size_bytes, fl->prio);
+    if (fl->start_ps == DLCP_SIM_PS_NEVER) {
+      fprintf(f, ",");
+    } else {
+      fprintf(f, "%.6f,", ps_us(fl->start_ps));
+    }
+    if (fl->finish_ps == DLCP_SIM_PS_NEVER) {
+      fprintf(f, ",,");
+    } else {
+      fprintf(f, "%.6f,%.6f,", ps_us(fl->finish_ps),
+              ps_us(fl->finish_ps - fl->start_ps));
+    }
+    if (fl->rx_done_ps != DLCP_SIM_PS_NEVER) {
+      fprintf(f, "%.6f", ps_us(fl->rx_done_ps));
+    }
+    fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)fl->pkts_sent,
+            (unsigned long long)fl->retransmits,
+            (unsigned long long)fl->timeouts,
+            (unsigned long long)fl->ecn_echoes);
+  }
+  free(keys);
+  return 0;
+}
+
+typedef struct port_totals {
+  uint64_t marks, drops_selective, drops_buffer, trims, max_bytes;
+} port_totals;
+
+static port_totals port_sum(const dlcp_sim_port *p) {
+  port_totals t = {0, 0, 0, 0, 0};
+  for (uint32_t q = 0; q < DLCP_SIM_MAX_QUEUES; q++) {
+    t.marks += p->q[q].marks;
+    t.drops_selective += p->q[q].drops_selective;
+    t.drops_buffer += p->q[q].drops_buffer;
+    t.trims += p->q[q].trims;
+    t.max_bytes += p->q[q].max_bytes;
+  }
+  return t;
+}
+
+static void write_links_csv(const dlcp_sim *sim, FILE *f) {
+  const dlcp_sim_net *net = &sim->net;
+  double end_s = (double)dlcp_sim_end_time(sim) / 1e12;
+  fprintf(f, "port,from,to,rate_gbps,tx_bytes,tx_pkts,data_payload_bytes,"
+             "utilisation,marks,drops_selective,drops_buffer,drops_loss,"
+             "drops_down,trims,max_queue_bytes\n");
+  for (uint32_t i = 0; i < net->nports; i++) {
+    const dlcp_sim_port *p = &net->ports[i];
+    port_totals t = port_sum(p);
+    double util = end_s > 0 ? (double)p->tx_bytes * 8.0 /
+                                  ((double)p->rate_bps * end_s)
+                            : 0.0;
+    fprintf(f, "%u,%s,%s,%.3f,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%llu,%llu,"
+               "%llu,%llu\n",
+            i, net->nodes[p->node].name, net->nodes[p->peer].name,
+            dlcp_sim_speed_to_gbps(p->rate_bps),
+            (unsigned long long)p->tx_bytes, (unsigned long long)p->tx_pkts,
+            (unsigned long long)p->tx_data_payload_bytes, util,
+            (unsigned long long)t.marks,
+            (unsigned long long)t.drops_selective,
+            (unsigned long long)t.drops_buffer,
+            (unsigned long long)p->drops_loss,
+            (unsigned long long)p->drops_down, (unsigned long long)t.trims,
+            (unsigned long long)t.max_bytes);
+  }
+}
+
+static void write_queues_csv(const dlcp_sim *sim, FILE *f) {
+  const dlcp_sim_net *net = &sim->net;
+  fprintf(f, "port,from,to,queue,enq_pkts,marks,drops_selective,"
+             "drops_buffer,trims,max_bytes\n");
+  for (uint32_t i = 0; i < net->nports; i++) {
+    const dlcp_sim_port *p = &net->ports[i];
+    for (uint32_t qi = 0; qi < p->cfg->nqueues; qi++) {
+      const dlcp_sim_queue *q = &p->q[qi];
+      if (q->enq_pkts == 0 && q->drops_buffer == 0 &&
+          q->drops_selective == 0) {
+        continue;
+      }
+      fprintf(f, "%u,%s,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", i,
+              net->nodes[p->node].name, net->nodes[p->peer].name, qi,
+              (unsigned long long)q->enq_pkts, (unsigned long long)q->marks,
+              (unsigned long long)q->drops_selective,
+              (unsigned long long)q->drops_buffer,
+              (unsigned long long)q->trims,
+              (unsigned long long)q->max_bytes);
+    }
+  }
+}
+
+/* Per PS iteration: first push start and last pull finish. */
+static void iteration_span(const dlcp_sim *sim, uint32_t it, dlcp_sim_ps *start,
+                           dlcp_sim_ps *end, bool *complete) {
+  *start = DLCP_SIM_PS_NEVER;
+  *end = 0;
+  *complete = true;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    if (f->iteration != it || (f->group != DLCP_SIM_GROUP_PS_PUSH &&
+                               f->group != DLCP_SIM_GROUP_PS_PULL)) {
+      continue;
+    }
+    if (f->group == DLCP_SIM_GROUP_PS_PUSH && f->start_ps < *start) {
+      *start = f->start_ps;
+    }
+    if (f->finish_ps == DLCP_SIM_PS_NEVER) {
+      *complete = false;
+    } else if (f->group == DLCP_SIM_GROUP_PS_PULL && f->finish_ps > *end) {
+      *end = f->finish_ps;
+    }
+  }
+}
+
+static void write_iterations_csv(const dlcp_sim *sim, FILE *f) {
+  fprintf(f, "iteration,start_us,end_us,duration_us\n");
+  for (uint32_t it = 0; it < sim->ps_iterations; it++) {
+    dlcp_sim_ps s, e;
+    bool complete;
+    iteration_span(sim, it, &s, &e, &complete);
+    if (!complete || s == DLCP_SIM_PS_NEVER) {
+      fprintf(f, "%u,,,\n", it);
+      continue;
+    }
+    fprintf(f, "%u,%.6f,%.6f,%.6f\n", it, ps_us(s), ps_us(e), ps_us(e - s));
+  }
+}
+
+typedef struct net_totals {
+  uint64_t marks, drops_selective, drops_buffer, drops_loss, drops_down,
+      trims, noroute, retransmits, timeouts, tx_bytes;
+} net_totals;
+
+static net_totals totals(const dlcp_sim *sim) {
+  net_totals t;
+  memset(&t, 0, sizeof(t));
+  const dlcp_sim_net *net = &sim->net;
+  for (uint32_t i = 0; i < net->nports; i++) {
+    const dlcp_sim_port *p = &net->ports[i];
+    port_totals pt = port_sum(p);
+    t.marks += pt.marks;
+    t.drops_selective += pt.drops_selective;
+    t.drops_buffer += pt.drops_buffer;
+    t.trims += pt.trims;
+    t.drops_loss += p->drops_loss;
+    t.drops_down += p->drops_down;
+    t.tx_bytes += p->tx_bytes;
+  }
+  for (uint32_t i = 0; i < net->nnodes; i++) {
+    t.noroute += net->nodes[i].drops_noroute;
+  }
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    t.retransmits += sim->flows[i].retransmits;
+    t.timeouts += sim->flows[i].timeouts;
+  }
+  return t;
+}
+
+static const char *topo_name(dlcp_sim_topo_kind k) {
+  switch (k) {
+  case DLCP_SIM_TOPO_LEAF_SPINE:
+    return "leaf_spine";
+  case DLCP_SIM_TOPO_FAT_TREE:
+    return "fat_tree";
+  case DLCP_SIM_TOPO_EXPLICIT:
+    return "explicit";
+  }
+  return "?";
+}
+
+static void json_fct(FILE *f, const char *name, const dlcp_sim_fct_stats *s,
+                     bool last) {
+  fprintf(f, "    \"%s\": {\"count\": %u, \"mean_us\": %.6f, \"p50_us\": "
+             "%.6f, \"p99_us\": %.6f, \"max_us\": %.6f}%s\n",
+          name, s->count, s->mean_us, s->p50_us, s->p99_us, s->max_us,
+          last ? "" : ",");
+}
+
+static void write_summary_json(const dlcp_sim *sim, FILE *f) {
+  const dlcp_sim_net *net = &sim->net;
+  net_totals t = totals(sim);
+  dlcp_sim_fct_stats all, g[4];
+  dlcp_sim_fct_stats_get(sim, -1, &all);
+  for (int i = 0; i < 4; i++) {
+    dlcp_sim_fct_stats_get(sim, i, &g[i]);
+  }
+  fprintf(f, "{\n");
+  fprintf(f, "  \"scenario\": \"%s\",\n", sim->cfg.name);
+  fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)sim->cfg.seed);
+  fprintf(f, "  \"transport\": \"%s\",\n", sim->ops->name);
+  fprintf(f, "  \"topology\": {\"kind\": \"%s\", \"hosts\": %u, \"nodes\": "
+             "%u, \"links\": %u},\n",
+          topo_name(sim->cfg.topo.kind), net->nhosts, net->nnodes,
+          net->nports / 2);
+  fprintf(f, "  \"sim_end_us\": %.6f,\n", ps_us(dlcp_sim_end_time(sim)));
+  fprintf(f, "  \"events\": %llu,\n",
+          (unsigned long long)sim->engine.nevents);
+  fprintf(f, "  \"flows\": {\"total\": %u, \"finished\": %u},\n", sim->nflows,
+          sim->flows_done);
+  fprintf(f, "  \"fct\": {\n");
+  json_fct(f, "all", &all, false);
+  json_fct(f, "explicit", &g[0], false);
+  json_fct(f, "incast", &g[1], false);
+  json_fct(f, "ps_push", &g[2], false);
+  json_fct(f, "ps_pull", &g[3], true);
+  fprintf(f, "  },\n");
+  fprintf(f, "  \"iterations\": [");
+  for (uint32_t it = 0; it < sim->ps_iterations; it++) {
+    dlcp_sim_ps s, e;
+    bool complete;
+    iteration_span(sim, it, &s, &e, &complete);
+    if (complete && s != DLCP_SIM_PS_NEVER) {
+      fprintf(f, "%s%.6f", it ? ", " : "", ps_us(e - s));
+    } else {
+      fprintf(f, "%snull", it ? ", " : "");
+    }
+  }
+  fprintf(f, "],\n");
+  fprintf(f, "  \"counters\": {\"tx_bytes\": %llu, \"ecn_marks\": %llu, "
+             "\"drops_selective\": %llu, \"drops_buffer\": %llu, "
+             "\"drops_loss\": %llu, \"drops_link_down\": %llu, "
+             "\"drops_no_route\": %llu, \"trims\": %llu, "
+             "\"retransmits\": %llu, \"timeouts\": %llu, "
+             "\"peak_packets\": %llu}\n",
+          (unsigned long long)t.tx_bytes, (unsigned long long)t.marks,
+          (unsigned long long)t.drops_selective,
+          (unsigned long long)t.drops_buffer,
+          (unsigned long long)t.drops_loss, (unsigned long long)t.drops_down,
+          (unsigned long long)t.noroute, (unsigned long long)t.trims,
+          (unsigned long long)t.retransmits, (unsigned long long)t.timeouts,
+          (unsigned long long)sim->pool.peak);
+  fprintf(f, "}\n");
+}
+
+typedef void (*writer_fn)(const dlcp_sim *sim, FILE *f);
+
+static void flows_writer(const dlcp_sim *sim, FILE *f) {
+  dlcp_sim_write_flows_csv(sim, f);
+}
+
+static int write_file(const dlcp_sim *sim, const char *dir, const char *name,
+                      writer_fn fn, char *err, size_t errlen) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    return DLCP_ERR_SYSTEM;
+  }
+  fn(sim, f);
+  if (ferror(f) || fclose(f) != 0) {
+    snprintf(err, errlen, "%s: write failed", path);
+    return DLCP_ERR_SYSTEM;
+  }
+  return 0;
+}
+
+int dlcp_sim_write_outputs(const dlcp_sim *sim, const char *dir, char *err,
+                           size_t errlen) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "%s: cannot create directory: %s", dir,
+             strerror(errno));
+    return DLCP_ERR_SYSTEM;
+  }
+  struct {
+    const char *name;
+    writer_fn fn;
+  } files[] = {{"flows.csv", flows_writer},
+               {"links.csv", write_links_csv},
+               {"queues.csv", write_queues_csv},
+               {"iterations.csv", write_iterations_csv},
+               {"summary.json", write_summary_json}};
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    if (files[i].fn == write_iterations_csv && sim->ps_iterations == 0) {
+      continue;
+    }
+    int rv = write_file(sim, dir, files[i].name, files[i].fn, err, errlen);
+    if (rv != 0) {
+      return rv;
+    }
+  }
+  return 0;
+}
+
+void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
+  const dlcp_sim_net *net = &sim->net;
+  const dlcp_sim_config *c = &sim->cfg;
+  net_totals t = totals(sim);
+  dlcp_sim_fct_stats all;
+  dlcp_sim_fct_stats_get(sim, -1, &all);
+  fprintf(f, "scenario   %s (seed %llu)\n", c->name,
+          (unsigned long long)c->seed);
+  fprintf(f, "topology   %s: %u hosts, %u switches, %u links",
+          topo_name(c->topo.kind), net->nhosts, net->nnodes - net->nhosts,
+          net->nports / 2);
+  if (c->topo.kind == DLCP_SIM_TOPO_LEAF_SPINE && c->topo.tors > 1) {
+    double over = (double)c->topo.hosts_per_tor *
+                  (double)c->topo.host_rate_bps /
+                  ((double)c->topo.spines * (double)c->topo.fabric_rate_bps);
+    fprintf(f, ", oversubscription %.2f:1", over);
+  }
+  fprintf(f, "\n");
+  fprintf(f, "transport  %s, switch %u queues, %llu B/port%s\n",
+          sim->ops->name, c->sw.nqueues,
+          (unsigned long long)c->sw.port_buffer_bytes,
+          c->sw.shared_buffer_bytes ? " (shared buffer)" : "");
+  fprintf(f, "flows      %u finished of %u\n", sim->flows_done, sim->nflows);
+  if (all.count) {
+    fprintf(f, "fct        mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f "
+               "us\n",
+            all.mean_us, all.p50_us, all.p99_us, all.max_us);
+  }
+  for (uint32_t it = 0; it < sim->ps_iterations; it++) {
+    dlcp_sim_ps s, e;
+    bool complete;
+    iteration_span(sim, it, &s, &e, &complete);
+    if (complete && s != DLCP_SIM_PS_NEVER) {
+      fprintf(f, "iteration  %u: %.1f us\n", it, ps_us(e - s));
+    } else {
+      fprintf(f, "iteration  %u: incomplete\n", it);
+    }
+  }
+  fprintf(f, "network    %.3f GB sent, %llu ECN marks, drops: %llu buffer, "
+             "%llu selective, %llu loss, %llu link-down, %llu no-route; "
+             "%llu trims\n",
+          (double)t.tx_bytes / 1e9, (unsigned long long)t.marks,
+          (unsigned long long)t.drops_buffer,
+          (unsigned long long)t.drops_selective,
+          (unsigned long long)t.drops_loss, (unsigned long long)t.drops_down,
+          (unsigned long long)t.noroute, (unsigned long long)t.trims);
+  fprintf(f, "transport  %llu retransmissions, %llu timeouts\n",
+          (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
+  fprintf(f, "time       %.3f ms simulated", ps_us(dlcp_sim_end_time(sim)) /
+                                                  1e3);
+  if (wall_s > 0) {
+    fprintf(f, " in %.2f s wall, %llu events (%.2f M events/s)", wall_s,
+            (unsigned long long)sim->engine.nevents,
+            (double)sim->engine.nevents / wall_s / 1e6);
+  }
+  fprintf(f, "\n");
+}

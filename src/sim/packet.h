@@ -1,0 +1,93 @@
+/*
+ * packet.h: the simulated packet and its pool.
+ *
+ * A packet is a fixed-size record, never a byte buffer: the network model
+ * only needs the fields switches act on (size, priority, ECN, path) and the
+ * transports keep their own header fields here too.  A driver that runs a
+ * real protocol core (MLT) can carry its encoded header in |hdr|.  Packets
+ * come from a free list refilled in chunks, so the per-packet path never
+ * calls malloc.
+ */
+#ifndef DLCP_SIM_PACKET_H
+#define DLCP_SIM_PACKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+#include "sim/simtime.h"
+
+/* ECN codepoints (RFC 3168), as in the IP header's two low TOS bits. */
+typedef enum dlcp_sim_ecn {
+  DLCP_SIM_ECN_NOT_ECT = 0,
+  DLCP_SIM_ECN_ECT = 2, /* ECT(0) */
+  DLCP_SIM_ECN_CE = 3
+} dlcp_sim_ecn;
+
+/* How switches choose among equal-cost next hops for this packet. */
+typedef enum dlcp_sim_lb {
+  DLCP_SIM_LB_ECMP = 0,  /* hash of the flow: one path per flow */
+  DLCP_SIM_LB_SPRAY = 1, /* uniformly random next hop per packet */
+  DLCP_SIM_LB_SOURCE = 2 /* the packet's path id picks the next hops */
+} dlcp_sim_lb;
+
+/* Packet kinds; transports interpret the rest of the fields. */
+typedef enum dlcp_sim_pkt_kind {
+  DLCP_SIM_PKT_DATA = 0,
+  DLCP_SIM_PKT_ACK = 1,
+  DLCP_SIM_PKT_CTRL = 2
+} dlcp_sim_pkt_kind;
+
+#define DLCP_SIM_PKT_HDR_MAX 64
+
+/* Flag bits. */
+#define DLCP_SIM_PKT_F_TRIMMED 0x01u /* payload cut by a trimming switch */
+#define DLCP_SIM_PKT_F_RETX 0x02u    /* a retransmission */
+#define DLCP_SIM_PKT_F_ECE 0x04u     /* ACK echoes congestion (DCTCP) */
+
+typedef struct dlcp_sim_packet {
+  struct dlcp_sim_packet *next; /* free list or port queue link */
+  uint32_t flow;                /* index into the simulation's flow table */
+  uint32_t src;                 /* host index of the sender */
+  uint32_t dst;                 /* host index of the receiver */
+  uint32_t size_bytes;          /* bytes on the wire, headers included */
+  uint32_t payload_bytes;       /* application bytes carried */
+  uint8_t kind;                 /* dlcp_sim_pkt_kind */
+  uint8_t prio;                 /* switch queue, 0 = most urgent */
+  uint8_t ecn;                  /* dlcp_sim_ecn */
+  uint8_t lb;                   /* dlcp_sim_lb */
+  uint8_t flags;                /* DLCP_SIM_PKT_F_* */
+  uint8_t qidx;                 /* queue the packet sits in (set by port) */
+  uint16_t hdr_len;             /* bytes used in |hdr| */
+  uint32_t path;                /* path id chosen by the sender */
+  uint32_t path_rest;           /* undecoded digits of |path| (see net.c) */
+  uint64_t seq;                 /* transport sequence (segment index) */
+  uint64_t ack;                 /* cumulative ACK (next expected segment) */
+  dlcp_sim_ps tx_ps;            /* sender time stamp */
+  dlcp_sim_ps echo_ps;          /* time stamp echoed by an ACK */
+  uint8_t hdr[DLCP_SIM_PKT_HDR_MAX]; /* opaque header bytes for a driver */
+} dlcp_sim_packet;
+
+typedef struct dlcp_sim_packet_pool {
+  const dlcp_mem *mem;
+  dlcp_sim_packet *free_list;
+  void **chunks; /* every chunk ever allocated, freed at the end */
+  size_t nchunks;
+  size_t chunks_cap;
+  uint64_t live; /* packets currently allocated */
+  uint64_t peak; /* high-water mark of |live| */
+} dlcp_sim_packet_pool;
+
+void dlcp_sim_packet_pool_init(dlcp_sim_packet_pool *pool,
+                               const dlcp_mem *mem);
+void dlcp_sim_packet_pool_free(dlcp_sim_packet_pool *pool);
+
+/* dlcp_sim_packet_alloc returns a zeroed packet, or NULL if memory ran
+ * out.  The caller owns it until it hands it to the network or frees it. */
+dlcp_sim_packet *dlcp_sim_packet_alloc(dlcp_sim_packet_pool *pool);
+
+/* dlcp_sim_packet_free returns |pkt| to the pool. */
+void dlcp_sim_packet_free(dlcp_sim_packet_pool *pool, dlcp_sim_packet *pkt);
+
+#endif /* DLCP_SIM_PACKET_H */

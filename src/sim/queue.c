@@ -1,0 +1,144 @@
+/*
+ * queue.c: a port's queueing discipline: K strict-priority FIFO queues in
+ * one buffer, with per-queue ECN marking, selective dropping and optional
+ * trimming.
+ *
+ * Admission of a packet to queue q (its priority, clamped to K-1) runs:
+ *   1. ECN/RED with min = max = threshold (the DCTCP/MLT configuration):
+ *      if q already holds >= threshold bytes, an ECT packet is marked CE
+ *      and a non-ECT packet is dropped.  This is the selective-drop rule
+ *      MLT relies on: "unimportant" gradient packets are sent non-ECT and
+ *      so are the first to go when a queue builds up.
+ *   2. Buffer: per port, the port's bytes plus the packet must fit in
+ *      buffer_bytes; with a shared pool, the pool must have room and the
+ *      queue must stay within the dynamic threshold alpha * (free pool).
+ *   3. A data packet that step 1 or 2 would drop is instead trimmed to a
+ *      header (NDP) when trimming is on, and the header joins queue 0 so
+ *      the receiver learns of the loss at once.
+ * A queue's byte count includes the packet being serialized from it,
+ * because that packet still occupies buffer until its last bit leaves.
+ */
+#include "sim/net.h"
+
+#include <string.h>
+
+void dlcp_sim_port_init(dlcp_sim_port *port, const dlcp_sim_port_config *cfg,
+                        dlcp_sim_buffer_pool *shared) {
+  memset(port->q, 0, sizeof(port->q));
+  port->cfg = cfg;
+  port->shared = shared;
+  port->bytes = 0;
+  port->busy = false;
+}
+
+static bool has_room(const dlcp_sim_port *port, const dlcp_sim_queue *q,
+                     uint64_t bytes) {
+  const dlcp_sim_buffer_pool *pool = port->shared;
+  if (pool) {
+    if (pool->used_bytes + bytes > pool->size_bytes) {
+      return false;
+    }
+    double limit = pool->alpha * (double)(pool->size_bytes - pool->used_bytes);
+    return (double)(q->bytes + bytes) <= limit;
+  }
+  return port->bytes + bytes <= port->cfg->buffer_bytes;
+}
+
+static void append(dlcp_sim_port *port, uint32_t qi, dlcp_sim_packet *pkt) {
+  dlcp_sim_queue *q = &port->q[qi];
+  pkt->qidx = (uint8_t)qi;
+  pkt->next = NULL;
+  if (q->tail) {
+    q->tail->next = pkt;
+  } else {
+    q->head = pkt;
+  }
+  q->tail = pkt;
+  q->pkts++;
+  q->bytes += pkt->size_bytes;
+  q->enq_pkts++;
+  if (q->bytes > q->max_bytes) {
+    q->max_bytes = q->bytes;
+  }
+  port->bytes += pkt->size_bytes;
+  if (port->shared) {
+    port->shared->used_bytes += pkt->size_bytes;
+  }
+}
+
+/* Trims |pkt| to a header and queues it at priority 0, the NDP way. */
+static dlcp_sim_verdict trim(dlcp_sim_port *port, dlcp_sim_queue *from,
+                             dlcp_sim_packet *pkt) {
+  uint32_t hdr = port->cfg->trim_bytes;
+  if (!has_room(port, &port->q[0], hdr)) {
+    from->drops_buffer++;
+    return DLCP_SIM_DROP_BUFFER;
+  }
+  pkt->flags |= DLCP_SIM_PKT_F_TRIMMED;
+  pkt->size_bytes = hdr;
+  from->trims++;
+  append(port, 0, pkt);
+  return DLCP_SIM_TRIMMED;
+}
+
+static bool trimmable(const dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
+  return port->cfg->trimming && pkt->kind == DLCP_SIM_PKT_DATA &&
+         !(pkt->flags & DLCP_SIM_PKT_F_TRIMMED) &&
+         pkt->size_bytes > port->cfg->trim_bytes;
+}
+
+dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
+                                       dlcp_sim_packet *pkt) {
+  uint32_t qi = pkt->prio < port->cfg->nqueues ? pkt->prio
+                                               : port->cfg->nqueues - 1;
+  dlcp_sim_queue *q = &port->q[qi];
+  bool above = q->bytes >= port->cfg->ecn_threshold_bytes[qi];
+
+  if (above && pkt->ecn == DLCP_SIM_ECN_NOT_ECT) {
+    if (trimmable(port, pkt)) {
+      return trim(port, q, pkt);
+    }
+    q->drops_selective++;
+    return DLCP_SIM_DROP_SELECTIVE;
+  }
+  if (!has_room(port, q, pkt->size_bytes)) {
+    if (trimmable(port, pkt)) {
+      return trim(port, q, pkt);
+    }
+    q->drops_buffer++;
+    return DLCP_SIM_DROP_BUFFER;
+  }
+  dlcp_sim_verdict verdict = DLCP_SIM_ENQUEUED;
+  if (above && pkt->ecn == DLCP_SIM_ECN_ECT) {
+    pkt->ecn = DLCP_SIM_ECN_CE;
+    q->marks++;
+    verdict = DLCP_SIM_MARKED;
+  }
+  append(port, qi, pkt);
+  return verdict;
+}
+
+dlcp_sim_packet *dlcp_sim_port_dequeue(dlcp_sim_port *port) {
+  for (uint32_t i = 0; i < port->cfg->nqueues; i++) {
+    dlcp_sim_queue *q = &port->q[i];
+    dlcp_sim_packet *pkt = q->head;
+    if (pkt) {
+      q->head = pkt->next;
+      if (!q->head) {
+        q->tail = NULL;
+      }
+      q->pkts--;
+      pkt->next = NULL;
+      return pkt;
+    }
+  }
+  return NULL;
+}
+
+void dlcp_sim_port_release(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
+  port->q[pkt->qidx].bytes -= pkt->size_bytes;
+  port->bytes -= pkt->size_bytes;
+  if (port->shared) {
+    port->shared->used_bytes -= pkt->size_bytes;
+  }
+}

@@ -1,0 +1,392 @@
+/*
+ * sim.h: the simulator as a whole: its configuration, the flows it runs,
+ * and the run/results API that tools/dlcp-sim.c and the tests use.
+ *
+ * A dlcp_sim owns one engine, one packet pool, one network built from a
+ * topology, one transport instance per host, and the flow table the
+ * workload generators filled.  Running it executes events until every flow
+ * has finished, the configured stop time is reached, or an error occurs.
+ * Everything random derives from cfg->seed, so a configuration and a seed
+ * determine every output byte (wall-clock figures are only printed, never
+ * written to the result files).
+ */
+#ifndef DLCP_SIM_SIM_H
+#define DLCP_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dlcp/dlcp_types.h"
+#include "sim/engine.h"
+#include "sim/net.h"
+#include "sim/packet.h"
+#include "sim/simtime.h"
+
+/* Where a configuration item came from, for error messages: "file:line",
+ * and its dotted field path. */
+#define DLCP_SIM_WHERE_MAX 96u
+
+typedef enum dlcp_sim_topo_kind {
+  DLCP_SIM_TOPO_LEAF_SPINE = 0,
+  DLCP_SIM_TOPO_FAT_TREE = 1,
+  DLCP_SIM_TOPO_EXPLICIT = 2
+} dlcp_sim_topo_kind;
+
+typedef struct dlcp_sim_topo_node {
+  char name[DLCP_SIM_NAME_MAX];
+  bool is_host;
+  uint32_t group; /* rack / pod label, used for placement and reports */
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
+} dlcp_sim_topo_node;
+
+typedef struct dlcp_sim_topo_link {
+  char a[DLCP_SIM_NAME_MAX];
+  char b[DLCP_SIM_NAME_MAX];
+  uint64_t rate_bps;
+  dlcp_sim_ps delay_ps;
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
+} dlcp_sim_topo_link;
+
+typedef struct dlcp_sim_topo_config {
+  dlcp_sim_topo_kind kind;
+  /* leaf_spine: hosts h0.., ToRs tor0.., spines spine0.. */
+  uint32_t hosts_per_tor;
+  uint32_t tors;
+  uint32_t spines;
+  /* fat_tree(k): k pods of k/2 edge + k/2 agg switches, (k/2)^2 cores,
+   * k^3/4 hosts; names h0.., edge<pod>_<i>, agg<pod>_<i>, core<i>. */
+  uint32_t k;
+  uint64_t host_rate_bps;   /* host <-> ToR/edge links */
+  uint64_t fabric_rate_bps; /* switch <-> switch links */
+  /* One-way propagation delay of every generated link.  If base_rtt_ps is
+   * nonzero it wins: the delay is base_rtt / (2 * longest host-to-host
+   * path in hops), so the round trip between the farthest hosts, without
+   * queueing or serialization, equals base_rtt. */
+  dlcp_sim_ps link_delay_ps;
+  dlcp_sim_ps base_rtt_ps;
+  /* explicit */
+  dlcp_sim_topo_node *nodes;
+  uint32_t nnodes;
+  dlcp_sim_topo_link *links;
+  uint32_t nlinks;
+} dlcp_sim_topo_config;
+
+typedef struct dlcp_sim_switch_config {
+  uint32_t nqueues;             /* 1..8, default 8 */
+  uint64_t port_buffer_bytes;   /* default 512 KB */
+  uint64_t shared_buffer_bytes; /* 0 (default): per-port buffers */
+  double dt_alpha;              /* dynamic-threshold alpha, default 1 */
+  /* per queue; UINT64_MAX = no marking; default 65 * 1500 bytes */
+  uint64_t ecn_threshold_bytes[DLCP_SIM_MAX_QUEUES];
+  bool trimming;
+  uint32_t trim_bytes; /* default 64 */
+} dlcp_sim_switch_config;
+
+typedef struct dlcp_sim_host_config {
+  uint64_t nic_buffer_bytes;        /* default 8 MB */
+  uint64_t nic_ecn_threshold_bytes; /* default UINT64_MAX (off) */
+} dlcp_sim_host_config;
+
+typedef struct dlcp_sim_dctcp_config {
+  dlcp_sim_ps rto_min_ps;  /* default 1 ms (Linux) */
+  dlcp_sim_ps rto_init_ps; /* before the first RTT sample; default 1 ms */
+  dlcp_sim_ps rto_max_ps;  /* backoff ceiling; default 200 ms */
+  uint32_t init_cwnd_pkts; /* default 20 (MLT seed) */
+  uint32_t dupack_threshold; /* default 3 */
+  bool delayed_ack;          /* default off (MLT seed) */
+  dlcp_sim_ps delayed_ack_ps; /* delayed-ACK timeout; default 40 us */
+  double g;                   /* alpha gain, default 1/16 */
+  double alpha_init;          /* default 1 (Linux dctcp_alpha_on_init) */
+} dlcp_sim_dctcp_config;
+
+typedef enum dlcp_sim_transport_kind {
+  DLCP_SIM_TRANSPORT_DCTCP = 0
+} dlcp_sim_transport_kind;
+
+typedef struct dlcp_sim_transport_config {
+  dlcp_sim_transport_kind kind;
+  uint32_t mss_bytes;    /* payload per data packet; default 1460 */
+  uint32_t header_bytes; /* added to every data packet; default 40 */
+  uint32_t ack_bytes;    /* size of an ACK on the wire; default 64 */
+  dlcp_sim_lb lb;        /* default load balancing of flows */
+  dlcp_sim_dctcp_config dctcp;
+} dlcp_sim_transport_config;
+
+/* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
+typedef struct dlcp_sim_flow_spec {
+  char src[DLCP_SIM_NAME_MAX];
+  char dst[DLCP_SIM_NAME_MAX];
+  uint64_t size_bytes;
+  dlcp_sim_ps start_ps;
+  uint32_t prio;
+  int lb;        /* dlcp_sim_lb, or -1 for the transport default */
+  uint32_t path; /* path id for source routing */
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
+} dlcp_sim_flow_spec;
+
+/* N senders to one receiver, all starting together. */
+typedef struct dlcp_sim_incast_spec {
+  char receiver[DLCP_SIM_NAME_MAX];
+  /* Senders: |nsenders| hosts drawn (seeded) from all hosts but the
+   * receiver, unless |senders| lists them. */
+  uint32_t nsenders;
+  char (*senders)[DLCP_SIM_NAME_MAX];
+  uint32_t nsenders_listed;
+  uint64_t size_bytes;
+  dlcp_sim_ps start_ps;
+  uint32_t prio;
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
+} dlcp_sim_incast_spec;
+
+/*
+ * Parameter-server training traffic.  Servers and workers are spread
+ * evenly over the racks (hosts taken rack by rack in round-robin order:
+ * the first |servers| are servers, the next |workers| are workers).  Each
+ * iteration every worker pushes shard s (model_bytes / servers, the first
+ * model_bytes % servers shards one byte larger) to server s; when a server
+ * has all pushes of the iteration it sends shard s to every worker (pull);
+ * a worker that has all its pulls computes for compute_ps and starts the
+ * next iteration.  Cross-rack payload per iteration is
+ *   2 * sum over workers w, servers s in another rack of shard(s),
+ * which for counts divisible by the number of racks r is
+ *   2 * workers * model_bytes * (1 - 1/r).
+ */
+typedef struct dlcp_sim_ps_spec {
+  uint32_t workers;
+  uint32_t servers;
+  uint64_t model_bytes;
+  uint32_t iterations;
+  dlcp_sim_ps compute_ps;
+  dlcp_sim_ps start_ps;
+  uint32_t prio;
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
+} dlcp_sim_ps_spec;
+
+typedef enum dlcp_sim_fault_kind {
+  DLCP_SIM_FAULT_LOSS = 0, /* random loss on a link, whole run */
+  DLCP_SIM_FAULT_DOWN = 1, /* link down at |at_ps| */
+  DLCP_SIM_FAULT_UP = 2    /* link back up at |at_ps| */
+} dlcp_sim_fault_kind;
+
+typedef struct dlcp_sim_fault_spec {
+  dlcp_sim_fault_kind kind;
+  /* The cable between nodes a and b; a = "*" means every cable (LOSS). */
+  char a[DLCP_SIM_NAME_MAX];
+  char b[DLCP_SIM_NAME_MAX];
+  double loss;
+  dlcp_sim_ps at_ps;
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
+} dlcp_sim_fault_spec;
+
+typedef struct dlcp_sim_config {
+  uint64_t seed;
+  dlcp_sim_topo_config topo;
+  dlcp_sim_switch_config sw;
+  dlcp_sim_host_config host;
+  dlcp_sim_transport_config transport;
+  dlcp_sim_flow_spec *flows;
+  uint32_t nflows;
+  dlcp_sim_incast_spec *incasts;
+  uint32_t nincasts;
+  dlcp_sim_ps_spec *ps;
+  uint32_t nps;
+  dlcp_sim_fault_spec *faults;
+  uint32_t nfaults;
+  dlcp_sim_ps stop_ps; /* simulated-time limit; default 10 s */
+  char name[64];       /* scenario name for reports */
+  char out_dir[512];   /* outputs.dir; empty: none (the CLI's --out wins) */
+} dlcp_sim_config;
+
+/* Fills |cfg| with the defaults documented above (a 2-ToR, 2-spine,
+ * 4-host leaf-spine at 100 Gbps, DCTCP, no workload). */
+void dlcp_sim_config_default(dlcp_sim_config *cfg);
+/* Frees the arrays a scenario or the add functions allocated. */
+void dlcp_sim_config_free(dlcp_sim_config *cfg);
+/* Appends an explicit flow; returns 0 or DLCP_ERR_NOMEM.  The new spec's
+ * lb is -1, path 0; callers may change them through cfg->flows. */
+int dlcp_sim_config_add_flow(dlcp_sim_config *cfg, const char *src,
+                             const char *dst, uint64_t size_bytes,
+                             dlcp_sim_ps start_ps, uint32_t prio);
+int dlcp_sim_config_add_fault(dlcp_sim_config *cfg, dlcp_sim_fault_kind kind,
+                              const char *a, const char *b, double loss,
+                              dlcp_sim_ps at_ps);
+
+/* The workload a flow came from, for reports. */
+typedef enum dlcp_sim_flow_group {
+  DLCP_SIM_GROUP_EXPLICIT = 0,
+  DLCP_SIM_GROUP_INCAST = 1,
+  DLCP_SIM_GROUP_PS_PUSH = 2,
+  DLCP_SIM_GROUP_PS_PULL = 3
+} dlcp_sim_flow_group;
+
+/*
+ * A flow and its record.  FCT = finish_ps - start_ps, where start_ps is
+ * when the sender got the flow (its first byte may wait in the NIC queue)
+ * and finish_ps when the sender received the ACK covering the last byte.
+ * There is no handshake, so an unloaded flow of S bytes over a path whose
+ * bottleneck rate is R has FCT = (S plus headers) * 8 / R + one base RTT,
+ * plus the store-and-forward delay of one packet per extra hop.
+ */
+typedef struct dlcp_sim_flow {
+  uint32_t id;
+  uint32_t src; /* host index */
+  uint32_t dst; /* host index */
+  uint32_t prio;
+  uint64_t size_bytes;
+  uint8_t lb; /* dlcp_sim_lb */
+  uint32_t path;
+  dlcp_sim_flow_group group;
+  uint32_t iteration;    /* PS iteration, 0 otherwise */
+  dlcp_sim_ps release_ps; /* planned start; NEVER while waiting on a barrier */
+  dlcp_sim_ps start_ps;   /* NEVER until started */
+  dlcp_sim_ps finish_ps;  /* NEVER until finished */
+  dlcp_sim_ps rx_done_ps; /* receiver held every byte; NEVER until then */
+  uint32_t barrier;       /* barrier notified on finish, or DLCP_SIM_NONE */
+  /* Transport statistics. */
+  uint64_t bytes_acked;
+  uint64_t pkts_sent;
+  uint64_t retransmits;
+  uint64_t timeouts;
+  uint64_t ecn_echoes; /* ACKs with ECE */
+  void *tx;            /* sender-side transport state */
+  void *rx;            /* receiver-side transport state */
+} dlcp_sim_flow;
+
+/* Waits for |remaining| flows to finish, then starts a set of flows after
+ * |delay_ps|: how PS iterations chain pushes, pulls and compute time. */
+typedef struct dlcp_sim_barrier {
+  uint32_t remaining;
+  dlcp_sim_ps delay_ps;
+  uint32_t first; /* into sim->release */
+  uint32_t count;
+} dlcp_sim_barrier;
+
+typedef struct dlcp_sim dlcp_sim;
+
+/*
+ * The per-host transport interface.  The simulator calls flow_start on the
+ * sending host when a flow starts, and on_packet on the host a packet is
+ * addressed to (the transport then owns the packet); a transport arms
+ * timers through dlcp_sim_conn_timer, which calls on_timer with the |conn|
+ * it was set up with.  flow_free releases a flow's tx/rx state at the end.
+ * An MLT driver implements the same four hooks around src/proto.
+ */
+typedef struct dlcp_sim_transport_ops {
+  const char *name;
+  int (*host_new)(dlcp_sim *sim, uint32_t host, void **pstate);
+  void (*host_del)(dlcp_sim *sim, void *state);
+  int (*flow_start)(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now);
+  void (*on_packet)(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now);
+  void (*on_timer)(void *state, void *conn, dlcp_sim_ps now);
+  void (*flow_free)(dlcp_sim *sim, dlcp_sim_flow *flow);
+} dlcp_sim_transport_ops;
+
+typedef struct dlcp_sim_conn_timer {
+  dlcp_sim_timer timer;
+  dlcp_sim *sim;
+  uint32_t host;
+  void *conn;
+} dlcp_sim_conn_timer;
+
+void dlcp_sim_conn_timer_init(dlcp_sim_conn_timer *ct, dlcp_sim *sim,
+                              uint32_t host, void *conn);
+
+struct dlcp_sim {
+  const dlcp_mem *mem;
+  dlcp_sim_config cfg; /* shallow copy; spec arrays are not used after new */
+  dlcp_sim_engine engine;
+  dlcp_sim_packet_pool pool;
+  dlcp_sim_net net;
+  const dlcp_sim_transport_ops *ops;
+  void **host_state; /* per host */
+  dlcp_sim_flow *flows;
+  uint32_t nflows, flows_cap;
+  dlcp_sim_barrier *barriers;
+  uint32_t nbarriers, barriers_cap;
+  uint32_t *release; /* flow ids released by barriers */
+  uint32_t nrelease, release_cap;
+  uint32_t flows_done;
+  dlcp_sim_ps last_finish_ps;
+  uint32_t ps_iterations; /* iterations of the PS workload, 0 if none */
+};
+
+/*
+ * dlcp_sim_new builds a simulation from |cfg| (copied; the caller may free
+ * it afterwards).  On a configuration problem it writes one line to |err|
+ * ("file:line: field 'x': expected ..." when the item came from a
+ * scenario) and returns DLCP_ERR_CONFIG; DLCP_ERR_NOMEM on allocation
+ * failure.
+ */
+int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
+                 const dlcp_mem *mem, char *err, size_t errlen);
+void dlcp_sim_del(dlcp_sim *sim);
+
+/*
+ * dlcp_sim_run executes events up to simulated time |until| (or the
+ * configured stop time, whichever is first).  It returns 1 if the run is
+ * over (every flow finished, nothing left to do, or the stop time
+ * reached), 0 if |until| was reached first, or a negative error.
+ */
+int dlcp_sim_run(dlcp_sim *sim, dlcp_sim_ps until);
+static inline dlcp_sim_ps dlcp_sim_now(const dlcp_sim *sim) {
+  return sim->engine.now;
+}
+/* The run's end for rates and utilisation: the last flow's finish time if
+ * all finished, else the current time. */
+dlcp_sim_ps dlcp_sim_end_time(const dlcp_sim *sim);
+
+/* Helpers for transports. */
+/* Allocates a packet (NULL ends the run with DLCP_ERR_NOMEM). */
+dlcp_sim_packet *dlcp_sim_packet_new(dlcp_sim *sim);
+void dlcp_sim_packet_drop(dlcp_sim *sim, dlcp_sim_packet *pkt);
+void dlcp_sim_send(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
+                   dlcp_sim_ps now);
+/* Records that the receiver of |flow| holds every byte. */
+void dlcp_sim_flow_delivered(dlcp_sim *sim, dlcp_sim_flow *flow,
+                             dlcp_sim_ps now);
+/* Records |flow| as finished (sender saw the last ACK) and releases
+ * whatever waited for it. */
+void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
+                            dlcp_sim_ps now);
+
+/* Transports (dctcp.c). */
+extern const dlcp_sim_transport_ops dlcp_sim_dctcp_ops;
+
+/* Topologies (topo.c): builds |net| from |cfg|; DLCP_ERR_CONFIG with a
+ * message in |err| if the description is inconsistent. */
+int dlcp_sim_topo_build(dlcp_sim_net *net, const dlcp_sim_topo_config *cfg,
+                        char *err, size_t errlen);
+/* Longest host-to-host path in links for a generated topology. */
+uint32_t dlcp_sim_topo_diameter(const dlcp_sim_topo_config *cfg);
+/* The link delay a generated topology uses (see base_rtt_ps). */
+dlcp_sim_ps dlcp_sim_topo_link_delay(const dlcp_sim_topo_config *cfg);
+
+/* Workloads (workload.c): expands cfg's flows, incasts and PS jobs into
+ * sim's flow table. */
+int dlcp_sim_workload_build(dlcp_sim *sim, char *err, size_t errlen);
+/* Resolves a host given as a name or an index; DLCP_SIM_NONE if unknown. */
+uint32_t dlcp_sim_host_lookup(const dlcp_sim_net *net, const char *name);
+
+/* Outputs (output.c). */
+typedef struct dlcp_sim_fct_stats {
+  uint32_t count; /* finished flows */
+  double mean_us, p50_us, p99_us, max_us;
+} dlcp_sim_fct_stats;
+int dlcp_sim_fct_stats_get(const dlcp_sim *sim, int group,
+                           dlcp_sim_fct_stats *st);
+/* Writes flows.csv, links.csv, queues.csv, iterations.csv (PS only) and
+ * summary.json into |dir| (created if missing).  Returns 0 or
+ * DLCP_ERR_SYSTEM with a message in |err|. */
+int dlcp_sim_write_outputs(const dlcp_sim *sim, const char *dir, char *err,
+                           size_t errlen);
+int dlcp_sim_write_flows_csv(const dlcp_sim *sim, FILE *f);
+void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s);
+
+#endif /* DLCP_SIM_SIM_H */

@@ -1,0 +1,68 @@
+/*
+ * switch.c: forwarding at a switch.
+ *
+ * A switch looks up the equal-cost egress ports towards the packet's
+ * destination host and picks one according to the packet's load-balancing
+ * mode:
+ *   ECMP    a hash of (flow, src, dst) salted with the run's seed and the
+ *           switch id, so one flow keeps one path and different switches
+ *           do not make correlated choices (hash polarization);
+ *   SPRAY   a uniformly random port per packet (random packet spraying);
+ *   SOURCE  the packet's path id read as a mixed-radix number: every hop
+ *           with c > 1 choices takes digit path % c and divides it out.
+ *           In a leaf-spine the only such hop is the source ToR, so path
+ *           id p selects spine p mod S; in a fat-tree the first digit picks
+ *           the aggregation switch and the second the core.
+ * Source routing follows the routes computed with every link up, so a
+ * packet whose path crosses a downed link is dropped there, exactly as a
+ * real source-routed packet would be; ECMP and spraying use the live routes
+ * and flow around failures.
+ */
+#include "sim/net.h"
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
+                               dlcp_sim_packet *pkt) {
+  const struct dlcp_sim_routes *r =
+      pkt->lb == DLCP_SIM_LB_SOURCE ? &net->fixed : &net->live;
+  size_t idx = (size_t)node * net->nhosts + pkt->dst;
+  uint32_t cnt = r->cnt[idx];
+  if (cnt == 0) {
+    return DLCP_SIM_NONE;
+  }
+  const uint32_t *cand = &r->ports[r->off[idx]];
+  if (cnt == 1) {
+    return cand[0];
+  }
+  switch ((dlcp_sim_lb)pkt->lb) {
+  case DLCP_SIM_LB_SPRAY:
+    return cand[dlcp_rng_below(&net->spray_rng, cnt)];
+  case DLCP_SIM_LB_SOURCE: {
+    uint32_t digit = pkt->path_rest % cnt;
+    pkt->path_rest /= cnt;
+    return cand[digit];
+  }
+  case DLCP_SIM_LB_ECMP:
+    break;
+  }
+  uint64_t h = mix64(net->ecmp_salt ^ ((uint64_t)pkt->flow << 32) ^
+                     ((uint64_t)pkt->src << 16) ^ pkt->dst);
+  h = mix64(h ^ ((uint64_t)node * 0x9E3779B97F4A7C15ull));
+  return cand[h % cnt];
+}
+
+void dlcp_sim_switch_receive(dlcp_sim_net *net, uint32_t node,
+                             dlcp_sim_packet *pkt, dlcp_sim_ps now) {
+  uint32_t port = dlcp_sim_switch_route(net, node, pkt);
+  if (port == DLCP_SIM_NONE) {
+    net->nodes[node].drops_noroute++;
+    dlcp_sim_packet_free(net->pool, pkt);
+    return;
+  }
+  dlcp_sim_port_send(&net->ports[port], pkt, now);
+}
