@@ -1,0 +1,427 @@
+/*
+ * env.c: reading and validating the environment.  Every variable goes
+ * through one of a few strict parsers (whole string, decimal, in range;
+ * probability as fraction or percentage; host name), each of which
+ * produces the error message itself, so every message has the same shape:
+ *   NAME='value': expected <what>
+ * Values are only read here; nothing is resolved or opened, so loading
+ * the environment cannot block.
+ */
+#include "rt/env.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlcp/dlcp_types.h"
+#include "wire/wire.h"
+
+#define MAX_TIMEOUT_MS 86400000u
+#define DEFAULT_TIMEOUT_MS 30000u
+#define DEFAULT_RDZV_TIMEOUT_MS 60000u
+#define DEFAULT_PATHS 4u
+#define DEFAULT_DELAY_US 1000u
+#define MAX_DELAY_US 10000000u
+#define DEFAULT_FAULT_SEED UINT64_C(0x646c6370)
+
+/* Every DLCP_* variable dlcp reads; dlcp_rt_env_check_unknown rejects the
+ * others.  Keep in step with env.h and docs/runtime.md. */
+static const char *const known_dlcp_vars[] = {
+    "DLCP_TIMEOUT_MS",  "DLCP_RDZV_TIMEOUT_MS",
+    "DLCP_PATHS",       "DLCP_SEGMENT",
+    "DLCP_ADDR",        "DLCP_JOB",
+    "DLCP_TOPO",        "DLCP_FAULT_DROP",
+    "DLCP_FAULT_DUP",   "DLCP_FAULT_REORDER",
+    "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
+    "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE",
+    "DLCP_SOURCE_DIR",  NULL};
+
+typedef struct reader {
+  dlcp_rt_env_lookup lookup;
+  void *user;
+  dlcp_errbuf *eb;
+} reader;
+
+static const char *getenv_lookup(const char *name, void *user) {
+  (void)user;
+  return getenv(name);
+}
+
+static const char *get(const reader *rd, const char *name) {
+  return rd->lookup(name, rd->user);
+}
+
+static int bad(const reader *rd, const char *name, const char *value,
+               const char *expected) {
+  /* %.80s: a runaway value must not crowd out what was expected. */
+  return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG, "%s='%.80s': expected %s",
+                         name, value, expected);
+}
+
+/* parse_u64_text parses all of |s| as a decimal without sign or spaces. */
+static int parse_u64_text(const char *s, uint64_t *out) {
+  char *end;
+  unsigned long long v;
+  if (!isdigit((unsigned char)s[0])) {
+    return -1;
+  }
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0') {
+    return -1;
+  }
+  *out = (uint64_t)v;
+  return 0;
+}
+
+/* read_u64 reads variable |name| into |*out| if it is set; |what| names the
+ * unit ("milliseconds").  An unset variable leaves |*out| untouched. */
+static int read_u64(const reader *rd, const char *name, const char *what,
+                    uint64_t min, uint64_t max, uint64_t *out) {
+  const char *s = get(rd, name);
+  uint64_t v;
+  char expected[128];
+  if (s == NULL) {
+    return 0;
+  }
+  if (parse_u64_text(s, &v) != 0 || v < min || v > max) {
+    snprintf(expected, sizeof(expected), "%s in %" PRIu64 "..%" PRIu64, what,
+             min, max);
+    return bad(rd, name, s, expected);
+  }
+  *out = v;
+  return 0;
+}
+
+static int read_u32(const reader *rd, const char *name, const char *what,
+                    uint32_t min, uint32_t max, uint32_t *out) {
+  uint64_t v = *out;
+  int rv = read_u64(rd, name, what, min, max, &v);
+  if (rv == 0) {
+    *out = (uint32_t)v;
+  }
+  return rv;
+}
+
+/* read_prob reads a probability written "0.05" or "5%". */
+static int read_prob(const reader *rd, const char *name, double *out) {
+  const char *s = get(rd, name);
+  char *end;
+  double v;
+  if (s == NULL) {
+    return 0;
+  }
+  errno = 0;
+  v = strtod(s, &end);
+  if (end == s || errno != 0 || isspace((unsigned char)s[0])) {
+    goto fail;
+  }
+  if (*end == '%') {
+    v /= 100.0;
+    end++;
+  }
+  if (*end != '\0' || !isfinite(v) || v < 0.0 || v > 1.0) {
+    goto fail;
+  }
+  *out = v;
+  return 0;
+fail:
+  return bad(rd, name, s,
+             "a probability in [0, 1], as a fraction (0.01) or a "
+             "percentage (1%)");
+}
+
+/* read_host copies a host name or numeric address into |out|. */
+static int read_host(const reader *rd, const char *name, char *out) {
+  const char *s = get(rd, name);
+  size_t i;
+  size_t n;
+  if (s == NULL) {
+    return 0;
+  }
+  n = strlen(s);
+  if (n == 0 || n > DLCP_ENV_HOST_MAX) {
+    goto fail;
+  }
+  for (i = 0; i < n; i++) {
+    if (isspace((unsigned char)s[i]) || !isprint((unsigned char)s[i])) {
+      goto fail;
+    }
+  }
+  memcpy(out, s, n + 1);
+  return 0;
+fail:
+  return bad(rd, name, s,
+             "a host name or IP address of 1..255 characters without "
+             "spaces");
+}
+
+static int load_world(const reader *rd, dlcp_rt_env *env) {
+  const char *rank_s = get(rd, "RANK");
+  const char *world_s = get(rd, "WORLD_SIZE");
+  uint64_t port = 0;
+  int rv;
+
+  if (rank_s == NULL && world_s == NULL) {
+    /* Not launched by a launcher: a world of one needs no rendezvous. */
+    env->rank = 0;
+    env->world_size = 1;
+  } else if (world_s == NULL) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "RANK='%.80s' is set but WORLD_SIZE is not: "
+                           "expected both (as torchrun sets them)",
+                           rank_s);
+  } else if (rank_s == NULL) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "WORLD_SIZE='%.80s' is set but RANK is not: "
+                           "expected both (as torchrun sets them)",
+                           world_s);
+  } else {
+    rv = read_u32(rd, "WORLD_SIZE", "an integer", 1, DLCP_ENV_MAX_WORLD,
+                  &env->world_size);
+    if (rv != 0) {
+      return rv;
+    }
+    rv = read_u32(rd, "RANK", "an integer", 0, env->world_size - 1, &env->rank);
+    if (rv != 0) {
+      return dlcp_errbuf_prefix(rd->eb, rv, "WORLD_SIZE=%" PRIu32,
+                                env->world_size);
+    }
+  }
+
+  strcpy(env->master_addr, "127.0.0.1");
+  rv = read_host(rd, "MASTER_ADDR", env->master_addr);
+  if (rv != 0) {
+    return rv;
+  }
+  if (env->world_size > 1 && get(rd, "MASTER_ADDR") == NULL) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "MASTER_ADDR is not set: expected the address of "
+                           "rank 0 (WORLD_SIZE=%" PRIu32 ")",
+                           env->world_size);
+  }
+  if (env->world_size > 1 && get(rd, "MASTER_PORT") == NULL) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "MASTER_PORT is not set: expected the TCP port "
+                           "rank 0 listens on (WORLD_SIZE=%" PRIu32 ")",
+                           env->world_size);
+  }
+  rv = read_u64(rd, "MASTER_PORT", "a TCP port", 1, 65535, &port);
+  if (rv != 0) {
+    return rv;
+  }
+  env->master_port = (uint16_t)port;
+
+  env->local_rank = env->rank;
+  env->local_world_size = env->world_size;
+  rv = read_u32(rd, "LOCAL_WORLD_SIZE", "an integer", 1, env->world_size,
+                &env->local_world_size);
+  if (rv != 0) {
+    return rv;
+  }
+  if (get(rd, "LOCAL_RANK") == NULL &&
+      env->local_rank >= env->local_world_size) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "LOCAL_WORLD_SIZE=%" PRIu32 " is set but LOCAL_RANK "
+                           "is not: expected both",
+                           env->local_world_size);
+  }
+  return read_u32(rd, "LOCAL_RANK", "an integer", 0, env->local_world_size - 1,
+                  &env->local_rank);
+}
+
+static int load_segment(const reader *rd, dlcp_rt_env *env) {
+  const char *s = get(rd, "DLCP_SEGMENT");
+  uint64_t v;
+  char expected[96];
+  env->segment_bytes = 0;
+  if (s == NULL || strcmp(s, "auto") == 0) {
+    return 0;
+  }
+  if (parse_u64_text(s, &v) != 0 || v < DLCP_WIRE_MIN_SEG ||
+      v > DLCP_WIRE_MAX_SEG) {
+    snprintf(expected, sizeof(expected),
+             "\"auto\" or a size in bytes in %u..%u", DLCP_WIRE_MIN_SEG,
+             DLCP_WIRE_MAX_SEG);
+    return bad(rd, "DLCP_SEGMENT", s, expected);
+  }
+  env->segment_bytes = (uint32_t)v;
+  return 0;
+}
+
+static int load_topo(const reader *rd, dlcp_rt_env *env) {
+  const char *s = get(rd, "DLCP_TOPO");
+  uint64_t v;
+  char expected[128];
+  env->topo = DLCP_TOPO_FLAT;
+  env->ranks_per_rack = env->world_size;
+  if (s == NULL || strcmp(s, "flat") == 0) {
+    return 0;
+  }
+  if (strncmp(s, "rack:", 5) != 0 || parse_u64_text(s + 5, &v) != 0 || v < 1 ||
+      v > env->world_size) {
+    snprintf(expected, sizeof(expected),
+             "\"flat\" or \"rack:N\" with N ranks per rack in 1..%" PRIu32
+             " (WORLD_SIZE)",
+             env->world_size);
+    return bad(rd, "DLCP_TOPO", s, expected);
+  }
+  env->topo = DLCP_TOPO_RACK;
+  env->ranks_per_rack = (uint32_t)v;
+  return 0;
+}
+
+/* parse_pause_entry parses "RANK:AFTER_MS:FOR_MS" from [s, end). */
+static int parse_pause_entry(const char *s, const char *end, uint64_t v[3]) {
+  char field[24];
+  int i;
+  for (i = 0; i < 3; i++) {
+    const char *stop = i < 2 ? memchr(s, ':', (size_t)(end - s)) : end;
+    size_t n;
+    if (stop == NULL) {
+      return -1;
+    }
+    n = (size_t)(stop - s);
+    if (n == 0 || n >= sizeof(field)) {
+      return -1;
+    }
+    memcpy(field, s, n);
+    field[n] = '\0';
+    if (parse_u64_text(field, &v[i]) != 0) {
+      return -1;
+    }
+    s = stop + 1;
+  }
+  return 0;
+}
+
+static int load_pause(const reader *rd, dlcp_rt_env *env) {
+  const char *s = get(rd, "DLCP_FAULT_PAUSE");
+  const char *p;
+  int seen_self = 0;
+  char expected[192];
+  if (s == NULL || s[0] == '\0') {
+    return 0;
+  }
+  snprintf(expected, sizeof(expected),
+           "a comma-separated list of RANK:AFTER_MS:FOR_MS with RANK in "
+           "0..%" PRIu32 ", AFTER_MS and FOR_MS in 0..%u, at most one entry "
+           "per rank",
+           env->world_size - 1, MAX_TIMEOUT_MS);
+  for (p = s; *p != '\0';) {
+    const char *comma = strchr(p, ',');
+    const char *end = comma != NULL ? comma : p + strlen(p);
+    uint64_t v[3];
+    if (parse_pause_entry(p, end, v) != 0 || v[0] >= env->world_size ||
+        v[1] > MAX_TIMEOUT_MS || v[2] > MAX_TIMEOUT_MS) {
+      return bad(rd, "DLCP_FAULT_PAUSE", s, expected);
+    }
+    if (v[0] == env->rank) {
+      if (seen_self) {
+        return bad(rd, "DLCP_FAULT_PAUSE", s, expected);
+      }
+      seen_self = 1;
+      env->fault.pause_after_ms = (uint32_t)v[1];
+      env->fault.pause_for_ms = (uint32_t)v[2];
+    }
+    p = comma != NULL ? comma + 1 : end;
+    if (comma != NULL && *p == '\0') {
+      return bad(rd, "DLCP_FAULT_PAUSE", s, expected); /* trailing comma */
+    }
+  }
+  return 0;
+}
+
+static int load_fault(const reader *rd, dlcp_rt_env *env) {
+  dlcp_rt_fault *f = &env->fault;
+  int rv;
+  memset(f, 0, sizeof(*f));
+  f->delay_us = DEFAULT_DELAY_US;
+  f->seed = DEFAULT_FAULT_SEED;
+  if ((rv = read_prob(rd, "DLCP_FAULT_DROP", &f->drop)) != 0 ||
+      (rv = read_prob(rd, "DLCP_FAULT_DUP", &f->dup)) != 0 ||
+      (rv = read_prob(rd, "DLCP_FAULT_REORDER", &f->reorder)) != 0 ||
+      (rv = read_prob(rd, "DLCP_FAULT_DELAY", &f->delay)) != 0 ||
+      (rv = read_u32(rd, "DLCP_FAULT_DELAY_US", "a delay in microseconds", 1,
+                     MAX_DELAY_US, &f->delay_us)) != 0 ||
+      (rv = read_u64(rd, "DLCP_FAULT_SEED", "an integer", 0, UINT64_MAX,
+                     &f->seed)) != 0) {
+    return rv;
+  }
+  return load_pause(rd, env);
+}
+
+/* default_job hashes MASTER_ADDR:MASTER_PORT (FNV-1a), which every rank
+ * of a job sees identically, into a nonzero token. */
+static uint32_t default_job(const dlcp_rt_env *env) {
+  uint32_t h = 2166136261u;
+  char text[DLCP_ENV_HOST_MAX + 8];
+  size_t i;
+  snprintf(text, sizeof(text), "%s:%u", env->master_addr,
+           (unsigned)env->master_port);
+  for (i = 0; text[i] != '\0'; i++) {
+    h ^= (uint8_t)text[i];
+    h *= 16777619u;
+  }
+  return h != 0 ? h : 1;
+}
+
+int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
+                     dlcp_errbuf *eb) {
+  reader rd;
+  int rv;
+  rd.lookup = lookup != NULL ? lookup : getenv_lookup;
+  rd.user = user;
+  rd.eb = eb;
+  memset(env, 0, sizeof(*env));
+  env->timeout_ms = DEFAULT_TIMEOUT_MS;
+  env->rdzv_timeout_ms = DEFAULT_RDZV_TIMEOUT_MS;
+  env->paths = DEFAULT_PATHS;
+
+  if ((rv = load_world(&rd, env)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_TIMEOUT_MS", "a timeout in milliseconds", 1,
+                     MAX_TIMEOUT_MS, &env->timeout_ms)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_RDZV_TIMEOUT_MS", "a timeout in milliseconds",
+                     1, MAX_TIMEOUT_MS, &env->rdzv_timeout_ms)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_PATHS", "an integer", 1, DLCP_ENV_MAX_PATHS,
+                     &env->paths)) != 0 ||
+      (rv = load_segment(&rd, env)) != 0 ||
+      (rv = read_host(&rd, "DLCP_ADDR", env->local_addr)) != 0 ||
+      (rv = load_topo(&rd, env)) != 0 || (rv = load_fault(&rd, env)) != 0) {
+    return rv;
+  }
+  env->job = default_job(env);
+  return read_u32(&rd, "DLCP_JOB", "a job token", 1, UINT32_MAX, &env->job);
+}
+
+int dlcp_rt_env_check_unknown(char *const *envp, dlcp_errbuf *eb) {
+  size_t i;
+  size_t k;
+  for (i = 0; envp != NULL && envp[i] != NULL; i++) {
+    const char *e = envp[i];
+    const char *eq = strchr(e, '=');
+    size_t n = eq != NULL ? (size_t)(eq - e) : strlen(e);
+    int known = 0;
+    if (strncmp(e, "DLCP_", 5) != 0) {
+      continue;
+    }
+    for (k = 0; known_dlcp_vars[k] != NULL; k++) {
+      if (strlen(known_dlcp_vars[k]) == n &&
+          strncmp(known_dlcp_vars[k], e, n) == 0) {
+        known = 1;
+        break;
+      }
+    }
+    if (!known) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "unknown variable %.*s: expected one of the "
+                             "DLCP_* options listed in docs/runtime.md",
+                             (int)(n > 80 ? 80 : n), e);
+    }
+  }
+  return 0;
+}

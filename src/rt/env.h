@@ -1,0 +1,109 @@
+/*
+ * env.h: the runtime's configuration from environment variables.
+ *
+ * Rendezvous follows torchrun: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
+ * LOCAL_RANK, LOCAL_WORLD_SIZE.  dlcp's own options are DLCP_* variables:
+ *
+ *   DLCP_TIMEOUT_MS        no-progress timeout of an operation, ms
+ *                          (1..86400000, default 30000)
+ *   DLCP_RDZV_TIMEOUT_MS   how long rendezvous waits for rank 0 and the
+ *                          other ranks, ms (1..86400000, default 60000)
+ *   DLCP_PATHS             source ports (paths) per peer, 1..64 (default 4)
+ *   DLCP_SEGMENT           data segment size in bytes, or "auto" (from the
+ *                          path MTU); 64..65463
+ *   DLCP_ADDR              local address for data and control sockets
+ *                          (default: chosen from the route to MASTER_ADDR)
+ *   DLCP_JOB               job token, 1..4294967295 (default: a hash of
+ *                          MASTER_ADDR:MASTER_PORT, equal on every rank)
+ *   DLCP_TOPO              "flat" or "rack:N" (N consecutive ranks share a
+ *                          rack), for topology-aware collectives
+ *   DLCP_FAULT_DROP        probability a data packet is dropped on send
+ *   DLCP_FAULT_DUP         probability it is sent twice
+ *   DLCP_FAULT_REORDER     probability it is held back behind the next one
+ *   DLCP_FAULT_DELAY       probability it is delayed by DLCP_FAULT_DELAY_US
+ *   DLCP_FAULT_DELAY_US    that delay, 1..10000000 us (default 1000)
+ *   DLCP_FAULT_SEED        seed of the fault generator, 0..2^64-1; each
+ *                          rank mixes in its rank number
+ *   DLCP_FAULT_PAUSE       "RANK:AFTER_MS:FOR_MS[,...]": the rank stops
+ *                          processing for FOR_MS after AFTER_MS
+ *
+ * Probabilities are written as a fraction ("0.01") or a percentage
+ * ("1%") and must lie in [0, 1].  Every value is validated; an error names
+ * the variable, the value and what was expected.
+ */
+#ifndef DLCP_RT_ENV_H
+#define DLCP_RT_ENV_H
+
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+#include "rt/errbuf.h"
+
+#define DLCP_ENV_HOST_MAX 255u
+#define DLCP_ENV_MAX_WORLD 65536u
+#define DLCP_ENV_MAX_PATHS 64u
+
+typedef enum dlcp_topo_kind {
+  DLCP_TOPO_FLAT = 0, /* every rank equally far from every other */
+  DLCP_TOPO_RACK = 1, /* ranks grouped into racks of ranks_per_rack */
+} dlcp_topo_kind;
+
+typedef struct dlcp_rt_fault {
+  double drop;       /* [0, 1] */
+  double dup;        /* [0, 1] */
+  double reorder;    /* [0, 1] */
+  double delay;      /* [0, 1] */
+  uint32_t delay_us; /* how long a delayed packet is held */
+  uint64_t seed;
+  /* This rank's pause, from DLCP_FAULT_PAUSE; pause_for_ms == 0: none. */
+  uint32_t pause_after_ms;
+  uint32_t pause_for_ms;
+} dlcp_rt_fault;
+
+typedef struct dlcp_rt_env {
+  char master_addr[DLCP_ENV_HOST_MAX + 1];
+  uint16_t master_port; /* 0 only for a world of one */
+  uint32_t rank;        /* < world_size */
+  uint32_t world_size;  /* 1..DLCP_ENV_MAX_WORLD */
+  uint32_t local_rank;  /* < local_world_size */
+  uint32_t local_world_size;
+  uint32_t timeout_ms;
+  uint32_t rdzv_timeout_ms;
+  uint32_t paths;                         /* 1..DLCP_ENV_MAX_PATHS */
+  uint32_t segment_bytes;                 /* 0 = auto */
+  char local_addr[DLCP_ENV_HOST_MAX + 1]; /* "" = auto */
+  uint32_t job;                           /* != 0 */
+  dlcp_topo_kind topo;
+  uint32_t ranks_per_rack; /* DLCP_TOPO_RACK only, 1..world_size */
+  dlcp_rt_fault fault;
+} dlcp_rt_env;
+
+/*
+ * dlcp_rt_env_lookup returns the value of variable |name| or NULL if it
+ * is unset.  getenv() is the usual one; tests pass a table.
+ */
+typedef const char *(*dlcp_rt_env_lookup)(const char *name, void *user);
+
+/*
+ * dlcp_rt_env_load fills |env| from the variables |lookup| returns (NULL
+ * means getenv).  With neither RANK nor WORLD_SIZE set the process is a
+ * world of one (rank 0, no rendezvous).  WORLD_SIZE > 1 requires RANK,
+ * MASTER_ADDR and MASTER_PORT.  LOCAL_RANK/LOCAL_WORLD_SIZE default to
+ * RANK/WORLD_SIZE (one host).
+ *
+ * Returns 0, or DLCP_ERR_CONFIG with |eb| naming the variable, its value
+ * and what was expected, e.g.
+ *   "DLCP_PATHS='0': expected an integer in 1..64"
+ */
+int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
+                     dlcp_errbuf *eb);
+
+/*
+ * dlcp_rt_env_check_unknown scans |envp| ("NAME=VALUE" strings, NULL
+ * terminated, e.g. environ) for a DLCP_* variable dlcp does not know, so a
+ * misspelt option is an error rather than silently ignored.  Returns 0 or
+ * DLCP_ERR_CONFIG naming the variable.
+ */
+int dlcp_rt_env_check_unknown(char *const *envp, dlcp_errbuf *eb);
+
+#endif /* DLCP_RT_ENV_H */

@@ -1,0 +1,205 @@
+/*
+ * net.c: socket helpers.  The read/write loops wait with poll() on an
+ * absolute CLOCK_MONOTONIC deadline, retrying after EINTR with the time
+ * that is left, so a slow or silent peer turns into DLCP_ERR_TIMEOUT
+ * instead of a hang, and a signal cannot stretch the wait.
+ */
+#include "rt/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt/clock.h"
+
+int dlcp_net_resolve(dlcp_net_addr *addr, const char *host, uint16_t port,
+                     int socktype, dlcp_errbuf *eb) {
+  struct addrinfo hints;
+  struct addrinfo *res = NULL;
+  struct addrinfo *it;
+  struct addrinfo *pick = NULL;
+  char portstr[8];
+  int rv;
+
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = socktype;
+  snprintf(portstr, sizeof(portstr), "%u", (unsigned)port);
+  rv = getaddrinfo(host, portstr, &hints, &res);
+  if (rv != 0) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG, "cannot resolve host '%s': %s",
+                           host, gai_strerror(rv));
+  }
+  /* Prefer IPv4: "localhost" resolves to ::1 first on some systems while
+   * the server may only listen on 127.0.0.1. */
+  for (it = res; it != NULL; it = it->ai_next) {
+    if (it->ai_family == AF_INET) {
+      pick = it;
+      break;
+    }
+    if (pick == NULL && it->ai_family == AF_INET6) {
+      pick = it;
+    }
+  }
+  if (pick == NULL || pick->ai_addrlen > sizeof(addr->ss)) {
+    freeaddrinfo(res);
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "host '%s' has no IPv4 or IPv6 address", host);
+  }
+  memset(addr, 0, sizeof(*addr));
+  memcpy(&addr->ss, pick->ai_addr, pick->ai_addrlen);
+  addr->len = pick->ai_addrlen;
+  freeaddrinfo(res);
+  return 0;
+}
+
+const char *dlcp_net_addr_format(char *buf, size_t buflen,
+                                 const struct sockaddr *sa) {
+  char host[INET6_ADDRSTRLEN];
+  if (buflen == 0) {
+    return buf;
+  }
+  if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    snprintf(buf, buflen, "%s:%u", host, (unsigned)ntohs(in->sin_port));
+  } else if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 =
+        (const struct sockaddr_in6 *)(const void *)sa;
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    snprintf(buf, buflen, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
+  } else {
+    snprintf(buf, buflen, "<address family %d>", (int)sa->sa_family);
+  }
+  return buf;
+}
+
+uint16_t dlcp_net_addr_port(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET) {
+    return ntohs(((const struct sockaddr_in *)(const void *)sa)->sin_port);
+  }
+  if (sa->sa_family == AF_INET6) {
+    return ntohs(((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
+  }
+  return 0;
+}
+
+int dlcp_net_set_nonblock(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return -errno;
+  }
+  return 0;
+}
+
+/* wait_fd waits until |fd| is ready for |events| or |deadline| passes.
+ * Returns 0 when ready (or in error state: the next syscall reports it),
+ * DLCP_ERR_TIMEOUT, or -errno. */
+static int wait_fd(int fd, short events, dlcp_tstamp deadline) {
+  struct pollfd pfd;
+  int n;
+  for (;;) {
+    pfd.fd = fd;
+    pfd.events = events;
+    pfd.revents = 0;
+    n = poll(&pfd, 1, dlcp_rt_poll_timeout(deadline));
+    if (n > 0) {
+      return 0;
+    }
+    if (n == 0) {
+      return DLCP_ERR_TIMEOUT;
+    }
+    if (errno != EINTR) {
+      return -errno;
+    }
+  }
+}
+
+int dlcp_net_write_all(int fd, const void *buf, size_t len,
+                       dlcp_tstamp deadline) {
+  const uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      p += n;
+      len -= (size_t)n;
+      continue;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int rv = wait_fd(fd, POLLOUT, deadline);
+      if (rv != 0) {
+        return rv;
+      }
+      continue;
+    }
+    if (errno == EPIPE || errno == ECONNRESET) {
+      return DLCP_ERR_PEER_CLOSED;
+    }
+    return -errno;
+  }
+  return 0;
+}
+
+int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline) {
+  uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+      continue;
+    }
+    if (n == 0) {
+      return DLCP_ERR_PEER_CLOSED;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int rv = wait_fd(fd, POLLIN, deadline);
+      if (rv != 0) {
+        return rv;
+      }
+      continue;
+    }
+    if (errno == ECONNRESET) {
+      return DLCP_ERR_PEER_CLOSED;
+    }
+    return -errno;
+  }
+  return 0;
+}
+
+int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb) {
+  dlcp_net_addr addr;
+  struct sockaddr_storage bound;
+  socklen_t boundlen = sizeof(bound);
+  int fd;
+  int rv = dlcp_net_resolve(&addr, host, 0, SOCK_STREAM, eb);
+  if (rv != 0) {
+    return rv;
+  }
+  fd = socket(addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return dlcp_errbuf_set(eb, -errno, "socket: %s", strerror(errno));
+  }
+  if (bind(fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
+      getsockname(fd, (struct sockaddr *)&bound, &boundlen) != 0) {
+    rv = -errno;
+    close(fd);
+    return dlcp_errbuf_set(eb, rv, "cannot find a free port on %s: %s", host,
+                           strerror(-rv));
+  }
+  close(fd);
+  *port = dlcp_net_addr_port((struct sockaddr *)&bound);
+  return 0;
+}

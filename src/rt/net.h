@@ -1,0 +1,74 @@
+/*
+ * net.h: small socket helpers shared by the runtime: name resolution,
+ * printable addresses, and whole-buffer reads and writes bounded by an
+ * absolute deadline.  All helpers report failures as negative codes
+ * (DLCP_ERR_* or -errno, as libuv's UV__ERR) and never block past the
+ * deadline they are given.
+ */
+#ifndef DLCP_RT_NET_H
+#define DLCP_RT_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "dlcp/dlcp_types.h"
+#include "rt/errbuf.h"
+
+/* Room for "[ipv6-address]:65535" and the NUL. */
+#define DLCP_NET_ADDRSTR_LEN 64
+
+/* A resolved socket address. */
+typedef struct dlcp_net_addr {
+  struct sockaddr_storage ss;
+  socklen_t len;
+} dlcp_net_addr;
+
+/*
+ * dlcp_net_resolve resolves |host| (a name or a numeric IPv4/IPv6 address)
+ * and |port| into |addr|, preferring IPv4.  |socktype| is SOCK_STREAM or
+ * SOCK_DGRAM.  Returns 0, or DLCP_ERR_CONFIG with a message naming |host| if
+ * it cannot be resolved.
+ */
+int dlcp_net_resolve(dlcp_net_addr *addr, const char *host, uint16_t port,
+                     int socktype, dlcp_errbuf *eb);
+
+/*
+ * dlcp_net_addr_format writes |sa| as "a.b.c.d:port" or "[v6]:port" into
+ * |buf| (at least DLCP_NET_ADDRSTR_LEN bytes recommended) and returns |buf|.
+ */
+const char *dlcp_net_addr_format(char *buf, size_t buflen,
+                                 const struct sockaddr *sa);
+
+/* dlcp_net_addr_port returns the port of an IPv4/IPv6 address, else 0. */
+uint16_t dlcp_net_addr_port(const struct sockaddr *sa);
+
+/* dlcp_net_set_nonblock makes |fd| non-blocking; 0 or -errno. */
+int dlcp_net_set_nonblock(int fd);
+
+/*
+ * dlcp_net_write_all writes all |len| bytes of |buf| to the stream socket
+ * |fd| (blocking or not), waiting at most until |deadline|.  SIGPIPE is
+ * never raised.  Returns 0, DLCP_ERR_TIMEOUT, DLCP_ERR_PEER_CLOSED (the
+ * peer reset or closed the connection) or -errno.
+ */
+int dlcp_net_write_all(int fd, const void *buf, size_t len,
+                       dlcp_tstamp deadline);
+
+/*
+ * dlcp_net_read_all reads exactly |len| bytes from the stream socket |fd|
+ * into |buf|, waiting at most until |deadline|.  Returns 0,
+ * DLCP_ERR_TIMEOUT, DLCP_ERR_PEER_CLOSED (end of stream or reset before
+ * |len| bytes arrived) or -errno.
+ */
+int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline);
+
+/*
+ * dlcp_net_free_port asks the kernel for a currently unused TCP port on
+ * |host| (bind to port 0, read it back, close).  Another process may take
+ * the port before the caller binds it; torchrun --standalone has the same
+ * window.  Returns 0 with |*port| set, or a negative code with |eb| filled.
+ */
+int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb);
+
+#endif /* DLCP_RT_NET_H */

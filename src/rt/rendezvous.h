@@ -1,0 +1,180 @@
+/*
+ * rendezvous.h: how the ranks of a job find each other.
+ *
+ * Rank 0 serves a small key-value store over TCP (as torchrun's c10d
+ * TCPStore); every rank, rank 0 included, connects to it as a client,
+ * publishes its own data/control addresses under a key and waits for the
+ * keys of the others.  The store lives only for the rendezvous: after a
+ * final barrier the clients disconnect and rank 0 stops the server.
+ *
+ * Wire format (little-endian), one request then one response at a time
+ * on each connection:
+ *
+ *   request  0 2 magic 0xD15A   2 1 version 1   3 1 op
+ *            4 2 key_len (<= DLCP_RDZV_MAX_KEY)  6 2 reserved (zero)
+ *            8 4 value_len (<= DLCP_RDZV_MAX_VALUE)
+ *            12 key bytes, then value bytes
+ *   response 0 2 magic  2 1 version  3 1 status  4 4 reserved (zero)
+ *            8 4 value_len, then the value (or, for an error status, a
+ *            message saying what was wrong)
+ *
+ *   op HELLO (1): value = rank u32, world u32; must come first; the
+ *                 server checks the rank and that the world sizes agree.
+ *   op SET (2):   store value under key (replacing), answer OK.
+ *   op GET (3):   answer OK with the value, or NOT_FOUND.
+ *   op WAIT (4):  value = timeout_ms u32: answer OK with the value as soon
+ *                 as the key exists, or NOT_FOUND when the timeout passes.
+ *
+ * Every length is checked before anything is allocated; a malformed
+ * request is answered with BAD_REQUEST and the connection closed.
+ */
+#ifndef DLCP_RT_RENDEZVOUS_H
+#define DLCP_RT_RENDEZVOUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+#include "rt/env.h"
+#include "rt/errbuf.h"
+
+#define DLCP_RDZV_MAGIC 0xD15Au
+#define DLCP_RDZV_VERSION 1u
+#define DLCP_RDZV_HDR_LEN 12u
+#define DLCP_RDZV_MAX_KEY 256u
+#define DLCP_RDZV_MAX_VALUE 65536u
+
+typedef enum dlcp_rdzv_op {
+  DLCP_RDZV_HELLO = 1,
+  DLCP_RDZV_SET = 2,
+  DLCP_RDZV_GET = 3,
+  DLCP_RDZV_WAIT = 4,
+} dlcp_rdzv_op;
+
+typedef enum dlcp_rdzv_status {
+  DLCP_RDZV_OK = 0,
+  DLCP_RDZV_NOT_FOUND = 1,
+  DLCP_RDZV_BAD_REQUEST = 2,
+  DLCP_RDZV_REJECTED = 3,
+} dlcp_rdzv_status;
+
+typedef struct dlcp_rdzv_server dlcp_rdzv_server;
+typedef struct dlcp_rdzv_client dlcp_rdzv_client;
+
+/*
+ * dlcp_rdzv_server_start binds |host| (NULL: all interfaces) on |port|
+ * (0: any free port), and serves the store for a world of |world_size|
+ * ranks from a thread of its own until dlcp_rdzv_server_stop().
+ * Returns 0, DLCP_ERR_INVALID_ARGUMENT, DLCP_ERR_NOMEM or -errno with |eb|
+ * naming the address (e.g. "cannot listen on 127.0.0.1:29500: Address
+ * already in use").
+ */
+int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
+                           uint16_t port, uint32_t world_size, dlcp_errbuf *eb);
+
+/* dlcp_rdzv_server_port returns the TCP port the server listens on. */
+uint16_t dlcp_rdzv_server_port(const dlcp_rdzv_server *srv);
+
+/*
+ * dlcp_rdzv_server_rejected returns how many connections were refused
+ * or closed because of malformed or out-of-protocol requests so far.
+ */
+uint64_t dlcp_rdzv_server_rejected(const dlcp_rdzv_server *srv);
+
+/*
+ * dlcp_rdzv_server_stop stops accepting connections, keeps serving the
+ * connected ranks until they have all disconnected or |drain_deadline|
+ * passes (so a rank still collecting its last answer gets it), then closes
+ * everything and frees |srv|.  NULL is a no-op.
+ */
+void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline);
+
+/*
+ * dlcp_rdzv_client_connect connects to the store at |host|:|port| as rank
+ * |rank| of |world_size|.  A refused or unreachable server is retried with
+ * exponential backoff (10 ms doubling to 1 s) until |deadline|, since rank
+ * 0 may start after the others.  Returns 0, DLCP_ERR_TIMEOUT with |eb|
+ * naming the address, the number of attempts and the last error,
+ * DLCP_ERR_CONFIG (server disagrees on the world size or the rank is
+ * taken), DLCP_ERR_BAD_MAGIC (something else listens there) or -errno.
+ */
+int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
+                             uint16_t port, uint32_t rank, uint32_t world_size,
+                             dlcp_tstamp deadline, dlcp_errbuf *eb);
+
+/* dlcp_rdzv_client_close closes the connection and frees |cli| (NULL ok). */
+void dlcp_rdzv_client_close(dlcp_rdzv_client *cli);
+
+/* dlcp_rdzv_set stores |len| bytes of |value| under the NUL-terminated
+ * |key|.  Returns 0 or a negative code with |eb| naming the server. */
+int dlcp_rdzv_set(dlcp_rdzv_client *cli, const char *key, const void *value,
+                  size_t len, dlcp_tstamp deadline, dlcp_errbuf *eb);
+
+/*
+ * dlcp_rdzv_get fetches |key| without waiting.  On success |*found| tells
+ * whether the key exists; if it does, |*value| is a malloc'ed copy of
+ * |*len| bytes (plus a NUL terminator not counted in |*len|) the caller
+ * frees.
+ */
+int dlcp_rdzv_get(dlcp_rdzv_client *cli, const char *key, int *found,
+                  void **value, size_t *len, dlcp_tstamp deadline,
+                  dlcp_errbuf *eb);
+
+/*
+ * dlcp_rdzv_wait waits until |key| exists and returns its value as
+ * dlcp_rdzv_get does.  Returns DLCP_ERR_TIMEOUT, naming the key and the
+ * server, if it does not appear by |deadline|.
+ */
+int dlcp_rdzv_wait(dlcp_rdzv_client *cli, const char *key, void **value,
+                   size_t *len, dlcp_tstamp deadline, dlcp_errbuf *eb);
+
+/*
+ * dlcp_rdzv_exchange is an all-gather through the store: this rank
+ * publishes |len| bytes of |mine| as "<name>/<rank>" and collects every
+ * rank's value: values[r] (malloc'ed, NUL-terminated, free with
+ * dlcp_rdzv_free_values) of lens[r] bytes, for r in 0..world_size-1.  On
+ * timeout the error lists the ranks that never published, e.g. "timed out
+ * after 2000 ms waiting for ranks 2, 3 of 4 to publish 'addr'"; |values|
+ * then holds nothing.
+ */
+int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
+                       const void *mine, size_t len, void **values,
+                       size_t *lens, dlcp_tstamp deadline, dlcp_errbuf *eb);
+
+/* dlcp_rdzv_free_values frees the |n| values of an exchange. */
+void dlcp_rdzv_free_values(void **values, size_t n);
+
+/*
+ * dlcp_rdzv_barrier returns once every rank has entered the barrier
+ * |name|, or DLCP_ERR_TIMEOUT listing the ranks that did not.
+ */
+int dlcp_rdzv_barrier(dlcp_rdzv_client *cli, const char *name,
+                      dlcp_tstamp deadline, dlcp_errbuf *eb);
+
+/*
+ * dlcp_rdzv is a whole rendezvous as the communicator uses it: the server
+ * (rank 0 only) and this rank's client.
+ */
+typedef struct dlcp_rdzv {
+  dlcp_rdzv_server *server; /* NULL except on rank 0 */
+  dlcp_rdzv_client *client;
+  uint32_t timeout_ms;
+} dlcp_rdzv;
+
+/*
+ * dlcp_rdzv_join starts the server on rank 0 (on MASTER_ADDR:MASTER_PORT,
+ * or all interfaces if MASTER_ADDR is not a local address) and connects
+ * this rank, within env->rdzv_timeout_ms.  A world of one needs no server
+ * and gets a NULL client.  Returns 0 or a negative code with |eb| set.
+ */
+int dlcp_rdzv_join(dlcp_rdzv *rdzv, const dlcp_rt_env *env, dlcp_errbuf *eb);
+
+/*
+ * dlcp_rdzv_leave passes a final barrier (so no rank is still reading
+ * from the store), disconnects, and on rank 0 stops the server after the
+ * others have disconnected.  Everything is released even when the barrier
+ * fails; the error then names the ranks missing.
+ */
+int dlcp_rdzv_leave(dlcp_rdzv *rdzv, dlcp_errbuf *eb);
+
+#endif /* DLCP_RT_RENDEZVOUS_H */

@@ -1,0 +1,711 @@
+/*
+ * rendezvous_server.c: rank 0's key-value store (protocol in
+ * rendezvous.h).
+ *
+ * Model: one thread, one poll() loop over an eventfd (to be woken for
+ * shutdown), the listening socket and every client connection, all
+ * non-blocking.  Each connection has an input buffer that grows only to
+ * the size its validated header announces and an output queue.  Requests
+ * on a connection are handled strictly one after another; a WAIT on a
+ * missing key parks the connection (its later requests stay buffered)
+ * until a SET of that key or the WAIT's own timeout, which is why poll's
+ * timeout is the earliest parked deadline.  A client that sends garbage
+ * gets BAD_REQUEST and is disconnected; nothing a client sends can make
+ * the server allocate more than one maximum-size message per connection
+ * or stop serving the others.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rt/clock.h"
+#include "rt/net.h"
+#include "rt/rendezvous.h"
+#include "wire/bytes.h"
+
+/* Connections beyond this are closed at once: bounds memory and fds
+ * against a client that opens connections in a loop. */
+#define MAX_CONNS_EXTRA 64u
+/* The store holds addresses and barrier marks: a few keys per rank. */
+#define MAX_STORE_BYTES (64u << 20)
+#define MAX_REQUEST                                                            \
+  (DLCP_RDZV_HDR_LEN + DLCP_RDZV_MAX_KEY + DLCP_RDZV_MAX_VALUE)
+#define INITIAL_IN_CAP 512u
+
+typedef struct kv_entry {
+  uint8_t *key;
+  uint32_t key_len;
+  uint8_t *value;
+  uint32_t value_len;
+} kv_entry;
+
+typedef struct conn {
+  int fd;
+  int64_t rank; /* -1 until HELLO */
+  char peer[DLCP_NET_ADDRSTR_LEN];
+  uint8_t *in;
+  size_t in_len;
+  size_t in_cap;
+  uint8_t *out;
+  size_t out_off; /* bytes of out already sent */
+  size_t out_len;
+  size_t out_cap;
+  uint8_t *wait_key; /* parked WAIT, or NULL */
+  uint32_t wait_key_len;
+  dlcp_tstamp wait_deadline;
+  int closing; /* close once out is flushed */
+  int dead;    /* remove at the end of this round */
+} conn;
+
+struct dlcp_rdzv_server {
+  int listen_fd;
+  int wake_fd;
+  uint16_t port;
+  uint32_t world;
+  size_t max_conns;
+  pthread_t thread;
+  atomic_int stopping;
+  _Atomic dlcp_tstamp drain_deadline;
+  atomic_uint_fast64_t rejected;
+  conn *conns;
+  size_t nconns;
+  kv_entry *kvs;
+  size_t nkvs;
+  size_t kv_cap;
+  size_t kv_bytes;
+  struct pollfd *pfds; /* 2 + max_conns */
+};
+
+/* ---- output ---------------------------------------------------------- */
+
+static void conn_flush(conn *c) {
+  while (c->out_off < c->out_len) {
+    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c->out_off += (size_t)n;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    } else {
+      c->dead = 1; /* peer gone: nothing more to say to it */
+      return;
+    }
+  }
+  c->out_off = c->out_len = 0;
+  if (c->closing) {
+    c->dead = 1;
+  }
+}
+
+/* respond queues a response and tries to send it right away. */
+static void respond(conn *c, dlcp_rdzv_status status, const void *value,
+                    size_t len) {
+  size_t need = c->out_len + DLCP_RDZV_HDR_LEN + len;
+  uint8_t *p;
+  if (need > c->out_cap) {
+    size_t cap = c->out_cap != 0 ? c->out_cap : 256;
+    uint8_t *nout;
+    while (cap < need) {
+      cap *= 2;
+    }
+    nout = realloc(c->out, cap);
+    if (nout == NULL) {
+      c->dead = 1;
+      return;
+    }
+    c->out = nout;
+    c->out_cap = cap;
+  }
+  p = c->out + c->out_len;
+  p = dlcp_put_u16(p, DLCP_RDZV_MAGIC);
+  p = dlcp_put_u8(p, DLCP_RDZV_VERSION);
+  p = dlcp_put_u8(p, (uint8_t)status);
+  p = dlcp_put_u32(p, 0);
+  p = dlcp_put_u32(p, (uint32_t)len);
+  if (len > 0) {
+    memcpy(p, value, len);
+  }
+  c->out_len = need;
+  conn_flush(c);
+}
+
+/* reject answers with an explanation and closes the connection; counted
+ * so tests and logs can see that garbage arrived. */
+static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
+                   const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0) {
+    msg[0] = '\0';
+  }
+  va_end(ap);
+  atomic_fetch_add(&srv->rejected, 1);
+  respond(c, status, msg, strlen(msg));
+  c->closing = 1;
+  if (c->out_off >= c->out_len) {
+    c->dead = 1;
+  }
+}
+
+/* ---- store ----------------------------------------------------------- */
+
+static kv_entry *kv_find(dlcp_rdzv_server *srv, const uint8_t *key,
+                         uint32_t key_len) {
+  size_t i;
+  for (i = 0; i < srv->nkvs; i++) {
+    if (srv->kvs[i].key_len == key_len &&
+        memcmp(srv->kvs[i].key, key, key_len) == 0) {
+      return &srv->kvs[i];
+    }
+  }
+  return NULL;
+}
+
+/* kv_set stores a copy; returns 0 or -1 when out of memory / over the
+ * store's size limit (the old value, if any, is kept). */
+static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
+                  const uint8_t *value, uint32_t value_len) {
+  kv_entry *e = kv_find(srv, key, key_len);
+  uint8_t *nval;
+  size_t old = e != NULL ? e->value_len : 0;
+  if (srv->kv_bytes - old + value_len + key_len > MAX_STORE_BYTES) {
+    return -1;
+  }
+  /* +1: never malloc(0), so an empty value still has a pointer. */
+  nval = malloc((size_t)value_len + 1);
+  if (nval == NULL) {
+    return -1;
+  }
+  memcpy(nval, value, value_len);
+  if (e == NULL) {
+    uint8_t *nkey;
+    if (srv->nkvs == srv->kv_cap) {
+      size_t cap = srv->kv_cap != 0 ? srv->kv_cap * 2 : 64;
+      kv_entry *nkvs = realloc(srv->kvs, cap * sizeof(*nkvs));
+      if (nkvs == NULL) {
+        free(nval);
+        return -1;
+      }
+      srv->kvs = nkvs;
+      srv->kv_cap = cap;
+    }
+    nkey = malloc(key_len);
+    if (nkey == NULL) {
+      free(nval);
+      return -1;
+    }
+    memcpy(nkey, key, key_len);
+    e = &srv->kvs[srv->nkvs++];
+    e->key = nkey;
+    e->key_len = key_len;
+    e->value = NULL;
+    e->value_len = 0;
+    srv->kv_bytes += key_len;
+  }
+  free(e->value);
+  srv->kv_bytes = srv->kv_bytes - e->value_len + value_len;
+  e->value = nval;
+  e->value_len = value_len;
+  return 0;
+}
+
+/* ---- requests -------------------------------------------------------- */
+
+/* wake_waiters answers every connection parked on the key of |e|. */
+static void wake_waiters(dlcp_rdzv_server *srv, const kv_entry *e) {
+  size_t i;
+  for (i = 0; i < srv->nconns; i++) {
+    conn *c = &srv->conns[i];
+    if (c->wait_key != NULL && c->wait_key_len == e->key_len &&
+        memcmp(c->wait_key, e->key, e->key_len) == 0) {
+      free(c->wait_key);
+      c->wait_key = NULL;
+      respond(c, DLCP_RDZV_OK, e->value, e->value_len);
+    }
+  }
+}
+
+static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
+                     uint32_t val_len) {
+  uint32_t rank;
+  uint32_t world;
+  size_t i;
+  if (val_len != 8 || c->rank >= 0) {
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+           c->rank >= 0 ? "HELLO sent twice" : "HELLO must carry 8 bytes");
+    return;
+  }
+  rank = dlcp_get_u32(val);
+  world = dlcp_get_u32(val + 4);
+  if (world != srv->world) {
+    reject(srv, c, DLCP_RDZV_REJECTED,
+           "WORLD_SIZE mismatch: rank 0 has WORLD_SIZE=%" PRIu32
+           ", rank %" PRIu32 " has WORLD_SIZE=%" PRIu32,
+           srv->world, rank, world);
+    return;
+  }
+  if (rank >= world) {
+    reject(srv, c, DLCP_RDZV_REJECTED,
+           "RANK=%" PRIu32 " is not below WORLD_SIZE=%" PRIu32, rank, world);
+    return;
+  }
+  for (i = 0; i < srv->nconns; i++) {
+    conn *o = &srv->conns[i];
+    if (o != c && !o->dead && o->rank == (int64_t)rank) {
+      reject(srv, c, DLCP_RDZV_REJECTED,
+             "rank %" PRIu32 " is already connected from %s (two processes "
+             "with the same RANK?)",
+             rank, o->peer);
+      return;
+    }
+  }
+  c->rank = (int64_t)rank;
+  respond(c, DLCP_RDZV_OK, NULL, 0);
+}
+
+/* handle dispatches one complete, header-validated request. */
+static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
+                   const uint8_t *key, uint32_t key_len, const uint8_t *val,
+                   uint32_t val_len) {
+  kv_entry *e;
+  if (op == DLCP_RDZV_HELLO) {
+    on_hello(srv, c, val, val_len);
+    return;
+  }
+  if (c->rank < 0) {
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST, "HELLO expected first");
+    return;
+  }
+  if (key_len == 0) {
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST, "empty key");
+    return;
+  }
+  switch ((dlcp_rdzv_op)op) {
+  case DLCP_RDZV_SET:
+    if (kv_set(srv, key, key_len, val, val_len) != 0) {
+      reject(srv, c, DLCP_RDZV_REJECTED, "store full (limit %u bytes)",
+             MAX_STORE_BYTES);
+      return;
+    }
+    respond(c, DLCP_RDZV_OK, NULL, 0);
+    wake_waiters(srv, kv_find(srv, key, key_len));
+    return;
+  case DLCP_RDZV_GET:
+    if (val_len != 0) {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST, "GET carries no value");
+      return;
+    }
+    e = kv_find(srv, key, key_len);
+    if (e != NULL) {
+      respond(c, DLCP_RDZV_OK, e->value, e->value_len);
+    } else {
+      respond(c, DLCP_RDZV_NOT_FOUND, NULL, 0);
+    }
+    return;
+  case DLCP_RDZV_WAIT:
+    if (val_len != 4) {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST, "WAIT must carry 4 bytes");
+      return;
+    }
+    e = kv_find(srv, key, key_len);
+    if (e != NULL) {
+      respond(c, DLCP_RDZV_OK, e->value, e->value_len);
+      return;
+    }
+    c->wait_key = malloc(key_len);
+    if (c->wait_key == NULL) {
+      c->dead = 1;
+      return;
+    }
+    memcpy(c->wait_key, key, key_len);
+    c->wait_key_len = key_len;
+    c->wait_deadline = dlcp_rt_deadline_after(dlcp_get_u32(val));
+    return;
+  case DLCP_RDZV_HELLO:
+    break;
+  }
+  reject(srv, c, DLCP_RDZV_BAD_REQUEST, "unknown op %u", (unsigned)op);
+}
+
+/* conn_process handles the buffered requests of |c| until one is
+ * incomplete or parks the connection. */
+static void conn_process(dlcp_rdzv_server *srv, conn *c) {
+  while (!c->dead && !c->closing && c->wait_key == NULL &&
+         c->in_len >= DLCP_RDZV_HDR_LEN) {
+    const uint8_t *h = c->in;
+    uint16_t magic = dlcp_get_u16(h);
+    uint8_t version = dlcp_get_u8(h + 2);
+    uint8_t op = dlcp_get_u8(h + 3);
+    uint16_t key_len = dlcp_get_u16(h + 4);
+    uint16_t reserved = dlcp_get_u16(h + 6);
+    uint32_t val_len = dlcp_get_u32(h + 8);
+    size_t total;
+
+    if (magic != DLCP_RDZV_MAGIC) {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+             "not a dlcp rendezvous request (magic 0x%04x)", magic);
+      return;
+    }
+    if (version != DLCP_RDZV_VERSION) {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+             "unsupported rendezvous version %u (expected %u)",
+             (unsigned)version, DLCP_RDZV_VERSION);
+      return;
+    }
+    if (op < DLCP_RDZV_HELLO || op > DLCP_RDZV_WAIT || reserved != 0) {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST, "unknown op %u or reserved bits",
+             (unsigned)op);
+      return;
+    }
+    if (key_len > DLCP_RDZV_MAX_KEY || val_len > DLCP_RDZV_MAX_VALUE) {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+             "key of %u bytes or value of %" PRIu32 " bytes over the limit "
+             "(%u, %u)",
+             (unsigned)key_len, val_len, DLCP_RDZV_MAX_KEY,
+             DLCP_RDZV_MAX_VALUE);
+      return;
+    }
+    total = DLCP_RDZV_HDR_LEN + (size_t)key_len + val_len;
+    if (c->in_len < total) {
+      if (c->in_cap < total) {
+        /* Grow only now that the header is known to be sane. */
+        uint8_t *nin = realloc(c->in, total);
+        if (nin == NULL) {
+          c->dead = 1;
+          return;
+        }
+        c->in = nin;
+        c->in_cap = total;
+      }
+      return;
+    }
+    handle(srv, c, op, h + DLCP_RDZV_HDR_LEN, key_len,
+           h + DLCP_RDZV_HDR_LEN + key_len, val_len);
+    memmove(c->in, c->in + total, c->in_len - total);
+    c->in_len -= total;
+  }
+}
+
+static void conn_read(dlcp_rdzv_server *srv, conn *c) {
+  for (;;) {
+    ssize_t n;
+    if (c->in_len == c->in_cap) {
+      /* Full: a parked WAIT holds requests back, or the header asked for
+       * a size conn_process already granted.  Read again later. */
+      break;
+    }
+    n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+    if (n > 0) {
+      c->in_len += (size_t)n;
+      conn_process(srv, c);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    }
+    /* End of stream or reset: a request cut short is simply dropped. */
+    c->dead = 1;
+    return;
+  }
+}
+
+/* ---- connections ----------------------------------------------------- */
+
+static void conn_free(conn *c) {
+  close(c->fd);
+  free(c->in);
+  free(c->out);
+  free(c->wait_key);
+}
+
+static void accept_all(dlcp_rdzv_server *srv) {
+  for (;;) {
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof(ss);
+    conn *c;
+    int fd = accept4(srv->listen_fd, (struct sockaddr *)&ss, &sslen,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      return; /* EAGAIN, or a transient error: retried on the next wake */
+    }
+    if (srv->nconns >= srv->max_conns) {
+      atomic_fetch_add(&srv->rejected, 1);
+      close(fd);
+      continue;
+    }
+    c = &srv->conns[srv->nconns];
+    memset(c, 0, sizeof(*c));
+    c->fd = fd;
+    c->rank = -1;
+    c->in = malloc(INITIAL_IN_CAP);
+    if (c->in == NULL) {
+      close(fd);
+      continue;
+    }
+    c->in_cap = INITIAL_IN_CAP;
+    dlcp_net_addr_format(c->peer, sizeof(c->peer), (struct sockaddr *)&ss);
+    srv->nconns++;
+  }
+}
+
+/* sweep removes dead connections, keeping the array dense. */
+static void sweep(dlcp_rdzv_server *srv) {
+  size_t i = 0;
+  while (i < srv->nconns) {
+    if (srv->conns[i].dead) {
+      conn_free(&srv->conns[i]);
+      srv->conns[i] = srv->conns[--srv->nconns];
+    } else {
+      i++;
+    }
+  }
+}
+
+static void expire_waits(dlcp_rdzv_server *srv, dlcp_tstamp now) {
+  size_t i;
+  for (i = 0; i < srv->nconns; i++) {
+    conn *c = &srv->conns[i];
+    if (c->wait_key != NULL && now >= c->wait_deadline) {
+      free(c->wait_key);
+      c->wait_key = NULL;
+      respond(c, DLCP_RDZV_NOT_FOUND, NULL, 0);
+    }
+  }
+}
+
+static int ranks_connected(const dlcp_rdzv_server *srv) {
+  size_t i;
+  for (i = 0; i < srv->nconns; i++) {
+    if (srv->conns[i].rank >= 0) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void *server_main(void *arg) {
+  dlcp_rdzv_server *srv = arg;
+  for (;;) {
+    dlcp_tstamp now = dlcp_rt_now();
+    dlcp_tstamp wake = DLCP_TSTAMP_NEVER;
+    nfds_t n = 0;
+    size_t i;
+
+    if (atomic_load(&srv->stopping)) {
+      if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+      }
+      wake = atomic_load(&srv->drain_deadline);
+      if (!ranks_connected(srv) || now >= wake) {
+        break;
+      }
+    }
+    for (i = 0; i < srv->nconns; i++) {
+      if (srv->conns[i].wait_key != NULL &&
+          srv->conns[i].wait_deadline < wake) {
+        wake = srv->conns[i].wait_deadline;
+      }
+    }
+
+    srv->pfds[n].fd = srv->wake_fd;
+    srv->pfds[n++].events = POLLIN;
+    srv->pfds[n].fd = srv->listen_fd; /* -1 is ignored by poll */
+    srv->pfds[n++].events = POLLIN;
+    for (i = 0; i < srv->nconns; i++) {
+      conn *c = &srv->conns[i];
+      srv->pfds[n].fd = c->fd;
+      srv->pfds[n].events = (short)((c->in_len < c->in_cap ? POLLIN : 0) |
+                                    (c->out_len > c->out_off ? POLLOUT : 0));
+      n++;
+    }
+    for (i = 0; i < n; i++) {
+      srv->pfds[i].revents = 0;
+    }
+    if (poll(srv->pfds, n, dlcp_rt_poll_timeout(wake)) < 0 && errno != EINTR) {
+      break; /* cannot wait any more: clients see the connection close */
+    }
+
+    if (srv->pfds[0].revents != 0) {
+      uint64_t v;
+      (void)!read(srv->wake_fd, &v, sizeof(v));
+    }
+    /* Connections first: accept_all appends to the array the pollfds
+     * were built from. */
+    for (i = 0; i < srv->nconns; i++) {
+      conn *c = &srv->conns[i];
+      short re = srv->pfds[2 + i].revents;
+      if (re & POLLOUT) {
+        conn_flush(c);
+      }
+      if (re & (POLLIN | POLLHUP | POLLERR)) {
+        conn_read(srv, c);
+      }
+    }
+    if (srv->pfds[1].revents != 0 && srv->listen_fd >= 0) {
+      accept_all(srv);
+    }
+    expire_waits(srv, dlcp_rt_now());
+    for (i = 0; i < srv->nconns; i++) {
+      conn_process(srv, &srv->conns[i]);
+    }
+    sweep(srv);
+  }
+  return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------- */
+
+static void server_free(dlcp_rdzv_server *srv) {
+  size_t i;
+  for (i = 0; i < srv->nconns; i++) {
+    conn_free(&srv->conns[i]);
+  }
+  for (i = 0; i < srv->nkvs; i++) {
+    free(srv->kvs[i].key);
+    free(srv->kvs[i].value);
+  }
+  if (srv->listen_fd >= 0) {
+    close(srv->listen_fd);
+  }
+  if (srv->wake_fd >= 0) {
+    close(srv->wake_fd);
+  }
+  free(srv->kvs);
+  free(srv->conns);
+  free(srv->pfds);
+  free(srv);
+}
+
+static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
+                         dlcp_errbuf *eb) {
+  dlcp_net_addr addr;
+  struct sockaddr_storage bound;
+  socklen_t boundlen = sizeof(bound);
+  char where[DLCP_NET_ADDRSTR_LEN];
+  int one = 1;
+  int rv;
+  if (host != NULL) {
+    rv = dlcp_net_resolve(&addr, host, port, SOCK_STREAM, eb);
+    if (rv != 0) {
+      return rv;
+    }
+  } else {
+    struct sockaddr_in *in = (struct sockaddr_in *)&addr.ss;
+    memset(&addr, 0, sizeof(addr));
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    in->sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.len = sizeof(*in);
+  }
+  dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
+  srv->listen_fd =
+      socket(addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (srv->listen_fd < 0) {
+    return dlcp_errbuf_set(eb, -errno, "rendezvous server: socket: %s",
+                           strerror(errno));
+  }
+  /* A restarted job must be able to reuse a port still in TIME_WAIT. */
+  (void)setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(srv->listen_fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
+      listen(srv->listen_fd, 1024) != 0 ||
+      getsockname(srv->listen_fd, (struct sockaddr *)&bound, &boundlen) != 0) {
+    rv = -errno;
+    return dlcp_errbuf_set(eb, rv, "rendezvous server: cannot listen on %s: %s",
+                           where, strerror(-rv));
+  }
+  srv->port = dlcp_net_addr_port((struct sockaddr *)&bound);
+  return 0;
+}
+
+int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
+                           uint16_t port, uint32_t world_size,
+                           dlcp_errbuf *eb) {
+  dlcp_rdzv_server *srv;
+  int rv;
+  *psrv = NULL;
+  if (world_size == 0 || world_size > DLCP_ENV_MAX_WORLD) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
+                           "rendezvous server: world size %" PRIu32
+                           " out of range 1..%u",
+                           world_size, DLCP_ENV_MAX_WORLD);
+  }
+  srv = calloc(1, sizeof(*srv));
+  if (srv == NULL) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous server: no memory");
+  }
+  srv->listen_fd = -1;
+  srv->wake_fd = -1;
+  srv->world = world_size;
+  /* Every rank once, plus room for retries racing a closing connection
+   * and for stray clients. */
+  srv->max_conns = (size_t)world_size * 2 + MAX_CONNS_EXTRA;
+  atomic_init(&srv->stopping, 0);
+  atomic_init(&srv->drain_deadline, 0);
+  atomic_init(&srv->rejected, 0);
+  srv->conns = calloc(srv->max_conns, sizeof(*srv->conns));
+  srv->pfds = calloc(srv->max_conns + 2, sizeof(*srv->pfds));
+  if (srv->conns == NULL || srv->pfds == NULL) {
+    server_free(srv);
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous server: no memory");
+  }
+  srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (srv->wake_fd < 0) {
+    rv = dlcp_errbuf_set(eb, -errno, "rendezvous server: eventfd: %s",
+                         strerror(errno));
+    server_free(srv);
+    return rv;
+  }
+  rv = server_listen(srv, host, port, eb);
+  if (rv != 0) {
+    server_free(srv);
+    return rv;
+  }
+  rv = pthread_create(&srv->thread, NULL, server_main, srv);
+  if (rv != 0) {
+    server_free(srv);
+    return dlcp_errbuf_set(eb, -rv, "rendezvous server: pthread_create: %s",
+                           strerror(rv));
+  }
+  *psrv = srv;
+  return 0;
+}
+
+uint16_t dlcp_rdzv_server_port(const dlcp_rdzv_server *srv) {
+  return srv->port;
+}
+
+uint64_t dlcp_rdzv_server_rejected(const dlcp_rdzv_server *srv) {
+  return atomic_load(&((dlcp_rdzv_server *)(uintptr_t)srv)->rejected);
+}
+
+void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline) {
+  uint64_t one = 1;
+  if (srv == NULL) {
+    return;
+  }
+  atomic_store(&srv->drain_deadline, drain_deadline);
+  atomic_store(&srv->stopping, 1);
+  (void)!write(srv->wake_fd, &one, sizeof(one));
+  pthread_join(srv->thread, NULL);
+  server_free(srv);
+}

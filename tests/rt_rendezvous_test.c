@@ -1,0 +1,408 @@
+/*
+ * rt_rendezvous_test.c: the rendezvous store over real loopback sockets.
+ * Ranks are threads of this process, each with its own connection, which
+ * exercises the same code paths as separate processes would.  Deadlines
+ * are short (hundreds of ms) so the timeout cases cost little; alarm()
+ * turns any hang into a failure.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rt/clock.h"
+#include "rt/env.h"
+#include "rt/net.h"
+#include "rt/rendezvous.h"
+#include "wire/bytes.h"
+
+#define LOOPBACK "127.0.0.1"
+#define MAX_RANKS 8
+
+typedef struct rank_args {
+  uint32_t rank;
+  uint32_t world;
+  uint16_t port;
+  uint32_t timeout_ms;
+  int rv;
+  dlcp_errbuf eb;
+  char got[MAX_RANKS][64]; /* every rank's published address */
+} rank_args;
+
+static uint16_t free_port(void) {
+  uint16_t port = 0;
+  assert_int_equal(dlcp_net_free_port(LOOPBACK, &port, NULL), 0);
+  return port;
+}
+
+/* run_rank is one rank's life through the public join/exchange/leave
+ * sequence, with the environment a launcher would give it. */
+static void *run_rank(void *arg) {
+  rank_args *a = arg;
+  dlcp_rt_env env;
+  dlcp_rdzv rdzv;
+  char mine[64];
+  void *values[MAX_RANKS];
+  size_t lens[MAX_RANKS];
+  uint32_t r;
+
+  memset(&env, 0, sizeof(env));
+  strcpy(env.master_addr, LOOPBACK);
+  env.master_port = a->port;
+  env.rank = a->rank;
+  env.world_size = a->world;
+  env.rdzv_timeout_ms = a->timeout_ms;
+  dlcp_errbuf_clear(&a->eb);
+  a->rv = dlcp_rdzv_join(&rdzv, &env, &a->eb);
+  if (a->rv != 0) {
+    return NULL;
+  }
+  snprintf(mine, sizeof(mine), "127.0.0.1:%" PRIu32, 40000 + a->rank);
+  a->rv =
+      dlcp_rdzv_exchange(rdzv.client, "addr", mine, strlen(mine), values, lens,
+                         dlcp_rt_deadline_after(a->timeout_ms), &a->eb);
+  if (a->rv == 0) {
+    for (r = 0; r < a->world; r++) {
+      snprintf(a->got[r], sizeof(a->got[r]), "%s", (char *)values[r]);
+    }
+    dlcp_rdzv_free_values(values, a->world);
+  }
+  if (a->rv == 0) {
+    a->rv = dlcp_rdzv_leave(&rdzv, &a->eb);
+  } else {
+    (void)dlcp_rdzv_leave(&rdzv, NULL);
+  }
+  return NULL;
+}
+
+static void check_exchange(rank_args *args, uint32_t world) {
+  uint32_t r;
+  uint32_t k;
+  for (r = 0; r < world; r++) {
+    if (args[r].rv != 0) {
+      fail_msg("rank %" PRIu32 ": %s", r, args[r].eb.msg);
+    }
+    for (k = 0; k < world; k++) {
+      char want[64];
+      snprintf(want, sizeof(want), "127.0.0.1:%" PRIu32, 40000 + k);
+      assert_string_equal(args[r].got[k], want);
+    }
+  }
+}
+
+static void test_exchange_all_ranks(void **state) {
+  rank_args args[MAX_RANKS];
+  pthread_t th[MAX_RANKS];
+  uint32_t world = MAX_RANKS;
+  uint16_t port = free_port();
+  uint32_t r;
+  (void)state;
+  memset(args, 0, sizeof(args));
+  for (r = 0; r < world; r++) {
+    args[r].rank = r;
+    args[r].world = world;
+    args[r].port = port;
+    args[r].timeout_ms = 5000;
+    assert_int_equal(pthread_create(&th[r], NULL, run_rank, &args[r]), 0);
+  }
+  for (r = 0; r < world; r++) {
+    pthread_join(th[r], NULL);
+  }
+  check_exchange(args, world);
+}
+
+/* Ranks 1.. start first and must keep retrying until rank 0 is up. */
+static void test_rank0_starts_late(void **state) {
+  rank_args args[4];
+  pthread_t th[4];
+  uint32_t world = 4;
+  uint16_t port = free_port();
+  uint32_t r;
+  (void)state;
+  memset(args, 0, sizeof(args));
+  for (r = 0; r < world; r++) {
+    args[r].rank = r;
+    args[r].world = world;
+    args[r].port = port;
+    args[r].timeout_ms = 5000;
+  }
+  for (r = 1; r < world; r++) {
+    assert_int_equal(pthread_create(&th[r], NULL, run_rank, &args[r]), 0);
+  }
+  usleep(300 * 1000);
+  assert_int_equal(pthread_create(&th[0], NULL, run_rank, &args[0]), 0);
+  for (r = 0; r < world; r++) {
+    pthread_join(th[r], NULL);
+  }
+  check_exchange(args, world);
+}
+
+static void test_rank0_never_starts(void **state) {
+  uint16_t port = free_port();
+  dlcp_rdzv_client *cli = NULL;
+  dlcp_errbuf eb;
+  char where[32];
+  dlcp_tstamp start = dlcp_rt_now();
+  uint64_t elapsed_ms;
+  int rv;
+  (void)state;
+  rv = dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, 2,
+                                dlcp_rt_deadline_after(300), &eb);
+  elapsed_ms = (dlcp_rt_now() - start) / DLCP_NS_PER_MS;
+  assert_int_equal(rv, DLCP_ERR_TIMEOUT);
+  assert_null(cli);
+  snprintf(where, sizeof(where), "127.0.0.1:%u", (unsigned)port);
+  if (strstr(eb.msg, where) == NULL || strstr(eb.msg, "rank 0") == NULL ||
+      strstr(eb.msg, "Connection refused") == NULL) {
+    fail_msg("error does not name rank 0's address: %s", eb.msg);
+  }
+  assert_true(elapsed_ms >= 290);
+  assert_true(elapsed_ms < 1500);
+}
+
+/* Only ranks 0 and 1 of 4 show up: the error names 2 and 3. */
+static void test_exchange_timeout_names_missing(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *cli[2] = {NULL, NULL};
+  dlcp_errbuf eb;
+  uint32_t r;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 4, NULL), 0);
+  for (r = 0; r < 2; r++) {
+    assert_int_equal(
+        dlcp_rdzv_client_connect(&cli[r], LOOPBACK, dlcp_rdzv_server_port(srv),
+                                 r, 4, dlcp_rt_deadline_after(2000), &eb),
+        0);
+  }
+  /* Rank 1 has published before rank 0 gives up. */
+  assert_int_equal(dlcp_rdzv_set(cli[1], "addr/1", "x", 1,
+                                 dlcp_rt_deadline_after(2000), &eb),
+                   0);
+  for (r = 0; r < 2; r++) {
+    void *values[4];
+    size_t lens[4];
+    assert_int_equal(dlcp_rdzv_exchange(cli[r], "addr", "x", 1, values, lens,
+                                        dlcp_rt_deadline_after(200), &eb),
+                     DLCP_ERR_TIMEOUT);
+    if (strstr(eb.msg, "ranks 2, 3 of 4") == NULL ||
+        strstr(eb.msg, "'addr'") == NULL) {
+      fail_msg("error does not list the missing ranks: %s", eb.msg);
+    }
+    assert_null(values[0]);
+    dlcp_rdzv_client_close(cli[r]);
+  }
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
+static void test_world_size_mismatch(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *cli = NULL;
+  dlcp_errbuf eb;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
+                                            dlcp_rdzv_server_port(srv), 1, 3,
+                                            dlcp_rt_deadline_after(2000), &eb),
+                   DLCP_ERR_CONFIG);
+  assert_null(cli);
+  assert_non_null(strstr(eb.msg, "WORLD_SIZE mismatch"));
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
+static void test_duplicate_rank(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *a = NULL;
+  dlcp_rdzv_client *b = NULL;
+  dlcp_errbuf eb;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(dlcp_rdzv_client_connect(&a, LOOPBACK,
+                                            dlcp_rdzv_server_port(srv), 1, 2,
+                                            dlcp_rt_deadline_after(2000), &eb),
+                   0);
+  assert_int_equal(dlcp_rdzv_client_connect(&b, LOOPBACK,
+                                            dlcp_rdzv_server_port(srv), 1, 2,
+                                            dlcp_rt_deadline_after(2000), &eb),
+                   DLCP_ERR_CONFIG);
+  assert_non_null(strstr(eb.msg, "rank 1 is already connected"));
+  dlcp_rdzv_client_close(a);
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
+/* raw_connect opens a plain TCP connection to the server. */
+static int raw_connect(uint16_t port) {
+  dlcp_net_addr addr;
+  int fd;
+  assert_int_equal(dlcp_net_resolve(&addr, LOOPBACK, port, SOCK_STREAM, NULL),
+                   0);
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(connect(fd, (struct sockaddr *)&addr.ss, addr.len), 0);
+  return fd;
+}
+
+/* raw_expect_rejected sends |len| bytes and expects an error answer (if
+ * |answered|) and then the connection to be closed by the server. */
+static void raw_expect_rejected(uint16_t port, const uint8_t *msg, size_t len,
+                                int answered) {
+  uint8_t hdr[DLCP_RDZV_HDR_LEN];
+  uint8_t rest[512];
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(2000);
+  int fd = raw_connect(port);
+  assert_int_equal(dlcp_net_write_all(fd, msg, len, deadline), 0);
+  if (answered) {
+    uint32_t vlen;
+    assert_int_equal(dlcp_net_read_all(fd, hdr, sizeof(hdr), deadline), 0);
+    assert_int_equal(dlcp_get_u16(hdr), DLCP_RDZV_MAGIC);
+    assert_true(dlcp_get_u8(hdr + 3) == DLCP_RDZV_BAD_REQUEST ||
+                dlcp_get_u8(hdr + 3) == DLCP_RDZV_REJECTED);
+    vlen = dlcp_get_u32(hdr + 8);
+    assert_true(vlen > 0 && vlen < sizeof(rest));
+    assert_int_equal(dlcp_net_read_all(fd, rest, vlen, deadline), 0);
+  }
+  /* Then end of stream: the server hung up on us. */
+  assert_int_equal(dlcp_net_read_all(fd, rest, 1, deadline),
+                   DLCP_ERR_PEER_CLOSED);
+  close(fd);
+}
+
+static size_t make_header(uint8_t *buf, uint16_t magic, uint8_t op,
+                          uint16_t key_len, uint32_t val_len) {
+  uint8_t *p = buf;
+  p = dlcp_put_u16(p, magic);
+  p = dlcp_put_u8(p, DLCP_RDZV_VERSION);
+  p = dlcp_put_u8(p, op);
+  p = dlcp_put_u16(p, key_len);
+  p = dlcp_put_u16(p, 0);
+  dlcp_put_u32(p, val_len);
+  return DLCP_RDZV_HDR_LEN;
+}
+
+/* Garbage, oversized, out-of-order and truncated requests are refused
+ * without disturbing a well-behaved client on the same server. */
+static void test_garbage_rejected(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *cli = NULL;
+  uint8_t msg[64];
+  uint16_t port;
+  int idle_fd;
+  int found;
+  void *value;
+  size_t len;
+  size_t n;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  port = dlcp_rdzv_server_port(srv);
+
+  /* A client that sends half a header and then just sits there. */
+  idle_fd = raw_connect(port);
+  assert_int_equal(write(idle_fd, "\x5a\xd1\x01", 3), 3);
+
+  raw_expect_rejected(port, (const uint8_t *)"GET / HTTP/1.0\r\n\r\n", 18, 1);
+  n = make_header(msg, DLCP_RDZV_MAGIC, DLCP_RDZV_SET, 4, 0xFFFFFFFFu);
+  raw_expect_rejected(port, msg, n, 1); /* 4 GiB value */
+  n = make_header(msg, DLCP_RDZV_MAGIC, 9, 0, 0);
+  raw_expect_rejected(port, msg, n, 1); /* unknown op */
+  n = make_header(msg, DLCP_RDZV_MAGIC, DLCP_RDZV_SET, 1, 1);
+  memcpy(msg + n, "kv", 2);
+  raw_expect_rejected(port, msg, n + 2, 1); /* SET before HELLO */
+  n = make_header(msg, DLCP_RDZV_MAGIC, DLCP_RDZV_HELLO, 0, 3);
+  memcpy(msg + n, "abc", 3);
+  raw_expect_rejected(port, msg, n + 3, 1); /* short HELLO */
+  /* Truncated: a header announcing 100 value bytes, then hang up. */
+  {
+    int fd = raw_connect(port);
+    n = make_header(msg, DLCP_RDZV_MAGIC, DLCP_RDZV_HELLO, 0, 100);
+    assert_int_equal(write(fd, msg, n), (ssize_t)n);
+    close(fd);
+  }
+
+  /* The server still serves a real client. */
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, 2,
+                                            dlcp_rt_deadline_after(2000), NULL),
+                   0);
+  assert_int_equal(
+      dlcp_rdzv_set(cli, "k", "v1", 2, dlcp_rt_deadline_after(2000), NULL), 0);
+  assert_int_equal(dlcp_rdzv_get(cli, "k", &found, &value, &len,
+                                 dlcp_rt_deadline_after(2000), NULL),
+                   0);
+  assert_true(found);
+  assert_int_equal(len, 2);
+  assert_memory_equal(value, "v1", 2);
+  free(value);
+  assert_int_equal(dlcp_rdzv_get(cli, "nope", &found, &value, &len,
+                                 dlcp_rt_deadline_after(2000), NULL),
+                   0);
+  assert_false(found);
+  assert_true(dlcp_rdzv_server_rejected(srv) >= 5);
+
+  dlcp_rdzv_client_close(cli);
+  close(idle_fd);
+  dlcp_rdzv_server_stop(srv, dlcp_rt_deadline_after(1000));
+}
+
+/* A rank blocked in WAIT learns promptly that rank 0 went away. */
+static void test_server_gone(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *cli = NULL;
+  dlcp_errbuf eb;
+  void *value;
+  size_t len;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
+                                            dlcp_rdzv_server_port(srv), 1, 2,
+                                            dlcp_rt_deadline_after(2000), &eb),
+                   0);
+  /* Drain deadline already passed: the server closes at once. */
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+  assert_int_equal(dlcp_rdzv_wait(cli, "never", &value, &len,
+                                  dlcp_rt_deadline_after(5000), &eb),
+                   DLCP_ERR_PEER_CLOSED);
+  assert_non_null(strstr(eb.msg, "rank 0"));
+  /* The connection stays unusable rather than misreading later bytes. */
+  assert_int_equal(
+      dlcp_rdzv_set(cli, "k", "v", 1, dlcp_rt_deadline_after(100), &eb),
+      DLCP_ERR_PEER_CLOSED);
+  dlcp_rdzv_client_close(cli);
+}
+
+static void test_world_of_one(void **state) {
+  dlcp_rt_env env;
+  dlcp_rdzv rdzv;
+  (void)state;
+  memset(&env, 0, sizeof(env));
+  strcpy(env.master_addr, LOOPBACK);
+  env.world_size = 1;
+  env.rdzv_timeout_ms = 100;
+  assert_int_equal(dlcp_rdzv_join(&rdzv, &env, NULL), 0);
+  assert_null(rdzv.client);
+  assert_null(rdzv.server);
+  assert_int_equal(dlcp_rdzv_leave(&rdzv, NULL), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exchange_all_ranks),
+      cmocka_unit_test(test_rank0_starts_late),
+      cmocka_unit_test(test_rank0_never_starts),
+      cmocka_unit_test(test_exchange_timeout_names_missing),
+      cmocka_unit_test(test_world_size_mismatch),
+      cmocka_unit_test(test_duplicate_rank),
+      cmocka_unit_test(test_garbage_rejected),
+      cmocka_unit_test(test_server_gone),
+      cmocka_unit_test(test_world_of_one),
+  };
+  /* A hang anywhere becomes a failure well before ctest's own limit. */
+  alarm(60);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
