@@ -24,6 +24,7 @@
 #define DEFAULT_TIMEOUT_MS 30000u
 #define DEFAULT_RDZV_TIMEOUT_MS 60000u
 #define DEFAULT_PATHS 4u
+#define DEFAULT_RATE_GBPS 25.0
 #define DEFAULT_DELAY_US 1000u
 #define MAX_DELAY_US 10000000u
 #define DEFAULT_FAULT_SEED UINT64_C(0x646c6370)
@@ -38,7 +39,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_FAULT_DUP",   "DLCP_FAULT_REORDER",
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
     "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE",
-    "DLCP_SOURCE_DIR",  NULL};
+    "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
+    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
@@ -133,6 +135,25 @@ fail:
   return bad(rd, name, s,
              "a probability in [0, 1], as a fraction (0.01) or a "
              "percentage (1%)");
+}
+
+/* read_rate reads a rate in Gbps, a positive decimal such as "25" or
+ * "2.5". */
+static int read_rate(const reader *rd, const char *name, double *out) {
+  const char *s = get(rd, name);
+  char *end;
+  double v;
+  if (s == NULL) {
+    return 0;
+  }
+  errno = 0;
+  v = strtod(s, &end);
+  if (end == s || errno != 0 || *end != '\0' || isspace((unsigned char)s[0]) ||
+      !isfinite(v) || v < 0.001 || v > 10000.0) {
+    return bad(rd, name, s, "a rate in Gbps between 0.001 and 10000");
+  }
+  *out = v;
+  return 0;
 }
 
 /* read_host copies a host name or numeric address into |out|. */
@@ -381,6 +402,7 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
   env->timeout_ms = DEFAULT_TIMEOUT_MS;
   env->rdzv_timeout_ms = DEFAULT_RDZV_TIMEOUT_MS;
   env->paths = DEFAULT_PATHS;
+  env->rate_gbps = DEFAULT_RATE_GBPS;
 
   if ((rv = load_world(&rd, env)) != 0 ||
       (rv = read_u32(&rd, "DLCP_TIMEOUT_MS", "a timeout in milliseconds", 1,
@@ -391,6 +413,11 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
                      &env->paths)) != 0 ||
       (rv = load_segment(&rd, env)) != 0 ||
       (rv = read_host(&rd, "DLCP_ADDR", env->local_addr)) != 0 ||
+      (rv = read_rate(&rd, "DLCP_RATE_GBPS", &env->rate_gbps)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_RTT_LOW_US", "a time in microseconds", 1,
+                     10000000, &env->rtt_low_us)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,
+                     10000000, &env->rtt_high_us)) != 0 ||
       (rv = load_topo(&rd, env)) != 0 || (rv = load_fault(&rd, env)) != 0) {
     return rv;
   }

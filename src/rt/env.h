@@ -73,6 +73,9 @@ typedef struct dlcp_rt_env {
   uint32_t segment_bytes;                 /* 0 = auto */
   char local_addr[DLCP_ENV_HOST_MAX + 1]; /* "" = auto */
   uint32_t job;                           /* != 0 */
+  double rate_gbps; /* MLT line rate, DLCP_RATE_GBPS; default 25 */
+  uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
+  uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;
   uint32_t ranks_per_rack; /* DLCP_TOPO_RACK only, 1..world_size */
   dlcp_rt_fault fault;

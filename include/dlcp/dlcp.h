@@ -1,0 +1,194 @@
+/*
+ * dlcp.h: the public API of the dlcp runtime.
+ *
+ * A communicator joins the ranks of one job (torchrun's conventions:
+ * MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, plus DLCP_* options, see
+ * docs/runtime.md) and carries MLT transfers between them: a reliable TCP
+ * control connection and K UDP paths per pair of ranks, driven by one
+ * event-loop thread per communicator.
+ *
+ * The point-to-point API is the MLT seed's: asynchronous posts with
+ * completion queues.  A posted buffer is borrowed by the library until its
+ * completion has been returned by dlcp_poll_cq / dlcp_wait_cq; the caller
+ * must not touch (send: modify; recv: read or write) it before then.
+ *
+ * Every function returns 0 or a negative DLCP_ERR_* code (dlcp_strerror
+ * explains it); calls on one communicator may come from any thread.
+ */
+#ifndef DLCP_H
+#define DLCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlcp_comm dlcp_comm;
+typedef struct dlcp_cq dlcp_cq;
+
+/* A byte range of a tensor. */
+typedef struct dlcp_range {
+  uint64_t offset;
+  uint64_t len;
+} dlcp_range;
+
+/*
+ * Explicit configuration, for callers that do not use the environment.
+ * Fill with dlcp_comm_config_default, then set at least rank, world_size,
+ * master_addr and master_port.  Strings are copied by dlcp_comm_create.
+ */
+typedef struct dlcp_comm_config {
+  uint32_t rank;
+  uint32_t world_size;
+  const char *master_addr;  /* rank 0's rendezvous host */
+  uint16_t master_port;     /* rank 0's rendezvous port */
+  const char *local_addr;   /* address to bind; NULL = the one that
+                               reaches master_addr */
+  uint32_t job;             /* job token; datagrams of other jobs are
+                               dropped.  Default 1 */
+  uint32_t paths;           /* K UDP paths per peer (1..64).  Default 4 */
+  uint32_t segment_bytes;   /* payload per datagram; 0 = from the path MTU */
+  double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 25 */
+  uint32_t timeout_ms;      /* an operation without progress for this
+                               long fails naming the peer.  Default 30000 */
+  uint32_t rdzv_timeout_ms; /* joining the job.  Default 60000 */
+  /* Fault injection in this rank's datagram send path (a test facility):
+   * probabilities in [0, 1], a seeded generator. */
+  double fault_drop, fault_dup, fault_reorder, fault_delay;
+  uint32_t fault_delay_us;
+  uint64_t fault_seed;
+} dlcp_comm_config;
+
+void dlcp_comm_config_default(dlcp_comm_config *cfg);
+
+/*
+ * dlcp_comm_create joins the job described by |cfg| (rendezvous with every
+ * rank, control connections, UDP sockets) and starts the communicator's
+ * event-loop thread.  It blocks until every rank has joined or the
+ * rendezvous timeout passes.  On success the caller owns |*comm| and frees
+ * it with dlcp_comm_destroy.  On failure |err| (if not NULL) receives a
+ * message naming what failed (variable, address, rank).
+ */
+int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
+                     char *err, size_t errlen);
+
+/*
+ * dlcp_comm_create_from_env is dlcp_comm_create with the configuration
+ * read from the environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+ * (neither RANK nor WORLD_SIZE: a world of one) and DLCP_TIMEOUT_MS,
+ * DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS, DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB,
+ * DLCP_RATE_GBPS, DLCP_TOPO, DLCP_FAULT_{DROP,DUP,REORDER,DELAY,DELAY_US,
+ * SEED,PAUSE}.  A malformed value fails with DLCP_ERR_CONFIG and a message
+ * naming the variable, its value and what was expected.
+ */
+int dlcp_comm_create_from_env(dlcp_comm **comm, char *err, size_t errlen);
+
+/*
+ * dlcp_comm_destroy stops the loop thread, fails every outstanding
+ * operation with DLCP_ERR_CANCELED (their buffers are released), leaves
+ * the job (a barrier with the other ranks, bounded by the timeout) and
+ * frees |comm|.  NULL is fine.  Completion queues must be destroyed after.
+ */
+void dlcp_comm_destroy(dlcp_comm *comm);
+
+uint32_t dlcp_comm_rank(const dlcp_comm *comm);
+uint32_t dlcp_comm_size(const dlcp_comm *comm);
+
+/* Counters of the communicator's datagram path, for tests and tools. */
+typedef struct dlcp_comm_stats {
+  uint64_t datagrams_sent, datagrams_received;
+  uint64_t dropped_malformed; /* failed to decode */
+  uint64_t dropped_foreign;   /* another job, or an unknown sender */
+  uint64_t dropped_stale;     /* finished or unknown transfer */
+  uint64_t dropped_invalid;   /* decodes, contradicts its transfer */
+  uint64_t fault_dropped, fault_duplicated, fault_delayed;
+  uint64_t retransmissions;
+  double min_rate_gbps;    /* the slowest peer's current MLT send rate */
+  uint64_t max_srtt_ns;    /* the largest smoothed RTT over peers */
+} dlcp_comm_stats;
+
+void dlcp_comm_get_stats(dlcp_comm *comm, dlcp_comm_stats *st);
+
+/* dlcp_cq_create makes a completion queue owned by the caller; destroy it
+ * with dlcp_cq_destroy after every operation posted to it completed (or
+ * after the communicator is destroyed). */
+int dlcp_cq_create(dlcp_comm *comm, dlcp_cq **cq);
+void dlcp_cq_destroy(dlcp_cq *cq);
+
+/* A priority function: the switch priority (0 = most urgent, < 8) of the
+ * packet carrying bytes [offset, offset + len) of a tensor.  Called on the
+ * communicator's thread; must not call back into dlcp. */
+typedef uint8_t (*dlcp_prio_fn)(void *user, uint32_t tensor, uint32_t layer,
+                                uint64_t offset, uint32_t len);
+
+typedef struct dlcp_tensor {
+  uint32_t id;    /* matched with the peer's post of the same id, in order */
+  void *data;     /* borrowed until the completion is returned */
+  uint64_t bytes;
+} dlcp_tensor;
+
+typedef struct dlcp_send_opts {
+  uint32_t layer;   /* the tensor's layer: priority layer * 8 / nlayers */
+  uint32_t nlayers; /* 0: priority 0 */
+  dlcp_prio_fn prio_fn; /* overrides the layer rule when not NULL */
+  void *prio_user;
+  int f32_importance; /* nonzero: float32 gradients, mark packets whose
+                         mean |g| exceeds the sampled median important */
+} dlcp_send_opts;
+
+typedef struct dlcp_completion {
+  uint64_t user_data;
+  int status;              /* 0 or a negative DLCP_ERR_* */
+  uint32_t peer;
+  int is_send;
+  uint32_t tensor;
+  uint64_t bytes;
+  uint64_t delivered_bytes;
+  double delivered_fraction;
+  uint64_t packets;
+  uint64_t retransmissions;
+  uint64_t elapsed_ns;
+  /* recv: the zero-filled ranges that were not delivered.  Owned by the
+   * queue; valid until the next dlcp_poll_cq/dlcp_wait_cq on it. */
+  const dlcp_range *missing;
+  size_t nmissing;
+  /* status != 0: what failed, naming the peer's rank and address. */
+  char error[224];
+} dlcp_completion;
+
+/*
+ * dlcp_post_send sends |t| to rank |peer|; |opts| may be NULL.  The
+ * completion goes to |cq| with |user_data|.  Returns 0,
+ * DLCP_ERR_INVALID_ARGUMENT (bad peer, self, NULL data), DLCP_ERR_CANCELED
+ * (communicator shutting down) or DLCP_ERR_NOMEM.  Errors of the transfer
+ * itself (peer gone, timeout) arrive as a completion.
+ */
+int dlcp_post_send(dlcp_comm *comm, uint32_t peer, const dlcp_tensor *t,
+                   const dlcp_send_opts *opts, dlcp_cq *cq,
+                   uint64_t user_data);
+
+/*
+ * dlcp_post_recv receives tensor |t->id| from |peer| into |t->data|,
+ * tolerating a fraction |loss_bound| in [0, 1) of missing bytes (0 = fully
+ * reliable); missing ranges are zero-filled and reported.
+ */
+int dlcp_post_recv(dlcp_comm *comm, uint32_t peer, const dlcp_tensor *t,
+                   double loss_bound, dlcp_cq *cq, uint64_t user_data);
+
+/* dlcp_poll_cq copies up to |max| completions to |out| without blocking
+ * and returns how many. */
+int dlcp_poll_cq(dlcp_cq *cq, dlcp_completion *out, int max);
+
+/* dlcp_wait_cq waits up to |timeout_ms| (< 0: forever) for one completion:
+ * returns 1 with |*out| filled, or DLCP_ERR_TIMEOUT. */
+int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DLCP_H */

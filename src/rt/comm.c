@@ -1,0 +1,1261 @@
+/*
+ * The communicator: the runtime driver of the MLT core.
+ *
+ * Model.  One dlcp_mlt_conn per peer, all owned by one event-loop thread.
+ * The loop reads the clock once per wake-up, feeds datagrams (K UDP
+ * sockets) and framed control messages (one TCP connection per peer) into
+ * the connections, and then "services" every connection: it polls until
+ * the core has nothing to do now, turning actions into batched datagrams,
+ * buffered control writes and completions, and finally sleeps until the
+ * earliest deadline (pacing, probe and stall timers, held fault packets).
+ *
+ * Application threads never touch a connection: dlcp_post_* append to a
+ * submission list and wake the loop through an eventfd; completions come
+ * back through completion queues.  The loop thread holds |mu| while it
+ * works on the shared state so dlcp_comm_get_stats can read a consistent
+ * picture.
+ *
+ * Joining: rank 0's rendezvous store exchanges every rank's addresses
+ * ("ip tcp_port k udp_port..." as text); then each rank connects to the
+ * ranks below it and accepts the ranks above it, each connection opening
+ * with a 16-byte hello (magic, version, job, rank) that is checked.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlcp/dlcp.h"
+#include "proto/mlt.h"
+#include "rt/clock.h"
+#include "rt/cq.h"
+#include "rt/env.h"
+#include "rt/errbuf.h"
+#include "rt/fault.h"
+#include "rt/loop.h"
+#include "rt/net.h"
+#include "rt/rendezvous.h"
+#include "rt/udp.h"
+#include "wire/wire.h"
+
+#define HELLO_MAGIC 0x50434C44u /* "DLCP" */
+#define HELLO_LEN 16u
+#define SCRATCH_LEN DLCP_WIRE_CTRL_MAX
+
+enum op_kind { OP_SEND, OP_RECV };
+
+typedef struct op {
+  struct op *next;
+  enum op_kind kind;
+  uint32_t peer;
+  dlcp_tensor t;
+  dlcp_send_opts opts;
+  double loss_bound;
+  dlcp_cq *cq;
+  uint64_t user_data;
+  dlcp_tstamp posted_ns;
+} op;
+
+typedef struct held {
+  struct held *next;
+  dlcp_tstamp release_ns;
+  uint32_t path;
+  struct sockaddr_in to;
+  size_t hdr_len, payload_len;
+  int tos;
+  uint8_t bytes[]; /* header then payload copy */
+} held;
+
+typedef struct peer {
+  struct dlcp_comm *comm;
+  uint32_t rank;
+  char name[96]; /* "rank R (ip:port)" */
+  struct sockaddr_in udp[DLCP_ENV_MAX_PATHS];
+  uint32_t udp_k;
+  int tcp_fd;
+  dlcp_mlt_conn *conn;
+  uint8_t *rbuf;
+  size_t rlen, rcap;
+  uint8_t *wbuf;
+  size_t wlen, woff, wcap;
+  bool want_write;
+  int dead_status; /* 0 while alive */
+  char dead_reason[128];
+} peer;
+
+struct dlcp_comm {
+  dlcp_rt_env env;
+  dlcp_loop *loop;
+  pthread_t thread;
+  bool thread_started;
+  pthread_mutex_t mu; /* the loop thread holds it while it works */
+  int efd;
+  op *submit_head, *submit_tail; /* under mu */
+  bool closing;                  /* under mu */
+  peer *peers;                   /* world_size entries; self unused */
+  dlcp_udp udp;
+  dlcp_fault fault;
+  held *held_head;
+  dlcp_loop_timer timer;
+  uint8_t *scratch;
+  int listen_fd;
+  dlcp_rdzv rdzv;
+  char local_ip[INET_ADDRSTRLEN];
+  dlcp_tstamp started_ns;
+  bool paused_once;
+  dlcp_comm_stats stats;
+};
+
+/* snprintf whose truncation is intended: messages are cut, never
+ * overflowed (vsnprintf keeps gcc's truncation warning for fixed buffers
+ * quiet where cutting is the point). */
+__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t len,
+                                                      const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, len, f, ap);
+  va_end(ap);
+}
+
+/* --- configuration ------------------------------------------------------ */
+
+void dlcp_comm_config_default(dlcp_comm_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->job = 1;
+  cfg->paths = 4;
+  cfg->line_rate_gbps = 25.0;
+  cfg->timeout_ms = 30000;
+  cfg->rdzv_timeout_ms = 60000;
+  cfg->fault_delay_us = 1000;
+  cfg->fault_seed = 0x646c6370;
+}
+
+static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
+                           dlcp_errbuf *eb) {
+  memset(env, 0, sizeof(*env));
+  if (cfg->world_size == 0 || cfg->world_size > DLCP_ENV_MAX_WORLD ||
+      cfg->rank >= cfg->world_size) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "rank %u of world %u: expected rank < world size "
+                           "<= %u",
+                           cfg->rank, cfg->world_size, DLCP_ENV_MAX_WORLD);
+  }
+  if (cfg->world_size > 1 &&
+      (!cfg->master_addr || !cfg->master_addr[0] || cfg->master_port == 0)) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "master_addr/master_port: expected the rendezvous "
+                           "address of rank 0");
+  }
+  if (cfg->paths == 0 || cfg->paths > DLCP_ENV_MAX_PATHS || cfg->job == 0 ||
+      cfg->timeout_ms == 0 || cfg->rdzv_timeout_ms == 0 ||
+      !(cfg->line_rate_gbps >= 0.001 && cfg->line_rate_gbps <= 10000.0) ||
+      (cfg->segment_bytes != 0 &&
+       (cfg->segment_bytes < DLCP_WIRE_MIN_SEG ||
+        cfg->segment_bytes > DLCP_WIRE_MAX_SEG))) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "config: paths 1..%u, job != 0, timeouts > 0, "
+                           "rate 0.001..10000 Gbps, segment 0 or %u..%u",
+                           DLCP_ENV_MAX_PATHS, DLCP_WIRE_MIN_SEG,
+                           DLCP_WIRE_MAX_SEG);
+  }
+  const double probs[4] = {cfg->fault_drop, cfg->fault_dup,
+                           cfg->fault_reorder, cfg->fault_delay};
+  for (int i = 0; i < 4; i++) {
+    if (!(probs[i] >= 0.0 && probs[i] <= 1.0)) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "fault probabilities: expected values in [0, 1]");
+    }
+  }
+  fmt(env->master_addr, sizeof(env->master_addr), "%s",
+           cfg->master_addr ? cfg->master_addr : "127.0.0.1");
+  fmt(env->local_addr, sizeof(env->local_addr), "%s",
+           cfg->local_addr ? cfg->local_addr : "");
+  env->master_port = cfg->master_port;
+  env->rank = cfg->rank;
+  env->world_size = cfg->world_size;
+  env->local_world_size = 1;
+  env->timeout_ms = cfg->timeout_ms;
+  env->rdzv_timeout_ms = cfg->rdzv_timeout_ms;
+  env->paths = cfg->paths;
+  env->segment_bytes = cfg->segment_bytes;
+  env->job = cfg->job;
+  env->rate_gbps = cfg->line_rate_gbps;
+  env->fault.drop = cfg->fault_drop;
+  env->fault.dup = cfg->fault_dup;
+  env->fault.reorder = cfg->fault_reorder;
+  env->fault.delay = cfg->fault_delay;
+  env->fault.delay_us = cfg->fault_delay_us;
+  env->fault.seed = cfg->fault_seed;
+  return 0;
+}
+
+/* --- helpers ------------------------------------------------------------ */
+
+
+static void errcopy(char *err, size_t errlen, const dlcp_errbuf *eb) {
+  if (err && errlen > 0) {
+    snprintf(err, errlen, "%s",
+             eb->msg[0] ? eb->msg : dlcp_strerror(eb->code));
+  }
+}
+
+/* The address this host uses to reach |host|: connect a UDP socket (no
+ * packet is sent) and read its local name. */
+static int local_ip_towards(const char *host, char *out, size_t outlen,
+                            dlcp_errbuf *eb) {
+  dlcp_net_addr a;
+  int rv = dlcp_net_resolve(&a, host, 9, SOCK_DGRAM, eb);
+  if (rv != 0) {
+    return rv;
+  }
+  if (a.ss.ss_family != AF_INET) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "MASTER_ADDR '%s': expected an IPv4 host", host);
+  }
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sin;
+  socklen_t len = sizeof(sin);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
+    int e = errno;
+    if (fd >= 0) {
+      close(fd);
+    }
+    return dlcp_errbuf_set(eb, -e, "no route to %s: %s", host, strerror(e));
+  }
+  close(fd);
+  inet_ntop(AF_INET, &sin.sin_addr, out, (socklen_t)outlen);
+  return 0;
+}
+
+/* Payload bytes per datagram towards |to|: the path MTU less the IPv4,
+ * UDP and MLT headers, clamped to what the wire format allows. */
+static uint32_t segment_for(const struct sockaddr_in *to) {
+  int mtu = 1500;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    socklen_t len = sizeof(mtu);
+    if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0 ||
+        getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0) {
+      mtu = 1500;
+    }
+    close(fd);
+  }
+  long seg = (long)mtu - 20 - 8 - (long)DLCP_WIRE_DATA_HDR_LEN;
+  if (seg > (long)DLCP_WIRE_MAX_SEG) {
+    seg = DLCP_WIRE_MAX_SEG;
+  }
+  if (seg < (long)DLCP_WIRE_MIN_SEG) {
+    seg = DLCP_WIRE_MIN_SEG;
+  }
+  return (uint32_t)seg;
+}
+
+/* --- completions -------------------------------------------------------- */
+
+static void deliver_completion(dlcp_comm *c, peer *p, op *o,
+                               const dlcp_mlt_completion *mc, int status) {
+  dlcp_completion out;
+  memset(&out, 0, sizeof(out));
+  out.user_data = o->user_data;
+  out.status = status;
+  out.peer = o->peer;
+  out.is_send = o->kind == OP_SEND;
+  out.tensor = o->t.id;
+  out.bytes = o->t.bytes;
+  dlcp_range *missing = NULL;
+  if (mc) {
+    out.delivered_bytes = mc->delivered_bytes;
+    out.delivered_fraction = mc->delivered_fraction;
+    out.packets = mc->packets;
+    out.retransmissions = mc->retransmissions;
+    c->stats.retransmissions += mc->retransmissions;
+    if (mc->nmissing > 0) {
+      missing = malloc(mc->nmissing * sizeof(*missing));
+      if (missing) {
+        for (size_t i = 0; i < mc->nmissing; i++) {
+          missing[i].offset = mc->missing[i].offset;
+          missing[i].len = mc->missing[i].len;
+        }
+        out.nmissing = mc->nmissing;
+      }
+    }
+  }
+  out.elapsed_ns = dlcp_rt_now() - o->posted_ns;
+  if (status != 0) {
+    const char *why = p->dead_status != 0 ? p->dead_reason
+                                          : dlcp_strerror(status);
+    if (status == DLCP_ERR_TIMEOUT || status == DLCP_ERR_NO_PROGRESS) {
+      why = status == DLCP_ERR_TIMEOUT ? "no progress within the timeout"
+                                       : "retransmission rounds made no "
+                                         "progress";
+    }
+    fmt(out.error, sizeof(out.error),
+             "%s: %s; outstanding: %s of tensor %u (%llu bytes)", p->name,
+             why, o->kind == OP_SEND ? "send" : "recv", o->t.id,
+             (unsigned long long)o->t.bytes);
+  }
+  dlcp_cq_push(o->cq, &out, missing);
+  free(o);
+}
+
+/* --- datagrams ---------------------------------------------------------- */
+
+static void send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
+                          dlcp_tstamp now) {
+  uint32_t path = a->path % c->udp.k;
+  const struct sockaddr_in *to = &p->udp[path % p->udp_k];
+  int tos = dlcp_udp_tos(a->priority, a->ect);
+  dlcp_duration hold = 0;
+  dlcp_fault_verdict v = dlcp_fault_decide(&c->fault, &hold);
+  c->stats.datagrams_sent++;
+  switch (v) {
+  case DLCP_FAULT_DROP:
+    c->stats.fault_dropped++;
+    return;
+  case DLCP_FAULT_DUP:
+    c->stats.fault_duplicated++;
+    dlcp_udp_queue(&c->udp, path, to, c->scratch, a->len, a->payload,
+                   a->payload_len, tos);
+    break;
+  case DLCP_FAULT_HOLD: {
+    /* A held packet outlives this call, and maybe the transfer: copy. */
+    held *h = malloc(sizeof(*h) + a->len + a->payload_len);
+    if (!h) {
+      return;
+    }
+    c->stats.fault_delayed++;
+    h->release_ns = now + hold;
+    h->path = path;
+    h->to = *to;
+    h->hdr_len = a->len;
+    h->payload_len = a->payload_len;
+    h->tos = tos;
+    memcpy(h->bytes, c->scratch, a->len);
+    if (a->payload_len) {
+      memcpy(h->bytes + a->len, a->payload, a->payload_len);
+    }
+    held **pp = &c->held_head;
+    while (*pp && (*pp)->release_ns <= h->release_ns) {
+      pp = &(*pp)->next;
+    }
+    h->next = *pp;
+    *pp = h;
+    return;
+  }
+  case DLCP_FAULT_PASS:
+  default:
+    break;
+  }
+  dlcp_udp_queue(&c->udp, path, to, c->scratch, a->len, a->payload,
+                 a->payload_len, tos);
+}
+
+static void release_held(dlcp_comm *c, dlcp_tstamp now) {
+  while (c->held_head && c->held_head->release_ns <= now) {
+    held *h = c->held_head;
+    c->held_head = h->next;
+    dlcp_udp_queue(&c->udp, h->path, &h->to, h->bytes, h->hdr_len,
+                   h->bytes + h->hdr_len, h->payload_len, h->tos);
+    /* The payload pointer must live until the flush: flush now. */
+    dlcp_udp_flush(&c->udp);
+    free(h);
+  }
+}
+
+static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (r == c->env.rank) {
+      continue;
+    }
+    for (uint32_t k = 0; k < p->udp_k; k++) {
+      if (p->udp[k].sin_port == from->sin_port &&
+          p->udp[k].sin_addr.s_addr == from->sin_addr.s_addr) {
+        return p;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* --- control channel ---------------------------------------------------- */
+
+static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
+                      dlcp_tstamp now);
+
+static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  while (p->woff < p->wlen) {
+    ssize_t n = send(p->tcp_fd, p->wbuf + p->woff, p->wlen - p->woff,
+                     MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN) {
+        if (!p->want_write) {
+          p->want_write = true;
+          dlcp_loop_mod_fd(c->loop, p->tcp_fd,
+                           DLCP_LOOP_READ | DLCP_LOOP_WRITE);
+        }
+        return 0;
+      }
+      char why[128];
+      snprintf(why, sizeof(why), "control connection failed: %s",
+               strerror(errno));
+      peer_fail(c, p, DLCP_ERR_PEER_CLOSED, why, now);
+      return -1;
+    }
+    p->woff += (size_t)n;
+  }
+  p->woff = p->wlen = 0;
+  if (p->want_write) {
+    p->want_write = false;
+    dlcp_loop_mod_fd(c->loop, p->tcp_fd, DLCP_LOOP_READ);
+  }
+  return 0;
+}
+
+static void queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
+                          size_t len, dlcp_tstamp now) {
+  if (p->dead_status != 0) {
+    return;
+  }
+  if (p->wlen + len > p->wcap) {
+    size_t cap = p->wcap ? p->wcap : 65536;
+    while (cap < p->wlen + len) {
+      cap *= 2;
+    }
+    uint8_t *b = realloc(p->wbuf, cap);
+    if (!b) {
+      peer_fail(c, p, DLCP_ERR_NOMEM, "out of memory queueing control", now);
+      return;
+    }
+    p->wbuf = b;
+    p->wcap = cap;
+  }
+  memcpy(p->wbuf + p->wlen, msg, len);
+  p->wlen += len;
+}
+
+static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
+                      dlcp_tstamp now) {
+  if (p->dead_status != 0) {
+    return;
+  }
+  p->dead_status = status;
+  fmt(p->dead_reason, sizeof(p->dead_reason), "%s", reason);
+  if (p->tcp_fd >= 0) {
+    dlcp_loop_del_fd(c->loop, p->tcp_fd);
+    close(p->tcp_fd);
+    p->tcp_fd = -1;
+  }
+  p->wlen = p->woff = 0;
+  dlcp_mlt_abort(p->conn, status, now);
+}
+
+/* --- the service pass --------------------------------------------------- */
+
+static void service_peer(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  for (;;) {
+    dlcp_mlt_action a;
+    if (dlcp_mlt_poll(p->conn, &a, c->scratch, SCRATCH_LEN, now) != 0) {
+      break;
+    }
+    switch (a.type) {
+    case DLCP_MLT_ACT_NONE:
+      goto polled;
+    case DLCP_MLT_ACT_DATAGRAM:
+      if (p->dead_status == 0) {
+        send_datagram(c, p, &a, now);
+      }
+      break;
+    case DLCP_MLT_ACT_CONTROL:
+      queue_control(c, p, c->scratch, a.len, now);
+      break;
+    case DLCP_MLT_ACT_COMPLETE: {
+      op *o = (op *)(uintptr_t)a.completion.user_data;
+      int status = a.completion.status;
+      if (status != 0 && p->dead_status != 0) {
+        status = p->dead_status;
+      }
+      deliver_completion(c, p, o, &a.completion, status);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+polled:
+  if (p->wlen > p->woff) {
+    flush_control(c, p, now);
+  }
+}
+
+static void maybe_pause(dlcp_comm *c, dlcp_tstamp now) {
+  const dlcp_rt_fault *f = &c->env.fault;
+  if (c->paused_once || f->pause_for_ms == 0 ||
+      now < c->started_ns + (dlcp_tstamp)f->pause_after_ms * 1000000u) {
+    return;
+  }
+  /* A paused rank does nothing at all, like a stopped process. */
+  c->paused_once = true;
+  struct timespec ts = {.tv_sec = f->pause_for_ms / 1000,
+                        .tv_nsec = (long)(f->pause_for_ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void service(dlcp_comm *c) {
+  dlcp_tstamp now = dlcp_rt_now();
+  maybe_pause(c, now);
+  release_held(c, now);
+  dlcp_tstamp next = c->held_head ? c->held_head->release_ns
+                                  : DLCP_TSTAMP_NEVER;
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r == c->env.rank) {
+      continue;
+    }
+    peer *p = &c->peers[r];
+    service_peer(c, p, now);
+    dlcp_tstamp d = dlcp_mlt_next_deadline(p->conn);
+    if (d < next) {
+      next = d;
+    }
+  }
+  dlcp_udp_flush(&c->udp);
+  if (next == DLCP_TSTAMP_NEVER) {
+    dlcp_loop_timer_cancel(c->loop, &c->timer);
+    return;
+  }
+  if (next <= now) {
+    next = now + 1000; /* never spin: the core has just been polled dry */
+  }
+  dlcp_loop_timer_arm(c->loop, &c->timer, next);
+}
+
+/* --- loop callbacks ----------------------------------------------------- */
+
+static void submit_one(dlcp_comm *c, op *o, dlcp_tstamp now) {
+  peer *p = &c->peers[o->peer];
+  if (p->dead_status != 0) {
+    deliver_completion(c, p, o, NULL, p->dead_status);
+    return;
+  }
+  int rv;
+  if (o->kind == OP_SEND) {
+    dlcp_mlt_send s = {
+        .tensor = o->t.id,
+        .buf = o->t.data,
+        .len = o->t.bytes,
+        .layer = o->opts.layer,
+        .nlayers = o->opts.nlayers,
+        .prio_fn = o->opts.prio_fn,
+        .prio_user = o->opts.prio_user,
+        .importance = o->opts.f32_importance
+                          ? DLCP_MLT_IMPORTANCE_F32_MAGNITUDE
+                          : DLCP_MLT_IMPORTANCE_ALL,
+        .user_data = (uint64_t)(uintptr_t)o,
+    };
+    rv = dlcp_mlt_post_send(p->conn, &s, now);
+  } else {
+    dlcp_mlt_recv r = {.tensor = o->t.id,
+                       .buf = o->t.data,
+                       .len = o->t.bytes,
+                       .loss_bound = o->loss_bound,
+                       .user_data = (uint64_t)(uintptr_t)o};
+    rv = dlcp_mlt_post_recv(p->conn, &r, now);
+  }
+  if (rv != 0) {
+    deliver_completion(c, p, o, NULL, rv);
+  }
+}
+
+static void on_wakeup(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)events;
+  dlcp_comm *c = user;
+  uint64_t v;
+  while (read(fd, &v, sizeof(v)) < 0 && errno == EINTR) {
+  }
+  pthread_mutex_lock(&c->mu);
+  op *list = c->submit_head;
+  c->submit_head = c->submit_tail = NULL;
+  dlcp_tstamp now = dlcp_rt_now();
+  while (list) {
+    op *o = list;
+    list = o->next;
+    o->next = NULL;
+    submit_one(c, o, now);
+  }
+  if (c->closing) {
+    dlcp_loop_stop(c->loop);
+  }
+  service(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)events;
+  dlcp_comm *c = user;
+  uint32_t path = 0;
+  while (path < c->udp.k && c->udp.fd[path] != fd) {
+    path++;
+  }
+  pthread_mutex_lock(&c->mu);
+  /* Bounded: a flood on one socket must not starve timers and the other
+   * sockets; epoll reports the rest again. */
+  for (int batch = 0; batch < 16; batch++) {
+    int n = dlcp_udp_recv(&c->udp, path);
+    if (n == 0) {
+      break;
+    }
+    dlcp_tstamp now = dlcp_rt_now();
+    for (int i = 0; i < n; i++) {
+      size_t len;
+      const struct sockaddr_in *from;
+      const uint8_t *d = dlcp_udp_rx_data(&c->udp, i, &len, &from);
+      c->stats.datagrams_received++;
+      peer *p = peer_by_addr(c, from);
+      if (!p) {
+        c->stats.dropped_foreign++;
+        continue;
+      }
+      dlcp_mlt_on_datagram(p->conn, d, len, now);
+    }
+    if (n < DLCP_UDP_BATCH) {
+      break;
+    }
+  }
+  service(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  peer *p = user;
+  dlcp_comm *c = p->comm;
+  pthread_mutex_lock(&c->mu);
+  dlcp_tstamp now = dlcp_rt_now();
+  if (events & DLCP_LOOP_WRITE) {
+    flush_control(c, p, now);
+  }
+  while (p->dead_status == 0 && (events & (DLCP_LOOP_READ | DLCP_LOOP_HUP |
+                                           DLCP_LOOP_ERROR))) {
+    if (p->rcap - p->rlen < 65536) {
+      size_t cap = p->rcap ? p->rcap * 2 : 131072;
+      uint8_t *b = realloc(p->rbuf, cap);
+      if (!b) {
+        peer_fail(c, p, DLCP_ERR_NOMEM, "out of memory reading control", now);
+        break;
+      }
+      p->rbuf = b;
+      p->rcap = cap;
+    }
+    ssize_t n = recv(fd, p->rbuf + p->rlen, p->rcap - p->rlen, 0);
+    if (n == 0) {
+      peer_fail(c, p, DLCP_ERR_PEER_CLOSED,
+                "closed its control connection (exited or crashed)", now);
+      break;
+    }
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno != EAGAIN) {
+        char why[128];
+        snprintf(why, sizeof(why), "control connection failed: %s",
+                 strerror(errno));
+        peer_fail(c, p, DLCP_ERR_PEER_CLOSED, why, now);
+      }
+      break;
+    }
+    p->rlen += (size_t)n;
+    size_t off = 0;
+    while (p->rlen - off >= DLCP_WIRE_PREAMBLE_LEN) {
+      dlcp_wire_preamble pre;
+      int rv = dlcp_wire_peek(&pre, p->rbuf + off, p->rlen - off);
+      if (rv != 0 || pre.type < DLCP_WIRE_START) {
+        /* A byte stream that stops parsing cannot be resynchronised. */
+        char why[128];
+        snprintf(why, sizeof(why), "sent a malformed control message (%s)",
+                 dlcp_strerror(rv != 0 ? rv : DLCP_ERR_BAD_TYPE));
+        peer_fail(c, p, DLCP_ERR_PEER_ABORTED, why, now);
+        break;
+      }
+      if (p->rlen - off < pre.len) {
+        break;
+      }
+      dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
+      off += pre.len;
+    }
+    if (p->dead_status != 0) {
+      break;
+    }
+    memmove(p->rbuf, p->rbuf + off, p->rlen - off);
+    p->rlen -= off;
+  }
+  service(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_timer(dlcp_loop *loop, dlcp_loop_timer *t) {
+  (void)loop;
+  dlcp_comm *c = t->user;
+  pthread_mutex_lock(&c->mu);
+  service(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void *loop_main(void *arg) {
+  dlcp_comm *c = arg;
+  pthread_mutex_lock(&c->mu);
+  service(c);
+  pthread_mutex_unlock(&c->mu);
+  dlcp_loop_run(c->loop);
+  return NULL;
+}
+
+/* --- joining the job ---------------------------------------------------- */
+
+typedef struct addr_record {
+  char ip[INET_ADDRSTRLEN];
+  uint16_t tcp_port;
+  uint32_t k;
+  uint16_t udp_port[DLCP_ENV_MAX_PATHS];
+} addr_record;
+
+static int parse_record(addr_record *r, const char *text, uint32_t rank,
+                        dlcp_errbuf *eb) {
+  memset(r, 0, sizeof(*r));
+  int used = 0;
+  unsigned tcp, k;
+  if (sscanf(text, "%15s %u %u%n", r->ip, &tcp, &k, &used) != 3 ||
+      tcp == 0 || tcp > 65535 || k == 0 || k > DLCP_ENV_MAX_PATHS) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "rank %u published a malformed address record "
+                           "'%.60s'",
+                           rank, text);
+  }
+  const char *s = text + used;
+  for (unsigned i = 0; i < k; i++) {
+    unsigned port;
+    int n = 0;
+    if (sscanf(s, "%u%n", &port, &n) != 1 || port == 0 || port > 65535) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "rank %u published a malformed UDP port list",
+                             rank);
+    }
+    r->udp_port[i] = (uint16_t)port;
+    s += n;
+  }
+  r->tcp_port = (uint16_t)tcp;
+  r->k = k;
+  return 0;
+}
+
+static void put_u32(uint8_t *b, uint32_t v) {
+  b[0] = (uint8_t)v;
+  b[1] = (uint8_t)(v >> 8);
+  b[2] = (uint8_t)(v >> 16);
+  b[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_u32(const uint8_t *b) {
+  return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+         (uint32_t)b[3] << 24;
+}
+
+static void make_hello(uint8_t *b, uint32_t job, uint32_t rank) {
+  put_u32(b, HELLO_MAGIC);
+  put_u32(b + 4, DLCP_WIRE_VERSION);
+  put_u32(b + 8, job);
+  put_u32(b + 12, rank);
+}
+
+/* Connects to every lower rank and accepts every higher one. */
+static int build_mesh(dlcp_comm *c, const addr_record *recs,
+                      dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  uint32_t me = c->env.rank, n = c->env.world_size;
+  uint8_t hello[HELLO_LEN];
+  for (uint32_t r = 0; r < me; r++) {
+    peer *p = &c->peers[r];
+    dlcp_net_addr a;
+    int rv = dlcp_net_resolve(&a, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
+                              eb);
+    if (rv != 0) {
+      return rv;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0) {
+      int e = errno;
+      if (fd >= 0) {
+        close(fd);
+      }
+      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
+                             "%s: cannot connect the control channel: %s",
+                             p->name, strerror(e));
+    }
+    p->tcp_fd = fd;
+    make_hello(hello, c->env.job, me);
+    if (dlcp_net_write_all(fd, hello, HELLO_LEN, deadline) != 0) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
+                             "%s: hello not sent", p->name);
+    }
+  }
+  for (uint32_t accepted = me + 1; accepted < n; accepted++) {
+    struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
+    int prv = poll(&pfd, 1, dlcp_rt_poll_timeout(deadline));
+    if (prv <= 0) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                             "timed out waiting for the control connections "
+                             "of ranks above %u (%u of %u arrived)",
+                             me, accepted - me - 1, n - me - 1);
+    }
+    int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) {
+      accepted--;
+      continue;
+    }
+    if (dlcp_net_read_all(fd, hello, HELLO_LEN, deadline) != 0 ||
+        get_u32(hello) != HELLO_MAGIC ||
+        get_u32(hello + 4) != DLCP_WIRE_VERSION ||
+        get_u32(hello + 8) != c->env.job) {
+      /* Not one of ours (a stray connection or another job): ignore. */
+      close(fd);
+      accepted--;
+      continue;
+    }
+    uint32_t r = get_u32(hello + 12);
+    if (r <= me || r >= n || c->peers[r].tcp_fd >= 0) {
+      close(fd);
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "a control connection claims rank %u, which "
+                             "cannot connect to rank %u or already did",
+                             r, me);
+    }
+    c->peers[r].tcp_fd = fd;
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    if (r == me) {
+      continue;
+    }
+    int one = 1;
+    setsockopt(c->peers[r].tcp_fd, IPPROTO_TCP, TCP_NODELAY, &one,
+               sizeof(one));
+    dlcp_net_set_nonblock(c->peers[r].tcp_fd);
+  }
+  return 0;
+}
+
+static int join(dlcp_comm *c, dlcp_errbuf *eb) {
+  dlcp_rt_env *env = &c->env;
+  int rv;
+  if (env->local_addr[0]) {
+    fmt(c->local_ip, sizeof(c->local_ip), "%s", env->local_addr);
+  } else if (env->world_size == 1) {
+    snprintf(c->local_ip, sizeof(c->local_ip), "127.0.0.1");
+  } else if ((rv = local_ip_towards(env->master_addr, c->local_ip,
+                                    sizeof(c->local_ip), eb)) != 0) {
+    return rv;
+  }
+  if ((rv = dlcp_udp_open(&c->udp, c->local_ip, env->paths, eb)) != 0) {
+    return rv;
+  }
+  if (env->world_size == 1) {
+    return 0;
+  }
+  /* The control listener exists before anyone can learn its port. */
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  inet_pton(AF_INET, c->local_ip, &sin.sin_addr);
+  socklen_t slen = sizeof(sin);
+  c->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (c->listen_fd < 0 ||
+      bind(c->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+      listen(c->listen_fd, 128) != 0 ||
+      getsockname(c->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
+    return dlcp_errbuf_set(eb, -errno, "control listener on %s: %s",
+                           c->local_ip, strerror(errno));
+  }
+  if ((rv = dlcp_rdzv_join(&c->rdzv, env, eb)) != 0) {
+    return rv;
+  }
+  char mine[64 + 8 * DLCP_ENV_MAX_PATHS];
+  int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
+                     (unsigned)ntohs(sin.sin_port), env->paths);
+  for (uint32_t i = 0; i < env->paths; i++) {
+    len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
+                    (unsigned)c->udp.port[i]);
+  }
+  void **values = calloc(env->world_size, sizeof(void *));
+  size_t *lens = calloc(env->world_size, sizeof(size_t));
+  addr_record *recs = calloc(env->world_size, sizeof(addr_record));
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(env->rdzv_timeout_ms);
+  if (!values || !lens || !recs) {
+    free(values);
+    free(lens);
+    free(recs);
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  rv = dlcp_rdzv_exchange(c->rdzv.client, "addr", mine, (size_t)len + 1,
+                          values, lens, deadline, eb);
+  for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {
+    rv = parse_record(&recs[r], values[r], r, eb);
+    peer *p = &c->peers[r];
+    p->udp_k = recs[r].k;
+    for (uint32_t k = 0; rv == 0 && k < recs[r].k; k++) {
+      p->udp[k].sin_family = AF_INET;
+      p->udp[k].sin_port = htons(recs[r].udp_port[k]);
+      inet_pton(AF_INET, recs[r].ip, &p->udp[k].sin_addr);
+    }
+    fmt(p->name, sizeof(p->name), "rank %u (%s:%u)", r, recs[r].ip,
+             (unsigned)recs[r].tcp_port);
+  }
+  if (rv == 0) {
+    dlcp_rdzv_free_values(values, env->world_size);
+    rv = build_mesh(c, recs, deadline, eb);
+  }
+  free(values);
+  free(lens);
+  free(recs);
+  return rv;
+}
+
+static int make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r == c->env.rank) {
+      continue;
+    }
+    peer *p = &c->peers[r];
+    dlcp_mlt_config cfg;
+    dlcp_mlt_config_default(&cfg);
+    cfg.job = c->env.job;
+    cfg.segment_size = c->env.segment_bytes ? c->env.segment_bytes
+                                            : segment_for(&p->udp[0]);
+    cfg.npaths = c->env.paths;
+    cfg.line_rate_bps = (uint64_t)(c->env.rate_gbps * 1e9);
+    cfg.min_rate_bps = cfg.line_rate_bps / 1000 ? cfg.line_rate_bps / 1000 : 1;
+    cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
+    /* The seed's thresholds (12.5/125 us) and step (40 Mbps per ACK of 10
+     * packets) fit MTU-sized packets through switches.  A path with large
+     * datagrams (loopback, 64 KiB) has host processing, not switch queues,
+     * in its RTT: each ACK then covers 45x the bytes and a batch of
+     * received datagrams delays it by ~100 us.  So the step scales with
+     * the segment (the same increase per byte acknowledged), and the
+     * thresholds scale 20x beyond jumbo frames; DLCP_RTT_LOW_US /
+     * DLCP_RTT_HIGH_US override them. */
+    cfg.alpha_bps = (uint64_t)((double)cfg.alpha_bps * cfg.segment_size / 1456.0);
+    if (cfg.segment_size > 9000) {
+      cfg.t_low_ns *= 20;
+      cfg.t_high_ns *= 20;
+    }
+    if (c->env.rtt_low_us) {
+      cfg.t_low_ns = (dlcp_duration)c->env.rtt_low_us * 1000u;
+    }
+    if (c->env.rtt_high_us) {
+      cfg.t_high_ns = (dlcp_duration)c->env.rtt_high_us * 1000u;
+    }
+    if (cfg.t_high_ns <= cfg.t_low_ns) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "DLCP_RTT_HIGH_US (%llu us) must exceed "
+                             "DLCP_RTT_LOW_US (%llu us)",
+                             (unsigned long long)cfg.t_high_ns / 1000,
+                             (unsigned long long)cfg.t_low_ns / 1000);
+    }
+    cfg.seed = c->env.fault.seed ^ ((uint64_t)c->env.rank << 32 | r);
+    int rv = dlcp_mlt_conn_new(&p->conn, &cfg, NULL, dlcp_rt_now());
+    if (rv != 0) {
+      return dlcp_errbuf_set(eb, rv, "MLT connection to %s: %s", p->name,
+                             dlcp_strerror(rv));
+    }
+  }
+  return 0;
+}
+
+static void comm_free(dlcp_comm *c) {
+  for (uint32_t r = 0; c->peers && r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (p->tcp_fd >= 0) {
+      close(p->tcp_fd);
+    }
+    dlcp_mlt_conn_del(p->conn);
+    free(p->rbuf);
+    free(p->wbuf);
+  }
+  while (c->held_head) {
+    held *h = c->held_head;
+    c->held_head = h->next;
+    free(h);
+  }
+  dlcp_udp_close(&c->udp);
+  if (c->listen_fd >= 0) {
+    close(c->listen_fd);
+  }
+  if (c->efd >= 0) {
+    close(c->efd);
+  }
+  dlcp_loop_del(c->loop);
+  free(c->peers);
+  free(c->scratch);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
+                       size_t errlen) {
+  dlcp_errbuf eb;
+  dlcp_errbuf_clear(&eb);
+  dlcp_comm *c = calloc(1, sizeof(*c));
+  if (!c) {
+    return DLCP_ERR_NOMEM;
+  }
+  c->env = *env;
+  c->listen_fd = -1;
+  c->efd = -1;
+  for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
+    c->udp.fd[i] = -1;
+  }
+  pthread_mutex_init(&c->mu, NULL);
+  c->started_ns = dlcp_rt_now();
+  dlcp_fault_init(&c->fault, &env->fault, env->rank);
+  c->peers = calloc(env->world_size, sizeof(peer));
+  c->scratch = malloc(SCRATCH_LEN);
+  int rv = 0;
+  if (!c->peers || !c->scratch) {
+    rv = dlcp_errbuf_set(&eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {
+    c->peers[r].comm = c;
+    c->peers[r].rank = r;
+    c->peers[r].tcp_fd = -1;
+  }
+  if (rv == 0) {
+    rv = join(c, &eb);
+  }
+  if (rv == 0) {
+    rv = make_conns(c, &eb);
+  }
+  if (rv == 0 && (rv = dlcp_loop_new(&c->loop)) != 0) {
+    dlcp_errbuf_set(&eb, rv, "event loop: %s", dlcp_strerror(rv));
+  }
+  if (rv == 0) {
+    c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    dlcp_loop_timer_init(&c->timer, on_timer, c);
+    if (c->efd < 0 ||
+        dlcp_loop_add_fd(c->loop, c->efd, DLCP_LOOP_READ, on_wakeup, c) != 0) {
+      rv = dlcp_errbuf_set(&eb, DLCP_ERR_SYSTEM, "eventfd: %s",
+                           strerror(errno));
+    }
+  }
+  for (uint32_t k = 0; rv == 0 && k < c->udp.k; k++) {
+    rv = dlcp_loop_add_fd(c->loop, c->udp.fd[k], DLCP_LOOP_READ, on_udp, c);
+  }
+  for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {
+    if (r != env->rank) {
+      rv = dlcp_loop_add_fd(c->loop, c->peers[r].tcp_fd, DLCP_LOOP_READ,
+                            on_tcp, &c->peers[r]);
+    }
+  }
+  if (rv == 0 && pthread_create(&c->thread, NULL, loop_main, c) != 0) {
+    rv = dlcp_errbuf_set(&eb, DLCP_ERR_SYSTEM, "cannot start the loop thread");
+  }
+  if (rv != 0) {
+    if (eb.code == 0) {
+      dlcp_errbuf_set(&eb, rv, "%s", dlcp_strerror(rv));
+    }
+    errcopy(err, errlen, &eb);
+    if (c->rdzv.client || c->rdzv.server) {
+      dlcp_rdzv_server_stop(c->rdzv.server, dlcp_rt_now());
+      dlcp_rdzv_client_close(c->rdzv.client);
+    }
+    comm_free(c);
+    return eb.code;
+  }
+  c->thread_started = true;
+  *pc = c;
+  return 0;
+}
+
+int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
+                     char *err, size_t errlen) {
+  if (!comm || !cfg) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  dlcp_rt_env env;
+  dlcp_errbuf eb;
+  dlcp_errbuf_clear(&eb);
+  int rv = env_from_config(&env, cfg, &eb);
+  if (rv != 0) {
+    errcopy(err, errlen, &eb);
+    return rv;
+  }
+  return comm_create(comm, &env, err, errlen);
+}
+
+int dlcp_comm_create_from_env(dlcp_comm **comm, char *err, size_t errlen) {
+  if (!comm) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  dlcp_rt_env env;
+  dlcp_errbuf eb;
+  dlcp_errbuf_clear(&eb);
+  int rv = dlcp_rt_env_load(&env, NULL, NULL, &eb);
+  if (rv != 0) {
+    errcopy(err, errlen, &eb);
+    return rv;
+  }
+  return comm_create(comm, &env, err, errlen);
+}
+
+void dlcp_comm_destroy(dlcp_comm *c) {
+  if (!c) {
+    return;
+  }
+  pthread_mutex_lock(&c->mu);
+  c->closing = true;
+  pthread_mutex_unlock(&c->mu);
+  uint64_t one = 1;
+  if (write(c->efd, &one, sizeof(one)) < 0) {
+    dlcp_loop_stop(c->loop);
+  }
+  pthread_join(c->thread, NULL);
+  /* The loop is gone: this thread owns everything now.  Whatever is still
+   * outstanding is cancelled and handed back. */
+  dlcp_tstamp now = dlcp_rt_now();
+  op *o = c->submit_head;
+  while (o) {
+    op *next = o->next;
+    deliver_completion(c, &c->peers[o->peer], o, NULL, DLCP_ERR_CANCELED);
+    o = next;
+  }
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (r == c->env.rank) {
+      continue;
+    }
+    if (p->wlen > p->woff && p->dead_status == 0) {
+      /* Let queued control messages (a last STOP) reach the peer. */
+      dlcp_net_set_nonblock(p->tcp_fd);
+      send(p->tcp_fd, p->wbuf + p->woff, p->wlen - p->woff,
+           MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    dlcp_mlt_abort(p->conn, DLCP_ERR_CANCELED, now);
+    for (;;) {
+      dlcp_mlt_action a;
+      if (dlcp_mlt_poll(p->conn, &a, c->scratch, SCRATCH_LEN, now) != 0 ||
+          a.type == DLCP_MLT_ACT_NONE) {
+        break;
+      }
+      if (a.type == DLCP_MLT_ACT_COMPLETE) {
+        deliver_completion(c, p,
+                           (op *)(uintptr_t)a.completion.user_data,
+                           &a.completion, DLCP_ERR_CANCELED);
+      }
+    }
+  }
+  if (c->env.world_size > 1) {
+    dlcp_errbuf eb;
+    dlcp_errbuf_clear(&eb);
+    dlcp_rdzv_leave(&c->rdzv, &eb);
+  }
+  comm_free(c);
+}
+
+uint32_t dlcp_comm_rank(const dlcp_comm *c) {
+  return c->env.rank;
+}
+
+uint32_t dlcp_comm_size(const dlcp_comm *c) {
+  return c->env.world_size;
+}
+
+void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
+  pthread_mutex_lock(&c->mu);
+  *st = c->stats;
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r == c->env.rank) {
+      continue;
+    }
+    dlcp_mlt_stats ms;
+    dlcp_mlt_get_stats(c->peers[r].conn, &ms);
+    st->dropped_malformed += ms.dropped_malformed;
+    st->dropped_foreign += ms.dropped_foreign;
+    st->dropped_stale += ms.dropped_stale;
+    st->dropped_invalid += ms.dropped_invalid;
+    double gbps = ms.rate_bps / 1e9;
+    if (st->min_rate_gbps == 0 || gbps < st->min_rate_gbps) {
+      st->min_rate_gbps = gbps;
+    }
+    if (ms.srtt_ns > st->max_srtt_ns) {
+      st->max_srtt_ns = ms.srtt_ns;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* --- posting ------------------------------------------------------------ */
+
+static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
+                const dlcp_tensor *t, const dlcp_send_opts *opts,
+                double loss_bound, dlcp_cq *cq, uint64_t user_data) {
+  if (!c || !t || !cq || peer_rank >= c->env.world_size ||
+      peer_rank == c->env.rank || (!t->data && t->bytes > 0) ||
+      !(loss_bound >= 0.0 && loss_bound < 1.0)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  op *o = calloc(1, sizeof(*o));
+  if (!o) {
+    return DLCP_ERR_NOMEM;
+  }
+  o->kind = kind;
+  o->peer = peer_rank;
+  o->t = *t;
+  if (opts) {
+    o->opts = *opts;
+  }
+  o->loss_bound = loss_bound;
+  o->cq = cq;
+  o->user_data = user_data;
+  o->posted_ns = dlcp_rt_now();
+  pthread_mutex_lock(&c->mu);
+  if (c->closing) {
+    pthread_mutex_unlock(&c->mu);
+    free(o);
+    return DLCP_ERR_CANCELED;
+  }
+  if (c->submit_tail) {
+    c->submit_tail->next = o;
+  } else {
+    c->submit_head = o;
+  }
+  c->submit_tail = o;
+  pthread_mutex_unlock(&c->mu);
+  uint64_t one = 1;
+  while (write(c->efd, &one, sizeof(one)) < 0 && errno == EINTR) {
+  }
+  return 0;
+}
+
+int dlcp_post_send(dlcp_comm *comm, uint32_t peer_rank, const dlcp_tensor *t,
+                   const dlcp_send_opts *opts, dlcp_cq *cq,
+                   uint64_t user_data) {
+  return post(comm, OP_SEND, peer_rank, t, opts, 0.0, cq, user_data);
+}
+
+int dlcp_post_recv(dlcp_comm *comm, uint32_t peer_rank, const dlcp_tensor *t,
+                   double loss_bound, dlcp_cq *cq, uint64_t user_data) {
+  return post(comm, OP_RECV, peer_rank, t, NULL, loss_bound, cq, user_data);
+}

@@ -1,0 +1,179 @@
+/*
+ * Datagram I/O with sendmmsg/recvmmsg.  The header of each queued datagram
+ * is copied into the batch (44 bytes); the payload is sent straight from
+ * the application's tensor through the second iovec, so the runtime never
+ * copies gradient data on the send side.  The TOS byte travels as IP_TOS
+ * ancillary data per message, so one socket carries every priority.
+ */
+#include "rt/udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/ip.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt/net.h"
+
+static void set_buffers(int fd) {
+  /* Large buffers absorb bursts at line rate; FORCE works as root beyond
+   * rmem_max, the plain option is the fallback. */
+  int size = 16 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+  }
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+  }
+}
+
+int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
+  memset(u, 0, sizeof(*u));
+  for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
+    u->fd[i] = -1;
+  }
+  u->k = k;
+  u->out = calloc(k, sizeof(*u->out));
+  u->rx = malloc((size_t)DLCP_UDP_BATCH * DLCP_UDP_RX_BUF);
+  if (!u->out || !u->rx) {
+    dlcp_udp_close(u);
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) {
+    dlcp_udp_close(u);
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "local address '%s': expected an IPv4 address", ip);
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+      int e = errno;
+      if (fd >= 0) {
+        close(fd);
+      }
+      dlcp_udp_close(u);
+      return dlcp_errbuf_set(eb, -e, "UDP socket on %s: %s", ip, strerror(e));
+    }
+    set_buffers(fd);
+    struct sockaddr_in bound;
+    socklen_t len = sizeof(bound);
+    getsockname(fd, (struct sockaddr *)&bound, &len);
+    u->fd[i] = fd;
+    u->port[i] = ntohs(bound.sin_port);
+  }
+  for (int i = 0; i < DLCP_UDP_BATCH; i++) {
+    u->rx_iov[i].iov_base = u->rx + (size_t)i * DLCP_UDP_RX_BUF;
+    u->rx_iov[i].iov_len = DLCP_UDP_RX_BUF;
+  }
+  return 0;
+}
+
+void dlcp_udp_close(dlcp_udp *u) {
+  for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
+    if (u->fd[i] >= 0) {
+      close(u->fd[i]);
+      u->fd[i] = -1;
+    }
+  }
+  free(u->out);
+  free(u->rx);
+  u->out = NULL;
+  u->rx = NULL;
+}
+
+int dlcp_udp_tos(uint8_t priority, bool ect) {
+  int dscp = (7 - (priority & 7)) << 3;
+  return dscp << 2 | (ect ? 0x2 : 0x0);
+}
+
+static void flush_one(dlcp_udp *u, uint32_t path) {
+  dlcp_udp_out *o = &u->out[path];
+  size_t done = 0;
+  while (done < o->n) {
+    int n = sendmmsg(u->fd[path], o->msg + done, (unsigned)(o->n - done), 0);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      /* EAGAIN (buffer full) or a transient error: the rest is lost like a
+       * tail drop and MLT's rounds recover it. */
+      u->send_errors += o->n - done;
+      break;
+    }
+    done += (size_t)n;
+    u->sent += (uint64_t)n;
+  }
+  o->n = 0;
+}
+
+void dlcp_udp_flush(dlcp_udp *u) {
+  for (uint32_t p = 0; p < u->k; p++) {
+    if (u->out[p].n > 0) {
+      flush_one(u, p);
+    }
+  }
+}
+
+void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
+                    const uint8_t *hdr, size_t hdr_len, const void *payload,
+                    size_t payload_len, int tos) {
+  path %= u->k;
+  dlcp_udp_out *o = &u->out[path];
+  if (o->n == DLCP_UDP_BATCH) {
+    flush_one(u, path);
+  }
+  size_t i = o->n++;
+  if (hdr_len > DLCP_UDP_HDR_MAX) {
+    hdr_len = DLCP_UDP_HDR_MAX; /* never: DATA and ACK headers are fixed */
+  }
+  memcpy(o->hdr[i], hdr, hdr_len);
+  o->to[i] = *to;
+  o->iov[i][0].iov_base = o->hdr[i];
+  o->iov[i][0].iov_len = hdr_len;
+  /* The payload is only read by the kernel; the cast drops const for the
+   * iovec's sake. */
+  o->iov[i][1].iov_base = (void *)(uintptr_t)payload;
+  o->iov[i][1].iov_len = payload_len;
+  struct msghdr *m = &o->msg[i].msg_hdr;
+  memset(m, 0, sizeof(*m));
+  m->msg_name = &o->to[i];
+  m->msg_namelen = sizeof(o->to[i]);
+  m->msg_iov = o->iov[i];
+  m->msg_iovlen = payload_len > 0 ? 2 : 1;
+  m->msg_control = o->ctl[i].buf;
+  m->msg_controllen = sizeof(o->ctl[i].buf);
+  struct cmsghdr *c = CMSG_FIRSTHDR(m);
+  c->cmsg_level = IPPROTO_IP;
+  c->cmsg_type = IP_TOS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+}
+
+int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
+  for (int i = 0; i < DLCP_UDP_BATCH; i++) {
+    struct msghdr *m = &u->rx_msg[i].msg_hdr;
+    memset(m, 0, sizeof(*m));
+    m->msg_name = &u->rx_from[i];
+    m->msg_namelen = sizeof(u->rx_from[i]);
+    m->msg_iov = &u->rx_iov[i];
+    m->msg_iovlen = 1;
+  }
+  int n;
+  do {
+    n = recvmmsg(u->fd[path], u->rx_msg, DLCP_UDP_BATCH, MSG_DONTWAIT, NULL);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? 0 : n;
+}
+
+const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
+                                const struct sockaddr_in **from) {
+  *len = u->rx_msg[i].msg_len;
+  *from = &u->rx_from[i];
+  /* A datagram larger than the buffer arrives truncated: report its
+   * truncated length, which the decoder then rejects. */
+  return u->rx + (size_t)i * DLCP_UDP_RX_BUF;
+}

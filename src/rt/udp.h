@@ -1,0 +1,77 @@
+/*
+ * udp.h: the datagram side of a communicator: K UDP sockets (one per path,
+ * so each path is its own 4-tuple and an ECMP network hashes them apart),
+ * batched sends with a per-packet TOS byte (DSCP from the MLT priority,
+ * ECT(0) for important packets), and batched receives.
+ */
+#ifndef DLCP_RT_UDP_H
+#define DLCP_RT_UDP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "dlcp/dlcp_types.h"
+#include "rt/env.h"
+#include "rt/errbuf.h"
+
+#define DLCP_UDP_BATCH 32
+#define DLCP_UDP_HDR_MAX 64
+#define DLCP_UDP_RX_BUF 65536
+
+typedef struct dlcp_udp_out {
+  size_t n;
+  struct mmsghdr msg[DLCP_UDP_BATCH];
+  struct iovec iov[DLCP_UDP_BATCH][2];
+  struct sockaddr_in to[DLCP_UDP_BATCH];
+  uint8_t hdr[DLCP_UDP_BATCH][DLCP_UDP_HDR_MAX];
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } ctl[DLCP_UDP_BATCH];
+} dlcp_udp_out;
+
+typedef struct dlcp_udp {
+  uint32_t k;
+  int fd[DLCP_ENV_MAX_PATHS];
+  uint16_t port[DLCP_ENV_MAX_PATHS];
+  dlcp_udp_out *out; /* one batch per socket */
+  uint8_t *rx;       /* DLCP_UDP_BATCH receive buffers */
+  struct mmsghdr rx_msg[DLCP_UDP_BATCH];
+  struct iovec rx_iov[DLCP_UDP_BATCH];
+  struct sockaddr_in rx_from[DLCP_UDP_BATCH];
+  uint64_t sent, send_errors;
+} dlcp_udp;
+
+/* dlcp_udp_open binds |k| sockets to |ip| (IPv4, any free ports), non
+ * blocking, with large buffers.  Returns 0 or -errno with |eb| set. */
+int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb);
+void dlcp_udp_close(dlcp_udp *u);
+
+/* dlcp_udp_tos is the TOS byte for an MLT priority (0 most urgent) and
+ * importance: DSCP class selector CS(7 - priority), ECN ECT(0) if
+ * important. */
+int dlcp_udp_tos(uint8_t priority, bool ect);
+
+/*
+ * dlcp_udp_queue adds one datagram (|hdr| copied, |payload| referenced
+ * until the next flush) for |to| on path |path|; a full batch is flushed
+ * first.
+ */
+void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
+                    const uint8_t *hdr, size_t hdr_len, const void *payload,
+                    size_t payload_len, int tos);
+
+/* dlcp_udp_flush sends every queued datagram.  A full socket buffer drops
+ * the rest of a batch, as a full switch queue would: MLT recovers it. */
+void dlcp_udp_flush(dlcp_udp *u);
+
+/* dlcp_udp_recv reads a batch from path |path|'s socket; returns how many
+ * datagrams (0 when none) with their data at dlcp_udp_rx_data(). */
+int dlcp_udp_recv(dlcp_udp *u, uint32_t path);
+const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
+                                const struct sockaddr_in **from);
+
+#endif /* DLCP_RT_UDP_H */
