@@ -202,9 +202,10 @@ typedef struct dlcp_wire_bitmap {
  * dlcp_wire_peek decodes the preamble of |buf| (|buflen| bytes, possibly a
  * prefix of a stream).  It checks magic, version, type and that len is
  * plausible for the type (at least the fixed part, at most
- * DLCP_WIRE_CTRL_MAX or DLCP_WIRE_DGRAM_MAX).  It does not require the whole
- * message to be present: a stream reader uses |pre->len| to know how much
- * to wait for.
+ * DLCP_WIRE_CTRL_MAX or DLCP_WIRE_DGRAM_MAX; exactly the size of ACK, PROBE,
+ * STOP and FINISH; 20 + 32k for START; a non-empty payload for DATA).  It
+ * does not require the whole message to be present: a stream reader uses
+ * |pre->len| to know how much to wait for.
  *
  * Returns 0, DLCP_ERR_TRUNCATED if fewer than 16 bytes are present,
  * DLCP_ERR_BAD_MAGIC, DLCP_ERR_BAD_VERSION, DLCP_ERR_BAD_TYPE or
@@ -300,6 +301,9 @@ int dlcp_wire_finish_decode(dlcp_wire_finish *f, const uint8_t *buf,
  * ranges as fit in |buflen| and sets the window end accordingly, so a
  * caller with a small buffer still makes progress.  |hdr| supplies job,
  * xfer, round, nsegs, first and have; end and nranges are computed.
+ * |buflen| is capped at DLCP_WIRE_CTRL_MAX so the result always decodes.
+ * |words| holds at least ceil(nsegs / 64) words (it may be NULL when
+ * first == nsegs); padding bits past nsegs are ignored.
  * Returns the message length or DLCP_ERR_BUFFER_TOO_SMALL (not even the
  * fixed part and one range fit) / DLCP_ERR_INVALID_ARGUMENT.
  */
