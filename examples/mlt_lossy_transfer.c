@@ -46,7 +46,7 @@ static int parse_u64(const char *name, const char *s, uint64_t lo,
 int main(int argc, char **argv) {
   uint64_t size = 64u << 20, seed = 1;
   double loss = 0.01, p = 0.0, reorder = 0.0, dup = 0.0, gbps = 10.0;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     int rv = -1;
@@ -74,7 +74,6 @@ int main(int argc, char **argv) {
     if (rv != 0) {
       return 2;
     }
-    i++;
   }
 
   dlcp_mlt_config cfg;

@@ -51,7 +51,7 @@ static int parse_u64(const char *name, const char *s, uint64_t lo,
 int main(int argc, char **argv) {
   uint64_t size = 16u << 20, iters = 3;
   double p = 0.0;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
       fprintf(stderr, "dlcp-p2p: %s needs a value\n", a);
@@ -77,7 +77,6 @@ int main(int argc, char **argv) {
       fprintf(stderr, "dlcp-p2p: unknown option '%s'\n", a);
       return 2;
     }
-    i++;
   }
 
   char err[512];

@@ -1,0 +1,27 @@
+/*
+ * fuzz_probe.c: libFuzzer target for dlcp_wire_probe_decode().  Whatever the
+ * decoder accepts must re-encode to exactly the input (decoders are
+ * canonical); anything else is a finding and aborts.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  dlcp_wire_probe m;
+  uint8_t out[DLCP_WIRE_PROBE_LEN];
+
+  if (dlcp_wire_probe_decode(&m, data, size) != 0) {
+    return 0;
+  }
+  if (size != DLCP_WIRE_PROBE_LEN ||
+      dlcp_wire_probe_encode(out, sizeof(out), &m) != DLCP_WIRE_PROBE_LEN ||
+      memcmp(out, data, size) != 0) {
+    abort();
+  }
+  return 0;
+}

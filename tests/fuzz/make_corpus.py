@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the libFuzzer targets in tests/fuzz/corpus/.
+
+Each target gets a few valid messages (built here independently of the C
+encoders, from the layouts in src/wire/wire.h) and some edge cases that a
+decoder must reject.  The output is deterministic: run it again and the
+files come out byte for byte the same.
+
+Usage: tests/fuzz/make_corpus.py [CORPUS_DIR]
+"""
+import os
+import shutil
+import struct
+import sys
+
+MAGIC = 0xD1C9
+VERSION = 1
+DATA, ACK, START, PROBE, BITMAP, STOP, FINISH = range(1, 8)
+
+
+def preamble(mtype, job, xfer, length):
+    return struct.pack("<HBBIII", MAGIC, VERSION, mtype, job, xfer, length)
+
+
+def data(job=1, xfer=1, flags=0, path=0, layer=0, tensor=0, seq=0,
+         offset=0, tx_ts=0, payload=b"\x00"):
+    body = struct.pack("<BBHIIQQ", flags, path, layer, tensor, seq, offset,
+                       tx_ts)
+    return preamble(DATA, job, xfer, 44 + len(payload)) + body + payload
+
+
+def ack(job=1, xfer=1, echo_ts=0, rx_pkts=0, reserved=0):
+    return preamble(ACK, job, xfer, 32) + struct.pack("<QII", echo_ts,
+                                                      rx_pkts, reserved)
+
+
+def start(job, entries, xfer=0, reserved=0):
+    body = struct.pack("<HH", len(entries), reserved)
+    for tensor, txid, size, ppm, seg in entries:
+        body += struct.pack("<IIQIIQ", tensor, txid, size, ppm, seg, 0)
+    return preamble(START, job, xfer, 16 + len(body)) + body
+
+
+def probe(job=1, xfer=1, rnd=1, sent=0):
+    return preamble(PROBE, job, xfer, 24) + struct.pack("<II", rnd, sent)
+
+
+def stop(job=1, xfer=1, status=0, have=0, nbytes=0):
+    return preamble(STOP, job, xfer, 32) + struct.pack("<iIQ", status, have,
+                                                       nbytes)
+
+
+def finish(job=1, xfer=1, status=0, sent=0):
+    return preamble(FINISH, job, xfer, 24) + struct.pack("<iI", status, sent)
+
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def bitmap(nsegs, first, end, have, ranges, job=1, xfer=1, rnd=1,
+           raw=None, nranges=None):
+    """|ranges| is a list of (start, count); |raw| overrides the bytes."""
+    body = bytearray()
+    prev = first
+    for s, c in ranges:
+        body += varint(s - prev) + varint(c)
+        prev = s + c
+    if raw is not None:
+        body = bytearray(raw)
+    if nranges is None:
+        nranges = len(ranges)
+    hdr = struct.pack("<IIIIII", rnd, nsegs, first, end, have, nranges)
+    return preamble(BITMAP, job, xfer, 40 + len(body)) + hdr + bytes(body)
+
+
+def alternating(nsegs, first=0):
+    return [(s, 1) for s in range(first, nsegs, 2)]
+
+
+def corpora():
+    c = {}
+    c["data"] = {
+        "min": data(),
+        "seg1456": data(job=7, xfer=9, flags=0x1B, path=3, layer=12,
+                        tensor=44, seq=1000, offset=2912, tx_ts=123456789,
+                        payload=bytes(range(256)) * 5 + bytes(176)),
+        "offset_max": data(flags=0x1F, offset=(1 << 64) - 2,
+                           payload=b"\xff"),
+        "max_payload": data(payload=bytes(65463)),
+        "bad_flags": data(flags=0x20),
+        "empty_payload": preamble(DATA, 1, 1, 44) + bytes(28),
+        "offset_wraps": data(offset=(1 << 64) - 1, payload=b"ab"),
+    }
+    c["ack"] = {
+        "min": ack(),
+        "max": ack(job=0xFFFFFFFF, xfer=0xFFFFFFFF, echo_ts=(1 << 64) - 1,
+                   rx_pkts=0xFFFFFFFF),
+        "reserved": ack(reserved=1),
+        "xfer0": ack(xfer=0),
+    }
+    c["start"] = {
+        "one": start(1, [(1, 1, 4096, 0, 1456)]),
+        "three": start(77, [(1, 11, 4096, 0, 1456),
+                            (2, 12, 1, 999999, 64),
+                            (3, 0xFFFFFFFF, 1 << 30, 10000, 65463)]),
+        "size0": start(2, [(5, 6, 0, 0, 64)]),
+        "max_segs": start(3, [(1, 2, 0xFFFFFFFF * 64, 0, 64)]),
+        "too_many_segs": start(3, [(1, 2, 0xFFFFFFFF * 64 + 1, 0, 64)]),
+        "ppm_1e6": start(1, [(1, 1, 10, 1000000, 1456)]),
+        "seg_small": start(1, [(1, 1, 10, 0, 63)]),
+        "xfer_nonzero": start(1, [(1, 1, 10, 0, 1456)], xfer=5),
+        "count_mismatch": start(1, [(1, 1, 10, 0, 1456)])[:16] +
+        struct.pack("<HH", 2, 0) + start(1, [(1, 1, 10, 0, 1456)])[20:],
+    }
+    c["probe"] = {
+        "min": probe(),
+        "max": probe(job=0xFFFFFFFF, xfer=0xFFFFFFFF, rnd=0xFFFFFFFF,
+                     sent=0xFFFFFFFF),
+        "xfer0": probe(xfer=0),
+    }
+    c["stop"] = {
+        "ok": stop(have=10, nbytes=14560),
+        "timeout": stop(status=-216, have=3, nbytes=(1 << 64) - 1),
+        "int_min": stop(status=-(1 << 31)),
+        "positive": stop(status=1),
+    }
+    c["finish"] = {
+        "ok": finish(sent=99),
+        "nomem": finish(status=-501, sent=0xFFFFFFFF),
+        "positive": finish(status=0x7FFFFFFF),
+    }
+    c["bitmap"] = {
+        "empty": bitmap(1000, 0, 1000, 1000, []),
+        "nsegs0": bitmap(0, 0, 0, 0, []),
+        "all_missing": bitmap(1000, 0, 1000, 0, [(0, 1000)]),
+        "alternating": bitmap(300, 0, 300, 150, alternating(300)),
+        "alternating_from1": bitmap(301, 1, 301, 150, alternating(301, 1)),
+        "mixed": bitmap(300, 0, 300, 196, [(0, 3), (10, 1), (200, 100)]),
+        "cut": bitmap(300, 0, 200, 196, [(0, 3), (10, 1)]),
+        "huge_run": bitmap(0xFFFFFFFF, 0, 0xFFFFFFFF, 0, [(0, 0xFFFFFFFF)]),
+        "big_gap": bitmap(1 << 20, 5, 1 << 20, 0, [(100000, 20000),
+                                                   ((1 << 20) - 1, 1)]),
+        "nonminimal": bitmap(100, 0, 100, 0, [], raw=b"\x80\x00\x05",
+                             nranges=1),
+        "varint6": bitmap(100, 0, 100, 0, [],
+                          raw=b"\x00\x81\x80\x80\x80\x80\x00", nranges=1),
+        "adjacent": bitmap(100, 0, 100, 0, [], raw=b"\x00\x05\x00\x05",
+                           nranges=2),
+        "past_end": bitmap(100, 0, 100, 0, [(95, 6)]),
+        "trailing": bitmap(100, 0, 100, 0, [], raw=b"\x00\x05\x00",
+                           nranges=1),
+        "cut_touching": bitmap(100, 0, 50, 0, [(40, 10)]),
+    }
+    c["peek"] = {
+        "data": c["data"]["min"],
+        "ack": c["ack"]["min"],
+        "start": c["start"]["one"],
+        "probe": c["probe"]["min"],
+        "bitmap": c["bitmap"]["mixed"],
+        "stop": c["stop"]["ok"],
+        "finish": c["finish"]["ok"],
+        "stream_two": c["probe"]["min"] + c["ack"]["min"],
+        "prefix_only": preamble(BITMAP, 1, 1, 1 << 20),
+        "short": preamble(PROBE, 1, 1, 24)[:15],
+        "bad_magic": struct.pack("<HBBIII", 0xC9D1, 1, PROBE, 1, 1, 24),
+        "bad_version": struct.pack("<HBBIII", MAGIC, 2, PROBE, 1, 1, 24),
+        "bad_type": struct.pack("<HBBIII", MAGIC, 1, 8, 1, 1, 24),
+        "too_long": preamble(BITMAP, 1, 1, (1 << 20) + 1),
+    }
+    return c
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus")
+    for target, files in sorted(corpora().items()):
+        d = os.path.join(root, target)
+        # Start from an empty directory so renamed seeds do not linger.
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        for name, blob in sorted(files.items()):
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(blob)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
