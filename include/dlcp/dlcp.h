@@ -113,6 +113,10 @@ typedef struct dlcp_comm_stats {
 
 void dlcp_comm_get_stats(dlcp_comm *comm, dlcp_comm_stats *st);
 
+/* dlcp_comm_udp_port returns the local UDP port of path |path| (for
+ * capture filters and tests), or 0 if there is no such path. */
+uint16_t dlcp_comm_udp_port(const dlcp_comm *comm, uint32_t path);
+
 /* dlcp_cq_create makes a completion queue owned by the caller; destroy it
  * with dlcp_cq_destroy after every operation posted to it completed (or
  * after the communicator is destroyed). */

@@ -1166,10 +1166,18 @@ void dlcp_comm_destroy(dlcp_comm *c) {
       }
     }
   }
-  if (c->env.world_size > 1) {
+  bool peer_lost = false;
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    peer_lost |= r != c->env.rank && c->peers[r].dead_status != 0;
+  }
+  if (c->env.world_size > 1 && !peer_lost) {
     dlcp_errbuf eb;
     dlcp_errbuf_clear(&eb);
     dlcp_rdzv_leave(&c->rdzv, &eb);
+  } else if (c->env.world_size > 1) {
+    /* A rank is gone: the leaving barrier could only time out. */
+    dlcp_rdzv_client_close(c->rdzv.client);
+    dlcp_rdzv_server_stop(c->rdzv.server, dlcp_rt_now());
   }
   comm_free(c);
 }
@@ -1204,6 +1212,10 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
     }
   }
   pthread_mutex_unlock(&c->mu);
+}
+
+uint16_t dlcp_comm_udp_port(const dlcp_comm *c, uint32_t path) {
+  return path < c->udp.k ? c->udp.port[path] : 0;
 }
 
 /* --- posting ------------------------------------------------------------ */

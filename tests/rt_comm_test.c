@@ -1,0 +1,495 @@
+/*
+ * rt_comm_test: MLT between real processes on loopback.  Each case forks
+ * one process per rank; the ranks rendezvous on a free port, run their
+ * part, and report through a shared memory page that the test (the
+ * parent) checks.  Every transfer is verified byte by byte.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlcp/dlcp.h"
+#include "rt/net.h"
+#include "wire/wire.h"
+
+#define MAX_XFERS 16
+
+typedef struct xfer_result {
+  int status;
+  double delivered;
+  uint64_t wrong;
+  uint64_t elapsed_ns;
+  uint64_t done_at_ns; /* CLOCK_MONOTONIC, comparable across processes */
+  uint64_t bytes;
+} xfer_result;
+
+typedef struct shared {
+  int ready;
+  uint16_t udp_port;
+  xfer_result r[MAX_XFERS];
+  int nresults;
+  char error[256];
+  dlcp_comm_stats stats;
+} shared;
+
+typedef struct scenario {
+  uint64_t sizes[MAX_XFERS];
+  int nsizes;
+  double p;
+  double drop, dup, reorder, delay;
+  double rate_gbps;
+  uint32_t timeout_ms;
+} scenario;
+
+static uint8_t pattern(uint64_t i, uint32_t id) {
+  return (uint8_t)((i * 2654435761u >> 9) ^ (id * 97u));
+}
+
+static void base_config(dlcp_comm_config *cfg, uint32_t rank, uint32_t world,
+                        uint16_t port, const scenario *s) {
+  dlcp_comm_config_default(cfg);
+  cfg->rank = rank;
+  cfg->world_size = world;
+  cfg->master_addr = "127.0.0.1";
+  cfg->master_port = port;
+  cfg->rdzv_timeout_ms = 20000;
+  cfg->timeout_ms = s->timeout_ms ? s->timeout_ms : 20000;
+  if (s->rate_gbps > 0) {
+    cfg->line_rate_gbps = s->rate_gbps;
+  }
+  /* Faults on both ranks' send paths: data one way, ACKs the other. */
+  cfg->fault_drop = s->drop;
+  cfg->fault_dup = s->dup;
+  cfg->fault_reorder = s->reorder;
+  cfg->fault_delay = s->delay;
+  cfg->fault_delay_us = 200;
+  cfg->fault_seed = 1234 + rank;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Rank 0 sends every size in turn; rank 1 posts all receives first (so
+ * the sender's clock measures the transfer, not the receiver's set-up),
+ * then checks each. */
+static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
+                    shared *sh) {
+  dlcp_comm_config cfg;
+  base_config(&cfg, rank, 2, port, s);
+  char err[200];
+  dlcp_comm *comm;
+  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0) {
+    snprintf(sh->error, sizeof(sh->error), "create: %s", err);
+    return 1;
+  }
+  dlcp_cq *cq;
+  dlcp_cq_create(comm, &cq);
+  uint8_t *bufs[MAX_XFERS];
+  for (int i = 0; i < s->nsizes; i++) {
+    bufs[i] = malloc(s->sizes[i] ? s->sizes[i] : 1);
+    dlcp_tensor t = {.id = (uint32_t)i, .data = bufs[i], .bytes = s->sizes[i]};
+    if (rank == 1) {
+      memset(bufs[i], 0x5A, s->sizes[i]);
+      dlcp_post_recv(comm, 0, &t, s->p, cq, (uint64_t)i);
+    } else {
+      for (uint64_t b = 0; b < s->sizes[i]; b++) {
+        bufs[i][b] = pattern(b, (uint32_t)i);
+      }
+    }
+  }
+  int failed = 0;
+  for (int i = 0; i < s->nsizes; i++) {
+    dlcp_completion c;
+    uint64_t t0 = now_ns();
+    if (rank == 0) {
+      dlcp_tensor t = {.id = (uint32_t)i, .data = bufs[i],
+                       .bytes = s->sizes[i]};
+      dlcp_post_send(comm, 1, &t, NULL, cq, (uint64_t)i);
+    }
+    if (dlcp_wait_cq(cq, &c, 120000) != 1) {
+      snprintf(sh->error, sizeof(sh->error), "no completion for %d", i);
+      failed = 1;
+      break;
+    }
+    xfer_result *r = &sh->r[c.user_data];
+    r->status = c.status;
+    r->bytes = c.bytes;
+    r->done_at_ns = now_ns();
+    r->elapsed_ns = r->done_at_ns - t0;
+    if (c.status != 0) {
+      memcpy(sh->error, c.error, sizeof(c.error));
+      failed = 1;
+      break;
+    }
+    if (rank == 1) {
+      const uint8_t *b = bufs[c.user_data];
+      uint64_t pos = 0, wrong = 0, len = c.bytes;
+      for (size_t m = 0; m <= c.nmissing; m++) {
+        uint64_t end = m < c.nmissing ? c.missing[m].offset : len;
+        for (uint64_t k = pos; k < end; k++) {
+          wrong += b[k] != pattern(k, (uint32_t)c.user_data);
+        }
+        if (m < c.nmissing) {
+          for (uint64_t k = end; k < end + c.missing[m].len; k++) {
+            wrong += b[k] != 0;
+          }
+          pos = end + c.missing[m].len;
+        }
+      }
+      r->wrong = wrong;
+      r->delivered = c.delivered_fraction;
+    }
+    sh->nresults++;
+  }
+  dlcp_comm_get_stats(comm, &sh->stats);
+  dlcp_comm_destroy(comm);
+  dlcp_cq_destroy(cq);
+  for (int i = 0; i < s->nsizes; i++) {
+    free(bufs[i]);
+  }
+  return failed;
+}
+
+static shared *map_shared(int n) {
+  void *p = mmap(NULL, sizeof(shared) * (size_t)n, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(p != MAP_FAILED);
+  memset(p, 0, sizeof(shared) * (size_t)n);
+  return p;
+}
+
+static uint16_t free_port(void) {
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  return port;
+}
+
+/* Runs both ranks of |s| and returns their shared pages. */
+static shared *run_pair(const scenario *s) {
+  shared *sh = map_shared(2);
+  uint16_t port = free_port();
+  pid_t pids[2];
+  for (uint32_t r = 0; r < 2; r++) {
+    pids[r] = fork();
+    assert_true(pids[r] >= 0);
+    if (pids[r] == 0) {
+      _exit(run_rank(r, port, s, &sh[r]));
+    }
+  }
+  for (int r = 0; r < 2; r++) {
+    int st;
+    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fail_msg("rank %d failed (status 0x%x): %s", r, st, sh[r].error);
+    }
+  }
+  return sh;
+}
+
+static void check_exact(const scenario *s, const shared *sh) {
+  assert_int_equal(sh[1].nresults, s->nsizes);
+  for (int i = 0; i < s->nsizes; i++) {
+    const xfer_result *r = &sh[1].r[i];
+    assert_int_equal(r->status, 0);
+    assert_int_equal(r->bytes, s->sizes[i]);
+    assert_int_equal(r->wrong, 0);
+    assert_true(r->delivered >= 1.0 - s->p);
+    if (s->p == 0.0) {
+      assert_true(r->delivered == 1.0);
+    }
+  }
+}
+
+static const uint64_t kSizes[] = {1, 1000, 65463, 65464, (1u << 20) + 7,
+                                  16u << 20};
+
+static void sizes_scenario(scenario *s) {
+  memset(s, 0, sizeof(*s));
+  s->nsizes = (int)(sizeof(kSizes) / sizeof(kSizes[0]));
+  memcpy(s->sizes, kSizes, sizeof(kSizes));
+}
+
+static void test_bit_exact_lossless(void **state) {
+  (void)state;
+  scenario s;
+  sizes_scenario(&s);
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  /* Nothing to recover: no retransmission at all. */
+  assert_int_equal(sh[0].stats.retransmissions, 0);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+static void test_bit_exact_1_percent_loss(void **state) {
+  (void)state;
+  scenario s;
+  sizes_scenario(&s);
+  s.drop = 0.01;
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+static void test_bit_exact_10_percent_loss(void **state) {
+  (void)state;
+  scenario s;
+  sizes_scenario(&s);
+  s.drop = 0.10;
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  assert_true(sh[0].stats.fault_dropped > 0);
+  assert_true(sh[0].stats.retransmissions > 0);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+static void test_bit_exact_dup_and_reorder(void **state) {
+  (void)state;
+  scenario s;
+  sizes_scenario(&s);
+  s.dup = 0.05;
+  s.reorder = 0.05;
+  s.delay = 0.02;
+  s.drop = 0.01;
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  assert_true(sh[0].stats.fault_duplicated > 0);
+  assert_true(sh[0].stats.fault_delayed > 0);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+static void test_256_mib_at_1_percent_loss(void **state) {
+  (void)state;
+  scenario s = {.nsizes = 1, .sizes = {256u << 20}, .drop = 0.01};
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+/* p = 0.1 under 5% loss: at least 90% delivered, exact, and no
+ * retransmission tail: within 1.5x of a lossless run of the same size in
+ * the same test (each the best of three, against machine noise). */
+static void test_bounded_loss_has_no_tail(void **state) {
+  (void)state;
+  scenario clean = {.nsizes = 3, .sizes = {32u << 20, 32u << 20, 32u << 20}};
+  scenario lossy = clean;
+  lossy.p = 0.1;
+  lossy.drop = 0.05;
+  shared *a = run_pair(&clean);
+  shared *b = run_pair(&lossy);
+  check_exact(&clean, a);
+  check_exact(&lossy, b);
+  uint64_t best_clean = UINT64_MAX, best_lossy = UINT64_MAX;
+  for (int i = 0; i < 3; i++) {
+    if (a[0].r[i].elapsed_ns < best_clean) {
+      best_clean = a[0].r[i].elapsed_ns;
+    }
+    if (b[0].r[i].elapsed_ns < best_lossy) {
+      best_lossy = b[0].r[i].elapsed_ns;
+    }
+    assert_true(b[1].r[i].delivered >= 0.9);
+  }
+  print_message("lossless %.2f ms, p=0.1 at 5%% loss %.2f ms (ratio %.2f)\n",
+                (double)best_clean / 1e6, (double)best_lossy / 1e6,
+                (double)best_lossy / (double)best_clean);
+  assert_true((double)best_lossy <= 1.5 * (double)best_clean);
+  munmap(a, 2 * sizeof(shared));
+  munmap(b, 2 * sizeof(shared));
+}
+
+/* A rank killed mid-transfer: the survivor's operation fails, naming the
+ * dead rank, well within the timeout. */
+static void test_killed_rank_is_named(void **state) {
+  (void)state;
+  /* Slow line rate: the 64 MiB transfer takes seconds, so the kill lands
+   * in the middle of it. */
+  scenario s = {.nsizes = 1, .sizes = {64u << 20}, .rate_gbps = 0.2,
+                .timeout_ms = 10000};
+  shared *sh = map_shared(2);
+  uint16_t port = free_port();
+  pid_t pids[2];
+  for (uint32_t r = 0; r < 2; r++) {
+    pids[r] = fork();
+    assert_true(pids[r] >= 0);
+    if (pids[r] == 0) {
+      _exit(run_rank(r, port, &s, &sh[r]));
+    }
+  }
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = 700000000};
+  nanosleep(&ts, NULL);
+  uint64_t t0 = now_ns();
+  kill(pids[1], SIGKILL);
+  int st;
+  waitpid(pids[1], &st, 0);
+  waitpid(pids[0], &st, 0);
+  uint64_t waited = now_ns() - t0;
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 1); /* the survivor saw a failure */
+  print_message("survivor: %s (after %.0f ms)\n", sh[0].error,
+                (double)waited / 1e6);
+  assert_non_null(strstr(sh[0].error, "rank 1 (127.0.0.1:"));
+  assert_non_null(strstr(sh[0].error, "closed its control connection"));
+  assert_int_equal(sh[0].r[0].status, DLCP_ERR_PEER_CLOSED);
+  /* Detected through the control connection, not by the 10 s timeout. */
+  uint64_t detect = sh[0].r[0].done_at_ns - t0;
+  print_message("detected after %.1f ms\n", (double)detect / 1e6);
+  assert_true(detect < 2000000000ull);
+  assert_true(waited < 10000000000ull);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+/* Garbage, truncated and foreign-job datagrams sprayed at a receiving
+ * rank are counted and dropped; its transfers still complete exactly. */
+static int spray_rank(uint16_t port, shared *sh) {
+  scenario s = {.nsizes = 4,
+                .sizes = {8u << 20, 8u << 20, 8u << 20, 8u << 20},
+                .drop = 0.01};
+  return run_rank(1, port, &s, sh);
+}
+
+static void test_sprayed_garbage_is_dropped(void **state) {
+  (void)state;
+  shared *sh = map_shared(2);
+  uint16_t port = free_port();
+  scenario s = {.nsizes = 4,
+                .sizes = {8u << 20, 8u << 20, 8u << 20, 8u << 20},
+                .drop = 0.01};
+  pid_t p0 = fork();
+  if (p0 == 0) {
+    _exit(run_rank(0, port, &s, &sh[0]));
+  }
+  pid_t p1 = fork();
+  if (p1 == 0) {
+    /* The receiving rank sprays its own UDP ports from a second socket
+     * while it receives: a thread would share its memory, a child does
+     * not know the ports, so spray from inside through a fork of its
+     * own after the communicator exists is not possible either; use the
+     * sprayer below, which learns the ports from the shared page. */
+    _exit(spray_rank(port, &sh[1]));
+  }
+  /* Learn rank 1's ports the way an attacker would: scan is impossible,
+   * so read them from /proc/net/udp owned by p1. */
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/net/udp", (int)p1);
+  uint16_t ports[64];
+  int nports = 0;
+  for (int tries = 0; tries < 200 && nports == 0; tries++) {
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 20000000};
+    nanosleep(&ts, NULL);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+      continue;
+    }
+    char line[512];
+    /* Every UDP socket bound to 127.0.0.1 in the namespace: the other
+     * rank's too, which is fine, they must drop garbage as well. */
+    while (fgets(line, sizeof(line), f) && nports < 64) {
+      unsigned a, p;
+      if (sscanf(line, " %*d: %x:%x", &a, &p) == 2 && a == 0x0100007F &&
+          p != 0) {
+        ports[nports++] = (uint16_t)p;
+      }
+    }
+    fclose(f);
+  }
+  assert_true(nports > 0);
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  uint8_t junk[2048];
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 3000; i++) {
+    for (size_t k = 0; k < sizeof(junk); k++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      junk[k] = (uint8_t)x;
+    }
+    size_t len = (size_t)(x % sizeof(junk));
+    if (i % 3 == 1) {
+      /* A well-formed DATA of another job. */
+      dlcp_wire_data d = {.job = 0xBADBAD, .xfer = 1, .tensor = 0,
+                          .payload_len = 100};
+      dlcp_wire_data_encode(junk, sizeof(junk), &d);
+      len = DLCP_WIRE_DATA_HDR_LEN + 100;
+    } else if (i % 3 == 2) {
+      len = 7; /* truncated */
+    }
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons(ports[i % nports])};
+    to.sin_addr.s_addr = htonl(0x7F000001);
+    sendto(fd, junk, len, 0, (struct sockaddr *)&to, sizeof(to));
+  }
+  close(fd);
+  int st;
+  waitpid(p0, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  waitpid(p1, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fail_msg("receiver failed: %s", sh[1].error);
+  }
+  check_exact(&s, sh);
+  uint64_t dropped = sh[1].stats.dropped_foreign +
+                     sh[1].stats.dropped_malformed +
+                     sh[0].stats.dropped_foreign +
+                     sh[0].stats.dropped_malformed;
+  print_message("garbage dropped: %llu\n", (unsigned long long)dropped);
+  assert_true(dropped > 0);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+static void test_config_errors_name_the_field(void **state) {
+  (void)state;
+  dlcp_comm_config cfg;
+  dlcp_comm_config_default(&cfg);
+  cfg.world_size = 2;
+  cfg.rank = 2;
+  char err[256];
+  dlcp_comm *c;
+  assert_int_equal(dlcp_comm_create(&c, &cfg, err, sizeof(err)),
+                   DLCP_ERR_CONFIG);
+  assert_non_null(strstr(err, "rank 2 of world 2"));
+  cfg.rank = 1;
+  cfg.master_addr = NULL;
+  assert_int_equal(dlcp_comm_create(&c, &cfg, err, sizeof(err)),
+                   DLCP_ERR_CONFIG);
+  assert_non_null(strstr(err, "master_addr"));
+  /* A rank 0 that never comes: the rendezvous times out naming it. */
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = free_port();
+  cfg.rdzv_timeout_ms = 300;
+  assert_true(dlcp_comm_create(&c, &cfg, err, sizeof(err)) < 0);
+  assert_non_null(strstr(err, "127.0.0.1"));
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_errors_name_the_field),
+      cmocka_unit_test(test_bit_exact_lossless),
+      cmocka_unit_test(test_bit_exact_1_percent_loss),
+      cmocka_unit_test(test_bit_exact_10_percent_loss),
+      cmocka_unit_test(test_bit_exact_dup_and_reorder),
+      cmocka_unit_test(test_256_mib_at_1_percent_loss),
+      cmocka_unit_test(test_bounded_loss_has_no_tail),
+      cmocka_unit_test(test_killed_rank_is_named),
+      cmocka_unit_test(test_sprayed_garbage_is_dropped),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
