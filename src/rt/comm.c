@@ -32,12 +32,14 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
 #include "rt/clock.h"
+#include "rt/comm_drive.h"
 #include "rt/cq.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
@@ -53,6 +55,7 @@
 #define SCRATCH_LEN DLCP_WIRE_CTRL_MAX
 
 enum op_kind { OP_SEND, OP_RECV };
+enum { DRIVER_NONE = 0, DRIVER_LOOP_THREAD = 1, DRIVER_APP = 2 };
 
 typedef struct op {
   struct op *next;
@@ -100,13 +103,22 @@ struct dlcp_comm {
   bool thread_started;
   pthread_mutex_t mu; /* the loop thread holds it while it works */
   int efd;
-  op *submit_head, *submit_tail; /* under mu */
   bool closing;                  /* under mu */
+  /* Who runs the event loop: the loop thread, or an application thread
+   * waiting in dlcp_wait_cq (so a completion needs no thread hand-off).
+   * All under pmu. */
+  pthread_mutex_t pmu;
+  pthread_cond_t pcv; /* application threads waiting to drive */
+  pthread_cond_t lcv; /* the parked loop thread */
+  int driver;         /* DRIVER_* */
+  int app_wants;
+  bool stopping;
   peer *peers;                   /* world_size entries; self unused */
   dlcp_udp udp;
   dlcp_fault fault;
   held *held_head;
-  dlcp_loop_timer timer;
+  int tfd;                /* timerfd: the earliest core deadline */
+  dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
   uint8_t *scratch;
   int listen_fd;
   dlcp_rdzv rdzv;
@@ -516,6 +528,23 @@ static void maybe_pause(dlcp_comm *c, dlcp_tstamp now) {
   }
 }
 
+/* The deadline lives in a timerfd, not in the loop's own timers, so any
+ * thread holding |mu| may move it (a post from the application) and
+ * whoever drives the loop sees it at once, without a wake-up. */
+static void arm_deadline(dlcp_comm *c, dlcp_tstamp at) {
+  if (at == c->armed_ns) {
+    return;
+  }
+  struct itimerspec its;
+  memset(&its, 0, sizeof(its));
+  if (at != DLCP_TSTAMP_NEVER) {
+    its.it_value.tv_sec = (time_t)(at / 1000000000u);
+    its.it_value.tv_nsec = (long)(at % 1000000000u);
+  }
+  timerfd_settime(c->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+  c->armed_ns = at;
+}
+
 static void service(dlcp_comm *c) {
   dlcp_tstamp now = dlcp_rt_now();
   maybe_pause(c, now);
@@ -534,14 +563,10 @@ static void service(dlcp_comm *c) {
     }
   }
   dlcp_udp_flush(&c->udp);
-  if (next == DLCP_TSTAMP_NEVER) {
-    dlcp_loop_timer_cancel(c->loop, &c->timer);
-    return;
-  }
-  if (next <= now) {
+  if (next != DLCP_TSTAMP_NEVER && next <= now) {
     next = now + 1000; /* never spin: the core has just been polled dry */
   }
-  dlcp_loop_timer_arm(c->loop, &c->timer, next);
+  arm_deadline(c, next);
 }
 
 /* --- loop callbacks ----------------------------------------------------- */
@@ -588,19 +613,9 @@ static void on_wakeup(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   uint64_t v;
   while (read(fd, &v, sizeof(v)) < 0 && errno == EINTR) {
   }
+  /* Posts happen on the application's threads; the wake-up only brings
+   * the deadlines they moved into the loop's timer. */
   pthread_mutex_lock(&c->mu);
-  op *list = c->submit_head;
-  c->submit_head = c->submit_tail = NULL;
-  dlcp_tstamp now = dlcp_rt_now();
-  while (list) {
-    op *o = list;
-    list = o->next;
-    o->next = NULL;
-    submit_one(c, o, now);
-  }
-  if (c->closing) {
-    dlcp_loop_stop(c->loop);
-  }
   service(c);
   pthread_mutex_unlock(&c->mu);
 }
@@ -710,21 +725,94 @@ static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_timer(dlcp_loop *loop, dlcp_loop_timer *t) {
+static void on_timer(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   (void)loop;
-  dlcp_comm *c = t->user;
+  (void)events;
+  dlcp_comm *c = user;
+  uint64_t expirations;
+  while (read(fd, &expirations, sizeof(expirations)) < 0 && errno == EINTR) {
+  }
   pthread_mutex_lock(&c->mu);
+  c->armed_ns = DLCP_TSTAMP_NEVER; /* it fired: re-arm from scratch */
   service(c);
   pthread_mutex_unlock(&c->mu);
 }
+
+/* The loop thread drives the event loop whenever no application thread
+ * wants to: it steps aside (is kicked out of epoll through the eventfd)
+ * when one waits for a completion. */
+/* A parked loop thread looks again this often: an application thread
+ * that stops driving does not wake it (it usually comes back at once, in
+ * a request/response pattern), so the loop thread takes over on its own
+ * within this interval. */
+#define HANDBACK_NS 1000000u
 
 static void *loop_main(void *arg) {
   dlcp_comm *c = arg;
   pthread_mutex_lock(&c->mu);
   service(c);
   pthread_mutex_unlock(&c->mu);
-  dlcp_loop_run(c->loop);
+  pthread_mutex_lock(&c->pmu);
+  for (;;) {
+    while (!c->stopping &&
+           (c->driver != DRIVER_NONE || c->app_wants > 0)) {
+      dlcp_tstamp t = dlcp_rt_now() + HANDBACK_NS;
+      struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+                            .tv_nsec = (long)(t % 1000000000u)};
+      pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
+    }
+    if (c->stopping) {
+      break;
+    }
+    c->driver = DRIVER_LOOP_THREAD;
+    pthread_mutex_unlock(&c->pmu);
+    dlcp_loop_run_once(c->loop, DLCP_TSTAMP_NEVER);
+    pthread_mutex_lock(&c->pmu);
+    c->driver = DRIVER_NONE;
+    if (c->app_wants > 0) {
+      pthread_cond_broadcast(&c->pcv);
+    }
+  }
+  pthread_mutex_unlock(&c->pmu);
   return NULL;
+}
+
+static void kick(dlcp_comm *c) {
+  uint64_t one = 1;
+  while (write(c->efd, &one, sizeof(one)) < 0 && errno == EINTR) {
+  }
+}
+
+int dlcp_rt_comm_acquire_driver(dlcp_comm *c) {
+  pthread_mutex_lock(&c->pmu);
+  if (c->driver == DRIVER_APP || c->stopping) {
+    pthread_mutex_unlock(&c->pmu);
+    return 0;
+  }
+  c->app_wants++;
+  if (c->driver == DRIVER_LOOP_THREAD) {
+    kick(c);
+  }
+  while (c->driver != DRIVER_NONE) {
+    pthread_cond_wait(&c->pcv, &c->pmu);
+  }
+  c->driver = DRIVER_APP;
+  pthread_mutex_unlock(&c->pmu);
+  return 1;
+}
+
+void dlcp_rt_comm_progress(dlcp_comm *c, dlcp_tstamp until) {
+  dlcp_loop_run_once(c->loop, until);
+}
+
+void dlcp_rt_comm_release_driver(dlcp_comm *c) {
+  pthread_mutex_lock(&c->pmu);
+  c->driver = DRIVER_NONE;
+  c->app_wants--;
+  if (c->app_wants > 0) {
+    pthread_cond_broadcast(&c->pcv); /* another application thread */
+  }
+  pthread_mutex_unlock(&c->pmu);
 }
 
 /* --- joining the job ---------------------------------------------------- */
@@ -1007,10 +1095,16 @@ static void comm_free(dlcp_comm *c) {
   if (c->efd >= 0) {
     close(c->efd);
   }
+  if (c->tfd >= 0) {
+    close(c->tfd);
+  }
   dlcp_loop_del(c->loop);
   free(c->peers);
   free(c->scratch);
   pthread_mutex_destroy(&c->mu);
+  pthread_mutex_destroy(&c->pmu);
+  pthread_cond_destroy(&c->pcv);
+  pthread_cond_destroy(&c->lcv);
   free(c);
 }
 
@@ -1025,10 +1119,18 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   c->env = *env;
   c->listen_fd = -1;
   c->efd = -1;
+  c->tfd = -1;
   for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
     c->udp.fd[i] = -1;
   }
   pthread_mutex_init(&c->mu, NULL);
+  pthread_mutex_init(&c->pmu, NULL);
+  pthread_cond_init(&c->pcv, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->lcv, &ca);
+  pthread_condattr_destroy(&ca);
   c->started_ns = dlcp_rt_now();
   dlcp_fault_init(&c->fault, &env->fault, env->rank);
   c->peers = calloc(env->world_size, sizeof(peer));
@@ -1053,9 +1155,11 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   }
   if (rv == 0) {
     c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    dlcp_loop_timer_init(&c->timer, on_timer, c);
-    if (c->efd < 0 ||
-        dlcp_loop_add_fd(c->loop, c->efd, DLCP_LOOP_READ, on_wakeup, c) != 0) {
+    c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    c->armed_ns = DLCP_TSTAMP_NEVER;
+    if (c->efd < 0 || c->tfd < 0 ||
+        dlcp_loop_add_fd(c->loop, c->efd, DLCP_LOOP_READ, on_wakeup, c) != 0 ||
+        dlcp_loop_add_fd(c->loop, c->tfd, DLCP_LOOP_READ, on_timer, c) != 0) {
       rv = dlcp_errbuf_set(&eb, DLCP_ERR_SYSTEM, "eventfd: %s",
                            strerror(errno));
     }
@@ -1127,20 +1231,16 @@ void dlcp_comm_destroy(dlcp_comm *c) {
   pthread_mutex_lock(&c->mu);
   c->closing = true;
   pthread_mutex_unlock(&c->mu);
-  uint64_t one = 1;
-  if (write(c->efd, &one, sizeof(one)) < 0) {
-    dlcp_loop_stop(c->loop);
-  }
+  pthread_mutex_lock(&c->pmu);
+  c->stopping = true;
+  pthread_cond_broadcast(&c->pcv);
+  pthread_cond_broadcast(&c->lcv);
+  pthread_mutex_unlock(&c->pmu);
+  kick(c);
   pthread_join(c->thread, NULL);
   /* The loop is gone: this thread owns everything now.  Whatever is still
    * outstanding is cancelled and handed back. */
   dlcp_tstamp now = dlcp_rt_now();
-  op *o = c->submit_head;
-  while (o) {
-    op *next = o->next;
-    deliver_completion(c, &c->peers[o->peer], o, NULL, DLCP_ERR_CANCELED);
-    o = next;
-  }
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     peer *p = &c->peers[r];
     if (r == c->env.rank) {
@@ -1248,16 +1348,23 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
     free(o);
     return DLCP_ERR_CANCELED;
   }
-  if (c->submit_tail) {
-    c->submit_tail->next = o;
-  } else {
-    c->submit_head = o;
+  /* Hand the operation to the core right here and send what it allows
+   * now, instead of waking the loop thread first: the first packet leaves
+   * without a thread hand-off, and the new deadline reaches whoever
+   * drives the loop through the timerfd. */
+  dlcp_tstamp now = dlcp_rt_now();
+  peer *p = &c->peers[peer_rank];
+  submit_one(c, o, now);
+  service_peer(c, p, now);
+  dlcp_udp_flush(&c->udp);
+  dlcp_tstamp next = dlcp_mlt_next_deadline(p->conn);
+  if (next <= now) {
+    next = now + 1000;
   }
-  c->submit_tail = o;
+  if (next < c->armed_ns) {
+    arm_deadline(c, next);
+  }
   pthread_mutex_unlock(&c->mu);
-  uint64_t one = 1;
-  while (write(c->efd, &one, sizeof(one)) < 0 && errno == EINTR) {
-  }
   return 0;
 }
 

@@ -6,6 +6,9 @@
  */
 #include "rt/cq.h"
 
+#include "rt/clock.h"
+#include "rt/comm_drive.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@ typedef struct cq_entry {
 } cq_entry;
 
 struct dlcp_cq {
+  dlcp_comm *comm; /* whose loop a waiter may drive; NULL: none */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   cq_entry *head, *tail;
@@ -28,7 +32,6 @@ struct dlcp_cq {
 };
 
 int dlcp_cq_create(dlcp_comm *comm, dlcp_cq **pcq) {
-  (void)comm; /* a queue may serve several communicators */
   if (!pcq) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
@@ -36,6 +39,7 @@ int dlcp_cq_create(dlcp_comm *comm, dlcp_cq **pcq) {
   if (!cq) {
     return DLCP_ERR_NOMEM;
   }
+  cq->comm = comm;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -144,6 +148,37 @@ int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms) {
   if (!cq || !out) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  dlcp_tstamp deadline = timeout_ms < 0
+                             ? DLCP_TSTAMP_NEVER
+                             : dlcp_rt_deadline_after((uint64_t)timeout_ms);
+  pthread_mutex_lock(&cq->mu);
+  release_lent(cq);
+  if (cq->head) {
+    int n = take(cq, out, 1);
+    pthread_mutex_unlock(&cq->mu);
+    return n;
+  }
+  pthread_mutex_unlock(&cq->mu);
+  /* Drive the communicator's loop from this thread while waiting, if no
+   * other thread does: the completion is then produced right here. */
+  if (cq->comm && dlcp_rt_comm_acquire_driver(cq->comm)) {
+    int n = DLCP_ERR_TIMEOUT;
+    for (;;) {
+      pthread_mutex_lock(&cq->mu);
+      if (cq->head) {
+        n = take(cq, out, 1);
+        pthread_mutex_unlock(&cq->mu);
+        break;
+      }
+      pthread_mutex_unlock(&cq->mu);
+      if (dlcp_rt_now() >= deadline) {
+        break;
+      }
+      dlcp_rt_comm_progress(cq->comm, deadline);
+    }
+    dlcp_rt_comm_release_driver(cq->comm);
+    return n;
+  }
   struct timespec until;
   clock_gettime(CLOCK_MONOTONIC, &until);
   if (timeout_ms >= 0) {
@@ -155,7 +190,6 @@ int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms) {
     }
   }
   pthread_mutex_lock(&cq->mu);
-  release_lent(cq);
   while (!cq->head) {
     int rv = timeout_ms >= 0
                  ? pthread_cond_timedwait(&cq->cv, &cq->mu, &until)
