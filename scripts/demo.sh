@@ -1,14 +1,26 @@
 #!/bin/sh
-# The main job of `make demo`: MLT transfers through the seeded lossy
-# in-memory network (the sans-I/O core, driven in virtual time).  Later
-# issues replace this with a multi-process all-reduce on loopback and a
-# small simulation.
+# The main job of `make demo`:
+#   1. real processes on loopback: MLT transfers between 2 ranks launched by
+#      dlcp-run, with loss injected in the send path, checked byte by byte;
+#   2. the sans-I/O core alone through the seeded in-memory network;
+#   3. a small simulation: dlcp-sim's embedded default scenario.
 set -eu
 build=${1:-build}
-bin=$build/bin/example-mlt_lossy_transfer
-echo "== MLT core demo: 16 MiB tensor, 10 Gbps link, 10 us delay, seeded loss =="
+bin=$build/bin
+
+echo "== 1. dlcp-run -n 2 dlcp-p2p: 64 MiB, 1% injected loss, fully reliable (p = 0) =="
+DLCP_FAULT_DROP=1% "$bin/dlcp-run" -n 2 "$bin/dlcp-p2p" --size 64M --iters 3
+echo
+echo "== 1b. same, 5% injected loss, loss bound p = 0.1 (no retransmission rounds) =="
+DLCP_FAULT_DROP=5% "$bin/dlcp-run" -n 2 "$bin/dlcp-p2p" --size 64M --iters 3 --p 0.1
+echo
+echo "== 2. MLT core in the seeded in-memory network: 16 MiB, 10 Gbps, 10 us =="
 for p in 0 0.1; do
-  for loss in 0 0.01 0.1 0.3; do
-    "$bin" --size 16777216 --loss "$loss" --p "$p" --reorder 0.05 --seed 7
+  for loss in 0.01 0.3; do
+    "$bin/example-mlt_lossy_transfer" --size 16777216 --loss "$loss" --p "$p" \
+      --reorder 0.05 --seed 7
   done
 done
+echo
+echo "== 3. dlcp-sim: the MLT seed's 144-host leaf-spine, PS traffic (scaled down) =="
+"$bin/dlcp-sim"
