@@ -697,6 +697,60 @@ static void test_deterministic(void **state) {
   assert_true(packets[0] != packets[2]);
 }
 
+/* A cancelled receive is never written again and never completes; the
+ * sender forgets a START it had not matched, and an active send fails
+ * with the receiver's status. */
+static void test_cancel_recv(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 23);
+  cfg.line_rate_bps = 100000000; /* slow: the cancel lands mid-transfer */
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  l.rate_bps = cfg.line_rate_bps;
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 23);
+  dlcp_mlt_conn *tx = netsim_conn(ns, 0), *rx = netsim_conn(ns, 1);
+  uint8_t *src = pattern(200000, 1);
+  uint8_t *a = calloc(1, 200000), *b = calloc(1, 200000);
+  /* 1: cancelled before its START left: nothing is said. */
+  dlcp_mlt_recv r1 = {.tensor = 1, .buf = a, .len = 100, .user_data = 1};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r1, 0), 0);
+  assert_int_equal(dlcp_mlt_cancel_recv(rx, 1, 0), 0);
+  assert_int_equal(dlcp_mlt_cancel_recv(rx, 1, 0), DLCP_ERR_UNKNOWN_TRANSFER);
+  assert_int_equal(netsim_run(ns, 1, 1000000), 0);
+  assert_int_equal(netsim_counters_of(ns, 1)->control_sent, 0);
+  /* 2: cancelled after its START reached the sender, unmatched there: the
+   * sender drops the record, so nothing is outstanding on either side. */
+  dlcp_mlt_recv r2 = {.tensor = 2, .buf = a, .len = 100, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r2, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 1, netsim_now(ns) + 100000), 0);
+  assert_int_equal(dlcp_mlt_cancel_recv(rx, 2, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 1, netsim_now(ns) + 100000), 0);
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  assert_int_equal(dlcp_mlt_outstanding(tx), 0);
+  /* 3: cancelled while data flows: the buffer is not written after the
+   * cancel, and the send fails with the receiver's status. */
+  dlcp_mlt_recv r3 = {.tensor = 3, .buf = b, .len = 200000, .user_data = 3};
+  dlcp_mlt_send s3 = {.tensor = 3, .buf = src, .len = 200000,
+                      .user_data = 30};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r3, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s3, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 1, netsim_now(ns) + 5000000), 0);
+  assert_int_equal(dlcp_mlt_cancel_recv(rx, 3, netsim_now(ns)), 0);
+  uint8_t *snapshot = malloc(200000);
+  memcpy(snapshot, b, 200000);
+  assert_int_equal(netsim_run(ns, 1, netsim_now(ns) + 1000000000), 1);
+  const netsim_completion *c = netsim_find(ns, 0, 30);
+  assert_non_null(c);
+  assert_int_equal(c->c.status, DLCP_ERR_CANCELED);
+  assert_memory_equal(snapshot, b, 200000);
+  assert_null(netsim_find(ns, 1, 3));
+  free(snapshot);
+  free(src);
+  free(a);
+  free(b);
+  netsim_del(ns);
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   dlcp_mlt_config cfg;
@@ -743,6 +797,7 @@ int main(void) {
       cmocka_unit_test(test_priority_function),
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_cancel_recv),
       cmocka_unit_test(test_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -934,7 +934,7 @@ static void test_bad_preamble(void **state) {
   buf[1] = 0xD1;
   for (v = 0; v < 256; ++v) {
     buf[3] = (uint8_t)v;
-    if (v == 0 || v > 7) {
+    if (v == 0 || v > DLCP_WIRE_NOTE) {
       assert_int_equal(dlcp_wire_peek(&pre, buf, 24), DLCP_ERR_BAD_TYPE);
     }
   }
@@ -1418,6 +1418,36 @@ static void test_strerror(void **state) {
   assert_false(dlcp_err_is_fatal(-2));
 }
 
+static void test_note_round_trip_and_errors(void **state) {
+  (void)state;
+  uint8_t buf[DLCP_WIRE_NOTE_LEN + 4];
+  dlcp_wire_note n = {.job = 0xA1B2C3D4u, .op = 77, .value = UINT64_MAX - 5};
+  assert_int_equal(dlcp_wire_note_encode(buf, sizeof(buf), &n),
+                   DLCP_WIRE_NOTE_LEN);
+  dlcp_wire_preamble pre;
+  assert_int_equal(dlcp_wire_peek(&pre, buf, DLCP_WIRE_NOTE_LEN), 0);
+  assert_int_equal(pre.type, DLCP_WIRE_NOTE);
+  dlcp_wire_note out;
+  assert_int_equal(dlcp_wire_note_decode(&out, buf, DLCP_WIRE_NOTE_LEN), 0);
+  assert_int_equal(out.job, n.job);
+  assert_int_equal(out.op, 77);
+  assert_true(out.value == n.value);
+  for (size_t len = 0; len < DLCP_WIRE_NOTE_LEN; len++) {
+    assert_true(dlcp_wire_note_decode(&out, buf, len) < 0);
+  }
+  assert_true(dlcp_wire_note_decode(&out, buf, DLCP_WIRE_NOTE_LEN + 1) < 0);
+  assert_int_equal(dlcp_wire_note_encode(buf, DLCP_WIRE_NOTE_LEN - 1, &n),
+                   DLCP_ERR_BUFFER_TOO_SMALL);
+  dlcp_wire_note_encode(buf, sizeof(buf), &n);
+  buf[20] = 1; /* reserved */
+  assert_int_equal(dlcp_wire_note_decode(&out, buf, DLCP_WIRE_NOTE_LEN),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_wire_note_encode(buf, sizeof(buf), &n);
+  buf[8] = 1; /* a transfer id on a note */
+  assert_int_equal(dlcp_wire_note_decode(&out, buf, DLCP_WIRE_NOTE_LEN),
+                   DLCP_ERR_INVALID_ARGUMENT);
+}
+
 static void test_mem_default(void **state) {
   const dlcp_mem *m = dlcp_mem_default();
   uint8_t *p;
@@ -1463,6 +1493,7 @@ int main(void) {
       cmocka_unit_test(test_bitmap_decode_errors),
       cmocka_unit_test(test_bitmap_walk_matches_words),
       cmocka_unit_test(test_strerror),
+      cmocka_unit_test(test_note_round_trip_and_errors),
       cmocka_unit_test(test_mem_default),
   };
 

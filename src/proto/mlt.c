@@ -743,6 +743,12 @@ static void on_stop(dlcp_mlt_conn *conn, const dlcp_wire_stop *s,
   x->peer_bytes = s->bytes;
   int status = s->status == 0 ? 0 : peer_status(s->status);
   if (x->state == X_UNMATCHED) {
+    if (status != 0) {
+      /* The receiver gave up before anyone posted the send: forget it. */
+      unlink_xfer(conn, x);
+      xfer_free(conn, x);
+      return;
+    }
     x->stop_seen = true;
     x->stop_status = status;
     return;
@@ -1029,6 +1035,7 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   }
   case DLCP_WIRE_DATA:
   case DLCP_WIRE_ACK:
+  case DLCP_WIRE_NOTE: /* the driver's, for collectives */
   default:
     rv = DLCP_ERR_BAD_TYPE;
     break;
@@ -1037,6 +1044,31 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
     conn->stats.dropped_malformed++;
   }
   return rv;
+}
+
+int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
+                         dlcp_tstamp now) {
+  for (mlt_xfer *x = conn->recvs; x; x = x->next) {
+    if (x->user_data != user_data) {
+      continue;
+    }
+    /* A START still unsent means the sender never heard of it: then there
+     * is nobody to tell.  No PEND_COMPLETE: the caller asked for silence. */
+    uint32_t tell = (x->pend & PEND_START) ? 0 : PEND_STOP;
+    x->pend &= ~(uint32_t)(PEND_START | PEND_ACK | PEND_BITMAP);
+    x->status = DLCP_ERR_CANCELED;
+    x->state = X_DONE;
+    x->end_ns = now;
+    x->timer_ns = DLCP_TSTAMP_NEVER;
+    unlink_xfer(conn, x);
+    if (tell || x->in_pending) {
+      pend(conn, x, tell);
+    } else {
+      xfer_free(conn, x);
+    }
+    return 0;
+  }
+  return DLCP_ERR_UNKNOWN_TRANSFER;
 }
 
 void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now) {

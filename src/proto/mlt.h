@@ -255,6 +255,16 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn);
 
 /*
+ * dlcp_mlt_cancel_recv abandons the posted receive whose user_data is
+ * |user_data|: its buffer is released at once (never written again), no
+ * completion is produced, and the sender is told (STOP with
+ * DLCP_ERR_CANCELED), which drops its matching START or fails its send.
+ * Returns 0 or DLCP_ERR_UNKNOWN_TRANSFER.
+ */
+int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
+                         dlcp_tstamp now);
+
+/*
  * dlcp_mlt_abort fails every outstanding transfer with |status| (a negative
  * DLCP_ERR_*, e.g. DLCP_ERR_PEER_CLOSED); their completions come out of
  * dlcp_mlt_poll.  No messages are sent: the peer is gone.

@@ -56,6 +56,8 @@ static int type_len_ok(uint8_t type, uint32_t len) {
     return len == DLCP_WIRE_STOP_LEN;
   case DLCP_WIRE_FINISH:
     return len == DLCP_WIRE_FINISH_LEN;
+  case DLCP_WIRE_NOTE:
+    return len == DLCP_WIRE_NOTE_LEN;
   default:
     return 0;
   }
@@ -75,7 +77,7 @@ int dlcp_wire_peek(dlcp_wire_preamble *pre, const uint8_t *buf, size_t buflen) {
     return DLCP_ERR_BAD_VERSION;
   }
   type = dlcp_get_u8(buf + OFF_TYPE);
-  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_FINISH) {
+  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_NOTE) {
     return DLCP_ERR_BAD_TYPE;
   }
   len = dlcp_get_u32(buf + OFF_LEN);
@@ -470,6 +472,42 @@ int dlcp_wire_finish_decode(dlcp_wire_finish *f, const uint8_t *buf,
   f->xfer = pre.xfer;
   f->status = status;
   f->sent = dlcp_get_u32(buf + 20);
+  return 0;
+}
+
+/* ---- NOTE ---- */
+
+dlcp_ssize dlcp_wire_note_encode(uint8_t *buf, size_t buflen,
+                                 const dlcp_wire_note *n) {
+  uint8_t *p;
+
+  if (n == NULL) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (buf == NULL || buflen < DLCP_WIRE_NOTE_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_NOTE, n->job, 0, DLCP_WIRE_NOTE_LEN);
+  p = dlcp_put_u32(p, n->op);
+  p = dlcp_put_u32(p, 0);
+  dlcp_put_u64(p, n->value);
+  return DLCP_WIRE_NOTE_LEN;
+}
+
+int dlcp_wire_note_decode(dlcp_wire_note *n, const uint8_t *buf,
+                          size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_NOTE);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.xfer != 0 || dlcp_get_u32(buf + 20) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  n->job = pre.job;
+  n->op = dlcp_get_u32(buf + 16);
+  n->value = dlcp_get_u64(buf + 24);
   return 0;
 }
 

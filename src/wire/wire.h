@@ -75,6 +75,12 @@
  * FINISH (control, sender -> receiver), 24 bytes:
  *   16  4    status   0, or a DLCP_ERR_* the sender failed with (<= 0)
  *   20  4    sent     data packets sent in total
+ *
+ * NOTE (control, either way), 32 bytes: a collective operation's small
+ * reliable message (straggler bypass, loss agreement); xfer is 0:
+ *   16  4    op       the collective operation's id on this job
+ *   20  4    reserved (zero)
+ *   24  8    value    the operation's 64-bit note
  */
 #ifndef DLCP_WIRE_H
 #define DLCP_WIRE_H
@@ -93,6 +99,7 @@
 #define DLCP_WIRE_PROBE_LEN 24u
 #define DLCP_WIRE_STOP_LEN 32u
 #define DLCP_WIRE_FINISH_LEN 24u
+#define DLCP_WIRE_NOTE_LEN 32u
 #define DLCP_WIRE_START_HDR_LEN 20u
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
@@ -118,6 +125,7 @@ typedef enum dlcp_wire_type {
   DLCP_WIRE_BITMAP = 5,
   DLCP_WIRE_STOP = 6,
   DLCP_WIRE_FINISH = 7,
+  DLCP_WIRE_NOTE = 8,
 } dlcp_wire_type;
 
 typedef struct dlcp_wire_preamble {
@@ -176,6 +184,12 @@ typedef struct dlcp_wire_finish {
   int32_t status;
   uint32_t sent;
 } dlcp_wire_finish;
+
+typedef struct dlcp_wire_note {
+  uint32_t job;
+  uint32_t op;
+  uint64_t value;
+} dlcp_wire_note;
 
 /* A run of segment indices [start, start + count). */
 typedef struct dlcp_wire_range {
@@ -293,6 +307,10 @@ dlcp_ssize dlcp_wire_finish_encode(uint8_t *buf, size_t buflen,
                                    const dlcp_wire_finish *f);
 int dlcp_wire_finish_decode(dlcp_wire_finish *f, const uint8_t *buf,
                             size_t buflen);
+dlcp_ssize dlcp_wire_note_encode(uint8_t *buf, size_t buflen,
+                                 const dlcp_wire_note *n);
+int dlcp_wire_note_decode(dlcp_wire_note *n, const uint8_t *buf,
+                          size_t buflen);
 
 /*
  * dlcp_wire_bitmap_encode_words writes a BITMAP describing the segments
