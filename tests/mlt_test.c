@@ -744,6 +744,27 @@ static void test_cancel_recv(void **state) {
   assert_int_equal(c->c.status, DLCP_ERR_CANCELED);
   assert_memory_equal(snapshot, b, 200000);
   assert_null(netsim_find(ns, 1, 3));
+  /* 4: a send cancelled mid-transfer: the receiver fails at once with
+   * the sender's status instead of waiting for its timeout. */
+  memset(b, 0, 200000);
+  dlcp_mlt_recv r4 = {.tensor = 4, .buf = b, .len = 200000, .user_data = 4};
+  dlcp_mlt_send s4 = {.tensor = 4, .buf = src, .len = 200000,
+                      .user_data = 40};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r4, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s4, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 2, netsim_now(ns) + 5000000), 1);
+  dlcp_tstamp cancelled_at = netsim_now(ns);
+  assert_int_equal(dlcp_mlt_cancel_send(tx, 40, cancelled_at), 0);
+  assert_int_equal(dlcp_mlt_cancel_send(tx, 40, cancelled_at),
+                   DLCP_ERR_UNKNOWN_TRANSFER);
+  assert_int_equal(netsim_run(ns, 2, cancelled_at + 1000000000), 2);
+  c = netsim_find(ns, 1, 4);
+  assert_non_null(c);
+  assert_int_equal(c->c.status, DLCP_ERR_CANCELED);
+  assert_true(c->c.end_ns < cancelled_at + 1000000);
+  assert_null(netsim_find(ns, 0, 40));
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  assert_int_equal(dlcp_mlt_outstanding(tx), 0);
   free(snapshot);
   free(src);
   free(a);

@@ -1071,6 +1071,29 @@ int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
   return DLCP_ERR_UNKNOWN_TRANSFER;
 }
 
+int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
+                         dlcp_tstamp now) {
+  for (mlt_xfer *x = conn->sends; x; x = x->next) {
+    if (x->state == X_UNMATCHED || x->user_data != user_data) {
+      continue;
+    }
+    /* Before START there is no transfer id: nobody to tell. */
+    uint32_t tell = x->state == X_WAIT_START ? 0 : PEND_FINISH;
+    x->status = DLCP_ERR_CANCELED;
+    x->state = X_DONE;
+    x->end_ns = now;
+    x->timer_ns = DLCP_TSTAMP_NEVER;
+    unlink_xfer(conn, x);
+    if (tell || x->in_pending) {
+      pend(conn, x, tell);
+    } else {
+      xfer_free(conn, x);
+    }
+    return 0;
+  }
+  return DLCP_ERR_UNKNOWN_TRANSFER;
+}
+
 void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now) {
   mlt_xfer *x, *next;
   for (x = conn->sends; x; x = next) {

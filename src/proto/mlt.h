@@ -265,6 +265,16 @@ int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now);
 
 /*
+ * dlcp_mlt_cancel_send abandons the posted send whose user_data is
+ * |user_data| the same way: the buffer is never read again, no completion
+ * is produced, and a receiver that already started is told (FINISH with
+ * DLCP_ERR_CANCELED), so its receive fails instead of timing out.
+ * Returns 0 or DLCP_ERR_UNKNOWN_TRANSFER.
+ */
+int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
+                         dlcp_tstamp now);
+
+/*
  * dlcp_mlt_abort fails every outstanding transfer with |status| (a negative
  * DLCP_ERR_*, e.g. DLCP_ERR_PEER_CLOSED); their completions come out of
  * dlcp_mlt_poll.  No messages are sent: the peer is gone.
