@@ -178,6 +178,32 @@ static void test_invalid_values_named(void **state) {
   }
 }
 
+static void test_topology_labels(void **state) {
+  (void)state;
+  const char *ok[] = {"RANK", "1", "WORLD_SIZE", "4", "MASTER_ADDR",
+                      "127.0.0.1", "MASTER_PORT", "29500", "DLCP_TOPO",
+                      "rack-3/pod_1/dc.0", NULL};
+  dlcp_rt_env env;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, ok, &eb), 0);
+  assert_int_equal(env.topo, DLCP_TOPO_LABELS);
+  assert_int_equal(env.topo_levels, 3);
+  assert_string_equal(env.topo_labels[0], "rack-3");
+  assert_string_equal(env.topo_labels[1], "pod_1");
+  assert_string_equal(env.topo_labels[2], "dc.0");
+  const char *bad_values[] = {"rack0//pod0", "/rack0", "rack0/", "rack 0",
+                              "a/b/c/d/e/f/g/h/i", "rack:0", "rack:9"};
+  for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+    const char *vars[] = {"RANK", "1", "WORLD_SIZE", "4", "MASTER_ADDR",
+                          "127.0.0.1", "MASTER_PORT", "29500", "DLCP_TOPO",
+                          bad_values[i], NULL};
+    assert_int_equal(dlcp_rt_env_load(&env, table_lookup, vars, &eb),
+                     DLCP_ERR_CONFIG);
+    assert_non_null(strstr(eb.msg, "DLCP_TOPO='"));
+    assert_non_null(strstr(eb.msg, "location labels"));
+  }
+}
+
 static void test_unknown_dlcp_variable(void **state) {
   char *good[] = {"PATH=/bin", "DLCP_TIMEOUT_MS=5", "DLCP_FAULT_DROP=0", NULL};
   char *typo[] = {"PATH=/bin", "DLCP_TIMEOUT=5", NULL};
@@ -194,6 +220,7 @@ int main(void) {
       cmocka_unit_test(test_full_torchrun_env),
       cmocka_unit_test(test_default_job_shared),
       cmocka_unit_test(test_invalid_values_named),
+      cmocka_unit_test(test_topology_labels),
       cmocka_unit_test(test_unknown_dlcp_variable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

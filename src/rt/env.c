@@ -274,25 +274,55 @@ static int load_segment(const reader *rd, dlcp_rt_env *env) {
   return 0;
 }
 
+/* DLCP_TOPO is "flat", "rack:N" (N consecutive ranks per rack) or this
+ * rank's location labels, innermost first: "rack3/pod1". */
 static int load_topo(const reader *rd, dlcp_rt_env *env) {
   const char *s = get(rd, "DLCP_TOPO");
   uint64_t v;
-  char expected[128];
+  char expected[256];
   env->topo = DLCP_TOPO_FLAT;
   env->ranks_per_rack = env->world_size;
+  env->topo_levels = 0;
   if (s == NULL || strcmp(s, "flat") == 0) {
     return 0;
   }
-  if (strncmp(s, "rack:", 5) != 0 || parse_u64_text(s + 5, &v) != 0 || v < 1 ||
-      v > env->world_size) {
-    snprintf(expected, sizeof(expected),
-             "\"flat\" or \"rack:N\" with N ranks per rack in 1..%" PRIu32
-             " (WORLD_SIZE)",
-             env->world_size);
-    return bad(rd, "DLCP_TOPO", s, expected);
+  snprintf(expected, sizeof(expected),
+           "\"flat\", \"rack:N\" with N ranks per rack in 1..%" PRIu32
+           " (WORLD_SIZE), or location labels innermost first such as "
+           "\"rack0/pod1\" (1..%u levels of [A-Za-z0-9_.-], at most %u "
+           "characters each)",
+           env->world_size, DLCP_TOPO_MAX_LEVELS, DLCP_TOPO_LABEL_MAX);
+  if (strncmp(s, "rack:", 5) == 0) {
+    if (parse_u64_text(s + 5, &v) != 0 || v < 1 || v > env->world_size) {
+      return bad(rd, "DLCP_TOPO", s, expected);
+    }
+    env->topo = DLCP_TOPO_RACK;
+    env->ranks_per_rack = (uint32_t)v;
+    return 0;
   }
-  env->topo = DLCP_TOPO_RACK;
-  env->ranks_per_rack = (uint32_t)v;
+  const char *p = s;
+  for (;;) {
+    size_t n = strcspn(p, "/");
+    if (n == 0 || n > DLCP_TOPO_LABEL_MAX ||
+        env->topo_levels == DLCP_TOPO_MAX_LEVELS) {
+      return bad(rd, "DLCP_TOPO", s, expected);
+    }
+    for (size_t i = 0; i < n; i++) {
+      char ch = p[i];
+      if (!isalnum((unsigned char)ch) && ch != '_' && ch != '.' &&
+          ch != '-') {
+        return bad(rd, "DLCP_TOPO", s, expected);
+      }
+    }
+    memcpy(env->topo_labels[env->topo_levels], p, n);
+    env->topo_labels[env->topo_levels][n] = '\0';
+    env->topo_levels++;
+    if (p[n] == '\0') {
+      break;
+    }
+    p += n + 1;
+  }
+  env->topo = DLCP_TOPO_LABELS;
   return 0;
 }
 

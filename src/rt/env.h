@@ -44,9 +44,13 @@
 #define DLCP_ENV_MAX_PATHS 64u
 
 typedef enum dlcp_topo_kind {
-  DLCP_TOPO_FLAT = 0, /* every rank equally far from every other */
-  DLCP_TOPO_RACK = 1, /* ranks grouped into racks of ranks_per_rack */
+  DLCP_TOPO_FLAT = 0,   /* every rank equally far from every other */
+  DLCP_TOPO_RACK = 1,   /* ranks grouped into racks of ranks_per_rack */
+  DLCP_TOPO_LABELS = 2, /* this rank's own labels, innermost first */
 } dlcp_topo_kind;
+
+#define DLCP_TOPO_MAX_LEVELS 8u
+#define DLCP_TOPO_LABEL_MAX 63u
 
 typedef struct dlcp_rt_fault {
   double drop;       /* [0, 1] */
@@ -77,6 +81,11 @@ typedef struct dlcp_rt_env {
   uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;
+  /* DLCP_TOPO_LABELS: "rack0/pod0" gives topo_labels[0] = "rack0" (level
+   * 0, the rack) and [1] = "pod0"; every rank must give the same number
+   * of levels.  The communicator exchanges them at rendezvous. */
+  uint32_t topo_levels;
+  char topo_labels[DLCP_TOPO_MAX_LEVELS][DLCP_TOPO_LABEL_MAX + 1];
   uint32_t ranks_per_rack; /* DLCP_TOPO_RACK only, 1..world_size */
   dlcp_rt_fault fault;
 } dlcp_rt_env;
