@@ -140,7 +140,7 @@ static void test_shipped_scenarios(void **state) {
   }
   const char *files[] = {"mlt-leaf-spine-ps.yaml", "incast.yaml",
                          "fat-tree-failure.yaml", "explicit-dumbbell.yaml",
-                         "ps-oversubscribed.yaml"};
+                         "ps-oversubscribed.yaml", "mlt-lossy-fabric.yaml"};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/scenarios/%s", dir, files[i]);

@@ -30,6 +30,7 @@ static void usage(FILE *f) {
           "  --seed N       random seed (same as --set seed=N)\n"
           "  --out DIR      write flows.csv, links.csv, queues.csv, "
           "iterations.csv, summary.json\n"
+          "                 (and the outputs.pcap captures)\n"
           "  --print-default  print the embedded scenario and exit\n");
 }
 
@@ -145,7 +146,22 @@ int main(int argc, char **argv) {
   }
   char outdir[sizeof(cfg.out_dir)];
   snprintf(outdir, sizeof(outdir), "%s", out ? out : "");
+  uint32_t npcaps = cfg.npcaps;
   dlcp_sim_config_free(&cfg);
+  if (npcaps > 0) {
+    if (!outdir[0]) {
+      fprintf(stderr, "dlcp-sim: outputs.pcap needs an output directory "
+                      "(outputs.dir or --out)\n");
+      dlcp_sim_del(sim);
+      return 2;
+    }
+    rv = dlcp_sim_pcap_open(sim, outdir, err, sizeof(err));
+    if (rv != 0) {
+      fprintf(stderr, "dlcp-sim: %s\n", err);
+      dlcp_sim_del(sim);
+      return 1;
+    }
+  }
 
   bool tty = isatty(STDOUT_FILENO) != 0;
   double t0 = wall_now(), last_draw = 0;
@@ -170,6 +186,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   dlcp_sim_print_summary(sim, stdout, wall);
+  if (dlcp_sim_pcap_close(sim) != 0) {
+    fprintf(stderr, "dlcp-sim: writing a pcap file failed\n");
+    dlcp_sim_del(sim);
+    return 1;
+  }
+  if (npcaps > 0) {
+    printf("pcap       %u link%s captured in %s/\n", npcaps,
+           npcaps == 1 ? "" : "s", outdir);
+  }
   if (outdir[0]) {
     rv = dlcp_sim_write_outputs(sim, outdir, err, sizeof(err));
     if (rv != 0) {

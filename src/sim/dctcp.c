@@ -308,7 +308,7 @@ static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
       return;
     }
   }
-  memset(pkt, 0, offsetof(dlcp_sim_packet, hdr));
+  memset(pkt, 0, sizeof(*pkt));
   pkt->kind = DLCP_SIM_PKT_ACK;
   pkt->flow = flow->id;
   pkt->src = flow->dst;
@@ -380,6 +380,7 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
   if (complete && rx->got) {
     sim->mem->free(rx->got, sim->mem->user);
     rx->got = NULL;
+    flow->delivered_bytes = flow->size_bytes;
     dlcp_sim_flow_delivered(sim, flow, now);
   }
   /* Out-of-order data is ACKed at once so the sender sees dupACKs. */
@@ -397,6 +398,10 @@ static void dctcp_on_packet(void *state, dlcp_sim_packet *pkt,
                             dlcp_sim_ps now) {
   dctcp_host *h = state;
   dlcp_sim *sim = h->sim;
+  if (pkt->flow >= sim->nflows) {
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
+  }
   dlcp_sim_flow *flow = &sim->flows[pkt->flow];
   switch ((dlcp_sim_pkt_kind)pkt->kind) {
   case DLCP_SIM_PKT_DATA:
@@ -437,5 +442,12 @@ static void dctcp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
 }
 
 const dlcp_sim_transport_ops dlcp_sim_dctcp_ops = {
-    "dctcp",         dctcp_host_new,  dctcp_host_del, dctcp_flow_start,
-    dctcp_on_packet, dctcp_on_timer,  dctcp_flow_free};
+    .name = "dctcp",
+    .init = NULL,
+    .fini = NULL,
+    .host_new = dctcp_host_new,
+    .host_del = dctcp_host_del,
+    .flow_start = dctcp_flow_start,
+    .on_packet = dctcp_on_packet,
+    .on_timer = dctcp_on_timer,
+    .flow_free = dctcp_flow_free};

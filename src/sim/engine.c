@@ -1,11 +1,14 @@
 /*
  * engine.c: the event queue and timers.
  *
- * The queue is a binary min-heap of 40-byte events ordered by (time,
- * insertion sequence).  The sequence number makes ties deterministic: of
- * two events at the same picosecond, the one scheduled first runs first,
- * so a run depends only on its configuration and seed, never on heap
- * layout.  Both push and pop are O(log n).  Handlers that hit an
+ * The queue is two 4-ary min-heaps of 40-byte events ordered by (time,
+ * insertion sequence), one for the network's frequent near-term events and
+ * one for timers and other rare events (see engine.h), read as one queue.
+ * The sequence number makes ties deterministic: of two events at the same
+ * picosecond, the one scheduled first runs first, so a run depends only on
+ * its configuration and seed, never on heap layout.  Both push and pop are
+ * O(log n); keeping the per-packet events in a heap of at most two per port
+ * makes them O(log ports) and cache-resident.  Handlers that hit an
  * allocation failure record it in the engine rather than returning it
  * through every layer; the run loop stops at the next step and reports it.
  *
@@ -45,24 +48,41 @@ const dlcp_mem *dlcp_sim_mem(const dlcp_mem *mem) {
   return mem ? mem : &sim_libc_mem;
 }
 
+static int heap_init(const dlcp_mem *mem, dlcp_sim_event_heap *h) {
+  h->len = 0;
+  h->cap = 1024;
+  h->ev = mem->malloc(h->cap * sizeof(*h->ev), mem->user);
+  return h->ev ? 0 : DLCP_ERR_NOMEM;
+}
+
 int dlcp_sim_engine_init(dlcp_sim_engine *e, const dlcp_mem *mem) {
   memset(e, 0, sizeof(*e));
   e->mem = dlcp_sim_mem(mem);
-  e->cap = 1024;
-  e->heap = e->mem->malloc(e->cap * sizeof(*e->heap), e->mem->user);
-  return e->heap ? 0 : DLCP_ERR_NOMEM;
+  if (heap_init(e->mem, &e->hot) != 0 || heap_init(e->mem, &e->cold) != 0) {
+    dlcp_sim_engine_free(e);
+    return DLCP_ERR_NOMEM;
+  }
+  return 0;
 }
 
 void dlcp_sim_engine_free(dlcp_sim_engine *e) {
-  if (e->heap) {
-    e->mem->free(e->heap, e->mem->user);
+  if (e->hot.ev) {
+    e->mem->free(e->hot.ev, e->mem->user);
   }
-  e->heap = NULL;
-  e->len = e->cap = 0;
+  if (e->cold.ev) {
+    e->mem->free(e->cold.ev, e->mem->user);
+  }
+  memset(&e->hot, 0, sizeof(e->hot));
+  memset(&e->cold, 0, sizeof(e->cold));
+  e->len = 0;
 }
 
 static bool event_before(const dlcp_sim_event *a, const dlcp_sim_event *b) {
-  return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+  return a->key < b->key;
+}
+
+static dlcp_sim_ps event_time(const dlcp_sim_event *ev) {
+  return (dlcp_sim_ps)(ev->key >> 64);
 }
 
 void dlcp_sim_engine_fail(dlcp_sim_engine *e, int code) {
@@ -71,81 +91,134 @@ void dlcp_sim_engine_fail(dlcp_sim_engine *e, int code) {
   }
 }
 
-void dlcp_sim_engine_at(dlcp_sim_engine *e, dlcp_sim_ps time,
-                        dlcp_sim_event_fn fn, void *obj, void *arg) {
+/* The heap is 4-ary: half the levels of a binary heap, and a node's four
+ * children are adjacent in memory.  Parent of i is (i - 1) / 4 (a shift),
+ * children are 4i + 1 .. 4i + 4. */
+static void heap_push(dlcp_sim_engine *e, dlcp_sim_event_heap *h,
+                      dlcp_sim_ps time, dlcp_sim_event_fn fn, void *obj,
+                      void *arg) {
   assert(time >= e->now);
-  if (e->len == e->cap) {
-    size_t ncap = e->cap * 2;
-    dlcp_sim_event *nheap =
-        e->mem->realloc(e->heap, ncap * sizeof(*nheap), e->mem->user);
-    if (!nheap) {
+  if (h->len == h->cap) {
+    size_t ncap = h->cap * 2;
+    dlcp_sim_event *nev =
+        e->mem->realloc(h->ev, ncap * sizeof(*nev), e->mem->user);
+    if (!nev) {
       dlcp_sim_engine_fail(e, DLCP_ERR_NOMEM);
       return;
     }
-    e->heap = nheap;
-    e->cap = ncap;
+    h->ev = nev;
+    h->cap = ncap;
   }
-  dlcp_sim_event ev = {time, e->next_seq++, fn, obj, arg};
+  dlcp_sim_event ev;
+  ev.key = (__extension__(unsigned __int128)time << 64) | e->next_seq++;
+  ev.fn = fn;
+  ev.obj = obj;
+  ev.arg = arg;
   /* Sift up: move parents down until ev's slot is found. */
-  size_t i = e->len++;
+  size_t i = h->len++;
   while (i > 0) {
-    size_t parent = (i - 1) / 2;
-    if (!event_before(&ev, &e->heap[parent])) {
+    size_t parent = (i - 1) >> 2;
+    if (!event_before(&ev, &h->ev[parent])) {
       break;
     }
-    e->heap[i] = e->heap[parent];
+    h->ev[i] = h->ev[parent];
     i = parent;
   }
-  e->heap[i] = ev;
+  h->ev[i] = ev;
+  e->len++;
 }
 
-static dlcp_sim_event heap_pop(dlcp_sim_engine *e) {
-  dlcp_sim_event top = e->heap[0];
-  dlcp_sim_event last = e->heap[--e->len];
-  size_t n = e->len;
+void dlcp_sim_engine_at(dlcp_sim_engine *e, dlcp_sim_ps time,
+                        dlcp_sim_event_fn fn, void *obj, void *arg) {
+  heap_push(e, &e->hot, time, fn, obj, arg);
+}
+
+void dlcp_sim_engine_at_cold(dlcp_sim_engine *e, dlcp_sim_ps time,
+                             dlcp_sim_event_fn fn, void *obj, void *arg) {
+  heap_push(e, &e->cold, time, fn, obj, arg);
+}
+
+static dlcp_sim_event heap_pop(dlcp_sim_event_heap *h) {
+  dlcp_sim_event top = h->ev[0];
+  dlcp_sim_event last = h->ev[--h->len];
+  size_t n = h->len;
   size_t i = 0;
   /* Sift the former last element down from the root. */
   for (;;) {
-    size_t child = 2 * i + 1;
-    if (child >= n) {
+    size_t first = 4 * i + 1;
+    if (first >= n) {
       break;
     }
-    if (child + 1 < n && event_before(&e->heap[child + 1], &e->heap[child])) {
-      child++;
+    size_t best = first;
+    if (first + 4 <= n) {
+      /* A full family: a branch-free tournament of the four keys. */
+      size_t a = event_before(&h->ev[first + 1], &h->ev[first]) ? first + 1
+                                                                : first;
+      size_t b = event_before(&h->ev[first + 3], &h->ev[first + 2])
+                     ? first + 3
+                     : first + 2;
+      best = event_before(&h->ev[b], &h->ev[a]) ? b : a;
+    } else {
+      for (size_t c = first + 1; c < n; c++) {
+        if (event_before(&h->ev[c], &h->ev[best])) {
+          best = c;
+        }
+      }
     }
-    if (!event_before(&e->heap[child], &last)) {
+    if (!event_before(&h->ev[best], &last)) {
       break;
     }
-    e->heap[i] = e->heap[child];
-    i = child;
+    h->ev[i] = h->ev[best];
+    i = best;
   }
   if (n > 0) {
-    e->heap[i] = last;
+    h->ev[i] = last;
   }
   return top;
 }
 
+/* The heap whose head runs next, or NULL if both are empty. */
+static dlcp_sim_event_heap *next_heap(dlcp_sim_engine *e) {
+  if (e->hot.len == 0) {
+    return e->cold.len ? &e->cold : NULL;
+  }
+  if (e->cold.len == 0 || event_before(&e->hot.ev[0], &e->cold.ev[0])) {
+    return &e->hot;
+  }
+  return &e->cold;
+}
+
 dlcp_sim_ps dlcp_sim_engine_next_time(const dlcp_sim_engine *e) {
-  return e->len ? e->heap[0].time : DLCP_SIM_PS_NEVER;
+  dlcp_sim_ps t = DLCP_SIM_PS_NEVER;
+  if (e->hot.len) {
+    t = event_time(&e->hot.ev[0]);
+  }
+  if (e->cold.len && event_time(&e->cold.ev[0]) < t) {
+    t = event_time(&e->cold.ev[0]);
+  }
+  return t;
 }
 
 int dlcp_sim_engine_step(dlcp_sim_engine *e, dlcp_sim_ps until) {
   if (e->error) {
     return e->error;
   }
-  if (e->len == 0) {
+  dlcp_sim_event_heap *h = next_heap(e);
+  if (!h) {
     return 0;
   }
-  if (e->heap[0].time > until) {
+  dlcp_sim_ps time = event_time(&h->ev[0]);
+  if (time > until) {
     if (until > e->now) {
       e->now = until;
     }
     return 0;
   }
-  dlcp_sim_event ev = heap_pop(e);
-  e->now = ev.time;
+  dlcp_sim_event ev = heap_pop(h);
+  e->len--;
+  e->now = time;
   e->nevents++;
-  ev.fn(ev.obj, ev.arg, ev.time);
+  ev.fn(ev.obj, ev.arg, time);
   return e->error ? e->error : 1;
 }
 
@@ -162,7 +235,7 @@ static void timer_event(void *obj, void *arg, dlcp_sim_ps now) {
   if (t->deadline > now) {
     /* Re-armed to a later time after this event was queued. */
     t->queued_at = t->deadline;
-    dlcp_sim_engine_at(t->engine, t->deadline, timer_event, t,
+    dlcp_sim_engine_at_cold(t->engine, t->deadline, timer_event, t,
                        (void *)(uintptr_t)t->gen);
     return;
   }
@@ -187,7 +260,7 @@ void dlcp_sim_timer_arm(dlcp_sim_timer *t, dlcp_sim_ps deadline) {
   }
   t->gen++;
   t->queued_at = deadline;
-  dlcp_sim_engine_at(t->engine, deadline, timer_event, t,
+  dlcp_sim_engine_at_cold(t->engine, deadline, timer_event, t,
                      (void *)(uintptr_t)t->gen);
 }
 

@@ -20,18 +20,36 @@
 typedef void (*dlcp_sim_event_fn)(void *obj, void *arg, dlcp_sim_ps now);
 
 typedef struct dlcp_sim_event {
-  dlcp_sim_ps time;
-  uint64_t seq; /* insertion order; breaks ties deterministically */
+  /* Ordering key: time in the high 64 bits, insertion sequence in the low
+   * 64 (breaks ties deterministically), so one unsigned comparison orders
+   * two events and compiles without branches. */
+  __extension__ unsigned __int128 key;
   dlcp_sim_event_fn fn;
   void *obj;
   void *arg;
 } dlcp_sim_event;
 
-typedef struct dlcp_sim_engine {
-  const dlcp_mem *mem;
-  dlcp_sim_event *heap; /* binary min-heap on (time, seq) */
+/* A 4-ary min-heap of events on (time, seq). */
+typedef struct dlcp_sim_event_heap {
+  dlcp_sim_event *ev;
   size_t len;
   size_t cap;
+} dlcp_sim_event_heap;
+
+/*
+ * Two heaps, one order.  |hot| holds the network's events (a transmitter
+ * finishing, the head of a pipe arriving): at most two per port, so it
+ * stays small and cache-resident.  |cold| holds everything else (timers,
+ * flow starts, link faults): possibly one per flow, mostly far in the
+ * future.  Every event gets its sequence number from one counter and the
+ * engine runs whichever head is earlier by (time, seq), so the order is
+ * exactly that of a single queue.
+ */
+typedef struct dlcp_sim_engine {
+  const dlcp_mem *mem;
+  dlcp_sim_event_heap hot;
+  dlcp_sim_event_heap cold;
+  size_t len; /* pending events in both heaps */
   uint64_t next_seq;
   dlcp_sim_ps now;
   uint64_t nevents; /* events executed so far */
@@ -57,6 +75,11 @@ void dlcp_sim_engine_free(dlcp_sim_engine *e);
  */
 void dlcp_sim_engine_at(dlcp_sim_engine *e, dlcp_sim_ps time,
                         dlcp_sim_event_fn fn, void *obj, void *arg);
+
+/* dlcp_sim_engine_at_cold is dlcp_sim_engine_at for events that are rare
+ * or far ahead (timers, flow starts): same ordering, other heap. */
+void dlcp_sim_engine_at_cold(dlcp_sim_engine *e, dlcp_sim_ps time,
+                             dlcp_sim_event_fn fn, void *obj, void *arg);
 
 /* dlcp_sim_engine_fail records |code| (the first one wins) and so ends the
  * run at the next event. */

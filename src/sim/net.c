@@ -51,8 +51,7 @@ int dlcp_sim_net_init(dlcp_sim_net *net, dlcp_sim_engine *engine,
 }
 
 static void routes_free(const dlcp_mem *mem, struct dlcp_sim_routes *r) {
-  mem->free(r->off, mem->user);
-  mem->free(r->cnt, mem->user);
+  mem->free(r->cells, mem->user);
   mem->free(r->ports, mem->user);
   memset(r, 0, sizeof(*r));
 }
@@ -63,6 +62,9 @@ void dlcp_sim_net_free(dlcp_sim_net *net) {
     return;
   }
   mem->free(net->nodes, mem->user);
+  for (uint32_t i = 0; i < net->nports; i++) {
+    mem->free(net->ports[i].pipe, mem->user);
+  }
   mem->free(net->ports, mem->user);
   mem->free(net->hosts, mem->user);
   mem->free(net->node_ports, mem->user);
@@ -167,10 +169,9 @@ static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
                           bool all_links) {
   const dlcp_mem *mem = net->mem;
   size_t cells = (size_t)net->nnodes * net->nhosts;
-  if (!r->off) {
-    r->off = mem->malloc(cells * sizeof(*r->off), mem->user);
-    r->cnt = mem->malloc(cells * sizeof(*r->cnt), mem->user);
-    if (!r->off || !r->cnt) {
+  if (!r->cells) {
+    r->cells = mem->malloc(cells * sizeof(*r->cells), mem->user);
+    if (!r->cells) {
       return DLCP_ERR_NOMEM;
     }
   }
@@ -208,8 +209,8 @@ static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
     for (uint32_t n = 0; n < net->nnodes; n++) {
       const dlcp_sim_node *nn = &net->nodes[n];
       size_t cell = (size_t)n * net->nhosts + h;
-      r->off[cell] = r->nports;
-      r->cnt[cell] = 0;
+      r->cells[cell].off = r->nports;
+      r->cells[cell].cnt = 0;
       if (nn->kind != DLCP_SIM_NODE_SWITCH || dist[n] == UINT32_MAX) {
         continue;
       }
@@ -225,7 +226,7 @@ static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
           }
           r->ports = np;
           r->ports[r->nports++] = pid;
-          r->cnt[cell]++;
+          r->cells[cell].cnt++;
         }
       }
     }
@@ -289,6 +290,8 @@ int dlcp_sim_net_finalize(dlcp_sim_net *net) {
                          net->shared_buffer_bytes > 0 ? &n->pool : NULL);
     }
     dlcp_rng_seed(&p->rng, net->ecmp_salt ^ (0xA5A5ull + i));
+    p->ser_q = 8ull * DLCP_SIM_PS_PER_S / p->rate_bps;
+    p->ser_r = 8ull * DLCP_SIM_PS_PER_S % p->rate_bps;
   }
   net->finalized = true;
   int rv = routes_compute(net, &net->fixed, true);
@@ -326,5 +329,5 @@ static void link_event(void *obj, void *arg, dlcp_sim_ps now) {
 void dlcp_sim_net_schedule_link(dlcp_sim_net *net, uint32_t port, bool up,
                                 dlcp_sim_ps at) {
   uintptr_t code = ((uintptr_t)port << 1) | (up ? 1u : 0u);
-  dlcp_sim_engine_at(net->engine, at, link_event, net, (void *)code);
+  dlcp_sim_engine_at_cold(net->engine, at, link_event, net, (void *)code);
 }

@@ -71,19 +71,36 @@ typedef struct dlcp_sim_queue {
 } dlcp_sim_queue;
 
 typedef struct dlcp_sim_port {
-  uint32_t id;
-  uint32_t node;      /* owner (transmitting) node */
-  uint32_t peer;      /* node at the far end */
-  uint32_t reverse;   /* port of the opposite direction */
-  uint32_t cable;     /* index of the duplex cable (both directions) */
-  uint64_t rate_bps;  /* > 0 */
+  /* The fields every packet touches come first, within 64 bytes. */
+  struct dlcp_sim_net *net;
+  /* The pipe: packets in flight with their arrival times, in arrival
+   * order (the delay is the same for all, so FIFO), in a ring that grows
+   * on demand.  Only the head has an event in the engine, which keeps the
+   * event heap small; the times live here, not in the (cold) packets. */
+  struct dlcp_sim_pipe_slot {
+    dlcp_sim_ps due;
+    dlcp_sim_packet *pkt;
+  } *pipe;
+  uint32_t pipe_head, pipe_len, pipe_cap; /* cap: 0 or a power of two */
+  uint32_t peer;        /* node at the far end */
   dlcp_sim_ps delay_ps; /* propagation delay */
-  double loss;        /* probability a transmitted packet is lost, [0,1] */
+  /* Serialization without a division per packet: 8e12 / rate_bps as
+   * quotient and remainder (see dlcp_sim_serialization_ps). */
+  uint64_t ser_q;
+  const dlcp_sim_port_config *cfg;
   bool up;
   bool busy;          /* a packet is being serialized */
-  const dlcp_sim_port_config *cfg;
-  dlcp_sim_buffer_pool *shared; /* NULL: cfg->buffer_bytes per port */
+  uint8_t nonempty;   /* bit q set iff queue q holds a packet waiting */
+  uint64_t ser_r;
+  uint64_t rate_bps;  /* > 0 */
   uint64_t bytes;               /* bytes held by this port, all queues */
+  dlcp_sim_buffer_pool *shared; /* NULL: cfg->buffer_bytes per port */
+  double loss;        /* probability a transmitted packet is lost, [0,1] */
+  uint32_t id;
+  uint32_t node;      /* owner (transmitting) node */
+  uint32_t reverse;   /* port of the opposite direction */
+  uint32_t cable;     /* index of the duplex cable (both directions) */
+  struct dlcp_sim_pcap *pcap; /* capture of this cable, or NULL */
   dlcp_sim_queue q[DLCP_SIM_MAX_QUEUES];
   dlcp_rng rng; /* this link's loss draws */
   /* Counters over the whole run. */
@@ -92,7 +109,6 @@ typedef struct dlcp_sim_port {
   uint64_t tx_data_payload_bytes; /* payload of DATA packets sent */
   uint64_t drops_loss;            /* random (gray-failure) loss */
   uint64_t drops_down;            /* sent into or on a downed link */
-  struct dlcp_sim_net *net;
 } dlcp_sim_port;
 
 typedef enum dlcp_sim_node_kind {
@@ -136,8 +152,10 @@ typedef struct dlcp_sim_net {
    * routing follows, so a source-routed packet sent towards a dead link is
    * lost rather than silently rerouted. */
   struct dlcp_sim_routes {
-    uint32_t *off;
-    uint16_t *cnt;
+    struct dlcp_sim_route_cell {
+      uint32_t off;
+      uint32_t cnt;
+    } *cells; /* one 8-byte cell per (node, host): one cache miss */
     uint32_t *ports;
     uint32_t nports, ports_cap;
   } live, fixed;
@@ -202,6 +220,12 @@ void dlcp_sim_port_send(dlcp_sim_port *port, dlcp_sim_packet *pkt,
 
 /* Drops every packet waiting in |port| (the link went down). */
 void dlcp_sim_port_flush(dlcp_sim_port *port);
+
+/* Capture (pcap.c): |pkt| left |port| at |now| and is on the wire. */
+struct dlcp_sim_pcap;
+void dlcp_sim_pcap_record(struct dlcp_sim_pcap *cap,
+                          const dlcp_sim_port *port,
+                          const dlcp_sim_packet *pkt, dlcp_sim_ps now);
 
 /* Forwarding (switch.c): |pkt| arrived at switch |node|. */
 void dlcp_sim_switch_receive(dlcp_sim_net *net, uint32_t node,

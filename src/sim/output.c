@@ -98,7 +98,7 @@ int dlcp_sim_write_flows_csv(const dlcp_sim *sim, FILE *f) {
   qsort(keys, sim->nflows, sizeof(*keys), cmp_key);
   fprintf(f, "id,group,iteration,src,dst,size_bytes,priority,start_us,"
              "finish_us,fct_us,rx_done_us,pkts_sent,retransmits,timeouts,"
-             "ecn_echoes\n");
+             "ecn_echoes,delivered_bytes,status\n");
   for (uint32_t k = 0; k < sim->nflows; k++) {
     const dlcp_sim_flow *fl = &sim->flows[keys[k].id];
     fprintf(f, "%u,%s,%u,%s,%s,%llu,%u,", fl->id, group_name(fl->group),
@@ -119,10 +119,12 @@ int dlcp_sim_write_flows_csv(const dlcp_sim *sim, FILE *f) {
     if (fl->rx_done_ps != DLCP_SIM_PS_NEVER) {
       fprintf(f, "%.6f", ps_us(fl->rx_done_ps));
     }
-    fprintf(f, ",%llu,%llu,%llu,%llu\n", (unsigned long long)fl->pkts_sent,
+    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%d\n",
+            (unsigned long long)fl->pkts_sent,
             (unsigned long long)fl->retransmits,
             (unsigned long long)fl->timeouts,
-            (unsigned long long)fl->ecn_echoes);
+            (unsigned long long)fl->ecn_echoes,
+            (unsigned long long)fl->delivered_bytes, fl->status);
   }
   free(keys);
   return 0;
@@ -261,6 +263,29 @@ static net_totals totals(const dlcp_sim *sim) {
   return t;
 }
 
+/* Loss-tolerant transports may finish a flow with part of it missing;
+ * nothing is lost silently, so it is counted and reported. */
+typedef struct delivery {
+  uint32_t partial; /* finished at the receiver with bytes missing */
+  uint32_t failed;  /* transport reported an error */
+  double min_fraction;
+} delivery;
+
+static delivery delivery_of(const dlcp_sim *sim) {
+  delivery d = {0, 0, 1.0};
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *fl = &sim->flows[i];
+    d.failed += fl->status != 0;
+    if (fl->rx_done_ps != DLCP_SIM_PS_NEVER &&
+        fl->delivered_bytes < fl->size_bytes) {
+      double frac = (double)fl->delivered_bytes / (double)fl->size_bytes;
+      d.partial++;
+      d.min_fraction = frac < d.min_fraction ? frac : d.min_fraction;
+    }
+  }
+  return d;
+}
+
 static const char *topo_name(dlcp_sim_topo_kind k) {
   switch (k) {
   case DLCP_SIM_TOPO_LEAF_SPINE:
@@ -321,6 +346,10 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
     }
   }
   fprintf(f, "],\n");
+  delivery d = delivery_of(sim);
+  fprintf(f, "  \"delivery\": {\"partial_flows\": %u, \"failed_flows\": %u, "
+             "\"min_fraction\": %.6f},\n",
+          d.partial, d.failed, d.min_fraction);
   fprintf(f, "  \"counters\": {\"tx_bytes\": %llu, \"ecn_marks\": %llu, "
              "\"drops_selective\": %llu, \"drops_buffer\": %llu, "
              "\"drops_loss\": %llu, \"drops_link_down\": %llu, "
@@ -435,6 +464,11 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           (unsigned long long)t.noroute, (unsigned long long)t.trims);
   fprintf(f, "transport  %llu retransmissions, %llu timeouts\n",
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
+  delivery d = delivery_of(sim);
+  if (d.partial || d.failed) {
+    fprintf(f, "delivery   %u flows partly delivered (lowest %.4f), %u "
+               "failed\n", d.partial, d.min_fraction, d.failed);
+  }
   fprintf(f, "time       %.3f ms simulated", ps_us(dlcp_sim_end_time(sim)) /
                                                   1e3);
   if (wall_s > 0) {

@@ -1,7 +1,8 @@
 /*
  * packet.c: the packet free list.
  *
- * Packets are carved from chunks of DLCP_SIM_PACKET_CHUNK records; freed
+ * Packets are carved from 64-byte aligned chunks of DLCP_SIM_PACKET_CHUNK
+ * two-line records (see packet.h for the layout); freed
  * packets go back on a singly linked free list and are reused LIFO, which
  * keeps the working set hot in cache.  Chunks are only released when the
  * pool is destroyed, so the steady state does no allocation at all.
@@ -43,12 +44,15 @@ static int pool_grow(dlcp_sim_packet_pool *pool) {
     pool->chunks = nchunks;
     pool->chunks_cap = ncap;
   }
-  dlcp_sim_packet *chunk = pool->mem->malloc(
-      DLCP_SIM_PACKET_CHUNK * sizeof(dlcp_sim_packet), pool->mem->user);
-  if (!chunk) {
+  /* Over-allocate by one line so packets start on 64-byte boundaries. */
+  uint8_t *raw = pool->mem->malloc(
+      DLCP_SIM_PACKET_CHUNK * sizeof(dlcp_sim_packet) + 64, pool->mem->user);
+  if (!raw) {
     return DLCP_ERR_NOMEM;
   }
-  pool->chunks[pool->nchunks++] = chunk;
+  pool->chunks[pool->nchunks++] = raw;
+  dlcp_sim_packet *chunk =
+      (dlcp_sim_packet *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
   for (size_t i = 0; i < DLCP_SIM_PACKET_CHUNK; i++) {
     chunk[i].next = pool->free_list;
     pool->free_list = &chunk[i];
@@ -62,8 +66,7 @@ dlcp_sim_packet *dlcp_sim_packet_alloc(dlcp_sim_packet_pool *pool) {
   }
   dlcp_sim_packet *pkt = pool->free_list;
   pool->free_list = pkt->next;
-  /* Zero only the fixed header; |hdr| is meaningful up to hdr_len. */
-  memset(pkt, 0, offsetof(dlcp_sim_packet, hdr));
+  memset(pkt, 0, sizeof(*pkt));
   pool->live++;
   if (pool->live > pool->peak) {
     pool->peak = pool->live;

@@ -39,20 +39,35 @@ typedef enum dlcp_sim_pkt_kind {
   DLCP_SIM_PKT_CTRL = 2
 } dlcp_sim_pkt_kind;
 
-#define DLCP_SIM_PKT_HDR_MAX 64
+/* Room for a driver's encoded header (MLT DATA: 44 bytes, ACK: 32). */
+#define DLCP_SIM_PKT_HDR_MAX 56
 
 /* Flag bits. */
 #define DLCP_SIM_PKT_F_TRIMMED 0x01u /* payload cut by a trimming switch */
 #define DLCP_SIM_PKT_F_RETX 0x02u    /* a retransmission */
 #define DLCP_SIM_PKT_F_ECE 0x04u     /* ACK echoes congestion (DCTCP) */
+/* Rides a lossless class (MLT's control channel): never dropped for
+ * buffer, ECN or random loss; only a downed link loses it. */
+#define DLCP_SIM_PKT_F_LOSSLESS 0x08u
+#define DLCP_SIM_PKT_F_MSG_END 0x10u /* last fragment of a control message */
 
+/*
+ * Two cache lines.  The first holds everything the network touches on
+ * every hop (queues, routing, transmitter); the second is the transport's:
+ * DCTCP's sequence fields or, for a driver running a real protocol core,
+ * the encoded header.  Packets are 64-byte aligned in the pool, so a hop
+ * costs one line.
+ */
 typedef struct dlcp_sim_packet {
   struct dlcp_sim_packet *next; /* free list or port queue link */
-  uint32_t flow;                /* index into the simulation's flow table */
+  uint32_t flow;                /* flow id, or DLCP_SIM_NONE */
   uint32_t src;                 /* host index of the sender */
   uint32_t dst;                 /* host index of the receiver */
   uint32_t size_bytes;          /* bytes on the wire, headers included */
   uint32_t payload_bytes;       /* application bytes carried */
+  uint32_t path;                /* path id chosen by the sender */
+  uint32_t path_rest;           /* undecoded digits of |path| (see net.c) */
+  uint32_t msg;                 /* driver's out-of-line message id */
   uint8_t kind;                 /* dlcp_sim_pkt_kind */
   uint8_t prio;                 /* switch queue, 0 = most urgent */
   uint8_t ecn;                  /* dlcp_sim_ecn */
@@ -60,14 +75,19 @@ typedef struct dlcp_sim_packet {
   uint8_t flags;                /* DLCP_SIM_PKT_F_* */
   uint8_t qidx;                 /* queue the packet sits in (set by port) */
   uint16_t hdr_len;             /* bytes used in |hdr| */
-  uint32_t path;                /* path id chosen by the sender */
-  uint32_t path_rest;           /* undecoded digits of |path| (see net.c) */
-  uint64_t seq;                 /* transport sequence (segment index) */
-  uint64_t ack;                 /* cumulative ACK (next expected segment) */
-  dlcp_sim_ps tx_ps;            /* sender time stamp */
-  dlcp_sim_ps echo_ps;          /* time stamp echoed by an ACK */
-  uint8_t hdr[DLCP_SIM_PKT_HDR_MAX]; /* opaque header bytes for a driver */
+  /* The transport's line starts at byte 64. */
+  _Alignas(64) union {
+    struct {
+      uint64_t seq;        /* transport sequence (segment index) */
+      uint64_t ack;        /* cumulative ACK (next expected segment) */
+      dlcp_sim_ps tx_ps;   /* sender time stamp */
+      dlcp_sim_ps echo_ps; /* time stamp echoed by an ACK */
+    };
+    uint8_t hdr[DLCP_SIM_PKT_HDR_MAX]; /* opaque header bytes for a driver */
+  };
 } dlcp_sim_packet;
+
+_Static_assert(sizeof(dlcp_sim_packet) == 128, "a packet is two cache lines");
 
 typedef struct dlcp_sim_packet_pool {
   const dlcp_mem *mem;

@@ -867,7 +867,10 @@ static int section_transport(scn *s, const ynode *n) {
       "kind",         "mss",         "header",           "ack_size",
       "load_balancing", "rto_min",   "rto_init",         "rto_max",
       "init_cwnd",    "dupack_threshold", "delayed_ack", "delayed_ack_timeout",
-      "g",            "alpha_init",  NULL};
+      "g",            "alpha_init",  "loss_bound",       "paths",
+      "importance",   "layers",      "segment_size",     "t_low",
+      "t_high",       "ack_every",   "burst",            "probe_timeout",
+      "min_drain",    NULL};
   const char *p = "transport";
   int rv = check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -875,8 +878,10 @@ static int section_transport(scn *s, const ynode *n) {
   }
   dlcp_sim_transport_config *t = &s->cfg->transport;
   dlcp_sim_dctcp_config *d = &t->dctcp;
-  static const char *const kinds[] = {"dctcp", NULL};
-  int kind = (int)t->kind, lb = (int)t->lb;
+  static const char *const kinds[] = {"dctcp", "mlt", NULL};
+  static const char *const importance[] = {"all", "none", "magnitude", NULL};
+  dlcp_sim_mlt_config *m = &t->mlt;
+  int kind = (int)t->kind, lb = (int)t->lb, imp = (int)m->importance;
   if ((rv = get_enum(s, n, p, "kind", kinds, &kind)) ||
       (rv = get_u32(s, n, p, "mss", &t->mss_bytes, 64, 9000)) ||
       (rv = get_u32(s, n, p, "header", &t->header_bytes, 0, 512)) ||
@@ -891,8 +896,32 @@ static int section_transport(scn *s, const ynode *n) {
       (rv = get_bool(s, n, p, "delayed_ack", &d->delayed_ack)) ||
       (rv = get_time(s, n, p, "delayed_ack_timeout", &d->delayed_ack_ps)) ||
       (rv = get_double(s, n, p, "g", &d->g, 0.0, 1.0)) ||
-      (rv = get_double(s, n, p, "alpha_init", &d->alpha_init, 0.0, 1.0))) {
+      (rv = get_double(s, n, p, "alpha_init", &d->alpha_init, 0.0, 1.0)) ||
+      (rv = get_double(s, n, p, "loss_bound", &m->loss_bound, 0.0,
+                       0.999999)) ||
+      (rv = get_u32(s, n, p, "paths", &m->npaths, 1, 256)) ||
+      (rv = get_enum(s, n, p, "importance", importance, &imp)) ||
+      (rv = get_u32(s, n, p, "layers", &m->layers, 0, 65535)) ||
+      (rv = get_u32(s, n, p, "segment_size", &m->segment_bytes, 0, 9000)) ||
+      (rv = get_time(s, n, p, "t_low", &m->t_low_ps)) ||
+      (rv = get_time(s, n, p, "t_high", &m->t_high_ps)) ||
+      (rv = get_u32(s, n, p, "ack_every", &m->ack_every, 1, 1000000)) ||
+      (rv = get_u32(s, n, p, "burst", &m->burst_pkts, 1, 1000000)) ||
+      (rv = get_time(s, n, p, "probe_timeout", &m->probe_timeout_ps)) ||
+      (rv = get_time(s, n, p, "min_drain", &m->min_drain_ps))) {
     return rv;
+  }
+  m->importance = (dlcp_sim_mlt_importance)imp;
+  if (m->segment_bytes != 0 && m->segment_bytes < 64) {
+    return fail(s, map_get(n, "segment_size"), "transport.segment_size",
+                "expected 0 (derived from the MTU) or 64..9000 bytes");
+  }
+  if (m->t_high_ps / 1000 <= m->t_low_ps / 1000) {
+    return fail(s, n, "transport.t_high",
+                "expected t_high > t_low (at nanosecond resolution)");
+  }
+  if (m->probe_timeout_ps < DLCP_SIM_PS_PER_NS) {
+    return fail(s, n, "transport.probe_timeout", "expected at least 1ns");
   }
   t->kind = (dlcp_sim_transport_kind)kind;
   t->lb = (dlcp_sim_lb)lb;
@@ -1185,6 +1214,50 @@ static int fault_item(scn *s, const ynode *n, const char *path) {
   return rv;
 }
 
+/* outputs.pcap: a list of cables, each "a-b" or [a, b]. */
+static int pcap_list(scn *s, const ynode *n) {
+  if (n->kind != Y_SEQ) {
+    return fail(s, n, "outputs.pcap", "expected a list of links, each "
+                "\"a-b\" or [a, b]");
+  }
+  for (size_t i = 0; i < n->n; i++) {
+    const ynode *it = n->items[i];
+    char field[64], a[DLCP_SIM_NAME_MAX] = "", b[DLCP_SIM_NAME_MAX] = "";
+    snprintf(field, sizeof(field), "outputs.pcap[%zu]", i);
+    bool ok = false;
+    if (it->kind == Y_SCALAR) {
+      const char *dash = strchr(it->str, '-');
+      size_t la = dash ? (size_t)(dash - it->str) : 0;
+      if (dash && la > 0 && la < DLCP_SIM_NAME_MAX && dash[1] != '\0' &&
+          strlen(dash + 1) < DLCP_SIM_NAME_MAX) {
+        memcpy(a, it->str, la);
+        a[la] = '\0';
+        snprintf(b, sizeof(b), "%s", dash + 1);
+        ok = true;
+      }
+    } else if (it->kind == Y_SEQ && it->n == 2 &&
+               it->items[0]->kind == Y_SCALAR &&
+               it->items[1]->kind == Y_SCALAR &&
+               strlen(it->items[0]->str) < DLCP_SIM_NAME_MAX &&
+               strlen(it->items[1]->str) < DLCP_SIM_NAME_MAX) {
+      snprintf(a, sizeof(a), "%s", it->items[0]->str);
+      snprintf(b, sizeof(b), "%s", it->items[1]->str);
+      ok = true;
+    }
+    if (!ok) {
+      return fail(s, it, field, "expected a link \"a-b\" or [a, b]");
+    }
+    int rv = dlcp_sim_config_add_pcap(s->cfg, a, b);
+    if (rv != 0) {
+      return rv;
+    }
+    dlcp_sim_pcap_spec *p = &s->cfg->pcaps[s->cfg->npcaps - 1];
+    where(p->where, it);
+    set_field(p->field, field);
+  }
+  return 0;
+}
+
 /* Converts the whole tree into s->cfg. */
 static int interpret(scn *s, const ynode *root, char *out_dir,
                      size_t out_dir_len) {
@@ -1238,8 +1311,12 @@ static int interpret(scn *s, const ynode *root, char *out_dir,
     }
   }
   if ((v = map_get(root, "outputs"))) {
-    static const char *const okeys[] = {"dir", NULL};
+    static const char *const okeys[] = {"dir", "pcap", NULL};
     if ((rv = check_keys(s, v, "outputs", okeys))) {
+      return rv;
+    }
+    const ynode *pc = map_get(v, "pcap");
+    if (pc && (rv = pcap_list(s, pc))) {
       return rv;
     }
     const ynode *d = map_get(v, "dir");

@@ -52,6 +52,18 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   d->delayed_ack_ps = dlcp_sim_time_from_us(40);
   d->g = 1.0 / 16.0;
   d->alpha_init = 1.0;
+  dlcp_sim_mlt_config *m = &cfg->transport.mlt;
+  m->loss_bound = 0.0;
+  m->npaths = 4;
+  m->segment_bytes = 0;
+  m->importance = DLCP_SIM_MLT_IMPORTANT_ALL;
+  m->layers = 0;
+  m->t_low_ps = dlcp_sim_time_from_ns(12500);
+  m->t_high_ps = dlcp_sim_time_from_ns(125000);
+  m->ack_every = 10;
+  m->burst_pkts = 16;
+  m->probe_timeout_ps = dlcp_sim_time_from_ms(1);
+  m->min_drain_ps = dlcp_sim_time_from_us(20);
   cfg->stop_ps = 10ull * DLCP_SIM_PS_PER_S;
   snprintf(cfg->name, sizeof(cfg->name), "default");
 }
@@ -66,6 +78,9 @@ void dlcp_sim_config_free(dlcp_sim_config *cfg) {
   free(cfg->incasts);
   free(cfg->ps);
   free(cfg->faults);
+  free(cfg->pcaps);
+  cfg->pcaps = NULL;
+  cfg->npcaps = 0;
   cfg->topo.nodes = NULL;
   cfg->topo.links = NULL;
   cfg->flows = NULL;
@@ -153,10 +168,8 @@ void dlcp_sim_conn_timer_init(dlcp_sim_conn_timer *ct, dlcp_sim *sim,
 static void host_rx(void *ctx, uint32_t host, dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = ctx;
-  if (pkt->flow >= sim->nflows) {
-    dlcp_sim_packet_free(&sim->pool, pkt);
-    return;
-  }
+  /* The transport validates the packet: MLT's control and ACK packets do
+   * not name a flow. */
   sim->ops->on_packet(sim->host_state[host], pkt, now);
 }
 
@@ -172,7 +185,7 @@ static void flow_start_event(void *obj, void *arg, dlcp_sim_ps now) {
 
 static void schedule_flow(dlcp_sim *sim, uint32_t id, dlcp_sim_ps at) {
   sim->flows[id].release_ps = at;
-  dlcp_sim_engine_at(&sim->engine, at, flow_start_event, sim,
+  dlcp_sim_engine_at_cold(&sim->engine, at, flow_start_event, sim,
                      (void *)(uintptr_t)id);
 }
 
@@ -239,6 +252,43 @@ static int schedule_faults(dlcp_sim *sim, char *err, size_t errlen) {
   return 0;
 }
 
+/* Resolves outputs.pcap into the a->b port of each cable. */
+static int resolve_pcaps(dlcp_sim *sim, char *err, size_t errlen) {
+  const dlcp_sim_config *cfg = &sim->cfg;
+  if (cfg->npcaps == 0) {
+    return 0;
+  }
+  sim->pcap_ports = sim->mem->calloc(cfg->npcaps, sizeof(uint32_t),
+                                     sim->mem->user);
+  if (!sim->pcap_ports) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < cfg->npcaps; i++) {
+    const dlcp_sim_pcap_spec *p = &cfg->pcaps[i];
+    uint32_t a = dlcp_sim_net_find_node(&sim->net, p->a);
+    uint32_t b = dlcp_sim_net_find_node(&sim->net, p->b);
+    uint32_t port = (a == DLCP_SIM_NONE || b == DLCP_SIM_NONE)
+                        ? DLCP_SIM_NONE
+                        : dlcp_sim_net_find_port(&sim->net, a, b);
+    if (port == DLCP_SIM_NONE) {
+      snprintf(err, errlen, "%s: field '%s': expected a link between two "
+               "adjacent nodes, got '%s' - '%s'", p->where, p->field, p->a,
+               p->b);
+      return DLCP_ERR_CONFIG;
+    }
+    for (uint32_t j = 0; j < i; j++) {
+      uint32_t q = sim->pcap_ports[j];
+      if (q == port || sim->net.ports[q].reverse == port) {
+        snprintf(err, errlen, "%s: field '%s': expected each link once, got "
+                 "'%s' - '%s' again", p->where, p->field, p->a, p->b);
+        return DLCP_ERR_CONFIG;
+      }
+    }
+    sim->pcap_ports[i] = port;
+  }
+  return 0;
+}
+
 static int check_config(const dlcp_sim_config *cfg, char *err, size_t errlen) {
   const dlcp_sim_transport_config *t = &cfg->transport;
   if (cfg->sw.nqueues < 1 || cfg->sw.nqueues > DLCP_SIM_MAX_QUEUES) {
@@ -274,7 +324,9 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   }
   sim->mem = mem;
   sim->cfg = *cfg;
-  sim->ops = &dlcp_sim_dctcp_ops;
+  sim->ops = cfg->transport.kind == DLCP_SIM_TRANSPORT_MLT
+                 ? &dlcp_sim_mlt_ops
+                 : &dlcp_sim_dctcp_ops;
   dlcp_sim_packet_pool_init(&sim->pool, mem);
   rv = dlcp_sim_engine_init(&sim->engine, mem);
   if (rv != 0) {
@@ -324,9 +376,19 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   if (rv != 0) {
     goto fail;
   }
+  rv = resolve_pcaps(sim, err, errlen);
+  if (rv != 0) {
+    goto fail;
+  }
   rv = dlcp_sim_workload_build(sim, err, errlen);
   if (rv != 0) {
     goto fail;
+  }
+  if (sim->ops->init) {
+    rv = sim->ops->init(sim);
+    if (rv != 0) {
+      goto fail;
+    }
   }
   for (uint32_t i = 0; i < sim->nflows; i++) {
     if (sim->flows[i].release_ps != DLCP_SIM_PS_NEVER) {
@@ -340,6 +402,7 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   sim->cfg.faults = NULL;
   sim->cfg.topo.nodes = NULL;
   sim->cfg.topo.links = NULL;
+  sim->cfg.pcaps = NULL;
   *psim = sim;
   return 0;
 fail:
@@ -349,6 +412,7 @@ fail:
   sim->cfg.faults = NULL;
   sim->cfg.topo.nodes = NULL;
   sim->cfg.topo.links = NULL;
+  sim->cfg.pcaps = NULL;
   dlcp_sim_del(sim);
   if (rv == DLCP_ERR_NOMEM && errlen > 0 && err[0] == '\0') {
     snprintf(err, errlen, "out of memory");
@@ -361,6 +425,8 @@ void dlcp_sim_del(dlcp_sim *sim) {
     return;
   }
   const dlcp_mem *mem = sim->mem;
+  dlcp_sim_pcap_close(sim);
+  mem->free(sim->pcap_ports, mem->user);
   for (uint32_t i = 0; i < sim->nflows; i++) {
     sim->ops->flow_free(sim, &sim->flows[i]);
   }
@@ -371,6 +437,9 @@ void dlcp_sim_del(dlcp_sim *sim) {
       }
     }
     mem->free(sim->host_state, mem->user);
+  }
+  if (sim->ops->fini) {
+    sim->ops->fini(sim);
   }
   mem->free(sim->flows, mem->user);
   mem->free(sim->barriers, mem->user);

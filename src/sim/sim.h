@@ -103,8 +103,42 @@ typedef struct dlcp_sim_dctcp_config {
 } dlcp_sim_dctcp_config;
 
 typedef enum dlcp_sim_transport_kind {
-  DLCP_SIM_TRANSPORT_DCTCP = 0
+  DLCP_SIM_TRANSPORT_DCTCP = 0,
+  DLCP_SIM_TRANSPORT_MLT = 1
 } dlcp_sim_transport_kind;
+
+/* Which MLT data packets are "important" (sent ECN-capable, so switches
+ * mark rather than drop them above the ECN threshold). */
+typedef enum dlcp_sim_mlt_importance {
+  DLCP_SIM_MLT_IMPORTANT_ALL = 0,  /* every packet (the core's default) */
+  DLCP_SIM_MLT_IMPORTANT_NONE = 1, /* no packet: all selectively droppable */
+  /* the core's float32 magnitude rule on a synthetic gradient tensor */
+  DLCP_SIM_MLT_IMPORTANT_MAGNITUDE = 2
+} dlcp_sim_mlt_importance;
+
+/*
+ * MLT through the src/proto core (mlt_host.c).  Times are picoseconds here
+ * and are handed to the core in nanoseconds.  Switch queue 0 is reserved for
+ * the control channel, so the core tags data with K-1 priorities and a
+ * datagram of core priority p joins queue 1 + p.
+ */
+typedef struct dlcp_sim_mlt_config {
+  double loss_bound;      /* p in [0, 1) granted by every receiver; 0 */
+  uint32_t npaths;        /* path ids 0..npaths-1, round-robin; 4 */
+  uint32_t segment_bytes; /* payload per DATA packet; 0 = the MTU
+                             (mss + header) minus IPv4/UDP and MLT headers */
+  dlcp_sim_mlt_importance importance; /* default ALL */
+  /* 0: a flow's packets all carry the flow's priority.  L > 0: a flow's
+   * bytes are the gradients of L equal layers, front layer first, and the
+   * packet at offset o is tagged with layer o * L / size (seed 4.2.2). */
+  uint32_t layers;
+  dlcp_sim_ps t_low_ps;  /* rate control thresholds; 12.5 us, 125 us */
+  dlcp_sim_ps t_high_ps;
+  uint32_t ack_every;    /* 10 */
+  uint32_t burst_pkts;   /* 16 */
+  dlcp_sim_ps probe_timeout_ps; /* 1 ms */
+  dlcp_sim_ps min_drain_ps;     /* 20 us */
+} dlcp_sim_mlt_config;
 
 typedef struct dlcp_sim_transport_config {
   dlcp_sim_transport_kind kind;
@@ -113,6 +147,7 @@ typedef struct dlcp_sim_transport_config {
   uint32_t ack_bytes;    /* size of an ACK on the wire; default 64 */
   dlcp_sim_lb lb;        /* default load balancing of flows */
   dlcp_sim_dctcp_config dctcp;
+  dlcp_sim_mlt_config mlt;
 } dlcp_sim_transport_config;
 
 /* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
@@ -185,6 +220,14 @@ typedef struct dlcp_sim_fault_spec {
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_fault_spec;
 
+/* A cable to capture into a pcap file (outputs.pcap). */
+typedef struct dlcp_sim_pcap_spec {
+  char a[DLCP_SIM_NAME_MAX];
+  char b[DLCP_SIM_NAME_MAX];
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX];
+} dlcp_sim_pcap_spec;
+
 typedef struct dlcp_sim_config {
   uint64_t seed;
   dlcp_sim_topo_config topo;
@@ -202,6 +245,8 @@ typedef struct dlcp_sim_config {
   dlcp_sim_ps stop_ps; /* simulated-time limit; default 10 s */
   char name[64];       /* scenario name for reports */
   char out_dir[512];   /* outputs.dir; empty: none (the CLI's --out wins) */
+  dlcp_sim_pcap_spec *pcaps; /* outputs.pcap */
+  uint32_t npcaps;
 } dlcp_sim_config;
 
 /* Fills |cfg| with the defaults documented above (a 2-ToR, 2-spine,
@@ -255,6 +300,11 @@ typedef struct dlcp_sim_flow {
   uint64_t retransmits;
   uint64_t timeouts;
   uint64_t ecn_echoes; /* ACKs with ECE */
+  /* Bytes the receiver held when it finished (the whole flow for DCTCP;
+   * at least (1 - p) of it for MLT), and the transport's final status (0,
+   * or a negative DLCP_ERR_* if the transfer failed). */
+  uint64_t delivered_bytes;
+  int status;
   void *tx;            /* sender-side transport state */
   void *rx;            /* receiver-side transport state */
 } dlcp_sim_flow;
@@ -280,6 +330,11 @@ typedef struct dlcp_sim dlcp_sim;
  */
 typedef struct dlcp_sim_transport_ops {
   const char *name;
+  /* Optional: called once after the workload is built (|sim->flows| is
+   * final) and before the first event; |fini| undoes it after every host
+   * and flow was freed. */
+  int (*init)(dlcp_sim *sim);
+  void (*fini)(dlcp_sim *sim);
   int (*host_new)(dlcp_sim *sim, uint32_t host, void **pstate);
   void (*host_del)(dlcp_sim *sim, void *state);
   int (*flow_start)(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now);
@@ -306,6 +361,7 @@ struct dlcp_sim {
   dlcp_sim_net net;
   const dlcp_sim_transport_ops *ops;
   void **host_state; /* per host */
+  void *transport;   /* state shared by all hosts, owned by ops->init */
   dlcp_sim_flow *flows;
   uint32_t nflows, flows_cap;
   dlcp_sim_barrier *barriers;
@@ -315,6 +371,11 @@ struct dlcp_sim {
   uint32_t flows_done;
   dlcp_sim_ps last_finish_ps;
   uint32_t ps_iterations; /* iterations of the PS workload, 0 if none */
+  /* Captured cables (pcap.c): one open file each, after
+   * dlcp_sim_pcap_open. */
+  struct dlcp_sim_pcap *pcaps;
+  uint32_t npcaps;
+  uint32_t *pcap_ports; /* the a->b port of each configured cable */
 };
 
 /*
@@ -356,8 +417,9 @@ void dlcp_sim_flow_delivered(dlcp_sim *sim, dlcp_sim_flow *flow,
 void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
                             dlcp_sim_ps now);
 
-/* Transports (dctcp.c). */
+/* Transports (dctcp.c, mlt_host.c). */
 extern const dlcp_sim_transport_ops dlcp_sim_dctcp_ops;
+extern const dlcp_sim_transport_ops dlcp_sim_mlt_ops;
 
 /* Topologies (topo.c): builds |net| from |cfg|; DLCP_ERR_CONFIG with a
  * message in |err| if the description is inconsistent. */
@@ -373,6 +435,24 @@ dlcp_sim_ps dlcp_sim_topo_link_delay(const dlcp_sim_topo_config *cfg);
 int dlcp_sim_workload_build(dlcp_sim *sim, char *err, size_t errlen);
 /* Resolves a host given as a name or an index; DLCP_SIM_NONE if unknown. */
 uint32_t dlcp_sim_host_lookup(const dlcp_sim_net *net, const char *name);
+
+/* Packet capture (pcap.c). */
+/* Appends a cable to capture; "file:line"-style |where| and |field| name
+ * it in errors.  Returns 0 or DLCP_ERR_NOMEM. */
+int dlcp_sim_config_add_pcap(dlcp_sim_config *cfg, const char *a,
+                             const char *b);
+/*
+ * dlcp_sim_pcap_open creates DIR/<a>-<b>.pcap for every cable in
+ * cfg.pcaps (DIR is created if missing) and starts capturing both
+ * directions.  Call it after dlcp_sim_new and before running.  Returns 0,
+ * or DLCP_ERR_SYSTEM with "path: reason" in |err|.  The files are closed
+ * by dlcp_sim_pcap_close or dlcp_sim_del.
+ */
+int dlcp_sim_pcap_open(dlcp_sim *sim, const char *dir, char *err,
+                       size_t errlen);
+/* Flushes and closes the capture files; returns DLCP_ERR_SYSTEM if a write
+ * failed. */
+int dlcp_sim_pcap_close(dlcp_sim *sim);
 
 /* Outputs (output.c). */
 typedef struct dlcp_sim_fct_stats {

@@ -30,12 +30,13 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
                                dlcp_sim_packet *pkt) {
   const struct dlcp_sim_routes *r =
       pkt->lb == DLCP_SIM_LB_SOURCE ? &net->fixed : &net->live;
-  size_t idx = (size_t)node * net->nhosts + pkt->dst;
-  uint32_t cnt = r->cnt[idx];
+  const struct dlcp_sim_route_cell *cell =
+      &r->cells[(size_t)node * net->nhosts + pkt->dst];
+  uint32_t cnt = cell->cnt;
   if (cnt == 0) {
     return DLCP_SIM_NONE;
   }
-  const uint32_t *cand = &r->ports[r->off[idx]];
+  const uint32_t *cand = &r->ports[cell->off];
   if (cnt == 1) {
     return cand[0];
   }
@@ -53,7 +54,9 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
   uint64_t h = mix64(net->ecmp_salt ^ ((uint64_t)pkt->flow << 32) ^
                      ((uint64_t)pkt->src << 16) ^ pkt->dst);
   h = mix64(h ^ ((uint64_t)node * 0x9E3779B97F4A7C15ull));
-  return cand[h % cnt];
+  /* Multiply-shift maps the top 32 hash bits onto [0, cnt) without a
+   * division (Lemire's fast range). */
+  return cand[((h >> 32) * cnt) >> 32];
 }
 
 void dlcp_sim_switch_receive(dlcp_sim_net *net, uint32_t node,
