@@ -129,8 +129,13 @@ void dlcp_cq_destroy(dlcp_cq *cq);
 typedef uint8_t (*dlcp_prio_fn)(void *user, uint32_t tensor, uint32_t layer,
                                 uint64_t offset, uint32_t len);
 
+/* Application tensor ids are below this; the ids above carry the
+ * communicator's collectives. */
+#define DLCP_TENSOR_ID_LIMIT 0x80000000u
+
 typedef struct dlcp_tensor {
-  uint32_t id;    /* matched with the peer's post of the same id, in order */
+  uint32_t id;    /* matched with the peer's post of the same id, in order;
+                     < DLCP_TENSOR_ID_LIMIT */
   void *data;     /* borrowed until the completion is returned */
   uint64_t bytes;
 } dlcp_tensor;
@@ -190,6 +195,97 @@ int dlcp_poll_cq(dlcp_cq *cq, dlcp_completion *out, int max);
 /* dlcp_wait_cq waits up to |timeout_ms| (< 0: forever) for one completion:
  * returns 1 with |*out| filled, or DLCP_ERR_TIMEOUT. */
 int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms);
+
+/* --- collectives -------------------------------------------------------
+ *
+ * Every rank of the communicator calls the same collectives in the same
+ * order (as with MPI); each call returns a request at once and runs in
+ * the background.  The buffers are borrowed until dlcp_wait (or a
+ * dlcp_test that reports completion) returns: recvbuf holds the result
+ * only then, and sendbuf must not change before.
+ */
+typedef struct dlcp_request dlcp_request;
+
+typedef struct dlcp_coll_opts {
+  dlcp_algo algo;       /* DLCP_ALGO_AUTO picks by size, world, topology */
+  double loss_bound;    /* p in [0, 1) for the data: missing ranges are
+                           zero in the result and reported, identically
+                           on every rank; 0 = exact */
+  uint32_t layer;       /* priority of the data: layer * 8 / nlayers */
+  uint32_t nlayers;
+  uint64_t chunk_bytes; /* pipelining granularity; 0 = default */
+  double bypass_alpha;  /* RING_BYPASS threshold factor; 0 = default */
+} dlcp_coll_opts;
+
+void dlcp_coll_opts_default(dlcp_coll_opts *opts);
+
+/* What a finished collective reports. */
+typedef struct dlcp_coll_info {
+  int status;              /* 0 or a negative DLCP_ERR_* */
+  char error[224];         /* status != 0: what failed, naming the rank */
+  dlcp_algo algo;          /* the algorithm that ran (auto resolved) */
+  const char *algo_name;   /* static string */
+  double delivered_fraction;
+  /* Element ranges of the result that are missing (zero), identical on
+   * every rank.  Owned by the request: valid until dlcp_request_free. */
+  const dlcp_range *missing;
+  size_t nmissing;
+  uint32_t bypasses;       /* RING_BYPASS: slots sent past a straggler */
+  uint64_t elapsed_ns;
+} dlcp_coll_info;
+
+/*
+ * dlcp_allreduce reduces |count| elements of |sendbuf| over all ranks into
+ * |recvbuf| on every rank (in place when sendbuf == recvbuf).  |opts| may
+ * be NULL.  On success |*req| is the caller's, to wait for and free.
+ * Returns 0, DLCP_ERR_INVALID_ARGUMENT (a bad argument or an algorithm
+ * that does not run this collective), DLCP_ERR_CANCELED or DLCP_ERR_NOMEM;
+ * failures of the operation itself arrive through dlcp_wait.
+ */
+int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                   uint64_t count, dlcp_dtype dtype, dlcp_redop op,
+                   const dlcp_coll_opts *opts, dlcp_request **req);
+
+/* dlcp_reduce_scatter: |count| elements in, each rank keeps its shard
+ * (dlcp_coll_shard's split) of the reduction at the same offset of
+ * recvbuf (which holds count elements). */
+int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                        uint64_t count, dlcp_dtype dtype, dlcp_redop op,
+                        const dlcp_coll_opts *opts, dlcp_request **req);
+
+/* dlcp_allgather: each rank's shard of |recvbuf| (count elements in all)
+ * is taken from the same offset of sendbuf, and every rank ends with all
+ * shards. */
+int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                   uint64_t count, dlcp_dtype dtype,
+                   const dlcp_coll_opts *opts, dlcp_request **req);
+
+/* dlcp_broadcast copies |count| elements from |root|'s buffer to every
+ * rank's |buf|. */
+int dlcp_broadcast(dlcp_comm *comm, void *buf, uint64_t count,
+                   dlcp_dtype dtype, uint32_t root,
+                   const dlcp_coll_opts *opts, dlcp_request **req);
+
+int dlcp_barrier(dlcp_comm *comm, dlcp_request **req);
+
+/*
+ * dlcp_wait waits up to |timeout_ms| (< 0: forever) for |req| and fills
+ * |info| (may be NULL).  Returns the operation's status (0 or negative),
+ * or DLCP_ERR_TIMEOUT if it is still running (then it may be waited for
+ * again).  The request stays the caller's until dlcp_request_free.
+ */
+int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info);
+
+/* dlcp_test: |*done| is set to whether |req| finished; when it did,
+ * |info| is filled and the status returned. */
+int dlcp_test(dlcp_request *req, int *done, dlcp_coll_info *info);
+
+/* dlcp_request_free releases a finished request (a running one is
+ * cancelled first, failing the collective on this rank). */
+void dlcp_request_free(dlcp_request *req);
+
+/* dlcp_algo_str names an algorithm ("ring", "auto", ...). */
+const char *dlcp_algo_str(dlcp_algo algo);
 
 #ifdef __cplusplus
 }

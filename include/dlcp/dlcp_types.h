@@ -96,6 +96,40 @@ typedef struct dlcp_mem {
 /* dlcp_mem_default returns a static allocator backed by libc. */
 const dlcp_mem *dlcp_mem_default(void);
 
+/*
+ * dlcp_dtype names the element type of a tensor handed to a collective.
+ * FLOAT16 is IEEE 754 binary16 and BFLOAT16 is the upper half of a
+ * binary32; both are reduced through float32 and rounded back to nearest,
+ * ties to even.  Element sizes: 4, 2, 2, 4 and 8 bytes.
+ */
+typedef enum dlcp_dtype {
+  DLCP_FLOAT32,
+  DLCP_FLOAT16,
+  DLCP_BFLOAT16,
+  DLCP_INT32,
+  DLCP_INT64
+} dlcp_dtype;
+
+/*
+ * dlcp_redop names the reduction of a collective.  AVG sums and then
+ * divides by the number of ranks once, at the end; for the integer types
+ * the division truncates toward zero.  Integer SUM wraps modulo 2^bits.
+ */
+typedef enum dlcp_redop { DLCP_SUM, DLCP_AVG, DLCP_MIN, DLCP_MAX } dlcp_redop;
+
+/*
+ * dlcp_algo names a collective algorithm (docs/collectives.md).  AUTO
+ * picks by collective, size, world size and topology.
+ */
+typedef enum dlcp_algo {
+  DLCP_ALGO_AUTO,
+  DLCP_ALGO_RING,
+  DLCP_ALGO_RING_BYPASS,
+  DLCP_ALGO_PS,
+  DLCP_ALGO_HALVING_DOUBLING,
+  DLCP_ALGO_RAT
+} dlcp_algo;
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,7 @@
 #include "proto/mlt.h"
 #include "rt/clock.h"
 #include "rt/comm_drive.h"
+#include "rt/comm_internal.h"
 #include "rt/cq.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
@@ -52,81 +53,6 @@
 
 #define HELLO_MAGIC 0x50434C44u /* "DLCP" */
 #define HELLO_LEN 16u
-#define SCRATCH_LEN DLCP_WIRE_CTRL_MAX
-
-enum op_kind { OP_SEND, OP_RECV };
-enum { DRIVER_NONE = 0, DRIVER_LOOP_THREAD = 1, DRIVER_APP = 2 };
-
-typedef struct op {
-  struct op *next;
-  enum op_kind kind;
-  uint32_t peer;
-  dlcp_tensor t;
-  dlcp_send_opts opts;
-  double loss_bound;
-  dlcp_cq *cq;
-  uint64_t user_data;
-  dlcp_tstamp posted_ns;
-} op;
-
-typedef struct held {
-  struct held *next;
-  dlcp_tstamp release_ns;
-  uint32_t path;
-  struct sockaddr_in to;
-  size_t hdr_len, payload_len;
-  int tos;
-  uint8_t bytes[]; /* header then payload copy */
-} held;
-
-typedef struct peer {
-  struct dlcp_comm *comm;
-  uint32_t rank;
-  char name[96]; /* "rank R (ip:port)" */
-  struct sockaddr_in udp[DLCP_ENV_MAX_PATHS];
-  uint32_t udp_k;
-  int tcp_fd;
-  dlcp_mlt_conn *conn;
-  uint8_t *rbuf;
-  size_t rlen, rcap;
-  uint8_t *wbuf;
-  size_t wlen, woff, wcap;
-  bool want_write;
-  int dead_status; /* 0 while alive */
-  char dead_reason[128];
-} peer;
-
-struct dlcp_comm {
-  dlcp_rt_env env;
-  dlcp_loop *loop;
-  pthread_t thread;
-  bool thread_started;
-  pthread_mutex_t mu; /* the loop thread holds it while it works */
-  int efd;
-  bool closing;                  /* under mu */
-  /* Who runs the event loop: the loop thread, or an application thread
-   * waiting in dlcp_wait_cq (so a completion needs no thread hand-off).
-   * All under pmu. */
-  pthread_mutex_t pmu;
-  pthread_cond_t pcv; /* application threads waiting to drive */
-  pthread_cond_t lcv; /* the parked loop thread */
-  int driver;         /* DRIVER_* */
-  int app_wants;
-  bool stopping;
-  peer *peers;                   /* world_size entries; self unused */
-  dlcp_udp udp;
-  dlcp_fault fault;
-  held *held_head;
-  int tfd;                /* timerfd: the earliest core deadline */
-  dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
-  uint8_t *scratch;
-  int listen_fd;
-  dlcp_rdzv rdzv;
-  char local_ip[INET_ADDRSTRLEN];
-  dlcp_tstamp started_ns;
-  bool paused_once;
-  dlcp_comm_stats stats;
-};
 
 /* snprintf whose truncation is intended: messages are cut, never
  * overflowed (vsnprintf keeps gcc's truncation warning for fixed buffers
@@ -321,6 +247,20 @@ static void deliver_completion(dlcp_comm *c, peer *p, op *o,
   free(o);
 }
 
+/* A transfer is over: the application's go to its queue, a collective's
+ * back to the collective. */
+static void complete_op(dlcp_comm *c, peer *p, op *o,
+                        const dlcp_mlt_completion *mc, int status,
+                        dlcp_tstamp now) {
+  if (o->coll) {
+    dlcp_rt_coll_transfer_done(c, o, mc, status, now);
+  } else if (o->cq) {
+    deliver_completion(c, p, o, mc, status);
+  } else {
+    free(o); /* withdrawn by a finished collective */
+  }
+}
+
 /* --- datagrams ---------------------------------------------------------- */
 
 static void send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
@@ -438,8 +378,8 @@ static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
   return 0;
 }
 
-static void queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
-                          size_t len, dlcp_tstamp now) {
+void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
+                           size_t len, dlcp_tstamp now) {
   if (p->dead_status != 0) {
     return;
   }
@@ -474,6 +414,7 @@ static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
   }
   p->wlen = p->woff = 0;
   dlcp_mlt_abort(p->conn, status, now);
+  dlcp_rt_coll_peer_lost(c, p, now);
 }
 
 /* --- the service pass --------------------------------------------------- */
@@ -493,7 +434,7 @@ static void service_peer(dlcp_comm *c, peer *p, dlcp_tstamp now) {
       }
       break;
     case DLCP_MLT_ACT_CONTROL:
-      queue_control(c, p, c->scratch, a.len, now);
+      dlcp_rt_queue_control(c, p, c->scratch, a.len, now);
       break;
     case DLCP_MLT_ACT_COMPLETE: {
       op *o = (op *)(uintptr_t)a.completion.user_data;
@@ -501,7 +442,7 @@ static void service_peer(dlcp_comm *c, peer *p, dlcp_tstamp now) {
       if (status != 0 && p->dead_status != 0) {
         status = p->dead_status;
       }
-      deliver_completion(c, p, o, &a.completion, status);
+      complete_op(c, p, o, &a.completion, status, now);
       break;
     }
     default:
@@ -545,21 +486,29 @@ static void arm_deadline(dlcp_comm *c, dlcp_tstamp at) {
   c->armed_ns = at;
 }
 
-static void service(dlcp_comm *c) {
+void dlcp_rt_service(dlcp_comm *c) {
   dlcp_tstamp now = dlcp_rt_now();
   maybe_pause(c, now);
   release_held(c, now);
   dlcp_tstamp next = c->held_head ? c->held_head->release_ns
                                   : DLCP_TSTAMP_NEVER;
-  for (uint32_t r = 0; r < c->env.world_size; r++) {
-    if (r == c->env.rank) {
-      continue;
+  /* Collectives turn finished transfers into new ones, which the
+   * connections then have to send: repeat until both are quiet. */
+  bool again;
+  do {
+    for (uint32_t r = 0; r < c->env.world_size; r++) {
+      if (r != c->env.rank) {
+        service_peer(c, &c->peers[r], now);
+      }
     }
-    peer *p = &c->peers[r];
-    service_peer(c, p, now);
-    dlcp_tstamp d = dlcp_mlt_next_deadline(p->conn);
-    if (d < next) {
-      next = d;
+    again = dlcp_rt_coll_service(c, now, &next);
+  } while (again);
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r != c->env.rank) {
+      dlcp_tstamp d = dlcp_mlt_next_deadline(c->peers[r].conn);
+      if (d < next) {
+        next = d;
+      }
     }
   }
   dlcp_udp_flush(&c->udp);
@@ -571,10 +520,10 @@ static void service(dlcp_comm *c) {
 
 /* --- loop callbacks ----------------------------------------------------- */
 
-static void submit_one(dlcp_comm *c, op *o, dlcp_tstamp now) {
+void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now) {
   peer *p = &c->peers[o->peer];
   if (p->dead_status != 0) {
-    deliver_completion(c, p, o, NULL, p->dead_status);
+    complete_op(c, p, o, NULL, p->dead_status, now);
     return;
   }
   int rv;
@@ -602,7 +551,7 @@ static void submit_one(dlcp_comm *c, op *o, dlcp_tstamp now) {
     rv = dlcp_mlt_post_recv(p->conn, &r, now);
   }
   if (rv != 0) {
-    deliver_completion(c, p, o, NULL, rv);
+    complete_op(c, p, o, NULL, rv, now);
   }
 }
 
@@ -616,7 +565,7 @@ static void on_wakeup(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   /* Posts happen on the application's threads; the wake-up only brings
    * the deadlines they moved into the loop's timer. */
   pthread_mutex_lock(&c->mu);
-  service(c);
+  dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -653,7 +602,7 @@ static void on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
       break;
     }
   }
-  service(c);
+  dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -712,7 +661,11 @@ static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
       if (p->rlen - off < pre.len) {
         break;
       }
-      dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
+      if (pre.type == DLCP_WIRE_NOTE) {
+        dlcp_rt_coll_note(c, p, p->rbuf + off, pre.len, now);
+      } else {
+        dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
+      }
       off += pre.len;
     }
     if (p->dead_status != 0) {
@@ -721,7 +674,7 @@ static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
     memmove(p->rbuf, p->rbuf + off, p->rlen - off);
     p->rlen -= off;
   }
-  service(c);
+  dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -734,7 +687,7 @@ static void on_timer(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   }
   pthread_mutex_lock(&c->mu);
   c->armed_ns = DLCP_TSTAMP_NEVER; /* it fired: re-arm from scratch */
-  service(c);
+  dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -750,7 +703,7 @@ static void on_timer(dlcp_loop *loop, int fd, uint32_t events, void *user) {
 static void *loop_main(void *arg) {
   dlcp_comm *c = arg;
   pthread_mutex_lock(&c->mu);
-  service(c);
+  dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);
   pthread_mutex_lock(&c->pmu);
   for (;;) {
@@ -947,6 +900,97 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
   return 0;
 }
 
+/*
+ * Every rank's location labels, as small integers per level: labels are
+ * numbered in order of first appearance over ranks 0..n-1, which every
+ * rank computes identically from the same exchanged strings.
+ */
+static int exchange_topology(dlcp_comm *c, dlcp_tstamp deadline,
+                             dlcp_errbuf *eb) {
+  const dlcp_rt_env *env = &c->env;
+  uint32_t n = env->world_size;
+  if (env->topo == DLCP_TOPO_FLAT) {
+    return 0;
+  }
+  if (env->topo == DLCP_TOPO_RACK) {
+    c->topo_levels = 1;
+    c->topo = calloc(n, sizeof(uint32_t));
+    if (!c->topo) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t r = 0; r < n; r++) {
+      c->topo[r] = r / env->ranks_per_rack;
+    }
+    return 0;
+  }
+  char mine[DLCP_TOPO_MAX_LEVELS * (DLCP_TOPO_LABEL_MAX + 1) + 1];
+  size_t len = 0;
+  for (uint32_t l = 0; l < env->topo_levels; l++) {
+    len += (size_t)snprintf(mine + len, sizeof(mine) - len, "%s%s",
+                            l ? "/" : "", env->topo_labels[l]);
+  }
+  void **values = calloc(n, sizeof(void *));
+  size_t *lens = calloc(n, sizeof(size_t));
+  char (*labels)[DLCP_TOPO_LABEL_MAX + 1] =
+      calloc((size_t)n * env->topo_levels, DLCP_TOPO_LABEL_MAX + 1);
+  c->topo = calloc((size_t)n * env->topo_levels, sizeof(uint32_t));
+  int rv = 0;
+  if (!values || !lens || !labels || !c->topo) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  if (rv == 0) {
+    rv = dlcp_rdzv_exchange(c->rdzv.client, "topo", mine, len + 1, values,
+                            lens, deadline, eb);
+  }
+  for (uint32_t r = 0; rv == 0 && r < n; r++) {
+    /* The text was validated by its rank's environment loader; here only
+     * the shape matters: the same number of levels everywhere. */
+    const char *t = values[r];
+    uint32_t levels = 0;
+    while (rv == 0 && *t) {
+      size_t k = strcspn(t, "/");
+      if (levels == env->topo_levels || k == 0 || k > DLCP_TOPO_LABEL_MAX) {
+        rv = dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "DLCP_TOPO: rank %u has '%.80s', expected %u "
+                             "levels like this rank's '%s'",
+                             r, (const char *)values[r], env->topo_levels,
+                             mine);
+        break;
+      }
+      memcpy(labels[r * env->topo_levels + levels], t, k);
+      levels++;
+      t += k + (t[k] == '/');
+    }
+    if (rv == 0 && levels != env->topo_levels) {
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "DLCP_TOPO: rank %u has '%.80s', expected %u "
+                           "levels like this rank's '%s'",
+                           r, (const char *)values[r], env->topo_levels, mine);
+    }
+  }
+  for (uint32_t l = 0; rv == 0 && l < env->topo_levels; l++) {
+    for (uint32_t r = 0; r < n; r++) {
+      uint32_t id = r;
+      for (uint32_t q = 0; q < r; q++) {
+        if (strcmp(labels[q * env->topo_levels + l],
+                   labels[r * env->topo_levels + l]) == 0) {
+          id = c->topo[q * env->topo_levels + l];
+          break;
+        }
+      }
+      c->topo[r * env->topo_levels + l] = id;
+    }
+  }
+  if (rv == 0) {
+    c->topo_levels = env->topo_levels;
+    dlcp_rdzv_free_values(values, n);
+  }
+  free(values);
+  free(lens);
+  free(labels);
+  return rv;
+}
+
 static int join(dlcp_comm *c, dlcp_errbuf *eb) {
   dlcp_rt_env *env = &c->env;
   int rv;
@@ -1014,6 +1058,9 @@ static int join(dlcp_comm *c, dlcp_errbuf *eb) {
   }
   if (rv == 0) {
     dlcp_rdzv_free_values(values, env->world_size);
+    rv = exchange_topology(c, deadline, eb);
+  }
+  if (rv == 0) {
     rv = build_mesh(c, recs, deadline, eb);
   }
   free(values);
@@ -1098,6 +1145,8 @@ static void comm_free(dlcp_comm *c) {
   if (c->tfd >= 0) {
     close(c->tfd);
   }
+  dlcp_rt_coll_free(c);
+  free(c->topo);
   dlcp_loop_del(c->loop);
   free(c->peers);
   free(c->scratch);
@@ -1105,6 +1154,7 @@ static void comm_free(dlcp_comm *c) {
   pthread_mutex_destroy(&c->pmu);
   pthread_cond_destroy(&c->pcv);
   pthread_cond_destroy(&c->lcv);
+  pthread_cond_destroy(&c->req_cv);
   free(c);
 }
 
@@ -1130,6 +1180,7 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&c->lcv, &ca);
+  pthread_cond_init(&c->req_cv, &ca);
   pthread_condattr_destroy(&ca);
   c->started_ns = dlcp_rt_now();
   dlcp_fault_init(&c->fault, &env->fault, env->rank);
@@ -1241,6 +1292,7 @@ void dlcp_comm_destroy(dlcp_comm *c) {
   /* The loop is gone: this thread owns everything now.  Whatever is still
    * outstanding is cancelled and handed back. */
   dlcp_tstamp now = dlcp_rt_now();
+  dlcp_rt_coll_shutdown(c, now);
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     peer *p = &c->peers[r];
     if (r == c->env.rank) {
@@ -1260,9 +1312,8 @@ void dlcp_comm_destroy(dlcp_comm *c) {
         break;
       }
       if (a.type == DLCP_MLT_ACT_COMPLETE) {
-        deliver_completion(c, p,
-                           (op *)(uintptr_t)a.completion.user_data,
-                           &a.completion, DLCP_ERR_CANCELED);
+        complete_op(c, p, (op *)(uintptr_t)a.completion.user_data,
+                    &a.completion, DLCP_ERR_CANCELED, now);
       }
     }
   }
@@ -1325,6 +1376,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
                 double loss_bound, dlcp_cq *cq, uint64_t user_data) {
   if (!c || !t || !cq || peer_rank >= c->env.world_size ||
       peer_rank == c->env.rank || (!t->data && t->bytes > 0) ||
+      t->id >= DLCP_TENSOR_ID_LIMIT ||
       !(loss_bound >= 0.0 && loss_bound < 1.0)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
@@ -1354,7 +1406,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
    * drives the loop through the timerfd. */
   dlcp_tstamp now = dlcp_rt_now();
   peer *p = &c->peers[peer_rank];
-  submit_one(c, o, now);
+  dlcp_rt_submit(c, o, now);
   service_peer(c, p, now);
   dlcp_udp_flush(&c->udp);
   dlcp_tstamp next = dlcp_mlt_next_deadline(p->conn);

@@ -1,0 +1,1152 @@
+/*
+ * coll.c: the collective executor and the dlcp_coll entry points.
+ *
+ * Model: dlcp_coll_new checks the parameters, resolves the algorithm,
+ * asks the algorithm's builder for this rank's plan (plan.h) and prepares
+ * one small state record per step.  From then on the operation is driven
+ * only by the driver: poll returns the next action, the on_* events
+ * complete transfers, and each completion releases the steps that depend
+ * on it (a counter per step, a compressed list of dependents).  Local
+ * steps (reduce, copy, AVG's division) run inside poll, so the virtual
+ * time a driver sees for them is whatever it charges for a poll.  When
+ * every step is done an operation with a loss bound runs the agreement on
+ * missing ranges (agree.c); then missing ranges are zeroed in the output
+ * and DONE is returned once.  The straggler bypass (bypass.c) hooks into
+ * step completions and rewrites a few pending steps at run time.
+ *
+ * Failure: the first failed transfer fails the operation, names its peer,
+ * and sends every other rank an ABORT note naming the same peer, so ranks
+ * that never talk to it directly stop too instead of waiting forever.
+ */
+#include "coll/coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/exec.h"
+#include "coll/plan.h"
+#include "coll/reduce.h"
+
+/* Below this many bytes AUTO prefers halving-doubling (all-reduce) or a
+ * binomial tree (broadcast): latency-bound sizes, where 2 log2(n) steps beat
+ * the ring's 2(n - 1).  A starting point for the lead's benchmarks. */
+#define COLL_AUTO_SMALL_BYTES (64u * 1024u)
+
+void dlcp_coll_params_default(dlcp_coll_params *p) {
+  memset(p, 0, sizeof(*p));
+  p->kind = DLCP_COLL_ALLREDUCE;
+  p->algo = DLCP_ALGO_AUTO;
+  p->world = 1;
+  p->dtype = DLCP_FLOAT32;
+  p->op = DLCP_SUM;
+  p->chunk_bytes = DLCP_COLL_DEFAULT_CHUNK_BYTES;
+  p->bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
+}
+
+void dlcp_coll_shard(uint64_t count, uint32_t parts, uint32_t part,
+                     uint64_t *off, uint64_t *len) {
+  /* The first count % parts parts get one extra element, so part i starts
+   * after i base-sized parts plus min(i, rem) extra elements. */
+  uint64_t base = parts ? count / parts : 0;
+  uint64_t rem = parts ? count % parts : 0;
+  *off = part * base + (part < rem ? part : rem);
+  *len = base + (part < rem ? 1u : 0u);
+}
+
+const char *dlcp_algo_name(dlcp_algo algo) {
+  switch (algo) {
+  case DLCP_ALGO_AUTO:
+    return "auto";
+  case DLCP_ALGO_RING:
+    return "ring";
+  case DLCP_ALGO_RING_BYPASS:
+    return "ring_bypass";
+  case DLCP_ALGO_PS:
+    return "ps";
+  case DLCP_ALGO_HALVING_DOUBLING:
+    return "halving_doubling";
+  case DLCP_ALGO_RAT:
+    return "rat";
+  }
+  return "?";
+}
+
+const char *dlcp_coll_kind_name(dlcp_coll_kind kind) {
+  switch (kind) {
+  case DLCP_COLL_ALLREDUCE:
+    return "allreduce";
+  case DLCP_COLL_REDUCE_SCATTER:
+    return "reduce_scatter";
+  case DLCP_COLL_ALLGATHER:
+    return "allgather";
+  case DLCP_COLL_BROADCAST:
+    return "broadcast";
+  case DLCP_COLL_BARRIER:
+    return "barrier";
+  }
+  return "?";
+}
+
+/* True if the labels put the ranks in more than one level-0 region. */
+static bool topo_has_regions(const dlcp_coll_params *p) {
+  if (!p->topo || p->topo_levels == 0 || p->world < 2) {
+    return false;
+  }
+  for (uint32_t r = 1; r < p->world; r++) {
+    if (memcmp(&p->topo[r * p->topo_levels], &p->topo[0],
+               p->topo_levels * sizeof(uint32_t)) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
+  uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
+  dlcp_algo a = p->algo;
+  switch (p->kind) {
+  case DLCP_COLL_BARRIER:
+    /* One barrier: the dissemination barrier, halving-doubling's sibling
+     * (ceil(log2 n) rounds of notes). */
+    return DLCP_ALGO_HALVING_DOUBLING;
+  case DLCP_COLL_ALLREDUCE:
+    if (a != DLCP_ALGO_AUTO) {
+      return (int)a;
+    }
+    if (p->world <= 1) {
+      return DLCP_ALGO_RING;
+    }
+    if (topo_has_regions(p)) {
+      return DLCP_ALGO_RAT;
+    }
+    return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
+                                          : DLCP_ALGO_RING;
+  case DLCP_COLL_REDUCE_SCATTER:
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+      return DLCP_ALGO_RING;
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_RING_BYPASS:
+    case DLCP_ALGO_PS:
+      return (int)a;
+    case DLCP_ALGO_HALVING_DOUBLING:
+    case DLCP_ALGO_RAT:
+      return -1;
+    }
+    return -1;
+  case DLCP_COLL_ALLGATHER:
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_RING_BYPASS: /* nothing to bypass: no reduction */
+      return DLCP_ALGO_RING;
+    case DLCP_ALGO_PS:
+      return (int)a;
+    case DLCP_ALGO_HALVING_DOUBLING:
+    case DLCP_ALGO_RAT:
+      return -1;
+    }
+    return -1;
+  case DLCP_COLL_BROADCAST:
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+      if (topo_has_regions(p)) {
+        return DLCP_ALGO_RAT;
+      }
+      return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
+                                            : DLCP_ALGO_RING;
+    case DLCP_ALGO_RING_BYPASS:
+      return DLCP_ALGO_RING;
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_PS:
+    case DLCP_ALGO_HALVING_DOUBLING:
+    case DLCP_ALGO_RAT:
+      return (int)a;
+    }
+    return -1;
+  }
+  return -1;
+}
+
+static bool kind_valid(dlcp_coll_kind k) {
+  return k == DLCP_COLL_ALLREDUCE || k == DLCP_COLL_REDUCE_SCATTER ||
+         k == DLCP_COLL_ALLGATHER || k == DLCP_COLL_BROADCAST ||
+         k == DLCP_COLL_BARRIER;
+}
+
+static bool algo_valid(dlcp_algo a) {
+  return a == DLCP_ALGO_AUTO || a == DLCP_ALGO_RING ||
+         a == DLCP_ALGO_RING_BYPASS || a == DLCP_ALGO_PS ||
+         a == DLCP_ALGO_HALVING_DOUBLING || a == DLCP_ALGO_RAT;
+}
+
+/* Checks |p| (not its buffers) and derives the builders' view of it. */
+static int params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
+  memset(g, 0, sizeof(*g));
+  if (!kind_valid(p->kind) || !algo_valid(p->algo) || p->world == 0 ||
+      p->rank >= p->world) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (p->world > DLCP_COLL_MAX_WORLD) {
+    return DLCP_ERR_LIMIT;
+  }
+  size_t esz = dlcp_dtype_size(p->dtype);
+  uint64_t count = p->kind == DLCP_COLL_BARRIER ? 0 : p->count;
+  if (p->kind != DLCP_COLL_BARRIER && esz == 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if ((p->kind == DLCP_COLL_ALLREDUCE ||
+       p->kind == DLCP_COLL_REDUCE_SCATTER) &&
+      !(p->op == DLCP_SUM || p->op == DLCP_AVG || p->op == DLCP_MIN ||
+        p->op == DLCP_MAX)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (p->kind == DLCP_COLL_BROADCAST && p->root >= p->world) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  /* Byte offsets must fit both uint64_t arithmetic and size_t. */
+  if (esz && count > (uint64_t)(SIZE_MAX / 2) / esz) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (!(p->loss_bound >= 0.0 && p->loss_bound < 1.0)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (p->bypass_alpha != 0.0 && !(p->bypass_alpha > 1.0)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (p->topo_levels > DLCP_COLL_MAX_LEVELS ||
+      (p->topo_levels > 0 && !p->topo)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  int algo = dlcp_coll_resolve_algo(p);
+  if (algo < 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  g->kind = p->kind;
+  g->algo = (dlcp_algo)algo;
+  g->rank = p->rank;
+  g->world = p->world;
+  g->root = p->kind == DLCP_COLL_BROADCAST ? p->root : 0;
+  g->count = count;
+  g->esz = esz ? esz : 1;
+  g->dtype = p->dtype;
+  g->op = p->op;
+  g->chunk_bytes = p->chunk_bytes ? p->chunk_bytes
+                                  : DLCP_COLL_DEFAULT_CHUNK_BYTES;
+  g->topo = p->topo_levels ? p->topo : NULL;
+  g->levels = p->topo_levels;
+  g->rs_copy_out = p->kind == DLCP_COLL_REDUCE_SCATTER && p->sendbuf &&
+                   p->sendbuf != p->recvbuf;
+  return 0;
+}
+
+/* ---- transfer table ---------------------------------------------------- */
+
+/* Directions in the table: a SEND and a RECV with the same peer and tag
+ * are different transfers (one each way). */
+enum { DIR_SEND = 0, DIR_RECV = 1, DIR_NOTE = 2 };
+
+static int step_dir(const coll_step *st) {
+  switch ((coll_step_kind)st->kind) {
+  case COLL_STEP_SEND:
+    return DIR_SEND;
+  case COLL_STEP_RECV:
+    return DIR_RECV;
+  case COLL_STEP_WAIT_NOTE:
+    return DIR_NOTE;
+  case COLL_STEP_NOP:
+  case COLL_STEP_REDUCE:
+  case COLL_STEP_COPY:
+  case COLL_STEP_FINISH:
+  case COLL_STEP_NOTE:
+    break;
+  }
+  return -1;
+}
+
+static uint64_t step_id(const coll_step *st) {
+  return st->kind == COLL_STEP_WAIT_NOTE ? st->value : st->tag;
+}
+
+static uint32_t key_hash(int dir, uint32_t peer, uint64_t id) {
+  /* splitmix64's finaliser: cheap and mixes every input bit. */
+  uint64_t x = id ^ ((uint64_t)peer << 32) ^ ((uint64_t)dir << 62);
+  x ^= x >> 30;
+  x *= UINT64_C(0xbf58476d1ce4e5b9);
+  x ^= x >> 27;
+  x *= UINT64_C(0x94d049bb133111eb);
+  x ^= x >> 31;
+  return (uint32_t)x;
+}
+
+#define HSLOT_EMPTY UINT32_MAX
+#define HSLOT_TOMB (UINT32_MAX - 1)
+
+static uint32_t table_find(const dlcp_coll *op, int dir, uint32_t peer,
+                           uint64_t id) {
+  if (!op->hslots) {
+    return COLL_NO_STEP;
+  }
+  uint32_t h = key_hash(dir, peer, id) & op->hmask;
+  for (;;) {
+    uint32_t s = op->hslots[h];
+    if (s == HSLOT_EMPTY) {
+      return COLL_NO_STEP;
+    }
+    if (s != HSLOT_TOMB) {
+      const coll_step *st = &op->plan.steps[s];
+      if (step_dir(st) == dir && st->peer == peer && step_id(st) == id) {
+        return s;
+      }
+    }
+    h = (h + 1) & op->hmask;
+  }
+}
+
+/* Inserts step |idx|; DLCP_ERR_INTERNAL if its key is taken (a plan that
+ * reuses a tag between the same pair: a builder bug). */
+static int table_insert(dlcp_coll *op, uint32_t idx) {
+  const coll_step *st = &op->plan.steps[idx];
+  int dir = step_dir(st);
+  if (dir < 0) {
+    return 0;
+  }
+  if (table_find(op, dir, st->peer, step_id(st)) != COLL_NO_STEP) {
+    return DLCP_ERR_INTERNAL;
+  }
+  uint32_t h = key_hash(dir, st->peer, step_id(st)) & op->hmask;
+  while (op->hslots[h] != HSLOT_EMPTY && op->hslots[h] != HSLOT_TOMB) {
+    h = (h + 1) & op->hmask;
+  }
+  op->hslots[h] = idx;
+  return 0;
+}
+
+static void table_remove(dlcp_coll *op, uint32_t idx) {
+  const coll_step *st = &op->plan.steps[idx];
+  int dir = step_dir(st);
+  if (dir < 0) {
+    return;
+  }
+  uint32_t h = key_hash(dir, st->peer, step_id(st)) & op->hmask;
+  while (op->hslots[h] != HSLOT_EMPTY) {
+    if (op->hslots[h] == idx) {
+      op->hslots[h] = HSLOT_TOMB;
+      return;
+    }
+    h = (h + 1) & op->hmask;
+  }
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void *mem_calloc(const dlcp_mem *mem, size_t n, size_t size) {
+  return mem->calloc(n ? n : 1, size ? size : 1, mem->user);
+}
+
+static unsigned char *buf_ptr(dlcp_coll *op, uint8_t buf, uint64_t off) {
+  if (buf == COLL_BUF_EXTRA) {
+    return op->extra[off];
+  }
+  return op->base[buf] + off;
+}
+
+int coll_exec_push(dlcp_coll *op, const dlcp_coll_action *act) {
+  if (op->ccount == op->ccap) {
+    size_t ncap = op->ccap ? op->ccap * 2 : 16;
+    dlcp_coll_action *n =
+        op->mem->malloc(ncap * sizeof(*n), op->mem->user);
+    if (!n) {
+      return DLCP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < op->ccount; i++) {
+      n[i] = op->ctl[(op->chead + i) % op->ccap];
+    }
+    op->mem->free(op->ctl, op->mem->user);
+    op->ctl = n;
+    op->chead = 0;
+    op->ccap = ncap;
+  }
+  op->ctl[(op->chead + op->ccount) % op->ccap] = *act;
+  op->ccount++;
+  return 0;
+}
+
+int coll_exec_note(dlcp_coll *op, uint32_t peer, uint64_t value) {
+  dlcp_coll_action a = {.type = DLCP_COLL_ACT_NOTE, .peer = peer,
+                        .value = value};
+  return coll_exec_push(op, &a);
+}
+
+static void ready_push(dlcp_coll *op, uint32_t idx) {
+  op->state[idx] = COLL_ST_READY;
+  op->ready[(op->rhead + op->rcount) % op->plan.cap] = idx;
+  op->rcount++;
+}
+
+void coll_exec_fail(dlcp_coll *op, int status, int32_t peer) {
+  if (op->status != 0 || status == 0) {
+    return;
+  }
+  op->status = status;
+  op->failed_peer = peer;
+  /* Tell everyone else, naming the same peer, so that ranks waiting on
+   * somebody who waits on the failed peer do not hang.  Best effort: a
+   * failed push only loses the courtesy. */
+  if (op->phase < COLL_PHASE_FINISHED) {
+    for (uint32_t r = 0; r < op->g.world; r++) {
+      if (r != op->g.rank && (int32_t)r != peer) {
+        (void)coll_exec_note(
+            op, r,
+            DLCP_COLL_NOTE(DLCP_COLL_NOTE_ABORT,
+                           peer < 0 ? DLCP_COLL_NOTE_ARG_MASK
+                                    : (uint64_t)peer));
+      }
+    }
+    op->phase = COLL_PHASE_FINISHED;
+  }
+}
+
+static void complete(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
+  op->state[idx] = COLL_ST_DONE;
+  op->ndone++;
+  if (idx < op->nstatic) {
+    for (uint32_t e = op->out_begin[idx]; e < op->out_begin[idx + 1]; e++) {
+      uint32_t d = op->out_list[e];
+      if (op->state[d] == COLL_ST_PENDING && --op->ndeps[d] == 0) {
+        ready_push(op, d);
+      }
+    }
+  }
+  uint32_t d = op->dyn_dependent[idx];
+  if (d != COLL_NO_STEP && op->state[d] == COLL_ST_PENDING &&
+      --op->ndeps[d] == 0) {
+    ready_push(op, d);
+  }
+  if (op->bypass) {
+    coll_bypass_on_step_done(op, idx, now);
+  }
+}
+
+void coll_exec_force_ready(dlcp_coll *op, uint32_t idx) {
+  if (op->state[idx] == COLL_ST_PENDING) {
+    op->ndeps[idx] = 0;
+    ready_push(op, idx);
+  }
+}
+
+int coll_exec_retarget(dlcp_coll *op, uint32_t idx, uint32_t peer,
+                       uint32_t tag, dlcp_tstamp now) {
+  (void)now;
+  coll_step *st = &op->plan.steps[idx];
+  if (op->state[idx] == COLL_ST_DONE ||
+      (op->state[idx] == COLL_ST_ACTIVE && st->kind != COLL_STEP_RECV)) {
+    return DLCP_ERR_INTERNAL;
+  }
+  bool was_active = op->state[idx] == COLL_ST_ACTIVE;
+  uint32_t old_peer = st->peer, old_tag = st->tag;
+  table_remove(op, idx);
+  st->peer = peer;
+  st->tag = tag;
+  int rv = table_insert(op, idx);
+  if (rv != 0) {
+    return rv;
+  }
+  if (was_active) {
+    dlcp_coll_action a = {.type = DLCP_COLL_ACT_CANCEL_RECV,
+                          .peer = old_peer, .tag = old_tag};
+    rv = coll_exec_push(op, &a);
+    if (rv != 0) {
+      return rv;
+    }
+    ready_push(op, idx); /* re-issued under the new key */
+  }
+  return 0;
+}
+
+int coll_exec_cancel_recv(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
+  coll_step *st = &op->plan.steps[idx];
+  if (op->state[idx] == COLL_ST_DONE) {
+    return DLCP_ERR_INTERNAL;
+  }
+  if (op->state[idx] == COLL_ST_ACTIVE) {
+    dlcp_coll_action a = {.type = DLCP_COLL_ACT_CANCEL_RECV,
+                          .peer = st->peer, .tag = st->tag};
+    int rv = coll_exec_push(op, &a);
+    if (rv != 0) {
+      return rv;
+    }
+  }
+  table_remove(op, idx);
+  op->flags[idx] |= COLL_SF_CANCELED;
+  /* A READY step still sits in the ready queue: the DONE state makes
+   * poll skip it. */
+  complete(op, idx, now);
+  return 0;
+}
+
+uint32_t coll_exec_add_step(dlcp_coll *op, const coll_step *st,
+                            uint32_t dependent) {
+  if (op->plan.nsteps >= op->plan.cap ||
+      (dependent != COLL_NO_STEP &&
+       op->state[dependent] != COLL_ST_PENDING)) {
+    return COLL_NO_STEP;
+  }
+  uint32_t idx = op->plan.nsteps++;
+  op->plan.steps[idx] = *st;
+  op->state[idx] = COLL_ST_PENDING;
+  op->flags[idx] = 0;
+  op->ndeps[idx] = 0;
+  op->dyn_dependent[idx] = dependent;
+  if (dependent != COLL_NO_STEP) {
+    op->ndeps[dependent]++;
+  }
+  if (table_insert(op, idx) != 0) {
+    op->plan.nsteps--;
+    if (dependent != COLL_NO_STEP) {
+      op->ndeps[dependent]--;
+    }
+    return COLL_NO_STEP;
+  }
+  ready_push(op, idx);
+  return idx;
+}
+
+int64_t coll_exec_alloc_extra(dlcp_coll *op, uint64_t bytes) {
+  if (op->nextra == op->extracap) {
+    uint32_t ncap = op->extracap ? op->extracap * 2 : 8;
+    unsigned char **n = op->mem->realloc(op->extra, ncap * sizeof(*n),
+                                         op->mem->user);
+    if (!n) {
+      return -1;
+    }
+    op->extra = n;
+    op->extracap = ncap;
+  }
+  unsigned char *b = op->mem->malloc(bytes ? (size_t)bytes : 1,
+                                     op->mem->user);
+  if (!b) {
+    return -1;
+  }
+  op->extra[op->nextra] = b;
+  return (int64_t)op->nextra++;
+}
+
+int coll_exec_taint(dlcp_coll *op, uint64_t elem, uint64_t n) {
+  if (n == 0) {
+    return 0;
+  }
+  if (op->ntaint == op->taintcap) {
+    size_t ncap = op->taintcap ? op->taintcap * 2 : 16;
+    dlcp_coll_range *r = op->mem->realloc(op->taint, ncap * sizeof(*r),
+                                          op->mem->user);
+    if (!r) {
+      return DLCP_ERR_NOMEM;
+    }
+    op->taint = r;
+    op->taintcap = ncap;
+  }
+  op->taint[op->ntaint].offset = elem;
+  op->taint[op->ntaint].len = n;
+  op->ntaint++;
+  /* Keep the list short when a lossy run reports many small holes. */
+  if (op->ntaint >= 64 && (op->ntaint & (op->ntaint - 1)) == 0) {
+    op->ntaint = coll_ranges_normalize(op->taint, op->ntaint);
+  }
+  return 0;
+}
+
+/* Orders ranges by offset, then length (qsort is pure libc: allowed in the
+ * core). */
+static int range_cmp(const void *a, const void *b) {
+  const dlcp_coll_range *x = a, *y = b;
+  if (x->offset != y->offset) {
+    return x->offset < y->offset ? -1 : 1;
+  }
+  return x->len < y->len ? -1 : (x->len > y->len ? 1 : 0);
+}
+
+size_t coll_ranges_normalize(dlcp_coll_range *r, size_t n) {
+  if (n < 2) {
+    return n;
+  }
+  qsort(r, n, sizeof(*r), range_cmp);
+  size_t w = 0;
+  for (size_t i = 1; i < n; i++) {
+    uint64_t end = r[w].offset + r[w].len;
+    if (r[i].offset <= end) { /* overlapping or touching: merge */
+      uint64_t iend = r[i].offset + r[i].len;
+      if (iend > end) {
+        r[w].len = iend - r[w].offset;
+      }
+    } else {
+      r[++w] = r[i];
+    }
+  }
+  return w + 1;
+}
+
+/* ---- creation ----------------------------------------------------------- */
+
+static int setup_buffers(dlcp_coll *op) {
+  const dlcp_coll_params *p = &op->p;
+  const coll_geom *g = &op->g;
+  uint64_t bytes = g->count * g->esz;
+  if (g->count == 0 || g->kind == DLCP_COLL_BARRIER) {
+    return 0;
+  }
+  if (!p->recvbuf) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  bool in_place = !p->sendbuf || p->sendbuf == p->recvbuf;
+  switch (g->kind) {
+  case DLCP_COLL_ALLREDUCE:
+    op->base[COLL_BUF_WORK] = p->recvbuf;
+    if (!in_place) {
+      memmove(p->recvbuf, p->sendbuf, (size_t)bytes);
+    }
+    break;
+  case DLCP_COLL_REDUCE_SCATTER:
+    if (in_place) {
+      op->base[COLL_BUF_WORK] = p->recvbuf;
+    } else {
+      /* The input must survive, and recvbuf holds only the shard: work in
+       * a private copy.  (A scratch-only variant would save this copy.) */
+      op->own_work = op->mem->malloc((size_t)bytes, op->mem->user);
+      if (!op->own_work) {
+        return DLCP_ERR_NOMEM;
+      }
+      memcpy(op->own_work, p->sendbuf, (size_t)bytes);
+      op->base[COLL_BUF_WORK] = op->own_work;
+      op->base[COLL_BUF_OUT] = p->recvbuf;
+    }
+    break;
+  case DLCP_COLL_ALLGATHER:
+    op->base[COLL_BUF_WORK] = p->recvbuf;
+    if (!in_place) {
+      uint64_t off, len;
+      dlcp_coll_shard(g->count, g->world, g->rank, &off, &len);
+      memmove((unsigned char *)p->recvbuf + off * g->esz, p->sendbuf,
+              (size_t)(len * g->esz));
+    }
+    break;
+  case DLCP_COLL_BROADCAST:
+    op->base[COLL_BUF_WORK] = p->recvbuf;
+    if (!in_place && g->rank == g->root) {
+      memmove(p->recvbuf, p->sendbuf, (size_t)bytes);
+    }
+    break;
+  case DLCP_COLL_BARRIER:
+    break;
+  }
+  return 0;
+}
+
+/* Builds the dependents lists, the counters and the transfer table, and
+ * queues the steps that depend on nothing. */
+static int setup_exec(dlcp_coll *op) {
+  coll_plan *pl = &op->plan;
+  const dlcp_mem *mem = op->mem;
+  uint32_t cap = pl->cap ? pl->cap : 1;
+  op->nstatic = pl->nsteps;
+  op->state = mem_calloc(mem, cap, 1);
+  op->flags = mem_calloc(mem, cap, 1);
+  op->ndeps = mem_calloc(mem, cap, sizeof(uint32_t));
+  op->dyn_dependent = mem_calloc(mem, cap, sizeof(uint32_t));
+  op->ready = mem_calloc(mem, cap, sizeof(uint32_t));
+  op->out_begin = mem_calloc(mem, (size_t)pl->nsteps + 1, sizeof(uint32_t));
+  op->out_list = mem_calloc(mem, pl->nedges, sizeof(uint32_t));
+  uint32_t hcap = 16;
+  while (hcap < 2u * cap) {
+    hcap *= 2;
+  }
+  op->hslots = mem->malloc(hcap * sizeof(uint32_t), mem->user);
+  if (!op->state || !op->flags || !op->ndeps ||
+      !op->dyn_dependent || !op->ready || !op->out_begin || !op->out_list ||
+      !op->hslots) {
+    return DLCP_ERR_NOMEM;
+  }
+  op->hmask = hcap - 1;
+  memset(op->hslots, 0xff, hcap * sizeof(uint32_t));
+  for (uint32_t i = 0; i < cap; i++) {
+    op->dyn_dependent[i] = COLL_NO_STEP;
+  }
+  /* Dependents as a compressed row list: count, prefix-sum, fill. */
+  for (uint32_t e = 0; e < pl->nedges; e++) {
+    op->out_begin[pl->efrom[e] + 1]++;
+    op->ndeps[pl->eto[e]]++;
+  }
+  for (uint32_t i = 0; i < pl->nsteps; i++) {
+    op->out_begin[i + 1] += op->out_begin[i];
+  }
+  uint32_t *fill = mem_calloc(mem, (size_t)pl->nsteps + 1, sizeof(uint32_t));
+  if (!fill) {
+    return DLCP_ERR_NOMEM;
+  }
+  memcpy(fill, op->out_begin, ((size_t)pl->nsteps + 1) * sizeof(uint32_t));
+  for (uint32_t e = 0; e < pl->nedges; e++) {
+    op->out_list[fill[pl->efrom[e]]++] = pl->eto[e];
+  }
+  mem->free(fill, mem->user);
+  for (uint32_t i = 0; i < pl->nsteps; i++) {
+    int rv = table_insert(op, i);
+    if (rv != 0) {
+      return rv;
+    }
+  }
+  for (uint32_t i = 0; i < pl->nsteps; i++) {
+    if (op->ndeps[i] == 0) {
+      ready_push(op, i);
+    }
+  }
+  return 0;
+}
+
+int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
+                  const dlcp_mem *mem, dlcp_tstamp now) {
+  *pop = NULL;
+  if (!mem) {
+    mem = dlcp_mem_default();
+  }
+  dlcp_coll *op = mem->calloc(1, sizeof(*op), mem->user);
+  if (!op) {
+    return DLCP_ERR_NOMEM;
+  }
+  op->mem = mem;
+  op->p = *p;
+  op->failed_peer = -1;
+  op->start_ns = now;
+  op->phase = COLL_PHASE_RUN;
+  coll_plan_init(&op->plan, mem);
+  int rv = params_to_geom(p, &op->g);
+  coll_agree_init(op);
+  if (rv != 0) {
+    goto fail;
+  }
+  if (op->p.bypass_alpha == 0.0) {
+    op->p.bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
+  }
+  /* The caller's loss bound is end to end: at most p of the output may be
+   * missing.  An element's holes anywhere make it missing everywhere, so
+   * the missing set is the union of every transfer's holes, and its size
+   * is at most the sum of them.  Every all-reduce here moves 2(n - 1)
+   * vectors' worth of elements in total over all ranks (ring, PS, RAT and
+   * halving-doubling with its fold alike; reduce-scatter, all-gather and
+   * broadcast n - 1), so giving each transfer p / that factor keeps the
+   * union within p. */
+  if (op->p.loss_bound > 0.0 && op->g.world > 1) {
+    double vectors = op->g.kind == DLCP_COLL_ALLREDUCE
+                         ? 2.0 * (op->g.world - 1)
+                         : (double)(op->g.world - 1);
+    op->xfer_loss = op->p.loss_bound / vectors;
+  }
+  rv = coll_plan_build(&op->plan, &op->g);
+  /* The labels are borrowed only for this call: RAT has built its trees
+   * from them and AUTO has made its choice. */
+  op->p.topo = NULL;
+  op->g.topo = NULL;
+  if (rv != 0) {
+    goto fail;
+  }
+  if (op->g.algo == DLCP_ALGO_RING_BYPASS && op->plan.ring.recv) {
+    /* Room for the one extra receive a bypassed slot may add. */
+    uint32_t extra = op->plan.ring.steps * op->plan.ring.nseg;
+    uint32_t ncap = op->plan.nsteps + extra;
+    if (ncap > op->plan.cap) {
+      coll_step *n = mem->realloc(op->plan.steps, ncap * sizeof(*n),
+                                  mem->user);
+      if (!n) {
+        rv = DLCP_ERR_NOMEM;
+        goto fail;
+      }
+      op->plan.steps = n;
+      op->plan.cap = ncap;
+    }
+    rv = coll_bypass_new(op);
+    if (rv != 0) {
+      goto fail;
+    }
+  }
+  if (op->plan.scratch_bytes) {
+    op->scratch = mem->malloc((size_t)op->plan.scratch_bytes, mem->user);
+    if (!op->scratch) {
+      rv = DLCP_ERR_NOMEM;
+      goto fail;
+    }
+    op->base[COLL_BUF_SCRATCH] = op->scratch;
+  }
+  rv = setup_buffers(op);
+  if (rv != 0) {
+    goto fail;
+  }
+  rv = setup_exec(op);
+  if (rv != 0) {
+    goto fail;
+  }
+  *pop = op;
+  return 0;
+fail:
+  dlcp_coll_del(op);
+  return rv;
+}
+
+void dlcp_coll_del(dlcp_coll *op) {
+  if (!op) {
+    return;
+  }
+  const dlcp_mem *mem = op->mem;
+  coll_bypass_del(op);
+  coll_agree_free(op);
+  for (uint32_t i = 0; i < op->nextra; i++) {
+    mem->free(op->extra[i], mem->user);
+  }
+  mem->free(op->extra, mem->user);
+  mem->free(op->own_work, mem->user);
+  mem->free(op->scratch, mem->user);
+  mem->free(op->state, mem->user);
+  mem->free(op->flags, mem->user);
+  mem->free(op->ndeps, mem->user);
+  mem->free(op->dyn_dependent, mem->user);
+  mem->free(op->ready, mem->user);
+  mem->free(op->out_begin, mem->user);
+  mem->free(op->out_list, mem->user);
+  mem->free(op->hslots, mem->user);
+  mem->free(op->ctl, mem->user);
+  mem->free(op->taint, mem->user);
+  mem->free(op->missing, mem->user);
+  coll_plan_free(&op->plan);
+  mem->free(op, mem->user);
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+/* Zeroes the agreed missing ranges in the output and freezes the result. */
+void coll_exec_finalize(dlcp_coll *op, dlcp_tstamp now) {
+  const coll_geom *g = &op->g;
+  uint64_t lo = 0, hi = g->count;
+  unsigned char *out = op->base[COLL_BUF_WORK];
+  uint64_t out_first = 0; /* the element at out[0] */
+  if (g->kind == DLCP_COLL_REDUCE_SCATTER) {
+    /* Only this rank's shard is output here. */
+    uint64_t len;
+    dlcp_coll_shard(g->count, g->world, g->rank, &lo, &len);
+    hi = lo + len;
+    if (g->rs_copy_out) {
+      out = op->base[COLL_BUF_OUT];
+      out_first = lo;
+    }
+  }
+  op->missing_elems = 0;
+  for (size_t i = 0; i < op->nmissing; i++) {
+    uint64_t a = op->missing[i].offset;
+    uint64_t b = a + op->missing[i].len;
+    op->missing_elems += op->missing[i].len;
+    if (a < lo) {
+      a = lo;
+    }
+    if (b > hi) {
+      b = hi;
+    }
+    if (a < b && out) {
+      memset(out + (a - out_first) * g->esz, 0, (size_t)((b - a) * g->esz));
+    }
+  }
+  op->end_ns = now;
+  op->phase = COLL_PHASE_FINISHED;
+}
+
+/* The plan is done: agree on missing ranges if losses were allowed. */
+static int plan_done(dlcp_coll *op, dlcp_tstamp now) {
+  if (op->p.loss_bound > 0.0 && op->g.world > 1 && op->g.count > 0) {
+    op->phase = COLL_PHASE_AGREE;
+    return coll_agree_start(op, now);
+  }
+  op->ntaint = coll_ranges_normalize(op->taint, op->ntaint);
+  if (op->ntaint) {
+    op->missing = op->mem->malloc(op->ntaint * sizeof(dlcp_coll_range),
+                                  op->mem->user);
+    if (!op->missing) {
+      return DLCP_ERR_NOMEM;
+    }
+    memcpy(op->missing, op->taint, op->ntaint * sizeof(dlcp_coll_range));
+    op->nmissing = op->ntaint;
+  }
+  coll_exec_finalize(op, now);
+  return 0;
+}
+
+/* Runs one ready step.  Returns 1 if it produced an action in |act|. */
+static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
+                    dlcp_tstamp now) {
+  coll_step *st = &op->plan.steps[idx];
+  const coll_geom *g = &op->g;
+  if (st->bytes == 0 && (st->kind == COLL_STEP_REDUCE ||
+                         st->kind == COLL_STEP_COPY ||
+                         st->kind == COLL_STEP_FINISH)) {
+    complete(op, idx, now); /* empty: the buffers may not even exist */
+    return 0;
+  }
+  switch ((coll_step_kind)st->kind) {
+  case COLL_STEP_NOP:
+    complete(op, idx, now);
+    return 0;
+  case COLL_STEP_SEND:
+  case COLL_STEP_RECV:
+    op->state[idx] = COLL_ST_ACTIVE;
+    memset(act, 0, sizeof(*act));
+    act->peer = st->peer;
+    act->tag = st->tag;
+    act->bytes = st->bytes;
+    act->loss_bound = op->xfer_loss;
+    if (st->kind == COLL_STEP_SEND) {
+      act->type = DLCP_COLL_ACT_SEND;
+      act->send_buf = buf_ptr(op, st->buf, st->off);
+    } else {
+      act->type = DLCP_COLL_ACT_RECV;
+      act->recv_buf = buf_ptr(op, st->buf, st->off);
+    }
+    return 1;
+  case COLL_STEP_REDUCE:
+    if (!(op->flags[idx] & COLL_SF_SKIP)) {
+      size_t n = (size_t)(st->bytes / g->esz);
+      (void)dlcp_reduce(buf_ptr(op, st->buf, st->off),
+                        buf_ptr(op, st->src_buf, st->src_off), n, g->dtype,
+                        g->op);
+      if (st->value) {
+        const coll_step *x = &op->plan.steps[st->value - 1];
+        (void)dlcp_reduce(buf_ptr(op, st->buf, st->off),
+                          buf_ptr(op, x->buf, x->off), n, g->dtype, g->op);
+      }
+    }
+    complete(op, idx, now);
+    return 0;
+  case COLL_STEP_COPY:
+    memmove(buf_ptr(op, st->buf, st->off),
+            buf_ptr(op, st->src_buf, st->src_off), (size_t)st->bytes);
+    complete(op, idx, now);
+    return 0;
+  case COLL_STEP_FINISH:
+    (void)dlcp_reduce_finish(buf_ptr(op, st->buf, st->off),
+                             (size_t)(st->bytes / g->esz), g->dtype, g->op,
+                             g->world);
+    complete(op, idx, now);
+    return 0;
+  case COLL_STEP_NOTE:
+    memset(act, 0, sizeof(*act));
+    act->type = DLCP_COLL_ACT_NOTE;
+    act->peer = st->peer;
+    act->value = st->value;
+    complete(op, idx, now);
+    return 1;
+  case COLL_STEP_WAIT_NOTE:
+    if (op->flags[idx] & COLL_SF_ARRIVED) {
+      complete(op, idx, now);
+    } else {
+      op->state[idx] = COLL_ST_ACTIVE;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+int dlcp_coll_poll(dlcp_coll *op, dlcp_coll_action *act, dlcp_tstamp now) {
+  memset(act, 0, sizeof(*act));
+  act->type = DLCP_COLL_ACT_NONE;
+  if (op->phase == COLL_PHASE_REPORTED) {
+    return op->status;
+  }
+  if (op->phase == COLL_PHASE_RUN && op->bypass) {
+    int rv = coll_bypass_on_timer(op, now);
+    if (rv != 0) {
+      coll_exec_fail(op, rv, -1);
+    }
+  }
+  for (;;) {
+    if (op->ccount > 0) {
+      *act = op->ctl[op->chead];
+      op->chead = (op->chead + 1) % op->ccap;
+      op->ccount--;
+      return 0;
+    }
+    if (op->phase == COLL_PHASE_FINISHED) {
+      act->type = DLCP_COLL_ACT_DONE;
+      op->phase = COLL_PHASE_REPORTED;
+      if (op->end_ns == 0) {
+        op->end_ns = now;
+      }
+      return op->status;
+    }
+    if (op->phase != COLL_PHASE_RUN) {
+      return 0; /* agreement: waiting for events */
+    }
+    if (op->rcount > 0) {
+      uint32_t idx = op->ready[op->rhead];
+      op->rhead = (op->rhead + 1) % op->plan.cap;
+      op->rcount--;
+      if (op->state[idx] != COLL_ST_READY) {
+        continue; /* canceled while queued */
+      }
+      if (run_step(op, idx, act, now)) {
+        return 0;
+      }
+      continue;
+    }
+    if (op->ndone == op->plan.nsteps) {
+      int rv = plan_done(op, now);
+      if (rv != 0) {
+        coll_exec_fail(op, rv, -1);
+      }
+      continue;
+    }
+    return 0;
+  }
+}
+
+int dlcp_coll_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag, int status,
+                      dlcp_tstamp now) {
+  if ((tag >> DLCP_COLL_TAG_CLASS_SHIFT) == DLCP_COLL_TAG_AGREE) {
+    return coll_agree_on_sent(op, peer, tag, status, now);
+  }
+  uint32_t idx = table_find(op, DIR_SEND, peer, tag);
+  if (idx == COLL_NO_STEP || op->state[idx] != COLL_ST_ACTIVE) {
+    return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  if (status < 0) {
+    coll_exec_fail(op, status, (int32_t)peer);
+    return 0;
+  }
+  complete(op, idx, now);
+  return 0;
+}
+
+int dlcp_coll_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
+                          int status, const dlcp_coll_range *missing,
+                          size_t nmissing, dlcp_tstamp now) {
+  if ((tag >> DLCP_COLL_TAG_CLASS_SHIFT) == DLCP_COLL_TAG_AGREE) {
+    return coll_agree_on_received(op, peer, tag, status, nmissing, now);
+  }
+  uint32_t idx = table_find(op, DIR_RECV, peer, tag);
+  if (idx == COLL_NO_STEP || op->state[idx] != COLL_ST_ACTIVE) {
+    return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  if (status < 0) {
+    coll_exec_fail(op, status, (int32_t)peer);
+    return 0;
+  }
+  const coll_step *st = &op->plan.steps[idx];
+  if (nmissing > 0 && op->p.loss_bound <= 0.0) {
+    coll_exec_fail(op, DLCP_ERR_SIZE_MISMATCH, (int32_t)peer);
+    return 0;
+  }
+  for (size_t i = 0; i < nmissing; i++) {
+    const dlcp_coll_range *m = &missing[i];
+    if (m->offset > st->bytes || m->len > st->bytes - m->offset) {
+      coll_exec_fail(op, DLCP_ERR_BAD_OFFSET, (int32_t)peer);
+      return DLCP_ERR_BAD_OFFSET;
+    }
+    if (m->len == 0 || st->elem == COLL_NO_ELEM) {
+      continue;
+    }
+    /* A partly missing element is a missing element: round the byte range
+     * outwards to whole elements. */
+    uint64_t e0 = m->offset / op->g.esz;
+    uint64_t e1 = (m->offset + m->len + op->g.esz - 1) / op->g.esz;
+    int rv = coll_exec_taint(op, st->elem + e0, e1 - e0);
+    if (rv != 0) {
+      coll_exec_fail(op, rv, -1);
+      return rv;
+    }
+  }
+  complete(op, idx, now);
+  return 0;
+}
+
+int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
+                      dlcp_tstamp now) {
+  uint64_t kind = value >> DLCP_COLL_NOTE_KIND_SHIFT;
+  uint64_t arg = value & DLCP_COLL_NOTE_ARG_MASK;
+  if (peer >= op->g.world) {
+    return DLCP_ERR_BAD_TYPE;
+  }
+  switch (kind) {
+  case DLCP_COLL_NOTE_BARRIER: {
+    uint32_t idx = table_find(op, DIR_NOTE, peer, value);
+    if (idx == COLL_NO_STEP || (op->flags[idx] & COLL_SF_ARRIVED)) {
+      return DLCP_ERR_BAD_TYPE;
+    }
+    op->flags[idx] |= COLL_SF_ARRIVED;
+    if (op->state[idx] == COLL_ST_ACTIVE) {
+      complete(op, idx, now);
+    }
+    return 0;
+  }
+  case DLCP_COLL_NOTE_BYPASS_REQ:
+  case DLCP_COLL_NOTE_BYPASS_GRANT:
+  case DLCP_COLL_NOTE_BYPASS_DENY:
+  case DLCP_COLL_NOTE_BYPASS_INCOMING:
+    if (!op->bypass) {
+      return DLCP_ERR_BAD_TYPE;
+    }
+    {
+      int rv = coll_bypass_on_note(op, peer, value, now);
+      if (rv != 0 && rv != DLCP_ERR_BAD_TYPE) {
+        coll_exec_fail(op, rv, (int32_t)peer);
+      }
+      return rv;
+    }
+  case DLCP_COLL_NOTE_AGREE_UP:
+  case DLCP_COLL_NOTE_AGREE_DOWN:
+    return coll_agree_on_note(op, peer, value, now);
+  case DLCP_COLL_NOTE_ABORT:
+    if (op->phase < COLL_PHASE_FINISHED) {
+      op->status = DLCP_ERR_PEER_ABORTED;
+      op->failed_peer = arg == DLCP_COLL_NOTE_ARG_MASK ? (int32_t)peer
+                                                       : (int32_t)arg;
+      op->phase = COLL_PHASE_FINISHED;
+    }
+    return 0;
+  default:
+    return DLCP_ERR_BAD_TYPE;
+  }
+}
+
+dlcp_tstamp dlcp_coll_next_deadline(const dlcp_coll *op) {
+  if (op->phase != COLL_PHASE_RUN || !op->bypass) {
+    return DLCP_TSTAMP_NEVER;
+  }
+  return coll_bypass_next_deadline(op);
+}
+
+void dlcp_coll_get_result(const dlcp_coll *op, dlcp_coll_result *res) {
+  memset(res, 0, sizeof(*res));
+  res->status = op->status;
+  res->failed_peer = op->failed_peer;
+  res->algo = op->g.algo;
+  res->done = op->phase >= COLL_PHASE_FINISHED;
+  res->missing = op->missing;
+  res->nmissing = op->nmissing;
+  res->missing_elems = op->missing_elems;
+  res->delivered_fraction =
+      op->g.count ? 1.0 - (double)op->missing_elems / (double)op->g.count
+                  : 1.0;
+  res->start_ns = op->start_ns;
+  res->end_ns = op->end_ns;
+  if (op->bypass) {
+    coll_bypass_result(op, res);
+  }
+}
+
+dlcp_ssize dlcp_coll_plan_dump(const dlcp_coll_params *p, char *buf,
+                               size_t buflen) {
+  coll_geom g;
+  int rv = params_to_geom(p, &g);
+  if (rv != 0) {
+    return rv;
+  }
+  coll_plan plan;
+  coll_plan_init(&plan, NULL);
+  rv = coll_plan_build(&plan, &g);
+  dlcp_ssize n = rv != 0 ? rv : coll_plan_format(&plan, &g, buf, buflen);
+  coll_plan_free(&plan);
+  return n;
+}

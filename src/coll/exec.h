@@ -1,0 +1,167 @@
+/*
+ * exec.h: the inside of a dlcp_coll, shared by the executor (coll.c), the
+ * straggler bypass (bypass.c) and the loss agreement (agree.c).  Not part
+ * of any public interface.
+ *
+ * The executor runs a plan (plan.h): each step waits for its dependencies,
+ * becomes ready, and is either executed at once (reduce, copy, finish,
+ * nop, note) or handed to the driver as an action and completed by an
+ * event (send, receive, awaited note).  Transfers are found again by
+ * (direction, peer, tag) through an open-addressing table.  Actions that
+ * do not come from a plan step (bypass and agreement notes, cancels,
+ * agreement transfers) wait in a small queue that poll drains first.
+ */
+#ifndef DLCP_COLL_EXEC_H
+#define DLCP_COLL_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/coll.h"
+#include "coll/plan.h"
+
+enum coll_step_state {
+  COLL_ST_PENDING = 0, /* waiting for dependencies */
+  COLL_ST_READY,       /* in the ready queue */
+  COLL_ST_ACTIVE,      /* handed to the driver (or awaiting a note) */
+  COLL_ST_DONE
+};
+
+enum coll_step_flag {
+  COLL_SF_SKIP = 1,    /* REDUCE: do nothing (its input was bypassed) */
+  COLL_SF_ARRIVED = 2, /* WAIT_NOTE: the note is already here */
+  COLL_SF_CANCELED = 4 /* RECV: canceled by the bypass; completes empty */
+};
+
+enum coll_phase {
+  COLL_PHASE_RUN,      /* executing the plan */
+  COLL_PHASE_AGREE,    /* plan done; agreeing on missing ranges */
+  COLL_PHASE_FINISHED, /* result final; DONE not yet polled */
+  COLL_PHASE_REPORTED  /* DONE polled */
+};
+
+/* The loss agreement (agree.c): a binomial tree on rank 0 gathers every
+ * rank's missing ranges, merges them, and sends the union back down. */
+#define COLL_AGREE_MAX_CHILDREN 16
+typedef struct coll_agree_peer {
+  uint32_t rank;
+  int64_t count;        /* ranges announced, -1 = note not yet here */
+  bool received;        /* the list arrived (or count == 0) */
+  unsigned char *buf;   /* count * 16 bytes, little-endian pairs */
+} coll_agree_peer;
+
+typedef struct coll_agree {
+  bool tree_built, started, sent_up, final_known, done;
+  coll_agree_peer parent;   /* parent.rank == UINT32_MAX at the root */
+  coll_agree_peer child[COLL_AGREE_MAX_CHILDREN];
+  uint32_t nchildren;
+  unsigned char *upbuf, *downbuf; /* what we send; borrowed by the driver */
+  uint32_t sends_outstanding;
+} coll_agree;
+
+typedef struct coll_bypass coll_bypass;
+
+struct dlcp_coll {
+  const dlcp_mem *mem;
+  dlcp_coll_params p; /* a copy; buffers still the caller's */
+  coll_geom g;
+  coll_plan plan;
+  unsigned char *base[3]; /* WORK, SCRATCH, OUT */
+  unsigned char *own_work; /* allocated WORK (out-of-place reduce-scatter) */
+  unsigned char *scratch;
+
+  /* per step, sized plan.cap (static steps plus room for dynamic ones) */
+  uint8_t *state;
+  uint8_t *flags;
+  uint32_t *ndeps;
+  uint32_t *dyn_dependent; /* one extra dependent (dynamic steps) */
+  uint32_t *out_begin, *out_list; /* static dependents, CSR */
+  uint32_t nstatic;
+  uint32_t ndone;
+
+  uint32_t *ready;   /* FIFO of ready steps, capacity plan.cap */
+  uint32_t rhead, rcount;
+
+  uint32_t *hslots;  /* transfer table, power-of-two capacity */
+  uint32_t hmask;
+
+  dlcp_coll_action *ctl; /* queued non-step actions */
+  size_t chead, ccount, ccap;
+
+  unsigned char **extra; /* EXTRA buffers (bypass), by index */
+  uint32_t nextra, extracap;
+
+  dlcp_coll_range *taint; /* missing output element ranges seen locally */
+  size_t ntaint, taintcap;
+
+  double xfer_loss; /* loss bound handed to each data transfer */
+  int phase;
+  int status;
+  int32_t failed_peer;
+  coll_agree agree;
+  coll_bypass *bypass;
+
+  dlcp_coll_range *missing; /* agreed result */
+  size_t nmissing;
+  uint64_t missing_elems;
+  dlcp_tstamp start_ns, end_ns;
+};
+
+/* Queues |act| (copied) to be returned by poll before any plan step. */
+int coll_exec_push(dlcp_coll *op, const dlcp_coll_action *act);
+/* Convenience: queue a NOTE. */
+int coll_exec_note(dlcp_coll *op, uint32_t peer, uint64_t value);
+/* Makes a PENDING step READY now, whatever its dependencies say; later
+ * releases of those dependencies are ignored. */
+void coll_exec_force_ready(dlcp_coll *op, uint32_t idx);
+/* Changes the peer and tag of a SEND or RECV that is not ACTIVE, or of an
+ * ACTIVE RECV (which is then canceled towards the driver and re-issued).
+ * Returns 0, DLCP_ERR_INTERNAL (an ACTIVE SEND or a duplicate key) or
+ * DLCP_ERR_NOMEM. */
+int coll_exec_retarget(dlcp_coll *op, uint32_t idx, uint32_t peer,
+                       uint32_t tag, dlcp_tstamp now);
+/* Cancels a RECV that is not DONE: tells the driver if it was ACTIVE and
+ * completes the step without data. */
+int coll_exec_cancel_recv(dlcp_coll *op, uint32_t idx, dlcp_tstamp now);
+/* Appends a step at run time whose completion releases |dependent| (which
+ * gains one dependency; it must still be PENDING).  Returns the index or
+ * COLL_NO_STEP if out of room. */
+uint32_t coll_exec_add_step(dlcp_coll *op, const coll_step *st,
+                            uint32_t dependent);
+/* Allocates an EXTRA buffer of |bytes|; returns its index or -1. */
+int64_t coll_exec_alloc_extra(dlcp_coll *op, uint64_t bytes);
+/* Records output elements [elem, elem + n) as not delivered here. */
+int coll_exec_taint(dlcp_coll *op, uint64_t elem, uint64_t n);
+/* Fails the operation (first failure wins) naming |peer| (or -1). */
+void coll_exec_fail(dlcp_coll *op, int status, int32_t peer);
+/* Zeroes the agreed missing ranges (op->missing) in the output and makes
+ * the result final; DONE follows at the next poll. */
+void coll_exec_finalize(dlcp_coll *op, dlcp_tstamp now);
+/* Sorts and merges |r| in place; returns the new count. */
+size_t coll_ranges_normalize(dlcp_coll_range *r, size_t n);
+
+/* agree.c */
+void coll_agree_init(dlcp_coll *op);
+void coll_agree_free(dlcp_coll *op);
+/* Starts the agreement (plan done); may finish it at once. */
+int coll_agree_start(dlcp_coll *op, dlcp_tstamp now);
+int coll_agree_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
+                       dlcp_tstamp now);
+int coll_agree_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag,
+                       int status, dlcp_tstamp now);
+int coll_agree_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
+                           int status, size_t nmissing, dlcp_tstamp now);
+
+/* bypass.c */
+int coll_bypass_new(dlcp_coll *op);
+void coll_bypass_del(dlcp_coll *op);
+/* Step |idx| completed at |now| (estimates, lane bookkeeping). */
+void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now);
+int coll_bypass_on_timer(dlcp_coll *op, dlcp_tstamp now);
+int coll_bypass_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
+                        dlcp_tstamp now);
+dlcp_tstamp coll_bypass_next_deadline(const dlcp_coll *op);
+void coll_bypass_result(const dlcp_coll *op, dlcp_coll_result *res);
+
+#endif /* DLCP_COLL_EXEC_H */

@@ -1,0 +1,608 @@
+/*
+ * Collectives in the runtime: the driver of src/coll's sans-I/O state
+ * machines over the communicator's MLT connections.
+ *
+ * Model.  A collective call builds a dlcp_coll and a "run" that owns it.
+ * The run turns the state machine's actions into MLT transfers (SEND and
+ * RECV), NOTE control messages and cancellations, and feeds completions
+ * and notes back; all of it happens under the communicator's |mu|, from
+ * whichever thread drives the event loop (see comm_drive.h), so the
+ * state machine never sees two threads.
+ *
+ * Naming transfers.  Every rank calls collectives in the same order, so a
+ * per-communicator counter gives each run the same id everywhere.  A
+ * transfer's MLT tensor id is
+ *
+ *   bit  31     1 (application ids are below DLCP_TENSOR_ID_LIMIT)
+ *   bits 30..20 the run id, modulo 2^11
+ *   bits 19..0  the state machine's tag (DLCP_COLL_TAG_BITS)
+ *
+ * and MLT matches sends and receives per peer by tensor id in post order,
+ * so runs more than 2^11 apart could only collide if 2048 collectives were
+ * in flight at once, which dlcp_allreduce refuses (DLCP_ERR_LIMIT).
+ *
+ * Failure.  A transfer that fails fails the run (the state machine
+ * reports DONE with the status and the peer); a peer whose control
+ * connection drops fails every run at once, naming it, because every rank
+ * takes part in every collective.  A failed run cancels its outstanding
+ * transfers before it reports, so the application may free its buffers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "rt/clock.h"
+#include "rt/comm_drive.h"
+#include "rt/comm_internal.h"
+
+#define MAX_RUNS 2048u
+
+/* Messages are cut to their buffers on purpose (vsnprintf keeps gcc's
+ * truncation warning for fixed buffers quiet where cutting is the point). */
+__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t len,
+                                                      const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, len, f, ap);
+  va_end(ap);
+}
+#define TENSOR_COLL_BIT 0x80000000u
+
+typedef struct coll_run {
+  struct coll_run *next;
+  uint32_t id;
+  dlcp_coll *op;
+  struct dlcp_request *req;
+  op *xfers; /* outstanding transfers, linked by coll_next */
+  uint32_t layer, nlayers;
+  bool dirty; /* has events the state machine has not been polled for */
+  int fail_status;
+  char fail_reason[224];
+} coll_run;
+
+typedef struct early_note {
+  struct early_note *next;
+  uint32_t op_id;
+  uint32_t peer;
+  uint64_t value;
+} early_note;
+
+struct dlcp_request {
+  dlcp_comm *comm;
+  coll_run *run; /* NULL once finished */
+  bool done;
+  dlcp_tstamp started_ns;
+  dlcp_coll_info info;
+  dlcp_range *missing;
+};
+
+void dlcp_coll_opts_default(dlcp_coll_opts *opts) {
+  memset(opts, 0, sizeof(*opts));
+  opts->algo = DLCP_ALGO_AUTO;
+}
+
+const char *dlcp_algo_str(dlcp_algo algo) {
+  return dlcp_algo_name(algo);
+}
+
+static uint32_t tensor_id(const coll_run *run, uint32_t tag) {
+  return TENSOR_COLL_BIT | (run->id & 0x7FFu) << DLCP_COLL_TAG_BITS | tag;
+}
+
+/* --- finishing -------------------------------------------------------- */
+
+static void unlink_xfer(coll_run *run, op *o) {
+  for (op **pp = &run->xfers; *pp; pp = &(*pp)->coll_next) {
+    if (*pp == o) {
+      *pp = o->coll_next;
+      return;
+    }
+  }
+}
+
+/* Withdraws every transfer still outstanding: buffers are released at
+ * once and the peers are told, so nobody waits for them. */
+/* Withdraws one transfer.  If MLT still holds it, it is cancelled there
+ * and forgotten; if MLT already finished it (a completion not yet polled,
+ * or the peer's abort), its completion will still come: the record stays
+ * as an orphan that comm.c frees on arrival. */
+static void withdraw(dlcp_comm *c, op *o, dlcp_tstamp now) {
+  dlcp_mlt_conn *conn = c->peers[o->peer].conn;
+  uint64_t key = (uint64_t)(uintptr_t)o;
+  int rv = o->kind == OP_SEND ? dlcp_mlt_cancel_send(conn, key, now)
+                              : dlcp_mlt_cancel_recv(conn, key, now);
+  if (rv == 0) {
+    free(o);
+  } else {
+    o->coll = NULL;
+    o->cq = NULL;
+  }
+}
+
+/* Withdraws every transfer still outstanding: buffers are released at
+ * once and the peers are told, so nobody waits for them. */
+static void cancel_xfers(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
+  while (run->xfers) {
+    op *o = run->xfers;
+    run->xfers = o->coll_next;
+    withdraw(c, o, now);
+  }
+}
+
+static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
+  cancel_xfers(c, run, now);
+  dlcp_request *req = run->req;
+  dlcp_coll_result res;
+  dlcp_coll_get_result(run->op, &res);
+  dlcp_coll_info *info = &req->info;
+  memset(info, 0, sizeof(*info));
+  info->status = run->fail_status ? run->fail_status : res.status;
+  info->algo = res.algo;
+  info->algo_name = dlcp_algo_name(res.algo);
+  info->delivered_fraction = res.delivered_fraction;
+  info->bypasses = res.bypasses;
+  info->elapsed_ns = now - req->started_ns;
+  if (info->status != 0) {
+    if (run->fail_reason[0]) {
+      fmt(info->error, sizeof(info->error), "%s", run->fail_reason);
+    } else if (res.failed_peer >= 0) {
+      fmt(info->error, sizeof(info->error), "%s: %s",
+               c->peers[res.failed_peer].name,
+               dlcp_strerror(info->status));
+    } else {
+      fmt(info->error, sizeof(info->error), "%s",
+               dlcp_strerror(info->status));
+    }
+  }
+  if (res.nmissing > 0) {
+    req->missing = malloc(res.nmissing * sizeof(dlcp_range));
+    if (req->missing) {
+      for (size_t i = 0; i < res.nmissing; i++) {
+        req->missing[i].offset = res.missing[i].offset;
+        req->missing[i].len = res.missing[i].len;
+      }
+      info->missing = req->missing;
+      info->nmissing = res.nmissing;
+    }
+  }
+  for (coll_run **pp = &c->colls; *pp; pp = &(*pp)->next) {
+    if (*pp == run) {
+      *pp = run->next;
+      break;
+    }
+  }
+  dlcp_coll_del(run->op);
+  free(run);
+  req->run = NULL;
+  req->done = true;
+  pthread_cond_broadcast(&c->req_cv);
+}
+
+/* Fails |run| from outside the state machine (a lost peer, shutdown). */
+static void fail_run(dlcp_comm *c, coll_run *run, int status,
+                     const char *reason, dlcp_tstamp now) {
+  if (!run->fail_status) {
+    run->fail_status = status;
+    fmt(run->fail_reason, sizeof(run->fail_reason), "%s", reason);
+  }
+  finish_run(c, run, now);
+}
+
+/* --- driving a run ----------------------------------------------------- */
+
+static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
+                     dlcp_tstamp now) {
+  op *o = calloc(1, sizeof(*o));
+  if (!o) {
+    return DLCP_ERR_NOMEM;
+  }
+  o->kind = a->type == DLCP_COLL_ACT_SEND ? OP_SEND : OP_RECV;
+  o->coll = run;
+  o->tag = a->tag;
+  o->peer = a->peer;
+  o->t.id = tensor_id(run, a->tag);
+  /* The state machine lends its buffers for the transfer; MLT reads a
+   * send buffer and writes a receive buffer, never both. */
+  o->t.data = a->type == DLCP_COLL_ACT_SEND
+                  ? (void *)(uintptr_t)a->send_buf
+                  : a->recv_buf;
+  o->t.bytes = a->bytes;
+  o->opts.layer = run->layer;
+  o->opts.nlayers = run->nlayers;
+  o->loss_bound = a->loss_bound;
+  o->posted_ns = now;
+  o->coll_next = run->xfers;
+  run->xfers = o;
+  dlcp_rt_submit(c, o, now);
+  return 0;
+}
+
+/* Polls |run| until it has nothing more to do now.  Returns whether it
+ * gave the connections anything to send (transfers, notes, a
+ * cancellation's STOP), and whether the run finished, through
+ * |*finished|. */
+static bool pump(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
+                 bool *finished) {
+  bool posted = false;
+  *finished = false;
+  run->dirty = false;
+  for (;;) {
+    dlcp_coll_action a;
+    int rv = dlcp_coll_poll(run->op, &a, now);
+    if (rv != 0 && a.type != DLCP_COLL_ACT_DONE) {
+      break; /* failed: DONE comes on the next poll */
+    }
+    switch (a.type) {
+    case DLCP_COLL_ACT_NONE:
+      return posted;
+    case DLCP_COLL_ACT_SEND:
+    case DLCP_COLL_ACT_RECV:
+      if (post_xfer(c, run, &a, now) != 0) {
+        fail_run(c, run, DLCP_ERR_NOMEM, "out of memory posting a transfer",
+                 now);
+        *finished = true;
+        return posted;
+      }
+      posted = true;
+      break;
+    case DLCP_COLL_ACT_CANCEL_RECV:
+      for (op *o = run->xfers; o; o = o->coll_next) {
+        if (o->kind == OP_RECV && o->peer == a.peer && o->tag == a.tag) {
+          unlink_xfer(run, o);
+          withdraw(c, o, now);
+          break;
+        }
+      }
+      posted = true; /* a STOP may be queued for the peer */
+      break;
+    case DLCP_COLL_ACT_NOTE: {
+      uint8_t msg[DLCP_WIRE_NOTE_LEN];
+      dlcp_wire_note n = {.job = c->env.job, .op = run->id, .value = a.value};
+      if (dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
+        dlcp_rt_queue_control(c, &c->peers[a.peer], msg, sizeof(msg), now);
+      }
+      posted = true; /* queued bytes: the connections must flush them */
+      break;
+    }
+    case DLCP_COLL_ACT_DONE:
+      finish_run(c, run, now);
+      *finished = true;
+      return posted;
+    default:
+      return posted;
+    }
+  }
+  /* A poll failure without DONE: ask again next time. */
+  run->dirty = true;
+  return posted;
+}
+
+bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
+  bool posted = false;
+  coll_run *run = c->colls;
+  while (run) {
+    coll_run *following = run->next;
+    bool finished = false;
+    if (run->dirty || dlcp_coll_next_deadline(run->op) <= now) {
+      posted |= pump(c, run, now, &finished);
+    }
+    if (!finished) {
+      dlcp_tstamp d = dlcp_coll_next_deadline(run->op);
+      if (d < *next) {
+        *next = d;
+      }
+    }
+    run = following;
+  }
+  return posted;
+}
+
+void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
+                                const dlcp_mlt_completion *mc, int status,
+                                dlcp_tstamp now) {
+  coll_run *run = o->coll;
+  unlink_xfer(run, o);
+  peer *p = &c->peers[o->peer];
+  if (status != 0 && !run->fail_reason[0]) {
+    fmt(run->fail_reason, sizeof(run->fail_reason),
+             "%s: %s (collective %u, %s of %llu bytes)", p->name,
+             p->dead_status ? p->dead_reason : dlcp_strerror(status), run->id,
+             o->kind == OP_SEND ? "send" : "receive",
+             (unsigned long long)o->t.bytes);
+  }
+  if (o->kind == OP_SEND) {
+    dlcp_coll_on_sent(run->op, o->peer, o->tag, status, now);
+  } else {
+    /* MLT reports byte ranges of the transfer; so does the state
+     * machine expect them. */
+    dlcp_coll_range stack[16];
+    dlcp_coll_range *ranges = stack;
+    size_t n = mc ? mc->nmissing : 0;
+    if (n > 16) {
+      ranges = malloc(n * sizeof(*ranges));
+    }
+    if (!ranges) {
+      n = 0;
+      ranges = stack;
+      status = status ? status : DLCP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+      ranges[i].offset = mc->missing[i].offset;
+      ranges[i].len = mc->missing[i].len;
+    }
+    dlcp_coll_on_received(run->op, o->peer, o->tag, status, ranges, n, now);
+    if (ranges != stack) {
+      free(ranges);
+    }
+  }
+  run->dirty = true;
+  free(o);
+}
+
+static coll_run *find_run(dlcp_comm *c, uint32_t id) {
+  for (coll_run *run = c->colls; run; run = run->next) {
+    if (run->id == id) {
+      return run;
+    }
+  }
+  return NULL;
+}
+
+void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
+                       size_t len, dlcp_tstamp now) {
+  dlcp_wire_note n;
+  if (dlcp_wire_note_decode(&n, msg, len) != 0 || n.job != c->env.job) {
+    c->stats.dropped_malformed++;
+    return;
+  }
+  coll_run *run = find_run(c, n.op);
+  if (run) {
+    dlcp_coll_on_note(run->op, p->rank, n.value, now);
+    run->dirty = true;
+    return;
+  }
+  /* The peer is ahead of us: keep the note for when this rank starts
+   * that collective.  A note for one already finished here is dropped
+   * (ids only grow). */
+  if ((int32_t)(n.op - c->next_coll_id) < 0) {
+    return;
+  }
+  early_note *e = malloc(sizeof(*e));
+  if (!e) {
+    return;
+  }
+  e->op_id = n.op;
+  e->peer = p->rank;
+  e->value = n.value;
+  e->next = NULL;
+  early_note **pp = &c->early;
+  while (*pp) {
+    pp = &(*pp)->next;
+  }
+  *pp = e;
+}
+
+void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  char reason[224];
+  fmt(reason, sizeof(reason), "%s: %s", p->name, p->dead_reason);
+  while (c->colls) {
+    fail_run(c, c->colls, p->dead_status, reason, now);
+  }
+}
+
+void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now) {
+  while (c->colls) {
+    fail_run(c, c->colls, DLCP_ERR_CANCELED,
+             "the communicator was destroyed", now);
+  }
+}
+
+void dlcp_rt_coll_free(dlcp_comm *c) {
+  while (c->early) {
+    early_note *e = c->early;
+    c->early = e->next;
+    free(e);
+  }
+}
+
+/* --- starting a collective --------------------------------------------- */
+
+static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
+                 void *recvbuf, uint64_t count, dlcp_dtype dtype,
+                 dlcp_redop redop, uint32_t root, const dlcp_coll_opts *opts,
+                 dlcp_request **preq) {
+  if (!c || !preq) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  dlcp_coll_opts def;
+  if (!opts) {
+    dlcp_coll_opts_default(&def);
+    opts = &def;
+  }
+  dlcp_coll_params p;
+  dlcp_coll_params_default(&p);
+  p.kind = kind;
+  p.algo = opts->algo;
+  p.rank = c->env.rank;
+  p.world = c->env.world_size;
+  p.sendbuf = sendbuf;
+  p.recvbuf = recvbuf;
+  p.count = count;
+  p.dtype = dtype;
+  p.op = redop;
+  p.root = root;
+  p.chunk_bytes = opts->chunk_bytes;
+  p.topo = c->topo;
+  p.topo_levels = c->topo_levels;
+  p.bypass_alpha = opts->bypass_alpha;
+  p.loss_bound = opts->loss_bound;
+  dlcp_request *req = calloc(1, sizeof(*req));
+  coll_run *run = calloc(1, sizeof(*run));
+  if (!req || !run) {
+    free(req);
+    free(run);
+    return DLCP_ERR_NOMEM;
+  }
+  req->comm = c;
+  pthread_mutex_lock(&c->mu);
+  dlcp_tstamp now = dlcp_rt_now();
+  size_t nruns = 0;
+  for (coll_run *r = c->colls; r; r = r->next) {
+    nruns++;
+  }
+  int rv = c->closing ? DLCP_ERR_CANCELED
+                      : nruns >= MAX_RUNS ? DLCP_ERR_LIMIT : 0;
+  if (rv == 0) {
+    rv = dlcp_coll_new(&run->op, &p, NULL, now);
+  }
+  if (rv != 0) {
+    pthread_mutex_unlock(&c->mu);
+    free(req);
+    free(run);
+    return rv;
+  }
+  run->id = c->next_coll_id++;
+  run->req = req;
+  run->layer = opts->layer;
+  run->nlayers = opts->nlayers;
+  run->dirty = true;
+  req->run = run;
+  req->started_ns = now;
+  coll_run **pp = &c->colls;
+  while (*pp) {
+    pp = &(*pp)->next;
+  }
+  *pp = run;
+  /* Notes that arrived before this rank got here. */
+  for (early_note **ep = &c->early; *ep;) {
+    early_note *e = *ep;
+    if (e->op_id == run->id) {
+      dlcp_coll_on_note(run->op, e->peer, e->value, now);
+      *ep = e->next;
+      free(e);
+    } else {
+      ep = &e->next;
+    }
+  }
+  /* A peer already lost can never take part. */
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r != c->env.rank && c->peers[r].dead_status != 0) {
+      dlcp_rt_coll_peer_lost(c, &c->peers[r], now);
+      break;
+    }
+  }
+  /* Start it right away from this thread, like a point-to-point post. */
+  dlcp_rt_service(c);
+  pthread_mutex_unlock(&c->mu);
+  *preq = req;
+  return 0;
+}
+
+int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                   uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
+                   const dlcp_coll_opts *opts, dlcp_request **req) {
+  return start(comm, DLCP_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, redop,
+               0, opts, req);
+}
+
+int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                        uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
+                        const dlcp_coll_opts *opts, dlcp_request **req) {
+  return start(comm, DLCP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype,
+               redop, 0, opts, req);
+}
+
+int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                   uint64_t count, dlcp_dtype dtype,
+                   const dlcp_coll_opts *opts, dlcp_request **req) {
+  return start(comm, DLCP_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
+               DLCP_SUM, 0, opts, req);
+}
+
+int dlcp_broadcast(dlcp_comm *comm, void *buf, uint64_t count,
+                   dlcp_dtype dtype, uint32_t root,
+                   const dlcp_coll_opts *opts, dlcp_request **req) {
+  return start(comm, DLCP_COLL_BROADCAST, buf, buf, count, dtype, DLCP_SUM,
+               root, opts, req);
+}
+
+int dlcp_barrier(dlcp_comm *comm, dlcp_request **req) {
+  return start(comm, DLCP_COLL_BARRIER, NULL, NULL, 0, DLCP_INT32, DLCP_SUM,
+               0, NULL, req);
+}
+
+/* --- waiting ------------------------------------------------------------ */
+
+static int report(dlcp_request *req, dlcp_coll_info *info) {
+  if (info) {
+    *info = req->info;
+  }
+  return req->info.status;
+}
+
+int dlcp_test(dlcp_request *req, int *done, dlcp_coll_info *info) {
+  if (!req || !done) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  dlcp_comm *c = req->comm;
+  pthread_mutex_lock(&c->mu);
+  *done = req->done;
+  pthread_mutex_unlock(&c->mu);
+  return *done ? report(req, info) : 0;
+}
+
+int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
+  if (!req) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  dlcp_comm *c = req->comm;
+  dlcp_tstamp deadline = timeout_ms < 0
+                             ? DLCP_TSTAMP_NEVER
+                             : dlcp_rt_deadline_after((uint64_t)timeout_ms);
+  /* As in dlcp_wait_cq: drive the loop from this thread if nobody else
+   * does, so the last packet of the collective wakes this thread. */
+  if (dlcp_rt_comm_acquire_driver(c)) {
+    for (;;) {
+      pthread_mutex_lock(&c->mu);
+      bool done = req->done;
+      pthread_mutex_unlock(&c->mu);
+      if (done || dlcp_rt_now() >= deadline) {
+        break;
+      }
+      dlcp_rt_comm_progress(c, deadline);
+    }
+    dlcp_rt_comm_release_driver(c);
+  } else {
+    pthread_mutex_lock(&c->mu);
+    while (!req->done && dlcp_rt_now() < deadline) {
+      dlcp_tstamp t = deadline == DLCP_TSTAMP_NEVER
+                          ? dlcp_rt_now() + 1000000000u
+                          : deadline;
+      struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+                            .tv_nsec = (long)(t % 1000000000u)};
+      pthread_cond_timedwait(&c->req_cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+  }
+  pthread_mutex_lock(&c->mu);
+  bool done = req->done;
+  pthread_mutex_unlock(&c->mu);
+  return done ? report(req, info) : DLCP_ERR_TIMEOUT;
+}
+
+void dlcp_request_free(dlcp_request *req) {
+  if (!req) {
+    return;
+  }
+  dlcp_comm *c = req->comm;
+  pthread_mutex_lock(&c->mu);
+  if (req->run) {
+    fail_run(c, req->run, DLCP_ERR_CANCELED, "the request was freed",
+             dlcp_rt_now());
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(req->missing);
+  free(req);
+}

@@ -1,0 +1,134 @@
+/*
+ * comm_internal.h: the communicator's state, shared by comm.c (sockets,
+ * the MLT connections, point-to-point) and collective.c (collectives over
+ * the same connections).  Not installed.
+ */
+#ifndef DLCP_RT_COMM_INTERNAL_H
+#define DLCP_RT_COMM_INTERNAL_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp.h"
+#include "proto/mlt.h"
+#include "rt/env.h"
+#include "rt/fault.h"
+#include "rt/loop.h"
+#include "rt/rendezvous.h"
+#include "rt/udp.h"
+#include "wire/wire.h"
+
+#define SCRATCH_LEN DLCP_WIRE_CTRL_MAX
+
+enum op_kind { OP_SEND, OP_RECV };
+enum { DRIVER_NONE = 0, DRIVER_LOOP_THREAD = 1, DRIVER_APP = 2 };
+
+struct coll_run;
+
+/* One posted transfer: the application's (p2p), or a collective's. */
+typedef struct op {
+  struct op *next;
+  enum op_kind kind;
+  struct coll_run *coll; /* NULL: the application's, completes to |cq| */
+  uint32_t tag;          /* the collective's transfer tag */
+  struct op *coll_next;  /* the collective's outstanding transfers */
+  uint32_t peer;
+  dlcp_tensor t;
+  dlcp_send_opts opts;
+  double loss_bound;
+  dlcp_cq *cq;
+  uint64_t user_data;
+  dlcp_tstamp posted_ns;
+} op;
+
+typedef struct held {
+  struct held *next;
+  dlcp_tstamp release_ns;
+  uint32_t path;
+  struct sockaddr_in to;
+  size_t hdr_len, payload_len;
+  int tos;
+  uint8_t bytes[]; /* header then payload copy */
+} held;
+
+typedef struct peer {
+  struct dlcp_comm *comm;
+  uint32_t rank;
+  char name[96]; /* "rank R (ip:port)" */
+  struct sockaddr_in udp[DLCP_ENV_MAX_PATHS];
+  uint32_t udp_k;
+  int tcp_fd;
+  dlcp_mlt_conn *conn;
+  uint8_t *rbuf;
+  size_t rlen, rcap;
+  uint8_t *wbuf;
+  size_t wlen, woff, wcap;
+  bool want_write;
+  int dead_status; /* 0 while alive */
+  char dead_reason[128];
+} peer;
+
+struct dlcp_comm {
+  dlcp_rt_env env;
+  dlcp_loop *loop;
+  pthread_t thread;
+  bool thread_started;
+  pthread_mutex_t mu; /* the loop thread holds it while it works */
+  int efd;
+  bool closing;                  /* under mu */
+  /* Who runs the event loop: the loop thread, or an application thread
+   * waiting in dlcp_wait_cq (so a completion needs no thread hand-off).
+   * All under pmu. */
+  pthread_mutex_t pmu;
+  pthread_cond_t pcv; /* application threads waiting to drive */
+  pthread_cond_t lcv; /* the parked loop thread */
+  int driver;         /* DRIVER_* */
+  int app_wants;
+  bool stopping;
+  peer *peers;                   /* world_size entries; self unused */
+  dlcp_udp udp;
+  dlcp_fault fault;
+  held *held_head;
+  int tfd;                /* timerfd: the earliest core deadline */
+  dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
+  uint8_t *scratch;
+  int listen_fd;
+  dlcp_rdzv rdzv;
+  char local_ip[INET_ADDRSTRLEN];
+  dlcp_tstamp started_ns;
+  bool paused_once;
+  dlcp_comm_stats stats;
+  /* collectives (collective.c), all under mu */
+  struct coll_run *colls;   /* running, in start order */
+  uint32_t next_coll_id;    /* same sequence on every rank */
+  struct early_note *early; /* notes for collectives not started here */
+  pthread_cond_t req_cv;    /* a collective request completed */
+  uint32_t topo_levels;     /* rank r's label at level l: */
+  uint32_t *topo;           /* topo[r * topo_levels + l] */
+};
+
+/* comm.c, for collective.c; all with |mu| held. */
+void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now);
+void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
+                           size_t len, dlcp_tstamp now);
+/* Polls every connection dry and moves the loop's deadline. */
+void dlcp_rt_service(dlcp_comm *c);
+
+/* collective.c, for comm.c; all with |mu| held. */
+void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
+                                const dlcp_mlt_completion *mc, int status,
+                                dlcp_tstamp now);
+void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
+                       size_t len, dlcp_tstamp now);
+/* Runs every collective that has work; returns whether it posted new
+ * transfers, and lowers |*next| to the collectives' earliest deadline. */
+bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next);
+void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now);
+/* Fails every collective (the communicator is going away). */
+void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now);
+void dlcp_rt_coll_free(dlcp_comm *c);
+
+#endif /* DLCP_RT_COMM_INTERNAL_H */

@@ -1,0 +1,557 @@
+/*
+ * collsim.c: the N-rank virtual-time harness for dlcp_coll (collsim.h).
+ *
+ * Model: a discrete-event loop over a binary heap ordered by (time,
+ * insertion sequence), so equal times replay in a fixed order.  Each rank
+ * is "processed" at the time of any event addressed to it: the event is
+ * delivered (on_sent / on_received / on_note / a timer) and the operation
+ * is polled until it has nothing to do, its actions executed at once
+ * (posting transfers, scheduling notes).  Transfers live in a hash table
+ * keyed by (sender, receiver, tag); an entry is kept after completion so
+ * that a reused key is caught.  A rank's bypass deadline is kept as one
+ * armed timer event; stale timer events are skipped.
+ */
+#include "collsim.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/rng.h"
+
+enum ev_type { EV_ARRIVE, EV_SENT, EV_RECEIVED, EV_NOTE, EV_TIMER };
+
+typedef struct event {
+  dlcp_tstamp t;
+  uint64_t seq;
+  int type;
+  uint32_t rank; /* who is processed */
+  uint32_t peer;
+  uint32_t xfer; /* transfer index */
+  uint64_t value;
+} event;
+
+enum xfer_state { XF_POSTED, XF_RUNNING, XF_ARRIVED, XF_DONE, XF_CANCELED };
+
+typedef struct xfer {
+  uint64_t key;
+  uint32_t src, dst, tag;
+  bool has_send, has_recv;
+  const void *send_buf;
+  void *recv_buf;
+  uint64_t send_bytes, recv_bytes;
+  double loss_bound;
+  int state;
+  dlcp_coll_range *missing;
+  size_t nmissing;
+  int32_t next; /* hash chain */
+} xfer;
+
+struct collsim {
+  collsim_config cfg;
+  dlcp_rng rng;
+  dlcp_coll *op[COLLSIM_MAX_WORLD];
+  dlcp_tstamp done_at[COLLSIM_MAX_WORLD];
+  dlcp_tstamp nic_free[COLLSIM_MAX_WORLD];
+  dlcp_tstamp cpu_free[COLLSIM_MAX_WORLD];
+  dlcp_tstamp timer_at[COLLSIM_MAX_WORLD];
+  event *heap;
+  size_t nheap, capheap;
+  uint64_t seq;
+  xfer *x;
+  uint32_t nx, capx;
+  int32_t *bucket;
+  uint32_t nbucket;
+  collsim_stats st;
+  char err[256];
+  bool failed;
+};
+
+void collsim_config_default(collsim_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->world = 1;
+  cfg->latency_ns = 5000;
+  cfg->bandwidth_bps = 100000000000ull;
+  cfg->note_latency_ns = 5000;
+  cfg->compute_ns = 1000;
+  cfg->loss_segment_bytes = 64;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void fail(collsim *cs, const char *fmt, ...);
+
+static void fail(collsim *cs, const char *fmt, ...) {
+  if (cs->failed) {
+    return;
+  }
+  cs->failed = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cs->err, sizeof(cs->err), fmt, ap);
+  va_end(ap);
+}
+
+collsim *collsim_new(const collsim_config *cfg) {
+  if (cfg->world == 0 || cfg->world > COLLSIM_MAX_WORLD) {
+    return NULL;
+  }
+  collsim *cs = calloc(1, sizeof(*cs));
+  if (!cs) {
+    return NULL;
+  }
+  cs->cfg = *cfg;
+  if (!cs->cfg.loss_segment_bytes) {
+    cs->cfg.loss_segment_bytes = 64;
+  }
+  if (!cs->cfg.until_ns) {
+    cs->cfg.until_ns = 10000000000ull;
+  }
+  dlcp_rng_seed(&cs->rng, cfg->seed);
+  cs->nbucket = 4096;
+  cs->bucket = malloc(cs->nbucket * sizeof(int32_t));
+  if (!cs->bucket) {
+    free(cs);
+    return NULL;
+  }
+  memset(cs->bucket, 0xff, cs->nbucket * sizeof(int32_t));
+  for (uint32_t r = 0; r < COLLSIM_MAX_WORLD; r++) {
+    cs->done_at[r] = DLCP_TSTAMP_NEVER;
+    cs->timer_at[r] = DLCP_TSTAMP_NEVER;
+  }
+  return cs;
+}
+
+void collsim_del(collsim *cs) {
+  if (!cs) {
+    return;
+  }
+  for (uint32_t i = 0; i < cs->nx; i++) {
+    free(cs->x[i].missing);
+  }
+  free(cs->x);
+  free(cs->bucket);
+  free(cs->heap);
+  free(cs);
+}
+
+void collsim_set_op(collsim *cs, uint32_t rank, dlcp_coll *op) {
+  if (rank < cs->cfg.world) {
+    cs->op[rank] = op;
+  }
+}
+
+const char *collsim_error(const collsim *cs) { return cs->err; }
+
+dlcp_tstamp collsim_done_at(const collsim *cs, uint32_t rank) {
+  return rank < cs->cfg.world ? cs->done_at[rank] : DLCP_TSTAMP_NEVER;
+}
+
+dlcp_tstamp collsim_makespan(const collsim *cs) {
+  dlcp_tstamp m = 0;
+  for (uint32_t r = 0; r < cs->cfg.world; r++) {
+    if (cs->done_at[r] > m) {
+      m = cs->done_at[r];
+    }
+  }
+  return m;
+}
+
+void collsim_get_stats(const collsim *cs, collsim_stats *st) { *st = cs->st; }
+
+/* ---- event heap --------------------------------------------------------- */
+
+static bool ev_before(const event *a, const event *b) {
+  return a->t != b->t ? a->t < b->t : a->seq < b->seq;
+}
+
+static void push(collsim *cs, event ev) {
+  if (cs->nheap == cs->capheap) {
+    size_t ncap = cs->capheap ? cs->capheap * 2 : 1024;
+    event *n = realloc(cs->heap, ncap * sizeof(*n));
+    if (!n) {
+      fail(cs, "out of memory");
+      return;
+    }
+    cs->heap = n;
+    cs->capheap = ncap;
+  }
+  ev.seq = cs->seq++;
+  size_t i = cs->nheap++;
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!ev_before(&ev, &cs->heap[parent])) {
+      break;
+    }
+    cs->heap[i] = cs->heap[parent];
+    i = parent;
+  }
+  cs->heap[i] = ev;
+}
+
+static event pop(collsim *cs) {
+  event top = cs->heap[0];
+  event last = cs->heap[--cs->nheap];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= cs->nheap) {
+      break;
+    }
+    if (c + 1 < cs->nheap && ev_before(&cs->heap[c + 1], &cs->heap[c])) {
+      c++;
+    }
+    if (!ev_before(&cs->heap[c], &last)) {
+      break;
+    }
+    cs->heap[i] = cs->heap[c];
+    i = c;
+  }
+  if (cs->nheap > 0) {
+    cs->heap[i] = last;
+  }
+  return top;
+}
+
+/* ---- transfers ------------------------------------------------------------ */
+
+static uint64_t xkey(uint32_t src, uint32_t dst, uint32_t tag) {
+  return ((uint64_t)src << 40) | ((uint64_t)dst << 20) | tag;
+}
+
+static uint32_t bucket_of(const collsim *cs, uint64_t key) {
+  uint64_t h = key * UINT64_C(0x9e3779b97f4a7c15);
+  return (uint32_t)(h >> 32) % cs->nbucket;
+}
+
+/* The live (not done) transfer with |key|, creating it if |create|.
+ * Finished transfers with the same key are reported as reuse. */
+static xfer *xfind(collsim *cs, uint64_t key, bool create, bool *reused) {
+  *reused = false;
+  uint32_t b = bucket_of(cs, key);
+  for (int32_t i = cs->bucket[b]; i >= 0; i = cs->x[i].next) {
+    if (cs->x[i].key == key) {
+      if (cs->x[i].state == XF_DONE) {
+        *reused = true;
+        continue;
+      }
+      if (cs->x[i].state == XF_CANCELED) {
+        continue;
+      }
+      return &cs->x[i];
+    }
+  }
+  if (!create) {
+    return NULL;
+  }
+  if (cs->nx == cs->capx) {
+    uint32_t ncap = cs->capx ? cs->capx * 2 : 256;
+    xfer *n = realloc(cs->x, ncap * sizeof(*n));
+    if (!n) {
+      fail(cs, "out of memory");
+      return NULL;
+    }
+    cs->x = n;
+    cs->capx = ncap;
+  }
+  xfer *x = &cs->x[cs->nx];
+  memset(x, 0, sizeof(*x));
+  x->key = key;
+  x->next = cs->bucket[b];
+  cs->bucket[b] = (int32_t)cs->nx;
+  cs->nx++;
+  return x;
+}
+
+/* Both ends posted: serialize on the sender's link, schedule arrival. */
+static void start_xfer(collsim *cs, xfer *x, dlcp_tstamp now) {
+  if (x->send_bytes != x->recv_bytes) {
+    fail(cs, "size mismatch %u->%u tag %u: send %llu recv %llu", x->src,
+         x->dst, x->tag, (unsigned long long)x->send_bytes,
+         (unsigned long long)x->recv_bytes);
+    return;
+  }
+  x->state = XF_RUNNING;
+  dlcp_tstamp t = now > cs->nic_free[x->src] ? now : cs->nic_free[x->src];
+  if (cs->cfg.bandwidth_bps) {
+    t += (dlcp_tstamp)((x->send_bytes * 8u * 1000000000ull) /
+                       cs->cfg.bandwidth_bps);
+  }
+  cs->nic_free[x->src] = t;
+  t += cs->cfg.latency_ns;
+  if (cs->cfg.jitter_ns) {
+    t += dlcp_rng_below(&cs->rng, cs->cfg.jitter_ns);
+  }
+  event ev = {.t = t, .type = EV_ARRIVE, .rank = x->dst,
+              .xfer = (uint32_t)(x - cs->x)};
+  push(cs, ev);
+  cs->st.transfers++;
+  cs->st.bytes += x->send_bytes;
+}
+
+/* Copies the payload, punching the seeded holes a lossy transfer gets. */
+static void deliver(collsim *cs, xfer *x) {
+  memcpy(x->recv_buf, x->send_buf, (size_t)x->send_bytes);
+  if (!(x->loss_bound > 0.0) || !(cs->cfg.segment_loss > 0.0)) {
+    return;
+  }
+  uint64_t seg = cs->cfg.loss_segment_bytes;
+  uint64_t pieces = (x->send_bytes + seg - 1) / seg;
+  uint64_t budget = (uint64_t)(x->loss_bound * (double)pieces);
+  for (uint64_t i = 0; i < pieces && budget > 0; i++) {
+    if (dlcp_rng_unit(&cs->rng) >= cs->cfg.segment_loss) {
+      continue;
+    }
+    budget--;
+    uint64_t off = i * seg;
+    uint64_t len = x->send_bytes - off < seg ? x->send_bytes - off : seg;
+    memset((unsigned char *)x->recv_buf + off, 0, (size_t)len);
+    if (x->nmissing > 0 &&
+        x->missing[x->nmissing - 1].offset + x->missing[x->nmissing - 1].len ==
+            off) {
+      x->missing[x->nmissing - 1].len += len;
+    } else {
+      dlcp_coll_range *n =
+          realloc(x->missing, (x->nmissing + 1) * sizeof(*n));
+      if (!n) {
+        fail(cs, "out of memory");
+        return;
+      }
+      x->missing = n;
+      x->missing[x->nmissing++] = (dlcp_coll_range){off, len};
+    }
+    cs->st.lost_bytes += len;
+  }
+  if (x->nmissing) {
+    cs->st.lossy_transfers++;
+  }
+}
+
+/* ---- driving one rank ----------------------------------------------------- */
+
+static void do_action(collsim *cs, uint32_t r, const dlcp_coll_action *a,
+                      dlcp_tstamp now) {
+  bool reused;
+  switch (a->type) {
+  case DLCP_COLL_ACT_SEND:
+  case DLCP_COLL_ACT_RECV: {
+    bool is_send = a->type == DLCP_COLL_ACT_SEND;
+    uint32_t src = is_send ? r : a->peer, dst = is_send ? a->peer : r;
+    if (a->peer >= cs->cfg.world || a->peer == r || a->bytes == 0) {
+      fail(cs, "rank %u: bad %s peer %u bytes %llu", r,
+           is_send ? "send" : "recv", a->peer, (unsigned long long)a->bytes);
+      return;
+    }
+    xfer *x = xfind(cs, xkey(src, dst, a->tag), true, &reused);
+    if (!x) {
+      return;
+    }
+    if (reused) {
+      fail(cs, "rank %u: key %u->%u tag %u reused after completion", r, src,
+           dst, a->tag);
+      return;
+    }
+    if ((is_send && x->has_send) || (!is_send && x->has_recv)) {
+      fail(cs, "rank %u: duplicate %s %u->%u tag %u", r,
+           is_send ? "send" : "recv", src, dst, a->tag);
+      return;
+    }
+    x->src = src;
+    x->dst = dst;
+    x->tag = a->tag;
+    if (is_send) {
+      x->has_send = true;
+      x->send_buf = a->send_buf;
+      x->send_bytes = a->bytes;
+    } else {
+      x->has_recv = true;
+      x->recv_buf = a->recv_buf;
+      x->recv_bytes = a->bytes;
+      x->loss_bound = a->loss_bound;
+    }
+    if (x->has_send && x->has_recv) {
+      start_xfer(cs, x, now);
+    }
+    return;
+  }
+  case DLCP_COLL_ACT_CANCEL_RECV: {
+    xfer *x = xfind(cs, xkey(a->peer, r, a->tag), false, &reused);
+    if (!x || !x->has_recv || x->has_send) {
+      fail(cs, "rank %u: cancel of %u->%u tag %u that is %s", r, a->peer, r,
+           a->tag, !x ? "unknown" : "matched");
+      return;
+    }
+    x->state = XF_CANCELED;
+    cs->st.cancels++;
+    return;
+  }
+  case DLCP_COLL_ACT_NOTE: {
+    if (a->peer >= cs->cfg.world || a->peer == r) {
+      fail(cs, "rank %u: note to bad peer %u", r, a->peer);
+      return;
+    }
+    event ev = {.t = now + cs->cfg.note_latency_ns, .type = EV_NOTE,
+                .rank = a->peer, .peer = r, .value = a->value};
+    push(cs, ev);
+    cs->st.notes++;
+    return;
+  }
+  case DLCP_COLL_ACT_DONE:
+    cs->done_at[r] = now;
+    return;
+  case DLCP_COLL_ACT_NONE:
+    return;
+  }
+}
+
+static void process(collsim *cs, uint32_t r, dlcp_tstamp now) {
+  dlcp_coll *op = cs->op[r];
+  for (int round = 0; round < 1000 && !cs->failed; round++) {
+    dlcp_coll_action a;
+    for (;;) {
+      int rv = dlcp_coll_poll(op, &a, now);
+      if (a.type == DLCP_COLL_ACT_NONE) {
+        break;
+      }
+      if (rv != 0 && a.type != DLCP_COLL_ACT_DONE) {
+        fail(cs, "rank %u: poll returned %d", r, rv);
+        return;
+      }
+      do_action(cs, r, &a, now);
+      if (a.type == DLCP_COLL_ACT_DONE) {
+        dlcp_coll_result res;
+        dlcp_coll_get_result(op, &res);
+        if (res.status != 0) {
+          fail(cs, "rank %u: operation failed: %s (peer %d)", r,
+               dlcp_strerror(res.status), res.failed_peer);
+          return;
+        }
+      }
+    }
+    dlcp_tstamp dl = dlcp_coll_next_deadline(op);
+    if (dl == DLCP_TSTAMP_NEVER) {
+      return;
+    }
+    if (dl > now) {
+      if (dl != cs->timer_at[r]) {
+        cs->timer_at[r] = dl;
+        event ev = {.t = dl, .type = EV_TIMER, .rank = r};
+        push(cs, ev);
+      }
+      return;
+    }
+    /* A deadline at or before now: poll again, which fires it. */
+  }
+  fail(cs, "rank %u: deadline never moves past %llu", r,
+       (unsigned long long)now);
+}
+
+static void handle(collsim *cs, const event *ev) {
+  dlcp_coll *op = cs->op[ev->rank];
+  int rv = 0;
+  dlcp_tstamp t = ev->t;
+  switch ((enum ev_type)ev->type) {
+  case EV_ARRIVE: {
+    xfer *x = &cs->x[ev->xfer];
+    deliver(cs, x);
+    x->state = XF_ARRIVED;
+    /* The acknowledgement travels back; the receiver's CPU processes the
+     * step when it is free (one step at a time). */
+    event sent = {.t = t + cs->cfg.latency_ns, .type = EV_SENT,
+                  .rank = x->src, .xfer = ev->xfer};
+    push(cs, sent);
+    dlcp_tstamp start = t;
+    if (!cs->cfg.compute_parallel && cs->cpu_free[x->dst] > t) {
+      start = cs->cpu_free[x->dst];
+    }
+    dlcp_tstamp fin = start + cs->cfg.compute_ns;
+    if (!cs->cfg.slow_until_ns || t < cs->cfg.slow_until_ns) {
+      fin += cs->cfg.slow_ns[x->dst];
+    }
+    if (fin > cs->cpu_free[x->dst]) {
+      cs->cpu_free[x->dst] = fin;
+    }
+    event recv = {.t = fin, .type = EV_RECEIVED, .rank = x->dst,
+                  .xfer = ev->xfer};
+    push(cs, recv);
+    return;
+  }
+  case EV_SENT: {
+    xfer *x = &cs->x[ev->xfer];
+    rv = dlcp_coll_on_sent(op, x->dst, x->tag, 0, t);
+    if (rv != 0) {
+      fail(cs, "rank %u: on_sent %u tag %u: %d", ev->rank, x->dst, x->tag,
+           rv);
+    }
+    break;
+  }
+  case EV_RECEIVED: {
+    xfer *x = &cs->x[ev->xfer];
+    x->state = XF_DONE;
+    rv = dlcp_coll_on_received(op, x->src, x->tag, 0, x->missing,
+                               x->nmissing, t);
+    if (rv != 0) {
+      fail(cs, "rank %u: on_received %u tag %u: %d", ev->rank, x->src,
+           x->tag, rv);
+    }
+    break;
+  }
+  case EV_NOTE:
+    rv = dlcp_coll_on_note(op, ev->peer, ev->value, t);
+    if (rv != 0) {
+      fail(cs, "rank %u: on_note from %u value %llx: %d", ev->rank, ev->peer,
+           (unsigned long long)ev->value, rv);
+    }
+    break;
+  case EV_TIMER:
+    if (cs->timer_at[ev->rank] != t) {
+      return; /* superseded */
+    }
+    cs->timer_at[ev->rank] = DLCP_TSTAMP_NEVER;
+    break;
+  }
+  process(cs, ev->rank, t);
+}
+
+int collsim_run(collsim *cs) {
+  uint32_t n = cs->cfg.world;
+  for (uint32_t r = 0; r < n; r++) {
+    if (!cs->op[r]) {
+      fail(cs, "rank %u has no operation", r);
+      return -1;
+    }
+  }
+  for (uint32_t r = 0; r < n && !cs->failed; r++) {
+    process(cs, r, 0);
+  }
+  while (!cs->failed && cs->nheap > 0) {
+    event ev = pop(cs);
+    if (ev.t > cs->cfg.until_ns) {
+      fail(cs, "virtual time limit %llu ns reached",
+           (unsigned long long)cs->cfg.until_ns);
+      break;
+    }
+    cs->st.events++;
+    handle(cs, &ev);
+  }
+  if (cs->failed) {
+    return -1;
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    if (cs->done_at[r] == DLCP_TSTAMP_NEVER) {
+      uint32_t open = 0;
+      for (uint32_t i = 0; i < cs->nx; i++) {
+        if ((cs->x[i].src == r || cs->x[i].dst == r) &&
+            cs->x[i].state != XF_DONE && cs->x[i].state != XF_CANCELED) {
+          open++;
+        }
+      }
+      fail(cs, "stalled: rank %u never finished (%u transfers open)", r,
+           open);
+      return -1;
+    }
+  }
+  return 0;
+}

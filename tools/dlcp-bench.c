@@ -1,0 +1,424 @@
+/*
+ * dlcp-bench: all-reduce benchmark in the style of nccl-tests.
+ *
+ *   dlcp-run -n 4 build/bin/dlcp-bench -b 8 -e 256M -f 4 -a ring -p 0 -c 1
+ *                                      -n 20 -w 5
+ *
+ *   -b/-e  smallest and largest size in bytes (K/M/G suffixes)
+ *   -f     size multiplication factor              (default 2)
+ *   -a     algorithm: auto ring ring_bypass ps hd rat (default auto)
+ *   -p     loss bound for the data, [0, 1)         (default 0)
+ *   -c     check every result against a reference (default 1)
+ *   -n/-w  timed and warm-up iterations per size   (default 20 / 5)
+ *   -d     type: float half bfloat16 int32 int64   (default float)
+ *   -o     reduction: sum avg min max              (default sum)
+ *   -i     in place                                 (default 0)
+ *
+ * One row per size: size, count, type, redop, the algorithm that ran,
+ * time (us; per iteration the slowest rank, median over iterations;
+ * ranks line up on a barrier before each iteration), algbw = size / time,
+ * busbw = algbw * 2(n-1)/n (GB/s), #wrong (elements differing from the
+ * reference, over all ranks) and the delivered fraction (%).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dlcp/dlcp.h"
+
+typedef struct options {
+  uint64_t min_bytes, max_bytes, factor;
+  dlcp_algo algo;
+  double p;
+  int check, iters, warmup, inplace;
+  dlcp_dtype dtype;
+  dlcp_redop redop;
+} options;
+
+static const char *const kAlgos[] = {"auto", "ring", "ring_bypass", "ps",
+                                     "hd", "rat"};
+static const char *const kTypes[] = {"float", "half", "bfloat16", "int32",
+                                     "int64"};
+static const char *const kOps[] = {"sum", "avg", "min", "max"};
+static const size_t kTypeSize[] = {4, 2, 2, 4, 8};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int usage(const char *why) {
+  fprintf(stderr, "dlcp-bench: %s\n"
+          "usage: dlcp-bench [-b BYTES] [-e BYTES] [-f N] [-a ALGO] [-p P] "
+          "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1]\n", why);
+  return 2;
+}
+
+static int parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  uint64_t mult = 1;
+  switch (*end) {
+  case 'K': case 'k': mult = 1ull << 10; end++; break;
+  case 'M': case 'm': mult = 1ull << 20; end++; break;
+  case 'G': case 'g': mult = 1ull << 30; end++; break;
+  default: break;
+  }
+  if (errno || end == s || *end || s[0] == '-' || v == 0) {
+    return -1;
+  }
+  *out = v * mult;
+  return 0;
+}
+
+static int pick(const char *s, const char *const *names, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(s, names[i]) == 0) {
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+static int parse(int argc, char **argv, options *o) {
+  *o = (options){.min_bytes = 8, .max_bytes = 256u << 20, .factor = 2,
+                 .algo = DLCP_ALGO_AUTO, .check = 1, .iters = 20,
+                 .warmup = 5, .dtype = DLCP_FLOAT32, .redop = DLCP_SUM};
+  for (int i = 1; i < argc; i += 2) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strlen(f) != 2 || f[0] != '-' || !v) {
+      return usage("options come as '-x VALUE'");
+    }
+    int k;
+    switch (f[1]) {
+    case 'b':
+      if (parse_bytes(v, &o->min_bytes)) {
+        return usage("-b: expected a size in bytes such as 8 or 64K");
+      }
+      break;
+    case 'e':
+      if (parse_bytes(v, &o->max_bytes)) {
+        return usage("-e: expected a size in bytes such as 256M");
+      }
+      break;
+    case 'f':
+      if (parse_bytes(v, &o->factor) || o->factor < 2) {
+        return usage("-f: expected an integer factor >= 2");
+      }
+      break;
+    case 'a':
+      if ((k = pick(v, kAlgos, 6)) < 0) {
+        return usage("-a: expected auto, ring, ring_bypass, ps, hd or rat");
+      }
+      o->algo = (dlcp_algo)k;
+      break;
+    case 'p': {
+      char *end;
+      o->p = strtod(v, &end);
+      if (*end || !(o->p >= 0.0 && o->p < 1.0)) {
+        return usage("-p: expected a loss bound in [0, 1)");
+      }
+      break;
+    }
+    case 'c':
+      if (parse_int(v, 0, 1, &o->check)) {
+        return usage("-c: expected 0 or 1");
+      }
+      break;
+    case 'n':
+      if (parse_int(v, 1, 100000, &o->iters)) {
+        return usage("-n: expected 1..100000 iterations");
+      }
+      break;
+    case 'w':
+      if (parse_int(v, 0, 100000, &o->warmup)) {
+        return usage("-w: expected 0..100000 warm-up iterations");
+      }
+      break;
+    case 'd':
+      if ((k = pick(v, kTypes, 5)) < 0) {
+        return usage("-d: expected float, half, bfloat16, int32 or int64");
+      }
+      o->dtype = (dlcp_dtype)k;
+      break;
+    case 'o':
+      if ((k = pick(v, kOps, 4)) < 0) {
+        return usage("-o: expected sum, avg, min or max");
+      }
+      o->redop = (dlcp_redop)k;
+      break;
+    case 'i':
+      if (parse_int(v, 0, 1, &o->inplace)) {
+        return usage("-i: expected 0 or 1");
+      }
+      break;
+    default:
+      return usage("unknown option");
+    }
+  }
+  if (o->min_bytes > o->max_bytes) {
+    return usage("-b must not exceed -e");
+  }
+  return 0;
+}
+
+/* Half and bfloat16 from small integers: exact conversions. */
+static uint16_t to_half(double v) {
+  /* v is a small non-negative integer (< 2048): exact in binary16. */
+  if (v == 0) {
+    return 0;
+  }
+  int e = 0;
+  double m = frexp(v, &e); /* v = m * 2^e, m in [0.5, 1) */
+  uint16_t exp = (uint16_t)(e - 1 + 15);
+  uint16_t frac = (uint16_t)((m * 2.0 - 1.0) * 1024.0);
+  return (uint16_t)(exp << 10 | frac);
+}
+
+static double from_half(uint16_t h) {
+  int exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
+  if (exp == 0) {
+    return ldexp(frac, -24);
+  }
+  return ldexp(1.0 + frac / 1024.0, exp - 15) * ((h & 0x8000) ? -1 : 1);
+}
+
+static void put(void *buf, dlcp_dtype t, uint64_t i, double v) {
+  switch (t) {
+  case DLCP_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case DLCP_FLOAT16: ((uint16_t *)buf)[i] = to_half(v); break;
+  case DLCP_BFLOAT16: {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); /* exact: small integers */
+    break;
+  }
+  case DLCP_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  case DLCP_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+  default: break;
+  }
+}
+
+static double get(const void *buf, dlcp_dtype t, uint64_t i) {
+  switch (t) {
+  case DLCP_FLOAT32: return ((const float *)buf)[i];
+  case DLCP_FLOAT16: return from_half(((const uint16_t *)buf)[i]);
+  case DLCP_BFLOAT16: {
+    uint32_t u = (uint32_t)((const uint16_t *)buf)[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  case DLCP_INT32: return ((const int32_t *)buf)[i];
+  case DLCP_INT64: return (double)((const int64_t *)buf)[i];
+  default: return 0;
+  }
+}
+
+/* Rank r's element i is (r + 1) * (i % 5 + 1): small integers, so sums
+ * are exact in every type for the worlds a loopback run has. */
+static double input(uint32_t r, uint64_t i) {
+  return (double)(r + 1) * (double)(i % 5 + 1);
+}
+
+static double expected(const options *o, uint32_t n, uint64_t i) {
+  double k = (double)(i % 5 + 1);
+  switch (o->redop) {
+  case DLCP_SUM: return k * n * (n + 1) / 2.0;
+  case DLCP_AVG: {
+    double avg = k * (n + 1) / 2.0;
+    return o->dtype >= DLCP_INT32 ? trunc(avg) : avg;
+  }
+  case DLCP_MIN: return k;
+  case DLCP_MAX: return k * n;
+  default: return 0;
+  }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int run_coll(dlcp_comm *comm, const void *in, void *out,
+                    uint64_t count, const options *o, dlcp_coll_info *info) {
+  dlcp_coll_opts opts;
+  dlcp_coll_opts_default(&opts);
+  opts.algo = o->algo;
+  opts.loss_bound = o->p;
+  dlcp_request *req;
+  int rv = dlcp_allreduce(comm, in, out, count, o->dtype, o->redop, &opts,
+                          &req);
+  if (rv != 0) {
+    fprintf(stderr, "dlcp-bench: allreduce: %s\n", dlcp_strerror(rv));
+    return rv;
+  }
+  rv = dlcp_wait(req, -1, info);
+  if (rv != 0) {
+    fprintf(stderr, "dlcp-bench: allreduce failed: %s\n", info->error);
+  }
+  dlcp_request_free(req);
+  return rv;
+}
+
+/* An int64 all-reduce of |n| values (max or sum) for bookkeeping. */
+static int reduce_i64(dlcp_comm *comm, int64_t *v, uint64_t n,
+                      dlcp_redop op) {
+  dlcp_coll_opts opts;
+  dlcp_coll_opts_default(&opts);
+  dlcp_request *req;
+  dlcp_coll_info info;
+  int rv = dlcp_allreduce(comm, v, v, n, DLCP_INT64, op, &opts, &req);
+  if (rv == 0) {
+    rv = dlcp_wait(req, -1, &info);
+    dlcp_request_free(req);
+  }
+  return rv;
+}
+
+static int barrier(dlcp_comm *comm) {
+  dlcp_request *req;
+  int rv = dlcp_barrier(comm, &req);
+  if (rv == 0) {
+    rv = dlcp_wait(req, -1, NULL);
+    dlcp_request_free(req);
+  }
+  return rv;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int rv = parse(argc, argv, &o);
+  if (rv != 0) {
+    return rv;
+  }
+  char err[512];
+  dlcp_comm *comm;
+  if (dlcp_comm_create_from_env(&comm, err, sizeof(err)) != 0) {
+    fprintf(stderr, "dlcp-bench: %s\n", err);
+    return 1;
+  }
+  uint32_t rank = dlcp_comm_rank(comm), n = dlcp_comm_size(comm);
+  size_t esize = kTypeSize[o.dtype];
+  uint64_t max_count = o.max_bytes / esize;
+  uint8_t *in = malloc(max_count * esize + 1);
+  uint8_t *out = malloc(max_count * esize + 1);
+  uint64_t *times = malloc((size_t)o.iters * sizeof(uint64_t));
+  int64_t *times_max = malloc((size_t)o.iters * sizeof(int64_t));
+  if (!in || !out || !times || !times_max) {
+    fprintf(stderr, "dlcp-bench: out of memory\n");
+    return 1;
+  }
+  if (rank == 0) {
+    printf("# dlcp-bench: %u ranks, algo %s, type %s, redop %s, loss bound "
+           "%g, %s, %d iterations (+%d warm-up), check %d\n",
+           n, kAlgos[o.algo], kTypes[o.dtype], kOps[o.redop], o.p,
+           o.inplace ? "in place" : "out of place", o.iters, o.warmup,
+           o.check);
+    printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s\n", "size",
+           "count", "type", "redop", "algo", "time", "algbw", "busbw",
+           "#wrong", "delivered");
+    printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s\n", "(B)",
+           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(%)");
+  }
+  int failed = 0;
+  for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && !failed;
+       bytes *= o.factor) {
+    uint64_t count = bytes / esize;
+    if (count == 0) {
+      continue;
+    }
+    void *src = o.inplace ? out : in;
+    dlcp_coll_info info;
+    memset(&info, 0, sizeof(info));
+    int64_t wrong = 0;
+    for (int it = 0; it < o.warmup + o.iters && !failed; it++) {
+      bool timed = it >= o.warmup;
+      bool checked = o.check && it == o.warmup + o.iters - 1;
+      if (checked || it == 0 || o.inplace) {
+        for (uint64_t i = 0; i < count; i++) {
+          put(src, o.dtype, i, input(rank, i));
+        }
+      }
+      if (barrier(comm) != 0) {
+        failed = 1;
+        break;
+      }
+      uint64_t t0 = now_ns();
+      if (run_coll(comm, src, out, count, &o, &info) != 0) {
+        failed = 1;
+        break;
+      }
+      if (timed) {
+        times[it - o.warmup] = now_ns() - t0;
+      }
+      if (checked) {
+        /* Exact where delivered; zero where reported missing. */
+        size_t m = 0;
+        for (uint64_t i = 0; i < count; i++) {
+          while (m < info.nmissing &&
+                 info.missing[m].offset + info.missing[m].len <= i) {
+            m++;
+          }
+          bool lost = m < info.nmissing && info.missing[m].offset <= i;
+          double want = lost ? 0.0 : expected(&o, n, i);
+          double got = get(out, o.dtype, i);
+          wrong += fabs(got - want) > 1e-6 * fabs(want);
+        }
+      }
+    }
+    if (failed) {
+      break;
+    }
+    for (int it = 0; it < o.iters; it++) {
+      times_max[it] = (int64_t)times[it];
+    }
+    if (reduce_i64(comm, times_max, (uint64_t)o.iters, DLCP_MAX) != 0 ||
+        reduce_i64(comm, &wrong, 1, DLCP_SUM) != 0) {
+      failed = 1;
+      break;
+    }
+    for (int it = 0; it < o.iters; it++) {
+      times[it] = (uint64_t)times_max[it];
+    }
+    qsort(times, (size_t)o.iters, sizeof(uint64_t), cmp_u64);
+    double us = (double)times[o.iters / 2] / 1e3;
+    double algbw = (double)bytes / (us * 1e3);
+    double busbw = algbw * 2.0 * (n - 1) / n;
+    if (rank == 0) {
+      printf(" %13llu %13llu %8s %6s %12s %11.1f %8.3f %8.3f %7lld %10.2f\n",
+             (unsigned long long)bytes, (unsigned long long)count,
+             kTypes[o.dtype], kOps[o.redop], dlcp_algo_str(info.algo), us,
+             algbw, busbw, (long long)(o.check ? wrong : -1),
+             info.delivered_fraction * 100.0);
+      fflush(stdout);
+    }
+    if (o.check && wrong != 0) {
+      failed = 1;
+    }
+  }
+  dlcp_comm_destroy(comm);
+  free(in);
+  free(out);
+  free(times);
+  free(times_max);
+  return failed;
+}
