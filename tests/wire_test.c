@@ -413,7 +413,7 @@ static void test_data_encode_errors(void **state) {
                    DLCP_ERR_BUFFER_TOO_SMALL);
   assert_int_equal(dlcp_wire_data_encode(buf, sizeof(buf), NULL),
                    DLCP_ERR_INVALID_ARGUMENT);
-  d.flags = 0x20;
+  d.flags = 0x40;
   assert_int_equal(dlcp_wire_data_encode(buf, sizeof(buf), &d),
                    DLCP_ERR_INVALID_ARGUMENT);
   d.flags = 0;
@@ -456,7 +456,7 @@ static void test_data_decode_errors(void **state) {
                    DLCP_ERR_BAD_LENGTH);
   dlcp_put_u32(buf + 12, 54);
   /* Unknown flag bits. */
-  buf[16] = 0x20;
+  buf[16] = 0x40;
   assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 54),
                    DLCP_ERR_INVALID_ARGUMENT);
   buf[16] = 0x80;

@@ -56,6 +56,9 @@ typedef struct dlcp_comm_config {
   uint32_t timeout_ms;      /* an operation without progress for this
                                long fails naming the peer.  Default 30000 */
   uint32_t rdzv_timeout_ms; /* joining the job.  Default 60000 */
+  const char *topo;         /* this rank's location, as DLCP_TOPO: NULL or
+                               "flat", "rack:N", or labels innermost first
+                               such as "rack0/pod1" */
   /* Fault injection in this rank's datagram send path (a test facility):
    * probabilities in [0, 1], a seeded generator. */
   double fault_drop, fault_dup, fault_reorder, fault_delay;

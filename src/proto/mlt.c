@@ -250,8 +250,31 @@ static mlt_xfer *find_recv(dlcp_mlt_conn *conn, uint32_t id) {
 /* Ends a transfer: it leaves the lookup lists at once (later packets for it
  * are stale and never touch its buffer) and its remaining output is
  * |extra| followed by the completion. */
+/* Zero-fills what a successful receive is missing, now, while the buffer
+ * is certainly still posted: after this the connection never touches it
+ * again, even if the completion is polled much later. */
+static void zero_missing(mlt_xfer *x) {
+  uint32_t s = 0;
+  while (s < x->nsegs) {
+    if (bit_get(x->have_bits, s)) {
+      s++;
+      continue;
+    }
+    uint32_t start = s;
+    while (s < x->nsegs && !bit_get(x->have_bits, s)) {
+      s++;
+    }
+    uint64_t off = (uint64_t)start * x->seg_size;
+    uint64_t end = (uint64_t)s * x->seg_size;
+    memset(x->rbuf + off, 0, (size_t)((end > x->size ? x->size : end) - off));
+  }
+}
+
 static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
                    uint32_t extra, dlcp_tstamp now) {
+  if (!x->is_send && status == 0 && x->have_segs < x->nsegs) {
+    zero_missing(x);
+  }
   x->status = status;
   x->state = X_DONE;
   x->end_ns = now;
@@ -618,11 +641,13 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   bool important = x->importance == DLCP_MLT_IMPORTANCE_ALL ||
                    (x->importance == DLCP_MLT_IMPORTANCE_F32_MAGNITUDE &&
                     bit_get(x->important_bits, seg));
+  bool last = round_done(x);
   dlcp_wire_data d = {
       .job = conn->cfg.job,
       .xfer = x->id,
       .flags = (uint8_t)(prio | (important ? DLCP_WIRE_FLAG_IMPORTANT : 0) |
-                         (x->retx_round ? DLCP_WIRE_FLAG_RETX : 0)),
+                         (x->retx_round ? DLCP_WIRE_FLAG_RETX : 0) |
+                         (last ? DLCP_WIRE_FLAG_LAST : 0)),
       .path = (uint8_t)(conn->path_rr % conn->cfg.npaths),
       .layer = (uint16_t)(x->layer > UINT16_MAX ? UINT16_MAX : x->layer),
       .tensor = x->tensor,
@@ -660,7 +685,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   conn->next_send_ns =
       base + dlcp_rate_tx_time(&conn->rate, (uint64_t)n + len);
 
-  if (round_done(x)) {
+  if (last) {
     x->state = X_DRAIN;
     set_timer(conn, x, add_sat(now, drain_interval(conn)));
     conn->resched = true;
@@ -851,16 +876,20 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
     x->ack_rx_pkts = x->rx_pkts;
     pend(conn, x, PEND_ACK);
   }
-  if (bit_get(x->have_bits, seg)) {
+  if (!bit_get(x->have_bits, seg)) {
+    bit_set(x->have_bits, seg);
+    memcpy(x->rbuf + d.offset, payload, d.payload_len);
+    x->have_segs++;
+    x->have_bytes += d.payload_len;
+  } else {
     x->dups++;
     conn->stats.data_duplicate++;
-    return 0;
   }
-  bit_set(x->have_bits, seg);
-  memcpy(x->rbuf + d.offset, payload, d.payload_len);
-  x->have_segs++;
-  x->have_bytes += d.payload_len;
-  if (x->have_bytes == x->size) {
+  /* Everything here: done.  The sender's last packet of a round and
+   * (1 - p) here: done too, without waiting for its drain and PROBE (what
+   * is still in flight can only add to what we hold). */
+  if (x->have_bytes == x->size ||
+      ((d.flags & DLCP_WIRE_FLAG_LAST) && x->have_bytes >= x->needed_bytes)) {
     finish(conn, x, 0, PEND_STOP, now);
   }
   return 0;
@@ -900,7 +929,7 @@ static void on_finish(dlcp_mlt_conn *conn, const dlcp_wire_finish *f,
 }
 
 /* Collects the receiver's missing byte ranges into the connection's
- * scratch array and zero-fills them in the application buffer. */
+ * scratch array (finish() already zero-filled them). */
 static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
   size_t n = 0;
   uint32_t s = 0;
@@ -930,7 +959,6 @@ static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
     }
     conn->missing[n].offset = off;
     conn->missing[n].len = end - off;
-    memset(x->rbuf + off, 0, (size_t)(end - off));
     n++;
   }
   return (int)n;
@@ -1304,7 +1332,8 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
   } else if (x->pend & PEND_COMPLETE) {
     x->pend = 0;
     int nmissing = 0;
-    if (!x->is_send && x->nsegs > 0 && x->have_segs < x->nsegs) {
+    if (!x->is_send && x->status == 0 && x->nsegs > 0 &&
+        x->have_segs < x->nsegs) {
       nmissing = collect_missing(conn, x);
       if (nmissing < 0) {
         return nmissing;

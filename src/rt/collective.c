@@ -357,6 +357,20 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
     c->stats.dropped_malformed++;
     return;
   }
+  if (n.op == DLCP_RT_NOTE_PEER_LOST) {
+    /* Another rank lost |value|: every collective needs it, so they all
+     * fail now, naming it (the reporter may go away next). */
+    if (n.value < c->env.world_size && n.value != c->env.rank && c->colls) {
+      peer *lost = &c->peers[n.value];
+      char reason[224];
+      fmt(reason, sizeof(reason), "%s: lost (reported by %s)", lost->name,
+          p->name);
+      while (c->colls) {
+        fail_run(c, c->colls, DLCP_ERR_PEER_CLOSED, reason, now);
+      }
+    }
+    return;
+  }
   coll_run *run = find_run(c, n.op);
   if (run) {
     dlcp_coll_on_note(run->op, p->rank, n.value, now);

@@ -134,7 +134,7 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->fault.delay = cfg->fault_delay;
   env->fault.delay_us = cfg->fault_delay_us;
   env->fault.seed = cfg->fault_seed;
-  return 0;
+  return dlcp_rt_env_parse_topo(env, cfg->topo, eb);
 }
 
 /* --- helpers ------------------------------------------------------------ */
@@ -415,6 +415,20 @@ static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
   p->wlen = p->woff = 0;
   dlcp_mlt_abort(p->conn, status, now);
   dlcp_rt_coll_peer_lost(c, p, now);
+  /* Tell every other rank, so that their collectives, which may not
+   * exchange anything with |p|, fail naming |p| and not this rank, whose
+   * own connections may close next. */
+  uint8_t msg[DLCP_WIRE_NOTE_LEN];
+  dlcp_wire_note n = {.job = c->env.job, .op = DLCP_RT_NOTE_PEER_LOST,
+                      .value = p->rank};
+  if (dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
+    for (uint32_t r = 0; r < c->env.world_size; r++) {
+      peer *q = &c->peers[r];
+      if (r != c->env.rank && q->dead_status == 0) {
+        dlcp_rt_queue_control(c, q, msg, sizeof(msg), now);
+      }
+    }
+  }
 }
 
 /* --- the service pass --------------------------------------------------- */
@@ -1124,6 +1138,12 @@ static void comm_free(dlcp_comm *c) {
   for (uint32_t r = 0; c->peers && r < c->env.world_size; r++) {
     peer *p = &c->peers[r];
     if (p->tcp_fd >= 0) {
+      /* Half-close and drain first: closing with unread bytes would send
+       * a reset, and the peer could lose what was sent just before. */
+      shutdown(p->tcp_fd, SHUT_WR);
+      uint8_t sink[4096];
+      while (recv(p->tcp_fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+      }
       close(p->tcp_fd);
     }
     dlcp_mlt_conn_del(p->conn);

@@ -110,6 +110,10 @@ struct dlcp_comm {
   uint32_t *topo;           /* topo[r * topo_levels + l] */
 };
 
+/* A NOTE with this op id is the runtime's, not a collective's: "rank
+ * |value| is lost" (its control connection dropped at the sender). */
+#define DLCP_RT_NOTE_PEER_LOST 0xFFFFFFFFu
+
 /* comm.c, for collective.c; all with |mu| held. */
 void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now);
 void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,

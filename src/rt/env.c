@@ -276,8 +276,7 @@ static int load_segment(const reader *rd, dlcp_rt_env *env) {
 
 /* DLCP_TOPO is "flat", "rack:N" (N consecutive ranks per rack) or this
  * rank's location labels, innermost first: "rack3/pod1". */
-static int load_topo(const reader *rd, dlcp_rt_env *env) {
-  const char *s = get(rd, "DLCP_TOPO");
+static int parse_topo(const reader *rd, dlcp_rt_env *env, const char *s) {
   uint64_t v;
   char expected[256];
   env->topo = DLCP_TOPO_FLAT;
@@ -324,6 +323,16 @@ static int load_topo(const reader *rd, dlcp_rt_env *env) {
   }
   env->topo = DLCP_TOPO_LABELS;
   return 0;
+}
+
+static int load_topo(const reader *rd, dlcp_rt_env *env) {
+  return parse_topo(rd, env, get(rd, "DLCP_TOPO"));
+}
+
+int dlcp_rt_env_parse_topo(dlcp_rt_env *env, const char *value,
+                           dlcp_errbuf *eb) {
+  reader rd = {.lookup = getenv_lookup, .user = NULL, .eb = eb};
+  return parse_topo(&rd, env, value);
 }
 
 /* parse_pause_entry parses "RANK:AFTER_MS:FOR_MS" from [s, end). */

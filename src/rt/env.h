@@ -110,6 +110,12 @@ typedef const char *(*dlcp_rt_env_lookup)(const char *name, void *user);
 int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
                      dlcp_errbuf *eb);
 
+/* dlcp_rt_env_parse_topo sets |env|'s topology from a DLCP_TOPO value
+ * (NULL: flat), with the same validation and messages; env->world_size
+ * must be set. */
+int dlcp_rt_env_parse_topo(dlcp_rt_env *env, const char *value,
+                           dlcp_errbuf *eb);
+
 /*
  * dlcp_rt_env_check_unknown scans |envp| ("NAME=VALUE" strings, NULL
  * terminated, e.g. environ) for a DLCP_* variable dlcp does not know, so a

@@ -18,7 +18,8 @@
  *
  * DATA (datagram channel), 44-byte header followed by the payload:
  *   16  1    flags    bits 0-2 priority (0 = most urgent), bit 3 important
- *                     (send ECN-capable), bit 4 retransmission; rest zero
+ *                     (send ECN-capable), bit 4 retransmission, bit 5 last
+ *                     packet of the sender's round; rest zero
  *   17  1    path     path id chosen by the sender (source routing)
  *   18  2    layer    model layer the tensor belongs to
  *   20  4    tensor   application tensor id
@@ -115,7 +116,8 @@
 #define DLCP_WIRE_PRIO_MASK 0x07u
 #define DLCP_WIRE_FLAG_IMPORTANT 0x08u
 #define DLCP_WIRE_FLAG_RETX 0x10u
-#define DLCP_WIRE_FLAGS_KNOWN 0x1Fu
+#define DLCP_WIRE_FLAG_LAST 0x20u
+#define DLCP_WIRE_FLAGS_KNOWN 0x3Fu
 
 typedef enum dlcp_wire_type {
   DLCP_WIRE_DATA = 1,

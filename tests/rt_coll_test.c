@@ -1,0 +1,371 @@
+/*
+ * rt_coll_test: collectives between real processes on loopback.  Each
+ * case forks one process per rank; they rendezvous on a free port, run
+ * their collectives through dlcp_allreduce and friends, check every
+ * element themselves and report through shared memory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dlcp/dlcp.h"
+#include "rt/net.h"
+
+#define MAX_RANKS 8
+#define MAX_MISSING 64
+
+typedef struct rank_report {
+  int checks;             /* collectives checked */
+  int wrong;              /* collectives with a wrong element */
+  int failed;             /* collectives that returned an error */
+  char first_error[256];
+  char first_wrong[128];
+  double delivered;
+  size_t nmissing;
+  dlcp_range missing[MAX_MISSING];
+} rank_report;
+
+typedef struct scenario {
+  uint32_t world;
+  double drop;
+  double p;
+  int die_rank; /* -1: nobody */
+  int (*body)(dlcp_comm *comm, const struct scenario *s, rank_report *rep);
+} scenario;
+
+static uint16_t free_port(void) {
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  return port;
+}
+
+static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
+                    rank_report *rep) {
+  dlcp_comm_config cfg;
+  dlcp_comm_config_default(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = s->world;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 20000;
+  cfg.rdzv_timeout_ms = 20000;
+  cfg.fault_drop = s->drop;
+  cfg.fault_seed = 99 + rank;
+  /* Two racks of consecutive ranks in two pods, for RAT. */
+  char topo[32];
+  snprintf(topo, sizeof(topo), "rack%u/pod%u", rank / 2, rank / 4);
+  cfg.topo = topo;
+  char err[256];
+  dlcp_comm *comm;
+  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0) {
+    snprintf(rep->first_error, sizeof(rep->first_error), "create: %.200s",
+             err);
+    return 1;
+  }
+  if ((int)rank == s->die_rank) {
+    _exit(3); /* dies after joining, before its collectives */
+  }
+  int rv = s->body(comm, s, rep);
+  dlcp_comm_destroy(comm);
+  return rv;
+}
+
+static rank_report *run(const scenario *s) {
+  rank_report *rep = mmap(NULL, sizeof(rank_report) * MAX_RANKS,
+                          PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                          -1, 0);
+  assert_true(rep != MAP_FAILED);
+  memset(rep, 0, sizeof(rank_report) * MAX_RANKS);
+  uint16_t port = free_port();
+  pid_t pids[MAX_RANKS];
+  for (uint32_t r = 0; r < s->world; r++) {
+    pids[r] = fork();
+    assert_true(pids[r] >= 0);
+    if (pids[r] == 0) {
+      _exit(run_rank(r, port, s, &rep[r]));
+    }
+  }
+  for (uint32_t r = 0; r < s->world; r++) {
+    int st;
+    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
+    if ((int)r == s->die_rank) {
+      continue;
+    }
+    if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && s->die_rank < 0)) {
+      fail_msg("rank %u exited with 0x%x: %s", r, st, rep[r].first_error);
+    }
+  }
+  return rep;
+}
+
+static int wait_req(dlcp_request *req, dlcp_coll_info *info,
+                    rank_report *rep) {
+  int rv = dlcp_wait(req, 60000, info);
+  if (rv != 0) {
+    rep->failed++;
+    if (!rep->first_error[0]) {
+      snprintf(rep->first_error, sizeof(rep->first_error), "%.250s",
+               info->error);
+    }
+  }
+  return rv;
+}
+
+/* Every algorithm, counts 0, 1, n-1, not divisible by n and large, in
+ * place and out of place, float32 and int32 sums: exact everywhere
+ * (integer inputs make float sums exact whatever the order). */
+static int matrix_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
+  uint32_t n = s->world, r = dlcp_comm_rank(comm);
+  const dlcp_algo algos[] = {DLCP_ALGO_AUTO, DLCP_ALGO_RING,
+                             DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
+                             DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT};
+  const uint64_t counts[] = {0, 1, n - 1, 1000 + n, 100003};
+  enum { BIG = 100003 };
+  float *fin = malloc(BIG * sizeof(float)), *fout = malloc(BIG * sizeof(float));
+  int32_t *iin = malloc(BIG * sizeof(int32_t)),
+          *iout = malloc(BIG * sizeof(int32_t));
+  for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+      for (int inplace = 0; inplace < 2; inplace++) {
+        for (int integer = 0; integer < 2; integer++) {
+          uint64_t count = counts[k];
+          for (uint64_t i = 0; i < count; i++) {
+            int32_t v = (int32_t)((r + 1) * (i % 11 + 1));
+            fin[i] = (float)v;
+            iin[i] = v;
+            fout[i] = inplace ? (float)v : -1.0f;
+            iout[i] = inplace ? v : -1;
+          }
+          dlcp_coll_opts opts;
+          dlcp_coll_opts_default(&opts);
+          opts.algo = algos[a];
+          dlcp_request *req;
+          void *in = integer ? (void *)iin : (void *)fin;
+          void *out = integer ? (void *)iout : (void *)fout;
+          int rv = dlcp_allreduce(comm, inplace ? out : in, out, count,
+                                  integer ? DLCP_INT32 : DLCP_FLOAT32,
+                                  DLCP_SUM, &opts, &req);
+          dlcp_coll_info info;
+          if (rv != 0) {
+            rep->failed++;
+            snprintf(rep->first_error, sizeof(rep->first_error),
+                     "post %s count %llu: %s", dlcp_algo_str(algos[a]),
+                     (unsigned long long)count, dlcp_strerror(rv));
+            continue;
+          }
+          rv = wait_req(req, &info, rep);
+          dlcp_request_free(req);
+          if (rv != 0) {
+            continue;
+          }
+          rep->checks++;
+          for (uint64_t i = 0; i < count; i++) {
+            int64_t want = (int64_t)(i % 11 + 1) * n * (n + 1) / 2;
+            int64_t got = integer ? iout[i] : (int64_t)fout[i];
+            if (got != want) {
+              rep->wrong++;
+              snprintf(rep->first_wrong, sizeof(rep->first_wrong),
+                       "%s count %llu inplace %d int %d: [%llu] %lld != "
+                       "%lld",
+                       dlcp_algo_str(algos[a]), (unsigned long long)count,
+                       inplace, integer, (unsigned long long)i,
+                       (long long)got, (long long)want);
+              break;
+            }
+          }
+        }
+      }
+    }
+  }
+  /* The other collectives once each. */
+  dlcp_request *req;
+  dlcp_coll_info info;
+  uint64_t count = 1000 + n;
+  for (uint64_t i = 0; i < count; i++) {
+    iout[i] = (int32_t)(r == 1 % n ? 7 * i : 0);
+  }
+  if (dlcp_broadcast(comm, iout, count, DLCP_INT32, 1 % n, NULL, &req) == 0 &&
+      wait_req(req, &info, rep) == 0) {
+    rep->checks++;
+    for (uint64_t i = 0; i < count; i++) {
+      if (iout[i] != (int32_t)(7 * i)) {
+        rep->wrong++;
+        snprintf(rep->first_wrong, sizeof(rep->first_wrong), "broadcast");
+        break;
+      }
+    }
+  }
+  dlcp_request_free(req);
+  if (dlcp_barrier(comm, &req) == 0 && wait_req(req, &info, rep) == 0) {
+    rep->checks++;
+  }
+  dlcp_request_free(req);
+  free(fin);
+  free(fout);
+  free(iin);
+  free(iout);
+  return rep->wrong || rep->failed;
+}
+
+static void check_matrix(const scenario *s, const rank_report *rep) {
+  for (uint32_t r = 0; r < s->world; r++) {
+    if (rep[r].wrong || rep[r].failed) {
+      fail_msg("world %u rank %u: %d wrong (%s), %d failed (%s)", s->world,
+               r, rep[r].wrong, rep[r].first_wrong, rep[r].failed,
+               rep[r].first_error);
+    }
+    assert_int_equal(rep[r].checks, 6 * 5 * 2 * 2 + 2);
+  }
+}
+
+static void test_matrix_worlds_1_to_5(void **state) {
+  (void)state;
+  for (uint32_t n = 1; n <= 5; n++) {
+    scenario s = {.world = n, .die_rank = -1, .body = matrix_body};
+    rank_report *rep = run(&s);
+    check_matrix(&s, rep);
+    munmap(rep, sizeof(rank_report) * MAX_RANKS);
+  }
+}
+
+static void test_matrix_world_8(void **state) {
+  (void)state;
+  scenario s = {.world = 8, .die_rank = -1, .body = matrix_body};
+  rank_report *rep = run(&s);
+  check_matrix(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+static void test_matrix_1_percent_loss(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .drop = 0.01, .die_rank = -1,
+                .body = matrix_body};
+  rank_report *rep = run(&s);
+  check_matrix(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+/* p = 0.05 under 3% loss: at least 95% delivered, exact where delivered,
+ * zero where missing, and every rank reports the same missing ranges. */
+static int bounded_body(dlcp_comm *comm, const scenario *s,
+                        rank_report *rep) {
+  uint32_t n = s->world, r = dlcp_comm_rank(comm);
+  enum { COUNT = 1u << 20 };
+  float *buf = malloc(COUNT * sizeof(float));
+  for (uint64_t i = 0; i < COUNT; i++) {
+    buf[i] = (float)((r + 1) * (i % 11 + 1));
+  }
+  dlcp_coll_opts opts;
+  dlcp_coll_opts_default(&opts);
+  opts.algo = DLCP_ALGO_RING;
+  opts.loss_bound = s->p;
+  dlcp_request *req;
+  dlcp_coll_info info;
+  if (dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, &opts,
+                     &req) != 0 ||
+      wait_req(req, &info, rep) != 0) {
+    free(buf);
+    return 1;
+  }
+  rep->checks++;
+  rep->delivered = info.delivered_fraction;
+  rep->nmissing = info.nmissing < MAX_MISSING ? info.nmissing : MAX_MISSING;
+  memcpy(rep->missing, info.missing, rep->nmissing * sizeof(dlcp_range));
+  size_t m = 0;
+  for (uint64_t i = 0; i < COUNT && !rep->wrong; i++) {
+    while (m < info.nmissing &&
+           info.missing[m].offset + info.missing[m].len <= i) {
+      m++;
+    }
+    bool lost = m < info.nmissing && info.missing[m].offset <= i;
+    float want = lost ? 0.0f : (float)((i % 11 + 1) * n * (n + 1) / 2);
+    if (buf[i] != want) {
+      rep->wrong++;
+      snprintf(rep->first_wrong, sizeof(rep->first_wrong),
+               "[%llu] %g != %g (lost %d)", (unsigned long long)i,
+               (double)buf[i], (double)want, lost);
+    }
+  }
+  dlcp_request_free(req);
+  free(buf);
+  return rep->wrong != 0;
+}
+
+static void test_bounded_loss_agrees(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .drop = 0.03, .p = 0.05, .die_rank = -1,
+                .body = bounded_body};
+  rank_report *rep = run(&s);
+  for (uint32_t r = 0; r < s.world; r++) {
+    assert_int_equal(rep[r].wrong, 0);
+    assert_int_equal(rep[r].checks, 1);
+    assert_true(rep[r].delivered >= 0.95);
+    assert_int_equal(rep[r].nmissing, rep[0].nmissing);
+    assert_memory_equal(rep[r].missing, rep[0].missing,
+                        rep[0].nmissing * sizeof(dlcp_range));
+    assert_true(rep[r].delivered == rep[0].delivered);
+  }
+  print_message("delivered %.4f, %zu missing ranges, identical on %u ranks\n",
+                rep[0].delivered, rep[0].nmissing, s.world);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+/* A rank that dies before the collective: every other rank's collective
+ * fails, naming it. */
+static int dying_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
+  (void)s;
+  float buf[4096];
+  memset(buf, 0, sizeof(buf));
+  dlcp_request *req;
+  dlcp_coll_info info;
+  dlcp_coll_opts opts;
+  dlcp_coll_opts_default(&opts);
+  opts.algo = DLCP_ALGO_RING;
+  if (dlcp_allreduce(comm, buf, buf, 4096, DLCP_FLOAT32, DLCP_SUM, &opts,
+                     &req) != 0) {
+    return 1;
+  }
+  int rv = wait_req(req, &info, rep);
+  dlcp_request_free(req);
+  return rv == 0;
+}
+
+static void test_dead_rank_named_everywhere(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .die_rank = 2, .body = dying_body};
+  rank_report *rep = run(&s);
+  for (uint32_t r = 0; r < s.world; r++) {
+    if (r == 2) {
+      continue;
+    }
+    assert_int_equal(rep[r].failed, 1);
+    print_message("rank %u: %s\n", r, rep[r].first_error);
+    assert_non_null(strstr(rep[r].first_error, "rank 2 (127.0.0.1:"));
+  }
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matrix_worlds_1_to_5),
+      cmocka_unit_test(test_matrix_world_8),
+      cmocka_unit_test(test_matrix_1_percent_loss),
+      cmocka_unit_test(test_bounded_loss_agrees),
+      cmocka_unit_test(test_dead_rank_named_everywhere),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
