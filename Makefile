@@ -2,8 +2,9 @@
 #   make demo    install what is missing, build, run the main job
 #   make check   install what is missing, build, run the whole test suite
 #                (normal build with -Werror, then the ASan+UBSan build)
-# Others: make build, make fuzz (60 s per libFuzzer target), make bench,
-# make clean.
+# Others: make build, make fuzz (60 s per libFuzzer target), make bench
+# (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
+# MPI), make bench-sim (dlcp-sim vs ns-3), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -16,7 +17,8 @@ CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build
 
-.PHONY: all deps build demo check test asan fuzz bench clean
+.PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
+        bench-sim clean
 
 all: build
 
@@ -61,6 +63,12 @@ fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 
 bench: build
 	@./scripts/bench.sh $(BUILD)
+
+bench-allreduce: build
+	@./scripts/bench-allreduce.sh $(BUILD)
+
+bench-sim: build
+	@./scripts/bench-sim.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

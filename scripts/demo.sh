@@ -3,7 +3,8 @@
 #   1. real processes on loopback: MLT transfers between 2 ranks launched by
 #      dlcp-run, with loss injected in the send path, checked byte by byte;
 #   2. the sans-I/O core alone through the seeded in-memory network;
-#   3. a small simulation: dlcp-sim's embedded default scenario.
+#   3. an all-reduce benchmark over 4 ranks, every result checked;
+#   4. a small simulation: dlcp-sim's embedded default scenario.
 set -eu
 build=${1:-build}
 bin=$build/bin
@@ -22,5 +23,9 @@ for p in 0 0.1; do
   done
 done
 echo
-echo "== 3. dlcp-sim: the MLT seed's 144-host leaf-spine, PS traffic (scaled down) =="
+echo "== 3. dlcp-run -n 4 dlcp-bench: all-reduce, every result checked =="
+"$bin/dlcp-run" -n 4 "$bin/dlcp-bench" -b 8 -e 16M -f 8 -a auto -p 0 -c 1 \
+  -n 5 -w 2
+echo
+echo "== 4. dlcp-sim: the MLT seed's 144-host leaf-spine, PS traffic (scaled down) =="
 "$bin/dlcp-sim"
