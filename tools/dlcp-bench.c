@@ -13,6 +13,7 @@
  *   -d     type: float half bfloat16 int32 int64   (default float)
  *   -o     reduction: sum avg min max              (default sum)
  *   -i     in place                                 (default 0)
+ *   -C     pipelining chunk in bytes                (default: the library's)
  *
  * One row per size: size, count, type, redop, the algorithm that ran,
  * time (us; per iteration the slowest rank, median over iterations;
@@ -35,6 +36,7 @@ typedef struct options {
   dlcp_algo algo;
   double p;
   int check, iters, warmup, inplace;
+  uint64_t chunk;
   dlcp_dtype dtype;
   dlcp_redop redop;
 } options;
@@ -55,7 +57,7 @@ static uint64_t now_ns(void) {
 static int usage(const char *why) {
   fprintf(stderr, "dlcp-bench: %s\n"
           "usage: dlcp-bench [-b BYTES] [-e BYTES] [-f N] [-a ALGO] [-p P] "
-          "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1]\n", why);
+          "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1] [-C BYTES]\n", why);
   return 2;
 }
 
@@ -169,6 +171,11 @@ static int parse(int argc, char **argv, options *o) {
         return usage("-i: expected 0 or 1");
       }
       break;
+    case 'C':
+      if (parse_bytes(v, &o->chunk)) {
+        return usage("-C: expected a chunk size in bytes such as 1M");
+      }
+      break;
     default:
       return usage("unknown option");
     }
@@ -264,6 +271,7 @@ static int run_coll(dlcp_comm *comm, const void *in, void *out,
   dlcp_coll_opts_default(&opts);
   opts.algo = o->algo;
   opts.loss_bound = o->p;
+  opts.chunk_bytes = o->chunk;
   dlcp_request *req;
   int rv = dlcp_allreduce(comm, in, out, count, o->dtype, o->redop, &opts,
                           &req);
@@ -414,6 +422,15 @@ int main(int argc, char **argv) {
     if (o.check && wrong != 0) {
       failed = 1;
     }
+  }
+  if (rank == 0) {
+    dlcp_comm_stats st;
+    dlcp_comm_get_stats(comm, &st);
+    printf("# rank 0: %llu datagrams sent, %llu retransmitted; send rate "
+           "now %.2f Gbps (slowest peer), srtt up to %.1f us\n",
+           (unsigned long long)st.datagrams_sent,
+           (unsigned long long)st.retransmissions, st.min_rate_gbps,
+           (double)st.max_srtt_ns / 1e3);
   }
   dlcp_comm_destroy(comm);
   free(in);

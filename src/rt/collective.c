@@ -414,6 +414,7 @@ void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now) {
 }
 
 void dlcp_rt_coll_free(dlcp_comm *c) {
+  dlcp_scratch_release(&c->scratch_mem);
   while (c->early) {
     early_note *e = c->early;
     c->early = e->next;
@@ -469,7 +470,7 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   int rv = c->closing ? DLCP_ERR_CANCELED
                       : nruns >= MAX_RUNS ? DLCP_ERR_LIMIT : 0;
   if (rv == 0) {
-    rv = dlcp_coll_new(&run->op, &p, NULL, now);
+    rv = dlcp_coll_new(&run->op, &p, &c->scratch_mem.mem, now);
   }
   if (rv != 0) {
     pthread_mutex_unlock(&c->mu);

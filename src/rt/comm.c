@@ -1195,6 +1195,7 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   }
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->pmu, NULL);
+  dlcp_scratch_init(&c->scratch_mem);
   pthread_cond_init(&c->pcv, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);

@@ -18,6 +18,7 @@
 #include "rt/fault.h"
 #include "rt/loop.h"
 #include "rt/rendezvous.h"
+#include "rt/scratch.h"
 #include "rt/udp.h"
 #include "wire/wire.h"
 
@@ -106,6 +107,7 @@ struct dlcp_comm {
   uint32_t next_coll_id;    /* same sequence on every rank */
   struct early_note *early; /* notes for collectives not started here */
   pthread_cond_t req_cv;    /* a collective request completed */
+  dlcp_scratch scratch_mem; /* collectives' allocator (reuses big blocks) */
   uint32_t topo_levels;     /* rank r's label at level l: */
   uint32_t *topo;           /* topo[r * topo_levels + l] */
 };
