@@ -772,6 +772,55 @@ static void test_cancel_recv(void **state) {
   netsim_del(ns);
 }
 
+/* The in-flight window: a sender far faster than its link keeps at most
+ * about a window queued (plus the packets an ACK lags behind), where
+ * without it the queue grows with the tensor; with loss it still
+ * completes exactly (lost packets and ACKs cannot wedge the window). */
+static uint64_t queue_with_window(uint64_t window, double loss,
+                                  uint64_t *end_ns) {
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 24);
+  cfg.line_rate_bps = 40000000000ull;
+  cfg.t_high_ns = 1000000000ull; /* rate control out of the way */
+  cfg.t_low_ns = 1;
+  cfg.max_inflight_bytes = window;
+  netsim_link l = make_link(loss, 0.0, 0.0);
+  l.rate_bps = 1000000000ull; /* 1 Gbps: 40x slower than the sender */
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 24);
+  uint64_t len = 4000000;
+  uint8_t *src = pattern(len, 5), *dst = malloc(len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
+  assert_int_equal(netsim_find(ns, 1, 1)->c.status, 0);
+  assert_memory_equal(src, dst, len);
+  *end_ns = netsim_find(ns, 1, 1)->c.end_ns;
+  uint64_t q = netsim_counters_of(ns, 0)->max_queue_ns;
+  free(src);
+  free(dst);
+  netsim_del(ns);
+  return q;
+}
+
+static void test_inflight_window(void **state) {
+  (void)state;
+  uint64_t end_open, end_win, end_lossy;
+  uint64_t q_open = queue_with_window(0, 0.0, &end_open);
+  uint64_t q_win = queue_with_window(256 * 1024, 0.0, &end_win);
+  queue_with_window(256 * 1024, 0.1, &end_lossy);
+  print_message("queue: open %.2f ms, 256 KiB window %.2f ms; done at %.2f "
+                "/ %.2f ms (lossy %.2f ms)\n", (double)q_open / 1e6,
+                (double)q_win / 1e6, (double)end_open / 1e6,
+                (double)end_win / 1e6, (double)end_lossy / 1e6);
+  /* 256 KiB at 1 Gbps is 2.1 ms; an ACK lags up to 10 packets (0.12 ms). */
+  assert_true(q_win <= 2500000);
+  assert_true(q_open > 10 * q_win);
+  /* The link stays busy: the window costs no throughput. */
+  assert_true((double)end_win <= 1.05 * (double)end_open);
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   dlcp_mlt_config cfg;
@@ -819,6 +868,7 @@ int main(void) {
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_cancel_recv),
+      cmocka_unit_test(test_inflight_window),
       cmocka_unit_test(test_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,9 @@ typedef struct dlcp_comm_config {
   uint32_t paths;           /* K UDP paths per peer (1..64).  Default 4 */
   uint32_t segment_bytes;   /* payload per datagram; 0 = from the path MTU */
   double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 25 */
+  uint64_t window_bytes;    /* unacknowledged data per peer, 0 = no cap.
+                               Default 1 MiB (bounds the receiver's queue
+                               when hosts, not links, are the bottleneck) */
   uint32_t timeout_ms;      /* an operation without progress for this
                                long fails naming the peer.  Default 30000 */
   uint32_t rdzv_timeout_ms; /* joining the job.  Default 60000 */

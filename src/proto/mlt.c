@@ -93,6 +93,7 @@ struct mlt_xfer {
   uint32_t noprog_rounds;
   dlcp_duration probe_rto;
   uint64_t pkts_sent, retx_sent;
+  uint64_t acked_pkts; /* of pkts_sent, counted out of the window */
   uint64_t peer_bytes; /* from STOP */
   bool stop_seen;      /* UNMATCHED: STOP arrived before the post */
   int stop_status;
@@ -131,6 +132,8 @@ struct dlcp_mlt_conn {
   dlcp_duration srtt_ns, rttvar_ns;
   dlcp_duration pkt_gap_ns; /* tx time of a full packet at the current
                                rate, recomputed when the rate changes */
+  uint64_t inflight_pkts;     /* sent, not yet acknowledged or settled */
+  dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
   dlcp_mlt_range *missing;
   size_t missing_cap;
   dlcp_mlt_stats stats;
@@ -250,6 +253,16 @@ static mlt_xfer *find_recv(dlcp_mlt_conn *conn, uint32_t id) {
 /* Ends a transfer: it leaves the lookup lists at once (later packets for it
  * are stale and never touch its buffer) and its remaining output is
  * |extra| followed by the completion. */
+/* Takes what |x| sent out of the connection's in-flight count: at the
+ * end of a round (its BITMAP accounts for everything sent before) and at
+ * the end of the transfer, every packet is either delivered or lost. */
+static void settle(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  uint64_t out = x->pkts_sent - x->acked_pkts;
+  conn->inflight_pkts = out < conn->inflight_pkts ? conn->inflight_pkts - out
+                                                  : 0;
+  x->acked_pkts = x->pkts_sent;
+}
+
 /* Zero-fills what a successful receive is missing, now, while the buffer
  * is certainly still posted: after this the connection never touches it
  * again, even if the completion is polled much later. */
@@ -274,6 +287,9 @@ static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
                    uint32_t extra, dlcp_tstamp now) {
   if (!x->is_send && status == 0 && x->have_segs < x->nsegs) {
     zero_missing(x);
+  }
+  if (x->is_send) {
+    settle(conn, x);
   }
   x->status = status;
   x->state = X_DONE;
@@ -622,6 +638,36 @@ static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
   return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
 }
 
+/* The in-flight window.  ACKs come every ack_every packets and the last
+ * few of a round never get one, and ACKs can be lost: so a window that
+ * has seen no ACK for a while (the time an ACK should take, with margin)
+ * is presumed drained, and sending resumes.  Rounds and STOPs settle the
+ * count exactly. */
+static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
+  return 2 * drain_interval(conn);
+}
+
+static bool window_full(const dlcp_mlt_conn *conn) {
+  const dlcp_mlt_config *cfg = &conn->cfg;
+  return cfg->max_inflight_bytes != 0 &&
+         conn->inflight_pkts *
+                 (uint64_t)(cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN) >=
+             cfg->max_inflight_bytes;
+}
+
+/* Whether the window lets a packet go now; a window that timed out is
+ * presumed drained (delivered or lost) and starts again. */
+static bool window_admits(dlcp_mlt_conn *conn, dlcp_tstamp now) {
+  if (!window_full(conn)) {
+    return true;
+  }
+  if (now >= conn->window_since_ns + window_timeout(conn)) {
+    conn->inflight_pkts = 0;
+    return true;
+  }
+  return false;
+}
+
 static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                      size_t buflen, dlcp_tstamp now) {
   mlt_xfer *x = conn->sending;
@@ -662,6 +708,9 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   }
   conn->path_rr++;
   x->pkts_sent++;
+  if (conn->inflight_pkts++ == 0) {
+    conn->window_since_ns = now;
+  }
   conn->stats.data_sent++;
   if (x->retx_round) {
     x->retx_sent++;
@@ -696,6 +745,14 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp now) {
   conn->stats.acks_received++;
+  mlt_xfer *x = find_send(conn, a->xfer);
+  if (x && a->rx_pkts > x->acked_pkts && a->rx_pkts <= x->pkts_sent) {
+    uint64_t delta = a->rx_pkts - x->acked_pkts;
+    x->acked_pkts = a->rx_pkts;
+    conn->inflight_pkts =
+        delta < conn->inflight_pkts ? conn->inflight_pkts - delta : 0;
+    conn->window_since_ns = now;
+  }
   if (a->echo_ts > now) {
     return; /* not one of our time stamps */
   }
@@ -725,6 +782,7 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
     conn->stats.dropped_invalid++;
     return;
   }
+  settle(conn, x);
   if (b->have > x->last_have) {
     x->last_have = b->have;
     x->last_progress_ns = now;
@@ -1107,6 +1165,7 @@ int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
     }
     /* Before START there is no transfer id: nobody to tell. */
     uint32_t tell = x->state == X_WAIT_START ? 0 : PEND_FINISH;
+    settle(conn, x);
     x->status = DLCP_ERR_CANCELED;
     x->state = X_DONE;
     x->end_ns = now;
@@ -1383,7 +1442,8 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   if (conn->resched) {
     choose_sending(conn);
   }
-  if (conn->sending && now >= conn->next_send_ns) {
+  if (conn->sending && now >= conn->next_send_ns &&
+      window_admits(conn, now)) {
     return emit_data(conn, act, buf, buflen, now);
   }
   return 0;
@@ -1403,8 +1463,16 @@ dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
       }
     }
   }
-  if (can_send && conn->next_send_ns < t) {
-    t = conn->next_send_ns;
+  if (can_send) {
+    dlcp_tstamp at = conn->next_send_ns;
+    if (window_full(conn)) {
+      /* Window full: an ACK wakes us, or else its timeout. */
+      dlcp_tstamp w = conn->window_since_ns + window_timeout(conn);
+      at = w > at ? w : at;
+    }
+    if (at < t) {
+      t = at;
+    }
   }
   return t;
 }

@@ -76,6 +76,11 @@ typedef struct dlcp_mlt_config {
   uint32_t max_rounds_without_progress; /* then DLCP_ERR_NO_PROGRESS */
   uint32_t max_transfers;  /* concurrent transfers per direction, incl. START
                               messages waiting for a matching post_send */
+  uint64_t max_inflight_bytes; /* data sent but not yet acknowledged, per
+                                  connection; 0 = unlimited (the seed's
+                                  pure rate control).  Bounds the queue a
+                                  receiver that cannot keep up builds
+                                  (host-bound paths such as loopback). */
   uint64_t seed;           /* seeds the connection's generator */
 } dlcp_mlt_config;
 

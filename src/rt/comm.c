@@ -72,6 +72,7 @@ void dlcp_comm_config_default(dlcp_comm_config *cfg) {
   cfg->job = 1;
   cfg->paths = 4;
   cfg->line_rate_gbps = 25.0;
+  cfg->window_bytes = 1u << 20;
   cfg->timeout_ms = 30000;
   cfg->rdzv_timeout_ms = 60000;
   cfg->fault_delay_us = 1000;
@@ -128,6 +129,7 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->segment_bytes = cfg->segment_bytes;
   env->job = cfg->job;
   env->rate_gbps = cfg->line_rate_gbps;
+  env->window_bytes = cfg->window_bytes;
   env->fault.drop = cfg->fault_drop;
   env->fault.dup = cfg->fault_dup;
   env->fault.reorder = cfg->fault_reorder;
@@ -1098,6 +1100,7 @@ static int make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     cfg.line_rate_bps = (uint64_t)(c->env.rate_gbps * 1e9);
     cfg.min_rate_bps = cfg.line_rate_bps / 1000 ? cfg.line_rate_bps / 1000 : 1;
     cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
+    cfg.max_inflight_bytes = c->env.window_bytes;
     /* The seed's thresholds (12.5/125 us) and step (40 Mbps per ACK of 10
      * packets) fit MTU-sized packets through switches.  A path with large
      * datagrams (loopback, 64 KiB) has host processing, not switch queues,

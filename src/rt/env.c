@@ -25,6 +25,7 @@
 #define DEFAULT_RDZV_TIMEOUT_MS 60000u
 #define DEFAULT_PATHS 4u
 #define DEFAULT_RATE_GBPS 25.0
+#define DEFAULT_WINDOW_BYTES (UINT64_C(1) << 20)
 #define DEFAULT_DELAY_US 1000u
 #define MAX_DELAY_US 10000000u
 #define DEFAULT_FAULT_SEED UINT64_C(0x646c6370)
@@ -40,7 +41,7 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
     "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE",
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
-    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", NULL};
+    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES", NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
@@ -442,6 +443,7 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
   env->rdzv_timeout_ms = DEFAULT_RDZV_TIMEOUT_MS;
   env->paths = DEFAULT_PATHS;
   env->rate_gbps = DEFAULT_RATE_GBPS;
+  env->window_bytes = DEFAULT_WINDOW_BYTES;
 
   if ((rv = load_world(&rd, env)) != 0 ||
       (rv = read_u32(&rd, "DLCP_TIMEOUT_MS", "a timeout in milliseconds", 1,
@@ -453,6 +455,9 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
       (rv = load_segment(&rd, env)) != 0 ||
       (rv = read_host(&rd, "DLCP_ADDR", env->local_addr)) != 0 ||
       (rv = read_rate(&rd, "DLCP_RATE_GBPS", &env->rate_gbps)) != 0 ||
+      (rv = read_u64(&rd, "DLCP_WINDOW_BYTES",
+                     "a byte count (0 = no window)", 0, UINT64_C(1) << 40,
+                     &env->window_bytes)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_LOW_US", "a time in microseconds", 1,
                      10000000, &env->rtt_low_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,

@@ -78,6 +78,8 @@ typedef struct dlcp_rt_env {
   char local_addr[DLCP_ENV_HOST_MAX + 1]; /* "" = auto */
   uint32_t job;                           /* != 0 */
   double rate_gbps; /* MLT line rate, DLCP_RATE_GBPS; default 25 */
+  uint64_t window_bytes; /* DLCP_WINDOW_BYTES: in-flight cap per peer,
+                            0 = none; default 1 MiB */
   uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;

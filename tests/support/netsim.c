@@ -177,6 +177,9 @@ static void send_datagram(netsim *ns, int side, const dlcp_mlt_action *act) {
    * wire, after the sender paid for it. */
   dlcp_tstamp start = ns->link_free[side] > ns->now ? ns->link_free[side]
                                                     : ns->now;
+  if (start - ns->now > c->max_queue_ns) {
+    c->max_queue_ns = start - ns->now;
+  }
   dlcp_duration ser = l->rate_bps
                           ? (dlcp_duration)((double)len * 8e9 /
                                             (double)l->rate_bps)

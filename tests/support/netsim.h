@@ -41,6 +41,7 @@ typedef struct netsim_counters {
   uint64_t data_sent;        /* DATA datagrams among them */
   uint64_t control_sent;
   uint64_t bytes_sent;
+  dlcp_duration max_queue_ns; /* longest wait for the link to free up */
 } netsim_counters;
 
 typedef struct netsim netsim;
