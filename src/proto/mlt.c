@@ -133,6 +133,7 @@ struct dlcp_mlt_conn {
   dlcp_duration pkt_gap_ns; /* tx time of a full packet at the current
                                rate, recomputed when the rate changes */
   uint64_t inflight_pkts;     /* sent, not yet acknowledged or settled */
+  uint32_t rx_since_ack;      /* data packets received since our last ACK */
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
   dlcp_mlt_range *missing;
   size_t missing_cap;
@@ -929,7 +930,13 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   conn->stats.data_received++;
   x->rx_pkts++;
   x->last_progress_ns = now;
-  if (x->rx_pkts % conn->cfg.ack_every == 0) {
+  /* ACK every ack_every packets of the connection (not of the transfer:
+   * a stream of small transfers must still feed the rate control and the
+   * window), and the sender's last packet of a round, so a short transfer
+   * is credited at once and its RTT sampled. */
+  if (++conn->rx_since_ack >= conn->cfg.ack_every ||
+      (d.flags & DLCP_WIRE_FLAG_LAST)) {
+    conn->rx_since_ack = 0;
     x->ack_echo_ts = d.tx_ts;
     x->ack_rx_pkts = x->rx_pkts;
     pend(conn, x, PEND_ACK);

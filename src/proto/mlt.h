@@ -63,7 +63,8 @@ typedef struct dlcp_mlt_config {
   dlcp_duration t_high_ns;
   uint64_t alpha_bps;      /* additive increase (40 Mbps) */
   double beta;             /* multiplicative decrease (0.8) */
-  uint32_t ack_every;      /* receiver ACKs every this many packets (10) */
+  uint32_t ack_every;      /* receiver ACKs every this many packets of the
+                              connection (10), and each round's last */
   uint32_t burst_pkts;     /* packets the pacer may send back to back after
                               an idle period, for batching drivers (>= 1) */
   dlcp_duration initial_rtt_ns;     /* RTT estimate before the first ACK */

@@ -305,6 +305,9 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
   coll_run *run = o->coll;
   unlink_xfer(run, o);
   peer *p = &c->peers[o->peer];
+  if (mc) {
+    c->stats.retransmissions += mc->retransmissions;
+  }
   if (status != 0 && !run->fail_reason[0]) {
     fmt(run->fail_reason, sizeof(run->fail_reason),
              "%s: %s (collective %u, %s of %llu bytes)", p->name,
