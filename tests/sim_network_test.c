@@ -146,7 +146,7 @@ static void test_incast_fairness(void **state) {
  */
 static void test_strict_priority_flows(void **state) {
   (void)state;
-  dlcp_sim_ps alone;
+  dlcp_sim_ps alone = 0;
   const uint64_t size = 1000ull * 1460;
   for (int pass = 0; pass < 2; pass++) {
     dlcp_sim_config cfg;

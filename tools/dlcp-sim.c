@@ -29,7 +29,8 @@ static void usage(FILE *f) {
           "topology.spines=8\n"
           "  --seed N       random seed (same as --set seed=N)\n"
           "  --out DIR      write flows.csv, links.csv, queues.csv, "
-          "iterations.csv, summary.json\n"
+          "iterations.csv, collectives.csv,\n"
+          "                 summary.json\n"
           "                 (and the outputs.pcap captures)\n"
           "  --print-default  print the embedded scenario and exit\n");
 }
@@ -202,13 +203,24 @@ int main(int argc, char **argv) {
       dlcp_sim_del(sim);
       return 1;
     }
-    printf("results    %s/{flows,links,queues%s}.csv, %s/summary.json\n",
-           outdir, sim->ps_iterations ? ",iterations" : "", outdir);
+    printf("results    %s/{flows,links,queues%s%s}.csv, %s/summary.json\n",
+           outdir, sim->ps_iterations ? ",iterations" : "",
+           dlcp_sim_coll_jobs(sim) ? ",collectives" : "", outdir);
   }
   int status = sim->flows_done == sim->nflows ? 0 : 1;
   if (status != 0) {
     fprintf(stderr, "dlcp-sim: %u of %u flows did not finish before "
                     "stop_at\n", sim->nflows - sim->flows_done, sim->nflows);
+  }
+  for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    if (!r.done || r.verify_errors) {
+      fprintf(stderr, "dlcp-sim: collective job %u %s\n", j,
+              r.status ? "failed" : r.verify_errors ? "computed wrong sums"
+                                                    : "did not finish");
+      status = 1;
+    }
   }
   dlcp_sim_del(sim);
   return status;

@@ -38,9 +38,11 @@ typedef struct dctcp_host {
   uint32_t host;
 } dctcp_host;
 
+/* Flows are named by id, not pointer: a collective job adds flows while
+ * the run goes on, and the flow table may move then. */
 typedef struct dctcp_tx {
   conn_role role;
-  dlcp_sim_flow *flow;
+  uint32_t flow;
   uint64_t nseg;
   uint64_t snd_una;   /* first unacknowledged segment */
   uint64_t snd_nxt;   /* next segment to send */
@@ -64,7 +66,7 @@ typedef struct dctcp_tx {
 
 typedef struct dctcp_rx {
   conn_role role;
-  dlcp_sim_flow *flow;
+  uint32_t flow;
   uint64_t nseg;
   uint8_t *got; /* one byte per segment; freed once all arrived */
   uint64_t cum; /* next expected segment */
@@ -104,7 +106,7 @@ static void dctcp_host_del(dlcp_sim *sim, void *state) {
 static void send_segment(dctcp_host *h, dctcp_tx *tx, uint64_t seg,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = tx->flow;
+  dlcp_sim_flow *flow = &sim->flows[tx->flow];
   dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
   if (!pkt) {
     return;
@@ -155,7 +157,7 @@ static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
   }
   uint64_t mss = sim->cfg.transport.mss_bytes;
   tx->role = ROLE_TX;
-  tx->flow = flow;
+  tx->flow = flow->id;
   tx->nseg = (flow->size_bytes + mss - 1) / mss;
   tx->cwnd = dcfg(sim)->init_cwnd_pkts;
   tx->ssthresh = 1e18;
@@ -202,7 +204,7 @@ static void ecn_cut(dctcp_tx *tx) {
 static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
                    dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = tx->flow;
+  dlcp_sim_flow *flow = &sim->flows[tx->flow];
   bool ece = (pkt->flags & DLCP_SIM_PKT_F_ECE) != 0;
   uint64_t ack = pkt->ack;
   if (ece) {
@@ -278,7 +280,7 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
 }
 
 static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
-  dlcp_sim_flow *flow = tx->flow;
+  dlcp_sim_flow *flow = &h->sim->flows[tx->flow];
   if (flow->finish_ps != DLCP_SIM_PS_NEVER || tx->snd_una >= tx->nseg) {
     return;
   }
@@ -301,7 +303,7 @@ static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
 static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
                      dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = rx->flow;
+  const dlcp_sim_flow *flow = &sim->flows[rx->flow];
   if (!pkt) {
     pkt = dlcp_sim_packet_new(sim);
     if (!pkt) {
@@ -342,7 +344,7 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
       return;
     }
     rx->role = ROLE_RX;
-    rx->flow = flow;
+    rx->flow = flow->id;
     rx->nseg = (flow->size_bytes + mss - 1) / mss;
     rx->got = sim->mem->calloc(rx->nseg, 1, sim->mem->user);
     if (!rx->got) {
@@ -413,6 +415,7 @@ static void dctcp_on_packet(void *state, dlcp_sim_packet *pkt,
     }
     break;
   case DLCP_SIM_PKT_CTRL:
+  case DLCP_SIM_PKT_NOTE:
     break;
   }
   dlcp_sim_packet_drop(sim, pkt);

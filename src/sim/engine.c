@@ -1,14 +1,14 @@
 /*
  * engine.c: the event queue and timers.
  *
- * The queue is two 4-ary min-heaps of 40-byte events ordered by (time,
- * insertion sequence), one for the network's frequent near-term events and
- * one for timers and other rare events (see engine.h), read as one queue.
+ * The queue is a calendar queue for the network's frequent near-term
+ * events and a 4-ary min-heap for timers and other rare events, both
+ * ordered by (time, insertion sequence) (see engine.h), read as one queue.
  * The sequence number makes ties deterministic: of two events at the same
  * picosecond, the one scheduled first runs first, so a run depends only on
- * its configuration and seed, never on heap layout.  Both push and pop are
- * O(log n); keeping the per-packet events in a heap of at most two per port
- * makes them O(log ports) and cache-resident.  Handlers that hit an
+ * its configuration and seed, never on heap layout.  The heap's push and
+ * pop are O(log n); the calendar's are O(1) plus a short sorted insert
+ * (a bucket holds 8 ns of events) and a bitmap scan to the next bucket.  Handlers that hit an
  * allocation failure record it in the engine rather than returning it
  * through every layer; the run loop stops at the next step and reports it.
  *
@@ -58,7 +58,13 @@ static int heap_init(const dlcp_mem *mem, dlcp_sim_event_heap *h) {
 int dlcp_sim_engine_init(dlcp_sim_engine *e, const dlcp_mem *mem) {
   memset(e, 0, sizeof(*e));
   e->mem = dlcp_sim_mem(mem);
-  if (heap_init(e->mem, &e->hot) != 0 || heap_init(e->mem, &e->cold) != 0) {
+  e->hot.head = e->mem->calloc(DLCP_SIM_CAL_BUCKETS, sizeof(*e->hot.head),
+                               e->mem->user);
+  e->hot.tail = e->mem->calloc(DLCP_SIM_CAL_BUCKETS, sizeof(*e->hot.tail),
+                               e->mem->user);
+  e->hot.bits = e->mem->calloc(DLCP_SIM_CAL_BUCKETS / 64,
+                               sizeof(*e->hot.bits), e->mem->user);
+  if (!e->hot.head || !e->hot.tail || !e->hot.bits || heap_init(e->mem, &e->cold) != 0) {
     dlcp_sim_engine_free(e);
     return DLCP_ERR_NOMEM;
   }
@@ -66,9 +72,14 @@ int dlcp_sim_engine_init(dlcp_sim_engine *e, const dlcp_mem *mem) {
 }
 
 void dlcp_sim_engine_free(dlcp_sim_engine *e) {
-  if (e->hot.ev) {
-    e->mem->free(e->hot.ev, e->mem->user);
+  dlcp_sim_calendar *c = &e->hot;
+  for (size_t i = 0; i < c->nchunks; i++) {
+    e->mem->free(c->chunks[i], e->mem->user);
   }
+  e->mem->free(c->chunks, e->mem->user);
+  e->mem->free(c->head, e->mem->user);
+  e->mem->free(c->tail, e->mem->user);
+  e->mem->free(c->bits, e->mem->user);
   if (e->cold.ev) {
     e->mem->free(e->cold.ev, e->mem->user);
   }
@@ -128,9 +139,98 @@ static void heap_push(dlcp_sim_engine *e, dlcp_sim_event_heap *h,
   e->len++;
 }
 
+/* Refills the calendar's node free list with a chunk of 1024 nodes. */
+static int cal_grow(dlcp_sim_engine *e) {
+  dlcp_sim_calendar *c = &e->hot;
+  if (c->nchunks == c->chunks_cap) {
+    size_t ncap = c->chunks_cap ? c->chunks_cap * 2 : 16;
+    void **n = e->mem->realloc(c->chunks, ncap * sizeof(*n), e->mem->user);
+    if (!n) {
+      return DLCP_ERR_NOMEM;
+    }
+    c->chunks = n;
+    c->chunks_cap = ncap;
+  }
+  const size_t per = 1024;
+  dlcp_sim_cal_node *nodes =
+      e->mem->malloc(per * sizeof(*nodes), e->mem->user);
+  if (!nodes) {
+    return DLCP_ERR_NOMEM;
+  }
+  c->chunks[c->nchunks++] = nodes;
+  for (size_t i = 0; i < per; i++) {
+    nodes[i].next = c->free_nodes;
+    c->free_nodes = &nodes[i];
+  }
+  return 0;
+}
+
 void dlcp_sim_engine_at(dlcp_sim_engine *e, dlcp_sim_ps time,
                         dlcp_sim_event_fn fn, void *obj, void *arg) {
-  heap_push(e, &e->hot, time, fn, obj, arg);
+  assert(time >= e->now);
+  /* Within one ring span of the current bucket's start, or the heap. */
+  dlcp_sim_ps base = e->now & ~(((dlcp_sim_ps)1 << DLCP_SIM_CAL_SHIFT) - 1);
+  if (time - base >= ((dlcp_sim_ps)DLCP_SIM_CAL_BUCKETS
+                      << DLCP_SIM_CAL_SHIFT)) {
+    heap_push(e, &e->cold, time, fn, obj, arg);
+    return;
+  }
+  dlcp_sim_calendar *c = &e->hot;
+  if (!c->free_nodes && cal_grow(e) != 0) {
+    dlcp_sim_engine_fail(e, DLCP_ERR_NOMEM);
+    return;
+  }
+  dlcp_sim_cal_node *n = c->free_nodes;
+  c->free_nodes = n->next;
+  n->ev.key = (__extension__(unsigned __int128)time << 64) | e->next_seq++;
+  n->ev.fn = fn;
+  n->ev.obj = obj;
+  n->ev.arg = arg;
+  uint32_t b = (uint32_t)(time >> DLCP_SIM_CAL_SHIFT) &
+               (DLCP_SIM_CAL_BUCKETS - 1);
+  /* Sorted insert.  The new event has the largest seq, so it goes after
+   * every event of the same time: usually at the tail. */
+  n->next = NULL;
+  if (!c->head[b]) {
+    c->head[b] = c->tail[b] = n;
+    c->bits[b >> 6] |= UINT64_C(1) << (b & 63);
+  } else if (c->tail[b]->ev.key < n->ev.key) {
+    c->tail[b]->next = n;
+    c->tail[b] = n;
+  } else {
+    dlcp_sim_cal_node **pp = &c->head[b];
+    while ((*pp)->ev.key < n->ev.key) {
+      pp = &(*pp)->next;
+    }
+    n->next = *pp;
+    *pp = n;
+  }
+  c->len++;
+  e->len++;
+}
+
+/* The calendar's earliest event (NULL if empty): the head of the first
+ * non-empty bucket at or after now's, cyclically. */
+static dlcp_sim_cal_node *cal_first(const dlcp_sim_engine *e, uint32_t *pb) {
+  const dlcp_sim_calendar *c = &e->hot;
+  if (c->len == 0) {
+    return NULL;
+  }
+  const uint32_t nwords = DLCP_SIM_CAL_BUCKETS / 64;
+  uint32_t b0 = (uint32_t)(e->now >> DLCP_SIM_CAL_SHIFT) &
+                (DLCP_SIM_CAL_BUCKETS - 1);
+  uint32_t w = b0 >> 6;
+  uint64_t word = c->bits[w] & (~UINT64_C(0) << (b0 & 63));
+  for (uint32_t i = 0; i <= nwords; i++) {
+    if (word) {
+      uint32_t b = (w << 6) | (uint32_t)__builtin_ctzll(word);
+      *pb = b;
+      return c->head[b];
+    }
+    w = (w + 1) & (nwords - 1);
+    word = c->bits[w];
+  }
+  return NULL;
 }
 
 void dlcp_sim_engine_at_cold(dlcp_sim_engine *e, dlcp_sim_ps time,
@@ -177,21 +277,12 @@ static dlcp_sim_event heap_pop(dlcp_sim_event_heap *h) {
   return top;
 }
 
-/* The heap whose head runs next, or NULL if both are empty. */
-static dlcp_sim_event_heap *next_heap(dlcp_sim_engine *e) {
-  if (e->hot.len == 0) {
-    return e->cold.len ? &e->cold : NULL;
-  }
-  if (e->cold.len == 0 || event_before(&e->hot.ev[0], &e->cold.ev[0])) {
-    return &e->hot;
-  }
-  return &e->cold;
-}
-
 dlcp_sim_ps dlcp_sim_engine_next_time(const dlcp_sim_engine *e) {
   dlcp_sim_ps t = DLCP_SIM_PS_NEVER;
-  if (e->hot.len) {
-    t = event_time(&e->hot.ev[0]);
+  uint32_t b;
+  const dlcp_sim_cal_node *n = cal_first(e, &b);
+  if (n) {
+    t = event_time(&n->ev);
   }
   if (e->cold.len && event_time(&e->cold.ev[0]) < t) {
     t = event_time(&e->cold.ev[0]);
@@ -203,18 +294,34 @@ int dlcp_sim_engine_step(dlcp_sim_engine *e, dlcp_sim_ps until) {
   if (e->error) {
     return e->error;
   }
-  dlcp_sim_event_heap *h = next_heap(e);
-  if (!h) {
+  uint32_t b = 0;
+  dlcp_sim_cal_node *n = cal_first(e, &b);
+  bool from_cal = n && (e->cold.len == 0 ||
+                        event_before(&n->ev, &e->cold.ev[0]));
+  if (!from_cal && e->cold.len == 0) {
     return 0;
   }
-  dlcp_sim_ps time = event_time(&h->ev[0]);
+  dlcp_sim_ps time = event_time(from_cal ? &n->ev : &e->cold.ev[0]);
   if (time > until) {
     if (until > e->now) {
       e->now = until;
     }
     return 0;
   }
-  dlcp_sim_event ev = heap_pop(h);
+  dlcp_sim_event ev;
+  if (from_cal) {
+    dlcp_sim_calendar *c = &e->hot;
+    ev = n->ev;
+    c->head[b] = n->next;
+    if (!n->next) {
+      c->bits[b >> 6] &= ~(UINT64_C(1) << (b & 63));
+    }
+    n->next = c->free_nodes;
+    c->free_nodes = n;
+    c->len--;
+  } else {
+    ev = heap_pop(&e->cold);
+  }
   e->len--;
   e->now = time;
   e->nevents++;

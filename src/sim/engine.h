@@ -37,17 +37,45 @@ typedef struct dlcp_sim_event_heap {
 } dlcp_sim_event_heap;
 
 /*
- * Two heaps, one order.  |hot| holds the network's events (a transmitter
- * finishing, the head of a pipe arriving): at most two per port, so it
- * stays small and cache-resident.  |cold| holds everything else (timers,
- * flow starts, link faults): possibly one per flow, mostly far in the
- * future.  Every event gets its sequence number from one counter and the
- * engine runs whichever head is earlier by (time, seq), so the order is
- * exactly that of a single queue.
+ * A calendar queue (Brown 1988) for the network's events: a ring of
+ * 2^DLCP_SIM_CAL_BITS buckets of 2^DLCP_SIM_CAL_SHIFT ps each, every
+ * bucket a list sorted by (time, seq), and a bitmap of the non-empty
+ * buckets.  It only takes events less than one ring span (about 33.5 us)
+ * past the start of the current bucket, so every bucket holds events of
+ * one lap and the first non-empty bucket from now holds the earliest.
+ */
+#define DLCP_SIM_CAL_BITS 14u
+#define DLCP_SIM_CAL_SHIFT 11u /* 2.048 ns per bucket */
+#define DLCP_SIM_CAL_BUCKETS (1u << DLCP_SIM_CAL_BITS)
+
+typedef struct dlcp_sim_cal_node {
+  dlcp_sim_event ev;
+  struct dlcp_sim_cal_node *next;
+} dlcp_sim_cal_node;
+
+typedef struct dlcp_sim_calendar {
+  dlcp_sim_cal_node **head; /* DLCP_SIM_CAL_BUCKETS lists */
+  dlcp_sim_cal_node **tail; /* last node of each list (valid if head) */
+  uint64_t *bits;           /* bit b set iff head[b] != NULL */
+  dlcp_sim_cal_node *free_nodes;
+  void **chunks; /* node chunks, freed at the end */
+  size_t nchunks, chunks_cap;
+  size_t len;
+} dlcp_sim_calendar;
+
+/*
+ * Two queues, one order.  |hot| holds the network's events (a transmitter
+ * finishing, the head of a pipe arriving): at most two per port, all
+ * within a link delay and a packet time of now, in a calendar queue
+ * (O(1) push and pop; an event too far ahead goes to |cold|).  |cold| is
+ * a 4-ary heap of everything else (timers, flow starts, link faults):
+ * possibly one per flow, mostly far in the future.  Every event gets its
+ * sequence number from one counter and the engine runs whichever head is
+ * earlier by (time, seq), so the order is exactly that of a single queue.
  */
 typedef struct dlcp_sim_engine {
   const dlcp_mem *mem;
-  dlcp_sim_event_heap hot;
+  dlcp_sim_calendar hot;
   dlcp_sim_event_heap cold;
   size_t len; /* pending events in both heaps */
   uint64_t next_seq;

@@ -118,6 +118,9 @@ static void tx_done(void *obj, void *arg, dlcp_sim_ps now) {
 }
 
 static void tx_start(dlcp_sim_port *port, dlcp_sim_ps now) {
+  if (port->paused) {
+    return;
+  }
   dlcp_sim_packet *pkt = dlcp_sim_port_dequeue(port);
   if (!pkt) {
     return;
@@ -131,6 +134,16 @@ static void tx_start(dlcp_sim_port *port, dlcp_sim_ps now) {
     ser += bytes * port->ser_r / port->rate_bps;
   }
   dlcp_sim_engine_at(port->net->engine, now + ser, tx_done, port, pkt);
+}
+
+void dlcp_sim_port_pause(dlcp_sim_port *port, bool pause, dlcp_sim_ps now) {
+  if (pause) {
+    port->paused++;
+    return;
+  }
+  if (port->paused > 0 && --port->paused == 0 && !port->busy && port->up) {
+    tx_start(port, now);
+  }
 }
 
 void dlcp_sim_port_flush(dlcp_sim_port *port) {

@@ -190,6 +190,8 @@ static int mlt_init(dlcp_sim *sim) {
     return DLCP_ERR_CONFIG;
   }
 
+  /* Collective jobs add flows as they run, up to coll_max_flow bytes. */
+  m->max_flow = sim->coll_max_flow;
   for (uint32_t i = 0; i < sim->nflows; i++) {
     if (sim->flows[i].size_bytes > m->max_flow) {
       m->max_flow = sim->flows[i].size_bytes;
@@ -462,12 +464,22 @@ static void complete(mlt_peer *p, const dlcp_mlt_completion *c,
   dlcp_sim_flow *f = &sim->flows[c->user_data];
   if (c->status != 0) {
     f->status = c->status;
+    if (f->xfer != DLCP_SIM_NONE) {
+      dlcp_sim_coll_flow_failed(sim, f, c->is_send, c->status, now);
+    }
     return;
   }
   if (c->is_send) {
     dlcp_sim_flow_finished(sim, f, now);
   } else {
     f->delivered_bytes = c->delivered_bytes;
+    if (f->xfer != DLCP_SIM_NONE) {
+      /* The collective's receive zero-fills and reports these. */
+      for (size_t i = 0; i < c->nmissing; i++) {
+        dlcp_sim_coll_flow_hole(sim, f, c->missing[i].offset,
+                                c->missing[i].len);
+      }
+    }
     dlcp_sim_flow_delivered(sim, f, now);
   }
 }
@@ -542,7 +554,8 @@ static int mlt_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
   dlcp_mlt_recv r = {.tensor = flow->id,
                      .buf = m->sink,
                      .len = flow->size_bytes,
-                     .loss_bound = mc->loss_bound,
+                     .loss_bound = flow->loss_bound >= 0.0 ? flow->loss_bound
+                                                           : mc->loss_bound,
                      .user_data = flow->id};
   int rv = dlcp_mlt_post_recv(rx->conn, &r, now_ns);
   if (rv != 0) {
@@ -599,6 +612,8 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     service(p, now);
     break;
   }
+  case DLCP_SIM_PKT_NOTE:
+    break;
   case DLCP_SIM_PKT_CTRL:
     if ((pkt->flags & DLCP_SIM_PKT_F_MSG_END) && pkt->msg < m->nmsgs &&
         m->msgs[pkt->msg].bytes) {

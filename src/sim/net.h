@@ -90,6 +90,7 @@ typedef struct dlcp_sim_port {
   const dlcp_sim_port_config *cfg;
   bool up;
   bool busy;          /* a packet is being serialized */
+  uint8_t paused;     /* > 0: the transmitter starts nothing (PAUSE) */
   uint8_t nonempty;   /* bit q set iff queue q holds a packet waiting */
   uint64_t ser_r;
   uint64_t rate_bps;  /* > 0 */
@@ -217,6 +218,12 @@ void dlcp_sim_port_release(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
  * Takes ownership of |pkt|. */
 void dlcp_sim_port_send(dlcp_sim_port *port, dlcp_sim_packet *pkt,
                         dlcp_sim_ps now);
+
+/* Pauses (|pause|) or resumes |port|'s transmitter: a paused port
+ * finishes the packet it is serializing and then sends nothing until every
+ * pause was resumed (pauses nest).  Queued packets wait; arrivals are
+ * still queued (and dropped if the buffer is full). */
+void dlcp_sim_port_pause(dlcp_sim_port *port, bool pause, dlcp_sim_ps now);
 
 /* Drops every packet waiting in |port| (the link went down). */
 void dlcp_sim_port_flush(dlcp_sim_port *port);

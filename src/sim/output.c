@@ -7,7 +7,9 @@
  * unfinished flows last), links.csv (per directed link: bytes, utilisation
  * over the run, drop/mark/trim counters, queue high-water mark),
  * queues.csv (per port queue that saw traffic), iterations.csv (PS jobs:
- * per-iteration start, end and duration) and summary.json.  Times are in
+ * per-iteration start, end and duration), collectives.csv (collective
+ * jobs: per job and iteration, start, end, duration and the slowest
+ * rank's all-reduce) and summary.json.  Times are in
  * microseconds with six decimals, i.e. exact to the picosecond.
  */
 #include <errno.h>
@@ -67,6 +69,8 @@ static const char *group_name(dlcp_sim_flow_group g) {
     return "ps_push";
   case DLCP_SIM_GROUP_PS_PULL:
     return "ps_pull";
+  case DLCP_SIM_GROUP_COLL:
+    return "collective";
   }
   return "?";
 }
@@ -233,6 +237,74 @@ static void write_iterations_csv(const dlcp_sim *sim, FILE *f) {
   }
 }
 
+static const char *algo_name(dlcp_algo a) {
+  switch (a) {
+  case DLCP_ALGO_AUTO:
+    return "auto";
+  case DLCP_ALGO_RING:
+    return "ring";
+  case DLCP_ALGO_RING_BYPASS:
+    return "ring_bypass";
+  case DLCP_ALGO_PS:
+    return "ps";
+  case DLCP_ALGO_HALVING_DOUBLING:
+    return "hd";
+  case DLCP_ALGO_RAT:
+    return "rat";
+  }
+  return "?";
+}
+
+static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
+  fprintf(f, "job,algo,ranks,bytes,iteration,start_us,end_us,duration_us,"
+             "collective_us\n");
+  for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    for (uint32_t i = 0; i < r.iterations; i++) {
+      const dlcp_sim_coll_iter *it = &r.iter[i];
+      fprintf(f, "%u,%s,%u,%llu,%u,", j, algo_name(r.algo), r.ranks,
+              (unsigned long long)r.bytes, i);
+      if (it->ranks_done < r.ranks) {
+        fprintf(f, ",,,\n");
+        continue;
+      }
+      fprintf(f, "%.6f,%.6f,%.6f,%.6f\n", ps_us(it->start_ps),
+              ps_us(it->end_ps), ps_us(it->duration_ps), ps_us(it->coll_ps));
+    }
+  }
+}
+
+static void json_colls(const dlcp_sim *sim, FILE *f) {
+  fprintf(f, "  \"collectives\": [");
+  for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    fprintf(f, "%s\n    {\"job\": %u, \"algo\": \"%s\", \"ranks\": %u, "
+               "\"bytes\": %llu, \"scale\": %u, \"done\": %s, "
+               "\"status\": %d, \"failed_rank\": %d, "
+               "\"verify_errors\": %llu, \"min_delivered\": %.6f, "
+               "\"bypasses\": %u, \"iterations\": [",
+            j ? "," : "", j, algo_name(r.algo), r.ranks,
+            (unsigned long long)r.bytes, r.scale, r.done ? "true" : "false",
+            r.status, r.failed_rank, (unsigned long long)r.verify_errors,
+            r.min_delivered, r.bypasses);
+    for (uint32_t i = 0; i < r.iterations; i++) {
+      const dlcp_sim_coll_iter *it = &r.iter[i];
+      if (it->ranks_done < r.ranks) {
+        fprintf(f, "%snull", i ? ", " : "");
+      } else {
+        fprintf(f, "%s{\"duration_us\": %.6f, \"collective_us\": %.6f}",
+                i ? ", " : "", ps_us(it->duration_ps), ps_us(it->coll_ps));
+      }
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "%s],\n", dlcp_sim_coll_jobs(sim) ? "\n  " : "");
+  fprintf(f, "  \"pauses\": %llu,\n",
+          (unsigned long long)dlcp_sim_coll_pauses(sim));
+}
+
 typedef struct net_totals {
   uint64_t marks, drops_selective, drops_buffer, drops_loss, drops_down,
       trims, noroute, retransmits, timeouts, tx_bytes;
@@ -309,9 +381,9 @@ static void json_fct(FILE *f, const char *name, const dlcp_sim_fct_stats *s,
 static void write_summary_json(const dlcp_sim *sim, FILE *f) {
   const dlcp_sim_net *net = &sim->net;
   net_totals t = totals(sim);
-  dlcp_sim_fct_stats all, g[4];
+  dlcp_sim_fct_stats all, g[DLCP_SIM_NGROUPS];
   dlcp_sim_fct_stats_get(sim, -1, &all);
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < (int)DLCP_SIM_NGROUPS; i++) {
     dlcp_sim_fct_stats_get(sim, i, &g[i]);
   }
   fprintf(f, "{\n");
@@ -332,7 +404,8 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
   json_fct(f, "explicit", &g[0], false);
   json_fct(f, "incast", &g[1], false);
   json_fct(f, "ps_push", &g[2], false);
-  json_fct(f, "ps_pull", &g[3], true);
+  json_fct(f, "ps_pull", &g[3], false);
+  json_fct(f, "collective", &g[4], true);
   fprintf(f, "  },\n");
   fprintf(f, "  \"iterations\": [");
   for (uint32_t it = 0; it < sim->ps_iterations; it++) {
@@ -346,6 +419,7 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
     }
   }
   fprintf(f, "],\n");
+  json_colls(sim, f);
   delivery d = delivery_of(sim);
   fprintf(f, "  \"delivery\": {\"partial_flows\": %u, \"failed_flows\": %u, "
              "\"min_fraction\": %.6f},\n",
@@ -403,9 +477,13 @@ int dlcp_sim_write_outputs(const dlcp_sim *sim, const char *dir, char *err,
                {"links.csv", write_links_csv},
                {"queues.csv", write_queues_csv},
                {"iterations.csv", write_iterations_csv},
+               {"collectives.csv", write_collectives_csv},
                {"summary.json", write_summary_json}};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     if (files[i].fn == write_iterations_csv && sim->ps_iterations == 0) {
+      continue;
+    }
+    if (files[i].fn == write_collectives_csv && !dlcp_sim_coll_jobs(sim)) {
       continue;
     }
     int rv = write_file(sim, dir, files[i].name, files[i].fn, err, errlen);
@@ -453,6 +531,43 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
     } else {
       fprintf(f, "iteration  %u: incomplete\n", it);
     }
+  }
+  for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    fprintf(f, "collective %u: %s all-reduce, %u ranks, %.3f MB", j,
+            algo_name(r.algo), r.ranks, (double)r.bytes / 1e6);
+    if (r.scale > 1) {
+      fprintf(f, " (buffers 1/%u)", r.scale);
+    }
+    if (r.status != 0) {
+      fprintf(f, ", FAILED: %s (rank %d)", dlcp_strerror(r.status),
+              r.failed_rank);
+    } else if (r.verify_errors) {
+      fprintf(f, ", %llu WRONG elements",
+              (unsigned long long)r.verify_errors);
+    } else if (r.min_delivered < 1.0) {
+      fprintf(f, ", lowest delivered %.4f", r.min_delivered);
+    } else {
+      fprintf(f, ", exact");
+    }
+    if (r.bypasses) {
+      fprintf(f, ", %u bypasses", r.bypasses);
+    }
+    fprintf(f, "\n");
+    for (uint32_t i = 0; i < r.iterations; i++) {
+      const dlcp_sim_coll_iter *it = &r.iter[i];
+      if (it->ranks_done < r.ranks) {
+        fprintf(f, "iteration  %u: incomplete\n", i);
+      } else {
+        fprintf(f, "iteration  %u: %.1f us (slowest all-reduce %.1f us)\n",
+                i, ps_us(it->duration_ps), ps_us(it->coll_ps));
+      }
+    }
+  }
+  if (dlcp_sim_coll_pauses(sim)) {
+    fprintf(f, "pauses     %llu NIC pauses\n",
+            (unsigned long long)dlcp_sim_coll_pauses(sim));
   }
   fprintf(f, "network    %.3f GB sent, %llu ECN marks, drops: %llu buffer, "
              "%llu selective, %llu loss, %llu link-down, %llu no-route; "

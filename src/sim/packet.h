@@ -36,7 +36,9 @@ typedef enum dlcp_sim_lb {
 typedef enum dlcp_sim_pkt_kind {
   DLCP_SIM_PKT_DATA = 0,
   DLCP_SIM_PKT_ACK = 1,
-  DLCP_SIM_PKT_CTRL = 2
+  DLCP_SIM_PKT_CTRL = 2,
+  /* A collective's NOTE (collective.c): lossless, queue 0, to the host */
+  DLCP_SIM_PKT_NOTE = 3
 } dlcp_sim_pkt_kind;
 
 /* Room for a driver's encoded header (MLT DATA: 44 bytes, ACK: 32). */

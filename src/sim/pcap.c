@@ -109,7 +109,9 @@ static size_t synthesise(const dlcp_sim_packet *pkt, uint32_t mss,
   mac(eth + 6, pkt->src);
   put16(eth + 12, 0x0800);
 
-  bool mlt_datagram = pkt->hdr_len > 0 && pkt->kind != DLCP_SIM_PKT_CTRL;
+  /* Control messages and collective notes ride TCP. */
+  bool ctrl = pkt->kind == DLCP_SIM_PKT_CTRL || pkt->kind == DLCP_SIM_PKT_NOTE;
+  bool mlt_datagram = pkt->hdr_len > 0 && !ctrl;
   bool udp = mlt_datagram;
   uint32_t prio = pkt->prio < 7 ? pkt->prio : 7;
   ip[0] = 0x45;
@@ -137,7 +139,7 @@ static size_t synthesise(const dlcp_sim_packet *pkt, uint32_t mss,
   uint8_t flags = 0x10; /* ACK */
   uint32_t sport, dport;
   uint64_t seq = 0, ack = 0;
-  if (pkt->kind == DLCP_SIM_PKT_CTRL) {
+  if (ctrl) {
     sport = dport = PCAP_MLT_CTRL_PORT;
     flags |= 0x08; /* PSH */
   } else {
@@ -163,7 +165,7 @@ static size_t synthesise(const dlcp_sim_packet *pkt, uint32_t mss,
   put16(l4 + 16, 0);
   put16(l4 + 18, 0);
   len += 20;
-  if (pkt->kind == DLCP_SIM_PKT_CTRL && pkt->hdr_len) {
+  if (ctrl && pkt->hdr_len) {
     memcpy(l4 + 20, pkt->hdr, pkt->hdr_len);
     len += pkt->hdr_len;
   }

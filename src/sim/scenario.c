@@ -1144,8 +1144,64 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   return 0;
 }
 
+static int collective_item(scn *s, const ynode *n, const char *path) {
+  static const char *const keys[] = {
+      "algo",        "bytes",    "ranks", "iterations", "compute_time",
+      "start",       "priority", "loss_bound", "chunk", "scale", NULL};
+  int rv = check_keys(s, n, path, keys);
+  if (rv != 0) {
+    return rv;
+  }
+  dlcp_sim_config *c = s->cfg;
+  dlcp_sim_coll_spec *arr = realloc(c->colls, (c->ncolls + 1) * sizeof(*arr));
+  if (!arr) {
+    return DLCP_ERR_NOMEM;
+  }
+  c->colls = arr;
+  dlcp_sim_coll_spec *cs = &arr[c->ncolls++];
+  memset(cs, 0, sizeof(*cs));
+  cs->algo = DLCP_ALGO_RING;
+  cs->iterations = 1;
+  where(cs->where, n);
+  set_field(cs->field, path);
+  char field[256];
+  if (!map_get(n, "bytes")) {
+    join(field, sizeof(field), path, "bytes");
+    return fail(s, n, field, "expected this field to be present");
+  }
+  static const char *const algos[] = {"auto", "ring", "ring_bypass", "ps",
+                                      "hd",   "rat",  NULL};
+  static const dlcp_algo algo_of[] = {
+      DLCP_ALGO_AUTO, DLCP_ALGO_RING, DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
+      DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT};
+  int algo = 1;
+  if ((rv = get_enum(s, n, path, "algo", algos, &algo)) ||
+      (rv = get_size(s, n, path, "bytes", &cs->bytes, 4, 1ull << 40)) ||
+      (rv = get_u32(s, n, path, "iterations", &cs->iterations, 1, 10000)) ||
+      (rv = get_time(s, n, path, "compute_time", &cs->compute_ps)) ||
+      (rv = get_time(s, n, path, "start", &cs->start_ps)) ||
+      (rv = get_u32(s, n, path, "priority", &cs->prio, 0,
+                    DLCP_SIM_MAX_QUEUES - 1)) ||
+      (rv = get_double(s, n, path, "loss_bound", &cs->loss_bound, 0.0,
+                       0.99)) ||
+      (rv = get_size(s, n, path, "chunk", &cs->chunk_bytes, 4,
+                     1ull << 40)) ||
+      (rv = get_u32(s, n, path, "scale", &cs->scale, 1, 1u << 30))) {
+    return rv;
+  }
+  cs->algo = algo_of[algo];
+  /* ranks: all (the default) or a count. */
+  const ynode *r = map_get(n, "ranks");
+  if (r && !(r->kind == Y_SCALAR && strcmp(r->str, "all") == 0) &&
+      (rv = get_u32(s, n, path, "ranks", &cs->ranks, 1, 4096))) {
+    return rv;
+  }
+  return 0;
+}
+
 static int section_workload(scn *s, const ynode *n) {
-  static const char *const keys[] = {"flows", "incast", "ps", NULL};
+  static const char *const keys[] = {"flows", "incast", "ps", "collective",
+                                     NULL};
   int rv = check_keys(s, n, "workload", keys);
   const ynode *v;
   if (rv == 0 && (v = map_get(n, "flows"))) {
@@ -1157,17 +1213,72 @@ static int section_workload(scn *s, const ynode *n) {
   if (rv == 0 && (v = map_get(n, "ps"))) {
     rv = for_each_map(s, v, "workload.ps", ps_item);
   }
+  if (rv == 0 && (v = map_get(n, "collective"))) {
+    rv = for_each_map(s, v, "workload.collective", collective_item);
+  }
   return rv;
 }
 
-static int fault_item(scn *s, const ynode *n, const char *path) {
-  static const char *const keys[] = {"link", "loss", "down_at", "up_at",
+/* faults[i].pause: {ranks: k, every: d, duration: t, start: T}. */
+static int pause_item(scn *s, const ynode *n, const char *path) {
+  static const char *const keys[] = {"ranks", "every", "duration", "start",
                                      NULL};
   int rv = check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
   }
   char field[256];
+  static const char *const required[] = {"ranks", "every", NULL};
+  for (const char *const *r = required; *r; r++) {
+    if (!map_get(n, *r)) {
+      join(field, sizeof(field), path, *r);
+      return fail(s, n, field, "expected this field to be present");
+    }
+  }
+  uint32_t k = 0;
+  dlcp_sim_ps every = 0, duration = 0, start = 0;
+  if ((rv = get_u32(s, n, path, "ranks", &k, 1, 1u << 20)) ||
+      (rv = get_time(s, n, path, "every", &every)) ||
+      (rv = get_time(s, n, path, "duration", &duration)) ||
+      (rv = get_time(s, n, path, "start", &start))) {
+    return rv;
+  }
+  if (every == 0) {
+    join(field, sizeof(field), path, "every");
+    return fail(s, map_get(n, "every"), field, "expected > 0");
+  }
+  rv = dlcp_sim_config_add_fault(s->cfg, DLCP_SIM_FAULT_PAUSE, "", "", 0.0,
+                                 start);
+  if (rv == 0) {
+    dlcp_sim_fault_spec *f = &s->cfg->faults[s->cfg->nfaults - 1];
+    f->pause_ranks = k;
+    f->every_ps = every;
+    f->pause_ps = duration ? duration : every;
+    where(f->where, n);
+    /* path is "faults[i].pause": the fault's own path is its prefix. */
+    snprintf(f->field, sizeof(f->field), "%.*s",
+             (int)(strlen(path) - strlen(".pause")), path);
+  }
+  return rv;
+}
+
+static int fault_item(scn *s, const ynode *n, const char *path) {
+  static const char *const keys[] = {"link", "loss", "down_at", "up_at",
+                                     "pause", NULL};
+  int rv = check_keys(s, n, path, keys);
+  if (rv != 0) {
+    return rv;
+  }
+  char field[256];
+  const ynode *pause = map_get(n, "pause");
+  if (pause) {
+    join(field, sizeof(field), path, "pause");
+    if (n->n != 1 || pause->kind != Y_MAP) {
+      return fail(s, pause, field, "expected {ranks, every, duration, "
+                  "start} and no other field beside it");
+    }
+    return pause_item(s, pause, field);
+  }
   join(field, sizeof(field), path, "link");
   const ynode *l = map_get(n, "link");
   char a[DLCP_SIM_NAME_MAX] = "", b[DLCP_SIM_NAME_MAX] = "";
@@ -1303,7 +1414,7 @@ static int interpret(scn *s, const ynode *root, char *out_dir,
     return rv;
   }
   if ((v = map_get(root, "faults"))) {
-    if (v->kind != Y_SEQ) {
+    if (v->kind != Y_SEQ && v->kind != Y_MAP) {
       return fail(s, v, "faults", "expected a list of faults");
     }
     if ((rv = for_each_map(s, v, "faults", fault_item))) {

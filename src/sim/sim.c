@@ -77,6 +77,7 @@ void dlcp_sim_config_free(dlcp_sim_config *cfg) {
   }
   free(cfg->incasts);
   free(cfg->ps);
+  free(cfg->colls);
   free(cfg->faults);
   free(cfg->pcaps);
   cfg->pcaps = NULL;
@@ -86,9 +87,10 @@ void dlcp_sim_config_free(dlcp_sim_config *cfg) {
   cfg->flows = NULL;
   cfg->incasts = NULL;
   cfg->ps = NULL;
+  cfg->colls = NULL;
   cfg->faults = NULL;
   cfg->topo.nnodes = cfg->topo.nlinks = 0;
-  cfg->nflows = cfg->nincasts = cfg->nps = cfg->nfaults = 0;
+  cfg->nflows = cfg->nincasts = cfg->nps = cfg->ncolls = cfg->nfaults = 0;
 }
 
 int dlcp_sim_config_add_flow(dlcp_sim_config *cfg, const char *src,
@@ -168,6 +170,10 @@ void dlcp_sim_conn_timer_init(dlcp_sim_conn_timer *ct, dlcp_sim *sim,
 static void host_rx(void *ctx, uint32_t host, dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = ctx;
+  if (pkt->kind == DLCP_SIM_PKT_NOTE) {
+    dlcp_sim_coll_on_note(sim, host, pkt, now);
+    return;
+  }
   /* The transport validates the packet: MLT's control and ACK packets do
    * not name a flow. */
   sim->ops->on_packet(sim->host_state[host], pkt, now);
@@ -183,6 +189,11 @@ static void flow_start_event(void *obj, void *arg, dlcp_sim_ps now) {
   }
 }
 
+void dlcp_sim_flow_start_now(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now) {
+  sim->flows[id].release_ps = now;
+  flow_start_event(sim, (void *)(uintptr_t)id, now);
+}
+
 static void schedule_flow(dlcp_sim *sim, uint32_t id, dlcp_sim_ps at) {
   sim->flows[id].release_ps = at;
   dlcp_sim_engine_at_cold(&sim->engine, at, flow_start_event, sim,
@@ -191,9 +202,11 @@ static void schedule_flow(dlcp_sim *sim, uint32_t id, dlcp_sim_ps at) {
 
 void dlcp_sim_flow_delivered(dlcp_sim *sim, dlcp_sim_flow *flow,
                              dlcp_sim_ps now) {
-  (void)sim;
   if (flow->rx_done_ps == DLCP_SIM_PS_NEVER) {
     flow->rx_done_ps = now;
+    if (flow->xfer != DLCP_SIM_NONE) {
+      dlcp_sim_coll_flow_delivered(sim, flow, now);
+    }
   }
 }
 
@@ -205,6 +218,9 @@ void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
   flow->finish_ps = now;
   sim->flows_done++;
   sim->last_finish_ps = now;
+  if (flow->xfer != DLCP_SIM_NONE) {
+    dlcp_sim_coll_flow_finished(sim, flow, now);
+  }
   if (flow->barrier == DLCP_SIM_NONE) {
     return;
   }
@@ -221,6 +237,9 @@ static int schedule_faults(dlcp_sim *sim, char *err, size_t errlen) {
   dlcp_sim_net *net = &sim->net;
   for (uint32_t i = 0; i < sim->cfg.nfaults; i++) {
     const dlcp_sim_fault_spec *f = &sim->cfg.faults[i];
+    if (f->kind == DLCP_SIM_FAULT_PAUSE) {
+      continue; /* after the workload: it pauses the collective's ranks */
+    }
     if (f->kind == DLCP_SIM_FAULT_LOSS && strcmp(f->a, "*") == 0) {
       for (uint32_t p = 0; p < net->nports; p++) {
         net->ports[p].loss = f->loss;
@@ -246,6 +265,8 @@ static int schedule_faults(dlcp_sim *sim, char *err, size_t errlen) {
     case DLCP_SIM_FAULT_UP:
       dlcp_sim_net_schedule_link(net, port, f->kind == DLCP_SIM_FAULT_UP,
                                  f->at_ps);
+      break;
+    case DLCP_SIM_FAULT_PAUSE:
       break;
     }
   }
@@ -384,6 +405,10 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   if (rv != 0) {
     goto fail;
   }
+  rv = dlcp_sim_coll_schedule_pauses(sim, err, errlen);
+  if (rv != 0) {
+    goto fail;
+  }
   if (sim->ops->init) {
     rv = sim->ops->init(sim);
     if (rv != 0) {
@@ -399,6 +424,7 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   sim->cfg.flows = NULL;
   sim->cfg.incasts = NULL;
   sim->cfg.ps = NULL;
+  sim->cfg.colls = NULL;
   sim->cfg.faults = NULL;
   sim->cfg.topo.nodes = NULL;
   sim->cfg.topo.links = NULL;
@@ -409,6 +435,7 @@ fail:
   sim->cfg.flows = NULL;
   sim->cfg.incasts = NULL;
   sim->cfg.ps = NULL;
+  sim->cfg.colls = NULL;
   sim->cfg.faults = NULL;
   sim->cfg.topo.nodes = NULL;
   sim->cfg.topo.links = NULL;
@@ -441,6 +468,7 @@ void dlcp_sim_del(dlcp_sim *sim) {
   if (sim->ops->fini) {
     sim->ops->fini(sim);
   }
+  dlcp_sim_coll_free(sim);
   mem->free(sim->flows, mem->user);
   mem->free(sim->barriers, mem->user);
   mem->free(sim->release, mem->user);
@@ -453,7 +481,7 @@ void dlcp_sim_del(dlcp_sim *sim) {
 int dlcp_sim_run(dlcp_sim *sim, dlcp_sim_ps until) {
   dlcp_sim_ps limit = until < sim->cfg.stop_ps ? until : sim->cfg.stop_ps;
   for (;;) {
-    if (sim->nflows > 0 && sim->flows_done == sim->nflows) {
+    if (dlcp_sim_finished(sim)) {
       return 1;
     }
     int rv = dlcp_sim_engine_step(&sim->engine, limit);
@@ -471,8 +499,13 @@ int dlcp_sim_run(dlcp_sim *sim, dlcp_sim_ps until) {
   }
 }
 
+bool dlcp_sim_finished(const dlcp_sim *sim) {
+  return sim->busy == 0 && sim->flows_done == sim->nflows &&
+         (sim->nflows > 0 || sim->colls != NULL);
+}
+
 dlcp_sim_ps dlcp_sim_end_time(const dlcp_sim *sim) {
-  if (sim->nflows > 0 && sim->flows_done == sim->nflows) {
+  if (dlcp_sim_finished(sim)) {
     return sim->last_finish_ps;
   }
   return sim->engine.now;

@@ -203,10 +203,40 @@ typedef struct dlcp_sim_ps_spec {
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_ps_spec;
 
+/*
+ * A collective training job (collective.c): every participating host runs
+ * one src/coll all-reduce per iteration through the scenario's transport,
+ * after |compute_ps| of computation.  Ranks are spread evenly over the
+ * racks and numbered rack by rack (so a ring crosses each rack boundary
+ * once); RAT gets the racks (and fat-tree pods) as topology labels.  The
+ * state machines reduce real float32 buffers of |bytes| / |scale| bytes
+ * per rank, and every transfer they ask for goes on the wire |scale| times
+ * larger (see docs/simulator.md, "Collective workloads").
+ */
+typedef struct dlcp_sim_coll_spec {
+  dlcp_algo algo;       /* RING, RING_BYPASS, PS, HALVING_DOUBLING, RAT */
+  uint64_t bytes;       /* the all-reduced vector, per rank */
+  uint32_t ranks;       /* participating hosts; 0 = every host */
+  uint32_t iterations;  /* >= 1 */
+  dlcp_sim_ps compute_ps; /* before each iteration's all-reduce */
+  dlcp_sim_ps start_ps;
+  double loss_bound;    /* the operation's end-to-end p, [0, 1) */
+  uint32_t prio;        /* switch queue of the data */
+  uint64_t chunk_bytes; /* pipelining segment on the wire; 0 = src/coll's */
+  uint32_t scale;       /* wire bytes per buffer byte; 0 = automatic */
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX];
+} dlcp_sim_coll_spec;
+
 typedef enum dlcp_sim_fault_kind {
   DLCP_SIM_FAULT_LOSS = 0, /* random loss on a link, whole run */
   DLCP_SIM_FAULT_DOWN = 1, /* link down at |at_ps| */
-  DLCP_SIM_FAULT_UP = 2    /* link back up at |at_ps| */
+  DLCP_SIM_FAULT_UP = 2,   /* link back up at |at_ps| */
+  /* From |at_ps| on, every |every_ps| choose |pause_ranks| hosts at random
+   * (the collective's ranks, or all hosts without a collective job) and
+   * stop their NICs from sending for |pause_ps| (the RAT seed's failure
+   * set-up: "k nodes paused, re-chosen every d"). */
+  DLCP_SIM_FAULT_PAUSE = 3
 } dlcp_sim_fault_kind;
 
 typedef struct dlcp_sim_fault_spec {
@@ -216,6 +246,9 @@ typedef struct dlcp_sim_fault_spec {
   char b[DLCP_SIM_NAME_MAX];
   double loss;
   dlcp_sim_ps at_ps;
+  uint32_t pause_ranks;  /* PAUSE: hosts paused at a time */
+  dlcp_sim_ps pause_ps;  /* PAUSE: how long each pause lasts */
+  dlcp_sim_ps every_ps;  /* PAUSE: period of re-choosing */
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_fault_spec;
@@ -240,6 +273,8 @@ typedef struct dlcp_sim_config {
   uint32_t nincasts;
   dlcp_sim_ps_spec *ps;
   uint32_t nps;
+  dlcp_sim_coll_spec *colls;
+  uint32_t ncolls;
   dlcp_sim_fault_spec *faults;
   uint32_t nfaults;
   dlcp_sim_ps stop_ps; /* simulated-time limit; default 10 s */
@@ -268,8 +303,10 @@ typedef enum dlcp_sim_flow_group {
   DLCP_SIM_GROUP_EXPLICIT = 0,
   DLCP_SIM_GROUP_INCAST = 1,
   DLCP_SIM_GROUP_PS_PUSH = 2,
-  DLCP_SIM_GROUP_PS_PULL = 3
+  DLCP_SIM_GROUP_PS_PULL = 3,
+  DLCP_SIM_GROUP_COLL = 4 /* a transfer of a collective job */
 } dlcp_sim_flow_group;
+#define DLCP_SIM_NGROUPS 5u
 
 /*
  * A flow and its record.  FCT = finish_ps - start_ps, where start_ps is
@@ -294,6 +331,8 @@ typedef struct dlcp_sim_flow {
   dlcp_sim_ps finish_ps;  /* NEVER until finished */
   dlcp_sim_ps rx_done_ps; /* receiver held every byte; NEVER until then */
   uint32_t barrier;       /* barrier notified on finish, or DLCP_SIM_NONE */
+  uint32_t xfer;          /* collective transfer carried, or DLCP_SIM_NONE */
+  double loss_bound;      /* MLT receiver's p; < 0: transport.loss_bound */
   /* Transport statistics. */
   uint64_t bytes_acked;
   uint64_t pkts_sent;
@@ -371,6 +410,13 @@ struct dlcp_sim {
   uint32_t flows_done;
   dlcp_sim_ps last_finish_ps;
   uint32_t ps_iterations; /* iterations of the PS workload, 0 if none */
+  /* Collective jobs (collective.c), NULL if none; |busy| counts jobs
+   * (and other work) not finished yet: the run is not over before it is
+   * 0.  |coll_max_flow| is the largest transfer a job can put on the
+   * wire (MLT sizes its payload sink by it). */
+  struct dlcp_sim_colls *colls;
+  uint32_t busy;
+  uint64_t coll_max_flow;
   /* Captured cables (pcap.c): one open file each, after
    * dlcp_sim_pcap_open. */
   struct dlcp_sim_pcap *pcaps;
@@ -416,6 +462,73 @@ void dlcp_sim_flow_delivered(dlcp_sim *sim, dlcp_sim_flow *flow,
  * whatever waited for it. */
 void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
                             dlcp_sim_ps now);
+
+/* True when the run has nothing left to do: every flow finished and no
+ * collective job is still running. */
+bool dlcp_sim_finished(const dlcp_sim *sim);
+
+/* Appends a flow to the table (workload.c) and returns its id, or
+ * DLCP_SIM_NONE if memory ran out.  The table may move: callers must not
+ * hold flow pointers across this call. */
+uint32_t dlcp_sim_flow_add(dlcp_sim *sim, uint32_t src, uint32_t dst,
+                           uint64_t size, dlcp_sim_ps release, uint32_t prio,
+                           dlcp_sim_flow_group group);
+/* Starts flow |id| now (its sender's transport gets it). */
+void dlcp_sim_flow_start_now(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now);
+
+/*
+ * Collective jobs and pauses (collective.c).  build expands cfg.colls
+ * after the other workloads; pauses schedules cfg's PAUSE faults.  The
+ * transports report what happens to a collective's flows (flow->xfer !=
+ * DLCP_SIM_NONE) through the flow hooks in sim.c, which call these; none
+ * of them adds flows, so a transport's flow pointers stay valid.
+ */
+int dlcp_sim_coll_build(dlcp_sim *sim, char *err, size_t errlen);
+int dlcp_sim_coll_schedule_pauses(dlcp_sim *sim, char *err, size_t errlen);
+void dlcp_sim_coll_free(dlcp_sim *sim);
+/* The receiver of |flow| lost bytes [off, off + len) (MLT, p > 0). */
+void dlcp_sim_coll_flow_hole(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                             uint64_t off, uint64_t len);
+void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                                  dlcp_sim_ps now);
+void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                                 dlcp_sim_ps now);
+/* The transport gave up on |flow| (|is_send|: the sender's side). */
+void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                               bool is_send, int status, dlcp_sim_ps now);
+/* A NOTE packet reached |host|; takes ownership of |pkt|. */
+void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host,
+                           dlcp_sim_packet *pkt, dlcp_sim_ps now);
+
+/* Per-job, per-iteration results of collective jobs, for reports. */
+typedef struct dlcp_sim_coll_iter {
+  dlcp_sim_ps start_ps; /* earliest rank starts computing */
+  dlcp_sim_ps end_ps;   /* last rank's all-reduce is DONE; NEVER if not */
+  dlcp_sim_ps duration_ps; /* end - previous iteration's end (or start) */
+  dlcp_sim_ps coll_ps;  /* slowest rank's all-reduce (DONE - its post) */
+  uint32_t ranks_done;
+} dlcp_sim_coll_iter;
+
+typedef struct dlcp_sim_coll_report {
+  dlcp_algo algo;       /* what ran */
+  uint32_t ranks;
+  uint64_t bytes;       /* wire bytes of the vector (count * 4 * scale) */
+  uint32_t scale;
+  uint32_t iterations;
+  const dlcp_sim_coll_iter *iter; /* |iterations| entries */
+  uint64_t verify_errors; /* output elements differing from the exact sum */
+  double min_delivered;   /* lowest delivered_fraction of any rank */
+  uint32_t bypasses;      /* straggler bypasses, summed over ranks */
+  int status;             /* 0, or the first failure */
+  int32_t failed_rank;    /* rank that reported it, or -1 */
+  bool done;
+} dlcp_sim_coll_report;
+
+uint32_t dlcp_sim_coll_jobs(const dlcp_sim *sim);
+void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t job,
+                              dlcp_sim_coll_report *r);
+/* Number of NIC pauses started (PAUSE faults). */
+uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim);
 
 /* Transports (dctcp.c, mlt_host.c). */
 extern const dlcp_sim_transport_ops dlcp_sim_dctcp_ops;

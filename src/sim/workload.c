@@ -50,10 +50,9 @@ static void *grow(const dlcp_mem *mem, void *ptr, uint32_t *cap,
   return p;
 }
 
-/* Appends a flow; returns its id or DLCP_SIM_NONE on allocation failure. */
-static uint32_t add_flow(dlcp_sim *sim, uint32_t src, uint32_t dst,
-                         uint64_t size, dlcp_sim_ps release, uint32_t prio,
-                         dlcp_sim_flow_group group) {
+uint32_t dlcp_sim_flow_add(dlcp_sim *sim, uint32_t src, uint32_t dst,
+                           uint64_t size, dlcp_sim_ps release, uint32_t prio,
+                           dlcp_sim_flow_group group) {
   dlcp_sim_flow *f = grow(sim->mem, sim->flows, &sim->flows_cap,
                           sim->nflows + 1, sizeof(*f));
   if (!f) {
@@ -74,6 +73,8 @@ static uint32_t add_flow(dlcp_sim *sim, uint32_t src, uint32_t dst,
   flow->finish_ps = DLCP_SIM_PS_NEVER;
   flow->rx_done_ps = DLCP_SIM_PS_NEVER;
   flow->barrier = DLCP_SIM_NONE;
+  flow->xfer = DLCP_SIM_NONE;
+  flow->loss_bound = -1.0;
   return sim->nflows++;
 }
 
@@ -136,7 +137,7 @@ static int build_explicit(dlcp_sim *sim, char *err, size_t errlen) {
     if (rv != 0) {
       return rv;
     }
-    uint32_t id = add_flow(sim, src, dst, s->size_bytes, s->start_ps, s->prio,
+    uint32_t id = dlcp_sim_flow_add(sim, src, dst, s->size_bytes, s->start_ps, s->prio,
                            DLCP_SIM_GROUP_EXPLICIT);
     if (id == DLCP_SIM_NONE) {
       return DLCP_ERR_NOMEM;
@@ -206,7 +207,7 @@ static int build_incast(dlcp_sim *sim, const dlcp_sim_incast_spec *s,
   }
   rv = 0;
   for (uint32_t i = 0; i < n && rv == 0; i++) {
-    if (add_flow(sim, cand[i], rcv, s->size_bytes, s->start_ps, s->prio,
+    if (dlcp_sim_flow_add(sim, cand[i], rcv, s->size_bytes, s->start_ps, s->prio,
                  DLCP_SIM_GROUP_INCAST) == DLCP_SIM_NONE) {
       rv = DLCP_ERR_NOMEM;
     }
@@ -321,7 +322,7 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
       }
       for (uint32_t j = 0; j < S; j++) {
         uint64_t shard = base + (j < extra ? 1 : 0);
-        uint32_t id = add_flow(sim, worker[i], server[j], shard,
+        uint32_t id = dlcp_sim_flow_add(sim, worker[i], server[j], shard,
                                it == 0 ? s->start_ps : DLCP_SIM_PS_NEVER,
                                s->prio, DLCP_SIM_GROUP_PS_PUSH);
         if (id == DLCP_SIM_NONE) {
@@ -344,7 +345,7 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
       uint64_t shard = base + (j < extra ? 1 : 0);
       sim->barriers[server_barrier0 + j].first = sim->nrelease;
       for (uint32_t i = 0; i < W; i++) {
-        uint32_t id = add_flow(sim, server[j], worker[i], shard,
+        uint32_t id = dlcp_sim_flow_add(sim, server[j], worker[i], shard,
                                DLCP_SIM_PS_NEVER, s->prio,
                                DLCP_SIM_GROUP_PS_PULL);
         if (id == DLCP_SIM_NONE) {
@@ -379,6 +380,9 @@ int dlcp_sim_workload_build(dlcp_sim *sim, char *err, size_t errlen) {
   }
   for (uint32_t i = 0; i < sim->cfg.nps && rv == 0; i++) {
     rv = build_ps(sim, &sim->cfg.ps[i], err, errlen);
+  }
+  if (rv == 0) {
+    rv = dlcp_sim_coll_build(sim, err, errlen);
   }
   return rv;
 }
