@@ -86,6 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rv = dlcp_wire_finish_decode(&f, data, pre.len);
     break;
   }
+  case DLCP_WIRE_NOTE: {
+    dlcp_wire_note n;
+
+    rv = dlcp_wire_note_decode(&n, data, pre.len);
+    break;
+  }
   default:
     /* peek accepted a type it does not know. */
     abort();

@@ -15,7 +15,7 @@ import sys
 
 MAGIC = 0xD1C9
 VERSION = 1
-DATA, ACK, START, PROBE, BITMAP, STOP, FINISH = range(1, 8)
+DATA, ACK, START, PROBE, BITMAP, STOP, FINISH, NOTE = range(1, 9)
 
 
 def preamble(mtype, job, xfer, length):
@@ -52,6 +52,11 @@ def stop(job=1, xfer=1, status=0, have=0, nbytes=0):
 
 def finish(job=1, xfer=1, status=0, sent=0):
     return preamble(FINISH, job, xfer, 24) + struct.pack("<iI", status, sent)
+
+
+def note(job=1, op=7, value=0x123456789, xfer=0, reserved=0):
+    return preamble(NOTE, job, xfer, 32) + struct.pack("<IIQ", op, reserved,
+                                                        value)
 
 
 def varint(v):
@@ -157,6 +162,13 @@ def corpora():
                            nranges=1),
         "cut_touching": bitmap(100, 0, 50, 0, [(40, 10)]),
     }
+    c["note"] = {
+        "valid": note(),
+        "zero": note(job=0, op=0, value=0),
+        "max": note(job=0xFFFFFFFF, op=0xFFFFFFFF, value=(1 << 64) - 1),
+        "xfer_set": note(xfer=1),
+        "reserved_set": note(reserved=1),
+    }
     c["peek"] = {
         "data": c["data"]["min"],
         "ack": c["ack"]["min"],
@@ -165,12 +177,13 @@ def corpora():
         "bitmap": c["bitmap"]["mixed"],
         "stop": c["stop"]["ok"],
         "finish": c["finish"]["ok"],
+        "note": c["note"]["valid"],
         "stream_two": c["probe"]["min"] + c["ack"]["min"],
         "prefix_only": preamble(BITMAP, 1, 1, 1 << 20),
         "short": preamble(PROBE, 1, 1, 24)[:15],
         "bad_magic": struct.pack("<HBBIII", 0xC9D1, 1, PROBE, 1, 1, 24),
         "bad_version": struct.pack("<HBBIII", MAGIC, 2, PROBE, 1, 1, 24),
-        "bad_type": struct.pack("<HBBIII", MAGIC, 1, 8, 1, 1, 24),
+        "bad_type": struct.pack("<HBBIII", MAGIC, 1, 9, 1, 1, 24),
         "too_long": preamble(BITMAP, 1, 1, (1 << 20) + 1),
     }
     return c
