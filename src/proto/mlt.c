@@ -930,17 +930,7 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   conn->stats.data_received++;
   x->rx_pkts++;
   x->last_progress_ns = now;
-  /* ACK every ack_every packets of the connection (not of the transfer:
-   * a stream of small transfers must still feed the rate control and the
-   * window), and the sender's last packet of a round, so a short transfer
-   * is credited at once and its RTT sampled. */
-  if (++conn->rx_since_ack >= conn->cfg.ack_every ||
-      (d.flags & DLCP_WIRE_FLAG_LAST)) {
-    conn->rx_since_ack = 0;
-    x->ack_echo_ts = d.tx_ts;
-    x->ack_rx_pkts = x->rx_pkts;
-    pend(conn, x, PEND_ACK);
-  }
+  bool regular_ack = ++conn->rx_since_ack >= conn->cfg.ack_every;
   if (!bit_get(x->have_bits, seg)) {
     bit_set(x->have_bits, seg);
     memcpy(x->rbuf + d.offset, payload, d.payload_len);
@@ -953,8 +943,22 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   /* Everything here: done.  The sender's last packet of a round and
    * (1 - p) here: done too, without waiting for its drain and PROBE (what
    * is still in flight can only add to what we hold). */
-  if (x->have_bytes == x->size ||
-      ((d.flags & DLCP_WIRE_FLAG_LAST) && x->have_bytes >= x->needed_bytes)) {
+  bool last = (d.flags & DLCP_WIRE_FLAG_LAST) != 0;
+  bool done = x->have_bytes == x->size ||
+              (last && x->have_bytes >= x->needed_bytes);
+  /* ACK every ack_every packets of the connection (not of the transfer:
+   * a stream of small transfers must still feed the rate control and the
+   * window), and the last packet of a round that does not end the
+   * transfer, so the sender's window is credited before its PROBE (a
+   * transfer that ends here is settled by its STOP: no extra datagram on
+   * the latency-critical path). */
+  if (regular_ack || (last && !done)) {
+    conn->rx_since_ack = 0;
+    x->ack_echo_ts = d.tx_ts;
+    x->ack_rx_pkts = x->rx_pkts;
+    pend(conn, x, PEND_ACK);
+  }
+  if (done) {
     finish(conn, x, 0, PEND_STOP, now);
   }
   return 0;

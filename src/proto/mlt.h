@@ -64,7 +64,8 @@ typedef struct dlcp_mlt_config {
   uint64_t alpha_bps;      /* additive increase (40 Mbps) */
   double beta;             /* multiplicative decrease (0.8) */
   uint32_t ack_every;      /* receiver ACKs every this many packets of the
-                              connection (10), and each round's last */
+                              connection (10), and a round's last packet
+                              when the transfer goes on */
   uint32_t burst_pkts;     /* packets the pacer may send back to back after
                               an idle period, for batching drivers (>= 1) */
   dlcp_duration initial_rtt_ns;     /* RTT estimate before the first ACK */
