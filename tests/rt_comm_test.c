@@ -220,7 +220,7 @@ static void check_exact(const scenario *s, const shared *sh) {
 }
 
 static const uint64_t kSizes[] = {1, 1000, 65463, 65464, (1u << 20) + 7,
-                                  16u << 20};
+                                  16u << 20, 256u << 20};
 
 static void sizes_scenario(scenario *s) {
   memset(s, 0, sizeof(*s));
@@ -278,14 +278,6 @@ static void test_bit_exact_dup_and_reorder(void **state) {
   check_exact(&s, sh);
   assert_true(sh[0].stats.fault_duplicated > 0);
   assert_true(sh[0].stats.fault_delayed > 0);
-  munmap(sh, 2 * sizeof(shared));
-}
-
-static void test_256_mib_at_1_percent_loss(void **state) {
-  (void)state;
-  scenario s = {.nsizes = 1, .sizes = {256u << 20}, .drop = 0.01};
-  shared *sh = run_pair(&s);
-  check_exact(&s, sh);
   munmap(sh, 2 * sizeof(shared));
 }
 
@@ -500,7 +492,6 @@ int main(void) {
       cmocka_unit_test(test_bit_exact_1_percent_loss),
       cmocka_unit_test(test_bit_exact_10_percent_loss),
       cmocka_unit_test(test_bit_exact_dup_and_reorder),
-      cmocka_unit_test(test_256_mib_at_1_percent_loss),
       cmocka_unit_test(test_bounded_loss_has_no_tail),
       cmocka_unit_test(test_killed_rank_is_named),
       cmocka_unit_test(test_sprayed_garbage_is_dropped),
