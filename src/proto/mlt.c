@@ -1143,27 +1143,36 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   return rv;
 }
 
+/* Ends |x| silently for its owner (no PEND_COMPLETE: the caller asked for
+ * silence); |tell| is the message that tells the peer, or 0 if the peer
+ * never heard of the transfer. */
+static void cancel(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t tell,
+                   dlcp_tstamp now) {
+  if (x->is_send) {
+    settle(conn, x);
+  }
+  x->status = DLCP_ERR_CANCELED;
+  x->state = X_DONE;
+  x->end_ns = now;
+  x->timer_ns = DLCP_TSTAMP_NEVER;
+  unlink_xfer(conn, x);
+  if (tell || x->in_pending) {
+    pend(conn, x, tell);
+  } else {
+    xfer_free(conn, x);
+  }
+}
+
 int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now) {
   for (mlt_xfer *x = conn->recvs; x; x = x->next) {
-    if (x->user_data != user_data) {
-      continue;
+    if (x->user_data == user_data) {
+      /* A START still unsent means the sender never heard of it. */
+      uint32_t tell = (x->pend & PEND_START) ? 0 : PEND_STOP;
+      x->pend &= ~(uint32_t)(PEND_START | PEND_ACK | PEND_BITMAP);
+      cancel(conn, x, tell, now);
+      return 0;
     }
-    /* A START still unsent means the sender never heard of it: then there
-     * is nobody to tell.  No PEND_COMPLETE: the caller asked for silence. */
-    uint32_t tell = (x->pend & PEND_START) ? 0 : PEND_STOP;
-    x->pend &= ~(uint32_t)(PEND_START | PEND_ACK | PEND_BITMAP);
-    x->status = DLCP_ERR_CANCELED;
-    x->state = X_DONE;
-    x->end_ns = now;
-    x->timer_ns = DLCP_TSTAMP_NEVER;
-    unlink_xfer(conn, x);
-    if (tell || x->in_pending) {
-      pend(conn, x, tell);
-    } else {
-      xfer_free(conn, x);
-    }
-    return 0;
   }
   return DLCP_ERR_UNKNOWN_TRANSFER;
 }
@@ -1171,23 +1180,11 @@ int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
 int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now) {
   for (mlt_xfer *x = conn->sends; x; x = x->next) {
-    if (x->state == X_UNMATCHED || x->user_data != user_data) {
-      continue;
+    if (x->state != X_UNMATCHED && x->user_data == user_data) {
+      /* Before START there is no transfer id: nobody to tell. */
+      cancel(conn, x, x->state == X_WAIT_START ? 0 : PEND_FINISH, now);
+      return 0;
     }
-    /* Before START there is no transfer id: nobody to tell. */
-    uint32_t tell = x->state == X_WAIT_START ? 0 : PEND_FINISH;
-    settle(conn, x);
-    x->status = DLCP_ERR_CANCELED;
-    x->state = X_DONE;
-    x->end_ns = now;
-    x->timer_ns = DLCP_TSTAMP_NEVER;
-    unlink_xfer(conn, x);
-    if (tell || x->in_pending) {
-      pend(conn, x, tell);
-    } else {
-      xfer_free(conn, x);
-    }
-    return 0;
   }
   return DLCP_ERR_UNKNOWN_TRANSFER;
 }
