@@ -364,13 +364,6 @@ static void test_killed_rank_is_named(void **state) {
 
 /* Garbage, truncated and foreign-job datagrams sprayed at a receiving
  * rank are counted and dropped; its transfers still complete exactly. */
-static int spray_rank(uint16_t port, shared *sh) {
-  scenario s = {.nsizes = 4,
-                .sizes = {8u << 20, 8u << 20, 8u << 20, 8u << 20},
-                .drop = 0.01};
-  return run_rank(1, port, &s, sh);
-}
-
 static void test_sprayed_garbage_is_dropped(void **state) {
   (void)state;
   shared *sh = map_shared(2);
@@ -384,15 +377,10 @@ static void test_sprayed_garbage_is_dropped(void **state) {
   }
   pid_t p1 = fork();
   if (p1 == 0) {
-    /* The receiving rank sprays its own UDP ports from a second socket
-     * while it receives: a thread would share its memory, a child does
-     * not know the ports, so spray from inside through a fork of its
-     * own after the communicator exists is not possible either; use the
-     * sprayer below, which learns the ports from the shared page. */
-    _exit(spray_rank(port, &sh[1]));
+    _exit(run_rank(1, port, &s, &sh[1]));
   }
-  /* Learn rank 1's ports the way an attacker would: scan is impossible,
-   * so read them from /proc/net/udp owned by p1. */
+  /* The ranks' UDP ports are in the namespace's socket table: spray every
+   * socket bound to 127.0.0.1 while the transfers run. */
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/net/udp", (int)p1);
   uint16_t ports[64];

@@ -36,18 +36,10 @@
 #include "rt/clock.h"
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
+#include "rt/errbuf.h"
 
 #define MAX_RUNS 2048u
 
-/* Messages are cut to their buffers on purpose (vsnprintf keeps gcc's
- * truncation warning for fixed buffers quiet where cutting is the point). */
-__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t len,
-                                                      const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(buf, len, f, ap);
-  va_end(ap);
-}
 #define TENSOR_COLL_BIT 0x80000000u
 
 typedef struct coll_run {
@@ -146,13 +138,13 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   info->elapsed_ns = now - req->started_ns;
   if (info->status != 0) {
     if (run->fail_reason[0]) {
-      fmt(info->error, sizeof(info->error), "%s", run->fail_reason);
+      dlcp_fmt(info->error, sizeof(info->error), "%s", run->fail_reason);
     } else if (res.failed_peer >= 0) {
-      fmt(info->error, sizeof(info->error), "%s: %s",
+      dlcp_fmt(info->error, sizeof(info->error), "%s: %s",
                c->peers[res.failed_peer].name,
                dlcp_strerror(info->status));
     } else {
-      fmt(info->error, sizeof(info->error), "%s",
+      dlcp_fmt(info->error, sizeof(info->error), "%s",
                dlcp_strerror(info->status));
     }
   }
@@ -185,7 +177,7 @@ static void fail_run(dlcp_comm *c, coll_run *run, int status,
                      const char *reason, dlcp_tstamp now) {
   if (!run->fail_status) {
     run->fail_status = status;
-    fmt(run->fail_reason, sizeof(run->fail_reason), "%s", reason);
+    dlcp_fmt(run->fail_reason, sizeof(run->fail_reason), "%s", reason);
   }
   finish_run(c, run, now);
 }
@@ -309,7 +301,7 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
     c->stats.retransmissions += mc->retransmissions;
   }
   if (status != 0 && !run->fail_reason[0]) {
-    fmt(run->fail_reason, sizeof(run->fail_reason),
+    dlcp_fmt(run->fail_reason, sizeof(run->fail_reason),
              "%s: %s (collective %u, %s of %llu bytes)", p->name,
              p->dead_status ? p->dead_reason : dlcp_strerror(status), run->id,
              o->kind == OP_SEND ? "send" : "receive",
@@ -366,7 +358,7 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
     if (n.value < c->env.world_size && n.value != c->env.rank && c->colls) {
       peer *lost = &c->peers[n.value];
       char reason[224];
-      fmt(reason, sizeof(reason), "%s: lost (reported by %s)", lost->name,
+      dlcp_fmt(reason, sizeof(reason), "%s: lost (reported by %s)", lost->name,
           p->name);
       while (c->colls) {
         fail_run(c, c->colls, DLCP_ERR_PEER_CLOSED, reason, now);
@@ -403,7 +395,7 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
 
 void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now) {
   char reason[224];
-  fmt(reason, sizeof(reason), "%s: %s", p->name, p->dead_reason);
+  dlcp_fmt(reason, sizeof(reason), "%s: %s", p->name, p->dead_reason);
   while (c->colls) {
     fail_run(c, c->colls, p->dead_status, reason, now);
   }
@@ -560,14 +552,19 @@ static int report(dlcp_request *req, dlcp_coll_info *info) {
   return req->info.status;
 }
 
+static bool request_done(void *arg) {
+  dlcp_request *req = arg;
+  pthread_mutex_lock(&req->comm->mu);
+  bool done = req->done;
+  pthread_mutex_unlock(&req->comm->mu);
+  return done;
+}
+
 int dlcp_test(dlcp_request *req, int *done, dlcp_coll_info *info) {
   if (!req || !done) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  dlcp_comm *c = req->comm;
-  pthread_mutex_lock(&c->mu);
-  *done = req->done;
-  pthread_mutex_unlock(&c->mu);
+  *done = request_done(req);
   return *done ? report(req, info) : 0;
 }
 
@@ -581,18 +578,7 @@ int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
                              : dlcp_rt_deadline_after((uint64_t)timeout_ms);
   /* As in dlcp_wait_cq: drive the loop from this thread if nobody else
    * does, so the last packet of the collective wakes this thread. */
-  if (dlcp_rt_comm_acquire_driver(c)) {
-    for (;;) {
-      pthread_mutex_lock(&c->mu);
-      bool done = req->done;
-      pthread_mutex_unlock(&c->mu);
-      if (done || dlcp_rt_now() >= deadline) {
-        break;
-      }
-      dlcp_rt_comm_progress(c, deadline);
-    }
-    dlcp_rt_comm_release_driver(c);
-  } else {
+  if (!dlcp_rt_comm_drive_until(c, request_done, req, deadline)) {
     pthread_mutex_lock(&c->mu);
     while (!req->done && dlcp_rt_now() < deadline) {
       dlcp_tstamp t = deadline == DLCP_TSTAMP_NEVER
@@ -604,10 +590,7 @@ int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
     }
     pthread_mutex_unlock(&c->mu);
   }
-  pthread_mutex_lock(&c->mu);
-  bool done = req->done;
-  pthread_mutex_unlock(&c->mu);
-  return done ? report(req, info) : DLCP_ERR_TIMEOUT;
+  return request_done(req) ? report(req, info) : DLCP_ERR_TIMEOUT;
 }
 
 void dlcp_request_free(dlcp_request *req) {

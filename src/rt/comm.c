@@ -54,16 +54,6 @@
 #define HELLO_MAGIC 0x50434C44u /* "DLCP" */
 #define HELLO_LEN 16u
 
-/* snprintf whose truncation is intended: messages are cut, never
- * overflowed (vsnprintf keeps gcc's truncation warning for fixed buffers
- * quiet where cutting is the point). */
-__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t len,
-                                                      const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(buf, len, f, ap);
-  va_end(ap);
-}
 
 /* --- configuration ------------------------------------------------------ */
 
@@ -115,9 +105,9 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
                              "fault probabilities: expected values in [0, 1]");
     }
   }
-  fmt(env->master_addr, sizeof(env->master_addr), "%s",
+  dlcp_fmt(env->master_addr, sizeof(env->master_addr), "%s",
            cfg->master_addr ? cfg->master_addr : "127.0.0.1");
-  fmt(env->local_addr, sizeof(env->local_addr), "%s",
+  dlcp_fmt(env->local_addr, sizeof(env->local_addr), "%s",
            cfg->local_addr ? cfg->local_addr : "");
   env->master_port = cfg->master_port;
   env->rank = cfg->rank;
@@ -240,7 +230,7 @@ static void deliver_completion(dlcp_comm *c, peer *p, op *o,
                                        : "retransmission rounds made no "
                                          "progress";
     }
-    fmt(out.error, sizeof(out.error),
+    dlcp_fmt(out.error, sizeof(out.error),
              "%s: %s; outstanding: %s of tensor %u (%llu bytes)", p->name,
              why, o->kind == OP_SEND ? "send" : "recv", o->t.id,
              (unsigned long long)o->t.bytes);
@@ -408,7 +398,7 @@ static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
     return;
   }
   p->dead_status = status;
-  fmt(p->dead_reason, sizeof(p->dead_reason), "%s", reason);
+  dlcp_fmt(p->dead_reason, sizeof(p->dead_reason), "%s", reason);
   if (p->tcp_fd >= 0) {
     dlcp_loop_del_fd(c->loop, p->tcp_fd);
     close(p->tcp_fd);
@@ -752,7 +742,9 @@ static void kick(dlcp_comm *c) {
   }
 }
 
-int dlcp_rt_comm_acquire_driver(dlcp_comm *c) {
+/* Makes the calling thread the loop's driver, parking the loop thread;
+ * returns 0 if another application thread already drives. */
+static int acquire_driver(dlcp_comm *c) {
   pthread_mutex_lock(&c->pmu);
   if (c->driver == DRIVER_APP || c->stopping) {
     pthread_mutex_unlock(&c->pmu);
@@ -770,11 +762,7 @@ int dlcp_rt_comm_acquire_driver(dlcp_comm *c) {
   return 1;
 }
 
-void dlcp_rt_comm_progress(dlcp_comm *c, dlcp_tstamp until) {
-  dlcp_loop_run_once(c->loop, until);
-}
-
-void dlcp_rt_comm_release_driver(dlcp_comm *c) {
+static void release_driver(dlcp_comm *c) {
   pthread_mutex_lock(&c->pmu);
   c->driver = DRIVER_NONE;
   c->app_wants--;
@@ -782,6 +770,18 @@ void dlcp_rt_comm_release_driver(dlcp_comm *c) {
     pthread_cond_broadcast(&c->pcv); /* another application thread */
   }
   pthread_mutex_unlock(&c->pmu);
+}
+
+int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
+                             void *arg, dlcp_tstamp deadline) {
+  if (!acquire_driver(c)) {
+    return 0;
+  }
+  while (!ready(arg) && dlcp_rt_now() < deadline) {
+    dlcp_loop_run_once(c->loop, deadline);
+  }
+  release_driver(c);
+  return 1;
 }
 
 /* --- joining the job ---------------------------------------------------- */
@@ -1011,7 +1011,7 @@ static int join(dlcp_comm *c, dlcp_errbuf *eb) {
   dlcp_rt_env *env = &c->env;
   int rv;
   if (env->local_addr[0]) {
-    fmt(c->local_ip, sizeof(c->local_ip), "%s", env->local_addr);
+    dlcp_fmt(c->local_ip, sizeof(c->local_ip), "%s", env->local_addr);
   } else if (env->world_size == 1) {
     snprintf(c->local_ip, sizeof(c->local_ip), "127.0.0.1");
   } else if ((rv = local_ip_towards(env->master_addr, c->local_ip,
@@ -1069,7 +1069,7 @@ static int join(dlcp_comm *c, dlcp_errbuf *eb) {
       p->udp[k].sin_port = htons(recs[r].udp_port[k]);
       inet_pton(AF_INET, recs[r].ip, &p->udp[k].sin_addr);
     }
-    fmt(p->name, sizeof(p->name), "rank %u (%s:%u)", r, recs[r].ip,
+    dlcp_fmt(p->name, sizeof(p->name), "rank %u (%s:%u)", r, recs[r].ip,
              (unsigned)recs[r].tcp_port);
   }
   if (rv == 0) {

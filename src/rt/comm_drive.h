@@ -7,17 +7,17 @@
 #ifndef DLCP_RT_COMM_DRIVE_H
 #define DLCP_RT_COMM_DRIVE_H
 
+#include <stdbool.h>
+
 #include "dlcp/dlcp.h"
 
-/* dlcp_rt_comm_acquire_driver makes the calling thread the loop's driver,
- * parking the loop thread; returns 0 if another application thread
- * already drives (the caller then waits on its queue instead). */
-int dlcp_rt_comm_acquire_driver(dlcp_comm *c);
-
-/* dlcp_rt_comm_progress runs one loop iteration, sleeping at most until
- * |until|; only the driver may call it. */
-void dlcp_rt_comm_progress(dlcp_comm *c, dlcp_tstamp until);
-
-void dlcp_rt_comm_release_driver(dlcp_comm *c);
+/*
+ * dlcp_rt_comm_drive_until makes the calling thread the driver and runs
+ * the loop until |ready(arg)| holds or |deadline| passes.  Returns 1 when
+ * it drove, 0 if another application thread drives (the caller then waits
+ * on its own condition variable).
+ */
+int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
+                             void *arg, dlcp_tstamp deadline);
 
 #endif /* DLCP_RT_COMM_DRIVE_H */

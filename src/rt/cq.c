@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -144,6 +145,14 @@ int dlcp_poll_cq(dlcp_cq *cq, dlcp_completion *out, int max) {
   return n;
 }
 
+static bool cq_ready(void *arg) {
+  dlcp_cq *cq = arg;
+  pthread_mutex_lock(&cq->mu);
+  bool ready = cq->head != NULL;
+  pthread_mutex_unlock(&cq->mu);
+  return ready;
+}
+
 int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms) {
   if (!cq || !out) {
     return DLCP_ERR_INVALID_ARGUMENT;
@@ -161,22 +170,10 @@ int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms) {
   pthread_mutex_unlock(&cq->mu);
   /* Drive the communicator's loop from this thread while waiting, if no
    * other thread does: the completion is then produced right here. */
-  if (cq->comm && dlcp_rt_comm_acquire_driver(cq->comm)) {
-    int n = DLCP_ERR_TIMEOUT;
-    for (;;) {
-      pthread_mutex_lock(&cq->mu);
-      if (cq->head) {
-        n = take(cq, out, 1);
-        pthread_mutex_unlock(&cq->mu);
-        break;
-      }
-      pthread_mutex_unlock(&cq->mu);
-      if (dlcp_rt_now() >= deadline) {
-        break;
-      }
-      dlcp_rt_comm_progress(cq->comm, deadline);
-    }
-    dlcp_rt_comm_release_driver(cq->comm);
+  if (cq->comm && dlcp_rt_comm_drive_until(cq->comm, cq_ready, cq, deadline)) {
+    pthread_mutex_lock(&cq->mu);
+    int n = cq->head ? take(cq, out, 1) : DLCP_ERR_TIMEOUT;
+    pthread_mutex_unlock(&cq->mu);
     return n;
   }
   struct timespec until;

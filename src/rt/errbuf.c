@@ -61,3 +61,10 @@ int dlcp_errbuf_prefix(dlcp_errbuf *eb, int fallback_code, const char *fmt,
   eb->msg[head_len + 2 + old_len] = '\0';
   return eb->code;
 }
+
+void dlcp_fmt(char *buf, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+}

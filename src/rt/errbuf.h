@@ -41,4 +41,12 @@ int dlcp_errbuf_set(dlcp_errbuf *eb, int code, const char *fmt, ...)
 int dlcp_errbuf_prefix(dlcp_errbuf *eb, int fallback_code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * dlcp_fmt is snprintf for messages that are cut to their buffer on
+ * purpose (through vsnprintf, so gcc's truncation warning for fixed
+ * buffers stays quiet where cutting is the point).
+ */
+void dlcp_fmt(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif /* DLCP_RT_ERRBUF_H */
