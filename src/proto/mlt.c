@@ -93,7 +93,7 @@ struct mlt_xfer {
   uint32_t noprog_rounds;
   dlcp_duration probe_rto;
   uint64_t pkts_sent, retx_sent;
-  uint64_t acked_pkts; /* of pkts_sent, counted out of the window */
+  uint64_t acked_pkts; /* of pkts_sent (seq order), out of the window */
   uint64_t peer_bytes; /* from STOP */
   bool stop_seen;      /* UNMATCHED: STOP arrived before the post */
   int stop_status;
@@ -110,6 +110,7 @@ struct mlt_xfer {
   uint32_t bitmap_round;
   uint64_t ack_echo_ts;
   uint32_t ack_rx_pkts;
+  uint32_t ack_seq;
   uint32_t loss_ppm;
 };
 
@@ -648,12 +649,19 @@ static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
   return 2 * drain_interval(conn);
 }
 
+/* The window never shrinks below 2 ACK intervals and a packet: with one
+ * ACK every ack_every packets, a lost ACK must not shut it until its
+ * timeout; the next ACK, ack_every packets later, credits both. */
 static bool window_full(const dlcp_mlt_conn *conn) {
   const dlcp_mlt_config *cfg = &conn->cfg;
-  return cfg->max_inflight_bytes != 0 &&
-         conn->inflight_pkts *
-                 (uint64_t)(cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN) >=
-             cfg->max_inflight_bytes;
+  if (cfg->max_inflight_bytes == 0) {
+    return false;
+  }
+  uint64_t pkt = (uint64_t)cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN;
+  uint64_t floor = (2 * (uint64_t)cfg->ack_every + 1) * pkt;
+  uint64_t cap = cfg->max_inflight_bytes > floor ? cfg->max_inflight_bytes
+                                                 : floor;
+  return conn->inflight_pkts * pkt >= cap;
 }
 
 /* Whether the window lets a packet go now; a window that timed out is
@@ -746,10 +754,16 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp now) {
   conn->stats.acks_received++;
+  /* Window credit: every packet sent up to the acknowledged one (seq
+   * numbers every transmission of the transfer) has arrived or is lost,
+   * either way no longer in flight.  Crediting by seq rather than by
+   * the receiver's count keeps lost packets from holding the window shut
+   * until the end of the round. */
   mlt_xfer *x = find_send(conn, a->xfer);
-  if (x && a->rx_pkts > x->acked_pkts && a->rx_pkts <= x->pkts_sent) {
-    uint64_t delta = a->rx_pkts - x->acked_pkts;
-    x->acked_pkts = a->rx_pkts;
+  uint64_t upto = (uint64_t)a->seq + 1;
+  if (x && upto > x->acked_pkts && upto <= x->pkts_sent) {
+    uint64_t delta = upto - x->acked_pkts;
+    x->acked_pkts = upto;
     conn->inflight_pkts =
         delta < conn->inflight_pkts ? conn->inflight_pkts - delta : 0;
     conn->window_since_ns = now;
@@ -956,6 +970,7 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
     conn->rx_since_ack = 0;
     x->ack_echo_ts = d.tx_ts;
     x->ack_rx_pkts = x->rx_pkts;
+    x->ack_seq = d.seq;
     pend(conn, x, PEND_ACK);
   }
   if (done) {
@@ -1358,7 +1373,8 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
   if (x->pend & PEND_ACK) {
     x->pend &= ~(uint32_t)PEND_ACK;
     dlcp_wire_ack a = {.job = job, .xfer = x->id,
-                       .echo_ts = x->ack_echo_ts, .rx_pkts = x->ack_rx_pkts};
+                       .echo_ts = x->ack_echo_ts, .rx_pkts = x->ack_rx_pkts,
+                       .seq = x->ack_seq};
     len = dlcp_wire_ack_encode(buf, buflen, &a);
     conn->stats.acks_sent++;
     act->type = DLCP_MLT_ACT_DATAGRAM;

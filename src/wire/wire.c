@@ -224,7 +224,7 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
   p = put_preamble(buf, DLCP_WIRE_ACK, a->job, a->xfer, DLCP_WIRE_ACK_LEN);
   p = dlcp_put_u64(p, a->echo_ts);
   p = dlcp_put_u32(p, a->rx_pkts);
-  dlcp_put_u32(p, 0);
+  dlcp_put_u32(p, a->seq);
   return DLCP_WIRE_ACK_LEN;
 }
 
@@ -235,13 +235,14 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   if (rv != 0) {
     return rv;
   }
-  if (pre.xfer == 0 || dlcp_get_u32(buf + 28) != 0) {
+  if (pre.xfer == 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   a->job = pre.job;
   a->xfer = pre.xfer;
   a->echo_ts = dlcp_get_u64(buf + 16);
   a->rx_pkts = dlcp_get_u32(buf + 24);
+  a->seq = dlcp_get_u32(buf + 28);
   return 0;
 }
 

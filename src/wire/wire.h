@@ -31,7 +31,7 @@
  * ACK (datagram channel), 32 bytes:
  *   16  8    echo_ts  tx_ts of the data packet that triggered the ACK
  *   24  4    rx_pkts  data packets of this transfer received so far
- *   28  4    reserved (zero)
+ *   28  4    seq      seq of the data packet that triggered the ACK
  *
  * START (control, receiver -> sender): "buffers are posted, send these":
  *   16  2    count    number of entries, >= 1
@@ -155,6 +155,8 @@ typedef struct dlcp_wire_ack {
   uint32_t xfer;
   uint64_t echo_ts; /* ns */
   uint32_t rx_pkts;
+  uint32_t seq; /* of the acknowledged packet: everything the sender sent
+                   before it has arrived or is lost */
 } dlcp_wire_ack;
 
 typedef struct dlcp_wire_start_entry {

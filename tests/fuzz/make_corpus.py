@@ -29,9 +29,9 @@ def data(job=1, xfer=1, flags=0, path=0, layer=0, tensor=0, seq=0,
     return preamble(DATA, job, xfer, 44 + len(payload)) + body + payload
 
 
-def ack(job=1, xfer=1, echo_ts=0, rx_pkts=0, reserved=0):
+def ack(job=1, xfer=1, echo_ts=0, rx_pkts=0, seq=0):
     return preamble(ACK, job, xfer, 32) + struct.pack("<QII", echo_ts,
-                                                      rx_pkts, reserved)
+                                                      rx_pkts, seq)
 
 
 def start(job, entries, xfer=0, reserved=0):
@@ -106,7 +106,7 @@ def corpora():
         "min": ack(),
         "max": ack(job=0xFFFFFFFF, xfer=0xFFFFFFFF, echo_ts=(1 << 64) - 1,
                    rx_pkts=0xFFFFFFFF),
-        "reserved": ack(reserved=1),
+        "seq": ack(seq=7),
         "xfer0": ack(xfer=0),
     }
     c["start"] = {
