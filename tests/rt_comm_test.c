@@ -283,10 +283,11 @@ static void test_bit_exact_dup_and_reorder(void **state) {
 
 /* p = 0.1 under 5% loss: at least 90% delivered, exact, and no
  * retransmission tail: within 1.5x of a lossless run of the same size in
- * the same test (each the best of seven, against machine noise). */
+ * the same test (each the best of 21 in three alternating rounds, against
+ * machine noise). */
 static void test_bounded_loss_has_no_tail(void **state) {
   (void)state;
-  enum { RUNS = 7 };
+  enum { RUNS = 7, ROUNDS = 3 };
   scenario clean = {.nsizes = RUNS};
   for (int i = 0; i < RUNS; i++) {
     clean.sizes[i] = 32u << 20;
@@ -294,31 +295,30 @@ static void test_bounded_loss_has_no_tail(void **state) {
   scenario lossy = clean;
   lossy.p = 0.1;
   lossy.drop = 0.05;
-  shared *a = run_pair(&clean);
-  shared *b = run_pair(&lossy);
-  check_exact(&clean, a);
-  check_exact(&lossy, b);
+  /* Clean and lossy pairs alternate, so both see the same machine (the
+   * sanitizer build's timings drift by 2x between phases). */
   uint64_t best_clean = UINT64_MAX, best_lossy = UINT64_MAX;
-  for (int i = 0; i < RUNS; i++) {
-    if (a[0].r[i].elapsed_ns < best_clean) {
-      best_clean = a[0].r[i].elapsed_ns;
+  for (int round = 0; round < ROUNDS; round++) {
+    shared *a = run_pair(&clean);
+    shared *b = run_pair(&lossy);
+    check_exact(&clean, a);
+    check_exact(&lossy, b);
+    for (int i = 0; i < RUNS; i++) {
+      if (a[0].r[i].elapsed_ns < best_clean) {
+        best_clean = a[0].r[i].elapsed_ns;
+      }
+      if (b[0].r[i].elapsed_ns < best_lossy) {
+        best_lossy = b[0].r[i].elapsed_ns;
+      }
+      assert_true(b[1].r[i].delivered >= 0.9);
     }
-    if (b[0].r[i].elapsed_ns < best_lossy) {
-      best_lossy = b[0].r[i].elapsed_ns;
-    }
-    assert_true(b[1].r[i].delivered >= 0.9);
-  }
-  for (int i = 0; i < RUNS; i++) {
-    print_message("  run %d: lossless %.2f ms, lossy %.2f ms (delivered "
-                  "%.4f)\n", i, (double)a[0].r[i].elapsed_ns / 1e6,
-                  (double)b[0].r[i].elapsed_ns / 1e6, b[1].r[i].delivered);
+    munmap(a, 2 * sizeof(shared));
+    munmap(b, 2 * sizeof(shared));
   }
   print_message("lossless %.2f ms, p=0.1 at 5%% loss %.2f ms (ratio %.2f)\n",
                 (double)best_clean / 1e6, (double)best_lossy / 1e6,
                 (double)best_lossy / (double)best_clean);
   assert_true((double)best_lossy <= 1.5 * (double)best_clean);
-  munmap(a, 2 * sizeof(shared));
-  munmap(b, 2 * sizeof(shared));
 }
 
 /* A rank killed mid-transfer: the survivor's operation fails, naming the

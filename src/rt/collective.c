@@ -345,6 +345,22 @@ static coll_run *find_run(dlcp_comm *c, uint32_t id) {
   return NULL;
 }
 
+/* The job's first lost rank, however it was learnt, is the one every
+ * collective names from then on: ranks that exit because of it must not be
+ * blamed when their own connections close next. */
+static void record_loss(dlcp_comm *c, int status, const char *reason) {
+  if (c->lost_status == 0) {
+    c->lost_status = status;
+    dlcp_fmt(c->lost_reason, sizeof(c->lost_reason), "%s", reason);
+  }
+}
+
+static void fail_all(dlcp_comm *c, dlcp_tstamp now) {
+  while (c->colls) {
+    fail_run(c, c->colls, c->lost_status, c->lost_reason, now);
+  }
+}
+
 void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
                        size_t len, dlcp_tstamp now) {
   dlcp_wire_note n;
@@ -355,14 +371,12 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
   if (n.op == DLCP_RT_NOTE_PEER_LOST) {
     /* Another rank lost |value|: every collective needs it, so they all
      * fail now, naming it (the reporter may go away next). */
-    if (n.value < c->env.world_size && n.value != c->env.rank && c->colls) {
-      peer *lost = &c->peers[n.value];
+    if (n.value < c->env.world_size && n.value != c->env.rank) {
       char reason[224];
-      dlcp_fmt(reason, sizeof(reason), "%s: lost (reported by %s)", lost->name,
-          p->name);
-      while (c->colls) {
-        fail_run(c, c->colls, DLCP_ERR_PEER_CLOSED, reason, now);
-      }
+      dlcp_fmt(reason, sizeof(reason), "%s: lost (reported by %s)",
+               c->peers[n.value].name, p->name);
+      record_loss(c, DLCP_ERR_PEER_CLOSED, reason);
+      fail_all(c, now);
     }
     return;
   }
@@ -396,9 +410,8 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
 void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now) {
   char reason[224];
   dlcp_fmt(reason, sizeof(reason), "%s: %s", p->name, p->dead_reason);
-  while (c->colls) {
-    fail_run(c, c->colls, p->dead_status, reason, now);
-  }
+  record_loss(c, p->dead_status, reason);
+  fail_all(c, now);
 }
 
 void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now) {
@@ -496,12 +509,9 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
       ep = &e->next;
     }
   }
-  /* A peer already lost can never take part. */
-  for (uint32_t r = 0; r < c->env.world_size; r++) {
-    if (r != c->env.rank && c->peers[r].dead_status != 0) {
-      dlcp_rt_coll_peer_lost(c, &c->peers[r], now);
-      break;
-    }
+  /* A job that lost a rank can never complete a collective. */
+  if (c->lost_status != 0) {
+    fail_all(c, now);
   }
   /* Start it right away from this thread, like a point-to-point post. */
   dlcp_rt_service(c);

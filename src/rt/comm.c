@@ -338,6 +338,8 @@ static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
 static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
                       dlcp_tstamp now);
 
+static void read_control(dlcp_comm *c, peer *p, dlcp_tstamp now);
+
 static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
   while (p->woff < p->wlen) {
     ssize_t n = send(p->tcp_fd, p->wbuf + p->woff, p->wlen - p->woff,
@@ -354,9 +356,12 @@ static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
         }
         return 0;
       }
+      /* The peer is gone; what it sent before going (a NOTE naming the
+       * rank that failed first) still waits in our receive buffer. */
       char why[128];
       snprintf(why, sizeof(why), "control connection failed: %s",
                strerror(errno));
+      read_control(c, p, now);
       peer_fail(c, p, DLCP_ERR_PEER_CLOSED, why, now);
       return -1;
     }
@@ -612,17 +617,11 @@ static void on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
-  (void)loop;
-  peer *p = user;
-  dlcp_comm *c = p->comm;
-  pthread_mutex_lock(&c->mu);
-  dlcp_tstamp now = dlcp_rt_now();
-  if (events & DLCP_LOOP_WRITE) {
-    flush_control(c, p, now);
-  }
-  while (p->dead_status == 0 && (events & (DLCP_LOOP_READ | DLCP_LOOP_HUP |
-                                           DLCP_LOOP_ERROR))) {
+/* Reads and handles everything the peer's control connection holds,
+ * until it would block, ends or fails (then the peer fails). */
+static void read_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  int fd = p->tcp_fd;
+  while (p->dead_status == 0) {
     if (p->rcap - p->rlen < 65536) {
       size_t cap = p->rcap ? p->rcap * 2 : 131072;
       uint8_t *b = realloc(p->rbuf, cap);
@@ -679,6 +678,21 @@ static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
     }
     memmove(p->rbuf, p->rbuf + off, p->rlen - off);
     p->rlen -= off;
+  }
+}
+
+static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)fd;
+  peer *p = user;
+  dlcp_comm *c = p->comm;
+  pthread_mutex_lock(&c->mu);
+  dlcp_tstamp now = dlcp_rt_now();
+  if (events & DLCP_LOOP_WRITE) {
+    flush_control(c, p, now);
+  }
+  if (events & (DLCP_LOOP_READ | DLCP_LOOP_HUP | DLCP_LOOP_ERROR)) {
+    read_control(c, p, now);
   }
   dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);

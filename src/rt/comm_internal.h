@@ -105,6 +105,8 @@ struct dlcp_comm {
   /* collectives (collective.c), all under mu */
   struct coll_run *colls;   /* running, in start order */
   uint32_t next_coll_id;    /* same sequence on every rank */
+  int lost_status;          /* the first lost rank, however learnt */
+  char lost_reason[224];
   struct early_note *early; /* notes for collectives not started here */
   pthread_cond_t req_cv;    /* a collective request completed */
   dlcp_scratch scratch_mem; /* collectives' allocator (reuses big blocks) */
