@@ -822,6 +822,152 @@ static void test_inflight_window(void **state) {
   assert_true((double)end_win <= 1.05 * (double)end_open);
 }
 
+/* Eager transfers (cfg.eager_max_bytes): a small tensor is one control
+ * message.  Either side may post first, tensors with the same id match in
+ * post order, nothing goes on the datagram channel (so datagram loss cannot
+ * touch it), and larger tensors still take the rounds. */
+static void test_eager_transfers(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 31);
+  cfg.eager_max_bytes = 4096;
+  netsim_link l = make_link(0.5, 0.0, 0.0); /* half the datagrams lost */
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 31);
+  dlcp_mlt_conn *tx = netsim_conn(ns, 0), *rx = netsim_conn(ns, 1);
+  uint8_t *src = pattern(4096, 5);
+  uint8_t *a = calloc(1, 4096), *b = calloc(1, 4096), *c = calloc(1, 4096);
+  /* Receiver first. */
+  dlcp_mlt_recv r1 = {.tensor = 7, .buf = a, .len = 4096, .user_data = 1};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r1, 0), 0);
+  assert_int_equal(netsim_run(ns, 1, 1000000), 0);
+  assert_int_equal(netsim_counters_of(ns, 1)->control_sent, 0); /* no START */
+  dlcp_mlt_send s1 = {.tensor = 7, .buf = src, .len = 4096, .user_data = 10};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s1, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 2, netsim_now(ns) + 1000000), 2);
+  assert_memory_equal(src, a, 4096);
+  const netsim_completion *cs = netsim_find(ns, 0, 10);
+  const netsim_completion *cr = netsim_find(ns, 1, 1);
+  assert_non_null(cs);
+  assert_non_null(cr);
+  assert_int_equal(cs->c.status, 0);
+  assert_int_equal(cr->c.status, 0);
+  assert_int_equal(cs->c.delivered_bytes, 4096);
+  assert_int_equal(cr->c.delivered_bytes, 4096);
+  assert_true(cr->c.delivered_fraction == 1.0);
+  assert_int_equal(cr->c.nmissing, 0);
+  /* Sender first, twice with the same id and once empty: the messages
+   * wait and are matched in order. */
+  dlcp_mlt_send s2 = {.tensor = 8, .buf = src, .len = 100, .user_data = 20};
+  dlcp_mlt_send s3 = {.tensor = 8, .buf = src + 100, .len = 100,
+                      .user_data = 30};
+  dlcp_mlt_send s4 = {.tensor = 9, .buf = NULL, .len = 0, .user_data = 40};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s2, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s3, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s4, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 5, netsim_now(ns) + 1000000), 5);
+  assert_int_equal(dlcp_mlt_outstanding(tx), 0);
+  dlcp_mlt_recv r2 = {.tensor = 8, .buf = b, .len = 100, .user_data = 2};
+  dlcp_mlt_recv r3 = {.tensor = 8, .buf = c, .len = 100, .user_data = 3};
+  dlcp_mlt_recv r4 = {.tensor = 9, .buf = NULL, .len = 0, .user_data = 4};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r2, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r3, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r4, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 8, netsim_now(ns) + 1000000), 8);
+  assert_memory_equal(b, src, 100);
+  assert_memory_equal(c, src + 100, 100);
+  assert_int_equal(netsim_find(ns, 1, 4)->c.status, 0);
+  assert_int_equal(netsim_counters_of(ns, 0)->data_sent, 0);
+  /* A larger tensor still goes through rounds, through the loss. */
+  uint8_t *big_src = pattern(100000, 6), *big_dst = calloc(1, 100000);
+  dlcp_mlt_recv r5 = {.tensor = 10, .buf = big_dst, .len = 100000,
+                      .user_data = 5};
+  dlcp_mlt_send s5 = {.tensor = 10, .buf = big_src, .len = 100000,
+                      .user_data = 50};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r5, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s5, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 10, netsim_now(ns) + 2000000000), 10);
+  assert_memory_equal(big_src, big_dst, 100000);
+  assert_true(netsim_counters_of(ns, 0)->data_sent > 0);
+  assert_int_equal(dlcp_mlt_outstanding(tx), 0);
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  free(big_src);
+  free(big_dst);
+  free(src);
+  free(a);
+  free(b);
+  free(c);
+  netsim_del(ns);
+}
+
+/* A cancelled eager receive keeps its place: the message already on its
+ * way is swallowed, and the next receive of the same tensor id gets the
+ * next message, not the stale one.  Sizes that disagree fail the receive;
+ * a receive whose message never comes times out; abort fails what waits
+ * and drops what arrived unclaimed. */
+static void test_eager_cancel_mismatch_timeout(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 37);
+  cfg.eager_max_bytes = 1024;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 37);
+  dlcp_mlt_conn *tx = netsim_conn(ns, 0), *rx = netsim_conn(ns, 1);
+  uint8_t old[64], fresh[64], got[64];
+  memset(old, 1, sizeof(old));
+  memset(fresh, 2, sizeof(fresh));
+  memset(got, 0, sizeof(got));
+  dlcp_mlt_recv r1 = {.tensor = 3, .buf = got, .len = 64, .user_data = 1};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r1, 0), 0);
+  assert_int_equal(dlcp_mlt_cancel_recv(rx, 1, 0), 0);
+  assert_int_equal(dlcp_mlt_cancel_recv(rx, 1, 0), DLCP_ERR_UNKNOWN_TRANSFER);
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  dlcp_mlt_send s1 = {.tensor = 3, .buf = old, .len = 64, .user_data = 10};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s1, 0), 0);
+  /* The send completes at once; the message lands 12 us later. */
+  assert_int_equal(netsim_run(ns, 2, 1000000), 1);
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(rx, &st);
+  assert_int_equal(st.dropped_stale, 1); /* swallowed by the tomb */
+  assert_memory_equal(got, (uint8_t[64]){0}, 64);
+  dlcp_mlt_send s2 = {.tensor = 3, .buf = fresh, .len = 64, .user_data = 20};
+  dlcp_mlt_recv r2 = {.tensor = 3, .buf = got, .len = 64, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s2, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r2, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 3, netsim_now(ns) + 1000000), 3);
+  assert_memory_equal(got, fresh, 64);
+  /* Sizes disagree. */
+  dlcp_mlt_send s3 = {.tensor = 4, .buf = fresh, .len = 60, .user_data = 30};
+  dlcp_mlt_recv r3 = {.tensor = 4, .buf = got, .len = 64, .user_data = 3};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r3, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s3, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 5, netsim_now(ns) + 1000000), 5);
+  assert_int_equal(netsim_find(ns, 1, 3)->c.status, DLCP_ERR_SIZE_MISMATCH);
+  /* Nobody sends: the stall timeout (2 s of virtual time) fails it. */
+  dlcp_mlt_recv r4 = {.tensor = 5, .buf = got, .len = 64, .user_data = 4};
+  dlcp_tstamp t4 = netsim_now(ns);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r4, t4), 0);
+  assert_int_equal(netsim_run(ns, 6, t4 + 3000000000ull), 6);
+  const netsim_completion *c4 = netsim_find(ns, 1, 4);
+  assert_int_equal(c4->c.status, DLCP_ERR_TIMEOUT);
+  assert_true(c4->c.end_ns >= t4 + cfg.stall_timeout_ns);
+  /* Abort: the waiting receive fails, the unclaimed message is dropped. */
+  dlcp_mlt_send s6 = {.tensor = 6, .buf = fresh, .len = 64, .user_data = 60};
+  dlcp_mlt_recv r7 = {.tensor = 7, .buf = got, .len = 64, .user_data = 7};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s6, netsim_now(ns)), 0);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r7, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 7, netsim_now(ns) + 1000000), 7);
+  dlcp_mlt_abort(rx, DLCP_ERR_PEER_CLOSED, netsim_now(ns));
+  assert_int_equal(netsim_run(ns, 8, netsim_now(ns) + 1000000), 8);
+  assert_int_equal(netsim_find(ns, 1, 7)->c.status, DLCP_ERR_PEER_CLOSED);
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  /* Too large a value for the control channel is a configuration error. */
+  cfg.eager_max_bytes = DLCP_WIRE_CTRL_MAX;
+  assert_int_equal(dlcp_mlt_config_check(&cfg), DLCP_ERR_CONFIG);
+  cfg.eager_max_bytes = DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN;
+  assert_int_equal(dlcp_mlt_config_check(&cfg), 0);
+  netsim_del(ns);
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   dlcp_mlt_config cfg;
@@ -870,6 +1016,8 @@ int main(void) {
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_cancel_recv),
       cmocka_unit_test(test_inflight_window),
+      cmocka_unit_test(test_eager_transfers),
+      cmocka_unit_test(test_eager_cancel_mismatch_timeout),
       cmocka_unit_test(test_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,7 @@ typedef struct scenario {
   double drop;
   double p;
   int die_rank; /* -1: nobody */
+  bool no_eager; /* every transfer through MLT's rounds, none eager */
   int (*body)(dlcp_comm *comm, const struct scenario *s, rank_report *rep);
 } scenario;
 
@@ -64,6 +65,9 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
   cfg.rdzv_timeout_ms = 20000;
   cfg.fault_drop = s->drop;
   cfg.fault_seed = 99 + rank;
+  if (s->no_eager) {
+    cfg.eager_bytes = 0;
+  }
   /* Two racks of consecutive ranks in two pods, for RAT. */
   char topo[32];
   snprintf(topo, sizeof(topo), "rack%u/pod%u", rank / 2, rank / 4);
@@ -258,6 +262,17 @@ static void test_matrix_1_percent_loss(void **state) {
   munmap(rep, sizeof(rank_report) * MAX_RANKS);
 }
 
+/* Small transfers go eager (on the control connection) by default, out
+ * of the injected loss's reach: this runs them through MLT's rounds. */
+static void test_matrix_1_percent_loss_no_eager(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .drop = 0.01, .die_rank = -1, .no_eager = true,
+                .body = matrix_body};
+  rank_report *rep = run(&s);
+  check_matrix(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
 /* p = 0.05 under 3% loss: at least 95% delivered, exact where delivered,
  * zero where missing, and every rank reports the same missing ranges. */
 static int bounded_body(dlcp_comm *comm, const scenario *s,
@@ -364,6 +379,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_worlds_1_to_5),
       cmocka_unit_test(test_matrix_world_8),
       cmocka_unit_test(test_matrix_1_percent_loss),
+      cmocka_unit_test(test_matrix_1_percent_loss_no_eager),
       cmocka_unit_test(test_bounded_loss_agrees),
       cmocka_unit_test(test_dead_rank_named_everywhere),
   };

@@ -931,7 +931,7 @@ static void test_bad_preamble(void **state) {
   buf[1] = 0xD1;
   for (v = 0; v < 256; ++v) {
     buf[3] = (uint8_t)v;
-    if (v == 0 || v > DLCP_WIRE_NOTE) {
+    if (v == 0 || v > DLCP_WIRE_EAGER) {
       assert_int_equal(dlcp_wire_peek(&pre, buf, 24), DLCP_ERR_BAD_TYPE);
     }
   }
@@ -1445,6 +1445,79 @@ static void test_note_round_trip_and_errors(void **state) {
                    DLCP_ERR_INVALID_ARGUMENT);
 }
 
+static void test_eager_round_trip_and_errors(void **state) {
+  (void)state;
+  uint8_t payload[100];
+  for (size_t i = 0; i < sizeof(payload); i++) {
+    payload[i] = (uint8_t)(i * 7 + 3);
+  }
+  uint8_t buf[DLCP_WIRE_EAGER_HDR_LEN + sizeof(payload)];
+  dlcp_wire_eager e = {.job = 0x0BADF00Du, .tensor = 0x80012345u,
+                       .layer = 513, .priority = 5};
+  assert_int_equal(dlcp_wire_eager_encode(buf, sizeof(buf), &e, payload,
+                                          sizeof(payload)),
+                   (dlcp_ssize)sizeof(buf));
+  dlcp_wire_preamble pre;
+  assert_int_equal(dlcp_wire_peek(&pre, buf, 16), 0);
+  assert_int_equal(pre.type, DLCP_WIRE_EAGER);
+  assert_int_equal(pre.len, sizeof(buf));
+  dlcp_wire_eager out;
+  const uint8_t *pl;
+  size_t pl_len;
+  assert_int_equal(dlcp_wire_eager_decode(&out, &pl, &pl_len, buf,
+                                          sizeof(buf)), 0);
+  assert_int_equal(out.job, e.job);
+  assert_int_equal(out.tensor, e.tensor);
+  assert_int_equal(out.layer, 513);
+  assert_int_equal(out.priority, 5);
+  assert_int_equal(pl_len, sizeof(payload));
+  assert_memory_equal(pl, payload, sizeof(payload));
+  /* Truncated anywhere: never decodes. */
+  for (size_t len = 0; len < sizeof(buf); len++) {
+    assert_true(dlcp_wire_eager_decode(&out, &pl, &pl_len, buf, len) < 0);
+  }
+  /* An empty tensor is a header alone. */
+  assert_int_equal(dlcp_wire_eager_encode(buf, DLCP_WIRE_EAGER_HDR_LEN, &e,
+                                          NULL, 0),
+                   DLCP_WIRE_EAGER_HDR_LEN);
+  assert_int_equal(dlcp_wire_eager_decode(&out, &pl, &pl_len, buf,
+                                          DLCP_WIRE_EAGER_HDR_LEN), 0);
+  assert_int_equal(pl_len, 0);
+  /* Encoder arguments. */
+  assert_int_equal(dlcp_wire_eager_encode(buf, sizeof(buf) - 1, &e, payload,
+                                          sizeof(payload)),
+                   DLCP_ERR_BUFFER_TOO_SMALL);
+  assert_int_equal(dlcp_wire_eager_encode(buf, sizeof(buf), &e, NULL, 4),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  e.priority = 8;
+  assert_int_equal(dlcp_wire_eager_encode(buf, sizeof(buf), &e, payload, 4),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  e.priority = 0;
+  assert_int_equal(dlcp_wire_eager_encode(buf, sizeof(buf), &e, payload,
+                                          DLCP_WIRE_CTRL_MAX),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  /* Reserved bits, a transfer id, unknown flags: rejected. */
+  dlcp_wire_eager_encode(buf, sizeof(buf), &e, payload, sizeof(payload));
+  buf[23] = 1;
+  assert_int_equal(dlcp_wire_eager_decode(&out, &pl, &pl_len, buf,
+                                          sizeof(buf)),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  buf[23] = 0;
+  buf[22] = 0x08;
+  assert_int_equal(dlcp_wire_eager_decode(&out, &pl, &pl_len, buf,
+                                          sizeof(buf)),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  buf[22] = 0;
+  buf[8] = 1;
+  assert_int_equal(dlcp_wire_eager_decode(&out, &pl, &pl_len, buf,
+                                          sizeof(buf)),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  buf[8] = 0;
+  /* A length past the control maximum is a framing error. */
+  dlcp_put_u32(buf + 12, DLCP_WIRE_CTRL_MAX + 1);
+  assert_int_equal(dlcp_wire_peek(&pre, buf, 16), DLCP_ERR_BAD_LENGTH);
+}
+
 static void test_mem_default(void **state) {
   const dlcp_mem *m = dlcp_mem_default();
   uint8_t *p;
@@ -1491,6 +1564,7 @@ int main(void) {
       cmocka_unit_test(test_bitmap_walk_matches_words),
       cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_note_round_trip_and_errors),
+      cmocka_unit_test(test_eager_round_trip_and_errors),
       cmocka_unit_test(test_mem_default),
   };
 

@@ -56,6 +56,14 @@ typedef struct dlcp_comm_config {
   uint64_t window_bytes;    /* unacknowledged data per peer, 0 = no cap.
                                Default 1 MiB (bounds the receiver's queue
                                when hosts, not links, are the bottleneck) */
+  uint32_t eager_bytes;     /* a transfer of at most this many bytes goes
+                               whole on the control connection, without
+                               the MLT handshake (reliable, one one-way
+                               trip); 0 = never.  Default 64 KiB; every
+                               rank must use the same value */
+  uint32_t spin_us;         /* a thread waiting for a completion polls
+                               (yielding the core in between) this long
+                               before sleeping.  Default 200 */
   uint32_t timeout_ms;      /* an operation without progress for this
                                long fails naming the peer.  Default 30000 */
   uint32_t rdzv_timeout_ms; /* joining the job.  Default 60000 */

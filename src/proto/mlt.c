@@ -21,6 +21,15 @@
  * urgent priority (equal priorities: earliest posted first, which finishes
  * tensors one by one instead of all late).
  *
+ * Eager transfers.  A transfer no larger than cfg.eager_max_bytes skips
+ * the handshake: the sender copies the tensor into one EAGER control
+ * message at once and completes; the receiver copies it into the posted
+ * buffer, or keeps a copy (UNEXPECTED list) until the matching post.  A
+ * receiver that cancels a posted eager receive leaves a TOMB record in its
+ * place that swallows the message still on its way, so a later receive
+ * with the same tensor id never gets it.  Both ends decide by size alone,
+ * so they agree whenever the sizes do.
+ *
  * Timers.  Each transfer keeps one deadline; the connection caches the
  * earliest.  A cached value may be too early (a deadline moved later), in
  * which case the scan it triggers finds nothing and recomputes it.
@@ -41,10 +50,13 @@ enum xfer_state {
   X_DRAIN,      /* sender: round sent, waiting before PROBE */
   X_PROBED,     /* sender: PROBE sent, waiting for BITMAP or STOP */
   X_DONE,       /* finished; only pending output remains */
+  X_TOMB,       /* receiver: a cancelled eager receive whose message may
+                   still arrive; swallows it, or expires */
 };
 
 /* Pending output, emitted in this order. */
 enum {
+  PEND_EAGER = 1u << 7, /* sender: the whole tensor as one EAGER message */
   PEND_START = 1u << 0,
   PEND_ACK = 1u << 1,
   PEND_PROBE = 1u << 2,
@@ -60,6 +72,7 @@ struct mlt_xfer {
   mlt_xfer *pend_next; /* conn's pending list */
   bool in_pending;
   bool is_send;
+  bool eager; /* goes as one EAGER message (cfg.eager_max_bytes) */
   uint8_t state;
   uint32_t pend;
   int status;
@@ -114,6 +127,14 @@ struct mlt_xfer {
   uint32_t loss_ppm;
 };
 
+/* An EAGER message that arrived before its receive was posted. */
+typedef struct mlt_unexpected {
+  struct mlt_unexpected *next;
+  uint32_t tensor;
+  uint64_t len;
+  uint8_t data[]; /* the tensor's bytes */
+} mlt_unexpected;
+
 struct dlcp_mlt_conn {
   dlcp_mlt_config cfg;
   const dlcp_mem *mem;
@@ -138,6 +159,9 @@ struct dlcp_mlt_conn {
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
   dlcp_mlt_range *missing;
   size_t missing_cap;
+  mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
+  size_t nunexpected;
+  size_t ntombs; /* X_TOMB records among |recvs| */
   dlcp_mlt_stats stats;
 };
 
@@ -359,7 +383,8 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
       cfg->probe_timeout_ns == 0 ||
       cfg->max_probe_timeout_ns < cfg->probe_timeout_ns ||
       cfg->stall_timeout_ns == 0 || cfg->max_rounds_without_progress == 0 ||
-      cfg->max_transfers == 0) {
+      cfg->max_transfers == 0 ||
+      cfg->eager_max_bytes > DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN) {
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -422,6 +447,11 @@ void dlcp_mlt_conn_del(dlcp_mlt_conn *conn) {
   for (x = conn->pend_head; x; x = next) {
     next = x->pend_next;
     xfer_free(conn, x);
+  }
+  while (conn->unexpected_head) {
+    mlt_unexpected *u = conn->unexpected_head;
+    conn->unexpected_head = u->next;
+    conn->mem->free(u, conn->mem->user);
   }
   conn->mem->free(conn->missing, conn->mem->user);
   conn->mem->free(conn, conn->mem->user);
@@ -500,6 +530,37 @@ static void match(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t id,
   start_round(conn, x, now);
 }
 
+static bool is_eager(const dlcp_mlt_conn *conn, uint64_t len) {
+  return conn->cfg.eager_max_bytes > 0 && len <= conn->cfg.eager_max_bytes;
+}
+
+/* The sender's side of an eager transfer is over once its message is
+ * queued: the reliable channel delivers it or the driver loses the peer.
+ * The record lives only on the pending list, for the message and the
+ * completion. */
+static int post_eager_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
+                           dlcp_tstamp now) {
+  mlt_xfer *x = conn->mem->calloc(1, sizeof(*x), conn->mem->user);
+  if (!x) {
+    return DLCP_ERR_NOMEM;
+  }
+  x->is_send = true;
+  x->eager = true;
+  x->tensor = req->tensor;
+  x->sbuf = req->buf;
+  x->size = req->len;
+  x->user_data = req->user_data;
+  x->layer = req->layer;
+  x->prio = dlcp_tag_priority(req->layer, req->nlayers, conn->cfg.nprio);
+  x->start_ns = now;
+  x->end_ns = now;
+  x->peer_bytes = req->len;
+  x->state = X_DONE;
+  x->timer_ns = DLCP_TSTAMP_NEVER;
+  pend(conn, x, PEND_EAGER | PEND_COMPLETE);
+  return 0;
+}
+
 int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
                        dlcp_tstamp now) {
   if (!conn || !req || (!req->buf && req->len > 0) ||
@@ -517,6 +578,9 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
     } else {
       active++;
     }
+  }
+  if (!x && is_eager(conn, req->len)) {
+    return post_eager_send(conn, req, now);
   }
   if (!x) {
     if (conn->nsends >= conn->cfg.max_transfers) {
@@ -856,6 +920,72 @@ static void on_stop(dlcp_mlt_conn *conn, const dlcp_wire_stop *s,
 
 /* --- receiver ----------------------------------------------------------- */
 
+/* An eager receive is complete once the message's bytes are in: the
+ * sender already completed, so nothing goes back. */
+static void eager_deliver(dlcp_mlt_conn *conn, mlt_xfer *x,
+                          const uint8_t *data, uint64_t len, dlcp_tstamp now) {
+  if (len != x->size) {
+    finish(conn, x, DLCP_ERR_SIZE_MISMATCH, 0, now);
+    return;
+  }
+  if (len > 0) {
+    memcpy(x->rbuf, data, (size_t)len);
+  }
+  x->have_bytes = len;
+  x->have_segs = x->nsegs;
+  x->rx_pkts = 1;
+  finish(conn, x, 0, 0, now);
+}
+
+static int post_eager_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
+                           dlcp_tstamp now) {
+  mlt_unexpected *u = conn->unexpected_head, *prev = NULL;
+  while (u && u->tensor != req->tensor) {
+    prev = u;
+    u = u->next;
+  }
+  if (!u && conn->nrecvs >= conn->cfg.max_transfers) {
+    return DLCP_ERR_LIMIT;
+  }
+  const dlcp_mem *m = conn->mem;
+  mlt_xfer *x = m->calloc(1, sizeof(*x), m->user);
+  if (!x) {
+    return DLCP_ERR_NOMEM;
+  }
+  x->is_send = false;
+  x->eager = true;
+  x->state = X_ACTIVE;
+  x->tensor = req->tensor;
+  x->user_data = req->user_data;
+  x->size = req->len;
+  x->nsegs = 1;
+  x->seg_size = conn->cfg.segment_size;
+  x->rbuf = req->buf;
+  x->needed_bytes = req->len;
+  x->start_ns = now;
+  x->last_progress_ns = now;
+  x->next = conn->recvs;
+  conn->recvs = x;
+  conn->nrecvs++;
+  if (u) {
+    /* The message came first: take it off the list in arrival order. */
+    if (prev) {
+      prev->next = u->next;
+    } else {
+      conn->unexpected_head = u->next;
+    }
+    if (conn->unexpected_tail == u) {
+      conn->unexpected_tail = prev;
+    }
+    conn->nunexpected--;
+    eager_deliver(conn, x, u->data, u->len, now);
+    m->free(u, m->user);
+    return 0;
+  }
+  set_timer(conn, x, add_sat(now, conn->cfg.stall_timeout_ns));
+  return 0;
+}
+
 int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
                        dlcp_tstamp now) {
   if (!conn || !req || (!req->buf && req->len > 0) ||
@@ -865,6 +995,9 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   uint32_t seg_size = conn->cfg.segment_size;
   if ((req->len + seg_size - 1) / seg_size > UINT32_MAX) {
     return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (is_eager(conn, req->len)) {
+    return post_eager_recv(conn, req, now);
   }
   if (conn->nrecvs >= conn->cfg.max_transfers) {
     return DLCP_ERR_LIMIT;
@@ -1079,6 +1212,57 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
   return 0;
 }
 
+static void free_tomb(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  unlink_xfer(conn, x);
+  conn->ntombs--;
+  xfer_free(conn, x);
+}
+
+/* Goes to the earliest posted eager receive (or tomb) of the tensor, as
+ * START would; with none posted, waits in the UNEXPECTED list. */
+static int on_eager(dlcp_mlt_conn *conn, const dlcp_wire_eager *e,
+                    const uint8_t *payload, size_t len, dlcp_tstamp now) {
+  mlt_xfer *first = NULL;
+  for (mlt_xfer *x = conn->recvs; x; x = x->next) {
+    if (x->eager && x->tensor == e->tensor) {
+      first = x; /* |recvs| is newest first: the last match is earliest */
+    }
+  }
+  if (first && first->state == X_TOMB) {
+    conn->stats.dropped_stale++;
+    free_tomb(conn, first);
+    return 0;
+  }
+  if (first) {
+    eager_deliver(conn, first, payload, len, now);
+    return 0;
+  }
+  if (conn->nunexpected >= conn->cfg.max_transfers) {
+    conn->stats.dropped_invalid++;
+    return DLCP_ERR_LIMIT;
+  }
+  const dlcp_mem *m = conn->mem;
+  mlt_unexpected *u = m->malloc(sizeof(*u) + len, m->user);
+  if (!u) {
+    conn->stats.dropped_invalid++;
+    return DLCP_ERR_NOMEM;
+  }
+  u->next = NULL;
+  u->tensor = e->tensor;
+  u->len = len;
+  if (len > 0) {
+    memcpy(u->data, payload, len);
+  }
+  if (conn->unexpected_tail) {
+    conn->unexpected_tail->next = u;
+  } else {
+    conn->unexpected_head = u;
+  }
+  conn->unexpected_tail = u;
+  conn->nunexpected++;
+  return 0;
+}
+
 int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
                         dlcp_tstamp now) {
   dlcp_wire_preamble pre;
@@ -1145,6 +1329,17 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
     }
     break;
   }
+  case DLCP_WIRE_EAGER: {
+    dlcp_wire_eager e;
+    const uint8_t *payload;
+    size_t payload_len;
+    rv = dlcp_wire_eager_decode(&e, &payload, &payload_len, buf, len);
+    if (rv == 0) {
+      conn->stats.control_received++;
+      return on_eager(conn, &e, payload, payload_len, now);
+    }
+    break;
+  }
   case DLCP_WIRE_DATA:
   case DLCP_WIRE_ACK:
   case DLCP_WIRE_NOTE: /* the driver's, for collectives */
@@ -1181,6 +1376,18 @@ static void cancel(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t tell,
 int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now) {
   for (mlt_xfer *x = conn->recvs; x; x = x->next) {
+    if (x->state == X_TOMB) {
+      continue;
+    }
+    if (x->user_data == user_data && x->eager) {
+      /* The sender may have sent already: keep the place in line. */
+      x->state = X_TOMB;
+      x->rbuf = NULL;
+      x->user_data = 0;
+      conn->ntombs++;
+      set_timer(conn, x, add_sat(now, conn->cfg.stall_timeout_ns));
+      return 0;
+    }
     if (x->user_data == user_data) {
       /* A START still unsent means the sender never heard of it. */
       uint32_t tell = (x->pend & PEND_START) ? 0 : PEND_STOP;
@@ -1218,9 +1425,20 @@ void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now) {
   }
   for (x = conn->recvs; x; x = next) {
     next = x->next;
+    if (x->state == X_TOMB) {
+      free_tomb(conn, x);
+      continue;
+    }
     x->pend &= PEND_COMPLETE;
     finish(conn, x, status, 0, now);
   }
+  while (conn->unexpected_head) {
+    mlt_unexpected *u = conn->unexpected_head;
+    conn->unexpected_head = u->next;
+    conn->mem->free(u, conn->mem->user);
+  }
+  conn->unexpected_tail = NULL;
+  conn->nunexpected = 0;
 }
 
 /* --- timers ------------------------------------------------------------- */
@@ -1252,10 +1470,14 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     break;
   case X_ACTIVE:
     if (!x->is_send) {
-      finish(conn, x, DLCP_ERR_TIMEOUT, PEND_STOP, now);
+      /* An eager sender has no transfer to stop. */
+      finish(conn, x, DLCP_ERR_TIMEOUT, x->eager ? 0 : PEND_STOP, now);
       return;
     }
     x->timer_ns = DLCP_TSTAMP_NEVER;
+    return;
+  case X_TOMB:
+    free_tomb(conn, x);
     return;
   case X_UNMATCHED:
   case X_DONE:
@@ -1286,8 +1508,9 @@ static void run_timers(dlcp_mlt_conn *conn, dlcp_tstamp now) {
       dlcp_tstamp t = xfer_deadline(conn, x);
       x->timer_ns = t;
       if (t <= now) {
+        bool tomb = x->state == X_TOMB; /* freed by its timer */
         fire_timer(conn, x, now);
-        if (x->state == X_DONE) {
+        if (tomb || x->state == X_DONE) {
           continue;
         }
         t = x->timer_ns;
@@ -1367,6 +1590,23 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
                         dlcp_mlt_action *act, uint8_t *buf, size_t buflen) {
   dlcp_ssize len = 0;
   uint32_t job = conn->cfg.job;
+  if (x->pend & PEND_EAGER) {
+    dlcp_wire_eager e = {.job = job, .tensor = x->tensor,
+                         .layer = (uint16_t)x->layer, .priority = x->prio};
+    len = dlcp_wire_eager_encode(buf, buflen, &e, x->sbuf, (size_t)x->size);
+    x->pend &= ~(uint32_t)PEND_EAGER;
+    if (len < 0) {
+      /* The driver's |buf| is smaller than eager_max_bytes + 24: fail the
+       * send rather than report the same error on every poll. */
+      x->status = (int)len;
+      x->peer_bytes = 0;
+      return 0;
+    }
+    act->type = DLCP_MLT_ACT_CONTROL;
+    act->len = (size_t)len;
+    conn->stats.control_sent++;
+    return 0;
+  }
   if (x->pend & PEND_START) {
     return emit_start(conn, x, act, buf, buflen);
   }
@@ -1512,7 +1752,7 @@ size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {
   for (const mlt_xfer *x = conn->sends; x; x = x->next) {
     n += x->state != X_UNMATCHED;
   }
-  n += conn->nrecvs;
+  n += conn->nrecvs - conn->ntombs;
   for (const mlt_xfer *x = conn->pend_head; x; x = x->pend_next) {
     n += x->state == X_DONE;
   }

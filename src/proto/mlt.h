@@ -83,6 +83,15 @@ typedef struct dlcp_mlt_config {
                                   pure rate control).  Bounds the queue a
                                   receiver that cannot keep up builds
                                   (host-bound paths such as loopback). */
+  uint32_t eager_max_bytes; /* a transfer of at most this many bytes goes
+                               as one EAGER control message, with no START,
+                               DATA or STOP: one one-way trip instead of
+                               three, for latency-bound collective steps.
+                               Reliable (the loss bound does not apply),
+                               unpaced, untagged.  0 = off (the default);
+                               at most DLCP_WIRE_CTRL_MAX - 24, and
+                               dlcp_mlt_poll's |buf| must hold 24 more.
+                               Both ends must use the same value. */
   uint64_t seed;           /* seeds the connection's generator */
 } dlcp_mlt_config;
 

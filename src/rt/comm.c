@@ -22,6 +22,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -63,6 +64,8 @@ void dlcp_comm_config_default(dlcp_comm_config *cfg) {
   cfg->paths = 4;
   cfg->line_rate_gbps = 25.0;
   cfg->window_bytes = 1u << 20;
+  cfg->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
+  cfg->spin_us = DLCP_RT_DEFAULT_SPIN_US;
   cfg->timeout_ms = 30000;
   cfg->rdzv_timeout_ms = 60000;
   cfg->fault_delay_us = 1000;
@@ -97,6 +100,16 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
                            DLCP_ENV_MAX_PATHS, DLCP_WIRE_MIN_SEG,
                            DLCP_WIRE_MAX_SEG);
   }
+  if (cfg->spin_us > DLCP_RT_MAX_SPIN_US) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "spin_us %u: expected at most %u", cfg->spin_us,
+                           DLCP_RT_MAX_SPIN_US);
+  }
+  if (cfg->eager_bytes > DLCP_RT_MAX_EAGER_BYTES) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "eager_bytes %u: expected at most %u",
+                           cfg->eager_bytes, DLCP_RT_MAX_EAGER_BYTES);
+  }
   const double probs[4] = {cfg->fault_drop, cfg->fault_dup,
                            cfg->fault_reorder, cfg->fault_delay};
   for (int i = 0; i < 4; i++) {
@@ -120,6 +133,8 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->job = cfg->job;
   env->rate_gbps = cfg->line_rate_gbps;
   env->window_bytes = cfg->window_bytes;
+  env->eager_bytes = cfg->eager_bytes;
+  env->spin_us = cfg->spin_us;
   env->fault.drop = cfg->fault_drop;
   env->fault.dup = cfg->fault_dup;
   env->fault.reorder = cfg->fault_reorder;
@@ -791,8 +806,22 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
   if (!acquire_driver(c)) {
     return 0;
   }
-  while (!ready(arg) && dlcp_rt_now() < deadline) {
-    dlcp_loop_run_once(c->loop, deadline);
+  /* Poll before sleeping: a collective step's answer usually comes within
+   * tens of microseconds, and a thread asleep in epoll needs the scheduler
+   * to notice the packet and wake it (far longer on a busy core).  Yield
+   * between polls, so a peer sharing this core runs and sends it. */
+  dlcp_tstamp now = dlcp_rt_now();
+  dlcp_tstamp spin_until = now + (dlcp_tstamp)c->env.spin_us * 1000u;
+  while (!ready(arg) && now < deadline) {
+    if (now < spin_until) {
+      dlcp_loop_run_once(c->loop, 0);
+      if (!ready(arg)) {
+        sched_yield();
+      }
+    } else {
+      dlcp_loop_run_once(c->loop, deadline);
+    }
+    now = dlcp_rt_now();
   }
   release_driver(c);
   return 1;
@@ -1115,6 +1144,7 @@ static int make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     cfg.min_rate_bps = cfg.line_rate_bps / 1000 ? cfg.line_rate_bps / 1000 : 1;
     cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
     cfg.max_inflight_bytes = c->env.window_bytes;
+    cfg.eager_max_bytes = c->env.eager_bytes;
     /* The seed's thresholds (12.5/125 us) and step (40 Mbps per ACK of 10
      * packets) fit MTU-sized packets through switches.  A path with large
      * datagrams (loopback, 64 KiB) has host processing, not switch queues,

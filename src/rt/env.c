@@ -41,7 +41,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
     "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE",
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
-    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES", NULL};
+    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
+    "DLCP_EAGER_BYTES", "DLCP_SPIN_US", NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
@@ -444,6 +445,8 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
   env->paths = DEFAULT_PATHS;
   env->rate_gbps = DEFAULT_RATE_GBPS;
   env->window_bytes = DEFAULT_WINDOW_BYTES;
+  env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
+  env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
 
   if ((rv = load_world(&rd, env)) != 0 ||
       (rv = read_u32(&rd, "DLCP_TIMEOUT_MS", "a timeout in milliseconds", 1,
@@ -458,6 +461,10 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
       (rv = read_u64(&rd, "DLCP_WINDOW_BYTES",
                      "a byte count (0 = no window)", 0, UINT64_C(1) << 40,
                      &env->window_bytes)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_EAGER_BYTES", "a byte count (0 = never)", 0,
+                     DLCP_RT_MAX_EAGER_BYTES, &env->eager_bytes)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_SPIN_US", "a time in microseconds", 0,
+                     DLCP_RT_MAX_SPIN_US, &env->spin_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_LOW_US", "a time in microseconds", 1,
                      10000000, &env->rtt_low_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,

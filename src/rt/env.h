@@ -42,6 +42,13 @@
 #define DLCP_ENV_HOST_MAX 255u
 #define DLCP_ENV_MAX_WORLD 65536u
 #define DLCP_ENV_MAX_PATHS 64u
+/* Eager transfers (DLCP_EAGER_BYTES): the default, and the most one
+ * control message can carry (DLCP_WIRE_CTRL_MAX less the EAGER header). */
+#define DLCP_RT_DEFAULT_EAGER_BYTES 65536u
+#define DLCP_RT_MAX_EAGER_BYTES ((1u << 20) - 24u)
+/* DLCP_SPIN_US: how long a waiting thread polls before it sleeps. */
+#define DLCP_RT_DEFAULT_SPIN_US 200u
+#define DLCP_RT_MAX_SPIN_US 1000000u
 
 typedef enum dlcp_topo_kind {
   DLCP_TOPO_FLAT = 0,   /* every rank equally far from every other */
@@ -80,6 +87,11 @@ typedef struct dlcp_rt_env {
   double rate_gbps; /* MLT line rate, DLCP_RATE_GBPS; default 25 */
   uint64_t window_bytes; /* DLCP_WINDOW_BYTES: in-flight cap per peer,
                             0 = none; default 1 MiB */
+  uint32_t eager_bytes; /* DLCP_EAGER_BYTES: transfers up to this size go
+                           whole on the control connection; 0 = never */
+  uint32_t spin_us;     /* DLCP_SPIN_US: a waiting thread polls (yielding
+                           the core between polls) this long before it
+                           sleeps in epoll; 0 = sleep at once */
   uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;

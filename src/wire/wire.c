@@ -21,6 +21,8 @@
  */
 #include "wire/wire.h"
 
+#include <string.h>
+
 #include "wire/bytes.h"
 
 /* Offsets of the preamble fields. */
@@ -58,6 +60,8 @@ static int type_len_ok(uint8_t type, uint32_t len) {
     return len == DLCP_WIRE_FINISH_LEN;
   case DLCP_WIRE_NOTE:
     return len == DLCP_WIRE_NOTE_LEN;
+  case DLCP_WIRE_EAGER:
+    return len >= DLCP_WIRE_EAGER_HDR_LEN && len <= DLCP_WIRE_CTRL_MAX;
   default:
     return 0;
   }
@@ -77,7 +81,7 @@ int dlcp_wire_peek(dlcp_wire_preamble *pre, const uint8_t *buf, size_t buflen) {
     return DLCP_ERR_BAD_VERSION;
   }
   type = dlcp_get_u8(buf + OFF_TYPE);
-  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_NOTE) {
+  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_EAGER) {
     return DLCP_ERR_BAD_TYPE;
   }
   len = dlcp_get_u32(buf + OFF_LEN);
@@ -509,6 +513,56 @@ int dlcp_wire_note_decode(dlcp_wire_note *n, const uint8_t *buf,
   n->job = pre.job;
   n->op = dlcp_get_u32(buf + 16);
   n->value = dlcp_get_u64(buf + 24);
+  return 0;
+}
+
+/* ---- EAGER ---- */
+
+dlcp_ssize dlcp_wire_eager_encode(uint8_t *buf, size_t buflen,
+                                  const dlcp_wire_eager *e,
+                                  const void *payload, size_t payload_len) {
+  uint8_t *p;
+
+  if (e == NULL || (payload == NULL && payload_len > 0) ||
+      e->priority > DLCP_WIRE_PRIO_MASK ||
+      payload_len > DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  size_t len = DLCP_WIRE_EAGER_HDR_LEN + payload_len;
+  if (buf == NULL || buflen < len) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_EAGER, e->job, 0, (uint32_t)len);
+  p = dlcp_put_u32(p, e->tensor);
+  p = dlcp_put_u16(p, e->layer);
+  p = dlcp_put_u8(p, e->priority);
+  p = dlcp_put_u8(p, 0);
+  if (payload_len > 0) {
+    memcpy(p, payload, payload_len);
+  }
+  return (dlcp_ssize)len;
+}
+
+int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
+                           size_t *payload_len, const uint8_t *buf,
+                           size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_EAGER);
+
+  if (rv != 0) {
+    return rv;
+  }
+  uint8_t flags = dlcp_get_u8(buf + 22);
+  if (pre.xfer != 0 || (flags & ~DLCP_WIRE_PRIO_MASK) != 0 ||
+      dlcp_get_u8(buf + 23) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  e->job = pre.job;
+  e->tensor = dlcp_get_u32(buf + 16);
+  e->layer = dlcp_get_u16(buf + 20);
+  e->priority = flags & DLCP_WIRE_PRIO_MASK;
+  *payload = buf + DLCP_WIRE_EAGER_HDR_LEN;
+  *payload_len = pre.len - DLCP_WIRE_EAGER_HDR_LEN;
   return 0;
 }
 

@@ -82,6 +82,16 @@
  *   16  4    op       the collective operation's id on this job
  *   20  4    reserved (zero)
  *   24  8    value    the operation's 64-bit note
+ *
+ * EAGER (control, sender -> receiver): a whole small tensor carried on the
+ * reliable channel instead of START + DATA + STOP, so a latency-bound
+ * transfer costs one one-way trip; xfer is 0 (the receiver never announced
+ * one), the tensor id matches the receiver's post as START would:
+ *   16  4    tensor   application tensor id
+ *   20  2    layer    model layer the tensor belongs to
+ *   22  1    flags    bits 0-2 priority; rest zero
+ *   23  1    reserved (zero)
+ *   24  ...  payload  the tensor, len - 24 bytes (may be empty)
  */
 #ifndef DLCP_WIRE_H
 #define DLCP_WIRE_H
@@ -101,6 +111,7 @@
 #define DLCP_WIRE_STOP_LEN 32u
 #define DLCP_WIRE_FINISH_LEN 24u
 #define DLCP_WIRE_NOTE_LEN 32u
+#define DLCP_WIRE_EAGER_HDR_LEN 24u
 #define DLCP_WIRE_START_HDR_LEN 20u
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
@@ -128,6 +139,7 @@ typedef enum dlcp_wire_type {
   DLCP_WIRE_STOP = 6,
   DLCP_WIRE_FINISH = 7,
   DLCP_WIRE_NOTE = 8,
+  DLCP_WIRE_EAGER = 9,
 } dlcp_wire_type;
 
 typedef struct dlcp_wire_preamble {
@@ -194,6 +206,13 @@ typedef struct dlcp_wire_note {
   uint32_t op;
   uint64_t value;
 } dlcp_wire_note;
+
+typedef struct dlcp_wire_eager {
+  uint32_t job;
+  uint32_t tensor;
+  uint16_t layer;
+  uint8_t priority; /* 0..7 */
+} dlcp_wire_eager;
 
 /* A run of segment indices [start, start + count). */
 typedef struct dlcp_wire_range {
@@ -315,6 +334,14 @@ dlcp_ssize dlcp_wire_note_encode(uint8_t *buf, size_t buflen,
                                  const dlcp_wire_note *n);
 int dlcp_wire_note_decode(dlcp_wire_note *n, const uint8_t *buf,
                           size_t buflen);
+/* EAGER copies |payload_len| bytes of |payload| after the header; the
+ * decoder points |*payload| into |buf| (borrowed from the caller). */
+dlcp_ssize dlcp_wire_eager_encode(uint8_t *buf, size_t buflen,
+                                  const dlcp_wire_eager *e,
+                                  const void *payload, size_t payload_len);
+int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
+                           size_t *payload_len, const uint8_t *buf,
+                           size_t buflen);
 
 /*
  * dlcp_wire_bitmap_encode_words writes a BITMAP describing the segments

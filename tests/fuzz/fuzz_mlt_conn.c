@@ -208,6 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlcp_mlt_config cfg;
   dlcp_mlt_config_default(&cfg);
   cfg.segment_size = 200; /* many segments from small tensors */
+  cfg.eager_max_bytes = 300; /* and some go eager */
   cfg.stall_timeout_ns = 50000000;
   cfg.probe_timeout_ns = 100000;
   cfg.max_probe_timeout_ns = 1000000;

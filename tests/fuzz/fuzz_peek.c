@@ -92,6 +92,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rv = dlcp_wire_note_decode(&n, data, pre.len);
     break;
   }
+  case DLCP_WIRE_EAGER: {
+    dlcp_wire_eager e;
+    const uint8_t *payload;
+    size_t payload_len;
+
+    rv = dlcp_wire_eager_decode(&e, &payload, &payload_len, data, pre.len);
+    if (rv == 0 && payload + payload_len != data + pre.len) {
+      abort(); /* the payload must be exactly the rest of the message */
+    }
+    break;
+  }
   default:
     /* peek accepted a type it does not know. */
     abort();

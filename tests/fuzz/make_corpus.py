@@ -15,7 +15,7 @@ import sys
 
 MAGIC = 0xD1C9
 VERSION = 1
-DATA, ACK, START, PROBE, BITMAP, STOP, FINISH, NOTE = range(1, 9)
+DATA, ACK, START, PROBE, BITMAP, STOP, FINISH, NOTE, EAGER = range(1, 10)
 
 
 def preamble(mtype, job, xfer, length):
@@ -57,6 +57,12 @@ def finish(job=1, xfer=1, status=0, sent=0):
 def note(job=1, op=7, value=0x123456789, xfer=0, reserved=0):
     return preamble(NOTE, job, xfer, 32) + struct.pack("<IIQ", op, reserved,
                                                         value)
+
+
+def eager(job=1, tensor=3, layer=0, flags=0, reserved=0, xfer=0,
+          payload=b"\x01\x02\x03\x04"):
+    body = struct.pack("<IHBB", tensor, layer, flags, reserved) + payload
+    return preamble(EAGER, job, xfer, 16 + len(body)) + body
 
 
 def varint(v):
@@ -178,12 +184,15 @@ def corpora():
         "stop": c["stop"]["ok"],
         "finish": c["finish"]["ok"],
         "note": c["note"]["valid"],
+        "eager": eager(),
+        "eager_empty": eager(payload=b""),
+        "eager_bad_flags": eager(flags=0x08),
         "stream_two": c["probe"]["min"] + c["ack"]["min"],
         "prefix_only": preamble(BITMAP, 1, 1, 1 << 20),
         "short": preamble(PROBE, 1, 1, 24)[:15],
         "bad_magic": struct.pack("<HBBIII", 0xC9D1, 1, PROBE, 1, 1, 24),
         "bad_version": struct.pack("<HBBIII", MAGIC, 2, PROBE, 1, 1, 24),
-        "bad_type": struct.pack("<HBBIII", MAGIC, 1, 9, 1, 1, 24),
+        "bad_type": struct.pack("<HBBIII", MAGIC, 1, 10, 1, 1, 24),
         "too_long": preamble(BITMAP, 1, 1, (1 << 20) + 1),
     }
     return c
