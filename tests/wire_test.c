@@ -1518,6 +1518,46 @@ static void test_eager_round_trip_and_errors(void **state) {
   assert_int_equal(dlcp_wire_peek(&pre, buf, 16), DLCP_ERR_BAD_LENGTH);
 }
 
+static void test_data_decode_header_matches_whole(void **state) {
+  (void)state;
+  uint8_t pkt[DLCP_WIRE_DATA_HDR_LEN + 300];
+  memset(pkt, 0x5A, sizeof(pkt));
+  dlcp_wire_data d = {.job = 3, .xfer = 9, .flags = 0x2B, .path = 2,
+                      .layer = 7, .tensor = 11, .seq = 5, .offset = 600,
+                      .tx_ts = 123456789, .payload_len = 300};
+  assert_int_equal(dlcp_wire_data_encode(pkt, sizeof(pkt), &d),
+                   DLCP_WIRE_DATA_HDR_LEN);
+  dlcp_wire_data whole, head;
+  memset(&whole, 0, sizeof(whole)); /* padding compared below */
+  memset(&head, 0, sizeof(head));
+  const uint8_t *payload;
+  assert_int_equal(dlcp_wire_data_decode(&whole, &payload, pkt, sizeof(pkt)),
+                   0);
+  assert_int_equal(dlcp_wire_data_decode_header(&head, pkt,
+                                                DLCP_WIRE_DATA_HDR_LEN,
+                                                sizeof(pkt)),
+                   0);
+  assert_memory_equal(&whole, &head, sizeof(whole));
+  /* The datagram length must be the preamble's; the header complete. */
+  assert_int_equal(dlcp_wire_data_decode_header(&head, pkt,
+                                                DLCP_WIRE_DATA_HDR_LEN,
+                                                sizeof(pkt) - 1),
+                   DLCP_ERR_TRUNCATED);
+  assert_int_equal(dlcp_wire_data_decode_header(&head, pkt,
+                                                DLCP_WIRE_DATA_HDR_LEN,
+                                                sizeof(pkt) + 1),
+                   DLCP_ERR_BAD_LENGTH);
+  assert_int_equal(dlcp_wire_data_decode_header(&head, pkt,
+                                                DLCP_WIRE_DATA_HDR_LEN - 1,
+                                                sizeof(pkt)),
+                   DLCP_ERR_TRUNCATED);
+  pkt[16] = 0xFF; /* unknown flags: the same verdict as the whole decode */
+  assert_int_equal(dlcp_wire_data_decode_header(&head, pkt,
+                                                DLCP_WIRE_DATA_HDR_LEN,
+                                                sizeof(pkt)),
+                   dlcp_wire_data_decode(&whole, &payload, pkt, sizeof(pkt)));
+}
+
 static void test_mem_default(void **state) {
   const dlcp_mem *m = dlcp_mem_default();
   uint8_t *p;
@@ -1565,6 +1605,7 @@ int main(void) {
       cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_note_round_trip_and_errors),
       cmocka_unit_test(test_eager_round_trip_and_errors),
+      cmocka_unit_test(test_data_decode_header_matches_whole),
       cmocka_unit_test(test_mem_default),
   };
 

@@ -1046,31 +1046,55 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   return 0;
 }
 
-static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
-                   dlcp_tstamp now) {
-  dlcp_wire_data d;
-  const uint8_t *payload;
-  int rv = dlcp_wire_data_decode(&d, &payload, buf, len);
-  if (rv != 0) {
-    conn->stats.dropped_malformed++;
-    return rv;
+/* The receive a decoded DATA packet belongs to, or NULL (counted in the
+ * stats when |count|). */
+static mlt_xfer *data_target(dlcp_mlt_conn *conn, const dlcp_wire_data *d,
+                             bool count, int *rv) {
+  if (d->job != conn->cfg.job) {
+    conn->stats.dropped_foreign += count;
+    *rv = DLCP_ERR_FOREIGN_JOB;
+    return NULL;
   }
-  if (d.job != conn->cfg.job) {
-    conn->stats.dropped_foreign++;
-    return DLCP_ERR_FOREIGN_JOB;
-  }
-  mlt_xfer *x = find_recv(conn, d.xfer);
+  mlt_xfer *x = find_recv(conn, d->xfer);
   if (!x) {
-    conn->stats.dropped_stale++;
-    return DLCP_ERR_UNKNOWN_TRANSFER;
+    conn->stats.dropped_stale += count;
+    *rv = DLCP_ERR_UNKNOWN_TRANSFER;
+    return NULL;
   }
-  if (d.tensor != x->tensor) {
-    conn->stats.dropped_invalid++;
-    return DLCP_ERR_INVALID_ARGUMENT;
+  if (d->tensor != x->tensor) {
+    conn->stats.dropped_invalid += count;
+    *rv = DLCP_ERR_INVALID_ARGUMENT;
+    return NULL;
   }
-  rv = dlcp_wire_data_check_bounds(&d, x->size, x->seg_size);
-  if (rv != 0) {
-    conn->stats.dropped_invalid++;
+  *rv = dlcp_wire_data_check_bounds(d, x->size, x->seg_size);
+  if (*rv != 0) {
+    conn->stats.dropped_invalid += count;
+    return NULL;
+  }
+  return x;
+}
+
+uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                            size_t hdr_len, size_t dgram_len) {
+  dlcp_wire_data d;
+  int rv;
+  if (dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len) != 0) {
+    return NULL;
+  }
+  mlt_xfer *x = data_target(conn, &d, false, &rv);
+  if (!x || bit_get(x->have_bits, (uint32_t)(d.offset / x->seg_size))) {
+    return NULL;
+  }
+  return x->rbuf + d.offset;
+}
+
+/* |payload| NULL: the driver already wrote it in place (data_dest). */
+static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
+                   const uint8_t *payload, dlcp_tstamp now) {
+  const dlcp_wire_data d = *dp;
+  int rv;
+  mlt_xfer *x = data_target(conn, &d, true, &rv);
+  if (!x) {
     return rv;
   }
   uint32_t seg = (uint32_t)(d.offset / x->seg_size);
@@ -1080,7 +1104,9 @@ static int on_data(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   bool regular_ack = ++conn->rx_since_ack >= conn->cfg.ack_every;
   if (!bit_get(x->have_bits, seg)) {
     bit_set(x->have_bits, seg);
-    memcpy(x->rbuf + d.offset, payload, d.payload_len);
+    if (payload) {
+      memcpy(x->rbuf + d.offset, payload, d.payload_len);
+    }
     x->have_segs++;
     x->have_bytes += d.payload_len;
   } else {
@@ -1192,7 +1218,14 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
     return rv;
   }
   if (pre.type == DLCP_WIRE_DATA) {
-    return on_data(conn, buf, len, now);
+    dlcp_wire_data d;
+    const uint8_t *payload;
+    rv = dlcp_wire_data_decode(&d, &payload, buf, len);
+    if (rv != 0) {
+      conn->stats.dropped_malformed++;
+      return rv;
+    }
+    return on_data(conn, &d, payload, now);
   }
   if (pre.type != DLCP_WIRE_ACK) {
     conn->stats.dropped_malformed++;
@@ -1210,6 +1243,18 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
   }
   on_ack(conn, &a, now);
   return 0;
+}
+
+int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                            size_t hdr_len, size_t dgram_len,
+                            dlcp_tstamp now) {
+  dlcp_wire_data d;
+  int rv = dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len);
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+    return rv;
+  }
+  return on_data(conn, &d, NULL, now);
 }
 
 static void free_tomb(dlcp_mlt_conn *conn, mlt_xfer *x) {

@@ -297,6 +297,24 @@ int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
  */
 void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now);
 
+/*
+ * Zero-copy receive.  dlcp_mlt_data_dest looks at the first |hdr_len| bytes
+ * (at least the 44-byte DATA header) of a datagram of |dgram_len| bytes
+ * that the driver has not read yet (MSG_PEEK): if it is valid DATA for a
+ * receive in progress whose segment is not held yet, it returns where the
+ * payload belongs in the posted buffer, else NULL.  It changes nothing.
+ * The driver then reads the payload straight there and calls
+ * dlcp_mlt_on_data_placed with the header, before any other call into the
+ * connection; on NULL it reads the datagram whole and calls
+ * dlcp_mlt_on_datagram as usual.  Either way the packet is validated and
+ * counted exactly once.
+ */
+uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                            size_t hdr_len, size_t dgram_len);
+int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                            size_t hdr_len, size_t dgram_len,
+                            dlcp_tstamp now);
+
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 

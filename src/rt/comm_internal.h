@@ -101,6 +101,7 @@ struct dlcp_comm {
   char local_ip[INET_ADDRSTRLEN];
   dlcp_tstamp started_ns;
   bool paused_once;
+  bool rx_in_place; /* DATA payloads are read straight into the tensor */
   dlcp_comm_stats stats;
   /* collectives (collective.c), all under mu */
   struct coll_run *colls;   /* running, in start order */

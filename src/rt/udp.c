@@ -169,6 +169,44 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   return n < 0 ? 0 : n;
 }
 
+size_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
+                     size_t hdr_len, struct sockaddr_in *from) {
+  socklen_t fromlen = sizeof(*from);
+  ssize_t n;
+  do {
+    /* MSG_TRUNC: the datagram's real length, not what fit. */
+    n = recvfrom(u->fd[path], hdr, hdr_len, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT,
+                 (struct sockaddr *)from, &fromlen);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? 0 : (size_t)n;
+}
+
+static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
+                   size_t niov) {
+  struct msghdr m;
+  memset(&m, 0, sizeof(m));
+  m.msg_iov = iov;
+  m.msg_iovlen = niov;
+  ssize_t n;
+  do {
+    n = recvmsg(u->fd[path], &m, MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? 0 : (size_t)n;
+}
+
+size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
+                           size_t hdr_len, uint8_t *dest, size_t dest_len) {
+  struct iovec iov[2] = {{.iov_base = hdr, .iov_len = hdr_len},
+                         {.iov_base = dest, .iov_len = dest_len}};
+  return take(u, path, iov, 2);
+}
+
+size_t dlcp_udp_take(dlcp_udp *u, uint32_t path) {
+  size_t n = take(u, path, &u->rx_iov[0], 1);
+  u->rx_msg[0].msg_len = (unsigned)n;
+  return n;
+}
+
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
                                 const struct sockaddr_in **from) {
   *len = u->rx_msg[i].msg_len;

@@ -71,6 +71,20 @@ void dlcp_udp_flush(dlcp_udp *u);
 /* dlcp_udp_recv reads a batch from path |path|'s socket; returns how many
  * datagrams (0 when none) with their data at dlcp_udp_rx_data(). */
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path);
+
+/*
+ * One datagram at a time, for receiving payloads in place: dlcp_udp_peek
+ * copies the first |hdr_len| bytes of the next datagram into |hdr| without
+ * consuming it and returns its full length (0 when there is none);
+ * dlcp_udp_take_split then consumes it into |hdr| and |dest|, returning the
+ * bytes read; dlcp_udp_take consumes it into receive buffer 0 (read it with
+ * dlcp_udp_rx_data(u, 0, ...)).
+ */
+size_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
+                     size_t hdr_len, struct sockaddr_in *from);
+size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
+                           size_t hdr_len, uint8_t *dest, size_t dest_len);
+size_t dlcp_udp_take(dlcp_udp *u, uint32_t path);
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
                                 const struct sockaddr_in **from);
 

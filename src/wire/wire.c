@@ -156,30 +156,26 @@ dlcp_ssize dlcp_wire_data_encode(uint8_t *buf, size_t buflen,
   return DLCP_WIRE_DATA_HDR_LEN;
 }
 
-int dlcp_wire_data_decode(dlcp_wire_data *d, const uint8_t **payload,
-                          const uint8_t *buf, size_t buflen) {
-  dlcp_wire_preamble pre;
+/* The DATA fields after a preamble already checked against the datagram's
+ * length. */
+static int data_fields(dlcp_wire_data *d, const dlcp_wire_preamble *pre,
+                       const uint8_t *buf) {
   uint32_t plen;
   uint64_t offset;
   uint8_t flags;
-  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_DATA);
-
-  if (rv != 0) {
-    return rv;
-  }
   /* peek bounded len to (44, DGRAM_MAX], so the payload is 1..MAX_SEG. */
-  plen = pre.len - DLCP_WIRE_DATA_HDR_LEN;
+  plen = pre->len - DLCP_WIRE_DATA_HDR_LEN;
   flags = dlcp_get_u8(buf + 16);
   offset = dlcp_get_u64(buf + 28);
-  if (pre.xfer == 0 || (flags & ~DLCP_WIRE_FLAGS_KNOWN) != 0) {
+  if (pre->xfer == 0 || (flags & ~DLCP_WIRE_FLAGS_KNOWN) != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   /* The receiver adds the length to the offset; that must not wrap. */
   if (offset > UINT64_MAX - plen) {
     return DLCP_ERR_BAD_OFFSET;
   }
-  d->job = pre.job;
-  d->xfer = pre.xfer;
+  d->job = pre->job;
+  d->xfer = pre->xfer;
   d->flags = flags;
   d->path = dlcp_get_u8(buf + 17);
   d->layer = dlcp_get_u16(buf + 18);
@@ -188,10 +184,41 @@ int dlcp_wire_data_decode(dlcp_wire_data *d, const uint8_t **payload,
   d->offset = offset;
   d->tx_ts = dlcp_get_u64(buf + 36);
   d->payload_len = (uint16_t)plen;
-  if (payload != NULL) {
+  return 0;
+}
+
+int dlcp_wire_data_decode(dlcp_wire_data *d, const uint8_t **payload,
+                          const uint8_t *buf, size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_DATA);
+
+  if (rv == 0) {
+    rv = data_fields(d, &pre, buf);
+  }
+  if (rv == 0 && payload != NULL) {
     *payload = buf + DLCP_WIRE_DATA_HDR_LEN;
   }
-  return 0;
+  return rv;
+}
+
+int dlcp_wire_data_decode_header(dlcp_wire_data *d, const uint8_t *hdr,
+                                 size_t hdr_len, size_t dgram_len) {
+  dlcp_wire_preamble pre;
+  if (hdr_len < DLCP_WIRE_DATA_HDR_LEN) {
+    return DLCP_ERR_TRUNCATED;
+  }
+  int rv = dlcp_wire_peek(&pre, hdr, hdr_len);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.type != DLCP_WIRE_DATA) {
+    return DLCP_ERR_BAD_TYPE;
+  }
+  if (dgram_len != pre.len) {
+    return dgram_len < pre.len ? DLCP_ERR_TRUNCATED : DLCP_ERR_BAD_LENGTH;
+  }
+  return data_fields(d, &pre, hdr);
 }
 
 int dlcp_wire_data_check_bounds(const dlcp_wire_data *d, uint64_t size,

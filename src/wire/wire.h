@@ -284,6 +284,15 @@ int dlcp_wire_data_decode(dlcp_wire_data *d, const uint8_t **payload,
                           const uint8_t *buf, size_t buflen);
 
 /*
+ * dlcp_wire_data_decode_header decodes a DATA datagram of |dgram_len| bytes
+ * from its first |hdr_len| bytes alone (at least the 44-byte header), with
+ * the same checks as dlcp_wire_data_decode: for a receiver that reads the
+ * header first and the payload straight to where it belongs.
+ */
+int dlcp_wire_data_decode_header(dlcp_wire_data *d, const uint8_t *hdr,
+                                 size_t hdr_len, size_t dgram_len);
+
+/*
  * dlcp_wire_data_check_bounds returns 0 if the payload of |d| lies in a
  * tensor of |size| bytes cut into |seg_size|-byte segments: the offset is
  * segment aligned and the length is exactly that segment's length.  It
