@@ -69,6 +69,13 @@ struct dlcp_coll {
   coll_plan plan;
   unsigned char *base[3]; /* WORK, SCRATCH, OUT */
   unsigned char *own_work; /* allocated WORK (out-of-place reduce-scatter) */
+  /* Out-of-place all-reduce: WORK starts as a copy of the input, made
+   * lazily, granule by granule, when a step first needs it (see
+   * work_ready in coll.c); a send of an untouched range reads the input
+   * itself, and a receive that overwrites a granule needs no copy. */
+  const unsigned char *lazy_in;
+  uint64_t *lazy_done; /* bit per granule: WORK holds its own data */
+  uint64_t lazy_bytes;
   unsigned char *scratch;
 
   /* per step, sized plan.cap (static steps plus room for dynamic ones) */
