@@ -227,7 +227,8 @@ typedef struct dlcp_coll_opts {
                            on every rank; 0 = exact */
   uint32_t layer;       /* priority of the data: layer * 8 / nlayers */
   uint32_t nlayers;
-  uint64_t chunk_bytes; /* pipelining granularity; 0 = default */
+  uint64_t chunk_bytes; /* pipelining granularity; 0 = by size (a quarter
+                           of a chunk, 256 KiB .. 4 MiB) */
   double bypass_alpha;  /* RING_BYPASS threshold factor; 0 = default */
 } dlcp_coll_opts;
 

@@ -39,7 +39,7 @@ void dlcp_coll_params_default(dlcp_coll_params *p) {
   p->world = 1;
   p->dtype = DLCP_FLOAT32;
   p->op = DLCP_SUM;
-  p->chunk_bytes = DLCP_COLL_DEFAULT_CHUNK_BYTES;
+  p->chunk_bytes = 0; /* by size: coll_plan_nseg */
   p->bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
 }
 
@@ -231,8 +231,7 @@ static int params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
   g->esz = esz ? esz : 1;
   g->dtype = p->dtype;
   g->op = p->op;
-  g->chunk_bytes = p->chunk_bytes ? p->chunk_bytes
-                                  : DLCP_COLL_DEFAULT_CHUNK_BYTES;
+  g->chunk_bytes = p->chunk_bytes;
   g->topo = p->topo_levels ? p->topo : NULL;
   g->levels = p->topo_levels;
   g->rs_copy_out = p->kind == DLCP_COLL_REDUCE_SCATTER && p->sendbuf &&

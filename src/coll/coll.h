@@ -67,6 +67,7 @@ typedef enum dlcp_coll_kind {
 #define DLCP_COLL_MAX_LEVELS 8u
 /* Default pipelining granularity: bytes per transfer. */
 #define DLCP_COLL_DEFAULT_CHUNK_BYTES (256u * 1024u)
+#define DLCP_COLL_MAX_AUTO_CHUNK_BYTES (4u * 1024u * 1024u)
 /* Default bypass threshold factor alpha (see docs/collectives.md). */
 #define DLCP_COLL_DEFAULT_BYPASS_ALPHA 1.5
 
@@ -175,7 +176,10 @@ typedef struct dlcp_coll_params {
   dlcp_redop op;       /* ALLREDUCE and REDUCE_SCATTER only */
   uint32_t root;       /* BROADCAST only */
   uint64_t chunk_bytes; /* pipelining: the largest transfer of the plan is
-                           about this many bytes; 0 = default */
+                           about this many bytes; 0 = by size (a quarter
+                           of the algorithm's chunk, within
+                           DLCP_COLL_DEFAULT_CHUNK_BYTES and
+                           DLCP_COLL_MAX_AUTO_CHUNK_BYTES) */
   /* Topology for RAT (and for AUTO's choice): topo[r * topo_levels + l] is
    * rank r's label at level l: level 0 the rack (the innermost
    * oversubscribed region), 1 the pod, ...  Ranks with equal labels at

@@ -153,9 +153,19 @@ uint32_t coll_plan_finish(coll_plan *plan, coll_buf buf, uint64_t off,
 
 uint32_t coll_plan_nseg(const coll_geom *g, uint64_t max_chunk_elems,
                         uint32_t phase_steps) {
-  uint64_t chunk = g->chunk_bytes ? g->chunk_bytes
-                                   : DLCP_COLL_DEFAULT_CHUNK_BYTES;
   uint64_t bytes = max_chunk_elems * g->esz;
+  /* By size: four segments a chunk keep the pipeline full; every segment
+   * is a transfer with its own handshake and completion, so large chunks
+   * get large segments (4-rank 64 MiB ring on loopback: median 129 ms with
+   * 256 KiB segments, 103 ms with 4 MiB). */
+  uint64_t chunk = g->chunk_bytes;
+  if (chunk == 0) {
+    chunk = bytes / 4;
+    chunk = chunk < DLCP_COLL_DEFAULT_CHUNK_BYTES ? DLCP_COLL_DEFAULT_CHUNK_BYTES
+            : chunk > DLCP_COLL_MAX_AUTO_CHUNK_BYTES
+                ? DLCP_COLL_MAX_AUTO_CHUNK_BYTES
+                : chunk;
+  }
   uint64_t nseg = (bytes + chunk - 1) / chunk;
   uint64_t tag_cap = (uint64_t)(DLCP_COLL_TAG_SEQ_MASK + 1u) /
                      (phase_steps ? phase_steps : 1u);
