@@ -348,6 +348,7 @@ int main(int argc, char **argv) {
            "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(%)");
   }
   int failed = 0;
+  int64_t bypasses = 0; /* straggler bypasses this rank made */
   for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes && !failed;
        bytes *= o.factor) {
     uint64_t count = bytes / esize;
@@ -375,6 +376,7 @@ int main(int argc, char **argv) {
         failed = 1;
         break;
       }
+      bypasses += info.bypasses;
       if (timed) {
         times[it - o.warmup] = now_ns() - t0;
       }
@@ -423,14 +425,18 @@ int main(int argc, char **argv) {
       failed = 1;
     }
   }
+  if (!failed && reduce_i64(comm, &bypasses, 1, DLCP_SUM) != 0) {
+    failed = 1;
+  }
   if (rank == 0) {
     dlcp_comm_stats st;
     dlcp_comm_get_stats(comm, &st);
     printf("# rank 0: %llu datagrams sent, %llu retransmitted; send rate "
-           "now %.2f Gbps (slowest peer), srtt up to %.1f us\n",
+           "now %.2f Gbps (slowest peer), srtt up to %.1f us; "
+           "%lld straggler bypasses (all ranks)\n",
            (unsigned long long)st.datagrams_sent,
            (unsigned long long)st.retransmissions, st.min_rate_gbps,
-           (double)st.max_srtt_ns / 1e3);
+           (double)st.max_srtt_ns / 1e3, (long long)bypasses);
   }
   dlcp_comm_destroy(comm);
   free(in);

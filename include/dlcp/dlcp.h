@@ -75,6 +75,9 @@ typedef struct dlcp_comm_config {
   double fault_drop, fault_dup, fault_reorder, fault_delay;
   uint32_t fault_delay_us;
   uint64_t fault_seed;
+  /* A straggler: in every collective this rank's first completed receive
+   * reaches the collective this many ms late (DLCP_FAULT_STRAGGLE). */
+  uint32_t fault_straggle_ms;
 } dlcp_comm_config;
 
 void dlcp_comm_config_default(dlcp_comm_config *cfg);

@@ -50,9 +50,20 @@ typedef struct coll_run {
   op *xfers; /* outstanding transfers, linked by coll_next */
   uint32_t layer, nlayers;
   bool dirty; /* has events the state machine has not been polled for */
+  /* DLCP_FAULT_STRAGGLE: the receive completion held back, once a run. */
+  bool straggled;
+  struct held_recv *held;
   int fail_status;
   char fail_reason[224];
 } coll_run;
+
+typedef struct held_recv {
+  dlcp_tstamp release_ns;
+  uint32_t peer, tag;
+  int status;
+  size_t nranges;
+  dlcp_coll_range ranges[]; /* the transfer's missing ranges */
+} held_recv;
 
 typedef struct early_note {
   struct early_note *next;
@@ -125,6 +136,8 @@ static void cancel_xfers(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
 
 static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   cancel_xfers(c, run, now);
+  free(run->held);
+  run->held = NULL;
   dlcp_request *req = run->req;
   dlcp_coll_result res;
   dlcp_coll_get_result(run->op, &res);
@@ -277,6 +290,17 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   while (run) {
     coll_run *following = run->next;
     bool finished = false;
+    if (run->held && run->held->release_ns <= now) {
+      held_recv *h = run->held;
+      run->held = NULL;
+      dlcp_coll_on_received(run->op, h->peer, h->tag, h->status, h->ranges,
+                            h->nranges, now);
+      run->dirty = true;
+      free(h);
+    }
+    if (run->held && run->held->release_ns < *next) {
+      *next = run->held->release_ns;
+    }
     if (run->dirty || dlcp_coll_next_deadline(run->op) <= now) {
       posted |= pump(c, run, now, &finished);
     }
@@ -327,7 +351,24 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
       ranges[i].offset = mc->missing[i].offset;
       ranges[i].len = mc->missing[i].len;
     }
-    dlcp_coll_on_received(run->op, o->peer, o->tag, status, ranges, n, now);
+    held_recv *h = NULL;
+    if (c->env.fault.straggle_ms > 0 && !run->straggled && status == 0) {
+      h = malloc(sizeof(*h) + n * sizeof(dlcp_coll_range));
+    }
+    if (h) {
+      /* The straggler's slow step: the collective sees this receive late,
+       * while the connections (and the bypass's notes) keep running. */
+      run->straggled = true;
+      h->release_ns = now + (dlcp_tstamp)c->env.fault.straggle_ms * 1000000u;
+      h->peer = o->peer;
+      h->tag = o->tag;
+      h->status = status;
+      h->nranges = n;
+      memcpy(h->ranges, ranges, n * sizeof(dlcp_coll_range));
+      run->held = h;
+    } else {
+      dlcp_coll_on_received(run->op, o->peer, o->tag, status, ranges, n, now);
+    }
     if (ranges != stack) {
       free(ranges);
     }

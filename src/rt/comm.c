@@ -141,6 +141,7 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->fault.delay = cfg->fault_delay;
   env->fault.delay_us = cfg->fault_delay_us;
   env->fault.seed = cfg->fault_seed;
+  env->fault.straggle_ms = cfg->fault_straggle_ms;
   return dlcp_rt_env_parse_topo(env, cfg->topo, eb);
 }
 

@@ -39,7 +39,7 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_TOPO",        "DLCP_FAULT_DROP",
     "DLCP_FAULT_DUP",   "DLCP_FAULT_REORDER",
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
-    "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE",
+    "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE", "DLCP_FAULT_STRAGGLE",
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US", NULL};
@@ -337,12 +337,15 @@ int dlcp_rt_env_parse_topo(dlcp_rt_env *env, const char *value,
   return parse_topo(&rd, env, value);
 }
 
-/* parse_pause_entry parses "RANK:AFTER_MS:FOR_MS" from [s, end). */
-static int parse_pause_entry(const char *s, const char *end, uint64_t v[3]) {
+/* parse_entry parses |nfields| colon-separated integers ("RANK:AFTER_MS:
+ * FOR_MS", "RANK:MS") from [s, end). */
+static int parse_entry(const char *s, const char *end, uint64_t *v,
+                       int nfields) {
   char field[24];
   int i;
-  for (i = 0; i < 3; i++) {
-    const char *stop = i < 2 ? memchr(s, ':', (size_t)(end - s)) : end;
+  for (i = 0; i < nfields; i++) {
+    const char *stop =
+        i < nfields - 1 ? memchr(s, ':', (size_t)(end - s)) : end;
     size_t n;
     if (stop == NULL) {
       return -1;
@@ -357,6 +360,36 @@ static int parse_pause_entry(const char *s, const char *end, uint64_t v[3]) {
       return -1;
     }
     s = stop + 1;
+  }
+  return 0;
+}
+
+/* DLCP_FAULT_STRAGGLE "RANK:MS[,...]": a straggler's slow step in every
+ * collective (see env.h). */
+static int load_straggle(const reader *rd, dlcp_rt_env *env) {
+  const char *s = get(rd, "DLCP_FAULT_STRAGGLE");
+  char expected[160];
+  if (s == NULL || s[0] == '\0') {
+    return 0;
+  }
+  snprintf(expected, sizeof(expected),
+           "a comma-separated list of RANK:MS with RANK in 0..%" PRIu32
+           " and MS in 0..%u, at most one entry per rank",
+           env->world_size - 1, MAX_TIMEOUT_MS);
+  int seen_self = 0;
+  for (const char *p = s; *p != '\0';) {
+    const char *comma = strchr(p, ',');
+    const char *end = comma != NULL ? comma : p + strlen(p);
+    uint64_t v[2];
+    if (parse_entry(p, end, v, 2) != 0 || v[0] >= env->world_size ||
+        v[1] > MAX_TIMEOUT_MS || (v[0] == env->rank && seen_self++) ||
+        (comma != NULL && comma[1] == '\0')) {
+      return bad(rd, "DLCP_FAULT_STRAGGLE", s, expected);
+    }
+    if (v[0] == env->rank) {
+      env->fault.straggle_ms = (uint32_t)v[1];
+    }
+    p = comma != NULL ? comma + 1 : end;
   }
   return 0;
 }
@@ -378,7 +411,7 @@ static int load_pause(const reader *rd, dlcp_rt_env *env) {
     const char *comma = strchr(p, ',');
     const char *end = comma != NULL ? comma : p + strlen(p);
     uint64_t v[3];
-    if (parse_pause_entry(p, end, v) != 0 || v[0] >= env->world_size ||
+    if (parse_entry(p, end, v, 3) != 0 || v[0] >= env->world_size ||
         v[1] > MAX_TIMEOUT_MS || v[2] > MAX_TIMEOUT_MS) {
       return bad(rd, "DLCP_FAULT_PAUSE", s, expected);
     }
@@ -414,7 +447,8 @@ static int load_fault(const reader *rd, dlcp_rt_env *env) {
                      &f->seed)) != 0) {
     return rv;
   }
-  return load_pause(rd, env);
+  rv = load_pause(rd, env);
+  return rv != 0 ? rv : load_straggle(rd, env);
 }
 
 /* default_job hashes MASTER_ADDR:MASTER_PORT (FNV-1a), which every rank

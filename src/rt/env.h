@@ -26,6 +26,9 @@
  *                          rank mixes in its rank number
  *   DLCP_FAULT_PAUSE       "RANK:AFTER_MS:FOR_MS[,...]": the rank stops
  *                          processing for FOR_MS after AFTER_MS
+ *   DLCP_FAULT_STRAGGLE    "RANK:MS[,...]": in every collective the rank's
+ *                          first completed receive is handed to the
+ *                          collective MS late (a slow step: a straggler)
  *
  * Probabilities are written as a fraction ("0.01") or a percentage
  * ("1%") and must lie in [0, 1].  Every value is validated; an error names
@@ -69,6 +72,11 @@ typedef struct dlcp_rt_fault {
   /* This rank's pause, from DLCP_FAULT_PAUSE; pause_for_ms == 0: none. */
   uint32_t pause_after_ms;
   uint32_t pause_for_ms;
+  /* DLCP_FAULT_STRAGGLE: in every collective, the first receive this rank
+   * completes reaches the collective this many ms late, as if the rank
+   * stalled (a slow GPU step) before reducing it; its connections and
+   * notes keep working.  0 = none. */
+  uint32_t straggle_ms;
 } dlcp_rt_fault;
 
 typedef struct dlcp_rt_env {
