@@ -431,7 +431,7 @@ static uint32_t rack_of_pairs[MAXR];
 
 static const dlcp_algo allreduce_algos[] = {
     DLCP_ALGO_RING, DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
-    DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT};
+    DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT};
 static const dlcp_dtype all_dtypes[] = {DLCP_INT32, DLCP_FLOAT32,
                                         DLCP_INT64, DLCP_FLOAT16,
                                         DLCP_BFLOAT16};
@@ -664,7 +664,9 @@ static void test_auto_rule(void **state) {
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
   p.world = 8;
-  p.count = 1024; /* 4 KiB: latency-bound */
+  p.count = 1024; /* 4 KiB, 28 KiB to send: one step */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
+  p.count = 4096; /* 16 KiB: still latency-bound */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 1u << 20; /* 4 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
@@ -675,6 +677,11 @@ static void test_auto_rule(void **state) {
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.algo = DLCP_ALGO_HALVING_DOUBLING;
   assert_int_equal(dlcp_coll_resolve_algo(&p), -1);
+  p.algo = DLCP_ALGO_DIRECT; /* an all-reduce only */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), -1);
+  p.kind = DLCP_COLL_BROADCAST;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), -1);
+  p.kind = DLCP_COLL_REDUCE_SCATTER;
   p.kind = DLCP_COLL_BARRIER;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   /* ... and a run reports it. */

@@ -6,7 +6,7 @@
  *
  *   -b/-e  smallest and largest size in bytes (K/M/G suffixes)
  *   -f     size multiplication factor              (default 2)
- *   -a     algorithm: auto ring ring_bypass ps hd rat (default auto)
+ *   -a     algorithm: auto ring ring_bypass ps hd rat direct (default auto)
  *   -p     loss bound for the data, [0, 1)         (default 0)
  *   -c     check every result against a reference (default 1)
  *   -n/-w  timed and warm-up iterations per size   (default 20 / 5)
@@ -41,8 +41,9 @@ typedef struct options {
   dlcp_redop redop;
 } options;
 
+/* Indexed by dlcp_algo. */
 static const char *const kAlgos[] = {"auto", "ring", "ring_bypass", "ps",
-                                     "hd", "rat"};
+                                     "hd", "rat", "direct"};
 static const char *const kTypes[] = {"float", "half", "bfloat16", "int32",
                                      "int64"};
 static const char *const kOps[] = {"sum", "avg", "min", "max"};
@@ -126,8 +127,9 @@ static int parse(int argc, char **argv, options *o) {
       }
       break;
     case 'a':
-      if ((k = pick(v, kAlgos, 6)) < 0) {
-        return usage("-a: expected auto, ring, ring_bypass, ps, hd or rat");
+      if ((k = pick(v, kAlgos, sizeof(kAlgos) / sizeof(kAlgos[0]))) < 0) {
+        return usage("-a: expected auto, ring, ring_bypass, ps, hd, rat or "
+                     "direct");
       }
       o->algo = (dlcp_algo)k;
       break;

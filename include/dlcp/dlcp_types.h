@@ -127,7 +127,9 @@ typedef enum dlcp_algo {
   DLCP_ALGO_RING_BYPASS,
   DLCP_ALGO_PS,
   DLCP_ALGO_HALVING_DOUBLING,
-  DLCP_ALGO_RAT
+  DLCP_ALGO_RAT,
+  DLCP_ALGO_DIRECT /* all-reduce in one step: every rank sends its vector
+                      to every other (small vectors) */
 } dlcp_algo;
 
 #ifdef __cplusplus

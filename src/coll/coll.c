@@ -31,6 +31,9 @@
  * binomial tree (broadcast): latency-bound sizes, where 2 log2(n) steps beat
  * the ring's 2(n - 1).  A starting point for the lead's benchmarks. */
 #define COLL_AUTO_SMALL_BYTES (64u * 1024u)
+/* DIRECT while what each rank sends, (n - 1) whole vectors, stays below
+ * this: one step instead of 2 log2 n. */
+#define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
 
 void dlcp_coll_params_default(dlcp_coll_params *p) {
   memset(p, 0, sizeof(*p));
@@ -67,6 +70,8 @@ const char *dlcp_algo_name(dlcp_algo algo) {
     return "halving_doubling";
   case DLCP_ALGO_RAT:
     return "rat";
+  case DLCP_ALGO_DIRECT:
+    return "direct";
   }
   return "?";
 }
@@ -119,6 +124,9 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     if (topo_has_regions(p)) {
       return DLCP_ALGO_RAT;
     }
+    if (bytes * (p->world - 1) <= COLL_AUTO_DIRECT_BYTES) {
+      return DLCP_ALGO_DIRECT;
+    }
     return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
                                           : DLCP_ALGO_RING;
   case DLCP_COLL_REDUCE_SCATTER:
@@ -131,6 +139,7 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
       return (int)a;
     case DLCP_ALGO_HALVING_DOUBLING:
     case DLCP_ALGO_RAT:
+    case DLCP_ALGO_DIRECT:
       return -1;
     }
     return -1;
@@ -144,6 +153,7 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
       return (int)a;
     case DLCP_ALGO_HALVING_DOUBLING:
     case DLCP_ALGO_RAT:
+    case DLCP_ALGO_DIRECT:
       return -1;
     }
     return -1;
@@ -162,6 +172,8 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     case DLCP_ALGO_HALVING_DOUBLING:
     case DLCP_ALGO_RAT:
       return (int)a;
+    case DLCP_ALGO_DIRECT:
+      return -1;
     }
     return -1;
   }
@@ -177,7 +189,8 @@ static bool kind_valid(dlcp_coll_kind k) {
 static bool algo_valid(dlcp_algo a) {
   return a == DLCP_ALGO_AUTO || a == DLCP_ALGO_RING ||
          a == DLCP_ALGO_RING_BYPASS || a == DLCP_ALGO_PS ||
-         a == DLCP_ALGO_HALVING_DOUBLING || a == DLCP_ALGO_RAT;
+         a == DLCP_ALGO_HALVING_DOUBLING || a == DLCP_ALGO_RAT ||
+         a == DLCP_ALGO_DIRECT;
 }
 
 /* Checks |p| (not its buffers) and derives the builders' view of it. */
@@ -809,6 +822,10 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
     double vectors = op->g.kind == DLCP_COLL_ALLREDUCE
                          ? 2.0 * (op->g.world - 1)
                          : (double)(op->g.world - 1);
+    if (op->g.algo == DLCP_ALGO_DIRECT) {
+      /* Every rank receives every other's whole vector. */
+      vectors = (double)op->g.world * (op->g.world - 1);
+    }
     op->xfer_loss = op->p.loss_bound / vectors;
   }
   rv = coll_plan_build(&op->plan, &op->g);

@@ -251,6 +251,8 @@ static const char *algo_name(dlcp_algo a) {
     return "hd";
   case DLCP_ALGO_RAT:
     return "rat";
+  case DLCP_ALGO_DIRECT:
+    return "direct";
   }
   return "?";
 }
