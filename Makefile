@@ -18,7 +18,7 @@ DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim clean
+        bench-sim bench-straggler clean
 
 all: build
 
@@ -69,6 +69,9 @@ bench-allreduce: build
 
 bench-sim: build
 	@./scripts/bench-sim.sh $(BUILD)
+
+bench-straggler: build
+	@./scripts/bench-straggler.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

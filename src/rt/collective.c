@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/reduce.h"
 #include "rt/clock.h"
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
@@ -49,6 +50,7 @@ typedef struct coll_run {
   struct dlcp_request *req;
   op *xfers; /* outstanding transfers, linked by coll_next */
   uint32_t layer, nlayers;
+  uint64_t bytes; /* the vector's */
   bool dirty; /* has events the state machine has not been polled for */
   /* DLCP_FAULT_STRAGGLE: the receive completion held back, once a run. */
   bool straggled;
@@ -141,6 +143,12 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   dlcp_request *req = run->req;
   dlcp_coll_result res;
   dlcp_coll_get_result(run->op, &res);
+  if (res.algo == DLCP_ALGO_RING_BYPASS && res.status == 0 &&
+      res.step_ns > 0) {
+    c->bypass_hint_bytes = run->bytes;
+    c->bypass_step_hint_ns = res.step_ns;
+    c->bypass_trans_hint_ns = res.trans_ns;
+  }
   dlcp_coll_info *info = &req->info;
   memset(info, 0, sizeof(*info));
   info->status = run->fail_status ? run->fail_status : res.status;
@@ -501,6 +509,7 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   p.topo = c->topo;
   p.topo_levels = c->topo_levels;
   p.bypass_alpha = opts->bypass_alpha;
+  uint64_t bytes = count * dlcp_dtype_size(dtype);
   p.loss_bound = opts->loss_bound;
   dlcp_request *req = calloc(1, sizeof(*req));
   coll_run *run = calloc(1, sizeof(*run));
@@ -516,6 +525,10 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   for (coll_run *r = c->colls; r; r = r->next) {
     nruns++;
   }
+  if (bytes == c->bypass_hint_bytes) {
+    p.bypass_step_hint_ns = c->bypass_step_hint_ns;
+    p.bypass_trans_hint_ns = c->bypass_trans_hint_ns;
+  }
   int rv = c->closing ? DLCP_ERR_CANCELED
                       : nruns >= MAX_RUNS ? DLCP_ERR_LIMIT : 0;
   if (rv == 0) {
@@ -528,6 +541,7 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     return rv;
   }
   run->id = c->next_coll_id++;
+  run->bytes = bytes;
   run->req = req;
   run->layer = opts->layer;
   run->nlayers = opts->nlayers;

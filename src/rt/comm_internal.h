@@ -111,6 +111,11 @@ struct dlcp_comm {
   struct early_note *early; /* notes for collectives not started here */
   pthread_cond_t req_cv;    /* a collective request completed */
   dlcp_scratch scratch_mem; /* collectives' allocator (reuses big blocks) */
+  /* The straggler bypass's step and transfer time estimates at the end
+   * of the last RING_BYPASS all-reduce, and its size: they seed the next
+   * one of the same size (a training loop's next iteration). */
+  uint64_t bypass_hint_bytes;
+  dlcp_duration bypass_step_hint_ns, bypass_trans_hint_ns;
   uint32_t topo_levels;     /* rank r's label at level l: */
   uint32_t *topo;           /* topo[r * topo_levels + l] */
 };
