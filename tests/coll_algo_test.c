@@ -431,7 +431,8 @@ static uint32_t rack_of_pairs[MAXR];
 
 static const dlcp_algo allreduce_algos[] = {
     DLCP_ALGO_RING, DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
-    DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT};
+    DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT,
+    DLCP_ALGO_RECURSIVE_DOUBLING};
 static const dlcp_dtype all_dtypes[] = {DLCP_INT32, DLCP_FLOAT32,
                                         DLCP_INT64, DLCP_FLOAT16,
                                         DLCP_BFLOAT16};
@@ -664,10 +665,16 @@ static void test_auto_rule(void **state) {
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
   p.world = 8;
-  p.count = 1024; /* 4 KiB, 28 KiB to send: one step */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
-  p.count = 4096; /* 16 KiB: still latency-bound */
+  p.count = 1024; /* 4 KiB on a power of two: log2 n whole exchanges */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
+  p.count = 16384; /* 64 KiB: still latency-bound */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.world = 7;
+  p.count = 1024; /* 4 KiB, 24 KiB to send: one step */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
+  p.count = 4096; /* 16 KiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.world = 8;
   p.count = 1u << 20; /* 4 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.topo = rack_of_pairs;

@@ -143,7 +143,7 @@ static int matrix_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
   const dlcp_algo algos[] = {DLCP_ALGO_AUTO, DLCP_ALGO_RING,
                              DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
                              DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT,
-                             DLCP_ALGO_DIRECT};
+                             DLCP_ALGO_DIRECT, DLCP_ALGO_RECURSIVE_DOUBLING};
   const uint64_t counts[] = {0, 1, n - 1, 1000 + n, 100003};
   enum { BIG = 100003 };
   float *fin = malloc(BIG * sizeof(float)), *fout = malloc(BIG * sizeof(float));
@@ -239,7 +239,7 @@ static void check_matrix(const scenario *s, const rank_report *rep) {
                r, rep[r].wrong, rep[r].first_wrong, rep[r].failed,
                rep[r].first_error);
     }
-    assert_int_equal(rep[r].checks, 7 * 5 * 2 * 2 + 2);
+    assert_int_equal(rep[r].checks, 8 * 5 * 2 * 2 + 2);
   }
 }
 

@@ -6,7 +6,8 @@
  *
  *   -b/-e  smallest and largest size in bytes (K/M/G suffixes)
  *   -f     size multiplication factor              (default 2)
- *   -a     algorithm: auto ring ring_bypass ps hd rat direct (default auto)
+ *   -a     algorithm: auto ring ring_bypass ps hd rat direct rd
+ *          (default auto)
  *   -p     loss bound for the data, [0, 1)         (default 0)
  *   -c     check every result against a reference (default 1)
  *   -n/-w  timed and warm-up iterations per size   (default 20 / 5)
@@ -43,7 +44,7 @@ typedef struct options {
 
 /* Indexed by dlcp_algo. */
 static const char *const kAlgos[] = {"auto", "ring", "ring_bypass", "ps",
-                                     "hd", "rat", "direct"};
+                                     "hd", "rat", "direct", "rd"};
 static const char *const kTypes[] = {"float", "half", "bfloat16", "int32",
                                      "int64"};
 static const char *const kOps[] = {"sum", "avg", "min", "max"};
@@ -128,8 +129,8 @@ static int parse(int argc, char **argv, options *o) {
       break;
     case 'a':
       if ((k = pick(v, kAlgos, sizeof(kAlgos) / sizeof(kAlgos[0]))) < 0) {
-        return usage("-a: expected auto, ring, ring_bypass, ps, hd, rat or "
-                     "direct");
+        return usage("-a: expected auto, ring, ring_bypass, ps, hd, rat, "
+                     "direct or rd");
       }
       o->algo = (dlcp_algo)k;
       break;

@@ -128,8 +128,10 @@ typedef enum dlcp_algo {
   DLCP_ALGO_PS,
   DLCP_ALGO_HALVING_DOUBLING,
   DLCP_ALGO_RAT,
-  DLCP_ALGO_DIRECT /* all-reduce in one step: every rank sends its vector
-                      to every other (small vectors) */
+  DLCP_ALGO_DIRECT, /* all-reduce in one step: every rank sends its vector
+                       to every other (small vectors) */
+  DLCP_ALGO_RECURSIVE_DOUBLING /* all-reduce in log2 n steps of whole-vector
+                                  exchanges (small vectors) */
 } dlcp_algo;
 
 #ifdef __cplusplus

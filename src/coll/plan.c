@@ -200,6 +200,9 @@ int coll_plan_build(coll_plan *plan, const coll_geom *g) {
     case DLCP_ALGO_DIRECT:
       rv = coll_build_direct(plan, g);
       break;
+    case DLCP_ALGO_RECURSIVE_DOUBLING:
+      rv = coll_build_rd(plan, g);
+      break;
     case DLCP_ALGO_HALVING_DOUBLING:
       rv = coll_build_hd(plan, g);
       break;

@@ -149,6 +149,7 @@ int coll_build_hd(coll_plan *plan, const coll_geom *g);
 int coll_build_rat(coll_plan *plan, const coll_geom *g);
 int coll_build_barrier(coll_plan *plan, const coll_geom *g);
 int coll_build_direct(coll_plan *plan, const coll_geom *g);
+int coll_build_rd(coll_plan *plan, const coll_geom *g);
 
 /* coll_plan_build dispatches to the builder of g->kind and g->algo. */
 int coll_plan_build(coll_plan *plan, const coll_geom *g);

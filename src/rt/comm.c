@@ -354,7 +354,8 @@ static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
 static void peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
                       dlcp_tstamp now);
 
-static void read_control(dlcp_comm *c, peer *p, dlcp_tstamp now);
+static void read_control(dlcp_comm *c, peer *p, bool to_the_end,
+                         dlcp_tstamp now);
 
 static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
   while (p->woff < p->wlen) {
@@ -377,7 +378,7 @@ static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
       char why[128];
       snprintf(why, sizeof(why), "control connection failed: %s",
                strerror(errno));
-      read_control(c, p, now);
+      read_control(c, p, true, now);
       peer_fail(c, p, DLCP_ERR_PEER_CLOSED, why, now);
       return -1;
     }
@@ -675,9 +676,12 @@ static void on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* Reads and handles everything the peer's control connection holds,
- * until it would block, ends or fails (then the peer fails). */
-static void read_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+/* Reads and handles what the peer's control connection holds: until a
+ * read comes back short (the rest, if any, arrived since: epoll reports it
+ * again, and a read that would only say EAGAIN is saved), or with
+ * |to_the_end| until it would block, ends or fails (then the peer fails). */
+static void read_control(dlcp_comm *c, peer *p, bool to_the_end,
+                         dlcp_tstamp now) {
   int fd = p->tcp_fd;
   while (p->dead_status == 0) {
     if (p->rcap - p->rlen < 65536) {
@@ -690,7 +694,8 @@ static void read_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
       p->rbuf = b;
       p->rcap = cap;
     }
-    ssize_t n = recv(fd, p->rbuf + p->rlen, p->rcap - p->rlen, 0);
+    size_t want = p->rcap - p->rlen;
+    ssize_t n = recv(fd, p->rbuf + p->rlen, want, 0);
     if (n == 0) {
       peer_fail(c, p, DLCP_ERR_PEER_CLOSED,
                 "closed its control connection (exited or crashed)", now);
@@ -736,6 +741,9 @@ static void read_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
     }
     memmove(p->rbuf, p->rbuf + off, p->rlen - off);
     p->rlen -= off;
+    if (!to_the_end && (size_t)n < want) {
+      break;
+    }
   }
 }
 
@@ -750,7 +758,7 @@ static void on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
     flush_control(c, p, now);
   }
   if (events & (DLCP_LOOP_READ | DLCP_LOOP_HUP | DLCP_LOOP_ERROR)) {
-    read_control(c, p, now);
+    read_control(c, p, false, now);
   }
   dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);

@@ -253,6 +253,8 @@ static const char *algo_name(dlcp_algo a) {
     return "rat";
   case DLCP_ALGO_DIRECT:
     return "direct";
+  case DLCP_ALGO_RECURSIVE_DOUBLING:
+    return "rd";
   }
   return "?";
 }

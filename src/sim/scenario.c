@@ -1170,10 +1170,11 @@ static int collective_item(scn *s, const ynode *n, const char *path) {
     return fail(s, n, field, "expected this field to be present");
   }
   static const char *const algos[] = {"auto", "ring", "ring_bypass", "ps",
-                                      "hd",   "rat",  "direct", NULL};
+                                      "hd",   "rat",  "direct", "rd", NULL};
   static const dlcp_algo algo_of[] = {
       DLCP_ALGO_AUTO, DLCP_ALGO_RING, DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
-      DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT};
+      DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT,
+      DLCP_ALGO_RECURSIVE_DOUBLING};
   int algo = 1;
   if ((rv = get_enum(s, n, path, "algo", algos, &algo)) ||
       (rv = get_size(s, n, path, "bytes", &cs->bytes, 4, 1ull << 40)) ||
