@@ -667,15 +667,18 @@ static void test_auto_rule(void **state) {
   p.world = 8;
   p.count = 1024; /* 4 KiB on a power of two: log2 n whole exchanges */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.count = 16384; /* 64 KiB: still latency-bound */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.count = 16384; /* 64 KiB on few ranks: two PS steps */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
   p.world = 7;
   p.count = 1024; /* 4 KiB, 24 KiB to send: one step */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
   p.count = 4096; /* 16 KiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
+  p.world = 16; /* many ranks: no incast */
+  p.count = 16384;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.world = 8;
-  p.count = 1u << 20; /* 4 MiB */
+  p.count = 4u << 20; /* 16 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.topo = rack_of_pairs;
   p.topo_levels = 1;
@@ -688,7 +691,6 @@ static void test_auto_rule(void **state) {
   assert_int_equal(dlcp_coll_resolve_algo(&p), -1);
   p.kind = DLCP_COLL_BROADCAST;
   assert_int_equal(dlcp_coll_resolve_algo(&p), -1);
-  p.kind = DLCP_COLL_REDUCE_SCATTER;
   p.kind = DLCP_COLL_BARRIER;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   /* ... and a run reports it. */

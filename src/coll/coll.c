@@ -37,6 +37,12 @@
  * beats the fold's two extra steps.  4-rank 4 KiB all-reduce on loopback,
  * medians of 3 runs: RD 94 us, DIRECT 111 us, halving-doubling 128 us. */
 #define COLL_AUTO_RD_BYTES (32u * 1024u)
+/* Medium vectors on a few ranks: the parameter server's two steps beat
+ * the ring's 2(n - 1) while its (n - 1)-way incast stays small.  4 ranks,
+ * medians of 3 runs, us: 128 KiB PS 327 / ring 688 / HD 419; 2 MiB 3689 /
+ * 6598 / 4488; 8 MiB 14168 / 18745 / 18707; 32 MiB 71794 / 66656 / 67581. */
+#define COLL_AUTO_PS_MAX_WORLD 8u
+#define COLL_AUTO_PS_BYTES (8u * 1024u * 1024u)
 #define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
 
 void dlcp_coll_params_default(dlcp_coll_params *p) {
@@ -135,6 +141,9 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     }
     if (bytes * (p->world - 1) <= COLL_AUTO_DIRECT_BYTES) {
       return DLCP_ALGO_DIRECT;
+    }
+    if (p->world <= COLL_AUTO_PS_MAX_WORLD && bytes <= COLL_AUTO_PS_BYTES) {
+      return DLCP_ALGO_PS;
     }
     return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
                                           : DLCP_ALGO_RING;

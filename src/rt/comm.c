@@ -804,6 +804,14 @@ static bool has_work(dlcp_comm *c) {
   return busy;
 }
 
+/* The loop thread waits, with |pmu| held, for HANDBACK_NS at most. */
+static void park(dlcp_comm *c) {
+  dlcp_tstamp t = dlcp_rt_now() + HANDBACK_NS;
+  struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+                        .tv_nsec = (long)(t % 1000000000u)};
+  pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
+}
+
 static void *loop_main(void *arg) {
   dlcp_comm *c = arg;
   pthread_mutex_lock(&c->mu);
@@ -814,10 +822,7 @@ static void *loop_main(void *arg) {
     for (;;) {
       while (!c->stopping &&
              (c->driver != DRIVER_NONE || c->app_wants > 0)) {
-        dlcp_tstamp t = dlcp_rt_now() + HANDBACK_NS;
-        struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
-                              .tv_nsec = (long)(t % 1000000000u)};
-        pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
+        park(c);
       }
       if (c->stopping) {
         break;
@@ -834,11 +839,7 @@ static void *loop_main(void *arg) {
       if (busy) {
         break;
       }
-      /* Idle: look again later, unless an application thread comes. */
-      dlcp_tstamp t = dlcp_rt_now() + HANDBACK_NS;
-      struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
-                            .tv_nsec = (long)(t % 1000000000u)};
-      pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
+      park(c); /* idle: look again later, or when an application comes */
     }
     if (c->stopping) {
       break;
