@@ -1040,16 +1040,27 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
     return 1;
   case COLL_STEP_REDUCE:
     if (!(op->flags[idx] & COLL_SF_SKIP)) {
-      size_t n = (size_t)(st->bytes / g->esz);
-      prepare_read(op, st->buf, st->off, st->bytes);
       prepare_read(op, st->src_buf, st->src_off, st->bytes);
-      (void)dlcp_reduce(buf_ptr(op, st->buf, st->off),
-                        buf_ptr(op, st->src_buf, st->src_off), n, g->dtype,
-                        g->op);
-      if (st->value) {
-        const coll_step *x = &op->plan.steps[st->value - 1];
-        (void)dlcp_reduce(buf_ptr(op, st->buf, st->off),
-                          buf_ptr(op, x->buf, x->off), n, g->dtype, g->op);
+      /* Piece by piece along the lazy copy's granules, so a granule the
+       * copy brings in is reduced while it is still in cache. */
+      uint64_t piece = op->lazy_in && st->buf == COLL_BUF_WORK
+                           ? LAZY_GRANULE - st->off % LAZY_GRANULE
+                           : st->bytes;
+      for (uint64_t done = 0; done < st->bytes;) {
+        /* Offsets and granules are whole elements: so are the pieces. */
+        uint64_t len = st->bytes - done < piece ? st->bytes - done : piece;
+        size_t n = (size_t)(len / g->esz);
+        unsigned char *dst = buf_ptr(op, st->buf, st->off) + done;
+        prepare_read(op, st->buf, st->off + done, len);
+        (void)dlcp_reduce(dst, buf_ptr(op, st->src_buf, st->src_off) + done,
+                          n, g->dtype, g->op);
+        if (st->value) {
+          const coll_step *x = &op->plan.steps[st->value - 1];
+          (void)dlcp_reduce(dst, buf_ptr(op, x->buf, x->off) + done, n,
+                            g->dtype, g->op);
+        }
+        done += len;
+        piece = LAZY_GRANULE;
       }
     }
     complete(op, idx, now);
