@@ -11,7 +11,8 @@
 #   mpi_shm  MPI_Allreduce with Open MPI's default transports (pml ob1 with
 #            btl vader, i.e. shared memory, on one host)
 #   dlcp     BUILD_DIR/bin/dlcp-run -n 4 BUILD_DIR/bin/dlcp-bench ... (skipped
-#            with a message when not built yet)
+#            with a message when not built yet), out of place like MPI
+#   dlcp_ip  the same in place (-i 1), like Gloo's algorithms
 # and prints one table of bus bandwidth per size plus the 4 KiB latency row.
 # Raw outputs are kept in BUILD_DIR/peers/results/.  Exits non-zero if any
 # program fails or reports a wrong result.
@@ -169,6 +170,9 @@ for pass in $passes; do
     step "mpi, default transports ($pass)" run_mpi "$results/mpi_def.$pass.txt" mpi_default -- $args
     if [ "$have_dlcp" = 1 ]; then
       step "dlcp-bench ($pass: $args $dlcp_args)" run_dlcp "$results/dlcp.$pass.txt" $args
+      # shellcheck disable=SC2086
+      step "dlcp-bench in place ($pass: $args $dlcp_args -i 1)" run_dlcp \
+        "$results/dlcp_ip.$pass.txt" $args -i 1
     fi
   }
 done
@@ -181,7 +185,7 @@ log "== all runs took $((SECONDS - t_start)) s; load average now $(cut -d' ' -f1
 #   size count type redop algo time(us) algbw busbw #wrong delivered%
 # is assumed.  Rows are lines whose first field is a byte count.
 for f in "$results"/*.txt; do
-  case $f in */dlcp.*) src=dlcp ;; */gloo.*) src=gloo ;; */mpi_tcp.*) src=mpi_tcp ;; *) src=mpi_def ;; esac
+  case $f in */dlcp.*) src=dlcp ;; */dlcp_ip.*) src=dlcp_ip ;; */gloo.*) src=gloo ;; */mpi_tcp.*) src=mpi_tcp ;; *) src=mpi_def ;; esac
   awk -v src="$src" '
     BEGIN { cs = 1; ca = 5; ct = 6; cb = 8; cw = 9 }
     /^#/ {
@@ -238,6 +242,17 @@ awk -v have_dlcp="$have_dlcp" -v dlcp_args="$dlcp_args" -v n="$nranks" '
     return sprintf("%d B", b)
   }
   # best_t: time of the faster socket-based peer (gloo best algo, mpi_tcp)
+  # like-for-like: Gloo reduces in place (its input restored, untimed),
+  # MPI_Allreduce runs out of place; dlcp runs both ways.  dlcp/best is
+  # the smaller of dlcp in place against Gloo and dlcp out of place against
+  # mpi_tcp (busbw ratios, > 1 = dlcp faster).
+  function ratio_vs(s,   rg, rm) {
+    rg = ((("gloo", s) in tm) && (("dlcp_ip", s) in tm)) ? tm["gloo", s] / tm["dlcp_ip", s] : -1
+    rm = ((("mpi_tcp", s) in tm) && (("dlcp", s) in tm)) ? tm["mpi_tcp", s] / tm["dlcp", s] : -1
+    if (rg < 0) return rm
+    if (rm < 0) return rg
+    return rg < rm ? rg : rm
+  }
   function best_t(s,   b) {
     b = -1
     if (("gloo", s) in tm) b = tm["gloo", s]
@@ -253,13 +268,13 @@ awk -v have_dlcp="$have_dlcp" -v dlcp_args="$dlcp_args" -v n="$nranks" '
     printf "4 KiB and 64 MiB: median of %d runs per program, the programs taking turns\n", nruns["dlcp", 4096] ? nruns["dlcp", 4096] : nruns["mpi_tcp", 4096]
     if (!have_dlcp) printf "dlcp-bench: NOT AVAILABLE in this run (not built yet), dlcp columns are n/a\n"
     else printf "dlcp-bench: %s%s\n", dlcp_args, unchecked ? " (its results unchecked: #wrong -1)" : ""
-    printf "%9s  %9s %-19s %9s %9s %9s %-19s %9s\n", "size", "gloo", "(best algo)", "mpi_tcp", "mpi_shm", "dlcp", "(dlcp algo)", "dlcp/best"
+    printf "%9s  %9s %-19s %9s %9s %9s %-19s %9s %9s\n", "size", "gloo", "(best algo)", "mpi_tcp", "mpi_shm", "dlcp", "(dlcp algo)", "dlcp_ip", "dlcp/best"
     for (i = 1; i <= m; i++) {
-      s = list[i]; b = best_t(s)
-      ratio = (("dlcp", s) in tm && b > 0) ? sprintf("%.2fx", b / tm["dlcp", s]) : "n/a"
-      printf "%9s  %s %-19s %s %s %s %-19s %9s\n", human(s), col("gloo", s),
+      s = list[i]; r = ratio_vs(s)
+      ratio = r > 0 ? sprintf("%.2fx", r) : "n/a"
+      printf "%9s  %s %-19s %s %s %s %-19s %s %9s\n", human(s), col("gloo", s),
         (("gloo", s) in al) ? "(" al["gloo", s] ")" : "", col("mpi_tcp", s), col("mpi_def", s),
-        col("dlcp", s), (("dlcp", s) in al) ? "(" al["dlcp", s] ")" : "", ratio
+        col("dlcp", s), (("dlcp", s) in al) ? "(" al["dlcp", s] ")" : "", col("dlcp_ip", s), ratio
     }
     s = 4096
     printf "\nlatency at 4 KiB, time in us (lower is better):\n"
@@ -268,12 +283,15 @@ awk -v have_dlcp="$have_dlcp" -v dlcp_args="$dlcp_args" -v n="$nranks" '
       (("mpi_tcp", s) in tm) ? sprintf("%.1f", tm["mpi_tcp", s]) : "n/a",
       (("mpi_def", s) in tm) ? sprintf("%.1f", tm["mpi_def", s]) : "n/a",
       (("dlcp", s) in tm) ? sprintf("%.1f", tm["dlcp", s]) : "n/a"
+    printf "  dlcp in place %s\n", (("dlcp_ip", s) in tm) ? sprintf("%.1f", tm["dlcp_ip", s]) : "n/a"
     if (("dlcp", s) in tm && best_t(s) > 0)
-      printf "  dlcp time / best socket-based peer time: %.2fx (target <= 1.0x)\n", tm["dlcp", s] / best_t(s)
+      printf "  dlcp time / best socket-based peer time: %.2fx, like for like (in place vs gloo, out of place vs mpi_tcp): %.2fx (target <= 1.0x)\n", tm["dlcp", s] / best_t(s), 1 / ratio_vs(s)
     if (("dlcp", 67108864) in tm && best_t(67108864) > 0)
-      printf "busbw at 64 MiB, dlcp / best socket-based peer: %.2fx (target >= 1.2x)\n", best_t(67108864) / tm["dlcp", 67108864]
-    printf "dlcp/best: dlcp busbw over the best socket-based peer (gloo, best of ring,\n"
-    printf "ring_chunked, halving_doubling; or mpi_tcp).  mpi_shm = Open MPI defaults\n"
+      printf "busbw at 64 MiB, dlcp / best socket-based peer: %.2fx out of place, like for like %.2fx (target >= 1.2x)\n", best_t(67108864) / tm["dlcp", 67108864], ratio_vs(67108864)
+    printf "dlcp/best: dlcp busbw over each socket-based peer in the same mode, the\n"
+    printf "smaller of dlcp_ip (in place) / gloo (in place; best of ring, ring_chunked,\n"
+    printf "halving_doubling) and dlcp (out of place) / mpi_tcp (out of place).\n"
+    printf "mpi_shm = Open MPI defaults\n"
     printf "(shared memory), shown for reference, not counted in dlcp/best.\n"
     if (bad != "") { printf "\nWRONG RESULTS:\n%s", bad; exit 3 }
   }' "$results/rows" || status=1
