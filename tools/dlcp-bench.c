@@ -268,8 +268,11 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Runs one all-reduce; |*done| is its request, which owns info->missing:
+ * the caller frees it once it has read the result. */
 static int run_coll(dlcp_comm *comm, const void *in, void *out,
-                    uint64_t count, const options *o, dlcp_coll_info *info) {
+                    uint64_t count, const options *o, dlcp_coll_info *info,
+                    dlcp_request **done) {
   dlcp_coll_opts opts;
   dlcp_coll_opts_default(&opts);
   opts.algo = o->algo;
@@ -286,7 +289,7 @@ static int run_coll(dlcp_comm *comm, const void *in, void *out,
   if (rv != 0) {
     fprintf(stderr, "dlcp-bench: allreduce failed: %s\n", info->error);
   }
-  dlcp_request_free(req);
+  *done = req;
   return rv;
 }
 
@@ -375,7 +378,9 @@ int main(int argc, char **argv) {
         break;
       }
       uint64_t t0 = now_ns();
-      if (run_coll(comm, src, out, count, &o, &info) != 0) {
+      dlcp_request *req = NULL;
+      if (run_coll(comm, src, out, count, &o, &info, &req) != 0) {
+        dlcp_request_free(req);
         failed = 1;
         break;
       }
@@ -397,6 +402,7 @@ int main(int argc, char **argv) {
           wrong += fabs(got - want) > 1e-6 * fabs(want);
         }
       }
+      dlcp_request_free(req); /* after the check: it owns info.missing */
     }
     if (failed) {
       break;
