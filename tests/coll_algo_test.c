@@ -48,6 +48,7 @@ typedef struct spec {
   double loss;          /* the operation's loss bound */
   double segment_loss;  /* collsim's per-piece loss */
   bool random_floats;   /* else small integers: exact in any order */
+  bool order_sensitive; /* floats: +-0 and NaNs of several payloads */
   const uint32_t *topo;
   uint32_t levels;
   uint64_t seed;
@@ -155,15 +156,52 @@ static void put_value(unsigned char *p, dlcp_dtype dt, double v,
   }
 }
 
+/* Values whose combination depends on the operand order: MIN/MAX of +0
+ * and -0 keep the left operand, and of two NaNs (like SUM of two NaNs) the
+ * payload and sign depend on it.  Element i draws from +-0 (i % 3 == 0),
+ * from NaNs of two payloads and signs and 1 (i % 3 == 1), or from small
+ * integers. */
+static void put_order_sensitive(unsigned char *p, dlcp_dtype dt, uint64_t i,
+                                uint64_t raw) {
+  /* +0, -0, NaN with payload 1, negative NaN with payload 2, 1.0 */
+  static const uint32_t f32[] = {0x00000000u, 0x80000000u, 0x7fc00001u,
+                                 0xffc00002u, 0x3f800000u};
+  static const uint16_t f16[] = {0x0000u, 0x8000u, 0x7e01u, 0xfe02u,
+                                 0x3c00u};
+  static const uint16_t bf16[] = {0x0000u, 0x8000u, 0x7fc1u, 0xffc2u,
+                                  0x3f80u};
+  unsigned k;
+  switch (i % 3) {
+  case 0:
+    k = (unsigned)(raw % 2);
+    break;
+  case 1:
+    k = 2 + (unsigned)(raw % 3);
+    break;
+  default:
+    put_value(p, dt, (double)((int64_t)(raw % 17) - 8), raw);
+    return;
+  }
+  if (dt == DLCP_FLOAT32) {
+    memcpy(p, &f32[k], 4);
+  } else {
+    memcpy(p, dt == DLCP_FLOAT16 ? &f16[k] : &bf16[k], 2);
+  }
+}
+
 /* Rank r's input: integers are full-width random (sums wrap); floats are
  * small integers in [-8, 8] (exact in every order and type) or random in
- * [-1, 1]. */
+ * [-1, 1], or order-sensitive values (put_order_sensitive). */
 static void make_input(unsigned char *p, const spec *s, uint32_t r) {
   size_t esz = dlcp_dtype_size(s->dtype);
   dlcp_rng rng;
   dlcp_rng_seed(&rng, s->seed * 1000003u + r);
   for (uint64_t i = 0; i < s->count; i++) {
     uint64_t raw = dlcp_rng_next(&rng);
+    if (s->order_sensitive && is_float(s->dtype)) {
+      put_order_sensitive(p + i * esz, s->dtype, i, raw);
+      continue;
+    }
     double v = s->random_floats ? dlcp_rng_unit(&rng) * 2.0 - 1.0
                                 : (double)((int64_t)(raw % 17) - 8);
     put_value(p + i * esz, s->dtype, v, raw);
@@ -194,6 +232,18 @@ static void check_elem(const spec *s, const unsigned char *got,
                        const unsigned char *want, double abs_sum,
                        uint32_t r, uint64_t e) {
   size_t esz = dlcp_dtype_size(s->dtype);
+  if (s->order_sensitive && is_float(s->dtype)) {
+    /* The serial reference associates differently, so it may keep the
+     * other zero or NaN: compare values.  run_spec still demands the same
+     * bits on every rank. */
+    double w = get_double(want, s->dtype), g = get_double(got, s->dtype);
+    if (!(g == w || (isnan(g) && isnan(w)))) {
+      fail_msg("rank %u element %llu: got %g want %g (%s %s n=%u)", r,
+               (unsigned long long)e, g, w, dlcp_algo_name(s->algo),
+               dlcp_redop_name(s->op), s->world);
+    }
+    return;
+  }
   if (!is_float(s->dtype) || !s->random_floats ||
       s->kind != DLCP_COLL_ALLREDUCE) {
     if (memcmp(got, want, esz) != 0) {
@@ -433,6 +483,7 @@ static const dlcp_algo allreduce_algos[] = {
     DLCP_ALGO_RING, DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
     DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT,
     DLCP_ALGO_RECURSIVE_DOUBLING};
+#define N_ALLREDUCE_ALGOS (sizeof(allreduce_algos) / sizeof(allreduce_algos[0]))
 static const dlcp_dtype all_dtypes[] = {DLCP_INT32, DLCP_FLOAT32,
                                         DLCP_INT64, DLCP_FLOAT16,
                                         DLCP_BFLOAT16};
@@ -453,7 +504,7 @@ static void test_allreduce_matrix(void **state) {
   (void)state;
   const uint32_t worlds[] = {1, 2, 3, 4, 5, 8};
   unsigned combo = 0;
-  for (size_t a = 0; a < 5; a++) {
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
     for (size_t w = 0; w < 6; w++) {
       uint64_t counts[5];
       counts_for(worlds[w], counts);
@@ -483,7 +534,7 @@ static void test_allreduce_matrix(void **state) {
 
 static void test_allreduce_world16(void **state) {
   (void)state;
-  for (size_t a = 0; a < 5; a++) {
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
     const uint64_t counts[] = {1, 15, 115, 20011};
     for (size_t c = 0; c < 4; c++) {
       spec s;
@@ -506,7 +557,7 @@ static void test_allreduce_world16(void **state) {
 /* Every dtype x op on a non-power-of-two world, for every algorithm. */
 static void test_every_dtype_and_op(void **state) {
   (void)state;
-  for (size_t a = 0; a < 5; a++) {
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
     for (size_t d = 0; d < 5; d++) {
       for (size_t k = 0; k < 4; k++) {
         spec s;
@@ -531,7 +582,7 @@ static void test_every_dtype_and_op(void **state) {
 static void test_random_floats_tolerance(void **state) {
   (void)state;
   const dlcp_dtype dts[] = {DLCP_FLOAT32, DLCP_FLOAT16, DLCP_BFLOAT16};
-  for (size_t a = 0; a < 5; a++) {
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
     for (size_t d = 0; d < 3; d++) {
       for (uint32_t n = 5; n <= 8; n += 3) {
         spec s;
@@ -547,6 +598,40 @@ static void test_random_floats_tolerance(void **state) {
         s.levels = 1;
         outcome o;
         run_spec(&s, &o);
+      }
+    }
+  }
+}
+
+/* +-0 under MIN/MAX and NaNs of different payloads and signs: every rank
+ * must still hold the same bits.  Algorithms that reduce each element on
+ * one rank and copy it get this for free; DIRECT reduces in rank order
+ * everywhere; RECURSIVE_DOUBLING has both partners of an exchange combine
+ * the lower rank's vector with the higher's, in that order. */
+static void test_order_sensitive_values(void **state) {
+  (void)state;
+  const dlcp_dtype dts[] = {DLCP_FLOAT32, DLCP_FLOAT16, DLCP_BFLOAT16};
+  const uint32_t worlds[] = {2, 3, 4, 5, 8};
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
+    for (size_t w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+      for (size_t d = 0; d < 3; d++) {
+        for (size_t k = 0; k < 4; k++) {
+          spec s;
+          spec_init(&s);
+          s.algo = allreduce_algos[a];
+          s.world = worlds[w];
+          s.count = 301;
+          s.dtype = dts[d];
+          s.op = all_ops[k];
+          s.order_sensitive = true;
+          s.in_place = (w + k) % 2;
+          s.chunk = 128;
+          s.seed = 1 + a * 100 + w * 10 + d + k;
+          s.topo = rack_of_pairs;
+          s.levels = 1;
+          outcome o;
+          run_spec(&s, &o);
+        }
       }
     }
   }
@@ -707,7 +792,7 @@ static void test_auto_rule(void **state) {
  * missing ranges everywhere, delivered >= 95%. */
 static void test_loss_bounded(void **state) {
   (void)state;
-  for (size_t a = 0; a < 5; a++) {
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
     for (uint32_t n = 5; n <= 8; n += 3) {
       spec s;
       spec_init(&s);
@@ -717,8 +802,13 @@ static void test_loss_bounded(void **state) {
       s.dtype = a % 2 ? DLCP_FLOAT32 : DLCP_INT32;
       s.op = DLCP_SUM;
       /* Each transfer may lose p / 2(n-1) of its 16-byte pieces: segments
-       * must be large enough for that to be at least one piece. */
-      s.chunk = 16384;
+       * must be large enough for that to be at least one piece.  DIRECT
+       * and RECURSIVE_DOUBLING move more whole vectors (n(n-1), and
+       * log2(p2) p2 + 2(n-p2)), so each transfer gets a smaller share of p:
+       * one segment per vector keeps that share above one piece. */
+      bool whole_vectors = s.algo == DLCP_ALGO_DIRECT ||
+                           s.algo == DLCP_ALGO_RECURSIVE_DOUBLING;
+      s.chunk = whole_vectors ? 1u << 20 : 16384;
       s.loss = 0.05;
       s.segment_loss = 0.03;
       s.topo = rack_of_pairs;
@@ -729,6 +819,12 @@ static void test_loss_bounded(void **state) {
       assert_true(o.lost_bytes > 0); /* the case really lost data */
       assert_true(o.nmissing > 0);
       assert_true(o.delivered >= 0.95 && o.delivered < 1.0);
+      /* The same lossy network with loss bound 0: every transfer must be
+       * delivered whole, and the result is exact (run_spec checks). */
+      s.loss = 0.0;
+      run_spec(&s, &o);
+      assert_int_equal(o.lost_bytes, 0);
+      assert_int_equal(o.nmissing, 0);
     }
   }
   /* The other kinds too. */
@@ -999,6 +1095,23 @@ static void test_golden_plans(void **state) {
   p.topo = racks;
   p.topo_levels = 1;
   check_golden("allreduce_rat_n4_r1", &p);
+  /* Recursive doubling: r0 folds out; r1 takes the fold in and is the
+   * lower partner (reduces in place); on 4 ranks r1 is the higher partner
+   * at step 1 (reduces its own into the received copy, copies it back)
+   * and the lower at step 2. */
+  p.algo = DLCP_ALGO_RECURSIVE_DOUBLING;
+  p.topo = NULL;
+  p.topo_levels = 0;
+  p.world = 3;
+  p.rank = 0;
+  p.count = 7;
+  p.op = DLCP_AVG;
+  check_golden("allreduce_rd_n3_r0", &p);
+  p.rank = 1;
+  check_golden("allreduce_rd_n3_r1", &p);
+  p.world = 4;
+  p.op = DLCP_MIN;
+  check_golden("allreduce_rd_n4_r1", &p);
   dlcp_coll_params_default(&p);
   p.kind = DLCP_COLL_REDUCE_SCATTER;
   p.algo = DLCP_ALGO_RING;
@@ -1174,6 +1287,7 @@ int main(void) {
       cmocka_unit_test(test_allreduce_world16),
       cmocka_unit_test(test_every_dtype_and_op),
       cmocka_unit_test(test_random_floats_tolerance),
+      cmocka_unit_test(test_order_sensitive_values),
       cmocka_unit_test(test_reduce_scatter_allgather_broadcast),
       cmocka_unit_test(test_barrier),
       cmocka_unit_test(test_rat_topologies),

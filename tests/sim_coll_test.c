@@ -223,7 +223,7 @@ static void test_all_algorithms_exact(void **state) {
       "  collective: {algo: ring, bytes: 300KB, iterations: 2,\n"
       "               ranks: 12, compute_time: 10us}\n";
   static const char *const algos[] = {"ring", "ring_bypass", "ps", "hd",
-                                      "rat", "auto"};
+                                      "rat",  "direct",      "rd", "auto"};
   for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
     for (int t = 0; t < 2; t++) {
       dlcp_sim_ps end = run_algo(yaml, algos[i], t ? "mlt" : "dctcp");

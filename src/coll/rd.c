@@ -18,7 +18,10 @@
  * every survivor, after the last step.
  *
  * Tags: step 0 fold, 1..L the exchanges, L + 1 unfold (L = log2 p2);
- * scratch: one vector for the fold and one per exchange.
+ * scratch: one vector for a fold taken in and one per exchange.  Separate
+ * slots let every receive be posted at once, so a partner that runs ahead
+ * never waits for a slot to be freed; at most (log2 p2 + 1) S, which is
+ * small for the vectors this algorithm is for.
  */
 #include "coll/plan.h"
 
@@ -140,12 +143,13 @@ int coll_build_rd(coll_plan *plan, const coll_geom *g) {
     }
   }
   uint32_t v = r < 2 * rem ? r / 2 : r - rem;
+  uint32_t fold_slots = r < 2 * rem ? 1 : 0; /* the fold's copy sits at 0 */
   for (uint32_t k = 0; k < L; k++) {
     uint32_t pv = v ^ (1u << k);
     rd_exchange(&c, vrank_to_rank(pv, rem), k + 1,
-                (uint64_t)(k + 1) * bytes, v < pv, after);
+                (uint64_t)(fold_slots + k) * bytes, v < pv, after);
   }
-  plan->scratch_bytes = (uint64_t)(L + 1) * bytes;
+  plan->scratch_bytes = (uint64_t)(fold_slots + L) * bytes;
   for (uint32_t j = 0; j < c.nseg; j++) {
     uint64_t off, len;
     dlcp_coll_shard(g->count, c.nseg, j, &off, &len);
