@@ -37,13 +37,13 @@
  * beats the fold's two extra steps.  4-rank 4 KiB all-reduce on loopback,
  * medians of 3 runs: RD 94 us, DIRECT 111 us, halving-doubling 128 us. */
 #define COLL_AUTO_RD_BYTES (32u * 1024u)
+#define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
 /* Medium vectors on a few ranks: the parameter server's two steps beat
  * the ring's 2(n - 1) while its (n - 1)-way incast stays small.  4 ranks,
  * medians of 3 runs, us: 128 KiB PS 327 / ring 688 / HD 419; 2 MiB 3689 /
  * 6598 / 4488; 8 MiB 14168 / 18745 / 18707; 32 MiB 71794 / 66656 / 67581. */
 #define COLL_AUTO_PS_MAX_WORLD 8u
 #define COLL_AUTO_PS_BYTES (8u * 1024u * 1024u)
-#define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
 
 void dlcp_coll_params_default(dlcp_coll_params *p) {
   memset(p, 0, sizeof(*p));
@@ -395,13 +395,14 @@ static void lazy_mark(dlcp_coll *op, uint64_t gr) {
   op->lazy_done[gr / 64] |= UINT64_C(1) << (gr % 64);
 }
 
-/* Makes WORK[off, off + bytes) hold what it should: granules nobody has
- * touched get the input's bytes, except those a step about to overwrite
- * them whole (|overwrite|) covers entirely.  A granule is only ever copied
- * while untouched, so no posted receive can be in it. */
-static void work_ready(dlcp_coll *op, uint64_t off, uint64_t bytes,
-                       bool overwrite) {
-  if (!op->lazy_in || bytes == 0) {
+/* Before a step uses |buf|[off, off + bytes): if that is WORK, makes it
+ * hold what it should.  Granules nobody has touched get the input's bytes,
+ * except those a step about to overwrite them whole (|overwrite|) covers
+ * entirely.  A granule is only ever copied while untouched, so no posted
+ * receive can be in it. */
+static void work_ready(dlcp_coll *op, uint8_t buf, uint64_t off,
+                       uint64_t bytes, bool overwrite) {
+  if (!op->lazy_in || buf != COLL_BUF_WORK || bytes == 0) {
     return;
   }
   uint64_t end = off + bytes;
@@ -433,7 +434,7 @@ static const unsigned char *send_source(dlcp_coll *op, const coll_step *st) {
     if (untouched) {
       return op->lazy_in + st->off;
     }
-    work_ready(op, st->off, st->bytes, false);
+    work_ready(op, st->buf, st->off, st->bytes, false);
   }
   return op->base[st->buf] + st->off;
 }
@@ -848,11 +849,8 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
       vectors = (double)op->g.world * (op->g.world - 1);
     } else if (op->g.algo == DLCP_ALGO_RECURSIVE_DOUBLING) {
       /* p2 whole vectors per exchange step, and the fold and unfold. */
-      uint32_t p2 = 1, steps = 0;
-      while (p2 * 2 <= op->g.world) {
-        p2 *= 2;
-        steps++;
-      }
+      uint32_t steps;
+      uint32_t p2 = coll_fold_p2(op->g.world, &steps);
       vectors = (double)steps * p2 + 2.0 * (op->g.world - p2);
     }
     op->xfer_loss = op->p.loss_bound / vectors;
@@ -976,7 +974,7 @@ void coll_exec_finalize(dlcp_coll *op, dlcp_tstamp now) {
 /* The plan is done: agree on missing ranges if losses were allowed. */
 static int plan_done(dlcp_coll *op, dlcp_tstamp now) {
   /* What no step touched is still the input's. */
-  work_ready(op, 0, op->lazy_bytes, false);
+  work_ready(op, COLL_BUF_WORK, 0, op->lazy_bytes, false);
   if (op->p.loss_bound > 0.0 && op->g.world > 1 && op->g.count > 0) {
     op->phase = COLL_PHASE_AGREE;
     return coll_agree_start(op, now);
@@ -993,13 +991,6 @@ static int plan_done(dlcp_coll *op, dlcp_tstamp now) {
   }
   coll_exec_finalize(op, now);
   return 0;
-}
-
-static void prepare_read(dlcp_coll *op, uint8_t buf, uint64_t off,
-                         uint64_t bytes) {
-  if (buf == COLL_BUF_WORK) {
-    work_ready(op, off, bytes, false);
-  }
 }
 
 /* Runs one ready step.  Returns 1 if it produced an action in |act|. */
@@ -1032,15 +1023,13 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
                           : send_source(op, st);
     } else {
       act->type = DLCP_COLL_ACT_RECV;
-      if (st->buf == COLL_BUF_WORK) {
-        work_ready(op, st->off, st->bytes, true);
-      }
+      work_ready(op, st->buf, st->off, st->bytes, true);
       act->recv_buf = buf_ptr(op, st->buf, st->off);
     }
     return 1;
   case COLL_STEP_REDUCE:
     if (!(op->flags[idx] & COLL_SF_SKIP)) {
-      prepare_read(op, st->src_buf, st->src_off, st->bytes);
+      work_ready(op, st->src_buf, st->src_off, st->bytes, false);
       /* Piece by piece along the lazy copy's granules, so a granule the
        * copy brings in is reduced while it is still in cache. */
       uint64_t piece = op->lazy_in && st->buf == COLL_BUF_WORK
@@ -1051,7 +1040,7 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
         uint64_t len = st->bytes - done < piece ? st->bytes - done : piece;
         size_t n = (size_t)(len / g->esz);
         unsigned char *dst = buf_ptr(op, st->buf, st->off) + done;
-        prepare_read(op, st->buf, st->off + done, len);
+        work_ready(op, st->buf, st->off + done, len, false);
         (void)dlcp_reduce(dst, buf_ptr(op, st->src_buf, st->src_off) + done,
                           n, g->dtype, g->op);
         if (st->value) {
@@ -1066,16 +1055,14 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
     complete(op, idx, now);
     return 0;
   case COLL_STEP_COPY:
-    prepare_read(op, st->src_buf, st->src_off, st->bytes);
-    if (st->buf == COLL_BUF_WORK) {
-      work_ready(op, st->off, st->bytes, true);
-    }
+    work_ready(op, st->src_buf, st->src_off, st->bytes, false);
+    work_ready(op, st->buf, st->off, st->bytes, true);
     memmove(buf_ptr(op, st->buf, st->off),
             buf_ptr(op, st->src_buf, st->src_off), (size_t)st->bytes);
     complete(op, idx, now);
     return 0;
   case COLL_STEP_FINISH:
-    prepare_read(op, st->buf, st->off, st->bytes);
+    work_ready(op, st->buf, st->off, st->bytes, false);
     (void)dlcp_reduce_finish(buf_ptr(op, st->buf, st->off),
                              (size_t)(st->bytes / g->esz), g->dtype, g->op,
                              g->world);

@@ -33,10 +33,6 @@
  */
 #include "coll/plan.h"
 
-static uint32_t vrank_to_rank(uint32_t v, uint32_t rem) {
-  return v < rem ? 2 * v + 1 : v + rem;
-}
-
 typedef struct hd_ctx {
   coll_plan *plan;
   const coll_geom *g;
@@ -112,11 +108,8 @@ static uint32_t hd_exchange(hd_ctx *c, uint32_t peer, uint32_t phase,
 
 static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
   uint32_t n = g->world, r = g->rank;
-  uint32_t p2 = 1, L = 0;
-  while (p2 * 2 <= n) {
-    p2 *= 2;
-    L++;
-  }
+  uint32_t L;
+  uint32_t p2 = coll_fold_p2(n, &L);
   uint32_t rem = n - p2;
   hd_ctx c = {.plan = plan, .g = g, .phases = 2 * L + 2};
   c.stride = coll_plan_nseg(g, g->count, c.phases);
@@ -148,7 +141,7 @@ static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
   uint64_t scratch_off = 0;
   for (uint32_t k = 1; k <= L; k++) {
     uint32_t mask = p2 >> k;
-    uint32_t peer = vrank_to_rank(v ^ mask, rem);
+    uint32_t peer = coll_fold_rank(v ^ mask, rem);
     uint32_t mid = lo + (hi - lo) / 2;
     uint32_t klo = (v & mask) ? mid : lo, khi = (v & mask) ? hi : mid;
     uint32_t slo = (v & mask) ? lo : mid, shi = (v & mask) ? mid : hi;
@@ -182,7 +175,7 @@ static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
   uint32_t dj = coll_plan_add(plan, &nop);
   for (uint32_t k = L; k >= 1; k--) {
     uint32_t mask = p2 >> k;
-    uint32_t peer = vrank_to_rank(v ^ mask, rem);
+    uint32_t peer = coll_fold_rank(v ^ mask, rem);
     uint32_t span = hi - lo;
     uint32_t plo = (v & mask) ? lo - span : hi;
     uint64_t soff, slen, roff, rlen;

@@ -178,6 +178,20 @@ uint32_t coll_plan_nseg(const coll_geom *g, uint64_t max_chunk_elems,
   return nseg ? (uint32_t)nseg : 1u;
 }
 
+uint32_t coll_fold_p2(uint32_t n, uint32_t *log2_p2) {
+  uint32_t p2 = 1, l = 0;
+  while (p2 * 2 <= n) {
+    p2 *= 2;
+    l++;
+  }
+  *log2_p2 = l;
+  return p2;
+}
+
+uint32_t coll_fold_rank(uint32_t v, uint32_t rem) {
+  return v < rem ? 2 * v + 1 : v + rem;
+}
+
 uint32_t coll_plan_tag(uint32_t phase_step, uint32_t nseg, uint32_t seg) {
   return DLCP_COLL_TAG(DLCP_COLL_TAG_PLAN, phase_step * nseg + seg);
 }

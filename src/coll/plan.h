@@ -138,6 +138,13 @@ uint32_t coll_plan_finish(coll_plan *plan, coll_buf buf, uint64_t off,
 uint32_t coll_plan_nseg(const coll_geom *g, uint64_t max_chunk_elems,
                         uint32_t phase_steps);
 
+/* MPICH's fold for worlds that are not a power of two (hd.c, rd.c): the
+ * largest power of two p2 <= n (its log2 in |*log2_p2|); the first
+ * 2 (n - p2) ranks pair up and the odd ones stay, so survivor v is rank
+ * coll_fold_rank(v, n - p2). */
+uint32_t coll_fold_p2(uint32_t n, uint32_t *log2_p2);
+uint32_t coll_fold_rank(uint32_t v, uint32_t rem);
+
 /* The tag of static transfer |seg| of algorithm step |phase_step|. */
 uint32_t coll_plan_tag(uint32_t phase_step, uint32_t nseg, uint32_t seg);
 

@@ -31,10 +31,6 @@ typedef struct rd_ctx {
   uint32_t nseg;
 } rd_ctx;
 
-static uint32_t vrank_to_rank(uint32_t v, uint32_t rem) {
-  return v < rem ? 2 * v + 1 : v + rem;
-}
-
 /* One whole-vector exchange with |peer| at tag step |phase|; the received
  * copy lands in scratch at |slot| (a byte offset).  |after[j]| is the step
  * after which segment j of WORK is current; on return it is the step
@@ -96,11 +92,8 @@ int coll_build_rd(coll_plan *plan, const coll_geom *g) {
   if (g->kind != DLCP_COLL_ALLREDUCE) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  uint32_t p2 = 1, L = 0;
-  while (p2 * 2 <= n) {
-    p2 *= 2;
-    L++;
-  }
+  uint32_t L;
+  uint32_t p2 = coll_fold_p2(n, &L);
   uint32_t rem = n - p2;
   rd_ctx c = {.plan = plan, .g = g,
               .nseg = coll_plan_nseg(g, g->count, L + 2)};
@@ -146,7 +139,7 @@ int coll_build_rd(coll_plan *plan, const coll_geom *g) {
   uint32_t fold_slots = r < 2 * rem ? 1 : 0; /* the fold's copy sits at 0 */
   for (uint32_t k = 0; k < L; k++) {
     uint32_t pv = v ^ (1u << k);
-    rd_exchange(&c, vrank_to_rank(pv, rem), k + 1,
+    rd_exchange(&c, coll_fold_rank(pv, rem), k + 1,
                 (uint64_t)(fold_slots + k) * bytes, v < pv, after);
   }
   plan->scratch_bytes = (uint64_t)(fold_slots + L) * bytes;

@@ -597,6 +597,19 @@ static void on_wakeup(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* A datagram read whole goes to the connection of the peer it came from;
+ * others' are counted and dropped. */
+static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
+                             const uint8_t *d, size_t len, dlcp_tstamp now) {
+  c->stats.datagrams_received++;
+  peer *p = peer_by_addr(c, from);
+  if (!p) {
+    c->stats.dropped_foreign++;
+    return;
+  }
+  dlcp_mlt_on_datagram(p->conn, d, len, now);
+}
+
 /* Reads datagrams one by one, each DATA payload straight into the posted
  * tensor (MLT's data_dest), saving the copy out of a receive buffer: two
  * system calls a datagram instead of one per batch, which pays only when
@@ -610,26 +623,20 @@ static void receive_in_place(dlcp_comm *c, uint32_t path) {
       break;
     }
     dlcp_tstamp now = dlcp_rt_now();
-    c->stats.datagrams_received++;
     peer *p = peer_by_addr(c, &from);
-    uint8_t *dest = NULL;
-    if (p && len > sizeof(hdr)) {
-      dest = dlcp_mlt_data_dest(p->conn, hdr, sizeof(hdr), len);
-    }
+    uint8_t *dest = p && len > sizeof(hdr)
+                        ? dlcp_mlt_data_dest(p->conn, hdr, sizeof(hdr), len)
+                        : NULL;
     if (dest) {
+      c->stats.datagrams_received++;
       size_t got = dlcp_udp_take_split(&c->udp, path, hdr, sizeof(hdr), dest,
                                        len - sizeof(hdr));
       dlcp_mlt_on_data_placed(p->conn, hdr, sizeof(hdr), got, now);
       continue;
     }
-    size_t got = dlcp_udp_take(&c->udp, path);
-    if (!p) {
-      c->stats.dropped_foreign++;
-      continue;
-    }
-    const struct sockaddr_in *unused;
-    const uint8_t *d = dlcp_udp_rx_data(&c->udp, 0, &got, &unused);
-    dlcp_mlt_on_datagram(p->conn, d, got, now);
+    size_t got;
+    const uint8_t *d = dlcp_udp_take(&c->udp, path, &got);
+    deliver_datagram(c, &from, d, got, now);
   }
 }
 
@@ -660,13 +667,7 @@ static void on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
       size_t len;
       const struct sockaddr_in *from;
       const uint8_t *d = dlcp_udp_rx_data(&c->udp, i, &len, &from);
-      c->stats.datagrams_received++;
-      peer *p = peer_by_addr(c, from);
-      if (!p) {
-        c->stats.dropped_foreign++;
-        continue;
-      }
-      dlcp_mlt_on_datagram(p->conn, d, len, now);
+      deliver_datagram(c, from, d, len, now);
     }
     if (n < DLCP_UDP_BATCH) {
       break;

@@ -364,30 +364,37 @@ static int parse_entry(const char *s, const char *end, uint64_t *v,
   return 0;
 }
 
-/* DLCP_FAULT_STRAGGLE "RANK:MS[,...]": a straggler's slow step in every
- * collective (see env.h). */
-static int load_straggle(const reader *rd, dlcp_rt_env *env) {
-  const char *s = get(rd, "DLCP_FAULT_STRAGGLE");
-  char expected[160];
+/* A per-rank fault list "RANK:V1[:V2][,...]" in |name| (|fields| names
+ * its entries, "RANK:MS"): every entry is checked, at most one per rank;
+ * this rank's values land in |self| (the |nvalues| after RANK), untouched
+ * when it has no entry. */
+static int load_rank_list(const reader *rd, const dlcp_rt_env *env,
+                          const char *name, const char *fields, int nvalues,
+                          uint32_t *self) {
+  const char *s = get(rd, name);
+  char expected[192];
   if (s == NULL || s[0] == '\0') {
     return 0;
   }
   snprintf(expected, sizeof(expected),
-           "a comma-separated list of RANK:MS with RANK in 0..%" PRIu32
-           " and MS in 0..%u, at most one entry per rank",
-           env->world_size - 1, MAX_TIMEOUT_MS);
+           "a comma-separated list of %s with RANK in 0..%" PRIu32
+           " and the times in 0..%u ms, at most one entry per rank",
+           fields, env->world_size - 1, MAX_TIMEOUT_MS);
   int seen_self = 0;
   for (const char *p = s; *p != '\0';) {
     const char *comma = strchr(p, ',');
     const char *end = comma != NULL ? comma : p + strlen(p);
-    uint64_t v[2];
-    if (parse_entry(p, end, v, 2) != 0 || v[0] >= env->world_size ||
-        v[1] > MAX_TIMEOUT_MS || (v[0] == env->rank && seen_self++) ||
-        (comma != NULL && comma[1] == '\0')) {
-      return bad(rd, "DLCP_FAULT_STRAGGLE", s, expected);
+    uint64_t v[3];
+    int ok = parse_entry(p, end, v, 1 + nvalues) == 0 &&
+             v[0] < env->world_size && (comma == NULL || comma[1] != '\0');
+    for (int i = 1; ok && i <= nvalues; i++) {
+      ok = v[i] <= MAX_TIMEOUT_MS;
     }
-    if (v[0] == env->rank) {
-      env->fault.straggle_ms = (uint32_t)v[1];
+    if (!ok || (v[0] == env->rank && seen_self++)) {
+      return bad(rd, name, s, expected);
+    }
+    for (int i = 0; v[0] == env->rank && i < nvalues; i++) {
+      self[i] = (uint32_t)v[1 + i];
     }
     p = comma != NULL ? comma + 1 : end;
   }
@@ -395,40 +402,19 @@ static int load_straggle(const reader *rd, dlcp_rt_env *env) {
 }
 
 static int load_pause(const reader *rd, dlcp_rt_env *env) {
-  const char *s = get(rd, "DLCP_FAULT_PAUSE");
-  const char *p;
-  int seen_self = 0;
-  char expected[192];
-  if (s == NULL || s[0] == '\0') {
-    return 0;
-  }
-  snprintf(expected, sizeof(expected),
-           "a comma-separated list of RANK:AFTER_MS:FOR_MS with RANK in "
-           "0..%" PRIu32 ", AFTER_MS and FOR_MS in 0..%u, at most one entry "
-           "per rank",
-           env->world_size - 1, MAX_TIMEOUT_MS);
-  for (p = s; *p != '\0';) {
-    const char *comma = strchr(p, ',');
-    const char *end = comma != NULL ? comma : p + strlen(p);
-    uint64_t v[3];
-    if (parse_entry(p, end, v, 3) != 0 || v[0] >= env->world_size ||
-        v[1] > MAX_TIMEOUT_MS || v[2] > MAX_TIMEOUT_MS) {
-      return bad(rd, "DLCP_FAULT_PAUSE", s, expected);
-    }
-    if (v[0] == env->rank) {
-      if (seen_self) {
-        return bad(rd, "DLCP_FAULT_PAUSE", s, expected);
-      }
-      seen_self = 1;
-      env->fault.pause_after_ms = (uint32_t)v[1];
-      env->fault.pause_for_ms = (uint32_t)v[2];
-    }
-    p = comma != NULL ? comma + 1 : end;
-    if (comma != NULL && *p == '\0') {
-      return bad(rd, "DLCP_FAULT_PAUSE", s, expected); /* trailing comma */
-    }
-  }
-  return 0;
+  uint32_t v[2] = {env->fault.pause_after_ms, env->fault.pause_for_ms};
+  int rv = load_rank_list(rd, env, "DLCP_FAULT_PAUSE", "RANK:AFTER_MS:FOR_MS",
+                          2, v);
+  env->fault.pause_after_ms = v[0];
+  env->fault.pause_for_ms = v[1];
+  return rv;
+}
+
+/* DLCP_FAULT_STRAGGLE: a straggler's slow step in every collective (see
+ * env.h). */
+static int load_straggle(const reader *rd, dlcp_rt_env *env) {
+  return load_rank_list(rd, env, "DLCP_FAULT_STRAGGLE", "RANK:MS", 1,
+                        &env->fault.straggle_ms);
 }
 
 static int load_fault(const reader *rd, dlcp_rt_env *env) {

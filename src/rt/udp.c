@@ -201,10 +201,9 @@ size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
   return take(u, path, iov, 2);
 }
 
-size_t dlcp_udp_take(dlcp_udp *u, uint32_t path) {
-  size_t n = take(u, path, &u->rx_iov[0], 1);
-  u->rx_msg[0].msg_len = (unsigned)n;
-  return n;
+const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len) {
+  *len = take(u, path, &u->rx_iov[0], 1);
+  return u->rx;
 }
 
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,

@@ -77,14 +77,14 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path);
  * copies the first |hdr_len| bytes of the next datagram into |hdr| without
  * consuming it and returns its full length (0 when there is none);
  * dlcp_udp_take_split then consumes it into |hdr| and |dest|, returning the
- * bytes read; dlcp_udp_take consumes it into receive buffer 0 (read it with
- * dlcp_udp_rx_data(u, 0, ...)).
+ * bytes read; dlcp_udp_take consumes it whole into a receive buffer of |u|
+ * (valid until the next receive) and returns it, its length in |*len|.
  */
 size_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
                      size_t hdr_len, struct sockaddr_in *from);
 size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
                            size_t hdr_len, uint8_t *dest, size_t dest_len);
-size_t dlcp_udp_take(dlcp_udp *u, uint32_t path);
+const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len);
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
                                 const struct sockaddr_in **from);
 
