@@ -45,6 +45,7 @@ typedef struct scenario {
   double p;
   int die_rank; /* -1: nobody */
   bool no_eager; /* every transfer through MLT's rounds, none eager */
+  bool no_shm;   /* datagrams through UDP sockets, not shared memory */
   uint32_t straggler;    /* with straggle_ms: this rank is slow */
   uint32_t straggle_ms;  /* DLCP_FAULT_STRAGGLE's delay, 0 = none */
   int (*body)(dlcp_comm *comm, const struct scenario *s, rank_report *rep);
@@ -72,6 +73,7 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
   if (s->no_eager) {
     cfg.eager_bytes = 0;
   }
+  cfg.shm = s->no_shm ? 0 : 1;
   if (s->straggle_ms && rank == s->straggler) {
     cfg.fault_straggle_ms = s->straggle_ms;
   }
@@ -88,6 +90,17 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
   }
   if ((int)rank == s->die_rank) {
     _exit(3); /* dies after joining, before its collectives */
+  }
+  /* Every peer is on loopback: all through shared memory, or none. */
+  dlcp_comm_stats st;
+  dlcp_comm_get_stats(comm, &st);
+  uint64_t want_shm = s->no_shm || s->world == 1 ? 0 : s->world - 1;
+  if (st.shm_peers != want_shm) {
+    snprintf(rep->first_error, sizeof(rep->first_error),
+             "%llu peers through shared memory, expected %llu",
+             (unsigned long long)st.shm_peers, (unsigned long long)want_shm);
+    dlcp_comm_destroy(comm);
+    return 1;
   }
   int rv = s->body(comm, s, rep);
   dlcp_comm_destroy(comm);
@@ -281,6 +294,26 @@ static void test_matrix_1_percent_loss_no_eager(void **state) {
   munmap(rep, sizeof(rank_report) * MAX_RANKS);
 }
 
+/* The same through UDP sockets (ranks on one host otherwise share
+ * memory): the path every multi-host job takes. */
+static void test_matrix_1_percent_loss_udp(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .drop = 0.01, .die_rank = -1, .no_shm = true,
+                .body = matrix_body};
+  rank_report *rep = run(&s);
+  check_matrix(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+static void test_matrix_world_5_udp(void **state) {
+  (void)state;
+  scenario s = {.world = 5, .die_rank = -1, .no_shm = true,
+                .body = matrix_body};
+  rank_report *rep = run(&s);
+  check_matrix(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
 /* p = 0.05 under 3% loss: at least 95% delivered, exact where delivered,
  * zero where missing, and every rank reports the same missing ranges. */
 static int bounded_body(dlcp_comm *comm, const scenario *s,
@@ -467,6 +500,8 @@ int main(void) {
       cmocka_unit_test(test_matrix_world_8),
       cmocka_unit_test(test_matrix_1_percent_loss),
       cmocka_unit_test(test_matrix_1_percent_loss_no_eager),
+      cmocka_unit_test(test_matrix_1_percent_loss_udp),
+      cmocka_unit_test(test_matrix_world_5_udp),
       cmocka_unit_test(test_bounded_loss_agrees),
       cmocka_unit_test(test_straggler_bypassed),
       cmocka_unit_test(test_dead_rank_named_everywhere),

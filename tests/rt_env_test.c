@@ -38,6 +38,10 @@ static void test_defaults_world_of_one(void **state) {
   assert_int_equal(env.topo, DLCP_TOPO_FLAT);
   assert_true(env.job != 0);
   assert_true(env.fault.drop == 0.0);
+  assert_true(env.shm);
+  const char *off[] = {"DLCP_SHM", "0", NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, off, NULL), 0);
+  assert_false(env.shm);
 }
 
 static void test_full_torchrun_env(void **state) {
@@ -156,6 +160,8 @@ static void test_invalid_values_named(void **state) {
       {{WORLD2, "DLCP_FAULT_PAUSE", "1:1", NULL}, {"DLCP_FAULT_PAUSE='1:1'"}},
       {{WORLD2, "DLCP_FAULT_PAUSE", "0:1:1,", NULL}, {"DLCP_FAULT_PAUSE"}},
       {{WORLD2, "DLCP_JOB", "0", NULL}, {"DLCP_JOB='0'", "job token"}},
+      {{WORLD2, "DLCP_SHM", "yes", NULL}, {"DLCP_SHM='yes'", "0 or 1"}},
+      {{WORLD2, "DLCP_SHM", "2", NULL}, {"DLCP_SHM='2'", "0 or 1"}},
   };
 #undef WORLD2
   size_t i;

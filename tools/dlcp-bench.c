@@ -446,6 +446,11 @@ int main(int argc, char **argv) {
            (unsigned long long)st.datagrams_sent,
            (unsigned long long)st.retransmissions, st.min_rate_gbps,
            (double)st.max_srtt_ns / 1e3, (long long)bypasses);
+    printf("# rank 0: %llu peers through shared memory: %llu datagrams, "
+           "%llu dropped on a full ring, %llu doorbells\n",
+           (unsigned long long)st.shm_peers, (unsigned long long)st.shm_sent,
+           (unsigned long long)st.shm_full,
+           (unsigned long long)st.doorbells);
   }
   dlcp_comm_destroy(comm);
   free(in);

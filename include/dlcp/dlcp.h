@@ -64,6 +64,10 @@ typedef struct dlcp_comm_config {
   uint32_t spin_us;         /* a thread waiting for a completion polls
                                (yielding the core in between) this long
                                before sleeping.  Default 200 */
+  uint32_t shm;             /* 1: peers on this host (all on loopback)
+                               exchange datagrams through shared memory
+                               instead of UDP sockets; 0: always UDP.
+                               Default 1 */
   uint32_t timeout_ms;      /* an operation without progress for this
                                long fails naming the peer.  Default 30000 */
   uint32_t rdzv_timeout_ms; /* joining the job.  Default 60000 */
@@ -124,6 +128,10 @@ typedef struct dlcp_comm_stats {
   uint64_t dropped_invalid;   /* decodes, contradicts its transfer */
   uint64_t fault_dropped, fault_duplicated, fault_delayed;
   uint64_t retransmissions;
+  uint64_t shm_peers;      /* peers reached through shared memory */
+  uint64_t shm_sent;       /* datagrams written to their rings */
+  uint64_t shm_full;       /* dropped: the peer's ring was full */
+  uint64_t doorbells;      /* wake-ups sent to sleeping peers */
   double min_rate_gbps;    /* the slowest peer's current MLT send rate */
   uint64_t max_srtt_ns;    /* the largest smoothed RTT over peers */
 } dlcp_comm_stats;

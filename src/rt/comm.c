@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -66,6 +67,7 @@ void dlcp_comm_config_default(dlcp_comm_config *cfg) {
   cfg->window_bytes = 1u << 20;
   cfg->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
   cfg->spin_us = DLCP_RT_DEFAULT_SPIN_US;
+  cfg->shm = 1;
   cfg->timeout_ms = 30000;
   cfg->rdzv_timeout_ms = 60000;
   cfg->fault_delay_us = 1000;
@@ -99,6 +101,10 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
                            "rate 0.001..10000 Gbps, segment 0 or %u..%u",
                            DLCP_ENV_MAX_PATHS, DLCP_WIRE_MIN_SEG,
                            DLCP_WIRE_MAX_SEG);
+  }
+  if (cfg->shm > 1) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG, "shm %u: expected 0 or 1",
+                           cfg->shm);
   }
   if (cfg->spin_us > DLCP_RT_MAX_SPIN_US) {
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
@@ -135,6 +141,7 @@ static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->window_bytes = cfg->window_bytes;
   env->eager_bytes = cfg->eager_bytes;
   env->spin_us = cfg->spin_us;
+  env->shm = cfg->shm != 0;
   env->fault.drop = cfg->fault_drop;
   env->fault.dup = cfg->fault_dup;
   env->fault.reorder = cfg->fault_reorder;
@@ -271,6 +278,38 @@ static void complete_op(dlcp_comm *c, peer *p, op *o,
 
 /* --- datagrams ---------------------------------------------------------- */
 
+/* One datagram towards |p|: into its shared-memory ring when it is on
+ * this host, else into the UDP batch (|payload| then lives until the
+ * flush). */
+static void emit(dlcp_comm *c, peer *p, uint32_t path,
+                 const struct sockaddr_in *to, const uint8_t *hdr,
+                 size_t hdr_len, const void *payload, size_t payload_len,
+                 int tos) {
+  if (p->shm.hdr) {
+    if (dlcp_shm_put(&p->shm, hdr, hdr_len, payload, payload_len)) {
+      c->stats.shm_sent++;
+    } else {
+      c->stats.shm_full++; /* a full ring drops like a full socket */
+    }
+    return;
+  }
+  dlcp_udp_queue(&c->udp, path, to, hdr, hdr_len, payload, payload_len, tos);
+}
+
+/* Sends what is queued, and wakes the peers on this host that went to
+ * sleep before seeing what was written into their rings: a zero-length
+ * datagram to their first socket. */
+static void flush_datagrams(dlcp_comm *c) {
+  for (uint32_t r = 0; c->shm_in.hdr && r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (p->shm.hdr && dlcp_shm_needs_doorbell(&p->shm)) {
+      c->stats.doorbells++;
+      dlcp_udp_queue(&c->udp, 0, &p->udp[0], c->scratch, 0, NULL, 0, 0);
+    }
+  }
+  dlcp_udp_flush(&c->udp);
+}
+
 static void send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
                           dlcp_tstamp now) {
   uint32_t path = a->path % c->udp.k;
@@ -285,8 +324,7 @@ static void send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
     return;
   case DLCP_FAULT_DUP:
     c->stats.fault_duplicated++;
-    dlcp_udp_queue(&c->udp, path, to, c->scratch, a->len, a->payload,
-                   a->payload_len, tos);
+    emit(c, p, path, to, c->scratch, a->len, a->payload, a->payload_len, tos);
     break;
   case DLCP_FAULT_HOLD: {
     /* A held packet outlives this call, and maybe the transfer: copy. */
@@ -296,6 +334,7 @@ static void send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
     }
     c->stats.fault_delayed++;
     h->release_ns = now + hold;
+    h->peer_rank = p->rank;
     h->path = path;
     h->to = *to;
     h->hdr_len = a->len;
@@ -317,18 +356,17 @@ static void send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
   default:
     break;
   }
-  dlcp_udp_queue(&c->udp, path, to, c->scratch, a->len, a->payload,
-                 a->payload_len, tos);
+  emit(c, p, path, to, c->scratch, a->len, a->payload, a->payload_len, tos);
 }
 
 static void release_held(dlcp_comm *c, dlcp_tstamp now) {
   while (c->held_head && c->held_head->release_ns <= now) {
     held *h = c->held_head;
     c->held_head = h->next;
-    dlcp_udp_queue(&c->udp, h->path, &h->to, h->bytes, h->hdr_len,
-                   h->bytes + h->hdr_len, h->payload_len, h->tos);
+    emit(c, &c->peers[h->peer_rank], h->path, &h->to, h->bytes, h->hdr_len,
+         h->bytes + h->hdr_len, h->payload_len, h->tos);
     /* The payload pointer must live until the flush: flush now. */
-    dlcp_udp_flush(&c->udp);
+    flush_datagrams(c);
     free(h);
   }
 }
@@ -348,6 +386,8 @@ static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
   }
   return NULL;
 }
+
+static bool drain_rings(dlcp_comm *c);
 
 /* --- control channel ---------------------------------------------------- */
 
@@ -520,6 +560,9 @@ void dlcp_rt_service(dlcp_comm *c) {
   release_held(c, now);
   dlcp_tstamp next = c->held_head ? c->held_head->release_ns
                                   : DLCP_TSTAMP_NEVER;
+  if (drain_rings(c)) {
+    next = now; /* more in the rings: come back at once */
+  }
   /* Collectives turn finished transfers into new ones, which the
    * connections then have to send: repeat until both are quiet. */
   bool again;
@@ -539,7 +582,7 @@ void dlcp_rt_service(dlcp_comm *c) {
       }
     }
   }
-  dlcp_udp_flush(&c->udp);
+  flush_datagrams(c);
   if (next != DLCP_TSTAMP_NEVER && next <= now) {
     next = now + 1000; /* never spin: the core has just been polled dry */
   }
@@ -601,6 +644,9 @@ static void on_wakeup(dlcp_loop *loop, int fd, uint32_t events, void *user) {
  * others' are counted and dropped. */
 static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
                              const uint8_t *d, size_t len, dlcp_tstamp now) {
+  if (len == 0) {
+    return; /* a doorbell: the service that follows reads the rings */
+  }
   c->stats.datagrams_received++;
   peer *p = peer_by_addr(c, from);
   if (!p) {
@@ -608,6 +654,57 @@ static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
     return;
   }
   dlcp_mlt_on_datagram(p->conn, d, len, now);
+}
+
+/* A datagram from |p|'s ring, where |p| may still write: the header is
+ * copied before it is judged, DATA payloads go straight to the tensor,
+ * anything else is decoded from a private copy. */
+static void deliver_from_ring(dlcp_comm *c, peer *p, const uint8_t *d,
+                              size_t len, dlcp_tstamp now) {
+  c->stats.datagrams_received++;
+  uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
+  if (len > sizeof(hdr)) {
+    memcpy(hdr, d, sizeof(hdr));
+    uint8_t *dest = dlcp_mlt_data_dest(p->conn, hdr, sizeof(hdr), len);
+    if (dest) {
+      memcpy(dest, d + sizeof(hdr), len - sizeof(hdr));
+      dlcp_mlt_on_data_placed(p->conn, hdr, sizeof(hdr), len, now);
+      return;
+    }
+  }
+  memcpy(c->udp.rx, d, len);
+  dlcp_mlt_on_datagram(p->conn, c->udp.rx, len, now);
+}
+
+/* Reads every ring of the peers on this host, then tells them this rank
+ * stopped looking (so their next datagram rings the doorbell).  Bounded:
+ * returns true if datagrams are left for the next call. */
+static bool drain_rings(dlcp_comm *c) {
+  if (!c->shm_in.hdr) {
+    return false;
+  }
+  dlcp_shm_begin_drain(&c->shm_in);
+  for (int pass = 0; pass < 4; pass++) {
+    dlcp_tstamp now = dlcp_rt_now();
+    for (uint32_t r = 0; r < c->env.world_size; r++) {
+      if (r == c->env.rank) {
+        continue;
+      }
+      for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
+        size_t len;
+        const uint8_t *d = dlcp_shm_peek(&c->shm_in, r, &len);
+        if (!d) {
+          break;
+        }
+        deliver_from_ring(c, &c->peers[r], d, len, now);
+        dlcp_shm_release(&c->shm_in, r);
+      }
+    }
+    if (dlcp_shm_try_sleep(&c->shm_in)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /* Reads datagrams one by one, each DATA payload straight into the posted
@@ -618,10 +715,11 @@ static void receive_in_place(dlcp_comm *c, uint32_t path) {
   for (int i = 0; i < 16 * DLCP_UDP_BATCH; i++) {
     uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
     struct sockaddr_in from;
-    size_t len = dlcp_udp_peek(&c->udp, path, hdr, sizeof(hdr), &from);
-    if (len == 0) {
+    ssize_t peeked = dlcp_udp_peek(&c->udp, path, hdr, sizeof(hdr), &from);
+    if (peeked < 0) {
       break;
     }
+    size_t len = (size_t)peeked;
     dlcp_tstamp now = dlcp_rt_now();
     peer *p = peer_by_addr(c, &from);
     uint8_t *dest = p && len > sizeof(hdr)
@@ -927,6 +1025,9 @@ typedef struct addr_record {
   uint16_t tcp_port;
   uint32_t k;
   uint16_t udp_port[DLCP_ENV_MAX_PATHS];
+  pid_t shm_pid; /* 0: no shared-memory segment */
+  int shm_fd;
+  uint64_t shm_nonce;
 } addr_record;
 
 static int parse_record(addr_record *r, const char *text, uint32_t rank,
@@ -955,6 +1056,21 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
   }
   r->tcp_port = (uint16_t)tcp;
   r->k = k;
+  /* Optional: the shared-memory segment of a rank on loopback. */
+  long pid;
+  int fd, n = 0;
+  unsigned long long nonce;
+  if (sscanf(s, " shm %ld %d %llx%n", &pid, &fd, &nonce, &n) == 3) {
+    if (pid <= 0 || pid > INT32_MAX || fd < 0 || s[n] != '\0') {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "rank %u published a malformed shared-memory "
+                             "segment '%.60s'",
+                             rank, s);
+    }
+    r->shm_pid = (pid_t)pid;
+    r->shm_fd = fd;
+    r->shm_nonce = (uint64_t)nonce;
+  }
   return 0;
 }
 
@@ -1143,6 +1259,44 @@ static int exchange_topology(dlcp_comm *c, dlcp_tstamp deadline,
   return rv;
 }
 
+/* Ranks beyond this many share no memory: a segment holds a ring per
+ * rank (2 MiB each once used), and large local worlds would pin too much
+ * of it. */
+#define SHM_MAX_WORLD 16u
+
+static bool is_loopback(const char *ip) { return strncmp(ip, "127.", 4) == 0; }
+
+/* This rank's rings, when peers on this host may use them: both ends on
+ * loopback (ranks in network namespaces keep their emulated links).
+ * Without one (no memfd, say) everything goes through UDP. */
+static void open_shm_segment(dlcp_comm *c) {
+  const dlcp_rt_env *env = &c->env;
+  uint64_t nonce;
+  if (!env->shm || env->world_size > SHM_MAX_WORLD ||
+      !is_loopback(c->local_ip) ||
+      getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
+    return;
+  }
+  dlcp_errbuf eb = {0};
+  dlcp_shm_in_create(&c->shm_in, env->job, env->rank, env->world_size,
+                     nonce, &eb);
+}
+
+/* Writes to |p| through its rings when it published some and this rank
+ * takes part; a segment that cannot be mapped leaves |p| on UDP (its
+ * ring for us stays empty, which costs it nothing). */
+static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec) {
+  if (!c->shm_in.hdr || rec->shm_pid == 0 || !is_loopback(rec->ip)) {
+    return;
+  }
+  dlcp_errbuf eb = {0};
+  if (dlcp_shm_out_open(&p->shm, rec->shm_pid, rec->shm_fd, rec->shm_nonce,
+                        c->env.job, p->rank, c->env.rank, c->env.world_size,
+                        &eb) == 0) {
+    c->stats.shm_peers++;
+  }
+}
+
 static int join(dlcp_comm *c, dlcp_errbuf *eb) {
   dlcp_rt_env *env = &c->env;
   int rv;
@@ -1177,12 +1331,18 @@ static int join(dlcp_comm *c, dlcp_errbuf *eb) {
   if ((rv = dlcp_rdzv_join(&c->rdzv, env, eb)) != 0) {
     return rv;
   }
-  char mine[64 + 8 * DLCP_ENV_MAX_PATHS];
+  open_shm_segment(c);
+  char mine[128 + 8 * DLCP_ENV_MAX_PATHS];
   int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
                      (unsigned)ntohs(sin.sin_port), env->paths);
   for (uint32_t i = 0; i < env->paths; i++) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
                     (unsigned)c->udp.port[i]);
+  }
+  if (c->shm_in.hdr) {
+    len += snprintf(mine + len, sizeof(mine) - (size_t)len, " shm %ld %d %llx",
+                    (long)getpid(), c->shm_in.fd,
+                    (unsigned long long)c->shm_in.nonce);
   }
   void **values = calloc(env->world_size, sizeof(void *));
   size_t *lens = calloc(env->world_size, sizeof(size_t));
@@ -1207,6 +1367,9 @@ static int join(dlcp_comm *c, dlcp_errbuf *eb) {
     }
     dlcp_fmt(p->name, sizeof(p->name), "rank %u (%s:%u)", r, recs[r].ip,
              (unsigned)recs[r].tcp_port);
+    if (rv == 0 && r != env->rank) {
+      map_peer_segment(c, p, &recs[r]);
+    }
   }
   if (rv == 0) {
     dlcp_rdzv_free_values(values, env->world_size);
@@ -1296,9 +1459,11 @@ static void comm_free(dlcp_comm *c) {
       close(p->tcp_fd);
     }
     dlcp_mlt_conn_del(p->conn);
+    dlcp_shm_out_close(&p->shm);
     free(p->rbuf);
     free(p->wbuf);
   }
+  dlcp_shm_in_close(&c->shm_in);
   while (c->held_head) {
     held *h = c->held_head;
     c->held_head = h->next;
@@ -1337,6 +1502,7 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   }
   c->env = *env;
   c->listen_fd = -1;
+  c->shm_in.fd = -1;
   c->efd = -1;
   c->tfd = -1;
   for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
@@ -1578,7 +1744,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
   peer *p = &c->peers[peer_rank];
   dlcp_rt_submit(c, o, now);
   service_peer(c, p, now);
-  dlcp_udp_flush(&c->udp);
+  flush_datagrams(c);
   dlcp_tstamp next = dlcp_mlt_next_deadline(p->conn);
   if (next <= now) {
     next = now + 1000;

@@ -19,6 +19,7 @@
 #include "rt/loop.h"
 #include "rt/rendezvous.h"
 #include "rt/scratch.h"
+#include "rt/shm.h"
 #include "rt/udp.h"
 #include "wire/wire.h"
 
@@ -48,6 +49,7 @@ typedef struct op {
 typedef struct held {
   struct held *next;
   dlcp_tstamp release_ns;
+  uint32_t peer_rank;
   uint32_t path;
   struct sockaddr_in to;
   size_t hdr_len, payload_len;
@@ -63,6 +65,7 @@ typedef struct peer {
   uint32_t udp_k;
   int tcp_fd;
   dlcp_mlt_conn *conn;
+  dlcp_shm_out shm; /* its ring for us when it is on this host */
   uint8_t *rbuf;
   size_t rlen, rcap;
   uint8_t *wbuf;
@@ -91,6 +94,7 @@ struct dlcp_comm {
   bool stopping;
   peer *peers;                   /* world_size entries; self unused */
   dlcp_udp udp;
+  dlcp_shm_in shm_in; /* rings of the peers on this host */
   dlcp_fault fault;
   held *held_head;
   int tfd;                /* timerfd: the earliest core deadline */

@@ -42,7 +42,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE", "DLCP_FAULT_STRAGGLE",
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
-    "DLCP_EAGER_BYTES", "DLCP_SPIN_US", NULL};
+    "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
+    "DLCP_SHM",         NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
@@ -108,6 +109,14 @@ static int read_u32(const reader *rd, const char *name, const char *what,
   if (rv == 0) {
     *out = (uint32_t)v;
   }
+  return rv;
+}
+
+/* read_flag reads 0 or 1. */
+static int read_flag(const reader *rd, const char *name, bool *out) {
+  uint32_t v = *out ? 1 : 0;
+  int rv = read_u32(rd, name, "0 or 1", 0, 1, &v);
+  *out = v != 0;
   return rv;
 }
 
@@ -467,6 +476,7 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
   env->window_bytes = DEFAULT_WINDOW_BYTES;
   env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
   env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
+  env->shm = true;
 
   if ((rv = load_world(&rd, env)) != 0 ||
       (rv = read_u32(&rd, "DLCP_TIMEOUT_MS", "a timeout in milliseconds", 1,
@@ -485,6 +495,7 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
                      DLCP_RT_MAX_EAGER_BYTES, &env->eager_bytes)) != 0 ||
       (rv = read_u32(&rd, "DLCP_SPIN_US", "a time in microseconds", 0,
                      DLCP_RT_MAX_SPIN_US, &env->spin_us)) != 0 ||
+      (rv = read_flag(&rd, "DLCP_SHM", &env->shm)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_LOW_US", "a time in microseconds", 1,
                      10000000, &env->rtt_low_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,

@@ -37,6 +37,7 @@
 #ifndef DLCP_RT_ENV_H
 #define DLCP_RT_ENV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dlcp/dlcp_types.h"
@@ -100,6 +101,9 @@ typedef struct dlcp_rt_env {
   uint32_t spin_us;     /* DLCP_SPIN_US: a waiting thread polls (yielding
                            the core between polls) this long before it
                            sleeps in epoll; 0 = sleep at once */
+  bool shm;             /* DLCP_SHM: peers on this host (both on loopback)
+                           exchange datagrams through shared memory;
+                           default on */
   uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;

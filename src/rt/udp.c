@@ -169,8 +169,8 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   return n < 0 ? 0 : n;
 }
 
-size_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
-                     size_t hdr_len, struct sockaddr_in *from) {
+ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
+                      size_t hdr_len, struct sockaddr_in *from) {
   socklen_t fromlen = sizeof(*from);
   ssize_t n;
   do {
@@ -178,7 +178,7 @@ size_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
     n = recvfrom(u->fd[path], hdr, hdr_len, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT,
                  (struct sockaddr *)from, &fromlen);
   } while (n < 0 && errno == EINTR);
-  return n < 0 ? 0 : (size_t)n;
+  return n < 0 ? -1 : n;
 }
 
 static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "dlcp/dlcp_types.h"
 #include "rt/env.h"
@@ -75,13 +76,13 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path);
 /*
  * One datagram at a time, for receiving payloads in place: dlcp_udp_peek
  * copies the first |hdr_len| bytes of the next datagram into |hdr| without
- * consuming it and returns its full length (0 when there is none);
+ * consuming it and returns its full length (-1 when there is none; 0 is an empty datagram);
  * dlcp_udp_take_split then consumes it into |hdr| and |dest|, returning the
  * bytes read; dlcp_udp_take consumes it whole into a receive buffer of |u|
  * (valid until the next receive) and returns it, its length in |*len|.
  */
-size_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
-                     size_t hdr_len, struct sockaddr_in *from);
+ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
+                      size_t hdr_len, struct sockaddr_in *from);
 size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
                            size_t hdr_len, uint8_t *dest, size_t dest_len);
 const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len);

@@ -1,0 +1,241 @@
+/*
+ * Shared-memory datagram rings (see shm.h).  Layout of a segment: a page
+ * of header, then one ring per sending rank; a ring is two cache lines
+ * (the producer's tail, the consumer's head) and DLCP_SHM_SLOTS slots of
+ * a length word and DLCP_SHM_SLOT_DATA bytes.  Indices only grow; the slot
+ * of index i is i % DLCP_SHM_SLOTS.
+ */
+#include "rt/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dlcp/dlcp_types.h"
+
+#define SHM_MAGIC UINT64_C(0x4d48535f50434c44) /* "DLCP_SHM" */
+#define SHM_VERSION 1u
+#define LINE 64u
+#define HEADER_BYTES 4096u
+#define SLOT_HDR LINE
+#define SLOT_STRIDE ((size_t)SLOT_HDR + DLCP_SHM_SLOT_DATA)
+#define RING_STRIDE (2u * LINE + (size_t)DLCP_SHM_SLOTS * SLOT_STRIDE)
+
+struct dlcp_shm_header {
+  uint64_t magic;
+  uint64_t nonce;
+  uint32_t version, job, owner, world, slots, slot_data;
+  alignas(LINE) atomic_uint sleeping; /* the consumer stopped looking */
+};
+
+struct dlcp_shm_ring {
+  alignas(LINE) atomic_uint_fast64_t tail; /* written by the producer */
+  alignas(LINE) atomic_uint_fast64_t head; /* written by the consumer */
+};
+
+_Static_assert(sizeof(struct dlcp_shm_header) <= HEADER_BYTES,
+               "segment header fits its page");
+_Static_assert(sizeof(struct dlcp_shm_ring) == 2 * LINE,
+               "ring control is two cache lines");
+
+static size_t segment_size(uint32_t world) {
+  return HEADER_BYTES + (size_t)world * RING_STRIDE;
+}
+
+static struct dlcp_shm_ring *ring_of(struct dlcp_shm_header *h,
+                                     uint32_t src) {
+  return (struct dlcp_shm_ring *)((uint8_t *)h + HEADER_BYTES +
+                                  (size_t)src * RING_STRIDE);
+}
+
+static uint8_t *slot_of(struct dlcp_shm_ring *r, uint64_t index) {
+  return (uint8_t *)r + 2 * LINE +
+         (size_t)(index % DLCP_SHM_SLOTS) * SLOT_STRIDE;
+}
+
+int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
+                       uint32_t world, uint64_t nonce, dlcp_errbuf *eb) {
+  memset(in, 0, sizeof(*in));
+  in->fd = -1;
+  size_t size = segment_size(world);
+  int fd = memfd_create("dlcp-shm", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+    int e = errno;
+    if (fd >= 0) {
+      close(fd);
+    }
+    return dlcp_errbuf_set(eb, -e, "shared-memory segment (%zu bytes): %s",
+                           size, strerror(e));
+  }
+  void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    return dlcp_errbuf_set(eb, -e, "mapping the shared-memory segment: %s",
+                           strerror(e));
+  }
+  struct dlcp_shm_header *h = base;
+  h->nonce = nonce;
+  h->version = SHM_VERSION;
+  h->job = job;
+  h->owner = rank;
+  h->world = world;
+  h->slots = DLCP_SHM_SLOTS;
+  h->slot_data = DLCP_SHM_SLOT_DATA;
+  atomic_store(&h->sleeping, 1u);
+  /* The magic last: a peer that sees it sees a complete header. */
+  atomic_thread_fence(memory_order_release);
+  h->magic = SHM_MAGIC;
+  in->hdr = h;
+  in->size = size;
+  in->fd = fd;
+  in->world = world;
+  in->rank = rank;
+  in->nonce = nonce;
+  return 0;
+}
+
+void dlcp_shm_in_close(dlcp_shm_in *in) {
+  if (in->hdr) {
+    munmap(in->hdr, in->size);
+  }
+  if (in->fd >= 0) {
+    close(in->fd);
+  }
+  memset(in, 0, sizeof(*in));
+  in->fd = -1;
+}
+
+int dlcp_shm_out_open(dlcp_shm_out *out, pid_t pid, int fd, uint64_t nonce,
+                      uint32_t job, uint32_t peer, uint32_t me,
+                      uint32_t world, dlcp_errbuf *eb) {
+  memset(out, 0, sizeof(*out));
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
+  int mfd = open(path, O_RDWR | O_CLOEXEC);
+  if (mfd < 0) {
+    return dlcp_errbuf_set(eb, -errno, "rank %u's segment %s: %s", peer,
+                           path, strerror(errno));
+  }
+  size_t size = segment_size(world);
+  struct stat st;
+  if (fstat(mfd, &st) != 0 || st.st_size != (off_t)size) {
+    close(mfd);
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "rank %u's segment %s: expected %zu bytes", peer,
+                           path, size);
+  }
+  void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+  close(mfd);
+  if (base == MAP_FAILED) {
+    return dlcp_errbuf_set(eb, -errno, "mapping rank %u's segment: %s", peer,
+                           strerror(errno));
+  }
+  struct dlcp_shm_header *h = base;
+  if (h->magic != SHM_MAGIC || h->nonce != nonce ||
+      h->version != SHM_VERSION || h->job != job || h->owner != peer ||
+      h->world != world || h->slots != DLCP_SHM_SLOTS ||
+      h->slot_data != DLCP_SHM_SLOT_DATA) {
+    munmap(base, size);
+    /* Another process's descriptor (a PID namespace, a reused number):
+     * the nonce is what tells. */
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "%s is not rank %u's segment of this job", path,
+                           peer);
+  }
+  out->hdr = h;
+  out->ring = ring_of(h, me);
+  out->size = size;
+  out->tail = atomic_load_explicit(&out->ring->tail, memory_order_relaxed);
+  return 0;
+}
+
+void dlcp_shm_out_close(dlcp_shm_out *out) {
+  if (out->hdr) {
+    munmap(out->hdr, out->size);
+  }
+  memset(out, 0, sizeof(*out));
+}
+
+bool dlcp_shm_put(dlcp_shm_out *out, const uint8_t *hdr, size_t hdr_len,
+                  const void *payload, size_t payload_len) {
+  struct dlcp_shm_ring *r = out->ring;
+  if (hdr_len + payload_len > DLCP_SHM_SLOT_DATA) {
+    return false;
+  }
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (out->tail - head >= DLCP_SHM_SLOTS) {
+    return false;
+  }
+  uint8_t *slot = slot_of(r, out->tail);
+  uint32_t len = (uint32_t)(hdr_len + payload_len);
+  memcpy(slot, &len, sizeof(len));
+  memcpy(slot + SLOT_HDR, hdr, hdr_len);
+  if (payload_len > 0) {
+    memcpy(slot + SLOT_HDR + hdr_len, payload, payload_len);
+  }
+  out->tail++;
+  atomic_store_explicit(&r->tail, out->tail, memory_order_release);
+  out->dirty = true;
+  return true;
+}
+
+bool dlcp_shm_needs_doorbell(dlcp_shm_out *out) {
+  if (!out->dirty) {
+    return false;
+  }
+  out->dirty = false;
+  /* Our tail store, then the consumer's flag: see shm.h. */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&out->hdr->sleeping, memory_order_relaxed) == 0) {
+    return false;
+  }
+  return atomic_exchange(&out->hdr->sleeping, 0u) != 0;
+}
+
+const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len) {
+  struct dlcp_shm_ring *r = ring_of(in->hdr, src);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+  if (tail == head) {
+    return NULL;
+  }
+  uint8_t *slot = slot_of(r, head);
+  uint32_t n;
+  memcpy(&n, slot, sizeof(n));
+  /* The producer is another process: never trust its length. */
+  *len = n <= DLCP_SHM_SLOT_DATA ? n : 0;
+  return slot + SLOT_HDR;
+}
+
+void dlcp_shm_release(dlcp_shm_in *in, uint32_t src) {
+  struct dlcp_shm_ring *r = ring_of(in->hdr, src);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  atomic_store_explicit(&r->head, head + 1, memory_order_release);
+}
+
+void dlcp_shm_begin_drain(dlcp_shm_in *in) {
+  atomic_store_explicit(&in->hdr->sleeping, 0u, memory_order_relaxed);
+}
+
+bool dlcp_shm_try_sleep(dlcp_shm_in *in) {
+  atomic_store_explicit(&in->hdr->sleeping, 1u, memory_order_relaxed);
+  /* Our flag store, then the producers' tails: see shm.h. */
+  atomic_thread_fence(memory_order_seq_cst);
+  for (uint32_t src = 0; src < in->world; src++) {
+    struct dlcp_shm_ring *r = ring_of(in->hdr, src);
+    if (src != in->rank &&
+        atomic_load_explicit(&r->tail, memory_order_relaxed) !=
+            atomic_load_explicit(&r->head, memory_order_relaxed)) {
+      atomic_store_explicit(&in->hdr->sleeping, 0u, memory_order_relaxed);
+      return false;
+    }
+  }
+  return true;
+}

@@ -1,0 +1,99 @@
+/*
+ * shm.h: datagrams between ranks on one host through shared memory.
+ *
+ * On loopback a UDP datagram costs two kernel copies (sender's buffer into
+ * a socket buffer, socket buffer into the receiver's) and a trip through
+ * the IP stack; at 64 MiB all-reduces that is most of the CPU time.  Each
+ * communicator therefore owns an inbound segment (a memfd) with one
+ * single-producer single-consumer ring of datagram slots per sending rank;
+ * a peer on the same host maps it (through /proc/PID/fd/FD, both published
+ * in the rendezvous address record) and writes its datagrams there: two
+ * user-space copies, no system call per datagram.  Everything above is
+ * unchanged: MLT still numbers, acknowledges and retransmits (a full ring
+ * drops like a full socket buffer), and fault injection still applies.
+ *
+ * The consumer may sleep in epoll: it raises a flag in its segment before
+ * it stops looking, and a producer that finds the flag raised after
+ * publishing sends a zero-length UDP datagram (the doorbell) to the
+ * consumer's first socket.  Both sides fence between their store and their
+ * load (a Dekker pair), so either the consumer sees the new datagram or the
+ * producer sees the flag.
+ */
+#ifndef DLCP_RT_SHM_H
+#define DLCP_RT_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rt/errbuf.h"
+
+/* Slots per ring: MLT's window (1 MiB by default, at least 21 datagrams)
+ * fits, so a ring fills only when the consumer stops reading. */
+#define DLCP_SHM_SLOTS 32u
+/* Largest datagram a slot holds: a whole UDP datagram. */
+#define DLCP_SHM_SLOT_DATA 65536u
+
+struct dlcp_shm_header;
+struct dlcp_shm_ring;
+
+/* This rank's inbound segment. */
+typedef struct dlcp_shm_in {
+  struct dlcp_shm_header *hdr; /* NULL: no segment */
+  size_t size;
+  int fd;
+  uint32_t world, rank;
+  uint64_t nonce;
+} dlcp_shm_in;
+
+/* A mapping of a peer's segment, writing into its ring for this rank. */
+typedef struct dlcp_shm_out {
+  struct dlcp_shm_header *hdr; /* NULL: the peer is not reached this way */
+  struct dlcp_shm_ring *ring;
+  size_t size;
+  uint64_t tail; /* next slot to fill (this side's copy) */
+  bool dirty;    /* published since the last doorbell check */
+} dlcp_shm_out;
+
+/* dlcp_shm_in_create makes this rank's segment: |world| rings (the one
+ * for |rank| unused), stamped with a random |nonce| that peers check.
+ * Returns 0 or an error code with |eb| set. */
+int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
+                       uint32_t world, uint64_t nonce, dlcp_errbuf *eb);
+void dlcp_shm_in_close(dlcp_shm_in *in);
+
+/* dlcp_shm_out_open maps the segment rank |peer| published as |pid|, |fd|
+ * and |nonce|, and checks that it is that rank's segment of this job and
+ * world.  Returns 0, or an error code with |eb| saying why (the caller
+ * falls back to UDP). */
+int dlcp_shm_out_open(dlcp_shm_out *out, pid_t pid, int fd, uint64_t nonce,
+                      uint32_t job, uint32_t peer, uint32_t me,
+                      uint32_t world, dlcp_errbuf *eb);
+void dlcp_shm_out_close(dlcp_shm_out *out);
+
+/* dlcp_shm_put copies one datagram (|hdr| then |payload|) into the ring
+ * and publishes it; false when the ring is full or the datagram too big
+ * (the caller counts a drop). */
+bool dlcp_shm_put(dlcp_shm_out *out, const uint8_t *hdr, size_t hdr_len,
+                  const void *payload, size_t payload_len);
+
+/* dlcp_shm_needs_doorbell is called after a batch of puts: whether the
+ * consumer may be asleep and must be woken (it clears the flag, so only
+ * one producer rings). */
+bool dlcp_shm_needs_doorbell(dlcp_shm_out *out);
+
+/* The consumer's side.  dlcp_shm_peek returns the oldest unread datagram
+ * from rank |src| and its length (NULL when there is none); its bytes live
+ * in shared memory, which the producer does not touch until
+ * dlcp_shm_release. */
+const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len);
+void dlcp_shm_release(dlcp_shm_in *in, uint32_t src);
+
+/* dlcp_shm_begin_drain lowers the sleeping flag; dlcp_shm_try_sleep
+ * raises it and returns false (flag lowered again) if a datagram arrived
+ * meanwhile, in which case the caller drains again. */
+void dlcp_shm_begin_drain(dlcp_shm_in *in);
+bool dlcp_shm_try_sleep(dlcp_shm_in *in);
+
+#endif /* DLCP_RT_SHM_H */

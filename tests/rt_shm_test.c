@@ -1,0 +1,297 @@
+/*
+ * rt_shm_test.c: the shared-memory datagram rings.  One process maps its
+ * own segment a second time through /proc/self/fd, as a peer would, and
+ * drives both ends: order and contents, a full ring, lengths, the
+ * doorbell handshake, and the checks that keep a peer from mapping the
+ * wrong segment.  A forked producer then streams through one ring while
+ * the consumer sleeps and wakes on doorbells, as two ranks do.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rt/shm.h"
+
+enum { JOB = 7, WORLD = 3, ME = 0, PEER = 2 };
+#define NONCE UINT64_C(0x1234567890abcdef)
+
+typedef struct pair {
+  dlcp_shm_in in;   /* rank ME's segment */
+  dlcp_shm_out out; /* rank PEER writing into it */
+} pair;
+
+static void open_pair(pair *p) {
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_shm_in_create(&p->in, JOB, ME, WORLD, NONCE, &eb), 0);
+  assert_int_equal(dlcp_shm_out_open(&p->out, getpid(), p->in.fd, NONCE, JOB,
+                                     ME, PEER, WORLD, &eb),
+                   0);
+}
+
+static void close_pair(pair *p) {
+  dlcp_shm_out_close(&p->out);
+  dlcp_shm_in_close(&p->in);
+}
+
+static void fill(uint8_t *b, size_t n, uint32_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    b[i] = (uint8_t)(seed * 131u + i * 7u);
+  }
+}
+
+static void test_order_and_contents(void **state) {
+  (void)state;
+  pair p;
+  open_pair(&p);
+  static uint8_t payload[DLCP_SHM_SLOT_DATA];
+  /* Three rounds around the ring, datagrams of varied sizes. */
+  for (uint32_t round = 0; round < 3 * DLCP_SHM_SLOTS; round += 8) {
+    for (uint32_t i = 0; i < 8; i++) {
+      uint8_t hdr[44];
+      size_t plen = (size_t)(round + i) * 997u % (sizeof(payload) - 44);
+      fill(hdr, sizeof(hdr), round + i);
+      fill(payload, plen, ~(round + i));
+      assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), payload, plen));
+    }
+    for (uint32_t i = 0; i < 8; i++) {
+      size_t plen = (size_t)(round + i) * 997u % (sizeof(payload) - 44), len;
+      const uint8_t *d = dlcp_shm_peek(&p.in, PEER, &len);
+      assert_non_null(d);
+      assert_int_equal(len, 44 + plen);
+      uint8_t want[44];
+      fill(want, sizeof(want), round + i);
+      assert_memory_equal(d, want, sizeof(want));
+      fill(payload, plen, ~(round + i));
+      if (plen) {
+        assert_memory_equal(d + 44, payload, plen);
+      }
+      dlcp_shm_release(&p.in, PEER);
+    }
+    size_t len;
+    assert_null(dlcp_shm_peek(&p.in, PEER, &len));
+    /* Other rings stay empty. */
+    assert_null(dlcp_shm_peek(&p.in, 1, &len));
+  }
+  close_pair(&p);
+}
+
+static void test_full_ring_and_oversize(void **state) {
+  (void)state;
+  pair p;
+  open_pair(&p);
+  uint8_t hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
+    assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  }
+  assert_false(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  size_t len;
+  assert_non_null(dlcp_shm_peek(&p.in, PEER, &len));
+  dlcp_shm_release(&p.in, PEER);
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  /* One byte past a slot never goes in. */
+  static uint8_t big[DLCP_SHM_SLOT_DATA];
+  for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
+    dlcp_shm_release(&p.in, PEER);
+  }
+  assert_false(dlcp_shm_put(&p.out, hdr, sizeof(hdr), big, sizeof(big)));
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), big,
+                           sizeof(big) - sizeof(hdr)));
+  close_pair(&p);
+}
+
+static void test_doorbell_handshake(void **state) {
+  (void)state;
+  pair p;
+  open_pair(&p);
+  uint8_t hdr[4] = {9, 9, 9, 9};
+  size_t len;
+  /* A new segment's consumer is asleep: the first datagram rings, once. */
+  assert_false(dlcp_shm_needs_doorbell(&p.out)); /* nothing written yet */
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_needs_doorbell(&p.out));
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_needs_doorbell(&p.out)); /* already woken */
+  /* Draining: no doorbells. */
+  dlcp_shm_begin_drain(&p.in);
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_needs_doorbell(&p.out));
+  /* It cannot sleep while datagrams wait, and stays awake. */
+  assert_false(dlcp_shm_try_sleep(&p.in));
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_needs_doorbell(&p.out));
+  while (dlcp_shm_peek(&p.in, PEER, &len)) {
+    dlcp_shm_release(&p.in, PEER);
+  }
+  assert_true(dlcp_shm_try_sleep(&p.in));
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_needs_doorbell(&p.out));
+  /* Two producers see the sleeping flag: only one rings. */
+  while (dlcp_shm_peek(&p.in, PEER, &len)) {
+    dlcp_shm_release(&p.in, PEER);
+  }
+  assert_true(dlcp_shm_try_sleep(&p.in));
+  dlcp_shm_out other;
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_shm_out_open(&other, getpid(), p.in.fd, NONCE, JOB,
+                                     ME, 1, WORLD, &eb),
+                   0);
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&other, hdr, sizeof(hdr), NULL, 0));
+  int rang = dlcp_shm_needs_doorbell(&p.out) + dlcp_shm_needs_doorbell(&other);
+  assert_int_equal(rang, 1);
+  assert_non_null(dlcp_shm_peek(&p.in, 1, &len));
+  dlcp_shm_out_close(&other);
+  close_pair(&p);
+}
+
+static void test_wrong_segment_refused(void **state) {
+  (void)state;
+  pair p;
+  open_pair(&p);
+  dlcp_shm_out o;
+  dlcp_errbuf eb = {0};
+  /* Wrong nonce, job, owner or world; a descriptor that is no segment;
+   * no such descriptor. */
+  assert_int_not_equal(dlcp_shm_out_open(&o, getpid(), p.in.fd, NONCE + 1,
+                                         JOB, ME, PEER, WORLD, &eb),
+                       0);
+  assert_non_null(strstr(eb.msg, "is not rank 0's segment"));
+  assert_int_not_equal(dlcp_shm_out_open(&o, getpid(), p.in.fd, NONCE,
+                                         JOB + 1, ME, PEER, WORLD, &eb),
+                       0);
+  assert_int_not_equal(dlcp_shm_out_open(&o, getpid(), p.in.fd, NONCE, JOB,
+                                         1, PEER, WORLD, &eb),
+                       0);
+  assert_int_not_equal(dlcp_shm_out_open(&o, getpid(), p.in.fd, NONCE, JOB,
+                                         ME, PEER, WORLD + 1, &eb),
+                       0);
+  assert_non_null(strstr(eb.msg, "expected"));
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  assert_int_not_equal(dlcp_shm_out_open(&o, getpid(), fds[0], NONCE, JOB,
+                                         ME, PEER, WORLD, &eb),
+                       0);
+  close(fds[0]);
+  close(fds[1]);
+  assert_int_not_equal(dlcp_shm_out_open(&o, getpid(), 1000000, NONCE, JOB,
+                                         ME, PEER, WORLD, &eb),
+                       0);
+  assert_non_null(strstr(eb.msg, "/proc/"));
+  assert_null(o.hdr);
+  close_pair(&p);
+}
+
+/* A length word a broken producer wrote past the slot reads as an empty
+ * datagram, never as a read past the slot. */
+static void test_length_never_trusted(void **state) {
+  (void)state;
+  pair p;
+  open_pair(&p);
+  uint8_t hdr[4] = {1, 2, 3, 4};
+  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  size_t len;
+  uint8_t *d = (uint8_t *)(uintptr_t)dlcp_shm_peek(&p.in, PEER, &len);
+  assert_non_null(d);
+  uint32_t bogus = DLCP_SHM_SLOT_DATA + 1;
+  memcpy(d - 64, &bogus, sizeof(bogus)); /* the slot's length word */
+  assert_non_null(dlcp_shm_peek(&p.in, PEER, &len));
+  assert_int_equal(len, 0);
+  close_pair(&p);
+}
+
+/* Two processes: the producer streams numbered datagrams, ringing a
+ * socketpair (the doorbell) when told to; the consumer sleeps in poll()
+ * whenever its ring is dry.  Every datagram arrives, in order, and the
+ * consumer never sleeps through one (poll would time out). */
+static void test_two_processes_never_miss_a_wakeup(void **state) {
+  (void)state;
+  enum { COUNT = 20000 };
+  dlcp_shm_in in;
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_shm_in_create(&in, JOB, ME, WORLD, NONCE, &eb), 0);
+  int bell[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, bell), 0);
+  pid_t parent = getpid();
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    dlcp_shm_out out;
+    dlcp_errbuf ceb = {0};
+    if (dlcp_shm_out_open(&out, parent, in.fd, NONCE, JOB, ME, PEER, WORLD,
+                          &ceb) != 0) {
+      _exit(2);
+    }
+    for (uint32_t i = 0; i < COUNT;) {
+      uint32_t burst = 1 + i % 5;
+      for (uint32_t b = 0; b < burst && i < COUNT; b++) {
+        uint8_t msg[8];
+        memcpy(msg, &i, sizeof(i));
+        memcpy(msg + 4, &i, sizeof(i));
+        if (!dlcp_shm_put(&out, msg, sizeof(msg), NULL, 0)) {
+          break; /* full: ring (below) and try again */
+        }
+        i++;
+      }
+      if (dlcp_shm_needs_doorbell(&out)) {
+        char c = 1;
+        if (write(bell[1], &c, 1) != 1) {
+          _exit(3);
+        }
+      }
+    }
+    _exit(0);
+  }
+  uint32_t next = 0;
+  int sleeps = 0;
+  while (next < COUNT) {
+    dlcp_shm_begin_drain(&in);
+    size_t len;
+    const uint8_t *d;
+    while ((d = dlcp_shm_peek(&in, PEER, &len)) != NULL) {
+      uint32_t a, b;
+      assert_int_equal(len, 8);
+      memcpy(&a, d, 4);
+      memcpy(&b, d + 4, 4);
+      assert_int_equal(a, next);
+      assert_int_equal(b, next);
+      next++;
+      dlcp_shm_release(&in, PEER);
+    }
+    if (next == COUNT || !dlcp_shm_try_sleep(&in)) {
+      continue;
+    }
+    struct pollfd pfd = {.fd = bell[0], .events = POLLIN};
+    assert_int_equal(poll(&pfd, 1, 10000), 1); /* a lost wake-up hangs */
+    char c;
+    assert_int_equal(read(bell[0], &c, 1), 1);
+    sleeps++;
+  }
+  int st;
+  assert_int_equal(waitpid(child, &st, 0), child);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  print_message("%d datagrams, consumer slept %d times\n", COUNT, sleeps);
+  close(bell[0]);
+  close(bell[1]);
+  dlcp_shm_in_close(&in);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_order_and_contents),
+      cmocka_unit_test(test_full_ring_and_oversize),
+      cmocka_unit_test(test_doorbell_handshake),
+      cmocka_unit_test(test_wrong_segment_refused),
+      cmocka_unit_test(test_length_never_trusted),
+      cmocka_unit_test(test_two_processes_never_miss_a_wakeup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
