@@ -13,6 +13,9 @@
 #   dlcp     BUILD_DIR/bin/dlcp-run -n 4 BUILD_DIR/bin/dlcp-bench ... (skipped
 #            with a message when not built yet), out of place like MPI
 #   dlcp_ip  the same in place (-i 1), like Gloo's algorithms
+#   dlcp_udp, udp_ip  both again with DLCP_SHM=0: datagrams over UDP on
+#            loopback (the path between hosts) instead of the shared-memory
+#            rings ranks on one host use by default
 # and prints one table of bus bandwidth per size plus the 4 KiB latency row.
 # Raw outputs are kept in BUILD_DIR/peers/results/.  Exits non-zero if any
 # program fails or reports a wrong result.
@@ -124,14 +127,16 @@ run_mpi() {
     --big-from "$big_from" --big-iters "$big_iters" --big-warmup "$big_warmup" >"$out"
 }
 
-# run_dlcp OUT SIZE-ARGS...: only rank 0's rows are kept (dlcp-run prefixes
-# every line with "[rank R] ").
+# run_dlcp OUT SHM SIZE-ARGS...: only rank 0's rows are kept (dlcp-run
+# prefixes every line with "[rank R] ").  SHM is DLCP_SHM: 1 = ranks on
+# this host exchange datagrams through shared memory (the default), 0 =
+# UDP sockets on loopback, the path between hosts.
 run_dlcp() {
-  local out=$1
-  shift
+  local out=$1 shm=$2
+  shift 2
   # shellcheck disable=SC2086
-  timeout "$timeout_s" "$build/bin/dlcp-run" -n "$nranks" "$build/bin/dlcp-bench" \
-    "$@" $dlcp_args >"$out.all"
+  timeout "$timeout_s" env DLCP_SHM="$shm" "$build/bin/dlcp-run" -n "$nranks" \
+    "$build/bin/dlcp-bench" "$@" $dlcp_args >"$out.all"
   sed -n -e 's/^\[rank 0\] //p' -e t -e '/^\[rank [0-9]*\] /d' -e p "$out.all" >"$out"
 }
 
@@ -169,10 +174,16 @@ for pass in $passes; do
       --mca btl self,tcp --mca btl_tcp_if_include lo -- $args
     step "mpi, default transports ($pass)" run_mpi "$results/mpi_def.$pass.txt" mpi_default -- $args
     if [ "$have_dlcp" = 1 ]; then
-      step "dlcp-bench ($pass: $args $dlcp_args)" run_dlcp "$results/dlcp.$pass.txt" $args
+      step "dlcp-bench ($pass: $args $dlcp_args)" run_dlcp "$results/dlcp.$pass.txt" 1 $args
       # shellcheck disable=SC2086
       step "dlcp-bench in place ($pass: $args $dlcp_args -i 1)" run_dlcp \
-        "$results/dlcp_ip.$pass.txt" $args -i 1
+        "$results/dlcp_ip.$pass.txt" 1 $args -i 1
+      # shellcheck disable=SC2086
+      step "dlcp-bench over UDP ($pass: DLCP_SHM=0 $args $dlcp_args)" run_dlcp \
+        "$results/dlcp_udp.$pass.txt" 0 $args
+      # shellcheck disable=SC2086
+      step "dlcp-bench over UDP in place ($pass: DLCP_SHM=0 $args $dlcp_args -i 1)" \
+        run_dlcp "$results/dlcp_udpip.$pass.txt" 0 $args -i 1
     fi
   }
 done
@@ -185,7 +196,11 @@ log "== all runs took $((SECONDS - t_start)) s; load average now $(cut -d' ' -f1
 #   size count type redop algo time(us) algbw busbw #wrong delivered%
 # is assumed.  Rows are lines whose first field is a byte count.
 for f in "$results"/*.txt; do
-  case $f in */dlcp.*) src=dlcp ;; */dlcp_ip.*) src=dlcp_ip ;; */gloo.*) src=gloo ;; */mpi_tcp.*) src=mpi_tcp ;; *) src=mpi_def ;; esac
+  case $f in
+    */dlcp.*) src=dlcp ;; */dlcp_ip.*) src=dlcp_ip ;;
+    */dlcp_udp.*) src=dlcp_udp ;; */dlcp_udpip.*) src=dlcp_udpip ;;
+    */gloo.*) src=gloo ;; */mpi_tcp.*) src=mpi_tcp ;; *) src=mpi_def ;;
+  esac
   awk -v src="$src" '
     BEGIN { cs = 1; ca = 5; ct = 6; cb = 8; cw = 9 }
     /^#/ {
@@ -241,23 +256,17 @@ awk -v have_dlcp="$have_dlcp" -v dlcp_args="$dlcp_args" -v n="$nranks" '
     if (b >= 1024) return sprintf("%d KiB", b / 1024)
     return sprintf("%d B", b)
   }
-  # best_t: time of the faster socket-based peer (gloo best algo, mpi_tcp)
-  # like-for-like: Gloo reduces in place (its input restored, untimed),
-  # MPI_Allreduce runs out of place; dlcp runs both ways.  dlcp/best is
-  # the smaller of dlcp in place against Gloo and dlcp out of place against
-  # mpi_tcp (busbw ratios, > 1 = dlcp faster).
-  function ratio_vs(s,   rg, rm) {
-    rg = ((("gloo", s) in tm) && (("dlcp_ip", s) in tm)) ? tm["gloo", s] / tm["dlcp_ip", s] : -1
-    rm = ((("mpi_tcp", s) in tm) && (("dlcp", s) in tm)) ? tm["mpi_tcp", s] / tm["dlcp", s] : -1
-    if (rg < 0) return rm
-    if (rm < 0) return rg
-    return rg < rm ? rg : rm
-  }
-  function best_t(s,   b) {
-    b = -1
-    if (("gloo", s) in tm) b = tm["gloo", s]
-    if (("mpi_tcp", s) in tm && (b < 0 || tm["mpi_tcp", s] < b)) b = tm["mpi_tcp", s]
-    return b
+  # Like for like: Gloo reduces in place (its input restored, untimed),
+  # MPI_Allreduce runs out of place; dlcp runs both ways.  ratio_vs(s, ip,
+  # op, shm) is the smallest busbw ratio of dlcp (in place |ip| against
+  # Gloo, out of place |op| against MPI over TCP and, when |shm|, against
+  # MPI with its shared-memory transport): > 1 = dlcp faster than each.
+  function ratio_vs(s, ip, op, shm,   r, x) {
+    r = -1
+    if ((("gloo", s) in tm) && ((ip, s) in tm)) r = tm["gloo", s] / tm[ip, s]
+    if ((("mpi_tcp", s) in tm) && ((op, s) in tm)) { x = tm["mpi_tcp", s] / tm[op, s]; if (r < 0 || x < r) r = x }
+    if (shm && (("mpi_def", s) in tm) && ((op, s) in tm)) { x = tm["mpi_def", s] / tm[op, s]; if (r < 0 || x < r) r = x }
+    return r
   }
   END {
     settle()
@@ -268,31 +277,40 @@ awk -v have_dlcp="$have_dlcp" -v dlcp_args="$dlcp_args" -v n="$nranks" '
     printf "4 KiB and 64 MiB: median of %d runs per program, the programs taking turns\n", nruns["dlcp", 4096] ? nruns["dlcp", 4096] : nruns["mpi_tcp", 4096]
     if (!have_dlcp) printf "dlcp-bench: NOT AVAILABLE in this run (not built yet), dlcp columns are n/a\n"
     else printf "dlcp-bench: %s%s\n", dlcp_args, unchecked ? " (its results unchecked: #wrong -1)" : ""
-    printf "%9s  %9s %-19s %9s %9s %9s %-19s %9s %9s\n", "size", "gloo", "(best algo)", "mpi_tcp", "mpi_shm", "dlcp", "(dlcp algo)", "dlcp_ip", "dlcp/best"
+    printf "%9s  %9s %-19s %9s %9s %9s %-19s %9s %9s %9s %9s %9s\n", "size", "gloo", "(best algo)", "mpi_tcp", "mpi_shm", "dlcp", "(dlcp algo)", "dlcp_ip", "dlcp_udp", "udp_ip", "dlcp/best", "udp/sock"
     for (i = 1; i <= m; i++) {
-      s = list[i]; r = ratio_vs(s)
-      ratio = r > 0 ? sprintf("%.2fx", r) : "n/a"
-      printf "%9s  %s %-19s %s %s %s %-19s %s %9s\n", human(s), col("gloo", s),
+      s = list[i]; r = ratio_vs(s, "dlcp_ip", "dlcp", 1); ru = ratio_vs(s, "dlcp_udpip", "dlcp_udp", 0)
+      printf "%9s  %s %-19s %s %s %s %-19s %s %s %s %9s %9s\n", human(s), col("gloo", s),
         (("gloo", s) in al) ? "(" al["gloo", s] ")" : "", col("mpi_tcp", s), col("mpi_def", s),
-        col("dlcp", s), (("dlcp", s) in al) ? "(" al["dlcp", s] ")" : "", col("dlcp_ip", s), ratio
+        col("dlcp", s), (("dlcp", s) in al) ? "(" al["dlcp", s] ")" : "", col("dlcp_ip", s),
+        col("dlcp_udp", s), col("dlcp_udpip", s),
+        (r > 0 ? sprintf("%.2fx", r) : "n/a"), (ru > 0 ? sprintf("%.2fx", ru) : "n/a")
     }
     s = 4096
     printf "\nlatency at 4 KiB, time in us (lower is better):\n"
-    printf "  gloo %s (%s)   mpi_tcp %s   mpi_shm %s   dlcp %s\n",
+    printf "  gloo %s (%s)   mpi_tcp %s   mpi_shm %s\n",
       (("gloo", s) in tm) ? sprintf("%.1f", tm["gloo", s]) : "n/a", (("gloo", s) in al) ? al["gloo", s] : "-",
       (("mpi_tcp", s) in tm) ? sprintf("%.1f", tm["mpi_tcp", s]) : "n/a",
-      (("mpi_def", s) in tm) ? sprintf("%.1f", tm["mpi_def", s]) : "n/a",
-      (("dlcp", s) in tm) ? sprintf("%.1f", tm["dlcp", s]) : "n/a"
-    printf "  dlcp in place %s\n", (("dlcp_ip", s) in tm) ? sprintf("%.1f", tm["dlcp_ip", s]) : "n/a"
-    if (("dlcp", s) in tm && best_t(s) > 0)
-      printf "  dlcp time / best socket-based peer time: %.2fx, like for like (in place vs gloo, out of place vs mpi_tcp): %.2fx (target <= 1.0x)\n", tm["dlcp", s] / best_t(s), 1 / ratio_vs(s)
-    if (("dlcp", 67108864) in tm && best_t(67108864) > 0)
-      printf "busbw at 64 MiB, dlcp / best socket-based peer: %.2fx out of place, like for like %.2fx (target >= 1.2x)\n", best_t(67108864) / tm["dlcp", 67108864], ratio_vs(67108864)
-    printf "dlcp/best: dlcp busbw over each socket-based peer in the same mode, the\n"
-    printf "smaller of dlcp_ip (in place) / gloo (in place; best of ring, ring_chunked,\n"
-    printf "halving_doubling) and dlcp (out of place) / mpi_tcp (out of place).\n"
-    printf "mpi_shm = Open MPI defaults\n"
-    printf "(shared memory), shown for reference, not counted in dlcp/best.\n"
+      (("mpi_def", s) in tm) ? sprintf("%.1f", tm["mpi_def", s]) : "n/a"
+    printf "  dlcp %s, in place %s; over UDP %s, in place %s\n",
+      (("dlcp", s) in tm) ? sprintf("%.1f", tm["dlcp", s]) : "n/a",
+      (("dlcp_ip", s) in tm) ? sprintf("%.1f", tm["dlcp_ip", s]) : "n/a",
+      (("dlcp_udp", s) in tm) ? sprintf("%.1f", tm["dlcp_udp", s]) : "n/a",
+      (("dlcp_udpip", s) in tm) ? sprintf("%.1f", tm["dlcp_udpip", s]) : "n/a"
+    for (j = 0; j < 2; j++) {
+      s = j ? 67108864 : 4096
+      r = ratio_vs(s, "dlcp_ip", "dlcp", 1); ru = ratio_vs(s, "dlcp_udpip", "dlcp_udp", 0)
+      if (r > 0)
+        printf "%s: dlcp against every peer (Gloo, MPI over TCP, MPI shared memory): %.2fx busbw = %.2fx time (target %s)\n", human(s), r, 1 / r, (j ? ">= 1.2x busbw" : "<= 1.0x time")
+      if (ru > 0)
+        printf "%s: dlcp over UDP against the socket-based peers (Gloo, MPI over TCP): %.2fx busbw = %.2fx time\n", human(s), ru, 1 / ru
+    }
+    printf "dlcp/best: the smallest busbw ratio of dlcp over each peer in the same mode:\n"
+    printf "dlcp_ip (in place) / gloo (in place; best of ring, ring_chunked,\n"
+    printf "halving_doubling), dlcp (out of place) / mpi_tcp and / mpi_shm (out of place;\n"
+    printf "mpi_shm = Open MPI defaults, shared memory between ranks on one host).\n"
+    printf "udp/sock: the same for dlcp with DLCP_SHM=0 (UDP on loopback, the path\n"
+    printf "between hosts) against the socket-based peers only.\n"
     if (bad != "") { printf "\nWRONG RESULTS:\n%s", bad; exit 3 }
   }' "$results/rows" || status=1
 

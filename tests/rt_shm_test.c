@@ -23,6 +23,8 @@
 enum { JOB = 7, WORLD = 3, ME = 0, PEER = 2 };
 #define NONCE UINT64_C(0x1234567890abcdef)
 
+static dlcp_shm_kind kind; /* what the last peek found */
+
 typedef struct pair {
   dlcp_shm_in in;   /* rank ME's segment */
   dlcp_shm_out out; /* rank PEER writing into it */
@@ -59,13 +61,16 @@ static void test_order_and_contents(void **state) {
       size_t plen = (size_t)(round + i) * 997u % (sizeof(payload) - 44);
       fill(hdr, sizeof(hdr), round + i);
       fill(payload, plen, ~(round + i));
-      assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), payload, plen));
+      dlcp_shm_kind k = (round + i) % 3 ? DLCP_SHM_DATAGRAM : DLCP_SHM_CONTROL;
+      assert_true(dlcp_shm_put(&p.out, k, hdr, sizeof(hdr), payload, plen));
     }
     for (uint32_t i = 0; i < 8; i++) {
       size_t plen = (size_t)(round + i) * 997u % (sizeof(payload) - 44), len;
-      const uint8_t *d = dlcp_shm_peek(&p.in, PEER, &len);
+      const uint8_t *d = dlcp_shm_peek(&p.in, PEER, &len, &kind);
       assert_non_null(d);
       assert_int_equal(len, 44 + plen);
+      assert_int_equal(kind, (round + i) % 3 ? DLCP_SHM_DATAGRAM
+                                             : DLCP_SHM_CONTROL);
       uint8_t want[44];
       fill(want, sizeof(want), round + i);
       assert_memory_equal(d, want, sizeof(want));
@@ -76,9 +81,9 @@ static void test_order_and_contents(void **state) {
       dlcp_shm_release(&p.in, PEER);
     }
     size_t len;
-    assert_null(dlcp_shm_peek(&p.in, PEER, &len));
+    assert_null(dlcp_shm_peek(&p.in, PEER, &len, &kind));
     /* Other rings stay empty. */
-    assert_null(dlcp_shm_peek(&p.in, 1, &len));
+    assert_null(dlcp_shm_peek(&p.in, 1, &len, &kind));
   }
   close_pair(&p);
 }
@@ -89,21 +94,21 @@ static void test_full_ring_and_oversize(void **state) {
   open_pair(&p);
   uint8_t hdr[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
-    assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+    assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   }
-  assert_false(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   size_t len;
-  assert_non_null(dlcp_shm_peek(&p.in, PEER, &len));
+  assert_non_null(dlcp_shm_peek(&p.in, PEER, &len, &kind));
   dlcp_shm_release(&p.in, PEER);
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
-  assert_false(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   /* One byte past a slot never goes in. */
   static uint8_t big[DLCP_SHM_SLOT_DATA];
   for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
     dlcp_shm_release(&p.in, PEER);
   }
-  assert_false(dlcp_shm_put(&p.out, hdr, sizeof(hdr), big, sizeof(big)));
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), big,
+  assert_false(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), big, sizeof(big)));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), big,
                            sizeof(big) - sizeof(hdr)));
   close_pair(&p);
 }
@@ -116,26 +121,26 @@ static void test_doorbell_handshake(void **state) {
   size_t len;
   /* A new segment's consumer is asleep: the first datagram rings, once. */
   assert_false(dlcp_shm_needs_doorbell(&p.out)); /* nothing written yet */
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   assert_true(dlcp_shm_needs_doorbell(&p.out));
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   assert_false(dlcp_shm_needs_doorbell(&p.out)); /* already woken */
   /* Draining: no doorbells. */
   dlcp_shm_begin_drain(&p.in);
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   assert_false(dlcp_shm_needs_doorbell(&p.out));
   /* It cannot sleep while datagrams wait, and stays awake. */
   assert_false(dlcp_shm_try_sleep(&p.in));
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   assert_false(dlcp_shm_needs_doorbell(&p.out));
-  while (dlcp_shm_peek(&p.in, PEER, &len)) {
+  while (dlcp_shm_peek(&p.in, PEER, &len, &kind)) {
     dlcp_shm_release(&p.in, PEER);
   }
   assert_true(dlcp_shm_try_sleep(&p.in));
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   assert_true(dlcp_shm_needs_doorbell(&p.out));
   /* Two producers see the sleeping flag: only one rings. */
-  while (dlcp_shm_peek(&p.in, PEER, &len)) {
+  while (dlcp_shm_peek(&p.in, PEER, &len, &kind)) {
     dlcp_shm_release(&p.in, PEER);
   }
   assert_true(dlcp_shm_try_sleep(&p.in));
@@ -144,11 +149,11 @@ static void test_doorbell_handshake(void **state) {
   assert_int_equal(dlcp_shm_out_open(&other, getpid(), p.in.fd, NONCE, JOB,
                                      ME, 1, WORLD, &eb),
                    0);
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
-  assert_true(dlcp_shm_put(&other, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&other, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   int rang = dlcp_shm_needs_doorbell(&p.out) + dlcp_shm_needs_doorbell(&other);
   assert_int_equal(rang, 1);
-  assert_non_null(dlcp_shm_peek(&p.in, 1, &len));
+  assert_non_null(dlcp_shm_peek(&p.in, 1, &len, &kind));
   dlcp_shm_out_close(&other);
   close_pair(&p);
 }
@@ -197,13 +202,13 @@ static void test_length_never_trusted(void **state) {
   pair p;
   open_pair(&p);
   uint8_t hdr[4] = {1, 2, 3, 4};
-  assert_true(dlcp_shm_put(&p.out, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_put(&p.out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
   size_t len;
-  uint8_t *d = (uint8_t *)(uintptr_t)dlcp_shm_peek(&p.in, PEER, &len);
+  uint8_t *d = (uint8_t *)(uintptr_t)dlcp_shm_peek(&p.in, PEER, &len, &kind);
   assert_non_null(d);
   uint32_t bogus = DLCP_SHM_SLOT_DATA + 1;
   memcpy(d - 64, &bogus, sizeof(bogus)); /* the slot's length word */
-  assert_non_null(dlcp_shm_peek(&p.in, PEER, &len));
+  assert_non_null(dlcp_shm_peek(&p.in, PEER, &len, &kind));
   assert_int_equal(len, 0);
   close_pair(&p);
 }
@@ -236,7 +241,7 @@ static void test_two_processes_never_miss_a_wakeup(void **state) {
         uint8_t msg[8];
         memcpy(msg, &i, sizeof(i));
         memcpy(msg + 4, &i, sizeof(i));
-        if (!dlcp_shm_put(&out, msg, sizeof(msg), NULL, 0)) {
+        if (!dlcp_shm_put(&out, DLCP_SHM_DATAGRAM, msg, sizeof(msg), NULL, 0)) {
           break; /* full: ring (below) and try again */
         }
         i++;
@@ -256,7 +261,7 @@ static void test_two_processes_never_miss_a_wakeup(void **state) {
     dlcp_shm_begin_drain(&in);
     size_t len;
     const uint8_t *d;
-    while ((d = dlcp_shm_peek(&in, PEER, &len)) != NULL) {
+    while ((d = dlcp_shm_peek(&in, PEER, &len, &kind)) != NULL) {
       uint32_t a, b;
       assert_int_equal(len, 8);
       memcpy(&a, d, 4);

@@ -286,7 +286,8 @@ static void emit(dlcp_comm *c, peer *p, uint32_t path,
                  size_t hdr_len, const void *payload, size_t payload_len,
                  int tos) {
   if (p->shm.hdr) {
-    if (dlcp_shm_put(&p->shm, hdr, hdr_len, payload, payload_len)) {
+    if (dlcp_shm_put(&p->shm, DLCP_SHM_DATAGRAM, hdr, hdr_len, payload,
+                     payload_len)) {
       c->stats.shm_sent++;
     } else {
       c->stats.shm_full++; /* a full ring drops like a full socket */
@@ -388,6 +389,9 @@ static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
 }
 
 static bool drain_rings(dlcp_comm *c);
+static bool reserve_control(dlcp_comm *c, peer *p, size_t more,
+                            dlcp_tstamp now);
+static void parse_control(dlcp_comm *c, peer *p, dlcp_tstamp now);
 
 /* --- control channel ---------------------------------------------------- */
 
@@ -398,6 +402,20 @@ static void read_control(dlcp_comm *c, peer *p, bool to_the_end,
                          dlcp_tstamp now);
 
 static int flush_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  /* A peer on this host gets the whole stream through its ring, in
+   * slot-sized pieces; a full ring keeps the rest for the next service
+   * pass (which comes back soon: see dlcp_rt_service). */
+  while (p->shm.hdr && p->woff < p->wlen) {
+    size_t piece = p->wlen - p->woff;
+    if (piece > DLCP_SHM_SLOT_DATA) {
+      piece = DLCP_SHM_SLOT_DATA;
+    }
+    if (!dlcp_shm_put(&p->shm, DLCP_SHM_CONTROL, p->wbuf + p->woff, piece,
+                      NULL, 0)) {
+      return 0;
+    }
+    p->woff += piece;
+  }
   while (p->woff < p->wlen) {
     ssize_t n = send(p->tcp_fd, p->wbuf + p->woff, p->wlen - p->woff,
                      MSG_NOSIGNAL);
@@ -554,6 +572,10 @@ static void arm_deadline(dlcp_comm *c, dlcp_tstamp at) {
   c->armed_ns = at;
 }
 
+/* Control bytes that found a peer's ring full try again this soon: the
+ * peer is draining it (it only fills while the peer is busy). */
+#define SHM_CONTROL_RETRY_NS 20000u
+
 void dlcp_rt_service(dlcp_comm *c) {
   dlcp_tstamp now = dlcp_rt_now();
   maybe_pause(c, now);
@@ -576,7 +598,11 @@ void dlcp_rt_service(dlcp_comm *c) {
   } while (again);
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     if (r != c->env.rank) {
-      dlcp_tstamp d = dlcp_mlt_next_deadline(c->peers[r].conn);
+      peer *p = &c->peers[r];
+      dlcp_tstamp d = dlcp_mlt_next_deadline(p->conn);
+      if (p->shm.hdr && p->wlen > p->woff) {
+        d = now + SHM_CONTROL_RETRY_NS; /* its ring was full */
+      }
       if (d < next) {
         next = d;
       }
@@ -676,31 +702,46 @@ static void deliver_from_ring(dlcp_comm *c, peer *p, const uint8_t *d,
   dlcp_mlt_on_datagram(p->conn, c->udp.rx, len, now);
 }
 
-/* Reads every ring of the peers on this host, then tells them this rank
- * stopped looking (so their next datagram rings the doorbell).  Bounded:
- * returns true if datagrams are left for the next call. */
+/* Handles up to |max| slots of |p|'s ring, in order: datagrams, and
+ * pieces of its control stream. */
+static void drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
+                            dlcp_tstamp now) {
+  for (uint32_t i = 0; c->shm_in.hdr && i < max && p->dead_status == 0;
+       i++) {
+    size_t len;
+    dlcp_shm_kind kind;
+    const uint8_t *d = dlcp_shm_peek(&c->shm_in, p->rank, &len, &kind);
+    if (!d) {
+      break;
+    }
+    if (kind == DLCP_SHM_DATAGRAM) {
+      deliver_from_ring(c, p, d, len, now);
+    } else if (reserve_control(c, p, len, now)) {
+      memcpy(p->rbuf + p->rlen, d, len);
+      p->rlen += len;
+      parse_control(c, p, now);
+    }
+    dlcp_shm_release(&c->shm_in, p->rank);
+  }
+}
+
+/* Reads every ring of the peers on this host.  Bounded: returns true if
+ * slots are left for the next call. */
 static bool drain_rings(dlcp_comm *c) {
   if (!c->shm_in.hdr) {
     return false;
   }
-  dlcp_shm_begin_drain(&c->shm_in);
+  /* The sleeping flag stays as it is: this may be a thread that does not
+   * drive the loop (a collective's start, the loop thread's first pass)
+   * while the driver sleeps in epoll and needs the doorbell. */
   for (int pass = 0; pass < 4; pass++) {
     dlcp_tstamp now = dlcp_rt_now();
     for (uint32_t r = 0; r < c->env.world_size; r++) {
-      if (r == c->env.rank) {
-        continue;
-      }
-      for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
-        size_t len;
-        const uint8_t *d = dlcp_shm_peek(&c->shm_in, r, &len);
-        if (!d) {
-          break;
-        }
-        deliver_from_ring(c, &c->peers[r], d, len, now);
-        dlcp_shm_release(&c->shm_in, r);
+      if (r != c->env.rank) {
+        drain_peer_ring(c, &c->peers[r], DLCP_SHM_SLOTS, now);
       }
     }
-    if (dlcp_shm_try_sleep(&c->shm_in)) {
+    if (!dlcp_shm_pending(&c->shm_in)) {
       return false;
     }
   }
@@ -775,6 +816,62 @@ static void on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* Makes room for at least |more| bytes after what |p|'s control buffer
+ * holds; false (and |p| failed) when memory is short. */
+static bool reserve_control(dlcp_comm *c, peer *p, size_t more,
+                            dlcp_tstamp now) {
+  if (p->rcap - p->rlen >= more) {
+    return true;
+  }
+  size_t cap = p->rcap ? p->rcap * 2 : 131072;
+  while (cap - p->rlen < more) {
+    cap *= 2;
+  }
+  uint8_t *b = realloc(p->rbuf, cap);
+  if (!b) {
+    peer_fail(c, p, DLCP_ERR_NOMEM, "out of memory reading control", now);
+    return false;
+  }
+  p->rbuf = b;
+  p->rcap = cap;
+  return true;
+}
+
+/* Handles every whole control message |p|'s buffer holds, keeping a
+ * partial one for later. */
+static void parse_control(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  size_t off = 0;
+  while (p->rlen - off >= DLCP_WIRE_PREAMBLE_LEN) {
+    dlcp_wire_preamble pre;
+    int rv = dlcp_wire_peek(&pre, p->rbuf + off, p->rlen - off);
+    if (rv != 0 || pre.type < DLCP_WIRE_START) {
+      /* A byte stream that stops parsing cannot be resynchronised. */
+      char why[128];
+      snprintf(why, sizeof(why), "sent a malformed control message (%s)",
+               dlcp_strerror(rv != 0 ? rv : DLCP_ERR_BAD_TYPE));
+      peer_fail(c, p, DLCP_ERR_PEER_ABORTED, why, now);
+      return;
+    }
+    if (p->rlen - off < pre.len) {
+      break;
+    }
+    if (pre.type == DLCP_WIRE_NOTE) {
+      dlcp_rt_coll_note(c, p, p->rbuf + off, pre.len, now);
+    } else {
+      dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
+    }
+    off += pre.len;
+    if (p->dead_status != 0) {
+      return;
+    }
+  }
+  memmove(p->rbuf, p->rbuf + off, p->rlen - off);
+  p->rlen -= off;
+}
+
+static void drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
+                            dlcp_tstamp now);
+
 /* Reads and handles what the peer's control connection holds: until a
  * read comes back short (the rest, if any, arrived since: epoll reports it
  * again, and a read that would only say EAGAIN is saved), or with
@@ -783,19 +880,14 @@ static void read_control(dlcp_comm *c, peer *p, bool to_the_end,
                          dlcp_tstamp now) {
   int fd = p->tcp_fd;
   while (p->dead_status == 0) {
-    if (p->rcap - p->rlen < 65536) {
-      size_t cap = p->rcap ? p->rcap * 2 : 131072;
-      uint8_t *b = realloc(p->rbuf, cap);
-      if (!b) {
-        peer_fail(c, p, DLCP_ERR_NOMEM, "out of memory reading control", now);
-        break;
-      }
-      p->rbuf = b;
-      p->rcap = cap;
+    if (!reserve_control(c, p, 65536, now)) {
+      break;
     }
     size_t want = p->rcap - p->rlen;
     ssize_t n = recv(fd, p->rbuf + p->rlen, want, 0);
     if (n == 0) {
+      /* A peer on this host sent its last words through its ring. */
+      drain_peer_ring(c, p, DLCP_SHM_SLOTS, now);
       peer_fail(c, p, DLCP_ERR_PEER_CLOSED,
                 "closed its control connection (exited or crashed)", now);
       break;
@@ -813,33 +905,10 @@ static void read_control(dlcp_comm *c, peer *p, bool to_the_end,
       break;
     }
     p->rlen += (size_t)n;
-    size_t off = 0;
-    while (p->rlen - off >= DLCP_WIRE_PREAMBLE_LEN) {
-      dlcp_wire_preamble pre;
-      int rv = dlcp_wire_peek(&pre, p->rbuf + off, p->rlen - off);
-      if (rv != 0 || pre.type < DLCP_WIRE_START) {
-        /* A byte stream that stops parsing cannot be resynchronised. */
-        char why[128];
-        snprintf(why, sizeof(why), "sent a malformed control message (%s)",
-                 dlcp_strerror(rv != 0 ? rv : DLCP_ERR_BAD_TYPE));
-        peer_fail(c, p, DLCP_ERR_PEER_ABORTED, why, now);
-        break;
-      }
-      if (p->rlen - off < pre.len) {
-        break;
-      }
-      if (pre.type == DLCP_WIRE_NOTE) {
-        dlcp_rt_coll_note(c, p, p->rbuf + off, pre.len, now);
-      } else {
-        dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
-      }
-      off += pre.len;
-    }
+    parse_control(c, p, now);
     if (p->dead_status != 0) {
       break;
     }
-    memmove(p->rbuf, p->rbuf + off, p->rlen - off);
-    p->rlen -= off;
     if (!to_the_end && (size_t)n < want) {
       break;
     }
@@ -911,6 +980,32 @@ static void park(dlcp_comm *c) {
   pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
 }
 
+/* Serves the rings of peers on this host when they hold something: the
+ * spinning waiter's look, which saves the producers their doorbells. */
+static void poll_rings(dlcp_comm *c) {
+  if (c->shm_in.hdr && dlcp_shm_pending(&c->shm_in)) {
+    pthread_mutex_lock(&c->mu);
+    dlcp_rt_service(c);
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+/* Runs the loop once, sleeping until |deadline| if nothing happens; first
+ * tells the peers on this host to ring (and serves what their rings hold
+ * if that raced with a write). */
+static void block_in_loop(dlcp_comm *c, dlcp_tstamp deadline) {
+  bool sleep = true;
+  if (c->shm_in.hdr) {
+    pthread_mutex_lock(&c->mu);
+    if (!dlcp_shm_try_sleep(&c->shm_in)) {
+      sleep = false;
+      dlcp_rt_service(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+  }
+  dlcp_loop_run_once(c->loop, sleep ? deadline : 0);
+}
+
 static void *loop_main(void *arg) {
   dlcp_comm *c = arg;
   pthread_mutex_lock(&c->mu);
@@ -945,7 +1040,7 @@ static void *loop_main(void *arg) {
     }
     c->driver = DRIVER_LOOP_THREAD;
     pthread_mutex_unlock(&c->pmu);
-    dlcp_loop_run_once(c->loop, DLCP_TSTAMP_NEVER);
+    block_in_loop(c, DLCP_TSTAMP_NEVER);
     pthread_mutex_lock(&c->pmu);
     c->driver = DRIVER_NONE;
     if (c->app_wants > 0) {
@@ -1003,14 +1098,21 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
    * between polls, so a peer sharing this core runs and sends it. */
   dlcp_tstamp now = dlcp_rt_now();
   dlcp_tstamp spin_until = now + (dlcp_tstamp)c->env.spin_us * 1000u;
+  if (c->shm_in.hdr && c->env.spin_us > 0) {
+    /* This thread looks at the rings while it spins (poll_rings), so the
+     * peers on this host need not ring; it raises the flag again before
+     * it blocks (block_in_loop). */
+    dlcp_shm_begin_drain(&c->shm_in);
+  }
   while (!ready(arg) && now < deadline) {
     if (now < spin_until) {
       dlcp_loop_run_once(c->loop, 0);
+      poll_rings(c);
       if (!ready(arg)) {
         sched_yield();
       }
     } else {
-      dlcp_loop_run_once(c->loop, deadline);
+      block_in_loop(c, deadline);
     }
     now = dlcp_rt_now();
   }

@@ -163,8 +163,8 @@ void dlcp_shm_out_close(dlcp_shm_out *out) {
   memset(out, 0, sizeof(*out));
 }
 
-bool dlcp_shm_put(dlcp_shm_out *out, const uint8_t *hdr, size_t hdr_len,
-                  const void *payload, size_t payload_len) {
+bool dlcp_shm_put(dlcp_shm_out *out, dlcp_shm_kind kind, const uint8_t *hdr,
+                  size_t hdr_len, const void *payload, size_t payload_len) {
   struct dlcp_shm_ring *r = out->ring;
   if (hdr_len + payload_len > DLCP_SHM_SLOT_DATA) {
     return false;
@@ -174,8 +174,9 @@ bool dlcp_shm_put(dlcp_shm_out *out, const uint8_t *hdr, size_t hdr_len,
     return false;
   }
   uint8_t *slot = slot_of(r, out->tail);
-  uint32_t len = (uint32_t)(hdr_len + payload_len);
+  uint32_t len = (uint32_t)(hdr_len + payload_len), k = (uint32_t)kind;
   memcpy(slot, &len, sizeof(len));
+  memcpy(slot + sizeof(len), &k, sizeof(k));
   memcpy(slot + SLOT_HDR, hdr, hdr_len);
   if (payload_len > 0) {
     memcpy(slot + SLOT_HDR + hdr_len, payload, payload_len);
@@ -199,7 +200,8 @@ bool dlcp_shm_needs_doorbell(dlcp_shm_out *out) {
   return atomic_exchange(&out->hdr->sleeping, 0u) != 0;
 }
 
-const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len) {
+const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len,
+                             dlcp_shm_kind *kind) {
   struct dlcp_shm_ring *r = ring_of(in->hdr, src);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
@@ -207,11 +209,25 @@ const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len) {
     return NULL;
   }
   uint8_t *slot = slot_of(r, head);
-  uint32_t n;
+  uint32_t n, k;
   memcpy(&n, slot, sizeof(n));
+  memcpy(&k, slot + sizeof(n), sizeof(k));
   /* The producer is another process: never trust its length. */
   *len = n <= DLCP_SHM_SLOT_DATA ? n : 0;
+  *kind = k == DLCP_SHM_CONTROL ? DLCP_SHM_CONTROL : DLCP_SHM_DATAGRAM;
   return slot + SLOT_HDR;
+}
+
+bool dlcp_shm_pending(const dlcp_shm_in *in) {
+  for (uint32_t src = 0; in->hdr && src < in->world; src++) {
+    struct dlcp_shm_ring *r = ring_of(in->hdr, src);
+    if (src != in->rank &&
+        atomic_load_explicit(&r->tail, memory_order_relaxed) !=
+            atomic_load_explicit(&r->head, memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void dlcp_shm_release(dlcp_shm_in *in, uint32_t src) {

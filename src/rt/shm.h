@@ -72,11 +72,19 @@ int dlcp_shm_out_open(dlcp_shm_out *out, pid_t pid, int fd, uint64_t nonce,
                       uint32_t world, dlcp_errbuf *eb);
 void dlcp_shm_out_close(dlcp_shm_out *out);
 
-/* dlcp_shm_put copies one datagram (|hdr| then |payload|) into the ring
- * and publishes it; false when the ring is full or the datagram too big
- * (the caller counts a drop). */
-bool dlcp_shm_put(dlcp_shm_out *out, const uint8_t *hdr, size_t hdr_len,
-                  const void *payload, size_t payload_len);
+/* What a slot holds: a datagram, or a piece of the control byte stream
+ * (which then goes through the ring only, so it stays in order). */
+typedef enum dlcp_shm_kind {
+  DLCP_SHM_DATAGRAM = 0,
+  DLCP_SHM_CONTROL = 1
+} dlcp_shm_kind;
+
+/* dlcp_shm_put copies one datagram or control piece (|hdr| then
+ * |payload|) into the ring and publishes it; false when the ring is full
+ * or it is too big for a slot (a datagram is then dropped, control bytes
+ * wait). */
+bool dlcp_shm_put(dlcp_shm_out *out, dlcp_shm_kind kind, const uint8_t *hdr,
+                  size_t hdr_len, const void *payload, size_t payload_len);
 
 /* dlcp_shm_needs_doorbell is called after a batch of puts: whether the
  * consumer may be asleep and must be woken (it clears the flag, so only
@@ -87,12 +95,19 @@ bool dlcp_shm_needs_doorbell(dlcp_shm_out *out);
  * from rank |src| and its length (NULL when there is none); its bytes live
  * in shared memory, which the producer does not touch until
  * dlcp_shm_release. */
-const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len);
+const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len,
+                             dlcp_shm_kind *kind);
+/* Whether any ring holds something (a cheap look, without the flag). */
+bool dlcp_shm_pending(const dlcp_shm_in *in);
 void dlcp_shm_release(dlcp_shm_in *in, uint32_t src);
 
-/* dlcp_shm_begin_drain lowers the sleeping flag; dlcp_shm_try_sleep
- * raises it and returns false (flag lowered again) if a datagram arrived
- * meanwhile, in which case the caller drains again. */
+/* dlcp_shm_begin_drain lowers the sleeping flag: the thread that drives
+ * this rank polls its rings from now on, so producers stop ringing.
+ * dlcp_shm_try_sleep raises it before that thread blocks and returns false
+ * (flag lowered again) if something arrived meanwhile, in which case the
+ * caller drains instead of blocking.  Only the driving thread may do
+ * either: another thread lowering the flag while the driver sleeps would
+ * lose the next doorbell. */
 void dlcp_shm_begin_drain(dlcp_shm_in *in);
 bool dlcp_shm_try_sleep(dlcp_shm_in *in);
 
