@@ -52,15 +52,14 @@ typedef struct coll_run {
   uint32_t layer, nlayers;
   uint64_t bytes; /* the vector's */
   bool dirty; /* has events the state machine has not been polled for */
-  /* DLCP_FAULT_STRAGGLE: receive completions held back, oldest first
-   * (all are held equally long, so that is also release order). */
-  struct held_recv *held, **held_tail;
+  /* DLCP_FAULT_STRAGGLE: the receive completion held back, once a run. */
+  bool straggled;
+  struct held_recv *held;
   int fail_status;
   char fail_reason[224];
 } coll_run;
 
 typedef struct held_recv {
-  struct held_recv *next;
   dlcp_tstamp release_ns;
   uint32_t peer, tag;
   int status;
@@ -139,12 +138,8 @@ static void cancel_xfers(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
 
 static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   cancel_xfers(c, run, now);
-  while (run->held) {
-    held_recv *h = run->held;
-    run->held = h->next;
-    free(h);
-  }
-  run->held_tail = &run->held;
+  free(run->held);
+  run->held = NULL;
   dlcp_request *req = run->req;
   dlcp_coll_result res;
   dlcp_coll_get_result(run->op, &res);
@@ -303,12 +298,9 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   while (run) {
     coll_run *following = run->next;
     bool finished = false;
-    while (run->held && run->held->release_ns <= now) {
+    if (run->held && run->held->release_ns <= now) {
       held_recv *h = run->held;
-      run->held = h->next;
-      if (!run->held) {
-        run->held_tail = &run->held;
-      }
+      run->held = NULL;
       dlcp_coll_on_received(run->op, h->peer, h->tag, h->status, h->ranges,
                             h->nranges, now);
       run->dirty = true;
@@ -368,22 +360,20 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
       ranges[i].len = mc->missing[i].len;
     }
     held_recv *h = NULL;
-    if (c->env.fault.straggle_ms > 0 && status == 0) {
+    if (c->env.fault.straggle_ms > 0 && !run->straggled && status == 0) {
       h = malloc(sizeof(*h) + n * sizeof(dlcp_coll_range));
     }
     if (h) {
-      /* The straggler's slow steps: the collective sees each receive
-       * late, while the connections (and the bypass's notes) keep
-       * running. */
-      h->next = NULL;
+      /* The straggler's slow step: the collective sees this receive late,
+       * while the connections (and the bypass's notes) keep running. */
+      run->straggled = true;
       h->release_ns = now + (dlcp_tstamp)c->env.fault.straggle_ms * 1000000u;
       h->peer = o->peer;
       h->tag = o->tag;
       h->status = status;
       h->nranges = n;
       memcpy(h->ranges, ranges, n * sizeof(dlcp_coll_range));
-      *run->held_tail = h;
-      run->held_tail = &h->next;
+      run->held = h;
     } else {
       dlcp_coll_on_received(run->op, o->peer, o->tag, status, ranges, n, now);
     }
@@ -528,7 +518,6 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     free(run);
     return DLCP_ERR_NOMEM;
   }
-  run->held_tail = &run->held;
   req->comm = c;
   pthread_mutex_lock(&c->mu);
   dlcp_tstamp now = dlcp_rt_now();
