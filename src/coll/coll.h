@@ -187,6 +187,10 @@ typedef struct dlcp_coll_params {
    * flat region.  Borrowed until dlcp_coll_new returns (it is copied). */
   const uint32_t *topo;
   uint32_t topo_levels; /* 0..DLCP_COLL_MAX_LEVELS */
+  /* Every peer is on this host and reached through shared memory: steps
+   * cost copies, not network round trips, which moves AUTO's thresholds
+   * (see dlcp_coll_resolve_algo). */
+  bool same_host;
   /* Straggler bypass (RING_BYPASS): a rank waiting for its predecessor's
    * ring slot longer than alpha * T + T_trans asks it to send past it.
    * alpha > 1 (0 = DLCP_COLL_DEFAULT_BYPASS_ALPHA).  The step time T and

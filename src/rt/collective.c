@@ -508,6 +508,8 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   p.chunk_bytes = opts->chunk_bytes;
   p.topo = c->topo;
   p.topo_levels = c->topo_levels;
+  p.same_host = c->env.world_size > 1 &&
+                c->stats.shm_peers == c->env.world_size - 1;
   p.bypass_alpha = opts->bypass_alpha;
   uint64_t bytes = count * dlcp_dtype_size(dtype);
   p.loss_bound = opts->loss_bound;
