@@ -982,12 +982,14 @@ static void park(dlcp_comm *c) {
 
 /* Serves the rings of peers on this host when they hold something: the
  * spinning waiter's look, which saves the producers their doorbells. */
-static void poll_rings(dlcp_comm *c) {
-  if (c->shm_in.hdr && dlcp_shm_pending(&c->shm_in)) {
-    pthread_mutex_lock(&c->mu);
-    dlcp_rt_service(c);
-    pthread_mutex_unlock(&c->mu);
+static bool poll_rings(dlcp_comm *c) {
+  if (!c->shm_in.hdr || !dlcp_shm_pending(&c->shm_in)) {
+    return false;
   }
+  pthread_mutex_lock(&c->mu);
+  dlcp_rt_service(c);
+  pthread_mutex_unlock(&c->mu);
+  return true;
 }
 
 /* Runs the loop once, sleeping until |deadline| if nothing happens; first
@@ -1106,8 +1108,12 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
   }
   while (!ready(arg) && now < deadline) {
     if (now < spin_until) {
-      dlcp_loop_run_once(c->loop, 0);
-      poll_rings(c);
+      /* The rings first: a poll that served them skips this round's
+       * epoll_pwait2 (a system call; what it would report waits one
+       * round). */
+      if (!poll_rings(c)) {
+        dlcp_loop_run_once(c->loop, 0);
+      }
       if (!ready(arg)) {
         sched_yield();
       }
