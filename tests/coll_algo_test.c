@@ -765,24 +765,27 @@ static void test_auto_rule(void **state) {
   p.world = 8;
   p.count = 4u << 20; /* 16 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
-  /* Ranks sharing memory: RD to 8 KiB, HD to 32 KiB, the ring to 1 MiB,
-   * HD above. */
+  /* Ranks sharing memory: RD to 4 KiB, HD to 256 KiB, the ring to 1 MiB,
+   * then PS on up to 8 ranks, HD beyond. */
   p.same_host = true;
   p.world = 4;
-  p.count = 2048; /* 8 KiB */
+  p.count = 1024; /* 4 KiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.count = 4096; /* 16 KiB */
+  p.count = 2048; /* 8 KiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.count = 65536; /* 256 KiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.world = 5;
   p.count = 1024; /* 4 KiB, not a power of two: HD's fold */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
-  p.count = 16384; /* 64 KiB */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.count = 262144; /* 1 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.world = 8;
   p.count = 4u << 20; /* 16 MiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
+  p.world = 16;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.world = 8;
   p.same_host = false;
   p.topo = rack_of_pairs;
   p.topo_levels = 1;

@@ -47,30 +47,36 @@
 
 /* Ranks on one host (same_host): a step is a copy through a shared ring
  * and a poll, not a network round trip, so the message-count savings of
- * RD and PS matter less and their extra bytes more, and with fewer,
- * larger steps halving-doubling beats the ring on big vectors.  4 ranks,
- * two sweeps of medians of 5 runs, us (ring / PS / HD / RD):
- *   4 KiB    33.7 / 38.0 / 26.4 / 22.6     45.4 / 43.0 / 34.7 / 35.6
- *   16 KiB   52.6 / 45.1 / 33.1 / 76.0     69.1 / 46.7 / 50.8 / 106.8
- *   64 KiB   141 / 198 / 158 / 478         196 / 209 / 245 / 442
- *   1 MiB    879 / 1190 / 949 / 1916       1325 / 1338 / 1333 / 2043
- *   4 MiB    4466 / 4256 / 4690 / 8053     5684 / 5456 / 5765 / 8343
- *   16 MiB   18579 / 17868 / 18160 / 35895 23475 / 19927 / 20882 / 37362
- *   64 MiB   77087 / 74298 / 71634 / 139530 91194 / 78637 / 74720 / 152823
- * So RD up to 8 KiB, HD up to 32 KiB, the ring up to 1 MiB, HD above (at
- * most 8 % behind the best there, and the best at 64 MiB). */
-#define COLL_AUTO_HOST_RD_BYTES (8u * 1024u)
-#define COLL_AUTO_HOST_HD_BYTES (32u * 1024u)
+ * RD matter less and its extra bytes more.  4 ranks, three sweeps of
+ * medians of 5 runs, us (ring / PS / HD / RD); the third after ring slots
+ * were prefaulted whole (which sped up everything that was not yet warm):
+ *   4 KiB    33.7/38.0/26.4/22.6   45.4/43.0/34.7/35.6   49.0/52.7/29.9/31.9
+ *   16 KiB   52.6/45.1/33.1/76.0   69.1/46.7/50.8/107    63.9/66.3/41.8/61.9
+ *   64 KiB   141/198/158/478       196/209/245/442       130/144/107/204
+ *   256 KiB  478/511/420/320       639/713/625/423       592/462/441/477
+ *   1 MiB    879/1190/949/1916     1325/1338/1333/2043   1351/1500/1465/2539
+ *   4 MiB    4466/4256/4690/8053   5684/5456/5765/8343   5676/5072/5883/9044
+ *   16 MiB   18.6/17.9/18.2/35.9 ms 23.5/19.9/20.9/37.4  24.1/18.9/22.3/44.0
+ *   64 MiB   77.1/74.3/71.6/140 ms  91.2/78.6/74.7/153   94.1/78.8/81.3/156
+ * So RD up to 4 KiB on power-of-two worlds, HD up to 256 KiB, the ring up
+ * to 1 MiB, then PS on up to 8 ranks (best or within 5 % of the best from
+ * 4 MiB on in every sweep), HD beyond 8 ranks. */
+#define COLL_AUTO_HOST_RD_BYTES (4u * 1024u)
+#define COLL_AUTO_HOST_HD_BYTES (256u * 1024u)
 #define COLL_AUTO_HOST_RING_BYTES (1024u * 1024u)
 
 static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
   if ((p->world & (p->world - 1)) == 0 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
     return DLCP_ALGO_RECURSIVE_DOUBLING;
   }
-  if (bytes <= COLL_AUTO_HOST_HD_BYTES || bytes > COLL_AUTO_HOST_RING_BYTES) {
+  if (bytes <= COLL_AUTO_HOST_HD_BYTES) {
     return DLCP_ALGO_HALVING_DOUBLING;
   }
-  return DLCP_ALGO_RING;
+  if (bytes <= COLL_AUTO_HOST_RING_BYTES) {
+    return DLCP_ALGO_RING;
+  }
+  return p->world <= COLL_AUTO_PS_MAX_WORLD ? DLCP_ALGO_PS
+                                            : DLCP_ALGO_HALVING_DOUBLING;
 }
 
 void dlcp_coll_params_default(dlcp_coll_params *p) {
