@@ -264,14 +264,9 @@ bool dlcp_shm_try_sleep(dlcp_shm_in *in) {
   atomic_store_explicit(&in->hdr->sleeping, 1u, memory_order_relaxed);
   /* Our flag store, then the producers' tails: see shm.h. */
   atomic_thread_fence(memory_order_seq_cst);
-  for (uint32_t src = 0; src < in->world; src++) {
-    struct dlcp_shm_ring *r = ring_of(in->hdr, src);
-    if (src != in->rank &&
-        atomic_load_explicit(&r->tail, memory_order_relaxed) !=
-            atomic_load_explicit(&r->head, memory_order_relaxed)) {
-      atomic_store_explicit(&in->hdr->sleeping, 0u, memory_order_relaxed);
-      return false;
-    }
+  if (dlcp_shm_pending(in)) {
+    atomic_store_explicit(&in->hdr->sleeping, 0u, memory_order_relaxed);
+    return false;
   }
   return true;
 }
