@@ -968,6 +968,53 @@ static void test_eager_cancel_mismatch_timeout(void **state) {
   netsim_del(ns);
 }
 
+/* A receive the peer will never send (the straggler bypass's cancel)
+ * leaves no tomb: cancelling many of them never reaches max_transfers,
+ * and the next receive of the same tensor id gets the next message.  The
+ * same churn through dlcp_mlt_cancel_recv runs out of records. */
+static void test_eager_cancel_unsent_leaves_no_tomb(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 41);
+  cfg.eager_max_bytes = 1024;
+  cfg.max_transfers = 4;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 41);
+  dlcp_mlt_conn *tx = netsim_conn(ns, 0), *rx = netsim_conn(ns, 1);
+  uint8_t fresh[64], got[64];
+  memset(fresh, 5, sizeof(fresh));
+  memset(got, 0, sizeof(got));
+  for (uint64_t i = 1; i <= 3 * cfg.max_transfers; i++) {
+    dlcp_mlt_recv r = {.tensor = 9, .buf = got, .len = 64, .user_data = i};
+    assert_int_equal(dlcp_mlt_post_recv(rx, &r, 0), 0);
+    assert_int_equal(dlcp_mlt_cancel_unsent_recv(rx, i, 0), 0);
+    assert_int_equal(dlcp_mlt_cancel_unsent_recv(rx, i, 0),
+                     DLCP_ERR_UNKNOWN_TRANSFER);
+  }
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  dlcp_mlt_send s1 = {.tensor = 9, .buf = fresh, .len = 64, .user_data = 50};
+  dlcp_mlt_recv r1 = {.tensor = 9, .buf = got, .len = 64, .user_data = 100};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r1, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s1, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000), 2);
+  assert_int_equal(netsim_find(ns, 1, 100)->c.status, 0);
+  assert_memory_equal(got, fresh, 64);
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(rx, &st);
+  assert_int_equal(st.dropped_stale, 0);
+  /* Tombs count: max_transfers cancelled eager receives fill the table. */
+  int rv = 0;
+  for (uint64_t i = 200; rv == 0 && i < 200 + 2 * cfg.max_transfers; i++) {
+    dlcp_mlt_recv r = {.tensor = 10, .buf = got, .len = 64, .user_data = i};
+    rv = dlcp_mlt_post_recv(rx, &r, netsim_now(ns));
+    if (rv == 0) {
+      assert_int_equal(dlcp_mlt_cancel_recv(rx, i, netsim_now(ns)), 0);
+    }
+  }
+  assert_int_equal(rv, DLCP_ERR_LIMIT);
+  netsim_del(ns);
+}
+
 /* Zero-copy receive: the driver asks where a DATA payload belongs before
  * reading it, reads it there, and reports it placed.  Duplicates, foreign
  * and stale packets get no place (the driver reads them whole and the
@@ -1095,6 +1142,7 @@ int main(void) {
       cmocka_unit_test(test_inflight_window),
       cmocka_unit_test(test_eager_transfers),
       cmocka_unit_test(test_eager_cancel_mismatch_timeout),
+      cmocka_unit_test(test_eager_cancel_unsent_leaves_no_tomb),
       cmocka_unit_test(test_data_placed_in_buffer),
       cmocka_unit_test(test_bad_arguments),
   };

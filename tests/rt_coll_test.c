@@ -129,7 +129,8 @@ static rank_report *run(const scenario *s) {
       continue;
     }
     if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && s->die_rank < 0)) {
-      fail_msg("rank %u exited with 0x%x: %s", r, st, rep[r].first_error);
+      fail_msg("rank %u exited with 0x%x: %s%s%s", r, st, rep[r].first_error,
+               rep[r].first_wrong[0] ? "; wrong: " : "", rep[r].first_wrong);
     }
   }
   return rep;

@@ -40,9 +40,12 @@
  * triggered a bypass, so a straggler does not teach the ring to wait for
  * it.  Both
  * start from the caller's hints (dlcp_coll_result of the previous
- * operation).  Cold start without hints: the first sample is taken as
- * normal, whatever it is.  T is floored at BYPASS_MIN_STEP_NS so that
- * jitter on a near-zero step does not trigger bypasses.
+ * operation).  Cold start without hints: T_trans is the first step-0
+ * wait, and T is taken to be T_trans until a later step waits less than
+ * the patience that prior gives (or is denied), so a straggler slow in
+ * every operation, which inflates every later wait of a one-lane ring,
+ * cannot teach the ring its delay.  T is floored at BYPASS_MIN_STEP_NS so
+ * that jitter on a near-zero step does not trigger bypasses.
  */
 #include <string.h>
 
@@ -148,8 +151,14 @@ static void ewma(double *est, bool *known, double sample) {
   }
 }
 
+/* T.  Until a step has been seen that did not trigger, the prior is
+ * T_trans: a step reads and writes the segment's bytes once, about what
+ * carrying them costs.  Taking the first sample as T instead let a
+ * straggler that is slow in every operation teach a one-lane ring its
+ * delay before the first bypass could happen. */
 static double step_time(const coll_bypass *b) {
-  return b->step_est > BYPASS_MIN_STEP_NS ? b->step_est : BYPASS_MIN_STEP_NS;
+  double t = b->step_known ? b->step_est : b->trans_est;
+  return t > BYPASS_MIN_STEP_NS ? t : BYPASS_MIN_STEP_NS;
 }
 
 /* How long a lane may wait for its predecessor: alpha*T + T_trans. */
@@ -182,17 +191,29 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
            (double)(now - b->lane_ready[j]));
     } else if (b->trans_known) {
       /* Later steps: the predecessor's step plus the transfer.  Samples
-       * that would have triggered a bypass are not learnt from. */
+       * that triggered a bypass are not learnt from, unless the
+       * predecessor denied it: then its data was already on the way and
+       * the wait was an ordinary step. */
       double w = (double)(now - b->lane_ready[j]);
       double t = w > b->trans_est ? w - b->trans_est : 0.0;
-      if (!b->step_known || w <= patience(b)) {
+      if (w <= patience(b) || (b->slot[sl] & SLOT_DENIED)) {
         ewma(&b->step_est, &b->step_known, t);
       }
     }
     break;
   case ROLE_REDUCE:
-    if (b->lane_step[j] <= s) {
-      b->lane_step[j] = s + 1;
+    /* In slot order: an empty chunk's slot completes as soon as its bank
+     * is free, possibly before the slot the lane is waiting for.  Jumping
+     * to it would arm a request for a slot whose bank an earlier receive
+     * still fills. */
+    if (b->lane_step[j] == s) {
+      uint32_t t = s + 1;
+      while (t < b->steps &&
+             op->state[op->plan.ring.reduce[t * b->nseg + j]] ==
+                 COLL_ST_DONE) {
+        t++;
+      }
+      b->lane_step[j] = t;
       b->lane_ready[j] = now;
     }
     break;
@@ -202,12 +223,14 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
 }
 
 /* The slot lane |j| waits for, if a bypass request may be armed for it:
- * a non-empty, unfinished, plain receive at a step whose successor still
- * forwards. */
+ * a non-empty plain receive at a step whose successor still forwards,
+ * posted and not finished.  Posted matters: a receive still waiting for
+ * its scratch bank has dependencies a cancel would cut, releasing the
+ * next receive into a bank an earlier one is still filling. */
 static bool lane_armed(const dlcp_coll *op, uint32_t j, uint32_t *slot) {
   const coll_bypass *b = op->bypass;
   uint32_t s = b->lane_step[j];
-  if (!b->step_known || !b->trans_known || b->n < 3 || s + 3 > b->n) {
+  if (!b->trans_known || b->n < 3 || s + 3 > b->n) {
     return false;
   }
   uint32_t sl = s * b->nseg + j;
@@ -217,7 +240,7 @@ static bool lane_armed(const dlcp_coll *op, uint32_t j, uint32_t *slot) {
   if (b->slot[sl] & (SLOT_REQ_SENT | SLOT_SPLIT) ||
       (b->slot[sl + b->nseg] & SLOT_REDIRECTED) ||
       op->plan.steps[rcv].kind != COLL_STEP_RECV ||
-      op->state[rcv] == COLL_ST_DONE) {
+      op->state[rcv] != COLL_ST_ACTIVE) {
     return false;
   }
   *slot = sl;
@@ -306,7 +329,7 @@ static int on_grant(dlcp_coll *op, uint32_t sl, dlcp_tstamp now) {
   uint32_t fwd = op->plan.ring.send[sl + b->nseg]; /* send of step s + 1 */
   if (!(b->slot[sl] & SLOT_REQ_SENT) ||
       (b->slot[sl] & (SLOT_GRANTED | SLOT_DENIED)) ||
-      op->state[rcv] == COLL_ST_DONE || op->state[x] != COLL_ST_PENDING ||
+      op->state[rcv] != COLL_ST_ACTIVE || op->state[x] != COLL_ST_PENDING ||
       op->state[fwd] != COLL_ST_PENDING) {
     return DLCP_ERR_BAD_TYPE;
   }

@@ -1418,13 +1418,13 @@ static void cancel(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t tell,
   }
 }
 
-int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
-                         dlcp_tstamp now) {
+static int cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
+                       bool may_arrive, dlcp_tstamp now) {
   for (mlt_xfer *x = conn->recvs; x; x = x->next) {
     if (x->state == X_TOMB) {
       continue;
     }
-    if (x->user_data == user_data && x->eager) {
+    if (x->user_data == user_data && x->eager && may_arrive) {
       /* The sender may have sent already: keep the place in line. */
       x->state = X_TOMB;
       x->rbuf = NULL;
@@ -1434,14 +1434,25 @@ int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
       return 0;
     }
     if (x->user_data == user_data) {
-      /* A START still unsent means the sender never heard of it. */
-      uint32_t tell = (x->pend & PEND_START) ? 0 : PEND_STOP;
+      /* A START still unsent means the sender never heard of it; an
+       * eager sender has no transfer to stop. */
+      uint32_t tell = x->eager || (x->pend & PEND_START) ? 0 : PEND_STOP;
       x->pend &= ~(uint32_t)(PEND_START | PEND_ACK | PEND_BITMAP);
       cancel(conn, x, tell, now);
       return 0;
     }
   }
   return DLCP_ERR_UNKNOWN_TRANSFER;
+}
+
+int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
+                         dlcp_tstamp now) {
+  return cancel_recv(conn, user_data, true, now);
+}
+
+int dlcp_mlt_cancel_unsent_recv(dlcp_mlt_conn *conn, uint64_t user_data,
+                                dlcp_tstamp now) {
+  return cancel_recv(conn, user_data, false, now);
 }
 
 int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,

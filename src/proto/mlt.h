@@ -281,6 +281,17 @@ int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now);
 
 /*
+ * dlcp_mlt_cancel_unsent_recv is dlcp_mlt_cancel_recv for a receive the
+ * application knows the peer will never send (the peers agreed on it, as
+ * the straggler bypass does): a cancelled eager receive leaves no tomb.
+ * A tomb lives for the stall timeout and counts against max_transfers, so
+ * one per bypass exhausted the connection within a few thousand small
+ * collectives.
+ */
+int dlcp_mlt_cancel_unsent_recv(dlcp_mlt_conn *conn, uint64_t user_data,
+                                dlcp_tstamp now);
+
+/*
  * dlcp_mlt_cancel_send abandons the posted send whose user_data is
  * |user_data| the same way: the buffer is never read again, no completion
  * is produced, and a receiver that already started is told (FINISH with

@@ -107,16 +107,16 @@ static void unlink_xfer(coll_run *run, op *o) {
   }
 }
 
-/* Withdraws every transfer still outstanding: buffers are released at
- * once and the peers are told, so nobody waits for them. */
 /* Withdraws one transfer.  If MLT still holds it, it is cancelled there
  * and forgotten; if MLT already finished it (a completion not yet polled,
  * or the peer's abort), its completion will still come: the record stays
- * as an orphan that comm.c frees on arrival. */
-static void withdraw(dlcp_comm *c, op *o, dlcp_tstamp now) {
+ * as an orphan that comm.c frees on arrival.  |unsent|: the peer is known
+ * never to send a withdrawn receive, so MLT keeps no tomb for it. */
+static void withdraw(dlcp_comm *c, op *o, bool unsent, dlcp_tstamp now) {
   dlcp_mlt_conn *conn = c->peers[o->peer].conn;
   uint64_t key = (uint64_t)(uintptr_t)o;
   int rv = o->kind == OP_SEND ? dlcp_mlt_cancel_send(conn, key, now)
+           : unsent           ? dlcp_mlt_cancel_unsent_recv(conn, key, now)
                               : dlcp_mlt_cancel_recv(conn, key, now);
   if (rv == 0) {
     free(o);
@@ -132,7 +132,7 @@ static void cancel_xfers(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   while (run->xfers) {
     op *o = run->xfers;
     run->xfers = o->coll_next;
-    withdraw(c, o, now);
+    withdraw(c, o, false, now);
   }
 }
 
@@ -263,8 +263,9 @@ static bool pump(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
     case DLCP_COLL_ACT_CANCEL_RECV:
       for (op *o = run->xfers; o; o = o->coll_next) {
         if (o->kind == OP_RECV && o->peer == a.peer && o->tag == a.tag) {
+          /* The state machine's promise: the peer never sends it. */
           unlink_xfer(run, o);
-          withdraw(c, o, now);
+          withdraw(c, o, true, now);
           break;
         }
       }

@@ -56,6 +56,7 @@ struct collsim {
   dlcp_tstamp nic_free[COLLSIM_MAX_WORLD];
   dlcp_tstamp cpu_free[COLLSIM_MAX_WORLD];
   dlcp_tstamp timer_at[COLLSIM_MAX_WORLD];
+  dlcp_tstamp note_last[COLLSIM_MAX_WORLD][COLLSIM_MAX_WORLD]; /* [from][to] */
   event *heap;
   size_t nheap, capheap;
   uint64_t seq;
@@ -392,7 +393,15 @@ static void do_action(collsim *cs, uint32_t r, const dlcp_coll_action *a,
       fail(cs, "rank %u: note to bad peer %u", r, a->peer);
       return;
     }
-    event ev = {.t = now + cs->cfg.note_latency_ns, .type = EV_NOTE,
+    /* Jittered, but in order per pair (equal times keep posting order). */
+    dlcp_tstamp t = now + cs->cfg.note_latency_ns;
+    if (cs->cfg.note_jitter_ns) {
+      t += dlcp_rng_below(&cs->rng, cs->cfg.note_jitter_ns);
+    }
+    dlcp_tstamp *last = &cs->note_last[r][a->peer];
+    t = t > *last ? t : *last;
+    *last = t;
+    event ev = {.t = t, .type = EV_NOTE,
                 .rank = a->peer, .peer = r, .value = a->value};
     push(cs, ev);
     cs->st.notes++;

@@ -13,8 +13,9 @@
  * costs compute time: on_received is delivered after the rank's CPU has
  * spent |compute_ns| (+ the rank's |slow_ns|, the straggler, while virtual
  * time is before |slow_until_ns|) on it, one receive at a time per rank
- * (or all in parallel with |compute_parallel|).  NOTEs arrive after |note_latency_ns| and
- * cost no compute (the control path of a straggler is not slow).
+ * (or all in parallel with |compute_parallel|).  NOTEs arrive after
+ * |note_latency_ns| (+ |note_jitter_ns|, in order per pair) and cost no
+ * compute (the control path of a straggler is not slow).
  *
  * Partial loss (to exercise loss bounds): a transfer posted with loss
  * bound p > 0 is cut into |loss_segment_bytes| pieces, each lost with
@@ -45,6 +46,8 @@ typedef struct collsim_config {
   dlcp_duration jitter_ns;       /* + uniform [0, jitter) per transfer */
   uint64_t bandwidth_bps;        /* per sender; 0 = infinitely fast */
   dlcp_duration note_latency_ns; /* NOTE one-way latency */
+  dlcp_duration note_jitter_ns;  /* + uniform [0, jitter) per note, in order
+                                    per pair (data and notes race) */
   dlcp_duration compute_ns;      /* CPU time per completed receive */
   dlcp_duration slow_ns[COLLSIM_MAX_WORLD]; /* extra per receive (straggler) */
   dlcp_tstamp slow_until_ns;     /* the straggler is slow for receives that
