@@ -32,20 +32,21 @@
  *
  * Estimates, per pipeline lane j, from "waits": the time from when the
  * lane finished its previous slot (or the operation started) to when the
- * predecessor's next slot completed here.  T_trans: EWMA (gain 1/4) of the
+ * predecessor's next slot completed here.  T_trans: an EWMA of the
  * step-0 waits, where the predecessor forwards its own data unreduced, so
  * the wait is the transfer (as this rank sees it, its own receive
- * processing included).  T: EWMA of later waits minus T_trans (the
- * predecessor's step), fed only with samples that would not have
- * triggered a bypass, so a straggler does not teach the ring to wait for
- * it.  Both
- * start from the caller's hints (dlcp_coll_result of the previous
- * operation).  Cold start without hints: T_trans is the first step-0
- * wait, and T is taken to be T_trans until a later step waits less than
- * the patience that prior gives (or is denied), so a straggler slow in
- * every operation, which inflates every later wait of a one-lane ring,
- * cannot teach the ring its delay.  T is floored at BYPASS_MIN_STEP_NS so
- * that jitter on a near-zero step does not trigger bypasses.
+ * processing included), following shorter waits at once and longer ones
+ * slowly, because the predecessor's later start only adds to them.  T:
+ * EWMA of later waits minus T_trans (the predecessor's step), but only
+ * waits that lower it: any other may hold a straggler's delay, and a
+ * straggler slow in every operation, which on a one-lane ring delays
+ * every later wait, must not teach the ring to wait for it.  A denied
+ * request (the data was sent before the predecessor heard) raises T by at
+ * most a factor alpha, weighted like any sample.  Until learnt, T is
+ * T_trans.  Both start from the caller's hints
+ * (dlcp_coll_result of the previous operation).  T is floored at
+ * BYPASS_MIN_STEP_NS so that jitter on a near-zero step does not trigger
+ * bypasses.
  */
 #include <string.h>
 
@@ -186,18 +187,35 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
     }
     if (s == 0) {
       /* Step 0: the predecessor forwards its own data without reducing,
-       * so the wait is the transfer alone. */
-      ewma(&b->trans_est, &b->trans_known,
-           (double)(now - b->lane_ready[j]));
+       * so the wait is the transfer, plus however much later than this
+       * rank the predecessor started.  That skew only ever adds, so the
+       * estimate follows a shorter wait at once and a longer one
+       * slowly. */
+      double w = (double)(now - b->lane_ready[j]);
+      if (!b->trans_known) {
+        ewma(&b->trans_est, &b->trans_known, w);
+      } else {
+        b->trans_est += (w - b->trans_est) *
+                        (w < b->trans_est ? 0.5 : EWMA_GAIN / 2);
+      }
     } else if (b->trans_known) {
-      /* Later steps: the predecessor's step plus the transfer.  Samples
-       * that triggered a bypass are not learnt from, unless the
-       * predecessor denied it: then its data was already on the way and
-       * the wait was an ordinary step. */
+      /* Later steps: the predecessor's step plus the transfer.  These
+       * waits may hold a straggler's delay (on a one-lane ring every one
+       * of them does), and a straggler slow in every operation must not
+       * teach the ring to wait for it: they only lower T.  A denied
+       * request (the predecessor had sent by the time it heard) raises T
+       * by at most a step of alpha, so a ring whose steps are simply
+       * longer than T_trans stops asking within a few operations. */
       double w = (double)(now - b->lane_ready[j]);
       double t = w > b->trans_est ? w - b->trans_est : 0.0;
-      if (w <= patience(b) || (b->slot[sl] & SLOT_DENIED)) {
-        ewma(&b->step_est, &b->step_known, t);
+      double cur = step_time(b);
+      if (b->slot[sl] & SLOT_DENIED) {
+        double cap = b->alpha * cur;
+        b->step_est = cur + EWMA_GAIN * ((t < cap ? t : cap) - cur);
+        b->step_known = true;
+      } else if (t < cur) {
+        b->step_est = cur + EWMA_GAIN * (t - cur);
+        b->step_known = true;
       }
     }
     break;
@@ -420,6 +438,9 @@ void coll_bypass_result(const dlcp_coll *op, dlcp_coll_result *res) {
   const coll_bypass *b = op->bypass;
   res->bypasses = b->bypasses;
   res->bypass_denied = b->denied;
-  res->step_ns = b->step_known ? (dlcp_duration)b->step_est : 0;
+  /* Until a step is learnt, T is its prior (see step_time). */
+  res->step_ns = b->step_known || b->trans_known
+                     ? (dlcp_duration)step_time(b)
+                     : 0;
   res->trans_ns = b->trans_known ? (dlcp_duration)b->trans_est : 0;
 }

@@ -423,6 +423,7 @@ static void *mem_calloc(const dlcp_mem *mem, size_t n, size_t size) {
  * are overwritten by receives), and what is, is copied just before the
  * reduce that reads it again. */
 #define LAZY_GRANULE 65536u
+#define SPLIT_REDUCE_BLOCK 65536u
 
 static bool lazy_is_done(const dlcp_coll *op, uint64_t gr) {
   return (op->lazy_done[gr / 64] >> (gr % 64)) & 1u;
@@ -1072,9 +1073,14 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
       uint64_t piece = op->lazy_in && st->buf == COLL_BUF_WORK
                            ? LAZY_GRANULE - st->off % LAZY_GRANULE
                            : st->bytes;
+      /* A bypassed slot reduces two inputs: a block of the destination
+       * takes both while it is in cache, one pass over memory instead of
+       * two (the seed counts D's double reduce as one step). */
+      uint64_t block = st->value ? SPLIT_REDUCE_BLOCK : UINT64_MAX;
       for (uint64_t done = 0; done < st->bytes;) {
         /* Offsets and granules are whole elements: so are the pieces. */
         uint64_t len = st->bytes - done < piece ? st->bytes - done : piece;
+        len = len > block ? block - block % g->esz : len;
         size_t n = (size_t)(len / g->esz);
         unsigned char *dst = buf_ptr(op, st->buf, st->off) + done;
         work_ready(op, st->buf, st->off + done, len, false);
@@ -1086,7 +1092,7 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
                             g->dtype, g->op);
         }
         done += len;
-        piece = LAZY_GRANULE;
+        piece = piece > len ? piece - len : LAZY_GRANULE;
       }
     }
     complete(op, idx, now);
