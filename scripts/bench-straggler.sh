@@ -5,16 +5,17 @@
 # 4 local ranks; rank 1 is a straggler: DLCP_FAULT_STRAGGLE=1:MS hands its
 # first completed receive of every collective to the collective MS ms late
 # (default 50), while its connections and notes keep running.  Each run is
-# dlcp-bench with one size (default 64 MiB in 4 MiB pipeline segments, so
-# a ring step is long and four lanes let the bypass learn the step time);
-# the two algorithms take turns for REPS runs
+# dlcp-bench with one size (default 64 MiB with 16 MiB pipeline segments:
+# one lane per chunk, so the hop the bypass skips, the seed's T + T_trans,
+# is a whole 16 MiB transfer and reduce); the two algorithms take turns
+# for REPS runs
 # (default 5) and the medians are compared.  Prints the ratio and the
 # bypasses counted by dlcp-bench.  Exits non-zero if a run fails or a result
 # is wrong.
 set -eu
 build=${1:-build}
 size=${STRAGGLE_SIZE:-64M}
-chunk=${STRAGGLE_CHUNK:-4M}
+chunk=${STRAGGLE_CHUNK:-16M}
 ms=${STRAGGLE_MS:-50}
 reps=${REPS:-5}
 iters=${ITERS:-10}
