@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,51 @@ static void test_env_per_rank(void **state) {
   run_result_free(&res);
 }
 
+/* --bind core (the default): rank r on the (r mod m)-th allowed CPU, one
+ * CPU each, also with more ranks than CPUs; --bind none: the launcher's
+ * whole mask. */
+static void test_bind(void **state) {
+  const char *bound[] = {"-n", "5", "sh", "-c",
+                         "grep Cpus_allowed_list /proc/self/status", NULL};
+  const char *free_[] = {"--bind", "none", "-n", "2", "sh", "-c",
+                         "grep Cpus_allowed_list /proc/self/status", NULL};
+  cpu_set_t set;
+  int cpus[CPU_SETSIZE], m = 0;
+  char want[96];
+  run_result res;
+  (void)state;
+  assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+  for (size_t c = 0; c < CPU_SETSIZE; c++) {
+    if (CPU_ISSET(c, &set)) {
+      cpus[m++] = (int)c;
+    }
+  }
+  run_launcher(&res, bound, 0, 0);
+  assert_int_equal(exit_code(&res), 0);
+  for (int r = 0; r < 5; r++) {
+    snprintf(want, sizeof(want), "[rank %d] Cpus_allowed_list:\t%d\n", r,
+             cpus[r % m]);
+    expect_contains(res.out, want);
+  }
+  run_result_free(&res);
+  /* Unbound, a rank has the launcher's (this test's) mask. */
+  char mine[80] = "", line[80];
+  FILE *f = fopen("/proc/self/status", "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof(line), f)) {
+    if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+      snprintf(mine, sizeof(mine), "%s", line);
+    }
+  }
+  fclose(f);
+  assert_true(mine[0] != '\0');
+  run_launcher(&res, free_, 0, 0);
+  assert_int_equal(exit_code(&res), 0);
+  snprintf(want, sizeof(want), "[rank 1] %s", mine);
+  expect_contains(res.out, want);
+  run_result_free(&res);
+}
+
 static void test_output_prefixed(void **state) {
   /* A line written in pieces, a last line without newline, stderr. */
   const char *pieces[] = {
@@ -382,6 +428,7 @@ static void test_bad_arguments(void **state) {
   const char *no_val[] = {"-n", NULL};
   const char *unknown[] = {"-n", "2", "--frobnicate", "true", NULL};
   const char *missing[] = {"-n", "2", "/nonexistent/cmd", NULL};
+  const char *bind[] = {"-n", "2", "--bind", "socket", "true", NULL};
   (void)state;
   expect_usage_error(no_n, 2, "missing -n N");
   expect_usage_error(zero, 2, "invalid value '0' for -n");
@@ -392,11 +439,14 @@ static void test_bad_arguments(void **state) {
   expect_usage_error(no_val, 2, "option -n needs a value");
   expect_usage_error(unknown, 2, "unknown option '--frobnicate'");
   expect_usage_error(missing, 127, "cannot execute '/nonexistent/cmd'");
+  expect_usage_error(bind, 2, "invalid value 'socket' for --bind: expected "
+                              "core or none");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_env_per_rank),
+      cmocka_unit_test(test_bind),
       cmocka_unit_test(test_output_prefixed),
       cmocka_unit_test(test_failing_rank_stops_the_others),
       cmocka_unit_test(test_signal_forwarded),

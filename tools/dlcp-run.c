@@ -27,7 +27,8 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: dlcp-run -n N [--port P] [--grace-ms MS] [--] CMD [ARGS...]\n"
+          "usage: dlcp-run -n N [--port P] [--bind core|none] [--grace-ms MS]\n"
+          "                [--] CMD [ARGS...]\n"
           "\n"
           "Runs N copies of CMD on this host as ranks 0..N-1 of one job, with\n"
           "MASTER_ADDR, MASTER_PORT, RANK, LOCAL_RANK, WORLD_SIZE and\n"
@@ -36,6 +37,10 @@ static void usage(FILE *f) {
           "  -n, --nproc-per-node N  number of ranks, 1..%u\n"
           "  -p, --port P            MASTER_PORT, 1..65535 (default: a free "
           "port)\n"
+          "  --bind core|none        core (default): rank R runs only on the\n"
+          "                          (R mod M)-th of the M CPUs dlcp-run may\n"
+          "                          use, also when ranks outnumber them;\n"
+          "                          none: the scheduler places the ranks\n"
           "  --grace-ms MS           time between SIGTERM and SIGKILL when "
           "stopping\n"
           "                          ranks, 0..%u (default %u)\n"
@@ -115,6 +120,7 @@ static const char *const opt_nranks[] = {"-n", "--nproc-per-node",
 static const char *const opt_port[] = {"-p", "--port", "--master-port",
                                        "--master_port", NULL};
 static const char *const opt_grace[] = {"--grace-ms", NULL};
+static const char *const opt_bind[] = {"--bind", NULL};
 
 int main(int argc, char **argv) {
   dlcp_launch_opts opts;
@@ -130,6 +136,7 @@ int main(int argc, char **argv) {
   memset(&opts, 0, sizeof(opts));
   opts.master_addr = "127.0.0.1";
   opts.grace_ms = DEFAULT_GRACE_MS;
+  opts.bind_core = 1;
   opts.out_fd = STDOUT_FILENO;
   opts.err_fd = STDERR_FILENO;
 
@@ -160,6 +167,20 @@ int main(int argc, char **argv) {
         return 2;
       }
       opts.master_port = (uint16_t)v;
+    } else if ((name = match_option(arg, opt_bind)) != NULL) {
+      val = option_value(argc, argv, &i, name);
+      if (val == NULL) {
+        return 2;
+      }
+      if (strcmp(val, "core") == 0 || strcmp(val, "none") == 0) {
+        opts.bind_core = val[0] == 'c';
+      } else {
+        fprintf(stderr,
+                "dlcp-run: invalid value '%s' for %s: expected core or "
+                "none\n",
+                val, name);
+        return 2;
+      }
     } else if ((name = match_option(arg, opt_grace)) != NULL) {
       val = option_value(argc, argv, &i, name);
       if (val == NULL || parse_uint(name, val, 0, MAX_GRACE_MS, &v) != 0) {

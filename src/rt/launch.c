@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,6 +77,8 @@ typedef struct launcher {
   int killed;          /* SIGKILL sent to every group */
   dlcp_tstamp kill_at; /* when to escalate to SIGKILL */
   dlcp_tstamp drain_until;
+  int cpus[CPU_SETSIZE]; /* with bind_core: the CPUs, in order */
+  int ncpus;
   struct pollfd *pfds; /* 1 + 2 * nranks */
   uint32_t *pfd_rank;  /* rank of pfds[i] for i >= 1 */
 } launcher;
@@ -374,6 +377,10 @@ static int start_rank(launcher *l, uint32_t r, dlcp_errbuf *eb) {
   po.stdin_null = 1;
   po.die_with_parent = 1;
   po.child_sigmask = &l->oldmask;
+  if (l->ncpus > 0) {
+    po.pin_cpu = 1;
+    po.cpu = l->cpus[r % (uint32_t)l->ncpus];
+  }
   rv = dlcp_proc_spawn(&s->proc, &po, eb);
   if (rv != 0) {
     return dlcp_errbuf_prefix(eb, rv, "rank %" PRIu32, r);
@@ -427,6 +434,24 @@ static int validate(const dlcp_launch_opts *o, dlcp_errbuf *eb) {
   return 0;
 }
 
+/* The CPUs this process may run on, in order.  Ranks spread over them
+ * round-robin, so ranks that outnumber the cores share them evenly; left
+ * to the scheduler, ranks that poll while they wait were sometimes three
+ * to a core (a 4-rank 4 KiB all-reduce on 2 cores took 21 instead of
+ * 13 us in about one run in three).  No mask, no binding. */
+static void list_cpus(launcher *l) {
+  cpu_set_t set;
+  l->ncpus = 0;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return;
+  }
+  for (size_t c = 0; c < CPU_SETSIZE; c++) {
+    if (CPU_ISSET(c, &set)) {
+      l->cpus[l->ncpus++] = (int)c;
+    }
+  }
+}
+
 int dlcp_launch_run(const dlcp_launch_opts *opts, dlcp_launch_result *res,
                     dlcp_errbuf *eb) {
   launcher l;
@@ -446,6 +471,9 @@ int dlcp_launch_run(const dlcp_launch_opts *opts, dlcp_launch_result *res,
   l.sigfd = -1;
   l.drain_until = DLCP_TSTAMP_NEVER;
   l.kill_at = DLCP_TSTAMP_NEVER;
+  if (opts->bind_core) {
+    list_cpus(&l);
+  }
 
   res->master_port = opts->master_port;
   if (res->master_port == 0) {

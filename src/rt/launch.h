@@ -22,6 +22,10 @@ typedef struct dlcp_launch_opts {
    * long output is still drained after the last rank exited, in case a
    * background grandchild holds a pipe open. */
   uint32_t grace_ms;
+  /* Nonzero: rank r runs only on the r % m-th of the m CPUs the launcher
+   * may run on (mpirun's --bind-to core, kept when ranks outnumber the
+   * CPUs); zero: the scheduler places and moves the ranks. */
+  int bind_core;
   int out_fd; /* where the ranks' prefixed stdout goes */
   int err_fd; /* where their stderr and the launcher's notes go */
 } dlcp_launch_opts;

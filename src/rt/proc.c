@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,14 @@ static void child_exec(const dlcp_proc_opts *opts, char **envp, int out_w,
   if (child_dup(out_w, STDOUT_FILENO) != 0 ||
       child_dup(err_w, STDERR_FILENO) != 0) {
     goto fail;
+  }
+  if (opts->pin_cpu && opts->cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET((size_t)opts->cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+      goto fail;
+    }
   }
   execvpe(opts->argv[0], opts->argv, envp);
 fail:

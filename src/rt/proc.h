@@ -34,6 +34,10 @@ typedef struct dlcp_proc_opts {
    * parent that blocks signals to read them through signalfd must not let
    * its children inherit that mask. */
   const sigset_t *child_sigmask;
+  /* Nonzero: the child runs only on CPU |cpu| (sched_setaffinity before
+   * exec); zero: it inherits the parent's affinity. */
+  int pin_cpu;
+  int cpu;
 } dlcp_proc_opts;
 
 typedef struct dlcp_proc {
