@@ -18,7 +18,7 @@ DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler clean
+        bench-sim bench-straggler bench-auto clean
 
 all: build
 
@@ -69,6 +69,9 @@ bench-allreduce: build
 
 bench-sim: build
 	@./scripts/bench-sim.sh $(BUILD)
+
+bench-auto: build
+	@./scripts/bench-auto.sh $(BUILD)
 
 bench-straggler: build
 	@./scripts/bench-straggler.sh $(BUILD)

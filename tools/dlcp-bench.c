@@ -128,9 +128,16 @@ static int parse(int argc, char **argv, options *o) {
       }
       break;
     case 'a':
-      if ((k = pick(v, kAlgos, sizeof(kAlgos) / sizeof(kAlgos[0]))) < 0) {
-        return usage("-a: expected auto, ring, ring_bypass, ps, hd, rat, "
-                     "direct or rd");
+      /* The short names, or the names the result rows print. */
+      k = pick(v, kAlgos, sizeof(kAlgos) / sizeof(kAlgos[0]));
+      for (int a = 0; k < 0 && a < (int)(sizeof(kAlgos) / sizeof(kAlgos[0]));
+           a++) {
+        k = strcmp(v, dlcp_algo_str((dlcp_algo)a)) == 0 ? a : -1;
+      }
+      if (k < 0) {
+        return usage("-a: expected auto, ring, ring_bypass, ps, hd "
+                     "(halving_doubling), rat, direct or rd "
+                     "(recursive_doubling)");
       }
       o->algo = (dlcp_algo)k;
       break;
