@@ -766,10 +766,12 @@ static void test_auto_rule(void **state) {
   p.world = 8;
   p.count = 4u << 20; /* 16 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
-  /* Ranks sharing memory: RD to 4 KiB, HD to 256 KiB, the ring to 1 MiB,
-   * then PS on up to 8 ranks, HD beyond. */
+  /* Ranks sharing memory: DIRECT while a rank sends at most 8 KiB, RD to
+   * 4 KiB, HD to 1 MiB, then PS on up to 8 ranks, HD beyond. */
   p.same_host = true;
   p.world = 4;
+  p.count = 512; /* 2 KiB, 6 KiB sent */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
   p.count = 1024; /* 4 KiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
   p.count = 2048; /* 8 KiB */
@@ -780,7 +782,9 @@ static void test_auto_rule(void **state) {
   p.count = 1024; /* 4 KiB, not a power of two: HD's fold */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 262144; /* 1 MiB */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.count = 262145; /* 1 MiB + 4 B */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
   p.world = 8;
   p.count = 4u << 20; /* 16 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "dlcp/dlcp.h"
+#include "rt/clock.h"
 #include "rt/net.h"
 
 #define MAX_RANKS 8
@@ -44,6 +46,7 @@ typedef struct scenario {
   double drop;
   double p;
   int die_rank; /* -1: nobody */
+  bool die_mid;  /* die_rank dies during its collective, not before */
   bool no_eager; /* every transfer through MLT's rounds, none eager */
   bool no_shm;   /* datagrams through UDP sockets, not shared memory */
   uint32_t straggler;    /* with straggle_ms: this rank is slow */
@@ -88,7 +91,7 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
              err);
     return 1;
   }
-  if ((int)rank == s->die_rank) {
+  if ((int)rank == s->die_rank && !s->die_mid) {
     _exit(3); /* dies after joining, before its collectives */
   }
   /* Every peer is on loopback: all through shared memory, or none. */
@@ -517,17 +520,75 @@ static int dying_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
   return rv == 0;
 }
 
-static void test_dead_rank_named_everywhere(void **state) {
-  (void)state;
-  scenario s = {.world = 4, .die_rank = 2, .body = dying_body};
-  rank_report *rep = run(&s);
-  for (uint32_t r = 0; r < s.world; r++) {
-    if (r == 2) {
+static void *die_soon(void *arg) {
+  (void)arg;
+  usleep(20000);
+  _exit(3);
+  return NULL;
+}
+
+/* A rank that dies in the middle of a collective: rank 1 straggles (its
+ * first receive reaches the collective 50 ms late), so a 16 MiB ring is
+ * still running when rank 2 exits 20 ms after posting it. */
+static int dying_mid_body(dlcp_comm *comm, const scenario *s,
+                          rank_report *rep) {
+  enum { COUNT = 4u << 20 };
+  float *buf = calloc(COUNT, sizeof(float));
+  if (!buf) {
+    return 1;
+  }
+  dlcp_request *req;
+  dlcp_coll_info info;
+  dlcp_coll_opts opts;
+  dlcp_coll_opts_default(&opts);
+  opts.algo = DLCP_ALGO_RING;
+  if (dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, &opts,
+                     &req) != 0) {
+    return 1;
+  }
+  pthread_t t;
+  if ((int)dlcp_comm_rank(comm) == s->die_rank &&
+      pthread_create(&t, NULL, die_soon, NULL) != 0) {
+    return 1;
+  }
+  dlcp_tstamp t0 = dlcp_rt_now();
+  int rv = wait_req(req, &info, rep);
+  rep->ring_ns[0] = dlcp_rt_now() - t0;
+  dlcp_request_free(req);
+  free(buf);
+  return rv == 0;
+}
+
+static void expect_named(const scenario *s, const rank_report *rep) {
+  for (uint32_t r = 0; r < s->world; r++) {
+    if ((int)r == s->die_rank) {
       continue;
     }
     assert_int_equal(rep[r].failed, 1);
     print_message("rank %u: %s\n", r, rep[r].first_error);
     assert_non_null(strstr(rep[r].first_error, "rank 2 (127.0.0.1:"));
+  }
+}
+
+static void test_dead_rank_named_everywhere(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .die_rank = 2, .body = dying_body};
+  rank_report *rep = run(&s);
+  expect_named(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+static void test_rank_dying_mid_collective_named(void **state) {
+  (void)state;
+  scenario s = {.world = 4, .die_rank = 2, .die_mid = true, .straggler = 1,
+                .straggle_ms = 50, .body = dying_mid_body};
+  rank_report *rep = run(&s);
+  expect_named(&s, rep);
+  /* Promptly: well within the 20 s timeout the ranks were given. */
+  for (uint32_t r = 0; r < s.world; r++) {
+    if ((int)r != s.die_rank) {
+      assert_true(rep[r].ring_ns[0] < 5000000000ull);
+    }
   }
   munmap(rep, sizeof(rank_report) * MAX_RANKS);
 }
@@ -544,6 +605,7 @@ int main(void) {
       cmocka_unit_test(test_bounded_loss_agrees),
       cmocka_unit_test(test_straggler_bypassed),
       cmocka_unit_test(test_dead_rank_named_everywhere),
+      cmocka_unit_test(test_rank_dying_mid_collective_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,22 +58,31 @@
  *   4 MiB    4466/4256/4690/8053   5684/5456/5765/8343   5676/5072/5883/9044
  *   16 MiB   18.6/17.9/18.2/35.9 ms 23.5/19.9/20.9/37.4  24.1/18.9/22.3/44.0
  *   64 MiB   77.1/74.3/71.6/140 ms  91.2/78.6/74.7/153   94.1/78.8/81.3/156
- * So RD up to 4 KiB on power-of-two worlds, HD up to 256 KiB, the ring up
- * to 1 MiB, then PS on up to 8 ranks (best or within 5 % of the best from
- * 4 MiB on in every sweep), HD beyond 8 ranks. */
+ * With ranks bound to cores (dlcp-run --bind core, 2026-11-24) the ring
+ * lost its band: 4 ranks, -n 20 -w 5, three interleaved sweeps, us
+ * (HD / PS / ring):
+ *   128 KiB  52-74 / 81-89 / 66-75        512 KiB  194-213 / 206-220 / 237-262
+ *   1 MiB    370-408 / 370-386 / 491-507  2 MiB    922-1007 / 823-848 / 1005-1031
+ *   4 MiB    2182-2216 / 2040-2156 / 2442-2498
+ * and PS 14.7 / 65.3 ms against the ring's 23.5 / 103.8 at 32 / 128 MiB
+ * (make bench-auto).  Below 2 KiB DIRECT's one step beat RD's two by
+ * 9-12 % (8 B: 12.3 against 13.8 us; 2 KiB 14.5 / 14.8; 8 KiB 18.4 /
+ * 17.5).  So DIRECT while a rank sends at most 8 KiB in all, RD up to
+ * 4 KiB on power-of-two worlds, HD up to 1 MiB, then PS on up to 8 ranks,
+ * HD beyond 8 ranks. */
+#define COLL_AUTO_HOST_DIRECT_BYTES (8u * 1024u)
 #define COLL_AUTO_HOST_RD_BYTES (4u * 1024u)
-#define COLL_AUTO_HOST_HD_BYTES (256u * 1024u)
-#define COLL_AUTO_HOST_RING_BYTES (1024u * 1024u)
+#define COLL_AUTO_HOST_HD_BYTES (1024u * 1024u)
 
 static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
+  if ((uint64_t)(p->world - 1) * bytes <= COLL_AUTO_HOST_DIRECT_BYTES) {
+    return DLCP_ALGO_DIRECT;
+  }
   if ((p->world & (p->world - 1)) == 0 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
     return DLCP_ALGO_RECURSIVE_DOUBLING;
   }
   if (bytes <= COLL_AUTO_HOST_HD_BYTES) {
     return DLCP_ALGO_HALVING_DOUBLING;
-  }
-  if (bytes <= COLL_AUTO_HOST_RING_BYTES) {
-    return DLCP_ALGO_RING;
   }
   return p->world <= COLL_AUTO_PS_MAX_WORLD ? DLCP_ALGO_PS
                                             : DLCP_ALGO_HALVING_DOUBLING;
