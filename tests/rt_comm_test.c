@@ -14,6 +14,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +450,122 @@ static void test_sprayed_garbage_is_dropped(void **state) {
   munmap(sh, 2 * sizeof(shared));
 }
 
+/* A job that lost a rank: rank DEAD_RANK of DEAD_WORLD exits right after
+ * joining; once it is gone (the parent has reaped it) the survivors
+ * either run a ring all-reduce, which must fail naming it, or go straight
+ * to dlcp_comm_destroy.  Every survivor must be done (collective and
+ * teardown) long before the 20 s timeout: a rank that learns of the loss
+ * only from another rank's note, or that never looked at its connections
+ * (nothing in flight), must not wait for the dead rank in the leaving
+ * barrier. */
+#define DEAD_WORLD 4u
+#define DEAD_RANK 2u
+
+typedef struct dead_job {
+  atomic_int go;          /* set by the parent once DEAD_RANK is reaped */
+  shared rank[DEAD_WORLD];
+} dead_job;
+
+static int run_dead_job_rank(uint32_t rank, uint16_t port, bool collective,
+                             dead_job *job) {
+  shared *sh = &job->rank[rank];
+  scenario s = {.timeout_ms = 20000};
+  dlcp_comm_config cfg;
+  base_config(&cfg, rank, DEAD_WORLD, port, &s);
+  char err[200];
+  dlcp_comm *comm;
+  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0) {
+    snprintf(sh->error, sizeof(sh->error), "create: %s", err);
+    return 1;
+  }
+  if (rank == DEAD_RANK) {
+    _exit(3);
+  }
+  while (!atomic_load(&job->go)) {
+    usleep(1000);
+  }
+  uint64_t t0 = now_ns();
+  int rv = 0;
+  if (collective) {
+    enum { COUNT = 4096 };
+    static float buf[COUNT];
+    dlcp_coll_opts opts;
+    dlcp_coll_opts_default(&opts);
+    opts.algo = DLCP_ALGO_RING;
+    dlcp_request *req;
+    rv = dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, &opts,
+                        &req);
+    if (rv == 0) {
+      dlcp_coll_info info;
+      rv = dlcp_wait(req, 60000, &info);
+      sh->r[0].status = rv;
+      sh->r[0].elapsed_ns = now_ns() - t0;
+      if (rv != 0) {
+        memcpy(sh->error, info.error, sizeof(info.error));
+      }
+      dlcp_request_free(req);
+    }
+  }
+  dlcp_comm_destroy(comm);
+  sh->r[1].elapsed_ns = now_ns() - t0;
+  return rv == 0 ? 0 : 2;
+}
+
+static void run_dead_job(bool collective) {
+  dead_job *job = mmap(NULL, sizeof(*job), PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(job != MAP_FAILED);
+  memset(job, 0, sizeof(*job));
+  uint16_t port = free_port();
+  pid_t pids[DEAD_WORLD];
+  for (uint32_t r = 0; r < DEAD_WORLD; r++) {
+    pids[r] = fork();
+    assert_true(pids[r] >= 0);
+    if (pids[r] == 0) {
+      _exit(run_dead_job_rank(r, port, collective, job));
+    }
+  }
+  int st;
+  assert_int_equal(waitpid(pids[DEAD_RANK], &st, 0), pids[DEAD_RANK]);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 3); /* it joined, then exited */
+  atomic_store(&job->go, 1);
+  for (uint32_t r = 0; r < DEAD_WORLD; r++) {
+    if (r == DEAD_RANK) {
+      continue;
+    }
+    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
+    const shared *sh = &job->rank[r];
+    print_message("rank %u: %s%s%.0f ms in all\n", r, sh->error,
+                  sh->error[0] ? "; " : "",
+                  (double)sh->r[1].elapsed_ns / 1e6);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), collective ? 2 : 0);
+    if (collective) {
+      assert_true(sh->r[0].status < 0);
+      assert_non_null(strstr(sh->error, "rank 2 (127.0.0.1:"));
+      assert_true(sh->r[0].elapsed_ns < 5000000000ull);
+    }
+    /* The collective's failure and the teardown, well within 20 s. */
+    assert_true(sh->r[1].elapsed_ns < 5000000000ull);
+  }
+  munmap(job, sizeof(*job));
+}
+
+static void test_dead_rank_collective_and_teardown_prompt(void **state) {
+  (void)state;
+  /* Whether a survivor hears of the loss first from the dead rank's own
+   * connection or from another survivor's note is a race: several jobs. */
+  for (int i = 0; i < 4; i++) {
+    run_dead_job(true);
+  }
+}
+
+static void test_dead_rank_idle_teardown_prompt(void **state) {
+  (void)state;
+  run_dead_job(false);
+}
+
 static void test_config_errors_name_the_field(void **state) {
   (void)state;
   dlcp_comm_config cfg;
@@ -483,6 +601,8 @@ int main(void) {
       cmocka_unit_test(test_bounded_loss_has_no_tail),
       cmocka_unit_test(test_killed_rank_is_named),
       cmocka_unit_test(test_sprayed_garbage_is_dropped),
+      cmocka_unit_test(test_dead_rank_collective_and_teardown_prompt),
+      cmocka_unit_test(test_dead_rank_idle_teardown_prompt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1745,6 +1745,18 @@ void dlcp_comm_destroy(dlcp_comm *c) {
   /* The loop is gone: this thread owns everything now.  Whatever is still
    * outstanding is cancelled and handed back. */
   dlcp_tstamp now = dlcp_rt_now();
+  /* Read what the control connections hold before deciding whether the
+   * job can still leave together: a parked loop thread (nothing in
+   * flight) reads none of them, and a rank that learnt of a loss from
+   * another rank's note has not read the dead rank's own hang-up.  A
+   * rank that exited is found here (and the others are told); one still
+   * alive costs a recv that says EAGAIN. */
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (r != c->env.rank && p->dead_status == 0 && p->tcp_fd >= 0) {
+      read_control(c, p, true, now);
+    }
+  }
   dlcp_rt_coll_shutdown(c, now);
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     peer *p = &c->peers[r];
@@ -1770,7 +1782,10 @@ void dlcp_comm_destroy(dlcp_comm *c) {
       }
     }
   }
-  bool peer_lost = false;
+  /* A rank is lost when one of our connections to it failed, or when
+   * another rank reported it (c->lost_status): either way it will never
+   * reach the leaving barrier. */
+  bool peer_lost = c->lost_status != 0;
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     peer_lost |= r != c->env.rank && c->peers[r].dead_status != 0;
   }
