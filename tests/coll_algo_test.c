@@ -766,20 +766,33 @@ static void test_auto_rule(void **state) {
   p.world = 8;
   p.count = 4u << 20; /* 16 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
-  /* Ranks sharing memory: DIRECT while a rank sends at most 8 KiB, RD to
-   * 4 KiB, HD to 1 MiB, then PS on up to 8 ranks, HD beyond. */
+  /* Ranks sharing memory: DIRECT while a rank sends at most 24 KiB, RD to
+   * 4 KiB, HD to 128 KiB, RD to 512 KiB (powers of two), HD to 1 MiB, then
+   * PS on up to 8 ranks, HD beyond. */
   p.same_host = true;
   p.world = 4;
-  p.count = 512; /* 2 KiB, 6 KiB sent */
+  p.count = 2048; /* 8 KiB, 24 KiB sent */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
-  p.count = 1024; /* 4 KiB */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.count = 2048; /* 8 KiB */
+  p.count = 2049;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
-  p.count = 65536; /* 256 KiB */
+  p.world = 8;
+  p.count = 1024; /* 4 KiB, 28 KiB sent */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
+  p.world = 4;
+  p.count = 32768; /* 128 KiB: HD's halves still go eager */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.count = 32769;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
+  p.count = 131072; /* 512 KiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
+  p.count = 131073;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.world = 5;
-  p.count = 1024; /* 4 KiB, not a power of two: HD's fold */
+  p.count = 65536; /* 256 KiB, not a power of two */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.count = 1536; /* 6 KiB, 24 KiB sent */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
+  p.count = 2048; /* 8 KiB, not a power of two: HD's fold */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 262144; /* 1 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);

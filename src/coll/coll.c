@@ -69,16 +69,37 @@
  * 9-12 % (8 B: 12.3 against 13.8 us; 2 KiB 14.5 / 14.8; 8 KiB 18.4 /
  * 17.5).  So DIRECT while a rank sends at most 8 KiB in all, RD up to
  * 4 KiB on power-of-two worlds, HD up to 1 MiB, then PS on up to 8 ranks,
- * HD beyond 8 ranks. */
-#define COLL_AUTO_HOST_DIRECT_BYTES (8u * 1024u)
+ * HD beyond 8 ranks.
+ * Between 128 KiB and 512 KiB HD's halves outgrow the runtime's eager
+ * size (64 KiB by default), so each of its 2 log2(n) steps pays MLT's
+ * START / DATA / STOP exchange; RD's log2(n) steps pay it half as often
+ * for 4/3 the bytes, and wins until the bytes dominate.  make bench-auto,
+ * 4 ranks, 7 rounds, 2026-11-25 (us, HD / RD / PS): 128 KiB 173 / 440 /
+ * 196, 256 KiB 494 / 432 / 442, 512 KiB 892 / 743 / 900, 1 MiB 1241 /
+ * 1557 / 1167; the sweeps before binding had RD ahead at 256 KiB in two
+ * of three too.  So RD again from 128 KiB to 512 KiB on power-of-two
+ * worlds.  At 8 KiB on 4 ranks DIRECT won all three full sweeps (45.0,
+ * 42.3 us today against HD's 51.4, 52.0 and RD's 52.9, 54.5; yesterday HD
+ * took 1.15x DIRECT's time), so DIRECT while a rank sends up to 24 KiB
+ * (at 32 KiB HD's 63 us beats DIRECT's 89). */
+#define COLL_AUTO_HOST_DIRECT_BYTES (24u * 1024u)
 #define COLL_AUTO_HOST_RD_BYTES (4u * 1024u)
+#define COLL_AUTO_HOST_HD_EAGER_BYTES (128u * 1024u)
+#define COLL_AUTO_HOST_RD_LARGE_BYTES (512u * 1024u)
 #define COLL_AUTO_HOST_HD_BYTES (1024u * 1024u)
 
 static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
   if ((uint64_t)(p->world - 1) * bytes <= COLL_AUTO_HOST_DIRECT_BYTES) {
     return DLCP_ALGO_DIRECT;
   }
-  if ((p->world & (p->world - 1)) == 0 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
+  bool pow2 = (p->world & (p->world - 1)) == 0;
+  if (pow2 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
+    return DLCP_ALGO_RECURSIVE_DOUBLING;
+  }
+  if (bytes <= COLL_AUTO_HOST_HD_EAGER_BYTES) {
+    return DLCP_ALGO_HALVING_DOUBLING;
+  }
+  if (pow2 && bytes <= COLL_AUTO_HOST_RD_LARGE_BYTES) {
     return DLCP_ALGO_RECURSIVE_DOUBLING;
   }
   if (bytes <= COLL_AUTO_HOST_HD_BYTES) {
