@@ -750,21 +750,32 @@ static void test_auto_rule(void **state) {
   (void)state;
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
-  p.world = 8;
-  p.count = 1024; /* 4 KiB on a power of two: log2 n whole exchanges */
+  /* Between hosts: on powers of two RD to 32 KiB, HD above; other
+   * worlds DIRECT while a rank sends at most 32 KiB, PS to 8 MiB on up to
+   * 8 ranks, HD to 64 KiB, ring above. */
+  p.world = 4;
+  p.count = 8192; /* 32 KiB: log2 n whole exchanges */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.count = 16384; /* 64 KiB on few ranks: two PS steps */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
+  p.count = 8193;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.count = 32u << 20; /* 128 MiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  p.world = 64;
+  p.count = 1024;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
   p.world = 7;
-  p.count = 1024; /* 4 KiB, 24 KiB to send: one step */
+  p.count = 1365; /* 5460 B, 32760 B sent: one step */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
-  p.count = 4096; /* 16 KiB */
+  p.count = 1366; /* on few ranks: two PS steps */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.world = 16; /* many ranks: no incast */
+  p.count = 2u << 20; /* 8 MiB */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
+  p.count = (2u << 20) + 1;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
+  p.world = 17; /* many ranks: no incast */
   p.count = 16384;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
-  p.world = 8;
-  p.count = 4u << 20; /* 16 MiB */
+  p.count = 16385;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   /* Ranks sharing memory: DIRECT while a rank sends at most 24 KiB, RD to
    * 4 KiB, HD to 128 KiB, RD to 512 KiB (powers of two), HD to 1 MiB, then

@@ -31,17 +31,28 @@
  * binomial tree (broadcast): latency-bound sizes, where 2 log2(n) steps beat
  * the ring's 2(n - 1).  A starting point for the lead's benchmarks. */
 #define COLL_AUTO_SMALL_BYTES (64u * 1024u)
-/* Small vectors, by message count: on a power-of-two world, recursive
- * doubling (log2 n steps, one message each); elsewhere DIRECT (one step of
- * n - 1 messages) while what each rank sends stays below its bound, which
- * beats the fold's two extra steps.  4-rank 4 KiB all-reduce on loopback,
- * medians of 3 runs: RD 94 us, DIRECT 111 us, halving-doubling 128 us. */
+/* Between hosts (sockets), small vectors by message count: on a
+ * power-of-two world, recursive doubling (log2 n steps, one message
+ * each); elsewhere DIRECT (one step of n - 1 messages) while what each
+ * rank sends stays below its bound, which beats the fold's two extra
+ * steps.  Ranks bound to cores, DLCP_SHM=0 (UDP on loopback), 4 ranks,
+ * 8 interleaved runs, 2026-11-25, medians, us (RD / DIRECT): 8 B 99.6 /
+ * 115.8, 512 B 96.1 / 112.0, 2 KiB 97.6 / 119.3, 8 KiB 105.7 / 135.3,
+ * 32 KiB 157.8 / 183.5 (one 3-round sweep that day had DIRECT ahead
+ * instead, 92 against 119 us at 8 B: the spread of the VM, not a trend). */
 #define COLL_AUTO_RD_BYTES (32u * 1024u)
 #define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
-/* Medium vectors on a few ranks: the parameter server's two steps beat
- * the ring's 2(n - 1) while its (n - 1)-way incast stays small.  4 ranks,
- * medians of 3 runs, us: 128 KiB PS 327 / ring 688 / HD 419; 2 MiB 3689 /
- * 6598 / 4488; 8 MiB 14168 / 18745 / 18707; 32 MiB 71794 / 66656 / 67581. */
+/* Above that, on a power-of-two world, halving-doubling: its 2 log2 n
+ * steps move the ring's bytes without the fold, and it led or tied from
+ * 128 KiB up in a make bench-auto sweep (3 rounds; us, HD / PS / ring): 128 KiB 303 / 440 /
+ * 529, 2 MiB 3192 / 3953 / 4570, 8 MiB 11596 / 11274 / 13548, 32 MiB
+ * 45694 / 58550 / 53012, 128 MiB 210976 / 215018 / 236195.  Other worlds
+ * pay HD's fold in whole vectors and keep the rule below. */
+/* Medium vectors on a few ranks of a world that is not a power of two:
+ * the parameter server's two steps beat the ring's 2(n - 1) while its
+ * (n - 1)-way incast stays small.  4 ranks, unbound, 2026-11-23, medians
+ * of 3 runs, us: 128 KiB PS 327 / ring 688 / HD 419; 2 MiB 3689 / 6598 /
+ * 4488; 8 MiB 14168 / 18745 / 18707; 32 MiB 71794 / 66656 / 67581. */
 #define COLL_AUTO_PS_MAX_WORLD 8u
 #define COLL_AUTO_PS_BYTES (8u * 1024u * 1024u)
 
@@ -203,8 +214,9 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     if (p->same_host) {
       return (int)auto_same_host(p, bytes);
     }
-    if ((p->world & (p->world - 1)) == 0 && bytes <= COLL_AUTO_RD_BYTES) {
-      return DLCP_ALGO_RECURSIVE_DOUBLING;
+    if ((p->world & (p->world - 1)) == 0) {
+      return bytes <= COLL_AUTO_RD_BYTES ? DLCP_ALGO_RECURSIVE_DOUBLING
+                                         : DLCP_ALGO_HALVING_DOUBLING;
     }
     if (bytes * (p->world - 1) <= COLL_AUTO_DIRECT_BYTES) {
       return DLCP_ALGO_DIRECT;
