@@ -9,7 +9,10 @@
 # one lane per chunk, so the hop the bypass skips, the seed's T + T_trans,
 # is a whole 16 MiB transfer and reduce); the two algorithms take turns
 # for REPS runs
-# (default 5) and the medians are compared.  Prints the ratio and the
+# (default 5) of ITERS timed iterations (default 10) after WARMUP
+# untimed ones (default 5: the bypass ring learns T_trans and T over its
+# first few operations, the first of which runs cold), and the medians are
+# compared.  Prints the ratio and the
 # bypasses counted by dlcp-bench.  Exits non-zero if a run fails or a result
 # is wrong.
 set -eu
@@ -19,12 +22,13 @@ chunk=${STRAGGLE_CHUNK:-16M}
 ms=${STRAGGLE_MS:-50}
 reps=${REPS:-5}
 iters=${ITERS:-10}
+warmup=${WARMUP:-5}
 out=$(mktemp -d "${TMPDIR:-/tmp}/dlcp-straggler.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
 run() { # run ALGO REP: prints "time_us bypasses"
   DLCP_FAULT_STRAGGLE="1:$ms" "$build/bin/dlcp-run" -n 4 "$build/bin/dlcp-bench" \
-    -b "$size" -e "$size" -a "$1" -C "$chunk" -c 1 -n "$iters" -w 1 \
+    -b "$size" -e "$size" -a "$1" -C "$chunk" -c 1 -n "$iters" -w "$warmup" \
     >"$out/$1.$2" 2>&1 || { cat "$out/$1.$2" >&2; exit 1; }
   awk '/^\[rank 0\] +[0-9]/ { t = $8; w = $11 }
        /straggler bypasses/ { for (i = 1; i <= NF; i++) if ($i == "straggler") b = $(i - 1) }
@@ -33,7 +37,7 @@ run() { # run ALGO REP: prints "time_us bypasses"
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "# 4 ranks, $size, chunk segments $chunk, rank 1 straggles ${ms} ms in every all-reduce; $reps runs of $iters iterations each, algorithms taking turns"
+echo "# 4 ranks, $size, chunk segments $chunk, rank 1 straggles ${ms} ms in every all-reduce; $reps runs of $iters iterations after $warmup warm-up ones, algorithms taking turns"
 : >"$out/ring.times"; : >"$out/bypass.times"; total_bypasses=0
 for r in $(seq "$reps"); do
   read -r t _ < <(run ring "$r"); echo "$t" >>"$out/ring.times"

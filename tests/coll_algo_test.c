@@ -972,6 +972,46 @@ static void test_straggler_bypass_faster(void **state) {
 }
 
 /*
+ * A T learnt far too high (a cold first operation, or a denial that raised
+ * it) on a one-lane ring with a straggler slow in every operation: every
+ * later wait holds the straggler's delay, so those waits alone can never
+ * bring T below it.  Carrying each operation's estimates to the next, as
+ * the runtime does, the ring must bypass again within a few operations.
+ */
+static void test_bypass_forgets_high_step(void **state) {
+  (void)state;
+  spec s;
+  spec_init(&s);
+  s.world = 4;
+  s.count = 6007;
+  s.dtype = DLCP_INT32;
+  s.chunk = 1u << 20; /* one lane */
+  s.compute_ns = 3000;
+  s.jitter_ns = 500;
+  s.slow_rank = 1;
+  s.slow_ns = 50000;
+  s.alpha = 1.2;
+  s.algo = DLCP_ALGO_RING_BYPASS;
+  s.step_hint = 200000;
+  s.trans_hint = 8000;
+  uint32_t bypasses = 0;
+  for (uint32_t i = 0; i < 6; i++) {
+    s.seed = 40 + i;
+    outcome o;
+    run_spec(&s, &o);
+    bypasses += o.bypasses;
+    if (o.step_ns) {
+      s.step_hint = o.step_ns;
+    }
+    if (o.trans_ns) {
+      s.trans_hint = o.trans_ns;
+    }
+  }
+  print_message("high T: %u bypasses in 6 operations\n", bypasses);
+  assert_true(bypasses > 0);
+}
+
+/*
  * A straggler slow for the whole operation: every chunk's final value
  * needs the slow rank's own reduce, so no ring variant can hide that rank's
  * delay from the makespan; the bypass shortens the other chains only.  The
@@ -1399,6 +1439,7 @@ int main(void) {
       cmocka_unit_test(test_loss_edge_cases),
       cmocka_unit_test(test_straggler_bypass_faster),
       cmocka_unit_test(test_straggler_persistent),
+      cmocka_unit_test(test_bypass_forgets_high_step),
       cmocka_unit_test(test_straggler_reduce_scatter),
       cmocka_unit_test(test_bypass_randomized),
       cmocka_unit_test(test_bypass_empty_chunk_races),

@@ -37,8 +37,8 @@
  * the wait is the transfer (as this rank sees it, its own receive
  * processing included), following shorter waits at once and longer ones
  * slowly, because the predecessor's later start only adds to them.  T:
- * EWMA of later waits minus T_trans (the predecessor's step), but only
- * waits that lower it: any other may hold a straggler's delay, and a
+ * EWMA of later waits minus T_trans (the predecessor's step; gain 1/2),
+ * but only waits that lower it: any other may hold a straggler's delay, and a
  * straggler slow in every operation, which on a one-lane ring delays
  * every later wait, must not teach the ring to wait for it.  A denied
  * request (the data was sent before the predecessor heard) raises T by at
@@ -159,6 +159,14 @@ static void ewma(double *est, bool *known, double sample) {
  * delay before the first bypass could happen. */
 static double step_time(const coll_bypass *b) {
   double t = b->step_known ? b->step_est : b->trans_est;
+  /* Nor above alpha*T_trans: on a one-lane ring every later wait holds
+   * the straggler's delay, so a T raised once (a denial in a cold first
+   * operation) could never come back down below that delay.  A ring whose
+   * steps really are that much longer than their transfer then asks in
+   * vain once per operation: one note each way. */
+  if (b->trans_known && t > b->alpha * b->trans_est) {
+    t = b->alpha * b->trans_est;
+  }
   return t > BYPASS_MIN_STEP_NS ? t : BYPASS_MIN_STEP_NS;
 }
 
@@ -189,14 +197,16 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
       /* Step 0: the predecessor forwards its own data without reducing,
        * so the wait is the transfer, plus however much later than this
        * rank the predecessor started.  That skew only ever adds, so the
-       * estimate follows a shorter wait at once and a longer one
+       * estimate follows a shorter wait three quarters of the way (a cold
+       * first operation measured 20-40x the transfer on a slow VM, and
+       * halving took five operations to forget it) and a longer one
        * slowly. */
       double w = (double)(now - b->lane_ready[j]);
       if (!b->trans_known) {
         ewma(&b->trans_est, &b->trans_known, w);
       } else {
         b->trans_est += (w - b->trans_est) *
-                        (w < b->trans_est ? 0.5 : EWMA_GAIN / 2);
+                        (w < b->trans_est ? 0.75 : EWMA_GAIN / 2);
       }
     } else if (b->trans_known) {
       /* Later steps: the predecessor's step plus the transfer.  These
@@ -214,7 +224,11 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
         b->step_est = cur + EWMA_GAIN * ((t < cap ? t : cap) - cur);
         b->step_known = true;
       } else if (t < cur) {
-        b->step_est = cur + EWMA_GAIN * (t - cur);
+        /* Half-way at once, like T_trans: a T learnt high (from a cold
+         * first operation, or raised by a denial) comes down only through
+         * the few waits that hold no straggler's delay, one per lane and
+         * operation, so a quarter-gain needed some ten operations. */
+        b->step_est = cur + (t - cur) * 0.5;
         b->step_known = true;
       }
     }
