@@ -12,8 +12,9 @@
 # AUTO's time over the fastest's, alone and pooled (AUTO's rounds counted
 # as rounds of the algorithm it ran, which is the same code, so noise
 # between two sets of rounds of one program is not taken for a wrong
-# choice), then one verdict line on the pooled ratio.  DLCP_SHM=0 runs over UDP on loopback (the rules for ranks on different hosts) instead
-# of the shared-memory rings.  Exits 1 if a run fails, 3 if AUTO is more
+# choice), then one verdict line on the pooled ratio.  DLCP_SHM=0 runs
+# over UDP on loopback (the rules for ranks on different hosts) instead of
+# the shared-memory rings.  Exits 1 if a run fails, 3 if AUTO is more
 # than 10 % slower than the fastest at some size.
 set -eu
 build=${1:-build}

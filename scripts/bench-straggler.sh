@@ -8,13 +8,11 @@
 # dlcp-bench with one size (default 64 MiB with 16 MiB pipeline segments:
 # one lane per chunk, so the hop the bypass skips, the seed's T + T_trans,
 # is a whole 16 MiB transfer and reduce); the two algorithms take turns
-# for REPS runs
-# (default 5) of ITERS timed iterations (default 10) after WARMUP
-# untimed ones (default 5: the bypass ring learns T_trans and T over its
-# first few operations, the first of which runs cold), and the medians are
-# compared.  Prints the ratio and the
-# bypasses counted by dlcp-bench.  Exits non-zero if a run fails or a result
-# is wrong.
+# for REPS runs (default 5) of ITERS timed iterations (default 10) after
+# WARMUP untimed ones (default 5: the bypass ring learns T_trans and T over
+# its first few operations, the first of which runs cold), and the medians
+# are compared.  Prints the ratio and the bypasses counted by dlcp-bench.
+# Exits non-zero if a run fails or a result is wrong.
 set -eu
 build=${1:-build}
 size=${STRAGGLE_SIZE:-64M}

@@ -27,6 +27,10 @@
 
 #define MAX_RANKS 8
 #define MAX_MISSING 64
+/* The straggler test: untimed rounds first (the first operation runs cold,
+ * buffers faulted in, and the bypass ring's estimates need a few
+ * operations to forget it), then the timed ones. */
+enum { STRAGGLE_WARMUP = 3, STRAGGLE_ROUNDS = 7, STRAGGLE_COUNT = 16u << 20 };
 
 typedef struct rank_report {
   int checks;             /* collectives checked */
@@ -38,7 +42,8 @@ typedef struct rank_report {
   size_t nmissing;
   dlcp_range missing[MAX_MISSING];
   uint32_t bypasses;            /* straggler bypasses this rank made */
-  uint64_t ring_ns[8], bypass_ns[8]; /* straggler runs: each round's time */
+  /* straggler runs: each timed round's time */
+  uint64_t ring_ns[STRAGGLE_ROUNDS], bypass_ns[STRAGGLE_ROUNDS];
 } rank_report;
 
 typedef struct scenario {
@@ -390,12 +395,10 @@ static void test_bounded_loss_agrees(void **state) {
  * after the straggler.  The seed's gain is one hop, T + T_trans (its eq.
  * 1), so the vector is large (64 MiB) and one pipeline lane carries a
  * whole chunk: the hop is a 16 MiB transfer and reduce, about 5 ms of
- * ~90 ms on a 2-core machine.  Rounds alternate the two rings after a
- * warm-up round (the estimates a bypass ring hands to the next); each
- * round's time is the slowest rank's, and the medians are compared. */
-/* Warm-up rounds: the first operation runs cold (buffers faulted in), and
- * the bypass ring's estimates need a few operations to forget it. */
-enum { STRAGGLE_WARMUP = 3, STRAGGLE_ROUNDS = 7, STRAGGLE_COUNT = 16u << 20 };
+ * ~90 ms on a 2-core machine.  Rounds alternate the two rings after
+ * STRAGGLE_WARMUP warm-up rounds (the estimates a bypass ring hands to the
+ * next); each round's time is the slowest rank's, and the medians are
+ * compared. */
 
 static int straggler_body(dlcp_comm *comm, const scenario *s,
                           rank_report *rep) {

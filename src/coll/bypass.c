@@ -35,12 +35,14 @@
  * predecessor's next slot completed here.  T_trans: an EWMA of the
  * step-0 waits, where the predecessor forwards its own data unreduced, so
  * the wait is the transfer (as this rank sees it, its own receive
- * processing included), following shorter waits at once and longer ones
+ * processing included), following shorter waits quickly and longer ones
  * slowly, because the predecessor's later start only adds to them.  T:
- * EWMA of later waits minus T_trans (the predecessor's step; gain 1/2),
- * but only waits that lower it: any other may hold a straggler's delay, and a
+ * EWMA of later waits minus T_trans (the predecessor's step), but only
+ * waits that lower it: any other may hold a straggler's delay, and a
  * straggler slow in every operation, which on a one-lane ring delays
- * every later wait, must not teach the ring to wait for it.  A denied
+ * every later wait, must not teach the ring to wait for it.  For the same
+ * reason T never counts above alpha*T_trans: once raised, it could not
+ * come back below such a delay.  A denied
  * request (the data was sent before the predecessor heard) raises T by at
  * most a factor alpha, weighted like any sample.  Until learnt, T is
  * T_trans.  Both start from the caller's hints
@@ -54,6 +56,12 @@
 
 #define BYPASS_MIN_STEP_NS 1000.0
 #define EWMA_GAIN 0.25
+/* Gains for samples below the estimate: a cold first operation measured
+ * 20-40x the transfer on a slow VM, and halving took five operations to
+ * forget it; T comes down only through the few waits that hold no
+ * straggler's delay, one per lane and operation. */
+#define TRANS_DOWN_GAIN 0.75
+#define STEP_DOWN_GAIN 0.5
 
 enum slot_flag {
   SLOT_REQ_SENT = 1,   /* C: asked B */
@@ -197,16 +205,14 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
       /* Step 0: the predecessor forwards its own data without reducing,
        * so the wait is the transfer, plus however much later than this
        * rank the predecessor started.  That skew only ever adds, so the
-       * estimate follows a shorter wait three quarters of the way (a cold
-       * first operation measured 20-40x the transfer on a slow VM, and
-       * halving took five operations to forget it) and a longer one
+       * estimate follows a shorter wait most of the way and a longer one
        * slowly. */
       double w = (double)(now - b->lane_ready[j]);
       if (!b->trans_known) {
         ewma(&b->trans_est, &b->trans_known, w);
       } else {
         b->trans_est += (w - b->trans_est) *
-                        (w < b->trans_est ? 0.75 : EWMA_GAIN / 2);
+                        (w < b->trans_est ? TRANS_DOWN_GAIN : EWMA_GAIN / 2);
       }
     } else if (b->trans_known) {
       /* Later steps: the predecessor's step plus the transfer.  These
@@ -224,11 +230,7 @@ void coll_bypass_on_step_done(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
         b->step_est = cur + EWMA_GAIN * ((t < cap ? t : cap) - cur);
         b->step_known = true;
       } else if (t < cur) {
-        /* Half-way at once, like T_trans: a T learnt high (from a cold
-         * first operation, or raised by a denial) comes down only through
-         * the few waits that hold no straggler's delay, one per lane and
-         * operation, so a quarter-gain needed some ten operations. */
-        b->step_est = cur + (t - cur) * 0.5;
+        b->step_est = cur + STEP_DOWN_GAIN * (t - cur);
         b->step_known = true;
       }
     }

@@ -44,11 +44,12 @@
 #define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
 /* Above that, on a power-of-two world, halving-doubling: its 2 log2 n
  * steps move the ring's bytes without the fold, and it led or tied from
- * 128 KiB up in a make bench-auto sweep (3 rounds; us, HD / PS / ring): 128 KiB 303 / 440 /
- * 529, 2 MiB 3192 / 3953 / 4570, 8 MiB 11596 / 11274 / 13548, 32 MiB
- * 45694 / 58550 / 53012, 128 MiB 210976 / 215018 / 236195.  Other worlds
- * pay HD's fold in whole vectors and keep the rule below. */
-/* Medium vectors on a few ranks of a world that is not a power of two:
+ * 128 KiB up in a make bench-auto sweep (3 rounds; us, HD / PS / ring):
+ * 128 KiB 303 / 440 / 529, 2 MiB 3192 / 3953 / 4570, 8 MiB 11596 / 11274
+ * / 13548, 32 MiB 45694 / 58550 / 53012, 128 MiB 210976 / 215018 /
+ * 236195.  Other worlds pay HD's fold in whole vectors and keep the rule
+ * below.
+ * Medium vectors on a few ranks of a world that is not a power of two:
  * the parameter server's two steps beat the ring's 2(n - 1) while its
  * (n - 1)-way incast stays small.  4 ranks, unbound, 2026-11-23, medians
  * of 3 runs, us: 128 KiB PS 327 / ring 688 / HD 419; 2 MiB 3689 / 6598 /
@@ -99,11 +100,15 @@
 #define COLL_AUTO_HOST_RD_LARGE_BYTES (512u * 1024u)
 #define COLL_AUTO_HOST_HD_BYTES (1024u * 1024u)
 
+static bool world_pow2(uint32_t world) {
+  return (world & (world - 1)) == 0;
+}
+
 static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
   if ((uint64_t)(p->world - 1) * bytes <= COLL_AUTO_HOST_DIRECT_BYTES) {
     return DLCP_ALGO_DIRECT;
   }
-  bool pow2 = (p->world & (p->world - 1)) == 0;
+  bool pow2 = world_pow2(p->world);
   if (pow2 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
     return DLCP_ALGO_RECURSIVE_DOUBLING;
   }
@@ -214,7 +219,7 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     if (p->same_host) {
       return (int)auto_same_host(p, bytes);
     }
-    if ((p->world & (p->world - 1)) == 0) {
+    if (world_pow2(p->world)) {
       return bytes <= COLL_AUTO_RD_BYTES ? DLCP_ALGO_RECURSIVE_DOUBLING
                                          : DLCP_ALGO_HALVING_DOUBLING;
     }
