@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coll/coll.h"
 #include "dlcp/dlcp.h"
 
 typedef struct options {
@@ -42,9 +43,6 @@ typedef struct options {
   dlcp_redop redop;
 } options;
 
-/* Indexed by dlcp_algo. */
-static const char *const kAlgos[] = {"auto", "ring", "ring_bypass", "ps",
-                                     "hd", "rat", "direct", "rd"};
 static const char *const kTypes[] = {"float", "half", "bfloat16", "int32",
                                      "int64"};
 static const char *const kOps[] = {"sum", "avg", "min", "max"};
@@ -129,17 +127,11 @@ static int parse(int argc, char **argv, options *o) {
       break;
     case 'a':
       /* The short names, or the names the result rows print. */
-      k = pick(v, kAlgos, sizeof(kAlgos) / sizeof(kAlgos[0]));
-      for (int a = 0; k < 0 && a < (int)(sizeof(kAlgos) / sizeof(kAlgos[0]));
-           a++) {
-        k = strcmp(v, dlcp_algo_str((dlcp_algo)a)) == 0 ? a : -1;
-      }
-      if (k < 0) {
+      if (dlcp_algo_parse(v, &o->algo) != 0) {
         return usage("-a: expected auto, ring, ring_bypass, ps, hd "
                      "(halving_doubling), rat, direct or rd "
                      "(recursive_doubling)");
       }
-      o->algo = (dlcp_algo)k;
       break;
     case 'p': {
       char *end;
@@ -351,7 +343,7 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     printf("# dlcp-bench: %u ranks, algo %s, type %s, redop %s, loss bound "
            "%g, %s, %d iterations (+%d warm-up), check %d\n",
-           n, kAlgos[o.algo], kTypes[o.dtype], kOps[o.redop], o.p,
+           n, dlcp_algo_short_name(o.algo), kTypes[o.dtype], kOps[o.redop], o.p,
            o.inplace ? "in place" : "out of place", o.iters, o.warmup,
            o.check);
     printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s\n", "size",

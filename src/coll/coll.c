@@ -27,104 +27,6 @@
 #include "coll/plan.h"
 #include "coll/reduce.h"
 
-/* Below this many bytes AUTO prefers halving-doubling (all-reduce) or a
- * binomial tree (broadcast): latency-bound sizes, where 2 log2(n) steps beat
- * the ring's 2(n - 1).  A starting point for the lead's benchmarks. */
-#define COLL_AUTO_SMALL_BYTES (64u * 1024u)
-/* Between hosts (sockets), small vectors by message count: on a
- * power-of-two world, recursive doubling (log2 n steps, one message
- * each); elsewhere DIRECT (one step of n - 1 messages) while what each
- * rank sends stays below its bound, which beats the fold's two extra
- * steps.  Ranks bound to cores, DLCP_SHM=0 (UDP on loopback), 4 ranks,
- * 8 interleaved runs, 2026-11-25, medians, us (RD / DIRECT): 8 B 99.6 /
- * 115.8, 512 B 96.1 / 112.0, 2 KiB 97.6 / 119.3, 8 KiB 105.7 / 135.3,
- * 32 KiB 157.8 / 183.5 (one 3-round sweep that day had DIRECT ahead
- * instead, 92 against 119 us at 8 B: the spread of the VM, not a trend). */
-#define COLL_AUTO_RD_BYTES (32u * 1024u)
-#define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
-/* Above that, on a power-of-two world, halving-doubling: its 2 log2 n
- * steps move the ring's bytes without the fold, and it led or tied from
- * 128 KiB up in a make bench-auto sweep (3 rounds; us, HD / PS / ring):
- * 128 KiB 303 / 440 / 529, 2 MiB 3192 / 3953 / 4570, 8 MiB 11596 / 11274
- * / 13548, 32 MiB 45694 / 58550 / 53012, 128 MiB 210976 / 215018 /
- * 236195.  Other worlds pay HD's fold in whole vectors and keep the rule
- * below.
- * Medium vectors on a few ranks of a world that is not a power of two:
- * the parameter server's two steps beat the ring's 2(n - 1) while its
- * (n - 1)-way incast stays small.  4 ranks, unbound, 2026-11-23, medians
- * of 3 runs, us: 128 KiB PS 327 / ring 688 / HD 419; 2 MiB 3689 / 6598 /
- * 4488; 8 MiB 14168 / 18745 / 18707; 32 MiB 71794 / 66656 / 67581. */
-#define COLL_AUTO_PS_MAX_WORLD 8u
-#define COLL_AUTO_PS_BYTES (8u * 1024u * 1024u)
-
-/* Ranks on one host (same_host): a step is a copy through a shared ring
- * and a poll, not a network round trip, so the message-count savings of
- * RD matter less and its extra bytes more.  4 ranks, three sweeps of
- * medians of 5 runs, us (ring / PS / HD / RD); the third after ring slots
- * were prefaulted whole (which sped up everything that was not yet warm):
- *   4 KiB    33.7/38.0/26.4/22.6   45.4/43.0/34.7/35.6   49.0/52.7/29.9/31.9
- *   16 KiB   52.6/45.1/33.1/76.0   69.1/46.7/50.8/107    63.9/66.3/41.8/61.9
- *   64 KiB   141/198/158/478       196/209/245/442       130/144/107/204
- *   256 KiB  478/511/420/320       639/713/625/423       592/462/441/477
- *   1 MiB    879/1190/949/1916     1325/1338/1333/2043   1351/1500/1465/2539
- *   4 MiB    4466/4256/4690/8053   5684/5456/5765/8343   5676/5072/5883/9044
- *   16 MiB   18.6/17.9/18.2/35.9 ms 23.5/19.9/20.9/37.4  24.1/18.9/22.3/44.0
- *   64 MiB   77.1/74.3/71.6/140 ms  91.2/78.6/74.7/153   94.1/78.8/81.3/156
- * With ranks bound to cores (dlcp-run --bind core, 2026-11-24) the ring
- * lost its band: 4 ranks, -n 20 -w 5, three interleaved sweeps, us
- * (HD / PS / ring):
- *   128 KiB  52-74 / 81-89 / 66-75        512 KiB  194-213 / 206-220 / 237-262
- *   1 MiB    370-408 / 370-386 / 491-507  2 MiB    922-1007 / 823-848 / 1005-1031
- *   4 MiB    2182-2216 / 2040-2156 / 2442-2498
- * and PS 14.7 / 65.3 ms against the ring's 23.5 / 103.8 at 32 / 128 MiB
- * (make bench-auto).  Below 2 KiB DIRECT's one step beat RD's two by
- * 9-12 % (8 B: 12.3 against 13.8 us; 2 KiB 14.5 / 14.8; 8 KiB 18.4 /
- * 17.5).  So DIRECT while a rank sends at most 8 KiB in all, RD up to
- * 4 KiB on power-of-two worlds, HD up to 1 MiB, then PS on up to 8 ranks,
- * HD beyond 8 ranks.
- * Between 128 KiB and 512 KiB HD's halves outgrow the runtime's eager
- * size (64 KiB by default), so each of its 2 log2(n) steps pays MLT's
- * START / DATA / STOP exchange; RD's log2(n) steps pay it half as often
- * for 4/3 the bytes, and wins until the bytes dominate.  make bench-auto,
- * 4 ranks, 7 rounds, 2026-11-25 (us, HD / RD / PS): 128 KiB 173 / 440 /
- * 196, 256 KiB 494 / 432 / 442, 512 KiB 892 / 743 / 900, 1 MiB 1241 /
- * 1557 / 1167; the sweeps before binding had RD ahead at 256 KiB in two
- * of three too.  So RD again from 128 KiB to 512 KiB on power-of-two
- * worlds.  At 8 KiB on 4 ranks DIRECT won all three full sweeps (45.0,
- * 42.3 us today against HD's 51.4, 52.0 and RD's 52.9, 54.5; yesterday HD
- * took 1.15x DIRECT's time), so DIRECT while a rank sends up to 24 KiB
- * (at 32 KiB HD's 63 us beats DIRECT's 89). */
-#define COLL_AUTO_HOST_DIRECT_BYTES (24u * 1024u)
-#define COLL_AUTO_HOST_RD_BYTES (4u * 1024u)
-#define COLL_AUTO_HOST_HD_EAGER_BYTES (128u * 1024u)
-#define COLL_AUTO_HOST_RD_LARGE_BYTES (512u * 1024u)
-#define COLL_AUTO_HOST_HD_BYTES (1024u * 1024u)
-
-static bool world_pow2(uint32_t world) {
-  return (world & (world - 1)) == 0;
-}
-
-static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
-  if ((uint64_t)(p->world - 1) * bytes <= COLL_AUTO_HOST_DIRECT_BYTES) {
-    return DLCP_ALGO_DIRECT;
-  }
-  bool pow2 = world_pow2(p->world);
-  if (pow2 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
-    return DLCP_ALGO_RECURSIVE_DOUBLING;
-  }
-  if (bytes <= COLL_AUTO_HOST_HD_EAGER_BYTES) {
-    return DLCP_ALGO_HALVING_DOUBLING;
-  }
-  if (pow2 && bytes <= COLL_AUTO_HOST_RD_LARGE_BYTES) {
-    return DLCP_ALGO_RECURSIVE_DOUBLING;
-  }
-  if (bytes <= COLL_AUTO_HOST_HD_BYTES) {
-    return DLCP_ALGO_HALVING_DOUBLING;
-  }
-  return p->world <= COLL_AUTO_PS_MAX_WORLD ? DLCP_ALGO_PS
-                                            : DLCP_ALGO_HALVING_DOUBLING;
-}
-
 void dlcp_coll_params_default(dlcp_coll_params *p) {
   memset(p, 0, sizeof(*p));
   p->kind = DLCP_COLL_ALLREDUCE;
@@ -146,28 +48,6 @@ void dlcp_coll_shard(uint64_t count, uint32_t parts, uint32_t part,
   *len = base + (part < rem ? 1u : 0u);
 }
 
-const char *dlcp_algo_name(dlcp_algo algo) {
-  switch (algo) {
-  case DLCP_ALGO_AUTO:
-    return "auto";
-  case DLCP_ALGO_RING:
-    return "ring";
-  case DLCP_ALGO_RING_BYPASS:
-    return "ring_bypass";
-  case DLCP_ALGO_PS:
-    return "ps";
-  case DLCP_ALGO_HALVING_DOUBLING:
-    return "halving_doubling";
-  case DLCP_ALGO_RAT:
-    return "rat";
-  case DLCP_ALGO_DIRECT:
-    return "direct";
-  case DLCP_ALGO_RECURSIVE_DOUBLING:
-    return "recursive_doubling";
-  }
-  return "?";
-}
-
 const char *dlcp_coll_kind_name(dlcp_coll_kind kind) {
   switch (kind) {
   case DLCP_COLL_ALLREDUCE:
@@ -184,107 +64,6 @@ const char *dlcp_coll_kind_name(dlcp_coll_kind kind) {
   return "?";
 }
 
-/* True if the labels put the ranks in more than one level-0 region. */
-static bool topo_has_regions(const dlcp_coll_params *p) {
-  if (!p->topo || p->topo_levels == 0 || p->world < 2) {
-    return false;
-  }
-  for (uint32_t r = 1; r < p->world; r++) {
-    if (memcmp(&p->topo[r * p->topo_levels], &p->topo[0],
-               p->topo_levels * sizeof(uint32_t)) != 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
-  uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
-  dlcp_algo a = p->algo;
-  switch (p->kind) {
-  case DLCP_COLL_BARRIER:
-    /* One barrier: the dissemination barrier, halving-doubling's sibling
-     * (ceil(log2 n) rounds of notes). */
-    return DLCP_ALGO_HALVING_DOUBLING;
-  case DLCP_COLL_ALLREDUCE:
-    if (a != DLCP_ALGO_AUTO) {
-      return (int)a;
-    }
-    if (p->world <= 1) {
-      return DLCP_ALGO_RING;
-    }
-    if (topo_has_regions(p)) {
-      return DLCP_ALGO_RAT;
-    }
-    if (p->same_host) {
-      return (int)auto_same_host(p, bytes);
-    }
-    if (world_pow2(p->world)) {
-      return bytes <= COLL_AUTO_RD_BYTES ? DLCP_ALGO_RECURSIVE_DOUBLING
-                                         : DLCP_ALGO_HALVING_DOUBLING;
-    }
-    if (bytes * (p->world - 1) <= COLL_AUTO_DIRECT_BYTES) {
-      return DLCP_ALGO_DIRECT;
-    }
-    if (p->world <= COLL_AUTO_PS_MAX_WORLD && bytes <= COLL_AUTO_PS_BYTES) {
-      return DLCP_ALGO_PS;
-    }
-    return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
-                                          : DLCP_ALGO_RING;
-  case DLCP_COLL_REDUCE_SCATTER:
-    switch (a) {
-    case DLCP_ALGO_AUTO:
-      return DLCP_ALGO_RING;
-    case DLCP_ALGO_RING:
-    case DLCP_ALGO_RING_BYPASS:
-    case DLCP_ALGO_PS:
-      return (int)a;
-    case DLCP_ALGO_HALVING_DOUBLING:
-    case DLCP_ALGO_RAT:
-    case DLCP_ALGO_DIRECT:
-    case DLCP_ALGO_RECURSIVE_DOUBLING:
-      return -1;
-    }
-    return -1;
-  case DLCP_COLL_ALLGATHER:
-    switch (a) {
-    case DLCP_ALGO_AUTO:
-    case DLCP_ALGO_RING:
-    case DLCP_ALGO_RING_BYPASS: /* nothing to bypass: no reduction */
-      return DLCP_ALGO_RING;
-    case DLCP_ALGO_PS:
-      return (int)a;
-    case DLCP_ALGO_HALVING_DOUBLING:
-    case DLCP_ALGO_RAT:
-    case DLCP_ALGO_DIRECT:
-    case DLCP_ALGO_RECURSIVE_DOUBLING:
-      return -1;
-    }
-    return -1;
-  case DLCP_COLL_BROADCAST:
-    switch (a) {
-    case DLCP_ALGO_AUTO:
-      if (topo_has_regions(p)) {
-        return DLCP_ALGO_RAT;
-      }
-      return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
-                                            : DLCP_ALGO_RING;
-    case DLCP_ALGO_RING_BYPASS:
-      return DLCP_ALGO_RING;
-    case DLCP_ALGO_RING:
-    case DLCP_ALGO_PS:
-    case DLCP_ALGO_HALVING_DOUBLING:
-    case DLCP_ALGO_RAT:
-      return (int)a;
-    case DLCP_ALGO_DIRECT:
-    case DLCP_ALGO_RECURSIVE_DOUBLING:
-      return -1;
-    }
-    return -1;
-  }
-  return -1;
-}
-
 static bool kind_valid(dlcp_coll_kind k) {
   return k == DLCP_COLL_ALLREDUCE || k == DLCP_COLL_REDUCE_SCATTER ||
          k == DLCP_COLL_ALLGATHER || k == DLCP_COLL_BROADCAST ||
@@ -292,10 +71,7 @@ static bool kind_valid(dlcp_coll_kind k) {
 }
 
 static bool algo_valid(dlcp_algo a) {
-  return a == DLCP_ALGO_AUTO || a == DLCP_ALGO_RING ||
-         a == DLCP_ALGO_RING_BYPASS || a == DLCP_ALGO_PS ||
-         a == DLCP_ALGO_HALVING_DOUBLING || a == DLCP_ALGO_RAT ||
-         a == DLCP_ALGO_DIRECT || a == DLCP_ALGO_RECURSIVE_DOUBLING;
+  return (unsigned)a < DLCP_COLL_NALGOS;
 }
 
 /* Checks |p| (not its buffers) and derives the builders' view of it. */

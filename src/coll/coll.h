@@ -359,8 +359,24 @@ void dlcp_coll_get_result(const dlcp_coll *op, dlcp_coll_result *res);
 dlcp_ssize dlcp_coll_plan_dump(const dlcp_coll_params *p, char *buf,
                                size_t buflen);
 
-/* Names for logs and dumps ("ring", "allreduce"); "?" if unknown. */
+/* The number of dlcp_algo values (they run 0..DLCP_COLL_NALGOS-1). */
+#define DLCP_COLL_NALGOS ((unsigned)DLCP_ALGO_RECURSIVE_DOUBLING + 1u)
+
+/*
+ * Algorithm names, from one table (algo.c).  Every algorithm has a name
+ * ("halving_doubling"), printed by the runtime and in plan dumps, and a
+ * short name ("hd"), used by scenario files, simulator CSVs and command
+ * lines; the two are equal where the name is already short ("ring").
+ * Both return "?" for a value outside the enum.
+ */
 const char *dlcp_algo_name(dlcp_algo algo);
+const char *dlcp_algo_short_name(dlcp_algo algo);
+
+/* dlcp_algo_parse sets |*algo| from either spelling of its name.  Returns 0
+ * or DLCP_ERR_INVALID_ARGUMENT (|*algo| untouched). */
+int dlcp_algo_parse(const char *name, dlcp_algo *algo);
+
+/* The collective's name for logs and dumps ("allreduce"); "?" if unknown. */
 const char *dlcp_coll_kind_name(dlcp_coll_kind kind);
 
 #endif /* DLCP_COLL_COLL_H */

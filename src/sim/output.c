@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "coll/coll.h"
 #include "sim/sim.h"
 
 static double ps_us(dlcp_sim_ps t) {
@@ -237,28 +238,6 @@ static void write_iterations_csv(const dlcp_sim *sim, FILE *f) {
   }
 }
 
-static const char *algo_name(dlcp_algo a) {
-  switch (a) {
-  case DLCP_ALGO_AUTO:
-    return "auto";
-  case DLCP_ALGO_RING:
-    return "ring";
-  case DLCP_ALGO_RING_BYPASS:
-    return "ring_bypass";
-  case DLCP_ALGO_PS:
-    return "ps";
-  case DLCP_ALGO_HALVING_DOUBLING:
-    return "hd";
-  case DLCP_ALGO_RAT:
-    return "rat";
-  case DLCP_ALGO_DIRECT:
-    return "direct";
-  case DLCP_ALGO_RECURSIVE_DOUBLING:
-    return "rd";
-  }
-  return "?";
-}
-
 static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "job,algo,ranks,bytes,iteration,start_us,end_us,duration_us,"
              "collective_us\n");
@@ -267,7 +246,7 @@ static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
     dlcp_sim_coll_get_report(sim, j, &r);
     for (uint32_t i = 0; i < r.iterations; i++) {
       const dlcp_sim_coll_iter *it = &r.iter[i];
-      fprintf(f, "%u,%s,%u,%llu,%u,", j, algo_name(r.algo), r.ranks,
+      fprintf(f, "%u,%s,%u,%llu,%u,", j, dlcp_algo_short_name(r.algo), r.ranks,
               (unsigned long long)r.bytes, i);
       if (it->ranks_done < r.ranks) {
         fprintf(f, ",,,\n");
@@ -289,7 +268,7 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
                "\"status\": %d, \"failed_rank\": %d, "
                "\"verify_errors\": %llu, \"min_delivered\": %.6f, "
                "\"bypasses\": %u, \"iterations\": [",
-            j ? "," : "", j, algo_name(r.algo), r.ranks,
+            j ? "," : "", j, dlcp_algo_short_name(r.algo), r.ranks,
             (unsigned long long)r.bytes, r.scale, r.done ? "true" : "false",
             r.status, r.failed_rank, (unsigned long long)r.verify_errors,
             r.min_delivered, r.bypasses);
@@ -540,7 +519,7 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
     fprintf(f, "collective %u: %s all-reduce, %u ranks, %.3f MB", j,
-            algo_name(r.algo), r.ranks, (double)r.bytes / 1e6);
+            dlcp_algo_short_name(r.algo), r.ranks, (double)r.bytes / 1e6);
     if (r.scale > 1) {
       fprintf(f, " (buffers 1/%u)", r.scale);
     }

@@ -22,6 +22,8 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "coll/coll.h"
+
 typedef enum ykind { Y_SCALAR, Y_MAP, Y_SEQ } ykind;
 
 typedef struct ynode {
@@ -1169,12 +1171,10 @@ static int collective_item(scn *s, const ynode *n, const char *path) {
     join(field, sizeof(field), path, "bytes");
     return fail(s, n, field, "expected this field to be present");
   }
-  static const char *const algos[] = {"auto", "ring", "ring_bypass", "ps",
-                                      "hd",   "rat",  "direct", "rd", NULL};
-  static const dlcp_algo algo_of[] = {
-      DLCP_ALGO_AUTO, DLCP_ALGO_RING, DLCP_ALGO_RING_BYPASS, DLCP_ALGO_PS,
-      DLCP_ALGO_HALVING_DOUBLING, DLCP_ALGO_RAT, DLCP_ALGO_DIRECT,
-      DLCP_ALGO_RECURSIVE_DOUBLING};
+  const char *algos[DLCP_COLL_NALGOS + 1] = {NULL};
+  for (unsigned a = 0; a < DLCP_COLL_NALGOS; a++) {
+    algos[a] = dlcp_algo_short_name((dlcp_algo)a);
+  }
   int algo = 1;
   if ((rv = get_enum(s, n, path, "algo", algos, &algo)) ||
       (rv = get_size(s, n, path, "bytes", &cs->bytes, 4, 1ull << 40)) ||
@@ -1190,7 +1190,7 @@ static int collective_item(scn *s, const ynode *n, const char *path) {
       (rv = get_u32(s, n, path, "scale", &cs->scale, 1, 1u << 30))) {
     return rv;
   }
-  cs->algo = algo_of[algo];
+  cs->algo = (dlcp_algo)algo;
   /* ranks: all (the default) or a count. */
   const ynode *r = map_get(n, "ranks");
   if (r && !(r->kind == Y_SCALAR && strcmp(r->str, "all") == 0) &&

@@ -1,0 +1,173 @@
+/*
+ * auto.c: the AUTO policy, which algorithm an operation runs
+ * (dlcp_coll_resolve_algo), and which algorithms each collective can run.
+ *
+ * The thresholds below come from make bench-auto sweeps over UDP on
+ * loopback and over shared memory; the dated tables behind each of them
+ * are in docs/collectives.md ("AUTO: the measurements"), so a re-tune
+ * updates that table and the constant together.
+ */
+#include "coll/coll.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "coll/reduce.h"
+
+/* Between hosts, on a power-of-two world: recursive doubling (log2 n
+ * steps, one whole-vector message each) up to this size, halving-doubling
+ * above (the ring's bytes in 2 log2 n steps, without a fold). */
+#define COLL_AUTO_RD_BYTES (32u * 1024u)
+/* Other worlds: DIRECT (one step of n - 1 messages, which beats the fold's
+ * two extra steps) while what each rank sends stays within this. */
+#define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
+/* Then the parameter server on a few ranks (two steps; the (n - 1)-way
+ * incast stays small) up to a size... */
+#define COLL_AUTO_PS_MAX_WORLD 8u
+#define COLL_AUTO_PS_BYTES (8u * 1024u * 1024u)
+/* ...then halving-doubling while latency-bound (2 log2 n steps beat the
+ * ring's 2(n - 1)), the ring above.  The same bound picks the binomial
+ * tree over the pipelined chain for broadcast. */
+#define COLL_AUTO_SMALL_BYTES (64u * 1024u)
+
+/* Ranks on one host (same_host): a step is a copy through a shared ring
+ * and a poll, not a network round trip, so message counts matter less and
+ * bytes more.  DIRECT while a rank sends at most this in all... */
+#define COLL_AUTO_HOST_DIRECT_BYTES (24u * 1024u)
+/* ...RD up to this on power-of-two worlds... */
+#define COLL_AUTO_HOST_RD_BYTES (4u * 1024u)
+/* ...HD while its halves stay below the runtime's eager size (64 KiB)... */
+#define COLL_AUTO_HOST_HD_EAGER_BYTES (128u * 1024u)
+/* ...RD again on power-of-two worlds: each of HD's 2 log2 n steps now pays
+ * MLT's START / DATA / STOP exchange, RD's log2 n steps half as often, for
+ * 4/3 the bytes, until the bytes dominate... */
+#define COLL_AUTO_HOST_RD_LARGE_BYTES (512u * 1024u)
+/* ...HD up to 1 MiB, then PS on up to COLL_AUTO_PS_MAX_WORLD ranks, HD
+ * beyond. */
+#define COLL_AUTO_HOST_HD_BYTES (1024u * 1024u)
+
+static bool world_pow2(uint32_t world) {
+  return (world & (world - 1)) == 0;
+}
+
+static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
+  if ((uint64_t)(p->world - 1) * bytes <= COLL_AUTO_HOST_DIRECT_BYTES) {
+    return DLCP_ALGO_DIRECT;
+  }
+  bool pow2 = world_pow2(p->world);
+  if (pow2 && bytes <= COLL_AUTO_HOST_RD_BYTES) {
+    return DLCP_ALGO_RECURSIVE_DOUBLING;
+  }
+  if (bytes <= COLL_AUTO_HOST_HD_EAGER_BYTES) {
+    return DLCP_ALGO_HALVING_DOUBLING;
+  }
+  if (pow2 && bytes <= COLL_AUTO_HOST_RD_LARGE_BYTES) {
+    return DLCP_ALGO_RECURSIVE_DOUBLING;
+  }
+  if (bytes <= COLL_AUTO_HOST_HD_BYTES) {
+    return DLCP_ALGO_HALVING_DOUBLING;
+  }
+  return p->world <= COLL_AUTO_PS_MAX_WORLD ? DLCP_ALGO_PS
+                                            : DLCP_ALGO_HALVING_DOUBLING;
+}
+
+/* True if the labels put the ranks in more than one level-0 region. */
+static bool topo_has_regions(const dlcp_coll_params *p) {
+  if (!p->topo || p->topo_levels == 0 || p->world < 2) {
+    return false;
+  }
+  for (uint32_t r = 1; r < p->world; r++) {
+    if (memcmp(&p->topo[r * p->topo_levels], &p->topo[0],
+               p->topo_levels * sizeof(uint32_t)) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
+  uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
+  dlcp_algo a = p->algo;
+  switch (p->kind) {
+  case DLCP_COLL_BARRIER:
+    /* One barrier: the dissemination barrier, halving-doubling's sibling
+     * (ceil(log2 n) rounds of notes). */
+    return DLCP_ALGO_HALVING_DOUBLING;
+  case DLCP_COLL_ALLREDUCE:
+    if (a != DLCP_ALGO_AUTO) {
+      return (int)a;
+    }
+    if (p->world <= 1) {
+      return DLCP_ALGO_RING;
+    }
+    if (topo_has_regions(p)) {
+      return DLCP_ALGO_RAT;
+    }
+    if (p->same_host) {
+      return (int)auto_same_host(p, bytes);
+    }
+    if (world_pow2(p->world)) {
+      return bytes <= COLL_AUTO_RD_BYTES ? DLCP_ALGO_RECURSIVE_DOUBLING
+                                         : DLCP_ALGO_HALVING_DOUBLING;
+    }
+    if (bytes * (p->world - 1) <= COLL_AUTO_DIRECT_BYTES) {
+      return DLCP_ALGO_DIRECT;
+    }
+    if (p->world <= COLL_AUTO_PS_MAX_WORLD && bytes <= COLL_AUTO_PS_BYTES) {
+      return DLCP_ALGO_PS;
+    }
+    return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
+                                          : DLCP_ALGO_RING;
+  case DLCP_COLL_REDUCE_SCATTER:
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+      return DLCP_ALGO_RING;
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_RING_BYPASS:
+    case DLCP_ALGO_PS:
+      return (int)a;
+    case DLCP_ALGO_HALVING_DOUBLING:
+    case DLCP_ALGO_RAT:
+    case DLCP_ALGO_DIRECT:
+    case DLCP_ALGO_RECURSIVE_DOUBLING:
+      return -1;
+    }
+    return -1;
+  case DLCP_COLL_ALLGATHER:
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_RING_BYPASS: /* nothing to bypass: no reduction */
+      return DLCP_ALGO_RING;
+    case DLCP_ALGO_PS:
+      return (int)a;
+    case DLCP_ALGO_HALVING_DOUBLING:
+    case DLCP_ALGO_RAT:
+    case DLCP_ALGO_DIRECT:
+    case DLCP_ALGO_RECURSIVE_DOUBLING:
+      return -1;
+    }
+    return -1;
+  case DLCP_COLL_BROADCAST:
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+      if (topo_has_regions(p)) {
+        return DLCP_ALGO_RAT;
+      }
+      return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
+                                            : DLCP_ALGO_RING;
+    case DLCP_ALGO_RING_BYPASS:
+      return DLCP_ALGO_RING;
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_PS:
+    case DLCP_ALGO_HALVING_DOUBLING:
+    case DLCP_ALGO_RAT:
+      return (int)a;
+    case DLCP_ALGO_DIRECT:
+    case DLCP_ALGO_RECURSIVE_DOUBLING:
+      return -1;
+    }
+    return -1;
+  }
+  return -1;
+}
