@@ -50,26 +50,21 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/match.h"
 #include "proto/rng.h"
 #include "sim/sim.h"
 
 #define COLL_MEM_BUDGET (32ull << 20) /* simulated vectors, all ranks */
 #define NOTE_BYTES 64u                /* IPv4 + TCP + job, iter, rank, value */
 
-enum xfer_state { XS_FREE = 0, XS_POSTED, XS_RUNNING };
-
-typedef struct coll_xfer {
-  uint32_t job, iter, src, dst, tag; /* key; src/dst are ranks */
-  uint32_t next;                     /* hash chain or free list */
-  uint8_t state;
-  bool has_send, has_recv, recv_done, send_done;
-  const void *send_buf;
-  void *recv_buf;
-  uint64_t bytes; /* buffer bytes (wire bytes / scale) */
-  double loss_bound;
+/* A transfer: the matcher's record (coll/match.h), then the simulator's
+ * part, kept across recycled slots (the hole array) or reset at removal. */
+typedef struct sim_xfer {
+  coll_xfer m;
+  bool recv_done, send_done;
   dlcp_coll_range *holes;
   size_t nholes, holes_cap;
-} coll_xfer;
+} sim_xfer;
 
 typedef struct pending_note {
   uint32_t iter, peer;
@@ -127,11 +122,7 @@ typedef struct dlcp_sim_colls {
   dlcp_sim *sim;
   coll_job *jobs;
   uint32_t njobs;
-  coll_xfer *x;
-  uint32_t nx, capx, free_x;
-  uint32_t *bucket;
-  uint32_t nbucket; /* power of two */
-  uint32_t live;    /* transfers in the table */
+  coll_match xfers; /* of sim_xfer */
   pause_state *pauses;
   uint32_t npauses;
   uint64_t npaused; /* pauses started */
@@ -143,112 +134,19 @@ static void *zalloc(const dlcp_sim *sim, size_t n, size_t size) {
   return sim->mem->calloc(n ? n : 1, size, sim->mem->user);
 }
 
-/* ---- transfers: a chained hash table over recycled slots --------------- */
+/* ---- transfers ---------------------------------------------------------- */
 
-static uint32_t xhash(const dlcp_sim_colls *c, uint32_t job, uint32_t iter,
-                      uint32_t src, uint32_t dst, uint32_t tag) {
-  uint64_t h = ((uint64_t)job << 48) ^ ((uint64_t)iter << 32) ^
-               ((uint64_t)src << 20) ^ ((uint64_t)dst << 8) ^
-               ((uint64_t)tag * 0x9E3779B97F4A7C15ull);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return (uint32_t)h & (c->nbucket - 1);
+static sim_xfer *xfer_at(const dlcp_sim_colls *c, uint32_t i) {
+  return (sim_xfer *)(void *)coll_match_at(&c->xfers, i);
 }
 
-static int xtable_grow(dlcp_sim_colls *c) {
-  dlcp_sim *sim = c->sim;
-  uint32_t nb = c->nbucket ? c->nbucket * 2 : 1024;
-  uint32_t *b = sim->mem->malloc(nb * sizeof(*b), sim->mem->user);
-  if (!b) {
-    return DLCP_ERR_NOMEM;
-  }
-  memset(b, 0xff, nb * sizeof(*b));
-  sim->mem->free(c->bucket, sim->mem->user);
-  c->bucket = b;
-  c->nbucket = nb;
-  for (uint32_t i = 0; i < c->nx; i++) {
-    coll_xfer *x = &c->x[i];
-    if (x->state != XS_FREE) {
-      uint32_t h = xhash(c, x->job, x->iter, x->src, x->dst, x->tag);
-      x->next = c->bucket[h];
-      c->bucket[h] = i;
-    }
-  }
-  return 0;
-}
-
-static uint32_t xfind(const dlcp_sim_colls *c, uint32_t job, uint32_t iter,
-                      uint32_t src, uint32_t dst, uint32_t tag) {
-  if (!c->nbucket) {
-    return DLCP_SIM_NONE;
-  }
-  for (uint32_t i = c->bucket[xhash(c, job, iter, src, dst, tag)];
-       i != DLCP_SIM_NONE; i = c->x[i].next) {
-    const coll_xfer *x = &c->x[i];
-    if (x->tag == tag && x->src == src && x->dst == dst && x->iter == iter &&
-        x->job == job) {
-      return i;
-    }
-  }
-  return DLCP_SIM_NONE;
-}
-
-static uint32_t xcreate(dlcp_sim_colls *c, uint32_t job, uint32_t iter,
-                        uint32_t src, uint32_t dst, uint32_t tag) {
-  dlcp_sim *sim = c->sim;
-  if ((c->live + 1) > c->nbucket && xtable_grow(c) != 0) {
-    return DLCP_SIM_NONE;
-  }
-  uint32_t i = c->free_x;
-  if (i != DLCP_SIM_NONE) {
-    c->free_x = c->x[i].next;
-  } else {
-    if (c->nx == c->capx) {
-      uint32_t ncap = c->capx ? c->capx * 2 : 1024;
-      coll_xfer *n =
-          sim->mem->realloc(c->x, ncap * sizeof(*n), sim->mem->user);
-      if (!n) {
-        return DLCP_SIM_NONE;
-      }
-      c->x = n;
-      c->capx = ncap;
-    }
-    i = c->nx++;
-    c->x[i].holes = NULL;
-    c->x[i].holes_cap = 0;
-  }
-  coll_xfer *x = &c->x[i];
-  dlcp_coll_range *holes = x->holes;
-  size_t holes_cap = x->holes_cap;
-  memset(x, 0, sizeof(*x));
-  x->holes = holes;
-  x->holes_cap = holes_cap;
-  x->job = job;
-  x->iter = iter;
-  x->src = src;
-  x->dst = dst;
-  x->tag = tag;
-  x->state = XS_POSTED;
-  uint32_t h = xhash(c, job, iter, src, dst, tag);
-  x->next = c->bucket[h];
-  c->bucket[h] = i;
-  c->live++;
-  return i;
-}
-
+/* Transfer |i| is over at both ends: its slot is recycled, its hole array
+ * kept for the next transfer in it. */
 static void xremove(dlcp_sim_colls *c, uint32_t i) {
-  coll_xfer *x = &c->x[i];
-  uint32_t *pp = &c->bucket[xhash(c, x->job, x->iter, x->src, x->dst, x->tag)];
-  while (*pp != i) {
-    pp = &c->x[*pp].next;
-  }
-  *pp = x->next;
-  x->state = XS_FREE;
+  sim_xfer *x = xfer_at(c, i);
   x->nholes = 0;
-  x->next = c->free_x;
-  c->free_x = i;
-  c->live--;
+  x->recv_done = x->send_done = false;
+  coll_match_remove(&c->xfers, i);
 }
 
 /* ---- ranks --------------------------------------------------------------- */
@@ -391,8 +289,7 @@ static void send_note(coll_rank *rk, uint32_t peer, uint64_t value,
 static void xfer_start(coll_job *job, uint32_t xi, dlcp_sim_ps now) {
   dlcp_sim *sim = job->sim;
   dlcp_sim_colls *c = sim->colls;
-  coll_xfer *x = &c->x[xi];
-  x->state = XS_RUNNING;
+  const coll_xfer *x = coll_match_at(&c->xfers, xi);
   uint32_t id = dlcp_sim_flow_add(sim, job->ranks[x->src].host,
                                   job->ranks[x->dst].host,
                                   x->bytes * job->scale, now, job->spec.prio,
@@ -415,52 +312,35 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
   switch (a->type) {
   case DLCP_COLL_ACT_SEND:
   case DLCP_COLL_ACT_RECV: {
-    bool is_send = a->type == DLCP_COLL_ACT_SEND;
     if (a->peer >= job->n || a->peer == rk->rank || a->bytes == 0) {
       job_fail(job, rk->rank, DLCP_ERR_INVALID_ARGUMENT, now);
       return;
     }
-    uint32_t src = is_send ? rk->rank : a->peer;
-    uint32_t dst = is_send ? a->peer : rk->rank;
-    uint32_t xi = xfind(c, job->id, rk->iter, src, dst, a->tag);
-    if (xi == DLCP_SIM_NONE) {
-      xi = xcreate(c, job->id, rk->iter, src, dst, a->tag);
-      if (xi == DLCP_SIM_NONE) {
-        dlcp_sim_engine_fail(&job->sim->engine, DLCP_ERR_NOMEM);
-        return;
-      }
-    }
-    coll_xfer *x = &c->x[xi];
-    if ((is_send && x->has_send) || (!is_send && x->has_recv) ||
-        (x->bytes && x->bytes != a->bytes)) {
+    uint32_t xi;
+    switch (coll_match_post(&c->xfers, job->id, rk->iter, rk->rank, a, &xi)) {
+    case COLL_MATCH_WAITING:
+      return;
+    case COLL_MATCH_READY:
+      xfer_start(job, xi, now);
+      return;
+    case COLL_MATCH_DUPLICATE:
+    case COLL_MATCH_REUSED:
+    case COLL_MATCH_SIZE_MISMATCH:
       /* A reused key or a size mismatch: a contract violation. */
       job_fail(job, rk->rank, DLCP_ERR_SIZE_MISMATCH, now);
       return;
-    }
-    x->bytes = a->bytes;
-    if (is_send) {
-      x->has_send = true;
-      x->send_buf = a->send_buf;
-    } else {
-      x->has_recv = true;
-      x->recv_buf = a->recv_buf;
-      x->loss_bound = a->loss_bound;
-    }
-    if (x->has_send && x->has_recv) {
-      xfer_start(job, xi, now);
-    }
-    return;
-  }
-  case DLCP_COLL_ACT_CANCEL_RECV: {
-    uint32_t xi = xfind(c, job->id, rk->iter, a->peer, rk->rank, a->tag);
-    if (xi == DLCP_SIM_NONE || c->x[xi].state != XS_POSTED ||
-        c->x[xi].has_send) {
-      job_fail(job, rk->rank, DLCP_ERR_UNKNOWN_TRANSFER, now);
+    case COLL_MATCH_NOMEM:
+      dlcp_sim_engine_fail(&job->sim->engine, DLCP_ERR_NOMEM);
       return;
     }
-    xremove(c, xi);
     return;
   }
+  case DLCP_COLL_ACT_CANCEL_RECV:
+    if (coll_match_cancel(&c->xfers, job->id, rk->iter, a->peer, rk->rank,
+                          a->tag) != 0) {
+      job_fail(job, rk->rank, DLCP_ERR_UNKNOWN_TRANSFER, now);
+    }
+    return;
   case DLCP_COLL_ACT_NOTE:
     if (a->peer >= job->n || a->peer == rk->rank) {
       job_fail(job, rk->rank, DLCP_ERR_INVALID_ARGUMENT, now);
@@ -774,9 +654,9 @@ int dlcp_sim_coll_build(dlcp_sim *sim, char *err, size_t errlen) {
   }
   sim->colls = c;
   c->sim = sim;
-  c->free_x = DLCP_SIM_NONE;
   c->jobs = zalloc(sim, sim->cfg.ncolls, sizeof(*c->jobs));
-  if (!c->jobs || xtable_grow(c) != 0) {
+  if (!c->jobs ||
+      coll_match_init(&c->xfers, sim->mem, sizeof(sim_xfer)) != 0) {
     return DLCP_ERR_NOMEM;
   }
   c->njobs = sim->cfg.ncolls;
@@ -808,15 +688,14 @@ void dlcp_sim_coll_free(dlcp_sim *sim) {
     mem->free(job->expected, mem->user);
     mem->free(job->it, mem->user);
   }
-  for (uint32_t i = 0; i < c->nx; i++) {
-    mem->free(c->x[i].holes, mem->user);
+  for (uint32_t i = 0; i < coll_match_slots(&c->xfers); i++) {
+    mem->free(xfer_at(c, i)->holes, mem->user);
   }
   for (uint32_t i = 0; i < c->npauses; i++) {
     mem->free(c->pauses[i].cand, mem->user);
   }
   mem->free(c->pauses, mem->user);
-  mem->free(c->x, mem->user);
-  mem->free(c->bucket, mem->user);
+  coll_match_free(&c->xfers);
   mem->free(c->jobs, mem->user);
   mem->free(c, mem->user);
   sim->colls = NULL;
@@ -824,30 +703,32 @@ void dlcp_sim_coll_free(dlcp_sim *sim) {
 
 /* ---- events from the transports ---------------------------------------- */
 
-static coll_xfer *xfer_of(dlcp_sim *sim, const dlcp_sim_flow *flow) {
+static sim_xfer *xfer_of(dlcp_sim *sim, const dlcp_sim_flow *flow) {
   dlcp_sim_colls *c = sim->colls;
-  if (!c || flow->xfer >= c->nx || c->x[flow->xfer].state != XS_RUNNING) {
+  if (!c || flow->xfer >= coll_match_slots(&c->xfers) ||
+      xfer_at(c, flow->xfer)->m.state != COLL_XFER_RUNNING) {
     return NULL;
   }
-  return &c->x[flow->xfer];
+  return xfer_at(c, flow->xfer);
 }
 
-static void xfer_maybe_free(dlcp_sim *sim, coll_xfer *x) {
+static void xfer_maybe_free(dlcp_sim *sim, const dlcp_sim_flow *flow) {
+  sim_xfer *x = xfer_at(sim->colls, flow->xfer);
   if (x->send_done && x->recv_done) {
-    xremove(sim->colls, (uint32_t)(x - sim->colls->x));
+    xremove(sim->colls, flow->xfer);
   }
 }
 
 void dlcp_sim_coll_flow_hole(dlcp_sim *sim, const dlcp_sim_flow *flow,
                              uint64_t off, uint64_t len) {
-  coll_xfer *x = xfer_of(sim, flow);
+  sim_xfer *x = xfer_of(sim, flow);
   if (!x || len == 0) {
     return;
   }
-  uint32_t scale = sim->colls->jobs[x->job].scale;
+  uint32_t scale = sim->colls->jobs[x->m.job].scale;
   /* Wire bytes [off, off+len) stand for buffer bytes [off/S, ceil). */
   uint64_t a = off / scale, b = (off + len + scale - 1) / scale;
-  b = b < x->bytes ? b : x->bytes;
+  b = b < x->m.bytes ? b : x->m.bytes;
   if (a >= b) {
     return;
   }
@@ -867,22 +748,22 @@ void dlcp_sim_coll_flow_hole(dlcp_sim *sim, const dlcp_sim_flow *flow,
 
 void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                   dlcp_sim_ps now) {
-  coll_xfer *x = xfer_of(sim, flow);
+  sim_xfer *x = xfer_of(sim, flow);
   if (!x || x->recv_done) {
     return;
   }
-  coll_job *job = &sim->colls->jobs[x->job];
-  coll_rank *rk = &job->ranks[x->dst];
+  coll_job *job = &sim->colls->jobs[x->m.job];
+  coll_rank *rk = &job->ranks[x->m.dst];
   x->recv_done = true;
-  if (job->status == 0 && rk->op && rk->iter == x->iter) {
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
     /* What the network carried, as the runtime's receive buffer would
      * hold it: the sender's bytes, zeros in the holes. */
-    memcpy(x->recv_buf, x->send_buf, (size_t)x->bytes);
+    memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
     for (size_t i = 0; i < x->nholes; i++) {
-      memset((uint8_t *)x->recv_buf + x->holes[i].offset, 0,
+      memset((uint8_t *)x->m.recv_buf + x->holes[i].offset, 0,
              (size_t)x->holes[i].len);
     }
-    int rv = dlcp_coll_on_received(rk->op, x->src, x->tag, 0, x->holes,
+    int rv = dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, 0, x->holes,
                                    x->nholes, ns_of(now));
     /* Other errors fail the operation, which reports them at DONE. */
     if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
@@ -890,36 +771,36 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
     }
     queue_poll(rk, now);
   }
-  xfer_maybe_free(sim, x);
+  xfer_maybe_free(sim, flow);
 }
 
 void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                  dlcp_sim_ps now) {
-  coll_xfer *x = xfer_of(sim, flow);
+  sim_xfer *x = xfer_of(sim, flow);
   if (!x || x->send_done) {
     return;
   }
-  coll_job *job = &sim->colls->jobs[x->job];
-  coll_rank *rk = &job->ranks[x->src];
+  coll_job *job = &sim->colls->jobs[x->m.job];
+  coll_rank *rk = &job->ranks[x->m.src];
   x->send_done = true;
-  if (job->status == 0 && rk->op && rk->iter == x->iter) {
-    int rv = dlcp_coll_on_sent(rk->op, x->dst, x->tag, 0, ns_of(now));
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+    int rv = dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, 0, ns_of(now));
     if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
       job_fail(job, rk->rank, rv, now);
     }
     queue_poll(rk, now);
   }
-  xfer_maybe_free(sim, x);
+  xfer_maybe_free(sim, flow);
 }
 
 void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                bool is_send, int status, dlcp_sim_ps now) {
-  coll_xfer *x = xfer_of(sim, flow);
+  sim_xfer *x = xfer_of(sim, flow);
   if (!x) {
     return;
   }
-  coll_job *job = &sim->colls->jobs[x->job];
-  uint32_t r = is_send ? x->src : x->dst;
+  coll_job *job = &sim->colls->jobs[x->m.job];
+  uint32_t r = is_send ? x->m.src : x->m.dst;
   coll_rank *rk = &job->ranks[r];
   if (is_send ? x->send_done : x->recv_done) {
     return;
@@ -929,16 +810,16 @@ void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
   } else {
     x->recv_done = true;
   }
-  if (job->status == 0 && rk->op && rk->iter == x->iter) {
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
     if (is_send) {
-      (void)dlcp_coll_on_sent(rk->op, x->dst, x->tag, status, ns_of(now));
+      (void)dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, status, ns_of(now));
     } else {
-      (void)dlcp_coll_on_received(rk->op, x->src, x->tag, status, NULL, 0,
+      (void)dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, status, NULL, 0,
                                   ns_of(now));
     }
     queue_poll(rk, now);
   }
-  xfer_maybe_free(sim, x);
+  xfer_maybe_free(sim, flow);
 }
 
 void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
@@ -1028,7 +909,6 @@ int dlcp_sim_coll_schedule_pauses(dlcp_sim *sim, char *err, size_t errlen) {
       return DLCP_ERR_NOMEM;
     }
     sim->colls->sim = sim;
-    sim->colls->free_x = DLCP_SIM_NONE;
   }
   dlcp_sim_colls *c = sim->colls;
   c->pauses = zalloc(sim, n, sizeof(*c->pauses));

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/match.h"
 #include "proto/rng.h"
 
 enum ev_type { EV_ARRIVE, EV_SENT, EV_RECEIVED, EV_NOTE, EV_TIMER };
@@ -32,20 +33,11 @@ typedef struct event {
   uint64_t value;
 } event;
 
-enum xfer_state { XF_POSTED, XF_RUNNING, XF_ARRIVED, XF_DONE, XF_CANCELED };
-
+/* A transfer: the matcher's record (coll/match.h), then what arrived. */
 typedef struct xfer {
-  uint64_t key;
-  uint32_t src, dst, tag;
-  bool has_send, has_recv;
-  const void *send_buf;
-  void *recv_buf;
-  uint64_t send_bytes, recv_bytes;
-  double loss_bound;
-  int state;
+  coll_xfer m;
   dlcp_coll_range *missing;
   size_t nmissing;
-  int32_t next; /* hash chain */
 } xfer;
 
 struct collsim {
@@ -60,14 +52,15 @@ struct collsim {
   event *heap;
   size_t nheap, capheap;
   uint64_t seq;
-  xfer *x;
-  uint32_t nx, capx;
-  int32_t *bucket;
-  uint32_t nbucket;
+  coll_match xfers; /* of xfer; done ones kept, so a reused key fails */
   collsim_stats st;
   char err[256];
   bool failed;
 };
+
+static xfer *xfer_at(const collsim *cs, uint32_t i) {
+  return (xfer *)(void *)coll_match_at(&cs->xfers, i);
+}
 
 void collsim_config_default(collsim_config *cfg) {
   memset(cfg, 0, sizeof(*cfg));
@@ -111,13 +104,10 @@ collsim *collsim_new(const collsim_config *cfg) {
     cs->cfg.until_ns = 10000000000ull;
   }
   dlcp_rng_seed(&cs->rng, cfg->seed);
-  cs->nbucket = 4096;
-  cs->bucket = malloc(cs->nbucket * sizeof(int32_t));
-  if (!cs->bucket) {
+  if (coll_match_init(&cs->xfers, NULL, sizeof(xfer)) != 0) {
     free(cs);
     return NULL;
   }
-  memset(cs->bucket, 0xff, cs->nbucket * sizeof(int32_t));
   for (uint32_t r = 0; r < COLLSIM_MAX_WORLD; r++) {
     cs->done_at[r] = DLCP_TSTAMP_NEVER;
     cs->timer_at[r] = DLCP_TSTAMP_NEVER;
@@ -129,11 +119,10 @@ void collsim_del(collsim *cs) {
   if (!cs) {
     return;
   }
-  for (uint32_t i = 0; i < cs->nx; i++) {
-    free(cs->x[i].missing);
+  for (uint32_t i = 0; i < coll_match_slots(&cs->xfers); i++) {
+    free(xfer_at(cs, i)->missing);
   }
-  free(cs->x);
-  free(cs->bucket);
+  coll_match_free(&cs->xfers);
   free(cs->heap);
   free(cs);
 }
@@ -218,66 +207,12 @@ static event pop(collsim *cs) {
 
 /* ---- transfers ------------------------------------------------------------ */
 
-static uint64_t xkey(uint32_t src, uint32_t dst, uint32_t tag) {
-  return ((uint64_t)src << 40) | ((uint64_t)dst << 20) | tag;
-}
-
-static uint32_t bucket_of(const collsim *cs, uint64_t key) {
-  uint64_t h = key * UINT64_C(0x9e3779b97f4a7c15);
-  return (uint32_t)(h >> 32) % cs->nbucket;
-}
-
-/* The live (not done) transfer with |key|, creating it if |create|.
- * Finished transfers with the same key are reported as reuse. */
-static xfer *xfind(collsim *cs, uint64_t key, bool create, bool *reused) {
-  *reused = false;
-  uint32_t b = bucket_of(cs, key);
-  for (int32_t i = cs->bucket[b]; i >= 0; i = cs->x[i].next) {
-    if (cs->x[i].key == key) {
-      if (cs->x[i].state == XF_DONE) {
-        *reused = true;
-        continue;
-      }
-      if (cs->x[i].state == XF_CANCELED) {
-        continue;
-      }
-      return &cs->x[i];
-    }
-  }
-  if (!create) {
-    return NULL;
-  }
-  if (cs->nx == cs->capx) {
-    uint32_t ncap = cs->capx ? cs->capx * 2 : 256;
-    xfer *n = realloc(cs->x, ncap * sizeof(*n));
-    if (!n) {
-      fail(cs, "out of memory");
-      return NULL;
-    }
-    cs->x = n;
-    cs->capx = ncap;
-  }
-  xfer *x = &cs->x[cs->nx];
-  memset(x, 0, sizeof(*x));
-  x->key = key;
-  x->next = cs->bucket[b];
-  cs->bucket[b] = (int32_t)cs->nx;
-  cs->nx++;
-  return x;
-}
-
 /* Both ends posted: serialize on the sender's link, schedule arrival. */
-static void start_xfer(collsim *cs, xfer *x, dlcp_tstamp now) {
-  if (x->send_bytes != x->recv_bytes) {
-    fail(cs, "size mismatch %u->%u tag %u: send %llu recv %llu", x->src,
-         x->dst, x->tag, (unsigned long long)x->send_bytes,
-         (unsigned long long)x->recv_bytes);
-    return;
-  }
-  x->state = XF_RUNNING;
+static void start_xfer(collsim *cs, uint32_t xi, dlcp_tstamp now) {
+  const coll_xfer *x = coll_match_at(&cs->xfers, xi);
   dlcp_tstamp t = now > cs->nic_free[x->src] ? now : cs->nic_free[x->src];
   if (cs->cfg.bandwidth_bps) {
-    t += (dlcp_tstamp)((x->send_bytes * 8u * 1000000000ull) /
+    t += (dlcp_tstamp)((x->bytes * 8u * 1000000000ull) /
                        cs->cfg.bandwidth_bps);
   }
   cs->nic_free[x->src] = t;
@@ -285,30 +220,29 @@ static void start_xfer(collsim *cs, xfer *x, dlcp_tstamp now) {
   if (cs->cfg.jitter_ns) {
     t += dlcp_rng_below(&cs->rng, cs->cfg.jitter_ns);
   }
-  event ev = {.t = t, .type = EV_ARRIVE, .rank = x->dst,
-              .xfer = (uint32_t)(x - cs->x)};
+  event ev = {.t = t, .type = EV_ARRIVE, .rank = x->dst, .xfer = xi};
   push(cs, ev);
   cs->st.transfers++;
-  cs->st.bytes += x->send_bytes;
+  cs->st.bytes += x->bytes;
 }
 
 /* Copies the payload, punching the seeded holes a lossy transfer gets. */
 static void deliver(collsim *cs, xfer *x) {
-  memcpy(x->recv_buf, x->send_buf, (size_t)x->send_bytes);
-  if (!(x->loss_bound > 0.0) || !(cs->cfg.segment_loss > 0.0)) {
+  memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
+  if (!(x->m.loss_bound > 0.0) || !(cs->cfg.segment_loss > 0.0)) {
     return;
   }
   uint64_t seg = cs->cfg.loss_segment_bytes;
-  uint64_t pieces = (x->send_bytes + seg - 1) / seg;
-  uint64_t budget = (uint64_t)(x->loss_bound * (double)pieces);
+  uint64_t pieces = (x->m.bytes + seg - 1) / seg;
+  uint64_t budget = (uint64_t)(x->m.loss_bound * (double)pieces);
   for (uint64_t i = 0; i < pieces && budget > 0; i++) {
     if (dlcp_rng_unit(&cs->rng) >= cs->cfg.segment_loss) {
       continue;
     }
     budget--;
     uint64_t off = i * seg;
-    uint64_t len = x->send_bytes - off < seg ? x->send_bytes - off : seg;
-    memset((unsigned char *)x->recv_buf + off, 0, (size_t)len);
+    uint64_t len = x->m.bytes - off < seg ? x->m.bytes - off : seg;
+    memset((unsigned char *)x->m.recv_buf + off, 0, (size_t)len);
     if (x->nmissing > 0 &&
         x->missing[x->nmissing - 1].offset + x->missing[x->nmissing - 1].len ==
             off) {
@@ -334,7 +268,6 @@ static void deliver(collsim *cs, xfer *x) {
 
 static void do_action(collsim *cs, uint32_t r, const dlcp_coll_action *a,
                       dlcp_tstamp now) {
-  bool reused;
   switch (a->type) {
   case DLCP_COLL_ACT_SEND:
   case DLCP_COLL_ACT_RECV: {
@@ -345,46 +278,41 @@ static void do_action(collsim *cs, uint32_t r, const dlcp_coll_action *a,
            is_send ? "send" : "recv", a->peer, (unsigned long long)a->bytes);
       return;
     }
-    xfer *x = xfind(cs, xkey(src, dst, a->tag), true, &reused);
-    if (!x) {
+    uint32_t xi;
+    switch (coll_match_post(&cs->xfers, 0, 0, r, a, &xi)) {
+    case COLL_MATCH_WAITING:
       return;
-    }
-    if (reused) {
+    case COLL_MATCH_READY:
+      start_xfer(cs, xi, now);
+      return;
+    case COLL_MATCH_REUSED:
       fail(cs, "rank %u: key %u->%u tag %u reused after completion", r, src,
            dst, a->tag);
       return;
-    }
-    if ((is_send && x->has_send) || (!is_send && x->has_recv)) {
+    case COLL_MATCH_DUPLICATE:
       fail(cs, "rank %u: duplicate %s %u->%u tag %u", r,
            is_send ? "send" : "recv", src, dst, a->tag);
       return;
+    case COLL_MATCH_SIZE_MISMATCH: {
+      uint64_t first = coll_match_at(&cs->xfers, xi)->bytes;
+      fail(cs, "size mismatch %u->%u tag %u: send %llu recv %llu", src, dst,
+           a->tag, (unsigned long long)(is_send ? a->bytes : first),
+           (unsigned long long)(is_send ? first : a->bytes));
+      return;
     }
-    x->src = src;
-    x->dst = dst;
-    x->tag = a->tag;
-    if (is_send) {
-      x->has_send = true;
-      x->send_buf = a->send_buf;
-      x->send_bytes = a->bytes;
-    } else {
-      x->has_recv = true;
-      x->recv_buf = a->recv_buf;
-      x->recv_bytes = a->bytes;
-      x->loss_bound = a->loss_bound;
-    }
-    if (x->has_send && x->has_recv) {
-      start_xfer(cs, x, now);
+    case COLL_MATCH_NOMEM:
+      fail(cs, "out of memory");
+      return;
     }
     return;
   }
   case DLCP_COLL_ACT_CANCEL_RECV: {
-    xfer *x = xfind(cs, xkey(a->peer, r, a->tag), false, &reused);
-    if (!x || !x->has_recv || x->has_send) {
+    uint32_t xi = coll_match_find(&cs->xfers, 0, 0, a->peer, r, a->tag);
+    if (coll_match_cancel(&cs->xfers, 0, 0, a->peer, r, a->tag) != 0) {
       fail(cs, "rank %u: cancel of %u->%u tag %u that is %s", r, a->peer, r,
-           a->tag, !x ? "unknown" : "matched");
+           a->tag, xi == COLL_MATCH_NONE ? "unknown" : "matched");
       return;
     }
-    x->state = XF_CANCELED;
     cs->st.cancels++;
     return;
   }
@@ -463,32 +391,31 @@ static void handle(collsim *cs, const event *ev) {
   dlcp_tstamp t = ev->t;
   switch ((enum ev_type)ev->type) {
   case EV_ARRIVE: {
-    xfer *x = &cs->x[ev->xfer];
+    xfer *x = xfer_at(cs, ev->xfer);
     deliver(cs, x);
-    x->state = XF_ARRIVED;
     /* The acknowledgement travels back; the receiver's CPU processes the
      * step when it is free (one step at a time). */
     event sent = {.t = t + cs->cfg.latency_ns, .type = EV_SENT,
-                  .rank = x->src, .xfer = ev->xfer};
+                  .rank = x->m.src, .xfer = ev->xfer};
     push(cs, sent);
     dlcp_tstamp start = t;
-    if (!cs->cfg.compute_parallel && cs->cpu_free[x->dst] > t) {
-      start = cs->cpu_free[x->dst];
+    if (!cs->cfg.compute_parallel && cs->cpu_free[x->m.dst] > t) {
+      start = cs->cpu_free[x->m.dst];
     }
     dlcp_tstamp fin = start + cs->cfg.compute_ns;
     if (!cs->cfg.slow_until_ns || t < cs->cfg.slow_until_ns) {
-      fin += cs->cfg.slow_ns[x->dst];
+      fin += cs->cfg.slow_ns[x->m.dst];
     }
-    if (fin > cs->cpu_free[x->dst]) {
-      cs->cpu_free[x->dst] = fin;
+    if (fin > cs->cpu_free[x->m.dst]) {
+      cs->cpu_free[x->m.dst] = fin;
     }
-    event recv = {.t = fin, .type = EV_RECEIVED, .rank = x->dst,
+    event recv = {.t = fin, .type = EV_RECEIVED, .rank = x->m.dst,
                   .xfer = ev->xfer};
     push(cs, recv);
     return;
   }
   case EV_SENT: {
-    xfer *x = &cs->x[ev->xfer];
+    const coll_xfer *x = coll_match_at(&cs->xfers, ev->xfer);
     rv = dlcp_coll_on_sent(op, x->dst, x->tag, 0, t);
     if (rv != 0) {
       fail(cs, "rank %u: on_sent %u tag %u: %d", ev->rank, x->dst, x->tag,
@@ -497,13 +424,13 @@ static void handle(collsim *cs, const event *ev) {
     break;
   }
   case EV_RECEIVED: {
-    xfer *x = &cs->x[ev->xfer];
-    x->state = XF_DONE;
-    rv = dlcp_coll_on_received(op, x->src, x->tag, 0, x->missing,
+    xfer *x = xfer_at(cs, ev->xfer);
+    coll_match_retire(&cs->xfers, ev->xfer);
+    rv = dlcp_coll_on_received(op, x->m.src, x->m.tag, 0, x->missing,
                                x->nmissing, t);
     if (rv != 0) {
-      fail(cs, "rank %u: on_received %u tag %u: %d", ev->rank, x->src,
-           x->tag, rv);
+      fail(cs, "rank %u: on_received %u tag %u: %d", ev->rank, x->m.src,
+           x->m.tag, rv);
     }
     break;
   }
@@ -551,9 +478,10 @@ int collsim_run(collsim *cs) {
   for (uint32_t r = 0; r < n; r++) {
     if (cs->done_at[r] == DLCP_TSTAMP_NEVER) {
       uint32_t open = 0;
-      for (uint32_t i = 0; i < cs->nx; i++) {
-        if ((cs->x[i].src == r || cs->x[i].dst == r) &&
-            cs->x[i].state != XF_DONE && cs->x[i].state != XF_CANCELED) {
+      for (uint32_t i = 0; i < coll_match_slots(&cs->xfers); i++) {
+        const coll_xfer *x = coll_match_at(&cs->xfers, i);
+        if ((x->src == r || x->dst == r) &&
+            (x->state == COLL_XFER_POSTED || x->state == COLL_XFER_RUNNING)) {
           open++;
         }
       }
