@@ -40,6 +40,7 @@
 
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
+#include "proto/mlt_tune.h"
 #include "rt/clock.h"
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
@@ -1516,8 +1517,9 @@ static int make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     dlcp_mlt_config cfg;
     dlcp_mlt_config_default(&cfg);
     cfg.job = c->env.job;
-    cfg.segment_size = c->env.segment_bytes ? c->env.segment_bytes
-                                            : segment_for(&p->udp[0]);
+    dlcp_mlt_config_tune_segment(&cfg, c->env.segment_bytes
+                                           ? c->env.segment_bytes
+                                           : segment_for(&p->udp[0]));
     if (cfg.segment_size < RX_IN_PLACE_MIN_SEGMENT) {
       c->rx_in_place = false;
     }
@@ -1527,19 +1529,7 @@ static int make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
     cfg.max_inflight_bytes = c->env.window_bytes;
     cfg.eager_max_bytes = c->env.eager_bytes;
-    /* The seed's thresholds (12.5/125 us) and step (40 Mbps per ACK of 10
-     * packets) fit MTU-sized packets through switches.  A path with large
-     * datagrams (loopback, 64 KiB) has host processing, not switch queues,
-     * in its RTT: each ACK then covers 45x the bytes and a batch of
-     * received datagrams delays it by ~100 us.  So the step scales with
-     * the segment (the same increase per byte acknowledged), and the
-     * thresholds scale 20x beyond jumbo frames; DLCP_RTT_LOW_US /
-     * DLCP_RTT_HIGH_US override them. */
-    cfg.alpha_bps = (uint64_t)((double)cfg.alpha_bps * cfg.segment_size / 1456.0);
-    if (cfg.segment_size > 9000) {
-      cfg.t_low_ns *= 20;
-      cfg.t_high_ns *= 20;
-    }
+    /* DLCP_RTT_LOW_US / DLCP_RTT_HIGH_US override the tuned thresholds. */
     if (c->env.rtt_low_us) {
       cfg.t_low_ns = (dlcp_duration)c->env.rtt_low_us * 1000u;
     }
