@@ -12,28 +12,13 @@
  * fully delivered transfers, so it is exact; every element inside it is
  * zeroed on every rank.  Each hop is a NOTE carrying the list's length
  * followed, if the list is not empty, by one reliable transfer (loss bound
- * 0, tag class 3) of 16 bytes per range, little-endian (offset, length).
+ * 0, tag class 3) of 16 bytes per range (wire/ranges.h).
  * Cost: 2 ceil(log2 n) hops of small messages, only when p > 0.
  */
 #include <string.h>
 
 #include "coll/exec.h"
-
-#define RANGE_WIRE_BYTES 16u
-
-static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) {
-    p[i] = (unsigned char)(v >> (8 * i));
-  }
-}
-
-static uint64_t get_u64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) {
-    v |= (uint64_t)p[i] << (8 * i);
-  }
-  return v;
-}
+#include "wire/ranges.h"
 
 /* The binomial tree on rank 0: the parent clears the lowest set bit; the
  * children add each smaller power of two (at most log2 of the largest
@@ -87,14 +72,13 @@ static coll_agree_peer *agree_peer(dlcp_coll *op, uint32_t rank) {
 
 static unsigned char *encode(dlcp_coll *op, const dlcp_coll_range *r,
                              size_t n) {
-  unsigned char *b = op->mem->malloc(n ? n * RANGE_WIRE_BYTES : 1,
+  unsigned char *b = op->mem->malloc(n ? n * DLCP_WIRE_RANGE_LEN : 1,
                                      op->mem->user);
   if (!b) {
     return NULL;
   }
   for (size_t i = 0; i < n; i++) {
-    put_u64(b + i * RANGE_WIRE_BYTES, r[i].offset);
-    put_u64(b + i * RANGE_WIRE_BYTES + 8, r[i].len);
+    dlcp_wire_put_range(b, i, r[i].offset, r[i].len);
   }
   return b;
 }
@@ -104,8 +88,8 @@ static unsigned char *encode(dlcp_coll *op, const dlcp_coll_range *r,
 static int decode(const dlcp_coll *op, const coll_agree_peer *p,
                   dlcp_coll_range *out, size_t *n) {
   for (int64_t i = 0; i < p->count; i++) {
-    const unsigned char *b = p->buf + (size_t)i * RANGE_WIRE_BYTES;
-    uint64_t off = get_u64(b), len = get_u64(b + 8);
+    uint64_t off, len;
+    dlcp_wire_get_range(p->buf, (size_t)i, &off, &len);
     if (off > op->g.count || len > op->g.count - off) {
       return DLCP_ERR_BAD_OFFSET;
     }
@@ -124,7 +108,7 @@ static int send_list(dlcp_coll *op, uint32_t peer, int kind, uint32_t seq,
                         .peer = peer,
                         .tag = DLCP_COLL_TAG(DLCP_COLL_TAG_AGREE, seq),
                         .send_buf = buf,
-                        .bytes = n * RANGE_WIRE_BYTES,
+                        .bytes = n * DLCP_WIRE_RANGE_LEN,
                         .loss_bound = 0.0};
   rv = coll_exec_push(op, &a);
   if (rv == 0) {
@@ -271,7 +255,7 @@ int coll_agree_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
     p->received = true;
     return fail(op, progress(op, now), -1);
   }
-  p->buf = op->mem->malloc((size_t)count * RANGE_WIRE_BYTES, op->mem->user);
+  p->buf = op->mem->malloc((size_t)count * DLCP_WIRE_RANGE_LEN, op->mem->user);
   if (!p->buf) {
     return fail(op, DLCP_ERR_NOMEM, -1);
   }
@@ -280,7 +264,7 @@ int coll_agree_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
                         .tag = DLCP_COLL_TAG(DLCP_COLL_TAG_AGREE,
                                              from_parent ? 1u : 0u),
                         .recv_buf = p->buf,
-                        .bytes = count * RANGE_WIRE_BYTES,
+                        .bytes = count * DLCP_WIRE_RANGE_LEN,
                         .loss_bound = 0.0};
   return fail(op, coll_exec_push(op, &a), -1);
 }

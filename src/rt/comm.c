@@ -52,10 +52,9 @@
 #include "rt/net.h"
 #include "rt/rendezvous.h"
 #include "rt/udp.h"
+#include "wire/rdzv_wire.h"
 #include "wire/wire.h"
 
-#define HELLO_MAGIC 0x50434C44u /* "DLCP" */
-#define HELLO_LEN 16u
 
 
 /* --- configuration ------------------------------------------------------ */
@@ -1192,30 +1191,11 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
   return 0;
 }
 
-static void put_u32(uint8_t *b, uint32_t v) {
-  b[0] = (uint8_t)v;
-  b[1] = (uint8_t)(v >> 8);
-  b[2] = (uint8_t)(v >> 16);
-  b[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32(const uint8_t *b) {
-  return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-         (uint32_t)b[3] << 24;
-}
-
-static void make_hello(uint8_t *b, uint32_t job, uint32_t rank) {
-  put_u32(b, HELLO_MAGIC);
-  put_u32(b + 4, DLCP_WIRE_VERSION);
-  put_u32(b + 8, job);
-  put_u32(b + 12, rank);
-}
-
 /* Connects to every lower rank and accepts every higher one. */
 static int build_mesh(dlcp_comm *c, const addr_record *recs,
                       dlcp_tstamp deadline, dlcp_errbuf *eb) {
   uint32_t me = c->env.rank, n = c->env.world_size;
-  uint8_t hello[HELLO_LEN];
+  uint8_t hello[DLCP_MESH_HELLO_LEN];
   for (uint32_t r = 0; r < me; r++) {
     peer *p = &c->peers[r];
     dlcp_net_addr a;
@@ -1235,8 +1215,8 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
                              p->name, strerror(e));
     }
     p->tcp_fd = fd;
-    make_hello(hello, c->env.job, me);
-    if (dlcp_net_write_all(fd, hello, HELLO_LEN, deadline) != 0) {
+    dlcp_mesh_put_hello(hello, c->env.job, me);
+    if (dlcp_net_write_all(fd, hello, DLCP_MESH_HELLO_LEN, deadline) != 0) {
       return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
                              "%s: hello not sent", p->name);
     }
@@ -1255,16 +1235,14 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
       accepted--;
       continue;
     }
-    if (dlcp_net_read_all(fd, hello, HELLO_LEN, deadline) != 0 ||
-        get_u32(hello) != HELLO_MAGIC ||
-        get_u32(hello + 4) != DLCP_WIRE_VERSION ||
-        get_u32(hello + 8) != c->env.job) {
+    uint32_t r;
+    if (dlcp_net_read_all(fd, hello, DLCP_MESH_HELLO_LEN, deadline) != 0 ||
+        dlcp_mesh_get_hello(hello, c->env.job, &r) != 0) {
       /* Not one of ours (a stray connection or another job): ignore. */
       close(fd);
       accepted--;
       continue;
     }
-    uint32_t r = get_u32(hello + 12);
     if (r <= me || r >= n || c->peers[r].tcp_fd >= 0) {
       close(fd);
       return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,

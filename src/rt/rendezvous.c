@@ -27,7 +27,6 @@
 
 #include "rt/clock.h"
 #include "rt/net.h"
-#include "wire/bytes.h"
 
 #define BACKOFF_FIRST_MS 10u
 #define BACKOFF_MAX_MS 1000u
@@ -97,9 +96,9 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
                    const char *key, const void *val, size_t val_len,
                    dlcp_tstamp deadline, response *resp, dlcp_errbuf *eb) {
   uint8_t hdr[DLCP_RDZV_HDR_LEN];
-  uint8_t *p = hdr;
   size_t key_len = key != NULL ? strlen(key) : 0;
   uint32_t len;
+  dlcp_rdzv_status status;
   int rv;
 
   resp->value = NULL;
@@ -117,12 +116,7 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
                            key_len, val_len, DLCP_RDZV_MAX_KEY,
                            DLCP_RDZV_MAX_VALUE);
   }
-  p = dlcp_put_u16(p, DLCP_RDZV_MAGIC);
-  p = dlcp_put_u8(p, DLCP_RDZV_VERSION);
-  p = dlcp_put_u8(p, (uint8_t)op);
-  p = dlcp_put_u16(p, (uint16_t)key_len);
-  p = dlcp_put_u16(p, 0);
-  dlcp_put_u32(p, (uint32_t)val_len);
+  dlcp_rdzv_put_request(hdr, op, (uint16_t)key_len, (uint32_t)val_len);
   if ((rv = dlcp_net_write_all(cli->fd, hdr, sizeof(hdr), deadline)) != 0 ||
       (rv = dlcp_net_write_all(cli->fd, key, key_len, deadline)) != 0 ||
       (rv = dlcp_net_write_all(cli->fd, val, val_len, deadline)) != 0) {
@@ -133,17 +127,14 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
   if (rv != 0) {
     return io_error(cli, rv, what, eb);
   }
-  len = dlcp_get_u32(hdr + 8);
-  if (dlcp_get_u16(hdr) != DLCP_RDZV_MAGIC ||
-      dlcp_get_u8(hdr + 2) != DLCP_RDZV_VERSION ||
-      dlcp_get_u8(hdr + 3) > DLCP_RDZV_REJECTED || len > DLCP_RDZV_MAX_VALUE) {
+  if (dlcp_rdzv_get_response(hdr, &status, &len) != 0) {
     broken(cli);
     return dlcp_errbuf_set(eb, DLCP_ERR_BAD_MAGIC,
                            "%s does not answer like a dlcp rendezvous server "
                            "(is MASTER_PORT used by another program?)",
                            cli->server);
   }
-  resp->status = dlcp_get_u8(hdr + 3);
+  resp->status = status;
   resp->value = malloc((size_t)len + 1);
   if (resp->value == NULL) {
     broken(cli);
@@ -235,7 +226,7 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
   uint64_t backoff_ms = BACKOFF_FIRST_MS;
   unsigned attempts = 0;
   int last_err = 0;
-  uint8_t hello[8];
+  uint8_t hello[DLCP_RDZV_HELLO_LEN];
   response resp;
   int rv;
 
@@ -288,8 +279,7 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
         backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
   }
 
-  dlcp_put_u32(hello, rank);
-  dlcp_put_u32(hello + 4, world_size);
+  dlcp_rdzv_put_hello(hello, rank, world_size);
   rv = request(cli, DLCP_RDZV_HELLO, "HELLO", NULL, hello, sizeof(hello),
                deadline, &resp, eb);
   if (rv != 0) {
@@ -350,13 +340,13 @@ int dlcp_rdzv_wait(dlcp_rdzv_client *cli, const char *key, void **value,
                    size_t *len, dlcp_tstamp deadline, dlcp_errbuf *eb) {
   response resp;
   char what[MAX_KEY_TEXT + 16];
-  uint8_t timeout[4];
+  uint8_t timeout[DLCP_RDZV_WAIT_LEN];
   int left = dlcp_rt_poll_timeout(deadline);
   int rv;
   *value = NULL;
   *len = 0;
   snprintf(what, sizeof(what), "WAIT '%s'", key);
-  dlcp_put_u32(timeout, left < 0 ? UINT32_MAX : (uint32_t)left);
+  dlcp_rdzv_put_wait(timeout, left < 0 ? UINT32_MAX : (uint32_t)left);
   rv = request(cli, DLCP_RDZV_WAIT, what, key, timeout, sizeof(timeout),
                deadline == DLCP_TSTAMP_NEVER
                    ? deadline

@@ -7,23 +7,7 @@
  * keys of the others.  The store lives only for the rendezvous: after a
  * final barrier the clients disconnect and rank 0 stops the server.
  *
- * Wire format (little-endian), one request then one response at a time
- * on each connection:
- *
- *   request  0 2 magic 0xD15A   2 1 version 1   3 1 op
- *            4 2 key_len (<= DLCP_RDZV_MAX_KEY)  6 2 reserved (zero)
- *            8 4 value_len (<= DLCP_RDZV_MAX_VALUE)
- *            12 key bytes, then value bytes
- *   response 0 2 magic  2 1 version  3 1 status  4 4 reserved (zero)
- *            8 4 value_len, then the value (or, for an error status, a
- *            message saying what was wrong)
- *
- *   op HELLO (1): value = rank u32, world u32; must come first; the
- *                 server checks the rank and that the world sizes agree.
- *   op SET (2):   store value under key (replacing), answer OK.
- *   op GET (3):   answer OK with the value, or NOT_FOUND.
- *   op WAIT (4):  value = timeout_ms u32: answer OK with the value as soon
- *                 as the key exists, or NOT_FOUND when the timeout passes.
+ * The wire format is in wire/rdzv_wire.h.
  *
  * Every length is checked before anything is allocated; a malformed
  * request is answered with BAD_REQUEST and the connection closed.
@@ -37,26 +21,7 @@
 #include "dlcp/dlcp_types.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
-
-#define DLCP_RDZV_MAGIC 0xD15Au
-#define DLCP_RDZV_VERSION 1u
-#define DLCP_RDZV_HDR_LEN 12u
-#define DLCP_RDZV_MAX_KEY 256u
-#define DLCP_RDZV_MAX_VALUE 65536u
-
-typedef enum dlcp_rdzv_op {
-  DLCP_RDZV_HELLO = 1,
-  DLCP_RDZV_SET = 2,
-  DLCP_RDZV_GET = 3,
-  DLCP_RDZV_WAIT = 4,
-} dlcp_rdzv_op;
-
-typedef enum dlcp_rdzv_status {
-  DLCP_RDZV_OK = 0,
-  DLCP_RDZV_NOT_FOUND = 1,
-  DLCP_RDZV_BAD_REQUEST = 2,
-  DLCP_RDZV_REJECTED = 3,
-} dlcp_rdzv_status;
+#include "wire/rdzv_wire.h"
 
 typedef struct dlcp_rdzv_server dlcp_rdzv_server;
 typedef struct dlcp_rdzv_client dlcp_rdzv_client;

@@ -32,7 +32,6 @@
 #include "rt/clock.h"
 #include "rt/net.h"
 #include "rt/rendezvous.h"
-#include "wire/bytes.h"
 
 /* Connections beyond this are closed at once: bounds memory and fds
  * against a client that opens connections in a loop. */
@@ -130,11 +129,8 @@ static void respond(conn *c, dlcp_rdzv_status status, const void *value,
     c->out_cap = cap;
   }
   p = c->out + c->out_len;
-  p = dlcp_put_u16(p, DLCP_RDZV_MAGIC);
-  p = dlcp_put_u8(p, DLCP_RDZV_VERSION);
-  p = dlcp_put_u8(p, (uint8_t)status);
-  p = dlcp_put_u32(p, 0);
-  p = dlcp_put_u32(p, (uint32_t)len);
+  dlcp_rdzv_put_response(p, status, (uint32_t)len);
+  p += DLCP_RDZV_HDR_LEN;
   if (len > 0) {
     memcpy(p, value, len);
   }
@@ -246,13 +242,12 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
   uint32_t rank;
   uint32_t world;
   size_t i;
-  if (val_len != 8 || c->rank >= 0) {
+  if (val_len != DLCP_RDZV_HELLO_LEN || c->rank >= 0) {
     reject(srv, c, DLCP_RDZV_BAD_REQUEST,
            c->rank >= 0 ? "HELLO sent twice" : "HELLO must carry 8 bytes");
     return;
   }
-  rank = dlcp_get_u32(val);
-  world = dlcp_get_u32(val + 4);
+  dlcp_rdzv_get_hello(val, &rank, &world);
   if (world != srv->world) {
     reject(srv, c, DLCP_RDZV_REJECTED,
            "WORLD_SIZE mismatch: rank 0 has WORLD_SIZE=%" PRIu32
@@ -319,7 +314,7 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
     }
     return;
   case DLCP_RDZV_WAIT:
-    if (val_len != 4) {
+    if (val_len != DLCP_RDZV_WAIT_LEN) {
       reject(srv, c, DLCP_RDZV_BAD_REQUEST, "WAIT must carry 4 bytes");
       return;
     }
@@ -335,7 +330,7 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
     }
     memcpy(c->wait_key, key, key_len);
     c->wait_key_len = key_len;
-    c->wait_deadline = dlcp_rt_deadline_after(dlcp_get_u32(val));
+    c->wait_deadline = dlcp_rt_deadline_after(dlcp_rdzv_get_wait(val));
     return;
   case DLCP_RDZV_HELLO:
     break;
@@ -349,12 +344,14 @@ static void conn_process(dlcp_rdzv_server *srv, conn *c) {
   while (!c->dead && !c->closing && c->wait_key == NULL &&
          c->in_len >= DLCP_RDZV_HDR_LEN) {
     const uint8_t *h = c->in;
-    uint16_t magic = dlcp_get_u16(h);
-    uint8_t version = dlcp_get_u8(h + 2);
-    uint8_t op = dlcp_get_u8(h + 3);
-    uint16_t key_len = dlcp_get_u16(h + 4);
-    uint16_t reserved = dlcp_get_u16(h + 6);
-    uint32_t val_len = dlcp_get_u32(h + 8);
+    dlcp_rdzv_request_hdr rh;
+    dlcp_rdzv_get_request(h, &rh);
+    uint16_t magic = rh.magic;
+    uint8_t version = rh.version;
+    uint8_t op = rh.op;
+    uint16_t key_len = rh.key_len;
+    uint16_t reserved = rh.reserved;
+    uint32_t val_len = rh.value_len;
     size_t total;
 
     if (magic != DLCP_RDZV_MAGIC) {

@@ -1,0 +1,107 @@
+/*
+ * rdzv_wire.h: the wire formats of joining a job: the rendezvous store's
+ * requests and responses, and the hello that opens each control
+ * connection of the mesh.  The runtime (src/rt/rendezvous*.c, join.c)
+ * does the I/O; the bytes are defined here, next to the other formats.
+ *
+ * Rendezvous (little-endian), one request then one response at a time
+ * on each connection:
+ *
+ *   request  0 2 magic 0xD15A   2 1 version 1   3 1 op
+ *            4 2 key_len (<= DLCP_RDZV_MAX_KEY)  6 2 reserved (zero)
+ *            8 4 value_len (<= DLCP_RDZV_MAX_VALUE)
+ *            12 key bytes, then value bytes
+ *   response 0 2 magic  2 1 version  3 1 status  4 4 reserved (zero)
+ *            8 4 value_len, then the value (or, for an error status, a
+ *            message saying what was wrong)
+ *
+ *   op HELLO (1): value = rank u32, world u32; must come first; the
+ *                 server checks the rank and that the world sizes agree.
+ *   op SET (2):   store value under key (replacing), answer OK.
+ *   op GET (3):   answer OK with the value, or NOT_FOUND.
+ *   op WAIT (4):  value = timeout_ms u32: answer OK with the value as soon
+ *                 as the key exists, or NOT_FOUND when the timeout passes.
+ *
+ * Mesh hello: the first 16 bytes on every control connection, sent by the
+ * connecting (higher) rank: magic "DLCP" u32, DLCP_WIRE_VERSION u32, job
+ * u32, rank u32.
+ */
+#ifndef DLCP_WIRE_RDZV_WIRE_H
+#define DLCP_WIRE_RDZV_WIRE_H
+
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+
+#define DLCP_RDZV_MAGIC 0xD15Au
+#define DLCP_RDZV_VERSION 1u
+#define DLCP_RDZV_HDR_LEN 12u
+#define DLCP_RDZV_MAX_KEY 256u
+#define DLCP_RDZV_MAX_VALUE 65536u
+#define DLCP_RDZV_HELLO_LEN 8u /* HELLO's value */
+#define DLCP_RDZV_WAIT_LEN 4u  /* WAIT's value */
+
+typedef enum dlcp_rdzv_op {
+  DLCP_RDZV_HELLO = 1,
+  DLCP_RDZV_SET = 2,
+  DLCP_RDZV_GET = 3,
+  DLCP_RDZV_WAIT = 4,
+} dlcp_rdzv_op;
+
+typedef enum dlcp_rdzv_status {
+  DLCP_RDZV_OK = 0,
+  DLCP_RDZV_NOT_FOUND = 1,
+  DLCP_RDZV_BAD_REQUEST = 2,
+  DLCP_RDZV_REJECTED = 3,
+} dlcp_rdzv_status;
+
+/* A request header's fields as they arrived (not yet checked: the server
+ * answers each kind of malformation with its own message). */
+typedef struct dlcp_rdzv_request_hdr {
+  uint16_t magic;
+  uint8_t version;
+  uint8_t op;
+  uint16_t key_len;
+  uint16_t reserved;
+  uint32_t value_len;
+} dlcp_rdzv_request_hdr;
+
+/* dlcp_rdzv_put_request writes a request header (DLCP_RDZV_HDR_LEN bytes)
+ * to |b|.  The caller has checked the lengths against the limits. */
+void dlcp_rdzv_put_request(uint8_t *b, dlcp_rdzv_op op, uint16_t key_len,
+                           uint32_t value_len);
+
+/* dlcp_rdzv_get_request reads the header at |b| (DLCP_RDZV_HDR_LEN
+ * bytes). */
+void dlcp_rdzv_get_request(const uint8_t *b, dlcp_rdzv_request_hdr *h);
+
+/* dlcp_rdzv_put_response writes a response header to |b|. */
+void dlcp_rdzv_put_response(uint8_t *b, dlcp_rdzv_status status,
+                            uint32_t value_len);
+
+/* dlcp_rdzv_get_response checks and reads the response header at |b|.
+ * Returns 0, or DLCP_ERR_BAD_MAGIC if it is not a rendezvous response of
+ * this version (bad magic, version, status or a length over the limit). */
+int dlcp_rdzv_get_response(const uint8_t *b, dlcp_rdzv_status *status,
+                           uint32_t *value_len);
+
+/* HELLO's value: the client's rank and world size. */
+void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world);
+void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world);
+
+/* WAIT's value: how long the server may hold the request, in ms. */
+void dlcp_rdzv_put_wait(uint8_t *b, uint32_t timeout_ms);
+uint32_t dlcp_rdzv_get_wait(const uint8_t *b);
+
+#define DLCP_MESH_HELLO_MAGIC 0x50434C44u /* "DLCP" */
+#define DLCP_MESH_HELLO_LEN 16u
+
+/* dlcp_mesh_put_hello writes the mesh hello of rank |rank| of |job|. */
+void dlcp_mesh_put_hello(uint8_t *b, uint32_t job, uint32_t rank);
+
+/* dlcp_mesh_get_hello checks a received hello against |job| and sets
+ * |*rank|.  Returns 0, DLCP_ERR_BAD_MAGIC, DLCP_ERR_BAD_VERSION or
+ * DLCP_ERR_FOREIGN_JOB. */
+int dlcp_mesh_get_hello(const uint8_t *b, uint32_t job, uint32_t *rank);
+
+#endif /* DLCP_WIRE_RDZV_WIRE_H */
