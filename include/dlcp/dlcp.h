@@ -12,8 +12,13 @@
  * completion has been returned by dlcp_poll_cq / dlcp_wait_cq; the caller
  * must not touch (send: modify; recv: read or write) it before then.
  *
- * Every function returns 0 or a negative DLCP_ERR_* code (dlcp_strerror
- * explains it); calls on one communicator may come from any thread.
+ * Return values (after ngtcp2's header): every function documents what it
+ * returns.  Codes are 0 for success or a negative DLCP_ERR_* (dlcp_strerror
+ * explains it); a few return a count (dlcp_poll_cq, dlcp_wait_cq).
+ * DLCP_ERR_PENDING is the one negative value that is not a failure: the
+ * operation is still running and may be waited for again.  A failure
+ * arrives once and is then returned again by every later wait or test.
+ * Calls on one communicator may come from any thread.
  */
 #ifndef DLCP_H
 #define DLCP_H
@@ -36,12 +41,19 @@ typedef struct dlcp_range {
   uint64_t len;
 } dlcp_range;
 
+/* The layout of dlcp_comm_config this header describes.  A new field
+ * raises it, so a caller compiled against an older header is told to
+ * rebuild instead of having its config misread. */
+#define DLCP_COMM_CONFIG_VERSION 1u
+
 /*
  * Explicit configuration, for callers that do not use the environment.
- * Fill with dlcp_comm_config_default, then set at least rank, world_size,
- * master_addr and master_port.  Strings are copied by dlcp_comm_create.
+ * Fill with dlcp_comm_config_default (which sets |version|), then set at
+ * least rank, world_size, master_addr and master_port.  Strings are copied
+ * by dlcp_comm_create.
  */
 typedef struct dlcp_comm_config {
+  uint32_t version;         /* DLCP_COMM_CONFIG_VERSION */
   uint32_t rank;
   uint32_t world_size;
   const char *master_addr;  /* rank 0's rendezvous host */
@@ -84,6 +96,8 @@ typedef struct dlcp_comm_config {
   uint32_t fault_straggle_ms;
 } dlcp_comm_config;
 
+/* dlcp_comm_config_default fills |cfg| with the defaults and the version
+ * (the defaults are those of docs/runtime.md; job 1). */
 void dlcp_comm_config_default(dlcp_comm_config *cfg);
 
 /*
@@ -93,6 +107,13 @@ void dlcp_comm_config_default(dlcp_comm_config *cfg);
  * rendezvous timeout passes.  On success the caller owns |*comm| and frees
  * it with dlcp_comm_destroy.  On failure |err| (if not NULL) receives a
  * message naming what failed (variable, address, rank).
+ *
+ * Returns 0; DLCP_ERR_INVALID_ARGUMENT (|comm| or |cfg| NULL);
+ * DLCP_ERR_CONFIG (a field out of range, or |cfg->version| is not
+ * DLCP_COMM_CONFIG_VERSION); DLCP_ERR_TIMEOUT (not every rank joined in
+ * time); DLCP_ERR_PEER_CLOSED, DLCP_ERR_BAD_MAGIC (a peer or the
+ * rendezvous server misbehaved); DLCP_ERR_SYSTEM or a negated errno (a
+ * system call failed); DLCP_ERR_NOMEM.
  */
 int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
                      char *err, size_t errlen);
@@ -100,11 +121,15 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
 /*
  * dlcp_comm_create_from_env is dlcp_comm_create with the configuration
  * read from the environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
- * (neither RANK nor WORLD_SIZE: a world of one) and DLCP_TIMEOUT_MS,
- * DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS, DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB,
- * DLCP_RATE_GBPS, DLCP_TOPO, DLCP_FAULT_{DROP,DUP,REORDER,DELAY,DELAY_US,
- * SEED,PAUSE}.  A malformed value fails with DLCP_ERR_CONFIG and a message
- * naming the variable, its value and what was expected.
+ * (neither RANK nor WORLD_SIZE: a world of one), LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, and DLCP_TIMEOUT_MS, DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS,
+ * DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB, DLCP_RATE_GBPS, DLCP_WINDOW_BYTES,
+ * DLCP_EAGER_BYTES, DLCP_SPIN_US, DLCP_SHM, DLCP_RTT_LOW_US,
+ * DLCP_RTT_HIGH_US, DLCP_TOPO and DLCP_FAULT_{DROP,DUP,REORDER,DELAY,
+ * DELAY_US,SEED,PAUSE,STRAGGLE} (docs/runtime.md says what each does).
+ * Returns what dlcp_comm_create returns; a malformed value fails with
+ * DLCP_ERR_CONFIG and a message naming the variable, its value and what
+ * was expected.
  */
 int dlcp_comm_create_from_env(dlcp_comm **comm, char *err, size_t errlen);
 
@@ -116,6 +141,7 @@ int dlcp_comm_create_from_env(dlcp_comm **comm, char *err, size_t errlen);
  */
 void dlcp_comm_destroy(dlcp_comm *comm);
 
+/* This rank, and the number of ranks of the job (cannot fail). */
 uint32_t dlcp_comm_rank(const dlcp_comm *comm);
 uint32_t dlcp_comm_size(const dlcp_comm *comm);
 
@@ -136,6 +162,8 @@ typedef struct dlcp_comm_stats {
   uint64_t max_srtt_ns;    /* the largest smoothed RTT over peers */
 } dlcp_comm_stats;
 
+/* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot
+ * fail). */
 void dlcp_comm_get_stats(dlcp_comm *comm, dlcp_comm_stats *st);
 
 /* dlcp_comm_udp_port returns the local UDP port of path |path| (for
@@ -143,8 +171,9 @@ void dlcp_comm_get_stats(dlcp_comm *comm, dlcp_comm_stats *st);
 uint16_t dlcp_comm_udp_port(const dlcp_comm *comm, uint32_t path);
 
 /* dlcp_cq_create makes a completion queue owned by the caller; destroy it
- * with dlcp_cq_destroy after every operation posted to it completed (or
- * after the communicator is destroyed). */
+ * with dlcp_cq_destroy (NULL is fine) after every operation posted to it
+ * completed (or after the communicator is destroyed).  Returns 0,
+ * DLCP_ERR_INVALID_ARGUMENT (|cq| NULL) or DLCP_ERR_NOMEM. */
 int dlcp_cq_create(dlcp_comm *comm, dlcp_cq **cq);
 void dlcp_cq_destroy(dlcp_cq *cq);
 
@@ -208,17 +237,21 @@ int dlcp_post_send(dlcp_comm *comm, uint32_t peer, const dlcp_tensor *t,
 /*
  * dlcp_post_recv receives tensor |t->id| from |peer| into |t->data|,
  * tolerating a fraction |loss_bound| in [0, 1) of missing bytes (0 = fully
- * reliable); missing ranges are zero-filled and reported.
+ * reliable); missing ranges are zero-filled and reported.  Returns what
+ * dlcp_post_send returns (DLCP_ERR_INVALID_ARGUMENT also for a loss bound
+ * outside [0, 1)).
  */
 int dlcp_post_recv(dlcp_comm *comm, uint32_t peer, const dlcp_tensor *t,
                    double loss_bound, dlcp_cq *cq, uint64_t user_data);
 
 /* dlcp_poll_cq copies up to |max| completions to |out| without blocking
- * and returns how many. */
+ * and returns how many (0 when there is none). */
 int dlcp_poll_cq(dlcp_cq *cq, dlcp_completion *out, int max);
 
 /* dlcp_wait_cq waits up to |timeout_ms| (< 0: forever) for one completion:
- * returns 1 with |*out| filled, or DLCP_ERR_TIMEOUT. */
+ * returns 1 with |*out| filled (the operation's own failure is in
+ * |out->status|), or DLCP_ERR_TIMEOUT if none arrived in time (nothing is
+ * lost: wait again). */
 int dlcp_wait_cq(dlcp_cq *cq, dlcp_completion *out, int timeout_ms);
 
 /* --- collectives -------------------------------------------------------
@@ -243,6 +276,7 @@ typedef struct dlcp_coll_opts {
   double bypass_alpha;  /* RING_BYPASS threshold factor; 0 = default */
 } dlcp_coll_opts;
 
+/* dlcp_coll_opts_default: AUTO, exact (loss bound 0), priority 0. */
 void dlcp_coll_opts_default(dlcp_coll_opts *opts);
 
 /* What a finished collective reports. */
@@ -274,7 +308,10 @@ int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
 
 /* dlcp_reduce_scatter: |count| elements in, each rank keeps its shard
  * (dlcp_coll_shard's split) of the reduction at the same offset of
- * recvbuf (which holds count elements). */
+ * recvbuf (which holds count elements).  Returns what dlcp_allreduce
+ * returns; so do dlcp_allgather, dlcp_broadcast (also
+ * DLCP_ERR_INVALID_ARGUMENT for a root outside the world) and
+ * dlcp_barrier. */
 int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                         uint64_t count, dlcp_dtype dtype, dlcp_redop op,
                         const dlcp_coll_opts *opts, dlcp_request **req);
@@ -295,22 +332,33 @@ int dlcp_broadcast(dlcp_comm *comm, void *buf, uint64_t count,
 int dlcp_barrier(dlcp_comm *comm, dlcp_request **req);
 
 /*
- * dlcp_wait waits up to |timeout_ms| (< 0: forever) for |req| and fills
- * |info| (may be NULL).  Returns the operation's status (0 or negative),
- * or DLCP_ERR_TIMEOUT if it is still running (then it may be waited for
- * again).  The request stays the caller's until dlcp_request_free.
+ * dlcp_wait waits up to |timeout_ms| (< 0: forever; 0: just look) for
+ * |req|.  Returns:
+ *   0                  finished; the result is in recvbuf
+ *   DLCP_ERR_PENDING   still running after |timeout_ms|: wait again
+ *                      (|info| untouched)
+ *   another negative   finished and failed; |info->error| names the rank.
+ *                      DLCP_ERR_TIMEOUT here means a peer made no
+ *                      progress for the communicator's timeout_ms: the
+ *                      operation is over, waiting again returns the same
+ *   DLCP_ERR_INVALID_ARGUMENT  |req| is NULL
+ * When finished, |info| (may be NULL) is filled.  The request stays the
+ * caller's until dlcp_request_free.
  */
 int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info);
 
 /* dlcp_test: |*done| is set to whether |req| finished; when it did,
- * |info| is filled and the status returned. */
+ * |info| is filled and the operation's status returned (0 or a failure);
+ * when it did not, 0 is returned.  DLCP_ERR_INVALID_ARGUMENT if |req| or
+ * |done| is NULL. */
 int dlcp_test(dlcp_request *req, int *done, dlcp_coll_info *info);
 
 /* dlcp_request_free releases a finished request (a running one is
- * cancelled first, failing the collective on this rank). */
+ * cancelled first, failing the collective on this rank).  NULL is fine. */
 void dlcp_request_free(dlcp_request *req);
 
-/* dlcp_algo_str names an algorithm ("ring", "auto", ...). */
+/* dlcp_algo_str names an algorithm ("ring", "halving_doubling", ...;
+ * static, "?" for an unknown value). */
 const char *dlcp_algo_str(dlcp_algo algo);
 
 #ifdef __cplusplus

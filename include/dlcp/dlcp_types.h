@@ -54,6 +54,7 @@ typedef ptrdiff_t dlcp_ssize;
   X(PEER_CLOSED, -218, "peer closed the connection")                           \
   X(CONFIG, -219, "invalid configuration")                                     \
   X(SYSTEM, -220, "operating system call failed")                              \
+  X(PENDING, -221, "not finished yet: wait again (not a failure)")             \
   X(NOMEM, -501, "out of memory")                                              \
   X(INTERNAL, -502, "internal error")
 

@@ -658,7 +658,7 @@ int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
     }
     pthread_mutex_unlock(&c->mu);
   }
-  return request_done(req) ? report(req, info) : DLCP_ERR_TIMEOUT;
+  return request_done(req) ? report(req, info) : DLCP_ERR_PENDING;
 }
 
 void dlcp_request_free(dlcp_request *req) {

@@ -57,101 +57,6 @@
 
 
 
-/* --- configuration ------------------------------------------------------ */
-
-void dlcp_comm_config_default(dlcp_comm_config *cfg) {
-  memset(cfg, 0, sizeof(*cfg));
-  cfg->job = 1;
-  cfg->paths = 4;
-  cfg->line_rate_gbps = 25.0;
-  cfg->window_bytes = 1u << 20;
-  cfg->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
-  cfg->spin_us = DLCP_RT_DEFAULT_SPIN_US;
-  cfg->shm = 1;
-  cfg->timeout_ms = 30000;
-  cfg->rdzv_timeout_ms = 60000;
-  cfg->fault_delay_us = 1000;
-  cfg->fault_seed = 0x646c6370;
-}
-
-static int env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
-                           dlcp_errbuf *eb) {
-  memset(env, 0, sizeof(*env));
-  if (cfg->world_size == 0 || cfg->world_size > DLCP_ENV_MAX_WORLD ||
-      cfg->rank >= cfg->world_size) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "rank %u of world %u: expected rank < world size "
-                           "<= %u",
-                           cfg->rank, cfg->world_size, DLCP_ENV_MAX_WORLD);
-  }
-  if (cfg->world_size > 1 &&
-      (!cfg->master_addr || !cfg->master_addr[0] || cfg->master_port == 0)) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "master_addr/master_port: expected the rendezvous "
-                           "address of rank 0");
-  }
-  if (cfg->paths == 0 || cfg->paths > DLCP_ENV_MAX_PATHS || cfg->job == 0 ||
-      cfg->timeout_ms == 0 || cfg->rdzv_timeout_ms == 0 ||
-      !(cfg->line_rate_gbps >= 0.001 && cfg->line_rate_gbps <= 10000.0) ||
-      (cfg->segment_bytes != 0 &&
-       (cfg->segment_bytes < DLCP_WIRE_MIN_SEG ||
-        cfg->segment_bytes > DLCP_WIRE_MAX_SEG))) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "config: paths 1..%u, job != 0, timeouts > 0, "
-                           "rate 0.001..10000 Gbps, segment 0 or %u..%u",
-                           DLCP_ENV_MAX_PATHS, DLCP_WIRE_MIN_SEG,
-                           DLCP_WIRE_MAX_SEG);
-  }
-  if (cfg->shm > 1) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG, "shm %u: expected 0 or 1",
-                           cfg->shm);
-  }
-  if (cfg->spin_us > DLCP_RT_MAX_SPIN_US) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "spin_us %u: expected at most %u", cfg->spin_us,
-                           DLCP_RT_MAX_SPIN_US);
-  }
-  if (cfg->eager_bytes > DLCP_RT_MAX_EAGER_BYTES) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "eager_bytes %u: expected at most %u",
-                           cfg->eager_bytes, DLCP_RT_MAX_EAGER_BYTES);
-  }
-  const double probs[4] = {cfg->fault_drop, cfg->fault_dup,
-                           cfg->fault_reorder, cfg->fault_delay};
-  for (int i = 0; i < 4; i++) {
-    if (!(probs[i] >= 0.0 && probs[i] <= 1.0)) {
-      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                             "fault probabilities: expected values in [0, 1]");
-    }
-  }
-  dlcp_fmt(env->master_addr, sizeof(env->master_addr), "%s",
-           cfg->master_addr ? cfg->master_addr : "127.0.0.1");
-  dlcp_fmt(env->local_addr, sizeof(env->local_addr), "%s",
-           cfg->local_addr ? cfg->local_addr : "");
-  env->master_port = cfg->master_port;
-  env->rank = cfg->rank;
-  env->world_size = cfg->world_size;
-  env->local_world_size = 1;
-  env->timeout_ms = cfg->timeout_ms;
-  env->rdzv_timeout_ms = cfg->rdzv_timeout_ms;
-  env->paths = cfg->paths;
-  env->segment_bytes = cfg->segment_bytes;
-  env->job = cfg->job;
-  env->rate_gbps = cfg->line_rate_gbps;
-  env->window_bytes = cfg->window_bytes;
-  env->eager_bytes = cfg->eager_bytes;
-  env->spin_us = cfg->spin_us;
-  env->shm = cfg->shm != 0;
-  env->fault.drop = cfg->fault_drop;
-  env->fault.dup = cfg->fault_dup;
-  env->fault.reorder = cfg->fault_reorder;
-  env->fault.delay = cfg->fault_delay;
-  env->fault.delay_us = cfg->fault_delay_us;
-  env->fault.seed = cfg->fault_seed;
-  env->fault.straggle_ms = cfg->fault_straggle_ms;
-  return dlcp_rt_env_parse_topo(env, cfg->topo, eb);
-}
-
 /* --- helpers ------------------------------------------------------------ */
 
 
@@ -1673,7 +1578,7 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
   dlcp_rt_env env;
   dlcp_errbuf eb;
   dlcp_errbuf_clear(&eb);
-  int rv = env_from_config(&env, cfg, &eb);
+  int rv = dlcp_rt_env_from_config(&env, cfg, &eb);
   if (rv != 0) {
     errcopy(err, errlen, &eb);
     return rv;

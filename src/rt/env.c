@@ -21,14 +21,7 @@
 #include "wire/wire.h"
 
 #define MAX_TIMEOUT_MS 86400000u
-#define DEFAULT_TIMEOUT_MS 30000u
-#define DEFAULT_RDZV_TIMEOUT_MS 60000u
-#define DEFAULT_PATHS 4u
-#define DEFAULT_RATE_GBPS 25.0
-#define DEFAULT_WINDOW_BYTES (UINT64_C(1) << 20)
-#define DEFAULT_DELAY_US 1000u
 #define MAX_DELAY_US 10000000u
-#define DEFAULT_FAULT_SEED UINT64_C(0x646c6370)
 
 /* Every DLCP_* variable dlcp reads; dlcp_rt_env_check_unknown rejects the
  * others.  Keep in step with env.h and docs/runtime.md. */
@@ -429,9 +422,6 @@ static int load_straggle(const reader *rd, dlcp_rt_env *env) {
 static int load_fault(const reader *rd, dlcp_rt_env *env) {
   dlcp_rt_fault *f = &env->fault;
   int rv;
-  memset(f, 0, sizeof(*f));
-  f->delay_us = DEFAULT_DELAY_US;
-  f->seed = DEFAULT_FAULT_SEED;
   if ((rv = read_prob(rd, "DLCP_FAULT_DROP", &f->drop)) != 0 ||
       (rv = read_prob(rd, "DLCP_FAULT_DUP", &f->dup)) != 0 ||
       (rv = read_prob(rd, "DLCP_FAULT_REORDER", &f->reorder)) != 0 ||
@@ -468,15 +458,7 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
   rd.lookup = lookup != NULL ? lookup : getenv_lookup;
   rd.user = user;
   rd.eb = eb;
-  memset(env, 0, sizeof(*env));
-  env->timeout_ms = DEFAULT_TIMEOUT_MS;
-  env->rdzv_timeout_ms = DEFAULT_RDZV_TIMEOUT_MS;
-  env->paths = DEFAULT_PATHS;
-  env->rate_gbps = DEFAULT_RATE_GBPS;
-  env->window_bytes = DEFAULT_WINDOW_BYTES;
-  env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
-  env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
-  env->shm = true;
+  dlcp_rt_env_defaults(env);
 
   if ((rv = load_world(&rd, env)) != 0 ||
       (rv = read_u32(&rd, "DLCP_TIMEOUT_MS", "a timeout in milliseconds", 1,

@@ -53,6 +53,14 @@
 /* DLCP_SPIN_US: how long a waiting thread polls before it sleeps. */
 #define DLCP_RT_DEFAULT_SPIN_US 200u
 #define DLCP_RT_MAX_SPIN_US 1000000u
+/* The other defaults (docs/runtime.md lists them with their variables). */
+#define DLCP_RT_DEFAULT_TIMEOUT_MS 30000u
+#define DLCP_RT_DEFAULT_RDZV_TIMEOUT_MS 60000u
+#define DLCP_RT_DEFAULT_PATHS 4u
+#define DLCP_RT_DEFAULT_RATE_GBPS 25.0
+#define DLCP_RT_DEFAULT_WINDOW_BYTES (UINT64_C(1) << 20)
+#define DLCP_RT_DEFAULT_FAULT_DELAY_US 1000u
+#define DLCP_RT_DEFAULT_FAULT_SEED UINT64_C(0x646c6370)
 
 typedef enum dlcp_topo_kind {
   DLCP_TOPO_FLAT = 0,   /* every rank equally far from every other */
@@ -115,6 +123,20 @@ typedef struct dlcp_rt_env {
   uint32_t ranks_per_rack; /* DLCP_TOPO_RACK only, 1..world_size */
   dlcp_rt_fault fault;
 } dlcp_rt_env;
+
+/* dlcp_rt_env_defaults sets |env| to the defaults (config.c): no
+ * topology, no faults, the world and addresses zero for the caller. */
+void dlcp_rt_env_defaults(dlcp_rt_env *env);
+
+/*
+ * dlcp_rt_env_from_config validates an explicit configuration and turns it
+ * into |env| (config.c).  Returns 0 or DLCP_ERR_CONFIG with |eb| naming
+ * the field and what was expected.
+ */
+struct dlcp_comm_config;
+int dlcp_rt_env_from_config(dlcp_rt_env *env,
+                            const struct dlcp_comm_config *cfg,
+                            dlcp_errbuf *eb);
 
 /*
  * dlcp_rt_env_lookup returns the value of variable |name| or NULL if it

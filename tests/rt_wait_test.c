@@ -1,0 +1,172 @@
+/*
+ * rt_wait_test: dlcp_wait tells "not finished yet" (DLCP_ERR_PENDING)
+ * from a failure.  Before, both were DLCP_ERR_TIMEOUT, so a caller that
+ * waited again on TIMEOUT spun forever on an operation that had failed
+ * because its peer made no progress.
+ *
+ * Two processes on loopback.  Rank 0 starts an all-reduce that rank 1
+ * joins only after rank 0 has seen it pending (a pipe orders the two, no
+ * sleeps), then one that rank 1 never joins: rank 0's wait loop must end
+ * with a failure, which later waits keep returning.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dlcp/dlcp.h"
+#include "rt/net.h"
+
+#define COUNT 1024u
+/* Bounds the wait loop: 20 s at 50 ms per wait, far above the 300 ms
+ * timeout the failure needs, so only a spinning loop reaches it. */
+#define MAX_WAITS 400
+
+typedef struct report {
+  int pending_first;   /* rank 0: the first wait's return */
+  int joined;          /* rank 0: the joined all-reduce's status */
+  int failed;          /* rank 0: how the unjoined one ended */
+  int failed_info;     /* its info.status */
+  int failed_again;    /* a wait after the failure */
+  int waits;           /* waits until it ended */
+  float value;         /* rank 0: an element of the joined result */
+  char error[256];
+} report;
+
+static int make_comm(uint32_t rank, uint16_t port, dlcp_comm **comm,
+                     report *rep) {
+  dlcp_comm_config cfg;
+  dlcp_comm_config_default(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = 2;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 300;
+  cfg.rdzv_timeout_ms = 20000;
+  if (dlcp_comm_create(comm, &cfg, rep->error, sizeof(rep->error)) != 0) {
+    return 1;
+  }
+  return 0;
+}
+
+static int rank0(uint16_t port, int go_fd, int done_fd, report *rep) {
+  dlcp_comm *comm;
+  if (make_comm(0, port, &comm, rep) != 0) {
+    return 1;
+  }
+  static float buf[COUNT];
+  for (uint32_t i = 0; i < COUNT; i++) {
+    buf[i] = 1.0f;
+  }
+  dlcp_request *req;
+  if (dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, NULL,
+                     &req) != 0) {
+    return 1;
+  }
+  rep->pending_first = dlcp_wait(req, 0, NULL);
+  (void)!write(go_fd, "g", 1);
+  rep->joined = dlcp_wait(req, -1, NULL);
+  rep->value = buf[COUNT - 1];
+  dlcp_request_free(req);
+
+  if (dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, NULL,
+                     &req) != 0) {
+    return 1;
+  }
+  dlcp_coll_info info;
+  int rv;
+  do {
+    rv = dlcp_wait(req, 50, &info);
+    rep->waits++;
+  } while (rv == DLCP_ERR_PENDING && rep->waits < MAX_WAITS);
+  rep->failed = rv;
+  rep->failed_info = info.status;
+  rep->failed_again = dlcp_wait(req, 0, NULL);
+  dlcp_request_free(req);
+  (void)!write(done_fd, "d", 1);
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static int rank1(uint16_t port, int go_fd, int done_fd, report *rep) {
+  dlcp_comm *comm;
+  if (make_comm(1, port, &comm, rep) != 0) {
+    return 1;
+  }
+  char ch;
+  static float buf[COUNT];
+  for (uint32_t i = 0; i < COUNT; i++) {
+    buf[i] = 2.0f;
+  }
+  if (read(go_fd, &ch, 1) != 1) {
+    return 1;
+  }
+  dlcp_request *req;
+  if (dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, NULL,
+                     &req) != 0 ||
+      dlcp_wait(req, -1, NULL) != 0) {
+    return 1;
+  }
+  dlcp_request_free(req);
+  /* Stays in the job, without joining the second all-reduce, until rank
+   * 0 has seen it fail. */
+  if (read(done_fd, &ch, 1) != 1) {
+    return 1;
+  }
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static void test_pending_is_not_a_failure(void **state) {
+  (void)state;
+  report *rep = mmap(NULL, 2 * sizeof(report), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(rep != MAP_FAILED);
+  memset(rep, 0, 2 * sizeof(report));
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  int go[2], done[2];
+  assert_int_equal(pipe(go), 0);
+  assert_int_equal(pipe(done), 0);
+  pid_t pid[2];
+  for (uint32_t r = 0; r < 2; r++) {
+    pid[r] = fork();
+    assert_true(pid[r] >= 0);
+    if (pid[r] == 0) {
+      _exit(r == 0 ? rank0(port, go[1], done[1], &rep[0])
+                   : rank1(port, go[0], done[0], &rep[1]));
+    }
+  }
+  for (uint32_t r = 0; r < 2; r++) {
+    int st;
+    assert_int_equal(waitpid(pid[r], &st, 0), pid[r]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fail_msg("rank %u exited with 0x%x: %s", r, st, rep[r].error);
+    }
+  }
+  assert_int_equal(rep[0].pending_first, DLCP_ERR_PENDING);
+  assert_int_equal(rep[0].joined, 0);
+  assert_true(rep[0].value == 3.0f);
+  assert_true(rep[0].waits < MAX_WAITS);
+  assert_true(rep[0].failed < 0);
+  assert_int_not_equal(rep[0].failed, DLCP_ERR_PENDING);
+  assert_int_equal(rep[0].failed_info, rep[0].failed);
+  assert_int_equal(rep[0].failed_again, rep[0].failed);
+  munmap(rep, 2 * sizeof(report));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pending_is_not_a_failure),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
