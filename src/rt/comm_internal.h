@@ -15,6 +15,7 @@
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
 #include "rt/env.h"
+#include "rt/errbuf.h"
 #include "rt/fault.h"
 #include "rt/loop.h"
 #include "rt/rendezvous.h"
@@ -128,12 +129,54 @@ struct dlcp_comm {
  * |value| is lost" (its control connection dropped at the sender). */
 #define DLCP_RT_NOTE_PEER_LOST 0xFFFFFFFFu
 
-/* comm.c, for collective.c; all with |mu| held. */
+/* comm.c: the service pass and the peers' fate; all with |mu| held. */
 void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now);
-void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
-                           size_t len, dlcp_tstamp now);
 /* Polls every connection dry and moves the loop's deadline. */
 void dlcp_rt_service(dlcp_comm *c);
+/* Fails |p| for good: its transfers, its collectives, and tells the other
+ * ranks (a PEER_LOST note) so their collectives name |p|. */
+void dlcp_rt_peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
+                       dlcp_tstamp now);
+
+/* ctrl.c: the control streams; all with |mu| held. */
+void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
+                           size_t len, dlcp_tstamp now);
+/* Writes what |p|'s queue holds as far as the socket or ring allows.
+ * Returns 0, or -1 if |p| failed. */
+int dlcp_rt_ctrl_flush(dlcp_comm *c, peer *p, dlcp_tstamp now);
+/* Reads and handles |p|'s control connection (see ctrl.c). */
+void dlcp_rt_ctrl_read(dlcp_comm *c, peer *p, bool to_the_end,
+                       dlcp_tstamp now);
+/* Room for |more| bytes in |p|'s input buffer; false if |p| failed. */
+bool dlcp_rt_ctrl_reserve(dlcp_comm *c, peer *p, size_t more,
+                          dlcp_tstamp now);
+/* Handles every whole message of |p|'s input buffer. */
+void dlcp_rt_ctrl_parse(dlcp_comm *c, peer *p, dlcp_tstamp now);
+/* The loop callback of a control connection (user: its peer). */
+void dlcp_rt_on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user);
+
+/* dgram.c: the datagram path; all with |mu| held. */
+void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
+                           dlcp_tstamp now);
+/* Sends the queued batch and rings the sleeping peers on this host. */
+void dlcp_rt_flush_datagrams(dlcp_comm *c);
+/* Sends the fault-held datagrams that are due. */
+void dlcp_rt_release_held(dlcp_comm *c, dlcp_tstamp now);
+void dlcp_rt_drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
+                             dlcp_tstamp now);
+/* Reads the rings of the peers on this host; true if some are left. */
+bool dlcp_rt_drain_rings(dlcp_comm *c);
+/* The loop callback of a UDP path (user: the communicator). */
+void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user);
+
+/* drive.c: the loop thread's body, and its wake-up. */
+void *dlcp_rt_loop_main(void *arg);
+void dlcp_rt_kick(dlcp_comm *c);
+
+/* join.c: joining the job, then one MLT connection per peer.  Both
+ * return 0 or an error with |eb| saying what failed. */
+int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb);
+int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb);
 
 /* collective.c, for comm.c; all with |mu| held. */
 void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,

@@ -65,7 +65,7 @@ static uint8_t *slot_of(struct dlcp_shm_ring *r, uint64_t index) {
  * ring takes dozens of operations to warm up.  Measured with 4-rank
  * recursive doubling: prefaulting the first 8 KiB only, 60 KiB took 500 us
  * against 230 us over TCP; whole slots cost 2 MiB of memory per ring
- * (at most 15 rings a rank: SHM_MAX_WORLD in comm.c). */
+ * (at most 15 rings a rank: SHM_MAX_WORLD in join.c). */
 static void prefault_ring(struct dlcp_shm_ring *r) {
   for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
     memset(slot_of(r, i), 0, SLOT_STRIDE);

@@ -1,0 +1,278 @@
+/*
+ * dgram.c: the datagram path.  Sending: each MLT datagram draws a fault
+ * verdict (fault.h), then goes into the peer's shared-memory ring when it
+ * is on this host, or into the UDP batch (sendmmsg, payload from the
+ * tensor, no copy).  Receiving: batches from the UDP sockets, or one by
+ * one with DATA payloads read straight into the tensor (rx_in_place), and
+ * the rings of the peers on this host, each datagram handed to the MLT
+ * connection of the peer it came from.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/clock.h"
+#include "rt/comm_internal.h"
+#include "rt/fault.h"
+#include "rt/shm.h"
+#include "rt/udp.h"
+#include "wire/wire.h"
+
+/* One datagram towards |p|: into its shared-memory ring when it is on
+ * this host, else into the UDP batch (|payload| then lives until the
+ * flush). */
+static void emit(dlcp_comm *c, peer *p, uint32_t path,
+                 const struct sockaddr_in *to, const uint8_t *hdr,
+                 size_t hdr_len, const void *payload, size_t payload_len,
+                 int tos) {
+  if (p->shm.hdr) {
+    if (dlcp_shm_put(&p->shm, DLCP_SHM_DATAGRAM, hdr, hdr_len, payload,
+                     payload_len)) {
+      c->stats.shm_sent++;
+    } else {
+      c->stats.shm_full++; /* a full ring drops like a full socket */
+    }
+    return;
+  }
+  dlcp_udp_queue(&c->udp, path, to, hdr, hdr_len, payload, payload_len, tos);
+}
+
+/* Sends what is queued, and wakes the peers on this host that went to
+ * sleep before seeing what was written into their rings: a zero-length
+ * datagram to their first socket. */
+void dlcp_rt_flush_datagrams(dlcp_comm *c) {
+  for (uint32_t r = 0; c->shm_in.hdr && r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (p->shm.hdr && dlcp_shm_needs_doorbell(&p->shm)) {
+      c->stats.doorbells++;
+      dlcp_udp_queue(&c->udp, 0, &p->udp[0], c->scratch, 0, NULL, 0, 0);
+    }
+  }
+  dlcp_udp_flush(&c->udp);
+}
+
+void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
+                          dlcp_tstamp now) {
+  uint32_t path = a->path % c->udp.k;
+  const struct sockaddr_in *to = &p->udp[path % p->udp_k];
+  int tos = dlcp_udp_tos(a->priority, a->ect);
+  dlcp_duration hold = 0;
+  dlcp_fault_verdict v = dlcp_fault_decide(&c->fault, &hold);
+  c->stats.datagrams_sent++;
+  switch (v) {
+  case DLCP_FAULT_DROP:
+    c->stats.fault_dropped++;
+    return;
+  case DLCP_FAULT_DUP:
+    c->stats.fault_duplicated++;
+    emit(c, p, path, to, c->scratch, a->len, a->payload, a->payload_len, tos);
+    break;
+  case DLCP_FAULT_HOLD: {
+    /* A held packet outlives this call, and maybe the transfer: copy. */
+    held *h = malloc(sizeof(*h) + a->len + a->payload_len);
+    if (!h) {
+      return;
+    }
+    c->stats.fault_delayed++;
+    h->release_ns = now + hold;
+    h->peer_rank = p->rank;
+    h->path = path;
+    h->to = *to;
+    h->hdr_len = a->len;
+    h->payload_len = a->payload_len;
+    h->tos = tos;
+    memcpy(h->bytes, c->scratch, a->len);
+    if (a->payload_len) {
+      memcpy(h->bytes + a->len, a->payload, a->payload_len);
+    }
+    held **pp = &c->held_head;
+    while (*pp && (*pp)->release_ns <= h->release_ns) {
+      pp = &(*pp)->next;
+    }
+    h->next = *pp;
+    *pp = h;
+    return;
+  }
+  case DLCP_FAULT_PASS:
+  default:
+    break;
+  }
+  emit(c, p, path, to, c->scratch, a->len, a->payload, a->payload_len, tos);
+}
+
+void dlcp_rt_release_held(dlcp_comm *c, dlcp_tstamp now) {
+  while (c->held_head && c->held_head->release_ns <= now) {
+    held *h = c->held_head;
+    c->held_head = h->next;
+    emit(c, &c->peers[h->peer_rank], h->path, &h->to, h->bytes, h->hdr_len,
+         h->bytes + h->hdr_len, h->payload_len, h->tos);
+    /* The payload pointer must live until the flush: flush now. */
+    dlcp_rt_flush_datagrams(c);
+    free(h);
+  }
+}
+
+static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    peer *p = &c->peers[r];
+    if (r == c->env.rank) {
+      continue;
+    }
+    for (uint32_t k = 0; k < p->udp_k; k++) {
+      if (p->udp[k].sin_port == from->sin_port &&
+          p->udp[k].sin_addr.s_addr == from->sin_addr.s_addr) {
+        return p;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* A datagram read whole goes to the connection of the peer it came from;
+ * others' are counted and dropped. */
+static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
+                             const uint8_t *d, size_t len, dlcp_tstamp now) {
+  if (len == 0) {
+    return; /* a doorbell: the service that follows reads the rings */
+  }
+  c->stats.datagrams_received++;
+  peer *p = peer_by_addr(c, from);
+  if (!p) {
+    c->stats.dropped_foreign++;
+    return;
+  }
+  dlcp_mlt_on_datagram(p->conn, d, len, now);
+}
+
+/* A datagram from |p|'s ring, where |p| may still write: the header is
+ * copied before it is judged, DATA payloads go straight to the tensor,
+ * anything else is decoded from a private copy. */
+static void deliver_from_ring(dlcp_comm *c, peer *p, const uint8_t *d,
+                              size_t len, dlcp_tstamp now) {
+  c->stats.datagrams_received++;
+  uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
+  if (len > sizeof(hdr)) {
+    memcpy(hdr, d, sizeof(hdr));
+    uint8_t *dest = dlcp_mlt_data_dest(p->conn, hdr, sizeof(hdr), len);
+    if (dest) {
+      memcpy(dest, d + sizeof(hdr), len - sizeof(hdr));
+      dlcp_mlt_on_data_placed(p->conn, hdr, sizeof(hdr), len, now);
+      return;
+    }
+  }
+  memcpy(c->udp.rx, d, len);
+  dlcp_mlt_on_datagram(p->conn, c->udp.rx, len, now);
+}
+
+/* Handles up to |max| slots of |p|'s ring, in order: datagrams, and
+ * pieces of its control stream. */
+void dlcp_rt_drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
+                            dlcp_tstamp now) {
+  for (uint32_t i = 0; c->shm_in.hdr && i < max && p->dead_status == 0;
+       i++) {
+    size_t len;
+    dlcp_shm_kind kind;
+    const uint8_t *d = dlcp_shm_peek(&c->shm_in, p->rank, &len, &kind);
+    if (!d) {
+      break;
+    }
+    if (kind == DLCP_SHM_DATAGRAM) {
+      deliver_from_ring(c, p, d, len, now);
+    } else if (dlcp_rt_ctrl_reserve(c, p, len, now)) {
+      memcpy(p->rbuf + p->rlen, d, len);
+      p->rlen += len;
+      dlcp_rt_ctrl_parse(c, p, now);
+    }
+    dlcp_shm_release(&c->shm_in, p->rank);
+  }
+}
+
+/* Reads every ring of the peers on this host.  Bounded: returns true if
+ * slots are left for the next call. */
+bool dlcp_rt_drain_rings(dlcp_comm *c) {
+  if (!c->shm_in.hdr) {
+    return false;
+  }
+  /* The sleeping flag stays as it is: this may be a thread that does not
+   * drive the loop (a collective's start, the loop thread's first pass)
+   * while the driver sleeps in epoll and needs the doorbell. */
+  for (int pass = 0; pass < 4; pass++) {
+    dlcp_tstamp now = dlcp_rt_now();
+    for (uint32_t r = 0; r < c->env.world_size; r++) {
+      if (r != c->env.rank) {
+        dlcp_rt_drain_peer_ring(c, &c->peers[r], DLCP_SHM_SLOTS, now);
+      }
+    }
+    if (!dlcp_shm_pending(&c->shm_in)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Reads datagrams one by one, each DATA payload straight into the posted
+ * tensor (MLT's data_dest), saving the copy out of a receive buffer: two
+ * system calls a datagram instead of one per batch, which pays only when
+ * datagrams are large (see rx_in_place).  Bounded like the batch path. */
+static void receive_in_place(dlcp_comm *c, uint32_t path) {
+  for (int i = 0; i < 16 * DLCP_UDP_BATCH; i++) {
+    uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
+    struct sockaddr_in from;
+    ssize_t peeked = dlcp_udp_peek(&c->udp, path, hdr, sizeof(hdr), &from);
+    if (peeked < 0) {
+      break;
+    }
+    size_t len = (size_t)peeked;
+    dlcp_tstamp now = dlcp_rt_now();
+    peer *p = peer_by_addr(c, &from);
+    uint8_t *dest = p && len > sizeof(hdr)
+                        ? dlcp_mlt_data_dest(p->conn, hdr, sizeof(hdr), len)
+                        : NULL;
+    if (dest) {
+      c->stats.datagrams_received++;
+      size_t got = dlcp_udp_take_split(&c->udp, path, hdr, sizeof(hdr), dest,
+                                       len - sizeof(hdr));
+      dlcp_mlt_on_data_placed(p->conn, hdr, sizeof(hdr), got, now);
+      continue;
+    }
+    size_t got;
+    const uint8_t *d = dlcp_udp_take(&c->udp, path, &got);
+    deliver_datagram(c, &from, d, got, now);
+  }
+}
+
+void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)events;
+  dlcp_comm *c = user;
+  uint32_t path = 0;
+  while (path < c->udp.k && c->udp.fd[path] != fd) {
+    path++;
+  }
+  pthread_mutex_lock(&c->mu);
+  if (c->rx_in_place) {
+    receive_in_place(c, path);
+    dlcp_rt_service(c);
+    pthread_mutex_unlock(&c->mu);
+    return;
+  }
+  /* Bounded: a flood on one socket must not starve timers and the other
+   * sockets; epoll reports the rest again. */
+  for (int batch = 0; batch < 16; batch++) {
+    int n = dlcp_udp_recv(&c->udp, path);
+    if (n == 0) {
+      break;
+    }
+    dlcp_tstamp now = dlcp_rt_now();
+    for (int i = 0; i < n; i++) {
+      size_t len;
+      const struct sockaddr_in *from;
+      const uint8_t *d = dlcp_udp_rx_data(&c->udp, i, &len, &from);
+      deliver_datagram(c, from, d, len, now);
+    }
+    if (n < DLCP_UDP_BATCH) {
+      break;
+    }
+  }
+  dlcp_rt_service(c);
+  pthread_mutex_unlock(&c->mu);
+}

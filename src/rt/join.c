@@ -1,0 +1,480 @@
+/*
+ * join.c: joining the job.  Each rank opens its UDP paths and a TCP
+ * listener, publishes "ip tcp_port k udp_port... [shm pid fd nonce]"
+ * through rank 0's rendezvous store (rendezvous.h), reads everyone
+ * else's, maps the shared-memory segments of the ranks on this host,
+ * exchanges topology labels, then connects to every lower rank and
+ * accepts every higher one (each connection opening with the mesh hello
+ * of wire/rdzv_wire.h), and finally creates one MLT connection per peer
+ * with the segment size of its path.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/mlt.h"
+#include "proto/mlt_tune.h"
+#include "rt/clock.h"
+#include "rt/comm_internal.h"
+#include "rt/env.h"
+#include "rt/errbuf.h"
+#include "rt/net.h"
+#include "rt/rendezvous.h"
+#include "rt/shm.h"
+#include "rt/udp.h"
+#include "wire/rdzv_wire.h"
+#include "wire/wire.h"
+
+typedef struct addr_record {
+  char ip[INET_ADDRSTRLEN];
+  uint16_t tcp_port;
+  uint32_t k;
+  uint16_t udp_port[DLCP_ENV_MAX_PATHS];
+  pid_t shm_pid; /* 0: no shared-memory segment */
+  int shm_fd;
+  uint64_t shm_nonce;
+} addr_record;
+
+/* The address this host uses to reach |host|: connect a UDP socket (no
+ * packet is sent) and read its local name. */
+static int local_ip_towards(const char *host, char *out, size_t outlen,
+                            dlcp_errbuf *eb) {
+  dlcp_net_addr a;
+  int rv = dlcp_net_resolve(&a, host, 9, SOCK_DGRAM, eb);
+  if (rv != 0) {
+    return rv;
+  }
+  if (a.ss.ss_family != AF_INET) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "MASTER_ADDR '%s': expected an IPv4 host", host);
+  }
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sin;
+  socklen_t len = sizeof(sin);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
+    int e = errno;
+    if (fd >= 0) {
+      close(fd);
+    }
+    return dlcp_errbuf_set(eb, -e, "no route to %s: %s", host, strerror(e));
+  }
+  close(fd);
+  inet_ntop(AF_INET, &sin.sin_addr, out, (socklen_t)outlen);
+  return 0;
+}
+
+/* Payload bytes per datagram towards |to|: the path MTU less the IPv4,
+ * UDP and MLT headers, clamped to what the wire format allows. */
+static uint32_t segment_for(const struct sockaddr_in *to) {
+  int mtu = 1500;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    socklen_t len = sizeof(mtu);
+    if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0 ||
+        getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0) {
+      mtu = 1500;
+    }
+    close(fd);
+  }
+  long seg = (long)mtu - 20 - 8 - (long)DLCP_WIRE_DATA_HDR_LEN;
+  if (seg > (long)DLCP_WIRE_MAX_SEG) {
+    seg = DLCP_WIRE_MAX_SEG;
+  }
+  if (seg < (long)DLCP_WIRE_MIN_SEG) {
+    seg = DLCP_WIRE_MIN_SEG;
+  }
+  return (uint32_t)seg;
+}
+
+static int parse_record(addr_record *r, const char *text, uint32_t rank,
+                        dlcp_errbuf *eb) {
+  memset(r, 0, sizeof(*r));
+  int used = 0;
+  unsigned tcp, k;
+  if (sscanf(text, "%15s %u %u%n", r->ip, &tcp, &k, &used) != 3 ||
+      tcp == 0 || tcp > 65535 || k == 0 || k > DLCP_ENV_MAX_PATHS) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "rank %u published a malformed address record "
+                           "'%.60s'",
+                           rank, text);
+  }
+  const char *s = text + used;
+  for (unsigned i = 0; i < k; i++) {
+    unsigned port;
+    int n = 0;
+    if (sscanf(s, "%u%n", &port, &n) != 1 || port == 0 || port > 65535) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "rank %u published a malformed UDP port list",
+                             rank);
+    }
+    r->udp_port[i] = (uint16_t)port;
+    s += n;
+  }
+  r->tcp_port = (uint16_t)tcp;
+  r->k = k;
+  /* Optional: the shared-memory segment of a rank on loopback. */
+  long pid;
+  int fd, n = 0;
+  unsigned long long nonce;
+  if (sscanf(s, " shm %ld %d %llx%n", &pid, &fd, &nonce, &n) == 3) {
+    if (pid <= 0 || pid > INT32_MAX || fd < 0 || s[n] != '\0') {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "rank %u published a malformed shared-memory "
+                             "segment '%.60s'",
+                             rank, s);
+    }
+    r->shm_pid = (pid_t)pid;
+    r->shm_fd = fd;
+    r->shm_nonce = (uint64_t)nonce;
+  }
+  return 0;
+}
+
+/* Connects to every lower rank and accepts every higher one. */
+static int build_mesh(dlcp_comm *c, const addr_record *recs,
+                      dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  uint32_t me = c->env.rank, n = c->env.world_size;
+  uint8_t hello[DLCP_MESH_HELLO_LEN];
+  for (uint32_t r = 0; r < me; r++) {
+    peer *p = &c->peers[r];
+    dlcp_net_addr a;
+    int rv = dlcp_net_resolve(&a, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
+                              eb);
+    if (rv != 0) {
+      return rv;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0) {
+      int e = errno;
+      if (fd >= 0) {
+        close(fd);
+      }
+      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
+                             "%s: cannot connect the control channel: %s",
+                             p->name, strerror(e));
+    }
+    p->tcp_fd = fd;
+    dlcp_mesh_put_hello(hello, c->env.job, me);
+    if (dlcp_net_write_all(fd, hello, DLCP_MESH_HELLO_LEN, deadline) != 0) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
+                             "%s: hello not sent", p->name);
+    }
+  }
+  for (uint32_t accepted = me + 1; accepted < n; accepted++) {
+    struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
+    int prv = poll(&pfd, 1, dlcp_rt_poll_timeout(deadline));
+    if (prv <= 0) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                             "timed out waiting for the control connections "
+                             "of ranks above %u (%u of %u arrived)",
+                             me, accepted - me - 1, n - me - 1);
+    }
+    int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) {
+      accepted--;
+      continue;
+    }
+    uint32_t r;
+    if (dlcp_net_read_all(fd, hello, DLCP_MESH_HELLO_LEN, deadline) != 0 ||
+        dlcp_mesh_get_hello(hello, c->env.job, &r) != 0) {
+      /* Not one of ours (a stray connection or another job): ignore. */
+      close(fd);
+      accepted--;
+      continue;
+    }
+    if (r <= me || r >= n || c->peers[r].tcp_fd >= 0) {
+      close(fd);
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "a control connection claims rank %u, which "
+                             "cannot connect to rank %u or already did",
+                             r, me);
+    }
+    c->peers[r].tcp_fd = fd;
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    if (r == me) {
+      continue;
+    }
+    int one = 1;
+    setsockopt(c->peers[r].tcp_fd, IPPROTO_TCP, TCP_NODELAY, &one,
+               sizeof(one));
+    dlcp_net_set_nonblock(c->peers[r].tcp_fd);
+  }
+  return 0;
+}
+
+/*
+ * Every rank's location labels, as small integers per level: labels are
+ * numbered in order of first appearance over ranks 0..n-1, which every
+ * rank computes identically from the same exchanged strings.
+ */
+static int exchange_topology(dlcp_comm *c, dlcp_tstamp deadline,
+                             dlcp_errbuf *eb) {
+  const dlcp_rt_env *env = &c->env;
+  uint32_t n = env->world_size;
+  if (env->topo == DLCP_TOPO_FLAT) {
+    return 0;
+  }
+  if (env->topo == DLCP_TOPO_RACK) {
+    c->topo_levels = 1;
+    c->topo = calloc(n, sizeof(uint32_t));
+    if (!c->topo) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t r = 0; r < n; r++) {
+      c->topo[r] = r / env->ranks_per_rack;
+    }
+    return 0;
+  }
+  char mine[DLCP_TOPO_MAX_LEVELS * (DLCP_TOPO_LABEL_MAX + 1) + 1];
+  size_t len = 0;
+  for (uint32_t l = 0; l < env->topo_levels; l++) {
+    len += (size_t)snprintf(mine + len, sizeof(mine) - len, "%s%s",
+                            l ? "/" : "", env->topo_labels[l]);
+  }
+  void **values = calloc(n, sizeof(void *));
+  size_t *lens = calloc(n, sizeof(size_t));
+  char (*labels)[DLCP_TOPO_LABEL_MAX + 1] =
+      calloc((size_t)n * env->topo_levels, DLCP_TOPO_LABEL_MAX + 1);
+  c->topo = calloc((size_t)n * env->topo_levels, sizeof(uint32_t));
+  int rv = 0;
+  if (!values || !lens || !labels || !c->topo) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  if (rv == 0) {
+    rv = dlcp_rdzv_exchange(c->rdzv.client, "topo", mine, len + 1, values,
+                            lens, deadline, eb);
+  }
+  for (uint32_t r = 0; rv == 0 && r < n; r++) {
+    /* The text was validated by its rank's environment loader; here only
+     * the shape matters: the same number of levels everywhere. */
+    const char *t = values[r];
+    uint32_t levels = 0;
+    while (rv == 0 && *t) {
+      size_t k = strcspn(t, "/");
+      if (levels == env->topo_levels || k == 0 || k > DLCP_TOPO_LABEL_MAX) {
+        rv = dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "DLCP_TOPO: rank %u has '%.80s', expected %u "
+                             "levels like this rank's '%s'",
+                             r, (const char *)values[r], env->topo_levels,
+                             mine);
+        break;
+      }
+      memcpy(labels[r * env->topo_levels + levels], t, k);
+      levels++;
+      t += k + (t[k] == '/');
+    }
+    if (rv == 0 && levels != env->topo_levels) {
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "DLCP_TOPO: rank %u has '%.80s', expected %u "
+                           "levels like this rank's '%s'",
+                           r, (const char *)values[r], env->topo_levels, mine);
+    }
+  }
+  for (uint32_t l = 0; rv == 0 && l < env->topo_levels; l++) {
+    for (uint32_t r = 0; r < n; r++) {
+      uint32_t id = r;
+      for (uint32_t q = 0; q < r; q++) {
+        if (strcmp(labels[q * env->topo_levels + l],
+                   labels[r * env->topo_levels + l]) == 0) {
+          id = c->topo[q * env->topo_levels + l];
+          break;
+        }
+      }
+      c->topo[r * env->topo_levels + l] = id;
+    }
+  }
+  if (rv == 0) {
+    c->topo_levels = env->topo_levels;
+    dlcp_rdzv_free_values(values, n);
+  }
+  free(values);
+  free(lens);
+  free(labels);
+  return rv;
+}
+
+/* Ranks beyond this many share no memory: a segment holds a ring per
+ * rank (2 MiB each once used), and large local worlds would pin too much
+ * of it. */
+#define SHM_MAX_WORLD 16u
+
+static bool is_loopback(const char *ip) { return strncmp(ip, "127.", 4) == 0; }
+
+/* This rank's rings, when peers on this host may use them: both ends on
+ * loopback (ranks in network namespaces keep their emulated links).
+ * Without one (no memfd, say) everything goes through UDP. */
+static void open_shm_segment(dlcp_comm *c) {
+  const dlcp_rt_env *env = &c->env;
+  uint64_t nonce;
+  if (!env->shm || env->world_size > SHM_MAX_WORLD ||
+      !is_loopback(c->local_ip) ||
+      getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
+    return;
+  }
+  dlcp_errbuf eb = {0};
+  dlcp_shm_in_create(&c->shm_in, env->job, env->rank, env->world_size,
+                     nonce, &eb);
+}
+
+/* Writes to |p| through its rings when it published some and this rank
+ * takes part; a segment that cannot be mapped leaves |p| on UDP (its
+ * ring for us stays empty, which costs it nothing). */
+static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec) {
+  if (!c->shm_in.hdr || rec->shm_pid == 0 || !is_loopback(rec->ip)) {
+    return;
+  }
+  dlcp_errbuf eb = {0};
+  if (dlcp_shm_out_open(&p->shm, rec->shm_pid, rec->shm_fd, rec->shm_nonce,
+                        c->env.job, p->rank, c->env.rank, c->env.world_size,
+                        &eb) == 0) {
+    c->stats.shm_peers++;
+  }
+}
+
+int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
+  dlcp_rt_env *env = &c->env;
+  int rv;
+  if (env->local_addr[0]) {
+    dlcp_fmt(c->local_ip, sizeof(c->local_ip), "%s", env->local_addr);
+  } else if (env->world_size == 1) {
+    snprintf(c->local_ip, sizeof(c->local_ip), "127.0.0.1");
+  } else if ((rv = local_ip_towards(env->master_addr, c->local_ip,
+                                    sizeof(c->local_ip), eb)) != 0) {
+    return rv;
+  }
+  if ((rv = dlcp_udp_open(&c->udp, c->local_ip, env->paths, eb)) != 0) {
+    return rv;
+  }
+  if (env->world_size == 1) {
+    return 0;
+  }
+  /* The control listener exists before anyone can learn its port. */
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  inet_pton(AF_INET, c->local_ip, &sin.sin_addr);
+  socklen_t slen = sizeof(sin);
+  c->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (c->listen_fd < 0 ||
+      bind(c->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+      listen(c->listen_fd, 128) != 0 ||
+      getsockname(c->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
+    return dlcp_errbuf_set(eb, -errno, "control listener on %s: %s",
+                           c->local_ip, strerror(errno));
+  }
+  if ((rv = dlcp_rdzv_join(&c->rdzv, env, eb)) != 0) {
+    return rv;
+  }
+  open_shm_segment(c);
+  char mine[128 + 8 * DLCP_ENV_MAX_PATHS];
+  int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
+                     (unsigned)ntohs(sin.sin_port), env->paths);
+  for (uint32_t i = 0; i < env->paths; i++) {
+    len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
+                    (unsigned)c->udp.port[i]);
+  }
+  if (c->shm_in.hdr) {
+    len += snprintf(mine + len, sizeof(mine) - (size_t)len, " shm %ld %d %llx",
+                    (long)getpid(), c->shm_in.fd,
+                    (unsigned long long)c->shm_in.nonce);
+  }
+  void **values = calloc(env->world_size, sizeof(void *));
+  size_t *lens = calloc(env->world_size, sizeof(size_t));
+  addr_record *recs = calloc(env->world_size, sizeof(addr_record));
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(env->rdzv_timeout_ms);
+  if (!values || !lens || !recs) {
+    free(values);
+    free(lens);
+    free(recs);
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  rv = dlcp_rdzv_exchange(c->rdzv.client, "addr", mine, (size_t)len + 1,
+                          values, lens, deadline, eb);
+  for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {
+    rv = parse_record(&recs[r], values[r], r, eb);
+    peer *p = &c->peers[r];
+    p->udp_k = recs[r].k;
+    for (uint32_t k = 0; rv == 0 && k < recs[r].k; k++) {
+      p->udp[k].sin_family = AF_INET;
+      p->udp[k].sin_port = htons(recs[r].udp_port[k]);
+      inet_pton(AF_INET, recs[r].ip, &p->udp[k].sin_addr);
+    }
+    dlcp_fmt(p->name, sizeof(p->name), "rank %u (%s:%u)", r, recs[r].ip,
+             (unsigned)recs[r].tcp_port);
+    if (rv == 0 && r != env->rank) {
+      map_peer_segment(c, p, &recs[r]);
+    }
+  }
+  if (rv == 0) {
+    dlcp_rdzv_free_values(values, env->world_size);
+    rv = exchange_topology(c, deadline, eb);
+  }
+  if (rv == 0) {
+    rv = build_mesh(c, recs, deadline, eb);
+  }
+  free(values);
+  free(lens);
+  free(recs);
+  return rv;
+}
+
+/* Reading payloads in place costs a second system call per datagram and
+ * saves copying it: worth it from about this segment size (loopback's
+ * 64 KiB datagrams), not for MTU-sized ones. */
+#define RX_IN_PLACE_MIN_SEGMENT 16384u
+
+int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
+  c->rx_in_place = c->env.world_size > 1;
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r == c->env.rank) {
+      continue;
+    }
+    peer *p = &c->peers[r];
+    dlcp_mlt_config cfg;
+    dlcp_mlt_config_default(&cfg);
+    cfg.job = c->env.job;
+    dlcp_mlt_config_tune_segment(&cfg, c->env.segment_bytes
+                                           ? c->env.segment_bytes
+                                           : segment_for(&p->udp[0]));
+    if (cfg.segment_size < RX_IN_PLACE_MIN_SEGMENT) {
+      c->rx_in_place = false;
+    }
+    cfg.npaths = c->env.paths;
+    cfg.line_rate_bps = (uint64_t)(c->env.rate_gbps * 1e9);
+    cfg.min_rate_bps = cfg.line_rate_bps / 1000 ? cfg.line_rate_bps / 1000 : 1;
+    cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
+    cfg.max_inflight_bytes = c->env.window_bytes;
+    cfg.eager_max_bytes = c->env.eager_bytes;
+    /* DLCP_RTT_LOW_US / DLCP_RTT_HIGH_US override the tuned thresholds. */
+    if (c->env.rtt_low_us) {
+      cfg.t_low_ns = (dlcp_duration)c->env.rtt_low_us * 1000u;
+    }
+    if (c->env.rtt_high_us) {
+      cfg.t_high_ns = (dlcp_duration)c->env.rtt_high_us * 1000u;
+    }
+    if (cfg.t_high_ns <= cfg.t_low_ns) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "DLCP_RTT_HIGH_US (%llu us) must exceed "
+                             "DLCP_RTT_LOW_US (%llu us)",
+                             (unsigned long long)cfg.t_high_ns / 1000,
+                             (unsigned long long)cfg.t_low_ns / 1000);
+    }
+    cfg.seed = c->env.fault.seed ^ ((uint64_t)c->env.rank << 32 | r);
+    int rv = dlcp_mlt_conn_new(&p->conn, &cfg, NULL, dlcp_rt_now());
+    if (rv != 0) {
+      return dlcp_errbuf_set(eb, rv, "MLT connection to %s: %s", p->name,
+                             dlcp_strerror(rv));
+    }
+  }
+  return 0;
+}
