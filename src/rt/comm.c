@@ -222,8 +222,7 @@ void dlcp_rt_service(dlcp_comm *c) {
   dlcp_tstamp now = dlcp_rt_now();
   maybe_pause(c, now);
   dlcp_rt_release_held(c, now);
-  dlcp_tstamp next = c->held_head ? c->held_head->release_ns
-                                  : DLCP_TSTAMP_NEVER;
+  dlcp_tstamp next = dlcp_fault_next_release(&c->held);
   if (dlcp_rt_drain_rings(c)) {
     next = now; /* more in the rings: come back at once */
   }
@@ -339,11 +338,7 @@ static void comm_free(dlcp_comm *c) {
     free(p->wbuf);
   }
   dlcp_shm_in_close(&c->shm_in);
-  while (c->held_head) {
-    held *h = c->held_head;
-    c->held_head = h->next;
-    free(h);
-  }
+  dlcp_fault_queue_clear(&c->held);
   dlcp_udp_close(&c->udp);
   if (c->listen_fd >= 0) {
     close(c->listen_fd);

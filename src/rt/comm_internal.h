@@ -47,17 +47,6 @@ typedef struct op {
   dlcp_tstamp posted_ns;
 } op;
 
-typedef struct held {
-  struct held *next;
-  dlcp_tstamp release_ns;
-  uint32_t peer_rank;
-  uint32_t path;
-  struct sockaddr_in to;
-  size_t hdr_len, payload_len;
-  int tos;
-  uint8_t bytes[]; /* header then payload copy */
-} held;
-
 typedef struct peer {
   struct dlcp_comm *comm;
   uint32_t rank;
@@ -97,7 +86,7 @@ struct dlcp_comm {
   dlcp_udp udp;
   dlcp_shm_in shm_in; /* rings of the peers on this host */
   dlcp_fault fault;
-  held *held_head;
+  dlcp_fault_queue held; /* datagrams held back by fault injection */
   int tfd;                /* timerfd: the earliest core deadline */
   dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
   uint8_t *scratch;

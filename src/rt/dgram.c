@@ -67,29 +67,10 @@ void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
     emit(c, p, path, to, c->scratch, a->len, a->payload, a->payload_len, tos);
     break;
   case DLCP_FAULT_HOLD: {
-    /* A held packet outlives this call, and maybe the transfer: copy. */
-    held *h = malloc(sizeof(*h) + a->len + a->payload_len);
-    if (!h) {
-      return;
+    if (dlcp_fault_hold(&c->held, now + hold, p->rank, path, to, c->scratch,
+                        a->len, a->payload, a->payload_len, tos) == 0) {
+      c->stats.fault_delayed++;
     }
-    c->stats.fault_delayed++;
-    h->release_ns = now + hold;
-    h->peer_rank = p->rank;
-    h->path = path;
-    h->to = *to;
-    h->hdr_len = a->len;
-    h->payload_len = a->payload_len;
-    h->tos = tos;
-    memcpy(h->bytes, c->scratch, a->len);
-    if (a->payload_len) {
-      memcpy(h->bytes + a->len, a->payload, a->payload_len);
-    }
-    held **pp = &c->held_head;
-    while (*pp && (*pp)->release_ns <= h->release_ns) {
-      pp = &(*pp)->next;
-    }
-    h->next = *pp;
-    *pp = h;
     return;
   }
   case DLCP_FAULT_PASS:
@@ -100,9 +81,8 @@ void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
 }
 
 void dlcp_rt_release_held(dlcp_comm *c, dlcp_tstamp now) {
-  while (c->held_head && c->held_head->release_ns <= now) {
-    held *h = c->held_head;
-    c->held_head = h->next;
+  dlcp_fault_held *h;
+  while ((h = dlcp_fault_due(&c->held, now)) != NULL) {
     emit(c, &c->peers[h->peer_rank], h->path, &h->to, h->bytes, h->hdr_len,
          h->bytes + h->hdr_len, h->payload_len, h->tos);
     /* The payload pointer must live until the flush: flush now. */

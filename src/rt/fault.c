@@ -1,10 +1,15 @@
 /*
+ * fault.c: fault injection's verdicts and its queue of held datagrams.
+ *
  * One uniform draw per packet decides its fate, checked in a fixed order
  * (drop, duplicate, reorder, delay), so the probabilities are those
  * configured as long as they sum to at most 1, and a given seed replays
  * the same decisions for the same sequence of packets.
  */
 #include "rt/fault.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 void dlcp_fault_init(dlcp_fault *f, const dlcp_rt_fault *cfg, uint64_t salt) {
   f->cfg = *cfg;
@@ -37,4 +42,54 @@ dlcp_fault_verdict dlcp_fault_decide(dlcp_fault *f, dlcp_duration *hold_ns) {
     return DLCP_FAULT_HOLD;
   }
   return DLCP_FAULT_PASS;
+}
+
+int dlcp_fault_hold(dlcp_fault_queue *q, dlcp_tstamp release_ns,
+                    uint32_t peer_rank, uint32_t path,
+                    const struct sockaddr_in *to, const uint8_t *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len,
+                    int tos) {
+  dlcp_fault_held *h = malloc(sizeof(*h) + hdr_len + payload_len);
+  if (!h) {
+    return DLCP_ERR_NOMEM;
+  }
+  h->release_ns = release_ns;
+  h->peer_rank = peer_rank;
+  h->path = path;
+  h->to = *to;
+  h->hdr_len = hdr_len;
+  h->payload_len = payload_len;
+  h->tos = tos;
+  memcpy(h->bytes, hdr, hdr_len);
+  if (payload_len) {
+    memcpy(h->bytes + hdr_len, payload, payload_len);
+  }
+  dlcp_fault_held **pp = &q->head;
+  while (*pp && (*pp)->release_ns <= release_ns) {
+    pp = &(*pp)->next;
+  }
+  h->next = *pp;
+  *pp = h;
+  return 0;
+}
+
+dlcp_fault_held *dlcp_fault_due(dlcp_fault_queue *q, dlcp_tstamp now) {
+  dlcp_fault_held *h = q->head;
+  if (!h || h->release_ns > now) {
+    return NULL;
+  }
+  q->head = h->next;
+  return h;
+}
+
+dlcp_tstamp dlcp_fault_next_release(const dlcp_fault_queue *q) {
+  return q->head ? q->head->release_ns : DLCP_TSTAMP_NEVER;
+}
+
+void dlcp_fault_queue_clear(dlcp_fault_queue *q) {
+  while (q->head) {
+    dlcp_fault_held *h = q->head;
+    q->head = h->next;
+    free(h);
+  }
 }
