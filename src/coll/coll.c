@@ -27,210 +27,6 @@
 #include "coll/plan.h"
 #include "coll/reduce.h"
 
-void dlcp_coll_params_default(dlcp_coll_params *p) {
-  memset(p, 0, sizeof(*p));
-  p->kind = DLCP_COLL_ALLREDUCE;
-  p->algo = DLCP_ALGO_AUTO;
-  p->world = 1;
-  p->dtype = DLCP_FLOAT32;
-  p->op = DLCP_SUM;
-  p->chunk_bytes = 0; /* by size: coll_plan_nseg */
-  p->bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
-}
-
-void dlcp_coll_shard(uint64_t count, uint32_t parts, uint32_t part,
-                     uint64_t *off, uint64_t *len) {
-  /* The first count % parts parts get one extra element, so part i starts
-   * after i base-sized parts plus min(i, rem) extra elements. */
-  uint64_t base = parts ? count / parts : 0;
-  uint64_t rem = parts ? count % parts : 0;
-  *off = part * base + (part < rem ? part : rem);
-  *len = base + (part < rem ? 1u : 0u);
-}
-
-const char *dlcp_coll_kind_name(dlcp_coll_kind kind) {
-  switch (kind) {
-  case DLCP_COLL_ALLREDUCE:
-    return "allreduce";
-  case DLCP_COLL_REDUCE_SCATTER:
-    return "reduce_scatter";
-  case DLCP_COLL_ALLGATHER:
-    return "allgather";
-  case DLCP_COLL_BROADCAST:
-    return "broadcast";
-  case DLCP_COLL_BARRIER:
-    return "barrier";
-  }
-  return "?";
-}
-
-static bool kind_valid(dlcp_coll_kind k) {
-  return k == DLCP_COLL_ALLREDUCE || k == DLCP_COLL_REDUCE_SCATTER ||
-         k == DLCP_COLL_ALLGATHER || k == DLCP_COLL_BROADCAST ||
-         k == DLCP_COLL_BARRIER;
-}
-
-static bool algo_valid(dlcp_algo a) {
-  return (unsigned)a < DLCP_COLL_NALGOS;
-}
-
-/* Checks |p| (not its buffers) and derives the builders' view of it. */
-static int params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
-  memset(g, 0, sizeof(*g));
-  if (!kind_valid(p->kind) || !algo_valid(p->algo) || p->world == 0 ||
-      p->rank >= p->world) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  if (p->world > DLCP_COLL_MAX_WORLD) {
-    return DLCP_ERR_LIMIT;
-  }
-  size_t esz = dlcp_dtype_size(p->dtype);
-  uint64_t count = p->kind == DLCP_COLL_BARRIER ? 0 : p->count;
-  if (p->kind != DLCP_COLL_BARRIER && esz == 0) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  if ((p->kind == DLCP_COLL_ALLREDUCE ||
-       p->kind == DLCP_COLL_REDUCE_SCATTER) &&
-      !(p->op == DLCP_SUM || p->op == DLCP_AVG || p->op == DLCP_MIN ||
-        p->op == DLCP_MAX)) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  if (p->kind == DLCP_COLL_BROADCAST && p->root >= p->world) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  /* Byte offsets must fit both uint64_t arithmetic and size_t. */
-  if (esz && count > (uint64_t)(SIZE_MAX / 2) / esz) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  if (!(p->loss_bound >= 0.0 && p->loss_bound < 1.0)) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  if (p->bypass_alpha != 0.0 && !(p->bypass_alpha > 1.0)) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  if (p->topo_levels > DLCP_COLL_MAX_LEVELS ||
-      (p->topo_levels > 0 && !p->topo)) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  int algo = dlcp_coll_resolve_algo(p);
-  if (algo < 0) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  g->kind = p->kind;
-  g->algo = (dlcp_algo)algo;
-  g->rank = p->rank;
-  g->world = p->world;
-  g->root = p->kind == DLCP_COLL_BROADCAST ? p->root : 0;
-  g->count = count;
-  g->esz = esz ? esz : 1;
-  g->dtype = p->dtype;
-  g->op = p->op;
-  g->chunk_bytes = p->chunk_bytes;
-  g->topo = p->topo_levels ? p->topo : NULL;
-  g->levels = p->topo_levels;
-  g->rs_copy_out = p->kind == DLCP_COLL_REDUCE_SCATTER && p->sendbuf &&
-                   p->sendbuf != p->recvbuf;
-  return 0;
-}
-
-/* ---- transfer table ---------------------------------------------------- */
-
-/* Directions in the table: a SEND and a RECV with the same peer and tag
- * are different transfers (one each way). */
-enum { DIR_SEND = 0, DIR_RECV = 1, DIR_NOTE = 2 };
-
-static int step_dir(const coll_step *st) {
-  switch ((coll_step_kind)st->kind) {
-  case COLL_STEP_SEND:
-    return DIR_SEND;
-  case COLL_STEP_RECV:
-    return DIR_RECV;
-  case COLL_STEP_WAIT_NOTE:
-    return DIR_NOTE;
-  case COLL_STEP_NOP:
-  case COLL_STEP_REDUCE:
-  case COLL_STEP_COPY:
-  case COLL_STEP_FINISH:
-  case COLL_STEP_NOTE:
-    break;
-  }
-  return -1;
-}
-
-static uint64_t step_id(const coll_step *st) {
-  return st->kind == COLL_STEP_WAIT_NOTE ? st->value : st->tag;
-}
-
-static uint32_t key_hash(int dir, uint32_t peer, uint64_t id) {
-  /* splitmix64's finaliser: cheap and mixes every input bit. */
-  uint64_t x = id ^ ((uint64_t)peer << 32) ^ ((uint64_t)dir << 62);
-  x ^= x >> 30;
-  x *= UINT64_C(0xbf58476d1ce4e5b9);
-  x ^= x >> 27;
-  x *= UINT64_C(0x94d049bb133111eb);
-  x ^= x >> 31;
-  return (uint32_t)x;
-}
-
-#define HSLOT_EMPTY UINT32_MAX
-#define HSLOT_TOMB (UINT32_MAX - 1)
-
-static uint32_t table_find(const dlcp_coll *op, int dir, uint32_t peer,
-                           uint64_t id) {
-  if (!op->hslots) {
-    return COLL_NO_STEP;
-  }
-  uint32_t h = key_hash(dir, peer, id) & op->hmask;
-  for (;;) {
-    uint32_t s = op->hslots[h];
-    if (s == HSLOT_EMPTY) {
-      return COLL_NO_STEP;
-    }
-    if (s != HSLOT_TOMB) {
-      const coll_step *st = &op->plan.steps[s];
-      if (step_dir(st) == dir && st->peer == peer && step_id(st) == id) {
-        return s;
-      }
-    }
-    h = (h + 1) & op->hmask;
-  }
-}
-
-/* Inserts step |idx|; DLCP_ERR_INTERNAL if its key is taken (a plan that
- * reuses a tag between the same pair: a builder bug). */
-static int table_insert(dlcp_coll *op, uint32_t idx) {
-  const coll_step *st = &op->plan.steps[idx];
-  int dir = step_dir(st);
-  if (dir < 0) {
-    return 0;
-  }
-  if (table_find(op, dir, st->peer, step_id(st)) != COLL_NO_STEP) {
-    return DLCP_ERR_INTERNAL;
-  }
-  uint32_t h = key_hash(dir, st->peer, step_id(st)) & op->hmask;
-  while (op->hslots[h] != HSLOT_EMPTY && op->hslots[h] != HSLOT_TOMB) {
-    h = (h + 1) & op->hmask;
-  }
-  op->hslots[h] = idx;
-  return 0;
-}
-
-static void table_remove(dlcp_coll *op, uint32_t idx) {
-  const coll_step *st = &op->plan.steps[idx];
-  int dir = step_dir(st);
-  if (dir < 0) {
-    return;
-  }
-  uint32_t h = key_hash(dir, st->peer, step_id(st)) & op->hmask;
-  while (op->hslots[h] != HSLOT_EMPTY) {
-    if (op->hslots[h] == idx) {
-      op->hslots[h] = HSLOT_TOMB;
-      return;
-    }
-    h = (h + 1) & op->hmask;
-  }
-}
-
 /* ---- small helpers ------------------------------------------------------ */
 
 static void *mem_calloc(const dlcp_mem *mem, size_t n, size_t size) {
@@ -401,10 +197,10 @@ int coll_exec_retarget(dlcp_coll *op, uint32_t idx, uint32_t peer,
   }
   bool was_active = op->state[idx] == COLL_ST_ACTIVE;
   uint32_t old_peer = st->peer, old_tag = st->tag;
-  table_remove(op, idx);
+  coll_table_remove(op, idx);
   st->peer = peer;
   st->tag = tag;
-  int rv = table_insert(op, idx);
+  int rv = coll_table_insert(op, idx);
   if (rv != 0) {
     return rv;
   }
@@ -433,7 +229,7 @@ int coll_exec_cancel_recv(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
       return rv;
     }
   }
-  table_remove(op, idx);
+  coll_table_remove(op, idx);
   op->flags[idx] |= COLL_SF_CANCELED;
   /* A READY step still sits in the ready queue: the DONE state makes
    * poll skip it. */
@@ -457,7 +253,7 @@ uint32_t coll_exec_add_step(dlcp_coll *op, const coll_step *st,
   if (dependent != COLL_NO_STEP) {
     op->ndeps[dependent]++;
   }
-  if (table_insert(op, idx) != 0) {
+  if (coll_table_insert(op, idx) != 0) {
     op->plan.nsteps--;
     if (dependent != COLL_NO_STEP) {
       op->ndeps[dependent]--;
@@ -656,7 +452,7 @@ static int setup_exec(dlcp_coll *op) {
   }
   mem->free(fill, mem->user);
   for (uint32_t i = 0; i < pl->nsteps; i++) {
-    int rv = table_insert(op, i);
+    int rv = coll_table_insert(op, i);
     if (rv != 0) {
       return rv;
     }
@@ -685,7 +481,7 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
   op->start_ns = now;
   op->phase = COLL_PHASE_RUN;
   coll_plan_init(&op->plan, mem);
-  int rv = params_to_geom(p, &op->g);
+  int rv = coll_params_to_geom(p, &op->g);
   coll_agree_init(op);
   if (rv != 0) {
     goto fail;
@@ -1010,7 +806,7 @@ int dlcp_coll_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag, int status,
   if ((tag >> DLCP_COLL_TAG_CLASS_SHIFT) == DLCP_COLL_TAG_AGREE) {
     return coll_agree_on_sent(op, peer, tag, status, now);
   }
-  uint32_t idx = table_find(op, DIR_SEND, peer, tag);
+  uint32_t idx = coll_table_find(op, DIR_SEND, peer, tag);
   if (idx == COLL_NO_STEP || op->state[idx] != COLL_ST_ACTIVE) {
     return DLCP_ERR_UNKNOWN_TRANSFER;
   }
@@ -1028,7 +824,7 @@ int dlcp_coll_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
   if ((tag >> DLCP_COLL_TAG_CLASS_SHIFT) == DLCP_COLL_TAG_AGREE) {
     return coll_agree_on_received(op, peer, tag, status, nmissing, now);
   }
-  uint32_t idx = table_find(op, DIR_RECV, peer, tag);
+  uint32_t idx = coll_table_find(op, DIR_RECV, peer, tag);
   if (idx == COLL_NO_STEP || op->state[idx] != COLL_ST_ACTIVE) {
     return DLCP_ERR_UNKNOWN_TRANSFER;
   }
@@ -1073,7 +869,7 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
   }
   switch (kind) {
   case DLCP_COLL_NOTE_BARRIER: {
-    uint32_t idx = table_find(op, DIR_NOTE, peer, value);
+    uint32_t idx = coll_table_find(op, DIR_NOTE, peer, value);
     if (idx == COLL_NO_STEP || (op->flags[idx] & COLL_SF_ARRIVED)) {
       return DLCP_ERR_BAD_TYPE;
     }
@@ -1142,7 +938,7 @@ void dlcp_coll_get_result(const dlcp_coll *op, dlcp_coll_result *res) {
 dlcp_ssize dlcp_coll_plan_dump(const dlcp_coll_params *p, char *buf,
                                size_t buflen) {
   coll_geom g;
-  int rv = params_to_geom(p, &g);
+  int rv = coll_params_to_geom(p, &g);
   if (rv != 0) {
     return rv;
   }

@@ -148,6 +148,17 @@ void coll_exec_finalize(dlcp_coll *op, dlcp_tstamp now);
 /* Sorts and merges |r| in place; returns the new count. */
 size_t coll_ranges_normalize(dlcp_coll_range *r, size_t n);
 
+/* step_table.c: the waiting steps by (direction, peer, tag or note
+ * value).  A SEND and a RECV with the same peer and tag are different
+ * transfers (one each way). */
+enum { DIR_SEND = 0, DIR_RECV = 1, DIR_NOTE = 2 };
+/* The step waiting for this key, or COLL_NO_STEP. */
+uint32_t coll_table_find(const dlcp_coll *op, int dir, uint32_t peer,
+                         uint64_t id);
+/* Indexes step |idx|; 0 or DLCP_ERR_DUPLICATE (its key is taken). */
+int coll_table_insert(dlcp_coll *op, uint32_t idx);
+void coll_table_remove(dlcp_coll *op, uint32_t idx);
+
 /* agree.c */
 void coll_agree_init(dlcp_coll *op);
 void coll_agree_free(dlcp_coll *op);

@@ -165,4 +165,8 @@ int coll_plan_build(coll_plan *plan, const coll_geom *g);
 dlcp_ssize coll_plan_format(const coll_plan *plan, const coll_geom *g,
                             char *buf, size_t buflen);
 
+/* params.c: checks |p| (not its buffers) and derives the builders' view
+ * of it.  Returns 0, DLCP_ERR_INVALID_ARGUMENT or DLCP_ERR_LIMIT. */
+int coll_params_to_geom(const dlcp_coll_params *p, coll_geom *g);
+
 #endif /* DLCP_COLL_PLAN_H */
