@@ -27,6 +27,7 @@
  * takes part in every collective.  A failed run cancels its outstanding
  * transfers before it reports, so the application may free its buffers.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
 #include "rt/errbuf.h"
+#include "rt/scratch.h"
 
 #define MAX_RUNS 2048u
 
@@ -73,6 +75,22 @@ typedef struct early_note {
   uint32_t peer;
   uint64_t value;
 } early_note;
+
+/* The communicator's collectives: everything about them that outlives one
+ * operation.  All under the communicator's |mu|. */
+struct dlcp_rt_colls {
+  coll_run *runs;           /* running, in start order */
+  uint32_t next_id;         /* same sequence on every rank */
+  early_note *early;        /* notes for collectives not started here */
+  pthread_cond_t req_cv;    /* a collective request completed */
+  dlcp_scratch scratch;     /* the operations' allocator (reuses big
+                               blocks) */
+  /* The straggler bypass's step and transfer time estimates at the end
+   * of the last RING_BYPASS all-reduce, and its size: they seed the next
+   * one of the same size (a training loop's next iteration). */
+  uint64_t bypass_hint_bytes;
+  dlcp_duration bypass_step_hint_ns, bypass_trans_hint_ns;
+};
 
 struct dlcp_request {
   dlcp_comm *comm;
@@ -145,9 +163,9 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   dlcp_coll_get_result(run->op, &res);
   if (res.algo == DLCP_ALGO_RING_BYPASS && res.status == 0 &&
       res.step_ns > 0) {
-    c->bypass_hint_bytes = run->bytes;
-    c->bypass_step_hint_ns = res.step_ns;
-    c->bypass_trans_hint_ns = res.trans_ns;
+    c->coll->bypass_hint_bytes = run->bytes;
+    c->coll->bypass_step_hint_ns = res.step_ns;
+    c->coll->bypass_trans_hint_ns = res.trans_ns;
   }
   dlcp_coll_info *info = &req->info;
   memset(info, 0, sizeof(*info));
@@ -180,7 +198,7 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
       info->nmissing = res.nmissing;
     }
   }
-  for (coll_run **pp = &c->colls; *pp; pp = &(*pp)->next) {
+  for (coll_run **pp = &c->coll->runs; *pp; pp = &(*pp)->next) {
     if (*pp == run) {
       *pp = run->next;
       break;
@@ -190,7 +208,7 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   free(run);
   req->run = NULL;
   req->done = true;
-  pthread_cond_broadcast(&c->req_cv);
+  pthread_cond_broadcast(&c->coll->req_cv);
 }
 
 /* Fails |run| from outside the state machine (a lost peer, shutdown). */
@@ -295,7 +313,7 @@ static bool pump(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
 
 bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   bool posted = false;
-  coll_run *run = c->colls;
+  coll_run *run = c->coll->runs;
   while (run) {
     coll_run *following = run->next;
     bool finished = false;
@@ -387,7 +405,7 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
 }
 
 static coll_run *find_run(dlcp_comm *c, uint32_t id) {
-  for (coll_run *run = c->colls; run; run = run->next) {
+  for (coll_run *run = c->coll->runs; run; run = run->next) {
     if (run->id == id) {
       return run;
     }
@@ -406,8 +424,8 @@ static void record_loss(dlcp_comm *c, int status, const char *reason) {
 }
 
 static void fail_all(dlcp_comm *c, dlcp_tstamp now) {
-  while (c->colls) {
-    fail_run(c, c->colls, c->lost_status, c->lost_reason, now);
+  while (c->coll->runs) {
+    fail_run(c, c->coll->runs, c->lost_status, c->lost_reason, now);
   }
 }
 
@@ -439,7 +457,7 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
   /* The peer is ahead of us: keep the note for when this rank starts
    * that collective.  A note for one already finished here is dropped
    * (ids only grow). */
-  if ((int32_t)(n.op - c->next_coll_id) < 0) {
+  if ((int32_t)(n.op - c->coll->next_id) < 0) {
     return;
   }
   early_note *e = malloc(sizeof(*e));
@@ -450,7 +468,7 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
   e->peer = p->rank;
   e->value = n.value;
   e->next = NULL;
-  early_note **pp = &c->early;
+  early_note **pp = &c->coll->early;
   while (*pp) {
     pp = &(*pp)->next;
   }
@@ -465,19 +483,43 @@ void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now) {
 }
 
 void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now) {
-  while (c->colls) {
-    fail_run(c, c->colls, DLCP_ERR_CANCELED,
+  while (c->coll->runs) {
+    fail_run(c, c->coll->runs, DLCP_ERR_CANCELED,
              "the communicator was destroyed", now);
   }
 }
 
-void dlcp_rt_coll_free(dlcp_comm *c) {
-  dlcp_scratch_release(&c->scratch_mem);
-  while (c->early) {
-    early_note *e = c->early;
-    c->early = e->next;
+int dlcp_rt_coll_new(dlcp_rt_colls **pcoll) {
+  dlcp_rt_colls *co = calloc(1, sizeof(*co));
+  if (!co) {
+    return DLCP_ERR_NOMEM;
+  }
+  dlcp_scratch_init(&co->scratch);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&co->req_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  *pcoll = co;
+  return 0;
+}
+
+bool dlcp_rt_coll_busy(const dlcp_rt_colls *co) {
+  return co && co->runs != NULL;
+}
+
+void dlcp_rt_coll_free(dlcp_rt_colls *co) {
+  if (!co) {
+    return;
+  }
+  dlcp_scratch_release(&co->scratch);
+  while (co->early) {
+    early_note *e = co->early;
+    co->early = e->next;
     free(e);
   }
+  pthread_cond_destroy(&co->req_cv);
+  free(co);
 }
 
 /* --- starting a collective --------------------------------------------- */
@@ -525,17 +567,17 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   pthread_mutex_lock(&c->mu);
   dlcp_tstamp now = dlcp_rt_now();
   size_t nruns = 0;
-  for (coll_run *r = c->colls; r; r = r->next) {
+  for (coll_run *r = c->coll->runs; r; r = r->next) {
     nruns++;
   }
-  if (bytes == c->bypass_hint_bytes) {
-    p.bypass_step_hint_ns = c->bypass_step_hint_ns;
-    p.bypass_trans_hint_ns = c->bypass_trans_hint_ns;
+  if (bytes == c->coll->bypass_hint_bytes) {
+    p.bypass_step_hint_ns = c->coll->bypass_step_hint_ns;
+    p.bypass_trans_hint_ns = c->coll->bypass_trans_hint_ns;
   }
   int rv = c->closing ? DLCP_ERR_CANCELED
                       : nruns >= MAX_RUNS ? DLCP_ERR_LIMIT : 0;
   if (rv == 0) {
-    rv = dlcp_coll_new(&run->op, &p, &c->scratch_mem.mem, now);
+    rv = dlcp_coll_new(&run->op, &p, &c->coll->scratch.mem, now);
   }
   if (rv != 0) {
     pthread_mutex_unlock(&c->mu);
@@ -543,7 +585,7 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     free(run);
     return rv;
   }
-  run->id = c->next_coll_id++;
+  run->id = c->coll->next_id++;
   run->bytes = bytes;
   run->req = req;
   run->layer = opts->layer;
@@ -551,13 +593,13 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   run->dirty = true;
   req->run = run;
   req->started_ns = now;
-  coll_run **pp = &c->colls;
+  coll_run **pp = &c->coll->runs;
   while (*pp) {
     pp = &(*pp)->next;
   }
   *pp = run;
   /* Notes that arrived before this rank got here. */
-  for (early_note **ep = &c->early; *ep;) {
+  for (early_note **ep = &c->coll->early; *ep;) {
     early_note *e = *ep;
     if (e->op_id == run->id) {
       dlcp_coll_on_note(run->op, e->peer, e->value, now);
@@ -654,7 +696,7 @@ int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
                           : deadline;
       struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
                             .tv_nsec = (long)(t % 1000000000u)};
-      pthread_cond_timedwait(&c->req_cv, &c->mu, &ts);
+      pthread_cond_timedwait(&c->coll->req_cv, &c->mu, &ts);
     }
     pthread_mutex_unlock(&c->mu);
   }

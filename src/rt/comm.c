@@ -349,7 +349,7 @@ static void comm_free(dlcp_comm *c) {
   if (c->tfd >= 0) {
     close(c->tfd);
   }
-  dlcp_rt_coll_free(c);
+  dlcp_rt_coll_free(c->coll);
   free(c->topo);
   dlcp_loop_del(c->loop);
   free(c->peers);
@@ -358,7 +358,6 @@ static void comm_free(dlcp_comm *c) {
   pthread_mutex_destroy(&c->pmu);
   pthread_cond_destroy(&c->pcv);
   pthread_cond_destroy(&c->lcv);
-  pthread_cond_destroy(&c->req_cv);
   free(c);
 }
 
@@ -380,20 +379,18 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   }
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->pmu, NULL);
-  dlcp_scratch_init(&c->scratch_mem);
   pthread_cond_init(&c->pcv, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&c->lcv, &ca);
-  pthread_cond_init(&c->req_cv, &ca);
   pthread_condattr_destroy(&ca);
   c->started_ns = dlcp_rt_now();
   dlcp_fault_init(&c->fault, &env->fault, env->rank);
   c->peers = calloc(env->world_size, sizeof(peer));
   c->scratch = malloc(SCRATCH_LEN);
   int rv = 0;
-  if (!c->peers || !c->scratch) {
+  if (!c->peers || !c->scratch || dlcp_rt_coll_new(&c->coll) != 0) {
     rv = dlcp_errbuf_set(&eb, DLCP_ERR_NOMEM, "out of memory");
   }
   for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {

@@ -19,7 +19,6 @@
 #include "rt/fault.h"
 #include "rt/loop.h"
 #include "rt/rendezvous.h"
-#include "rt/scratch.h"
 #include "rt/shm.h"
 #include "rt/udp.h"
 #include "wire/wire.h"
@@ -30,6 +29,7 @@ enum op_kind { OP_SEND, OP_RECV };
 enum { DRIVER_NONE = 0, DRIVER_LOOP_THREAD = 1, DRIVER_APP = 2 };
 
 struct coll_run;
+struct dlcp_rt_colls;
 
 /* One posted transfer: the application's (p2p), or a collective's. */
 typedef struct op {
@@ -97,19 +97,9 @@ struct dlcp_comm {
   bool paused_once;
   bool rx_in_place; /* DATA payloads are read straight into the tensor */
   dlcp_comm_stats stats;
-  /* collectives (collective.c), all under mu */
-  struct coll_run *colls;   /* running, in start order */
-  uint32_t next_coll_id;    /* same sequence on every rank */
+  struct dlcp_rt_colls *coll; /* the collectives (collective.c) */
   int lost_status;          /* the first lost rank, however learnt */
   char lost_reason[224];
-  struct early_note *early; /* notes for collectives not started here */
-  pthread_cond_t req_cv;    /* a collective request completed */
-  dlcp_scratch scratch_mem; /* collectives' allocator (reuses big blocks) */
-  /* The straggler bypass's step and transfer time estimates at the end
-   * of the last RING_BYPASS all-reduce, and its size: they seed the next
-   * one of the same size (a training loop's next iteration). */
-  uint64_t bypass_hint_bytes;
-  dlcp_duration bypass_step_hint_ns, bypass_trans_hint_ns;
   uint32_t topo_levels;     /* rank r's label at level l: */
   uint32_t *topo;           /* topo[r * topo_levels + l] */
 };
@@ -167,7 +157,13 @@ void dlcp_rt_kick(dlcp_comm *c);
 int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb);
 int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb);
 
-/* collective.c, for comm.c; all with |mu| held. */
+/* collective.c, for comm.c; all with |mu| held except new and free. */
+typedef struct dlcp_rt_colls dlcp_rt_colls;
+int dlcp_rt_coll_new(dlcp_rt_colls **pcoll);
+/* Frees what the collectives keep (call after dlcp_rt_coll_shutdown). */
+void dlcp_rt_coll_free(dlcp_rt_colls *co);
+/* Whether a collective is running (the loop thread then drives). */
+bool dlcp_rt_coll_busy(const dlcp_rt_colls *co);
 void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
                                 const dlcp_mlt_completion *mc, int status,
                                 dlcp_tstamp now);
@@ -179,6 +175,5 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next);
 void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now);
 /* Fails every collective (the communicator is going away). */
 void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now);
-void dlcp_rt_coll_free(dlcp_comm *c);
 
 #endif /* DLCP_RT_COMM_INTERNAL_H */

@@ -39,7 +39,7 @@
  * switches: 14% of the iterations of a 4 KiB all-reduce benchmark). */
 static bool has_work(dlcp_comm *c) {
   pthread_mutex_lock(&c->mu);
-  bool busy = c->colls != NULL || c->held.head != NULL;
+  bool busy = dlcp_rt_coll_busy(c->coll) || c->held.head != NULL;
   for (uint32_t r = 0; r < c->env.world_size && !busy; r++) {
     peer *p = &c->peers[r];
     busy = r != c->env.rank &&
