@@ -1,7 +1,9 @@
 /*
- * comm_internal.h: the communicator's state, shared by comm.c (sockets,
- * the MLT connections, point-to-point) and collective.c (collectives over
- * the same connections).  Not installed.
+ * comm_internal.h: the communicator's state, shared by the files of the
+ * communicator (comm.c: lifecycle, posting, the service pass; join.c,
+ * ctrl.c, dgram.c, drive.c, config.c) and collective.c (collectives over
+ * the same connections, with state of their own: dlcp_rt_colls).  Not
+ * installed.
  */
 #ifndef DLCP_RT_COMM_INTERNAL_H
 #define DLCP_RT_COMM_INTERNAL_H
