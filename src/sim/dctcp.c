@@ -25,6 +25,17 @@
  * machine keeps the echo exact: when the CE bit of arriving packets
  * changes, the packets received so far are ACKed immediately with the old
  * ECE value.
+ *
+ * Two baselines share this machinery, chosen by transport.kind:
+ *   tcp   NewReno as above without ECN: packets (ACKs too) are not-ECT and
+ *         ECE is ignored, so a switch with an ECN threshold drops them
+ *         there (RED with min = max) and without one they meet drop-tail:
+ *         the "default reliable transport", its tail set by rto_min.
+ *   pias  DCTCP whose data packets are tagged by PIAS's MLFQ (Bai et al.,
+ *         NSDI 2015): the queue of a segment is the number of thresholds
+ *         at or below the bytes its flow sent before it (a retransmission
+ *         keeps its offset's queue), capped at the last queue; ACKs ride
+ *         queue 0.  The per-queue ECN thresholds are the switch's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +47,8 @@ typedef enum conn_role { ROLE_TX = 1, ROLE_RX = 2 } conn_role;
 typedef struct dctcp_host {
   dlcp_sim *sim;
   uint32_t host;
+  bool ecn;  /* DCTCP and PIAS; plain TCP is not ECN-capable */
+  bool pias; /* MLFQ tagging of data, ACKs on queue 0 */
 } dctcp_host;
 
 /* Flows are named by id, not pointer: a collective job adds flows while
@@ -88,6 +101,17 @@ static uint32_t seg_payload(const dlcp_sim *sim, const dlcp_sim_flow *flow,
   return (uint32_t)(left < mss ? left : mss);
 }
 
+/* PIAS's MLFQ: the queue of the packet that starts at byte |sent|. */
+static uint8_t pias_queue(const dlcp_sim *sim, uint64_t sent) {
+  const dlcp_sim_pias_config *p = &sim->cfg.transport.pias;
+  uint32_t q = 0;
+  while (q < p->nthresholds && sent >= p->thresholds_bytes[q]) {
+    q++;
+  }
+  uint32_t last = sim->cfg.sw.nqueues - 1;
+  return (uint8_t)(q < last ? q : last);
+}
+
 static int dctcp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   dctcp_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
   if (!h) {
@@ -95,6 +119,8 @@ static int dctcp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   }
   h->sim = sim;
   h->host = host;
+  h->ecn = sim->cfg.transport.kind != DLCP_SIM_TRANSPORT_TCP;
+  h->pias = sim->cfg.transport.kind == DLCP_SIM_TRANSPORT_PIAS;
   *pstate = h;
   return 0;
 }
@@ -117,8 +143,9 @@ static void send_segment(dctcp_host *h, dctcp_tx *tx, uint64_t seg,
   pkt->dst = flow->dst;
   pkt->payload_bytes = seg_payload(sim, flow, seg);
   pkt->size_bytes = pkt->payload_bytes + sim->cfg.transport.header_bytes;
-  pkt->prio = (uint8_t)flow->prio;
-  pkt->ecn = DLCP_SIM_ECN_ECT;
+  pkt->prio = h->pias ? pias_queue(sim, seg * sim->cfg.transport.mss_bytes)
+                      : (uint8_t)flow->prio;
+  pkt->ecn = h->ecn ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = flow->lb;
   pkt->path = flow->path;
   pkt->seq = seg;
@@ -205,7 +232,7 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
                    dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
   dlcp_sim_flow *flow = &sim->flows[tx->flow];
-  bool ece = (pkt->flags & DLCP_SIM_PKT_F_ECE) != 0;
+  bool ece = h->ecn && (pkt->flags & DLCP_SIM_PKT_F_ECE) != 0;
   uint64_t ack = pkt->ack;
   if (ece) {
     flow->ecn_echoes++;
@@ -316,8 +343,8 @@ static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
   pkt->src = flow->dst;
   pkt->dst = flow->src;
   pkt->size_bytes = sim->cfg.transport.ack_bytes;
-  pkt->prio = (uint8_t)flow->prio;
-  pkt->ecn = DLCP_SIM_ECN_ECT;
+  pkt->prio = h->pias ? 0 : (uint8_t)flow->prio;
+  pkt->ecn = h->ecn ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = flow->lb;
   pkt->path = flow->path;
   pkt->ack = rx->cum;
@@ -444,13 +471,17 @@ static void dctcp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
   flow->tx = flow->rx = NULL;
 }
 
-const dlcp_sim_transport_ops dlcp_sim_dctcp_ops = {
-    .name = "dctcp",
-    .init = NULL,
-    .fini = NULL,
-    .host_new = dctcp_host_new,
-    .host_del = dctcp_host_del,
-    .flow_start = dctcp_flow_start,
-    .on_packet = dctcp_on_packet,
-    .on_timer = dctcp_on_timer,
-    .flow_free = dctcp_flow_free};
+#define DCTCP_FAMILY_OPS(label)                                                \
+  {.name = label,                                                              \
+   .init = NULL,                                                               \
+   .fini = NULL,                                                               \
+   .host_new = dctcp_host_new,                                                 \
+   .host_del = dctcp_host_del,                                                 \
+   .flow_start = dctcp_flow_start,                                             \
+   .on_packet = dctcp_on_packet,                                               \
+   .on_timer = dctcp_on_timer,                                                 \
+   .flow_free = dctcp_flow_free}
+
+const dlcp_sim_transport_ops dlcp_sim_dctcp_ops = DCTCP_FAMILY_OPS("dctcp");
+const dlcp_sim_transport_ops dlcp_sim_tcp_ops = DCTCP_FAMILY_OPS("tcp");
+const dlcp_sim_transport_ops dlcp_sim_pias_ops = DCTCP_FAMILY_OPS("pias");

@@ -46,6 +46,8 @@ typedef struct dlcp_sim_port_config {
   uint64_t ecn_threshold_bytes[DLCP_SIM_MAX_QUEUES];
   bool trimming;       /* cut data packets to a header instead of dropping */
   uint32_t trim_bytes; /* size of a trimmed packet on the wire */
+  /* pFabric's discipline instead of the K FIFOs (pfabric_queue.c). */
+  bool pfabric;
 } dlcp_sim_port_config;
 
 /* A switch's shared packet memory with dynamic thresholds (Choudhury &
@@ -213,6 +215,15 @@ dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
  * dlcp_sim_port_release. */
 dlcp_sim_packet *dlcp_sim_port_dequeue(dlcp_sim_port *port);
 void dlcp_sim_port_release(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
+/* Appends |pkt| to queue |qi| of |port| and counts its bytes. */
+void dlcp_sim_port_append(dlcp_sim_port *port, uint32_t qi,
+                          dlcp_sim_packet *pkt);
+
+/* pFabric's port discipline (pfabric_queue.c): one queue ordered by
+ * packet rank; same contracts as dlcp_sim_port_enqueue/dequeue. */
+dlcp_sim_verdict dlcp_sim_pfabric_enqueue(dlcp_sim_port *port,
+                                          dlcp_sim_packet *pkt);
+dlcp_sim_packet *dlcp_sim_pfabric_dequeue(dlcp_sim_port *port);
 
 /* Transmission (link.c): queue |pkt| on |port| and start sending if idle.
  * Takes ownership of |pkt|. */

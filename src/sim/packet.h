@@ -77,6 +77,9 @@ typedef struct dlcp_sim_packet {
   uint8_t flags;                /* DLCP_SIM_PKT_F_* */
   uint8_t qidx;                 /* queue the packet sits in (set by port) */
   uint16_t hdr_len;             /* bytes used in |hdr| */
+  /* pFabric's priority: the flow's remaining bytes when the packet was
+   * sent, smaller first (pfabric_queue.c); 0 for control packets. */
+  uint64_t rank;
   /* The transport's line starts at byte 64. */
   _Alignas(64) union {
     struct {

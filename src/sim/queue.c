@@ -48,7 +48,8 @@ static bool has_room(const dlcp_sim_port *port, const dlcp_sim_queue *q,
   return port->bytes + bytes <= port->cfg->buffer_bytes;
 }
 
-static void append(dlcp_sim_port *port, uint32_t qi, dlcp_sim_packet *pkt) {
+void dlcp_sim_port_append(dlcp_sim_port *port, uint32_t qi,
+                          dlcp_sim_packet *pkt) {
   dlcp_sim_queue *q = &port->q[qi];
   pkt->qidx = (uint8_t)qi;
   pkt->next = NULL;
@@ -82,7 +83,7 @@ static dlcp_sim_verdict trim(dlcp_sim_port *port, dlcp_sim_queue *from,
   pkt->flags |= DLCP_SIM_PKT_F_TRIMMED;
   pkt->size_bytes = hdr;
   from->trims++;
-  append(port, 0, pkt);
+  dlcp_sim_port_append(port, 0, pkt);
   return DLCP_SIM_TRIMMED;
 }
 
@@ -94,6 +95,9 @@ static bool trimmable(const dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
 
 dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
                                        dlcp_sim_packet *pkt) {
+  if (port->cfg->pfabric) {
+    return dlcp_sim_pfabric_enqueue(port, pkt);
+  }
   uint32_t qi = pkt->prio < port->cfg->nqueues ? pkt->prio
                                                : port->cfg->nqueues - 1;
   dlcp_sim_queue *q = &port->q[qi];
@@ -120,13 +124,16 @@ dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
     q->marks++;
     verdict = DLCP_SIM_MARKED;
   }
-  append(port, qi, pkt);
+  dlcp_sim_port_append(port, qi, pkt);
   return verdict;
 }
 
 dlcp_sim_packet *dlcp_sim_port_dequeue(dlcp_sim_port *port) {
   if (port->nonempty == 0) {
     return NULL;
+  }
+  if (port->cfg->pfabric) {
+    return dlcp_sim_pfabric_dequeue(port);
   }
   /* The lowest set bit is the most urgent non-empty queue: no scan over
    * empty queues (each a separate cache line). */

@@ -864,6 +864,69 @@ static int section_topology(scn *s, const ynode *n) {
   return 0;
 }
 
+/* transport.pias.thresholds: an increasing list of 1..7 sizes. */
+static int pias_thresholds(scn *s, const ynode *n) {
+  static const char field[] = "transport.pias.thresholds";
+  dlcp_sim_pias_config *c = &s->cfg->transport.pias;
+  if (n->kind != Y_SEQ || n->n < 1 || n->n > DLCP_SIM_MAX_QUEUES - 1) {
+    return fail(s, n, field, "expected a list of 1 to %u sizes",
+                DLCP_SIM_MAX_QUEUES - 1);
+  }
+  for (size_t i = 0; i < n->n; i++) {
+    int rv = parse_size(s, n->items[i], "transport.pias.thresholds[]",
+                        &c->thresholds_bytes[i], 1, 1ull << 50);
+    if (rv != 0) {
+      return rv;
+    }
+    if (i > 0 && c->thresholds_bytes[i] <= c->thresholds_bytes[i - 1]) {
+      return fail(s, n->items[i], "transport.pias.thresholds[]",
+                  "expected increasing thresholds");
+    }
+  }
+  c->nthresholds = (uint32_t)n->n;
+  return 0;
+}
+
+/* transport.pias / pfabric / ndp: the baselines' own parameters. */
+static int section_baselines(scn *s, const ynode *n) {
+  static const char *const pias_keys[] = {"thresholds", NULL};
+  static const char *const pfabric_keys[] = {"init_cwnd", "rto",
+                                             "probe_after", NULL};
+  static const char *const ndp_keys[] = {"init_window", "rto", NULL};
+  dlcp_sim_transport_config *t = &s->cfg->transport;
+  const ynode *v;
+  int rv = 0;
+  if ((v = map_get(n, "pias"))) {
+    const ynode *th = map_get(v, "thresholds");
+    if ((rv = check_keys(s, v, "transport.pias", pias_keys)) ||
+        (th && (rv = pias_thresholds(s, th)))) {
+      return rv;
+    }
+  }
+  if ((v = map_get(n, "pfabric"))) {
+    const char *p = "transport.pfabric";
+    dlcp_sim_pfabric_config *c = &t->pfabric;
+    if ((rv = check_keys(s, v, p, pfabric_keys)) ||
+        (rv = get_u32(s, v, p, "init_cwnd", &c->init_cwnd_pkts, 0,
+                      1000000)) ||
+        (rv = get_time(s, v, p, "rto", &c->rto_ps)) ||
+        (rv = get_u32(s, v, p, "probe_after", &c->probe_after, 1, 1000))) {
+      return rv;
+    }
+  }
+  if ((v = map_get(n, "ndp"))) {
+    const char *p = "transport.ndp";
+    dlcp_sim_ndp_config *c = &t->ndp;
+    if ((rv = check_keys(s, v, p, ndp_keys)) ||
+        (rv = get_u32(s, v, p, "init_window", &c->init_window_pkts, 0,
+                      1000000)) ||
+        (rv = get_time(s, v, p, "rto", &c->rto_ps))) {
+      return rv;
+    }
+  }
+  return 0;
+}
+
 static int section_transport(scn *s, const ynode *n) {
   static const char *const keys[] = {
       "kind",         "mss",         "header",           "ack_size",
@@ -872,7 +935,8 @@ static int section_transport(scn *s, const ynode *n) {
       "g",            "alpha_init",  "loss_bound",       "paths",
       "importance",   "layers",      "segment_size",     "t_low",
       "t_high",       "ack_every",   "burst",            "probe_timeout",
-      "min_drain",    NULL};
+      "min_drain",    "pias",        "pfabric",          "ndp",
+      NULL};
   const char *p = "transport";
   int rv = check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -880,7 +944,8 @@ static int section_transport(scn *s, const ynode *n) {
   }
   dlcp_sim_transport_config *t = &s->cfg->transport;
   dlcp_sim_dctcp_config *d = &t->dctcp;
-  static const char *const kinds[] = {"dctcp", "mlt", NULL};
+  static const char *const kinds[] = {"dctcp", "mlt",     "tcp",
+                                      "pias",  "pfabric", "ndp", NULL};
   static const char *const importance[] = {"all", "none", "magnitude", NULL};
   dlcp_sim_mlt_config *m = &t->mlt;
   int kind = (int)t->kind, lb = (int)t->lb, imp = (int)m->importance;
@@ -933,13 +998,14 @@ static int section_transport(scn *s, const ynode *n) {
                 "expected 0 < rto_min <= rto_max and rto_init > 0");
   }
   s->mtu = t->mss_bytes + t->header_bytes;
-  return 0;
+  return section_baselines(s, n);
 }
 
 static int section_switch(scn *s, const ynode *n) {
   static const char *const keys[] = {"queues",   "port_buffer", "shared_buffer",
                                      "dt_alpha", "ecn_threshold", "trimming",
-                                     "trim_size", NULL};
+                                     "trim_size", "scheduling", NULL};
+  static const char *const scheduling[] = {"strict", "pfabric", NULL};
   const char *p = "switch";
   int rv = check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -947,6 +1013,7 @@ static int section_switch(scn *s, const ynode *n) {
   }
   dlcp_sim_switch_config *w = &s->cfg->sw;
   uint64_t trim = w->trim_bytes;
+  int sched = w->pfabric ? 1 : 0;
   if ((rv = get_u32(s, n, p, "queues", &w->nqueues, 1, DLCP_SIM_MAX_QUEUES)) ||
       (rv = get_size(s, n, p, "port_buffer", &w->port_buffer_bytes, 1500,
                      1ull << 40)) ||
@@ -954,10 +1021,12 @@ static int section_switch(scn *s, const ynode *n) {
                      1ull << 40)) ||
       (rv = get_double(s, n, p, "dt_alpha", &w->dt_alpha, 1.0 / 64, 64)) ||
       (rv = get_bool(s, n, p, "trimming", &w->trimming)) ||
-      (rv = get_size(s, n, p, "trim_size", &trim, 20, 1500))) {
+      (rv = get_size(s, n, p, "trim_size", &trim, 20, 1500)) ||
+      (rv = get_enum(s, n, p, "scheduling", scheduling, &sched))) {
     return rv;
   }
   w->trim_bytes = (uint32_t)trim;
+  w->pfabric = sched == 1;
   const ynode *e = map_get(n, "ecn_threshold");
   if (e) {
     /* One value for every queue, or a list with one value per queue;

@@ -64,6 +64,14 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   m->burst_pkts = 16;
   m->probe_timeout_ps = dlcp_sim_time_from_ms(1);
   m->min_drain_ps = dlcp_sim_time_from_us(20);
+  /* PIAS: a geometric ladder from 10 KB (x4 per queue); PIAS derives its
+   * thresholds from the flow-size distribution, and the experiments set
+   * them from their workload's (scripts/results). */
+  cfg->transport.pias.nthresholds = DLCP_SIM_MAX_QUEUES - 1;
+  for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES - 1; i++) {
+    cfg->transport.pias.thresholds_bytes[i] = 10000ull << (2 * i);
+  }
+  cfg->transport.pfabric.probe_after = 5;
   cfg->stop_ps = 10ull * DLCP_SIM_PS_PER_S;
   snprintf(cfg->name, sizeof(cfg->name), "default");
 }
@@ -329,6 +337,25 @@ static int check_config(const dlcp_sim_config *cfg, char *err, size_t errlen) {
   return 0;
 }
 
+static const dlcp_sim_transport_ops *
+transport_ops(dlcp_sim_transport_kind kind) {
+  switch (kind) {
+  case DLCP_SIM_TRANSPORT_MLT:
+    return &dlcp_sim_mlt_ops;
+  case DLCP_SIM_TRANSPORT_TCP:
+    return &dlcp_sim_tcp_ops;
+  case DLCP_SIM_TRANSPORT_PIAS:
+    return &dlcp_sim_pias_ops;
+  case DLCP_SIM_TRANSPORT_PFABRIC:
+    return &dlcp_sim_pfabric_ops;
+  case DLCP_SIM_TRANSPORT_NDP:
+    return &dlcp_sim_ndp_ops;
+  case DLCP_SIM_TRANSPORT_DCTCP:
+    break;
+  }
+  return &dlcp_sim_dctcp_ops;
+}
+
 int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
                  const dlcp_mem *mem, char *err, size_t errlen) {
   mem = dlcp_sim_mem(mem);
@@ -345,9 +372,7 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   }
   sim->mem = mem;
   sim->cfg = *cfg;
-  sim->ops = cfg->transport.kind == DLCP_SIM_TRANSPORT_MLT
-                 ? &dlcp_sim_mlt_ops
-                 : &dlcp_sim_dctcp_ops;
+  sim->ops = transport_ops(cfg->transport.kind);
   dlcp_sim_packet_pool_init(&sim->pool, mem);
   rv = dlcp_sim_engine_init(&sim->engine, mem);
   if (rv != 0) {
@@ -361,6 +386,7 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
          sizeof(cfg->sw.ecn_threshold_bytes));
   net->switch_port_cfg.trimming = cfg->sw.trimming;
   net->switch_port_cfg.trim_bytes = cfg->sw.trim_bytes;
+  net->switch_port_cfg.pfabric = cfg->sw.pfabric;
   net->host_port_cfg.nqueues = cfg->sw.nqueues;
   net->host_port_cfg.buffer_bytes = cfg->host.nic_buffer_bytes;
   for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {

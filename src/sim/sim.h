@@ -83,6 +83,7 @@ typedef struct dlcp_sim_switch_config {
   uint64_t ecn_threshold_bytes[DLCP_SIM_MAX_QUEUES];
   bool trimming;
   uint32_t trim_bytes; /* default 64 */
+  bool pfabric; /* scheduling: pfabric (pfabric_queue.c); default strict */
 } dlcp_sim_switch_config;
 
 typedef struct dlcp_sim_host_config {
@@ -104,8 +105,49 @@ typedef struct dlcp_sim_dctcp_config {
 
 typedef enum dlcp_sim_transport_kind {
   DLCP_SIM_TRANSPORT_DCTCP = 0,
-  DLCP_SIM_TRANSPORT_MLT = 1
+  DLCP_SIM_TRANSPORT_MLT = 1,
+  /* Baselines (docs/simulator.md, "Baselines"). */
+  DLCP_SIM_TRANSPORT_TCP = 2,     /* NewReno, no ECN (dctcp.c) */
+  DLCP_SIM_TRANSPORT_PIAS = 3,    /* DCTCP + MLFQ tagging (dctcp.c) */
+  DLCP_SIM_TRANSPORT_PFABRIC = 4, /* pfabric.c + pfabric_queue.c */
+  DLCP_SIM_TRANSPORT_NDP = 5      /* ndp.c, with switch trimming */
 } dlcp_sim_transport_kind;
+
+/*
+ * PIAS (Bai et al., NSDI 2015): a packet's queue is the number of
+ * thresholds at or below the bytes its flow sent before it (MLFQ demotion),
+ * capped at the last queue; ACKs ride queue 0.  DCTCP underneath.
+ */
+typedef struct dlcp_sim_pias_config {
+  uint32_t nthresholds; /* 1..7 */
+  uint64_t thresholds_bytes[DLCP_SIM_MAX_QUEUES - 1]; /* increasing */
+} dlcp_sim_pias_config;
+
+/*
+ * pFabric (Alizadeh et al., SIGCOMM 2013): packets carry their flow's
+ * remaining size; hosts start at a window of one BDP, spray every packet,
+ * keep no RTT estimator and no fast retransmit: a fixed timeout (about
+ * three RTTs) halves ssthresh and restarts slow start from one packet, and
+ * after |probe_after| consecutive timeouts the flow sends header-only
+ * probes until one is answered.
+ */
+typedef struct dlcp_sim_pfabric_config {
+  uint32_t init_cwnd_pkts; /* 0: one BDP of the topology */
+  dlcp_sim_ps rto_ps;      /* 0: 3 x base RTT */
+  uint32_t probe_after;    /* consecutive timeouts before probe mode; 5 */
+} dlcp_sim_pfabric_config;
+
+/*
+ * NDP (Handley et al., SIGCOMM 2017): the first window leaves at line rate
+ * sprayed over every path; switches trim data to headers (switch.trimming)
+ * and serve headers and control first; the receiver ACKs or NACKs every
+ * packet and paces PULLs at its link rate, each letting the sender send one
+ * packet (a NACKed one first).  A timeout re-sends what is unanswered.
+ */
+typedef struct dlcp_sim_ndp_config {
+  uint32_t init_window_pkts; /* 0: one BDP of the topology */
+  dlcp_sim_ps rto_ps;        /* 0: 10 x base RTT */
+} dlcp_sim_ndp_config;
 
 /* Which MLT data packets are "important" (sent ECN-capable, so switches
  * mark rather than drop them above the ECN threshold). */
@@ -146,8 +188,11 @@ typedef struct dlcp_sim_transport_config {
   uint32_t header_bytes; /* added to every data packet; default 40 */
   uint32_t ack_bytes;    /* size of an ACK on the wire; default 64 */
   dlcp_sim_lb lb;        /* default load balancing of flows */
-  dlcp_sim_dctcp_config dctcp;
+  dlcp_sim_dctcp_config dctcp; /* also TCP's and PIAS's */
   dlcp_sim_mlt_config mlt;
+  dlcp_sim_pias_config pias;
+  dlcp_sim_pfabric_config pfabric;
+  dlcp_sim_ndp_config ndp;
 } dlcp_sim_transport_config;
 
 /* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
@@ -530,9 +575,21 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t job,
 /* Number of NIC pauses started (PAUSE faults). */
 uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim);
 
-/* Transports (dctcp.c, mlt_host.c). */
+/* Transports (dctcp.c, mlt_host.c, pfabric.c, ndp.c). */
 extern const dlcp_sim_transport_ops dlcp_sim_dctcp_ops;
 extern const dlcp_sim_transport_ops dlcp_sim_mlt_ops;
+extern const dlcp_sim_transport_ops dlcp_sim_tcp_ops;
+extern const dlcp_sim_transport_ops dlcp_sim_pias_ops;
+extern const dlcp_sim_transport_ops dlcp_sim_pfabric_ops;
+extern const dlcp_sim_transport_ops dlcp_sim_ndp_ops;
+
+/* The topology's base RTT: twice its longest host-to-host path in links
+ * times the link delay (explicit topologies: 8 x their largest link delay,
+ * as if the path had 4 links); and one BDP at the host rate in MTU-sized
+ * (mss + header) packets, at least 1.  pFabric and NDP size their first
+ * window and timeout from these. */
+dlcp_sim_ps dlcp_sim_base_rtt(const dlcp_sim_config *cfg);
+uint32_t dlcp_sim_bdp_pkts(const dlcp_sim_config *cfg);
 
 /* Topologies (topo.c): builds |net| from |cfg|; DLCP_ERR_CONFIG with a
  * message in |err| if the description is inconsistent. */

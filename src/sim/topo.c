@@ -215,3 +215,26 @@ int dlcp_sim_topo_build(dlcp_sim_net *net, const dlcp_sim_topo_config *cfg,
   snprintf(err, errlen, "topology: unknown kind");
   return DLCP_ERR_CONFIG;
 }
+
+dlcp_sim_ps dlcp_sim_base_rtt(const dlcp_sim_config *cfg) {
+  const dlcp_sim_topo_config *t = &cfg->topo;
+  uint32_t hops = dlcp_sim_topo_diameter(t);
+  if (hops > 0) {
+    return 2ull * hops * dlcp_sim_topo_link_delay(t);
+  }
+  dlcp_sim_ps worst = 0;
+  for (uint32_t i = 0; t->links && i < t->nlinks; i++) {
+    if (t->links[i].delay_ps > worst) {
+      worst = t->links[i].delay_ps;
+    }
+  }
+  return 8 * worst;
+}
+
+uint32_t dlcp_sim_bdp_pkts(const dlcp_sim_config *cfg) {
+  uint64_t mtu = cfg->transport.mss_bytes + cfg->transport.header_bytes;
+  double bytes = (double)cfg->topo.host_rate_bps / 8.0 *
+                 ((double)dlcp_sim_base_rtt(cfg) / 1e12);
+  uint64_t pkts = (uint64_t)(bytes / (double)mtu + 0.5);
+  return pkts < 1 ? 1 : (uint32_t)pkts;
+}

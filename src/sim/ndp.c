@@ -1,0 +1,438 @@
+/*
+ * ndp.c: NDP's end hosts (Handley et al., "Re-architecting datacenter
+ * networks and stacks for low latency and high performance", SIGCOMM
+ * 2017, sections 3.1-3.3).
+ *
+ * NDP relies on switches that trim instead of dropping: a data packet that
+ * finds its queue full loses its payload and its header is forwarded on
+ * the high-priority queue (queue.c, switch.trimming, with the data queue's
+ * limit as its ECN threshold and queue 0 for headers and control; see
+ * scenarios/ndp-incast.yaml).  The hosts:
+ *   - Sender: the first window (init_window_pkts, default one BDP) leaves
+ *     at line rate with no handshake; every packet is sprayed over all
+ *     equal-cost paths (per-packet load balancing) and is not ECN-capable,
+ *     so the switch's threshold trims it.  After that the sender sends
+ *     only when pulled: each PULL lets it send one packet, a NACKed one
+ *     first (lowest sequence), else the next new one.
+ *   - Receiver: every data packet is answered at once on queue 0 by an
+ *     ACK (full packet) or a NACK (trimmed header), and earns one PULL.
+ *     PULLs of all the receiver's flows share one queue that a pacer
+ *     drains at one PULL per MTU serialization time of the receiver's link,
+ *     so the data it pulls arrives at exactly its line rate (the pull
+ *     queue is FIFO over flows; the paper allows priorities there).
+ *   - Losses NDP cannot see (a header or control packet dropped because
+ *     queue 0 overflowed, random loss) are repaired by a sender timeout
+ *     (rto_ps, default 10 base RTTs, re-armed by every ACK, NACK or PULL):
+ *     every unanswered packet is treated as NACKed and up to a first
+ *     window of them is pushed again.
+ * ACK, NACK and PULL are DLCP_SIM_PKT_CTRL packets of ack_size bytes whose
+ * |msg| says which.  FCT ends when the sender has every ACK.
+ */
+#include <string.h>
+
+#include "sim/sim.h"
+
+typedef enum conn_role {
+  ROLE_TX = 1,
+  ROLE_RX = 2,
+  ROLE_PACER = 3
+} conn_role;
+
+enum { NDP_ACK = 1, NDP_NACK = 2, NDP_PULL = 3 };
+
+/* Segment states at the sender. */
+enum { SEG_NEW = 0, SEG_IN_FLIGHT = 1, SEG_NACKED = 2, SEG_ACKED = 3 };
+
+typedef struct ndp_host {
+  dlcp_sim *sim;
+  uint32_t host;
+  uint32_t init_window;
+  dlcp_sim_ps rto;
+  dlcp_sim_ps pull_interval;
+  /* The pull pacer: flow ids owed one PULL each, in a ring. */
+  conn_role pacer_role; /* the pacer timer's conn points here */
+  dlcp_sim_conn_timer pacer;
+  dlcp_sim_ps next_pull_ps;
+  uint32_t *pulls;
+  uint32_t pull_head, pull_len, pull_cap; /* cap: 0 or a power of two */
+} ndp_host;
+
+typedef struct ndp_tx {
+  conn_role role;
+  uint32_t flow;
+  uint64_t nseg;
+  uint8_t *st;
+  uint64_t una;     /* lowest segment not ACKed */
+  uint64_t next;    /* next new segment */
+  uint64_t retx_lo; /* no NACKed segment below this */
+  uint64_t nnacked;
+  uint64_t nacked;
+  dlcp_sim_conn_timer rto_timer;
+} ndp_tx;
+
+typedef struct ndp_rx {
+  conn_role role;
+  uint32_t flow;
+  uint64_t nseg;
+  uint64_t got_count;
+  uint8_t *got; /* freed once every segment arrived */
+} ndp_rx;
+
+static int ndp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
+  ndp_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
+  if (!h) {
+    return DLCP_ERR_NOMEM;
+  }
+  const dlcp_sim_ndp_config *c = &sim->cfg.transport.ndp;
+  h->sim = sim;
+  h->host = host;
+  h->init_window = c->init_window_pkts ? c->init_window_pkts
+                                       : dlcp_sim_bdp_pkts(&sim->cfg);
+  h->rto = c->rto_ps ? c->rto_ps : 10 * dlcp_sim_base_rtt(&sim->cfg);
+  if (h->rto == 0) {
+    h->rto = dlcp_sim_time_from_us(10);
+  }
+  const dlcp_sim_port *nic = dlcp_sim_host_nic(&sim->net, host);
+  h->pull_interval = dlcp_sim_serialization_ps(
+      sim->cfg.transport.mss_bytes + sim->cfg.transport.header_bytes,
+      nic->rate_bps);
+  h->pacer_role = ROLE_PACER;
+  dlcp_sim_conn_timer_init(&h->pacer, sim, host, &h->pacer_role);
+  *pstate = h;
+  return 0;
+}
+
+static void ndp_host_del(dlcp_sim *sim, void *state) {
+  ndp_host *h = state;
+  sim->mem->free(h->pulls, sim->mem->user);
+  sim->mem->free(h, sim->mem->user);
+}
+
+static dlcp_sim_packet *new_packet(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                                   dlcp_sim_pkt_kind kind, uint32_t src,
+                                   uint32_t dst) {
+  dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
+  if (!pkt) {
+    return NULL;
+  }
+  pkt->kind = (uint8_t)kind;
+  pkt->flow = flow->id;
+  pkt->src = src;
+  pkt->dst = dst;
+  pkt->ecn = DLCP_SIM_ECN_NOT_ECT;
+  pkt->lb = DLCP_SIM_LB_SPRAY;
+  return pkt;
+}
+
+/* An ACK, NACK or PULL of |seq| from |flow|'s receiver to its sender. */
+static void send_ctrl(dlcp_sim *sim, const dlcp_sim_flow *flow, uint32_t what,
+                      uint64_t seq, dlcp_sim_ps now) {
+  dlcp_sim_packet *pkt =
+      new_packet(sim, flow, DLCP_SIM_PKT_CTRL, flow->dst, flow->src);
+  if (!pkt) {
+    return;
+  }
+  pkt->size_bytes = sim->cfg.transport.ack_bytes;
+  pkt->prio = 0;
+  pkt->msg = what;
+  pkt->seq = seq;
+  pkt->tx_ps = now;
+  dlcp_sim_send(sim, flow->dst, pkt, now);
+}
+
+static void send_segment(ndp_host *h, ndp_tx *tx, uint64_t seg,
+                         dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  dlcp_sim_packet *pkt =
+      new_packet(sim, flow, DLCP_SIM_PKT_DATA, flow->src, flow->dst);
+  if (!pkt) {
+    return;
+  }
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  uint64_t left = flow->size_bytes - seg * mss;
+  pkt->payload_bytes = (uint32_t)(left < mss ? left : mss);
+  pkt->size_bytes = pkt->payload_bytes + sim->cfg.transport.header_bytes;
+  pkt->prio = 1; /* the data queue; trimmed headers move to queue 0 */
+  pkt->seq = seg;
+  pkt->tx_ps = now;
+  if (tx->st[seg] != SEG_NEW) {
+    pkt->flags |= DLCP_SIM_PKT_F_RETX;
+    flow->retransmits++;
+  }
+  tx->st[seg] = SEG_IN_FLIGHT;
+  flow->pkts_sent++;
+  dlcp_sim_send(sim, flow->src, pkt, now);
+}
+
+/* Sends one packet: the lowest NACKed segment, else the next new one.
+ * Returns false if there was nothing to send. */
+static bool send_one(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
+  if (tx->nnacked > 0) {
+    while (tx->st[tx->retx_lo] != SEG_NACKED) {
+      tx->retx_lo++;
+    }
+    tx->nnacked--;
+    send_segment(h, tx, tx->retx_lo++, now);
+    return true;
+  }
+  if (tx->next < tx->nseg) {
+    send_segment(h, tx, tx->next++, now);
+    return true;
+  }
+  return false;
+}
+
+static void push_window(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
+  for (uint32_t i = 0; i < h->init_window && send_one(h, tx, now); i++) {
+  }
+}
+
+static int ndp_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
+  ndp_host *h = state;
+  dlcp_sim *sim = h->sim;
+  ndp_tx *tx = sim->mem->calloc(1, sizeof(*tx), sim->mem->user);
+  if (!tx) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  tx->role = ROLE_TX;
+  tx->flow = flow->id;
+  tx->nseg = (flow->size_bytes + mss - 1) / mss;
+  tx->nseg = tx->nseg ? tx->nseg : 1;
+  tx->st = sim->mem->calloc(tx->nseg, 1, sim->mem->user);
+  if (!tx->st) {
+    sim->mem->free(tx, sim->mem->user);
+    return DLCP_ERR_NOMEM;
+  }
+  dlcp_sim_conn_timer_init(&tx->rto_timer, sim, h->host, tx);
+  flow->tx = tx;
+  push_window(h, tx, now);
+  dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+  return 0;
+}
+
+static void nack(ndp_tx *tx, uint64_t seg) {
+  tx->st[seg] = SEG_NACKED;
+  tx->nnacked++;
+  if (seg < tx->retx_lo) {
+    tx->retx_lo = seg;
+  }
+}
+
+static void on_ctrl(ndp_host *h, ndp_tx *tx, const dlcp_sim_packet *pkt,
+                    dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  uint64_t seg = pkt->seq;
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER || seg >= tx->nseg) {
+    return;
+  }
+  dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+  switch (pkt->msg) {
+  case NDP_ACK:
+    if (tx->st[seg] == SEG_ACKED) {
+      return;
+    }
+    if (tx->st[seg] == SEG_NACKED) {
+      tx->nnacked--;
+    }
+    tx->st[seg] = SEG_ACKED;
+    tx->nacked++;
+    while (tx->una < tx->nseg && tx->st[tx->una] == SEG_ACKED) {
+      tx->una++;
+    }
+    uint64_t acked = tx->una * sim->cfg.transport.mss_bytes;
+    flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
+    if (tx->nacked == tx->nseg) {
+      flow->bytes_acked = flow->size_bytes;
+      dlcp_sim_timer_cancel(&tx->rto_timer.timer);
+      dlcp_sim_flow_finished(sim, flow, now);
+    }
+    return;
+  case NDP_NACK:
+    if (tx->st[seg] == SEG_IN_FLIGHT) {
+      nack(tx, seg);
+    }
+    return;
+  case NDP_PULL:
+    send_one(h, tx, now);
+    return;
+  default:
+    return;
+  }
+}
+
+static void on_rto(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
+  dlcp_sim_flow *flow = &h->sim->flows[tx->flow];
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
+    return;
+  }
+  flow->timeouts++;
+  for (uint64_t s = tx->una; s < tx->next; s++) {
+    if (tx->st[s] == SEG_IN_FLIGHT) {
+      nack(tx, s);
+    }
+  }
+  push_window(h, tx, now);
+  dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+}
+
+/* The receiver's pull pacer. */
+static int pull_push(ndp_host *h, uint32_t flow) {
+  const dlcp_mem *mem = h->sim->mem;
+  if (h->pull_len == h->pull_cap) {
+    uint32_t ncap = h->pull_cap ? h->pull_cap * 2 : 64;
+    uint32_t *n = mem->malloc(ncap * sizeof(*n), mem->user);
+    if (!n) {
+      return DLCP_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < h->pull_len; i++) {
+      n[i] = h->pulls[(h->pull_head + i) & (h->pull_cap - 1)];
+    }
+    mem->free(h->pulls, mem->user);
+    h->pulls = n;
+    h->pull_cap = ncap;
+    h->pull_head = 0;
+  }
+  h->pulls[(h->pull_head + h->pull_len++) & (h->pull_cap - 1)] = flow;
+  return 0;
+}
+
+/* Sends the next PULL owed to a flow still receiving, if any. */
+static void pull_send_next(ndp_host *h, dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  while (h->pull_len > 0) {
+    uint32_t id = h->pulls[h->pull_head];
+    h->pull_head = (h->pull_head + 1) & (h->pull_cap - 1);
+    h->pull_len--;
+    const dlcp_sim_flow *flow = &sim->flows[id];
+    if (flow->rx_done_ps == DLCP_SIM_PS_NEVER) {
+      send_ctrl(sim, flow, NDP_PULL, 0, now);
+      h->next_pull_ps = now + h->pull_interval;
+      break;
+    }
+  }
+  if (h->pull_len > 0 && !dlcp_sim_timer_armed(&h->pacer.timer)) {
+    dlcp_sim_timer_arm(&h->pacer.timer, h->next_pull_ps);
+  }
+}
+
+static void pull_owe(ndp_host *h, uint32_t flow, dlcp_sim_ps now) {
+  if (pull_push(h, flow) != 0) {
+    dlcp_sim_engine_fail(&h->sim->engine, DLCP_ERR_NOMEM);
+    return;
+  }
+  if (dlcp_sim_timer_armed(&h->pacer.timer)) {
+    return;
+  }
+  if (now >= h->next_pull_ps) {
+    pull_send_next(h, now);
+  } else {
+    dlcp_sim_timer_arm(&h->pacer.timer, h->next_pull_ps);
+  }
+}
+
+static ndp_rx *rx_state(ndp_host *h, dlcp_sim_flow *flow) {
+  dlcp_sim *sim = h->sim;
+  if (flow->rx) {
+    return flow->rx;
+  }
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  uint64_t nseg = (flow->size_bytes + mss - 1) / mss;
+  nseg = nseg ? nseg : 1;
+  ndp_rx *rx = sim->mem->calloc(1, sizeof(*rx), sim->mem->user);
+  uint8_t *got = rx ? sim->mem->calloc(nseg, 1, sim->mem->user) : NULL;
+  if (!got) {
+    sim->mem->free(rx, sim->mem->user);
+    dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+    return NULL;
+  }
+  rx->role = ROLE_RX;
+  rx->flow = flow->id;
+  rx->nseg = nseg;
+  rx->got = got;
+  flow->rx = rx;
+  return rx;
+}
+
+static void on_data(ndp_host *h, dlcp_sim_flow *flow,
+                    const dlcp_sim_packet *pkt, dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  ndp_rx *rx = rx_state(h, flow);
+  uint64_t seg = pkt->seq;
+  if (!rx || seg >= rx->nseg) {
+    return;
+  }
+  bool have = !rx->got || rx->got[seg];
+  if (pkt->flags & DLCP_SIM_PKT_F_TRIMMED) {
+    send_ctrl(sim, flow, have ? NDP_ACK : NDP_NACK, seg, now);
+  } else {
+    if (!have) {
+      rx->got[seg] = 1;
+      if (++rx->got_count == rx->nseg) {
+        sim->mem->free(rx->got, sim->mem->user);
+        rx->got = NULL;
+        flow->delivered_bytes = flow->size_bytes;
+        dlcp_sim_flow_delivered(sim, flow, now);
+      }
+    }
+    send_ctrl(sim, flow, NDP_ACK, seg, now);
+  }
+  if (flow->rx_done_ps == DLCP_SIM_PS_NEVER) {
+    pull_owe(h, flow->id, now);
+  }
+}
+
+static void ndp_on_packet(void *state, dlcp_sim_packet *pkt,
+                          dlcp_sim_ps now) {
+  ndp_host *h = state;
+  dlcp_sim *sim = h->sim;
+  if (pkt->flow < sim->nflows) {
+    dlcp_sim_flow *flow = &sim->flows[pkt->flow];
+    if (pkt->kind == DLCP_SIM_PKT_DATA) {
+      on_data(h, flow, pkt, now);
+    } else if (pkt->kind == DLCP_SIM_PKT_CTRL && flow->tx) {
+      on_ctrl(h, flow->tx, pkt, now);
+    }
+  }
+  dlcp_sim_packet_drop(sim, pkt);
+}
+
+static void ndp_on_timer(void *state, void *conn, dlcp_sim_ps now) {
+  switch (*(const conn_role *)conn) {
+  case ROLE_TX:
+    on_rto(state, conn, now);
+    return;
+  case ROLE_PACER:
+    pull_send_next(state, now);
+    return;
+  case ROLE_RX:
+    return;
+  }
+}
+
+static void ndp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
+  ndp_tx *tx = flow->tx;
+  ndp_rx *rx = flow->rx;
+  if (tx) {
+    sim->mem->free(tx->st, sim->mem->user);
+    sim->mem->free(tx, sim->mem->user);
+  }
+  if (rx) {
+    sim->mem->free(rx->got, sim->mem->user);
+    sim->mem->free(rx, sim->mem->user);
+  }
+  flow->tx = flow->rx = NULL;
+}
+
+const dlcp_sim_transport_ops dlcp_sim_ndp_ops = {
+    .name = "ndp",
+    .init = NULL,
+    .fini = NULL,
+    .host_new = ndp_host_new,
+    .host_del = ndp_host_del,
+    .flow_start = ndp_flow_start,
+    .on_packet = ndp_on_packet,
+    .on_timer = ndp_on_timer,
+    .flow_free = ndp_flow_free};
