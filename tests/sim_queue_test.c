@@ -16,6 +16,7 @@
 
 static dlcp_sim_port_config base_cfg(void) {
   dlcp_sim_port_config c;
+  memset(&c, 0, sizeof(c));
   c.nqueues = 8;
   c.buffer_bytes = 512000;
   for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {

@@ -18,6 +18,7 @@ void dlcp_sim_host_send(dlcp_sim_net *net, uint32_t host,
                         dlcp_sim_packet *pkt, dlcp_sim_ps now) {
   /* Source routing consumes the path id digit by digit along the way. */
   pkt->path_rest = pkt->path;
+  pkt->ingress = DLCP_SIM_NONE;
   dlcp_sim_port_send(dlcp_sim_host_nic(net, host), pkt, now);
 }
 

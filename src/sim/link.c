@@ -40,6 +40,7 @@ static void pipe_arrive(void *obj, void *arg, dlcp_sim_ps now) {
     dlcp_sim_packet_free(net->pool, pkt);
     return;
   }
+  pkt->ingress = port->id;
   if (net->nodes[port->peer].kind == DLCP_SIM_NODE_HOST) {
     dlcp_sim_host_receive(net, port->peer, pkt, now);
   } else {
@@ -146,8 +147,23 @@ void dlcp_sim_port_pause(dlcp_sim_port *port, bool pause, dlcp_sim_ps now) {
   }
 }
 
+void dlcp_sim_port_pfc(dlcp_sim_port *port, uint32_t prio, bool pause,
+                       dlcp_sim_ps now) {
+  uint8_t bit = (uint8_t)(1u << prio);
+  if (pause) {
+    port->pfc_paused |= bit;
+    return;
+  }
+  port->pfc_paused &= (uint8_t)~bit;
+  if (!port->busy && port->up) {
+    tx_start(port, now);
+  }
+}
+
 void dlcp_sim_port_flush(dlcp_sim_port *port) {
   dlcp_sim_packet *pkt;
+  /* Paused priorities go too: the link is gone. */
+  port->pfc_paused = 0;
   while ((pkt = dlcp_sim_port_dequeue(port)) != NULL) {
     dlcp_sim_port_release(port, pkt);
     port->drops_down++;

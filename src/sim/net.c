@@ -68,6 +68,7 @@ void dlcp_sim_net_free(dlcp_sim_net *net) {
   mem->free(net->ports, mem->user);
   mem->free(net->hosts, mem->user);
   mem->free(net->node_ports, mem->user);
+  mem->free(net->pfc_in, mem->user);
   routes_free(mem, &net->live);
   routes_free(mem, &net->fixed);
   memset(net, 0, sizeof(*net));
@@ -290,6 +291,7 @@ int dlcp_sim_net_finalize(dlcp_sim_net *net) {
                          net->shared_buffer_bytes > 0 ? &n->pool : NULL);
     }
     dlcp_rng_seed(&p->rng, net->ecmp_salt ^ (0xA5A5ull + i));
+    dlcp_rng_seed(&p->red_rng, net->ecmp_salt ^ (0x4ED0000ull + i));
     p->ser_q = 8ull * DLCP_SIM_PS_PER_S / p->rate_bps;
     p->ser_r = 8ull * DLCP_SIM_PS_PER_S % p->rate_bps;
   }

@@ -48,7 +48,43 @@ typedef struct dlcp_sim_port_config {
   uint32_t trim_bytes; /* size of a trimmed packet on the wire */
   /* pFabric's discipline instead of the K FIFOs (pfabric_queue.c). */
   bool pfabric;
+  /* RED on the instantaneous queue (replaces the per-queue thresholds
+   * when red_max_bytes > 0): below min nothing, from max on every packet,
+   * in between with probability red_max_p * (q - min) / (max - min), an
+   * ECT packet is marked and a not-ECT one dropped. */
+  uint64_t red_min_bytes;
+  uint64_t red_max_bytes;
+  double red_max_p;
 } dlcp_sim_port_config;
+
+/*
+ * Priority flow control (IEEE 802.1Qbb, pfc.c).  A switch counts, per
+ * ingress link and lossless priority, the bytes it holds that arrived on
+ * that link.  When the count reaches xoff it sends PAUSE for that
+ * priority to the transmitter at the link's other end, which stops
+ * starting packets of that priority one link delay later; at or below
+ * xon it sends RESUME.  Packets of a lossless priority skip the egress
+ * buffer limit and the selective drop: they are admitted while their
+ * ingress count stays within xoff + headroom (the buffer reserved for what
+ * is in flight while the PAUSE travels), and dropped beyond it (counted,
+ * a misconfigured headroom).
+ */
+typedef struct dlcp_sim_pfc_config {
+  uint8_t prio_mask; /* lossless priorities (queue indices); 0: no PFC */
+  uint64_t xoff_bytes;
+  uint64_t xon_bytes;
+  uint64_t headroom_bytes;
+} dlcp_sim_pfc_config;
+
+/* A switch ingress: the far end of directed port i, indexed by i. */
+typedef struct dlcp_sim_pfc_ingress {
+  uint64_t bytes[DLCP_SIM_MAX_QUEUES];
+  dlcp_sim_ps paused_since[DLCP_SIM_MAX_QUEUES];
+  uint8_t xoff_sent; /* priorities this ingress holds paused upstream */
+  uint64_t pauses;   /* PAUSE frames sent upstream */
+  dlcp_sim_ps paused_ps; /* summed over priorities, as the sender saw it */
+  uint64_t headroom_drops;
+} dlcp_sim_pfc_ingress;
 
 /* A switch's shared packet memory with dynamic thresholds (Choudhury &
  * Hahne): a queue may grow while its length stays below alpha times the
@@ -94,9 +130,12 @@ typedef struct dlcp_sim_port {
   bool busy;          /* a packet is being serialized */
   uint8_t paused;     /* > 0: the transmitter starts nothing (PAUSE) */
   uint8_t nonempty;   /* bit q set iff queue q holds a packet waiting */
+  uint8_t pfc_paused; /* bit q set: priority q PAUSEd by the next hop */
   uint64_t ser_r;
   uint64_t rate_bps;  /* > 0 */
   uint64_t bytes;               /* bytes held by this port, all queues */
+  uint64_t pfc_bytes; /* ... of which admitted as lossless (pfc.c): they
+                         live in ingress buffer, not this port's */
   dlcp_sim_buffer_pool *shared; /* NULL: cfg->buffer_bytes per port */
   double loss;        /* probability a transmitted packet is lost, [0,1] */
   uint32_t id;
@@ -106,6 +145,7 @@ typedef struct dlcp_sim_port {
   struct dlcp_sim_pcap *pcap; /* capture of this cable, or NULL */
   dlcp_sim_queue q[DLCP_SIM_MAX_QUEUES];
   dlcp_rng rng; /* this link's loss draws */
+  dlcp_rng red_rng; /* RED's marking draws */
   /* Counters over the whole run. */
   uint64_t tx_pkts;
   uint64_t tx_bytes;
@@ -166,6 +206,8 @@ typedef struct dlcp_sim_net {
   dlcp_sim_port_config host_port_cfg;
   uint64_t shared_buffer_bytes; /* 0: per-port buffers */
   double dt_alpha;
+  dlcp_sim_pfc_config pfc;      /* switch ports */
+  dlcp_sim_pfc_ingress *pfc_in; /* per port; NULL without PFC */
   uint64_t ecmp_salt;     /* seeds the flow hash */
   dlcp_rng spray_rng;     /* per-packet spraying choices */
   dlcp_sim_host_rx_fn host_rx;
@@ -235,6 +277,23 @@ void dlcp_sim_port_send(dlcp_sim_port *port, dlcp_sim_packet *pkt,
  * pause was resumed (pauses nest).  Queued packets wait; arrivals are
  * still queued (and dropped if the buffer is full). */
 void dlcp_sim_port_pause(dlcp_sim_port *port, bool pause, dlcp_sim_ps now);
+
+/* PFC: priority |prio| of |port|'s transmitter is paused or resumed. */
+void dlcp_sim_port_pfc(dlcp_sim_port *port, uint32_t prio, bool pause,
+                       dlcp_sim_ps now);
+
+/* PFC's accounting (pfc.c), called by the queues of switch ports.  init
+ * allocates the per-ingress state if net->pfc has lossless priorities. */
+int dlcp_sim_pfc_init(dlcp_sim_net *net);
+/* True if |pkt| rides a lossless priority |qi| at switch port |port|. */
+bool dlcp_sim_pfc_lossless(const dlcp_sim_port *port,
+                           const dlcp_sim_packet *pkt, uint32_t qi);
+/* Headroom admission of a lossless packet; counts a drop when false. */
+bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
+                        uint32_t qi);
+/* |pkt| joined / left a queue of |port|. */
+void dlcp_sim_pfc_count_in(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
+void dlcp_sim_pfc_count_out(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
 
 /* Drops every packet waiting in |port| (the link went down). */
 void dlcp_sim_port_flush(dlcp_sim_port *port);

@@ -80,6 +80,9 @@ typedef struct dlcp_sim_packet {
   /* pFabric's priority: the flow's remaining bytes when the packet was
    * sent, smaller first (pfabric_queue.c); 0 for control packets. */
   uint64_t rank;
+  /* The port whose link delivered the packet to the switch it is queued
+   * at (PFC's ingress accounting, pfc.c); DLCP_SIM_NONE from a host. */
+  uint32_t ingress;
   /* The transport's line starts at byte 64. */
   _Alignas(64) union {
     struct {

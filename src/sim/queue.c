@@ -19,7 +19,10 @@
  * because that packet still occupies buffer until its last bit leaves.
  * Packets flagged LOSSLESS (MLT's control channel) skip steps 1 and 2: they
  * model a PFC-protected class whose few bytes always find headroom, and
- * are only CE-marked.
+ * are only CE-marked.  Step 1 may instead be RED with min < max and a
+ * marking probability (red_max_bytes > 0).  Packets of a priority that
+ * switch PFC makes lossless (pfc.c) skip the selective drop, and step 2 is
+ * their ingress headroom check instead of the egress buffer.
  */
 #include "sim/net.h"
 
@@ -31,6 +34,7 @@ void dlcp_sim_port_init(dlcp_sim_port *port, const dlcp_sim_port_config *cfg,
   port->cfg = cfg;
   port->shared = shared;
   port->bytes = 0;
+  port->pfc_bytes = 0;
   port->busy = false;
   port->nonempty = 0;
 }
@@ -45,7 +49,7 @@ static bool has_room(const dlcp_sim_port *port, const dlcp_sim_queue *q,
     double limit = pool->alpha * (double)(pool->size_bytes - pool->used_bytes);
     return (double)(q->bytes + bytes) <= limit;
   }
-  return port->bytes + bytes <= port->cfg->buffer_bytes;
+  return port->bytes - port->pfc_bytes + bytes <= port->cfg->buffer_bytes;
 }
 
 void dlcp_sim_port_append(dlcp_sim_port *port, uint32_t qi,
@@ -70,6 +74,7 @@ void dlcp_sim_port_append(dlcp_sim_port *port, uint32_t qi,
   if (port->shared) {
     port->shared->used_bytes += pkt->size_bytes;
   }
+  dlcp_sim_pfc_count_in(port, pkt);
 }
 
 /* Trims |pkt| to a header and queues it at priority 0, the NDP way. */
@@ -93,6 +98,20 @@ static bool trimmable(const dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
          pkt->size_bytes > port->cfg->trim_bytes;
 }
 
+/* RED's decision on a queue of |bytes| (see dlcp_sim_port_config). */
+static bool red_above(dlcp_sim_port *port, uint64_t bytes) {
+  const dlcp_sim_port_config *c = port->cfg;
+  if (bytes < c->red_min_bytes) {
+    return false;
+  }
+  if (bytes >= c->red_max_bytes) {
+    return true;
+  }
+  double p = c->red_max_p * (double)(bytes - c->red_min_bytes) /
+             (double)(c->red_max_bytes - c->red_min_bytes);
+  return dlcp_rng_unit(&port->red_rng) < p;
+}
+
 dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
                                        dlcp_sim_packet *pkt) {
   if (port->cfg->pfabric) {
@@ -101,17 +120,25 @@ dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
   uint32_t qi = pkt->prio < port->cfg->nqueues ? pkt->prio
                                                : port->cfg->nqueues - 1;
   dlcp_sim_queue *q = &port->q[qi];
-  bool above = q->bytes >= port->cfg->ecn_threshold_bytes[qi];
+  bool above = port->cfg->red_max_bytes > 0
+                   ? red_above(port, q->bytes)
+                   : q->bytes >= port->cfg->ecn_threshold_bytes[qi];
   bool lossless = (pkt->flags & DLCP_SIM_PKT_F_LOSSLESS) != 0;
+  bool pfc = dlcp_sim_pfc_lossless(port, pkt, qi);
 
-  if (above && pkt->ecn == DLCP_SIM_ECN_NOT_ECT && !lossless) {
+  if (above && pkt->ecn == DLCP_SIM_ECN_NOT_ECT && !lossless && !pfc) {
     if (trimmable(port, pkt)) {
       return trim(port, q, pkt);
     }
     q->drops_selective++;
     return DLCP_SIM_DROP_SELECTIVE;
   }
-  if (!lossless && !has_room(port, q, pkt->size_bytes)) {
+  if (pfc) {
+    if (!dlcp_sim_pfc_admit(port, pkt, qi)) {
+      q->drops_buffer++;
+      return DLCP_SIM_DROP_BUFFER;
+    }
+  } else if (!lossless && !has_room(port, q, pkt->size_bytes)) {
     if (trimmable(port, pkt)) {
       return trim(port, q, pkt);
     }
@@ -136,8 +163,13 @@ dlcp_sim_packet *dlcp_sim_port_dequeue(dlcp_sim_port *port) {
     return dlcp_sim_pfabric_dequeue(port);
   }
   /* The lowest set bit is the most urgent non-empty queue: no scan over
-   * empty queues (each a separate cache line). */
-  uint32_t i = (uint32_t)__builtin_ctz(port->nonempty);
+   * empty queues (each a separate cache line).  PFC-paused priorities
+   * wait. */
+  uint8_t ready = port->nonempty & (uint8_t)~port->pfc_paused;
+  if (ready == 0) {
+    return NULL;
+  }
+  uint32_t i = (uint32_t)__builtin_ctz(ready);
   dlcp_sim_queue *q = &port->q[i];
   dlcp_sim_packet *pkt = q->head;
   q->head = pkt->next;
@@ -160,4 +192,5 @@ void dlcp_sim_port_release(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
   if (port->shared) {
     port->shared->used_bytes -= pkt->size_bytes;
   }
+  dlcp_sim_pfc_count_out(port, pkt);
 }

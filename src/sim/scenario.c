@@ -1001,10 +1001,89 @@ static int section_transport(scn *s, const ynode *n) {
   return section_baselines(s, n);
 }
 
+/* switch.red: {min, max, max_p}, min < max. */
+static int switch_red(scn *s, const ynode *n) {
+  static const char *const keys[] = {"min", "max", "max_p", NULL};
+  static const char *const required[] = {"min", "max", "max_p", NULL};
+  const char *p = "switch.red";
+  dlcp_sim_switch_config *w = &s->cfg->sw;
+  int rv = check_keys(s, n, p, keys);
+  for (const char *const *r = required; rv == 0 && *r; r++) {
+    if (!map_get(n, *r)) {
+      char field[64];
+      join(field, sizeof(field), p, *r);
+      rv = fail(s, n, field, "expected this field to be present");
+    }
+  }
+  if (rv || (rv = get_size(s, n, p, "min", &w->red_min_bytes, 0, 1ull << 40)) ||
+      (rv = get_size(s, n, p, "max", &w->red_max_bytes, 1, 1ull << 40)) ||
+      (rv = get_double(s, n, p, "max_p", &w->red_max_p, 0.0, 1.0))) {
+    return rv;
+  }
+  if (w->red_min_bytes >= w->red_max_bytes) {
+    return fail(s, map_get(n, "max"), "switch.red.max",
+                "expected max > min");
+  }
+  return 0;
+}
+
+/* switch.pfc: {priorities: all | [queue...], xoff, xon, headroom}. */
+static int switch_pfc(scn *s, const ynode *n) {
+  static const char *const keys[] = {"priorities", "xoff", "xon", "headroom",
+                                     NULL};
+  static const char *const required[] = {"priorities", "xoff", "headroom",
+                                         NULL};
+  const char *p = "switch.pfc";
+  dlcp_sim_pfc_config *c = &s->cfg->sw.pfc;
+  int rv = check_keys(s, n, p, keys);
+  for (const char *const *r = required; rv == 0 && *r; r++) {
+    if (!map_get(n, *r)) {
+      char field[64];
+      join(field, sizeof(field), p, *r);
+      rv = fail(s, n, field, "expected this field to be present");
+    }
+  }
+  if (rv || (rv = get_size(s, n, p, "xoff", &c->xoff_bytes, 1, 1ull << 40)) ||
+      (rv = get_size(s, n, p, "headroom", &c->headroom_bytes, 0,
+                     1ull << 40))) {
+    return rv;
+  }
+  c->xon_bytes = c->xoff_bytes > 2 * s->mtu ? c->xoff_bytes - 2 * s->mtu : 0;
+  if ((rv = get_size(s, n, p, "xon", &c->xon_bytes, 0, c->xoff_bytes))) {
+    return rv;
+  }
+  const ynode *pr = map_get(n, "priorities");
+  c->prio_mask = 0;
+  if (pr->kind == Y_SCALAR && strcmp(pr->str, "all") == 0) {
+    c->prio_mask = 0xFF;
+    return 0;
+  }
+  if (pr->kind != Y_SEQ || pr->n == 0) {
+    return fail(s, pr, "switch.pfc.priorities",
+                "expected all, or a list of queue indices 0..7");
+  }
+  for (size_t i = 0; i < pr->n; i++) {
+    uint64_t q = 0;
+    const char *t = "";
+    char *end;
+    if ((rv = scalar(s, pr->items[i], "switch.pfc.priorities[]", &t))) {
+      return rv;
+    }
+    q = strtoull(t, &end, 10);
+    if (t[0] < '0' || t[0] > '9' || *end || q >= DLCP_SIM_MAX_QUEUES) {
+      return fail(s, pr->items[i], "switch.pfc.priorities[]",
+                  "expected a queue index in [0, 7], got '%s'", t);
+    }
+    c->prio_mask |= (uint8_t)(1u << q);
+  }
+  return 0;
+}
+
 static int section_switch(scn *s, const ynode *n) {
   static const char *const keys[] = {"queues",   "port_buffer", "shared_buffer",
                                      "dt_alpha", "ecn_threshold", "trimming",
-                                     "trim_size", "scheduling", NULL};
+                                     "trim_size", "scheduling", "red",
+                                     "pfc",       NULL};
   static const char *const scheduling[] = {"strict", "pfabric", NULL};
   const char *p = "switch";
   int rv = check_keys(s, n, p, keys);
@@ -1027,6 +1106,13 @@ static int section_switch(scn *s, const ynode *n) {
   }
   w->trim_bytes = (uint32_t)trim;
   w->pfabric = sched == 1;
+  const ynode *sub;
+  if ((sub = map_get(n, "red")) && (rv = switch_red(s, sub))) {
+    return rv;
+  }
+  if ((sub = map_get(n, "pfc")) && (rv = switch_pfc(s, sub))) {
+    return rv;
+  }
   const ynode *e = map_get(n, "ecn_threshold");
   if (e) {
     /* One value for every queue, or a list with one value per queue;

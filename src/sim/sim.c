@@ -387,6 +387,10 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   net->switch_port_cfg.trimming = cfg->sw.trimming;
   net->switch_port_cfg.trim_bytes = cfg->sw.trim_bytes;
   net->switch_port_cfg.pfabric = cfg->sw.pfabric;
+  net->switch_port_cfg.red_min_bytes = cfg->sw.red_min_bytes;
+  net->switch_port_cfg.red_max_bytes = cfg->sw.red_max_bytes;
+  net->switch_port_cfg.red_max_p = cfg->sw.red_max_p;
+  net->pfc = cfg->sw.pfc;
   net->host_port_cfg.nqueues = cfg->sw.nqueues;
   net->host_port_cfg.buffer_bytes = cfg->host.nic_buffer_bytes;
   for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {
@@ -404,6 +408,9 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   rv = dlcp_sim_net_finalize(net);
   if (rv == DLCP_ERR_CONFIG) {
     snprintf(err, errlen, "topology: every host needs exactly one link");
+  }
+  if (rv == 0) {
+    rv = dlcp_sim_pfc_init(net);
   }
   if (rv != 0) {
     goto fail;

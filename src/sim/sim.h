@@ -84,6 +84,12 @@ typedef struct dlcp_sim_switch_config {
   bool trimming;
   uint32_t trim_bytes; /* default 64 */
   bool pfabric; /* scheduling: pfabric (pfabric_queue.c); default strict */
+  /* RED with min < max (switch.red); red_max_bytes 0: the thresholds
+   * above (see dlcp_sim_port_config). */
+  uint64_t red_min_bytes;
+  uint64_t red_max_bytes;
+  double red_max_p;
+  dlcp_sim_pfc_config pfc; /* switch.pfc; prio_mask 0: off */
 } dlcp_sim_switch_config;
 
 typedef struct dlcp_sim_host_config {
