@@ -258,6 +258,23 @@ static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
   }
 }
 
+
+/* PFC's counters over every switch ingress (pfc.c). */
+typedef struct pfc_totals {
+  uint64_t pauses, headroom_drops;
+  dlcp_sim_ps paused_ps;
+} pfc_totals;
+
+static pfc_totals pfc_totals_of(const dlcp_sim *sim) {
+  pfc_totals t = {0, 0, 0};
+  for (uint32_t p = 0; sim->net.pfc_in && p < sim->net.nports; p++) {
+    t.pauses += sim->net.pfc_in[p].pauses;
+    t.headroom_drops += sim->net.pfc_in[p].headroom_drops;
+    t.paused_ps += sim->net.pfc_in[p].paused_ps;
+  }
+  return t;
+}
+
 static void json_colls(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "  \"collectives\": [");
   for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
@@ -286,6 +303,13 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "%s],\n", dlcp_sim_coll_jobs(sim) ? "\n  " : "");
   fprintf(f, "  \"pauses\": %llu,\n",
           (unsigned long long)dlcp_sim_coll_pauses(sim));
+  if (sim->net.pfc_in) {
+    pfc_totals p = pfc_totals_of(sim);
+    fprintf(f, "  \"pfc\": {\"pause_frames\": %llu, \"paused_us\": %.6f, "
+               "\"headroom_drops\": %llu},\n",
+            (unsigned long long)p.pauses, ps_us(p.paused_ps),
+            (unsigned long long)p.headroom_drops);
+  }
 }
 
 typedef struct net_totals {
@@ -551,6 +575,13 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
   if (dlcp_sim_coll_pauses(sim)) {
     fprintf(f, "pauses     %llu NIC pauses\n",
             (unsigned long long)dlcp_sim_coll_pauses(sim));
+  }
+  if (sim->net.pfc_in) {
+    pfc_totals p = pfc_totals_of(sim);
+    fprintf(f, "pfc        %llu PAUSE frames, %.1f us paused (summed over "
+               "ports and priorities), %llu headroom drops\n",
+            (unsigned long long)p.pauses, ps_us(p.paused_ps),
+            (unsigned long long)p.headroom_drops);
   }
   fprintf(f, "network    %.3f GB sent, %llu ECN marks, drops: %llu buffer, "
              "%llu selective, %llu loss, %llu link-down, %llu no-route; "
