@@ -72,6 +72,8 @@ static const char *group_name(dlcp_sim_flow_group g) {
     return "ps_pull";
   case DLCP_SIM_GROUP_COLL:
     return "collective";
+  case DLCP_SIM_GROUP_BACKGROUND:
+    return "background";
   }
   return "?";
 }
@@ -412,7 +414,8 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
   json_fct(f, "incast", &g[1], false);
   json_fct(f, "ps_push", &g[2], false);
   json_fct(f, "ps_pull", &g[3], false);
-  json_fct(f, "collective", &g[4], true);
+  json_fct(f, "collective", &g[4], false);
+  json_fct(f, "background", &g[5], true);
   fprintf(f, "  },\n");
   fprintf(f, "  \"iterations\": [");
   for (uint32_t it = 0; it < sim->ps_iterations; it++) {

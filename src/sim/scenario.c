@@ -43,6 +43,7 @@ typedef struct scn {
   char *err;
   size_t errlen;
   uint32_t mtu; /* mss + header, for sizes given in packets */
+  char dir[512]; /* the scenario file's directory, for relative paths */
 } scn;
 
 static void ynode_free(ynode *n) {
@@ -1259,10 +1260,48 @@ static int incast_item(scn *s, const ynode *n, const char *path) {
   return 0;
 }
 
+/* workload.ps.profile: a bare model name (workloads/profiles/NAME.csv in
+ * the source tree) or a CSV path, relative to the scenario's directory. */
+static int ps_profile(scn *s, const ynode *n, const char *path,
+                      dlcp_sim_ps_spec *ps) {
+  char field[256];
+  join(field, sizeof(field), path, "profile");
+  const char *t = "";
+  int rv = scalar(s, n, field, &t);
+  if (rv != 0) {
+    return rv;
+  }
+  char file[1024];
+  size_t len = strlen(t);
+  bool is_path = strchr(t, '/') || (len > 4 && strcmp(t + len - 4, ".csv") == 0);
+  if (t[0] == '\0' || (!is_path && strspn(t, "abcdefghijklmnopqrstuvwxyz"
+                                               "0123456789_-") != len)) {
+    return fail(s, n, field, "expected a model name (resnet50, vgg16, "
+                "vgg19, googlenet, transformer) or a profile CSV path");
+  }
+  if (!is_path) {
+    snprintf(file, sizeof(file), "%s/%s.csv", dlcp_sim_profile_dir, t);
+  } else if (t[0] == '/') {
+    snprintf(file, sizeof(file), "%s", t);
+  } else {
+    snprintf(file, sizeof(file), "%s/%s", s->dir, t);
+  }
+  char why[512];
+  rv = dlcp_sim_profile_load(ps, file, why, sizeof(why));
+  if (rv == DLCP_ERR_NOMEM) {
+    return rv;
+  }
+  if (rv != 0) {
+    return fail(s, n, field, "expected a readable training profile: %s", why);
+  }
+  return 0;
+}
+
 static int ps_item(scn *s, const ynode *n, const char *path) {
   static const char *const keys[] = {"workers",      "servers", "model_size",
                                      "iterations",   "compute_time", "start",
-                                     "priority",     NULL};
+                                     "priority",     "profile", "partition",
+                                     NULL};
   int rv = check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -1278,9 +1317,27 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   ps->iterations = 1;
   where(ps->where, n);
   set_field(ps->field, path);
+  ps->partition_bytes = 4000000;
+  const ynode *prof = map_get(n, "profile");
+  if (prof && (map_get(n, "model_size") || map_get(n, "compute_time"))) {
+    char field[256];
+    join(field, sizeof(field), path, "profile");
+    return fail(s, prof, field, "expected either a profile or model_size "
+                "and compute_time, not both");
+  }
+  if (prof && (rv = ps_profile(s, prof, path, ps)) != 0) {
+    return rv;
+  }
+  if ((rv = get_size(s, n, path, "partition", &ps->partition_bytes, 1,
+                     1ull << 40))) {
+    return rv;
+  }
   static const char *const required[] = {"workers", "servers", "model_size",
                                          NULL};
   for (const char *const *r = required; *r; r++) {
+    if (prof && strcmp(*r, "model_size") == 0) {
+      continue;
+    }
     if (!map_get(n, *r)) {
       char field[256];
       join(field, sizeof(field), path, *r);
@@ -1355,9 +1412,50 @@ static int collective_item(scn *s, const ynode *n, const char *path) {
   return 0;
 }
 
+static int background_item(scn *s, const ynode *n, const char *path) {
+  static const char *const keys[] = {"distribution", "load", "start",
+                                     "duration", "priority", NULL};
+  static const char *const required[] = {"distribution", "load", "duration",
+                                         NULL};
+  static const char *const dists[] = {"websearch", "datamining", NULL};
+  int rv = check_keys(s, n, path, keys);
+  if (rv != 0) {
+    return rv;
+  }
+  for (const char *const *r = required; *r; r++) {
+    if (!map_get(n, *r)) {
+      char field[256];
+      join(field, sizeof(field), path, *r);
+      return fail(s, n, field, "expected this field to be present");
+    }
+  }
+  dlcp_sim_config *c = s->cfg;
+  dlcp_sim_background_spec *arr =
+      realloc(c->backgrounds, (c->nbackgrounds + 1) * sizeof(*arr));
+  if (!arr) {
+    return DLCP_ERR_NOMEM;
+  }
+  c->backgrounds = arr;
+  dlcp_sim_background_spec *b = &arr[c->nbackgrounds++];
+  memset(b, 0, sizeof(*b));
+  where(b->where, n);
+  set_field(b->field, path);
+  int dist = 0;
+  if ((rv = get_enum(s, n, path, "distribution", dists, &dist)) ||
+      (rv = get_double(s, n, path, "load", &b->load, 1e-6, 1.0)) ||
+      (rv = get_time(s, n, path, "start", &b->start_ps)) ||
+      (rv = get_time(s, n, path, "duration", &b->duration_ps)) ||
+      (rv = get_u32(s, n, path, "priority", &b->prio, 0,
+                    DLCP_SIM_MAX_QUEUES - 1))) {
+    return rv;
+  }
+  b->dist = (dlcp_sim_flow_dist)dist;
+  return 0;
+}
+
 static int section_workload(scn *s, const ynode *n) {
   static const char *const keys[] = {"flows", "incast", "ps", "collective",
-                                     NULL};
+                                     "background", NULL};
   int rv = check_keys(s, n, "workload", keys);
   const ynode *v;
   if (rv == 0 && (v = map_get(n, "flows"))) {
@@ -1371,6 +1469,9 @@ static int section_workload(scn *s, const ynode *n) {
   }
   if (rv == 0 && (v = map_get(n, "collective"))) {
     rv = for_each_map(s, v, "workload.collective", collective_item);
+  }
+  if (rv == 0 && (v = map_get(n, "background"))) {
+    rv = for_each_map(s, v, "workload.background", background_item);
   }
   return rv;
 }
@@ -1604,7 +1705,11 @@ static int interpret(scn *s, const ynode *root, char *out_dir,
 int dlcp_sim_scenario_load(dlcp_sim_config *cfg, const char *text, size_t len,
                            const char *file, const char *const *sets,
                            size_t nsets, char *err, size_t errlen) {
-  scn s = {cfg, err, errlen, 1500};
+  scn s = {cfg, err, errlen, 1500, "."};
+  const char *slash = file ? strrchr(file, '/') : NULL;
+  if (slash) {
+    snprintf(s.dir, sizeof(s.dir), "%.*s", (int)(slash - file), file);
+  }
   dlcp_sim_config_default(cfg);
   if (errlen > 0) {
     err[0] = '\0';

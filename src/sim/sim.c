@@ -84,8 +84,15 @@ void dlcp_sim_config_free(dlcp_sim_config *cfg) {
     free(cfg->incasts[i].senders);
   }
   free(cfg->incasts);
+  for (uint32_t i = 0; cfg->ps && i < cfg->nps; i++) {
+    free(cfg->ps[i].tensor_bytes);
+    free(cfg->ps[i].tensor_bwd_ps);
+  }
   free(cfg->ps);
   free(cfg->colls);
+  free(cfg->backgrounds);
+  cfg->backgrounds = NULL;
+  cfg->nbackgrounds = 0;
   free(cfg->faults);
   free(cfg->pcaps);
   cfg->pcaps = NULL;
@@ -237,7 +244,9 @@ void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
     return;
   }
   for (uint32_t i = 0; i < b->count; i++) {
-    schedule_flow(sim, sim->release[b->first + i], now + b->delay_ps);
+    uint32_t id = sim->release[b->first + i];
+    schedule_flow(sim, id,
+                  now + b->delay_ps + sim->flows[id].release_offset_ps);
   }
 }
 
@@ -458,6 +467,7 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   sim->cfg.incasts = NULL;
   sim->cfg.ps = NULL;
   sim->cfg.colls = NULL;
+  sim->cfg.backgrounds = NULL;
   sim->cfg.faults = NULL;
   sim->cfg.topo.nodes = NULL;
   sim->cfg.topo.links = NULL;
@@ -469,6 +479,7 @@ fail:
   sim->cfg.incasts = NULL;
   sim->cfg.ps = NULL;
   sim->cfg.colls = NULL;
+  sim->cfg.backgrounds = NULL;
   sim->cfg.faults = NULL;
   sim->cfg.topo.nodes = NULL;
   sim->cfg.topo.links = NULL;

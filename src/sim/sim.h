@@ -201,6 +201,27 @@ typedef struct dlcp_sim_transport_config {
   dlcp_sim_ndp_config ndp;
 } dlcp_sim_transport_config;
 
+/*
+ * Background traffic (workload.c): flows between uniformly drawn distinct
+ * host pairs with Poisson arrivals, sizes drawn from a published flow-size
+ * CDF (web search, DCTCP; data mining, VL2), at |load| of the hosts'
+ * aggregate access capacity, from start_ps for duration_ps.
+ */
+typedef enum dlcp_sim_flow_dist {
+  DLCP_SIM_DIST_WEBSEARCH = 0,
+  DLCP_SIM_DIST_DATAMINING = 1
+} dlcp_sim_flow_dist;
+
+typedef struct dlcp_sim_background_spec {
+  dlcp_sim_flow_dist dist;
+  double load;           /* (0, 1] */
+  dlcp_sim_ps start_ps;
+  dlcp_sim_ps duration_ps;
+  uint32_t prio;
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX];
+} dlcp_sim_background_spec;
+
 /* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
 typedef struct dlcp_sim_flow_spec {
   char src[DLCP_SIM_NAME_MAX];
@@ -250,6 +271,26 @@ typedef struct dlcp_sim_ps_spec {
   dlcp_sim_ps compute_ps;
   dlcp_sim_ps start_ps;
   uint32_t prio;
+  /*
+   * Driven by a training profile (profile.c, workloads/profiles/) when
+   * ntensors > 0: the model is the profile's gradient tensors, cut into
+   * partitions of at most partition_bytes (BytePS's partitioning),
+   * assigned to servers round-robin in the order backward propagation
+   * produces them (last layer first).  An iteration computes forward_ps,
+   * then backward layer by layer: the partitions of tensor t are pushed as
+   * soon as t's gradient is ready (forward + the backward times of every
+   * tensor from the last down to t), overlapping computation and
+   * communication.  A server pulls a partition back to every worker when
+   * it has it from all of them; a worker starts its next forward pass
+   * when it has every partition.  model_bytes is then the profile's sum
+   * and compute_ps unused.
+   */
+  uint32_t ntensors;
+  uint64_t *tensor_bytes;     /* forward (registration) order */
+  dlcp_sim_ps *tensor_bwd_ps; /* backward time of the tensor's layer */
+  dlcp_sim_ps forward_ps;
+  uint64_t partition_bytes;   /* default 4 MB (BytePS) */
+  char profile[64];           /* the profile's model name */
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_ps_spec;
@@ -326,6 +367,8 @@ typedef struct dlcp_sim_config {
   uint32_t nps;
   dlcp_sim_coll_spec *colls;
   uint32_t ncolls;
+  dlcp_sim_background_spec *backgrounds;
+  uint32_t nbackgrounds;
   dlcp_sim_fault_spec *faults;
   uint32_t nfaults;
   dlcp_sim_ps stop_ps; /* simulated-time limit; default 10 s */
@@ -355,9 +398,10 @@ typedef enum dlcp_sim_flow_group {
   DLCP_SIM_GROUP_INCAST = 1,
   DLCP_SIM_GROUP_PS_PUSH = 2,
   DLCP_SIM_GROUP_PS_PULL = 3,
-  DLCP_SIM_GROUP_COLL = 4 /* a transfer of a collective job */
+  DLCP_SIM_GROUP_COLL = 4, /* a transfer of a collective job */
+  DLCP_SIM_GROUP_BACKGROUND = 5
 } dlcp_sim_flow_group;
-#define DLCP_SIM_NGROUPS 5u
+#define DLCP_SIM_NGROUPS 6u
 
 /*
  * A flow and its record.  FCT = finish_ps - start_ps, where start_ps is
@@ -378,6 +422,9 @@ typedef struct dlcp_sim_flow {
   dlcp_sim_flow_group group;
   uint32_t iteration;    /* PS iteration, 0 otherwise */
   dlcp_sim_ps release_ps; /* planned start; NEVER while waiting on a barrier */
+  /* Added to the barrier's delay when a barrier releases the flow (a
+   * profile-driven PS push waits for its layer's backward pass). */
+  dlcp_sim_ps release_offset_ps;
   dlcp_sim_ps start_ps;   /* NEVER until started */
   dlcp_sim_ps finish_ps;  /* NEVER until finished */
   dlcp_sim_ps rx_done_ps; /* receiver held every byte; NEVER until then */
@@ -609,6 +656,17 @@ dlcp_sim_ps dlcp_sim_topo_link_delay(const dlcp_sim_topo_config *cfg);
 /* Workloads (workload.c): expands cfg's flows, incasts and PS jobs into
  * sim's flow table. */
 int dlcp_sim_workload_build(dlcp_sim *sim, char *err, size_t errlen);
+/* Training profiles (profile.c): reads a profile CSV written by
+ * scripts/extract-profiles.py into |ps| (tensor arrays malloc'd, freed by
+ * dlcp_sim_config_free).  Returns 0, DLCP_ERR_SYSTEM if the file cannot be
+ * read, DLCP_ERR_CONFIG with "path:line: ..." in |err| if it is malformed,
+ * or DLCP_ERR_NOMEM. */
+int dlcp_sim_profile_load(dlcp_sim_ps_spec *ps, const char *path, char *err,
+                          size_t errlen);
+/* Where bare profile names are looked up: the source tree's
+ * workloads/profiles. */
+extern const char dlcp_sim_profile_dir[];
+
 /* Resolves a host given as a name or an index; DLCP_SIM_NONE if unknown. */
 uint32_t dlcp_sim_host_lookup(const dlcp_sim_net *net, const char *name);
 

@@ -7,10 +7,13 @@
  * per iteration, a push flow from every worker to every server and a pull
  * flow back, chained by barriers: server s's pulls wait for all pushes to
  * s; worker w's next pushes wait for all pulls to w plus the compute time.
- * Flow ids follow creation order, which is what makes results
- * reproducible.
+ * A PS job may instead follow a training profile (per-tensor partitions
+ * pushed as backward propagation produces them).  Background traffic
+ * draws Poisson flows from a published flow-size distribution.  Flow ids
+ * follow creation order, which is what makes results reproducible.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +263,113 @@ static int ps_host_order(const dlcp_sim *sim, uint32_t *order) {
   return 0;
 }
 
+/* A profile's partitions in the order backward propagation produces them
+ * (last tensor first): sizes and when each is ready after the start of
+ * the iteration's forward pass. */
+typedef struct ps_parts {
+  uint32_t n;
+  uint64_t *bytes;
+  dlcp_sim_ps *ready;
+} ps_parts;
+
+static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
+                        ps_parts *p) {
+  uint64_t P = s->partition_bytes ? s->partition_bytes : s->model_bytes;
+  uint64_t n = 0;
+  for (uint32_t t = 0; t < s->ntensors; t++) {
+    n += (s->tensor_bytes[t] + P - 1) / P;
+  }
+  if (n > UINT32_MAX / 2) {
+    return DLCP_ERR_NOMEM;
+  }
+  p->n = (uint32_t)n;
+  p->bytes = sim->mem->malloc(n * sizeof(*p->bytes), sim->mem->user);
+  p->ready = sim->mem->malloc(n * sizeof(*p->ready), sim->mem->user);
+  if (!p->bytes || !p->ready) {
+    return DLCP_ERR_NOMEM;
+  }
+  dlcp_sim_ps ready = s->forward_ps;
+  uint32_t c = 0;
+  for (uint32_t t = s->ntensors; t-- > 0;) {
+    ready += s->tensor_bwd_ps[t];
+    for (uint64_t left = s->tensor_bytes[t]; left > 0;) {
+      uint64_t b = left < P ? left : P;
+      p->bytes[c] = b;
+      p->ready[c++] = ready;
+      left -= b;
+    }
+  }
+  return 0;
+}
+
+/*
+ * PS driven by a training profile (see dlcp_sim_ps_spec): per iteration
+ * and partition c, every worker pushes c to server c mod S once its layer's
+ * backward pass is done; server c mod S pulls c back to every worker when
+ * it has all W pushes; a worker's next iteration starts (forward pass)
+ * when it has every partition.
+ */
+static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
+                            const uint32_t *server, const uint32_t *worker) {
+  uint32_t W = s->workers, S = s->servers;
+  ps_parts parts = {0, NULL, NULL};
+  int rv = ps_partition(sim, s, &parts);
+  uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
+  for (uint32_t it = 0; it < s->iterations && rv == 0; it++) {
+    uint32_t part_barrier0 = sim->nbarriers;
+    for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
+      rv = add_barrier(sim, W, 0) == DLCP_SIM_NONE ? DLCP_ERR_NOMEM : 0;
+    }
+    uint32_t worker_barrier0 = sim->nbarriers;
+    for (uint32_t i = 0; i < W && rv == 0; i++) {
+      rv = add_barrier(sim, parts.n, 0) == DLCP_SIM_NONE ? DLCP_ERR_NOMEM : 0;
+    }
+    for (uint32_t i = 0; i < W && rv == 0; i++) {
+      if (it > 0) {
+        sim->barriers[prev_worker_barrier0 + i].first = sim->nrelease;
+      }
+      for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
+        uint32_t id = dlcp_sim_flow_add(
+            sim, worker[i], server[c % S], parts.bytes[c],
+            it == 0 ? s->start_ps + parts.ready[c] : DLCP_SIM_PS_NEVER,
+            s->prio, DLCP_SIM_GROUP_PS_PUSH);
+        if (id == DLCP_SIM_NONE) {
+          rv = DLCP_ERR_NOMEM;
+          break;
+        }
+        dlcp_sim_flow *f = &sim->flows[id];
+        f->iteration = it;
+        f->barrier = part_barrier0 + c;
+        f->release_offset_ps = parts.ready[c];
+        if (it > 0) {
+          rv = add_release(sim, id);
+          sim->barriers[prev_worker_barrier0 + i].count++;
+        }
+      }
+    }
+    for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
+      sim->barriers[part_barrier0 + c].first = sim->nrelease;
+      for (uint32_t i = 0; i < W && rv == 0; i++) {
+        uint32_t id = dlcp_sim_flow_add(sim, server[c % S], worker[i],
+                                        parts.bytes[c], DLCP_SIM_PS_NEVER,
+                                        s->prio, DLCP_SIM_GROUP_PS_PULL);
+        if (id == DLCP_SIM_NONE) {
+          rv = DLCP_ERR_NOMEM;
+          break;
+        }
+        sim->flows[id].iteration = it;
+        sim->flows[id].barrier = worker_barrier0 + i;
+        rv = add_release(sim, id);
+        sim->barriers[part_barrier0 + c].count++;
+      }
+    }
+    prev_worker_barrier0 = worker_barrier0;
+  }
+  sim->mem->free(parts.bytes, sim->mem->user);
+  sim->mem->free(parts.ready, sim->mem->user);
+  return rv;
+}
+
 static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
                     size_t errlen) {
   const dlcp_sim_net *net = &sim->net;
@@ -296,6 +406,10 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
   }
   const uint32_t *server = order;
   const uint32_t *worker = order + S;
+  if (s->ntensors > 0) {
+    rv = build_ps_profile(sim, s, server, worker);
+    goto iterations;
+  }
   uint64_t base = s->model_bytes / S, extra = s->model_bytes % S;
   /* Barrier ids of the previous iteration's per-worker "all pulls in". */
   uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
@@ -363,12 +477,95 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
     }
     prev_worker_barrier0 = worker_barrier0;
   }
-  if (s->iterations > sim->ps_iterations) {
+iterations:
+  if (rv == 0 && s->iterations > sim->ps_iterations) {
     sim->ps_iterations = s->iterations;
   }
 done:
   sim->mem->free(order, sim->mem->user);
   return rv;
+}
+
+/* Published flow-size CDFs in bytes, linearly interpolated: web search
+ * (DCTCP, Alizadeh et al. 2010) and data mining (VL2, Greenberg et al.
+ * 2009), as used by pFabric, PIAS and NDP (the DCTCP_CDF and VL2_CDF files
+ * of github.com/datacenter/empirical-traffic-gen). */
+typedef struct cdf_point {
+  double bytes, p;
+} cdf_point;
+
+static const cdf_point websearch_cdf[] = {
+    {0, 0},        {10000, 0.15}, {20000, 0.2},  {30000, 0.3},
+    {50000, 0.4},  {80000, 0.53}, {200000, 0.6}, {1e6, 0.7},
+    {2e6, 0.8},    {5e6, 0.9},    {1e7, 0.97},   {3e7, 1.0}};
+static const cdf_point datamining_cdf[] = {
+    {0, 0},      {180, 0.1},    {216, 0.2},  {560, 0.3},   {900, 0.4},
+    {1100, 0.5}, {1870, 0.6},   {3160, 0.7}, {10000, 0.8}, {400000, 0.9},
+    {3.16e6, 0.95}, {1e8, 0.98}, {1e9, 1.0}};
+
+static const cdf_point *cdf_of(dlcp_sim_flow_dist d, size_t *n) {
+  if (d == DLCP_SIM_DIST_DATAMINING) {
+    *n = sizeof(datamining_cdf) / sizeof(datamining_cdf[0]);
+    return datamining_cdf;
+  }
+  *n = sizeof(websearch_cdf) / sizeof(websearch_cdf[0]);
+  return websearch_cdf;
+}
+
+static double cdf_mean(const cdf_point *c, size_t n) {
+  double m = 0;
+  for (size_t i = 1; i < n; i++) {
+    m += (c[i].p - c[i - 1].p) * (c[i].bytes + c[i - 1].bytes) / 2.0;
+  }
+  return m;
+}
+
+static uint64_t cdf_draw(const cdf_point *c, size_t n, double u) {
+  size_t i = 1;
+  while (i < n - 1 && u > c[i].p) {
+    i++;
+  }
+  double span = c[i].p - c[i - 1].p;
+  double x = c[i - 1].bytes +
+             (span > 0 ? (u - c[i - 1].p) / span : 0.0) *
+                 (c[i].bytes - c[i - 1].bytes);
+  return x < 1.0 ? 1 : (uint64_t)(x + 0.5);
+}
+
+/* Poisson arrivals at load x hosts x host rate / mean size, uniform
+ * distinct (src, dst) pairs. */
+static int build_background(dlcp_sim *sim, const dlcp_sim_background_spec *b,
+                            dlcp_rng *rng, char *err, size_t errlen) {
+  uint32_t n = sim->net.nhosts;
+  if (n < 2) {
+    snprintf(err, errlen, "%s: field '%s': expected at least 2 hosts",
+             b->where, b->field);
+    return DLCP_ERR_CONFIG;
+  }
+  int rv = check_prio(sim, b->prio, b->where, b->field, err, errlen);
+  if (rv != 0) {
+    return rv;
+  }
+  size_t np;
+  const cdf_point *cdf = cdf_of(b->dist, &np);
+  double per_s = b->load * (double)n * (double)sim->cfg.topo.host_rate_bps /
+                 (8.0 * cdf_mean(cdf, np));
+  double t = 0, end = (double)b->duration_ps;
+  for (;;) {
+    t += -log(1.0 - dlcp_rng_unit(rng)) / per_s * 1e12;
+    if (t >= end) {
+      return 0;
+    }
+    uint32_t src = (uint32_t)dlcp_rng_below(rng, n);
+    uint32_t dst = (uint32_t)dlcp_rng_below(rng, n - 1);
+    dst += dst >= src;
+    uint64_t size = cdf_draw(cdf, np, dlcp_rng_unit(rng));
+    if (dlcp_sim_flow_add(sim, src, dst, size,
+                          b->start_ps + (dlcp_sim_ps)t, b->prio,
+                          DLCP_SIM_GROUP_BACKGROUND) == DLCP_SIM_NONE) {
+      return DLCP_ERR_NOMEM;
+    }
+  }
 }
 
 int dlcp_sim_workload_build(dlcp_sim *sim, char *err, size_t errlen) {
@@ -380,6 +577,9 @@ int dlcp_sim_workload_build(dlcp_sim *sim, char *err, size_t errlen) {
   }
   for (uint32_t i = 0; i < sim->cfg.nps && rv == 0; i++) {
     rv = build_ps(sim, &sim->cfg.ps[i], err, errlen);
+  }
+  for (uint32_t i = 0; i < sim->cfg.nbackgrounds && rv == 0; i++) {
+    rv = build_background(sim, &sim->cfg.backgrounds[i], &rng, err, errlen);
   }
   if (rv == 0) {
     rv = dlcp_sim_coll_build(sim, err, errlen);
