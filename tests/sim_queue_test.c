@@ -217,8 +217,48 @@ static void test_trimming(void **state) {
   assert_int_equal(port.q[5].trims, 2);
 }
 
+/* A trimmed header keeps to queue 0 at the next hop (where its data
+ * queue may be over the threshold too), and a data packet already no
+ * larger than a header is trimmed, not dropped, at its own size. */
+static void test_trimmed_next_hop(void **state) {
+  (void)state;
+  dlcp_sim_port_config cfg = base_cfg();
+  cfg.trimming = true;
+  cfg.ecn_threshold_bytes[5] = 2ull * PKT;
+  dlcp_sim_port port;
+  memset(&port, 0, sizeof(port));
+  dlcp_sim_port_init(&port, &cfg, NULL);
+  static dlcp_sim_packet pk[4];
+  for (uint32_t i = 0; i < 3; i++) {
+    pk[i] = mkpkt(5, DLCP_SIM_ECN_NOT_ECT, i);
+    assert_int_equal(dlcp_sim_port_enqueue(&port, &pk[i]),
+                     i < 2 ? DLCP_SIM_ENQUEUED : DLCP_SIM_TRIMMED);
+  }
+  assert_int_equal(pk[2].prio, 0);
+  /* The next hop: the same header meets a full data queue 5. */
+  dlcp_sim_port next;
+  memset(&next, 0, sizeof(next));
+  dlcp_sim_port_init(&next, &cfg, NULL);
+  static dlcp_sim_packet full[2];
+  for (uint32_t i = 0; i < 2; i++) {
+    full[i] = mkpkt(5, DLCP_SIM_ECN_NOT_ECT, 10 + i);
+    assert_int_equal(dlcp_sim_port_enqueue(&next, &full[i]),
+                     DLCP_SIM_ENQUEUED);
+  }
+  dlcp_sim_packet hdr = pk[2];
+  assert_int_equal(dlcp_sim_port_enqueue(&next, &hdr), DLCP_SIM_ENQUEUED);
+  assert_int_equal(hdr.qidx, 0);
+  /* A 50-byte data packet over the threshold: trimmed, 50 bytes. */
+  pk[3] = mkpkt(5, DLCP_SIM_ECN_NOT_ECT, 3);
+  pk[3].size_bytes = 50;
+  assert_int_equal(dlcp_sim_port_enqueue(&next, &pk[3]), DLCP_SIM_TRIMMED);
+  assert_int_equal(pk[3].size_bytes, 50);
+  assert_int_equal(next.q[5].drops_selective, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_trimmed_next_hop),
       cmocka_unit_test(test_strict_priority),
       cmocka_unit_test(test_ecn_threshold),
       cmocka_unit_test(test_selective_drop),

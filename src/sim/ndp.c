@@ -23,8 +23,8 @@
  *   - Losses NDP cannot see (a header or control packet dropped because
  *     queue 0 overflowed, random loss) are repaired by a sender timeout
  *     (rto_ps, default 10 base RTTs, re-armed by every ACK, NACK or PULL):
- *     every unanswered packet is treated as NACKed and up to a first
- *     window of them is pushed again.
+ *     every unanswered packet is treated as NACKed and the first of them
+ *     is pushed again, whose arrival earns a PULL for the next.
  * ACK, NACK and PULL are DLCP_SIM_PKT_CTRL packets of ack_size bytes whose
  * |msg| says which.  FCT ends when the sender has every ACK.
  */
@@ -274,7 +274,10 @@ static void on_rto(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
       nack(tx, s);
     }
   }
-  push_window(h, tx, now);
+  /* One packet restarts the receiver's pull clock; pulls send the rest
+   * (pushing a window per timeout would feed the congestion that caused
+   * it). */
+  send_one(h, tx, now);
   dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
 }
 

@@ -80,13 +80,17 @@ void dlcp_sim_port_append(dlcp_sim_port *port, uint32_t qi,
 /* Trims |pkt| to a header and queues it at priority 0, the NDP way. */
 static dlcp_sim_verdict trim(dlcp_sim_port *port, dlcp_sim_queue *from,
                              dlcp_sim_packet *pkt) {
-  uint32_t hdr = port->cfg->trim_bytes;
+  /* A packet already no larger than a header keeps its size. */
+  uint32_t hdr = pkt->size_bytes < port->cfg->trim_bytes
+                     ? pkt->size_bytes
+                     : port->cfg->trim_bytes;
   if (!has_room(port, &port->q[0], hdr)) {
     from->drops_buffer++;
     return DLCP_SIM_DROP_BUFFER;
   }
   pkt->flags |= DLCP_SIM_PKT_F_TRIMMED;
   pkt->size_bytes = hdr;
+  pkt->prio = 0; /* and at every later hop: headers go first */
   from->trims++;
   dlcp_sim_port_append(port, 0, pkt);
   return DLCP_SIM_TRIMMED;
@@ -94,8 +98,7 @@ static dlcp_sim_verdict trim(dlcp_sim_port *port, dlcp_sim_queue *from,
 
 static bool trimmable(const dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
   return port->cfg->trimming && pkt->kind == DLCP_SIM_PKT_DATA &&
-         !(pkt->flags & DLCP_SIM_PKT_F_TRIMMED) &&
-         pkt->size_bytes > port->cfg->trim_bytes;
+         !(pkt->flags & DLCP_SIM_PKT_F_TRIMMED);
 }
 
 /* RED's decision on a queue of |bytes| (see dlcp_sim_port_config). */

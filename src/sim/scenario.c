@@ -1301,6 +1301,7 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   static const char *const keys[] = {"workers",      "servers", "model_size",
                                      "iterations",   "compute_time", "start",
                                      "priority",     "profile", "partition",
+                                     "layer_priorities", "tensor_scale",
                                      NULL};
   int rv = check_keys(s, n, path, keys);
   if (rv != 0) {
@@ -1318,6 +1319,7 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   where(ps->where, n);
   set_field(ps->field, path);
   ps->partition_bytes = 4000000;
+  ps->tensor_scale = 1.0;
   const ynode *prof = map_get(n, "profile");
   if (prof && (map_get(n, "model_size") || map_get(n, "compute_time"))) {
     char field[256];
@@ -1329,8 +1331,20 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
     return rv;
   }
   if ((rv = get_size(s, n, path, "partition", &ps->partition_bytes, 1,
-                     1ull << 40))) {
+                     1ull << 40)) ||
+      (rv = get_u32(s, n, path, "layer_priorities", &ps->layer_priorities, 0,
+                    DLCP_SIM_MAX_QUEUES)) ||
+      (rv = get_double(s, n, path, "tensor_scale", &ps->tensor_scale, 1e-6,
+                       1.0))) {
     return rv;
+  }
+  if (ps->ntensors > 0 && ps->tensor_scale != 1.0) {
+    ps->model_bytes = 0;
+    for (uint32_t t = 0; t < ps->ntensors; t++) {
+      double b = (double)ps->tensor_bytes[t] * ps->tensor_scale / 4.0;
+      ps->tensor_bytes[t] = 4 * (uint64_t)ceil(b);
+      ps->model_bytes += ps->tensor_bytes[t];
+    }
   }
   static const char *const required[] = {"workers", "servers", "model_size",
                                          NULL};

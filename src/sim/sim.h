@@ -291,6 +291,14 @@ typedef struct dlcp_sim_ps_spec {
   dlcp_sim_ps forward_ps;
   uint64_t partition_bytes;   /* default 4 MB (BytePS) */
   char profile[64];           /* the profile's model name */
+  /* > 0: a partition of tensor t (forward order) gets priority
+   * prio + t * layer_priorities / ntensors, front layers most urgent
+   * (the MLT seed's gradient-aware queueing); 0: every flow gets prio. */
+  uint32_t layer_priorities;
+  /* Every tensor's size times |tensor_scale| (rounded up to whole
+   * float32s), compute times unchanged: the profile's traffic pattern at a
+   * size a laptop simulates in seconds.  Default 1. */
+  double tensor_scale;
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_ps_spec;

@@ -270,6 +270,7 @@ typedef struct ps_parts {
   uint32_t n;
   uint64_t *bytes;
   dlcp_sim_ps *ready;
+  uint8_t *prio;
 } ps_parts;
 
 static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
@@ -285,16 +286,20 @@ static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   p->n = (uint32_t)n;
   p->bytes = sim->mem->malloc(n * sizeof(*p->bytes), sim->mem->user);
   p->ready = sim->mem->malloc(n * sizeof(*p->ready), sim->mem->user);
-  if (!p->bytes || !p->ready) {
+  p->prio = sim->mem->malloc(n * sizeof(*p->prio), sim->mem->user);
+  if (!p->bytes || !p->ready || !p->prio) {
     return DLCP_ERR_NOMEM;
   }
+  uint32_t last = sim->cfg.sw.nqueues - 1;
   dlcp_sim_ps ready = s->forward_ps;
   uint32_t c = 0;
   for (uint32_t t = s->ntensors; t-- > 0;) {
     ready += s->tensor_bwd_ps[t];
+    uint64_t q = s->prio + (uint64_t)t * s->layer_priorities / s->ntensors;
     for (uint64_t left = s->tensor_bytes[t]; left > 0;) {
       uint64_t b = left < P ? left : P;
       p->bytes[c] = b;
+      p->prio[c] = (uint8_t)(q < last ? q : last);
       p->ready[c++] = ready;
       left -= b;
     }
@@ -312,7 +317,7 @@ static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
 static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
                             const uint32_t *server, const uint32_t *worker) {
   uint32_t W = s->workers, S = s->servers;
-  ps_parts parts = {0, NULL, NULL};
+  ps_parts parts = {0, NULL, NULL, NULL};
   int rv = ps_partition(sim, s, &parts);
   uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
   for (uint32_t it = 0; it < s->iterations && rv == 0; it++) {
@@ -332,7 +337,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
         uint32_t id = dlcp_sim_flow_add(
             sim, worker[i], server[c % S], parts.bytes[c],
             it == 0 ? s->start_ps + parts.ready[c] : DLCP_SIM_PS_NEVER,
-            s->prio, DLCP_SIM_GROUP_PS_PUSH);
+            parts.prio[c], DLCP_SIM_GROUP_PS_PUSH);
         if (id == DLCP_SIM_NONE) {
           rv = DLCP_ERR_NOMEM;
           break;
@@ -352,7 +357,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
       for (uint32_t i = 0; i < W && rv == 0; i++) {
         uint32_t id = dlcp_sim_flow_add(sim, server[c % S], worker[i],
                                         parts.bytes[c], DLCP_SIM_PS_NEVER,
-                                        s->prio, DLCP_SIM_GROUP_PS_PULL);
+                                        parts.prio[c], DLCP_SIM_GROUP_PS_PULL);
         if (id == DLCP_SIM_NONE) {
           rv = DLCP_ERR_NOMEM;
           break;
@@ -367,6 +372,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   }
   sim->mem->free(parts.bytes, sim->mem->user);
   sim->mem->free(parts.ready, sim->mem->user);
+  sim->mem->free(parts.prio, sim->mem->user);
   return rv;
 }
 
