@@ -4,7 +4,8 @@
 #                (normal build with -Werror, then the ASan+UBSan build)
 # Others: make build, make fuzz (60 s per libFuzzer target), make bench
 # (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
-# MPI), make bench-sim (dlcp-sim vs ns-3), make clean.
+# MPI), make bench-sim (dlcp-sim vs ns-3), make results (the seeds'
+# simulated experiments, regenerating docs/results.md), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -18,7 +19,7 @@ DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto clean
+        bench-sim bench-straggler bench-auto results clean
 
 all: build
 
@@ -75,6 +76,11 @@ bench-auto: build
 
 bench-straggler: build
 	@./scripts/bench-straggler.sh $(BUILD)
+
+# Not part of check: minutes of simulation (RESULTS_ARGS=--full: hours).
+results: build
+	@./scripts/install-deps.sh python3 python3-matplotlib
+	/usr/bin/python3 scripts/results/run.py --build $(BUILD) $(RESULTS_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

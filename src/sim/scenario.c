@@ -1301,8 +1301,8 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   static const char *const keys[] = {"workers",      "servers", "model_size",
                                      "iterations",   "compute_time", "start",
                                      "priority",     "profile", "partition",
-                                     "layer_priorities", "tensor_scale",
-                                     NULL};
+                                     "layer_priorities", "profile_scale",
+                                     "compression", NULL};
   int rv = check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -1319,7 +1319,8 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   where(ps->where, n);
   set_field(ps->field, path);
   ps->partition_bytes = 4000000;
-  ps->tensor_scale = 1.0;
+  ps->profile_scale = 1.0;
+  ps->compression = 1.0;
   const ynode *prof = map_get(n, "profile");
   if (prof && (map_get(n, "model_size") || map_get(n, "compute_time"))) {
     char field[256];
@@ -1330,21 +1331,40 @@ static int ps_item(scn *s, const ynode *n, const char *path) {
   if (prof && (rv = ps_profile(s, prof, path, ps)) != 0) {
     return rv;
   }
+  static const char *const needs_profile[] = {
+      "partition", "layer_priorities", "profile_scale", "compression", NULL};
+  for (const char *const *k = needs_profile; !prof && *k; k++) {
+    if (map_get(n, *k)) {
+      char field[256];
+      join(field, sizeof(field), path, *k);
+      return fail(s, map_get(n, *k), field,
+                  "expected a profile (this field shapes its tensors)");
+    }
+  }
   if ((rv = get_size(s, n, path, "partition", &ps->partition_bytes, 1,
                      1ull << 40)) ||
       (rv = get_u32(s, n, path, "layer_priorities", &ps->layer_priorities, 0,
                     DLCP_SIM_MAX_QUEUES)) ||
-      (rv = get_double(s, n, path, "tensor_scale", &ps->tensor_scale, 1e-6,
-                       1.0))) {
+      (rv = get_double(s, n, path, "profile_scale", &ps->profile_scale, 1e-6,
+                       1.0)) ||
+      (rv = get_double(s, n, path, "compression", &ps->compression, 1.0,
+                       1e6))) {
     return rv;
   }
-  if (ps->ntensors > 0 && ps->tensor_scale != 1.0) {
+  if (ps->ntensors > 0 &&
+      (ps->profile_scale != 1.0 || ps->compression != 1.0)) {
     ps->model_bytes = 0;
     for (uint32_t t = 0; t < ps->ntensors; t++) {
-      double b = (double)ps->tensor_bytes[t] * ps->tensor_scale / 4.0;
+      double b = (double)ps->tensor_bytes[t] * ps->profile_scale /
+                 ps->compression / 4.0;
       ps->tensor_bytes[t] = 4 * (uint64_t)ceil(b);
       ps->model_bytes += ps->tensor_bytes[t];
+      ps->tensor_bwd_ps[t] =
+          (dlcp_sim_ps)llround((double)ps->tensor_bwd_ps[t] *
+                               ps->profile_scale);
     }
+    ps->forward_ps =
+        (dlcp_sim_ps)llround((double)ps->forward_ps * ps->profile_scale);
   }
   static const char *const required[] = {"workers", "servers", "model_size",
                                          NULL};

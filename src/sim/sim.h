@@ -295,10 +295,14 @@ typedef struct dlcp_sim_ps_spec {
    * prio + t * layer_priorities / ntensors, front layers most urgent
    * (the MLT seed's gradient-aware queueing); 0: every flow gets prio. */
   uint32_t layer_priorities;
-  /* Every tensor's size times |tensor_scale| (rounded up to whole
-   * float32s), compute times unchanged: the profile's traffic pattern at a
-   * size a laptop simulates in seconds.  Default 1. */
-  double tensor_scale;
+  /* Every tensor's size (rounded up to whole float32s) and every compute
+   * time times |profile_scale|: the profile's pattern, and its ratio of
+   * communication to computation, at a size simulated in seconds.
+   * Default 1. */
+  double profile_scale;
+  /* Gradient compression: tensor sizes divided by |compression| (>= 1,
+   * after profile_scale), compute times unchanged.  Default 1. */
+  double compression;
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_ps_spec;

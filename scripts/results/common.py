@@ -1,0 +1,173 @@
+"""Shared helpers of the experiments under scripts/results (make results).
+
+An experiment builds a list of runs (an id, --set overrides of a base
+scenario, and the parameters it varies), runs them through dlcp-sweep in
+parallel, reads the merged results.csv back, and returns a Markdown section
+and PNG plots.  Every figure comes from the simulator at run time; the
+seeds' numbers are the only constants.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+DOCS = os.path.join(ROOT, "docs")
+PLOTS = os.path.join(DOCS, "results")
+PROFILES = os.path.join(ROOT, "workloads", "profiles")
+
+# Per-transport switch and host settings the papers prescribe (docs/
+# simulator.md, "Baselines"); every run uses one of these on top of its
+# scenario.
+NDP_QUEUES = "[off, 8pkts, off, off, off, off, off, off]"
+MLT_THRESHOLDS = "[65pkts, 20pkts, 30pkts, 40pkts, 50pkts, 60pkts, 65pkts, " \
+                 "65pkts]"
+
+
+def transport_sets(kind, pias_thresholds=None, mlt_loss_bound=0.1):
+    """The --set overrides that configure |kind| as its paper does."""
+    if kind == "dctcp":
+        return ["transport.kind=dctcp"]
+    if kind == "tcp":
+        return ["transport.kind=tcp", "switch.ecn_threshold=off"]
+    if kind == "pias":
+        s = ["transport.kind=pias"]
+        if pias_thresholds:
+            s.append("transport.pias.thresholds=[%s]" %
+                     ", ".join(str(int(t)) for t in pias_thresholds))
+        return s
+    if kind == "pfabric":
+        return ["transport.kind=pfabric", "switch.scheduling=pfabric",
+                "switch.ecn_threshold=off"]
+    if kind == "ndp":
+        return ["transport.kind=ndp", "switch.trimming=true",
+                "switch.ecn_threshold=" + NDP_QUEUES]
+    if kind == "mlt":
+        return ["transport.kind=mlt",
+                "transport.loss_bound=%g" % mlt_loss_bound,
+                "transport.load_balancing=source", "transport.paths=4",
+                "transport.importance=magnitude",
+                "switch.ecn_threshold=" + MLT_THRESHOLDS]
+    raise ValueError(kind)
+
+
+def read_profile(model):
+    """(tensor bytes in forward order, header dict) of a profile CSV."""
+    sizes, header = [], {}
+    with open(os.path.join(PROFILES, model + ".csv")) as f:
+        for line in f:
+            if line.startswith("#"):
+                for tok in line[1:].split():
+                    if "=" in tok:
+                        k, v = tok.split("=", 1)
+                        header.setdefault(k, v)
+                continue
+            if line.startswith("tensor,"):
+                continue
+            sizes.append(int(line.split(",")[3]))
+    return sizes, header
+
+
+def partitions(model, scale, partition=4000000):
+    """The flow sizes a profile-driven PS job of |model| makes."""
+    out = []
+    for b in read_profile(model)[0]:
+        b = 4 * -(-int(b * scale) // 4) if scale != 1 else b
+        b = max(b, 4)
+        while b > 0:
+            out.append(min(b, partition))
+            b -= partition
+    return out
+
+
+def pias_thresholds(sizes, queues=8):
+    """PIAS's demotion thresholds from a flow-size distribution: the
+    (k/queues)-quantiles of the sizes, k = 1..queues-1, made increasing."""
+    s = sorted(sizes)
+    th = []
+    for k in range(1, queues):
+        v = s[min(len(s) - 1, k * len(s) // queues)]
+        if not th or v > th[-1]:
+            th.append(v)
+    return th
+
+
+def sweep(name, runs, scenario, jobs, build):
+    """Runs |runs| with dlcp-sweep into BUILD/results/NAME; returns the
+    merged rows (dicts of strings)."""
+    out = os.path.join(build, "results", name)
+    os.makedirs(out, exist_ok=True)
+    spec = {"name": name, "scenario": scenario, "runs": runs}
+    spec_path = os.path.join(out, "spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f, indent=1)
+    sim = os.path.join(build, "bin", "dlcp-sim")
+    cmd = [os.path.join(ROOT, "scripts", "dlcp-sweep"), "run", spec_path,
+           "--out", out, "--sim", sim, "--quiet"]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    print("  %s: %d runs -> %s" % (name, len(runs), out), flush=True)
+    rc = subprocess.call(cmd)
+    with open(os.path.join(out, "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    if rc != 0:
+        bad = [r["id"] for r in rows if r["status"] != "ok"]
+        print("  %s: runs not finished: %s" % (name, ", ".join(bad)),
+              file=sys.stderr)
+    return rows
+
+
+def num(row, key):
+    v = row.get(key, "")
+    try:
+        return float(v)
+    except ValueError:
+        return float("nan")
+
+
+def table(headers, rows):
+    """A Markdown table."""
+    out = ["| " + " | ".join(headers) + " |",
+           "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def pct(x):
+    return "n/a" if x != x else "%+.1f %%" % x
+
+
+def plot_path(name):
+    os.makedirs(PLOTS, exist_ok=True)
+    return os.path.join(PLOTS, name + ".png")
+
+
+def pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def unfinished_note(rows):
+    """Markdown lines naming the runs that did not finish, with how far
+    they got: never silently a blank cell."""
+    bad = [r for r in rows if r["status"] != "ok"]
+    if not bad:
+        return []
+    out = ["Runs that did not finish before their `stop_at` (flows "
+           "finished / total, partly delivered and failed flows from "
+           "`summary.json`):", ""]
+    for r in bad:
+        out.append("- `%s`: %s / %s flows, %s partly delivered, %s failed" % (
+            r["id"], r.get("flows.finished", "?"), r.get("flows.total", "?"),
+            r.get("delivery.partial_flows", "?"),
+            r.get("delivery.failed_flows", "?")))
+    out += ["", "A failed MLT flow is the core giving up on a transfer "
+            "(its status in `flows.csv`); PS fan-in at line rate is the "
+            "pattern the MLT core of this commit handles worst (see "
+            "docs/simulator.md, \"MLT and collectives\").", ""]
+    return out
