@@ -21,9 +21,13 @@ import sys
 import common
 import fig14
 import gray
+import rat
 import rto
 
-EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto))
+EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto),
+               ("rat", rat))
+# Cheapest first, so an interrupted `make results` has saved the most.
+ORDER = ("gray", "fig14", "rto", "rat")
 BEGIN = "<!-- experiment: %s -->"
 END = "<!-- end: %s -->"
 
@@ -82,19 +86,29 @@ def main():
     if os.path.exists(path):
         with open(path) as f:
             old = sections_of(f.read())
+    bodies = dict(old)
+    mods = dict(EXPERIMENTS)
+    for name in ORDER:
+        if name not in only:
+            continue
+        print("%s ..." % name, flush=True)
+        bodies[name] = mods[name].main(build, args.jobs, args.full)
+        write(path, bodies)
+    write(path, bodies)
+    print(path)
+
+
+def write(path, bodies):
+    """docs/results.md with every experiment's latest section (rewritten
+    after each experiment, so an interrupted run keeps what it did)."""
     parts = [INTRO.format(commit=commit())]
-    for name, mod in EXPERIMENTS:
-        if name in only:
-            print("%s ..." % name, flush=True)
-            body = mod.main(build, args.jobs, args.full)
-        else:
-            body = old.get(name, "## %s\n\nNot run yet: `scripts/results/"
-                           "run.py --only %s`.\n" % (name, name))
+    for name, _ in EXPERIMENTS:
+        body = bodies.get(name, "## %s\n\nNot run yet: `scripts/results/"
+                          "run.py --only %s`.\n" % (name, name))
         parts.append(BEGIN % name + "\n" + body.rstrip("\n") + "\n" +
                      END % name + "\n")
     with open(path, "w") as f:
         f.write("\n".join(parts))
-    print(path)
 
 
 if __name__ == "__main__":
