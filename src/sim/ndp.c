@@ -28,9 +28,7 @@
  * ACK, NACK and PULL are DLCP_SIM_PKT_CTRL packets of ack_size bytes whose
  * |msg| says which.  FCT ends when the sender has every ACK.
  */
-#include <string.h>
-
-#include "sim/sim.h"
+#include "sim/segments.h"
 
 typedef enum conn_role {
   ROLE_TX = 1,
@@ -40,9 +38,6 @@ typedef enum conn_role {
 
 enum { NDP_ACK = 1, NDP_NACK = 2, NDP_PULL = 3 };
 
-/* Segment states at the sender. */
-enum { SEG_NEW = 0, SEG_IN_FLIGHT = 1, SEG_NACKED = 2, SEG_ACKED = 3 };
-
 typedef struct ndp_host {
   dlcp_sim *sim;
   uint32_t host;
@@ -50,33 +45,21 @@ typedef struct ndp_host {
   dlcp_sim_ps rto;
   dlcp_sim_ps pull_interval;
   /* The pull pacer: flow ids owed one PULL each, in a ring. */
-  conn_role pacer_role; /* the pacer timer's conn points here */
+  int pacer_role; /* the pacer timer's conn points here */
   dlcp_sim_conn_timer pacer;
   dlcp_sim_ps next_pull_ps;
   uint32_t *pulls;
   uint32_t pull_head, pull_len, pull_cap; /* cap: 0 or a power of two */
 } ndp_host;
 
+/* Segment states: NEW, IN_FLIGHT, NACKED (to send again first), ACKED. */
 typedef struct ndp_tx {
-  conn_role role;
-  uint32_t flow;
-  uint64_t nseg;
-  uint8_t *st;
-  uint64_t una;     /* lowest segment not ACKed */
-  uint64_t next;    /* next new segment */
-  uint64_t retx_lo; /* no NACKed segment below this */
+  dlcp_sim_seg_tx seg; /* first (segments.h) */
+  uint64_t next;       /* next new segment */
+  uint64_t retx_lo;    /* no NACKed segment below this */
   uint64_t nnacked;
-  uint64_t nacked;
   dlcp_sim_conn_timer rto_timer;
 } ndp_tx;
-
-typedef struct ndp_rx {
-  conn_role role;
-  uint32_t flow;
-  uint64_t nseg;
-  uint64_t got_count;
-  uint8_t *got; /* freed once every segment arrived */
-} ndp_rx;
 
 static int ndp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   ndp_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
@@ -108,27 +91,11 @@ static void ndp_host_del(dlcp_sim *sim, void *state) {
   sim->mem->free(h, sim->mem->user);
 }
 
-static dlcp_sim_packet *new_packet(dlcp_sim *sim, const dlcp_sim_flow *flow,
-                                   dlcp_sim_pkt_kind kind, uint32_t src,
-                                   uint32_t dst) {
-  dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
-  if (!pkt) {
-    return NULL;
-  }
-  pkt->kind = (uint8_t)kind;
-  pkt->flow = flow->id;
-  pkt->src = src;
-  pkt->dst = dst;
-  pkt->ecn = DLCP_SIM_ECN_NOT_ECT;
-  pkt->lb = DLCP_SIM_LB_SPRAY;
-  return pkt;
-}
-
 /* An ACK, NACK or PULL of |seq| from |flow|'s receiver to its sender. */
 static void send_ctrl(dlcp_sim *sim, const dlcp_sim_flow *flow, uint32_t what,
                       uint64_t seq, dlcp_sim_ps now) {
   dlcp_sim_packet *pkt =
-      new_packet(sim, flow, DLCP_SIM_PKT_CTRL, flow->dst, flow->src);
+      dlcp_sim_seg_packet(sim, flow, DLCP_SIM_PKT_CTRL, false);
   if (!pkt) {
     return;
   }
@@ -143,24 +110,17 @@ static void send_ctrl(dlcp_sim *sim, const dlcp_sim_flow *flow, uint32_t what,
 static void send_segment(ndp_host *h, ndp_tx *tx, uint64_t seg,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
-  dlcp_sim_packet *pkt =
-      new_packet(sim, flow, DLCP_SIM_PKT_DATA, flow->src, flow->dst);
+  dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
+  dlcp_sim_packet *pkt = dlcp_sim_seg_data(sim, flow, seg, now);
   if (!pkt) {
     return;
   }
-  uint64_t mss = sim->cfg.transport.mss_bytes;
-  uint64_t left = flow->size_bytes - seg * mss;
-  pkt->payload_bytes = (uint32_t)(left < mss ? left : mss);
-  pkt->size_bytes = pkt->payload_bytes + sim->cfg.transport.header_bytes;
   pkt->prio = 1; /* the data queue; trimmed headers move to queue 0 */
-  pkt->seq = seg;
-  pkt->tx_ps = now;
-  if (tx->st[seg] != SEG_NEW) {
+  if (tx->seg.st[seg] != DLCP_SIM_SEG_NEW) {
     pkt->flags |= DLCP_SIM_PKT_F_RETX;
     flow->retransmits++;
   }
-  tx->st[seg] = SEG_IN_FLIGHT;
+  tx->seg.st[seg] = DLCP_SIM_SEG_IN_FLIGHT;
   flow->pkts_sent++;
   dlcp_sim_send(sim, flow->src, pkt, now);
 }
@@ -169,51 +129,37 @@ static void send_segment(ndp_host *h, ndp_tx *tx, uint64_t seg,
  * Returns false if there was nothing to send. */
 static bool send_one(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
   if (tx->nnacked > 0) {
-    while (tx->st[tx->retx_lo] != SEG_NACKED) {
+    while (tx->seg.st[tx->retx_lo] != DLCP_SIM_SEG_NACKED) {
       tx->retx_lo++;
     }
     tx->nnacked--;
     send_segment(h, tx, tx->retx_lo++, now);
     return true;
   }
-  if (tx->next < tx->nseg) {
+  if (tx->next < tx->seg.nseg) {
     send_segment(h, tx, tx->next++, now);
     return true;
   }
   return false;
 }
 
-static void push_window(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
-  for (uint32_t i = 0; i < h->init_window && send_one(h, tx, now); i++) {
-  }
-}
-
 static int ndp_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
   ndp_host *h = state;
   dlcp_sim *sim = h->sim;
-  ndp_tx *tx = sim->mem->calloc(1, sizeof(*tx), sim->mem->user);
+  ndp_tx *tx = dlcp_sim_seg_tx_new(sim, flow, sizeof(*tx), ROLE_TX);
   if (!tx) {
-    return DLCP_ERR_NOMEM;
-  }
-  uint64_t mss = sim->cfg.transport.mss_bytes;
-  tx->role = ROLE_TX;
-  tx->flow = flow->id;
-  tx->nseg = (flow->size_bytes + mss - 1) / mss;
-  tx->nseg = tx->nseg ? tx->nseg : 1;
-  tx->st = sim->mem->calloc(tx->nseg, 1, sim->mem->user);
-  if (!tx->st) {
-    sim->mem->free(tx, sim->mem->user);
     return DLCP_ERR_NOMEM;
   }
   dlcp_sim_conn_timer_init(&tx->rto_timer, sim, h->host, tx);
   flow->tx = tx;
-  push_window(h, tx, now);
+  for (uint32_t i = 0; i < h->init_window && send_one(h, tx, now); i++) {
+  }
   dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
   return 0;
 }
 
 static void nack(ndp_tx *tx, uint64_t seg) {
-  tx->st[seg] = SEG_NACKED;
+  tx->seg.st[seg] = DLCP_SIM_SEG_NACKED;
   tx->nnacked++;
   if (seg < tx->retx_lo) {
     tx->retx_lo = seg;
@@ -223,35 +169,28 @@ static void nack(ndp_tx *tx, uint64_t seg) {
 static void on_ctrl(ndp_host *h, ndp_tx *tx, const dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
   uint64_t seg = pkt->seq;
-  if (flow->finish_ps != DLCP_SIM_PS_NEVER || seg >= tx->nseg) {
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER || seg >= tx->seg.nseg) {
     return;
   }
   dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+  uint8_t st = tx->seg.st[seg];
   switch (pkt->msg) {
   case NDP_ACK:
-    if (tx->st[seg] == SEG_ACKED) {
+    if (st == DLCP_SIM_SEG_ACKED) {
       return;
     }
-    if (tx->st[seg] == SEG_NACKED) {
+    if (st == DLCP_SIM_SEG_NACKED) {
       tx->nnacked--;
     }
-    tx->st[seg] = SEG_ACKED;
-    tx->nacked++;
-    while (tx->una < tx->nseg && tx->st[tx->una] == SEG_ACKED) {
-      tx->una++;
-    }
-    uint64_t acked = tx->una * sim->cfg.transport.mss_bytes;
-    flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
-    if (tx->nacked == tx->nseg) {
-      flow->bytes_acked = flow->size_bytes;
+    if (dlcp_sim_seg_tx_ack(sim, &tx->seg, flow, seg)) {
       dlcp_sim_timer_cancel(&tx->rto_timer.timer);
       dlcp_sim_flow_finished(sim, flow, now);
     }
     return;
   case NDP_NACK:
-    if (tx->st[seg] == SEG_IN_FLIGHT) {
+    if (st == DLCP_SIM_SEG_IN_FLIGHT) {
       nack(tx, seg);
     }
     return;
@@ -264,13 +203,13 @@ static void on_ctrl(ndp_host *h, ndp_tx *tx, const dlcp_sim_packet *pkt,
 }
 
 static void on_rto(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
-  dlcp_sim_flow *flow = &h->sim->flows[tx->flow];
+  dlcp_sim_flow *flow = &h->sim->flows[tx->seg.flow];
   if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     return;
   }
   flow->timeouts++;
-  for (uint64_t s = tx->una; s < tx->next; s++) {
-    if (tx->st[s] == SEG_IN_FLIGHT) {
+  for (uint64_t s = tx->seg.una; s < tx->next; s++) {
+    if (tx->seg.st[s] == DLCP_SIM_SEG_IN_FLIGHT) {
       nack(tx, s);
     }
   }
@@ -336,50 +275,19 @@ static void pull_owe(ndp_host *h, uint32_t flow, dlcp_sim_ps now) {
   }
 }
 
-static ndp_rx *rx_state(ndp_host *h, dlcp_sim_flow *flow) {
-  dlcp_sim *sim = h->sim;
-  if (flow->rx) {
-    return flow->rx;
-  }
-  uint64_t mss = sim->cfg.transport.mss_bytes;
-  uint64_t nseg = (flow->size_bytes + mss - 1) / mss;
-  nseg = nseg ? nseg : 1;
-  ndp_rx *rx = sim->mem->calloc(1, sizeof(*rx), sim->mem->user);
-  uint8_t *got = rx ? sim->mem->calloc(nseg, 1, sim->mem->user) : NULL;
-  if (!got) {
-    sim->mem->free(rx, sim->mem->user);
-    dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
-    return NULL;
-  }
-  rx->role = ROLE_RX;
-  rx->flow = flow->id;
-  rx->nseg = nseg;
-  rx->got = got;
-  flow->rx = rx;
-  return rx;
-}
-
 static void on_data(ndp_host *h, dlcp_sim_flow *flow,
                     const dlcp_sim_packet *pkt, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  ndp_rx *rx = rx_state(h, flow);
+  dlcp_sim_seg_rx *rx = dlcp_sim_seg_rx_of(sim, flow, ROLE_RX);
   uint64_t seg = pkt->seq;
   if (!rx || seg >= rx->nseg) {
     return;
   }
-  bool have = !rx->got || rx->got[seg];
   if (pkt->flags & DLCP_SIM_PKT_F_TRIMMED) {
-    send_ctrl(sim, flow, have ? NDP_ACK : NDP_NACK, seg, now);
+    send_ctrl(sim, flow, dlcp_sim_seg_rx_has(rx, seg) ? NDP_ACK : NDP_NACK,
+              seg, now);
   } else {
-    if (!have) {
-      rx->got[seg] = 1;
-      if (++rx->got_count == rx->nseg) {
-        sim->mem->free(rx->got, sim->mem->user);
-        rx->got = NULL;
-        flow->delivered_bytes = flow->size_bytes;
-        dlcp_sim_flow_delivered(sim, flow, now);
-      }
-    }
+    dlcp_sim_seg_rx_mark(sim, rx, flow, seg, now);
     send_ctrl(sim, flow, NDP_ACK, seg, now);
   }
   if (flow->rx_done_ps == DLCP_SIM_PS_NEVER) {
@@ -403,30 +311,16 @@ static void ndp_on_packet(void *state, dlcp_sim_packet *pkt,
 }
 
 static void ndp_on_timer(void *state, void *conn, dlcp_sim_ps now) {
-  switch (*(const conn_role *)conn) {
+  switch (*(const int *)conn) {
   case ROLE_TX:
     on_rto(state, conn, now);
     return;
   case ROLE_PACER:
     pull_send_next(state, now);
     return;
-  case ROLE_RX:
+  default:
     return;
   }
-}
-
-static void ndp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
-  ndp_tx *tx = flow->tx;
-  ndp_rx *rx = flow->rx;
-  if (tx) {
-    sim->mem->free(tx->st, sim->mem->user);
-    sim->mem->free(tx, sim->mem->user);
-  }
-  if (rx) {
-    sim->mem->free(rx->got, sim->mem->user);
-    sim->mem->free(rx, sim->mem->user);
-  }
-  flow->tx = flow->rx = NULL;
 }
 
 const dlcp_sim_transport_ops dlcp_sim_ndp_ops = {
@@ -438,4 +332,4 @@ const dlcp_sim_transport_ops dlcp_sim_ndp_ops = {
     .flow_start = ndp_flow_start,
     .on_packet = ndp_on_packet,
     .on_timer = ndp_on_timer,
-    .flow_free = ndp_flow_free};
+    .flow_free = dlcp_sim_seg_flow_free};

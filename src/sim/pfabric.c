@@ -28,12 +28,9 @@
  */
 #include <string.h>
 
-#include "sim/sim.h"
+#include "sim/segments.h"
 
 typedef enum conn_role { ROLE_TX = 1, ROLE_RX = 2 } conn_role;
-
-/* Segment states at the sender. */
-enum { SEG_TO_SEND = 0, SEG_IN_FLIGHT = 1, SEG_ACKED = 2 };
 
 /* pkt->msg marks a probe and its ACK (transport-private use). */
 #define PFABRIC_PROBE 1u
@@ -45,15 +42,11 @@ typedef struct pf_host {
   dlcp_sim_ps rto;
 } pf_host;
 
+/* Segment states: NEW (to send), IN_FLIGHT, ACKED. */
 typedef struct pf_tx {
-  conn_role role;
-  uint32_t flow;
-  uint64_t nseg;
-  uint8_t *st;     /* one state per segment */
-  uint64_t una;    /* lowest segment not ACKed */
-  uint64_t next;   /* scan start for SEG_TO_SEND */
-  uint64_t high;   /* one past the highest segment ever sent */
-  uint64_t nacked;
+  dlcp_sim_seg_tx seg; /* first (segments.h) */
+  uint64_t next;       /* scan start for NEW segments */
+  uint64_t high;       /* one past the highest segment ever sent */
   uint64_t inflight;
   double cwnd;     /* segments */
   double ssthresh; /* segments */
@@ -61,14 +54,6 @@ typedef struct pf_tx {
   bool probing;
   dlcp_sim_conn_timer rto_timer;
 } pf_tx;
-
-typedef struct pf_rx {
-  conn_role role;
-  uint32_t flow;
-  uint64_t nseg;
-  uint64_t got_count;
-  uint8_t *got; /* freed once every segment arrived */
-} pf_rx;
 
 static int pf_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   pf_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
@@ -94,7 +79,7 @@ static void pf_host_del(dlcp_sim *sim, void *state) {
 
 static uint64_t remaining_bytes(const dlcp_sim *sim, const dlcp_sim_flow *flow,
                                 const pf_tx *tx) {
-  uint64_t acked = tx->nacked * sim->cfg.transport.mss_bytes;
+  uint64_t acked = tx->seg.nacked * sim->cfg.transport.mss_bytes;
   return acked >= flow->size_bytes ? 0 : flow->size_bytes - acked;
 }
 
@@ -113,39 +98,16 @@ static uint8_t nic_queue(const dlcp_sim *sim, uint64_t remaining) {
   return (uint8_t)q;
 }
 
-static dlcp_sim_packet *new_packet(dlcp_sim *sim, const dlcp_sim_flow *flow,
-                                   dlcp_sim_pkt_kind kind, uint32_t src,
-                                   uint32_t dst) {
-  dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
-  if (!pkt) {
-    return NULL;
-  }
-  pkt->kind = (uint8_t)kind;
-  pkt->flow = flow->id;
-  pkt->src = src;
-  pkt->dst = dst;
-  pkt->ecn = DLCP_SIM_ECN_NOT_ECT;
-  pkt->lb = DLCP_SIM_LB_SPRAY;
-  return pkt;
-}
-
 static void send_segment(pf_host *h, pf_tx *tx, uint64_t seg,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
-  dlcp_sim_packet *pkt =
-      new_packet(sim, flow, DLCP_SIM_PKT_DATA, flow->src, flow->dst);
+  dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
+  dlcp_sim_packet *pkt = dlcp_sim_seg_data(sim, flow, seg, now);
   if (!pkt) {
     return;
   }
-  uint64_t mss = sim->cfg.transport.mss_bytes;
-  uint64_t left = flow->size_bytes - seg * mss;
-  pkt->payload_bytes = (uint32_t)(left < mss ? left : mss);
-  pkt->size_bytes = pkt->payload_bytes + sim->cfg.transport.header_bytes;
   pkt->rank = remaining_bytes(sim, flow, tx);
   pkt->prio = nic_queue(sim, pkt->rank);
-  pkt->seq = seg;
-  pkt->tx_ps = now;
   if (seg < tx->high) {
     pkt->flags |= DLCP_SIM_PKT_F_RETX;
     flow->retransmits++;
@@ -158,15 +120,13 @@ static void send_segment(pf_host *h, pf_tx *tx, uint64_t seg,
 
 static void send_probe(pf_host *h, pf_tx *tx, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
   dlcp_sim_packet *pkt =
-      new_packet(sim, flow, DLCP_SIM_PKT_DATA, flow->src, flow->dst);
+      dlcp_sim_seg_packet(sim, flow, DLCP_SIM_PKT_DATA, true);
   if (!pkt) {
     return;
   }
   pkt->size_bytes = sim->cfg.transport.header_bytes;
-  pkt->rank = 0;
-  pkt->prio = 0;
   pkt->msg = PFABRIC_PROBE;
   pkt->tx_ps = now;
   dlcp_sim_send(sim, flow->src, pkt, now);
@@ -177,15 +137,16 @@ static void try_send(pf_host *h, pf_tx *tx, dlcp_sim_ps now) {
     return;
   }
   while ((double)tx->inflight + 1.0 <= tx->cwnd) {
-    while (tx->next < tx->nseg && tx->st[tx->next] != SEG_TO_SEND) {
+    while (tx->next < tx->seg.nseg &&
+           tx->seg.st[tx->next] != DLCP_SIM_SEG_NEW) {
       tx->next++;
     }
-    if (tx->next >= tx->nseg) {
+    if (tx->next >= tx->seg.nseg) {
       break;
     }
     uint64_t seg = tx->next++;
     send_segment(h, tx, seg, now);
-    tx->st[seg] = SEG_IN_FLIGHT;
+    tx->seg.st[seg] = DLCP_SIM_SEG_IN_FLIGHT;
     tx->inflight++;
   }
 }
@@ -193,20 +154,8 @@ static void try_send(pf_host *h, pf_tx *tx, dlcp_sim_ps now) {
 static int pf_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
   pf_host *h = state;
   dlcp_sim *sim = h->sim;
-  pf_tx *tx = sim->mem->calloc(1, sizeof(*tx), sim->mem->user);
+  pf_tx *tx = dlcp_sim_seg_tx_new(sim, flow, sizeof(*tx), ROLE_TX);
   if (!tx) {
-    return DLCP_ERR_NOMEM;
-  }
-  uint64_t mss = sim->cfg.transport.mss_bytes;
-  tx->role = ROLE_TX;
-  tx->flow = flow->id;
-  tx->nseg = (flow->size_bytes + mss - 1) / mss;
-  if (tx->nseg == 0) {
-    tx->nseg = 1; /* an empty flow still sends (and has ACKed) a packet */
-  }
-  tx->st = sim->mem->calloc(tx->nseg, 1, sim->mem->user);
-  if (!tx->st) {
-    sim->mem->free(tx, sim->mem->user);
     return DLCP_ERR_NOMEM;
   }
   tx->cwnd = h->init_cwnd;
@@ -221,7 +170,7 @@ static int pf_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
 static void on_ack(pf_host *h, pf_tx *tx, const dlcp_sim_packet *pkt,
                    dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
   if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     return;
   }
@@ -236,19 +185,12 @@ static void on_ack(pf_host *h, pf_tx *tx, const dlcp_sim_packet *pkt,
     return;
   }
   uint64_t seg = pkt->seq;
-  if (seg >= tx->nseg || tx->st[seg] == SEG_ACKED) {
+  if (seg >= tx->seg.nseg || tx->seg.st[seg] == DLCP_SIM_SEG_ACKED) {
     return;
   }
-  if (tx->st[seg] == SEG_IN_FLIGHT) {
+  if (tx->seg.st[seg] == DLCP_SIM_SEG_IN_FLIGHT) {
     tx->inflight--;
   }
-  tx->st[seg] = SEG_ACKED;
-  tx->nacked++;
-  while (tx->una < tx->nseg && tx->st[tx->una] == SEG_ACKED) {
-    tx->una++;
-  }
-  uint64_t acked = tx->una * sim->cfg.transport.mss_bytes;
-  flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
   tx->consecutive_timeouts = 0;
   tx->probing = false;
   if (tx->cwnd < tx->ssthresh) {
@@ -256,8 +198,7 @@ static void on_ack(pf_host *h, pf_tx *tx, const dlcp_sim_packet *pkt,
   } else {
     tx->cwnd += 1.0 / tx->cwnd;
   }
-  if (tx->nacked == tx->nseg) {
-    flow->bytes_acked = flow->size_bytes;
+  if (dlcp_sim_seg_tx_ack(sim, &tx->seg, flow, seg)) {
     dlcp_sim_timer_cancel(&tx->rto_timer.timer);
     dlcp_sim_flow_finished(sim, flow, now);
     return;
@@ -268,7 +209,7 @@ static void on_ack(pf_host *h, pf_tx *tx, const dlcp_sim_packet *pkt,
 
 static void on_rto(pf_host *h, pf_tx *tx, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
   if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     return;
   }
@@ -277,13 +218,13 @@ static void on_rto(pf_host *h, pf_tx *tx, dlcp_sim_ps now) {
   double half = tx->cwnd / 2.0;
   tx->ssthresh = half < 2.0 ? 2.0 : half;
   tx->cwnd = 1.0;
-  for (uint64_t s = tx->una; s < tx->nseg; s++) {
-    if (tx->st[s] == SEG_IN_FLIGHT) {
-      tx->st[s] = SEG_TO_SEND;
+  for (uint64_t s = tx->seg.una; s < tx->seg.nseg; s++) {
+    if (tx->seg.st[s] == DLCP_SIM_SEG_IN_FLIGHT) {
+      tx->seg.st[s] = DLCP_SIM_SEG_NEW;
     }
   }
   tx->inflight = 0;
-  tx->next = tx->una;
+  tx->next = tx->seg.una;
   dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
   if (tx->consecutive_timeouts >= sim->cfg.transport.pfabric.probe_after) {
     tx->probing = true;
@@ -293,6 +234,7 @@ static void on_rto(pf_host *h, pf_tx *tx, dlcp_sim_ps now) {
   try_send(h, tx, now);
 }
 
+/* Turns the arrived |pkt| into its ACK (same segment, same probe mark). */
 static void send_ack(pf_host *h, const dlcp_sim_flow *flow,
                      dlcp_sim_packet *pkt, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
@@ -317,39 +259,13 @@ static void send_ack(pf_host *h, const dlcp_sim_flow *flow,
 static void on_data(pf_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  pf_rx *rx = flow->rx;
-  if (!rx) {
-    uint64_t mss = sim->cfg.transport.mss_bytes;
-    rx = sim->mem->calloc(1, sizeof(*rx), sim->mem->user);
-    uint64_t nseg = (flow->size_bytes + mss - 1) / mss;
-    nseg = nseg ? nseg : 1;
-    uint8_t *got = rx ? sim->mem->calloc(nseg, 1, sim->mem->user) : NULL;
-    if (!got) {
-      sim->mem->free(rx, sim->mem->user);
-      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
-      dlcp_sim_packet_drop(sim, pkt);
-      return;
-    }
-    rx->role = ROLE_RX;
-    rx->flow = flow->id;
-    rx->nseg = nseg;
-    rx->got = got;
-    flow->rx = rx;
+  dlcp_sim_seg_rx *rx = dlcp_sim_seg_rx_of(sim, flow, ROLE_RX);
+  if (!rx || (pkt->msg != PFABRIC_PROBE && pkt->seq >= rx->nseg)) {
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
   }
   if (pkt->msg != PFABRIC_PROBE) {
-    if (pkt->seq >= rx->nseg) {
-      dlcp_sim_packet_drop(sim, pkt);
-      return;
-    }
-    if (rx->got && !rx->got[pkt->seq]) {
-      rx->got[pkt->seq] = 1;
-      if (++rx->got_count == rx->nseg) {
-        sim->mem->free(rx->got, sim->mem->user);
-        rx->got = NULL;
-        flow->delivered_bytes = flow->size_bytes;
-        dlcp_sim_flow_delivered(sim, flow, now);
-      }
-    }
+    dlcp_sim_seg_rx_mark(sim, rx, flow, pkt->seq, now);
   }
   send_ack(h, flow, pkt, now);
 }
@@ -373,23 +289,9 @@ static void pf_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
 }
 
 static void pf_on_timer(void *state, void *conn, dlcp_sim_ps now) {
-  if (*(const conn_role *)conn == ROLE_TX) {
+  if (*(const int *)conn == ROLE_TX) {
     on_rto(state, conn, now);
   }
-}
-
-static void pf_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
-  pf_tx *tx = flow->tx;
-  pf_rx *rx = flow->rx;
-  if (tx) {
-    sim->mem->free(tx->st, sim->mem->user);
-    sim->mem->free(tx, sim->mem->user);
-  }
-  if (rx) {
-    sim->mem->free(rx->got, sim->mem->user);
-    sim->mem->free(rx, sim->mem->user);
-  }
-  flow->tx = flow->rx = NULL;
 }
 
 const dlcp_sim_transport_ops dlcp_sim_pfabric_ops = {
@@ -401,4 +303,4 @@ const dlcp_sim_transport_ops dlcp_sim_pfabric_ops = {
     .flow_start = pf_flow_start,
     .on_packet = pf_on_packet,
     .on_timer = pf_on_timer,
-    .flow_free = pf_flow_free};
+    .flow_free = dlcp_sim_seg_flow_free};

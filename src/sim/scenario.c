@@ -1002,6 +1002,19 @@ static int section_transport(scn *s, const ynode *n) {
   return section_baselines(s, n);
 }
 
+/* Fails on the first of |required| (NULL-terminated) missing from |n|. */
+static int require(scn *s, const ynode *n, const char *path,
+                   const char *const *required) {
+  for (const char *const *r = required; *r; r++) {
+    if (!map_get(n, *r)) {
+      char field[256];
+      join(field, sizeof(field), path, *r);
+      return fail(s, n, field, "expected this field to be present");
+    }
+  }
+  return 0;
+}
+
 /* switch.red: {min, max, max_p}, min < max. */
 static int switch_red(scn *s, const ynode *n) {
   static const char *const keys[] = {"min", "max", "max_p", NULL};
@@ -1009,14 +1022,8 @@ static int switch_red(scn *s, const ynode *n) {
   const char *p = "switch.red";
   dlcp_sim_switch_config *w = &s->cfg->sw;
   int rv = check_keys(s, n, p, keys);
-  for (const char *const *r = required; rv == 0 && *r; r++) {
-    if (!map_get(n, *r)) {
-      char field[64];
-      join(field, sizeof(field), p, *r);
-      rv = fail(s, n, field, "expected this field to be present");
-    }
-  }
-  if (rv || (rv = get_size(s, n, p, "min", &w->red_min_bytes, 0, 1ull << 40)) ||
+  if (rv || (rv = require(s, n, p, required)) ||
+      (rv = get_size(s, n, p, "min", &w->red_min_bytes, 0, 1ull << 40)) ||
       (rv = get_size(s, n, p, "max", &w->red_max_bytes, 1, 1ull << 40)) ||
       (rv = get_double(s, n, p, "max_p", &w->red_max_p, 0.0, 1.0))) {
     return rv;
@@ -1037,14 +1044,8 @@ static int switch_pfc(scn *s, const ynode *n) {
   const char *p = "switch.pfc";
   dlcp_sim_pfc_config *c = &s->cfg->sw.pfc;
   int rv = check_keys(s, n, p, keys);
-  for (const char *const *r = required; rv == 0 && *r; r++) {
-    if (!map_get(n, *r)) {
-      char field[64];
-      join(field, sizeof(field), p, *r);
-      rv = fail(s, n, field, "expected this field to be present");
-    }
-  }
-  if (rv || (rv = get_size(s, n, p, "xoff", &c->xoff_bytes, 1, 1ull << 40)) ||
+  if (rv || (rv = require(s, n, p, required)) ||
+      (rv = get_size(s, n, p, "xoff", &c->xoff_bytes, 1, 1ull << 40)) ||
       (rv = get_size(s, n, p, "headroom", &c->headroom_bytes, 0,
                      1ull << 40))) {
     return rv;
@@ -1453,15 +1454,8 @@ static int background_item(scn *s, const ynode *n, const char *path) {
                                          NULL};
   static const char *const dists[] = {"websearch", "datamining", NULL};
   int rv = check_keys(s, n, path, keys);
-  if (rv != 0) {
+  if (rv != 0 || (rv = require(s, n, path, required)) != 0) {
     return rv;
-  }
-  for (const char *const *r = required; *r; r++) {
-    if (!map_get(n, *r)) {
-      char field[256];
-      join(field, sizeof(field), path, *r);
-      return fail(s, n, field, "expected this field to be present");
-    }
   }
   dlcp_sim_config *c = s->cfg;
   dlcp_sim_background_spec *arr =
