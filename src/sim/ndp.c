@@ -69,12 +69,8 @@ static int ndp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   const dlcp_sim_ndp_config *c = &sim->cfg.transport.ndp;
   h->sim = sim;
   h->host = host;
-  h->init_window = c->init_window_pkts ? c->init_window_pkts
-                                       : dlcp_sim_bdp_pkts(&sim->cfg);
-  h->rto = c->rto_ps ? c->rto_ps : 10 * dlcp_sim_base_rtt(&sim->cfg);
-  if (h->rto == 0) {
-    h->rto = dlcp_sim_time_from_us(10);
-  }
+  h->init_window = dlcp_sim_seg_window(sim, c->init_window_pkts);
+  h->rto = dlcp_sim_seg_rto(sim, c->rto_ps, 10);
   const dlcp_sim_port *nic = dlcp_sim_host_nic(&sim->net, host);
   h->pull_interval = dlcp_sim_serialization_ps(
       sim->cfg.transport.mss_bytes + sim->cfg.transport.header_bytes,

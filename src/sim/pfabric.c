@@ -63,12 +63,8 @@ static int pf_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   const dlcp_sim_pfabric_config *c = &sim->cfg.transport.pfabric;
   h->sim = sim;
   h->host = host;
-  h->init_cwnd = c->init_cwnd_pkts ? c->init_cwnd_pkts
-                                   : dlcp_sim_bdp_pkts(&sim->cfg);
-  h->rto = c->rto_ps ? c->rto_ps : 3 * dlcp_sim_base_rtt(&sim->cfg);
-  if (h->rto == 0) {
-    h->rto = dlcp_sim_time_from_us(1);
-  }
+  h->init_cwnd = dlcp_sim_seg_window(sim, c->init_cwnd_pkts);
+  h->rto = dlcp_sim_seg_rto(sim, c->rto_ps, 3);
   *pstate = h;
   return 0;
 }

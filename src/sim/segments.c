@@ -128,3 +128,14 @@ void dlcp_sim_seg_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
   }
   flow->tx = flow->rx = NULL;
 }
+
+uint32_t dlcp_sim_seg_window(const dlcp_sim *sim, uint32_t configured) {
+  return configured ? configured : dlcp_sim_bdp_pkts(&sim->cfg);
+}
+
+dlcp_sim_ps dlcp_sim_seg_rto(const dlcp_sim *sim, dlcp_sim_ps configured,
+                             uint32_t rtts) {
+  dlcp_sim_ps rto = configured ? configured
+                               : rtts * dlcp_sim_base_rtt(&sim->cfg);
+  return rto ? rto : dlcp_sim_time_from_us(1);
+}

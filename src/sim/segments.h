@@ -66,6 +66,11 @@ dlcp_sim_packet *dlcp_sim_seg_packet(dlcp_sim *sim, const dlcp_sim_flow *flow,
 /* A data packet carrying segment |seg| of |flow|, stamped |now|. */
 dlcp_sim_packet *dlcp_sim_seg_data(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                    uint64_t seg, dlcp_sim_ps now);
+/* A first window of |configured| packets, or one BDP if 0; a timeout of
+ * |configured|, or |rtts| base RTTs if 0 (at least 1 us). */
+uint32_t dlcp_sim_seg_window(const dlcp_sim *sim, uint32_t configured);
+dlcp_sim_ps dlcp_sim_seg_rto(const dlcp_sim *sim, dlcp_sim_ps configured,
+                             uint32_t rtts);
 /* flow_free for transports built on these structs. */
 void dlcp_sim_seg_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow);
 
