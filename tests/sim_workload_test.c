@@ -167,6 +167,52 @@ static void test_background(void **state) {
   dlcp_sim_config_free(&cfg);
 }
 
+/* profile_scale s multiplies sizes (rounded up to whole float32s) and
+ * compute times; compression c divides sizes only; layer_priorities N
+ * gives the front layers the most urgent queues. */
+static void test_profile_knobs(void **state) {
+  (void)state;
+  dlcp_sim_config a, b, c;
+  load(&a, "workload:\n  ps: {workers: 3, servers: 1, profile: resnet50}\n");
+  load(&b, "workload:\n  ps: {workers: 3, servers: 1, profile: resnet50,\n"
+           "       profile_scale: 0.5}\n");
+  load(&c, "workload:\n  ps: {workers: 3, servers: 1, profile: resnet50,\n"
+           "       compression: 4}\n");
+  const dlcp_sim_ps_spec *pa = &a.ps[0], *pb = &b.ps[0], *pc = &c.ps[0];
+  assert_int_equal(pa->ntensors, pb->ntensors);
+  for (uint32_t t = 0; t < pa->ntensors; t++) {
+    uint64_t half = (pa->tensor_bytes[t] / 4 + 1) / 2 * 4;
+    uint64_t quarter = (pa->tensor_bytes[t] / 4 + 3) / 4 * 4;
+    assert_int_equal(pb->tensor_bytes[t], half);
+    assert_int_equal(pc->tensor_bytes[t], quarter);
+    assert_true(pb->tensor_bwd_ps[t] == (pa->tensor_bwd_ps[t] + 1) / 2 ||
+                pb->tensor_bwd_ps[t] == pa->tensor_bwd_ps[t] / 2);
+    assert_int_equal(pc->tensor_bwd_ps[t], pa->tensor_bwd_ps[t]);
+  }
+  assert_true(pb->forward_ps == (pa->forward_ps + 1) / 2 ||
+              pb->forward_ps == pa->forward_ps / 2);
+  assert_int_equal(pc->forward_ps, pa->forward_ps);
+  dlcp_sim_config_free(&a);
+  dlcp_sim_config_free(&b);
+  dlcp_sim_config_free(&c);
+
+  /* layer_priorities 4: tensor t's partitions get priority t * 4 / T. */
+  dlcp_sim_config d;
+  load(&d, "workload:\n  ps: {workers: 3, servers: 1, profile: googlenet,\n"
+           "       layer_priorities: 4, iterations: 1}\n");
+  uint32_t T = d.ps[0].ntensors;
+  dlcp_sim *sim = build(&d);
+  /* Partitions are in backward order: flow 0 is the last tensor's. */
+  assert_int_equal(sim->flows[0].prio, (T - 1) * 4 / T);
+  uint32_t lowest = 7;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    lowest = sim->flows[i].prio < lowest ? sim->flows[i].prio : lowest;
+  }
+  assert_int_equal(lowest, 0);
+  dlcp_sim_del(sim);
+  dlcp_sim_config_free(&d);
+}
+
 static void expect_error(const char *text, const char *want) {
   dlcp_sim_config cfg;
   char err[1024];
@@ -191,6 +237,10 @@ static void test_errors(void **state) {
                "       model_size: 1MB}\n",
                "t.yaml:2: field 'workload.ps.profile': expected either a "
                "profile or model_size and compute_time, not both");
+  expect_error("workload:\n  ps: {workers: 3, servers: 1, model_size: 1MB,\n"
+               "       compression: 4}\n",
+               "t.yaml:3: field 'workload.ps.compression': expected a "
+               "profile (this field shapes its tensors)");
   expect_error("workload:\n  background: {distribution: web, load: 0.3,\n"
                "               duration: 1ms}\n",
                "t.yaml:2: field 'workload.background.distribution': "
@@ -205,6 +255,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_profiles_load),
       cmocka_unit_test(test_ps_profile),
+      cmocka_unit_test(test_profile_knobs),
       cmocka_unit_test(test_background),
       cmocka_unit_test(test_errors),
   };
