@@ -162,12 +162,17 @@ def unfinished_note(rows):
            "finished / total, partly delivered and failed flows from "
            "`summary.json`):", ""]
     for r in bad:
-        out.append("- `%s`: %s / %s flows, %s partly delivered, %s failed" % (
-            r["id"], r.get("flows.finished", "?"), r.get("flows.total", "?"),
-            r.get("delivery.partial_flows", "?"),
-            r.get("delivery.failed_flows", "?")))
-    out += ["", "A failed MLT flow is the core giving up on a transfer "
-            "(its status in `flows.csv`); PS fan-in at line rate is the "
-            "pattern the MLT core of this commit handles worst (see "
-            "docs/simulator.md, \"MLT and collectives\").", ""]
+        out.append("- `%s`: %s / %s flows, %s partly delivered, %s failed%s"
+                   % (r["id"], r.get("flows.finished", "?"),
+                      r.get("flows.total", "?"),
+                      r.get("delivery.partial_flows", "?"),
+                      r.get("delivery.failed_flows", "?"),
+                      " (status %s)" % r["failed_statuses"]
+                      if r.get("failed_statuses") else ""))
+    out += ["", "Status -217 is DLCP_ERR_NO_PROGRESS: the MLT core gave up "
+            "on a transfer whose retransmission rounds made no progress. "
+            "PS fan-in at line rate is the pattern the MLT core of this "
+            "commit handles worst (docs/simulator.md, \"MLT and "
+            "collectives\"); these rows change when the MLT branch's "
+            "congestion control lands.", ""]
     return out
