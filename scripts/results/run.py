@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 
+import ablation
 import common
 import fig14
 import gray
@@ -25,9 +26,9 @@ import rat
 import rto
 
 EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto),
-               ("rat", rat))
+               ("ablation", ablation), ("rat", rat))
 # Cheapest first, so an interrupted `make results` has saved the most.
-ORDER = ("gray", "fig14", "rto", "rat")
+ORDER = ("gray", "fig14", "rto", "ablation", "rat")
 BEGIN = "<!-- experiment: %s -->"
 END = "<!-- end: %s -->"
 
