@@ -216,6 +216,16 @@ typedef struct dlcp_sim_net {
   bool finalized;
 } dlcp_sim_net;
 
+/* True if |pkt| rides a lossless priority |qi| at switch port |port|
+ * (inline: every enqueue asks, and without PFC the answer is one load). */
+static inline bool dlcp_sim_pfc_lossless(const dlcp_sim_port *port,
+                                         const dlcp_sim_packet *pkt,
+                                         uint32_t qi) {
+  const struct dlcp_sim_net *net = port->net;
+  return net && net->pfc_in && pkt->ingress != DLCP_SIM_NONE &&
+         (net->pfc.prio_mask & (1u << qi)) != 0;
+}
+
 /* Network construction (net.c). */
 int dlcp_sim_net_init(dlcp_sim_net *net, dlcp_sim_engine *engine,
                       dlcp_sim_packet_pool *pool, const dlcp_mem *mem,
@@ -285,9 +295,7 @@ void dlcp_sim_port_pfc(dlcp_sim_port *port, uint32_t prio, bool pause,
 /* PFC's accounting (pfc.c), called by the queues of switch ports.  init
  * allocates the per-ingress state if net->pfc has lossless priorities. */
 int dlcp_sim_pfc_init(dlcp_sim_net *net);
-/* True if |pkt| rides a lossless priority |qi| at switch port |port|. */
-bool dlcp_sim_pfc_lossless(const dlcp_sim_port *port,
-                           const dlcp_sim_packet *pkt, uint32_t qi);
+
 /* Headroom admission of a lossless packet; counts a drop when false. */
 bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
                         uint32_t qi);

@@ -29,13 +29,6 @@ int dlcp_sim_pfc_init(dlcp_sim_net *net) {
   return net->pfc_in ? 0 : DLCP_ERR_NOMEM;
 }
 
-bool dlcp_sim_pfc_lossless(const dlcp_sim_port *port,
-                           const dlcp_sim_packet *pkt, uint32_t qi) {
-  const dlcp_sim_net *net = port->net;
-  return net && net->pfc_in && pkt->ingress != DLCP_SIM_NONE &&
-         (net->pfc.prio_mask & (1u << qi)) != 0;
-}
-
 bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
                         uint32_t qi) {
   dlcp_sim_net *net = port->net;

@@ -74,7 +74,9 @@ void dlcp_sim_port_append(dlcp_sim_port *port, uint32_t qi,
   if (port->shared) {
     port->shared->used_bytes += pkt->size_bytes;
   }
-  dlcp_sim_pfc_count_in(port, pkt);
+  if (port->net && port->net->pfc_in) {
+    dlcp_sim_pfc_count_in(port, pkt);
+  }
 }
 
 /* Trims |pkt| to a header and queues it at priority 0, the NDP way. */
@@ -195,5 +197,7 @@ void dlcp_sim_port_release(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
   if (port->shared) {
     port->shared->used_bytes -= pkt->size_bytes;
   }
-  dlcp_sim_pfc_count_out(port, pkt);
+  if (port->net && port->net->pfc_in) {
+    dlcp_sim_pfc_count_out(port, pkt);
+  }
 }
