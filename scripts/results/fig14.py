@@ -127,6 +127,25 @@ def report(rows, scale):
     fig.savefig(common.plot_path(NAME))
     plt.close(fig)
     md += ["![Fig. 14](results/%s.png)" % NAME, ""]
+    wins = total = 0
+    for model in MODELS:
+        for tors in TORS:
+            m = by.get((model, tors, "mlt"))
+            for b in BASELINES:
+                x = by.get((model, tors, b))
+                if m and x and m["status"] == x["status"] == "ok":
+                    total += 1
+                    wins += common.num(m, "fct.all.mean_us") < \
+                        common.num(x, "fct.all.mean_us")
+    md += ["Direction: MLT's mean FCT is below the baseline's in %d of %d "
+           "finished comparisons (seed: in all of them)%s." % (
+               wins, total, "" if wins == total else
+               "; the seed's direction does not hold with the MLT core of "
+               "this commit, whose rate control reacts only to RTT above "
+               "t_high and starts every tensor at line rate, so PS fan-in "
+               "overruns the 512 KB ports and the core recovers through "
+               "PROBE rounds (docs/simulator.md, \"MLT and collectives\")"),
+           ""]
     md += common.unfinished_note(rows)
     md += ["Differences from the seed: its three scales are not given (here "
            "48, 96 and 144 hosts, the last being its topology); the "
