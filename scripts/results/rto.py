@@ -96,6 +96,20 @@ def report(rows, scale):
     fig.savefig(common.plot_path(NAME))
     plt.close(fig)
     md += ["![RTO_min](results/%s.png)" % NAME, ""]
+    one = [by.get(("dctcp", r, 1)) for r in RTOS]
+    if all(x and x["status"] == "ok" for x in one):
+        p99 = [common.num(x, "fct.all.p99_us") for x in one]
+        to = [common.num(x, "counters.timeouts") for x in one]
+        md += ["Direction: without compression, the best sub-millisecond "
+               "RTO_min gives a p99 of %.0f us against %.0f us at 1 ms "
+               "(%s), with %.0f timeouts at 25 us against %.0f at 1 ms "
+               "(spurious ones among them): a smaller RTO_min does not cut "
+               "the tail, as the seed finds.  Compression shrinks every "
+               "flow, so the tail shrinks with it here, where the seed's "
+               "stays near 10 ms." % (
+                   min(p99[:-1]), p99[-1],
+                   common.pct(100 * (min(p99[:-1]) / p99[-1] - 1)),
+                   to[0], to[-1]), ""]
     md += common.unfinished_note(rows)
     md += ["Differences from the seed: the seed's Fig. 19 set-up beyond the "
            "RTO_min values is not given; here it is the Fig. 14 topology at "
