@@ -16,7 +16,8 @@
  * LOSSLESS (the simulator's control channels) are never chosen as victims
  * and always admitted.  Both scans are linear in the queue, which pFabric
  * keeps short (about two BDPs of buffer per port); host NICs keep the
- * strict-priority FIFOs (pfabric.c maps the rank onto them).
+ * strict-priority FIFOs (pfabric.c maps the rank onto them).  PFC and RED
+ * do not apply to pFabric ports.
  */
 #include "sim/net.h"
 
