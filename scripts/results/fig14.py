@@ -111,10 +111,13 @@ def report(rows, scale):
             ax = axes[mi][ki] if len(MODELS) > 1 else axes[ki]
             width = 0.8 / len(TRANSPORTS)
             for ti, t in enumerate(TRANSPORTS):
+                # Unfinished runs are left out: their FCTs cover only the
+                # flows that finished.
                 ys = [common.num(by[(model, tors, t)],
                                  "fct.all.%s_us" % key)
-                      if (model, tors, t) in by else float("nan")
-                      for tors in TORS]
+                      if (model, tors, t) in by and
+                      by[(model, tors, t)]["status"] == "ok"
+                      else float("nan") for tors in TORS]
                 ax.bar([i + ti * width for i in range(len(TORS))], ys,
                        width, label=t)
             ax.set_xticks([i + 0.4 - width / 2 for i in range(len(TORS))])
@@ -126,7 +129,8 @@ def report(rows, scale):
     fig.tight_layout()
     fig.savefig(common.plot_path(NAME))
     plt.close(fig)
-    md += ["![Fig. 14](results/%s.png)" % NAME, ""]
+    md += ["![Fig. 14](results/%s.png)" % NAME,
+           "(Runs that did not finish have no bar.)", ""]
     wins = total = 0
     for model in MODELS:
         for tors in TORS:
