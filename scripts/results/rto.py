@@ -75,6 +75,7 @@ def report(rows, scale):
     md += [common.table(head, body), "",
            "Seed: the tail stays near 10 ms or above for every sub-"
            "millisecond RTO_min, MLT 4.12 ms.", ""]
+    by = {k: v for k, v in by.items() if v["status"] == "ok"}
     plt = common.pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for r in RTOS:
