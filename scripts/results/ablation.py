@@ -43,7 +43,8 @@ def runs(scale):
             "host.nic_buffer=256MB", "stop_at=2s"]
     out = [{"id": "combo-" + c.replace("+", ""), "set": base +
             mlt_sets(set(c.split("+")), 0.1),
-            "params": {"combo": c, "loss_bound": 0.1}} for c in COMBOS]
+            "params": {"combo": c, "loss_bound": 0.1 if "A" in c else 0}}
+           for c in COMBOS]
     out += [{"id": "bound-%g" % b, "set": base + mlt_sets({"A", "B", "C"}, b),
              "params": {"combo": "A+B+C", "loss_bound": b}} for b in BOUNDS]
     return out
@@ -68,6 +69,18 @@ def report(rows, scale):
                      if ok else "",
                      r.get("delivery.min_fraction", "")])
     md += [common.table(head, body), ""]
+    mean = {r["combo"]: common.num(r, "fct.all.mean_us") for r in rows
+            if r["status"] == "ok" and r["id"].startswith("combo-")}
+    for order in (("A", "A+B", "A+B+C"), ("C", "C+B", "C+B+A")):
+        if all(o in mean for o in order):
+            md.append("Adding components in the order %s: mean FCT %s us "
+                      "(%s)." % (" -> ".join(order), " -> ".join(
+                          "%.0f" % mean[o] for o in order),
+                          "each one helps" if mean[order[0]] >
+                          mean[order[1]] > mean[order[2]] or
+                          mean[order[0]] > mean[order[1]] >= mean[order[2]]
+                          else "not every one helps"))
+    md.append("")
     md += common.unfinished_note(rows)
     md += ["The seed reports each component's gain on its testbed (training "
            "speed); here the network-level effect of each combination in "
