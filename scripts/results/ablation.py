@@ -81,6 +81,24 @@ def report(rows, scale):
                           mean[order[0]] > mean[order[1]] >= mean[order[2]]
                           else "not every one helps"))
     md.append("")
+    plt = common.pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    ok = [r for r in rows if r["status"] == "ok"]
+    labels = ["%s%s" % (r["combo"], "" if r["id"].startswith("combo-") else
+                        "\np=%s" % r["loss_bound"]) for r in ok]
+    x = range(len(ok))
+    ax.bar([i - 0.2 for i in x], [common.num(r, "fct.all.mean_us")
+                                  for r in ok], 0.4, label="mean FCT")
+    ax.bar([i + 0.2 for i in x], [common.num(r, "fct.all.p99_us") / 10
+                                  for r in ok], 0.4, label="p99 FCT / 10")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("us")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(common.plot_path(NAME))
+    plt.close(fig)
+    md += ["![ablation](results/%s.png)" % NAME, ""]
     md += common.unfinished_note(rows)
     md += ["The seed reports each component's gain on its testbed (training "
            "speed); here the network-level effect of each combination in "
