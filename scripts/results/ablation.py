@@ -10,7 +10,6 @@ and the loss bound at 1, 10, 20 and 30 % with all three on.  Set-up: the
 Fig. 14 set-up at 48 hosts with ResNet50's profile; metrics: mean and p99
 FCT and the iteration time.
 """
-import os
 
 import common
 
@@ -50,7 +49,7 @@ def runs(scale):
     return out
 
 
-def report(rows, scale):
+def report(rows, scale, build):
     md = ["## MLT ablation and loss bound (MLT seed section 6.2)", "",
           "Command: `scripts/results/run.py --only ablation`.  The Fig. 14 "
           "set-up at %d hosts, ResNet50 (profile scaled by %g), MLT with "
@@ -107,8 +106,5 @@ def report(rows, scale):
 
 
 def main(build, jobs, full):
-    scale = 1.0 if full else 1.0 / 16
-    here = os.path.dirname(os.path.abspath(__file__))
-    rows = common.sweep(NAME, runs(scale),
-                        os.path.join(here, "fig14-ps.yaml"), jobs, build)
-    return report(rows, scale)
+    return common.experiment(NAME, build, jobs, full, runs, report,
+                             scenario="fig14-ps.yaml")

@@ -176,3 +176,22 @@ def unfinished_note(rows):
             "collectives\"); these rows change when the MLT branch's "
             "congestion control lands.", ""]
     return out
+
+
+def experiment(name, build, jobs, full, runs, report, scenario=None,
+               scenario_text=None):
+    """Runs one experiment: |runs|(scale) through dlcp-sweep on the
+    |scenario| file (or |scenario_text| written into the experiment's
+    directory), then |report|(rows, scale, build).  The models' sizes are
+    scaled by 1/16 unless |full|."""
+    scale = 1.0 if full else 1.0 / 16
+    out = os.path.join(build, "results", name)
+    os.makedirs(out, exist_ok=True)
+    if scenario_text is not None:
+        scenario = os.path.join(out, name + ".yaml")
+        with open(scenario, "w") as f:
+            f.write(scenario_text)
+    elif not os.path.isabs(scenario):
+        scenario = os.path.join(HERE, scenario)
+    return report(sweep(name, runs(scale), scenario, jobs, build), scale,
+                  build)

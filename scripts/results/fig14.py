@@ -9,7 +9,6 @@ per-packet load balancing over 4 paths, gradient-aware priorities by layer
 and per-queue thresholds.  PS traffic of the model's profile with workers
 and servers 3:1 on every rack.  Scales: T = 3, 6, 9 (48, 96, 144 hosts).
 """
-import os
 
 import common
 
@@ -55,7 +54,7 @@ def reduction(mlt, base):
     return 100.0 * (base - mlt) / base if base > 0 else float("nan")
 
 
-def report(rows, scale):
+def report(rows, scale, build):
     by = {(r["model"], int(r["tors"]), r["transport"]): r for r in rows}
     md = ["## MLT seed Fig. 14: FCT of MLT vs DCTCP, PIAS, pFabric, NDP", "",
           "Command: `make results` (or `scripts/results/run.py --only "
@@ -166,8 +165,5 @@ def report(rows, scale):
 
 
 def main(build, jobs, full):
-    scale = 1.0 if full else 1.0 / 16
-    here = os.path.dirname(os.path.abspath(__file__))
-    rows = common.sweep(NAME, runs(scale),
-                        os.path.join(here, "fig14-ps.yaml"), jobs, build)
-    return report(rows, scale)
+    return common.experiment(NAME, build, jobs, full, runs, report,
+                             scenario="fig14-ps.yaml")

@@ -77,7 +77,7 @@ def iteration_time(build, run_id):
     return sum(d) / len(d) if d else float("nan")
 
 
-def report(build, rows, scale):
+def report(rows, scale, build):
     t = {(r["model"], r["transport"], float(r["loss"])):
          iteration_time(build, r["id"]) for r in rows if r["status"] == "ok"}
     md = ["## Gray failure: training speed under random loss "
@@ -139,11 +139,5 @@ def report(build, rows, scale):
 
 
 def main(build, jobs, full):
-    scale = 1.0 if full else 1.0 / 16
-    out = os.path.join(build, "results", NAME)
-    os.makedirs(out, exist_ok=True)
-    scenario = os.path.join(out, "gray.yaml")
-    with open(scenario, "w") as f:
-        f.write(SCENARIO)
-    rows = common.sweep(NAME, runs(scale), scenario, jobs, build)
-    return report(build, rows, scale)
+    return common.experiment(NAME, build, jobs, full, runs, report,
+                             scenario_text=SCENARIO)

@@ -8,7 +8,6 @@ Every rank all-reduces ResNet50's 97 MB per iteration (the seed's "97 MB
 per iteration"), scaled by 1/16 unless --full; no compute between
 iterations (the seed assumes no overlap).
 """
-import os
 
 import common
 
@@ -71,7 +70,7 @@ def ict(rows, part, key, algo):
     return float("nan")
 
 
-def report(rows, scale):
+def report(rows, scale, build):
     md = ["## RAT vs PS vs ring: oversubscription and paused nodes (RAT "
           "seed)", "",
           "Command: `scripts/results/run.py --only rat`.  src/coll's RAT, "
@@ -144,11 +143,5 @@ def report(rows, scale):
 
 
 def main(build, jobs, full):
-    scale = 1.0 if full else 1.0 / 16
-    out = os.path.join(build, "results", NAME)
-    os.makedirs(out, exist_ok=True)
-    scenario = os.path.join(out, "rat.yaml")
-    with open(scenario, "w") as f:
-        f.write(SCENARIO)
-    rows = common.sweep(NAME, runs(scale), scenario, jobs, build)
-    return report(rows, scale)
+    return common.experiment(NAME, build, jobs, full, runs, report,
+                             scenario_text=SCENARIO)

@@ -9,7 +9,6 @@ more even at sub-millisecond RTO_min, MLT's 4.12 ms, and at 25 us with 32x
 compression 4.2 KB of spurious retransmissions and 0.97 % loss on the tail
 flows.
 """
-import os
 
 import common
 
@@ -48,7 +47,7 @@ def runs(scale):
     return out
 
 
-def report(rows, scale):
+def report(rows, scale, build):
     by = {(r["transport"], r["rto_min"], int(r["compression"])): r
           for r in rows}
     md = ["## RTO_min and gradient compression (MLT seed Fig. 19)", "",
@@ -120,8 +119,5 @@ def report(rows, scale):
 
 
 def main(build, jobs, full):
-    scale = 1.0 if full else 1.0 / 16
-    here = os.path.dirname(os.path.abspath(__file__))
-    rows = common.sweep(NAME, runs(scale),
-                        os.path.join(here, "fig14-ps.yaml"), jobs, build)
-    return report(rows, scale)
+    return common.experiment(NAME, build, jobs, full, runs, report,
+                             scenario="fig14-ps.yaml")
