@@ -99,10 +99,10 @@ def report(rows, scale, build):
             line = ["%g %%" % (100 * p)]
             for kind in TRANSPORTS:
                 x, x0 = t.get((model, kind, p)), t.get((model, kind, 0.0))
-                if x is None or x0 is None:
-                    line += ["not finished", "n/a"]
-                    continue
-                line += ["%.2f" % (x / 1e3), common.pct(100 * (x0 / x - 1))]
+                line.append("not finished" if x is None else
+                            "%.2f" % (x / 1e3))
+                line.append("n/a" if x is None or x0 is None else
+                            common.pct(100 * (x0 / x - 1)))
             s = SEED[model].get(p)
             line.append("%+.1f to %+.1f %%" % s if s else
                         ("0 (reference)" if p == 0 else "not reported"))
