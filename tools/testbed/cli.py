@@ -12,7 +12,9 @@ import time
 from . import bpf, launch, state, system, topology
 
 NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
-TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc")
+TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
+TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
+                 "queue", "burst_us", "loss", "link_loss", "ecn_k")
 
 DESCRIPTION = """\
 An emulated cluster in network namespaces: N hosts in R racks (one switch
@@ -26,6 +28,8 @@ commands:
   run    run CMD once per host (ranks 0..N-1, torchrun's variables); with
          --id on a testbed made by 'up', otherwise on a new one that is
          removed afterwards (also on Ctrl-C or a failure)
+  mpirun run an MPI program with Open MPI's mpirun, one rank per host,
+         over TCP on the testbed's links (same --id / topology rules)
   set    change the loss / ECN configuration of a running testbed
   stats  per-link counters of a testbed (since 'up')
   list   testbeds on this machine
@@ -136,6 +140,16 @@ def add_topology_options(p):
     add_loss_options(p)
 
 
+def add_run_options(p):
+    p.add_argument("--grace-ms", type=int_range(0, 600000), default=3000,
+                   help="SIGTERM to SIGKILL when stopping ranks")
+    p.add_argument("--stats", choices=("table", "json", "none"),
+                   default="table",
+                   help="per-link counters of the run, on stderr")
+    p.add_argument("--stats-file", metavar="FILE",
+                   help="also write the run's counters to FILE as JSON")
+
+
 def parser():
     ap = argparse.ArgumentParser(
         prog="dlcp-testbed", description=DESCRIPTION, epilog=EPILOG,
@@ -148,14 +162,16 @@ def parser():
     add_topology_options(run)
     run.add_argument("--port", type=int_range(1, 65535), default=29500,
                      help="MASTER_PORT (default 29500)")
-    run.add_argument("--grace-ms", type=int_range(0, 600000), default=3000,
-                     help="SIGTERM to SIGKILL when stopping ranks")
-    run.add_argument("--stats", choices=("table", "json", "none"),
-                     default="table",
-                     help="per-link counters of the run, on stderr")
-    run.add_argument("--stats-file", metavar="FILE",
-                     help="also write the run's counters to FILE as JSON")
+    add_run_options(run)
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    mpi = sub.add_parser("mpirun", help="run an MPI program, one rank per host")
+    mpi.add_argument("--id", help="an existing testbed (from 'up')")
+    add_topology_options(mpi)
+    add_run_options(mpi)
+    mpi.add_argument("--mca", nargs=2, action="append", default=[],
+                     metavar=("NAME", "VALUE"),
+                     help="extra Open MPI parameter (repeatable)")
+    mpi.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- PROG ...")
     st = sub.add_parser("set", help="change loss and ECN of a testbed")
     st.add_argument("id")
     add_loss_options(st)
@@ -313,6 +329,13 @@ def cmd_run(a):
     argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
     if not argv:
         die("missing the command to run after '--'", 2)
+    if a.id:
+        defaults = vars(parser().parse_args([a.cmd]))
+        given = [k for k in TOPOLOGY_KEYS if getattr(a, k) != defaults[k]]
+        if given:
+            die(f"--{given[0].replace('_', '-')} describes a new testbed; "
+                f"with --id use the testbed as made (loss: "
+                f"dlcp-testbed set)", 2)
     flag = {}
     install_signals(flag)
     made = None
@@ -327,7 +350,12 @@ def cmd_run(a):
         flag["supervising"] = True
         if "sig" in flag:
             raise Interrupted(signal.Signals(flag["sig"]).name)
-        ranks = launch.Ranks(t, argv, a.port, a.grace_ms / 1000)
+        if a.cmd == "mpirun":
+            extra = [x for name, value in a.mca for x in ("--mca", name, value)]
+            jobs = launch.mpirun_jobs(t, argv, extra)
+        else:
+            jobs = launch.rank_jobs(t, argv, a.port)
+        ranks = launch.Ranks(jobs, a.grace_ms / 1000)
         try:
             failed, status = ranks.supervise(lambda: "sig" in flag)
         finally:
@@ -350,7 +378,8 @@ def cmd_run(a):
                   f"{signal.Signals(flag['sig']).name}", file=sys.stderr)
             return 128 + flag["sig"]
         if failed is not None:
-            print(f"dlcp-testbed: failed: rank {failed} "
+            who = "mpirun" if a.cmd == "mpirun" else f"rank {failed}"
+            print(f"dlcp-testbed: failed: {who} "
                   f"{launch.describe(status)}", file=sys.stderr)
             return status if status > 0 else 128 - status
         return 0
@@ -422,7 +451,7 @@ def main(args=None):
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
         die(f"missing {', '.join(missing)} (make deps installs them)")
-    cmd = {"up": cmd_up, "run": cmd_run, "set": cmd_set, "stats": cmd_stats,
+    cmd = {"up": cmd_up, "run": cmd_run, "mpirun": cmd_run, "set": cmd_set, "stats": cmd_stats,
            "list": cmd_list, "down": cmd_down}[a.cmd]
     try:
         return cmd(a)

@@ -33,19 +33,43 @@ def describe(status):
     return f"exited with status {status}"
 
 
-class Ranks:
-    """The running ranks; stop() terminates every one still running."""
+def rank_jobs(t, argv, port):
+    """One job per host: (output prefix, namespace, argv, environment)."""
+    return [(f"[rank {r}] ", h.ns, argv, rank_env(t, r, port, os.environ))
+            for r, h in enumerate(t.hosts)]
 
-    def __init__(self, t, argv, port, grace_s):
+
+MPI_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "netns-rsh")
+
+
+def mpirun_jobs(t, argv, extra):
+    """One job: mpirun in host 0's namespace starting len(hosts) ranks, one
+    per host, through the netns-rsh agent, over TCP on the testbed links
+    (never shared memory or loopback).  |extra| goes before the program."""
+    hosts = ",".join(h.ns for h in t.hosts)
+    cmd = ["mpirun", "--allow-run-as-root", "-np", str(len(t.hosts)),
+           "--host", hosts, "--map-by", "node",
+           "--mca", "plm_rsh_agent", MPI_AGENT,
+           "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "eth0",
+           "--mca", "oob_tcp_if_include", "eth0"] + extra + argv
+    return [("", t.hosts[0].ns, cmd, dict(os.environ))]
+
+
+class Ranks:
+    """The running jobs; stop() terminates every one still running."""
+
+    def __init__(self, jobs, grace_s):
         self.grace_s = grace_s
         self.procs = []
-        for r, h in enumerate(t.hosts):
+        self.prefixes = []
+        for prefix, ns, argv, env in jobs:
             p = subprocess.Popen(
-                ["ip", "netns", "exec", h.ns] + argv,
-                env=rank_env(t, r, port, os.environ),
+                ["ip", "netns", "exec", ns] + argv, env=env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, start_new_session=True)
             self.procs.append(p)
+            self.prefixes.append(prefix)
 
     def signal(self, sig):
         for p in self.procs:
@@ -66,8 +90,8 @@ class Ranks:
             p.wait()
 
     def supervise(self, stop_requested):
-        """Copies output until every rank exited; returns (failed rank or
-        None, its status).  The first rank to fail stops the others, as
+        """Copies output until every job exited; returns (index of the
+        failed job or None, its status).  The first rank to fail stops the others, as
         does stop_requested() turning true (a signal)."""
         sel = selectors.DefaultSelector()
         partial = {}
@@ -91,7 +115,7 @@ class Ranks:
                 if key.fileobj in sel.get_map():
                     partial[key.fileobj] = rest
                 for line in lines:
-                    out.write(f"[rank {r}] " +
+                    out.write(self.prefixes[r] +
                               line.decode(errors="replace") + "\n")
                 out.flush()
             for r, p in enumerate(self.procs):
