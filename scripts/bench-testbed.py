@@ -36,11 +36,14 @@ Environment:
   BENCH_TESTBED_BOUND       dlcp's loss bound for the second dlcp row
   BENCH_TESTBED_IMPLS       subset of dlcp,dlcp_p,gloo,mpi
   BENCH_TESTBED_TIMEOUT     seconds per run before it is stopped (600)
+  BENCH_TESTBED_REPORT_ONLY=1  no runs: the report from the raw files of
+                            the last (possibly interrupted) run
 """
 
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -106,19 +109,24 @@ class Bench:
             if i not in ("dlcp", "dlcp_p", "gloo", "mpi"):
                 sys.exit(f"bench-testbed: unknown implementation '{i}'")
         self.rounds = 1 if self.quick else 2
+        self.report_only = os.environ.get("BENCH_TESTBED_REPORT_ONLY",
+                                          "") not in ("", "0")
+        self.cells = {}  # (profile, loss, bytes, impl) -> dict
+        self.failures = []
         # (size, timed iterations per round, warm-up per run)
         self.sizes = ([(4 * MIB, 10, 2), (64 * MIB, 2, 1)] if self.quick else
                       [(4 * MIB, 25, 3), (64 * MIB, 5, 1)])
         self.outdir = os.path.join(build, "bench-testbed")
         self.raw = os.path.join(self.outdir, "raw")
+        if self.report_only:
+            self.rounds = 0
+            return
         shutil.rmtree(self.raw, ignore_errors=True)
         os.makedirs(self.raw)
         self.peers = build_peers(build)
         self.dlcp_bench = os.path.join(build, "bin", "dlcp-bench")
         if not os.access(self.dlcp_bench, os.X_OK):
             sys.exit(f"bench-testbed: {self.dlcp_bench} missing (make build)")
-        self.cells = {}  # (profile, loss, bytes, impl) -> dict
-        self.failures = []
 
     def name(self, impl):
         return f"dlcp_p{self.bound:g}" if impl == "dlcp_p" else impl
@@ -160,6 +168,14 @@ class Bench:
             if store:
                 shutil.rmtree(store, ignore_errors=True)
         log(f"{tag}: exit {rc} after {time.monotonic() - t0:.0f} s")
+        with open(os.path.join(self.raw, tag + ".rc"), "w") as f:
+            f.write(f"{rc}\n")
+        self.absorb(profile, loss, size, impl, tag, rc)
+
+    def absorb(self, profile, loss, size, impl, tag, rc):
+        """Adds run |tag|'s raw files (exit status |rc|) to its cell."""
+        out = os.path.join(self.raw, tag + ".json")
+        stats = os.path.join(self.raw, tag + ".links.json")
         cell = self.cells.setdefault((profile, loss, size, impl), {
             "times": [], "wrong": 0, "delivered": [], "failed": [],
             "lost": 0, "queue": 0, "marked": 0})
@@ -202,6 +218,35 @@ class Bench:
                                          warmup, rnd)
         finally:
             subprocess.run([TESTBED, "down", tb])
+
+    def load_raw(self):
+        """Rebuilds the cells from the raw files of an earlier (possibly
+        interrupted) run instead of running (BENCH_TESTBED_REPORT_ONLY)."""
+        pat = re.compile(r"^(1g|10g)-loss([0-9.e-]+)-(\d+)M-"
+                         r"(dlcp_p[0-9.e-]+|dlcp|gloo|mpi)-r(\d+)\.log$")
+        stamps, keys = [], set()
+        for name in sorted(os.listdir(self.raw)):
+            m = pat.match(name)
+            if not m:
+                continue
+            tag = name[:-4]
+            profile, loss = m.group(1), float(m.group(2))
+            size, impl = int(m.group(3)) * MIB, m.group(4)
+            impl = "dlcp_p" if impl.startswith("dlcp_p") else impl
+            rc_path = os.path.join(self.raw, tag + ".rc")
+            rc = (int(open(rc_path).read()) if os.path.exists(rc_path)
+                  else 0)
+            self.absorb(profile, loss, size, impl, tag, rc)
+            self.rounds = max(self.rounds, int(m.group(5)) + 1)
+            keys.add((profile, loss))
+            stamps.append(os.path.getmtime(os.path.join(self.raw, name)))
+        if not stamps:
+            sys.exit(f"bench-testbed: no raw results in {self.raw}")
+        self.profiles = [p for p in PROFILES if any(k[0] == p for k in keys)]
+        self.losses = sorted({k[1] for k in keys})
+        utc = datetime.timezone.utc
+        self.started = datetime.datetime.fromtimestamp(min(stamps), utc)
+        self.finished = datetime.datetime.fromtimestamp(max(stamps), utc)
 
     def run(self):
         started = datetime.datetime.now(datetime.timezone.utc)
@@ -248,9 +293,8 @@ def write_report(b, md_path, png_path):
         f"queue 512 KiB, random loss at the switch port towards each host "
         f"(so every packet meets one draw).  The implementations took "
         f"turns in {b.rounds} round(s) per cell, the order rotating; each "
-        f"cell pools the rounds' iterations ({b.sizes[0][1] * b.rounds} at "
-        f"4 MiB, {b.sizes[1][1] * b.rounds} at 64 MiB); a time is the "
-        f"slowest rank's.",
+        f"cell pools its rounds' timed iterations (column n); a time is "
+        f"the slowest rank's.",
         "",
         f"**The machine is shared and noisy**: {os.cpu_count()} cores, "
         f"shared with other jobs (load average {' '.join(load)} when the "
@@ -273,9 +317,9 @@ def write_report(b, md_path, png_path):
             lines += [f"## {pr['label']}, {size // MIB} MiB", "",
                       f"At the link rate an all-reduce takes {ideal:,.1f} ms "
                       f"(wire = 100 %).", "",
-                      "| loss | implementation | p50 ms | p90 ms | max ms | "
+                      "| loss | implementation | n | p50 ms | p90 ms | max ms | "
                       "wire | delivered | #wrong | drops (loss/queue) |",
-                      "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for loss in b.losses:
                 for impl in b.impls:
                     cell = b.cells.get((profile, loss, size, impl))
@@ -285,14 +329,15 @@ def write_report(b, md_path, png_path):
                     name = b.name(impl)
                     drops = f"{cell['lost']}/{cell['queue']}"
                     if s is None:
-                        lines.append(f"| {pct(loss)} | {name} | failed | | "
-                                     f"| | | | {drops} |")
+                        lines.append(f"| {pct(loss)} | {name} | 0 | failed "
+                                     f"| | | | | | {drops} |")
                         continue
                     busbw = size * 2 * (HOSTS - 1) / HOSTS / (s["p50"] / 1e3)
                     wire = busbw * 8 / pr["bps"]
                     note = " (a run failed)" if cell["failed"] else ""
                     lines.append(
-                        f"| {pct(loss)} | {name}{note} | {s['p50']:,.1f} | "
+                        f"| {pct(loss)} | {name}{note} | {s['n']} | "
+                        f"{s['p50']:,.1f} | "
                         f"{s['p90']:,.1f} | {s['max']:,.1f} | "
                         f"{wire * 100:.0f} % | {s['delivered'] * 100:.2f} % | "
                         f"{cell['wrong']} | {drops} |")
@@ -354,7 +399,10 @@ def main():
         sys.exit("bench-testbed: must run as root (dlcp-testbed makes "
                  "network namespaces)")
     b = Bench(os.path.abspath(sys.argv[1]))
-    b.run()
+    if b.report_only:
+        b.load_raw()
+    else:
+        b.run()
     if b.quick or os.environ.get("BENCH_TESTBED_OUT"):
         out = os.environ.get("BENCH_TESTBED_OUT", b.outdir)
         os.makedirs(out, exist_ok=True)

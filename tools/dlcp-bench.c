@@ -24,8 +24,9 @@
  * reference, over all ranks), the delivered fraction (%, mean over the
  * timed iterations and the ranks), then the 90th percentile (nearest
  * rank), the maximum and the mean of the same per-iteration times (us).
- * The JSON object has these figures and every timed iteration's time in
- * order ("times_us"), for tails and drift.
+ * The JSON object has these figures, the least delivered fraction of any
+ * rank in any timed iteration ("delivered_min") and every timed
+ * iteration's time in order ("times_us"), for tails and drift.
  */
 #include <errno.h>
 #include <math.h>
@@ -301,15 +302,15 @@ static summary summarise(const uint64_t *sorted, int n) {
 static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
                        const char *algo, const summary *s,
                        const int64_t *order, int64_t wrong,
-                       double delivered) {
+                       double delivered, double delivered_min) {
   fprintf(f, "{\"impl\":\"dlcp\",\"ranks\":%u,\"algo\":\"%s\",\"bytes\":%llu,"
           "\"type\":\"%s\",\"redop\":\"%s\",\"loss_bound\":%g,"
           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"max_us\":%.1f,"
           "\"mean_us\":%.1f,\"wrong\":%lld,\"delivered\":%.6f,"
-          "\"times_us\":[",
+          "\"delivered_min\":%.6f,\"times_us\":[",
           n, algo, (unsigned long long)bytes, kTypes[o->dtype],
           kOps[o->redop], o->p, s->p50_us, s->p90_us, s->max_us, s->mean_us,
-          (long long)(o->check ? wrong : -1), delivered);
+          (long long)(o->check ? wrong : -1), delivered, delivered_min);
   for (int i = 0; i < o->iters; i++) {
     fprintf(f, "%s%.1f", i ? "," : "", (double)order[i] / 1e3);
   }
@@ -421,6 +422,7 @@ int main(int argc, char **argv) {
     memset(&info, 0, sizeof(info));
     int64_t wrong = 0;
     int64_t delivered_ppm = 0; /* sum over the timed iterations */
+    int64_t delivered_min_ppm = 1000000; /* the least of one iteration */
     for (int it = 0; it < o.warmup + o.iters && !failed; it++) {
       bool timed = it >= o.warmup;
       bool checked = o.check && it == o.warmup + o.iters - 1;
@@ -443,7 +445,9 @@ int main(int argc, char **argv) {
       bypasses += info.bypasses;
       if (timed) {
         times[it - o.warmup] = now_ns() - t0;
-        delivered_ppm += (int64_t)(info.delivered_fraction * 1e6 + 0.5);
+        int64_t ppm = (int64_t)(info.delivered_fraction * 1e6 + 0.5);
+        delivered_ppm += ppm;
+        delivered_min_ppm = ppm < delivered_min_ppm ? ppm : delivered_min_ppm;
       }
       if (checked) {
         /* Exact where delivered; zero where reported missing. */
@@ -469,7 +473,8 @@ int main(int argc, char **argv) {
     }
     if (reduce_i64(comm, times_max, (uint64_t)o.iters, DLCP_MAX) != 0 ||
         reduce_i64(comm, &wrong, 1, DLCP_SUM) != 0 ||
-        reduce_i64(comm, &delivered_ppm, 1, DLCP_SUM) != 0) {
+        reduce_i64(comm, &delivered_ppm, 1, DLCP_SUM) != 0 ||
+        reduce_i64(comm, &delivered_min_ppm, 1, DLCP_MIN) != 0) {
       failed = 1;
       break;
     }
@@ -492,7 +497,8 @@ int main(int argc, char **argv) {
       fflush(stdout);
       if (json) {
         write_json(json, &o, n, bytes, dlcp_algo_str(info.algo), &sm,
-                   times_max, wrong, delivered);
+                   times_max, wrong, delivered,
+                   (double)delivered_min_ppm / 1e6);
       }
     }
     if (o.check && wrong != 0) {

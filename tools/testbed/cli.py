@@ -345,6 +345,9 @@ def cmd_run(a):
         else:
             sweep_stale()
             rec = made = make(a, state.owner_token())
+            print(f"dlcp-testbed: testbed {rec['id']}: {rec['hosts']} hosts, "
+                  f"{rec['racks']} racks, {rec['spines']} spines (removed "
+                  f"when the run ends)", file=sys.stderr, flush=True)
         t = topology_of(rec)
         before = snapshot(t, rec)
         flag["supervising"] = True

@@ -106,6 +106,9 @@ def remove(tb_id):
     the namespaces that could not be deleted."""
     mine = [ns for ns in system.list_namespaces()
             if ns.startswith(prefix(tb_id))]
+    # Processes left in them (ranks of a run that was killed) would keep
+    # the namespaces, their devices and filters alive after 'ip netns del'.
+    system.kill_processes(mine)
     failed = system.destroy(mine)
     for _ in range(50):  # 'ip netns del' may race a process still exiting
         if not failed:

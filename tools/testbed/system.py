@@ -8,7 +8,9 @@ on a device name.
 
 import json
 import os
+import signal
 import subprocess
+import time
 
 NETNS_DIR = "/run/netns"
 
@@ -95,6 +97,23 @@ def create(t, s):
             scripts[ns].append(f"ip route add {r}")
     for ns, sc in scripts.items():
         in_ns(ns, "\n".join(sc))
+
+
+def kill_processes(namespaces):
+    """SIGKILLs every process inside |namespaces| and waits (up to 5 s)
+    until none is left."""
+    deadline = time.monotonic() + 5
+    while True:
+        pids = [int(p) for ns in namespaces
+                for p in run(["ip", "netns", "pids", ns], check=False).split()]
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
 
 
 def destroy(namespaces):
