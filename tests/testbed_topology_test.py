@@ -17,15 +17,19 @@ from testbed import cli, topology  # noqa: E402
 
 
 class Topology(unittest.TestCase):
-    def test_one_rack_is_one_bridge_without_routes(self):
+    def test_one_rack_is_one_router(self):
         t = topology.build("p-", 4, 1, 0)
         self.assertEqual(t.namespaces, ["p-h0", "p-h1", "p-h2", "p-h3",
                                         "p-r0"])
         self.assertEqual([h.addr for h in t.hosts],
                          ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
-        self.assertEqual(t.bridges, {"p-r0": ["h0", "h1", "h2", "h3"]})
-        self.assertEqual(t.routes, {})
-        self.assertEqual(t.routers, [])
+        self.assertEqual(t.addrs["p-h1"], [("eth0", "10.0.0.2/32")])
+        self.assertEqual(t.routes["p-h1"], ["10.0.0.254 dev eth0 scope link",
+                                            "default via 10.0.0.254 dev eth0"])
+        self.assertEqual(t.addrs["p-r0"],
+                         [(f"h{i}", "10.0.0.254/32") for i in range(4)])
+        self.assertEqual(t.routes["p-r0"][1], "10.0.0.2 dev h1 scope link")
+        self.assertEqual(t.routers, ["p-r0"])
 
     def test_racks_are_consecutive_hosts(self):
         t = topology.build("p-", 5, 2, 2)
@@ -36,13 +40,13 @@ class Topology(unittest.TestCase):
 
     def test_rack_switch_reaches_other_racks_through_every_spine(self):
         t = topology.build("p-", 4, 2, 2)
-        self.assertEqual(t.routes["p-r0"], [
-            "10.0.1.0/24 nexthop via 10.1.0.1 dev s0 "
-            "nexthop via 10.1.1.1 dev s1"])
+        self.assertEqual(t.routes["p-r0"][-1],
+                         "10.0.1.0/24 nexthop via 10.1.0.1 dev s0 "
+                         "nexthop via 10.1.1.1 dev s1")
         self.assertEqual(t.routes["p-s1"], [
             "10.0.0.0/24 via 10.1.1.0 dev r0",
             "10.0.1.0/24 via 10.1.1.2 dev r1"])
-        self.assertEqual(t.routes["p-h2"], ["default via 10.0.1.254"])
+        self.assertEqual(t.routes["p-h2"][-1], "default via 10.0.1.254 dev eth0")
         self.assertEqual(sorted(t.routers),
                          ["p-r0", "p-r1", "p-s0", "p-s1"])
 

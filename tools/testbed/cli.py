@@ -14,7 +14,8 @@ from . import bpf, launch, state, system, topology
 NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
-                 "queue", "burst_us", "loss", "link_loss", "ecn_k")
+                 "queue", "burst_us", "dscp_prio", "loss", "link_loss",
+                 "ecn_k")
 
 DESCRIPTION = """\
 An emulated cluster in network namespaces: N hosts in R racks (one switch
@@ -137,6 +138,10 @@ def add_topology_options(p):
     p.add_argument("--burst-us", type=int_range(1, 100000), default=250,
                    help="token bucket depth in microseconds at the link "
                         "rate, at least 4 MTUs (default 250)")
+    p.add_argument("--dscp-prio", action="store_true",
+                   help="strict priority by DSCP class selector (CS7 "
+                        "first) on every link direction, one queue of "
+                        "--queue bytes per class (HTB)")
     add_loss_options(p)
 
 
@@ -219,6 +224,7 @@ def make(a, owner):
     rec = {"id": tb_id, "hosts": a.hosts, "racks": a.racks, "spines": spines,
            "rate_bps": a.rate, "fabric_rate_bps": a.fabric_rate or a.rate,
            "mtu": a.mtu, "queue_bytes": a.queue, "burst_us": a.burst_us,
+           "dscp_prio": a.dscp_prio,
            "owner": state.owner_token(), "created": time.time()}
     try:
         t = topology_of(rec)
@@ -374,7 +380,7 @@ def cmd_run(a):
             with open(a.stats_file, "w") as f:
                 json.dump({"testbed": {k: rec[k] for k in (
                     "hosts", "racks", "spines", "rate_bps", "fabric_rate_bps",
-                    "mtu", "queue_bytes")}, "loss": rec["loss"],
+                    "mtu", "queue_bytes", "dscp_prio")}, "loss": rec["loss"],
                     "links": counters}, f, indent=1)
         if "sig" in flag:
             print(f"dlcp-testbed: stopped by "

@@ -42,13 +42,41 @@ def list_namespaces():
 
 
 def tbf(dev, rate_bps, burst, limit):
-    return (f"tc qdisc replace dev {dev} root tbf rate {rate_bps}bit "
-            f"burst {burst} limit {limit}")
+    """One FIFO drained at the link rate: the default limiter."""
+    return [f"tc qdisc replace dev {dev} root tbf rate {rate_bps}bit "
+            f"burst {burst} limit {limit}"]
+
+
+# DSCP class selector (the top 3 bits) -> HTB class 1:(10 + selector).
+PRIO_CLASSES = 8
+
+
+def htb_prio(dev, rate_bps, burst, limit, mtu):
+    """Strict priority by DSCP class selector (CS7 first, as 802.1p/DCB
+    switches schedule): one HTB class per selector, each guaranteed 1 % of
+    the link and allowed all of it, HTB priority 7 - selector (0 is served
+    first when classes borrow), a byte FIFO of |limit| each; u32 filters
+    on the TOS byte pick the class (unmatched: CS0)."""
+    guaranteed = max(rate_bps // 100, 8 * mtu)
+    cmds = [f"tc qdisc replace dev {dev} root handle 1: htb default 10",
+            f"tc class add dev {dev} parent 1: classid 1:1 htb rate "
+            f"{rate_bps}bit ceil {rate_bps}bit burst {burst} cburst {burst}"]
+    for cs in range(PRIO_CLASSES):
+        cmds += [f"tc class add dev {dev} parent 1:1 classid 1:{10 + cs} htb "
+                 f"rate {guaranteed}bit ceil {rate_bps}bit burst {burst} "
+                 f"cburst {burst} quantum {mtu} prio {7 - cs}",
+                 f"tc qdisc add dev {dev} parent 1:{10 + cs} bfifo limit "
+                 f"{limit}"]
+        if cs:
+            cmds.append(f"tc filter add dev {dev} parent 1: protocol ip prio "
+                        f"{cs} u32 match ip tos {cs << 5:#x} 0xe0 flowid "
+                        f"1:{10 + cs}")
+    return cmds
 
 
 def create(t, s):
     """Creates topology |t| with settings |s| (a dict: mtu, rate_bps,
-    fabric_rate_bps, queue_bytes, burst_us).  On failure the caller
+    fabric_rate_bps, queue_bytes, burst_us, dscp_prio).  On failure the caller
     removes what exists (destroy)."""
     for ns in t.namespaces:
         run(["ip", "netns", "add", ns])
@@ -60,15 +88,6 @@ def create(t, s):
                     "sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
                     "sysctl -qw net.ipv6.conf.default.disable_ipv6=1"]
                for ns in t.namespaces}
-    for ns, ports in t.bridges.items():
-        sc = scripts[ns]
-        sc.append(f"ip link add br0 mtu {s['mtu']} type bridge stp_state 0")
-        # Bridged frames must not traverse the host's iptables.
-        sc.append("if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; "
-                  "then sysctl -qw net.bridge.bridge-nf-call-iptables=0; fi")
-        for p in ports:
-            sc.append(f"ip link set {p} master br0")
-        sc.append("ip link set br0 up")
     for _, a, b in t.links:
         for e in (a, b):
             sc = scripts[e.ns]
@@ -83,15 +102,22 @@ def create(t, s):
     for d in t.directions:
         rate = s["fabric_rate_bps"] if "-" in d.link else s["rate_bps"]
         burst = max(4 * s["mtu"], rate // 8 * s["burst_us"] // 1_000_000)
-        scripts[d.limiter.ns].append(
-            tbf(d.limiter.dev, rate, burst, max(s["queue_bytes"], 2 * burst)))
+        limit = max(s["queue_bytes"], 2 * burst)
+        if s.get("dscp_prio"):
+            scripts[d.limiter.ns] += htb_prio(d.limiter.dev, rate, burst,
+                                              limit, s["mtu"])
+        else:
+            scripts[d.limiter.ns] += tbf(d.limiter.dev, rate, burst, limit)
     for ns, addrs in t.addrs.items():
         for dev, cidr in addrs:
             scripts[ns].append(f"ip addr add {cidr} dev {dev}")
     for ns in t.routers:
         scripts[ns] += ["sysctl -qw net.ipv4.ip_forward=1",
                         "sysctl -qw net.ipv4.fib_multipath_hash_policy=1",
-                        "sysctl -qw net.ipv4.conf.all.rp_filter=0"]
+                        "sysctl -qw net.ipv4.conf.all.send_redirects=0",
+                        # Multipath return traffic may arrive on any uplink.
+                        "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do "
+                        "echo 0 > $f; done"]
     for ns, routes in t.routes.items():
         for r in routes:
             scripts[ns].append(f"ip route add {r}")
@@ -131,19 +157,25 @@ def destroy(namespaces):
 
 
 def link_counters(t):
-    """Per namespace and device: the qdisc counters of the root (TBF)
-    qdisc and the interface's rx/tx counters."""
+    """Per namespace and device: the limiter's counters (its root qdisc;
+    with DSCP priorities, drops summed over the class FIFOs) and the
+    interface's rx/tx counters."""
     out = {}
     for ns in t.namespaces:
         text = in_ns(ns, "tc -s -j qdisc show; echo '@@'; ip -s -j link show")
         qd, _, ln = text.partition("@@")
         dev = out.setdefault(ns, {})
         for q in json.loads(qd or "[]"):
-            if q.get("kind") == "tbf":
-                dev.setdefault(q["dev"], {})["qdisc"] = {
-                    "packets": q.get("packets", 0), "bytes": q.get("bytes", 0),
-                    "drops": q.get("drops", 0),
-                    "overlimits": q.get("overlimits", 0)}
+            kind, root = q.get("kind"), q.get("root", False)
+            if kind in ("tbf", "htb", "bfifo"):
+                c = dev.setdefault(q["dev"], {}).setdefault("qdisc", {
+                    "packets": 0, "bytes": 0, "drops": 0, "overlimits": 0})
+                if root:
+                    c["packets"] = q.get("packets", 0)
+                    c["bytes"] = q.get("bytes", 0)
+                    c["overlimits"] = q.get("overlimits", 0)
+                if root or kind == "bfifo":
+                    c["drops"] += q.get("drops", 0)
         for li in json.loads(ln or "[]"):
             st = li.get("stats64", li.get("stats", {}))
             dev.setdefault(li["ifname"], {})["link"] = {

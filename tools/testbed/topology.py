@@ -3,11 +3,12 @@
 Nothing here touches the system; netlink.py turns a Topology into
 commands.  Layout (R racks, N hosts, S spines):
 
-  host i  (namespace <prefix>h<i>, interface eth0, 10.0.<r>.<j+1>/24 where
-           r = i*R//N is its rack and j its index in the rack)
+  host i  (namespace <prefix>h<i>, interface eth0, 10.0.<r>.<j+1>/32 where
+           r = i*R//N is its rack and j its index in the rack; every
+           packet goes to the gateway 10.0.<r>.254)
      |  link "h<i>": eth0 <-> port h<i> of its rack switch
-  rack r  (namespace <prefix>r<r>: bridge br0 over its host ports; with
-           R > 1 also a router, 10.0.<r>.254 on br0)
+  rack r  (namespace <prefix>r<r>: a router, 10.0.<r>.254/32 on every host
+           port and a /32 route to each of its hosts)
      |  link "r<r>-s<s>": port s<s> <-> port r<r> of spine s,
      |  10.1.<s>.<2r>/31 on the rack side, 10.1.<s>.<2r+1> on the spine's
   spine s (namespace <prefix>s<s>: routes each rack's /24 to its port)
@@ -16,6 +17,15 @@ A rack switch reaches another rack through every spine: one multipath
 route whose next hops are hashed on the L4 ports
 (fib_multipath_hash_policy=1), so flows with different UDP source ports
 take different spines.
+
+The switches route (layer 3) rather than bridge because the IP receive
+path detaches a packet from its sending socket (ip_rcv_core's skb_orphan):
+a veth keeps that reference across namespaces and a bridge forwards
+without it, so behind a bridge every packet waiting in a switch queue
+would still count against its sender's socket buffer (and TCP small
+queues) and stall the sender, which no real switch can do.  With routing,
+only the host's own NIC queue (its egress limiter) pushes back, as on a
+real host.
 
 Every link has two directions, "up" (away from the host, or rack to
 spine) and "down".  Each direction has a rate limiter (the sending end's
@@ -70,7 +80,6 @@ class Topology:
     # Per namespace: list of (kind, args) configuration items, see build().
     addrs: dict = field(default_factory=dict)  # ns -> [(dev, cidr)]
     routes: dict = field(default_factory=dict)  # ns -> [route args]
-    bridges: dict = field(default_factory=dict)  # ns -> [port devs]
     routers: list = field(default_factory=list)  # namespaces forwarding IP
 
     @property
@@ -120,17 +129,14 @@ def build(prefix, hosts, racks, spines):
                                       port, port, False))
         t.directions.append(Direction(f"h{i}", "down", port, "egress", port,
                                       host_end, True))
-        t.addrs.setdefault(h.ns, []).append(("eth0", f"{h.addr}/24"))
-        t.bridges.setdefault(sw, []).append(f"h{i}")
-        if racks > 1:
-            t.routes.setdefault(h.ns, []).append(f"default via 10.0.{r}.254")
-    for sw in t.racks:
-        t.bridges.setdefault(sw, [])
-    if racks == 1:
-        return t
+        t.addrs.setdefault(h.ns, []).append(("eth0", f"{h.addr}/32"))
+        t.routes.setdefault(h.ns, []).extend([
+            f"10.0.{r}.254 dev eth0 scope link",
+            f"default via 10.0.{r}.254 dev eth0"])
+        t.addrs.setdefault(sw, []).append((f"h{i}", f"10.0.{r}.254/32"))
+        t.routes.setdefault(sw, []).append(f"{h.addr} dev h{i} scope link")
     t.routers = t.racks + t.spines
     for r, sw in enumerate(t.racks):
-        t.addrs.setdefault(sw, []).append(("br0", f"10.0.{r}.254/24"))
         for s, sp in enumerate(t.spines):
             up, down = End(sw, f"s{s}"), End(sp, f"r{r}")
             name = f"r{r}-s{s}"
