@@ -3,10 +3,11 @@
 emulated cluster (tools/dlcp-testbed), taking turns.
 
 For each profile (1 Gbit/s MTU 1500, 10 Gbit/s MTU 9000) one testbed of 4
-hosts in one rack is made; for each random loss rate (0, 0.01 %, 0.1 %,
-1 %, set with `dlcp-testbed set --loss`, i.e. at the last switch port
-before each host) the implementations run in turn, in rounds whose order
-rotates, so machine drift hits all of them alike:
+hosts in one rack is made; for each random loss rate (0, 1 %, 0.1 %,
+0.01 %, in that order, set with `dlcp-testbed set --loss`, i.e. at the
+last switch port before each host) and each profile the implementations
+run in turn, in rounds whose order rotates, so machine drift hits all of
+them alike:
 
   dlcp       dlcp-bench, AUTO algorithm, loss bound p = 0 (exact), checked
   dlcp_pB    the same with loss bound B (BENCH_TESTBED_BOUND, default 0.01)
@@ -31,8 +32,8 @@ Environment:
   BENCH_TESTBED_QUICK=1     1 round, 4 MiB x 10 and 64 MiB x 2, loss 0 and
                             1 % only: a smoke test in a few minutes
   BENCH_TESTBED_PROFILES    comma list of 1g, 10g (default both)
-  BENCH_TESTBED_LOSS        comma list of loss rates (default 0,0.0001,
-                            0.001,0.01)
+  BENCH_TESTBED_LOSS        comma list of loss rates, run in this order
+                            (default 0,0.01,0.001,0.0001)
   BENCH_TESTBED_BOUND       dlcp's loss bound for the second dlcp row
   BENCH_TESTBED_IMPLS       subset of dlcp,dlcp_p,gloo,mpi
   BENCH_TESTBED_TIMEOUT     seconds per run before it is stopped (600)
@@ -100,7 +101,7 @@ class Bench:
         self.profiles = env_list("BENCH_TESTBED_PROFILES", "1g,10g")
         self.losses = [float(x) for x in env_list(
             "BENCH_TESTBED_LOSS", "0,0.01" if self.quick else
-            "0,0.0001,0.001,0.01")]
+            "0,0.01,0.001,0.0001")]
         self.impls = env_list("BENCH_TESTBED_IMPLS", "dlcp,dlcp_p,gloo,mpi")
         for p in self.profiles:
             if p not in PROFILES:
@@ -199,25 +200,15 @@ class Bench:
             cell["queue"] += sum(x["queue_drops"] for x in links)
             cell["marked"] += sum(x["marked"] for x in links)
 
-    def profile_run(self, profile):
-        pr = PROFILES[profile]
-        tb = subprocess.run(
-            [TESTBED, "up", "-n", str(HOSTS), "--rate", pr["rate"], "--mtu",
-             str(pr["mtu"])], check=True, capture_output=True,
-            text=True).stdout.strip()
-        log(f"profile {pr['label']}: testbed {tb}")
-        try:
-            for loss in self.losses:
-                subprocess.run([TESTBED, "set", tb, "--loss", f"{loss:g}"],
-                               check=True)
-                for rnd in range(self.rounds):
-                    for size, iters, warmup in self.sizes:
-                        k = rnd % len(self.impls)
-                        for impl in self.impls[k:] + self.impls[:k]:
-                            self.run_one(tb, profile, loss, impl, size, iters,
-                                         warmup, rnd)
-        finally:
-            subprocess.run([TESTBED, "down", tb])
+    def cell_runs(self, tb, profile, loss):
+        subprocess.run([TESTBED, "set", tb, "--loss", f"{loss:g}"],
+                       check=True)
+        for rnd in range(self.rounds):
+            for size, iters, warmup in self.sizes:
+                k = rnd % len(self.impls)
+                for impl in self.impls[k:] + self.impls[:k]:
+                    self.run_one(tb, profile, loss, impl, size, iters,
+                                 warmup, rnd)
 
     def load_raw(self):
         """Rebuilds the cells from the raw files of an earlier (possibly
@@ -249,9 +240,26 @@ class Bench:
         self.finished = datetime.datetime.fromtimestamp(max(stamps), utc)
 
     def run(self):
+        """Loss rates in the order given (the most telling first, so a
+        run cut short still has them), both profiles at each, one testbed
+        per profile for the whole run."""
         started = datetime.datetime.now(datetime.timezone.utc)
-        for profile in self.profiles:
-            self.profile_run(profile)
+        tbs = {}
+        try:
+            for profile in self.profiles:
+                pr = PROFILES[profile]
+                tbs[profile] = subprocess.run(
+                    [TESTBED, "up", "-n", str(HOSTS), "--rate", pr["rate"],
+                     "--mtu", str(pr["mtu"])], check=True,
+                    capture_output=True, text=True).stdout.strip()
+                log(f"profile {pr['label']}: testbed {tbs[profile]}")
+            for loss in self.losses:
+                for profile in self.profiles:
+                    self.cell_runs(tbs[profile], profile, loss)
+        finally:
+            for tb in tbs.values():
+                subprocess.run([TESTBED, "down", tb])
+        self.losses.sort()
         self.finished = datetime.datetime.now(datetime.timezone.utc)
         self.started = started
         with open(os.path.join(self.outdir, "results.json"), "w") as f:
@@ -324,6 +332,8 @@ def write_report(b, md_path, png_path):
                 for impl in b.impls:
                     cell = b.cells.get((profile, loss, size, impl))
                     if cell is None:
+                        lines.append(f"| {pct(loss)} | {b.name(impl)} | 0 | "
+                                     f"not measured | | | | | | |")
                         continue
                     s = summary(cell)
                     name = b.name(impl)
