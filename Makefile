@@ -4,7 +4,8 @@
 #                (normal build with -Werror, then the ASan+UBSan build)
 # Others: make build, make fuzz (60 s per libFuzzer target), make bench
 # (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
-# MPI), make bench-sim (dlcp-sim vs ns-3), make clean.
+# MPI), make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs
+# Gloo and Open MPI on an emulated 4-host cluster, root), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -15,10 +16,14 @@ CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 # Debian packages the build, the tests and the tools need (README says why).
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
-                libcmocka-dev libyaml-dev iproute2 ninja-build
+                libcmocka-dev libyaml-dev iproute2 ninja-build \
+                python3 libbpf-dev bpftool ethtool util-linux
+# make bench-testbed's peers and plot.
+BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
+                          python3-matplotlib
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto clean
+        bench-sim bench-straggler bench-auto bench-testbed clean
 
 all: build
 
@@ -75,6 +80,12 @@ bench-auto: build
 
 bench-straggler: build
 	@./scripts/bench-straggler.sh $(BUILD)
+
+# BENCH_TESTBED_QUICK=1 for a smoke run of a few minutes (the report then
+# goes to $(BUILD)/bench-testbed/, not docs/).
+bench-testbed: build
+	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
+	@/usr/bin/python3 scripts/bench-testbed.py $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
