@@ -25,7 +25,8 @@ def start_run(*cmd):
                          stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for tb_id in os.listdir(ts.STATE_DIR):
+        ids = os.listdir(ts.STATE_DIR) if os.path.isdir(ts.STATE_DIR) else []
+        for tb_id in ids:
             try:
                 rec = ts.record(tb_id)
             except (OSError, ValueError):
