@@ -157,25 +157,21 @@ def destroy(namespaces):
 
 
 def link_counters(t):
-    """Per namespace and device: the limiter's counters (its root qdisc;
-    with DSCP priorities, drops summed over the class FIFOs) and the
-    interface's rx/tx counters."""
+    """Per namespace and device: the limiter's counters (its root qdisc)
+    and the interface's rx/tx counters."""
     out = {}
     for ns in t.namespaces:
         text = in_ns(ns, "tc -s -j qdisc show; echo '@@'; ip -s -j link show")
         qd, _, ln = text.partition("@@")
         dev = out.setdefault(ns, {})
         for q in json.loads(qd or "[]"):
-            kind, root = q.get("kind"), q.get("root", False)
-            if kind in ("tbf", "htb", "bfifo"):
-                c = dev.setdefault(q["dev"], {}).setdefault("qdisc", {
-                    "packets": 0, "bytes": 0, "drops": 0, "overlimits": 0})
-                if root:
-                    c["packets"] = q.get("packets", 0)
-                    c["bytes"] = q.get("bytes", 0)
-                    c["overlimits"] = q.get("overlimits", 0)
-                if root or kind == "bfifo":
-                    c["drops"] += q.get("drops", 0)
+            # The root qdisc (TBF, or HTB whose drops include its class
+            # FIFOs').
+            if q.get("root") and q.get("kind") in ("tbf", "htb"):
+                dev.setdefault(q["dev"], {})["qdisc"] = {
+                    "packets": q.get("packets", 0), "bytes": q.get("bytes", 0),
+                    "drops": q.get("drops", 0),
+                    "overlimits": q.get("overlimits", 0)}
         for li in json.loads(ln or "[]"):
             st = li.get("stats64", li.get("stats", {}))
             dev.setdefault(li["ifname"], {})["link"] = {
