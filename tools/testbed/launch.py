@@ -128,6 +128,8 @@ class Ranks:
                 kill_at = time.monotonic() + self.grace_s
             if stopping and time.monotonic() > kill_at:
                 self.signal(signal.SIGKILL)
-        for p in self.procs:
-            p.wait()
+        for r, p in enumerate(self.procs):
+            rc = p.wait()
+            if rc != 0 and failed is None and not stopping:
+                failed, status = r, rc  # exited after closing its output
         return failed, status
