@@ -114,6 +114,7 @@ class Bench:
                                           "") not in ("", "0")
         self.cells = {}  # (profile, loss, bytes, impl) -> dict
         self.failures = []
+        self.interrupted = []  # runs of a cut-short run, left out
         # (size, timed iterations per round, warm-up per run)
         self.sizes = ([(4 * MIB, 10, 2), (64 * MIB, 2, 1)] if self.quick else
                       [(4 * MIB, 25, 3), (64 * MIB, 5, 1)])
@@ -225,8 +226,10 @@ class Bench:
             size, impl = int(m.group(3)) * MIB, m.group(4)
             impl = "dlcp_p" if impl.startswith("dlcp_p") else impl
             rc_path = os.path.join(self.raw, tag + ".rc")
-            rc = (int(open(rc_path).read()) if os.path.exists(rc_path)
-                  else 0)
+            if not os.path.exists(rc_path):
+                self.interrupted.append(tag)  # still running when cut
+                continue
+            rc = int(open(rc_path).read())
             self.absorb(profile, loss, size, impl, tag, rc)
             self.rounds = max(self.rounds, int(m.group(5)) + 1)
             keys.add((profile, loss))
@@ -352,6 +355,11 @@ def write_report(b, md_path, png_path):
                         f"{wire * 100:.0f} % | {s['delivered'] * 100:.2f} % | "
                         f"{cell['wrong']} | {drops} |")
             lines.append("")
+    if b.interrupted:
+        lines += ["## Runs cut short", "",
+                  "The run was stopped during these (left out of the "
+                  "table); cells marked *not measured* were never "
+                  "reached:", ""] + [f"- {t}" for t in b.interrupted] + [""]
     if b.failures:
         lines += ["## Failures", ""] + [f"- {f}" for f in b.failures] + [""]
     lines += [f"![median and p90 against loss]({os.path.basename(png_path)})",
