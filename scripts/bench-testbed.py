@@ -39,6 +39,7 @@ Environment:
   BENCH_TESTBED_TIMEOUT     seconds per run before it is stopped (600)
   BENCH_TESTBED_REPORT_ONLY=1  no runs: the report from the raw files of
                             the last (possibly interrupted) run
+  BENCH_TESTBED_NOTE        a paragraph added to the report as is
 """
 
 import datetime
@@ -314,6 +315,8 @@ def write_report(b, md_path, png_path):
         f"are bounded by CPU as much as by the emulated links.  Compare "
         f"implementations within a cell, not across runs.",
         "",
+        *([os.environ["BENCH_TESTBED_NOTE"], ""]
+          if os.environ.get("BENCH_TESTBED_NOTE") else []),
         "Columns: p50 / p90 / max of the per-iteration time (ms); wire = "
         "busbw at p50 / link rate (busbw = size × 2(n−1)/n / time); "
         "delivered = mean delivered fraction (dlcp with a loss bound may "
