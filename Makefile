@@ -4,8 +4,9 @@
 #                (normal build with -Werror, then the ASan+UBSan build)
 # Others: make build, make fuzz (60 s per libFuzzer target), make bench
 # (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
-# MPI), make bench-sim (dlcp-sim vs ns-3), make results (the seeds'
-# simulated experiments, regenerating docs/results.md), make clean.
+# MPI), make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs
+# Gloo and Open MPI on an emulated 4-host cluster, root), make results (the
+# seeds' simulated experiments, regenerating docs/results.md), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -16,10 +17,14 @@ CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 # Debian packages the build, the tests and the tools need (README says why).
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
-                libcmocka-dev libyaml-dev iproute2 ninja-build
+                libcmocka-dev libyaml-dev iproute2 ninja-build \
+                python3 libbpf-dev bpftool ethtool util-linux
+# make bench-testbed's peers and plot.
+BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
+                          python3-matplotlib
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto results clean
+        bench-sim bench-straggler bench-auto bench-testbed results clean
 
 all: build
 
@@ -81,6 +86,12 @@ bench-straggler: build
 results: build
 	@./scripts/install-deps.sh python3 python3-matplotlib
 	/usr/bin/python3 scripts/results/run.py --build $(BUILD) $(RESULTS_ARGS)
+
+# BENCH_TESTBED_QUICK=1 for a smoke run of a few minutes (the report then
+# goes to $(BUILD)/bench-testbed/, not docs/).
+bench-testbed: build
+	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
+	@/usr/bin/python3 scripts/bench-testbed.py $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

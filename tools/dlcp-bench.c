@@ -15,12 +15,18 @@
  *   -o     reduction: sum avg min max              (default sum)
  *   -i     in place                                 (default 0)
  *   -C     pipelining chunk in bytes                (default: the library's)
+ *   -J     also write one JSON object per size to this file (rank 0)
  *
  * One row per size: size, count, type, redop, the algorithm that ran,
  * time (us; per iteration the slowest rank, median over iterations;
  * ranks line up on a barrier before each iteration), algbw = size / time,
  * busbw = algbw * 2(n-1)/n (GB/s), #wrong (elements differing from the
- * reference, over all ranks) and the delivered fraction (%).
+ * reference, over all ranks), the delivered fraction (%, mean over the
+ * timed iterations and the ranks), then the 90th percentile (nearest
+ * rank), the maximum and the mean of the same per-iteration times (us).
+ * The JSON object has these figures, the least delivered fraction of any
+ * rank in any timed iteration ("delivered_min") and every timed
+ * iteration's time in order ("times_us"), for tails and drift.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,6 +45,7 @@ typedef struct options {
   double p;
   int check, iters, warmup, inplace;
   uint64_t chunk;
+  const char *json_path; /* NULL: no JSON */
   dlcp_dtype dtype;
   dlcp_redop redop;
 } options;
@@ -57,7 +64,8 @@ static uint64_t now_ns(void) {
 static int usage(const char *why) {
   fprintf(stderr, "dlcp-bench: %s\n"
           "usage: dlcp-bench [-b BYTES] [-e BYTES] [-f N] [-a ALGO] [-p P] "
-          "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1] [-C BYTES]\n", why);
+          "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1] [-C BYTES] "
+          "[-J FILE]\n", why);
   return 2;
 }
 
@@ -178,6 +186,9 @@ static int parse(int argc, char **argv, options *o) {
         return usage("-C: expected a chunk size in bytes such as 1M");
       }
       break;
+    case 'J':
+      o->json_path = v;
+      break;
     default:
       return usage("unknown option");
     }
@@ -267,6 +278,46 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Per-iteration times of one size, sorted, summarised. */
+typedef struct summary {
+  double p50_us, p90_us, max_us, mean_us;
+} summary;
+
+static summary summarise(const uint64_t *sorted, int n) {
+  summary s = {0};
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    sum += (double)sorted[i];
+  }
+  int p90 = (9 * n + 9) / 10 - 1; /* nearest rank: ceil(0.9 n) - 1 */
+  s.p50_us = (double)sorted[n / 2] / 1e3;
+  s.p90_us = (double)sorted[p90] / 1e3;
+  s.max_us = (double)sorted[n - 1] / 1e3;
+  s.mean_us = sum / n / 1e3;
+  return s;
+}
+
+/* One JSON object (one line) for a size: the row's figures and every
+ * timed iteration in order (|order|, slowest rank each). */
+static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
+                       const char *algo, const summary *s,
+                       const int64_t *order, int64_t wrong,
+                       double delivered, double delivered_min) {
+  fprintf(f, "{\"impl\":\"dlcp\",\"ranks\":%u,\"algo\":\"%s\",\"bytes\":%llu,"
+          "\"type\":\"%s\",\"redop\":\"%s\",\"loss_bound\":%g,"
+          "\"p50_us\":%.1f,\"p90_us\":%.1f,\"max_us\":%.1f,"
+          "\"mean_us\":%.1f,\"wrong\":%lld,\"delivered\":%.6f,"
+          "\"delivered_min\":%.6f,\"times_us\":[",
+          n, algo, (unsigned long long)bytes, kTypes[o->dtype],
+          kOps[o->redop], o->p, s->p50_us, s->p90_us, s->max_us, s->mean_us,
+          (long long)(o->check ? wrong : -1), delivered, delivered_min);
+  for (int i = 0; i < o->iters; i++) {
+    fprintf(f, "%s%.1f", i ? "," : "", (double)order[i] / 1e3);
+  }
+  fprintf(f, "]}\n");
+  fflush(f);
+}
+
 /* Runs one all-reduce; |*done| is its request, which owns info->missing:
  * the caller frees it once it has read the result. */
 static int run_coll(dlcp_comm *comm, const void *in, void *out,
@@ -340,17 +391,23 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dlcp-bench: out of memory\n");
     return 1;
   }
+  FILE *json = NULL;
+  if (rank == 0 && o.json_path && !(json = fopen(o.json_path, "w"))) {
+    fprintf(stderr, "dlcp-bench: -J %s: %s\n", o.json_path, strerror(errno));
+    return 1;
+  }
   if (rank == 0) {
     printf("# dlcp-bench: %u ranks, algo %s, type %s, redop %s, loss bound "
            "%g, %s, %d iterations (+%d warm-up), check %d\n",
            n, dlcp_algo_short_name(o.algo), kTypes[o.dtype], kOps[o.redop], o.p,
            o.inplace ? "in place" : "out of place", o.iters, o.warmup,
            o.check);
-    printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s\n", "size",
-           "count", "type", "redop", "algo", "time", "algbw", "busbw",
-           "#wrong", "delivered");
-    printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s\n", "(B)",
-           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(%)");
+    printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s %11s %11s %11s\n",
+           "size", "count", "type", "redop", "algo", "time", "algbw",
+           "busbw", "#wrong", "delivered", "p90", "max", "mean");
+    printf("#%13s %13s %8s %6s %12s %11s %8s %8s %7s %10s %11s %11s %11s\n",
+           "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
+           "(%)", "(us)", "(us)", "(us)");
   }
   int failed = 0;
   int64_t bypasses = 0; /* straggler bypasses this rank made */
@@ -364,6 +421,8 @@ int main(int argc, char **argv) {
     dlcp_coll_info info;
     memset(&info, 0, sizeof(info));
     int64_t wrong = 0;
+    int64_t delivered_ppm = 0; /* sum over the timed iterations */
+    int64_t delivered_min_ppm = 1000000; /* the least of one iteration */
     for (int it = 0; it < o.warmup + o.iters && !failed; it++) {
       bool timed = it >= o.warmup;
       bool checked = o.check && it == o.warmup + o.iters - 1;
@@ -386,6 +445,9 @@ int main(int argc, char **argv) {
       bypasses += info.bypasses;
       if (timed) {
         times[it - o.warmup] = now_ns() - t0;
+        int64_t ppm = (int64_t)(info.delivered_fraction * 1e6 + 0.5);
+        delivered_ppm += ppm;
+        delivered_min_ppm = ppm < delivered_min_ppm ? ppm : delivered_min_ppm;
       }
       if (checked) {
         /* Exact where delivered; zero where reported missing. */
@@ -410,7 +472,9 @@ int main(int argc, char **argv) {
       times_max[it] = (int64_t)times[it];
     }
     if (reduce_i64(comm, times_max, (uint64_t)o.iters, DLCP_MAX) != 0 ||
-        reduce_i64(comm, &wrong, 1, DLCP_SUM) != 0) {
+        reduce_i64(comm, &wrong, 1, DLCP_SUM) != 0 ||
+        reduce_i64(comm, &delivered_ppm, 1, DLCP_SUM) != 0 ||
+        reduce_i64(comm, &delivered_min_ppm, 1, DLCP_MIN) != 0) {
       failed = 1;
       break;
     }
@@ -418,16 +482,24 @@ int main(int argc, char **argv) {
       times[it] = (uint64_t)times_max[it];
     }
     qsort(times, (size_t)o.iters, sizeof(uint64_t), cmp_u64);
-    double us = (double)times[o.iters / 2] / 1e3;
+    summary sm = summarise(times, o.iters);
+    double us = sm.p50_us;
     double algbw = (double)bytes / (us * 1e3);
     double busbw = algbw * 2.0 * (n - 1) / n;
+    double delivered = (double)delivered_ppm / 1e6 / ((double)o.iters * n);
     if (rank == 0) {
-      printf(" %13llu %13llu %8s %6s %12s %11.1f %8.3f %8.3f %7lld %10.2f\n",
+      printf(" %13llu %13llu %8s %6s %12s %11.1f %8.3f %8.3f %7lld %10.2f "
+             "%11.1f %11.1f %11.1f\n",
              (unsigned long long)bytes, (unsigned long long)count,
              kTypes[o.dtype], kOps[o.redop], dlcp_algo_str(info.algo), us,
              algbw, busbw, (long long)(o.check ? wrong : -1),
-             info.delivered_fraction * 100.0);
+             delivered * 100.0, sm.p90_us, sm.max_us, sm.mean_us);
       fflush(stdout);
+      if (json) {
+        write_json(json, &o, n, bytes, dlcp_algo_str(info.algo), &sm,
+                   times_max, wrong, delivered,
+                   (double)delivered_min_ppm / 1e6);
+      }
     }
     if (o.check && wrong != 0) {
       failed = 1;
@@ -450,6 +522,9 @@ int main(int argc, char **argv) {
            (unsigned long long)st.shm_peers, (unsigned long long)st.shm_sent,
            (unsigned long long)st.shm_full,
            (unsigned long long)st.doorbells);
+  }
+  if (json) {
+    fclose(json);
   }
   dlcp_comm_destroy(comm);
   free(in);

@@ -3,14 +3,22 @@
 //
 //   gloo_allreduce --rank R --size N --store DIR [-b MIN] [-e MAX] [-f F]
 //                  [-n ITERS] [-w WARMUP] [-a ALGOS] [--big-from BYTES
-//                  --big-iters ITERS --big-warmup WARMUP]
+//                  --big-iters ITERS --big-warmup WARMUP] [--iface IF]
+//                  [--json FILE]
 //
 // Start one process per rank (R = 0..N-1) with the same DIR: the ranks meet
 // through a gloo::rendezvous::FileStore in DIR and connect a full mesh of
-// gloo::transport::tcp pairs on 127.0.0.1.  Rank 0 prints one row per
-// algorithm and size in the style of nccl-tests / dlcp-bench:
+// gloo::transport::tcp pairs on 127.0.0.1, or on interface IF's address
+// (--iface: ranks in different network namespaces, e.g. under
+// dlcp-testbed run, where the file system is shared).  --rank and --size
+// default to RANK and WORLD_SIZE from the environment.  Rank 0 prints one
+// row per algorithm and size in the style of nccl-tests / dlcp-bench:
 //
-//   size count type redop algo time(us) algbw(GB/s) busbw(GB/s) #wrong delivered%
+//   size count type redop algo time(us) algbw(GB/s) busbw(GB/s) #wrong
+//   delivered% p90(us) max(us) mean(us)
+//
+// and with --json one JSON object per row (one line) with the same figures
+// and every timed iteration's time in order ("times_us").
 //
 // Algorithms (ALGOS is a comma list, default ring,ring_chunked,halving_doubling):
 //   ring              gloo::AllreduceRing: every rank passes the whole
@@ -63,6 +71,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -84,6 +93,8 @@ struct Options {
   int big_iters = 0;
   int big_warmup = 0;
   std::vector<std::string> algos;
+  std::string iface;  // empty: 127.0.0.1
+  std::string json;   // empty: no JSON
 };
 
 void usage(FILE* f) {
@@ -105,7 +116,10 @@ void usage(FILE* f) {
       "                  allreduce (default ring,ring_chunked,halving_doubling)\n"
       "  --big-from B    sizes >= B bytes use --big-iters timed and\n"
       "                  --big-warmup untimed iterations instead (all three\n"
-      "                  go together; N 1..100000, W 0..100000)\n");
+      "                  go together; N 1..100000, W 0..100000)\n"
+      "  --iface IF      connect over interface IF (default 127.0.0.1)\n"
+      "  --json FILE     rank 0 also writes one JSON object per row to FILE\n"
+      "  --rank and --size default to $RANK and $WORLD_SIZE\n");
 }
 
 [[noreturn]] void die_usage(const char* what, const char* arg) {
@@ -181,10 +195,20 @@ Options parse_args(int argc, char** argv) {
       if (!parse_int(v, 1, 100000, &o.big_iters)) die_usage("bad --big-iters", v);
     } else if (a == "--big-warmup") {
       if (!parse_int(v, 0, 100000, &o.big_warmup)) die_usage("bad --big-warmup", v);
+    } else if (a == "--iface") {
+      o.iface = v;
+    } else if (a == "--json") {
+      o.json = v;
     } else {
       die_usage("unknown option", argv[i - 1]);
     }
   }
+  const char* env_rank = std::getenv("RANK");
+  const char* env_size = std::getenv("WORLD_SIZE");
+  if (o.rank < 0 && env_rank != nullptr && !parse_int(env_rank, 0, 63, &o.rank))
+    die_usage("bad RANK", env_rank);
+  if (o.size < 0 && env_size != nullptr && !parse_int(env_size, 2, 64, &o.size))
+    die_usage("bad WORLD_SIZE", env_size);
   if (o.rank < 0 || o.size < 0 || o.store.empty())
     die_usage("--rank, --size and --store are required", "");
   if (o.rank >= o.size) die_usage("--rank must be < --size", "");
@@ -315,9 +339,12 @@ std::unique_ptr<Bench> make_bench(const std::string& algo,
 }
 
 int run(const Options& o) {
-  // TCP device bound to loopback, IPv4.
+  // TCP device bound to loopback or to the interface, IPv4.
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  if (o.iface.empty())
+    attr.hostname = "127.0.0.1";
+  else
+    attr.iface = o.iface;
   attr.ai_family = AF_INET;
   auto dev = gloo::transport::tcp::CreateDevice(attr);
 
@@ -330,15 +357,16 @@ int run(const Options& o) {
   const int n = o.size;
   const double bus_factor = 2.0 * (n - 1) / n;
   if (o.rank == 0) {
-    std::printf("# gloo_allreduce: %d ranks, gloo::transport::tcp on 127.0.0.1, "
-                "float32 sum, warmup %d, iters %d", n, o.warmup, o.iters);
+    std::printf("# gloo_allreduce: %d ranks, gloo::transport::tcp on %s, "
+                "float32 sum, warmup %d, iters %d", n,
+                o.iface.empty() ? "127.0.0.1" : o.iface.c_str(), o.warmup, o.iters);
     if (o.big_iters)
       std::printf(" (from %llu B: warmup %d, iters %d)",
                   static_cast<unsigned long long>(o.big_from), o.big_warmup, o.big_iters);
     std::printf("\n# time = median over iterations of the max over ranks\n");
-    std::printf("#%11s %12s %6s %6s %16s %12s %12s %12s %7s %10s\n", "size", "count", "type",
-                "redop", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
-                "delivered%");
+    std::printf("#%11s %12s %6s %6s %16s %12s %12s %12s %7s %10s %11s %11s %11s\n", "size",
+                "count", "type", "redop", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+                "#wrong", "delivered%", "p90(us)", "max(us)", "mean(us)");
     std::fflush(stdout);
   }
 
@@ -346,6 +374,10 @@ int run(const Options& o) {
   const size_t max_count = o.max_bytes / sizeof(float);
   std::vector<float> input(max_count);
   for (size_t i = 0; i < max_count; i++) input[i] = input_value(i, o.rank);
+
+  FILE* json = nullptr;
+  if (o.rank == 0 && !o.json.empty() && (json = std::fopen(o.json.c_str(), "w")) == nullptr)
+    throw std::runtime_error("--json " + o.json + ": " + std::strerror(errno));
 
   uint64_t total_wrong = 0;
   for (const std::string& algo : o.algos) {
@@ -375,21 +407,39 @@ int run(const Options& o) {
       allreduce_doubles(ctx, w, false);
       allreduce_doubles(ctx, t, true);
 
+      const std::vector<double> order = t;
       std::sort(t.begin(), t.end());
       const size_t m = t.size();
       const double med = (m % 2) ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
+      const double p90 = t[(9 * m + 9) / 10 - 1];  // nearest rank
+      double mean = 0;
+      for (double x : t) mean += x / static_cast<double>(m);
       const double algbw = static_cast<double>(bytes) / med / 1e9;
       total_wrong += static_cast<uint64_t>(w[0]);
       if (o.rank == 0) {
-        std::printf("%12llu %12zu %6s %6s %16s %12.1f %12.3f %12.3f %7.0f %10.2f\n",
+        std::printf("%12llu %12zu %6s %6s %16s %12.1f %12.3f %12.3f %7.0f %10.2f %11.1f %11.1f "
+                    "%11.1f\n",
                     static_cast<unsigned long long>(bytes), count, "float", "sum",
-                    algo.c_str(), med * 1e6, algbw, algbw * bus_factor, w[0], 100.0);
+                    algo.c_str(), med * 1e6, algbw, algbw * bus_factor, w[0], 100.0, p90 * 1e6,
+                    t[m - 1] * 1e6, mean * 1e6);
         std::fflush(stdout);
+      }
+      if (json != nullptr) {
+        std::fprintf(json,
+                     "{\"impl\":\"gloo\",\"ranks\":%d,\"algo\":\"%s\",\"bytes\":%llu,"
+                     "\"p50_us\":%.1f,\"p90_us\":%.1f,\"max_us\":%.1f,\"mean_us\":%.1f,"
+                     "\"wrong\":%.0f,\"delivered\":1,\"times_us\":[",
+                     n, algo.c_str(), static_cast<unsigned long long>(bytes), med * 1e6,
+                     p90 * 1e6, t[m - 1] * 1e6, mean * 1e6, w[0]);
+        for (size_t i = 0; i < m; i++) std::fprintf(json, "%s%.1f", i ? "," : "", order[i] * 1e6);
+        std::fprintf(json, "]}\n");
+        std::fflush(json);
       }
       if (bytes > o.max_bytes / o.factor) break;  // no overflow of bytes *= factor
     }
   }
   barrier(ctx);
+  if (json != nullptr) std::fclose(json);
   if (o.rank == 0 && total_wrong)
     std::fprintf(stderr, "gloo_allreduce: %llu wrong elements\n",
                  static_cast<unsigned long long>(total_wrong));

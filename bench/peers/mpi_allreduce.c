@@ -5,10 +5,15 @@
  *   mpirun -np N mpi_allreduce [-b MIN] [-e MAX] [-f F] [-n ITERS]
  *                              [-w WARMUP] [-l LABEL] [--big-from BYTES
  *                              --big-iters ITERS --big-warmup WARMUP]
+ *                              [--json FILE]
  *
  * Rank 0 prints one row per size in the style of nccl-tests / dlcp-bench:
  *
- *   size count type redop algo time(us) algbw(GB/s) busbw(GB/s) #wrong delivered%
+ *   size count type redop algo time(us) algbw(GB/s) busbw(GB/s) #wrong
+ *   delivered% p90(us) max(us) mean(us)
+ *
+ * and with --json one JSON object per row (one line) with the same figures
+ * and every timed iteration's time in order ("times_us").
  *
  * where "algo" is LABEL (default "mpi"; the script passes "mpi_tcp" or
  * "mpi_default" to tell the transport runs apart).  Open MPI picks the
@@ -37,6 +42,7 @@ struct opts {
   uint64_t min_bytes, max_bytes, factor, big_from;
   int iters, warmup, big_iters, big_warmup;
   const char *label;
+  const char *json; /* NULL: no JSON */
 };
 
 static void usage(FILE *f) {
@@ -52,7 +58,8 @@ static void usage(FILE *f) {
           "  -l LABEL        text for the algo column, no spaces (default mpi)\n"
           "  --big-from B    sizes >= B bytes use --big-iters timed and\n"
           "                  --big-warmup untimed iterations instead (all three\n"
-          "                  go together; N 1..100000, W 0..100000)\n");
+          "                  go together; N 1..100000, W 0..100000)\n"
+          "  --json FILE     rank 0 also writes one JSON object per row to FILE\n");
 }
 
 /* parse_bytes accepts a decimal with an optional K, M or G (binary) suffix. */
@@ -96,6 +103,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
   o->big_iters = 0;
   o->big_warmup = 0;
   o->label = "mpi";
+  o->json = NULL;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -116,6 +124,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     else if (!strcmp(a, "--big-from")) bad = parse_bytes(v, &o->big_from);
     else if (!strcmp(a, "--big-iters")) bad = parse_int(v, 1, 100000, &o->big_iters);
     else if (!strcmp(a, "--big-warmup")) bad = parse_int(v, 0, 100000, &o->big_warmup);
+    else if (!strcmp(a, "--json")) o->json = v;
     else {
       fprintf(stderr, "mpi_allreduce: unknown option %s\n", a);
       return -1;
@@ -151,7 +160,8 @@ int main(int argc, char **argv) {
   uint64_t bytes, total_wrong = 0;
   size_t max_count, i;
   float *in, *out;
-  double *t, *tmax;
+  double *t, *tmax, *order;
+  FILE *json = NULL;
 
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -173,12 +183,17 @@ int main(int argc, char **argv) {
   out = malloc(max_count * sizeof *out);
   t = malloc((size_t)(o.iters > o.big_iters ? o.iters : o.big_iters) * sizeof *t);
   tmax = malloc((size_t)(o.iters > o.big_iters ? o.iters : o.big_iters) * sizeof *tmax);
-  if (!in || !out || !t || !tmax) {
+  order = malloc((size_t)(o.iters > o.big_iters ? o.iters : o.big_iters) * sizeof *order);
+  if (!in || !out || !t || !tmax || !order) {
     fprintf(stderr, "mpi_allreduce: rank %d: out of memory\n", rank);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   for (i = 0; i < max_count; i++) in[i] = (float)((i + 3u * (unsigned)rank) % 13u);
 
+  if (rank == 0 && o.json && !(json = fopen(o.json, "w"))) {
+    fprintf(stderr, "mpi_allreduce: --json %s: %s\n", o.json, strerror(errno));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   if (rank == 0) {
     printf("# mpi_allreduce: %d ranks, MPI_Allreduce, float32 sum, warmup %d, iters %d",
            n, o.warmup, o.iters);
@@ -186,9 +201,9 @@ int main(int argc, char **argv) {
       printf(" (from %llu B: warmup %d, iters %d)", (unsigned long long)o.big_from,
              o.big_warmup, o.big_iters);
     printf("\n# time = median over iterations of the max over ranks\n");
-    printf("#%11s %12s %6s %6s %16s %12s %12s %12s %7s %10s\n", "size", "count", "type",
-           "redop", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
-           "delivered%");
+    printf("#%11s %12s %6s %6s %16s %12s %12s %12s %7s %10s %11s %11s %11s\n", "size",
+           "count", "type", "redop", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+           "#wrong", "delivered%", "p90(us)", "max(us)", "mean(us)");
     fflush(stdout);
   }
 
@@ -198,7 +213,7 @@ int main(int argc, char **argv) {
     const int iters = big ? o.big_iters : o.iters;
     const int warmup = big ? o.big_warmup : o.warmup;
     unsigned long long wrong = 0, wrong_all = 0;
-    double med, algbw;
+    double med, algbw, p90, mean = 0;
 
     for (it = -warmup; it < iters; it++) {
       double t0, t1;
@@ -221,13 +236,28 @@ int main(int argc, char **argv) {
 
     if (rank == 0) {
       total_wrong += wrong_all;
+      memcpy(order, tmax, (size_t)iters * sizeof *tmax);
       qsort(tmax, (size_t)iters, sizeof *tmax, cmp_double);
       med = iters % 2 ? tmax[iters / 2] : 0.5 * (tmax[iters / 2 - 1] + tmax[iters / 2]);
+      p90 = tmax[(9 * iters + 9) / 10 - 1]; /* nearest rank */
+      for (it = 0; it < iters; it++) mean += tmax[it] / iters;
       algbw = (double)bytes / med / 1e9;
-      printf("%12llu %12d %6s %6s %16s %12.1f %12.3f %12.3f %7llu %10.2f\n",
+      printf("%12llu %12d %6s %6s %16s %12.1f %12.3f %12.3f %7llu %10.2f %11.1f %11.1f %11.1f\n",
              (unsigned long long)bytes, count, "float", "sum", o.label, med * 1e6, algbw,
-             algbw * 2.0 * (n - 1) / n, wrong_all, 100.0);
+             algbw * 2.0 * (n - 1) / n, wrong_all, 100.0, p90 * 1e6, tmax[iters - 1] * 1e6,
+             mean * 1e6);
       fflush(stdout);
+      if (json) {
+        fprintf(json,
+                "{\"impl\":\"mpi\",\"ranks\":%d,\"algo\":\"%s\",\"bytes\":%llu,"
+                "\"p50_us\":%.1f,\"p90_us\":%.1f,\"max_us\":%.1f,\"mean_us\":%.1f,"
+                "\"wrong\":%llu,\"delivered\":1,\"times_us\":[",
+                n, o.label, (unsigned long long)bytes, med * 1e6, p90 * 1e6,
+                tmax[iters - 1] * 1e6, mean * 1e6, wrong_all);
+        for (it = 0; it < iters; it++) fprintf(json, "%s%.1f", it ? "," : "", order[it] * 1e6);
+        fprintf(json, "]}\n");
+        fflush(json);
+      }
     }
     if (bytes > o.max_bytes / o.factor) break; /* no overflow of bytes *= factor */
   }
@@ -239,6 +269,8 @@ int main(int argc, char **argv) {
   free(out);
   free(t);
   free(tmax);
+  free(order);
+  if (json) fclose(json);
   MPI_Finalize();
   return total_wrong ? 1 : 0;
 }

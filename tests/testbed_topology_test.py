@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""dlcp-testbed's plan and option parsing, without touching the system (no
+root needed): addresses, racks, ECMP routes, where limiters and loss
+filters sit, which directions a loss spec selects, and the validation of
+rates, probabilities and shapes."""
+
+import argparse
+import os
+import sys
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools"))
+
+from testbed import cli, topology  # noqa: E402
+
+
+class Topology(unittest.TestCase):
+    def test_one_rack_is_one_router(self):
+        t = topology.build("p-", 4, 1, 0)
+        self.assertEqual(t.namespaces, ["p-h0", "p-h1", "p-h2", "p-h3",
+                                        "p-r0"])
+        self.assertEqual([h.addr for h in t.hosts],
+                         ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"])
+        self.assertEqual(t.addrs["p-h1"], [("eth0", "10.0.0.2/32")])
+        self.assertEqual(t.routes["p-h1"], ["10.0.0.254 dev eth0 scope link",
+                                            "default via 10.0.0.254 dev eth0"])
+        self.assertEqual(t.addrs["p-r0"],
+                         [(f"h{i}", "10.0.0.254/32") for i in range(4)])
+        self.assertEqual(t.routes["p-r0"][1], "10.0.0.2 dev h1 scope link")
+        self.assertEqual(t.routers, ["p-r0"])
+
+    def test_racks_are_consecutive_hosts(self):
+        t = topology.build("p-", 5, 2, 2)
+        self.assertEqual([h.rack for h in t.hosts], [0, 0, 0, 1, 1])
+        self.assertEqual([h.addr for h in t.hosts],
+                         ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.1.1",
+                          "10.0.1.2"])
+
+    def test_rack_switch_reaches_other_racks_through_every_spine(self):
+        t = topology.build("p-", 4, 2, 2)
+        self.assertEqual(t.routes["p-r0"][-1],
+                         "10.0.1.0/24 nexthop via 10.1.0.1 dev s0 "
+                         "nexthop via 10.1.1.1 dev s1")
+        self.assertEqual(t.routes["p-s1"], [
+            "10.0.0.0/24 via 10.1.1.0 dev r0",
+            "10.0.1.0/24 via 10.1.1.2 dev r1"])
+        self.assertEqual(t.routes["p-h2"][-1], "default via 10.0.1.254 dev eth0")
+        self.assertEqual(sorted(t.routers),
+                         ["p-r0", "p-r1", "p-s0", "p-s1"])
+
+    def test_loss_sits_on_the_switch_side(self):
+        t = topology.build("p-", 2, 1, 0)
+        up, down = t.direction("h1:up"), t.direction("h1:down")
+        self.assertEqual((up.limiter.ns, up.limiter.dev), ("p-h1", "eth0"))
+        self.assertEqual((up.filter.ns, up.filter.dev, up.hook),
+                         ("p-r0", "h1", "ingress"))
+        self.assertEqual((down.filter.ns, down.filter.dev, down.hook),
+                         ("p-r0", "h1", "egress"))
+        self.assertFalse(up.marks)  # a host NIC's queue marks nothing
+        self.assertTrue(down.marks)
+
+    def test_select(self):
+        t = topology.build("p-", 4, 2, 2)
+        keys = lambda spec: [d.key for d in topology.select(t, spec)]
+        self.assertEqual(keys("h3"), ["h3:up", "h3:down"])
+        self.assertEqual(keys("r1-s0:down"), ["r1-s0:down"])
+        self.assertEqual(len(keys("hosts:down")), 4)
+        self.assertEqual(len(keys("fabric")), 8)
+        self.assertEqual(len(keys("all:up")), 8)
+        with self.assertRaisesRegex(ValueError, "no link 'h9'"):
+            keys("h9")
+        with self.assertRaisesRegex(ValueError, "direction"):
+            keys("h0:sideways")
+
+    def test_bad_shapes(self):
+        with self.assertRaisesRegex(ValueError, "spines"):
+            topology.build("p-", 4, 1, 2)
+        with self.assertRaisesRegex(ValueError, "spines"):
+            topology.build("p-", 4, 2, 0)
+        with self.assertRaisesRegex(ValueError, "racks"):
+            topology.build("p-", 2, 3, 1)
+
+
+class Options(unittest.TestCase):
+    def test_rates(self):
+        self.assertEqual(cli.parse_rate("1gbit"), 10**9)
+        self.assertEqual(cli.parse_rate("10G"), 10**10)
+        self.assertEqual(cli.parse_rate("100mbit"), 10**8)
+        self.assertEqual(cli.parse_rate("125mbps"), 10**9)  # tc: bytes/s
+        for bad in ("fast", "0gbit", "-1g", "5tbit"):
+            with self.assertRaises(argparse.ArgumentTypeError):
+                cli.parse_rate(bad)
+
+    def test_probabilities(self):
+        self.assertEqual(cli.parse_prob("1%"), 0.01)
+        self.assertEqual(cli.parse_prob("0.001"), 0.001)
+        for bad in ("2", "-0.1", "x", "101%"):
+            with self.assertRaises(argparse.ArgumentTypeError):
+                cli.parse_prob(bad)
+        self.assertEqual(cli.parse_link_loss("r0-s1:up=0.5%"),
+                         ("r0-s1:up", 0.005))
+
+    def test_loss_defaults_to_the_last_switch_port(self):
+        t = topology.build("p-", 2, 2, 1)
+        rec = {"rate_bps": 10**9, "fabric_rate_bps": 10**10}
+        a = types.SimpleNamespace(loss=0.01, link_loss=[("r0-s0:up", 0.5)],
+                                  ecn_k=30000)
+        s = cli.loss_settings(t, rec, a)
+        self.assertEqual(s["h0:down"], (0.01, 10**9 // 8, 30000))
+        self.assertEqual(s["h0:up"], (0.0, 0, 0))
+        self.assertEqual(s["r0-s0:up"], (0.5, 10**10 // 8, 30000))
+        self.assertEqual(s["r0-s0:down"], (0.0, 10**10 // 8, 30000))
+
+
+if __name__ == "__main__":
+    unittest.main()

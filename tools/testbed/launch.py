@@ -1,0 +1,135 @@
+"""Starts one rank per host inside its namespace, as dlcp-run does on one
+host: torchrun's variables, output prefixed "[rank R] ", and when a rank
+fails the others are stopped and the failure names the rank."""
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+
+def rank_env(t, rank, port, base):
+    h = t.hosts[rank]
+    env = dict(base)
+    env.update({
+        "RANK": str(rank), "WORLD_SIZE": str(len(t.hosts)),
+        "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+        "GROUP_RANK": str(rank), "ROLE_RANK": str(rank),
+        "ROLE_WORLD_SIZE": str(len(t.hosts)),
+        "MASTER_ADDR": t.hosts[0].addr, "MASTER_PORT": str(port),
+        "DLCP_TOPO": f"rack{h.rack}",
+    })
+    return env
+
+
+def describe(status):
+    if status < 0:
+        try:
+            return f"was killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+def rank_jobs(t, argv, port):
+    """One job per host: (output prefix, namespace, argv, environment)."""
+    return [(f"[rank {r}] ", h.ns, argv, rank_env(t, r, port, os.environ))
+            for r, h in enumerate(t.hosts)]
+
+
+MPI_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "netns-rsh")
+
+
+def mpirun_jobs(t, argv, extra):
+    """One job: mpirun in host 0's namespace starting len(hosts) ranks, one
+    per host, through the netns-rsh agent, over TCP on the testbed links
+    (never shared memory or loopback).  |extra| goes before the program."""
+    hosts = ",".join(h.ns for h in t.hosts)
+    cmd = ["mpirun", "--allow-run-as-root", "-np", str(len(t.hosts)),
+           "--host", hosts, "--map-by", "node",
+           "--mca", "plm_rsh_agent", MPI_AGENT,
+           "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "eth0",
+           "--mca", "oob_tcp_if_include", "eth0"] + extra + argv
+    return [("", t.hosts[0].ns, cmd, dict(os.environ))]
+
+
+class Ranks:
+    """The running jobs; stop() terminates every one still running."""
+
+    def __init__(self, jobs, grace_s):
+        self.grace_s = grace_s
+        self.procs = []
+        self.prefixes = []
+        for prefix, ns, argv, env in jobs:
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", ns] + argv, env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True)
+            self.procs.append(p)
+            self.prefixes.append(prefix)
+
+    def signal(self, sig):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+
+    def stop(self):
+        self.signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        while time.monotonic() < deadline and any(
+                p.poll() is None for p in self.procs):
+            time.sleep(0.02)
+        self.signal(signal.SIGKILL)
+        for p in self.procs:
+            p.wait()
+
+    def supervise(self, stop_requested):
+        """Copies output until every job exited; returns (index of the
+        failed job or None, its status).  The first rank to fail stops the others, as
+        does stop_requested() turning true (a signal)."""
+        sel = selectors.DefaultSelector()
+        partial = {}
+        for r, p in enumerate(self.procs):
+            for f, out in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
+                os.set_blocking(f.fileno(), False)
+                sel.register(f, selectors.EVENT_READ, (r, out))
+                partial[f] = b""
+        failed, status, stopping = None, 0, False
+        while sel.get_map():
+            for key, _ in sel.select(timeout=0.1):
+                r, out = key.data
+                data = key.fileobj.read(65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    data, partial[key.fileobj] = partial[key.fileobj], b""
+                    if data:
+                        data += b"\n"
+                buf = partial.get(key.fileobj, b"") + data
+                *lines, rest = buf.split(b"\n")
+                if key.fileobj in sel.get_map():
+                    partial[key.fileobj] = rest
+                for line in lines:
+                    out.write(self.prefixes[r] +
+                              line.decode(errors="replace") + "\n")
+                out.flush()
+            for r, p in enumerate(self.procs):
+                rc = p.poll()
+                if rc not in (None, 0) and failed is None and not stopping:
+                    failed, status = r, rc
+            if (failed is not None or stop_requested()) and not stopping:
+                stopping = True
+                self.signal(signal.SIGTERM)
+                kill_at = time.monotonic() + self.grace_s
+            if stopping and time.monotonic() > kill_at:
+                self.signal(signal.SIGKILL)
+        for r, p in enumerate(self.procs):
+            rc = p.wait()
+            if rc != 0 and failed is None and not stopping:
+                failed, status = r, rc  # exited after closing its output
+        return failed, status
