@@ -1,0 +1,86 @@
+"""Which rank this process is, from the launcher that started it.
+
+torchrun and dlcp-run set torchrun's variables (RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT), which the C library reads itself.  Slurm
+(srun) and Open MPI (mpirun) number their tasks in variables of their own
+and know nothing of a rendezvous address; this module translates those
+into torchrun's variables, so the library, and torch.distributed's env://
+initialisation, see one convention.
+"""
+
+import os
+
+DEFAULT_MASTER_PORT = 29500  # torch.distributed's default
+
+
+class LauncherError(ValueError):
+    """A launcher variable is missing or malformed (the message names it)."""
+
+
+def _int_var(env, name, lo, hi=None):
+    raw = env.get(name)
+    if raw is None:
+        raise LauncherError(f"{name} is not set")
+    try:
+        value = int(raw, 10)
+    except ValueError:
+        value = None
+    if value is None or value < lo or (hi is not None and value > hi):
+        upper = "" if hi is None else f"..{hi}"
+        raise LauncherError(
+            f"{name}={raw!r}: expected an integer in {lo}{upper}")
+    return value
+
+
+def _master(env, launcher, default_addr=None):
+    addr = env.get("MASTER_ADDR") or default_addr
+    if not addr:
+        raise LauncherError(
+            f"{launcher} gives no rendezvous address: set MASTER_ADDR to "
+            "rank 0's host (e.g. mpirun -x MASTER_ADDR=host0)")
+    port = DEFAULT_MASTER_PORT
+    if env.get("MASTER_PORT") is not None:
+        port = _int_var(env, "MASTER_PORT", 1, 65535)
+    return addr, port
+
+
+def detect(env=None):
+    """Returns (launcher, variables): the torchrun-style variables this
+    process should have, or (None, {}) when nothing is set (a world of one).
+
+    torchrun's own variables win when RANK is set; then Open MPI's
+    OMPI_COMM_WORLD_RANK/_SIZE (+ MASTER_ADDR, required); then Slurm's
+    SLURM_PROCID/SLURM_NTASKS (+ MASTER_ADDR, else
+    SLURM_LAUNCH_NODE_IPADDR)."""
+    env = os.environ if env is None else env
+    if "RANK" in env or "WORLD_SIZE" in env:
+        return "torchrun", {}
+    if "OMPI_COMM_WORLD_RANK" in env:
+        size = _int_var(env, "OMPI_COMM_WORLD_SIZE", 1)
+        rank = _int_var(env, "OMPI_COMM_WORLD_RANK", 0, size - 1)
+        local = env.get("OMPI_COMM_WORLD_LOCAL_RANK", str(rank))
+        local_size = env.get("OMPI_COMM_WORLD_LOCAL_SIZE", str(size))
+        addr, port = _master(env, "Open MPI")
+        launcher = "openmpi"
+    elif "SLURM_PROCID" in env:
+        size = _int_var(env, "SLURM_NTASKS", 1)
+        rank = _int_var(env, "SLURM_PROCID", 0, size - 1)
+        local = env.get("SLURM_LOCALID", str(rank))
+        local_size = env.get("SLURM_NTASKS_PER_NODE", str(size)).split("(")[0]
+        addr, port = _master(env, "Slurm", env.get("SLURM_LAUNCH_NODE_IPADDR"))
+        launcher = "slurm"
+    else:
+        return None, {}
+    return launcher, {"RANK": str(rank), "WORLD_SIZE": str(size),
+                      "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": local_size,
+                      "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
+
+
+def export(env=None):
+    """Sets torchrun's variables in os.environ from the detected launcher
+    and returns the launcher's name ("torchrun", "slurm", "openmpi" or
+    None).  Variables already set are left alone."""
+    launcher, variables = detect(env)
+    for name, value in variables.items():
+        os.environ.setdefault(name, value)
+    return launcher
