@@ -12,7 +12,9 @@ torch.distributed (docs/pytorch.md).
 
 from ._comm import Communicator, Error, Handle, Result
 from ._launcher import LauncherError
+from ._launcher import export as export_launcher_env
 from ._lib import ALGOS, DTYPES, REDOPS, strerror
 
 __all__ = ["Communicator", "Error", "Handle", "Result", "LauncherError",
+           "export_launcher_env",
            "ALGOS", "DTYPES", "REDOPS", "strerror"]

@@ -169,9 +169,13 @@ class Communicator:
     OMPI_COMM_WORLD_RANK/_SIZE or Slurm's SLURM_PROCID/SLURM_NTASKS with
     MASTER_ADDR (Slurm: else SLURM_LAUNCH_NODE_IPADDR) and MASTER_PORT
     (default 29500); DLCP_* options apply as documented in
-    docs/runtime.md.  Communicator(rank=, world_size=, master_addr=,
-    master_port=, **options) takes an explicit configuration instead;
-    options are dlcp_comm_config's fields (paths, timeout_ms, shm, ...).
+    docs/runtime.md.  rank, world_size, master_addr and master_port, when
+    given, override the environment's values (e.g. a port of dlcp's own
+    beside torch.distributed's store on MASTER_PORT).
+
+    Communicator(rank=, world_size=, ..., **options) with options
+    (dlcp_comm_config's fields: paths, timeout_ms, shm, fault_drop, ...)
+    takes an explicit configuration instead and ignores the environment.
 
     It blocks until every rank joined.  Close it with close() (or a with
     block): that waits, bounded by the timeout, for the other ranks."""
@@ -180,11 +184,14 @@ class Communicator:
                  master_port=None, **options):
         self._ptr = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
-        if rank is None and world_size is None and master_addr is None \
-                and master_port is None and not options:
+        if not options:
             self.launcher = _launcher.export()
-            code = lib.dlcp_comm_create_from_env(ctypes.byref(self._ptr),
-                                                 err, len(err))
+            overrides = {"RANK": rank, "WORLD_SIZE": world_size,
+                         "MASTER_ADDR": master_addr,
+                         "MASTER_PORT": master_port}
+            with _launcher.overridden(overrides):
+                code = lib.dlcp_comm_create_from_env(
+                    ctypes.byref(self._ptr), err, len(err))
         else:
             self.launcher = None
             cfg = self._config(rank, world_size, master_addr, master_port,
@@ -219,6 +226,13 @@ class Communicator:
         if not self._ptr:
             raise ValueError("communicator is closed")
         return self._ptr
+
+    def detach(self):
+        """Hands the C communicator (a dlcp_comm* as an int) to a new owner,
+        which must dlcp_comm_destroy it; this object is closed after."""
+        ptr = self._handle().value
+        self._ptr = ctypes.c_void_p()
+        return ptr
 
     def close(self):
         """Leaves the job (idempotent).  Operations still running fail."""

@@ -8,7 +8,9 @@ into torchrun's variables, so the library, and torch.distributed's env://
 initialisation, see one convention.
 """
 
+import contextlib
 import os
+import threading
 
 DEFAULT_MASTER_PORT = 29500  # torch.distributed's default
 
@@ -84,3 +86,25 @@ def export(env=None):
     for name, value in variables.items():
         os.environ.setdefault(name, value)
     return launcher
+
+
+_env_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def overridden(values):
+    """Sets the variables of |values| that are not None in os.environ (so
+    the C library's getenv sees them) for the duration of the block, then
+    restores the previous environment."""
+    values = {k: str(v) for k, v in values.items() if v is not None}
+    with _env_lock:
+        saved = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    del os.environ[k]
+                else:
+                    os.environ[k] = v
