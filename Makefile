@@ -2,11 +2,13 @@
 #   make demo    install what is missing, build, run the main job
 #   make check   install what is missing, build, run the whole test suite
 #                (normal build with -Werror, then the ASan+UBSan build)
-# Others: make build, make fuzz (60 s per libFuzzer target), make bench
-# (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
-# MPI), make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs
-# Gloo and Open MPI on an emulated 4-host cluster, root), make results (the
-# seeds' simulated experiments, regenerating docs/results.md), make clean.
+# Others: make build, make python (the Python package in build/venv),
+# make fuzz (60 s per libFuzzer target), make bench (core and
+# point-to-point), make bench-allreduce (dlcp vs Gloo and Open MPI),
+# make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs Gloo and
+# Open MPI on an emulated 4-host cluster, root), make results (the seeds'
+# simulated experiments, regenerating docs/results.md), make
+# train-fashion-mnist (the PyTorch example: Gloo vs dlcp), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -18,13 +20,19 @@ CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 # Debian packages the build, the tests and the tools need (README says why).
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build \
-                python3 libbpf-dev bpftool ethtool util-linux
+                python3 libbpf-dev bpftool ethtool util-linux \
+                g++ python3-venv python3-pip python3-setuptools python3-wheel \
+                python3-dev python3-numpy python3-pytest python3-torch \
+                libtorch-dev pybind11-dev
 # make bench-testbed's peers and plot.
 BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
                           python3-matplotlib
+# Only the PyTorch example needs these.
+EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
-.PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto bench-testbed results clean
+.PHONY: all deps build python demo check test asan fuzz bench bench-allreduce \
+        bench-sim bench-straggler bench-auto bench-testbed results \
+        train-fashion-mnist clean
 
 all: build
 
@@ -37,10 +45,14 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The dlcp Python package, pip-installed into $(BUILD)/venv.
+python: build
+	@./scripts/python-venv.sh $(BUILD)
+
+demo: build python
 	@./scripts/demo.sh $(BUILD)
 
-test: build
+test: build python
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 $(ASAN_BUILD)/CMakeCache.txt:
@@ -55,7 +67,7 @@ asan: deps $(ASAN_BUILD)/CMakeCache.txt
 
 # The sanitizer run comes first so the output ends with the summary of the
 # main (optimised, -Werror) build.
-check: asan build
+check: asan build python
 	@echo "== main build: ctest =="
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -92,6 +104,10 @@ results: build
 bench-testbed: build
 	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
 	@/usr/bin/python3 scripts/bench-testbed.py $(BUILD)
+
+train-fashion-mnist: python
+	@./scripts/install-deps.sh $(EXAMPLE_DEB_PACKAGES)
+	@./scripts/train-fashion-mnist.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

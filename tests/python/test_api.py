@@ -1,0 +1,133 @@
+"""The dlcp Python API on 1 to 4 ranks (api_worker.py does the checking)."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dlcp
+from dlcp import _launcher
+from conftest import HERE, assert_ok, rank_lines, run_job
+
+
+def test_world_of_one_in_process(monkeypatch):
+    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    with dlcp.Communicator() as comm:
+        assert (comm.rank, comm.size) == (0, 1)
+        a = np.arange(10, dtype=np.float32)
+        ptr = a.ctypes.data
+        res = comm.allreduce(a, op="max")
+        assert a.ctypes.data == ptr and np.array_equal(a, np.arange(10))
+        assert res.delivered_fraction == 1.0 and res.missing == []
+        out = np.zeros(10, np.int64)
+        comm.allgather(np.arange(10, dtype=np.int64), out)
+        assert np.array_equal(out, np.arange(10))
+        comm.barrier()
+        assert comm.stats()["datagrams_sent"] == 0
+    with pytest.raises(ValueError, match="closed"):
+        comm.barrier()
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_every_collective_and_dtype(world):
+    assert_ok(run_job(world, "api_worker.py", "collectives"), world)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_async_handles(world):
+    assert_ok(run_job(world, "api_worker.py", "asynchronous"), world)
+
+
+def test_invalid_arguments_raise():
+    assert_ok(run_job(2, "api_worker.py", "errors"), 2)
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_dead_peer_is_named(world):
+    proc = run_job(world, "api_worker.py", "peer_dies",
+                   env={"DLCP_TIMEOUT_MS": "5000"})
+    detail = proc.stdout + proc.stderr
+    assert proc.returncode == 0, detail
+    for r in range(world - 1):
+        errs = rank_lines(proc, r, "ERROR")
+        assert errs and f"rank {world - 1}" in errs[0], detail
+        assert rank_lines(proc, r, "OK"), detail
+
+
+def test_loss_bound_under_injected_loss():
+    proc = run_job(3, "api_worker.py", "lossy",
+                   env={"DLCP_FAULT_DROP": "1%", "DLCP_FAULT_SEED": "11"})
+    assert_ok(proc, 3)
+
+
+def test_bad_communicator_configuration_raises_dlcp_error():
+    with pytest.raises(dlcp.Error) as e:
+        dlcp.Communicator(rank=0, world_size=2, master_addr="127.0.0.1",
+                          master_port=1, paths=0, rdzv_timeout_ms=200)
+    assert e.value.code < 0 and e.value.strerror
+    with pytest.raises(TypeError, match="bogus"):
+        dlcp.Communicator(rank=0, world_size=1, bogus=1)
+
+
+# --- launchers -------------------------------------------------------------
+
+def test_launcher_variables_are_translated():
+    slurm = {"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0",
+             "SLURM_LAUNCH_NODE_IPADDR": "10.0.0.5"}
+    assert _launcher.detect(slurm) == ("slurm", {
+        "RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.5",
+        "MASTER_PORT": "29500"})
+    ompi = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2",
+            "MASTER_ADDR": "h0", "MASTER_PORT": "4000"}
+    launcher, env = _launcher.detect(ompi)
+    assert launcher == "openmpi" and env["RANK"] == "1"
+    assert env["MASTER_ADDR"] == "h0" and env["MASTER_PORT"] == "4000"
+    assert _launcher.detect({"RANK": "0", "SLURM_PROCID": "3"}) == \
+        ("torchrun", {})
+    assert _launcher.detect({}) == (None, {})
+    with pytest.raises(dlcp.LauncherError, match="MASTER_ADDR"):
+        _launcher.detect({"OMPI_COMM_WORLD_RANK": "0",
+                          "OMPI_COMM_WORLD_SIZE": "2"})
+    with pytest.raises(dlcp.LauncherError,
+                       match=r"SLURM_PROCID='4': expected an integer in 0..3"):
+        _launcher.detect(dict(slurm, SLURM_PROCID="4"))
+    with pytest.raises(dlcp.LauncherError, match="MASTER_PORT='x'"):
+        _launcher.detect(dict(ompi, MASTER_PORT="x"))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
+def test_jobs_start_from_slurm_and_open_mpi_variables(launcher):
+    world, port = 3, _free_port()
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                         "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    procs = []
+    for r in range(world):
+        env = dict(base, PYTHONUNBUFFERED="1", MASTER_PORT=str(port))
+        if launcher == "slurm":
+            env.update(SLURM_PROCID=str(r), SLURM_NTASKS=str(world),
+                       SLURM_LAUNCH_NODE_IPADDR="127.0.0.1")
+        else:
+            env.update(OMPI_COMM_WORLD_RANK=str(r),
+                       OMPI_COMM_WORLD_SIZE=str(world),
+                       MASTER_ADDR="127.0.0.1")
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "api_worker.py"), "launcher"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True))
+    for r, p in enumerate(procs):
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, out
+        assert f"LAUNCHER {launcher} rank {r} size {world} RANK={r} " \
+               f"WORLD_SIZE={world}" in out, out

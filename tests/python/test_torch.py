@@ -1,0 +1,58 @@
+"""PyTorch integration: the DDP hook and the "dlcp" backend against Gloo
+(torch_worker.py runs the jobs)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dlcp.torch  # noqa: E402
+from dlcp.torch.hook import _layers  # noqa: E402
+from conftest import assert_ok, run_job  # noqa: E402
+
+
+def _ddp_params(mode, tmp_path):
+    out = tmp_path / f"{mode}.pt"
+    assert_ok(run_job(2, "torch_worker.py", "ddp", mode, out), 2)
+    return torch.load(out)
+
+
+def test_hook_and_backend_train_like_gloo(tmp_path):
+    """2 ranks, 20 steps of a tiny model: the dlcp hook at p = 0 and the
+    dlcp backend end with Gloo's parameters (within float tolerance: the
+    sums are added in another order)."""
+    gloo = _ddp_params("gloo", tmp_path)
+    for mode in ("hook", "backend"):
+        got = _ddp_params(mode, tmp_path)
+        assert len(got) == len(gloo)
+        for a, b in zip(got, gloo):
+            assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), \
+                (mode, (a - b).abs().max())
+
+
+def test_backend_every_operation_and_dtype():
+    for world in (2, 3):
+        assert_ok(run_job(world, "torch_worker.py", "backend_ops"), world)
+
+
+def test_api_on_torch_tensors_zero_copy():
+    assert_ok(run_job(2, "torch_worker.py", "api_tensors"), 2)
+
+
+def test_hook_loss_bound_under_injected_loss():
+    assert_ok(run_job(2, "torch_worker.py", "hook_lossy",
+                      env={"DLCP_FAULT_DROP": "1%"}), 2)
+
+
+def test_layer_priority_is_front_first():
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(),
+                                torch.nn.Linear(4, 4),
+                                torch.nn.Sequential(torch.nn.Linear(4, 2)))
+    layers = _layers(model)
+    params = list(model.parameters())
+    assert [layers[id(p)] for p in params] == \
+        [(0, 3), (0, 3), (1, 3), (1, 3), (2, 3), (2, 3)]
+
+
+def test_backend_is_registered():
+    assert dlcp.torch.backend.available()
+    assert "DLCP" in torch.distributed.Backend._plugins

@@ -1,0 +1,153 @@
+"""One rank of a PyTorch test job (launched by test_torch.py through
+dlcp-run).  Prints "OK" at the end; a failed check raises."""
+
+import sys
+
+import torch
+import torch.distributed as dist
+
+import dlcp
+import dlcp.torch
+
+STEPS = 20
+
+
+def tiny_model():
+    torch.manual_seed(0)
+    # 1.3 MB of parameters: more than DDP's first bucket (1 MiB)
+    return torch.nn.Sequential(torch.nn.Linear(16, 512), torch.nn.ReLU(),
+                               torch.nn.Linear(512, 600), torch.nn.ReLU(),
+                               torch.nn.Linear(600, 4))
+
+
+def ddp(mode, out_path):
+    """20 SGD steps of a tiny model on rank-dependent data; rank 0 saves
+    the parameters.  mode: gloo (stock), hook (Gloo + the dlcp hook at
+    p = 0), backend (init_process_group("dlcp"))."""
+    dist.init_process_group("dlcp" if mode == "backend" else "gloo")
+    model = tiny_model()
+    net = torch.nn.parallel.DistributedDataParallel(model,
+                                                    bucket_cap_mb=0.25)
+    state = dlcp.torch.register_ddp_hook(net) if mode == "hook" else None
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator().manual_seed(100 + dist.get_rank())
+    for _ in range(STEPS):
+        x = torch.randn(8, 16, generator=gen)
+        y = torch.randn(8, 4, generator=gen)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        opt.step()
+    if state is not None:
+        assert state.steps == STEPS, state.steps
+        assert state.delivered_fractions == [1.0] * STEPS
+        assert state.missing_elements == 0
+        nparams = sum(p.numel() for p in model.parameters())
+        assert state.total_elements == STEPS * nparams
+        assert len(state.last_results) > 1  # several buckets per step
+        state.close()
+    if dist.get_rank() == 0:
+        torch.save([p.detach() for p in model.parameters()], out_path)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def hook_lossy():
+    """The hook at p = 0.05 under 1 % injected loss: every step counted,
+    at least 95 % of each delivered, and training goes on."""
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512),
+                                torch.nn.Linear(512, 8))
+    net = torch.nn.parallel.DistributedDataParallel(model)
+    state = dlcp.torch.register_ddp_hook(net, loss_bound=0.05, algo="ring")
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    for _ in range(5):
+        opt.zero_grad()
+        net(torch.randn(4, 512)).sum().backward()
+        opt.step()
+    assert state.steps == 5 and len(state.delivered_fractions) == 5
+    assert all(0.95 <= f <= 1.0 for f in state.delivered_fractions), \
+        state.delivered_fractions
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    print(f"DELIVERED {state.delivered_fractions}")
+    state.close()
+    dist.destroy_process_group()
+
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32,
+          torch.int64]
+
+
+def backend_ops():
+    """Every operation of the "dlcp" backend, every dtype."""
+    dist.init_process_group("dlcp")
+    r, w = dist.get_rank(), dist.get_world_size()
+    assert dist.get_backend() == "dlcp"
+    total = w * (w + 1) // 2
+    for dtype in DTYPES:
+        for n in (3, 100_000):
+            t = torch.full((n,), r + 1, dtype=dtype)
+            ptr = t.data_ptr()
+            dist.all_reduce(t)
+            assert t.data_ptr() == ptr and (t == total).all(), (dtype, t)
+            t = torch.full((n,), r + 1, dtype=dtype)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            assert (t == w).all()
+            t = torch.full((n,), r + 1, dtype=dtype)
+            dist.all_reduce(t, op=dist.ReduceOp.MIN)
+            assert (t == 1).all()
+            b = torch.full((n,), r, dtype=dtype)
+            dist.broadcast(b, src=w - 1)
+            assert (b == w - 1).all()
+            outs = [torch.zeros(n, dtype=dtype) for _ in range(w)]
+            dist.all_gather(outs, torch.full((n,), r, dtype=dtype))
+            assert all((o == i).all() for i, o in enumerate(outs))
+            flat = torch.zeros(n * w, dtype=dtype)
+            dist._all_gather_base(flat, torch.full((n,), r, dtype=dtype))
+            assert all((flat[i * n:(i + 1) * n] == i).all() for i in range(w))
+    # asynchronous work
+    ts = [torch.full((50_000,), float(r + 1)) for _ in range(4)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    for wk in reversed(works):
+        wk.wait()
+    assert all((t == total).all() for t in ts)
+    fut = dist.all_reduce(torch.ones(8), async_op=True).get_future()
+    assert (fut.wait()[0] == w).all()
+    dist.barrier()
+    # an unsupported op is refused with the backend named
+    try:
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.PRODUCT)
+    except RuntimeError as e:
+        assert "dlcp" in str(e), e
+    else:
+        raise AssertionError("PRODUCT accepted")
+    dist.destroy_process_group()
+
+
+def api_tensors():
+    """The dlcp API itself on CPU torch tensors: zero-copy, every dtype."""
+    comm = dlcp.Communicator()
+    r, w = comm.rank, comm.size
+    for dtype in DTYPES:
+        t = torch.full((1000,), r + 1, dtype=dtype)
+        ptr = t.data_ptr()
+        res = comm.allreduce(t)
+        assert t.data_ptr() == ptr and (t == w * (w + 1) // 2).all(), dtype
+        assert res.delivered_fraction == 1.0
+    try:
+        comm.allreduce(torch.ones(4, 4)[:, 0])
+    except ValueError as e:
+        assert "contiguous" in str(e)
+    else:
+        raise AssertionError("a strided tensor was accepted")
+    comm.close()
+
+
+def main():
+    scenario = sys.argv[1]
+    globals()[scenario](*sys.argv[2:])
+    print(f"OK {scenario}")
+
+
+if __name__ == "__main__":
+    main()
