@@ -5,6 +5,7 @@
 #   2. the sans-I/O core alone through the seeded in-memory network;
 #   3. an all-reduce benchmark over 4 ranks, every result checked;
 #   4. a small simulation: dlcp-sim's embedded default scenario.
+#   5. the Python package: an all-reduce of numpy arrays on 2 ranks.
 set -eu
 build=${1:-build}
 bin=$build/bin
@@ -29,3 +30,11 @@ echo "== 3. dlcp-run -n 4 dlcp-bench: all-reduce, every result checked =="
 echo
 echo "== 4. dlcp-sim: the MLT seed's 144-host leaf-spine, PS traffic (scaled down) =="
 "$bin/dlcp-sim"
+echo
+echo "== 5. Python (make python's venv): dlcp.Communicator all-reduce on 2 ranks =="
+"$bin/dlcp-run" -n 2 "$build/venv/bin/python" -c '
+import numpy as np, dlcp
+with dlcp.Communicator() as comm:
+    a = np.full(4, comm.rank + 1.0, np.float32)
+    print(a, "->", end=" ")
+    print(a, comm.allreduce(a))'
