@@ -114,6 +114,31 @@ def asynchronous(comm):
     check("async broadcast", b, np.arange(4, dtype=np.int64))
 
 
+def wait_timeout(comm):
+    """wait(timeout) on a collective that cannot finish yet raises
+    TimeoutError and may be waited for again: rank 0's barrier waits for
+    the others, which enter it only once rank 0 timed out (told by a file
+    in $SYNC_DIR)."""
+    flag = os.path.join(os.environ["SYNC_DIR"], "timed-out")
+    if comm.rank == 0:
+        h = comm.barrier(async_op=True)
+        try:
+            h.wait(timeout=0.05)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("a barrier finished without the others")
+        assert not h.test()
+        open(flag, "w").close()
+        assert h.wait(timeout=60).delivered_fraction == 1.0
+    else:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(flag):
+            assert time.monotonic() < deadline, "rank 0 never timed out"
+            time.sleep(0.01)
+        comm.barrier()
+
+
 def errors(comm):
     """Invalid arguments are refused before anything is posted."""
     a = np.zeros(8, np.float32)

@@ -42,6 +42,11 @@ def test_async_handles(world):
     assert_ok(run_job(world, "api_worker.py", "asynchronous"), world)
 
 
+def test_wait_with_timeout(tmp_path):
+    assert_ok(run_job(3, "api_worker.py", "wait_timeout",
+                      env={"SYNC_DIR": str(tmp_path)}), 3)
+
+
 def test_invalid_arguments_raise():
     assert_ok(run_job(2, "api_worker.py", "errors"), 2)
 
