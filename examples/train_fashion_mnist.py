@@ -4,7 +4,8 @@
 Launch one process per rank with any launcher that sets torchrun's
 variables (Slurm and Open MPI through dlcp.export_launcher_env):
 
-    torchrun --standalone --nproc-per-node 4 train_fashion_mnist.py --backend gloo
+    python3 -m torch.distributed.run --standalone --nproc_per_node 4 \
+        --redirects 1 --tee 1 train_fashion_mnist.py --backend gloo
     build/bin/dlcp-run -n 4 python3 train_fashion_mnist.py --backend dlcp-hook
     build/bin/dlcp-run -n 4 python3 train_fashion_mnist.py --backend dlcp-hook --loss-bound 0.01
     build/bin/dlcp-run -n 4 python3 train_fashion_mnist.py --backend dlcp

@@ -139,7 +139,14 @@ class Handle:
             lib.dlcp_request_free(self._req)
 
 
-def _opts(algo, loss_bound, layer, nlayers, chunk_bytes):
+def _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority=None):
+    """dlcp_coll_opts; |priority| (0 most urgent .. 7), when given, stands
+    for layer = priority of nlayers = 8 (the library's layer * 8 /
+    nlayers)."""
+    if priority is not None:
+        if not 0 <= priority < 8:
+            raise ValueError(f"priority={priority!r}: expected 0..7")
+        layer, nlayers = priority, 8
     o = CollOpts()
     lib.dlcp_coll_opts_default(ctypes.byref(o))
     if algo not in ALGOS:
@@ -266,17 +273,19 @@ class Communicator:
         return h if async_op else h.wait()
 
     def allreduce(self, tensor, out=None, op="sum", algo="auto",
-                  loss_bound=0.0, layer=0, nlayers=0, chunk_bytes=0,
-                  async_op=False):
+                  loss_bound=0.0, layer=0, nlayers=0, priority=None,
+                  chunk_bytes=0, async_op=False):
         """Reduces |tensor| over all ranks into |out| (default: in place).
-        loss_bound p in [0, 1): up to that fraction of the result may be
-        missing (zero, reported in the Result).  layer/nlayers: MLT's
-        priority, layer * 8 / nlayers (0 most urgent).  Returns a Result,
-        or a Handle with async_op=True."""
+        op: sum, avg, min, max.  algo: a name of dlcp.ALGOS.  loss_bound p
+        in [0, 1): up to that fraction of the result may be missing (zero,
+        reported in the Result).  layer/nlayers: MLT's switch priority,
+        layer * 8 / nlayers (0 most urgent), or priority 0..7 directly.
+        chunk_bytes: pipelining granularity (0: by size).  Returns a
+        Result, or a Handle with async_op=True."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
         self._same(src, dst, 1)
-        o = _opts(algo, loss_bound, layer, nlayers, chunk_bytes)
+        o = _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority)
         return self._run(
             "allreduce",
             lambda r: lib.dlcp_allreduce(self._handle(), src.ptr, dst.ptr,
@@ -285,14 +294,15 @@ class Communicator:
             (src, dst, o), async_op)
 
     def reduce_scatter(self, tensor, out=None, op="sum", algo="auto",
-                       loss_bound=0.0, layer=0, nlayers=0, async_op=False):
+                       loss_bound=0.0, layer=0, nlayers=0, priority=None,
+                       async_op=False):
         """Reduces |tensor| over all ranks; this rank's shard of the result
         (shard(n) elements at shard offset) lands at the same offset of
         |out| (default: in place in |tensor|)."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
         self._same(src, dst, 1)
-        o = _opts(algo, loss_bound, layer, nlayers, 0)
+        o = _opts(algo, loss_bound, layer, nlayers, 0, priority)
         return self._run(
             "reduce_scatter",
             lambda r: lib.dlcp_reduce_scatter(self._handle(), src.ptr,

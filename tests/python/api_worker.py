@@ -59,12 +59,12 @@ def collectives(comm):
             # out of place: the input stays as it was
             a = contribution(r, n, dtype)
             out = np.zeros_like(a)
-            comm.allreduce(a, out=out, algo="ring")
+            comm.allreduce(a, out=out, algo="ring", priority=7)
             check("allreduce out", out, expected("sum", w, n, dtype))
             check("allreduce input kept", a, contribution(r, n, dtype))
             # reduce-scatter: this rank's shard of the sum, in place
             a = contribution(r, n, dtype)
-            comm.reduce_scatter(a)
+            comm.reduce_scatter(a, layer=3, nlayers=10)
             off, ln = comm.shard(n)
             check("reduce_scatter", a[off:off + ln],
                   expected("sum", w, n, dtype)[off:off + ln])
@@ -146,6 +146,7 @@ def errors(comm):
             (lambda: comm.allreduce(a, algo="bogus"), ValueError),
             (lambda: comm.allreduce(a, loss_bound=1.0), ValueError),
             (lambda: comm.allreduce(a, op="prod"), ValueError),
+            (lambda: comm.allreduce(a, priority=8), ValueError),
             (lambda: comm.allreduce(np.zeros(8, np.float64)), TypeError),
             (lambda: comm.allreduce(np.zeros((4, 4), np.float32)[:, 1]),
              ValueError),
