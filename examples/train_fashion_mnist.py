@@ -95,9 +95,10 @@ def train(args):
     net = torch.nn.parallel.DistributedDataParallel(model)
     state = None
     if args.backend == "dlcp-hook":
-        state = dlcp.torch.register_ddp_hook(net, loss_bound=args.loss_bound)
-    elif args.loss_bound:
-        sys.exit("--loss-bound applies to --backend dlcp-hook only")
+        state = dlcp.torch.register_ddp_hook(net, loss_bound=args.loss_bound,
+                                             algo=args.algo)
+    elif args.loss_bound or args.algo != "auto":
+        sys.exit("--loss-bound and --algo apply to --backend dlcp-hook only")
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
     x_train, y_train = load(args.data, "train")
     x_test, y_test = load(args.data, "test")
@@ -190,6 +191,9 @@ def main():
     ap.add_argument("--loss-bound", type=float, default=0.0,
                     help="dlcp-hook: fraction p of each bucket that may be "
                          "lost (default 0: exact)")
+    ap.add_argument("--algo", default="auto",
+                    help="dlcp-hook: the all-reduce algorithm (auto, ring, "
+                         "halving_doubling, ps, ...)")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64, help="per rank")
     ap.add_argument("--lr", type=float, default=0.05)
