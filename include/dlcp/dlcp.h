@@ -274,6 +274,11 @@ typedef struct dlcp_coll_opts {
   uint64_t chunk_bytes; /* pipelining granularity; 0 = by size (a quarter
                            of a chunk, 256 KiB .. 4 MiB) */
   double bypass_alpha;  /* RING_BYPASS threshold factor; 0 = default */
+  int f32_importance;   /* nonzero, FLOAT32 data (gradients): each
+                           packet whose mean |x| exceeds the median |x| of
+                           a 5 % sample of its transfer is marked
+                           important, the others may be dropped first (the
+                           MLT seed's magnitude rule); 0 = all important */
 } dlcp_coll_opts;
 
 /* dlcp_coll_opts_default: AUTO, exact (loss bound 0), priority 0. */

@@ -7,7 +7,7 @@ import weakref
 
 from . import _launcher
 from ._buffer import view
-from ._lib import (ALGOS, DTYPES, ERR_CANCELED, ERR_TIMEOUT, ITEMSIZE,
+from ._lib import (ALGOS, DTYPES, ERR_CANCELED, ERR_PENDING, ITEMSIZE,
                    REDOPS, CollInfo, CollOpts, CommConfig, CommStats, lib,
                    strerror)
 
@@ -100,7 +100,7 @@ class Handle:
             ms = -1 if timeout is None else max(0, int(timeout * 1000))
             info = CollInfo()
             status = lib.dlcp_wait(self._req, ms, ctypes.byref(info))
-            if status == ERR_TIMEOUT and info.status == 0 and ms >= 0:
+            if status == ERR_PENDING:
                 raise TimeoutError(f"{self._what}: still running after "
                                    f"{timeout} s")
             self._finish(status, info)
@@ -139,7 +139,8 @@ class Handle:
             lib.dlcp_request_free(self._req)
 
 
-def _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority=None):
+def _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority=None,
+          importance=False):
     """dlcp_coll_opts; |priority| (0 most urgent .. 7), when given, stands
     for layer = priority of nlayers = 8 (the library's layer * 8 /
     nlayers)."""
@@ -159,6 +160,7 @@ def _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority=None):
     o.layer = int(layer)
     o.nlayers = int(nlayers)
     o.chunk_bytes = int(chunk_bytes)
+    o.f32_importance = 1 if importance else 0
     return o
 
 
@@ -223,7 +225,7 @@ class Communicator:
         cfg.master_port = master_port or _launcher.DEFAULT_MASTER_PORT
         names = {f for f, _ in CommConfig._fields_}
         for key, value in options.items():
-            if key not in names or key in ("rank", "world_size"):
+            if key not in names or key in ("version", "rank", "world_size"):
                 raise TypeError(f"unknown communicator option {key!r}")
             setattr(cfg, key, value.encode() if isinstance(value, str)
                     else value)
@@ -274,18 +276,21 @@ class Communicator:
 
     def allreduce(self, tensor, out=None, op="sum", algo="auto",
                   loss_bound=0.0, layer=0, nlayers=0, priority=None,
-                  chunk_bytes=0, async_op=False):
+                  importance=False, chunk_bytes=0, async_op=False):
         """Reduces |tensor| over all ranks into |out| (default: in place).
         op: sum, avg, min, max.  algo: a name of dlcp.ALGOS.  loss_bound p
         in [0, 1): up to that fraction of the result may be missing (zero,
         reported in the Result).  layer/nlayers: MLT's switch priority,
         layer * 8 / nlayers (0 most urgent), or priority 0..7 directly.
-        chunk_bytes: pipelining granularity (0: by size).  Returns a
-        Result, or a Handle with async_op=True."""
+        importance (float32 only): packets whose mean |x| exceeds the
+        median of a 5 % sample are marked important, the others may be
+        dropped first.  chunk_bytes: pipelining granularity (0: by size).
+        Returns a Result, or a Handle with async_op=True."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
         self._same(src, dst, 1)
-        o = _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority)
+        o = _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority,
+                  importance)
         return self._run(
             "allreduce",
             lambda r: lib.dlcp_allreduce(self._handle(), src.ptr, dst.ptr,

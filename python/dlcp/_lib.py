@@ -42,7 +42,7 @@ ALGOS = {"auto": 0, "ring": 1, "ring_bypass": 2, "ps": 3,
          "halving_doubling": 4, "rat": 5, "direct": 6,
          "recursive_doubling": 7}
 ERR_CANCELED = -214
-ERR_TIMEOUT = -216
+ERR_PENDING = -221
 
 
 class Range(ctypes.Structure):
@@ -51,6 +51,7 @@ class Range(ctypes.Structure):
 
 class CommConfig(ctypes.Structure):
     _fields_ = [
+        ("version", c_u32),  # DLCP_COMM_CONFIG_VERSION, set by the default
         ("rank", c_u32), ("world_size", c_u32),
         ("master_addr", c_char_p), ("master_port", c_u16),
         ("local_addr", c_char_p),
@@ -78,7 +79,8 @@ class CommStats(ctypes.Structure):
 class CollOpts(ctypes.Structure):
     _fields_ = [("algo", c_int), ("loss_bound", c_double),
                 ("layer", c_u32), ("nlayers", c_u32),
-                ("chunk_bytes", c_u64), ("bypass_alpha", c_double)]
+                ("chunk_bytes", c_u64), ("bypass_alpha", c_double),
+                ("f32_importance", c_int)]
 
 
 class CollInfo(ctypes.Structure):

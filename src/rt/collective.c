@@ -52,6 +52,7 @@ typedef struct coll_run {
   struct dlcp_request *req;
   op *xfers; /* outstanding transfers, linked by coll_next */
   uint32_t layer, nlayers;
+  bool f32_importance; /* dlcp_coll_opts', for FLOAT32 vectors only */
   uint64_t bytes; /* the vector's */
   bool dirty; /* has events the state machine has not been polled for */
   /* DLCP_FAULT_STRAGGLE: the receive completion held back, once a run. */
@@ -242,6 +243,7 @@ static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
   o->t.bytes = a->bytes;
   o->opts.layer = run->layer;
   o->opts.nlayers = run->nlayers;
+  o->opts.f32_importance = run->f32_importance;
   o->loss_bound = a->loss_bound;
   o->posted_ns = now;
   o->coll_next = run->xfers;
@@ -590,6 +592,7 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   run->req = req;
   run->layer = opts->layer;
   run->nlayers = opts->nlayers;
+  run->f32_importance = opts->f32_importance && dtype == DLCP_FLOAT32;
   run->dirty = true;
   req->run = run;
   req->started_ns = now;

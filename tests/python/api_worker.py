@@ -51,7 +51,7 @@ def collectives(comm):
         for n in SIZES:
             for op in ("sum", "avg", "min", "max"):
                 a = contribution(r, n, dtype)
-                res = comm.allreduce(a, op=op)
+                res = comm.allreduce(a, op=op, importance=True)
                 check(f"allreduce {op} {dtype.__name__} {n}", a,
                       expected(op, w, n, dtype))
                 assert res.delivered_fraction == 1.0 and res.missing == []
@@ -193,7 +193,7 @@ def lossy(comm):
     r, w = comm.rank, comm.size
     n = 1 << 20
     a = np.full(n, r + 1, np.float32)
-    res = comm.allreduce(a, algo="ring", loss_bound=0.05)
+    res = comm.allreduce(a, algo="ring", loss_bound=0.05, importance=True)
     mask = np.ones(n, bool)
     for off, ln in res.missing:
         mask[off:off + ln] = False
