@@ -174,11 +174,13 @@ def peer_dies(comm):
     """The last rank leaves abruptly; every other rank's next collective
     fails with a dlcp.Error naming it."""
     victim = comm.size - 1
-    comm.barrier()
-    if comm.rank == victim:
-        os._exit(0)  # no goodbye: the control connections just close
     a = np.ones(200_000, np.float32)
     try:
+        # The victim leaves once its barrier completed, which may be before
+        # another rank's did: the failure may surface in either call.
+        comm.barrier()
+        if comm.rank == victim:
+            os._exit(0)  # no goodbye: the control connections just close
         comm.allreduce(a, algo="ring")
     except dlcp.Error as e:
         assert e.code < 0 and f"rank {victim}" in str(e), e
