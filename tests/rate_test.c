@@ -1,7 +1,8 @@
 /*
- * rate_test: the TIMELY-like rate controller on synthetic RTT sequences,
- * with the seed's defaults (T_low 12.5 us, T_high 125 us, alpha 40 Mbps,
- * beta 0.8).  Every expected rate is computed by hand from the rules.
+ * rate_test: MLT's congestion controller on synthetic RTT / ECN sequences,
+ * with the seed's defaults (T_low 12.5 us, T_high 125 us above the base
+ * RTT, alpha 40 Mbps per 10 packets, beta 0.8) and DCTCP's g = 1/16.
+ * Every expected rate is computed by hand from the rules in rate.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #define LINE 10000000000ull /* 10 Gbps */
 #define ALPHA 40000000.0
+#define BIG (1ull << 40) /* bytes in flight: the flow uses its whole rate */
 
 static dlcp_rate make(double start_bps) {
   dlcp_rate_params p;
@@ -24,9 +26,17 @@ static dlcp_rate make(double start_bps) {
   return r;
 }
 
+static dlcp_rate_move ack(dlcp_rate *r, dlcp_duration rtt, uint32_t acked,
+                          uint32_t ce, dlcp_tstamp now) {
+  dlcp_rate_ack a = {.rtt_ns = rtt, .acked_pkts = acked, .ce_pkts = ce,
+                     .inflight_bytes = BIG};
+  return dlcp_rate_on_ack(r, &a, now);
+}
+
 static void assert_rate(const dlcp_rate *r, double want) {
   double diff = r->rate_bps - want;
-  if (diff < -1e-3 || diff > 1e-3) {
+  double tol = want * 1e-12 + 1e-3;
+  if (diff < -tol || diff > tol) {
     fail_msg("rate %.3f bps, want %.3f bps", r->rate_bps, want);
   }
 }
@@ -39,59 +49,150 @@ static void test_defaults_are_the_seeds(void **state) {
   assert_int_equal(p.t_high_ns, 125000);
   assert_int_equal(p.alpha_bps, 40000000);
   assert_true(p.beta == 0.8);
+  assert_true(p.ecn_gain == 1.0 / 16.0);
   dlcp_rate r;
   dlcp_rate_init(&r, &p);
   assert_rate(&r, (double)LINE); /* starts at line rate */
+  assert_int_equal(r.base_rtt_ns, 0);
 }
 
-static void test_below_t_low_increases_additively(void **state) {
+/* A VM path: 100 us of base RTT is not queueing.  Only what lies above
+ * the smallest RTT seen counts against the thresholds. */
+static void test_thresholds_are_above_base(void **state) {
   (void)state;
   dlcp_rate r = make(5e9);
-  dlcp_rate_on_rtt(&r, 10000);
+  assert_int_equal(ack(&r, 100000, 10, 0, 0), DLCP_RATE_INCREASE);
+  assert_int_equal(r.base_rtt_ns, 100000);
   assert_rate(&r, 5e9 + ALPHA);
-  dlcp_rate_on_rtt(&r, 12499);
+  /* 10 us above base, rising: still below T_low */
+  assert_int_equal(ack(&r, 110000, 10, 0, 1000), DLCP_RATE_INCREASE);
   assert_rate(&r, 5e9 + 2 * ALPHA);
-  /* Rising but still below T_low: the RTT alone decides. */
-  dlcp_rate_on_rtt(&r, 12400);
-  assert_rate(&r, 5e9 + 3 * ALPHA);
+  /* 200 us above base: 1 - 0.8 (1 - 125/200) = 0.7 */
+  assert_int_equal(ack(&r, 300000, 10, 0, 2000), DLCP_RATE_DECREASE_DELAY);
+  assert_rate(&r, (5e9 + 2 * ALPHA) * 0.7);
+  /* The next cut waits one RTT (300 us) for the first one to show. */
+  assert_int_equal(ack(&r, 300000, 10, 0, 3000), DLCP_RATE_HOLD);
+  assert_rate(&r, (5e9 + 2 * ALPHA) * 0.7);
+  assert_int_equal(ack(&r, 400000, 10, 0, 302000), DLCP_RATE_DECREASE_DELAY);
+  /* q = 300 us: 1 - 0.8 (1 - 125/300) = 0.5333... */
+  assert_rate(&r, (5e9 + 2 * ALPHA) * 0.7 * (1.0 - 0.8 * (1.0 - 125.0 / 300.0)));
+  /* A smaller RTT lowers the base. */
+  ack(&r, 90000, 10, 0, 800000);
+  assert_int_equal(r.base_rtt_ns, 90000);
 }
 
-static void test_above_t_high_decreases_multiplicatively(void **state) {
-  (void)state;
-  dlcp_rate r = make(8e9);
-  dlcp_rate_on_rtt(&r, 250000); /* 1 - 0.8 (1 - 125/250) = 0.6 */
-  assert_rate(&r, 8e9 * 0.6);
-  dlcp_rate_on_rtt(&r, 500000); /* 1 - 0.8 (1 - 0.25) = 0.4 */
-  assert_rate(&r, 8e9 * 0.6 * 0.4);
-  /* Falling, yet above T_high: still a decrease. */
-  dlcp_rate_on_rtt(&r, 200000); /* 1 - 0.8 (1 - 0.625) = 0.7 */
-  assert_rate(&r, 8e9 * 0.6 * 0.4 * 0.7);
-}
-
-static void test_between_thresholds_follows_gradient(void **state) {
+static void test_band_follows_gradient(void **state) {
   (void)state;
   dlcp_rate r = make(6e9);
-  dlcp_rate_on_rtt(&r, 50000); /* first sample: no gradient, hold */
-  assert_rate(&r, 6e9);
-  dlcp_rate_on_rtt(&r, 60000); /* rising: hold */
-  assert_rate(&r, 6e9);
-  dlcp_rate_on_rtt(&r, 60000); /* flat: hold */
-  assert_rate(&r, 6e9);
-  dlcp_rate_on_rtt(&r, 40000); /* falling: increase */
+  ack(&r, 100000, 10, 0, 0); /* base 100 us, q 0: increase */
   assert_rate(&r, 6e9 + ALPHA);
-  dlcp_rate_on_rtt(&r, 30000); /* falling: increase */
+  assert_int_equal(ack(&r, 130000, 10, 0, 1), DLCP_RATE_HOLD); /* rising */
+  assert_rate(&r, 6e9 + ALPHA);
+  /* flat: TIMELY increases on gradient <= 0 */
+  assert_int_equal(ack(&r, 130000, 10, 0, 2), DLCP_RATE_INCREASE);
   assert_rate(&r, 6e9 + 2 * ALPHA);
-  dlcp_rate_on_rtt(&r, 125000); /* exactly T_high, rising: hold */
-  assert_rate(&r, 6e9 + 2 * ALPHA);
+  assert_int_equal(ack(&r, 120000, 10, 0, 3), DLCP_RATE_INCREASE);
+  assert_rate(&r, 6e9 + 3 * ALPHA);
+  assert_int_equal(ack(&r, 140000, 10, 0, 4), DLCP_RATE_HOLD);
+  /* just under T_high above base: rising holds, falling increases */
+  assert_int_equal(ack(&r, 225000 - 1, 10, 0, 5), DLCP_RATE_HOLD);
+  assert_int_equal(ack(&r, 224000, 10, 0, 6), DLCP_RATE_INCREASE);
+  assert_rate(&r, 6e9 + 4 * ALPHA);
+}
+
+/* alpha stands for ack_every (10) packets: an ACK covering 2 adds a
+ * fifth of it. */
+static void test_increase_scales_with_acked_packets(void **state) {
+  (void)state;
+  dlcp_rate r = make(1e9);
+  ack(&r, 50000, 2, 0, 0);
+  assert_rate(&r, 1e9 + ALPHA / 5);
+  ack(&r, 50000, 0, 0, 1); /* counts as one */
+  assert_rate(&r, 1e9 + ALPHA / 5 + ALPHA / 10);
+}
+
+static void test_ecn_cuts_dctcp_style(void **state) {
+  (void)state;
+  dlcp_rate r = make(8e9);
+  /* Half the packets marked: a = 15/16 * 1 + 1/16 * 0.5, cut by a / 2. */
+  assert_int_equal(ack(&r, 50000, 10, 5, 0), DLCP_RATE_DECREASE_ECN);
+  double a = 15.0 / 16.0 + 0.5 / 16.0;
+  assert_true(r.ecn_alpha == a);
+  assert_rate(&r, 8e9 * (1.0 - a / 2.0));
+  double after = 8e9 * (1.0 - a / 2.0);
+  /* Within the RTT: no second cut, and a marked ACK never increases,
+   * even with the delay far below T_low. */
+  assert_int_equal(ack(&r, 50000, 10, 10, 10000), DLCP_RATE_HOLD);
+  assert_rate(&r, after);
+  /* The epoch (50 us) is over: a takes its two ACKs' 11 marks of 20. */
+  assert_int_equal(ack(&r, 50000, 10, 1, 50000), DLCP_RATE_DECREASE_ECN);
+  double a2 = 15.0 / 16.0 * a + (11.0 / 20.0) / 16.0;
+  assert_true(r.ecn_alpha > a2 - 1e-12 && r.ecn_alpha < a2 + 1e-12);
+  assert_rate(&r, after * (1.0 - a2 / 2.0));
+  /* Unmarked ACKs after the cut increase again. */
+  assert_int_equal(ack(&r, 50000, 10, 0, 60000), DLCP_RATE_INCREASE);
+}
+
+/* A flow limited by its host (many peers on one NIC) has a nominal rate
+ * far above what it achieves; a cut starts from the achieved rate,
+ * bytes in flight / RTT, or it would take many RTTs to bite. */
+static void test_cut_starts_from_achieved_rate(void **state) {
+  (void)state;
+  dlcp_rate r = make((double)LINE);
+  dlcp_rate_ack a = {.rtt_ns = 100000, .acked_pkts = 10, .ce_pkts = 1,
+                     .inflight_bytes = 12500}; /* 1 Gbps achieved */
+  assert_int_equal(dlcp_rate_on_ack(&r, &a, 0), DLCP_RATE_DECREASE_ECN);
+  double alpha = 15.0 / 16.0 + 0.1 / 16.0;
+  assert_rate(&r, 1e9 * (1.0 - alpha / 2.0));
+}
+
+/* After a pause cut the rate to the floor, a clear path brings it back to
+ * line rate in a dozen ACKs: alpha for 5, then the step doubles. */
+static void test_recovers_fast_after_a_pause(void **state) {
+  (void)state;
+  dlcp_rate r = make(1e7); /* the floor, line / 1000 */
+  double want = 1e7;
+  for (int i = 1; i <= 12; i++) {
+    assert_int_equal(ack(&r, 20000, 10, 0, (dlcp_tstamp)i * 20000),
+                     DLCP_RATE_INCREASE);
+    double step = ALPHA;
+    if (i > 5) {
+      step = ALPHA * (double)(1u << (i - 5));
+      step = step < want ? step : want;
+    }
+    want += step;
+    if (want > (double)LINE) {
+      want = (double)LINE;
+    }
+    assert_rate(&r, want);
+  }
+  assert_rate(&r, (double)LINE);
+  /* Any decrease ends the fast phase. */
+  ack(&r, 20000, 10, 1, 300000);
+  double cut = r.rate_bps;
+  ack(&r, 20000, 10, 0, 400000);
+  assert_rate(&r, cut + ALPHA);
+}
+
+static void test_window_is_a_bdp(void **state) {
+  (void)state;
+  dlcp_rate r = make(1e9);
+  /* initial: 10 Gbps x 50 us / 8 */
+  assert_int_equal(dlcp_rate_window_bytes(&r), 62500);
+  r.rate_bps = 1e9;
+  ack(&r, 100000, 10, 0, 0); /* +alpha: 1.04 Gbps x 100 us / 8 */
+  assert_int_equal(dlcp_rate_window_bytes(&r), 13000);
+  r.rate_bps = 1e7; /* 125 bytes per base RTT: the floor of 2 packets */
+  assert_int_equal(dlcp_rate_window_bytes(&r), 3000);
 }
 
 static void test_clamped_to_line_and_floor(void **state) {
   (void)state;
   dlcp_rate r = make((double)LINE - 1e7);
-  dlcp_rate_on_rtt(&r, 1000);
+  ack(&r, 1000, 10, 0, 0);
   assert_rate(&r, (double)LINE);
-  for (int i = 0; i < 100; i++) {
-    dlcp_rate_on_rtt(&r, 100000000); /* 100 ms: factor ~0.2 each */
+  for (int i = 1; i <= 100; i++) {
+    ack(&r, 100000000, 10, 0, (dlcp_tstamp)i * 200000000); /* 100 ms */
   }
   assert_rate(&r, (double)r.params.min_rate_bps);
 }
@@ -118,14 +219,24 @@ static void test_params_checked(void **state) {
   dlcp_rate_params_default(&p, LINE);
   p.min_rate_bps = LINE + 1;
   assert_int_equal(dlcp_rate_params_check(&p), DLCP_ERR_CONFIG);
+  dlcp_rate_params_default(&p, LINE);
+  p.ecn_gain = 0.0;
+  assert_int_equal(dlcp_rate_params_check(&p), DLCP_ERR_CONFIG);
+  dlcp_rate_params_default(&p, LINE);
+  p.min_window_bytes = 0;
+  assert_int_equal(dlcp_rate_params_check(&p), DLCP_ERR_CONFIG);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults_are_the_seeds),
-      cmocka_unit_test(test_below_t_low_increases_additively),
-      cmocka_unit_test(test_above_t_high_decreases_multiplicatively),
-      cmocka_unit_test(test_between_thresholds_follows_gradient),
+      cmocka_unit_test(test_thresholds_are_above_base),
+      cmocka_unit_test(test_band_follows_gradient),
+      cmocka_unit_test(test_increase_scales_with_acked_packets),
+      cmocka_unit_test(test_ecn_cuts_dctcp_style),
+      cmocka_unit_test(test_cut_starts_from_achieved_rate),
+      cmocka_unit_test(test_recovers_fast_after_a_pause),
+      cmocka_unit_test(test_window_is_a_bdp),
       cmocka_unit_test(test_clamped_to_line_and_floor),
       cmocka_unit_test(test_tx_time_rounds_up),
       cmocka_unit_test(test_params_checked),

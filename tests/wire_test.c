@@ -251,7 +251,7 @@ static size_t make_samples(sample *s) {
     s[k++].len = 45;
   }
   {
-    dlcp_wire_ack a = {1, 2, 0x0102030405060708ull, 10, 9};
+    dlcp_wire_ack a = {1, 2, 0x0102030405060708ull, 10, 9, 10, 3};
 
     n = dlcp_wire_ack_encode(s[k].buf, sizeof(s[k].buf), &a);
     assert_int_equal(n, DLCP_WIRE_ACK_LEN);
@@ -413,7 +413,7 @@ static void test_data_encode_errors(void **state) {
                    DLCP_ERR_BUFFER_TOO_SMALL);
   assert_int_equal(dlcp_wire_data_encode(buf, sizeof(buf), NULL),
                    DLCP_ERR_INVALID_ARGUMENT);
-  d.flags = 0x40;
+  d.flags = 0x80;
   assert_int_equal(dlcp_wire_data_encode(buf, sizeof(buf), &d),
                    DLCP_ERR_INVALID_ARGUMENT);
   d.flags = 0;
@@ -456,7 +456,7 @@ static void test_data_decode_errors(void **state) {
                    DLCP_ERR_BAD_LENGTH);
   dlcp_put_u32(buf + 12, 54);
   /* Unknown flag bits. */
-  buf[16] = 0x40;
+  buf[16] = 0x80;
   assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 54),
                    DLCP_ERR_INVALID_ARGUMENT);
   buf[16] = 0x80;
@@ -476,9 +476,10 @@ static void test_data_decode_errors(void **state) {
   assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 54), 0);
   /* An ACK is not DATA. */
   buf[3] = DLCP_WIRE_ACK;
-  dlcp_put_u32(buf + 12, 32);
-  assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 32),
-                   DLCP_ERR_BAD_TYPE);
+  dlcp_put_u32(buf + 12, DLCP_WIRE_ACK_LEN);
+  assert_int_equal(
+      dlcp_wire_data_decode(&out, &payload, buf, DLCP_WIRE_ACK_LEN),
+      DLCP_ERR_BAD_TYPE);
 }
 
 static void test_data_check_bounds(void **state) {
@@ -529,26 +530,44 @@ static void test_data_check_bounds(void **state) {
 }
 
 static void test_ack_roundtrip(void **state) {
-  uint8_t buf[32];
+  uint8_t buf[40];
   dlcp_wire_ack a = {UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT32_MAX,
-                     UINT32_MAX - 1};
+                     UINT32_MAX - 1, UINT16_MAX, UINT16_MAX - 1};
   dlcp_wire_ack out;
 
   (void)state;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 32, &a), 32);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 32), 0);
+  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a), 40);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40), 0);
   assert_int_equal(out.job, a.job);
   assert_int_equal(out.xfer, a.xfer);
   assert_true(out.echo_ts == a.echo_ts);
   assert_int_equal(out.rx_pkts, a.rx_pkts);
   assert_int_equal(out.seq, a.seq);
-  assert_int_equal(dlcp_wire_ack_encode(buf, 31, &a),
+  assert_int_equal(out.covered, a.covered);
+  assert_int_equal(out.ce, a.ce);
+  assert_int_equal(dlcp_wire_ack_encode(buf, 39, &a),
                    DLCP_ERR_BUFFER_TOO_SMALL);
+  /* More marks than packets, a nonzero reserved field: rejected. */
+  dlcp_put_u16(buf + 34, UINT16_MAX);
+  dlcp_put_u16(buf + 32, UINT16_MAX - 1);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_put_u16(buf + 32, UINT16_MAX);
+  dlcp_put_u32(buf + 36, 1);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_put_u32(buf + 36, 0);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40), 0);
+  a.ce = 3;
+  a.covered = 2;
+  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  a.ce = 0;
   a.xfer = 0;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 32, &a),
+  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a),
                    DLCP_ERR_INVALID_ARGUMENT);
   dlcp_put_u32(buf + 8, 0);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 32),
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
                    DLCP_ERR_INVALID_ARGUMENT);
 }
 

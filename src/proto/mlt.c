@@ -124,6 +124,8 @@ struct mlt_xfer {
   uint64_t ack_echo_ts;
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
+  uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
+  uint32_t ack_ce;
   uint32_t loss_ppm;
 };
 
@@ -156,6 +158,9 @@ struct dlcp_mlt_conn {
                                rate, recomputed when the rate changes */
   uint64_t inflight_pkts;     /* sent, not yet acknowledged or settled */
   uint32_t rx_since_ack;      /* data packets received since our last ACK */
+  uint32_t ce_since_ack;      /* of which CE marked */
+  uint32_t since_ack_req;     /* data packets sent since one asked for an
+                                 ACK */
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
   dlcp_mlt_range *missing;
   size_t missing_cap;
@@ -350,6 +355,9 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->t_high_ns = rp.t_high_ns;
   cfg->alpha_bps = rp.alpha_bps;
   cfg->beta = rp.beta;
+  cfg->ecn_gain = rp.ecn_gain;
+  cfg->min_window_bytes = rp.min_window_bytes;
+  cfg->initial_window_bytes = 0;
   cfg->ack_every = 10;
   cfg->burst_pkts = 16;
   cfg->initial_rtt_ns = 50000;
@@ -369,6 +377,16 @@ static void rate_params_of(dlcp_rate_params *rp, const dlcp_mlt_config *cfg) {
   rp->t_high_ns = cfg->t_high_ns;
   rp->alpha_bps = cfg->alpha_bps;
   rp->beta = cfg->beta;
+  rp->ecn_gain = cfg->ecn_gain;
+  rp->ack_every = cfg->ack_every;
+  rp->hai_after = 5;
+  rp->min_window_bytes = cfg->min_window_bytes;
+  rp->initial_window_bytes = cfg->initial_window_bytes;
+  if (rp->initial_window_bytes == 0) {
+    double bdp = (double)cfg->line_rate_bps * (double)cfg->initial_rtt_ns / 8e9;
+    rp->initial_window_bytes = bdp < 1.0 ? 1 : bdp >= 1.8e19 ? UINT64_MAX
+                                                             : (uint64_t)bdp;
+  }
 }
 
 int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
@@ -713,19 +731,37 @@ static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
   return 2 * drain_interval(conn);
 }
 
-/* The window never shrinks below 2 ACK intervals and a packet: with one
- * ACK every ack_every packets, a lost ACK must not shut it until its
- * timeout; the next ACK, ack_every packets later, credits both. */
-static bool window_full(const dlcp_mlt_conn *conn) {
-  const dlcp_mlt_config *cfg = &conn->cfg;
-  if (cfg->max_inflight_bytes == 0) {
-    return false;
+static uint64_t full_pkt_bytes(const dlcp_mlt_conn *conn) {
+  return (uint64_t)conn->cfg.segment_size + DLCP_WIRE_DATA_HDR_LEN;
+}
+
+/* The rate control's window (a BDP at the current rate), under the fixed
+ * cap if one is configured, in whole packets (at least one). */
+static uint64_t window_pkts(const dlcp_mlt_conn *conn) {
+  uint64_t w = dlcp_rate_window_bytes(&conn->rate);
+  if (conn->cfg.max_inflight_bytes && conn->cfg.max_inflight_bytes < w) {
+    w = conn->cfg.max_inflight_bytes;
   }
-  uint64_t pkt = (uint64_t)cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN;
-  uint64_t floor = (2 * (uint64_t)cfg->ack_every + 1) * pkt;
-  uint64_t cap = cfg->max_inflight_bytes > floor ? cfg->max_inflight_bytes
-                                                 : floor;
-  return conn->inflight_pkts * pkt >= cap;
+  w /= full_pkt_bytes(conn);
+  return w > 0 ? w : 1;
+}
+
+/* How often the sender asks for an ACK: every ack_every packets as the
+ * receiver ACKs anyway, or twice per window when the window is smaller,
+ * so a small window is credited (and the rate control fed) in time. */
+static uint64_t ack_req_every(const dlcp_mlt_conn *conn) {
+  uint64_t half = window_pkts(conn) / 2;
+  if (half == 0) {
+    half = 1;
+  }
+  return half < conn->cfg.ack_every ? half : conn->cfg.ack_every;
+}
+
+/* The packets received but not yet acknowledged (up to one ACK interval)
+ * ride on top of the window, so the receiver's ACK batching never starves
+ * the path. */
+static bool window_full(const dlcp_mlt_conn *conn) {
+  return conn->inflight_pkts >= window_pkts(conn) + ack_req_every(conn);
 }
 
 /* Whether the window lets a packet go now; a window that timed out is
@@ -761,12 +797,17 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                    (x->importance == DLCP_MLT_IMPORTANCE_F32_MAGNITUDE &&
                     bit_get(x->important_bits, seg));
   bool last = round_done(x);
+  bool ack_req = ++conn->since_ack_req >= ack_req_every(conn);
+  if (ack_req) {
+    conn->since_ack_req = 0;
+  }
   dlcp_wire_data d = {
       .job = conn->cfg.job,
       .xfer = x->id,
       .flags = (uint8_t)(prio | (important ? DLCP_WIRE_FLAG_IMPORTANT : 0) |
                          (x->retx_round ? DLCP_WIRE_FLAG_RETX : 0) |
-                         (last ? DLCP_WIRE_FLAG_LAST : 0)),
+                         (last ? DLCP_WIRE_FLAG_LAST : 0) |
+                         (ack_req ? DLCP_WIRE_FLAG_ACK_REQ : 0)),
       .path = (uint8_t)(conn->path_rr % conn->cfg.npaths),
       .layer = (uint16_t)(x->layer > UINT16_MAX ? UINT16_MAX : x->layer),
       .tensor = x->tensor,
@@ -818,6 +859,9 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp now) {
   conn->stats.acks_received++;
+  /* What was in flight when the acknowledged packet left (about): the
+   * rate achieved over the RTT this ACK measures. */
+  uint64_t inflight_before = conn->inflight_pkts;
   /* Window credit: every packet sent up to the acknowledged one (seq
    * numbers every transmission of the transfer) has arrived or is lost,
    * either way no longer in flight.  Crediting by seq rather than by
@@ -841,7 +885,14 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                                           : conn->srtt_ns - rtt;
   conn->rttvar_ns = (3 * conn->rttvar_ns + err) / 4;
   conn->srtt_ns = (7 * conn->srtt_ns + rtt) / 8;
-  dlcp_rate_on_rtt(&conn->rate, rtt);
+  conn->stats.ce_echoed += a->ce;
+  dlcp_rate_ack ra = {.rtt_ns = rtt, .acked_pkts = a->covered,
+                      .ce_pkts = a->ce,
+                      .inflight_bytes = inflight_before *
+                                        full_pkt_bytes(conn)};
+  dlcp_rate_move move = dlcp_rate_on_ack(&conn->rate, &ra, now);
+  conn->stats.cuts_ecn += move == DLCP_RATE_DECREASE_ECN;
+  conn->stats.cuts_delay += move == DLCP_RATE_DECREASE_DELAY;
   update_pkt_gap(conn);
 }
 
@@ -1090,7 +1141,7 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
 
 /* |payload| NULL: the driver already wrote it in place (data_dest). */
 static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
-                   const uint8_t *payload, dlcp_tstamp now) {
+                   const uint8_t *payload, bool ce, dlcp_tstamp now) {
   const dlcp_wire_data d = *dp;
   int rv;
   mlt_xfer *x = data_target(conn, &d, true, &rv);
@@ -1101,7 +1152,10 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   conn->stats.data_received++;
   x->rx_pkts++;
   x->last_progress_ns = now;
-  bool regular_ack = ++conn->rx_since_ack >= conn->cfg.ack_every;
+  conn->ce_since_ack += ce;
+  conn->stats.ce_received += ce;
+  bool regular_ack = ++conn->rx_since_ack >= conn->cfg.ack_every ||
+                     (d.flags & DLCP_WIRE_FLAG_ACK_REQ) != 0;
   if (!bit_get(x->have_bits, seg)) {
     bit_set(x->have_bits, seg);
     if (payload) {
@@ -1126,7 +1180,14 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
    * transfer that ends here is settled by its STOP: no extra datagram on
    * the latency-critical path). */
   if (regular_ack || (last && !done)) {
+    if (!(x->pend & PEND_ACK)) {
+      x->ack_covered = 0;
+      x->ack_ce = 0;
+    }
+    x->ack_covered += conn->rx_since_ack;
+    x->ack_ce += conn->ce_since_ack;
     conn->rx_since_ack = 0;
+    conn->ce_since_ack = 0;
     x->ack_echo_ts = d.tx_ts;
     x->ack_rx_pkts = x->rx_pkts;
     x->ack_seq = d.seq;
@@ -1211,6 +1272,11 @@ static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
 
 int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
                          size_t len, dlcp_tstamp now) {
+  return dlcp_mlt_on_datagram_ecn(conn, buf, len, false, now);
+}
+
+int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
+                             size_t len, bool ce, dlcp_tstamp now) {
   dlcp_wire_preamble pre;
   int rv = dlcp_wire_peek(&pre, buf, len);
   if (rv != 0) {
@@ -1225,7 +1291,7 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
       conn->stats.dropped_malformed++;
       return rv;
     }
-    return on_data(conn, &d, payload, now);
+    return on_data(conn, &d, payload, ce, now);
   }
   if (pre.type != DLCP_WIRE_ACK) {
     conn->stats.dropped_malformed++;
@@ -1248,13 +1314,20 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
 int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
                             size_t hdr_len, size_t dgram_len,
                             dlcp_tstamp now) {
+  return dlcp_mlt_on_data_placed_ecn(conn, hdr, hdr_len, dgram_len, false,
+                                     now);
+}
+
+int dlcp_mlt_on_data_placed_ecn(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                                size_t hdr_len, size_t dgram_len, bool ce,
+                                dlcp_tstamp now) {
   dlcp_wire_data d;
   int rv = dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len);
   if (rv != 0) {
     conn->stats.dropped_malformed++;
     return rv;
   }
-  return on_data(conn, &d, NULL, now);
+  return on_data(conn, &d, NULL, ce, now);
 }
 
 static void free_tomb(dlcp_mlt_conn *conn, mlt_xfer *x) {
@@ -1668,9 +1741,15 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
   }
   if (x->pend & PEND_ACK) {
     x->pend &= ~(uint32_t)PEND_ACK;
-    dlcp_wire_ack a = {.job = job, .xfer = x->id,
-                       .echo_ts = x->ack_echo_ts, .rx_pkts = x->ack_rx_pkts,
-                       .seq = x->ack_seq};
+    dlcp_wire_ack a = {
+        .job = job, .xfer = x->id, .echo_ts = x->ack_echo_ts,
+        .rx_pkts = x->ack_rx_pkts, .seq = x->ack_seq,
+        .covered = (uint16_t)(x->ack_covered > UINT16_MAX ? UINT16_MAX
+                                                          : x->ack_covered),
+        .ce = (uint16_t)(x->ack_ce > UINT16_MAX ? UINT16_MAX : x->ack_ce)};
+    if (a.ce > a.covered) {
+      a.ce = a.covered;
+    }
     len = dlcp_wire_ack_encode(buf, buflen, &a);
     conn->stats.acks_sent++;
     act->type = DLCP_MLT_ACT_DATAGRAM;
@@ -1800,7 +1879,9 @@ dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   *st = conn->stats;
   st->rate_bps = conn->rate.rate_bps;
+  st->window_bytes = dlcp_rate_window_bytes(&conn->rate);
   st->srtt_ns = conn->srtt_ns;
+  st->base_rtt_ns = conn->rate.base_rtt_ns;
 }
 
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {

@@ -57,12 +57,20 @@ typedef struct dlcp_mlt_config {
                             receiver and announced in START (64..65463) */
   uint32_t npaths;       /* K paths, path ids 0..K-1, round-robin; 1..256 */
   uint32_t nprio;        /* P switch priorities for layer tagging; 1..8 */
-  uint64_t line_rate_bps;  /* start rate and ceiling of the rate control */
+  uint64_t line_rate_bps;  /* start rate and ceiling of the rate control:
+                              the path's line rate */
   uint64_t min_rate_bps;   /* floor of the rate control */
-  dlcp_duration t_low_ns;  /* rate control thresholds (12.5 us, 125 us) */
+  dlcp_duration t_low_ns;  /* rate control thresholds, queueing delay above
+                              the measured base RTT (12.5 us, 125 us) */
   dlcp_duration t_high_ns;
   uint64_t alpha_bps;      /* additive increase (40 Mbps) */
   double beta;             /* multiplicative decrease (0.8) */
+  double ecn_gain;         /* DCTCP's g for the CE fraction (1/16) */
+  uint64_t min_window_bytes;     /* floor of the in-flight bound (2 packets
+                                    of 1500 bytes) */
+  uint64_t initial_window_bytes; /* in-flight bound before the first RTT
+                                    sample; 0 = line rate x initial_rtt_ns
+                                    (the seed's start at line rate) */
   uint32_t ack_every;      /* receiver ACKs every this many packets of the
                               connection (10), and a round's last packet
                               when the transfer goes on */
@@ -78,11 +86,13 @@ typedef struct dlcp_mlt_config {
   uint32_t max_rounds_without_progress; /* then DLCP_ERR_NO_PROGRESS */
   uint32_t max_transfers;  /* concurrent transfers per direction, incl. START
                               messages waiting for a matching post_send */
-  uint64_t max_inflight_bytes; /* data sent but not yet acknowledged, per
-                                  connection; 0 = unlimited (the seed's
-                                  pure rate control).  Bounds the queue a
-                                  receiver that cannot keep up builds
-                                  (host-bound paths such as loopback). */
+  uint64_t max_inflight_bytes; /* a fixed cap on data sent but not yet
+                                  acknowledged, per connection, on top of
+                                  the rate control's window (about one BDP
+                                  at the current rate); 0 = none.  Bounds
+                                  the queue a receiver that cannot keep up
+                                  builds (host-bound paths such as
+                                  loopback). */
   uint32_t eager_max_bytes; /* a transfer of at most this many bytes goes
                                as one EAGER control message, with no START,
                                DATA or STOP: one one-way trip instead of
@@ -204,8 +214,13 @@ typedef struct dlcp_mlt_stats {
   uint64_t dropped_stale;     /* unknown or finished transfer */
   uint64_t dropped_invalid;   /* decodes, but contradicts the transfer
                                  (offset outside the tensor, wrong tensor) */
+  uint64_t ce_received;       /* data packets that arrived CE marked */
+  uint64_t ce_echoed;         /* CE marks the peer's ACKs reported */
+  uint64_t cuts_ecn, cuts_delay; /* rate decreases by cause */
   double rate_bps;            /* the rate controller's current rate */
+  uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;
+  dlcp_duration base_rtt_ns;  /* smallest RTT seen; 0 before the first */
 } dlcp_mlt_stats;
 
 /*
@@ -246,6 +261,15 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
  */
 int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
                          size_t len, dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_on_datagram_ecn is dlcp_mlt_on_datagram for a driver that can
+ * see the datagram's IP ECN field: |ce| says it arrived CE marked (a
+ * switch on the way was congested).  The receiver echoes the marks in its
+ * ACKs and the sender's rate control cuts on them, DCTCP-style.
+ */
+int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
+                             size_t len, bool ce, dlcp_tstamp now);
 
 /*
  * dlcp_mlt_on_control processes one whole control message (the driver
@@ -325,6 +349,10 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
 int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
                             size_t hdr_len, size_t dgram_len,
                             dlcp_tstamp now);
+/* The same, with the datagram's CE mark (dlcp_mlt_on_datagram_ecn). */
+int dlcp_mlt_on_data_placed_ecn(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                                size_t hdr_len, size_t dgram_len, bool ce,
+                                dlcp_tstamp now);
 
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);

@@ -6,6 +6,8 @@
  */
 #include "proto/rate.h"
 
+#include <stdbool.h>
+
 void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps) {
   p->line_rate_bps = line_rate_bps;
   p->min_rate_bps = line_rate_bps / 1000 > 0 ? line_rate_bps / 1000 : 1;
@@ -13,12 +15,23 @@ void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps) {
   p->t_high_ns = 125000;
   p->alpha_bps = 40000000;
   p->beta = 0.8;
+  p->ecn_gain = 1.0 / 16.0;
+  p->ack_every = 10;
+  p->hai_after = 5;
+  p->min_window_bytes = 2 * 1500;
+  /* One RTT at line rate (the seed's start), over a 50 us RTT; without
+   * overflow: line_rate_bps * 50e-6 / 8. */
+  uint64_t iw = line_rate_bps / 160000;
+  p->initial_window_bytes = iw > p->min_window_bytes ? iw
+                                                     : p->min_window_bytes;
 }
 
 int dlcp_rate_params_check(const dlcp_rate_params *p) {
   if (p->line_rate_bps == 0 || p->min_rate_bps == 0 ||
       p->min_rate_bps > p->line_rate_bps || p->t_high_ns <= p->t_low_ns ||
-      !(p->beta > 0.0 && p->beta <= 1.0)) {
+      !(p->beta > 0.0 && p->beta <= 1.0) ||
+      !(p->ecn_gain > 0.0 && p->ecn_gain <= 1.0) || p->ack_every == 0 ||
+      p->min_window_bytes == 0 || p->initial_window_bytes == 0) {
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -27,32 +40,141 @@ int dlcp_rate_params_check(const dlcp_rate_params *p) {
 void dlcp_rate_init(dlcp_rate *r, const dlcp_rate_params *p) {
   r->params = *p;
   r->rate_bps = (double)p->line_rate_bps;
+  r->base_rtt_ns = 0;
   r->prev_rtt_ns = 0;
   r->samples = 0;
+  r->increases = 0;
+  /* DCTCP starts at 1: the first marks cut by half, before the estimate
+   * has learnt anything milder. */
+  r->ecn_alpha = 1.0;
+  r->epoch_acked = 0;
+  r->epoch_marked = 0;
+  r->epoch_end_ns = 0;
+  r->hold_until_ns = 0;
 }
 
-void dlcp_rate_on_rtt(dlcp_rate *r, dlcp_duration rtt_ns) {
+static void clamp(dlcp_rate *r) {
   const dlcp_rate_params *p = &r->params;
-  /* The gradient needs two samples; the first counts as "not rising". */
-  int falling = r->samples > 0 && rtt_ns < r->prev_rtt_ns;
-  /* Above T_high the queue is too long whatever its trend, so the decrease
-   * is checked before the gradient (TIMELY's order). */
-  if (rtt_ns < p->t_low_ns) {
-    r->rate_bps += (double)p->alpha_bps;
-  } else if (rtt_ns > p->t_high_ns) {
-    double ratio = (double)p->t_high_ns / (double)rtt_ns;
-    r->rate_bps *= 1.0 - p->beta * (1.0 - ratio);
-  } else if (falling) {
-    r->rate_bps += (double)p->alpha_bps;
-  }
   if (r->rate_bps > (double)p->line_rate_bps) {
     r->rate_bps = (double)p->line_rate_bps;
   }
   if (r->rate_bps < (double)p->min_rate_bps) {
     r->rate_bps = (double)p->min_rate_bps;
   }
+}
+
+/* DCTCP's estimate, once per RTT epoch. */
+static void ecn_epoch(dlcp_rate *r, uint32_t acked, uint32_t ce,
+                      dlcp_duration rtt_ns, dlcp_tstamp now) {
+  r->epoch_acked += acked;
+  r->epoch_marked += ce;
+  if (now < r->epoch_end_ns) {
+    return;
+  }
+  if (r->epoch_acked > 0) {
+    double f = (double)r->epoch_marked / (double)r->epoch_acked;
+    double g = r->params.ecn_gain;
+    r->ecn_alpha = (1.0 - g) * r->ecn_alpha + g * f;
+  }
+  r->epoch_acked = 0;
+  r->epoch_marked = 0;
+  r->epoch_end_ns = now + rtt_ns;
+}
+
+static dlcp_rate_move increase(dlcp_rate *r, uint32_t acked, bool idle_q) {
+  const dlcp_rate_params *p = &r->params;
+  double step = (double)p->alpha_bps * (double)acked / (double)p->ack_every;
+  if (idle_q) {
+    r->increases++;
+    if (p->hai_after > 0 && r->increases > p->hai_after) {
+      uint32_t k = r->increases - p->hai_after;
+      double grown = step * (double)(1ull << (k < 32 ? k : 32));
+      step = grown < r->rate_bps ? grown : r->rate_bps;
+      step = step > (double)p->alpha_bps ? step : (double)p->alpha_bps;
+    }
+  } else {
+    r->increases = 0;
+  }
+  r->rate_bps += step;
+  return DLCP_RATE_INCREASE;
+}
+
+/* The rate a cut starts from: the nominal rate, or the achieved one if
+ * the flow uses less. */
+static void cut_from_achieved(dlcp_rate *r, uint64_t inflight_bytes,
+                              dlcp_duration rtt_ns) {
+  double achieved = (double)inflight_bytes * 8e9 / (double)rtt_ns;
+  if (achieved < r->rate_bps) {
+    r->rate_bps = achieved;
+  }
+}
+
+dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
+                                dlcp_tstamp now) {
+  const dlcp_rate_params *p = &r->params;
+  dlcp_duration rtt_ns = ack->rtt_ns;
+  uint32_t acked_pkts = ack->acked_pkts, ce_pkts = ack->ce_pkts;
+  if (rtt_ns == 0) {
+    rtt_ns = 1;
+  }
+  if (acked_pkts == 0) {
+    acked_pkts = 1;
+  }
+  if (ce_pkts > acked_pkts) {
+    ce_pkts = acked_pkts;
+  }
+  if (r->base_rtt_ns == 0 || rtt_ns < r->base_rtt_ns) {
+    r->base_rtt_ns = rtt_ns;
+  }
+  dlcp_duration q = rtt_ns - r->base_rtt_ns;
+  /* The gradient needs two samples; the first counts as "not rising". */
+  bool rising = r->samples > 0 && rtt_ns > r->prev_rtt_ns;
   r->prev_rtt_ns = rtt_ns;
   r->samples++;
+  ecn_epoch(r, acked_pkts, ce_pkts, rtt_ns, now);
+
+  dlcp_rate_move move = DLCP_RATE_HOLD;
+  bool may_cut = now >= r->hold_until_ns;
+  if (ce_pkts > 0) {
+    r->increases = 0;
+    if (may_cut) {
+      cut_from_achieved(r, ack->inflight_bytes, rtt_ns);
+      r->rate_bps *= 1.0 - r->ecn_alpha / 2.0;
+      move = DLCP_RATE_DECREASE_ECN;
+    }
+  } else if (q > p->t_high_ns) {
+    /* Above T_high the queue is too long whatever its trend, so the
+     * decrease is checked before the gradient (TIMELY's order). */
+    r->increases = 0;
+    if (may_cut) {
+      double ratio = (double)p->t_high_ns / (double)q;
+      cut_from_achieved(r, ack->inflight_bytes, rtt_ns);
+      r->rate_bps *= 1.0 - p->beta * (1.0 - ratio);
+      move = DLCP_RATE_DECREASE_DELAY;
+    }
+  } else if (q < p->t_low_ns) {
+    move = increase(r, acked_pkts, true);
+  } else if (!rising) {
+    move = increase(r, acked_pkts, false);
+  } else {
+    r->increases = 0;
+  }
+  if (move == DLCP_RATE_DECREASE_ECN || move == DLCP_RATE_DECREASE_DELAY) {
+    /* The next sample that can show this cut's effect is one RTT away. */
+    r->hold_until_ns = now + rtt_ns;
+  }
+  clamp(r);
+  return move;
+}
+
+uint64_t dlcp_rate_window_bytes(const dlcp_rate *r) {
+  const dlcp_rate_params *p = &r->params;
+  if (r->base_rtt_ns == 0) {
+    return p->initial_window_bytes;
+  }
+  double bdp = r->rate_bps * (double)r->base_rtt_ns / 8e9;
+  uint64_t w = bdp >= 1.8e19 ? UINT64_MAX : (uint64_t)bdp;
+  return w > p->min_window_bytes ? w : p->min_window_bytes;
 }
 
 dlcp_duration dlcp_rate_tx_time(const dlcp_rate *r, uint64_t bytes) {

@@ -55,6 +55,13 @@
  * describes any realistic loss pattern of a multi-megabyte tensor. */
 #define MLT_POLL_BUF (64u * 1024u)
 
+/* The NIC queue a host lets its connections fill before it stops polling
+ * them for data, as a real sender's socket buffer blocks (EAGAIN) and its
+ * driver waits: without it every connection paces at line rate on its
+ * own, the host queue grows by the number of peers times the rate, and
+ * that queueing delay (not the network's) slows every control loop. */
+#define MLT_NIC_BACKLOG_BYTES (64u * 1024u)
+
 /* A control message in flight: its bytes, owned here until delivered. */
 typedef struct ctrl_msg {
   uint8_t *bytes; /* NULL when the slot is free */
@@ -83,14 +90,19 @@ typedef struct mlt_peer {
   uint32_t peer; /* host index of the other end */
   dlcp_mlt_conn *conn;
   dlcp_sim_conn_timer timer;
+  struct mlt_peer *blocked_next; /* in the host's blocked FIFO */
+  bool blocked;
 } mlt_peer;
 
-/* A host's connections, in an open-addressing table keyed by peer. */
+/* A host's connections, in an open-addressing table keyed by peer, and
+ * the connections waiting for its NIC to drain. */
 typedef struct mlt_host {
   dlcp_sim *sim;
   uint32_t host;
   mlt_peer **slots;
   uint32_t cap, count; /* cap is a power of two or 0 */
+  mlt_peer *blocked_head, *blocked_tail;
+  dlcp_sim_timer nic_timer;
 } mlt_host;
 
 static mlt_sim *shared(const dlcp_sim *sim) {
@@ -273,6 +285,8 @@ static void msg_release(mlt_sim *m, uint32_t slot) {
 
 /* ---- hosts and connections --------------------------------------------- */
 
+static void nic_ready(void *obj, dlcp_sim_ps now);
+
 static int mlt_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   mlt_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
   if (!h) {
@@ -280,6 +294,7 @@ static int mlt_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   }
   h->sim = sim;
   h->host = host;
+  dlcp_sim_timer_init(&h->nic_timer, &sim->engine, nic_ready, h);
   *pstate = h;
   return 0;
 }
@@ -294,6 +309,7 @@ static void mlt_host_del(dlcp_sim *sim, void *state) {
     }
   }
   sim->mem->free(h->slots, sim->mem->user);
+  dlcp_sim_timer_cancel(&h->nic_timer);
   sim->mem->free(h, sim->mem->user);
 }
 
@@ -484,11 +500,70 @@ static void complete(mlt_peer *p, const dlcp_mlt_completion *c,
   }
 }
 
-/* Polls |p|'s connection until it is quiet, then arms its timer. */
+/* Whether the host's NIC holds its backlog: then its connections wait. */
+static bool nic_full(const mlt_host *h) {
+  return dlcp_sim_host_nic(&h->sim->net, h->host)->bytes >=
+         MLT_NIC_BACKLOG_BYTES;
+}
+
+/* Wakes the NIC timer when half the backlog has drained. */
+static void nic_wait(mlt_host *h, dlcp_sim_ps now) {
+  const dlcp_sim_port *nic = dlcp_sim_host_nic(&h->sim->net, h->host);
+  uint64_t excess = nic->bytes - MLT_NIC_BACKLOG_BYTES / 2;
+  dlcp_sim_ps at = now + dlcp_sim_serialization_ps(excess, nic->rate_bps);
+  if (!dlcp_sim_timer_armed(&h->nic_timer) || at < h->nic_timer.deadline) {
+    dlcp_sim_timer_arm(&h->nic_timer, at);
+  }
+}
+
+static void block(mlt_peer *p, dlcp_sim_ps now) {
+  mlt_host *h = p->host;
+  dlcp_sim_timer_cancel(&p->timer.timer);
+  if (!p->blocked) {
+    p->blocked = true;
+    p->blocked_next = NULL;
+    if (h->blocked_tail) {
+      h->blocked_tail->blocked_next = p;
+    } else {
+      h->blocked_head = p;
+    }
+    h->blocked_tail = p;
+  }
+  nic_wait(h, now);
+}
+
+static void service(mlt_peer *p, dlcp_sim_ps now);
+
+/* The NIC drained: the waiting connections go on, oldest first, until it
+ * fills again. */
+static void nic_ready(void *obj, dlcp_sim_ps now) {
+  mlt_host *h = obj;
+  while (h->blocked_head && !nic_full(h)) {
+    mlt_peer *p = h->blocked_head;
+    h->blocked_head = p->blocked_next;
+    if (!h->blocked_head) {
+      h->blocked_tail = NULL;
+    }
+    p->blocked = false;
+    service(p, now);
+    if (h->sim->engine.error) {
+      return;
+    }
+  }
+  if (h->blocked_head) {
+    nic_wait(h, now);
+  }
+}
+
+/* Polls |p|'s connection until it is quiet, then arms its timer; a
+ * connection whose data finds the NIC full waits for it instead. */
 static void service(mlt_peer *p, dlcp_sim_ps now) {
   dlcp_sim *sim = p->host->sim;
   mlt_sim *m = shared(sim);
   uint64_t now_ns = ns_of(now);
+  if (p->blocked) {
+    return;
+  }
   for (;;) {
     dlcp_mlt_action act;
     int rv = dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF, now_ns);
@@ -502,6 +577,10 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
     switch (act.type) {
     case DLCP_MLT_ACT_DATAGRAM:
       send_datagram(p, &act, m->poll_buf, now);
+      if (act.payload_len > 0 && nic_full(p->host)) {
+        block(p, now);
+        return;
+      }
       break;
     case DLCP_MLT_ACT_CONTROL:
       send_control(p, m->poll_buf, act.len, now);
@@ -608,7 +687,8 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     }
     memcpy(m->rx_buf, pkt->hdr, pkt->hdr_len);
     /* A datagram the core rejects is counted in its stats; not an error. */
-    (void)dlcp_mlt_on_datagram(p->conn, m->rx_buf, len, now_ns);
+    (void)dlcp_mlt_on_datagram_ecn(p->conn, m->rx_buf, len,
+                                   pkt->ecn == DLCP_SIM_ECN_CE, now_ns);
     service(p, now);
     break;
   }

@@ -246,7 +246,7 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
                                 const dlcp_wire_ack *a) {
   uint8_t *p;
 
-  if (a == NULL || a->xfer == 0) {
+  if (a == NULL || a->xfer == 0 || a->ce > a->covered) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   if (buf == NULL || buflen < DLCP_WIRE_ACK_LEN) {
@@ -255,7 +255,10 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
   p = put_preamble(buf, DLCP_WIRE_ACK, a->job, a->xfer, DLCP_WIRE_ACK_LEN);
   p = dlcp_put_u64(p, a->echo_ts);
   p = dlcp_put_u32(p, a->rx_pkts);
-  dlcp_put_u32(p, a->seq);
+  p = dlcp_put_u32(p, a->seq);
+  p = dlcp_put_u16(p, a->covered);
+  p = dlcp_put_u16(p, a->ce);
+  dlcp_put_u32(p, 0);
   return DLCP_WIRE_ACK_LEN;
 }
 
@@ -266,7 +269,9 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   if (rv != 0) {
     return rv;
   }
-  if (pre.xfer == 0) {
+  uint16_t covered = dlcp_get_u16(buf + 32);
+  uint16_t ce = dlcp_get_u16(buf + 34);
+  if (pre.xfer == 0 || ce > covered || dlcp_get_u32(buf + 36) != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   a->job = pre.job;
@@ -274,6 +279,8 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   a->echo_ts = dlcp_get_u64(buf + 16);
   a->rx_pkts = dlcp_get_u32(buf + 24);
   a->seq = dlcp_get_u32(buf + 28);
+  a->covered = covered;
+  a->ce = ce;
   return 0;
 }
 

@@ -19,7 +19,9 @@
  * DATA (datagram channel), 44-byte header followed by the payload:
  *   16  1    flags    bits 0-2 priority (0 = most urgent), bit 3 important
  *                     (send ECN-capable), bit 4 retransmission, bit 5 last
- *                     packet of the sender's round; rest zero
+ *                     packet of the sender's round, bit 6 ACK requested
+ *                     (a sender with a small window asks for ACKs more
+ *                     often than every ack_every packets); bit 7 zero
  *   17  1    path     path id chosen by the sender (source routing)
  *   18  2    layer    model layer the tensor belongs to
  *   20  4    tensor   application tensor id
@@ -28,10 +30,14 @@
  *   36  8    tx_ts    sender time stamp (ns), echoed by ACK
  *   44  ...  payload  len - 44 bytes
  *
- * ACK (datagram channel), 32 bytes:
+ * ACK (datagram channel), 40 bytes:
  *   16  8    echo_ts  tx_ts of the data packet that triggered the ACK
  *   24  4    rx_pkts  data packets of this transfer received so far
  *   28  4    seq      seq of the data packet that triggered the ACK
+ *   32  2    covered  data packets of the connection received since the
+ *                     previous ACK, this one included (saturates)
+ *   34  2    ce       how many of them arrived CE marked (<= covered)
+ *   36  4    reserved (zero)
  *
  * START (control, receiver -> sender): "buffers are posted, send these":
  *   16  2    count    number of entries, >= 1
@@ -106,7 +112,7 @@
 #define DLCP_WIRE_VERSION 1u
 #define DLCP_WIRE_PREAMBLE_LEN 16u
 #define DLCP_WIRE_DATA_HDR_LEN 44u
-#define DLCP_WIRE_ACK_LEN 32u
+#define DLCP_WIRE_ACK_LEN 40u
 #define DLCP_WIRE_PROBE_LEN 24u
 #define DLCP_WIRE_STOP_LEN 32u
 #define DLCP_WIRE_FINISH_LEN 24u
@@ -128,7 +134,8 @@
 #define DLCP_WIRE_FLAG_IMPORTANT 0x08u
 #define DLCP_WIRE_FLAG_RETX 0x10u
 #define DLCP_WIRE_FLAG_LAST 0x20u
-#define DLCP_WIRE_FLAGS_KNOWN 0x3Fu
+#define DLCP_WIRE_FLAG_ACK_REQ 0x40u
+#define DLCP_WIRE_FLAGS_KNOWN 0x7Fu
 
 typedef enum dlcp_wire_type {
   DLCP_WIRE_DATA = 1,
@@ -169,6 +176,8 @@ typedef struct dlcp_wire_ack {
   uint32_t rx_pkts;
   uint32_t seq; /* of the acknowledged packet: everything the sender sent
                    before it has arrived or is lost */
+  uint16_t covered; /* packets received since the previous ACK */
+  uint16_t ce;      /* of which CE marked; <= covered */
 } dlcp_wire_ack;
 
 typedef struct dlcp_wire_start_entry {
