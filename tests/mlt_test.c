@@ -199,8 +199,9 @@ static void test_lossless_single_round(void **state) {
   assert_int_equal(o.recv.duplicates, 0);
 }
 
-/* With p > 0 the receiver stops as soon as it holds (1 - p): under 5% loss
- * and p = 0.1 that happens in the first round, with no retransmission. */
+/* With p > 0 the receiver stops at the end of a round if it holds
+ * (1 - p): under 5% loss and p = 0.1 that is the first round, with no
+ * retransmission. */
 static void test_bounded_loss_stops_without_retransmission(void **state) {
   (void)state;
   for (uint64_t seed = 20; seed < 24; seed++) {
@@ -210,6 +211,56 @@ static void test_bounded_loss_stops_without_retransmission(void **state) {
     assert_true(o.recv.delivered_fraction < 1.0);
     assert_true(o.recv.delivered_fraction >= 0.9);
   }
+}
+
+/* A loss bound is spent only on data actually lost: at 0 % loss with
+ * heavy reordering (the round's last packet often arrives before earlier
+ * ones, as across paths or sockets), p = 0.1 still delivers everything
+ * in one round. */
+static void test_bound_never_spent_on_reordered_data(void **state) {
+  (void)state;
+  for (uint64_t seed = 30; seed < 36; seed++) {
+    scenario s = {.len = 1000000, .p = 0.1, .loss = 0.0, .reorder = 0.3,
+                  .seed = seed};
+    outcome o = run_transfer(&s);
+    assert_int_equal(o.recv.delivered_bytes, s.len);
+    assert_int_equal(o.send.retransmissions, 0);
+  }
+}
+
+/* Parameters: the missing ranges of a receive with keep_previous hold the
+ * buffer's previous bytes instead of zeros. */
+static void test_keep_previous_values(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 41);
+  netsim_link l = make_link(0.1, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 41);
+  uint64_t len = 500000;
+  uint8_t *src = pattern(len, 3), *dst = malloc(len), *old = malloc(len);
+  memset(dst, 0x5C, len);
+  memcpy(old, dst, len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .loss_bound = 0.2,
+                     .keep_previous = true, .user_data = 1};
+  dlcp_mlt_send snd = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
+  const dlcp_mlt_completion *c = &netsim_find(ns, 1, 1)->c;
+  assert_int_equal(c->status, 0);
+  assert_true(c->nmissing > 0);
+  uint64_t pos = 0;
+  for (size_t i = 0; i < c->nmissing; i++) {
+    const dlcp_mlt_range *m = &c->missing[i];
+    assert_memory_equal(src + pos, dst + pos, m->offset - pos);
+    assert_memory_equal(old + m->offset, dst + m->offset, m->len);
+    pos = m->offset + m->len;
+  }
+  assert_memory_equal(src + pos, dst + pos, len - pos);
+  free(src);
+  free(dst);
+  free(old);
+  netsim_del(ns);
 }
 
 static void test_zero_length(void **state) {
@@ -1133,6 +1184,8 @@ int main(void) {
       cmocka_unit_test(test_reorder_and_duplication),
       cmocka_unit_test(test_lossless_single_round),
       cmocka_unit_test(test_bounded_loss_stops_without_retransmission),
+      cmocka_unit_test(test_bound_never_spent_on_reordered_data),
+      cmocka_unit_test(test_keep_previous_values),
       cmocka_unit_test(test_zero_length),
       cmocka_unit_test(test_send_posted_after_start),
       cmocka_unit_test(test_concurrent_transfers_both_directions),

@@ -124,6 +124,7 @@ struct mlt_xfer {
   uint64_t ack_echo_ts;
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
+  bool keep_previous;   /* missing ranges keep the buffer's old bytes */
   uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
   uint32_t ack_ce;
   uint32_t loss_ppm;
@@ -316,7 +317,8 @@ static void zero_missing(mlt_xfer *x) {
 
 static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
                    uint32_t extra, dlcp_tstamp now) {
-  if (!x->is_send && status == 0 && x->have_segs < x->nsegs) {
+  if (!x->is_send && status == 0 && x->have_segs < x->nsegs &&
+      !x->keep_previous) {
     zero_missing(x);
   }
   if (x->is_send) {
@@ -1077,6 +1079,7 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->size = req->len;
   x->seg_size = seg_size;
   x->rbuf = req->buf;
+  x->keep_previous = req->keep_previous;
   /* Round p down to whole ppm: the bound granted is never looser than the
    * one asked for. */
   x->loss_ppm = (uint32_t)(req->loss_bound * DLCP_WIRE_PPM);
@@ -1167,12 +1170,14 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
     x->dups++;
     conn->stats.data_duplicate++;
   }
-  /* Everything here: done.  The sender's last packet of a round and
-   * (1 - p) here: done too, without waiting for its drain and PROBE (what
-   * is still in flight can only add to what we hold). */
+  /* Everything here: done.  Holding (1 - p) is not enough, not even at
+   * the sender's last packet of a round: packets sent before it may still
+   * be on their way (other paths, other sockets, a reordering switch), and
+   * stopping then gave up data that was never lost (0.3-1.3 % at 0 % loss
+   * on the testbed).  The PROBE, one drain interval (srtt + 4 rttvar)
+   * after the last packet, decides. */
   bool last = (d.flags & DLCP_WIRE_FLAG_LAST) != 0;
-  bool done = x->have_bytes == x->size ||
-              (last && x->have_bytes >= x->needed_bytes);
+  bool done = x->have_bytes == x->size;
   /* ACK every ack_every packets of the connection (not of the transfer:
    * a stream of small transfers must still feed the rate control and the
    * window), and the last packet of a round that does not end the

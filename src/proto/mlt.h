@@ -26,7 +26,8 @@
  * ACKs every 10th packet echoing its time stamp.  A sender that has sent
  * everything without a STOP waits one drain interval, then sends PROBE.
  * A receiver that holds at least (1 - p) of the bytes answers a PROBE
- * with STOP and completes, zero-filling and reporting what is missing;
+ * with STOP and completes, zero-filling (or, for parameters, keeping)
+ * and reporting what is missing;
  * otherwise it answers with a BITMAP of missing segments, the sender
  * retransmits exactly those, and the cycle repeats.  A receiver that holds
  * everything stops at once.  p = 0 makes the transfer fully reliable.
@@ -153,6 +154,10 @@ typedef struct dlcp_mlt_recv {
   uint64_t len;
   double loss_bound;  /* p in [0, 1): the fraction that may be missing;
                          0 = fully reliable */
+  bool keep_previous; /* the buffer holds parameters: missing ranges keep
+                         its previous values (the seed's rule for
+                         parameters) instead of being zero-filled (the
+                         rule for gradients, the default) */
   uint64_t user_data;
 } dlcp_mlt_recv;
 
@@ -178,8 +183,8 @@ typedef struct dlcp_mlt_completion {
   uint32_t rounds;       /* PROBE rounds */
   dlcp_tstamp start_ns;  /* when the transfer was posted */
   dlcp_tstamp end_ns;
-  /* receiver: the byte ranges that were not delivered and were zero-filled,
-   * in increasing order.  Owned by the connection; valid until the next
+  /* receiver: the byte ranges that were not delivered (zero-filled, or
+   * left as they were with keep_previous), in increasing order.  Owned by the connection; valid until the next
    * dlcp_mlt_poll or dlcp_mlt_conn_del. */
   const dlcp_mlt_range *missing;
   size_t nmissing;
