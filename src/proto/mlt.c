@@ -163,6 +163,7 @@ struct dlcp_mlt_conn {
   uint32_t since_ack_req;     /* data packets sent since one asked for an
                                  ACK */
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
+  dlcp_tstamp last_send_ns;    /* the last data packet */
   dlcp_mlt_range *missing;
   size_t missing_cap;
   mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
@@ -825,8 +826,14 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   conn->path_rr++;
   x->pkts_sent++;
   if (conn->inflight_pkts++ == 0) {
+    /* Nothing in flight and nothing sent for two RTTs: an idle
+     * connection starts its window afresh. */
+    if (conn->last_send_ns + 2 * conn->srtt_ns < now) {
+      dlcp_rate_restart(&conn->rate);
+    }
     conn->window_since_ns = now;
   }
+  conn->last_send_ns = now;
   conn->stats.data_sent++;
   if (x->retx_round) {
     x->retx_sent++;
@@ -890,8 +897,10 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
   conn->stats.ce_echoed += a->ce;
   dlcp_rate_ack ra = {.rtt_ns = rtt, .acked_pkts = a->covered,
                       .ce_pkts = a->ce,
-                      .inflight_bytes = inflight_before *
-                                        full_pkt_bytes(conn)};
+.inflight_bytes = inflight_before *
+                                        full_pkt_bytes(conn),
+                      .acked_bytes = (uint64_t)a->covered *
+                                     full_pkt_bytes(conn)};
   dlcp_rate_move move = dlcp_rate_on_ack(&conn->rate, &ra, now);
   conn->stats.cuts_ecn += move == DLCP_RATE_DECREASE_ECN;
   conn->stats.cuts_delay += move == DLCP_RATE_DECREASE_DELAY;

@@ -43,7 +43,7 @@ void dlcp_rate_init(dlcp_rate *r, const dlcp_rate_params *p) {
   r->base_rtt_ns = 0;
   r->prev_rtt_ns = 0;
   r->samples = 0;
-  r->increases = 0;
+  r->calm_since_ns = 0;
   /* DCTCP starts at 1: the first marks cut by half, before the estimate
    * has learnt anything milder. */
   r->ecn_alpha = 1.0;
@@ -51,6 +51,7 @@ void dlcp_rate_init(dlcp_rate *r, const dlcp_rate_params *p) {
   r->epoch_marked = 0;
   r->epoch_end_ns = 0;
   r->hold_until_ns = 0;
+  r->window_bytes = (double)p->initial_window_bytes;
 }
 
 static void clamp(dlcp_rate *r) {
@@ -81,19 +82,27 @@ static void ecn_epoch(dlcp_rate *r, uint32_t acked, uint32_t ce,
   r->epoch_end_ns = now + rtt_ns;
 }
 
-static dlcp_rate_move increase(dlcp_rate *r, uint32_t acked, bool idle_q) {
+/* The additive step: the seed's alpha per ack_every packets, or one
+ * packet per base RTT of window growth (DCTCP's congestion avoidance)
+ * when that is more, then doubled once per base RTT the path has been
+ * calm (no mark, no cut, queueing below T_low) beyond hai_after RTTs. */
+static dlcp_rate_move increase(dlcp_rate *r, const dlcp_rate_ack *ack,
+                               uint32_t acked, dlcp_tstamp now) {
   const dlcp_rate_params *p = &r->params;
   double step = (double)p->alpha_bps * (double)acked / (double)p->ack_every;
-  if (idle_q) {
-    r->increases++;
-    if (p->hai_after > 0 && r->increases > p->hai_after) {
-      uint32_t k = r->increases - p->hai_after;
-      double grown = step * (double)(1ull << (k < 32 ? k : 32));
-      step = grown < r->rate_bps ? grown : r->rate_bps;
-      step = step > (double)p->alpha_bps ? step : (double)p->alpha_bps;
-    }
-  } else {
-    r->increases = 0;
+  if (ack->acked_bytes > 0 && r->window_bytes > 0.0) {
+    /* window += mss * acked / window, as a rate: * 8 / base RTT */
+    double mss = (double)ack->acked_bytes / (double)acked;
+    double ca = 8e9 * mss * (double)ack->acked_bytes / r->window_bytes /
+                (double)r->base_rtt_ns;
+    step = ca > step ? ca : step;
+  }
+  uint64_t calm_rtts =
+      now > r->calm_since_ns ? (now - r->calm_since_ns) / r->base_rtt_ns : 0;
+  if (p->hai_after > 0 && calm_rtts > p->hai_after) {
+    uint64_t k = calm_rtts - p->hai_after;
+    double grown = step * (double)(1ull << (k < 32 ? k : 32));
+    step = grown < r->rate_bps ? grown : r->rate_bps;
   }
   r->rate_bps += step;
   return DLCP_RATE_INCREASE;
@@ -123,6 +132,9 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
   if (ce_pkts > acked_pkts) {
     ce_pkts = acked_pkts;
   }
+  if (r->base_rtt_ns == 0) {
+    r->calm_since_ns = now;
+  }
   if (r->base_rtt_ns == 0 || rtt_ns < r->base_rtt_ns) {
     r->base_rtt_ns = rtt_ns;
   }
@@ -135,8 +147,10 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
 
   dlcp_rate_move move = DLCP_RATE_HOLD;
   bool may_cut = now >= r->hold_until_ns;
+  if (ce_pkts > 0 || q >= p->t_low_ns) {
+    r->calm_since_ns = now;
+  }
   if (ce_pkts > 0) {
-    r->increases = 0;
     if (may_cut) {
       cut_from_achieved(r, ack->inflight_bytes, rtt_ns);
       r->rate_bps *= 1.0 - r->ecn_alpha / 2.0;
@@ -145,36 +159,45 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
   } else if (q > p->t_high_ns) {
     /* Above T_high the queue is too long whatever its trend, so the
      * decrease is checked before the gradient (TIMELY's order). */
-    r->increases = 0;
     if (may_cut) {
       double ratio = (double)p->t_high_ns / (double)q;
       cut_from_achieved(r, ack->inflight_bytes, rtt_ns);
       r->rate_bps *= 1.0 - p->beta * (1.0 - ratio);
       move = DLCP_RATE_DECREASE_DELAY;
     }
-  } else if (q < p->t_low_ns) {
-    move = increase(r, acked_pkts, true);
-  } else if (!rising) {
-    move = increase(r, acked_pkts, false);
-  } else {
-    r->increases = 0;
+  } else if (q < p->t_low_ns || !rising) {
+    move = increase(r, ack, acked_pkts, now);
   }
   if (move == DLCP_RATE_DECREASE_ECN || move == DLCP_RATE_DECREASE_DELAY) {
     /* The next sample that can show this cut's effect is one RTT away. */
     r->hold_until_ns = now + rtt_ns;
   }
   clamp(r);
+  /* The window grows by what was acknowledged, towards a BDP at the rate,
+   * and follows a lower target down at once. */
+  double target = r->rate_bps * (double)r->base_rtt_ns / 8e9;
+  if (move != DLCP_RATE_DECREASE_ECN && move != DLCP_RATE_DECREASE_DELAY &&
+      r->window_bytes < target) {
+    r->window_bytes += (double)ack->acked_bytes;
+  }
+  if (r->window_bytes > target) {
+    r->window_bytes = target;
+  }
+  if (r->window_bytes < (double)p->min_window_bytes) {
+    r->window_bytes = (double)p->min_window_bytes;
+  }
   return move;
 }
 
 uint64_t dlcp_rate_window_bytes(const dlcp_rate *r) {
-  const dlcp_rate_params *p = &r->params;
-  if (r->base_rtt_ns == 0) {
-    return p->initial_window_bytes;
+  return r->window_bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)r->window_bytes;
+}
+
+void dlcp_rate_restart(dlcp_rate *r) {
+  double iw = (double)r->params.initial_window_bytes;
+  if (r->window_bytes > iw) {
+    r->window_bytes = iw;
   }
-  double bdp = r->rate_bps * (double)r->base_rtt_ns / 8e9;
-  uint64_t w = bdp >= 1.8e19 ? UINT64_MAX : (uint64_t)bdp;
-  return w > p->min_window_bytes ? w : p->min_window_bytes;
 }
 
 dlcp_duration dlcp_rate_tx_time(const dlcp_rate *r, uint64_t bytes) {

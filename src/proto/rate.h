@@ -29,17 +29,28 @@
  *            by its application would otherwise cut a rate it is not
  *            using, many RTTs in a row, while the queue stays full.
  *   increase alpha per ack_every packets acknowledged (the seed's alpha
- *            per ACK of 10 packets, whatever the ACK frequency); after
- *            hai_after consecutive increases with q < T_low the step
- *            doubles per increase (capped at the rate itself), so a flow
- *            recovers from a pause within a few RTTs instead of creeping
- *            back from the floor at alpha per ACK.
- *   window   bytes in flight are bounded by rate x base RTT (a BDP at the
- *            current rate), at least min_window_bytes, once the first RTT
- *            sample is in; before it, by initial_window_bytes.  The window
- *            is what makes an N-to-1 incast self-limiting: its senders'
- *            windows shrink with their rates, so together they cannot
- *            keep a port overflowing.
+ *            per ACK of 10 packets, whatever the ACK frequency), or one
+ *            packet of window per base RTT (DCTCP's congestion avoidance,
+ *            as a rate) when that is more: with a hundred flows sharing a
+ *            100 Gbit/s port a 40 Mbit/s step takes milliseconds to win
+ *            back a cut (docs/protocol.md); once the
+ *            path has been calm (no mark, no cut, q < T_low) for more than
+ *            hai_after base RTTs, the step doubles with every further calm
+ *            RTT (capped at the rate itself), so a flow recovers from a
+ *            pause within a few RTTs instead of creeping back from the
+ *            floor at alpha per ACK, while a flow sharing a marking queue
+ *            stays additive (TIMELY's hyper-active increase, in RTTs).
+ *   window   bytes in flight are bounded by a window that starts at
+ *            initial_window_bytes, grows by the bytes each ACK covers
+ *            (doubling per RTT, as TCP's slow start) up to rate x base RTT
+ *            (a BDP at the current rate), and follows that target down
+ *            at once when the rate is cut; never below min_window_bytes.
+ *            After an idle spell (dlcp_rate_restart) it starts again from
+ *            the initial window: the rate a connection learnt in its last
+ *            burst says nothing about the port its next burst meets.  The
+ *            window is what makes an N-to-1 incast self-limiting: its
+ *            senders' windows shrink with their rates, so together they
+ *            cannot keep a port overflowing.
  *
  * The rate stays within [min, line].  Pure computation: time is an
  * argument, nothing is read or allocated.
@@ -60,7 +71,7 @@ typedef struct dlcp_rate_params {
   double beta;             /* multiplicative decrease factor, in (0, 1] */
   double ecn_gain;         /* DCTCP's g, in (0, 1] */
   uint32_t ack_every;      /* packets an increase of alpha stands for */
-  uint32_t hai_after;      /* consecutive increases before the step grows;
+  uint32_t hai_after;      /* calm base RTTs before the step grows;
                               0 = never */
   uint64_t min_window_bytes;     /* floor of the in-flight bound, > 0 */
   uint64_t initial_window_bytes; /* bound before the first RTT sample, > 0 */
@@ -80,12 +91,13 @@ typedef struct dlcp_rate {
   dlcp_duration base_rtt_ns; /* min filter; 0 before the first sample */
   dlcp_duration prev_rtt_ns;
   uint64_t samples;
-  uint32_t increases;     /* consecutive increases with q < T_low */
+  dlcp_tstamp calm_since_ns; /* since when no mark, no cut, q < T_low */
   double ecn_alpha;       /* DCTCP's estimate of the marked fraction */
   uint64_t epoch_acked;   /* packets acknowledged in this RTT epoch */
   uint64_t epoch_marked;  /* of which CE marked */
   dlcp_tstamp epoch_end_ns;  /* the epoch's end: update ecn_alpha */
   dlcp_tstamp hold_until_ns; /* no decrease before (one RTT after one) */
+  double window_bytes;       /* the in-flight bound */
 } dlcp_rate;
 
 /* dlcp_rate_params_default fills the seed's defaults for a |line_rate_bps|
@@ -108,6 +120,7 @@ typedef struct dlcp_rate_ack {
   uint32_t ce_pkts;        /* of which CE marked (clamped to acked_pkts) */
   uint64_t inflight_bytes; /* the sender's bytes in flight when the ACK
                               came: inflight / rtt is the rate achieved */
+  uint64_t acked_bytes;    /* bytes the ACK covers: the window's growth */
 } dlcp_rate_ack;
 
 /* dlcp_rate_on_ack applies one ACK at |now| and returns what it did. */
@@ -116,6 +129,11 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
 
 /* dlcp_rate_window_bytes returns the in-flight bound now. */
 uint64_t dlcp_rate_window_bytes(const dlcp_rate *r);
+
+/* dlcp_rate_restart tells the controller that the connection was idle
+ * (nothing in flight for a while) and is sending again: the window
+ * starts again from the initial window; the rate is kept. */
+void dlcp_rate_restart(dlcp_rate *r);
 
 /* dlcp_rate_tx_time returns how long |bytes| take at the current rate, in
  * ns, rounded up so pacing never exceeds the rate. */

@@ -197,6 +197,8 @@ static int mlt_init(dlcp_sim *sim) {
     b->max_probe_timeout_ns = b->probe_timeout_ns;
   }
   b->min_drain_ns = ns_of(mc->min_drain_ps);
+  if (getenv("MLT_IW")) b->initial_window_bytes = strtoull(getenv("MLT_IW"), NULL, 10);
+  if (getenv("MLT_ALPHA")) b->alpha_bps = strtoull(getenv("MLT_ALPHA"), NULL, 10);
   b->max_transfers = 1u << 20;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
