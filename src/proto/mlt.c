@@ -868,8 +868,8 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp now) {
   conn->stats.acks_received++;
-  /* What was in flight when the acknowledged packet left (about): the
-   * rate achieved over the RTT this ACK measures. */
+  /* What was in flight before this ACK's credit: whether the window is
+   * in use. */
   uint64_t inflight_before = conn->inflight_pkts;
   /* Window credit: every packet sent up to the acknowledged one (seq
    * numbers every transmission of the transfer) has arrived or is lost,

@@ -108,13 +108,13 @@ static dlcp_rate_move increase(dlcp_rate *r, const dlcp_rate_ack *ack,
   return DLCP_RATE_INCREASE;
 }
 
-/* The rate a cut starts from: the nominal rate, or the achieved one if
- * the flow uses less. */
-static void cut_from_achieved(dlcp_rate *r, uint64_t inflight_bytes,
-                              dlcp_duration rtt_ns) {
-  double achieved = (double)inflight_bytes * 8e9 / (double)rtt_ns;
-  if (achieved < r->rate_bps) {
-    r->rate_bps = achieved;
+/* The rate a cut starts from: the nominal rate, or the one the window
+ * allows (a window per base RTT) if that is less.  The window only grows
+ * while it is used, so it tracks what the flow achieves. */
+static void cut_from_window(dlcp_rate *r) {
+  double allowed = r->window_bytes * 8e9 / (double)r->base_rtt_ns;
+  if (allowed < r->rate_bps) {
+    r->rate_bps = allowed;
   }
 }
 
@@ -152,7 +152,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
   }
   if (ce_pkts > 0) {
     if (may_cut) {
-      cut_from_achieved(r, ack->inflight_bytes, rtt_ns);
+      cut_from_window(r);
       r->rate_bps *= 1.0 - r->ecn_alpha / 2.0;
       move = DLCP_RATE_DECREASE_ECN;
     }
@@ -161,7 +161,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
      * decrease is checked before the gradient (TIMELY's order). */
     if (may_cut) {
       double ratio = (double)p->t_high_ns / (double)q;
-      cut_from_achieved(r, ack->inflight_bytes, rtt_ns);
+      cut_from_window(r);
       r->rate_bps *= 1.0 - p->beta * (1.0 - ratio);
       move = DLCP_RATE_DECREASE_DELAY;
     }
@@ -174,10 +174,14 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
   }
   clamp(r);
   /* The window grows by what was acknowledged, towards a BDP at the rate,
-   * and follows a lower target down at once. */
+   * while at least half of it is in use (a flow held back by its host or
+   * its application does not inflate it), and follows a lower target
+   * down at once. */
   double target = r->rate_bps * (double)r->base_rtt_ns / 8e9;
+  bool used = (double)(ack->inflight_bytes + ack->acked_bytes) * 2.0 >=
+              r->window_bytes;
   if (move != DLCP_RATE_DECREASE_ECN && move != DLCP_RATE_DECREASE_DELAY &&
-      r->window_bytes < target) {
+      used && r->window_bytes < target) {
     r->window_bytes += (double)ack->acked_bytes;
   }
   if (r->window_bytes > target) {

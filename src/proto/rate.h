@@ -23,11 +23,11 @@
  *            increases it.
  *   decrease at most one per RTT (the delay cut and the ECN cut alike):
  *            the samples of one RTT describe the same queue.  A cut
- *            applies to the rate the flow actually achieves (bytes in
- *            flight / RTT) when that is below its nominal rate: a flow
- *            held back by its own host (many peers sharing one NIC) or
- *            by its application would otherwise cut a rate it is not
- *            using, many RTTs in a row, while the queue stays full.
+ *            applies to the rate the window allows (window / base RTT)
+ *            when that is below the nominal rate: a flow held back by its
+ *            own host (many peers sharing one NIC) or by its application
+ *            would otherwise cut a rate it is not using, many RTTs in a
+ *            row, while the queue stays full.
  *   increase alpha per ack_every packets acknowledged (the seed's alpha
  *            per ACK of 10 packets, whatever the ACK frequency), or one
  *            packet of window per base RTT (DCTCP's congestion avoidance,
@@ -42,7 +42,8 @@
  *            stays additive (TIMELY's hyper-active increase, in RTTs).
  *   window   bytes in flight are bounded by a window that starts at
  *            initial_window_bytes, grows by the bytes each ACK covers
- *            (doubling per RTT, as TCP's slow start) up to rate x base RTT
+ *            (doubling per RTT, as TCP's slow start) while at least half
+ *            of it is in flight, up to rate x base RTT
  *            (a BDP at the current rate), and follows that target down
  *            at once when the rate is cut; never below min_window_bytes.
  *            After an idle spell (dlcp_rate_restart) it starts again from
@@ -119,7 +120,7 @@ typedef struct dlcp_rate_ack {
   uint32_t acked_pkts;     /* data packets the ACK covers (0 counts as 1) */
   uint32_t ce_pkts;        /* of which CE marked (clamped to acked_pkts) */
   uint64_t inflight_bytes; /* the sender's bytes in flight when the ACK
-                              came: inflight / rtt is the rate achieved */
+                              came: whether the window is in use */
   uint64_t acked_bytes;    /* bytes the ACK covers: the window's growth */
 } dlcp_rate_ack;
 

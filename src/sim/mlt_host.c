@@ -508,10 +508,12 @@ static bool nic_full(const mlt_host *h) {
          MLT_NIC_BACKLOG_BYTES;
 }
 
-/* Wakes the NIC timer when half the backlog has drained. */
+/* Wakes the NIC timer when half the backlog has drained (at once if it
+ * has already). */
 static void nic_wait(mlt_host *h, dlcp_sim_ps now) {
   const dlcp_sim_port *nic = dlcp_sim_host_nic(&h->sim->net, h->host);
-  uint64_t excess = nic->bytes - MLT_NIC_BACKLOG_BYTES / 2;
+  uint64_t half = MLT_NIC_BACKLOG_BYTES / 2;
+  uint64_t excess = nic->bytes > half ? nic->bytes - half : 0;
   dlcp_sim_ps at = now + dlcp_sim_serialization_ps(excess, nic->rate_bps);
   if (!dlcp_sim_timer_armed(&h->nic_timer) || at < h->nic_timer.deadline) {
     dlcp_sim_timer_arm(&h->nic_timer, at);
@@ -536,8 +538,9 @@ static void block(mlt_peer *p, dlcp_sim_ps now) {
 
 static void service(mlt_peer *p, dlcp_sim_ps now);
 
-/* The NIC drained: the waiting connections go on, oldest first, until it
- * fills again. */
+/* The NIC drained: the waiting connections go on, one packet each in
+ * turn (the round robin of a NIC's transmit queues), until it fills
+ * again. */
 static void nic_ready(void *obj, dlcp_sim_ps now) {
   mlt_host *h = obj;
   while (h->blocked_head && !nic_full(h)) {
@@ -579,9 +582,13 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
     switch (act.type) {
     case DLCP_MLT_ACT_DATAGRAM:
       send_datagram(p, &act, m->poll_buf, now);
-      if (act.payload_len > 0 && nic_full(p->host)) {
-        block(p, now);
-        return;
+      /* One data packet, then the others waiting for the NIC go first. */
+      if (act.payload_len > 0 &&
+          (nic_full(p->host) || p->host->blocked_head)) {
+        if (dlcp_mlt_next_deadline(p->conn) <= ns_of(now)) {
+          block(p, now);
+          return;
+        }
       }
       break;
     case DLCP_MLT_ACT_CONTROL:
