@@ -125,6 +125,7 @@ struct mlt_xfer {
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
+  bool counted;         /* in the connection's and host's active receives */
   uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
   uint32_t ack_ce;
   uint32_t loss_ppm;
@@ -164,6 +165,8 @@ struct dlcp_mlt_conn {
                                  ACK */
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
   dlcp_tstamp last_send_ns;    /* the last data packet */
+  uint32_t rx_active;          /* receives in progress, for grants */
+  uint64_t peer_grant;         /* the peer's latest window grant; 0 none */
   dlcp_mlt_range *missing;
   size_t missing_cap;
   mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
@@ -316,8 +319,35 @@ static void zero_missing(mlt_xfer *x) {
   }
 }
 
+/* Takes a receive out of the active counts that grants divide by. */
+static void uncount(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  if (!x->counted) {
+    return;
+  }
+  x->counted = false;
+  conn->rx_active--;
+  if (conn->cfg.rx_share && conn->cfg.rx_share->active > 0) {
+    conn->cfg.rx_share->active--;
+  }
+}
+
+/* The window this connection grants its peer now, in bytes (0: none). */
+static uint32_t grant_bytes(const dlcp_mlt_conn *conn) {
+  const dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
+  if (!sh || sh->bdp_bytes == 0 || sh->active == 0 || conn->rx_active == 0) {
+    return 0;
+  }
+  double g = 2.0 * (double)sh->bdp_bytes * (double)conn->rx_active /
+             (double)sh->active;
+  if (g < (double)conn->cfg.min_window_bytes) {
+    g = (double)conn->cfg.min_window_bytes;
+  }
+  return g >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)g;
+}
+
 static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
                    uint32_t extra, dlcp_tstamp now) {
+  uncount(conn, x);
   if (!x->is_send && status == 0 && x->have_segs < x->nsegs &&
       !x->keep_previous) {
     zero_missing(x);
@@ -644,6 +674,7 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
 
 static void on_start_entry(dlcp_mlt_conn *conn,
                            const dlcp_wire_start_entry *e, dlcp_tstamp now) {
+  conn->peer_grant = e->grant;
   for (mlt_xfer *it = conn->sends; it; it = it->next) {
     if (it->id == e->xfer && it->state != X_WAIT_START) {
       conn->stats.dropped_stale++; /* a repeated START */
@@ -739,11 +770,15 @@ static uint64_t full_pkt_bytes(const dlcp_mlt_conn *conn) {
 }
 
 /* The rate control's window (a BDP at the current rate), under the fixed
- * cap if one is configured, in whole packets (at least one). */
+ * cap if one is configured and the receiver's grant if it sent one, in
+ * whole packets (at least one). */
 static uint64_t window_pkts(const dlcp_mlt_conn *conn) {
   uint64_t w = dlcp_rate_window_bytes(&conn->rate);
   if (conn->cfg.max_inflight_bytes && conn->cfg.max_inflight_bytes < w) {
     w = conn->cfg.max_inflight_bytes;
+  }
+  if (conn->peer_grant && conn->peer_grant < w) {
+    w = conn->peer_grant;
   }
   w /= full_pkt_bytes(conn);
   return w > 0 ? w : 1;
@@ -885,6 +920,7 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
         delta < conn->inflight_pkts ? conn->inflight_pkts - delta : 0;
     conn->window_since_ns = now;
   }
+  conn->peer_grant = a->grant;
   if (a->echo_ts > now) {
     return; /* not one of our time stamps */
   }
@@ -1089,6 +1125,13 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->seg_size = seg_size;
   x->rbuf = req->buf;
   x->keep_previous = req->keep_previous;
+  if (x->nsegs > 0) {
+    x->counted = true;
+    conn->rx_active++;
+    if (conn->cfg.rx_share) {
+      conn->cfg.rx_share->active++;
+    }
+  }
   /* Round p down to whole ppm: the bound granted is never looser than the
    * one asked for. */
   x->loss_ppm = (uint32_t)(req->loss_bound * DLCP_WIRE_PPM);
@@ -1490,6 +1533,7 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
  * never heard of the transfer. */
 static void cancel(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t tell,
                    dlcp_tstamp now) {
+  uncount(conn, x);
   if (x->is_send) {
     settle(conn, x);
   }
@@ -1686,6 +1730,7 @@ static int emit_start(dlcp_mlt_conn *conn, mlt_xfer *first,
     e[n].size = x->size;
     e[n].loss_ppm = x->loss_ppm;
     e[n].seg_size = x->seg_size;
+    e[n].grant = grant_bytes(conn);
     who[n++] = x;
   }
   dlcp_ssize len = dlcp_wire_start_encode(buf, buflen, conn->cfg.job, e, n);
@@ -1760,7 +1805,8 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
         .rx_pkts = x->ack_rx_pkts, .seq = x->ack_seq,
         .covered = (uint16_t)(x->ack_covered > UINT16_MAX ? UINT16_MAX
                                                           : x->ack_covered),
-        .ce = (uint16_t)(x->ack_ce > UINT16_MAX ? UINT16_MAX : x->ack_ce)};
+        .ce = (uint16_t)(x->ack_ce > UINT16_MAX ? UINT16_MAX : x->ack_ce),
+        .grant = grant_bytes(conn)};
     if (a.ce > a.covered) {
       a.ce = a.covered;
     }

@@ -52,6 +52,22 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * DLCP_WIRE_CTRL_MAX (1 MiB) always holds a whole bitmap of a 1 GiB tensor. */
 #define DLCP_MLT_MIN_BUF 4096u
 
+/*
+ * Receiver-driven windows.  All connections of one host may share one
+ * dlcp_mlt_rx_share (owned by the driver, which must keep it alive while
+ * they exist; NULL in the config = off).  The driver sets bdp_bytes, the
+ * host's downlink rate x base RTT; the connections keep |active|, the
+ * receives in progress on the host.  Every START and ACK then grants the
+ * peer a window of 2 x bdp x (this connection's receives) / active: an
+ * N-to-1 incast shares the receiver's link (two BDPs: the pipe and as
+ * much queue) from its first packet on, while a lone sender is granted
+ * the whole path.  The sender bounds its window by the grant.
+ */
+typedef struct dlcp_mlt_rx_share {
+  uint64_t bdp_bytes; /* set by the driver; 0 = grant nothing */
+  uint32_t active;    /* maintained by the connections */
+} dlcp_mlt_rx_share;
+
 typedef struct dlcp_mlt_config {
   uint32_t job;          /* job token on every message; others are dropped */
   uint32_t segment_size; /* payload bytes per DATA packet, chosen by the
@@ -103,6 +119,7 @@ typedef struct dlcp_mlt_config {
                                at most DLCP_WIRE_CTRL_MAX - 24, and
                                dlcp_mlt_poll's |buf| must hold 24 more.
                                Both ends must use the same value. */
+  dlcp_mlt_rx_share *rx_share; /* receiver-driven windows; NULL = off */
   uint64_t seed;           /* seeds the connection's generator */
 } dlcp_mlt_config;
 

@@ -80,6 +80,7 @@ typedef struct mlt_sim {
   uint8_t *sink;    /* every receive buffer, and the send buffer unless
                        magnitude tagging needs real gradients */
   uint8_t *grad;    /* synthetic float32 gradients, or NULL */
+  uint64_t bdp_bytes; /* a host link's rate x base RTT: receiver grants */
   uint64_t max_flow;
   ctrl_msg *msgs;
   uint32_t nmsgs, msgs_cap, free_msg;
@@ -103,6 +104,7 @@ typedef struct mlt_host {
   uint32_t cap, count; /* cap is a power of two or 0 */
   mlt_peer *blocked_head, *blocked_tail;
   dlcp_sim_timer nic_timer;
+  dlcp_mlt_rx_share rx_share; /* its connections' receiver grants */
 } mlt_host;
 
 static mlt_sim *shared(const dlcp_sim *sim) {
@@ -197,8 +199,17 @@ static int mlt_init(dlcp_sim *sim) {
     b->max_probe_timeout_ns = b->probe_timeout_ns;
   }
   b->min_drain_ns = ns_of(mc->min_drain_ps);
-  if (getenv("MLT_IW")) b->initial_window_bytes = strtoull(getenv("MLT_IW"), NULL, 10);
-  if (getenv("MLT_ALPHA")) b->alpha_bps = strtoull(getenv("MLT_ALPHA"), NULL, 10);
+  /* The fabric's base RTT (a generated topology's longest path), for the
+   * first RTT estimate and the receivers' window grants. */
+  uint32_t hops = dlcp_sim_topo_diameter(&cfg->topo);
+  if (hops > 0) {
+    uint64_t rtt_ns = ns_of(2ull * hops * dlcp_sim_topo_link_delay(&cfg->topo));
+    if (rtt_ns > 0) {
+      b->initial_rtt_ns = rtt_ns;
+    }
+  }
+  /* host_rate <= 10 Tbps, RTT < 2^32 ns: no overflow in a double. */
+  m->bdp_bytes = (uint64_t)((double)host_rate * (double)b->initial_rtt_ns / 8e9);
   b->max_transfers = 1u << 20;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
@@ -365,6 +376,9 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   }
   dlcp_mlt_config cfg = shared(sim)->base;
   cfg.seed = mix64(sim->cfg.seed ^ ((uint64_t)h->host << 32 | peer));
+  /* Hosts are made before the transport's shared state: set here. */
+  h->rx_share.bdp_bytes = shared(sim)->bdp_bytes;
+  cfg.rx_share = &h->rx_share;
   int rv = dlcp_mlt_conn_new(&p->conn, &cfg, sim->mem,
                              ns_of(dlcp_sim_now(sim)));
   if (rv != 0) {

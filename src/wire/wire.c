@@ -258,7 +258,7 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
   p = dlcp_put_u32(p, a->seq);
   p = dlcp_put_u16(p, a->covered);
   p = dlcp_put_u16(p, a->ce);
-  dlcp_put_u32(p, 0);
+  dlcp_put_u32(p, a->grant);
   return DLCP_WIRE_ACK_LEN;
 }
 
@@ -271,7 +271,7 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   }
   uint16_t covered = dlcp_get_u16(buf + 32);
   uint16_t ce = dlcp_get_u16(buf + 34);
-  if (pre.xfer == 0 || ce > covered || dlcp_get_u32(buf + 36) != 0) {
+  if (pre.xfer == 0 || ce > covered) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   a->job = pre.job;
@@ -281,6 +281,7 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   a->seq = dlcp_get_u32(buf + 28);
   a->covered = covered;
   a->ce = ce;
+  a->grant = dlcp_get_u32(buf + 36);
   return 0;
 }
 
@@ -304,6 +305,7 @@ static void start_entry_read(dlcp_wire_start_entry *e, const uint8_t *p) {
   e->size = dlcp_get_u64(p + 8);
   e->loss_ppm = dlcp_get_u32(p + 16);
   e->seg_size = dlcp_get_u32(p + 20);
+  e->grant = dlcp_get_u32(p + 24);
 }
 
 dlcp_ssize dlcp_wire_start_encode(uint8_t *buf, size_t buflen, uint32_t job,
@@ -340,7 +342,8 @@ dlcp_ssize dlcp_wire_start_encode(uint8_t *buf, size_t buflen, uint32_t job,
     p = dlcp_put_u64(p, e->size);
     p = dlcp_put_u32(p, e->loss_ppm);
     p = dlcp_put_u32(p, e->seg_size);
-    p = dlcp_put_u64(p, 0);
+    p = dlcp_put_u32(p, e->grant);
+    p = dlcp_put_u32(p, 0);
   }
   return (dlcp_ssize)len;
 }
@@ -370,7 +373,7 @@ int dlcp_wire_start_decode(uint32_t *job, uint32_t *n, const uint8_t *buf,
         buf + DLCP_WIRE_START_HDR_LEN + (size_t)i * DLCP_WIRE_START_ENTRY_LEN;
 
     start_entry_read(&e, p);
-    if (!start_entry_ok(&e) || dlcp_get_u64(p + 24) != 0) {
+    if (!start_entry_ok(&e) || dlcp_get_u32(p + 28) != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
   }

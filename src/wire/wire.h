@@ -37,7 +37,8 @@
  *   32  2    covered  data packets of the connection received since the
  *                     previous ACK, this one included (saturates)
  *   34  2    ce       how many of them arrived CE marked (<= covered)
- *   36  4    reserved (zero)
+ *   36  4    grant    the receiver's share of its downlink for this
+ *                     connection, bytes in flight (0 = no opinion)
  *
  * START (control, receiver -> sender): "buffers are posted, send these":
  *   16  2    count    number of entries, >= 1
@@ -46,7 +47,9 @@
  *            0 4 tensor, 4 4 xfer, 8 8 size (bytes),
  *            16 4 loss bound in parts per million (< 1000000),
  *            20 4 segment size (bytes, DLCP_WIRE_MIN_SEG..DLCP_WIRE_MAX_SEG),
- *            24 8 reserved (zero)
+ *            24 4 grant: the receiver's share of its downlink for this
+ *                 connection, bytes in flight (0 = no opinion),
+ *            28 4 reserved (zero)
  *            ceil(size / segment size) must fit 32 bits (BITMAP counts
  *            segments in 32 bits); size 0 is allowed
  *
@@ -178,6 +181,7 @@ typedef struct dlcp_wire_ack {
                    before it has arrived or is lost */
   uint16_t covered; /* packets received since the previous ACK */
   uint16_t ce;      /* of which CE marked; <= covered */
+  uint32_t grant;   /* receiver's window grant, bytes; 0 = none */
 } dlcp_wire_ack;
 
 typedef struct dlcp_wire_start_entry {
@@ -186,6 +190,7 @@ typedef struct dlcp_wire_start_entry {
   uint64_t size;     /* bytes */
   uint32_t loss_ppm; /* < DLCP_WIRE_PPM */
   uint32_t seg_size; /* DLCP_WIRE_MIN_SEG..DLCP_WIRE_MAX_SEG */
+  uint32_t grant;    /* receiver's window grant, bytes; 0 = none */
 } dlcp_wire_start_entry;
 
 typedef struct dlcp_wire_probe {
