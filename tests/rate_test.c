@@ -17,19 +17,33 @@
 #define ALPHA 40000000.0
 #define BIG (1ull << 40) /* bytes in flight: the flow uses its whole rate */
 
+/* A controller whose window never limits (a huge initial window, so the
+ * window is the BDP at the rate after every ACK): the rate rules alone. */
 static dlcp_rate make(double start_bps) {
   dlcp_rate_params p;
   dlcp_rate_params_default(&p, LINE);
+  p.initial_window_bytes = BIG;
   dlcp_rate r;
   dlcp_rate_init(&r, &p);
   r.rate_bps = start_bps;
   return r;
 }
 
+/* An ACK that reports no bytes: the seed's alpha is the whole increase
+ * (the congestion-avoidance term needs the bytes). */
 static dlcp_rate_move ack(dlcp_rate *r, dlcp_duration rtt, uint32_t acked,
                           uint32_t ce, dlcp_tstamp now) {
   dlcp_rate_ack a = {.rtt_ns = rtt, .acked_pkts = acked, .ce_pkts = ce,
                      .inflight_bytes = BIG};
+  return dlcp_rate_on_ack(r, &a, now);
+}
+
+static dlcp_rate_move ack_bytes(dlcp_rate *r, dlcp_duration rtt,
+                                uint32_t acked, uint64_t inflight,
+                                dlcp_tstamp now) {
+  dlcp_rate_ack a = {.rtt_ns = rtt, .acked_pkts = acked,
+                     .inflight_bytes = inflight,
+                     .acked_bytes = (uint64_t)acked * 1500};
   return dlcp_rate_on_ack(r, &a, now);
 }
 
@@ -67,15 +81,18 @@ static void test_thresholds_are_above_base(void **state) {
   /* 10 us above base, rising: still below T_low */
   assert_int_equal(ack(&r, 110000, 10, 0, 1000), DLCP_RATE_INCREASE);
   assert_rate(&r, 5e9 + 2 * ALPHA);
-  /* 200 us above base: 1 - 0.8 (1 - 125/200) = 0.7 */
+  /* 200 us above base: 1 - 0.8 (1 - 125/200) = 0.7, applied to the rate
+   * the window (a BDP at the rate of the previous ACK, 5.04 Gbps) lets
+   * through */
   assert_int_equal(ack(&r, 300000, 10, 0, 2000), DLCP_RATE_DECREASE_DELAY);
-  assert_rate(&r, (5e9 + 2 * ALPHA) * 0.7);
+  double cut1 = (5e9 + ALPHA) * 0.7;
+  assert_rate(&r, cut1);
   /* The next cut waits one RTT (300 us) for the first one to show. */
   assert_int_equal(ack(&r, 300000, 10, 0, 3000), DLCP_RATE_HOLD);
-  assert_rate(&r, (5e9 + 2 * ALPHA) * 0.7);
+  assert_rate(&r, cut1);
   assert_int_equal(ack(&r, 400000, 10, 0, 302000), DLCP_RATE_DECREASE_DELAY);
   /* q = 300 us: 1 - 0.8 (1 - 125/300) = 0.5333... */
-  assert_rate(&r, (5e9 + 2 * ALPHA) * 0.7 * (1.0 - 0.8 * (1.0 - 125.0 / 300.0)));
+  assert_rate(&r, cut1 * (1.0 - 0.8 * (1.0 - 125.0 / 300.0)));
   /* A smaller RTT lowers the base. */
   ack(&r, 90000, 10, 0, 800000);
   assert_int_equal(r.base_rtt_ns, 90000);
@@ -134,30 +151,36 @@ static void test_ecn_cuts_dctcp_style(void **state) {
 }
 
 /* A flow limited by its host (many peers on one NIC) has a nominal rate
- * far above what it achieves; a cut starts from the achieved rate,
- * bytes in flight / RTT, or it would take many RTTs to bite. */
-static void test_cut_starts_from_achieved_rate(void **state) {
+ * far above what its window lets through; a cut starts from the window's
+ * rate (window / base RTT), or it would take many RTTs to bite. */
+static void test_cut_starts_from_window_rate(void **state) {
   (void)state;
   dlcp_rate r = make((double)LINE);
-  dlcp_rate_ack a = {.rtt_ns = 100000, .acked_pkts = 10, .ce_pkts = 1,
-                     .inflight_bytes = 12500}; /* 1 Gbps achieved */
-  assert_int_equal(dlcp_rate_on_ack(&r, &a, 0), DLCP_RATE_DECREASE_ECN);
+  r.window_bytes = 12500; /* 1 Gbps over a 100 us base RTT */
+  assert_int_equal(ack(&r, 100000, 10, 1, 0), DLCP_RATE_DECREASE_ECN);
   double alpha = 15.0 / 16.0 + 0.1 / 16.0;
   assert_rate(&r, 1e9 * (1.0 - alpha / 2.0));
+  /* The window follows the rate down: a BDP at the new rate. */
+  assert_int_equal(dlcp_rate_window_bytes(&r),
+                   (uint64_t)(r.rate_bps * 100000 / 8e9));
 }
 
-/* After a pause cut the rate to the floor, a clear path brings it back to
- * line rate in a dozen ACKs: alpha for 5, then the step doubles. */
+/* After a pause cut the rate to the floor, a calm path (no mark, queue
+ * below T_low) brings it back to line rate within a dozen RTTs: alpha for
+ * the first 5 calm RTTs, then the step doubles with every calm RTT. */
 static void test_recovers_fast_after_a_pause(void **state) {
   (void)state;
   dlcp_rate r = make(1e7); /* the floor, line / 1000 */
   double want = 1e7;
-  for (int i = 1; i <= 12; i++) {
+  int i;
+  for (i = 1; want < (double)LINE; i++) {
+    /* one ACK per base RTT (20 us); calm since the first */
     assert_int_equal(ack(&r, 20000, 10, 0, (dlcp_tstamp)i * 20000),
                      DLCP_RATE_INCREASE);
+    uint64_t calm = (uint64_t)i - 1;
     double step = ALPHA;
-    if (i > 5) {
-      step = ALPHA * (double)(1u << (i - 5));
+    if (calm > 5) {
+      step = ALPHA * (double)(1u << (calm - 5));
       step = step < want ? step : want;
     }
     want += step;
@@ -166,23 +189,60 @@ static void test_recovers_fast_after_a_pause(void **state) {
     }
     assert_rate(&r, want);
   }
-  assert_rate(&r, (double)LINE);
-  /* Any decrease ends the fast phase. */
+  assert_int_equal(i - 1, 13); /* 13 RTTs from line / 1000 to line */
+  /* A mark ends the calm: the step is alpha again for 5 RTTs. */
   ack(&r, 20000, 10, 1, 300000);
   double cut = r.rate_bps;
   ack(&r, 20000, 10, 0, 400000);
   assert_rate(&r, cut + ALPHA);
 }
 
-static void test_window_is_a_bdp(void **state) {
+/* Under marks a flow still gains a packet of window per RTT (DCTCP's
+ * congestion avoidance) when that is more than the seed's alpha. */
+static void test_congestion_avoidance_floor(void **state) {
   (void)state;
   dlcp_rate r = make(1e9);
-  /* initial: 10 Gbps x 50 us / 8 */
-  assert_int_equal(dlcp_rate_window_bytes(&r), 62500);
+  ack(&r, 100000, 10, 1, 0); /* base 100 us; marked: a cut, no calm */
+  double rate = r.rate_bps;
+  double win = r.window_bytes;
+  /* 2 packets acknowledged, 15 in flight: window += 1500 * 3000 / win */
+  assert_int_equal(ack_bytes(&r, 100000, 2, 22500, 1000), DLCP_RATE_INCREASE);
+  double ca = 8e9 * 1500.0 * 3000.0 / win / 100000.0;
+  assert_true(ca > ALPHA / 5);
+  assert_rate(&r, rate + ca);
+}
+
+/* The window: the initial one until ACKs come, then it grows by what
+ * each ACK covers (slow start) while in use, never beyond a BDP at the
+ * rate; an idle connection starts again from the initial window. */
+static void test_window_slow_start_and_restart(void **state) {
+  (void)state;
+  dlcp_rate_params p;
+  dlcp_rate_params_default(&p, LINE);
+  assert_int_equal(p.initial_window_bytes, 62500); /* 10 Gbps x 50 us */
+  p.initial_window_bytes = 3000;
+  dlcp_rate r;
+  dlcp_rate_init(&r, &p);
   r.rate_bps = 1e9;
-  ack(&r, 100000, 10, 0, 0); /* +alpha: 1.04 Gbps x 100 us / 8 */
-  assert_int_equal(dlcp_rate_window_bytes(&r), 13000);
-  r.rate_bps = 1e7; /* 125 bytes per base RTT: the floor of 2 packets */
+  assert_int_equal(dlcp_rate_window_bytes(&r), 3000);
+  ack_bytes(&r, 100000, 2, 3000, 0);
+  assert_int_equal(dlcp_rate_window_bytes(&r), 6000);
+  ack_bytes(&r, 100000, 4, 6000, 1);
+  assert_int_equal(dlcp_rate_window_bytes(&r), 12000);
+  ack_bytes(&r, 100000, 4, 12000, 2);
+  /* 18000 would exceed the BDP at the rate */
+  uint64_t bdp = (uint64_t)(r.rate_bps * 100000 / 8e9);
+  assert_true(bdp < 18000);
+  assert_int_equal(dlcp_rate_window_bytes(&r), bdp);
+  /* Unused (1 packet in flight of 11): no growth beyond the target's. */
+  r.rate_bps = 2e9;
+  ack_bytes(&r, 100000, 1, 1500, 3);
+  assert_int_equal(dlcp_rate_window_bytes(&r), bdp);
+  dlcp_rate_restart(&r);
+  assert_int_equal(dlcp_rate_window_bytes(&r), 3000);
+  /* The floor: 2 packets whatever the rate. */
+  r.rate_bps = 1e7;
+  ack(&r, 100000, 1, 1, 1000000);
   assert_int_equal(dlcp_rate_window_bytes(&r), 3000);
 }
 
@@ -234,9 +294,10 @@ int main(void) {
       cmocka_unit_test(test_band_follows_gradient),
       cmocka_unit_test(test_increase_scales_with_acked_packets),
       cmocka_unit_test(test_ecn_cuts_dctcp_style),
-      cmocka_unit_test(test_cut_starts_from_achieved_rate),
+      cmocka_unit_test(test_cut_starts_from_window_rate),
       cmocka_unit_test(test_recovers_fast_after_a_pause),
-      cmocka_unit_test(test_window_is_a_bdp),
+      cmocka_unit_test(test_congestion_avoidance_floor),
+      cmocka_unit_test(test_window_slow_start_and_restart),
       cmocka_unit_test(test_clamped_to_line_and_floor),
       cmocka_unit_test(test_tx_time_rounds_up),
       cmocka_unit_test(test_params_checked),
