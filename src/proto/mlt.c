@@ -126,6 +126,7 @@ struct mlt_xfer {
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
   bool counted;         /* in the connection's and host's active receives */
+  uint32_t start_grant; /* granted in START, until the first data arrives */
   uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
   uint32_t ack_ce;
   uint32_t loss_ppm;
@@ -319,8 +320,20 @@ static void zero_missing(mlt_xfer *x) {
   }
 }
 
+/* Returns a START's grant to the host's pool: its data is flowing (ACKs
+ * grant from now on) or the receive is over. */
+static void release_start_grant(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
+  if (sh && x->start_grant) {
+    sh->granted = sh->granted > x->start_grant ? sh->granted - x->start_grant
+                                               : 0;
+  }
+  x->start_grant = 0;
+}
+
 /* Takes a receive out of the active counts that grants divide by. */
 static void uncount(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  release_start_grant(conn, x);
   if (!x->counted) {
     return;
   }
@@ -343,6 +356,21 @@ static uint32_t grant_bytes(const dlcp_mlt_conn *conn) {
     g = (double)conn->cfg.min_window_bytes;
   }
   return g >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)g;
+}
+
+/* A START's grant: the fair share, within what earlier STARTs left. */
+static uint32_t start_grant_bytes(const dlcp_mlt_conn *conn) {
+  uint32_t g = grant_bytes(conn);
+  const dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
+  if (g == 0) {
+    return 0;
+  }
+  uint64_t pool = 2 * sh->bdp_bytes;
+  uint64_t left = pool > sh->granted ? pool - sh->granted : 0;
+  if (left < conn->cfg.min_window_bytes) {
+    left = conn->cfg.min_window_bytes;
+  }
+  return left < g ? (uint32_t)left : g;
 }
 
 static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
@@ -1205,7 +1233,9 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   }
   uint32_t seg = (uint32_t)(d.offset / x->seg_size);
   conn->stats.data_received++;
-  x->rx_pkts++;
+  if (x->rx_pkts++ == 0) {
+    release_start_grant(conn, x);
+  }
   x->last_progress_ns = now;
   conn->ce_since_ack += ce;
   conn->stats.ce_received += ce;
@@ -1730,7 +1760,11 @@ static int emit_start(dlcp_mlt_conn *conn, mlt_xfer *first,
     e[n].size = x->size;
     e[n].loss_ppm = x->loss_ppm;
     e[n].seg_size = x->seg_size;
-    e[n].grant = grant_bytes(conn);
+    e[n].grant = start_grant_bytes(conn);
+    x->start_grant = e[n].grant;
+    if (conn->cfg.rx_share) {
+      conn->cfg.rx_share->granted += e[n].grant;
+    }
     who[n++] = x;
   }
   dlcp_ssize len = dlcp_wire_start_encode(buf, buflen, conn->cfg.job, e, n);
