@@ -126,7 +126,6 @@ struct mlt_xfer {
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
   bool counted;         /* in the connection's and host's active receives */
-  uint32_t start_grant; /* granted in START, until the first data arrives */
   uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
   uint32_t ack_ce;
   uint32_t loss_ppm;
@@ -168,6 +167,8 @@ struct dlcp_mlt_conn {
   dlcp_tstamp last_send_ns;    /* the last data packet */
   uint32_t rx_active;          /* receives in progress, for grants */
   uint64_t peer_grant;         /* the peer's latest window grant; 0 none */
+  uint32_t start_grant;        /* ours, held in the host's pool until data
+                                  arrives */
   dlcp_mlt_range *missing;
   size_t missing_cap;
   mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
@@ -320,25 +321,27 @@ static void zero_missing(mlt_xfer *x) {
   }
 }
 
-/* Returns a START's grant to the host's pool: its data is flowing (ACKs
- * grant from now on) or the receive is over. */
-static void release_start_grant(dlcp_mlt_conn *conn, mlt_xfer *x) {
+/* Returns the connection's START grant to the host's pool: its data is
+ * flowing (ACKs grant from now on) or it receives nothing more. */
+static void release_start_grant(dlcp_mlt_conn *conn) {
   dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
-  if (sh && x->start_grant) {
-    sh->granted = sh->granted > x->start_grant ? sh->granted - x->start_grant
-                                               : 0;
+  if (sh && conn->start_grant) {
+    sh->granted = sh->granted > conn->start_grant
+                      ? sh->granted - conn->start_grant
+                      : 0;
   }
-  x->start_grant = 0;
+  conn->start_grant = 0;
 }
 
 /* Takes a receive out of the active counts that grants divide by. */
 static void uncount(dlcp_mlt_conn *conn, mlt_xfer *x) {
-  release_start_grant(conn, x);
   if (!x->counted) {
     return;
   }
   x->counted = false;
-  conn->rx_active--;
+  if (--conn->rx_active == 0) {
+    release_start_grant(conn);
+  }
   if (conn->cfg.rx_share && conn->cfg.rx_share->active > 0) {
     conn->cfg.rx_share->active--;
   }
@@ -358,19 +361,30 @@ static uint32_t grant_bytes(const dlcp_mlt_conn *conn) {
   return g >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)g;
 }
 
-/* A START's grant: the fair share, within what earlier STARTs left. */
-static uint32_t start_grant_bytes(const dlcp_mlt_conn *conn) {
+/* A START's grant: the fair share, within what other connections'
+ * STARTs left of the pool.  The peer's window follows the latest grant of
+ * the connection, so the connection holds one amount in the pool, which
+ * a later START replaces. */
+static uint32_t start_grant_bytes(dlcp_mlt_conn *conn) {
   uint32_t g = grant_bytes(conn);
-  const dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
+  dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
   if (g == 0) {
     return 0;
   }
+  uint64_t others = sh->granted > conn->start_grant
+                        ? sh->granted - conn->start_grant
+                        : 0;
   uint64_t pool = 2 * sh->bdp_bytes;
-  uint64_t left = pool > sh->granted ? pool - sh->granted : 0;
+  uint64_t left = pool > others ? pool - others : 0;
   if (left < conn->cfg.min_window_bytes) {
     left = conn->cfg.min_window_bytes;
   }
-  return left < g ? (uint32_t)left : g;
+  if (left < g) {
+    g = (uint32_t)left;
+  }
+  sh->granted = others + g;
+  conn->start_grant = g;
+  return g;
 }
 
 static void finish(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
@@ -1233,9 +1247,8 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   }
   uint32_t seg = (uint32_t)(d.offset / x->seg_size);
   conn->stats.data_received++;
-  if (x->rx_pkts++ == 0) {
-    release_start_grant(conn, x);
-  }
+  x->rx_pkts++;
+  release_start_grant(conn);
   x->last_progress_ns = now;
   conn->ce_since_ack += ce;
   conn->stats.ce_received += ce;
@@ -1761,10 +1774,6 @@ static int emit_start(dlcp_mlt_conn *conn, mlt_xfer *first,
     e[n].loss_ppm = x->loss_ppm;
     e[n].seg_size = x->seg_size;
     e[n].grant = start_grant_bytes(conn);
-    x->start_grant = e[n].grant;
-    if (conn->cfg.rx_share) {
-      conn->cfg.rx_share->granted += e[n].grant;
-    }
     who[n++] = x;
   }
   dlcp_ssize len = dlcp_wire_start_encode(buf, buflen, conn->cfg.job, e, n);
