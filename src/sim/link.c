@@ -16,9 +16,6 @@
  * whatever it is asked to send while down.
  */
 #include "sim/net.h"
-#include <stdio.h>
-static unsigned long dbg_h[200];
-__attribute__((destructor)) static void dbg_dump(void) { for (int i = 0; i < 199; i++) if (dbg_h[i]) fprintf(stderr, "%d:%lu ", i*100, dbg_h[i]); fprintf(stderr, "retx %lu\n", dbg_h[199]); }
 
 static void tx_start(dlcp_sim_port *port, dlcp_sim_ps now);
 
@@ -184,7 +181,6 @@ void dlcp_sim_port_send(dlcp_sim_port *port, dlcp_sim_packet *pkt,
   }
   dlcp_sim_verdict v = dlcp_sim_port_enqueue(port, pkt);
   if (v == DLCP_SIM_DROP_BUFFER || v == DLCP_SIM_DROP_SELECTIVE) {
-    { unsigned long b = (unsigned long)(now / 100000000ull); if (b < 199) dbg_h[b]++; if (pkt->flags & 0x02) dbg_h[199]++; }
     dlcp_sim_packet_free(net->pool, pkt);
     return;
   }
