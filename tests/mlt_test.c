@@ -263,6 +263,47 @@ static void test_keep_previous_values(void **state) {
   netsim_del(ns);
 }
 
+/* Control messages as datagrams (cfg.control_datagrams): with 10 % of
+ * every datagram lost, duplicated and reordered in both directions, the
+ * control messages are lost too and recovered by the core's own
+ * retransmission; nothing uses the reliable stream. */
+static void test_control_datagrams_through_loss(void **state) {
+  (void)state;
+  for (uint64_t seed = 50; seed < 54; seed++) {
+    dlcp_mlt_config cfg;
+    base_config(&cfg, seed);
+    cfg.control_datagrams = true;
+    netsim_link l = make_link(0.1, 0.05, 0.1);
+    netsim *ns = netsim_new(&cfg, &cfg, &l, &l, seed);
+    assert_non_null(ns);
+    uint64_t len = 300000;
+    uint8_t *src = pattern(len, seed), *dst = malloc(len);
+    for (uint32_t t = 0; t < 4; t++) {
+      dlcp_mlt_recv r = {.tensor = t, .buf = dst + t * (len / 4),
+                         .len = len / 4, .user_data = 10 + t};
+      dlcp_mlt_send snd = {.tensor = t, .buf = src + t * (len / 4),
+                           .len = len / 4, .user_data = 20 + t};
+      assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+      assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, 0), 0);
+    }
+    assert_int_equal(netsim_run(ns, 8, 10000000000ull), 8);
+    for (uint32_t t = 0; t < 4; t++) {
+      assert_int_equal(netsim_find(ns, 1, 10 + t)->c.status, 0);
+      assert_int_equal(netsim_find(ns, 0, 20 + t)->c.status, 0);
+    }
+    assert_memory_equal(src, dst, len);
+    assert_int_equal(netsim_counters_of(ns, 0)->control_sent, 0);
+    assert_int_equal(netsim_counters_of(ns, 1)->control_sent, 0);
+    dlcp_mlt_stats st0, st1;
+    dlcp_mlt_get_stats(netsim_conn(ns, 0), &st0);
+    dlcp_mlt_get_stats(netsim_conn(ns, 1), &st1);
+    assert_true(st0.control_retx + st1.control_retx > 0);
+    free(src);
+    free(dst);
+    netsim_del(ns);
+  }
+}
+
 static void test_zero_length(void **state) {
   (void)state;
   scenario s = {.len = 0, .p = 0.0, .loss = 0.0, .seed = 5};
@@ -1186,6 +1227,7 @@ int main(void) {
       cmocka_unit_test(test_bounded_loss_stops_without_retransmission),
       cmocka_unit_test(test_bound_never_spent_on_reordered_data),
       cmocka_unit_test(test_keep_previous_values),
+      cmocka_unit_test(test_control_datagrams_through_loss),
       cmocka_unit_test(test_zero_length),
       cmocka_unit_test(test_send_posted_after_start),
       cmocka_unit_test(test_concurrent_transfers_both_directions),

@@ -207,6 +207,29 @@ static int decode_check(uint8_t type, const uint8_t *buf, size_t len) {
     }
     break;
   }
+  case DLCP_WIRE_CDATA: {
+    uint32_t job, cseq;
+    const uint8_t *inner;
+    size_t inner_len;
+
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &inner, &inner_len, buf, len);
+    if (rv == 0) {
+      assert_ptr_equal(inner, buf + DLCP_WIRE_CDATA_HDR_LEN);
+      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, inner_len);
+      memcpy(out + n, inner, inner_len);
+      n += (dlcp_ssize)inner_len;
+    }
+    break;
+  }
+  case DLCP_WIRE_CACK: {
+    dlcp_wire_cack c;
+
+    rv = dlcp_wire_cack_decode(&c, buf, len);
+    if (rv == 0) {
+      n = dlcp_wire_cack_encode(out, cap, &c);
+    }
+    break;
+  }
   default:
     fail_msg("bad type %u", type);
     rv = -1;
@@ -240,6 +263,23 @@ static size_t make_samples(sample *s) {
     memset(s[k].buf + 44, 0xAB, 100);
     s[k].type = DLCP_WIRE_DATA;
     s[k++].len = 144;
+  }
+  {
+    /* A CDATA carrying a PROBE, and a CACK. */
+    dlcp_wire_probe pr = {3, 4, 5, 6};
+    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u};
+
+    n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), 3,
+                                      UINT32_MAX, DLCP_WIRE_PROBE_LEN);
+    assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN);
+    assert_int_equal(dlcp_wire_probe_encode(s[k].buf + n, 64, &pr),
+                     DLCP_WIRE_PROBE_LEN);
+    s[k].type = DLCP_WIRE_CDATA;
+    s[k++].len = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_PROBE_LEN;
+    n = dlcp_wire_cack_encode(s[k].buf, sizeof(s[k].buf), &c);
+    assert_int_equal(n, DLCP_WIRE_CACK_LEN);
+    s[k].type = DLCP_WIRE_CACK;
+    s[k++].len = DLCP_WIRE_CACK_LEN;
   }
   {
     dlcp_wire_data d = {0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
@@ -950,7 +990,7 @@ static void test_bad_preamble(void **state) {
   buf[1] = 0xD1;
   for (v = 0; v < 256; ++v) {
     buf[3] = (uint8_t)v;
-    if (v == 0 || v > DLCP_WIRE_EAGER) {
+    if (v == 0 || v > DLCP_WIRE_CACK) {
       assert_int_equal(dlcp_wire_peek(&pre, buf, 24), DLCP_ERR_BAD_TYPE);
     }
   }

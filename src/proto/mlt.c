@@ -38,6 +38,7 @@
 
 #include <string.h>
 
+#include "proto/ctlchan.h"
 #include "proto/rate.h"
 #include "proto/rng.h"
 #include "proto/tag.h"
@@ -169,6 +170,8 @@ struct dlcp_mlt_conn {
   uint64_t peer_grant;         /* the peer's latest window grant; 0 none */
   uint32_t start_grant;        /* ours, held in the host's pool until data
                                   arrives */
+  bool ctl_on;                 /* control messages go as datagrams */
+  dlcp_ctlchan ctl;
   dlcp_mlt_range *missing;
   size_t missing_cap;
   mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
@@ -477,7 +480,9 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
       cfg->max_probe_timeout_ns < cfg->probe_timeout_ns ||
       cfg->stall_timeout_ns == 0 || cfg->max_rounds_without_progress == 0 ||
       cfg->max_transfers == 0 ||
-      cfg->eager_max_bytes > DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN) {
+      cfg->eager_max_bytes > DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN ||
+      (cfg->control_datagrams &&
+       cfg->eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX)) {
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -516,6 +521,10 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   conn->timer_ns = DLCP_TSTAMP_NEVER;
   conn->srtt_ns = cfg->initial_rtt_ns;
   conn->rttvar_ns = cfg->initial_rtt_ns / 2;
+  conn->ctl_on = cfg->control_datagrams;
+  if (conn->ctl_on) {
+    dlcp_ctlchan_init(&conn->ctl, mem, cfg->job);
+  }
   *pconn = conn;
   return 0;
 }
@@ -545,6 +554,9 @@ void dlcp_mlt_conn_del(dlcp_mlt_conn *conn) {
     mlt_unexpected *u = conn->unexpected_head;
     conn->unexpected_head = u->next;
     conn->mem->free(u, conn->mem->user);
+  }
+  if (conn->ctl_on) {
+    dlcp_ctlchan_fini(&conn->ctl);
   }
   conn->mem->free(conn->missing, conn->mem->user);
   conn->mem->free(conn, conn->mem->user);
@@ -1375,6 +1387,34 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
   return dlcp_mlt_on_datagram_ecn(conn, buf, len, false, now);
 }
 
+typedef struct ctl_delivery {
+  dlcp_mlt_conn *conn;
+  dlcp_tstamp now;
+} ctl_delivery;
+
+static void deliver_control(void *user, const uint8_t *msg, size_t len) {
+  ctl_delivery *d = user;
+  /* Counted in the stats when it does not decode; never fatal. */
+  (void)dlcp_mlt_on_control(d->conn, msg, len, d->now);
+}
+
+static int on_control_datagram(dlcp_mlt_conn *conn,
+                               const dlcp_wire_preamble *pre,
+                               const uint8_t *buf, size_t len,
+                               dlcp_tstamp now) {
+  if (pre->job != conn->cfg.job) {
+    conn->stats.dropped_foreign++;
+    return DLCP_ERR_FOREIGN_JOB;
+  }
+  ctl_delivery d = {.conn = conn, .now = now};
+  int rv = dlcp_ctlchan_on_datagram(&conn->ctl, buf, len, deliver_control,
+                                    &d);
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+  }
+  return rv;
+}
+
 int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
                              size_t len, bool ce, dlcp_tstamp now) {
   dlcp_wire_preamble pre;
@@ -1392,6 +1432,10 @@ int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
       return rv;
     }
     return on_data(conn, &d, payload, ce, now);
+  }
+  if ((pre.type == DLCP_WIRE_CDATA || pre.type == DLCP_WIRE_CACK) &&
+      conn->ctl_on) {
+    return on_control_datagram(conn, &pre, buf, len, now);
   }
   if (pre.type != DLCP_WIRE_ACK) {
     conn->stats.dropped_malformed++;
@@ -1560,6 +1604,8 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
   }
   case DLCP_WIRE_DATA:
   case DLCP_WIRE_ACK:
+  case DLCP_WIRE_CDATA: /* datagrams, not control messages */
+  case DLCP_WIRE_CACK:
   case DLCP_WIRE_NOTE: /* the driver's, for collectives */
   default:
     rv = DLCP_ERR_BAD_TYPE;
@@ -1921,9 +1967,15 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }
   run_timers(conn, now);
+  /* A control message must fit one CDATA datagram. */
+  size_t ctl_buflen = buflen;
+  if (conn->ctl_on) {
+    ctl_buflen = buflen > DLCP_WIRE_DGRAM_MAX ? DLCP_WIRE_DGRAM_MAX : buflen;
+    ctl_buflen -= DLCP_WIRE_CDATA_HDR_LEN;
+  }
   while (conn->pend_head) {
     mlt_xfer *x = conn->pend_head;
-    int rv = emit_pending(conn, x, act, buf, buflen);
+    int rv = emit_pending(conn, x, act, buf, ctl_buflen);
     if (x->pend == 0) {
       conn->pend_head = x->pend_next;
       if (!conn->pend_head) {
@@ -1937,7 +1989,31 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     if (rv != 0) {
       return rv;
     }
+    if (act->type == DLCP_MLT_ACT_CONTROL && conn->ctl_on) {
+      /* Into the datagram control channel; it goes out below. */
+      rv = dlcp_ctlchan_send(&conn->ctl, buf, act->len, now);
+      if (rv != 0) {
+        return rv;
+      }
+      memset(act, 0, sizeof(*act));
+      continue;
+    }
     if (act->type != DLCP_MLT_ACT_NONE) {
+      return 0;
+    }
+  }
+  if (conn->ctl_on) {
+    dlcp_ssize n = dlcp_ctlchan_poll(&conn->ctl, buf, buflen,
+                                     drain_interval(conn),
+                                     conn->cfg.max_probe_timeout_ns, now);
+    if (n < 0) {
+      return (int)n;
+    }
+    if (n > 0) {
+      act->type = DLCP_MLT_ACT_DATAGRAM;
+      act->len = (size_t)n;
+      act->priority = 0; /* control: the most urgent class */
+      act->ect = true;
       return 0;
     }
   }
@@ -1956,6 +2032,10 @@ dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
     return 0;
   }
   dlcp_tstamp t = conn->timer_ns;
+  if (conn->ctl_on) {
+    dlcp_tstamp c = dlcp_ctlchan_deadline(&conn->ctl);
+    t = c < t ? c : t;
+  }
   bool can_send = conn->resched ? false : conn->sending != NULL;
   if (conn->resched) {
     for (const mlt_xfer *x = conn->sends; x; x = x->next) {
@@ -1985,6 +2065,8 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->window_bytes = dlcp_rate_window_bytes(&conn->rate);
   st->srtt_ns = conn->srtt_ns;
   st->base_rtt_ns = conn->rate.base_rtt_ns;
+  st->control_retx = conn->ctl.retransmissions;
+  st->control_duplicates = conn->ctl.duplicates;
 }
 
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {

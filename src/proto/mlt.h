@@ -52,6 +52,10 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * DLCP_WIRE_CTRL_MAX (1 MiB) always holds a whole bitmap of a 1 GiB tensor. */
 #define DLCP_MLT_MIN_BUF 4096u
 
+/* The largest eager transfer that fits one control datagram: a UDP
+ * datagram's 65507 bytes less the CDATA and EAGER headers. */
+#define DLCP_MLT_CTL_DGRAM_EAGER_MAX (65507u - 24u - 24u)
+
 /*
  * Receiver-driven windows.  All connections of one host may share one
  * dlcp_mlt_rx_share (owned by the driver, which must keep it alive while
@@ -125,6 +129,17 @@ typedef struct dlcp_mlt_config {
                                dlcp_mlt_poll's |buf| must hold 24 more.
                                Both ends must use the same value. */
   dlcp_mlt_rx_share *rx_share; /* receiver-driven windows; NULL = off */
+  bool control_datagrams; /* START, PROBE, BITMAP, STOP, FINISH and EAGER
+                             go as CDATA datagrams (priority 0) with the
+                             connection's own RTT-based retransmission
+                             and duplicate suppression, never waiting for
+                             a TCP timeout: dlcp_mlt_poll returns them as
+                             DLCP_MLT_ACT_DATAGRAM and they come back
+                             through dlcp_mlt_on_datagram.  Off: they are
+                             DLCP_MLT_ACT_CONTROL for a reliable stream.
+                             Needs eager_max_bytes <=
+                             DLCP_MLT_CTL_DGRAM_EAGER_MAX; both ends must
+                             agree. */
   uint64_t seed;           /* seeds the connection's generator */
 } dlcp_mlt_config;
 
@@ -236,6 +251,8 @@ typedef struct dlcp_mlt_stats {
   uint64_t data_sent, data_retx, data_received, data_duplicate;
   uint64_t acks_sent, acks_received;
   uint64_t control_sent, control_received;
+  uint64_t control_retx;       /* control datagrams sent again (RTO) */
+  uint64_t control_duplicates; /* control datagrams received twice */
   uint64_t dropped_malformed; /* failed to decode */
   uint64_t dropped_foreign;   /* another job's token */
   uint64_t dropped_stale;     /* unknown or finished transfer */

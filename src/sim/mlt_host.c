@@ -22,16 +22,20 @@
  * selective dropping sees the core's importance tags), and act.path becomes
  * the packet's path id for source routing (spraying and ECMP ignore it).
  *
- * Control messages (START, PROBE, BITMAP, STOP, FINISH) travel in-band as
- * packets on switch queue 0, the highest priority, cut into MTU-sized
- * fragments that follow one ECMP path per host pair (so they stay in
- * order, like a TCP stream), and flagged lossless: buffers, ECN thresholds
- * and random link loss never drop them.  That is a PFC-protected class,
- * the usual home of control traffic in RDMA datacenters, and it stands in
- * for the seed's TCP channel without simulating TCP's own recovery.  It is
- * in-band rather than a side channel so control messages pay real
- * serialization and queueing behind other control traffic, and take a
- * (tiny) share of link capacity.  Only a link going down loses them.
+ * Control messages (START, PROBE, BITMAP, STOP, FINISH) go the way the
+ * core sends them with control_datagrams: CDATA datagrams (and CACKs) on
+ * switch queue 0, the highest priority, with the core's own RTT-based
+ * retransmission and duplicate suppression (src/proto/ctlchan.c).  A
+ * datagram larger than the MTU is cut into fragments that follow one ECMP
+ * path per host pair, as IP fragments; losing one loses the datagram.
+ * Nothing is lossless: buffers and random link loss drop control packets
+ * like any other, and the core recovers them.
+ *
+ * Each host's connections share one NIC: a connection whose data finds
+ * the NIC queue holding MLT_NIC_BACKLOG_BYTES waits, and waiting
+ * connections are served one packet each in turn as it drains (a real
+ * sender's socket buffer blocks the same way).  They also share one
+ * dlcp_mlt_rx_share: the receiver grants of src/proto.
  *
  * Completions feed the per-flow records DCTCP uses: the sender's completion
  * (STOP received) is the flow's finish, so FCT runs from the flow's start
@@ -66,6 +70,7 @@
 typedef struct ctrl_msg {
   uint8_t *bytes; /* NULL when the slot is free */
   uint32_t len;
+  uint32_t frags_left; /* fragments still to arrive */
   uint32_t next_free;
 } ctrl_msg;
 
@@ -211,6 +216,7 @@ static int mlt_init(dlcp_sim *sim) {
   /* host_rate <= 10 Tbps, RTT < 2^32 ns: no overflow in a double. */
   m->bdp_bytes = (uint64_t)((double)host_rate * (double)b->initial_rtt_ns / 8e9);
   b->max_transfers = 1u << 20;
+  b->control_datagrams = true;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
   }
@@ -445,8 +451,10 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
   dlcp_sim_send(sim, p->host->host, pkt, now);
 }
 
-/* Sends a control message as MTU-sized lossless fragments on queue 0; the
- * last fragment carries the message. */
+/* Sends a control datagram (CDATA or CACK) as MTU-sized fragments on
+ * queue 0, the highest priority, as IP fragments a UDP datagram: the
+ * bytes stay here until every fragment has arrived, and a lost fragment
+ * loses the datagram (the core's control channel sends it again). */
 static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = p->host->sim;
@@ -456,28 +464,27 @@ static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
     dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
     return;
   }
-  uint32_t room = m->mtu - MLT_IP_TCP_BYTES;
+  uint32_t room = m->mtu - MLT_IP_UDP_BYTES;
+  m->msgs[slot].frags_left = (uint32_t)((len + room - 1) / room);
   size_t left = len;
   do {
     uint32_t chunk = left > room ? room : (uint32_t)left;
     left -= chunk;
     dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
     if (!pkt) {
-      msg_release(m, slot);
       return;
     }
     pkt->kind = DLCP_SIM_PKT_CTRL;
-    pkt->flow = DLCP_SIM_NONE; /* one ECMP path per host pair: in order */
+    pkt->flow = DLCP_SIM_NONE; /* one ECMP path per host pair */
     pkt->src = p->host->host;
     pkt->dst = p->peer;
-    pkt->size_bytes = MLT_IP_TCP_BYTES + chunk;
+    pkt->size_bytes = MLT_IP_UDP_BYTES + chunk;
     pkt->prio = 0;
     pkt->ecn = DLCP_SIM_ECN_ECT;
     pkt->lb = DLCP_SIM_LB_ECMP;
-    pkt->flags = DLCP_SIM_PKT_F_LOSSLESS;
+    pkt->msg = slot;
     if (left == 0) {
       pkt->flags |= DLCP_SIM_PKT_F_MSG_END;
-      pkt->msg = slot;
       /* The first bytes of the message, for packet captures. */
       size_t h = chunk < DLCP_SIM_PKT_HDR_MAX ? chunk : DLCP_SIM_PKT_HDR_MAX;
       memcpy(pkt->hdr, bytes, h);
@@ -595,6 +602,13 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
     }
     switch (act.type) {
     case DLCP_MLT_ACT_DATAGRAM:
+      /* The preamble's type (byte 3): the control channel's datagrams
+       * (any size, up to 64 KB) travel out of line. */
+      if (m->poll_buf[3] == DLCP_WIRE_CDATA ||
+          m->poll_buf[3] == DLCP_WIRE_CACK) {
+        send_control(p, m->poll_buf, act.len, now);
+        break;
+      }
       send_datagram(p, &act, m->poll_buf, now);
       /* One data packet, then the others waiting for the NIC go first. */
       if (act.payload_len > 0 &&
@@ -606,8 +620,9 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
       }
       break;
     case DLCP_MLT_ACT_CONTROL:
-      send_control(p, m->poll_buf, act.len, now);
-      break;
+      /* The simulator runs the core with control_datagrams: no stream. */
+      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_INVALID_ARGUMENT);
+      return;
     case DLCP_MLT_ACT_COMPLETE:
       complete(p, &act.completion, now);
       break;
@@ -718,11 +733,14 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
   case DLCP_SIM_PKT_NOTE:
     break;
   case DLCP_SIM_PKT_CTRL:
-    if ((pkt->flags & DLCP_SIM_PKT_F_MSG_END) && pkt->msg < m->nmsgs &&
-        m->msgs[pkt->msg].bytes) {
+    /* The datagram is whole when its last fragment arrives; one lost
+     * fragment loses it (its slot is freed with the simulation). */
+    if (pkt->msg < m->nmsgs && m->msgs[pkt->msg].bytes &&
+        --m->msgs[pkt->msg].frags_left == 0) {
       uint32_t slot = pkt->msg;
-      (void)dlcp_mlt_on_control(p->conn, m->msgs[slot].bytes,
-                                m->msgs[slot].len, now_ns);
+      (void)dlcp_mlt_on_datagram_ecn(p->conn, m->msgs[slot].bytes,
+                                     m->msgs[slot].len,
+                                     pkt->ecn == DLCP_SIM_ECN_CE, now_ns);
       msg_release(m, slot);
       service(p, now);
     }

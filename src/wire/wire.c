@@ -62,6 +62,11 @@ static int type_len_ok(uint8_t type, uint32_t len) {
     return len == DLCP_WIRE_NOTE_LEN;
   case DLCP_WIRE_EAGER:
     return len >= DLCP_WIRE_EAGER_HDR_LEN && len <= DLCP_WIRE_CTRL_MAX;
+  case DLCP_WIRE_CDATA:
+    return len >= DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_PREAMBLE_LEN &&
+           len <= DLCP_WIRE_DGRAM_MAX;
+  case DLCP_WIRE_CACK:
+    return len == DLCP_WIRE_CACK_LEN;
   default:
     return 0;
   }
@@ -81,7 +86,7 @@ int dlcp_wire_peek(dlcp_wire_preamble *pre, const uint8_t *buf, size_t buflen) {
     return DLCP_ERR_BAD_VERSION;
   }
   type = dlcp_get_u8(buf + OFF_TYPE);
-  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_EAGER) {
+  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_CACK) {
     return DLCP_ERR_BAD_TYPE;
   }
   len = dlcp_get_u32(buf + OFF_LEN);
@@ -282,6 +287,79 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   a->covered = covered;
   a->ce = ce;
   a->grant = dlcp_get_u32(buf + 36);
+  return 0;
+}
+
+/* ---- CDATA, CACK ---- */
+
+dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
+                                         uint32_t job, uint32_t cseq,
+                                         size_t inner_len) {
+  uint8_t *p;
+
+  if (inner_len < DLCP_WIRE_PREAMBLE_LEN ||
+      inner_len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (buf == NULL || buflen < DLCP_WIRE_CDATA_HDR_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_CDATA, job, 0,
+                   (uint32_t)(DLCP_WIRE_CDATA_HDR_LEN + inner_len));
+  p = dlcp_put_u32(p, cseq);
+  dlcp_put_u32(p, 0);
+  return DLCP_WIRE_CDATA_HDR_LEN;
+}
+
+int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
+                           const uint8_t **inner, size_t *inner_len,
+                           const uint8_t *buf, size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_CDATA);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.xfer != 0 || dlcp_get_u32(buf + 20) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  *job = pre.job;
+  *cseq = dlcp_get_u32(buf + 16);
+  *inner = buf + DLCP_WIRE_CDATA_HDR_LEN;
+  *inner_len = pre.len - DLCP_WIRE_CDATA_HDR_LEN;
+  return 0;
+}
+
+dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
+                                 const dlcp_wire_cack *c) {
+  uint8_t *p;
+
+  if (c == NULL) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (buf == NULL || buflen < DLCP_WIRE_CACK_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_CACK, c->job, 0, DLCP_WIRE_CACK_LEN);
+  p = dlcp_put_u32(p, c->next);
+  dlcp_put_u32(p, c->sack);
+  return DLCP_WIRE_CACK_LEN;
+}
+
+int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
+                          size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_CACK);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.xfer != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  c->job = pre.job;
+  c->next = dlcp_get_u32(buf + 16);
+  c->sack = dlcp_get_u32(buf + 20);
   return 0;
 }
 

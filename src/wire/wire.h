@@ -101,6 +101,19 @@
  *   22  1    flags    bits 0-2 priority; rest zero
  *   23  1    reserved (zero)
  *   24  ...  payload  the tensor, len - 24 bytes (may be empty)
+ *
+ * CDATA (datagram, either way): one control message (START ... EAGER,
+ * whole, with its own preamble) carried on the datagram channel with its
+ * own retransmission, so a lost control message costs an RTO of a few
+ * RTTs instead of TCP's 200 ms floor; xfer is 0:
+ *   16  4    cseq     the sender's control sequence number (per
+ *                     connection and direction, from 0, wrapping)
+ *   20  4    reserved (zero)
+ *   24  ...  the control message, len - 24 bytes (at least 16)
+ *
+ * CACK (datagram, either way), 24 bytes; xfer is 0:
+ *   16  4    next     every cseq before this one has arrived
+ *   20  4    sack     bit i set: cseq next + 1 + i has arrived too
  */
 #ifndef DLCP_WIRE_H
 #define DLCP_WIRE_H
@@ -124,6 +137,8 @@
 #define DLCP_WIRE_START_HDR_LEN 20u
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
+#define DLCP_WIRE_CDATA_HDR_LEN 24u
+#define DLCP_WIRE_CACK_LEN 24u
 /* The largest control message a decoder accepts (1 MiB).  With segments of
  * at least 1400 bytes, even the worst-case bitmap of a 1 GiB tensor (every
  * other segment missing: 2 bytes per range) fits. */
@@ -150,6 +165,8 @@ typedef enum dlcp_wire_type {
   DLCP_WIRE_FINISH = 7,
   DLCP_WIRE_NOTE = 8,
   DLCP_WIRE_EAGER = 9,
+  DLCP_WIRE_CDATA = 10,
+  DLCP_WIRE_CACK = 11,
 } dlcp_wire_type;
 
 typedef struct dlcp_wire_preamble {
@@ -227,6 +244,12 @@ typedef struct dlcp_wire_eager {
   uint16_t layer;
   uint8_t priority; /* 0..7 */
 } dlcp_wire_eager;
+
+typedef struct dlcp_wire_cack {
+  uint32_t job;
+  uint32_t next; /* every cseq before it has arrived */
+  uint32_t sack; /* bit i: cseq next + 1 + i has arrived */
+} dlcp_wire_cack;
 
 /* A run of segment indices [start, start + count). */
 typedef struct dlcp_wire_range {
@@ -365,6 +388,26 @@ dlcp_ssize dlcp_wire_eager_encode(uint8_t *buf, size_t buflen,
 int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
                            size_t *payload_len, const uint8_t *buf,
                            size_t buflen);
+
+/*
+ * dlcp_wire_cdata_encode_header writes the 24-byte CDATA header for a
+ * control message of |inner_len| bytes that the caller places right after
+ * it.  Returns DLCP_WIRE_CDATA_HDR_LEN, DLCP_ERR_BUFFER_TOO_SMALL or
+ * DLCP_ERR_INVALID_ARGUMENT (inner_len below 16 or the datagram over
+ * DLCP_WIRE_DGRAM_MAX).  dlcp_wire_cdata_decode checks the envelope (not
+ * the inner message: feed it to its own decoder) and points |*inner| into
+ * |buf|.
+ */
+dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
+                                         uint32_t job, uint32_t cseq,
+                                         size_t inner_len);
+int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
+                           const uint8_t **inner, size_t *inner_len,
+                           const uint8_t *buf, size_t buflen);
+dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
+                                 const dlcp_wire_cack *c);
+int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
+                          size_t buflen);
 
 /*
  * dlcp_wire_bitmap_encode_words writes a BITMAP describing the segments
