@@ -485,11 +485,11 @@ static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
     pkt->msg = slot;
     if (left == 0) {
       pkt->flags |= DLCP_SIM_PKT_F_MSG_END;
-      /* The first bytes of the message, for packet captures. */
-      size_t h = chunk < DLCP_SIM_PKT_HDR_MAX ? chunk : DLCP_SIM_PKT_HDR_MAX;
-      memcpy(pkt->hdr, bytes, h);
-      pkt->hdr_len = (uint16_t)h;
     }
+    /* The datagram's first bytes, for packet captures. */
+    size_t h = len < DLCP_SIM_PKT_HDR_MAX ? len : DLCP_SIM_PKT_HDR_MAX;
+    memcpy(pkt->hdr, bytes, h);
+    pkt->hdr_len = (uint16_t)h;
     dlcp_sim_send(sim, p->host->host, pkt, now);
   } while (left > 0);
 }
