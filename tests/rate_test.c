@@ -81,15 +81,16 @@ static void test_thresholds_are_above_base(void **state) {
   /* 10 us above base, rising: still below T_low */
   assert_int_equal(ack(&r, 110000, 10, 0, 1000), DLCP_RATE_INCREASE);
   assert_rate(&r, 5e9 + 2 * ALPHA);
-  /* 200 us above base: 1 - 0.8 (1 - 125/200) = 0.7, applied to the rate
-   * the window (a BDP at the rate of the previous ACK, 5.04 Gbps) lets
-   * through */
+  /* 200 us above base: 1 - 0.8 (1 - 125/200) = 0.7 (the window out of
+   * the way: test_cut_starts_from_window_rate has it in the way) */
+  r.window_bytes = 1e15;
   assert_int_equal(ack(&r, 300000, 10, 0, 2000), DLCP_RATE_DECREASE_DELAY);
-  double cut1 = (5e9 + ALPHA) * 0.7;
+  double cut1 = (5e9 + 2 * ALPHA) * 0.7;
   assert_rate(&r, cut1);
   /* The next cut waits one RTT (300 us) for the first one to show. */
   assert_int_equal(ack(&r, 300000, 10, 0, 3000), DLCP_RATE_HOLD);
   assert_rate(&r, cut1);
+  r.window_bytes = 1e15;
   assert_int_equal(ack(&r, 400000, 10, 0, 302000), DLCP_RATE_DECREASE_DELAY);
   /* q = 300 us: 1 - 0.8 (1 - 125/300) = 0.5333... */
   assert_rate(&r, cut1 * (1.0 - 0.8 * (1.0 - 125.0 / 300.0)));
@@ -156,13 +157,45 @@ static void test_ecn_cuts_dctcp_style(void **state) {
 static void test_cut_starts_from_window_rate(void **state) {
   (void)state;
   dlcp_rate r = make((double)LINE);
-  r.window_bytes = 12500; /* 1 Gbps over a 100 us base RTT */
+  r.window_bytes = 12500; /* 1 Gbps over a 100 us RTT */
   assert_int_equal(ack(&r, 100000, 10, 1, 0), DLCP_RATE_DECREASE_ECN);
   double alpha = 15.0 / 16.0 + 0.1 / 16.0;
   assert_rate(&r, 1e9 * (1.0 - alpha / 2.0));
   /* The window follows the rate down: a BDP at the new rate. */
   assert_int_equal(dlcp_rate_window_bytes(&r),
                    (uint64_t)(r.rate_bps * 100000 / 8e9));
+}
+
+/* The window covers the smoothed RTT, not just the base: on a host stack
+ * the base is a lucky minimum.  But no more than base + T_high. */
+static void test_window_covers_smoothed_rtt(void **state) {
+  (void)state;
+  dlcp_rate r = make(1e9);
+  ack(&r, 20000, 10, 0, 0); /* base and srtt 20 us */
+  r.rate_bps = 1e9;
+  r.window_bytes = 1e15;
+  for (int i = 1; i <= 40; i++) { /* srtt converges to 100 us */
+    ack(&r, 100000, 10, 0, (dlcp_tstamp)i);
+    r.rate_bps = 1e9;
+  }
+  assert_int_equal(r.base_rtt_ns, 20000);
+  assert_true(r.srtt_ns > 99000 && r.srtt_ns <= 100000);
+  r.window_bytes = 1e15;
+  ack(&r, 100000, 10, 0, 100);
+  /* 1.04 Gbps x srtt, not x 20 us */
+  assert_int_equal(dlcp_rate_window_bytes(&r),
+                   (uint64_t)(r.rate_bps * (double)r.srtt_ns / 8e9));
+  /* A 1 ms RTT (980 us above base) counts only up to base + T_high. */
+  for (int i = 0; i < 80; i++) {
+    r.rate_bps = 1e9;
+    r.hold_until_ns = UINT64_MAX; /* no cuts: only the window matters */
+    ack(&r, 1000000, 10, 0, 200 + (dlcp_tstamp)i);
+  }
+  r.window_bytes = 1e15;
+  r.rate_bps = 1e9;
+  ack(&r, 1000000, 10, 0, 400);
+  assert_int_equal(dlcp_rate_window_bytes(&r),
+                   (uint64_t)(1e9 * 145000.0 / 8e9));
 }
 
 /* After a pause cut the rate to the floor, a calm path (no mark, queue
@@ -295,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_increase_scales_with_acked_packets),
       cmocka_unit_test(test_ecn_cuts_dctcp_style),
       cmocka_unit_test(test_cut_starts_from_window_rate),
+      cmocka_unit_test(test_window_covers_smoothed_rtt),
       cmocka_unit_test(test_recovers_fast_after_a_pause),
       cmocka_unit_test(test_congestion_avoidance_floor),
       cmocka_unit_test(test_window_slow_start_and_restart),

@@ -41,6 +41,7 @@ void dlcp_rate_init(dlcp_rate *r, const dlcp_rate_params *p) {
   r->params = *p;
   r->rate_bps = (double)p->line_rate_bps;
   r->base_rtt_ns = 0;
+  r->srtt_ns = 0;
   r->prev_rtt_ns = 0;
   r->samples = 0;
   r->calm_since_ns = 0;
@@ -108,11 +109,22 @@ static dlcp_rate_move increase(dlcp_rate *r, const dlcp_rate_ack *ack,
   return DLCP_RATE_INCREASE;
 }
 
+/* The RTT the window covers: the smoothed RTT, but no more than the base
+ * plus T_high.  On a host stack (loopback, a VM) the base RTT is a lucky
+ * minimum and the typical RTT several times it; a window of rate x base
+ * there caps the flow far below its rate (loopback 4-rank 64 MiB ring:
+ * 160-340 ms against 113-125 ms).  Beyond base + T_high the excess is
+ * queueing the rate control is cutting anyway. */
+static dlcp_duration window_rtt(const dlcp_rate *r) {
+  dlcp_duration cap = r->base_rtt_ns + r->params.t_high_ns;
+  return r->srtt_ns < cap ? r->srtt_ns : cap;
+}
+
 /* The rate a cut starts from: the nominal rate, or the one the window
  * allows (a window per base RTT) if that is less.  The window only grows
  * while it is used, so it tracks what the flow achieves. */
 static void cut_from_window(dlcp_rate *r) {
-  double allowed = r->window_bytes * 8e9 / (double)r->base_rtt_ns;
+  double allowed = r->window_bytes * 8e9 / (double)window_rtt(r);
   if (allowed < r->rate_bps) {
     r->rate_bps = allowed;
   }
@@ -138,6 +150,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
   if (r->base_rtt_ns == 0 || rtt_ns < r->base_rtt_ns) {
     r->base_rtt_ns = rtt_ns;
   }
+  r->srtt_ns = r->srtt_ns == 0 ? rtt_ns : (7 * r->srtt_ns + rtt_ns) / 8;
   dlcp_duration q = rtt_ns - r->base_rtt_ns;
   /* The gradient needs two samples; the first counts as "not rising". */
   bool rising = r->samples > 0 && rtt_ns > r->prev_rtt_ns;
@@ -177,7 +190,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
    * while at least half of it is in use (a flow held back by its host or
    * its application does not inflate it), and follows a lower target
    * down at once. */
-  double target = r->rate_bps * (double)r->base_rtt_ns / 8e9;
+  double target = r->rate_bps * (double)window_rtt(r) / 8e9;
   bool used = (double)(ack->inflight_bytes + ack->acked_bytes) * 2.0 >=
               r->window_bytes;
   if (move != DLCP_RATE_DECREASE_ECN && move != DLCP_RATE_DECREASE_DELAY &&

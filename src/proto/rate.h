@@ -23,7 +23,7 @@
  *            increases it.
  *   decrease at most one per RTT (the delay cut and the ECN cut alike):
  *            the samples of one RTT describe the same queue.  A cut
- *            applies to the rate the window allows (window / base RTT)
+ *            applies to the rate the window allows (window / RTT)
  *            when that is below the nominal rate: a flow held back by its
  *            own host (many peers sharing one NIC) or by its application
  *            would otherwise cut a rate it is not using, many RTTs in a
@@ -43,7 +43,9 @@
  *   window   bytes in flight are bounded by a window that starts at
  *            initial_window_bytes, grows by the bytes each ACK covers
  *            (doubling per RTT, as TCP's slow start) while at least half
- *            of it is in flight, up to rate x base RTT
+ *            of it is in flight, up to rate x RTT (the smoothed RTT, at
+ *            most base + T_high: on a host stack the base RTT is a lucky
+ *            minimum)
  *            (a BDP at the current rate), and follows that target down
  *            at once when the rate is cut; never below min_window_bytes.
  *            After an idle spell (dlcp_rate_restart) it starts again from
@@ -90,6 +92,7 @@ typedef struct dlcp_rate {
   dlcp_rate_params params;
   double rate_bps;
   dlcp_duration base_rtt_ns; /* min filter; 0 before the first sample */
+  dlcp_duration srtt_ns;     /* smoothed RTT (1/8); 0 before */
   dlcp_duration prev_rtt_ns;
   uint64_t samples;
   dlcp_tstamp calm_since_ns; /* since when no mark, no cut, q < T_low */
