@@ -875,12 +875,14 @@ static void test_cancel_recv(void **state) {
  * packets and ACKs cannot wedge the window).  The rate control's own
  * window (a BDP at its rate) bounds the queue even with no fixed cap. */
 static uint64_t queue_with_window(uint64_t window, double loss,
-                                  uint64_t *end_ns) {
+                                  bool delay_control, uint64_t *end_ns) {
   dlcp_mlt_config cfg;
   base_config(&cfg, 24);
   cfg.line_rate_bps = 40000000000ull;
-  cfg.t_high_ns = 1000000000ull; /* rate control out of the way */
-  cfg.t_low_ns = 1;
+  if (!delay_control) {
+    cfg.t_high_ns = 1000000000ull; /* rate control out of the way */
+    cfg.t_low_ns = 1;
+  }
   cfg.max_inflight_bytes = window;
   netsim_link l = make_link(loss, 0.0, 0.0);
   l.rate_bps = 1000000000ull; /* 1 Gbps: 40x slower than the sender */
@@ -904,20 +906,29 @@ static uint64_t queue_with_window(uint64_t window, double loss,
 
 static void test_inflight_window(void **state) {
   (void)state;
-  uint64_t end_open, end_win, end_lossy;
-  uint64_t q_open = queue_with_window(0, 0.0, &end_open);
-  uint64_t q_win = queue_with_window(256 * 1024, 0.0, &end_win);
-  queue_with_window(256 * 1024, 0.1, &end_lossy);
-  print_message("queue: open %.2f ms, 256 KiB window %.2f ms; done at %.2f "
-                "/ %.2f ms (lossy %.2f ms)\n", (double)q_open / 1e6,
-                (double)q_win / 1e6, (double)end_open / 1e6,
-                (double)end_win / 1e6, (double)end_lossy / 1e6);
+  uint64_t end_open, end_win, end_lossy, end_cc;
+  uint64_t q_open = queue_with_window(0, 0.0, false, &end_open);
+  uint64_t q_win = queue_with_window(256 * 1024, 0.0, false, &end_win);
+  queue_with_window(256 * 1024, 0.1, false, &end_lossy);
+  uint64_t q_cc = queue_with_window(0, 0.0, true, &end_cc);
+  print_message("queue: open %.2f ms, 256 KiB window %.2f ms, congestion "
+                "control %.2f ms; done at %.2f / %.2f / %.2f ms (lossy "
+                "%.2f ms)\n", (double)q_open / 1e6, (double)q_win / 1e6,
+                (double)q_cc / 1e6, (double)end_open / 1e6,
+                (double)end_win / 1e6, (double)end_cc / 1e6,
+                (double)end_lossy / 1e6);
   /* 256 KiB at 1 Gbps is 2.1 ms; an ACK lags up to 10 packets (0.12 ms).
    * 4 MB at 1 Gbps is 32 ms: an unbounded queue would hold most of it. */
   assert_true(q_win <= 2500000);
-  /* Rate control alone (here pinned at 40 Gbps, 40x the link): a BDP at
-   * 40 Gbps over the first RTT seen, about 5.7 ms at 1 Gbps. */
-  assert_true(q_open <= 8000000);
+  /* With the delay rules off the congestion window covers the smoothed
+   * RTT up to base + T_high (here 1 s): it grows with the queue, and only
+   * the fixed cap bounds it (17.5 ms). With them on, the longest queue is
+   * the first RTT's burst: the initial window, 40 Gbps x 50 us = 250 KB,
+   * 2 ms at 1 Gbps, plus an ACK's lag; after it the delay rules hold the
+   * queue near T_high. */
+  assert_true(q_open < 20000000);
+  assert_true(q_cc <= 2500000);
+  assert_true((double)end_cc <= 1.05 * (double)end_open);
   /* The link stays busy: the window costs no throughput. */
   assert_true((double)end_win <= 1.05 * (double)end_open);
   assert_true((double)end_open <= 1.05 * 32.0e6);
