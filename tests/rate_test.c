@@ -23,6 +23,7 @@ static dlcp_rate make(double start_bps) {
   dlcp_rate_params p;
   dlcp_rate_params_default(&p, LINE);
   p.initial_window_bytes = BIG;
+  p.delay_filter = 1; /* every sample on its own: the rules alone */
   dlcp_rate r;
   dlcp_rate_init(&r, &p);
   r.rate_bps = start_bps;
@@ -97,6 +98,32 @@ static void test_thresholds_are_above_base(void **state) {
   /* A smaller RTT lowers the base. */
   ack(&r, 90000, 10, 0, 800000);
   assert_int_equal(r.base_rtt_ns, 90000);
+}
+
+/* With delay_filter 4 (the default) the delay signal is the smallest of
+ * the last 4 samples: jitter that raises some samples is ignored, a
+ * queue that raises all of them is not. */
+static void test_delay_filter_ignores_jitter(void **state) {
+  (void)state;
+  dlcp_rate r = make(5e9);
+  r.params.delay_filter = 4;
+  dlcp_tstamp now = 0;
+  ack(&r, 100000, 10, 0, now); /* base 100 us */
+  for (int i = 0; i < 20; i++) {
+    /* every other sample 400 us above base: scheduling, not a queue */
+    dlcp_rate_move m = ack(&r, i % 2 ? 100000 : 500000, 10, 0, now += 1000);
+    assert_int_not_equal(m, DLCP_RATE_DECREASE_DELAY);
+  }
+  double before = r.rate_bps;
+  /* A queue: every sample 300 us above base; the 4th one is the signal. */
+  for (int i = 0; i < 3; i++) {
+    assert_int_not_equal(ack(&r, 400000, 10, 0, now += 1000),
+                         DLCP_RATE_DECREASE_DELAY);
+  }
+  r.window_bytes = 1e15;
+  assert_int_equal(ack(&r, 400000, 10, 0, now += 1000),
+                   DLCP_RATE_DECREASE_DELAY);
+  assert_true(r.rate_bps < before);
 }
 
 static void test_band_follows_gradient(void **state) {
@@ -325,6 +352,7 @@ int main(void) {
       cmocka_unit_test(test_defaults_are_the_seeds),
       cmocka_unit_test(test_thresholds_are_above_base),
       cmocka_unit_test(test_band_follows_gradient),
+      cmocka_unit_test(test_delay_filter_ignores_jitter),
       cmocka_unit_test(test_increase_scales_with_acked_packets),
       cmocka_unit_test(test_ecn_cuts_dctcp_style),
       cmocka_unit_test(test_cut_starts_from_window_rate),

@@ -448,7 +448,10 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->seed = 1;
 }
 
+/* The controller's parameters: the configured ones, and its own defaults
+ * for those the connection does not expose (hai_after, delay_filter). */
 static void rate_params_of(dlcp_rate_params *rp, const dlcp_mlt_config *cfg) {
+  dlcp_rate_params_default(rp, cfg->line_rate_bps);
   rp->line_rate_bps = cfg->line_rate_bps;
   rp->min_rate_bps = cfg->min_rate_bps;
   rp->t_low_ns = cfg->t_low_ns;
@@ -457,7 +460,6 @@ static void rate_params_of(dlcp_rate_params *rp, const dlcp_mlt_config *cfg) {
   rp->beta = cfg->beta;
   rp->ecn_gain = cfg->ecn_gain;
   rp->ack_every = cfg->ack_every;
-  rp->hai_after = 5;
   rp->min_window_bytes = cfg->min_window_bytes;
   rp->initial_window_bytes = cfg->initial_window_bytes;
   if (rp->initial_window_bytes == 0) {

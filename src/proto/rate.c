@@ -18,6 +18,7 @@ void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps) {
   p->ecn_gain = 1.0 / 16.0;
   p->ack_every = 10;
   p->hai_after = 5;
+  p->delay_filter = 4;
   p->min_window_bytes = 2 * 1500;
   /* One RTT at line rate (the seed's start), over a 50 us RTT; without
    * overflow: line_rate_bps * 50e-6 / 8. */
@@ -31,6 +32,7 @@ int dlcp_rate_params_check(const dlcp_rate_params *p) {
       p->min_rate_bps > p->line_rate_bps || p->t_high_ns <= p->t_low_ns ||
       !(p->beta > 0.0 && p->beta <= 1.0) ||
       !(p->ecn_gain > 0.0 && p->ecn_gain <= 1.0) || p->ack_every == 0 ||
+      p->delay_filter == 0 || p->delay_filter > DLCP_RATE_FILTER_MAX ||
       p->min_window_bytes == 0 || p->initial_window_bytes == 0) {
     return DLCP_ERR_CONFIG;
   }
@@ -151,10 +153,20 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
     r->base_rtt_ns = rtt_ns;
   }
   r->srtt_ns = r->srtt_ns == 0 ? rtt_ns : (7 * r->srtt_ns + rtt_ns) / 8;
-  dlcp_duration q = rtt_ns - r->base_rtt_ns;
+  /* The delay signal: the smallest of the last delay_filter samples.  A
+   * queue raises every sample; scheduling jitter on a host stack raises
+   * some, and the minimum drops it. */
+  r->recent[r->samples % p->delay_filter] = rtt_ns;
+  dlcp_duration sig = rtt_ns;
+  uint32_t n = r->samples + 1 < p->delay_filter ? (uint32_t)r->samples + 1
+                                                 : p->delay_filter;
+  for (uint32_t i = 0; i < n; i++) {
+    sig = r->recent[i] < sig ? r->recent[i] : sig;
+  }
+  dlcp_duration q = sig - r->base_rtt_ns;
   /* The gradient needs two samples; the first counts as "not rising". */
-  bool rising = r->samples > 0 && rtt_ns > r->prev_rtt_ns;
-  r->prev_rtt_ns = rtt_ns;
+  bool rising = r->samples > 0 && sig > r->prev_rtt_ns;
+  r->prev_rtt_ns = sig;
   r->samples++;
   ecn_epoch(r, acked_pkts, ce_pkts, rtt_ns, now);
 

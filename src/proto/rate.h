@@ -10,8 +10,10 @@
  * port overflows before the RTT ever reaches 125 us.  So, keeping the
  * seed's delay signal and defaults:
  *
- *   delay    q = rtt - base, base the smallest RTT seen (min filter):
- *            T_low and T_high are queueing delay above the path's base.
+ *   delay    q = rtt - base, base the smallest RTT seen (min filter),
+ *            rtt the smallest of the last delay_filter samples (4: a
+ *            queue raises every sample, a host's scheduling jitter only
+ *            some): T_low and T_high are queueing delay above the base.
  *              q < T_low                      increase
  *              q > T_high                     rate *= 1 - beta(1 - T_high/q)
  *              T_low..T_high, rtt not rising  increase (TIMELY: gradient <= 0)
@@ -65,6 +67,8 @@
 
 #include "dlcp/dlcp_types.h"
 
+#define DLCP_RATE_FILTER_MAX 16u
+
 typedef struct dlcp_rate_params {
   uint64_t line_rate_bps; /* start rate and ceiling, > 0 */
   uint64_t min_rate_bps;  /* floor, > 0, <= line_rate_bps */
@@ -76,6 +80,9 @@ typedef struct dlcp_rate_params {
   uint32_t ack_every;      /* packets an increase of alpha stands for */
   uint32_t hai_after;      /* calm base RTTs before the step grows;
                               0 = never */
+  uint32_t delay_filter;   /* the delay signal is the smallest of the last
+                              this many RTT samples, 1..DLCP_RATE_FILTER_MAX
+                              (1 = every sample on its own) */
   uint64_t min_window_bytes;     /* floor of the in-flight bound, > 0 */
   uint64_t initial_window_bytes; /* bound before the first RTT sample, > 0 */
 } dlcp_rate_params;
@@ -93,7 +100,8 @@ typedef struct dlcp_rate {
   double rate_bps;
   dlcp_duration base_rtt_ns; /* min filter; 0 before the first sample */
   dlcp_duration srtt_ns;     /* smoothed RTT (1/8); 0 before */
-  dlcp_duration prev_rtt_ns;
+  dlcp_duration prev_rtt_ns; /* the previous delay signal */
+  dlcp_duration recent[DLCP_RATE_FILTER_MAX]; /* the last samples */
   uint64_t samples;
   dlcp_tstamp calm_since_ns; /* since when no mark, no cut, q < T_low */
   double ecn_alpha;       /* DCTCP's estimate of the marked fraction */
