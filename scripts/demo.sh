@@ -4,7 +4,8 @@
 #      dlcp-run, with loss injected in the send path, checked byte by byte;
 #   2. the sans-I/O core alone through the seeded in-memory network;
 #   3. an all-reduce benchmark over 4 ranks, every result checked;
-#   4. a small simulation: dlcp-sim's embedded default scenario.
+#   4. a small simulation: dlcp-sim's embedded default scenario, DCTCP and
+#      MLT side by side.
 #   5. the Python package: an all-reduce of numpy arrays on 2 ranks.
 set -eu
 build=${1:-build}
@@ -28,7 +29,7 @@ echo "== 3. dlcp-run -n 4 dlcp-bench: all-reduce, every result checked =="
 "$bin/dlcp-run" -n 4 "$bin/dlcp-bench" -b 8 -e 16M -f 8 -a auto -p 0 -c 1 \
   -n 5 -w 2
 echo
-echo "== 4. dlcp-sim: the MLT seed's 144-host leaf-spine, PS traffic (scaled down) =="
+echo "== 4. dlcp-sim: the MLT seed's 144-host leaf-spine, PS traffic (scaled down), DCTCP and MLT =="
 "$bin/dlcp-sim"
 echo
 echo "== 5. Python (make python's venv): dlcp.Communicator all-reduce on 2 ranks =="

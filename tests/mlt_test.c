@@ -199,8 +199,9 @@ static void test_lossless_single_round(void **state) {
   assert_int_equal(o.recv.duplicates, 0);
 }
 
-/* With p > 0 the receiver stops as soon as it holds (1 - p): under 5% loss
- * and p = 0.1 that happens in the first round, with no retransmission. */
+/* With p > 0 the receiver stops at the end of a round if it holds
+ * (1 - p): under 5% loss and p = 0.1 that is the first round, with no
+ * retransmission. */
 static void test_bounded_loss_stops_without_retransmission(void **state) {
   (void)state;
   for (uint64_t seed = 20; seed < 24; seed++) {
@@ -209,6 +210,97 @@ static void test_bounded_loss_stops_without_retransmission(void **state) {
     assert_int_equal(o.send.retransmissions, 0);
     assert_true(o.recv.delivered_fraction < 1.0);
     assert_true(o.recv.delivered_fraction >= 0.9);
+  }
+}
+
+/* A loss bound is spent only on data actually lost: at 0 % loss with
+ * heavy reordering (the round's last packet often arrives before earlier
+ * ones, as across paths or sockets), p = 0.1 still delivers everything
+ * in one round. */
+static void test_bound_never_spent_on_reordered_data(void **state) {
+  (void)state;
+  for (uint64_t seed = 30; seed < 36; seed++) {
+    scenario s = {.len = 1000000, .p = 0.1, .loss = 0.0, .reorder = 0.3,
+                  .seed = seed};
+    outcome o = run_transfer(&s);
+    assert_int_equal(o.recv.delivered_bytes, s.len);
+    assert_int_equal(o.send.retransmissions, 0);
+  }
+}
+
+/* Parameters: the missing ranges of a receive with keep_previous hold the
+ * buffer's previous bytes instead of zeros. */
+static void test_keep_previous_values(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 41);
+  netsim_link l = make_link(0.1, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 41);
+  uint64_t len = 500000;
+  uint8_t *src = pattern(len, 3), *dst = malloc(len), *old = malloc(len);
+  memset(dst, 0x5C, len);
+  memcpy(old, dst, len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .loss_bound = 0.2,
+                     .keep_previous = true, .user_data = 1};
+  dlcp_mlt_send snd = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
+  const dlcp_mlt_completion *c = &netsim_find(ns, 1, 1)->c;
+  assert_int_equal(c->status, 0);
+  assert_true(c->nmissing > 0);
+  uint64_t pos = 0;
+  for (size_t i = 0; i < c->nmissing; i++) {
+    const dlcp_mlt_range *m = &c->missing[i];
+    assert_memory_equal(src + pos, dst + pos, m->offset - pos);
+    assert_memory_equal(old + m->offset, dst + m->offset, m->len);
+    pos = m->offset + m->len;
+  }
+  assert_memory_equal(src + pos, dst + pos, len - pos);
+  free(src);
+  free(dst);
+  free(old);
+  netsim_del(ns);
+}
+
+/* Control messages as datagrams (cfg.control_datagrams): with 10 % of
+ * every datagram lost, duplicated and reordered in both directions, the
+ * control messages are lost too and recovered by the core's own
+ * retransmission; nothing uses the reliable stream. */
+static void test_control_datagrams_through_loss(void **state) {
+  (void)state;
+  for (uint64_t seed = 50; seed < 54; seed++) {
+    dlcp_mlt_config cfg;
+    base_config(&cfg, seed);
+    cfg.control_datagrams = true;
+    netsim_link l = make_link(0.1, 0.05, 0.1);
+    netsim *ns = netsim_new(&cfg, &cfg, &l, &l, seed);
+    assert_non_null(ns);
+    uint64_t len = 300000;
+    uint8_t *src = pattern(len, seed), *dst = malloc(len);
+    for (uint32_t t = 0; t < 4; t++) {
+      dlcp_mlt_recv r = {.tensor = t, .buf = dst + t * (len / 4),
+                         .len = len / 4, .user_data = 10 + t};
+      dlcp_mlt_send snd = {.tensor = t, .buf = src + t * (len / 4),
+                           .len = len / 4, .user_data = 20 + t};
+      assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+      assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, 0), 0);
+    }
+    assert_int_equal(netsim_run(ns, 8, 10000000000ull), 8);
+    for (uint32_t t = 0; t < 4; t++) {
+      assert_int_equal(netsim_find(ns, 1, 10 + t)->c.status, 0);
+      assert_int_equal(netsim_find(ns, 0, 20 + t)->c.status, 0);
+    }
+    assert_memory_equal(src, dst, len);
+    assert_int_equal(netsim_counters_of(ns, 0)->control_sent, 0);
+    assert_int_equal(netsim_counters_of(ns, 1)->control_sent, 0);
+    dlcp_mlt_stats st0, st1;
+    dlcp_mlt_get_stats(netsim_conn(ns, 0), &st0);
+    dlcp_mlt_get_stats(netsim_conn(ns, 1), &st1);
+    assert_true(st0.control_retx + st1.control_retx > 0);
+    free(src);
+    free(dst);
+    netsim_del(ns);
   }
 }
 
@@ -676,8 +768,11 @@ static void test_pacing_and_acks(void **state) {
   assert_true(took <= ideal_ns * 1.05);
   dlcp_mlt_stats st;
   dlcp_mlt_get_stats(netsim_conn(ns, 1), &st);
-  /* Every 10th packet (the last one ends the transfer: its STOP does). */
-  assert_int_equal(st.acks_sent, npkts / cfg.ack_every);
+  /* Every 10th packet (the last one ends the transfer: its STOP does),
+   * and the ones the sender asks for while its window is under 20
+   * packets (ACK_REQ: twice per window), in the first RTTs. */
+  assert_true(st.acks_sent >= npkts / cfg.ack_every);
+  assert_true(st.acks_sent <= npkts / cfg.ack_every * 12 / 10);
   free(src);
   free(dst);
   netsim_del(ns);
@@ -775,15 +870,19 @@ static void test_cancel_recv(void **state) {
 
 /* The in-flight window: a sender far faster than its link keeps at most
  * about a window queued (plus the packets an ACK lags behind), where
- * without it the queue grows with the tensor; with loss it still
- * completes exactly (lost packets and ACKs cannot wedge the window). */
+ * without one the queue grew with the tensor (~30 ms here before the rate
+ * control had a window); with loss it still completes exactly (lost
+ * packets and ACKs cannot wedge the window).  The rate control's own
+ * window (a BDP at its rate) bounds the queue even with no fixed cap. */
 static uint64_t queue_with_window(uint64_t window, double loss,
-                                  uint64_t *end_ns) {
+                                  bool delay_control, uint64_t *end_ns) {
   dlcp_mlt_config cfg;
   base_config(&cfg, 24);
   cfg.line_rate_bps = 40000000000ull;
-  cfg.t_high_ns = 1000000000ull; /* rate control out of the way */
-  cfg.t_low_ns = 1;
+  if (!delay_control) {
+    cfg.t_high_ns = 1000000000ull; /* rate control out of the way */
+    cfg.t_low_ns = 1;
+  }
   cfg.max_inflight_bytes = window;
   netsim_link l = make_link(loss, 0.0, 0.0);
   l.rate_bps = 1000000000ull; /* 1 Gbps: 40x slower than the sender */
@@ -807,19 +906,32 @@ static uint64_t queue_with_window(uint64_t window, double loss,
 
 static void test_inflight_window(void **state) {
   (void)state;
-  uint64_t end_open, end_win, end_lossy;
-  uint64_t q_open = queue_with_window(0, 0.0, &end_open);
-  uint64_t q_win = queue_with_window(256 * 1024, 0.0, &end_win);
-  queue_with_window(256 * 1024, 0.1, &end_lossy);
-  print_message("queue: open %.2f ms, 256 KiB window %.2f ms; done at %.2f "
-                "/ %.2f ms (lossy %.2f ms)\n", (double)q_open / 1e6,
-                (double)q_win / 1e6, (double)end_open / 1e6,
-                (double)end_win / 1e6, (double)end_lossy / 1e6);
-  /* 256 KiB at 1 Gbps is 2.1 ms; an ACK lags up to 10 packets (0.12 ms). */
+  uint64_t end_open, end_win, end_lossy, end_cc;
+  uint64_t q_open = queue_with_window(0, 0.0, false, &end_open);
+  uint64_t q_win = queue_with_window(256 * 1024, 0.0, false, &end_win);
+  queue_with_window(256 * 1024, 0.1, false, &end_lossy);
+  uint64_t q_cc = queue_with_window(0, 0.0, true, &end_cc);
+  print_message("queue: open %.2f ms, 256 KiB window %.2f ms, congestion "
+                "control %.2f ms; done at %.2f / %.2f / %.2f ms (lossy "
+                "%.2f ms)\n", (double)q_open / 1e6, (double)q_win / 1e6,
+                (double)q_cc / 1e6, (double)end_open / 1e6,
+                (double)end_win / 1e6, (double)end_cc / 1e6,
+                (double)end_lossy / 1e6);
+  /* 256 KiB at 1 Gbps is 2.1 ms; an ACK lags up to 10 packets (0.12 ms).
+   * 4 MB at 1 Gbps is 32 ms: an unbounded queue would hold most of it. */
   assert_true(q_win <= 2500000);
-  assert_true(q_open > 10 * q_win);
+  /* With the delay rules off the congestion window covers the smoothed
+   * RTT up to base + T_high (here 1 s): it grows with the queue, and only
+   * the fixed cap bounds it (17.5 ms). With them on, the longest queue is
+   * the first RTT's burst: the initial window, 40 Gbps x 50 us = 250 KB,
+   * 2 ms at 1 Gbps, plus an ACK's lag and the delay filter's 4 samples
+   * (2.7 ms); after it the delay rules hold the queue near T_high. */
+  assert_true(q_open < 20000000);
+  assert_true(q_cc <= 3000000);
+  assert_true((double)end_cc <= 1.05 * (double)end_open);
   /* The link stays busy: the window costs no throughput. */
   assert_true((double)end_win <= 1.05 * (double)end_open);
+  assert_true((double)end_open <= 1.05 * 32.0e6);
 }
 
 /* Eager transfers (cfg.eager_max_bytes): a small tensor is one control
@@ -1124,6 +1236,9 @@ int main(void) {
       cmocka_unit_test(test_reorder_and_duplication),
       cmocka_unit_test(test_lossless_single_round),
       cmocka_unit_test(test_bounded_loss_stops_without_retransmission),
+      cmocka_unit_test(test_bound_never_spent_on_reordered_data),
+      cmocka_unit_test(test_keep_previous_values),
+      cmocka_unit_test(test_control_datagrams_through_loss),
       cmocka_unit_test(test_zero_length),
       cmocka_unit_test(test_send_posted_after_start),
       cmocka_unit_test(test_concurrent_transfers_both_directions),

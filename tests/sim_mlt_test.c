@@ -312,9 +312,68 @@ static void test_determinism(void **state) {
   free(c);
 }
 
+/*
+ * A 32-to-1 incast under one switch at 100 Gbps through the receiver's
+ * 512 KB port (ECN at 65 packets): 32 senders of 1 MB each start at once,
+ * p = 0.  The receiver's grants (2 BDPs of its link shared among the 32)
+ * and the ECN-driven windows keep the port from overflowing: buffer drops
+ * stay under 1 % of the data packets (the senders' first windows, before
+ * any grant, are the only burst), every byte arrives, and the last flow
+ * finishes within 1.2x the ideal (32 MB of wire bytes at line rate plus
+ * two base RTTs).
+ */
+static const char incast32_yaml[] =
+    "topology: {kind: leaf_spine, tors: 1, hosts_per_tor: 33,\n"
+    "           host_rate: 100Gbps, link_delay: 3us}\n"
+    "switch: {port_buffer: 512KB, ecn_threshold: 65pkts}\n"
+    "transport: {kind: mlt, loss_bound: 0}\n"
+    "workload:\n"
+    "  incast: {receiver: h0, senders: 32, size: 1MB, start: 0us}\n";
+
+static void test_incast_32_to_1(void **state) {
+  (void)state;
+  dlcp_sim *sim = build_yaml(incast32_yaml, NULL, 0);
+  run_all(sim);
+  uint64_t pkts = 0;
+  dlcp_sim_ps last = 0;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    assert_int_equal(f->status, 0);
+    assert_int_equal(f->delivered_bytes, f->size_bytes);
+    pkts += f->pkts_sent;
+    if (f->finish_ps > last) {
+      last = f->finish_ps;
+    }
+  }
+  assert_int_equal(sim->nflows, 32);
+  uint32_t sw = dlcp_sim_net_find_node(&sim->net, "tor0");
+  uint32_t h0 = dlcp_sim_net_find_node(&sim->net, "h0");
+  const dlcp_sim_port *port =
+      &sim->net.ports[dlcp_sim_net_find_port(&sim->net, sw, h0)];
+  uint64_t drops = 0;
+  for (uint32_t q = 0; q < DLCP_SIM_MAX_QUEUES; q++) {
+    drops += port->q[q].drops_buffer;
+  }
+  uint64_t seg = 1500 - 28 - 44;
+  uint64_t npkts = 32 * ((1000000 + seg - 1) / seg);
+  uint64_t wire = 32 * 1000000ull + npkts * (28 + 44);
+  dlcp_sim_ps ideal = dlcp_sim_serialization_ps(wire, GBPS100) +
+                      2 * dlcp_sim_time_from_us(12);
+  double ratio = (double)last / (double)ideal;
+  print_message("incast 32-to-1: %llu drops of %llu packets (%.3f%%), "
+                "last flow %.1f us, ideal %.1f us (%.3fx)\n",
+                (unsigned long long)drops, (unsigned long long)pkts,
+                100.0 * (double)drops / (double)pkts,
+                dlcp_sim_time_to_us(last), dlcp_sim_time_to_us(ideal), ratio);
+  assert_true(drops * 100 < pkts);
+  assert_true(ratio <= 1.2);
+  dlcp_sim_del(sim);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clean_fct),
+      cmocka_unit_test(test_incast_32_to_1),
       cmocka_unit_test(test_loss_no_timeout_tail),
       cmocka_unit_test(test_reliable_p0),
       cmocka_unit_test(test_paths_spread_over_spines),

@@ -207,6 +207,29 @@ static int decode_check(uint8_t type, const uint8_t *buf, size_t len) {
     }
     break;
   }
+  case DLCP_WIRE_CDATA: {
+    uint32_t job, cseq;
+    const uint8_t *inner;
+    size_t inner_len;
+
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &inner, &inner_len, buf, len);
+    if (rv == 0) {
+      assert_ptr_equal(inner, buf + DLCP_WIRE_CDATA_HDR_LEN);
+      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, inner_len);
+      memcpy(out + n, inner, inner_len);
+      n += (dlcp_ssize)inner_len;
+    }
+    break;
+  }
+  case DLCP_WIRE_CACK: {
+    dlcp_wire_cack c;
+
+    rv = dlcp_wire_cack_decode(&c, buf, len);
+    if (rv == 0) {
+      n = dlcp_wire_cack_encode(out, cap, &c);
+    }
+    break;
+  }
   default:
     fail_msg("bad type %u", type);
     rv = -1;
@@ -242,6 +265,23 @@ static size_t make_samples(sample *s) {
     s[k++].len = 144;
   }
   {
+    /* A CDATA carrying a PROBE, and a CACK. */
+    dlcp_wire_probe pr = {3, 4, 5, 6};
+    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u};
+
+    n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), 3,
+                                      UINT32_MAX, DLCP_WIRE_PROBE_LEN);
+    assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN);
+    assert_int_equal(dlcp_wire_probe_encode(s[k].buf + n, 64, &pr),
+                     DLCP_WIRE_PROBE_LEN);
+    s[k].type = DLCP_WIRE_CDATA;
+    s[k++].len = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_PROBE_LEN;
+    n = dlcp_wire_cack_encode(s[k].buf, sizeof(s[k].buf), &c);
+    assert_int_equal(n, DLCP_WIRE_CACK_LEN);
+    s[k].type = DLCP_WIRE_CACK;
+    s[k++].len = DLCP_WIRE_CACK_LEN;
+  }
+  {
     dlcp_wire_data d = {0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
 
     n = dlcp_wire_data_encode(s[k].buf, sizeof(s[k].buf), &d);
@@ -251,7 +291,7 @@ static size_t make_samples(sample *s) {
     s[k++].len = 45;
   }
   {
-    dlcp_wire_ack a = {1, 2, 0x0102030405060708ull, 10, 9};
+    dlcp_wire_ack a = {1, 2, 0x0102030405060708ull, 10, 9, 10, 3, 4096};
 
     n = dlcp_wire_ack_encode(s[k].buf, sizeof(s[k].buf), &a);
     assert_int_equal(n, DLCP_WIRE_ACK_LEN);
@@ -260,9 +300,9 @@ static size_t make_samples(sample *s) {
   }
   {
     dlcp_wire_start_entry e[3] = {
-        {1, 11, 4096, 0, 1456},
-        {2, 12, 1, 999999, DLCP_WIRE_MIN_SEG},
-        {3, UINT32_MAX, 1ull << 30, 10000, DLCP_WIRE_MAX_SEG},
+        {1, 11, 4096, 0, 1456, 0},
+        {2, 12, 1, 999999, DLCP_WIRE_MIN_SEG, 65536},
+        {3, UINT32_MAX, 1ull << 30, 10000, DLCP_WIRE_MAX_SEG, UINT32_MAX},
     };
 
     n = dlcp_wire_start_encode(s[k].buf, sizeof(s[k].buf), 77, e, 3);
@@ -413,7 +453,7 @@ static void test_data_encode_errors(void **state) {
                    DLCP_ERR_BUFFER_TOO_SMALL);
   assert_int_equal(dlcp_wire_data_encode(buf, sizeof(buf), NULL),
                    DLCP_ERR_INVALID_ARGUMENT);
-  d.flags = 0x40;
+  d.flags = 0x80;
   assert_int_equal(dlcp_wire_data_encode(buf, sizeof(buf), &d),
                    DLCP_ERR_INVALID_ARGUMENT);
   d.flags = 0;
@@ -456,7 +496,7 @@ static void test_data_decode_errors(void **state) {
                    DLCP_ERR_BAD_LENGTH);
   dlcp_put_u32(buf + 12, 54);
   /* Unknown flag bits. */
-  buf[16] = 0x40;
+  buf[16] = 0x80;
   assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 54),
                    DLCP_ERR_INVALID_ARGUMENT);
   buf[16] = 0x80;
@@ -476,9 +516,10 @@ static void test_data_decode_errors(void **state) {
   assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 54), 0);
   /* An ACK is not DATA. */
   buf[3] = DLCP_WIRE_ACK;
-  dlcp_put_u32(buf + 12, 32);
-  assert_int_equal(dlcp_wire_data_decode(&out, &payload, buf, 32),
-                   DLCP_ERR_BAD_TYPE);
+  dlcp_put_u32(buf + 12, DLCP_WIRE_ACK_LEN);
+  assert_int_equal(
+      dlcp_wire_data_decode(&out, &payload, buf, DLCP_WIRE_ACK_LEN),
+      DLCP_ERR_BAD_TYPE);
 }
 
 static void test_data_check_bounds(void **state) {
@@ -529,26 +570,42 @@ static void test_data_check_bounds(void **state) {
 }
 
 static void test_ack_roundtrip(void **state) {
-  uint8_t buf[32];
+  uint8_t buf[40];
   dlcp_wire_ack a = {UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT32_MAX,
-                     UINT32_MAX - 1};
+                     UINT32_MAX - 1, UINT16_MAX, UINT16_MAX - 1,
+                     UINT32_MAX - 2};
   dlcp_wire_ack out;
 
   (void)state;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 32, &a), 32);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 32), 0);
+  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a), 40);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40), 0);
   assert_int_equal(out.job, a.job);
   assert_int_equal(out.xfer, a.xfer);
   assert_true(out.echo_ts == a.echo_ts);
   assert_int_equal(out.rx_pkts, a.rx_pkts);
   assert_int_equal(out.seq, a.seq);
-  assert_int_equal(dlcp_wire_ack_encode(buf, 31, &a),
+  assert_int_equal(out.covered, a.covered);
+  assert_int_equal(out.ce, a.ce);
+  assert_int_equal(dlcp_wire_ack_encode(buf, 39, &a),
                    DLCP_ERR_BUFFER_TOO_SMALL);
+  assert_int_equal(out.grant, a.grant);
+  /* More marks than packets: rejected. */
+  dlcp_put_u16(buf + 34, UINT16_MAX);
+  dlcp_put_u16(buf + 32, UINT16_MAX - 1);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_put_u16(buf + 32, UINT16_MAX);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40), 0);
+  a.ce = 3;
+  a.covered = 2;
+  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  a.ce = 0;
   a.xfer = 0;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 32, &a),
+  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a),
                    DLCP_ERR_INVALID_ARGUMENT);
   dlcp_put_u32(buf + 8, 0);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 32),
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
                    DLCP_ERR_INVALID_ARGUMENT);
 }
 
@@ -570,6 +627,7 @@ static void test_start_roundtrip(void **state) {
     e[i].size = (uint64_t)i * 1000;
     e[i].loss_ppm = i % DLCP_WIRE_PPM;
     e[i].seg_size = DLCP_WIRE_MIN_SEG + i % 1000;
+    e[i].grant = i * 4099u;
   }
   e[0].size = 0;
   e[1].loss_ppm = DLCP_WIRE_PPM - 1;
@@ -594,6 +652,7 @@ static void test_start_roundtrip(void **state) {
     assert_true(g.size == e[i].size);
     assert_int_equal(g.loss_ppm, e[i].loss_ppm);
     assert_int_equal(g.seg_size, e[i].seg_size);
+    assert_int_equal(g.grant, e[i].grant);
   }
   assert_int_equal(decode_check(DLCP_WIRE_START, buf, (size_t)len), 0);
 
@@ -635,7 +694,7 @@ static void test_start_roundtrip(void **state) {
 }
 
 static void test_start_decode_errors(void **state) {
-  dlcp_wire_start_entry e[2] = {{1, 2, 3000, 0, 1456}, {2, 3, 10, 5, 64}};
+  dlcp_wire_start_entry e[2] = {{1, 2, 3000, 0, 1456, 0}, {2, 3, 10, 5, 64, 7}};
   uint8_t good[84];
   uint8_t buf[84];
   uint32_t job, n;
@@ -931,7 +990,7 @@ static void test_bad_preamble(void **state) {
   buf[1] = 0xD1;
   for (v = 0; v < 256; ++v) {
     buf[3] = (uint8_t)v;
-    if (v == 0 || v > DLCP_WIRE_EAGER) {
+    if (v == 0 || v > DLCP_WIRE_CACK) {
       assert_int_equal(dlcp_wire_peek(&pre, buf, 24), DLCP_ERR_BAD_TYPE);
     }
   }

@@ -4,7 +4,8 @@
  *   dlcp-sim [SCENARIO.yaml] [--set key=value]... [--seed N] [--out DIR]
  *
  * Without a scenario it runs the embedded default (the MLT seed's 144-host
- * leaf-spine with parameter-server traffic).  The summary goes to stdout;
+ * leaf-spine with parameter-server traffic) twice, with DCTCP and with
+ * MLT, and compares their FCTs; a --set transport.* picks one of them.  The summary goes to stdout;
  * with --out (or outputs.dir in the scenario) the CSV and JSON results go
  * into DIR.  A progress bar is drawn only when stdout is a terminal.  Exit
  * status: 0 success, 1 the run failed, 2 bad usage or scenario.
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,66 +61,12 @@ static void progress(const dlcp_sim *sim, bool final) {
   fflush(stdout);
 }
 
-int main(int argc, char **argv) {
-  const char *scenario = NULL;
-  const char *out = NULL;
-  const char **sets = calloc((size_t)argc + 1, sizeof(*sets));
-  char seedbuf[64];
-  size_t nsets = 0;
-  if (!sets) {
-    fprintf(stderr, "dlcp-sim: out of memory\n");
-    return 1;
-  }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      free(sets);
-      return 0;
-    } else if (!strcmp(a, "--print-default")) {
-      fputs(dlcp_sim_default_scenario, stdout);
-      free(sets);
-      return 0;
-    } else if (!strcmp(a, "--set") || !strcmp(a, "--seed") ||
-               !strcmp(a, "--out")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "dlcp-sim: %s needs a value\n", a);
-        free(sets);
-        return 2;
-      }
-      const char *v = argv[++i];
-      if (!strcmp(a, "--set")) {
-        sets[nsets++] = v;
-      } else if (!strcmp(a, "--out")) {
-        out = v;
-      } else {
-        char *end;
-        errno = 0;
-        unsigned long long seed = strtoull(v, &end, 10);
-        if (v[0] < '0' || v[0] > '9' || *end || errno) {
-          fprintf(stderr, "dlcp-sim: --seed: expected a non-negative "
-                          "integer, got '%s'\n", v);
-          free(sets);
-          return 2;
-        }
-        snprintf(seedbuf, sizeof(seedbuf), "seed=%llu", seed);
-        sets[nsets++] = seedbuf;
-      }
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "dlcp-sim: unknown option '%s'\n", a);
-      usage(stderr);
-      free(sets);
-      return 2;
-    } else if (scenario) {
-      fprintf(stderr, "dlcp-sim: only one scenario file, got '%s' and "
-                      "'%s'\n", scenario, a);
-      free(sets);
-      return 2;
-    } else {
-      scenario = a;
-    }
-  }
-
+/* Loads and runs one scenario (the embedded default if |scenario| is
+ * NULL) with |sets| applied, prints its summary and writes its results
+ * into |out| (or outputs.dir) if set; fills |fct| if not NULL.  Returns
+ * the exit status: 0, 1 (the run failed) or 2 (bad scenario). */
+static int run_one(const char *scenario, const char **sets, size_t nsets,
+                   const char *out, dlcp_sim_fct_stats *fct) {
   dlcp_sim_config cfg;
   char err[1024];
   int rv;
@@ -130,7 +78,6 @@ int main(int argc, char **argv) {
                                 strlen(dlcp_sim_default_scenario),
                                 "<default>", sets, nsets, err, sizeof(err));
   }
-  free(sets);
   if (rv != 0) {
     fprintf(stderr, "dlcp-sim: %s\n", err);
     return 2;
@@ -208,6 +155,9 @@ int main(int argc, char **argv) {
            dlcp_sim_coll_jobs(sim) ? ",collectives" : "", outdir);
   }
   int status = sim->flows_done == sim->nflows ? 0 : 1;
+  if (fct && dlcp_sim_fct_stats_get(sim, -1, fct) != 0) {
+    status = 1;
+  }
   if (status != 0) {
     fprintf(stderr, "dlcp-sim: %u of %u flows did not finish before "
                     "stop_at\n", sim->nflows - sim->flows_done, sim->nflows);
@@ -225,3 +175,132 @@ int main(int argc, char **argv) {
   dlcp_sim_del(sim);
   return status;
 }
+
+/* Whether the user chose a transport: then the default runs only that. */
+static bool touches_transport(const char **sets, size_t nsets) {
+  for (size_t i = 0; i < nsets; i++) {
+    if (!strncmp(sets[i], "transport.", 10)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The default: the seed's scenario with its DCTCP baseline, then with
+ * MLT as the seed runs it (loss bound 0.1, source routing over the
+ * spines), and the two FCT distributions side by side.  With an output
+ * directory each run writes into its own subdirectory. */
+static int run_default_pair(const char **sets, size_t nsets, const char *out) {
+  static const char *const mlt_sets[] = {"transport.kind=mlt",
+                                         "transport.loss_bound=0.1",
+                                         "transport.load_balancing=source"};
+  const size_t nmlt = sizeof(mlt_sets) / sizeof(mlt_sets[0]);
+  const char **all = calloc(nsets + nmlt + 1, sizeof(*all));
+  char dir[2][4096];
+  dlcp_sim_fct_stats fct[2];
+  if (!all) {
+    fprintf(stderr, "dlcp-sim: out of memory\n");
+    return 1;
+  }
+  for (size_t i = 0; i < nsets; i++) {
+    all[i] = sets[i];
+  }
+  for (size_t i = 0; i < nmlt; i++) {
+    all[nsets + i] = mlt_sets[i];
+  }
+  int status = 0;
+  if (out && mkdir(out, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "dlcp-sim: %s: cannot create directory: %s\n", out,
+            strerror(errno));
+    free(all);
+    return 1;
+  }
+  for (int k = 0; k < 2 && status == 0; k++) {
+    if (out) {
+      snprintf(dir[k], sizeof(dir[k]), "%s/%s", out, k ? "mlt" : "dctcp");
+    }
+    printf("== %s ==\n", k ? "MLT (loss bound 0.1, source routing)"
+                            : "DCTCP (the seed's baseline)");
+    status = run_one(NULL, all, nsets + (k ? nmlt : 0), out ? dir[k] : NULL,
+                     &fct[k]);
+    printf("\n");
+  }
+  free(all);
+  if (status == 0 && fct[0].count && fct[1].count) {
+    printf("mlt/dctcp  mean FCT %.2fx, p99 FCT %.2fx (the iteration times "
+           "and drops are above)\n",
+           fct[1].mean_us / fct[0].mean_us, fct[1].p99_us / fct[0].p99_us);
+  }
+  return status;
+}
+
+int main(int argc, char **argv) {
+  const char *scenario = NULL;
+  const char *out = NULL;
+  const char **sets = calloc((size_t)argc + 1, sizeof(*sets));
+  char seedbuf[64];
+  size_t nsets = 0;
+  if (!sets) {
+    fprintf(stderr, "dlcp-sim: out of memory\n");
+    return 1;
+  }
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      free(sets);
+      return 0;
+    } else if (!strcmp(a, "--print-default")) {
+      fputs(dlcp_sim_default_scenario, stdout);
+      free(sets);
+      return 0;
+    } else if (!strcmp(a, "--set") || !strcmp(a, "--seed") ||
+               !strcmp(a, "--out")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "dlcp-sim: %s needs a value\n", a);
+        free(sets);
+        return 2;
+      }
+      const char *v = argv[++i];
+      if (!strcmp(a, "--set")) {
+        sets[nsets++] = v;
+      } else if (!strcmp(a, "--out")) {
+        out = v;
+      } else {
+        char *end;
+        errno = 0;
+        unsigned long long seed = strtoull(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end || errno) {
+          fprintf(stderr, "dlcp-sim: --seed: expected a non-negative "
+                          "integer, got '%s'\n", v);
+          free(sets);
+          return 2;
+        }
+        snprintf(seedbuf, sizeof(seedbuf), "seed=%llu", seed);
+        sets[nsets++] = seedbuf;
+      }
+    } else if (a[0] == '-' && a[1] != '\0') {
+      fprintf(stderr, "dlcp-sim: unknown option '%s'\n", a);
+      usage(stderr);
+      free(sets);
+      return 2;
+    } else if (scenario) {
+      fprintf(stderr, "dlcp-sim: only one scenario file, got '%s' and "
+                      "'%s'\n", scenario, a);
+      free(sets);
+      return 2;
+    } else {
+      scenario = a;
+    }
+  }
+
+  int status;
+  if (scenario || touches_transport(sets, nsets)) {
+    status = run_one(scenario, sets, nsets, out, NULL);
+  } else {
+    status = run_default_pair(sets, nsets, out);
+  }
+  free(sets);
+  return status;
+}
+

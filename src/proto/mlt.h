@@ -26,7 +26,8 @@
  * ACKs every 10th packet echoing its time stamp.  A sender that has sent
  * everything without a STOP waits one drain interval, then sends PROBE.
  * A receiver that holds at least (1 - p) of the bytes answers a PROBE
- * with STOP and completes, zero-filling and reporting what is missing;
+ * with STOP and completes, zero-filling (or, for parameters, keeping)
+ * and reporting what is missing;
  * otherwise it answers with a BITMAP of missing segments, the sender
  * retransmits exactly those, and the cycle repeats.  A receiver that holds
  * everything stops at once.  p = 0 makes the transfer fully reliable.
@@ -51,18 +52,51 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * DLCP_WIRE_CTRL_MAX (1 MiB) always holds a whole bitmap of a 1 GiB tensor. */
 #define DLCP_MLT_MIN_BUF 4096u
 
+/* The largest eager transfer that fits one control datagram: a UDP
+ * datagram's 65507 bytes less the CDATA and EAGER headers. */
+#define DLCP_MLT_CTL_DGRAM_EAGER_MAX (65507u - 24u - 24u)
+
+/*
+ * Receiver-driven windows.  All connections of one host may share one
+ * dlcp_mlt_rx_share (owned by the driver, which must keep it alive while
+ * they exist; NULL in the config = off).  The driver sets bdp_bytes, the
+ * host's downlink rate x base RTT; the connections keep |active|, the
+ * receives in progress on the host.  Every ACK then grants the peer a
+ * window of 2 x bdp x (this connection's receives) / active: an N-to-1
+ * incast shares the receiver's link (two BDPs: the pipe and as much
+ * queue), while a lone sender is granted the whole path.  A START grants
+ * the same, but never more than what the STARTs whose data has not
+ * arrived yet left of the two BDPs (at least the window floor): receives
+ * posted together would otherwise each grant a share computed before the
+ * next was posted, and their first windows together overflow the port.
+ * The sender bounds its window by the grant.
+ */
+typedef struct dlcp_mlt_rx_share {
+  uint64_t bdp_bytes; /* set by the driver; 0 = grant nothing */
+  uint32_t active;    /* maintained by the connections */
+  uint64_t granted;   /* START grants whose data has not arrived yet */
+} dlcp_mlt_rx_share;
+
 typedef struct dlcp_mlt_config {
   uint32_t job;          /* job token on every message; others are dropped */
   uint32_t segment_size; /* payload bytes per DATA packet, chosen by the
                             receiver and announced in START (64..65463) */
   uint32_t npaths;       /* K paths, path ids 0..K-1, round-robin; 1..256 */
   uint32_t nprio;        /* P switch priorities for layer tagging; 1..8 */
-  uint64_t line_rate_bps;  /* start rate and ceiling of the rate control */
+  uint64_t line_rate_bps;  /* start rate and ceiling of the rate control:
+                              the path's line rate */
   uint64_t min_rate_bps;   /* floor of the rate control */
-  dlcp_duration t_low_ns;  /* rate control thresholds (12.5 us, 125 us) */
+  dlcp_duration t_low_ns;  /* rate control thresholds, queueing delay above
+                              the measured base RTT (12.5 us, 125 us) */
   dlcp_duration t_high_ns;
   uint64_t alpha_bps;      /* additive increase (40 Mbps) */
   double beta;             /* multiplicative decrease (0.8) */
+  double ecn_gain;         /* DCTCP's g for the CE fraction (1/16) */
+  uint64_t min_window_bytes;     /* floor of the in-flight bound (2 packets
+                                    of 1500 bytes) */
+  uint64_t initial_window_bytes; /* in-flight bound before the first RTT
+                                    sample; 0 = line rate x initial_rtt_ns
+                                    (the seed's start at line rate) */
   uint32_t ack_every;      /* receiver ACKs every this many packets of the
                               connection (10), and a round's last packet
                               when the transfer goes on */
@@ -78,11 +112,13 @@ typedef struct dlcp_mlt_config {
   uint32_t max_rounds_without_progress; /* then DLCP_ERR_NO_PROGRESS */
   uint32_t max_transfers;  /* concurrent transfers per direction, incl. START
                               messages waiting for a matching post_send */
-  uint64_t max_inflight_bytes; /* data sent but not yet acknowledged, per
-                                  connection; 0 = unlimited (the seed's
-                                  pure rate control).  Bounds the queue a
-                                  receiver that cannot keep up builds
-                                  (host-bound paths such as loopback). */
+  uint64_t max_inflight_bytes; /* a fixed cap on data sent but not yet
+                                  acknowledged, per connection, on top of
+                                  the rate control's window (about one BDP
+                                  at the current rate); 0 = none.  Bounds
+                                  the queue a receiver that cannot keep up
+                                  builds (host-bound paths such as
+                                  loopback). */
   uint32_t eager_max_bytes; /* a transfer of at most this many bytes goes
                                as one EAGER control message, with no START,
                                DATA or STOP: one one-way trip instead of
@@ -92,6 +128,18 @@ typedef struct dlcp_mlt_config {
                                at most DLCP_WIRE_CTRL_MAX - 24, and
                                dlcp_mlt_poll's |buf| must hold 24 more.
                                Both ends must use the same value. */
+  dlcp_mlt_rx_share *rx_share; /* receiver-driven windows; NULL = off */
+  bool control_datagrams; /* START, PROBE, BITMAP, STOP, FINISH and EAGER
+                             go as CDATA datagrams (priority 0) with the
+                             connection's own RTT-based retransmission
+                             and duplicate suppression, never waiting for
+                             a TCP timeout: dlcp_mlt_poll returns them as
+                             DLCP_MLT_ACT_DATAGRAM and they come back
+                             through dlcp_mlt_on_datagram.  Off: they are
+                             DLCP_MLT_ACT_CONTROL for a reliable stream.
+                             Needs eager_max_bytes <=
+                             DLCP_MLT_CTL_DGRAM_EAGER_MAX; both ends must
+                             agree. */
   uint64_t seed;           /* seeds the connection's generator */
 } dlcp_mlt_config;
 
@@ -143,6 +191,10 @@ typedef struct dlcp_mlt_recv {
   uint64_t len;
   double loss_bound;  /* p in [0, 1): the fraction that may be missing;
                          0 = fully reliable */
+  bool keep_previous; /* the buffer holds parameters: missing ranges keep
+                         its previous values (the seed's rule for
+                         parameters) instead of being zero-filled (the
+                         rule for gradients, the default) */
   uint64_t user_data;
 } dlcp_mlt_recv;
 
@@ -168,8 +220,8 @@ typedef struct dlcp_mlt_completion {
   uint32_t rounds;       /* PROBE rounds */
   dlcp_tstamp start_ns;  /* when the transfer was posted */
   dlcp_tstamp end_ns;
-  /* receiver: the byte ranges that were not delivered and were zero-filled,
-   * in increasing order.  Owned by the connection; valid until the next
+  /* receiver: the byte ranges that were not delivered (zero-filled, or
+   * left as they were with keep_previous), in increasing order.  Owned by the connection; valid until the next
    * dlcp_mlt_poll or dlcp_mlt_conn_del. */
   const dlcp_mlt_range *missing;
   size_t nmissing;
@@ -199,13 +251,20 @@ typedef struct dlcp_mlt_stats {
   uint64_t data_sent, data_retx, data_received, data_duplicate;
   uint64_t acks_sent, acks_received;
   uint64_t control_sent, control_received;
+  uint64_t control_retx;       /* control datagrams sent again (RTO) */
+  uint64_t control_duplicates; /* control datagrams received twice */
   uint64_t dropped_malformed; /* failed to decode */
   uint64_t dropped_foreign;   /* another job's token */
   uint64_t dropped_stale;     /* unknown or finished transfer */
   uint64_t dropped_invalid;   /* decodes, but contradicts the transfer
                                  (offset outside the tensor, wrong tensor) */
+  uint64_t ce_received;       /* data packets that arrived CE marked */
+  uint64_t ce_echoed;         /* CE marks the peer's ACKs reported */
+  uint64_t cuts_ecn, cuts_delay; /* rate decreases by cause */
   double rate_bps;            /* the rate controller's current rate */
+  uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;
+  dlcp_duration base_rtt_ns;  /* smallest RTT seen; 0 before the first */
 } dlcp_mlt_stats;
 
 /*
@@ -246,6 +305,15 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
  */
 int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
                          size_t len, dlcp_tstamp now);
+
+/*
+ * dlcp_mlt_on_datagram_ecn is dlcp_mlt_on_datagram for a driver that can
+ * see the datagram's IP ECN field: |ce| says it arrived CE marked (a
+ * switch on the way was congested).  The receiver echoes the marks in its
+ * ACKs and the sender's rate control cuts on them, DCTCP-style.
+ */
+int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
+                             size_t len, bool ce, dlcp_tstamp now);
 
 /*
  * dlcp_mlt_on_control processes one whole control message (the driver
@@ -325,6 +393,10 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
 int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
                             size_t hdr_len, size_t dgram_len,
                             dlcp_tstamp now);
+/* The same, with the datagram's CE mark (dlcp_mlt_on_datagram_ecn). */
+int dlcp_mlt_on_data_placed_ecn(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                                size_t hdr_len, size_t dgram_len, bool ce,
+                                dlcp_tstamp now);
 
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);

@@ -22,16 +22,20 @@
  * selective dropping sees the core's importance tags), and act.path becomes
  * the packet's path id for source routing (spraying and ECMP ignore it).
  *
- * Control messages (START, PROBE, BITMAP, STOP, FINISH) travel in-band as
- * packets on switch queue 0, the highest priority, cut into MTU-sized
- * fragments that follow one ECMP path per host pair (so they stay in
- * order, like a TCP stream), and flagged lossless: buffers, ECN thresholds
- * and random link loss never drop them.  That is a PFC-protected class,
- * the usual home of control traffic in RDMA datacenters, and it stands in
- * for the seed's TCP channel without simulating TCP's own recovery.  It is
- * in-band rather than a side channel so control messages pay real
- * serialization and queueing behind other control traffic, and take a
- * (tiny) share of link capacity.  Only a link going down loses them.
+ * Control messages (START, PROBE, BITMAP, STOP, FINISH) go the way the
+ * core sends them with control_datagrams: CDATA datagrams (and CACKs) on
+ * switch queue 0, the highest priority, with the core's own RTT-based
+ * retransmission and duplicate suppression (src/proto/ctlchan.c).  A
+ * datagram larger than the MTU is cut into fragments that follow one ECMP
+ * path per host pair, as IP fragments; losing one loses the datagram.
+ * Nothing is lossless: buffers and random link loss drop control packets
+ * like any other, and the core recovers them.
+ *
+ * Each host's connections share one NIC: a connection whose data finds
+ * the NIC queue holding MLT_NIC_BACKLOG_BYTES waits, and waiting
+ * connections are served one packet each in turn as it drains (a real
+ * sender's socket buffer blocks the same way).  They also share one
+ * dlcp_mlt_rx_share: the receiver grants of src/proto.
  *
  * Completions feed the per-flow records DCTCP uses: the sender's completion
  * (STOP received) is the flow's finish, so FCT runs from the flow's start
@@ -55,10 +59,18 @@
  * describes any realistic loss pattern of a multi-megabyte tensor. */
 #define MLT_POLL_BUF (64u * 1024u)
 
+/* The NIC queue a host lets its connections fill before it stops polling
+ * them for data, as a real sender's socket buffer blocks (EAGAIN) and its
+ * driver waits: without it every connection paces at line rate on its
+ * own, the host queue grows by the number of peers times the rate, and
+ * that queueing delay (not the network's) slows every control loop. */
+#define MLT_NIC_BACKLOG_BYTES (64u * 1024u)
+
 /* A control message in flight: its bytes, owned here until delivered. */
 typedef struct ctrl_msg {
   uint8_t *bytes; /* NULL when the slot is free */
   uint32_t len;
+  uint32_t frags_left; /* fragments still to arrive */
   uint32_t next_free;
 } ctrl_msg;
 
@@ -73,6 +85,7 @@ typedef struct mlt_sim {
   uint8_t *sink;    /* every receive buffer, and the send buffer unless
                        magnitude tagging needs real gradients */
   uint8_t *grad;    /* synthetic float32 gradients, or NULL */
+  uint64_t bdp_bytes; /* a host link's rate x base RTT: receiver grants */
   uint64_t max_flow;
   ctrl_msg *msgs;
   uint32_t nmsgs, msgs_cap, free_msg;
@@ -83,14 +96,20 @@ typedef struct mlt_peer {
   uint32_t peer; /* host index of the other end */
   dlcp_mlt_conn *conn;
   dlcp_sim_conn_timer timer;
+  struct mlt_peer *blocked_next; /* in the host's blocked FIFO */
+  bool blocked;
 } mlt_peer;
 
-/* A host's connections, in an open-addressing table keyed by peer. */
+/* A host's connections, in an open-addressing table keyed by peer, and
+ * the connections waiting for its NIC to drain. */
 typedef struct mlt_host {
   dlcp_sim *sim;
   uint32_t host;
   mlt_peer **slots;
   uint32_t cap, count; /* cap is a power of two or 0 */
+  mlt_peer *blocked_head, *blocked_tail;
+  dlcp_sim_timer nic_timer;
+  dlcp_mlt_rx_share rx_share; /* its connections' receiver grants */
 } mlt_host;
 
 static mlt_sim *shared(const dlcp_sim *sim) {
@@ -185,7 +204,19 @@ static int mlt_init(dlcp_sim *sim) {
     b->max_probe_timeout_ns = b->probe_timeout_ns;
   }
   b->min_drain_ns = ns_of(mc->min_drain_ps);
+  /* The fabric's base RTT (a generated topology's longest path), for the
+   * first RTT estimate and the receivers' window grants. */
+  uint32_t hops = dlcp_sim_topo_diameter(&cfg->topo);
+  if (hops > 0) {
+    uint64_t rtt_ns = ns_of(2ull * hops * dlcp_sim_topo_link_delay(&cfg->topo));
+    if (rtt_ns > 0) {
+      b->initial_rtt_ns = rtt_ns;
+    }
+  }
+  /* host_rate <= 10 Tbps, RTT < 2^32 ns: no overflow in a double. */
+  m->bdp_bytes = (uint64_t)((double)host_rate * (double)b->initial_rtt_ns / 8e9);
   b->max_transfers = 1u << 20;
+  b->control_datagrams = true;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
   }
@@ -273,6 +304,8 @@ static void msg_release(mlt_sim *m, uint32_t slot) {
 
 /* ---- hosts and connections --------------------------------------------- */
 
+static void nic_ready(void *obj, dlcp_sim_ps now);
+
 static int mlt_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   mlt_host *h = sim->mem->calloc(1, sizeof(*h), sim->mem->user);
   if (!h) {
@@ -280,6 +313,7 @@ static int mlt_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   }
   h->sim = sim;
   h->host = host;
+  dlcp_sim_timer_init(&h->nic_timer, &sim->engine, nic_ready, h);
   *pstate = h;
   return 0;
 }
@@ -294,6 +328,7 @@ static void mlt_host_del(dlcp_sim *sim, void *state) {
     }
   }
   sim->mem->free(h->slots, sim->mem->user);
+  dlcp_sim_timer_cancel(&h->nic_timer);
   sim->mem->free(h, sim->mem->user);
 }
 
@@ -347,6 +382,9 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   }
   dlcp_mlt_config cfg = shared(sim)->base;
   cfg.seed = mix64(sim->cfg.seed ^ ((uint64_t)h->host << 32 | peer));
+  /* Hosts are made before the transport's shared state: set here. */
+  h->rx_share.bdp_bytes = shared(sim)->bdp_bytes;
+  cfg.rx_share = &h->rx_share;
   int rv = dlcp_mlt_conn_new(&p->conn, &cfg, sim->mem,
                              ns_of(dlcp_sim_now(sim)));
   if (rv != 0) {
@@ -413,8 +451,10 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
   dlcp_sim_send(sim, p->host->host, pkt, now);
 }
 
-/* Sends a control message as MTU-sized lossless fragments on queue 0; the
- * last fragment carries the message. */
+/* Sends a control datagram (CDATA or CACK) as MTU-sized fragments on
+ * queue 0, the highest priority, as IP fragments a UDP datagram: the
+ * bytes stay here until every fragment has arrived, and a lost fragment
+ * loses the datagram (the core's control channel sends it again). */
 static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = p->host->sim;
@@ -424,33 +464,32 @@ static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
     dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
     return;
   }
-  uint32_t room = m->mtu - MLT_IP_TCP_BYTES;
+  uint32_t room = m->mtu - MLT_IP_UDP_BYTES;
+  m->msgs[slot].frags_left = (uint32_t)((len + room - 1) / room);
   size_t left = len;
   do {
     uint32_t chunk = left > room ? room : (uint32_t)left;
     left -= chunk;
     dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
     if (!pkt) {
-      msg_release(m, slot);
       return;
     }
     pkt->kind = DLCP_SIM_PKT_CTRL;
-    pkt->flow = DLCP_SIM_NONE; /* one ECMP path per host pair: in order */
+    pkt->flow = DLCP_SIM_NONE; /* one ECMP path per host pair */
     pkt->src = p->host->host;
     pkt->dst = p->peer;
-    pkt->size_bytes = MLT_IP_TCP_BYTES + chunk;
+    pkt->size_bytes = MLT_IP_UDP_BYTES + chunk;
     pkt->prio = 0;
     pkt->ecn = DLCP_SIM_ECN_ECT;
     pkt->lb = DLCP_SIM_LB_ECMP;
-    pkt->flags = DLCP_SIM_PKT_F_LOSSLESS;
+    pkt->msg = slot;
     if (left == 0) {
       pkt->flags |= DLCP_SIM_PKT_F_MSG_END;
-      pkt->msg = slot;
-      /* The first bytes of the message, for packet captures. */
-      size_t h = chunk < DLCP_SIM_PKT_HDR_MAX ? chunk : DLCP_SIM_PKT_HDR_MAX;
-      memcpy(pkt->hdr, bytes, h);
-      pkt->hdr_len = (uint16_t)h;
     }
+    /* The datagram's first bytes, for packet captures. */
+    size_t h = len < DLCP_SIM_PKT_HDR_MAX ? len : DLCP_SIM_PKT_HDR_MAX;
+    memcpy(pkt->hdr, bytes, h);
+    pkt->hdr_len = (uint16_t)h;
     dlcp_sim_send(sim, p->host->host, pkt, now);
   } while (left > 0);
 }
@@ -484,11 +523,73 @@ static void complete(mlt_peer *p, const dlcp_mlt_completion *c,
   }
 }
 
-/* Polls |p|'s connection until it is quiet, then arms its timer. */
+/* Whether the host's NIC holds its backlog: then its connections wait. */
+static bool nic_full(const mlt_host *h) {
+  return dlcp_sim_host_nic(&h->sim->net, h->host)->bytes >=
+         MLT_NIC_BACKLOG_BYTES;
+}
+
+/* Wakes the NIC timer when half the backlog has drained (at once if it
+ * has already). */
+static void nic_wait(mlt_host *h, dlcp_sim_ps now) {
+  const dlcp_sim_port *nic = dlcp_sim_host_nic(&h->sim->net, h->host);
+  uint64_t half = MLT_NIC_BACKLOG_BYTES / 2;
+  uint64_t excess = nic->bytes > half ? nic->bytes - half : 0;
+  dlcp_sim_ps at = now + dlcp_sim_serialization_ps(excess, nic->rate_bps);
+  if (!dlcp_sim_timer_armed(&h->nic_timer) || at < h->nic_timer.deadline) {
+    dlcp_sim_timer_arm(&h->nic_timer, at);
+  }
+}
+
+static void block(mlt_peer *p, dlcp_sim_ps now) {
+  mlt_host *h = p->host;
+  dlcp_sim_timer_cancel(&p->timer.timer);
+  if (!p->blocked) {
+    p->blocked = true;
+    p->blocked_next = NULL;
+    if (h->blocked_tail) {
+      h->blocked_tail->blocked_next = p;
+    } else {
+      h->blocked_head = p;
+    }
+    h->blocked_tail = p;
+  }
+  nic_wait(h, now);
+}
+
+static void service(mlt_peer *p, dlcp_sim_ps now);
+
+/* The NIC drained: the waiting connections go on, one packet each in
+ * turn (the round robin of a NIC's transmit queues), until it fills
+ * again. */
+static void nic_ready(void *obj, dlcp_sim_ps now) {
+  mlt_host *h = obj;
+  while (h->blocked_head && !nic_full(h)) {
+    mlt_peer *p = h->blocked_head;
+    h->blocked_head = p->blocked_next;
+    if (!h->blocked_head) {
+      h->blocked_tail = NULL;
+    }
+    p->blocked = false;
+    service(p, now);
+    if (h->sim->engine.error) {
+      return;
+    }
+  }
+  if (h->blocked_head) {
+    nic_wait(h, now);
+  }
+}
+
+/* Polls |p|'s connection until it is quiet, then arms its timer; a
+ * connection whose data finds the NIC full waits for it instead. */
 static void service(mlt_peer *p, dlcp_sim_ps now) {
   dlcp_sim *sim = p->host->sim;
   mlt_sim *m = shared(sim);
   uint64_t now_ns = ns_of(now);
+  if (p->blocked) {
+    return;
+  }
   for (;;) {
     dlcp_mlt_action act;
     int rv = dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF, now_ns);
@@ -501,11 +602,27 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
     }
     switch (act.type) {
     case DLCP_MLT_ACT_DATAGRAM:
+      /* The preamble's type (byte 3): the control channel's datagrams
+       * (any size, up to 64 KB) travel out of line. */
+      if (m->poll_buf[3] == DLCP_WIRE_CDATA ||
+          m->poll_buf[3] == DLCP_WIRE_CACK) {
+        send_control(p, m->poll_buf, act.len, now);
+        break;
+      }
       send_datagram(p, &act, m->poll_buf, now);
+      /* One data packet, then the others waiting for the NIC go first. */
+      if (act.payload_len > 0 &&
+          (nic_full(p->host) || p->host->blocked_head)) {
+        if (dlcp_mlt_next_deadline(p->conn) <= ns_of(now)) {
+          block(p, now);
+          return;
+        }
+      }
       break;
     case DLCP_MLT_ACT_CONTROL:
-      send_control(p, m->poll_buf, act.len, now);
-      break;
+      /* The simulator runs the core with control_datagrams: no stream. */
+      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_INVALID_ARGUMENT);
+      return;
     case DLCP_MLT_ACT_COMPLETE:
       complete(p, &act.completion, now);
       break;
@@ -608,18 +725,22 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     }
     memcpy(m->rx_buf, pkt->hdr, pkt->hdr_len);
     /* A datagram the core rejects is counted in its stats; not an error. */
-    (void)dlcp_mlt_on_datagram(p->conn, m->rx_buf, len, now_ns);
+    (void)dlcp_mlt_on_datagram_ecn(p->conn, m->rx_buf, len,
+                                   pkt->ecn == DLCP_SIM_ECN_CE, now_ns);
     service(p, now);
     break;
   }
   case DLCP_SIM_PKT_NOTE:
     break;
   case DLCP_SIM_PKT_CTRL:
-    if ((pkt->flags & DLCP_SIM_PKT_F_MSG_END) && pkt->msg < m->nmsgs &&
-        m->msgs[pkt->msg].bytes) {
+    /* The datagram is whole when its last fragment arrives; one lost
+     * fragment loses it (its slot is freed with the simulation). */
+    if (pkt->msg < m->nmsgs && m->msgs[pkt->msg].bytes &&
+        --m->msgs[pkt->msg].frags_left == 0) {
       uint32_t slot = pkt->msg;
-      (void)dlcp_mlt_on_control(p->conn, m->msgs[slot].bytes,
-                                m->msgs[slot].len, now_ns);
+      (void)dlcp_mlt_on_datagram_ecn(p->conn, m->msgs[slot].bytes,
+                                     m->msgs[slot].len,
+                                     pkt->ecn == DLCP_SIM_ECN_CE, now_ns);
       msg_release(m, slot);
       service(p, now);
     }

@@ -27,7 +27,7 @@
 /* Ports used for the synthesised transport headers. */
 #define PCAP_TCP_DATA_PORT 5001u /* DCTCP receivers listen here */
 #define PCAP_MLT_UDP_PORT 49152u /* MLT datagrams (path id added at src) */
-#define PCAP_MLT_CTRL_PORT 49153u /* MLT's reliable control channel */
+#define PCAP_MLT_CTRL_PORT 49153u /* collective notes (a TCP stream) */
 
 struct dlcp_sim_pcap {
   FILE *f;
@@ -109,10 +109,10 @@ static size_t synthesise(const dlcp_sim_packet *pkt, uint32_t mss,
   mac(eth + 6, pkt->src);
   put16(eth + 12, 0x0800);
 
-  /* Control messages and collective notes ride TCP. */
-  bool ctrl = pkt->kind == DLCP_SIM_PKT_CTRL || pkt->kind == DLCP_SIM_PKT_NOTE;
-  bool mlt_datagram = pkt->hdr_len > 0 && !ctrl;
-  bool udp = mlt_datagram;
+  /* Collective notes ride TCP; MLT's control messages are datagrams
+   * (src/proto/ctlchan.c) like its data. */
+  bool ctrl = pkt->kind == DLCP_SIM_PKT_NOTE;
+  bool udp = pkt->hdr_len > 0 && !ctrl;
   uint32_t prio = pkt->prio < 7 ? pkt->prio : 7;
   ip[0] = 0x45;
   ip[1] = (uint8_t)(((7u - prio) << 5) | (pkt->ecn & 3u));

@@ -62,6 +62,11 @@ static int type_len_ok(uint8_t type, uint32_t len) {
     return len == DLCP_WIRE_NOTE_LEN;
   case DLCP_WIRE_EAGER:
     return len >= DLCP_WIRE_EAGER_HDR_LEN && len <= DLCP_WIRE_CTRL_MAX;
+  case DLCP_WIRE_CDATA:
+    return len >= DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_PREAMBLE_LEN &&
+           len <= DLCP_WIRE_DGRAM_MAX;
+  case DLCP_WIRE_CACK:
+    return len == DLCP_WIRE_CACK_LEN;
   default:
     return 0;
   }
@@ -81,7 +86,7 @@ int dlcp_wire_peek(dlcp_wire_preamble *pre, const uint8_t *buf, size_t buflen) {
     return DLCP_ERR_BAD_VERSION;
   }
   type = dlcp_get_u8(buf + OFF_TYPE);
-  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_EAGER) {
+  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_CACK) {
     return DLCP_ERR_BAD_TYPE;
   }
   len = dlcp_get_u32(buf + OFF_LEN);
@@ -246,7 +251,7 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
                                 const dlcp_wire_ack *a) {
   uint8_t *p;
 
-  if (a == NULL || a->xfer == 0) {
+  if (a == NULL || a->xfer == 0 || a->ce > a->covered) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   if (buf == NULL || buflen < DLCP_WIRE_ACK_LEN) {
@@ -255,7 +260,10 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
   p = put_preamble(buf, DLCP_WIRE_ACK, a->job, a->xfer, DLCP_WIRE_ACK_LEN);
   p = dlcp_put_u64(p, a->echo_ts);
   p = dlcp_put_u32(p, a->rx_pkts);
-  dlcp_put_u32(p, a->seq);
+  p = dlcp_put_u32(p, a->seq);
+  p = dlcp_put_u16(p, a->covered);
+  p = dlcp_put_u16(p, a->ce);
+  dlcp_put_u32(p, a->grant);
   return DLCP_WIRE_ACK_LEN;
 }
 
@@ -266,7 +274,9 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   if (rv != 0) {
     return rv;
   }
-  if (pre.xfer == 0) {
+  uint16_t covered = dlcp_get_u16(buf + 32);
+  uint16_t ce = dlcp_get_u16(buf + 34);
+  if (pre.xfer == 0 || ce > covered) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   a->job = pre.job;
@@ -274,6 +284,82 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   a->echo_ts = dlcp_get_u64(buf + 16);
   a->rx_pkts = dlcp_get_u32(buf + 24);
   a->seq = dlcp_get_u32(buf + 28);
+  a->covered = covered;
+  a->ce = ce;
+  a->grant = dlcp_get_u32(buf + 36);
+  return 0;
+}
+
+/* ---- CDATA, CACK ---- */
+
+dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
+                                         uint32_t job, uint32_t cseq,
+                                         size_t inner_len) {
+  uint8_t *p;
+
+  if (inner_len < DLCP_WIRE_PREAMBLE_LEN ||
+      inner_len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (buf == NULL || buflen < DLCP_WIRE_CDATA_HDR_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_CDATA, job, 0,
+                   (uint32_t)(DLCP_WIRE_CDATA_HDR_LEN + inner_len));
+  p = dlcp_put_u32(p, cseq);
+  dlcp_put_u32(p, 0);
+  return DLCP_WIRE_CDATA_HDR_LEN;
+}
+
+int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
+                           const uint8_t **inner, size_t *inner_len,
+                           const uint8_t *buf, size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_CDATA);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.xfer != 0 || dlcp_get_u32(buf + 20) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  *job = pre.job;
+  *cseq = dlcp_get_u32(buf + 16);
+  *inner = buf + DLCP_WIRE_CDATA_HDR_LEN;
+  *inner_len = pre.len - DLCP_WIRE_CDATA_HDR_LEN;
+  return 0;
+}
+
+dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
+                                 const dlcp_wire_cack *c) {
+  uint8_t *p;
+
+  if (c == NULL) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (buf == NULL || buflen < DLCP_WIRE_CACK_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_CACK, c->job, 0, DLCP_WIRE_CACK_LEN);
+  p = dlcp_put_u32(p, c->next);
+  dlcp_put_u32(p, c->sack);
+  return DLCP_WIRE_CACK_LEN;
+}
+
+int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
+                          size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_CACK);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.xfer != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  c->job = pre.job;
+  c->next = dlcp_get_u32(buf + 16);
+  c->sack = dlcp_get_u32(buf + 20);
   return 0;
 }
 
@@ -297,6 +383,7 @@ static void start_entry_read(dlcp_wire_start_entry *e, const uint8_t *p) {
   e->size = dlcp_get_u64(p + 8);
   e->loss_ppm = dlcp_get_u32(p + 16);
   e->seg_size = dlcp_get_u32(p + 20);
+  e->grant = dlcp_get_u32(p + 24);
 }
 
 dlcp_ssize dlcp_wire_start_encode(uint8_t *buf, size_t buflen, uint32_t job,
@@ -333,7 +420,8 @@ dlcp_ssize dlcp_wire_start_encode(uint8_t *buf, size_t buflen, uint32_t job,
     p = dlcp_put_u64(p, e->size);
     p = dlcp_put_u32(p, e->loss_ppm);
     p = dlcp_put_u32(p, e->seg_size);
-    p = dlcp_put_u64(p, 0);
+    p = dlcp_put_u32(p, e->grant);
+    p = dlcp_put_u32(p, 0);
   }
   return (dlcp_ssize)len;
 }
@@ -363,7 +451,7 @@ int dlcp_wire_start_decode(uint32_t *job, uint32_t *n, const uint8_t *buf,
         buf + DLCP_WIRE_START_HDR_LEN + (size_t)i * DLCP_WIRE_START_ENTRY_LEN;
 
     start_entry_read(&e, p);
-    if (!start_entry_ok(&e) || dlcp_get_u64(p + 24) != 0) {
+    if (!start_entry_ok(&e) || dlcp_get_u32(p + 28) != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
   }

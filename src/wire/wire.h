@@ -19,7 +19,9 @@
  * DATA (datagram channel), 44-byte header followed by the payload:
  *   16  1    flags    bits 0-2 priority (0 = most urgent), bit 3 important
  *                     (send ECN-capable), bit 4 retransmission, bit 5 last
- *                     packet of the sender's round; rest zero
+ *                     packet of the sender's round, bit 6 ACK requested
+ *                     (a sender with a small window asks for ACKs more
+ *                     often than every ack_every packets); bit 7 zero
  *   17  1    path     path id chosen by the sender (source routing)
  *   18  2    layer    model layer the tensor belongs to
  *   20  4    tensor   application tensor id
@@ -28,10 +30,15 @@
  *   36  8    tx_ts    sender time stamp (ns), echoed by ACK
  *   44  ...  payload  len - 44 bytes
  *
- * ACK (datagram channel), 32 bytes:
+ * ACK (datagram channel), 40 bytes:
  *   16  8    echo_ts  tx_ts of the data packet that triggered the ACK
  *   24  4    rx_pkts  data packets of this transfer received so far
  *   28  4    seq      seq of the data packet that triggered the ACK
+ *   32  2    covered  data packets of the connection received since the
+ *                     previous ACK, this one included (saturates)
+ *   34  2    ce       how many of them arrived CE marked (<= covered)
+ *   36  4    grant    the receiver's share of its downlink for this
+ *                     connection, bytes in flight (0 = no opinion)
  *
  * START (control, receiver -> sender): "buffers are posted, send these":
  *   16  2    count    number of entries, >= 1
@@ -40,7 +47,9 @@
  *            0 4 tensor, 4 4 xfer, 8 8 size (bytes),
  *            16 4 loss bound in parts per million (< 1000000),
  *            20 4 segment size (bytes, DLCP_WIRE_MIN_SEG..DLCP_WIRE_MAX_SEG),
- *            24 8 reserved (zero)
+ *            24 4 grant: the receiver's share of its downlink for this
+ *                 connection, bytes in flight (0 = no opinion),
+ *            28 4 reserved (zero)
  *            ceil(size / segment size) must fit 32 bits (BITMAP counts
  *            segments in 32 bits); size 0 is allowed
  *
@@ -92,6 +101,19 @@
  *   22  1    flags    bits 0-2 priority; rest zero
  *   23  1    reserved (zero)
  *   24  ...  payload  the tensor, len - 24 bytes (may be empty)
+ *
+ * CDATA (datagram, either way): one control message (START ... EAGER,
+ * whole, with its own preamble) carried on the datagram channel with its
+ * own retransmission, so a lost control message costs an RTO of a few
+ * RTTs instead of TCP's 200 ms floor; xfer is 0:
+ *   16  4    cseq     the sender's control sequence number (per
+ *                     connection and direction, from 0, wrapping)
+ *   20  4    reserved (zero)
+ *   24  ...  the control message, len - 24 bytes (at least 16)
+ *
+ * CACK (datagram, either way), 24 bytes; xfer is 0:
+ *   16  4    next     every cseq before this one has arrived
+ *   20  4    sack     bit i set: cseq next + 1 + i has arrived too
  */
 #ifndef DLCP_WIRE_H
 #define DLCP_WIRE_H
@@ -106,7 +128,7 @@
 #define DLCP_WIRE_VERSION 1u
 #define DLCP_WIRE_PREAMBLE_LEN 16u
 #define DLCP_WIRE_DATA_HDR_LEN 44u
-#define DLCP_WIRE_ACK_LEN 32u
+#define DLCP_WIRE_ACK_LEN 40u
 #define DLCP_WIRE_PROBE_LEN 24u
 #define DLCP_WIRE_STOP_LEN 32u
 #define DLCP_WIRE_FINISH_LEN 24u
@@ -115,6 +137,8 @@
 #define DLCP_WIRE_START_HDR_LEN 20u
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
+#define DLCP_WIRE_CDATA_HDR_LEN 24u
+#define DLCP_WIRE_CACK_LEN 24u
 /* The largest control message a decoder accepts (1 MiB).  With segments of
  * at least 1400 bytes, even the worst-case bitmap of a 1 GiB tensor (every
  * other segment missing: 2 bytes per range) fits. */
@@ -128,7 +152,8 @@
 #define DLCP_WIRE_FLAG_IMPORTANT 0x08u
 #define DLCP_WIRE_FLAG_RETX 0x10u
 #define DLCP_WIRE_FLAG_LAST 0x20u
-#define DLCP_WIRE_FLAGS_KNOWN 0x3Fu
+#define DLCP_WIRE_FLAG_ACK_REQ 0x40u
+#define DLCP_WIRE_FLAGS_KNOWN 0x7Fu
 
 typedef enum dlcp_wire_type {
   DLCP_WIRE_DATA = 1,
@@ -140,6 +165,8 @@ typedef enum dlcp_wire_type {
   DLCP_WIRE_FINISH = 7,
   DLCP_WIRE_NOTE = 8,
   DLCP_WIRE_EAGER = 9,
+  DLCP_WIRE_CDATA = 10,
+  DLCP_WIRE_CACK = 11,
 } dlcp_wire_type;
 
 typedef struct dlcp_wire_preamble {
@@ -169,6 +196,9 @@ typedef struct dlcp_wire_ack {
   uint32_t rx_pkts;
   uint32_t seq; /* of the acknowledged packet: everything the sender sent
                    before it has arrived or is lost */
+  uint16_t covered; /* packets received since the previous ACK */
+  uint16_t ce;      /* of which CE marked; <= covered */
+  uint32_t grant;   /* receiver's window grant, bytes; 0 = none */
 } dlcp_wire_ack;
 
 typedef struct dlcp_wire_start_entry {
@@ -177,6 +207,7 @@ typedef struct dlcp_wire_start_entry {
   uint64_t size;     /* bytes */
   uint32_t loss_ppm; /* < DLCP_WIRE_PPM */
   uint32_t seg_size; /* DLCP_WIRE_MIN_SEG..DLCP_WIRE_MAX_SEG */
+  uint32_t grant;    /* receiver's window grant, bytes; 0 = none */
 } dlcp_wire_start_entry;
 
 typedef struct dlcp_wire_probe {
@@ -213,6 +244,12 @@ typedef struct dlcp_wire_eager {
   uint16_t layer;
   uint8_t priority; /* 0..7 */
 } dlcp_wire_eager;
+
+typedef struct dlcp_wire_cack {
+  uint32_t job;
+  uint32_t next; /* every cseq before it has arrived */
+  uint32_t sack; /* bit i: cseq next + 1 + i has arrived */
+} dlcp_wire_cack;
 
 /* A run of segment indices [start, start + count). */
 typedef struct dlcp_wire_range {
@@ -351,6 +388,26 @@ dlcp_ssize dlcp_wire_eager_encode(uint8_t *buf, size_t buflen,
 int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
                            size_t *payload_len, const uint8_t *buf,
                            size_t buflen);
+
+/*
+ * dlcp_wire_cdata_encode_header writes the 24-byte CDATA header for a
+ * control message of |inner_len| bytes that the caller places right after
+ * it.  Returns DLCP_WIRE_CDATA_HDR_LEN, DLCP_ERR_BUFFER_TOO_SMALL or
+ * DLCP_ERR_INVALID_ARGUMENT (inner_len below 16 or the datagram over
+ * DLCP_WIRE_DGRAM_MAX).  dlcp_wire_cdata_decode checks the envelope (not
+ * the inner message: feed it to its own decoder) and points |*inner| into
+ * |buf|.
+ */
+dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
+                                         uint32_t job, uint32_t cseq,
+                                         size_t inner_len);
+int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
+                           const uint8_t **inner, size_t *inner_len,
+                           const uint8_t *buf, size_t buflen);
+dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
+                                 const dlcp_wire_cack *c);
+int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
+                          size_t buflen);
 
 /*
  * dlcp_wire_bitmap_encode_words writes a BITMAP describing the segments

@@ -103,6 +103,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     break;
   }
+  case DLCP_WIRE_CDATA: {
+    uint32_t job, cseq;
+    const uint8_t *inner;
+    size_t inner_len;
+
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &inner, &inner_len, data,
+                                pre.len);
+    if (rv == 0 && inner + inner_len != data + pre.len) {
+      abort(); /* the inner message must be exactly the rest */
+    }
+    break;
+  }
+  case DLCP_WIRE_CACK: {
+    dlcp_wire_cack c;
+
+    rv = dlcp_wire_cack_decode(&c, data, pre.len);
+    break;
+  }
   default:
     /* peek accepted a type it does not know. */
     abort();

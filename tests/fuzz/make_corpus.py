@@ -29,9 +29,10 @@ def data(job=1, xfer=1, flags=0, path=0, layer=0, tensor=0, seq=0,
     return preamble(DATA, job, xfer, 44 + len(payload)) + body + payload
 
 
-def ack(job=1, xfer=1, echo_ts=0, rx_pkts=0, seq=0):
-    return preamble(ACK, job, xfer, 32) + struct.pack("<QII", echo_ts,
-                                                      rx_pkts, seq)
+def ack(job=1, xfer=1, echo_ts=0, rx_pkts=0, seq=0, covered=0, ce=0,
+        grant=0):
+    return preamble(ACK, job, xfer, 40) + struct.pack(
+        "<QIIHHI", echo_ts, rx_pkts, seq, covered, ce, grant)
 
 
 def start(job, entries, xfer=0, reserved=0):

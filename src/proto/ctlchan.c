@@ -1,0 +1,230 @@
+/*
+ * The control channel keeps its unacknowledged messages in a ring that
+ * grows by doubling (control messages are few: a handful per transfer);
+ * only the first DLCP_CTLCHAN_WINDOW of them may be in flight, so the
+ * receiver's fixed table of early messages always has room for what it
+ * can be sent.  Sequence numbers wrap; comparisons use differences.
+ */
+#include "proto/ctlchan.h"
+
+#include <string.h>
+
+#include "wire/wire.h"
+
+void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job) {
+  memset(ch, 0, sizeof(*ch));
+  ch->mem = mem;
+  ch->job = job;
+}
+
+void dlcp_ctlchan_fini(dlcp_ctlchan *ch) {
+  const dlcp_mem *m = ch->mem;
+  for (uint32_t i = 0; i < ch->count; i++) {
+    m->free(ch->out[(ch->head + i) & (ch->cap - 1)].bytes, m->user);
+  }
+  m->free(ch->out, m->user);
+  for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW; i++) {
+    m->free(ch->early[i], m->user);
+  }
+  memset(ch, 0, sizeof(*ch));
+}
+
+static int grow(dlcp_ctlchan *ch) {
+  const dlcp_mem *m = ch->mem;
+  uint32_t ncap = ch->cap ? ch->cap * 2 : 16;
+  dlcp_ctlchan_out *n = m->calloc(ncap, sizeof(*n), m->user);
+  if (!n) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < ch->count; i++) {
+    n[i] = ch->out[(ch->head + i) & (ch->cap - 1)];
+  }
+  m->free(ch->out, m->user);
+  ch->out = n;
+  ch->cap = ncap;
+  ch->head = 0;
+  return 0;
+}
+
+int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
+                      dlcp_tstamp now) {
+  if (len < DLCP_WIRE_PREAMBLE_LEN ||
+      len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (ch->count == ch->cap && grow(ch) != 0) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint8_t *copy = ch->mem->malloc(len, ch->mem->user);
+  if (!copy) {
+    return DLCP_ERR_NOMEM;
+  }
+  memcpy(copy, msg, len);
+  dlcp_ctlchan_out *o = &ch->out[(ch->head + ch->count) & (ch->cap - 1)];
+  memset(o, 0, sizeof(*o));
+  o->bytes = copy;
+  o->len = (uint32_t)len;
+  o->due = now;
+  ch->count++;
+  return 0;
+}
+
+static uint32_t in_window(const dlcp_ctlchan *ch) {
+  return ch->count < DLCP_CTLCHAN_WINDOW ? ch->count : DLCP_CTLCHAN_WINDOW;
+}
+
+dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
+                             dlcp_duration rto, dlcp_duration max_rto,
+                             dlcp_tstamp now) {
+  if (ch->cack_due) {
+    dlcp_wire_cack c = {.job = ch->job, .next = ch->next, .sack = 0};
+    for (uint32_t i = 0; i < 32 && i + 1 < DLCP_CTLCHAN_WINDOW; i++) {
+      if (ch->early[(ch->next + 1 + i) % DLCP_CTLCHAN_WINDOW]) {
+        c.sack |= 1u << i;
+      }
+    }
+    dlcp_ssize n = dlcp_wire_cack_encode(buf, buflen, &c);
+    if (n > 0) {
+      ch->cack_due = false;
+    }
+    return n;
+  }
+  uint32_t w = in_window(ch);
+  for (uint32_t i = 0; i < w; i++) {
+    dlcp_ctlchan_out *o = &ch->out[(ch->head + i) & (ch->cap - 1)];
+    if (o->acked || o->due > now) {
+      continue;
+    }
+    if (buflen < DLCP_WIRE_CDATA_HDR_LEN + (size_t)o->len) {
+      return DLCP_ERR_BUFFER_TOO_SMALL;
+    }
+    dlcp_ssize n = dlcp_wire_cdata_encode_header(buf, buflen, ch->job,
+                                                 ch->una + i, o->len);
+    if (n < 0) {
+      return n;
+    }
+    memcpy(buf + n, o->bytes, o->len);
+    if (o->sent) {
+      ch->retransmissions++;
+      o->rto = o->rto * 2 < max_rto ? o->rto * 2 : max_rto;
+    } else {
+      o->rto = rto < max_rto ? rto : max_rto;
+      o->sent = true;
+    }
+    o->due = now + o->rto;
+    return n + (dlcp_ssize)o->len;
+  }
+  return 0;
+}
+
+/* Marks |seq| acknowledged if it is in flight. */
+static void ack_one(dlcp_ctlchan *ch, uint32_t seq) {
+  uint32_t d = seq - ch->una;
+  if (d < in_window(ch)) {
+    ch->out[(ch->head + d) & (ch->cap - 1)].acked = true;
+  }
+}
+
+static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
+  /* A cumulative ack beyond what was sent is forged or stale: ignored. */
+  uint32_t upto = c->next - ch->una;
+  if (upto > in_window(ch)) {
+    upto = 0;
+  }
+  for (uint32_t i = 0; i < upto; i++) {
+    ack_one(ch, ch->una + i);
+  }
+  for (uint32_t i = 0; i < 32; i++) {
+    if (c->sack & (1u << i)) {
+      ack_one(ch, c->next + 1 + i);
+    }
+  }
+  while (ch->count > 0 && ch->out[ch->head].acked) {
+    ch->mem->free(ch->out[ch->head].bytes, ch->mem->user);
+    ch->out[ch->head].bytes = NULL;
+    ch->head = (ch->head + 1) & (ch->cap - 1);
+    ch->count--;
+    ch->una++;
+  }
+}
+
+static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
+                     size_t len, dlcp_ctlchan_deliver_fn deliver,
+                     void *user) {
+  uint32_t d = seq - ch->next;
+  ch->cack_due = true; /* acknowledge every arrival, duplicates too */
+  if (d >= DLCP_CTLCHAN_WINDOW) {
+    /* Already delivered (d wrapped) or beyond any window we granted. */
+    ch->duplicates++;
+    return;
+  }
+  if (d > 0) {
+    uint32_t slot = seq % DLCP_CTLCHAN_WINDOW;
+    if (ch->early[slot]) {
+      ch->duplicates++;
+      return;
+    }
+    uint8_t *copy = ch->mem->malloc(len, ch->mem->user);
+    if (!copy) {
+      return; /* unacknowledged in effect: it will come again */
+    }
+    memcpy(copy, msg, len);
+    ch->early[slot] = copy;
+    ch->early_len[slot] = (uint32_t)len;
+    return;
+  }
+  ch->next++;
+  deliver(user, msg, len);
+  for (;;) {
+    uint32_t slot = ch->next % DLCP_CTLCHAN_WINDOW;
+    uint8_t *e = ch->early[slot];
+    if (!e) {
+      break;
+    }
+    ch->early[slot] = NULL;
+    ch->next++;
+    deliver(user, e, ch->early_len[slot]);
+    ch->mem->free(e, ch->mem->user);
+  }
+}
+
+int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
+                             size_t len, dlcp_ctlchan_deliver_fn deliver,
+                             void *user) {
+  dlcp_wire_preamble pre;
+  int rv = dlcp_wire_peek(&pre, buf, len);
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.type == DLCP_WIRE_CACK) {
+    dlcp_wire_cack c;
+    rv = dlcp_wire_cack_decode(&c, buf, len);
+    if (rv == 0) {
+      on_cack(ch, &c);
+    }
+    return rv;
+  }
+  uint32_t job, seq;
+  const uint8_t *msg;
+  size_t mlen;
+  rv = dlcp_wire_cdata_decode(&job, &seq, &msg, &mlen, buf, len);
+  if (rv == 0) {
+    on_cdata(ch, seq, msg, mlen, deliver, user);
+  }
+  return rv;
+}
+
+dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch) {
+  if (ch->cack_due) {
+    return 0;
+  }
+  dlcp_tstamp t = DLCP_TSTAMP_NEVER;
+  uint32_t w = in_window(ch);
+  for (uint32_t i = 0; i < w; i++) {
+    const dlcp_ctlchan_out *o = &ch->out[(ch->head + i) & (ch->cap - 1)];
+    if (!o->acked && o->due < t) {
+      t = o->due;
+    }
+  }
+  return t;
+}

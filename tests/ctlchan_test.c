@@ -1,0 +1,208 @@
+/*
+ * ctlchan_test: MLT's datagram control channel (src/proto/ctlchan.c) on
+ * its own: exactly-once in-order delivery through loss, duplication and
+ * reordering, the RTO and its doubling, the in-flight window, selective
+ * acknowledgement.  Time is an argument; nothing sleeps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "proto/ctlchan.h"
+#include "proto/rng.h"
+#include "wire/wire.h"
+
+#define RTO 1000u
+#define MAX_RTO 8000u
+#define NMSG 100u
+
+typedef struct log {
+  uint32_t got[4 * NMSG];
+  size_t n;
+} log;
+
+/* Messages are NOTEs whose value is their index. */
+static size_t make_msg(uint8_t *buf, uint32_t i) {
+  dlcp_wire_note n = {.job = 7, .op = 1, .value = i};
+  return (size_t)dlcp_wire_note_encode(buf, DLCP_WIRE_NOTE_LEN, &n);
+}
+
+static void deliver(void *user, const uint8_t *msg, size_t len) {
+  log *l = user;
+  dlcp_wire_note n;
+  assert_int_equal(dlcp_wire_note_decode(&n, msg, len), 0);
+  l->got[l->n++] = (uint32_t)n.value;
+}
+
+/* One datagram in flight between the two ends. */
+typedef struct dgram {
+  uint8_t b[64];
+  size_t len;
+  int to; /* 0: to the sender, 1: to the receiver */
+} dgram;
+
+static void test_exactly_once_in_order_through_a_bad_network(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7);
+  uint8_t m[DLCP_WIRE_NOTE_LEN];
+  for (uint32_t i = 0; i < NMSG; i++) {
+    assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), 0), 0);
+  }
+  log rx = {.n = 0};
+  dlcp_rng rng;
+  dlcp_rng_seed(&rng, 3);
+  static dgram net[256];
+  dlcp_tstamp now = 0;
+  for (int step = 0; step < 10000 && rx.n < NMSG; step++) {
+    size_t nnet = 0;
+    dlcp_ssize len;
+    while (nnet < 128 && (len = dlcp_ctlchan_poll(&a, net[nnet].b, 64, RTO,
+                                                  MAX_RTO, now)) > 0) {
+      net[nnet].len = (size_t)len;
+      net[nnet++].to = 1;
+    }
+    while (nnet < 256 && (len = dlcp_ctlchan_poll(&b, net[nnet].b, 64, RTO,
+                                                  MAX_RTO, now)) > 0) {
+      net[nnet].len = (size_t)len;
+      net[nnet++].to = 0;
+    }
+    /* 30 % lost, 20 % twice, delivered in reverse order. */
+    for (size_t k = nnet; k-- > 0;) {
+      if (dlcp_rng_unit(&rng) < 0.3) {
+        continue;
+      }
+      int copies = dlcp_rng_unit(&rng) < 0.2 ? 2 : 1;
+      for (int c = 0; c < copies; c++) {
+        dlcp_ctlchan *to = net[k].to ? &b : &a;
+        assert_int_equal(dlcp_ctlchan_on_datagram(to, net[k].b, net[k].len,
+                                                  deliver, &rx),
+                         0);
+      }
+    }
+    now += RTO / 4;
+  }
+  assert_int_equal(rx.n, NMSG);
+  for (uint32_t i = 0; i < NMSG; i++) {
+    assert_int_equal(rx.got[i], i);
+  }
+  assert_true(a.retransmissions > 0);
+  assert_true(b.duplicates > 0);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
+static void test_rto_doubles_to_the_cap(void **state) {
+  (void)state;
+  dlcp_ctlchan a;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
+  uint8_t m[DLCP_WIRE_NOTE_LEN], buf[64];
+  assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), 100), 0);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 100);
+  assert_int_equal(dlcp_ctlchan_poll(&a, buf, 64, RTO, MAX_RTO, 100),
+                   DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN);
+  /* Resent at 100 + 1000, + 2000, + 4000, then every 8000. */
+  dlcp_tstamp due = 100 + RTO;
+  const dlcp_duration next_rto[] = {2000, 4000, 8000, 8000, 8000};
+  for (size_t i = 0; i < 5; i++) {
+    assert_int_equal(dlcp_ctlchan_deadline(&a), due);
+    assert_int_equal(dlcp_ctlchan_poll(&a, buf, 64, RTO, MAX_RTO, due - 1), 0);
+    assert_true(dlcp_ctlchan_poll(&a, buf, 64, RTO, MAX_RTO, due) > 0);
+    assert_int_equal(a.retransmissions, i + 1);
+    due += next_rto[i];
+  }
+  dlcp_ctlchan_fini(&a);
+}
+
+static void test_window_and_selective_ack(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7);
+  uint8_t m[DLCP_WIRE_NOTE_LEN], d[DLCP_CTLCHAN_WINDOW + 8][64], c[64];
+  for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW + 8; i++) {
+    assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), 0), 0);
+  }
+  size_t sent = 0;
+  while (dlcp_ctlchan_poll(&a, d[sent], 64, RTO, MAX_RTO, 0) > 0) {
+    sent++;
+  }
+  assert_int_equal(sent, DLCP_CTLCHAN_WINDOW); /* the rest wait */
+  /* Message 0 is lost; 1..31 arrive and wait for it. */
+  log rx = {.n = 0};
+  size_t dl = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN;
+  for (size_t i = 1; i < sent; i++) {
+    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx), 0);
+  }
+  assert_int_equal(rx.n, 0);
+  dlcp_ssize cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 0);
+  assert_int_equal(cl, DLCP_WIRE_CACK_LEN);
+  dlcp_wire_cack ck;
+  assert_int_equal(dlcp_wire_cack_decode(&ck, c, (size_t)cl), 0);
+  assert_int_equal(ck.next, 0);
+  assert_int_equal(ck.sack, 0x7FFFFFFFu); /* 1..31 */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
+                   0);
+  /* At the RTO only message 0 goes again: the others are acknowledged,
+   * and the window still starts at 0. */
+  size_t resent = 0;
+  uint8_t r[64];
+  dlcp_ssize rl;
+  while ((rl = dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, RTO)) > 0) {
+    resent++;
+    assert_int_equal(dlcp_ctlchan_on_datagram(&b, r, (size_t)rl, deliver,
+                                              &rx),
+                     0);
+  }
+  assert_int_equal(resent, 1);
+  assert_int_equal(rx.n, DLCP_CTLCHAN_WINDOW);
+  for (uint32_t i = 0; i < rx.n; i++) {
+    assert_int_equal(rx.got[i], i);
+  }
+  /* The CACK for all 32 opens the window for the last 8. */
+  cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, RTO);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
+                   0);
+  sent = 0;
+  while (dlcp_ctlchan_poll(&a, d[sent], 64, RTO, MAX_RTO, RTO) > 0) {
+    sent++;
+  }
+  assert_int_equal(sent, 8);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
+static void test_rejects_bad_messages(void **state) {
+  (void)state;
+  dlcp_ctlchan a;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
+  uint8_t m[DLCP_WIRE_NOTE_LEN] = {0};
+  assert_int_equal(dlcp_ctlchan_send(&a, m, 15, 0), DLCP_ERR_INVALID_ARGUMENT);
+  log rx = {.n = 0};
+  assert_true(dlcp_ctlchan_on_datagram(&a, m, 16, deliver, &rx) < 0);
+  /* A CACK acknowledging what was never sent changes nothing. */
+  uint8_t c[DLCP_WIRE_CACK_LEN];
+  dlcp_wire_cack ck = {.job = 7, .next = 1000, .sack = 0};
+  assert_int_equal(dlcp_wire_cack_encode(c, sizeof(c), &ck),
+                   DLCP_WIRE_CACK_LEN);
+  assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), 0), 0);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, sizeof(c), deliver, &rx),
+                   0);
+  assert_int_equal(a.count, 1);
+  dlcp_ctlchan_fini(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exactly_once_in_order_through_a_bad_network),
+      cmocka_unit_test(test_rto_doubles_to_the_cap),
+      cmocka_unit_test(test_window_and_selective_ack),
+      cmocka_unit_test(test_rejects_bad_messages),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
