@@ -516,7 +516,7 @@ void dlcp_ina_params_default(dlcp_ina_params *p) {
   p->block_elems = DLCP_AGG_DEFAULT_BLOCK_ELEMS;
   p->group_blocks = 4;
   p->window = 64;
-  p->rto_ns = 1000000;
+  p->rto_ns = 2000000;
   p->max_retx = 200;
 }
 

@@ -116,7 +116,7 @@ typedef struct dlcp_ina_action {
 } dlcp_ina_action;
 
 /* dlcp_ina_params_default: world 1, plain INA, FLOAT32 SUM, 64-element
- * blocks, 4 blocks per group, a window of 64 groups, 1 ms RTO, 200
+ * blocks, 4 blocks per group, a window of 64 groups, 2 ms RTO, 200
  * re-sends. */
 void dlcp_ina_params_default(dlcp_ina_params *p);
 

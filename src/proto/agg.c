@@ -74,6 +74,7 @@ struct dlcp_agg {
   dlcp_agg_config cfg;
   uint32_t naggs;
   uint32_t cursor;
+  uint32_t last_job; /* job_find's first guess */
   uint32_t *sum;
   agg_slot *slot;
   uint64_t *freemap;
@@ -88,6 +89,48 @@ struct dlcp_agg {
 };
 
 /* ---- helpers ---------------------------------------------------------- */
+
+/* The payload is little-endian int32.  On a little-endian host a block is
+ * copied or added with plain (vectorisable) loads; elsewhere byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
+static void le_copy_in(uint32_t *dst, const uint8_t *src, size_t n) {
+  if (HOST_LE) {
+    memcpy(dst, src, 4u * n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    dst[i] = dlcp_get_u32(src + 4u * i);
+  }
+}
+
+static void le_add_in(uint32_t *restrict dst, const uint8_t *restrict src,
+                      size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v;
+
+    if (HOST_LE) {
+      memcpy(&v, src + 4u * i, 4);
+    } else {
+      v = dlcp_get_u32(src + 4u * i);
+    }
+    dst[i] += v;
+  }
+}
+
+static void le_copy_out(uint8_t *dst, const uint32_t *src, size_t n) {
+  if (HOST_LE) {
+    memcpy(dst, src, 4u * n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    dlcp_put_u32(dst + 4u * i, src[i]);
+  }
+}
 
 static uint64_t all_workers(uint32_t world) {
   return world >= 64 ? UINT64_MAX : (UINT64_C(1) << world) - 1u;
@@ -238,9 +281,15 @@ static void job_set_low(dlcp_agg *a, agg_job *j, uint8_t rank, uint32_t low) {
   j->base += step;
 }
 
-static uint32_t job_find(const dlcp_agg *a, uint32_t id) {
+/* The job slot of |id|, or NONE; the last slot found is tried first, as
+ * consecutive packets mostly belong to one job. */
+static uint32_t job_find(dlcp_agg *a, uint32_t id) {
+  if (a->job[a->last_job].active && a->job[a->last_job].id == id) {
+    return a->last_job;
+  }
   for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
     if (a->job[i].active && a->job[i].id == id) {
+      a->last_job = i;
       return i;
     }
   }
@@ -358,18 +407,15 @@ static void group_add(dlcp_agg *a, uint32_t s, uint8_t rank,
   uint32_t *sum = a->sum + (size_t)s * a->cfg.block_elems;
 
   if (g->seen == 0) {
-    for (size_t i = 0; i < n; i++) {
-      sum[i] = dlcp_get_u32(payload + 4u * i);
-    }
+    le_copy_in(sum, payload, n);
   } else {
-    for (size_t i = 0; i < n; i++) {
-      sum[i] += dlcp_get_u32(payload + 4u * i);
-    }
+    le_add_in(sum, payload, n);
   }
   g->seen |= UINT64_C(1) << rank;
   g->ecn |= ecn;
   g->touched = now;
   a->st.contrib++;
+  a->st.contrib_bytes += 4u * n;
   list_unlink(a, L_COLLECTING, s);
   if (g->seen != all_workers(g->world)) {
     list_append(a, L_COLLECTING, s);
@@ -619,11 +665,7 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
     if (g != NULL) {
       const uint32_t *sum = a->sum + (size_t)o->slot * a->cfg.block_elems;
       size_t n = (size_t)g->nblocks * a->cfg.block_elems;
-      uint8_t *p = buf + DLCP_AGG_HDR_LEN;
-
-      for (size_t i = 0; i < n; i++) {
-        dlcp_put_u32(p + 4u * i, sum[i]);
-      }
+      le_copy_out(buf + DLCP_AGG_HDR_LEN, sum, n);
       a->st.results_sent++;
       a->st.resent += o->reason;
     } else {
@@ -653,7 +695,7 @@ void dlcp_agg_config_default(dlcp_agg_config *cfg) {
   cfg->window_groups = 4096;
   cfg->policy = DLCP_AGG_SHARED;
   cfg->static_parts = 1;
-  cfg->resend_ns = 1000000;
+  cfg->resend_ns = 5000000;
   cfg->max_resends = 1000;
   cfg->lease_ns = UINT64_C(10000000000);
   cfg->out_queue = 4096;

@@ -85,6 +85,7 @@ typedef struct dlcp_agg_stats {
   uint64_t foreign;        /* a known job id with the wrong token */
   uint64_t stale_acks;     /* ACKs of unknown or incomplete groups */
   /* what happened, beside the per-packet outcome */
+  uint64_t contrib_bytes;  /* gradient payload bytes added to sums */
   uint64_t claims;         /* groups that got aggregators */
   uint64_t claim_failures; /* groups that found none free */
   uint64_t ring_verdicts;  /* of which were given a ring verdict */
@@ -107,7 +108,7 @@ typedef struct dlcp_agg_send {
 } dlcp_agg_send;
 
 /* Fills |cfg| with the defaults: 1 MiB of aggregators (4096 blocks of 64),
- * 64 jobs, a 4096-group window, SHARED, 1 ms resend, 1000 resends, 10 s
+ * 64 jobs, a 4096-group window, SHARED, 5 ms resend, 1000 resends, 10 s
  * lease, a 4096-datagram queue. */
 void dlcp_agg_config_default(dlcp_agg_config *cfg);
 
