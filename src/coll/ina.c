@@ -423,6 +423,7 @@ dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h) {
 void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
   *r = h->r;
   r->ngroups = h->ngroups;
+  r->done_below = h->low;
 }
 
 /* ---- the ring part of RA-INA ----------------------------------------- */

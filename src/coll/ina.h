@@ -94,6 +94,7 @@ typedef struct dlcp_ina_result {
   uint32_t ngroups;
   uint32_t ina_groups;   /* reduced by the switch */
   uint32_t ring_groups;  /* given a ring verdict (RA-INA) */
+  uint32_t done_below;   /* groups [0, done_below) are all done */
   uint64_t sent;         /* CONTRIB datagrams, retransmissions included */
   uint64_t retransmits;  /* re-sent after rto_ns */
   uint64_t busy;         /* BUSY / AHEAD answers (plain INA waits) */
