@@ -6,7 +6,8 @@
 # (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
 # MPI), make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs
 # Gloo and Open MPI on an emulated 4-host cluster, root), make results (the
-# seeds' simulated experiments, regenerating docs/results.md), make clean.
+# seeds' simulated experiments, regenerating docs/results.md), make bench-ina
+# (the aggregation switch), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -24,7 +25,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
                           python3-matplotlib
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto bench-testbed results clean
+        bench-sim bench-straggler bench-auto bench-testbed bench-ina results clean
 
 all: build
 
@@ -92,6 +93,9 @@ results: build
 bench-testbed: build
 	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
 	@/usr/bin/python3 scripts/bench-testbed.py $(BUILD)
+
+bench-ina: build
+	@./scripts/bench-ina.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -119,7 +119,18 @@ static void test_wire_roundtrip_and_rejects(void **state) {
   len = pkt(b, &h, -3);
   assert_int_equal(len, 32 + 2 * 4 * 4);
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, len), 0);
-  assert_memory_equal(&d, &h, sizeof(h));
+  /* field by field: the struct has padding */
+  assert_int_equal(d.type, h.type);
+  assert_int_equal(d.job, h.job);
+  assert_int_equal(d.token, h.token);
+  assert_int_equal(d.group, h.group);
+  assert_int_equal(d.low, h.low);
+  assert_int_equal(d.rank, h.rank);
+  assert_int_equal(d.world, h.world);
+  assert_int_equal(d.nblocks, h.nblocks);
+  assert_int_equal(d.flags, h.flags);
+  assert_int_equal(d.elems, h.elems);
+  assert_int_equal(d.aux, h.aux);
   assert_ptr_equal(payload, b + 32);
   assert_int_equal((int32_t)dlcp_get_u32(payload + 28), -3);
   /* framing */
@@ -845,21 +856,15 @@ static void test_consecutive_operations(void **state) {
 
 static void test_scaling_bound_and_bad_input(void **state) {
   float x[130] = {0};
-  int32_t e[2];
+  int32_t e[3]; /* 130 elements in groups of 64: 3 groups */
 
   (void)state;
   x[3] = 0.75f;
   x[70] = -3.0f;
   assert_int_equal(dlcp_ina_exponents(x, 130, 64, e), 0);
-  assert_int_equal(e[0], 0);  /* 0.75 = 0.75 * 2^0 */
-  assert_int_equal(e[1], 2);  /* 3 = 0.75 * 2^2 */
-  x[129] = 0; /* group 2 (elements 128, 129) is zero */
-  {
-    int32_t e3[3];
-
-    assert_int_equal(dlcp_ina_exponents(x, 130, 64, e3), 0);
-    assert_int_equal(e3[2], DLCP_INA_EXP_ZERO);
-  }
+  assert_int_equal(e[0], 0); /* 0.75 = 0.75 * 2^0 */
+  assert_int_equal(e[1], 2); /* 3 = 0.75 * 2^2 */
+  assert_int_equal(e[2], DLCP_INA_EXP_ZERO); /* elements 128, 129 */
   /* n = 8, E = 0: s = 30 - 3 - 0 = 27, bound 8 * 2^-28 = 2^-25 */
   assert_true(dlcp_ina_error_bound(0, 8) == ldexp(1, -25));
   assert_true(dlcp_ina_error_bound(DLCP_INA_EXP_ZERO, 8) == 0);
