@@ -1,7 +1,6 @@
 /*
  * agg_switch_test.c: the dlcp-switch daemon end to end on loopback.  The
- * test starts the built daemon (build/bin/dlcp-switch, next to this test's
- * build/tests/), then runs each case as |world| forked processes, each a
+ * test starts the built daemon (tests/support/switchd), then runs each case as |world| forked processes, each a
  * rank driving the host core (src/coll/ina) over its own UDP socket to the
  * switch.  Every rank generates every rank's input from the case's seed,
  * so it knows the agreed exponents and the exact reference without talking
@@ -32,15 +31,8 @@
 
 #include "coll/ina.h"
 #include "proto/rng.h"
+#include "switchd.h"
 #include "wire/agg_wire.h"
-
-static char switch_path[PATH_MAX];
-
-typedef struct daemon_proc {
-  pid_t pid;
-  int err_fd; /* its stderr */
-  uint16_t port;
-} daemon_proc;
 
 static dlcp_tstamp now_ns(void) {
   struct timespec ts;
@@ -49,100 +41,21 @@ static dlcp_tstamp now_ns(void) {
   return (dlcp_tstamp)ts.tv_sec * 1000000000u + (dlcp_tstamp)ts.tv_nsec;
 }
 
-static int find_switch(void **state) {
-  char self[PATH_MAX - 64];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  char *slash;
+typedef switchd daemon_proc;
 
-  (void)state;
-  if (n <= 0) {
-    return -1;
-  }
-  self[n] = '\0';
-  slash = strrchr(self, '/');
-  if (slash == NULL) {
-    return -1;
-  }
-  *slash = '\0';
-  snprintf(switch_path, sizeof(switch_path), "%s/../bin/dlcp-switch", self);
-  if (access(switch_path, X_OK) != 0) {
-    fprintf(stderr, "dlcp-switch not found at %s\n", switch_path);
-    return -1;
-  }
-  return 0;
-}
-
-/* Starts dlcp-switch with |threads| and |mem| on a free loopback port. */
 static void daemon_start(daemon_proc *d, const char *threads,
                          const char *mem) {
-  int out[2], err[2];
-  char line[512];
-  size_t len = 0;
-  dlcp_tstamp deadline = now_ns() + 10000000000u;
-  const char *p;
+  const char *args[] = {"--threads", threads, "--mem",  mem,
+                        "--resend-us", "20000", NULL};
 
-  assert_int_equal(pipe(out), 0);
-  assert_int_equal(pipe(err), 0);
-  d->pid = fork();
-  assert_true(d->pid >= 0);
-  if (d->pid == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    close(out[0]);
-    close(err[0]);
-    execl(switch_path, switch_path, "--bind", "127.0.0.1", "--port", "0",
-          "--threads", threads, "--mem", mem, "--resend-us", "20000",
-          (char *)NULL);
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  d->err_fd = err[0];
-  while (len < sizeof(line) - 1 && memchr(line, '\n', len) == NULL) {
-    struct pollfd pfd = {out[0], POLLIN, 0};
-    ssize_t k;
-
-    assert_true(now_ns() < deadline);
-    if (poll(&pfd, 1, 100) <= 0) {
-      continue;
-    }
-    k = read(out[0], line + len, sizeof(line) - 1 - len);
-    assert_true(k > 0);
-    len += (size_t)k;
-    line[len] = '\0';
-  }
-  close(out[0]);
-  p = strstr(line, "127.0.0.1:");
-  assert_non_null(p);
-  d->port = (uint16_t)atoi(p + strlen("127.0.0.1:"));
-  assert_true(d->port > 0);
+  assert_int_equal(switchd_start(d, args), 0);
 }
 
-/* Stops the daemon with SIGTERM; returns its stderr (a static buffer,
- * valid until the next call). */
-static char *daemon_stop(daemon_proc *d) {
-  static char buf[1 << 16];
-  int status = 0;
-  size_t len = 0, cap = sizeof(buf);
-  dlcp_tstamp deadline = now_ns() + 10000000000u;
+static const char *daemon_stop(daemon_proc *d) {
+  const char *err = switchd_stop(d);
 
-  assert_int_equal(kill(d->pid, SIGTERM), 0);
-  for (;;) {
-    ssize_t k = read(d->err_fd, buf + len, cap - 1 - len);
-
-    if (k <= 0) {
-      break;
-    }
-    len += (size_t)k;
-    assert_true(now_ns() < deadline);
-  }
-  buf[len] = '\0';
-  close(d->err_fd);
-  assert_int_equal(waitpid(d->pid, &status, 0), d->pid);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fail_msg("dlcp-switch exited with status %d:\n%s", status, buf);
-  }
-  return buf;
+  assert_non_null(err);
+  return err;
 }
 
 /* ---- one rank ------------------------------------------------------------ */
@@ -400,18 +313,15 @@ static void run_case(const tcase *c, const daemon_proc *d, bool forge) {
 }
 
 static uint64_t stat_of(const char *err, const char *name) {
-  const char *p = strstr(err, "exit: packets");
-  char key[64];
+  uint64_t v = switchd_stat(err, name);
 
-  snprintf(key, sizeof(key), " %s ", name);
-  p = p != NULL ? strstr(p, key) : NULL;
-  assert_non_null(p);
-  return strtoull(p + strlen(key), NULL, 10);
+  assert_true(v != UINT64_MAX);
+  return v;
 }
 
 static void run_daemon_cases(const char *threads) {
   daemon_proc d;
-  char *err;
+  const char *err;
   uint32_t job = threads[0] == '1' ? 100 : 200;
   static const uint32_t worlds[] = {2, 3, 4, 5, 8};
 
@@ -459,7 +369,7 @@ static void test_switch_two_threads(void **state) {
 static void test_switch_small_pool(void **state) {
   daemon_proc d;
   tcase c = {300, 4, DLCP_FLOAT32, DLCP_SUM, DLCP_INA_WAIT, 4, 200000, 5};
-  char *err;
+  const char *err;
 
   (void)state;
   daemon_start(&d, "1", "8K"); /* 32 aggregators: 8 groups of 4 blocks */
@@ -476,5 +386,5 @@ int main(void) {
   };
 
   signal(SIGPIPE, SIG_IGN);
-  return cmocka_run_group_tests(tests, find_switch, NULL);
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

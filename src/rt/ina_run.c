@@ -254,6 +254,9 @@ int dlcp_rt_ina_allreduce(dlcp_comm *comm, dlcp_rt_ina **state,
   p.count = count;
   p.group_blocks = ra ? world : 4;
   p.first_group = (*state)->next_group;
+  /* A group waits for the slowest rank's contribution: re-sends are not a
+   * failure; only |timeout_ms| without any answer is (checked in drive). */
+  p.max_retx = UINT16_MAX - 1u;
   ng = dlcp_ina_ngroups(count, p.block_elems, p.group_blocks);
   if (dtype == DLCP_FLOAT32 && ng > 0) {
     dlcp_request *req;
