@@ -352,7 +352,9 @@ static void run_daemon_cases(const char *threads) {
   if (stat_of(err, "foreign") == 0 || stat_of(err, "foreign") > 50) {
     fail_msg("expected 1-50 forged packets counted:\n%s", err);
   }
-  assert_true(stat_of(err, "malformed") == 0);
+  if (stat_of(err, "malformed") != 0) {
+    fail_msg("the honest ranks' datagrams were counted malformed:\n%s", err);
+  }
 }
 
 static void test_switch_one_thread(void **state) {

@@ -67,6 +67,7 @@ typedef struct worker {
   pthread_mutex_t lock;
   dlcp_agg_stats published; /* under lock */
   int error;
+  uint32_t reported; /* invalid datagrams reported on stderr */
 } worker;
 
 static volatile sig_atomic_t stopping;
@@ -409,10 +410,20 @@ static void *worker_main(void *arg) {
     }
     now = now_ns();
     for (int i = 0; i < k; i++) {
-      (void)dlcp_agg_on_packet(w->agg, in->buf + (size_t)i * DLCP_AGG_DGRAM_MAX,
-                               in->msg[i].msg_len,
-                               ecn_of(&in->msg[i].msg_hdr),
-                               cookie_of(&in->addr[i]), now);
+      int rv = dlcp_agg_on_packet(
+          w->agg, in->buf + (size_t)i * DLCP_AGG_DGRAM_MAX, in->msg[i].msg_len,
+          ecn_of(&in->msg[i].msg_hdr), cookie_of(&in->addr[i]), now);
+
+      /* name the first few senders of invalid datagrams (not of the
+       * ordinary duplicates and stale ACKs of a lossy network) */
+      if (rv != 0 && rv != DLCP_ERR_DUPLICATE &&
+          rv != DLCP_ERR_UNKNOWN_TRANSFER && w->reported < 10) {
+        w->reported++;
+        fprintf(stderr, "dlcp-switch: dropped a %u-byte datagram from %s:%u: "
+                "%s%s\n", in->msg[i].msg_len, inet_ntoa(in->addr[i].sin_addr),
+                ntohs(in->addr[i].sin_port), dlcp_strerror(rv),
+                w->reported == 10 ? " (no more such reports)" : "");
+      }
     }
     dlcp_agg_on_timer(w->agg, now);
     if (drain(w, out, now) != 0 || flush(w, out) != 0) {
