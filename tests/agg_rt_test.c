@@ -1,6 +1,6 @@
 /*
- * agg_rt_test.c: all-reduce through dlcp-switch in the runtime, real
- * processes on loopback.  A dlcp-switch is started (tests/support/switchd);
+ * agg_rt_test.c: dlcp_allreduce with algorithms INA and RA_INA through
+ * dlcp-switch, real processes on loopback.  A dlcp-switch is started (tests/support/switchd);
  * each case forks one process per rank; they join a communicator and run
  * a sequence of INA and RA-INA all-reduces (FLOAT32 and INT32, SUM and
  * AVG, in place and out of place, counts 0, 1 and odd; worlds 2, 3, 5, 8), checking
@@ -29,7 +29,6 @@
 #include "dlcp/dlcp.h"
 #include "proto/rng.h"
 #include "rt/errbuf.h"
-#include "rt/ina_run.h"
 #include "rt/net.h"
 #include "switchd.h"
 
@@ -121,7 +120,6 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
                      report *rep) {
   dlcp_comm_config cfg;
   dlcp_comm *comm;
-  dlcp_rt_ina *ina = NULL;
   char err[256];
   const uint64_t counts[] = {0, 1, 1000 + world, 30011};
   uint32_t k = 0;
@@ -146,14 +144,28 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
       bool inplace = variant % 3 == 0;
       void *in = malloc(4 * count + 4), *out = malloc(4 * count + 4);
       dlcp_coll_info info;
+      dlcp_coll_opts o;
+      dlcp_request *req;
       int rv;
 
       gen(rank, k, count, dt, in);
       if (inplace) {
         memcpy(out, in, 4 * count);
       }
-      rv = dlcp_rt_ina_allreduce(comm, &ina, inplace ? NULL : in, out, count,
-                                 dt, op, ra, 20000, &info);
+      dlcp_coll_opts_default(&o);
+      o.algo = ra ? DLCP_ALGO_RA_INA : DLCP_ALGO_INA;
+      rv = dlcp_allreduce(comm, inplace ? out : in, out, count, dt, op, &o,
+                          &req);
+      if (rv == 0) {
+        rv = dlcp_wait(req, -1, &info);
+        if (rv == 0 && (info.algo != o.algo ||
+                        strcmp(info.algo_name, ra ? "ra_ina" : "ina") != 0)) {
+          snprintf(info.error, sizeof(info.error), "reported %s",
+                   info.algo_name);
+          rv = -1;
+        }
+        dlcp_request_free(req);
+      }
       if (rv != 0) {
         snprintf(rep->error, sizeof(rep->error), "op %u: %.200s", k,
                  info.error);
@@ -168,7 +180,6 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
       free(out);
     }
   }
-  dlcp_rt_ina_free(ina);
   dlcp_comm_destroy(comm);
   return 0;
 }
@@ -233,38 +244,47 @@ static void test_small_pool(void **state) {
   run_world(4, "16K");
 }
 
-/* No switch listening: the operation fails naming it, never hangs. */
-static void test_no_switch(void **state) {
-  (void)state;
-  setenv("DLCP_SWITCH", "not-a-switch", 1);
-  {
-    dlcp_comm_config cfg;
-    dlcp_comm *comm;
-    dlcp_rt_ina *ina = NULL;
-    dlcp_coll_info info;
-    char err[256];
-    float x[4] = {1, 2, 3, 4};
-    uint16_t port = 0;
-    dlcp_errbuf eb;
+/* No switch listening: the operation fails naming it, never hangs; the
+ * simulator and the plan builders do not take INA. */
+static int ina_once(dlcp_comm *comm, dlcp_algo algo, dlcp_coll_info *info) {
+  float x[4] = {1, 2, 3, 4};
+  dlcp_coll_opts o;
+  dlcp_request *req;
+  int rv;
 
-    assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
-    dlcp_comm_config_default(&cfg);
-    cfg.world_size = 1;
-    cfg.master_addr = "127.0.0.1";
-    cfg.master_port = port;
-    assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
-    assert_int_equal(dlcp_rt_ina_allreduce(comm, &ina, x, x, 4, DLCP_FLOAT32,
-                                           DLCP_SUM, false, 1000, &info),
-                     DLCP_ERR_CONFIG);
-    assert_non_null(strstr(info.error, "DLCP_SWITCH=not-a-switch"));
-    setenv("DLCP_SWITCH", "127.0.0.1:9", 1); /* discard: nobody answers */
-    assert_int_equal(dlcp_rt_ina_allreduce(comm, &ina, x, x, 4, DLCP_FLOAT32,
-                                           DLCP_SUM, false, 300, &info),
-                     DLCP_ERR_TIMEOUT);
-    assert_non_null(strstr(info.error, "127.0.0.1:9"));
-    dlcp_rt_ina_free(ina);
-    dlcp_comm_destroy(comm);
-  }
+  dlcp_coll_opts_default(&o);
+  o.algo = algo;
+  assert_int_equal(
+      dlcp_allreduce(comm, x, x, 4, DLCP_FLOAT32, DLCP_SUM, &o, &req), 0);
+  rv = dlcp_wait(req, -1, info);
+  dlcp_request_free(req);
+  return rv;
+}
+
+static void test_no_switch(void **state) {
+  dlcp_comm_config cfg;
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  char err[256];
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+
+  (void)state;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  dlcp_comm_config_default(&cfg);
+  cfg.world_size = 1;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 300;
+  assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
+  setenv("DLCP_SWITCH", "not-a-switch", 1);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  assert_non_null(strstr(info.error, "DLCP_SWITCH=not-a-switch"));
+  setenv("DLCP_SWITCH", "127.0.0.1:9", 1); /* discard: nobody answers */
+  assert_int_equal(ina_once(comm, DLCP_ALGO_RA_INA, &info), DLCP_ERR_TIMEOUT);
+  assert_non_null(strstr(info.error, "127.0.0.1:9"));
+  assert_string_equal(info.algo_name, "ra_ina");
+  dlcp_comm_destroy(comm);
 }
 
 int main(void) {
