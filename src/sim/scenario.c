@@ -1438,6 +1438,12 @@ static int collective_item(scn *s, const ynode *n, const char *path) {
     return rv;
   }
   cs->algo = (dlcp_algo)algo;
+  if (cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA) {
+    join(field, sizeof(field), path, "algo");
+    return fail(s, n, field,
+                "ina and ra_ina need an aggregation switch, which the "
+                "simulator does not model yet (docs/ina.md)");
+  }
   /* ranks: all (the default) or a count. */
   const ynode *r = map_get(n, "ranks");
   if (r && !(r->kind == Y_SCALAR && strcmp(r->str, "all") == 0) &&
