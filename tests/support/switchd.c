@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,6 +69,8 @@ int switchd_start(switchd *d, const char *const *args) {
     return -1;
   }
   if (d->pid == 0) {
+    /* a test that fails half-way must not leave a daemon behind */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(out[1], 1);
     dup2(err[1], 2);
     close(out[0]);
