@@ -8,7 +8,8 @@
 # make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs Gloo and
 # Open MPI on an emulated 4-host cluster, root), make results (the seeds'
 # simulated experiments, regenerating docs/results.md), make
-# train-fashion-mnist (the PyTorch example: Gloo vs dlcp), make clean.
+# train-fashion-mnist (the PyTorch example: Gloo vs dlcp), make bench-ina
+# (the aggregation switch), make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -31,7 +32,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto bench-testbed results \
+        bench-sim bench-straggler bench-auto bench-testbed bench-ina results \
         train-fashion-mnist clean
 
 all: build
@@ -108,6 +109,9 @@ bench-testbed: build
 train-fashion-mnist: python
 	@./scripts/install-deps.sh $(EXAMPLE_DEB_PACKAGES)
 	@./scripts/train-fashion-mnist.sh $(BUILD)
+
+bench-ina: build
+	@./scripts/bench-ina.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -131,8 +131,13 @@ typedef enum dlcp_algo {
   DLCP_ALGO_RAT,
   DLCP_ALGO_DIRECT, /* all-reduce in one step: every rank sends its vector
                        to every other (small vectors) */
-  DLCP_ALGO_RECURSIVE_DOUBLING /* all-reduce in log2 n steps of whole-vector
-                                  exchanges (small vectors) */
+  DLCP_ALGO_RECURSIVE_DOUBLING, /* all-reduce in log2 n steps of whole-
+                                   vector exchanges (small vectors) */
+  DLCP_ALGO_INA,   /* all-reduce through the aggregation switch named by
+                      DLCP_SWITCH (dlcp-switch; docs/ina.md); FLOAT32 or
+                      INT32, SUM or AVG; never chosen by AUTO */
+  DLCP_ALGO_RA_INA /* RA-INA: groups the switch has aggregators for go
+                      through it, the others through the ring */
 } dlcp_algo;
 
 #ifdef __cplusplus

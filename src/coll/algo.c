@@ -22,6 +22,8 @@ static const algo_names kAlgoNames[] = {
     [DLCP_ALGO_RAT] = {"rat", "rat"},
     [DLCP_ALGO_DIRECT] = {"direct", "direct"},
     [DLCP_ALGO_RECURSIVE_DOUBLING] = {"recursive_doubling", "rd"},
+    [DLCP_ALGO_INA] = {"ina", "ina"},
+    [DLCP_ALGO_RA_INA] = {"ra_ina", "ra_ina"},
 };
 
 _Static_assert(sizeof(kAlgoNames) / sizeof(kAlgoNames[0]) == DLCP_COLL_NALGOS,

@@ -94,6 +94,9 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
      * (ceil(log2 n) rounds of notes). */
     return DLCP_ALGO_HALVING_DOUBLING;
   case DLCP_COLL_ALLREDUCE:
+    if (a == DLCP_ALGO_INA || a == DLCP_ALGO_RA_INA) {
+      return -1; /* not a plan of peer transfers: the runtime's ina_run */
+    }
     if (a != DLCP_ALGO_AUTO) {
       return (int)a;
     }
@@ -130,6 +133,8 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     case DLCP_ALGO_RAT:
     case DLCP_ALGO_DIRECT:
     case DLCP_ALGO_RECURSIVE_DOUBLING:
+    case DLCP_ALGO_INA:
+    case DLCP_ALGO_RA_INA:
       return -1;
     }
     return -1;
@@ -145,6 +150,8 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     case DLCP_ALGO_RAT:
     case DLCP_ALGO_DIRECT:
     case DLCP_ALGO_RECURSIVE_DOUBLING:
+    case DLCP_ALGO_INA:
+    case DLCP_ALGO_RA_INA:
       return -1;
     }
     return -1;
@@ -165,6 +172,8 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
       return (int)a;
     case DLCP_ALGO_DIRECT:
     case DLCP_ALGO_RECURSIVE_DOUBLING:
+    case DLCP_ALGO_INA:
+    case DLCP_ALGO_RA_INA:
       return -1;
     }
     return -1;

@@ -360,7 +360,7 @@ dlcp_ssize dlcp_coll_plan_dump(const dlcp_coll_params *p, char *buf,
                                size_t buflen);
 
 /* The number of dlcp_algo values (they run 0..DLCP_COLL_NALGOS-1). */
-#define DLCP_COLL_NALGOS ((unsigned)DLCP_ALGO_RECURSIVE_DOUBLING + 1u)
+#define DLCP_COLL_NALGOS ((unsigned)DLCP_ALGO_RA_INA + 1u)
 
 /*
  * Algorithm names, from one table (algo.c).  Every algorithm has a name

@@ -224,6 +224,8 @@ int coll_plan_build(coll_plan *plan, const coll_geom *g) {
       rv = coll_build_rat(plan, g);
       break;
     case DLCP_ALGO_AUTO:
+    case DLCP_ALGO_INA: /* no plan: the switch (src/rt/ina_run.c) */
+    case DLCP_ALGO_RA_INA:
       break;
     }
   }

@@ -39,6 +39,7 @@
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
 #include "rt/errbuf.h"
+#include "rt/ina_run.h"
 #include "rt/scratch.h"
 
 #define MAX_RUNS 2048u
@@ -91,6 +92,9 @@ struct dlcp_rt_colls {
    * one of the same size (a training loop's next iteration). */
   uint64_t bypass_hint_bytes;
   dlcp_duration bypass_step_hint_ns, bypass_trans_hint_ns;
+  /* INA / RA_INA: the socket to the switch, job id, token, next group
+   * (ina_run.c); NULL until the first such all-reduce. */
+  dlcp_rt_ina *ina;
 };
 
 struct dlcp_request {
@@ -521,6 +525,7 @@ void dlcp_rt_coll_free(dlcp_rt_colls *co) {
     free(e);
   }
   pthread_cond_destroy(&co->req_cv);
+  dlcp_rt_ina_free(co->ina);
   free(co);
 }
 
@@ -623,9 +628,40 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   return 0;
 }
 
+/* INA and RA_INA: the operation runs to completion here, on the caller's
+ * thread (ina_run.h), and the request is returned already finished with
+ * the outcome, so dlcp_wait and dlcp_test see it like any other. */
+static int start_ina(dlcp_comm *c, const void *sendbuf, void *recvbuf,
+                     uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
+                     dlcp_algo algo, dlcp_request **preq) {
+  dlcp_request *req;
+
+  if (!c || !preq) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  req = calloc(1, sizeof(*req));
+  if (!req) {
+    return DLCP_ERR_NOMEM;
+  }
+  req->comm = c;
+  req->started_ns = dlcp_rt_now();
+  (void)dlcp_rt_ina_allreduce(c, &c->coll->ina, sendbuf, recvbuf, count,
+                              dtype, redop, algo == DLCP_ALGO_RA_INA,
+                              (int)c->env.timeout_ms, &req->info);
+  req->info.algo = algo;
+  req->info.algo_name = dlcp_algo_name(algo);
+  req->done = true;
+  *preq = req;
+  return 0;
+}
+
 int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                    uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
                    const dlcp_coll_opts *opts, dlcp_request **req) {
+  if (opts && (opts->algo == DLCP_ALGO_INA || opts->algo == DLCP_ALGO_RA_INA)) {
+    return start_ina(comm, sendbuf, recvbuf, count, dtype, redop, opts->algo,
+                     req);
+  }
   return start(comm, DLCP_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, redop,
                0, opts, req);
 }

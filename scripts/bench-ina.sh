@@ -1,0 +1,40 @@
+#!/bin/sh
+# `make bench-ina`: throughput of the aggregation switch (docs/ina.md).
+#   1. bench-agg_switch core: the sans-I/O core alone, one thread;
+#   2. bench-agg_switch udp against dlcp-switch on loopback with 1 and 2
+#      worker threads; the daemon's exit line gives its CPU time and the
+#      gradient per CPU second (the per-core figure on a shared machine).
+# Usage: scripts/bench-ina.sh BUILD_DIR [SECONDS]
+set -eu
+build=${1:-build}
+secs=${2:-3}
+echo "== bench-agg_switch core (the core alone, one thread) =="
+"$build/bin/bench-agg_switch" core "$secs"
+for threads in 1 2; do
+  echo
+  echo "== bench-agg_switch udp against dlcp-switch --threads $threads (loopback) =="
+  out=$(mktemp)
+  err=$(mktemp)
+  "$build/bin/dlcp-switch" --bind 127.0.0.1 --port 0 --threads "$threads" \
+    --mem 4M >"$out" 2>"$err" &
+  pid=$!
+  port=
+  for _ in $(seq 50); do
+    port=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    echo "bench-ina: dlcp-switch did not start:" >&2
+    cat "$err" >&2
+    kill "$pid" 2>/dev/null || true
+    exit 1
+  fi
+  rc=0
+  "$build/bin/bench-agg_switch" udp 127.0.0.1 "$port" "$secs" 4 || rc=$?
+  kill -INT "$pid"
+  wait "$pid" || rc=$?
+  cat "$err"
+  rm -f "$out" "$err"
+  [ $rc -eq 0 ] || exit $rc
+done

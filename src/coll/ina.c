@@ -1,0 +1,605 @@
+/*
+ * ina.c: one rank's side of an all-reduce through the aggregation switch
+ * (model and error bound in ina.h).
+ *
+ * Groups move UNSENT -> SENT -> INA (result written) or RING (verdict).
+ * SENT groups are kept in a list in the order they were last sent; since
+ * every group waits the same rto_ns, the list's head is always the next to
+ * time out, and a re-send moves it to the tail.  ACKs wait in a small ring
+ * (an ACK that does not fit is dropped: the switch re-sends the result and
+ * the rank acknowledges it again).  Groups are sent in order from the
+ * low-water mark |low| (the first group not yet done) and never more than
+ * |window| ahead of it, which keeps every rank inside the switch's verdict
+ * window.
+ */
+#include "coll/ina.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "wire/bytes.h"
+
+#define NONE UINT32_MAX
+
+enum { GS_UNSENT = 0, GS_SENT, GS_INA, GS_RING };
+
+struct dlcp_ina {
+  const dlcp_mem *mem;
+  dlcp_ina_params p;
+  uint32_t ngroups;
+  uint32_t group_elems;
+  uint32_t clog2; /* ceil(log2 world) */
+  const unsigned char *in;
+  unsigned char *out;
+  int32_t *exps;  /* FLOAT32 only */
+  uint8_t *state;
+  uint16_t *tries;
+  dlcp_tstamp *sent_at;
+  uint32_t *prev, *next; /* SENT list, oldest first */
+  uint32_t head, tail;
+  uint32_t low;      /* first group not done */
+  uint32_t next_new; /* first group never sent */
+  uint32_t nsent;    /* groups in SENT */
+  uint32_t ndone;
+  uint32_t *acks;    /* groups to acknowledge */
+  uint32_t ahead, acount, acap;
+  bool reported;
+  dlcp_ina_result r;
+};
+
+/* ---- scaling ---------------------------------------------------------- */
+
+static uint32_t ceil_log2(uint32_t n) {
+  uint32_t c = 0;
+
+  while ((1u << c) < n) {
+    c++;
+  }
+  return c;
+}
+
+/* The scale shift s_g of ina.h; 0 for a zero group. */
+static int shift_of(int32_t exp, uint32_t clog2) {
+  if (exp == DLCP_INA_EXP_ZERO) {
+    return 0;
+  }
+  return 30 - (int)clog2 - exp;
+}
+
+double dlcp_ina_error_bound(int32_t exp, uint32_t world) {
+  if (exp == DLCP_INA_EXP_ZERO) {
+    return 0.0;
+  }
+  return world * ldexp(1.0, -shift_of(exp, ceil_log2(world)) - 1);
+}
+
+int dlcp_ina_exponents(const float *x, uint64_t count, uint32_t group_elems,
+                       int32_t *exps) {
+  uint64_t ng = (count + group_elems - 1u) / group_elems;
+
+  for (uint64_t g = 0; g < ng; g++) {
+    uint64_t end = (g + 1u) * group_elems < count ? (g + 1u) * group_elems
+                                                  : count;
+    float m = 0.0f;
+    int e;
+
+    for (uint64_t i = g * group_elems; i < end; i++) {
+      float v = fabsf(x[i]);
+
+      if (!isfinite(v)) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
+      m = v > m ? v : m;
+    }
+    if (m == 0.0f) {
+      exps[g] = DLCP_INA_EXP_ZERO;
+      continue;
+    }
+    (void)frexpf(m, &e);
+    exps[g] = e;
+  }
+  return 0;
+}
+
+uint32_t dlcp_ina_ngroups(uint64_t count, uint32_t block_elems,
+                          uint32_t group_blocks) {
+  uint64_t ge = (uint64_t)block_elems * group_blocks;
+
+  return ge == 0 ? 0 : (uint32_t)((count + ge - 1u) / ge);
+}
+
+/* Elements of group |g| that lie inside the vector. */
+static uint32_t group_len(const dlcp_ina *h, uint32_t g) {
+  uint64_t start = (uint64_t)g * h->group_elems;
+  uint64_t left = h->p.count - start;
+
+  return left < h->group_elems ? (uint32_t)left : h->group_elems;
+}
+
+/* Writes group |g|'s contribution as int32 at |dst|; the tail past the
+ * vector is zero.  Returns 0 or DLCP_ERR_INVALID_ARGUMENT if a value does
+ * not fit its agreed exponent (the exponents were not agreed over every
+ * rank's data). */
+static int encode_group(const dlcp_ina *h, uint32_t g, uint8_t *dst) {
+  uint32_t n = group_len(h, g);
+  size_t off = (size_t)g * h->group_elems;
+
+  if (h->p.dtype == DLCP_INT32) {
+    for (uint32_t i = 0; i < n; i++) {
+      int32_t v;
+
+      memcpy(&v, h->in + 4u * (off + i), 4);
+      dlcp_put_u32(dst + 4u * i, (uint32_t)v);
+    }
+  } else {
+    int s = shift_of(h->exps[g], h->clog2);
+    double scale = ldexp(1.0, s);
+    double lim = ldexp(1.0, 30 - (int)h->clog2);
+
+    for (uint32_t i = 0; i < n; i++) {
+      float x;
+      double q;
+
+      memcpy(&x, h->in + 4u * (off + i), 4);
+      q = floor((double)x * scale + 0.5);
+      if (!(fabs(q) <= lim)) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
+      dlcp_put_u32(dst + 4u * i, (uint32_t)(int32_t)q);
+    }
+  }
+  memset(dst + 4u * n, 0, 4u * (h->group_elems - n));
+  return 0;
+}
+
+/* Writes the group's sum |src| (little-endian int32) into the output. */
+static void decode_group(dlcp_ina *h, uint32_t g, const uint8_t *src) {
+  uint32_t n = group_len(h, g);
+  size_t off = (size_t)g * h->group_elems;
+  bool avg = h->p.op == DLCP_AVG;
+
+  if (h->p.dtype == DLCP_INT32) {
+    for (uint32_t i = 0; i < n; i++) {
+      int32_t v = (int32_t)dlcp_get_u32(src + 4u * i);
+
+      if (avg) {
+        v = (int32_t)(v / (int32_t)h->p.world);
+      }
+      memcpy(h->out + 4u * (off + i), &v, 4);
+    }
+  } else {
+    double unscale = ldexp(1.0, -shift_of(h->exps[g], h->clog2));
+
+    if (avg) {
+      unscale /= h->p.world;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      float y = (float)((double)(int32_t)dlcp_get_u32(src + 4u * i) *
+                        unscale);
+
+      memcpy(h->out + 4u * (off + i), &y, 4);
+    }
+  }
+}
+
+/* ---- the SENT list ---------------------------------------------------- */
+
+static void sent_unlink(dlcp_ina *h, uint32_t g) {
+  if (h->prev[g] != NONE) {
+    h->next[h->prev[g]] = h->next[g];
+  } else {
+    h->head = h->next[g];
+  }
+  if (h->next[g] != NONE) {
+    h->prev[h->next[g]] = h->prev[g];
+  } else {
+    h->tail = h->prev[g];
+  }
+  h->prev[g] = h->next[g] = NONE;
+}
+
+static void sent_append(dlcp_ina *h, uint32_t g) {
+  h->prev[g] = h->tail;
+  h->next[g] = NONE;
+  if (h->tail != NONE) {
+    h->next[h->tail] = g;
+  } else {
+    h->head = g;
+  }
+  h->tail = g;
+}
+
+/* ---- events ----------------------------------------------------------- */
+
+static void fail(dlcp_ina *h, int status) {
+  if (h->r.status == 0) {
+    h->r.status = status;
+  }
+}
+
+static void queue_ack(dlcp_ina *h, uint32_t g) {
+  if (h->acount < h->acap) {
+    h->acks[(h->ahead + h->acount) % h->acap] = g;
+    h->acount++;
+  }
+}
+
+/* Group |g| is done (result written, or ring verdict). */
+static void group_done(dlcp_ina *h, uint32_t g, int st) {
+  if (h->state[g] == GS_SENT) {
+    sent_unlink(h, g);
+    h->nsent--;
+  }
+  h->state[g] = (uint8_t)st;
+  h->ndone++;
+  while (h->low < h->ngroups && h->state[h->low] >= GS_INA) {
+    h->low++;
+  }
+}
+
+static int on_nack(dlcp_ina *h, uint32_t g, uint16_t reason,
+                   dlcp_tstamp now) {
+  if (h->state[g] != GS_SENT) {
+    return 0; /* an answer to an older copy of a group already done */
+  }
+  switch ((dlcp_agg_nack)reason) {
+  case DLCP_AGG_NACK_RING:
+    if (h->p.mode != DLCP_INA_RING_FALLBACK) {
+      h->r.rejected++;
+      return DLCP_ERR_UNKNOWN_TRANSFER;
+    }
+    h->r.ring_groups++;
+    group_done(h, g, GS_RING);
+    return 0;
+  case DLCP_AGG_NACK_BUSY:
+  case DLCP_AGG_NACK_AHEAD:
+    /* retry when the RTO expires, counted from now */
+    h->r.busy++;
+    h->sent_at[g] = now;
+    sent_unlink(h, g);
+    sent_append(h, g);
+    return 0;
+  case DLCP_AGG_NACK_GONE:
+    fail(h, DLCP_ERR_PEER_ABORTED);
+    return DLCP_ERR_PEER_ABORTED;
+  case DLCP_AGG_NACK_CONFIG:
+    fail(h, DLCP_ERR_CONFIG);
+    return DLCP_ERR_CONFIG;
+  case DLCP_AGG_NACK_NO_JOB:
+    fail(h, DLCP_ERR_LIMIT);
+    return DLCP_ERR_LIMIT;
+  }
+  return 0;
+}
+
+int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
+                       dlcp_tstamp now) {
+  dlcp_agg_hdr a;
+  const uint8_t *payload;
+  uint32_t g;
+  int rv = dlcp_agg_decode(&a, &payload, buf, len);
+
+  if (rv == 0 && (a.job != h->p.job || a.token != h->p.token)) {
+    rv = DLCP_ERR_FOREIGN_JOB;
+  }
+  if (rv == 0 &&
+      (a.rank != h->p.rank || a.world != h->p.world ||
+       a.elems != h->p.block_elems || a.nblocks != h->p.group_blocks ||
+       (a.type != DLCP_AGG_RESULT && a.type != DLCP_AGG_NACK) ||
+       a.group - h->p.first_group >= h->ngroups)) {
+    rv = DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  if (rv != 0) {
+    h->r.rejected++;
+    return rv;
+  }
+  g = a.group - h->p.first_group;
+  if (a.type == DLCP_AGG_NACK) {
+    return on_nack(h, g, a.aux, now);
+  }
+  h->r.last_cap = a.aux;
+  if (h->state[g] == GS_INA) {
+    h->r.dup_results++;
+    queue_ack(h, g); /* the switch re-sent it: our ACK was lost */
+    return 0;
+  }
+  if (h->state[g] != GS_SENT) {
+    h->r.rejected++;
+    return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  h->r.results++;
+  h->r.ina_groups++;
+  if ((a.flags & DLCP_AGG_FLAG_ECN_MASK) == DLCP_AGG_ECN_CE) {
+    h->r.ecn_marked++;
+  }
+  decode_group(h, g, payload);
+  group_done(h, g, GS_INA);
+  queue_ack(h, g);
+  return 0;
+}
+
+/* ---- actions out ------------------------------------------------------ */
+
+static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
+                     uint32_t g) {
+  memset(a, 0, sizeof(*a));
+  a->type = type;
+  a->job = h->p.job;
+  a->token = h->p.token;
+  a->group = h->p.first_group + g;
+  a->low = h->p.first_group + h->low;
+  a->rank = (uint8_t)h->p.rank;
+  a->world = (uint8_t)h->p.world;
+  a->nblocks = (uint8_t)h->p.group_blocks;
+  a->elems = (uint16_t)h->p.block_elems;
+}
+
+/* Writes the CONTRIB of group |g| (re-sent if |retx|). */
+static int send_group(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
+                      size_t buflen, uint32_t g, bool retx, dlcp_tstamp now) {
+  dlcp_agg_hdr a;
+  size_t len = DLCP_AGG_HDR_LEN + 4u * (size_t)h->group_elems;
+  int rv;
+
+  if (buflen < len) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  make_hdr(h, &a, DLCP_AGG_CONTRIB, g);
+  if (h->p.mode == DLCP_INA_RING_FALLBACK) {
+    a.flags |= DLCP_AGG_FLAG_RING;
+  }
+  if (retx) {
+    a.flags |= DLCP_AGG_FLAG_RETX;
+  }
+  (void)dlcp_agg_hdr_encode(buf, buflen, &a);
+  rv = encode_group(h, g, buf + DLCP_AGG_HDR_LEN);
+  if (rv != 0) {
+    fail(h, rv);
+    return rv;
+  }
+  if (retx) {
+    sent_unlink(h, g);
+    h->r.retransmits++;
+  } else {
+    h->state[g] = GS_SENT;
+    h->nsent++;
+  }
+  h->tries[g]++;
+  h->sent_at[g] = now;
+  sent_append(h, g);
+  h->r.sent++;
+  act->type = DLCP_INA_ACT_SEND;
+  act->len = len;
+  return 0;
+}
+
+int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
+                  size_t buflen, dlcp_tstamp now) {
+  act->type = DLCP_INA_ACT_NONE;
+  act->len = 0;
+  if (h->r.status == 0 && h->acount > 0) {
+    dlcp_agg_hdr a;
+
+    if (buflen < DLCP_AGG_HDR_LEN) {
+      return DLCP_ERR_BUFFER_TOO_SMALL;
+    }
+    make_hdr(h, &a, DLCP_AGG_ACK, h->acks[h->ahead]);
+    (void)dlcp_agg_hdr_encode(buf, buflen, &a);
+    h->ahead = (h->ahead + 1u) % h->acap;
+    h->acount--;
+    act->type = DLCP_INA_ACT_SEND;
+    act->len = DLCP_AGG_HDR_LEN;
+    return 0;
+  }
+  if (h->r.status == 0 && h->head != NONE &&
+      h->sent_at[h->head] + h->p.rto_ns <= now) {
+    uint32_t g = h->head;
+
+    if (h->tries[g] > h->p.max_retx) {
+      fail(h, DLCP_ERR_TIMEOUT);
+    } else {
+      return send_group(h, act, buf, buflen, g, true, now);
+    }
+  }
+  if (h->r.status == 0 && h->next_new < h->ngroups &&
+      h->nsent < h->p.window && h->next_new - h->low < h->p.window) {
+    return send_group(h, act, buf, buflen, h->next_new++, false, now);
+  }
+  if (!h->reported && (h->r.status != 0 || h->ndone == h->ngroups)) {
+    h->reported = true;
+    h->r.done = true;
+    act->type = DLCP_INA_ACT_DONE;
+  }
+  return h->r.status;
+}
+
+dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h) {
+  if (h->reported || h->head == NONE) {
+    return DLCP_TSTAMP_NEVER;
+  }
+  return h->sent_at[h->head] + h->p.rto_ns;
+}
+
+void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
+  *r = h->r;
+  r->ngroups = h->ngroups;
+  r->done_below = h->low;
+}
+
+/* ---- the ring part of RA-INA ----------------------------------------- */
+
+uint64_t dlcp_ina_ring_elems(const dlcp_ina *h) {
+  uint64_t n = 0;
+
+  for (uint32_t g = 0; g < h->ngroups; g++) {
+    if (h->state[g] == GS_RING) {
+      n += group_len(h, g);
+    }
+  }
+  return n;
+}
+
+void dlcp_ina_ring_pack(const dlcp_ina *h, void *dst) {
+  unsigned char *d = dst;
+
+  for (uint32_t g = 0; g < h->ngroups; g++) {
+    if (h->state[g] == GS_RING) {
+      size_t n = 4u * (size_t)group_len(h, g);
+
+      memcpy(d, h->in + 4u * (size_t)g * h->group_elems, n);
+      d += n;
+    }
+  }
+}
+
+void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src) {
+  const unsigned char *s = src;
+
+  for (uint32_t g = 0; g < h->ngroups; g++) {
+    if (h->state[g] == GS_RING) {
+      uint32_t n = group_len(h, g);
+      unsigned char *o = h->out + 4u * (size_t)g * h->group_elems;
+
+      for (uint32_t i = 0; i < n; i++) {
+        if (h->p.dtype == DLCP_INT32) {
+          int32_t v;
+
+          memcpy(&v, s + 4u * i, 4);
+          if (h->p.op == DLCP_AVG) {
+            v /= (int32_t)h->p.world;
+          }
+          memcpy(o + 4u * i, &v, 4);
+        } else {
+          float v;
+
+          memcpy(&v, s + 4u * i, 4);
+          if (h->p.op == DLCP_AVG) {
+            v /= (float)h->p.world;
+          }
+          memcpy(o + 4u * i, &v, 4);
+        }
+      }
+      s += 4u * (size_t)n;
+    }
+  }
+}
+
+dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
+                            size_t res_len, uint32_t job, uint64_t token) {
+  dlcp_agg_hdr a;
+  const uint8_t *payload;
+  int rv = dlcp_agg_decode(&a, &payload, res, res_len);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (a.job != job || a.token != token) {
+    return DLCP_ERR_FOREIGN_JOB;
+  }
+  if (a.type != DLCP_AGG_RESULT) {
+    return DLCP_ERR_BAD_TYPE;
+  }
+  a.type = DLCP_AGG_ACK;
+  a.flags = 0;
+  a.aux = 0;
+  a.low = a.group + 1u;
+  return dlcp_agg_hdr_encode(buf, buflen, &a);
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+void dlcp_ina_params_default(dlcp_ina_params *p) {
+  memset(p, 0, sizeof(*p));
+  p->world = 1;
+  p->mode = DLCP_INA_WAIT;
+  p->dtype = DLCP_FLOAT32;
+  p->op = DLCP_SUM;
+  p->block_elems = DLCP_AGG_DEFAULT_BLOCK_ELEMS;
+  p->group_blocks = 4;
+  p->window = 64;
+  p->rto_ns = 2000000;
+  p->max_retx = 200;
+}
+
+void dlcp_ina_del(dlcp_ina *h) {
+  if (h == NULL) {
+    return;
+  }
+  h->mem->free(h->exps, h->mem->user);
+  h->mem->free(h->state, h->mem->user);
+  h->mem->free(h->tries, h->mem->user);
+  h->mem->free(h->sent_at, h->mem->user);
+  h->mem->free(h->prev, h->mem->user);
+  h->mem->free(h->next, h->mem->user);
+  h->mem->free(h->acks, h->mem->user);
+  h->mem->free(h, h->mem->user);
+}
+
+static int params_check(const dlcp_ina_params *p) {
+  uint64_t ge = (uint64_t)p->block_elems * p->group_blocks;
+
+  if (p->world == 0 || p->world > DLCP_AGG_MAX_WORLD || p->rank >= p->world ||
+      (p->dtype != DLCP_FLOAT32 && p->dtype != DLCP_INT32) ||
+      (p->op != DLCP_SUM && p->op != DLCP_AVG) ||
+      (p->mode != DLCP_INA_WAIT && p->mode != DLCP_INA_RING_FALLBACK) ||
+      p->block_elems == 0 || p->block_elems > DLCP_AGG_MAX_BLOCK_ELEMS ||
+      p->group_blocks == 0 || p->group_blocks > DLCP_AGG_MAX_BLOCKS ||
+      DLCP_AGG_HDR_LEN + 4u * ge > DLCP_AGG_DGRAM_MAX || p->window == 0 ||
+      p->window > DLCP_INA_MAX_WINDOW || p->rto_ns == 0 ||
+      p->max_retx > UINT16_MAX - 1u || (p->count > 0 && p->recvbuf == NULL) ||
+      (p->count + ge - 1u) / ge > UINT32_MAX - p->first_group ||
+      (p->dtype == DLCP_FLOAT32 && p->count > 0 && p->exps == NULL)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  return 0;
+}
+
+int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
+                 dlcp_tstamp now) {
+  dlcp_ina *h;
+  uint32_t ng;
+  int rv = params_check(p);
+
+  (void)now;
+  if (rv != 0) {
+    return rv;
+  }
+  mem = mem != NULL ? mem : dlcp_mem_default();
+  h = mem->calloc(1, sizeof(*h), mem->user);
+  if (h == NULL) {
+    return DLCP_ERR_NOMEM;
+  }
+  h->mem = mem;
+  h->p = *p;
+  h->p.exps = NULL;
+  h->group_elems = p->block_elems * p->group_blocks;
+  ng = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);
+  h->ngroups = ng;
+  h->clog2 = ceil_log2(p->world);
+  h->in = p->sendbuf != NULL ? p->sendbuf : p->recvbuf;
+  h->out = p->recvbuf;
+  h->acap = 2u * p->window + 16u;
+  h->state = mem->calloc(ng + 1u, 1, mem->user);
+  h->tries = mem->calloc(ng + 1u, sizeof(*h->tries), mem->user);
+  h->sent_at = mem->calloc(ng + 1u, sizeof(*h->sent_at), mem->user);
+  h->prev = mem->malloc((ng + 1u) * sizeof(*h->prev), mem->user);
+  h->next = mem->malloc((ng + 1u) * sizeof(*h->next), mem->user);
+  h->acks = mem->malloc(h->acap * sizeof(*h->acks), mem->user);
+  if (p->dtype == DLCP_FLOAT32) {
+    h->exps = mem->malloc((ng + 1u) * sizeof(*h->exps), mem->user);
+  }
+  if (h->state == NULL || h->tries == NULL || h->sent_at == NULL ||
+      h->prev == NULL || h->next == NULL || h->acks == NULL ||
+      (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
+    dlcp_ina_del(h);
+    return DLCP_ERR_NOMEM;
+  }
+  if (h->exps != NULL && ng > 0) {
+    memcpy(h->exps, p->exps, ng * sizeof(*h->exps));
+  }
+  memset(h->prev, 0xFF, (ng + 1u) * sizeof(*h->prev));
+  memset(h->next, 0xFF, (ng + 1u) * sizeof(*h->next));
+  h->head = h->tail = NONE;
+  *ph = h;
+  return 0;
+}

@@ -1,0 +1,788 @@
+/*
+ * agg.c: the aggregation switch (model in agg.h).
+ *
+ * Data layout.  |sum| holds naggs * block_elems uint32 sums (two's
+ * complement: additions wrap as int32 SUM is defined to, without undefined
+ * behaviour).  |slot| has one record per aggregator; a claimed group of k
+ * aggregators is described by the record of its first one (the head), the
+ * others point at it only through the free bitmap being clear.  Groups are
+ * found by (job slot, group index) through a chained hash table whose
+ * chains run through the head records.  Free aggregators are the set bits
+ * of |freemap|; a claim looks for k consecutive set bits, next-fit from a
+ * roving cursor (SHARED) or inside the job's partition (STATIC).
+ *
+ * Timers.  Incomplete groups sit in a list ordered by last activity (the
+ * lease), complete ones in another (the resend timeout): both are FIFOs
+ * because every activity moves a group to its list's tail, so the deadline
+ * is the earlier of the two heads.
+ *
+ * Output.  Answers wait in a ring of self-contained entries: a result
+ * entry names its group by slot and generation, so a group freed or
+ * reused before the entry is polled is skipped, not sent with someone
+ * else's sums.
+ *
+ * Sections: helpers, jobs and verdicts, groups, packets in, timers, poll.
+ */
+#include "proto/agg.h"
+
+#include <string.h>
+
+#include "wire/bytes.h"
+
+#define NONE UINT32_MAX
+
+enum { G_FREE = 0, G_COLLECTING, G_COMPLETE };
+enum { V_UNDECIDED = 0, V_INA = 1, V_RING = 2 };
+enum { L_COLLECTING = 0, L_COMPLETE = 1 };
+
+typedef struct agg_slot {
+  uint64_t seen;  /* workers whose contribution is in the sum */
+  uint64_t acked; /* workers that acknowledged the result */
+  dlcp_tstamp touched;
+  uint32_t job;   /* job slot */
+  uint32_t group;
+  uint32_t hnext; /* hash chain */
+  uint32_t tprev, tnext; /* timer list */
+  uint32_t gen;   /* bumped when the group is freed */
+  uint32_t resends;
+  uint8_t state, nblocks, world, ecn;
+} agg_slot;
+
+typedef struct agg_job {
+  bool active;
+  uint8_t world;
+  uint32_t id;
+  uint64_t token;
+  uint32_t base;  /* verdict window start: min of low[] */
+  uint32_t held;  /* aggregators held */
+  dlcp_tstamp touched;
+  uint32_t low[DLCP_AGG_MAX_WORLD];
+  uint64_t addr[DLCP_AGG_MAX_WORLD];
+  uint8_t *verdict; /* window_groups 2-bit entries, indexed group % window */
+} agg_job;
+
+typedef struct agg_out {
+  uint8_t type; /* DLCP_AGG_RESULT or DLCP_AGG_NACK */
+  uint8_t rank, world, nblocks;
+  uint16_t reason; /* NACK: dlcp_agg_nack; RESULT: 1 if a re-send */
+  uint32_t job_id, group, slot, gen;
+  uint64_t token, addr;
+} agg_out;
+
+struct dlcp_agg {
+  const dlcp_mem *mem;
+  dlcp_agg_config cfg;
+  uint32_t naggs;
+  uint32_t cursor;
+  uint32_t last_job; /* job_find's first guess */
+  uint32_t *sum;
+  agg_slot *slot;
+  uint64_t *freemap;
+  uint32_t *bucket;
+  uint32_t bmask;
+  agg_job *job;
+  uint8_t *verdicts;
+  uint32_t thead[2], ttail[2];
+  agg_out *out;
+  uint32_t ohead, ocount;
+  dlcp_agg_stats st;
+};
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* The payload is little-endian int32.  On a little-endian host a block is
+ * copied or added with plain (vectorisable) loads; elsewhere byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
+static void le_copy_in(uint32_t *dst, const uint8_t *src, size_t n) {
+  if (HOST_LE) {
+    memcpy(dst, src, 4u * n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    dst[i] = dlcp_get_u32(src + 4u * i);
+  }
+}
+
+static void le_add_in(uint32_t *restrict dst, const uint8_t *restrict src,
+                      size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v;
+
+    if (HOST_LE) {
+      memcpy(&v, src + 4u * i, 4);
+    } else {
+      v = dlcp_get_u32(src + 4u * i);
+    }
+    dst[i] += v;
+  }
+}
+
+static void le_copy_out(uint8_t *dst, const uint32_t *src, size_t n) {
+  if (HOST_LE) {
+    memcpy(dst, src, 4u * n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    dlcp_put_u32(dst + 4u * i, src[i]);
+  }
+}
+
+static uint64_t all_workers(uint32_t world) {
+  return world >= 64 ? UINT64_MAX : (UINT64_C(1) << world) - 1u;
+}
+
+static uint32_t hash_of(const dlcp_agg *a, uint32_t job, uint32_t group) {
+  uint32_t h = group * 0x9E3779B1u ^ (job + 1u) * 0x85EBCA77u;
+
+  return (h ^ (h >> 15)) & a->bmask;
+}
+
+static bool is_free(const dlcp_agg *a, uint32_t i) {
+  return (a->freemap[i / 64u] >> (i % 64u)) & 1u;
+}
+
+static void mark(dlcp_agg *a, uint32_t first, uint32_t n, bool free_) {
+  for (uint32_t i = first; i < first + n; i++) {
+    uint64_t bit = UINT64_C(1) << (i % 64u);
+
+    if (free_) {
+      a->freemap[i / 64u] |= bit;
+    } else {
+      a->freemap[i / 64u] &= ~bit;
+    }
+  }
+}
+
+/* The first of |n| consecutive free aggregators in [start, end), or NONE.
+ * Whole words are skipped when full or taken whole when free. */
+static uint32_t scan_run(const dlcp_agg *a, uint32_t start, uint32_t end,
+                         uint32_t n) {
+  uint32_t run = 0;
+  uint32_t i = start;
+
+  while (i < end) {
+    uint64_t w = a->freemap[i / 64u];
+
+    if (i % 64u == 0 && i + 64u <= end && (w == 0 || w == UINT64_MAX)) {
+      run = w == 0 ? 0 : run + 64u;
+      i += 64u;
+      if (run >= n) {
+        return i - run;
+      }
+      continue;
+    }
+    run = is_free(a, i) ? run + 1u : 0;
+    i++;
+    if (run == n) {
+      return i - n;
+    }
+  }
+  return NONE;
+}
+
+static void list_unlink(dlcp_agg *a, int l, uint32_t s) {
+  agg_slot *g = &a->slot[s];
+
+  if (g->tprev != NONE) {
+    a->slot[g->tprev].tnext = g->tnext;
+  } else {
+    a->thead[l] = g->tnext;
+  }
+  if (g->tnext != NONE) {
+    a->slot[g->tnext].tprev = g->tprev;
+  } else {
+    a->ttail[l] = g->tprev;
+  }
+  g->tprev = g->tnext = NONE;
+}
+
+static void list_append(dlcp_agg *a, int l, uint32_t s) {
+  agg_slot *g = &a->slot[s];
+
+  g->tprev = a->ttail[l];
+  g->tnext = NONE;
+  if (a->ttail[l] != NONE) {
+    a->slot[a->ttail[l]].tnext = s;
+  } else {
+    a->thead[l] = s;
+  }
+  a->ttail[l] = s;
+}
+
+static void queue_out(dlcp_agg *a, const agg_out *o) {
+  if (a->ocount == a->cfg.out_queue) {
+    a->st.queue_drops++;
+    return;
+  }
+  a->out[(a->ohead + a->ocount) % a->cfg.out_queue] = *o;
+  a->ocount++;
+}
+
+/* Queues a NACK answering the packet |h| from |addr|. */
+static void queue_nack(dlcp_agg *a, const dlcp_agg_hdr *h, uint64_t addr,
+                       uint16_t reason) {
+  agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks, reason,
+               h->job, h->group, NONE, 0, h->token, addr};
+
+  queue_out(a, &o);
+}
+
+/* Queues the result of the group at |s| for |rank| (|again|: a re-send). */
+static void queue_result(dlcp_agg *a, uint32_t s, uint8_t rank, bool again) {
+  const agg_slot *g = &a->slot[s];
+  const agg_job *j = &a->job[g->job];
+  agg_out o = {DLCP_AGG_RESULT, rank, g->world, g->nblocks, again,
+               j->id, g->group, s, g->gen, j->token, j->addr[rank]};
+
+  queue_out(a, &o);
+}
+
+/* ---- jobs and verdicts ------------------------------------------------ */
+
+static int verdict_get(const dlcp_agg *a, const agg_job *j, uint32_t group) {
+  uint32_t i = group & (a->cfg.window_groups - 1u);
+
+  return (j->verdict[i / 4u] >> (2u * (i % 4u))) & 3;
+}
+
+static void verdict_set(const dlcp_agg *a, agg_job *j, uint32_t group,
+                        int v) {
+  uint32_t i = group & (a->cfg.window_groups - 1u);
+  uint8_t *b = &j->verdict[i / 4u];
+  unsigned sh = 2u * (i % 4u);
+
+  *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)v << sh));
+}
+
+/* Raises |rank|'s low-water mark to |low| and slides the verdict window
+ * to the lowest mark, forgetting the verdicts of groups it leaves. */
+static void job_set_low(dlcp_agg *a, agg_job *j, uint8_t rank, uint32_t low) {
+  uint32_t step = UINT32_MAX;
+
+  /* Group numbers are compared as serial numbers (RFC 1982), so a job can
+   * run through more than 2^32 groups. */
+  if ((int32_t)(low - j->low[rank]) <= 0) {
+    return;
+  }
+  j->low[rank] = low;
+  for (uint32_t r = 0; r < j->world; r++) {
+    uint32_t d = j->low[r] - j->base;
+
+    step = d < step ? d : step;
+  }
+  for (uint32_t d = 0; d < step && d < a->cfg.window_groups; d++) {
+    verdict_set(a, j, j->base + d, V_UNDECIDED);
+  }
+  j->base += step;
+}
+
+/* The job slot of |id|, or NONE; the last slot found is tried first, as
+ * consecutive packets mostly belong to one job. */
+static uint32_t job_find(dlcp_agg *a, uint32_t id) {
+  if (a->job[a->last_job].active && a->job[a->last_job].id == id) {
+    return a->last_job;
+  }
+  for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
+    if (a->job[i].active && a->job[i].id == id) {
+      a->last_job = i;
+      return i;
+    }
+  }
+  return NONE;
+}
+
+/* A free job slot for a new job (STATIC: one that owns a partition). */
+static uint32_t job_start(dlcp_agg *a, const dlcp_agg_hdr *h,
+                          dlcp_tstamp now) {
+  uint32_t lim = a->cfg.policy == DLCP_AGG_STATIC ? a->cfg.static_parts
+                                                  : a->cfg.max_jobs;
+
+  for (uint32_t i = 0; i < lim; i++) {
+    agg_job *j = &a->job[i];
+
+    if (!j->active) {
+      uint8_t *v = j->verdict;
+
+      memset(j, 0, sizeof(*j));
+      j->verdict = v;
+      memset(v, 0, a->cfg.window_groups / 4u);
+      j->active = true;
+      j->id = h->job;
+      j->token = h->token;
+      j->world = h->world;
+      j->touched = now;
+      a->st.jobs_started++;
+      a->st.jobs_active++;
+      return i;
+    }
+  }
+  a->st.jobs_refused++;
+  return NONE;
+}
+
+/* ---- groups ----------------------------------------------------------- */
+
+static uint32_t group_find(const dlcp_agg *a, uint32_t job, uint32_t group) {
+  for (uint32_t s = a->bucket[hash_of(a, job, group)]; s != NONE;
+       s = a->slot[s].hnext) {
+    if (a->slot[s].job == job && a->slot[s].group == group) {
+      return s;
+    }
+  }
+  return NONE;
+}
+
+/* Claims |h->nblocks| consecutive aggregators for the group, or returns
+ * NONE. */
+static uint32_t group_claim(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                            dlcp_tstamp now) {
+  uint32_t n = h->nblocks;
+  uint32_t s;
+  agg_slot *g;
+  uint32_t *b;
+
+  if (a->cfg.policy == DLCP_AGG_STATIC) {
+    uint32_t part = a->naggs / a->cfg.static_parts;
+
+    s = scan_run(a, jslot * part, (jslot + 1u) * part, n);
+  } else {
+    s = scan_run(a, a->cursor, a->naggs, n);
+    if (s == NONE) {
+      uint32_t end = a->cursor + n - 1u;
+
+      s = scan_run(a, 0, end < a->naggs ? end : a->naggs, n);
+    }
+  }
+  if (s == NONE) {
+    return NONE;
+  }
+  a->cursor = s + n < a->naggs ? s + n : 0;
+  mark(a, s, n, false);
+  g = &a->slot[s];
+  g->seen = g->acked = 0;
+  g->touched = now;
+  g->job = jslot;
+  g->group = h->group;
+  g->resends = 0;
+  g->state = G_COLLECTING;
+  g->nblocks = h->nblocks;
+  g->world = h->world;
+  g->ecn = 0;
+  b = &a->bucket[hash_of(a, jslot, h->group)];
+  g->hnext = *b;
+  *b = s;
+  list_append(a, L_COLLECTING, s);
+  a->job[jslot].held += n;
+  a->st.aggs_used += n;
+  a->st.claims++;
+  return s;
+}
+
+static void group_free(dlcp_agg *a, uint32_t s) {
+  agg_slot *g = &a->slot[s];
+  uint32_t *p = &a->bucket[hash_of(a, g->job, g->group)];
+
+  while (*p != s) {
+    p = &a->slot[*p].hnext;
+  }
+  *p = g->hnext;
+  list_unlink(a, g->state == G_COMPLETE ? L_COMPLETE : L_COLLECTING, s);
+  mark(a, s, g->nblocks, true);
+  a->job[g->job].held -= g->nblocks;
+  a->st.aggs_used -= g->nblocks;
+  g->state = G_FREE;
+  g->gen++;
+}
+
+/* Adds the contribution |payload| of |rank| into the group at |s|. */
+static void group_add(dlcp_agg *a, uint32_t s, uint8_t rank,
+                      const uint8_t *payload, uint8_t ecn, dlcp_tstamp now) {
+  agg_slot *g = &a->slot[s];
+  size_t n = (size_t)g->nblocks * a->cfg.block_elems;
+  uint32_t *sum = a->sum + (size_t)s * a->cfg.block_elems;
+
+  if (g->seen == 0) {
+    le_copy_in(sum, payload, n);
+  } else {
+    le_add_in(sum, payload, n);
+  }
+  g->seen |= UINT64_C(1) << rank;
+  g->ecn |= ecn;
+  g->touched = now;
+  a->st.contrib++;
+  a->st.contrib_bytes += 4u * n;
+  list_unlink(a, L_COLLECTING, s);
+  if (g->seen != all_workers(g->world)) {
+    list_append(a, L_COLLECTING, s);
+    return;
+  }
+  g->state = G_COMPLETE;
+  list_append(a, L_COMPLETE, s);
+  for (uint32_t r = 0; r < g->world; r++) {
+    queue_result(a, s, (uint8_t)r, false);
+  }
+}
+
+/* ---- packets in ------------------------------------------------------- */
+
+static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
+  uint32_t s = group_find(a, jslot, h->group);
+  agg_slot *g;
+
+  if (s == NONE || a->slot[s].state != G_COMPLETE) {
+    a->st.stale_acks++;
+    return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  g = &a->slot[s];
+  g->acked |= UINT64_C(1) << h->rank;
+  a->st.acks++;
+  if (g->acked == all_workers(g->world)) {
+    group_free(a, s);
+    a->st.freed++;
+  }
+  return 0;
+}
+
+static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                      const uint8_t *payload, uint8_t ecn, uint64_t addr,
+                      dlcp_tstamp now) {
+  agg_job *j = &a->job[jslot];
+  uint64_t bit = UINT64_C(1) << h->rank;
+  uint32_t s;
+  int v;
+
+  if ((int32_t)(h->group - j->base) < 0) {
+    a->st.nacked++;
+    queue_nack(a, h, addr, DLCP_AGG_NACK_GONE);
+    return 0;
+  }
+  if (h->group - j->base >= a->cfg.window_groups) {
+    a->st.nacked++;
+    queue_nack(a, h, addr, DLCP_AGG_NACK_AHEAD);
+    return 0;
+  }
+  s = group_find(a, jslot, h->group);
+  if (s != NONE) {
+    agg_slot *g = &a->slot[s];
+
+    if (g->nblocks != h->nblocks) {
+      a->st.malformed++;
+      return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    if ((g->seen & bit) == 0) {
+      group_add(a, s, h->rank, payload, ecn, now);
+      return 0;
+    }
+    a->st.duplicates++;
+    if (g->state == G_COMPLETE && (g->acked & bit) == 0) {
+      queue_result(a, s, h->rank, true); /* its result was lost */
+      return 0;
+    }
+    return DLCP_ERR_DUPLICATE;
+  }
+  v = verdict_get(a, j, h->group);
+  if (v != V_UNDECIDED) {
+    a->st.nacked++;
+    queue_nack(a, h, addr,
+               v == V_RING ? DLCP_AGG_NACK_RING : DLCP_AGG_NACK_GONE);
+    return 0;
+  }
+  s = group_claim(a, jslot, h, now);
+  if (s == NONE) {
+    a->st.claim_failures++;
+    a->st.nacked++;
+    if ((h->flags & DLCP_AGG_FLAG_RING) != 0) {
+      verdict_set(a, j, h->group, V_RING);
+      a->st.ring_verdicts++;
+      queue_nack(a, h, addr, DLCP_AGG_NACK_RING);
+    } else {
+      queue_nack(a, h, addr, DLCP_AGG_NACK_BUSY);
+    }
+    return 0;
+  }
+  verdict_set(a, j, h->group, V_INA);
+  group_add(a, s, h->rank, payload, ecn, now);
+  return 0;
+}
+
+int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
+                       uint8_t ecn, uint64_t addr, dlcp_tstamp now) {
+  dlcp_agg_hdr h;
+  const uint8_t *payload;
+  uint32_t jslot;
+  agg_job *j;
+  int rv;
+
+  a->st.packets++;
+  rv = dlcp_agg_decode(&h, &payload, buf, len);
+  if (rv == 0 && h.type != DLCP_AGG_CONTRIB && h.type != DLCP_AGG_ACK) {
+    rv = DLCP_ERR_BAD_TYPE;
+  }
+  if (rv != 0) {
+    a->st.malformed++;
+    return rv;
+  }
+  jslot = job_find(a, h.job);
+  if (jslot != NONE && a->job[jslot].token != h.token) {
+    a->st.foreign++;
+    return DLCP_ERR_FOREIGN_JOB;
+  }
+  if (h.elems != a->cfg.block_elems ||
+      (jslot != NONE && a->job[jslot].world != h.world)) {
+    a->st.nacked++;
+    queue_nack(a, &h, addr, DLCP_AGG_NACK_CONFIG);
+    return 0;
+  }
+  if (jslot == NONE) {
+    if (h.type == DLCP_AGG_ACK) {
+      a->st.stale_acks++;
+      return DLCP_ERR_UNKNOWN_TRANSFER;
+    }
+    jslot = job_start(a, &h, now);
+    if (jslot == NONE) {
+      a->st.nacked++;
+      queue_nack(a, &h, addr, DLCP_AGG_NACK_NO_JOB);
+      return 0;
+    }
+  }
+  j = &a->job[jslot];
+  j->touched = now;
+  j->addr[h.rank] = addr;
+  job_set_low(a, j, h.rank, h.low);
+  if (h.type == DLCP_AGG_ACK) {
+    return on_ack(a, jslot, &h);
+  }
+  return on_contrib(a, jslot, &h, payload, (uint8_t)(ecn & 3u), addr, now);
+}
+
+/* ---- timers ----------------------------------------------------------- */
+
+void dlcp_agg_on_timer(dlcp_agg *a, dlcp_tstamp now) {
+  uint32_t s;
+
+  while ((s = a->thead[L_COLLECTING]) != NONE &&
+         a->slot[s].touched + a->cfg.lease_ns <= now) {
+    group_free(a, s);
+    a->st.reclaimed++;
+  }
+  while ((s = a->thead[L_COMPLETE]) != NONE &&
+         a->slot[s].touched + a->cfg.resend_ns <= now) {
+    agg_slot *g = &a->slot[s];
+
+    if (g->resends >= a->cfg.max_resends) {
+      group_free(a, s);
+      a->st.abandoned++;
+      continue;
+    }
+    g->resends++;
+    g->touched = now;
+    list_unlink(a, L_COMPLETE, s);
+    list_append(a, L_COMPLETE, s);
+    for (uint32_t r = 0; r < g->world; r++) {
+      if ((g->acked & (UINT64_C(1) << r)) == 0) {
+        queue_result(a, s, (uint8_t)r, true);
+      }
+    }
+  }
+  for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
+    agg_job *j = &a->job[i];
+
+    if (j->active && j->held == 0 && j->touched + a->cfg.lease_ns <= now) {
+      j->active = false;
+      a->st.jobs_expired++;
+      a->st.jobs_active--;
+    }
+  }
+}
+
+dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a) {
+  dlcp_tstamp t = DLCP_TSTAMP_NEVER;
+
+  if (a->thead[L_COLLECTING] != NONE) {
+    t = a->slot[a->thead[L_COLLECTING]].touched + a->cfg.lease_ns;
+  }
+  if (a->thead[L_COMPLETE] != NONE) {
+    dlcp_tstamp c = a->slot[a->thead[L_COMPLETE]].touched + a->cfg.resend_ns;
+
+    t = c < t ? c : t;
+  }
+  if (a->st.jobs_active > 0) {
+    for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
+      const agg_job *j = &a->job[i];
+
+      if (j->active && j->held == 0 && j->touched + a->cfg.lease_ns < t) {
+        t = j->touched + a->cfg.lease_ns;
+      }
+    }
+  }
+  return t;
+}
+
+/* ---- actions out ------------------------------------------------------ */
+
+static uint16_t cap_per_job(const dlcp_agg *a) {
+  uint32_t free_ = a->naggs - a->st.aggs_used;
+  uint32_t c = free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
+
+  return (uint16_t)(c > UINT16_MAX ? UINT16_MAX : c);
+}
+
+int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
+                  size_t buflen, dlcp_tstamp now) {
+  (void)now;
+  while (a->ocount > 0) {
+    const agg_out *o = &a->out[a->ohead];
+    dlcp_agg_hdr h = {o->type, o->job_id, o->token, o->group, 0, o->rank,
+                      o->world, o->nblocks, 0,
+                      (uint16_t)a->cfg.block_elems, o->reason};
+    const agg_slot *g = NULL;
+    size_t len;
+
+    if (o->type == DLCP_AGG_RESULT) {
+      g = &a->slot[o->slot];
+      if (g->gen != o->gen || g->state != G_COMPLETE ||
+          (g->acked & (UINT64_C(1) << o->rank)) != 0) {
+        a->ohead = (a->ohead + 1u) % a->cfg.out_queue; /* no longer due */
+        a->ocount--;
+        continue;
+      }
+      h.flags = g->ecn;
+      h.aux = cap_per_job(a);
+      h.rank = o->rank;
+    }
+    len = DLCP_AGG_HDR_LEN + dlcp_agg_payload_len(&h);
+    if (buflen < len) {
+      return DLCP_ERR_BUFFER_TOO_SMALL;
+    }
+    if (dlcp_agg_hdr_encode(buf, buflen, &h) < 0) {
+      return DLCP_ERR_INTERNAL;
+    }
+    if (g != NULL) {
+      const uint32_t *sum = a->sum + (size_t)o->slot * a->cfg.block_elems;
+      size_t n = (size_t)g->nblocks * a->cfg.block_elems;
+      le_copy_out(buf + DLCP_AGG_HDR_LEN, sum, n);
+      a->st.results_sent++;
+      a->st.resent += o->reason;
+    } else {
+      a->st.nacks_sent++;
+    }
+    out->addr = o->addr;
+    out->len = len;
+    out->ecn = g != NULL ? g->ecn : 0;
+    a->ohead = (a->ohead + 1u) % a->cfg.out_queue;
+    a->ocount--;
+    return 1;
+  }
+  return 0;
+}
+
+void dlcp_agg_get_stats(const dlcp_agg *a, dlcp_agg_stats *st) {
+  *st = a->st;
+}
+
+/* ---- config and life cycle -------------------------------------------- */
+
+void dlcp_agg_config_default(dlcp_agg_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->mem_bytes = 1u << 20;
+  cfg->block_elems = DLCP_AGG_DEFAULT_BLOCK_ELEMS;
+  cfg->max_jobs = 64;
+  cfg->window_groups = 4096;
+  cfg->policy = DLCP_AGG_SHARED;
+  cfg->static_parts = 1;
+  cfg->resend_ns = 5000000;
+  cfg->max_resends = 1000;
+  cfg->lease_ns = UINT64_C(10000000000);
+  cfg->out_queue = 4096;
+}
+
+static int config_check(const dlcp_agg_config *c) {
+  uint64_t naggs;
+
+  if (c->block_elems == 0 || c->block_elems > DLCP_AGG_MAX_BLOCK_ELEMS ||
+      c->max_jobs == 0 || c->max_jobs > 65536 || c->window_groups < 64 ||
+      (c->window_groups & (c->window_groups - 1u)) != 0 ||
+      c->window_groups > (1u << 24) || c->out_queue == 0 ||
+      c->out_queue > (1u << 24) || c->resend_ns == 0 || c->lease_ns == 0 ||
+      (c->policy != DLCP_AGG_SHARED && c->policy != DLCP_AGG_STATIC) ||
+      (c->policy == DLCP_AGG_STATIC &&
+       (c->static_parts == 0 || c->static_parts > c->max_jobs))) {
+    return DLCP_ERR_CONFIG;
+  }
+  naggs = c->mem_bytes / (4u * (uint64_t)c->block_elems);
+  if (naggs == 0 || naggs >= (1u << 30) ||
+      (c->policy == DLCP_AGG_STATIC && naggs < c->static_parts)) {
+    return DLCP_ERR_CONFIG;
+  }
+  return 0;
+}
+
+void dlcp_agg_del(dlcp_agg *a) {
+  if (a == NULL) {
+    return;
+  }
+  a->mem->free(a->sum, a->mem->user);
+  a->mem->free(a->slot, a->mem->user);
+  a->mem->free(a->freemap, a->mem->user);
+  a->mem->free(a->bucket, a->mem->user);
+  a->mem->free(a->job, a->mem->user);
+  a->mem->free(a->verdicts, a->mem->user);
+  a->mem->free(a->out, a->mem->user);
+  a->mem->free(a, a->mem->user);
+}
+
+int dlcp_agg_new(dlcp_agg **pa, const dlcp_agg_config *cfg,
+                 const dlcp_mem *mem, dlcp_tstamp now) {
+  dlcp_agg *a;
+  uint32_t nb = 1;
+  size_t vbytes;
+  int rv = config_check(cfg);
+
+  (void)now;
+  if (rv != 0) {
+    return rv;
+  }
+  mem = mem != NULL ? mem : dlcp_mem_default();
+  a = mem->calloc(1, sizeof(*a), mem->user);
+  if (a == NULL) {
+    return DLCP_ERR_NOMEM;
+  }
+  a->mem = mem;
+  a->cfg = *cfg;
+  a->naggs = (uint32_t)(cfg->mem_bytes / (4u * (uint64_t)cfg->block_elems));
+  while (nb < a->naggs) {
+    nb <<= 1;
+  }
+  a->bmask = nb - 1u;
+  vbytes = (size_t)cfg->window_groups / 4u;
+  a->sum = mem->malloc((size_t)a->naggs * cfg->block_elems * 4u, mem->user);
+  a->slot = mem->calloc(a->naggs, sizeof(*a->slot), mem->user);
+  a->freemap = mem->calloc((a->naggs + 63u) / 64u, 8u, mem->user);
+  a->bucket = mem->malloc((size_t)nb * 4u, mem->user);
+  a->job = mem->calloc(cfg->max_jobs, sizeof(*a->job), mem->user);
+  a->verdicts = mem->calloc(cfg->max_jobs, vbytes, mem->user);
+  a->out = mem->malloc((size_t)cfg->out_queue * sizeof(*a->out), mem->user);
+  if (a->sum == NULL || a->slot == NULL || a->freemap == NULL ||
+      a->bucket == NULL || a->job == NULL || a->verdicts == NULL ||
+      a->out == NULL) {
+    dlcp_agg_del(a);
+    return DLCP_ERR_NOMEM;
+  }
+  memset(a->bucket, 0xFF, (size_t)nb * 4u);
+  mark(a, 0, a->naggs, true);
+  for (uint32_t i = 0; i < a->naggs; i++) {
+    a->slot[i].tprev = a->slot[i].tnext = a->slot[i].hnext = NONE;
+  }
+  for (uint32_t i = 0; i < cfg->max_jobs; i++) {
+    a->job[i].verdict = a->verdicts + (size_t)i * vbytes;
+  }
+  a->thead[0] = a->thead[1] = a->ttail[0] = a->ttail[1] = NONE;
+  a->st.aggs_total = a->naggs;
+  *pa = a;
+  return 0;
+}

@@ -1,0 +1,298 @@
+/*
+ * agg_rt_test.c: dlcp_allreduce with algorithms INA and RA_INA through
+ * dlcp-switch, real processes on loopback.  A dlcp-switch is started (tests/support/switchd);
+ * each case forks one process per rank; they join a communicator and run
+ * a sequence of INA and RA-INA all-reduces (FLOAT32 and INT32, SUM and
+ * AVG, in place and out of place, counts 0, 1 and odd; worlds 2, 3, 5, 8), checking
+ * every element against the exact result: bit for bit for INT32, within
+ * the documented scaling bound for FLOAT32 (every rank can generate every
+ * rank's input, so it knows the exact sum and the agreed exponents).  A
+ * small switch pool makes RA-INA send groups through the ring.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "coll/ina.h"
+#include "dlcp/dlcp.h"
+#include "proto/rng.h"
+#include "rt/errbuf.h"
+#include "rt/net.h"
+#include "switchd.h"
+
+#define MAX_RANKS 8
+
+typedef struct report {
+  int checks, wrong, ring_used;
+  char error[256];
+} report;
+
+static void gen(uint32_t rank, uint32_t op, uint64_t count, dlcp_dtype dt,
+                void *x) {
+  dlcp_rng rng;
+
+  dlcp_rng_seed(&rng, op * 977u + rank);
+  for (uint64_t i = 0; i < count; i++) {
+    if (dt == DLCP_INT32) {
+      ((int32_t *)x)[i] = (int32_t)(uint32_t)dlcp_rng_next(&rng);
+    } else {
+      ((float *)x)[i] = (float)ldexp(dlcp_rng_unit(&rng) * 2 - 1,
+                                     (int)dlcp_rng_below(&rng, 12) - 6);
+    }
+  }
+}
+
+/* Checks |out| of op |k| against every rank's generated input. */
+static bool check(uint32_t world, uint32_t k, uint64_t count, dlcp_dtype dt,
+                  dlcp_redop op, bool ra, const void *out, report *rep) {
+  uint32_t ge = 64u * (ra ? world : 4u);
+  uint32_t ng = dlcp_ina_ngroups(count, 64, ra ? world : 4u);
+  void *x = malloc(4 * count + 4);
+  double *exact = calloc(count + 1, sizeof(double));
+  uint32_t *isum = calloc(count + 1, sizeof(uint32_t));
+  int32_t *exps = malloc(4u * (ng + 1u)), *loc = malloc(4u * (ng + 1u));
+  bool ok = true;
+
+  for (uint32_t g = 0; g < ng; g++) {
+    exps[g] = DLCP_INA_EXP_ZERO;
+  }
+  for (uint32_t r = 0; r < world; r++) {
+    gen(r, k, count, dt, x);
+    for (uint64_t i = 0; i < count; i++) {
+      if (dt == DLCP_INT32) {
+        isum[i] += (uint32_t)((int32_t *)x)[i];
+      } else {
+        exact[i] += ((float *)x)[i];
+      }
+    }
+    if (dt == DLCP_FLOAT32) {
+      (void)dlcp_ina_exponents(x, count, ge, loc);
+      for (uint32_t g = 0; g < ng; g++) {
+        exps[g] = loc[g] > exps[g] ? loc[g] : exps[g];
+      }
+    }
+  }
+  for (uint64_t i = 0; i < count && ok; i++) {
+    if (dt == DLCP_INT32) {
+      int32_t want = (int32_t)isum[i];
+
+      want = op == DLCP_AVG ? want / (int32_t)world : want;
+      ok = ((const int32_t *)out)[i] == want;
+    } else {
+      double div = op == DLCP_AVG ? world : 1;
+      /* the scaling bound, the final rounding, and for ring groups the
+       * float sums of the ring (partials at most 2^6 * world) */
+      double bound = (dlcp_ina_error_bound(exps[i / ge], world) +
+                      ldexp(64.0 * world, -24) * world) /
+                     div;
+
+      ok = fabs(((const float *)out)[i] - exact[i] / div) <= bound;
+    }
+    if (!ok) {
+      snprintf(rep->error, sizeof(rep->error),
+               "op %u (%s %s%s) count %llu: element %llu wrong", k,
+               dt == DLCP_INT32 ? "int32" : "float32",
+               op == DLCP_AVG ? "avg" : "sum", ra ? " ra" : "",
+               (unsigned long long)count, (unsigned long long)i);
+    }
+  }
+  free(x);
+  free(exact);
+  free(isum);
+  free(exps);
+  free(loc);
+  return ok;
+}
+
+static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
+                     report *rep) {
+  dlcp_comm_config cfg;
+  dlcp_comm *comm;
+  char err[256];
+  const uint64_t counts[] = {0, 1, 1000 + world, 30011};
+  uint32_t k = 0;
+
+  dlcp_comm_config_default(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = world;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 20000;
+  cfg.rdzv_timeout_ms = 20000;
+  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0) {
+    snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
+    return 1;
+  }
+  for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+    for (int variant = 0; variant < 6; variant++, k++) {
+      uint64_t count = counts[c];
+      dlcp_dtype dt = variant % 2 ? DLCP_INT32 : DLCP_FLOAT32;
+      dlcp_redop op = variant == 2 || variant == 3 ? DLCP_AVG : DLCP_SUM;
+      bool ra = variant >= 4;
+      bool inplace = variant % 3 == 0;
+      void *in = malloc(4 * count + 4), *out = malloc(4 * count + 4);
+      dlcp_coll_info info;
+      dlcp_coll_opts o;
+      dlcp_request *req;
+      int rv;
+
+      gen(rank, k, count, dt, in);
+      if (inplace) {
+        memcpy(out, in, 4 * count);
+      }
+      dlcp_coll_opts_default(&o);
+      o.algo = ra ? DLCP_ALGO_RA_INA : DLCP_ALGO_INA;
+      rv = dlcp_allreduce(comm, inplace ? out : in, out, count, dt, op, &o,
+                          &req);
+      if (rv == 0) {
+        rv = dlcp_wait(req, -1, &info);
+        if (rv == 0 && (info.algo != o.algo ||
+                        strcmp(info.algo_name, ra ? "ra_ina" : "ina") != 0)) {
+          snprintf(info.error, sizeof(info.error), "reported %s",
+                   info.algo_name);
+          rv = -1;
+        }
+        dlcp_request_free(req);
+      }
+      if (rv != 0) {
+        snprintf(rep->error, sizeof(rep->error), "op %u: %.200s", k,
+                 info.error);
+        return 1;
+      }
+      rep->checks++;
+      if (!check(world, k, count, dt, op, ra, out, rep)) {
+        rep->wrong++;
+        return 1;
+      }
+      free(in);
+      free(out);
+    }
+  }
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static void run_world(uint32_t world, const char *mem) {
+  report *rep = mmap(NULL, sizeof(report) * MAX_RANKS,
+                     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                     0);
+  const char *args[] = {"--mem", mem, NULL};
+  switchd d;
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  pid_t pids[MAX_RANKS];
+  char sw[64];
+  const char *err;
+
+  assert_true(rep != MAP_FAILED);
+  memset(rep, 0, sizeof(report) * MAX_RANKS);
+  assert_int_equal(switchd_start(&d, args), 0);
+  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
+  setenv("DLCP_SWITCH", sw, 1);
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  for (uint32_t r = 0; r < world; r++) {
+    pids[r] = fork();
+    assert_true(pids[r] >= 0);
+    if (pids[r] == 0) {
+      _exit(rank_main(r, world, port, &rep[r]));
+    }
+  }
+  for (uint32_t r = 0; r < world; r++) {
+    int st;
+
+    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fail_msg("world %u rank %u exited with 0x%x: %s", world, r, st,
+               rep[r].error);
+    }
+    assert_int_equal(rep[r].checks, 24);
+  }
+  err = switchd_stop(&d);
+  assert_non_null(err);
+  if (mem[0] == '1' && mem[1] == '6') { /* the small pool */
+    assert_true(switchd_stat(err, "ring_verdicts") > 0);
+  }
+  assert_int_equal(switchd_stat(err, "foreign"), 0);
+  munmap(rep, sizeof(report) * MAX_RANKS);
+}
+
+static void test_worlds(void **state) {
+  (void)state;
+  static const uint32_t worlds[] = {2, 3, 5, 8};
+
+  for (size_t w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+    run_world(worlds[w], "4M");
+  }
+}
+
+/* 16 KiB: 64 aggregators, fewer than a window of RA-INA groups needs, so
+ * RA-INA sends groups through the ring and plain INA waits. */
+static void test_small_pool(void **state) {
+  (void)state;
+  run_world(4, "16K");
+}
+
+/* No switch listening: the operation fails naming it, never hangs; the
+ * simulator and the plan builders do not take INA. */
+static int ina_once(dlcp_comm *comm, dlcp_algo algo, dlcp_coll_info *info) {
+  float x[4] = {1, 2, 3, 4};
+  dlcp_coll_opts o;
+  dlcp_request *req;
+  int rv;
+
+  dlcp_coll_opts_default(&o);
+  o.algo = algo;
+  assert_int_equal(
+      dlcp_allreduce(comm, x, x, 4, DLCP_FLOAT32, DLCP_SUM, &o, &req), 0);
+  rv = dlcp_wait(req, -1, info);
+  dlcp_request_free(req);
+  return rv;
+}
+
+static void test_no_switch(void **state) {
+  dlcp_comm_config cfg;
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  char err[256];
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+
+  (void)state;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  dlcp_comm_config_default(&cfg);
+  cfg.world_size = 1;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 300;
+  assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
+  setenv("DLCP_SWITCH", "not-a-switch", 1);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  assert_non_null(strstr(info.error, "DLCP_SWITCH=not-a-switch"));
+  setenv("DLCP_SWITCH", "127.0.0.1:9", 1); /* discard: nobody answers */
+  assert_int_equal(ina_once(comm, DLCP_ALGO_RA_INA, &info), DLCP_ERR_TIMEOUT);
+  assert_non_null(strstr(info.error, "127.0.0.1:9"));
+  assert_string_equal(info.algo_name, "ra_ina");
+  dlcp_comm_destroy(comm);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_no_switch),
+      cmocka_unit_test(test_worlds),
+      cmocka_unit_test(test_small_pool),
+  };
+
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,895 @@
+/*
+ * agg_test.c: the INA wire format, the aggregation switch core (hand-built
+ * packets, literal times) and whole all-reduces of plain INA and RA-INA
+ * through the seeded in-memory star network (tests/support/inanet) with
+ * loss of every packet type, duplication, reordering, several jobs on one
+ * small pool and forged packets.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "coll/coll.h"
+#include "coll/ina.h"
+#include "collsim.h"
+#include "inanet.h"
+#include "proto/agg.h"
+#include "proto/rng.h"
+#include "wire/agg_wire.h"
+#include "wire/bytes.h"
+
+#define ELEMS 4u /* block size of the hand-built tests */
+#define BUF (DLCP_AGG_HDR_LEN + 4u * 255u * 256u)
+
+static uint8_t out_buf[BUF];
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static dlcp_agg_hdr hdr(uint8_t type, uint32_t group, uint8_t rank,
+                        uint8_t world, uint8_t nblocks) {
+  dlcp_agg_hdr h;
+
+  memset(&h, 0, sizeof(h));
+  h.type = type;
+  h.job = 7;
+  h.token = 0x1122334455667788u;
+  h.group = group;
+  h.rank = rank;
+  h.world = world;
+  h.nblocks = nblocks;
+  h.elems = ELEMS;
+  return h;
+}
+
+/* Encodes |h| with a payload of every element equal to |v|. */
+static size_t pkt(uint8_t *buf, const dlcp_agg_hdr *h, int32_t v) {
+  size_t n = dlcp_agg_payload_len(h) / 4u;
+
+  assert_int_equal(dlcp_agg_hdr_encode(buf, BUF, h), DLCP_AGG_HDR_LEN);
+  for (size_t i = 0; i < n; i++) {
+    dlcp_put_u32(buf + DLCP_AGG_HDR_LEN + 4u * i, (uint32_t)v);
+  }
+  return DLCP_AGG_HDR_LEN + 4u * n;
+}
+
+static int contrib(dlcp_agg *a, uint32_t group, uint8_t rank, uint8_t world,
+                   uint8_t nblocks, uint8_t flags, int32_t v, uint8_t ecn,
+                   dlcp_tstamp now) {
+  static uint8_t b[BUF];
+  dlcp_agg_hdr h = hdr(DLCP_AGG_CONTRIB, group, rank, world, nblocks);
+
+  h.flags = flags;
+  return dlcp_agg_on_packet(a, b, pkt(b, &h, v), ecn, 100u + rank, now);
+}
+
+static int ack(dlcp_agg *a, uint32_t group, uint8_t rank, uint8_t world,
+               dlcp_tstamp now) {
+  uint8_t b[DLCP_AGG_HDR_LEN];
+  dlcp_agg_hdr h = hdr(DLCP_AGG_ACK, group, rank, world, 1);
+
+  return dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 100u + rank, now);
+}
+
+/* Polls one datagram; returns its decoded header (type 0 if none). */
+static dlcp_agg_hdr poll1(dlcp_agg *a, dlcp_agg_send *s,
+                          const uint8_t **payload, dlcp_tstamp now) {
+  dlcp_agg_hdr h;
+
+  memset(&h, 0, sizeof(h));
+  if (dlcp_agg_poll(a, s, out_buf, sizeof(out_buf), now) == 1) {
+    assert_int_equal(dlcp_agg_decode(&h, payload, out_buf, s->len), 0);
+  }
+  return h;
+}
+
+static dlcp_agg *small_switch(uint32_t naggs, dlcp_agg_policy pol,
+                              uint32_t parts) {
+  dlcp_agg_config c;
+  dlcp_agg *a;
+
+  dlcp_agg_config_default(&c);
+  c.block_elems = ELEMS;
+  c.mem_bytes = naggs * 4u * ELEMS;
+  c.policy = pol;
+  c.static_parts = parts;
+  c.resend_ns = 1000;
+  c.lease_ns = 100000;
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
+  return a;
+}
+
+/* ---- wire -------------------------------------------------------------- */
+
+static void test_wire_roundtrip_and_rejects(void **state) {
+  uint8_t b[BUF];
+  dlcp_agg_hdr h = hdr(DLCP_AGG_CONTRIB, 5, 1, 3, 2), d;
+  const uint8_t *payload;
+  size_t len;
+
+  (void)state;
+  h.low = 4;
+  h.flags = DLCP_AGG_FLAG_RING | DLCP_AGG_FLAG_RETX;
+  len = pkt(b, &h, -3);
+  assert_int_equal(len, 32 + 2 * 4 * 4);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, len), 0);
+  /* field by field: the struct has padding */
+  assert_int_equal(d.type, h.type);
+  assert_int_equal(d.job, h.job);
+  assert_int_equal(d.token, h.token);
+  assert_int_equal(d.group, h.group);
+  assert_int_equal(d.low, h.low);
+  assert_int_equal(d.rank, h.rank);
+  assert_int_equal(d.world, h.world);
+  assert_int_equal(d.nblocks, h.nblocks);
+  assert_int_equal(d.flags, h.flags);
+  assert_int_equal(d.elems, h.elems);
+  assert_int_equal(d.aux, h.aux);
+  assert_ptr_equal(payload, b + 32);
+  assert_int_equal((int32_t)dlcp_get_u32(payload + 28), -3);
+  /* framing */
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 31), DLCP_ERR_TRUNCATED);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, len - 1),
+                   DLCP_ERR_TRUNCATED);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, len + 1),
+                   DLCP_ERR_BAD_LENGTH);
+  b[0] ^= 1;
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, len), DLCP_ERR_BAD_MAGIC);
+  b[0] ^= 1;
+  b[2] = 2;
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, len),
+                   DLCP_ERR_BAD_VERSION);
+  b[2] = 1;
+  b[3] = 9;
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, len), DLCP_ERR_BAD_TYPE);
+  b[3] = DLCP_AGG_CONTRIB;
+  /* fields */
+  h.rank = 3;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.rank = 1;
+  h.flags = 0x10;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.flags = DLCP_AGG_ECN_CE; /* a host never sets ECN bits in the header */
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h = hdr(DLCP_AGG_NACK, 1, 0, 1, 1);
+  h.aux = 0;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.aux = DLCP_AGG_NACK_NO_JOB + 1;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.aux = DLCP_AGG_NACK_RING;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_AGG_HDR_LEN);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32), 0);
+  assert_null(payload);
+  h = hdr(DLCP_AGG_RESULT, 1, 0, 1, 255);
+  h.elems = 65; /* 255 * 65 * 4 + 32 > 65507 */
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.elems = 64;
+  assert_int_equal(dlcp_agg_hdr_encode(b, 31, &h), DLCP_ERR_BUFFER_TOO_SMALL);
+}
+
+/* ---- the switch --------------------------------------------------------- */
+
+static void test_switch_sum_result_ack_free(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_hdr r;
+  dlcp_agg_stats st;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 5, 0, 100), 0);
+  assert_int_equal(poll1(a, &s, &p, 100).type, 0); /* nothing yet */
+  /* a duplicate of an incomplete group is not added twice */
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 5, 0, 101), DLCP_ERR_DUPLICATE);
+  assert_int_equal(contrib(a, 0, 1, 2, 2, 0, -7, DLCP_AGG_ECN_CE, 102), 0);
+  for (uint8_t rank = 0; rank < 2; rank++) {
+    r = poll1(a, &s, &p, 102);
+    assert_int_equal(r.type, DLCP_AGG_RESULT);
+    assert_int_equal(r.rank, rank);
+    assert_int_equal(s.addr, 100u + rank);
+    assert_int_equal(r.flags, DLCP_AGG_ECN_CE); /* the OR of both */
+    assert_int_equal(s.ecn, DLCP_AGG_ECN_CE);
+    assert_int_equal(r.aux, 6); /* 6 free aggregators, one job */
+    for (uint32_t i = 0; i < 2 * ELEMS; i++) {
+      assert_int_equal((int32_t)dlcp_get_u32(p + 4 * i), -2);
+    }
+  }
+  /* rank 1's result was lost: its re-sent contribution gets it again */
+  assert_int_equal(contrib(a, 0, 1, 2, 2, 0, -7, 0, 103), 0);
+  r = poll1(a, &s, &p, 103);
+  assert_int_equal(r.type, DLCP_AGG_RESULT);
+  assert_int_equal(r.rank, 1);
+  assert_int_equal((int32_t)dlcp_get_u32(p), -2);
+  assert_int_equal(ack(a, 0, 0, 2, 104), 0);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.aggs_used, 2);
+  assert_int_equal(ack(a, 0, 1, 2, 105), 0);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.aggs_used, 0);
+  assert_int_equal(st.freed, 1);
+  assert_int_equal(st.contrib, 2);
+  assert_int_equal(st.duplicates, 2);
+  assert_int_equal(st.results_sent, 3);
+  assert_int_equal(st.resent, 1);
+  /* a late ACK and a late contribution of the freed group */
+  assert_int_equal(ack(a, 0, 1, 2, 106), DLCP_ERR_UNKNOWN_TRANSFER);
+  assert_int_equal(contrib(a, 0, 1, 2, 2, 0, -7, 0, 107), 0);
+  r = poll1(a, &s, &p, 107);
+  assert_int_equal(r.type, DLCP_AGG_NACK);
+  assert_int_equal(r.aux, DLCP_AGG_NACK_GONE);
+  dlcp_agg_del(a);
+}
+
+static void test_switch_resend_timer_and_lease(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_stats st;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 1, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 0, 1, 2, 1, 0, 2, 0, 10), 0);
+  while (poll1(a, &s, &p, 10).type != 0) {
+  }
+  assert_int_equal(ack(a, 0, 0, 2, 20), 0);
+  assert_int_equal(dlcp_agg_next_deadline(a), 1010);
+  dlcp_agg_on_timer(a, 1009);
+  assert_int_equal(poll1(a, &s, &p, 1009).type, 0);
+  dlcp_agg_on_timer(a, 1010);
+  /* only rank 1, which never acknowledged, gets it again */
+  assert_int_equal(poll1(a, &s, &p, 1010).rank, 1);
+  assert_int_equal(poll1(a, &s, &p, 1010).type, 0);
+  /* an incomplete group is reclaimed after the lease */
+  assert_int_equal(contrib(a, 1, 0, 2, 1, 0, 1, 0, 2000), 0);
+  dlcp_agg_on_timer(a, 2000 + 100000);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.reclaimed, 1);
+  dlcp_agg_del(a);
+}
+
+static void test_switch_forged_and_config(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  uint8_t b[BUF];
+  dlcp_agg_hdr h = hdr(DLCP_AGG_CONTRIB, 0, 1, 2, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_stats st;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 1, 0, 1, 0, 0), 0);
+  h.token ^= 1; /* job 7's id with another token */
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 1000), 0, 9, 1),
+                   DLCP_ERR_FOREIGN_JOB);
+  h.type = DLCP_AGG_ACK;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 9, 1),
+                   DLCP_ERR_FOREIGN_JOB);
+  assert_int_equal(poll1(a, &s, &p, 1).type, 0); /* never answered */
+  /* a result sent to the switch, garbage */
+  h = hdr(DLCP_AGG_RESULT, 0, 0, 2, 1);
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 9, 1),
+                   DLCP_ERR_BAD_TYPE);
+  assert_int_equal(dlcp_agg_on_packet(a, b, 5, 0, 9, 1), DLCP_ERR_TRUNCATED);
+  /* another world for the same job, another block size: CONFIG */
+  assert_int_equal(contrib(a, 1, 0, 3, 1, 0, 1, 0, 2), 0);
+  assert_int_equal(poll1(a, &s, &p, 2).aux, DLCP_AGG_NACK_CONFIG);
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 1, 1);
+  h.job = 8;
+  h.elems = ELEMS + 1;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 9, 3), 0);
+  assert_int_equal(poll1(a, &s, &p, 3).aux, DLCP_AGG_NACK_CONFIG);
+  /* the honest rank 1 completes the group untouched by the forgeries */
+  assert_int_equal(contrib(a, 0, 1, 2, 1, 0, 2, 0, 4), 0);
+  assert_int_equal((int32_t)dlcp_get_u32(p = (poll1(a, &s, &p, 4), out_buf +
+                                                  DLCP_AGG_HDR_LEN)),
+                   3);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.foreign, 2);
+  assert_int_equal(st.malformed, 2);
+  assert_int_equal(st.packets, 8);
+  dlcp_agg_del(a);
+}
+
+/* With 3 aggregators, two groups of 2 blocks cannot both be held: the
+ * second gets BUSY (plain INA) or a ring verdict (RA-INA) that stays the
+ * same for every worker even after the pool frees up. */
+static void test_switch_claims_and_verdicts(void **state) {
+  dlcp_agg *a = small_switch(3, DLCP_AGG_SHARED, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_stats st;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 1), 0);
+  assert_int_equal(poll1(a, &s, &p, 1).aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(contrib(a, 1, 1, 2, 2, DLCP_AGG_FLAG_RING, 1, 0, 2), 0);
+  assert_int_equal(poll1(a, &s, &p, 2).aux, DLCP_AGG_NACK_RING);
+  /* group 0 completes and is freed */
+  assert_int_equal(contrib(a, 0, 1, 2, 2, 0, 1, 0, 3), 0);
+  while (poll1(a, &s, &p, 3).type != 0) {
+  }
+  assert_int_equal(ack(a, 0, 0, 2, 4), 0);
+  assert_int_equal(ack(a, 0, 1, 2, 4), 0);
+  /* the pool is free, but group 1's verdict stands */
+  assert_int_equal(contrib(a, 1, 0, 2, 2, DLCP_AGG_FLAG_RING, 1, 0, 5), 0);
+  assert_int_equal(poll1(a, &s, &p, 5).aux, DLCP_AGG_NACK_RING);
+  /* group 2 claims; a 4-block group can never fit */
+  assert_int_equal(contrib(a, 2, 0, 2, 2, DLCP_AGG_FLAG_RING, 1, 0, 6), 0);
+  assert_int_equal(poll1(a, &s, &p, 6).type, 0);
+  assert_int_equal(contrib(a, 3, 0, 2, 4, DLCP_AGG_FLAG_RING, 1, 0, 7), 0);
+  assert_int_equal(poll1(a, &s, &p, 7).aux, DLCP_AGG_NACK_RING);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.claims, 2);
+  assert_int_equal(st.claim_failures, 3);
+  assert_int_equal(st.ring_verdicts, 2);
+  /* low-water marks: once both workers are past group 4, everything
+   * below is stale */
+  {
+    uint8_t b[BUF];
+    dlcp_agg_hdr h = hdr(DLCP_AGG_ACK, 2, 0, 2, 2);
+
+    h.low = 5;
+    assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 100, 8),
+                     DLCP_ERR_UNKNOWN_TRANSFER);
+    h.rank = 1;
+    assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 101, 8),
+                     DLCP_ERR_UNKNOWN_TRANSFER);
+  }
+  assert_int_equal(contrib(a, 4, 0, 2, 1, 0, 1, 0, 9), 0);
+  assert_int_equal(poll1(a, &s, &p, 9).aux, DLCP_AGG_NACK_GONE);
+  assert_int_equal(contrib(a, 5 + 4096, 0, 2, 1, 0, 1, 0, 9), 0);
+  assert_int_equal(poll1(a, &s, &p, 9).aux, DLCP_AGG_NACK_AHEAD);
+  dlcp_agg_del(a);
+}
+
+static void test_switch_static_partitions(void **state) {
+  dlcp_agg *a = small_switch(4, DLCP_AGG_STATIC, 2);
+  uint8_t b[BUF];
+  dlcp_agg_hdr h;
+  dlcp_agg_send s;
+  const uint8_t *p;
+
+  (void)state;
+  /* job 7 owns aggregators 0-1: a second 2-block group does not fit */
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 1, 0, 2, 1, 0, 1, 0, 0), 0);
+  assert_int_equal(poll1(a, &s, &p, 0).aux, DLCP_AGG_NACK_BUSY);
+  /* job 8 gets its own partition although job 7 wants more */
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 1, 2);
+  h.job = 8;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 1), 0);
+  assert_int_equal(poll1(a, &s, &p, 1).type, DLCP_AGG_RESULT);
+  /* a third job finds no partition */
+  h.job = 9;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 51, 2), 0);
+  assert_int_equal(poll1(a, &s, &p, 2).aux, DLCP_AGG_NACK_NO_JOB);
+  dlcp_agg_del(a);
+}
+
+/* ---- whole all-reduces over the in-memory network ---------------------- */
+
+#define MAXW 8
+
+typedef struct job {
+  uint32_t id;
+  uint64_t token;
+  uint32_t world;
+  dlcp_ina_mode mode;
+  dlcp_dtype dtype;
+  dlcp_redop op;
+  uint64_t count;
+  uint32_t group_blocks;
+  uint32_t window;
+  uint32_t first_group;
+  dlcp_tstamp start;
+  void *in[MAXW], *out[MAXW];
+  int32_t *exps;
+  dlcp_ina *h[MAXW];
+  int host[MAXW];
+} job;
+
+static void job_init(job *j, uint32_t id, uint32_t world, dlcp_ina_mode mode,
+                     dlcp_dtype dtype, uint64_t count, uint64_t seed) {
+  dlcp_rng rng;
+  uint32_t ge;
+  uint32_t ng;
+
+  memset(j, 0, sizeof(*j));
+  j->id = id;
+  j->token = 0xABCDEF0000000000u + id;
+  j->world = world;
+  j->mode = mode;
+  j->dtype = dtype;
+  j->op = DLCP_SUM;
+  j->count = count;
+  j->group_blocks = mode == DLCP_INA_RING_FALLBACK ? world : 4;
+  j->window = 16;
+  ge = 64u * j->group_blocks;
+  ng = dlcp_ina_ngroups(count, 64, j->group_blocks);
+  dlcp_rng_seed(&rng, seed);
+  j->exps = calloc(ng + 1u, sizeof(int32_t));
+  for (uint32_t r = 0; r < world; r++) {
+    j->in[r] = malloc(4 * count + 4);
+    j->out[r] = malloc(4 * count + 4);
+    for (uint64_t i = 0; i < count; i++) {
+      if (dtype == DLCP_INT32) {
+        ((int32_t *)j->in[r])[i] = (int32_t)(uint32_t)dlcp_rng_next(&rng);
+      } else {
+        /* magnitudes spanning many binades, and some exact zeros */
+        double m = ldexp(dlcp_rng_unit(&rng) * 2 - 1,
+                         (int)dlcp_rng_below(&rng, 20) - 10);
+
+        ((float *)j->in[r])[i] = (i % 97 == 0) ? 0.0f : (float)m;
+      }
+    }
+  }
+  if (dtype == DLCP_FLOAT32) {
+    int32_t *loc = calloc(ng + 1u, sizeof(int32_t));
+
+    for (uint32_t g = 0; g < ng; g++) {
+      j->exps[g] = DLCP_INA_EXP_ZERO;
+    }
+    for (uint32_t r = 0; r < world; r++) {
+      assert_int_equal(dlcp_ina_exponents(j->in[r], count, ge, loc), 0);
+      for (uint32_t g = 0; g < ng; g++) {
+        j->exps[g] = loc[g] > j->exps[g] ? loc[g] : j->exps[g];
+      }
+    }
+    free(loc);
+  }
+}
+
+static void job_start(job *j, inanet *n) {
+  for (uint32_t r = 0; r < j->world; r++) {
+    dlcp_ina_params p;
+
+    dlcp_ina_params_default(&p);
+    p.job = j->id;
+    p.token = j->token;
+    p.rank = r;
+    p.world = j->world;
+    p.mode = j->mode;
+    p.dtype = j->dtype;
+    p.op = j->op;
+    p.sendbuf = j->in[r];
+    p.recvbuf = j->out[r];
+    p.count = j->count;
+    p.group_blocks = j->group_blocks;
+    p.window = j->window;
+    p.first_group = j->first_group;
+    p.rto_ns = 50000;
+    p.max_retx = 1000;
+    p.exps = j->exps;
+    assert_int_equal(dlcp_ina_new(&j->h[r], &p, NULL, 0), 0);
+    j->host[r] = inanet_add_host(n, j->h[r], j->id, j->token, j->start);
+    assert_true(j->host[r] >= 0);
+  }
+}
+
+/* Runs the ring part of RA-INA: every rank's ring groups, packed, through
+ * the real ring all-reduce state machine on the collective harness.  All
+ * ranks must agree on which groups those are. */
+static void job_ring_part(job *j) {
+  uint64_t n = dlcp_ina_ring_elems(j->h[0]);
+  void *buf[MAXW];
+  dlcp_coll *op[MAXW];
+  collsim_config cfg;
+  collsim *cs;
+
+  for (uint32_t r = 1; r < j->world; r++) {
+    assert_int_equal(dlcp_ina_ring_elems(j->h[r]), n);
+  }
+  if (n == 0) {
+    return;
+  }
+  collsim_config_default(&cfg);
+  cfg.world = j->world;
+  cs = collsim_new(&cfg);
+  assert_non_null(cs);
+  for (uint32_t r = 0; r < j->world; r++) {
+    dlcp_coll_params p;
+
+    buf[r] = malloc(4 * n);
+    dlcp_ina_ring_pack(j->h[r], buf[r]);
+    dlcp_coll_params_default(&p);
+    p.kind = DLCP_COLL_ALLREDUCE;
+    p.algo = DLCP_ALGO_RING;
+    p.rank = r;
+    p.world = j->world;
+    p.sendbuf = buf[r];
+    p.recvbuf = buf[r];
+    p.count = n;
+    p.dtype = j->dtype;
+    p.op = DLCP_SUM;
+    assert_int_equal(dlcp_coll_new(&op[r], &p, NULL, 0), 0);
+    collsim_set_op(cs, r, op[r]);
+  }
+  assert_int_equal(collsim_run(cs), 0);
+  for (uint32_t r = 0; r < j->world; r++) {
+    dlcp_ina_ring_unpack(j->h[r], buf[r]);
+    dlcp_coll_del(op[r]);
+    free(buf[r]);
+  }
+  collsim_del(cs);
+}
+
+/* Checks every rank's output against the exact sum: bit-exact for INT32,
+ * within the documented bound for FLOAT32 plus the final rounding to
+ * float.  The ring groups of RA-INA are float sums in ring order, whose
+ * error is bounded by (n - 1) roundings of partial sums of at most the
+ * sum of magnitudes: that term covers both. */
+static void job_check(const job *j) {
+  uint32_t ge = 64u * j->group_blocks;
+
+  for (uint64_t i = 0; i < j->count; i++) {
+    double exact = 0, mag = 0;
+    uint32_t isum = 0;
+
+    for (uint32_t r = 0; r < j->world; r++) {
+      if (j->dtype == DLCP_INT32) {
+        isum += (uint32_t)((const int32_t *)j->in[r])[i];
+      } else {
+        exact += ((const float *)j->in[r])[i];
+        mag += fabs(((const float *)j->in[r])[i]);
+      }
+    }
+    for (uint32_t r = 0; r < j->world; r++) {
+      if (j->dtype == DLCP_INT32) {
+        assert_int_equal(((const int32_t *)j->out[r])[i], (int32_t)isum);
+      } else {
+        double got = ((const float *)j->out[r])[i];
+        double bound = dlcp_ina_error_bound(j->exps[i / ge], j->world) +
+                       ldexp(mag, -24) * j->world;
+
+        if (fabs(got - exact) > bound) {
+          fail_msg("job %u rank %u elem %llu: %.9g vs exact %.9g (bound %g)",
+                   j->id, r, (unsigned long long)i, got, exact, bound);
+        }
+      }
+    }
+  }
+}
+
+static void job_free(job *j) {
+  for (uint32_t r = 0; r < j->world; r++) {
+    dlcp_ina_del(j->h[r]);
+    free(j->in[r]);
+    free(j->out[r]);
+  }
+  free(j->exps);
+}
+
+static dlcp_agg *net_switch(uint64_t mem_bytes, dlcp_agg_policy pol,
+                            uint32_t parts) {
+  dlcp_agg_config c;
+  dlcp_agg *a;
+
+  dlcp_agg_config_default(&c);
+  c.mem_bytes = mem_bytes;
+  c.policy = pol;
+  c.static_parts = parts;
+  c.resend_ns = 100000;
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
+  return a;
+}
+
+/* One job, |world| ranks, through a network with |cfg|'s faults. */
+static void run_one(const inanet_config *cfg, uint32_t world,
+                    dlcp_ina_mode mode, dlcp_dtype dtype, uint64_t count,
+                    uint64_t mem) {
+  dlcp_agg *sw = net_switch(mem, DLCP_AGG_SHARED, 1);
+  inanet *n = inanet_new(cfg, sw);
+  job j;
+  dlcp_agg_stats st;
+
+  job_init(&j, 1, world, mode, dtype, count, cfg->seed);
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), (int)world);
+  for (uint32_t r = 0; r < world; r++) {
+    assert_int_equal(inanet_host_status(n, j.host[r]), 0);
+  }
+  if (mode == DLCP_INA_RING_FALLBACK) {
+    job_ring_part(&j);
+  }
+  job_check(&j);
+  /* every aggregator comes back once the stray results are acknowledged */
+  (void)inanet_drain(n);
+  dlcp_agg_get_stats(sw, &st);
+  (void)st;
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
+static void test_ina_clean_worlds(void **state) {
+  inanet_config c;
+
+  (void)state;
+  inanet_config_default(&c);
+  for (uint32_t w = 1; w <= MAXW; w++) {
+    c.seed = w;
+    run_one(&c, w, DLCP_INA_WAIT, DLCP_FLOAT32, 3000 + w, 1u << 20);
+    run_one(&c, w, DLCP_INA_WAIT, DLCP_INT32, 777, 1u << 20);
+  }
+}
+
+/* Loss of each packet type in turn, then of all with duplication and
+ * reordering: still exact. */
+static void test_ina_loss_dup_reorder(void **state) {
+  inanet_config c;
+
+  (void)state;
+  for (int type = 1; type <= 4; type++) {
+    inanet_config_default(&c);
+    c.seed = 100u + (uint64_t)type;
+    c.loss[type] = 0.2;
+    /* NACKs only exist when the pool is short: 16 KiB for 4 ranks */
+    run_one(&c, 4, type == DLCP_AGG_NACK ? DLCP_INA_RING_FALLBACK
+                                         : DLCP_INA_WAIT,
+            DLCP_FLOAT32, 20000, type == DLCP_AGG_NACK ? 16384 : 1u << 20);
+    run_one(&c, 3, DLCP_INA_WAIT, DLCP_INT32, 5000,
+            type == DLCP_AGG_NACK ? 4096 : 1u << 20);
+  }
+  inanet_config_default(&c);
+  c.seed = 7;
+  for (int type = 1; type <= 4; type++) {
+    c.loss[type] = 0.1;
+  }
+  c.dup = 0.1;
+  c.jitter_ns = 20000;
+  run_one(&c, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 30000, 1u << 20);
+  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000);
+  run_one(&c, 8, DLCP_INA_WAIT, DLCP_INT32, 9000, 8192);
+}
+
+/* Drops exactly the first result to rank 1 and the first ACK of every
+ * group of rank 0: the duplicate-contribution and resend paths must both
+ * recover. */
+static bool drop_chosen(void *user, int from, int to, uint8_t type,
+                        uint32_t group, uint64_t index) {
+  uint64_t *seen = user;
+
+  (void)index;
+  if (type == DLCP_AGG_RESULT && to == 1 && (seen[0] & (1u << (group % 32)))
+      == 0) {
+    seen[0] |= 1u << (group % 32);
+    return false;
+  }
+  if (type == DLCP_AGG_ACK && from == 0 && (seen[1] & (1u << (group % 32)))
+      == 0) {
+    seen[1] |= 1u << (group % 32);
+    return false;
+  }
+  return true;
+}
+
+static void test_ina_chosen_losses(void **state) {
+  inanet_config c;
+  dlcp_agg *sw = net_switch(1u << 20, DLCP_AGG_SHARED, 1);
+  inanet *n;
+  job j;
+  uint64_t seen[2] = {0, 0};
+  dlcp_agg_stats st;
+
+  (void)state;
+  inanet_config_default(&c);
+  n = inanet_new(&c, sw);
+  inanet_set_filter(n, drop_chosen, seen);
+  job_init(&j, 3, 3, DLCP_INA_WAIT, DLCP_INT32, 64 * 4 * 20, 3);
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), 3);
+  job_check(&j);
+  (void)inanet_drain(n); /* resends after the end, answered by stray ACKs */
+  dlcp_agg_get_stats(sw, &st);
+  assert_int_equal(st.aggs_used, 0);
+  assert_true(st.resent >= 20);
+  assert_int_equal(st.freed, 20);
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
+/* ECN: marks on contributions come back OR-ed in the results. */
+static void test_ina_ecn(void **state) {
+  inanet_config c;
+  dlcp_agg *sw = net_switch(1u << 20, DLCP_AGG_SHARED, 1);
+  inanet *n;
+  job j;
+  dlcp_ina_result r0, r1;
+
+  (void)state;
+  inanet_config_default(&c);
+  c.ce = 0.05;
+  n = inanet_new(&c, sw);
+  job_init(&j, 4, 4, DLCP_INA_WAIT, DLCP_INT32, 64 * 4 * 100, 4);
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), 4);
+  job_check(&j);
+  dlcp_ina_get_result(j.h[0], &r0);
+  dlcp_ina_get_result(j.h[1], &r1);
+  /* P(a group of 4 contributions has a mark) = 1 - 0.95^4 = 0.185 */
+  assert_true(r0.ecn_marked > 5 && r0.ecn_marked < 40);
+  assert_int_equal(r0.ecn_marked, r1.ecn_marked); /* the same groups */
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
+/* Several jobs on a pool smaller than their demand: all exact, all
+ * finish; RA-INA never waits, plain INA waits its turn, static partitions
+ * isolate. */
+static void run_jobs(uint32_t njobs, dlcp_ina_mode mode, dlcp_agg_policy pol,
+                     uint64_t seed, uint32_t *ring_groups) {
+  inanet_config c;
+  /* 24 aggregators of 64: one 4-rank group needs 4, each job keeps up to
+   * 16 groups (64 aggregators) in flight */
+  dlcp_agg *sw = net_switch(24u * 256u, pol, njobs);
+  inanet *n;
+  job j[3];
+  dlcp_agg_stats st;
+
+  inanet_config_default(&c);
+  c.seed = seed;
+  c.loss[DLCP_AGG_CONTRIB] = 0.02;
+  c.loss[DLCP_AGG_RESULT] = 0.02;
+  c.jitter_ns = 3000;
+  n = inanet_new(&c, sw);
+  for (uint32_t k = 0; k < njobs; k++) {
+    job_init(&j[k], 10 + k, 4, mode, DLCP_FLOAT32, 40000 + 1000 * k,
+             seed + k);
+    j[k].start = 5000 * k;
+    job_start(&j[k], n);
+  }
+  assert_int_equal(inanet_run(n), (int)(4 * njobs));
+  for (uint32_t k = 0; k < njobs; k++) {
+    dlcp_ina_result r;
+
+    for (uint32_t q = 0; q < 4; q++) {
+      assert_int_equal(inanet_host_status(n, j[k].host[q]), 0);
+    }
+    if (mode == DLCP_INA_RING_FALLBACK) {
+      job_ring_part(&j[k]);
+    }
+    job_check(&j[k]);
+    dlcp_ina_get_result(j[k].h[0], &r);
+    ring_groups[k] = r.ring_groups;
+    assert_int_equal(r.ina_groups + r.ring_groups, r.ngroups);
+  }
+  (void)inanet_drain(n);
+  dlcp_agg_get_stats(sw, &st);
+  assert_int_equal(st.aggs_used, 0);
+  for (uint32_t k = 0; k < njobs; k++) {
+    job_free(&j[k]);
+  }
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
+static void test_jobs_share_small_pool(void **state) {
+  uint32_t ring[3];
+
+  (void)state;
+  for (uint32_t njobs = 2; njobs <= 3; njobs++) {
+    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_SHARED, 40 + njobs, ring);
+    for (uint32_t k = 0; k < njobs; k++) {
+      assert_true(ring[k] > 0); /* the pool was too small for everyone */
+    }
+    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_SHARED, 50 + njobs, ring);
+    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_STATIC, 60 + njobs, ring);
+    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_STATIC, 70 + njobs, ring);
+  }
+}
+
+/* A forged contribution of job 1 (right id, wrong token) injected in the
+ * middle of the run: rejected, counted, and the sums stay exact. */
+static void test_forged_packet_rejected(void **state) {
+  inanet_config c;
+  dlcp_agg *sw = net_switch(1u << 20, DLCP_AGG_SHARED, 1);
+  inanet *n;
+  job j;
+  uint8_t b[BUF];
+  dlcp_agg_hdr h;
+  dlcp_agg_stats st;
+
+  (void)state;
+  inanet_config_default(&c);
+  n = inanet_new(&c, sw);
+  job_init(&j, 1, 2, DLCP_INA_WAIT, DLCP_INT32, 64 * 4 * 50, 9);
+  job_start(&j, n);
+  memset(&h, 0, sizeof(h));
+  h.type = DLCP_AGG_CONTRIB;
+  h.job = 1;
+  h.token = 0xBAD;
+  h.world = 2;
+  h.nblocks = 4;
+  h.elems = 64;
+  for (uint32_t g = 0; g < 50; g += 7) {
+    size_t len;
+
+    h.group = g;
+    len = DLCP_AGG_HDR_LEN + 4u * 256u;
+    assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_AGG_HDR_LEN);
+    memset(b + DLCP_AGG_HDR_LEN, 0x11, len - DLCP_AGG_HDR_LEN);
+    assert_int_equal(inanet_inject(n, 0, b, len, 3000 + g * 100), 0);
+  }
+  assert_int_equal(inanet_run(n), 2);
+  job_check(&j);
+  dlcp_agg_get_stats(sw, &st);
+  assert_int_equal(st.foreign, 8);
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
+/* Consecutive operations of one job use consecutive group ranges; the
+ * switch's window follows them. */
+static void test_consecutive_operations(void **state) {
+  inanet_config c;
+  dlcp_agg *sw = net_switch(1u << 16, DLCP_AGG_SHARED, 1);
+  uint32_t first = 0;
+
+  (void)state;
+  inanet_config_default(&c);
+  for (int k = 0; k < 4; k++) {
+    inanet *n = inanet_new(&c, sw);
+    job j;
+
+    job_init(&j, 1, 4, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 64 * 4 * 3000,
+             (uint64_t)k);
+    j.first_group = first;
+    job_start(&j, n);
+    assert_int_equal(inanet_run(n), 4);
+    job_ring_part(&j);
+    job_check(&j);
+    first += dlcp_ina_ngroups(j.count, 64, 4);
+    job_free(&j);
+    inanet_del(n);
+  }
+  dlcp_agg_del(sw);
+}
+
+static void test_scaling_bound_and_bad_input(void **state) {
+  float x[130] = {0};
+  int32_t e[3]; /* 130 elements in groups of 64: 3 groups */
+
+  (void)state;
+  x[3] = 0.75f;
+  x[70] = -3.0f;
+  assert_int_equal(dlcp_ina_exponents(x, 130, 64, e), 0);
+  assert_int_equal(e[0], 0); /* 0.75 = 0.75 * 2^0 */
+  assert_int_equal(e[1], 2); /* 3 = 0.75 * 2^2 */
+  assert_int_equal(e[2], DLCP_INA_EXP_ZERO); /* elements 128, 129 */
+  /* n = 8, E = 0: s = 30 - 3 - 0 = 27, bound 8 * 2^-28 = 2^-25 */
+  assert_true(dlcp_ina_error_bound(0, 8) == ldexp(1, -25));
+  assert_true(dlcp_ina_error_bound(DLCP_INA_EXP_ZERO, 8) == 0);
+  x[5] = INFINITY;
+  assert_int_equal(dlcp_ina_exponents(x, 130, 64, e),
+                   DLCP_ERR_INVALID_ARGUMENT);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_wire_roundtrip_and_rejects),
+      cmocka_unit_test(test_switch_sum_result_ack_free),
+      cmocka_unit_test(test_switch_resend_timer_and_lease),
+      cmocka_unit_test(test_switch_forged_and_config),
+      cmocka_unit_test(test_switch_claims_and_verdicts),
+      cmocka_unit_test(test_switch_static_partitions),
+      cmocka_unit_test(test_scaling_bound_and_bad_input),
+      cmocka_unit_test(test_ina_clean_worlds),
+      cmocka_unit_test(test_ina_loss_dup_reorder),
+      cmocka_unit_test(test_ina_chosen_losses),
+      cmocka_unit_test(test_ina_ecn),
+      cmocka_unit_test(test_jobs_share_small_pool),
+      cmocka_unit_test(test_forged_packet_rejected),
+      cmocka_unit_test(test_consecutive_operations),
+  };
+
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

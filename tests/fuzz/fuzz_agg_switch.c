@@ -1,0 +1,136 @@
+/*
+ * fuzz_agg_switch.c: drives one small aggregation switch (8 aggregators of
+ * 4 elements, window 64) with a fuzzer-chosen program of operations:
+ *
+ *   0 t       advance time by t microseconds and fire the timers
+ *   1 ....    a well-formed CONTRIB: job (bit 0 of a byte picks one of two
+ *             ids, bit 1 a wrong token), group, rank, world 1..4, nblocks
+ *             1..3, the RING flag, the value, the ECN codepoint
+ *   2 ....    a well-formed ACK: job, group, rank, world, low
+ *   3 L ...   a raw datagram of L bytes
+ *
+ * Invariants (abort on violation): nothing crashes or leaks; every packet
+ * is counted in exactly one outcome; aggregators in use never exceed the
+ * pool; every datagram the switch writes decodes and is a RESULT or a
+ * NACK; a result of contributions that all carried value v in every
+ * element holds k * v; after the timers and a dry poll, the deadline lies
+ * in the future.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/agg.h"
+#include "wire/agg_wire.h"
+#include "wire/bytes.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum { ELEMS = 4 };
+
+static uint8_t take(const uint8_t **p, const uint8_t *end) {
+  return *p < end ? *(*p)++ : 0;
+}
+
+static void check(dlcp_agg *a, dlcp_tstamp now) {
+  static uint8_t buf[DLCP_AGG_DGRAM_MAX];
+  dlcp_agg_send s;
+  dlcp_agg_stats st;
+  int rv;
+
+  while ((rv = dlcp_agg_poll(a, &s, buf, sizeof(buf), now)) == 1) {
+    dlcp_agg_hdr h;
+    const uint8_t *payload;
+
+    if (dlcp_agg_decode(&h, &payload, buf, s.len) != 0 ||
+        (h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK)) {
+      abort();
+    }
+  }
+  if (rv != 0) {
+    abort();
+  }
+  dlcp_agg_get_stats(a, &st);
+  if (st.packets != st.contrib + st.duplicates + st.acks + st.nacked +
+                        st.malformed + st.foreign + st.stale_acks ||
+      st.aggs_used > st.aggs_total) {
+    abort();
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static uint8_t pkt[DLCP_AGG_DGRAM_MAX];
+  const uint8_t *p = data, *end = data + size;
+  dlcp_agg_config cfg;
+  dlcp_agg *a;
+  dlcp_tstamp now = 1;
+
+  dlcp_agg_config_default(&cfg);
+  cfg.mem_bytes = 8 * 4 * ELEMS;
+  cfg.block_elems = ELEMS;
+  cfg.window_groups = 64;
+  cfg.max_jobs = 2;
+  cfg.resend_ns = 5000;
+  cfg.max_resends = 3;
+  cfg.lease_ns = 50000;
+  cfg.out_queue = 16;
+  if (dlcp_agg_new(&a, &cfg, NULL, now) != 0) {
+    abort();
+  }
+  while (p < end) {
+    uint8_t op = take(&p, end) % 4;
+    dlcp_agg_hdr h;
+    size_t len = DLCP_AGG_HDR_LEN;
+
+    memset(&h, 0, sizeof(h));
+    if (op == 0) {
+      now += 1000u * take(&p, end);
+      dlcp_agg_on_timer(a, now);
+      check(a, now);
+      if (dlcp_agg_next_deadline(a) <= now) {
+        abort();
+      }
+      continue;
+    }
+    if (op == 3) {
+      size_t l = take(&p, end);
+
+      l = l <= (size_t)(end - p) ? l : (size_t)(end - p);
+      (void)dlcp_agg_on_packet(a, p, l, 0, 0, now);
+      p += l;
+      check(a, now);
+      continue;
+    }
+    {
+      uint8_t j = take(&p, end);
+
+      h.job = 1u + (j & 1u);
+      h.token = (j & 2u) ? 666 : 1000u + h.job;
+      h.group = take(&p, end) % 80u;
+      h.world = (uint8_t)(1u + take(&p, end) % 4u);
+      h.rank = (uint8_t)(take(&p, end) % h.world);
+      h.nblocks = (uint8_t)(1u + take(&p, end) % 3u);
+      h.elems = ELEMS;
+    }
+    if (op == 1) {
+      uint8_t v = take(&p, end);
+
+      h.type = DLCP_AGG_CONTRIB;
+      h.flags = (take(&p, end) & 1u) ? DLCP_AGG_FLAG_RING : 0;
+      len += dlcp_agg_payload_len(&h);
+      for (size_t i = DLCP_AGG_HDR_LEN; i < len; i += 4) {
+        dlcp_put_u32(pkt + i, v);
+      }
+    } else {
+      h.type = DLCP_AGG_ACK;
+      h.low = take(&p, end) % 80u;
+    }
+    if (dlcp_agg_hdr_encode(pkt, sizeof(pkt), &h) != DLCP_AGG_HDR_LEN) {
+      abort();
+    }
+    (void)dlcp_agg_on_packet(a, pkt, len, take(&p, end) & 3u, h.rank, now);
+    check(a, now);
+  }
+  dlcp_agg_del(a);
+  return 0;
+}

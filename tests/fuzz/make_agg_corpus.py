@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the INA libFuzzer targets (fuzz_agg,
+fuzz_agg_switch) in tests/fuzz/corpus/.
+
+The messages are built here from the layout in src/wire/agg_wire.h,
+independently of the C encoder; the output is deterministic.
+
+Usage: tests/fuzz/make_agg_corpus.py [CORPUS_DIR]
+"""
+import os
+import shutil
+import struct
+import sys
+
+MAGIC = 0xD1CA
+CONTRIB, RESULT, ACK, NACK = 1, 2, 3, 4
+
+
+def hdr(mtype, job=7, token=0x1122334455667788, group=0, low=0, rank=0,
+        world=2, nblocks=1, flags=0, elems=64, aux=0, version=1):
+    return struct.pack("<HBBIQIIBBBBHH", MAGIC, version, mtype, job, token,
+                       group, low, rank, world, nblocks, flags, elems, aux)
+
+
+def contrib(nblocks=1, elems=64, value=1, **kw):
+    return (hdr(CONTRIB, nblocks=nblocks, elems=elems, **kw) +
+            struct.pack("<i", value) * (nblocks * elems))
+
+
+def result(nblocks=1, elems=64, value=2, **kw):
+    return (hdr(RESULT, nblocks=nblocks, elems=elems, **kw) +
+            struct.pack("<i", value) * (nblocks * elems))
+
+
+def corpora():
+    c = {}
+    c["agg"] = {
+        "contrib": contrib(),
+        "contrib_ra": contrib(nblocks=4, world=4, rank=3, flags=0x0C,
+                              group=9, low=5),
+        "result_ce": result(flags=3, aux=100),
+        "ack": hdr(ACK, group=3, low=4),
+        "nack_ring": hdr(NACK, aux=1),
+        "nack_bad_reason": hdr(NACK, aux=7),
+        "max": contrib(nblocks=255, elems=64),
+        "too_big": hdr(CONTRIB, nblocks=255, elems=65),
+        "short_payload": contrib()[:-1],
+        "long": contrib() + b"\x00",
+        "rank_ge_world": contrib(rank=2),
+        "bad_version": hdr(ACK, version=2),
+        "contrib_ecn": hdr(CONTRIB, flags=1, elems=1) + b"\x00" * 4,
+    }
+    # fuzz_agg_switch programs (see its header comment)
+    c["agg_switch"] = {
+        "two_ranks": bytes([1, 0, 3, 1, 0, 1, 5, 0, 0,
+                            1, 0, 3, 1, 1, 1, 7, 0, 3,
+                            2, 0, 3, 1, 0, 1, 4, 0,
+                            0, 10, 2, 0, 3, 1, 1, 1, 4, 0]),
+        "pool_full": bytes([1, 0, 1, 1, 0, 2, 1, 1, 0] * 6 +
+                           [1, 1, 9, 1, 0, 2, 1, 1, 0, 0, 255]),
+        "forged": bytes([1, 0, 2, 1, 0, 0, 1, 0, 0,
+                         1, 2, 2, 1, 1, 0, 1, 0, 0]),
+        "raw": bytes([3, 32]) + hdr(ACK, job=1, token=1001, world=2),
+    }
+    return c
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus")
+    for target, files in sorted(corpora().items()):
+        d = os.path.join(root, target)
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        for name, blob in sorted(files.items()):
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(blob)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,616 @@
+/*
+ * dlcp-switch: the software aggregation switch daemon (UDP).  It runs the
+ * sans-I/O core src/proto/agg, one instance per worker thread.
+ *
+ *   dlcp-switch [--bind ADDR] [--port N] [--threads T] [--mem BYTES]
+ *               [--block-elems N] [--policy shared|static]
+ *               [--static-parts N] [--max-jobs N] [--resend-us N]
+ *               [--lease-s N] [--batch N] [--stats-s N]
+ *
+ * Sharding.  Every thread owns its own socket, bound with SO_REUSEPORT to
+ * the same address, and its own aggregator pool (--mem divided by T).  A
+ * classic BPF program attached to the reuseport group picks the socket by
+ * the low byte of the packet's group index (byte 16 of the UDP payload)
+ * modulo T, so all packets of one group (contributions and ACKs) reach the
+ * thread that holds its aggregators, and threads never share state.
+ *
+ * The loop of a thread: wait (poll) until a datagram arrives or the core's
+ * deadline passes, read a batch with recvmmsg (the ECN codepoint of each
+ * from IP_RECVTOS), hand each to the core, fire its timers, and send what
+ * it produced in batches with sendmmsg, each result with the OR-ed ECN
+ * codepoint set through an IP_TOS control message.  Every packet is
+ * validated by the core; nothing from the network is trusted.
+ *
+ * Prints "dlcp-switch: listening on ADDR:PORT ..." on stdout once every
+ * socket is bound (scripts wait for it; --port 0 picks a free port), the
+ * counters every --stats-s seconds (0 = only at exit) on stderr, and exits
+ * cleanly with the final counters on SIGINT or SIGTERM.  IPv4 only.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/agg.h"
+
+#define MAX_THREADS 64
+#define MAX_BATCH 256
+#define CMSG_SPACE_TOS CMSG_SPACE(sizeof(int))
+
+typedef struct opts {
+  struct in_addr bind_addr;
+  uint16_t port;
+  uint32_t threads;
+  uint32_t batch;
+  uint32_t stats_s;
+  dlcp_agg_config cfg;
+} opts;
+
+typedef struct worker {
+  pthread_t tid;
+  uint32_t index;
+  int fd;
+  const opts *o;
+  dlcp_agg *agg;
+  pthread_mutex_t lock;
+  dlcp_agg_stats published; /* under lock */
+  int error;
+  uint32_t reported; /* invalid datagrams reported on stderr */
+} worker;
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stopping = 1;
+}
+
+static dlcp_tstamp now_ns(void) {
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (dlcp_tstamp)ts.tv_sec * 1000000000u + (dlcp_tstamp)ts.tv_nsec;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static int parse_u64(const char *name, const char *s, uint64_t lo,
+                     uint64_t hi, uint64_t *out) {
+  char *end;
+  unsigned long long v;
+  uint64_t mult = 1;
+
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') {
+    mult = 1024;
+    end++;
+  } else if (*end == 'M' || *end == 'm') {
+    mult = 1024 * 1024;
+    end++;
+  } else if (*end == 'G' || *end == 'g') {
+    mult = 1024ull * 1024 * 1024;
+    end++;
+  }
+  if (errno != 0 || end == s || *end != '\0' || s[0] == '-' ||
+      v * mult < lo || v * mult > hi) {
+    fprintf(stderr,
+            "dlcp-switch: %s: expected a number in [%llu, %llu] (K/M/G "
+            "suffixes allowed), got '%s'\n",
+            name, (unsigned long long)lo, (unsigned long long)hi, s);
+    return -1;
+  }
+  *out = v * mult;
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: dlcp-switch [--bind ADDR] [--port N] [--threads T] "
+          "[--mem BYTES]\n"
+          "                   [--block-elems N] [--policy shared|static] "
+          "[--static-parts N]\n"
+          "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
+          "[--batch N] [--stats-s N]\n");
+}
+
+static int parse_args(int argc, char **argv, opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->bind_addr.s_addr = htonl(INADDR_ANY);
+  o->port = 7070;
+  o->threads = 1;
+  o->batch = 64;
+  dlcp_agg_config_default(&o->cfg);
+  for (int i = 1; i < argc; i += 2) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    uint64_t x = 0;
+    int rv = 0;
+
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage();
+      exit(0);
+    }
+    if (v == NULL) {
+      fprintf(stderr, "dlcp-switch: %s needs a value\n", a);
+      return -1;
+    }
+    if (strcmp(a, "--bind") == 0) {
+      if (inet_pton(AF_INET, v, &o->bind_addr) != 1) {
+        fprintf(stderr, "dlcp-switch: --bind: not an IPv4 address: '%s'\n",
+                v);
+        return -1;
+      }
+    } else if (strcmp(a, "--port") == 0) {
+      rv = parse_u64(a, v, 0, 65535, &x);
+      o->port = (uint16_t)x;
+    } else if (strcmp(a, "--threads") == 0) {
+      rv = parse_u64(a, v, 1, MAX_THREADS, &x);
+      o->threads = (uint32_t)x;
+    } else if (strcmp(a, "--batch") == 0) {
+      rv = parse_u64(a, v, 1, MAX_BATCH, &x);
+      o->batch = (uint32_t)x;
+    } else if (strcmp(a, "--stats-s") == 0) {
+      rv = parse_u64(a, v, 0, 86400, &x);
+      o->stats_s = (uint32_t)x;
+    } else if (strcmp(a, "--mem") == 0) {
+      rv = parse_u64(a, v, 1024, UINT64_C(1) << 36, &x);
+      o->cfg.mem_bytes = x;
+    } else if (strcmp(a, "--block-elems") == 0) {
+      rv = parse_u64(a, v, 1, DLCP_AGG_MAX_BLOCK_ELEMS, &x);
+      o->cfg.block_elems = (uint32_t)x;
+    } else if (strcmp(a, "--max-jobs") == 0) {
+      rv = parse_u64(a, v, 1, 65536, &x);
+      o->cfg.max_jobs = (uint32_t)x;
+    } else if (strcmp(a, "--static-parts") == 0) {
+      rv = parse_u64(a, v, 1, 65536, &x);
+      o->cfg.static_parts = (uint32_t)x;
+    } else if (strcmp(a, "--resend-us") == 0) {
+      rv = parse_u64(a, v, 1, 10000000, &x);
+      o->cfg.resend_ns = x * 1000u;
+    } else if (strcmp(a, "--lease-s") == 0) {
+      rv = parse_u64(a, v, 1, 86400, &x);
+      o->cfg.lease_ns = x * 1000000000u;
+    } else if (strcmp(a, "--policy") == 0) {
+      if (strcmp(v, "shared") == 0) {
+        o->cfg.policy = DLCP_AGG_SHARED;
+      } else if (strcmp(v, "static") == 0) {
+        o->cfg.policy = DLCP_AGG_STATIC;
+      } else {
+        fprintf(stderr, "dlcp-switch: --policy: expected shared or static, "
+                        "got '%s'\n", v);
+        return -1;
+      }
+    } else {
+      fprintf(stderr, "dlcp-switch: unknown option '%s'\n", a);
+      usage();
+      return -1;
+    }
+    if (rv != 0) {
+      return -1;
+    }
+  }
+  if (o->cfg.policy == DLCP_AGG_STATIC && o->cfg.static_parts == 1 &&
+      o->cfg.max_jobs > 1) {
+    o->cfg.static_parts = o->cfg.max_jobs < 4 ? o->cfg.max_jobs : 4;
+  }
+  o->cfg.mem_bytes /= o->threads;
+  return 0;
+}
+
+/* ---- sockets ------------------------------------------------------------ */
+
+/* Steers each datagram to socket (payload byte 16, the group's low byte)
+ * mod T; short datagrams abort the program, which the kernel treats as
+ * socket 0, where the core drops them as malformed. */
+static int attach_steering(int fd, uint32_t threads) {
+  struct sock_filter code[] = {
+      {BPF_LD | BPF_B | BPF_ABS, 0, 0, 16},
+      {BPF_ALU | BPF_MOD | BPF_K, 0, 0, threads},
+      {BPF_RET | BPF_A, 0, 0, 0},
+  };
+  struct sock_fprog prog = {3, code};
+
+  return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+                    sizeof(prog));
+}
+
+static int open_socket(const opts *o, uint16_t port, uint32_t index) {
+  struct sockaddr_in sa;
+  int one = 1;
+  int buf = 8 << 20;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  if (fd < 0) {
+    perror("dlcp-switch: socket");
+    return -1;
+  }
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr = o->bind_addr;
+  sa.sin_port = htons(port);
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+  (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+      setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) != 0) {
+    perror("dlcp-switch: setsockopt");
+    close(fd);
+    return -1;
+  }
+  if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    fprintf(stderr, "dlcp-switch: bind %s:%u: %s\n",
+            inet_ntoa(o->bind_addr), port, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (index == 0 && o->threads > 1 && attach_steering(fd, o->threads) != 0) {
+    perror("dlcp-switch: SO_ATTACH_REUSEPORT_CBPF");
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* The core's address cookie for an IPv4 sender: address and port. */
+static uint64_t cookie_of(const struct sockaddr_in *sa) {
+  return (uint64_t)ntohl(sa->sin_addr.s_addr) << 16 | ntohs(sa->sin_port);
+}
+
+static void sockaddr_of(uint64_t cookie, struct sockaddr_in *sa) {
+  memset(sa, 0, sizeof(*sa));
+  sa->sin_family = AF_INET;
+  sa->sin_addr.s_addr = htonl((uint32_t)(cookie >> 16));
+  sa->sin_port = htons((uint16_t)cookie);
+}
+
+/* ---- worker threads ----------------------------------------------------- */
+
+typedef struct batch {
+  struct mmsghdr msg[MAX_BATCH];
+  struct iovec iov[MAX_BATCH];
+  struct sockaddr_in addr[MAX_BATCH];
+  unsigned char ctl[MAX_BATCH][CMSG_SPACE_TOS];
+  uint8_t *buf; /* MAX_BATCH * DLCP_AGG_DGRAM_MAX */
+  uint32_t n;
+} batch;
+
+static int flush(worker *w, batch *out) {
+  uint32_t done = 0;
+
+  while (done < out->n) {
+    int k = sendmmsg(w->fd, out->msg + done, out->n - done, 0);
+
+    if (k < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED) {
+        break; /* dropped: the hosts retransmit, the core re-sends */
+      }
+      perror("dlcp-switch: sendmmsg");
+      return -1;
+    }
+    done += (uint32_t)k;
+  }
+  out->n = 0;
+  return 0;
+}
+
+/* Drains the core's output into |out|, flushing whenever it fills. */
+static int drain(worker *w, batch *out, dlcp_tstamp now) {
+  for (;;) {
+    uint32_t i = out->n;
+    uint8_t *b = out->buf + (size_t)i * DLCP_AGG_DGRAM_MAX;
+    dlcp_agg_send s;
+    struct cmsghdr *c;
+    int rv = dlcp_agg_poll(w->agg, &s, b, DLCP_AGG_DGRAM_MAX, now);
+
+    if (rv != 1) {
+      return rv == 0 ? 0 : -1;
+    }
+    sockaddr_of(s.addr, &out->addr[i]);
+    out->iov[i].iov_base = b;
+    out->iov[i].iov_len = s.len;
+    memset(&out->msg[i], 0, sizeof(out->msg[i]));
+    out->msg[i].msg_hdr.msg_name = &out->addr[i];
+    out->msg[i].msg_hdr.msg_namelen = sizeof(out->addr[i]);
+    out->msg[i].msg_hdr.msg_iov = &out->iov[i];
+    out->msg[i].msg_hdr.msg_iovlen = 1;
+    if (s.ecn != 0) {
+      int tos = s.ecn;
+
+      out->msg[i].msg_hdr.msg_control = out->ctl[i];
+      out->msg[i].msg_hdr.msg_controllen = CMSG_SPACE_TOS;
+      c = CMSG_FIRSTHDR(&out->msg[i].msg_hdr);
+      c->cmsg_level = IPPROTO_IP;
+      c->cmsg_type = IP_TOS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+    }
+    if (++out->n == w->o->batch && flush(w, out) != 0) {
+      return -1;
+    }
+  }
+}
+
+static uint8_t ecn_of(struct msghdr *m) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
+       c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+      return (uint8_t)(*(const unsigned char *)CMSG_DATA(c) & 3u);
+    }
+  }
+  return 0;
+}
+
+static void publish(worker *w) {
+  pthread_mutex_lock(&w->lock);
+  dlcp_agg_get_stats(w->agg, &w->published);
+  pthread_mutex_unlock(&w->lock);
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  batch *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
+  dlcp_tstamp last_pub = 0;
+  uint32_t nb = w->o->batch;
+
+  if (in == NULL || out == NULL ||
+      (in->buf = malloc((size_t)nb * DLCP_AGG_DGRAM_MAX)) == NULL ||
+      (out->buf = malloc((size_t)nb * DLCP_AGG_DGRAM_MAX)) == NULL) {
+    fprintf(stderr, "dlcp-switch: thread %u: out of memory\n", w->index);
+    w->error = 1;
+    goto done;
+  }
+  while (!stopping) {
+    dlcp_tstamp now = now_ns();
+    dlcp_tstamp dl = dlcp_agg_next_deadline(w->agg);
+    int timeout_ms = 100;
+    struct pollfd pfd = {w->fd, POLLIN, 0};
+    int k;
+
+    if (dl != DLCP_TSTAMP_NEVER) {
+      dlcp_tstamp wait = dl > now ? dl - now : 0;
+
+      timeout_ms = wait / 1000000u < 100u ? (int)((wait + 999999u) / 1000000u)
+                                          : 100;
+    }
+    if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR) {
+      perror("dlcp-switch: poll");
+      w->error = 1;
+      break;
+    }
+    for (uint32_t i = 0; i < nb; i++) {
+      in->iov[i].iov_base = in->buf + (size_t)i * DLCP_AGG_DGRAM_MAX;
+      in->iov[i].iov_len = DLCP_AGG_DGRAM_MAX;
+      memset(&in->msg[i], 0, sizeof(in->msg[i]));
+      in->msg[i].msg_hdr.msg_name = &in->addr[i];
+      in->msg[i].msg_hdr.msg_namelen = sizeof(in->addr[i]);
+      in->msg[i].msg_hdr.msg_iov = &in->iov[i];
+      in->msg[i].msg_hdr.msg_iovlen = 1;
+      in->msg[i].msg_hdr.msg_control = in->ctl[i];
+      in->msg[i].msg_hdr.msg_controllen = CMSG_SPACE_TOS;
+    }
+    k = recvmmsg(w->fd, in->msg, nb, MSG_DONTWAIT, NULL);
+    if (k < 0 && errno != EAGAIN && errno != EINTR) {
+      perror("dlcp-switch: recvmmsg");
+      w->error = 1;
+      break;
+    }
+    now = now_ns();
+    for (int i = 0; i < k; i++) {
+      int rv = dlcp_agg_on_packet(
+          w->agg, in->buf + (size_t)i * DLCP_AGG_DGRAM_MAX, in->msg[i].msg_len,
+          ecn_of(&in->msg[i].msg_hdr), cookie_of(&in->addr[i]), now);
+
+      /* name the first few senders of invalid datagrams (not of the
+       * ordinary duplicates and stale ACKs of a lossy network) */
+      if (rv != 0 && rv != DLCP_ERR_DUPLICATE &&
+          rv != DLCP_ERR_UNKNOWN_TRANSFER && w->reported < 10) {
+        w->reported++;
+        fprintf(stderr, "dlcp-switch: dropped a %u-byte datagram from %s:%u: "
+                "%s%s\n", in->msg[i].msg_len, inet_ntoa(in->addr[i].sin_addr),
+                ntohs(in->addr[i].sin_port), dlcp_strerror(rv),
+                w->reported == 10 ? " (no more such reports)" : "");
+      }
+    }
+    dlcp_agg_on_timer(w->agg, now);
+    if (drain(w, out, now) != 0 || flush(w, out) != 0) {
+      w->error = 1;
+      break;
+    }
+    if (now - last_pub > 100000000u) {
+      publish(w);
+      last_pub = now;
+    }
+  }
+  publish(w);
+done:
+  if (in != NULL) {
+    free(in->buf);
+  }
+  if (out != NULL) {
+    free(out->buf);
+  }
+  free(in);
+  free(out);
+  return NULL;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void print_stats(worker *ws, uint32_t n, const char *when) {
+  dlcp_agg_stats t;
+
+  memset(&t, 0, sizeof(t));
+  for (uint32_t i = 0; i < n; i++) {
+    dlcp_agg_stats s;
+
+    pthread_mutex_lock(&ws[i].lock);
+    s = ws[i].published;
+    pthread_mutex_unlock(&ws[i].lock);
+    t.packets += s.packets;
+    t.contrib += s.contrib;
+    t.contrib_bytes += s.contrib_bytes;
+    t.duplicates += s.duplicates;
+    t.acks += s.acks;
+    t.nacked += s.nacked;
+    t.malformed += s.malformed;
+    t.foreign += s.foreign;
+    t.stale_acks += s.stale_acks;
+    t.claims += s.claims;
+    t.claim_failures += s.claim_failures;
+    t.ring_verdicts += s.ring_verdicts;
+    t.results_sent += s.results_sent;
+    t.resent += s.resent;
+    t.nacks_sent += s.nacks_sent;
+    t.freed += s.freed;
+    t.reclaimed += s.reclaimed;
+    t.abandoned += s.abandoned;
+    t.queue_drops += s.queue_drops;
+    t.aggs_used += s.aggs_used;
+    t.aggs_total += s.aggs_total;
+  }
+  fprintf(stderr,
+          "dlcp-switch: %s: packets %llu contrib %llu dup %llu acks %llu "
+          "nacked %llu malformed %llu foreign %llu stale_acks %llu | claims "
+          "%llu claim_failures %llu ring_verdicts %llu results %llu resent "
+          "%llu freed %llu reclaimed %llu abandoned %llu queue_drops %llu | "
+          "aggregators %u/%u in use\n",
+          when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
+          (unsigned long long)t.duplicates, (unsigned long long)t.acks,
+          (unsigned long long)t.nacked, (unsigned long long)t.malformed,
+          (unsigned long long)t.foreign, (unsigned long long)t.stale_acks,
+          (unsigned long long)t.claims,
+          (unsigned long long)t.claim_failures,
+          (unsigned long long)t.ring_verdicts,
+          (unsigned long long)t.results_sent, (unsigned long long)t.resent,
+          (unsigned long long)t.freed, (unsigned long long)t.reclaimed,
+          (unsigned long long)t.abandoned,
+          (unsigned long long)t.queue_drops, t.aggs_used, t.aggs_total);
+  {
+    /* CPU time of the whole process: the per-core cost, independent of
+     * how much of the machine the scheduler gave us */
+    struct rusage ru;
+    double cpu;
+
+    getrusage(RUSAGE_SELF, &ru);
+    cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    fprintf(stderr,
+            "dlcp-switch: %s: cpu %.3f s, gradient %.3f Gbit, %.2f Gbit/s "
+            "of gradient per CPU second, %.3f M datagrams per CPU second\n",
+            when, cpu, (double)t.contrib_bytes * 8e-9,
+            cpu > 0 ? (double)t.contrib_bytes * 8e-9 / cpu : 0.0,
+            cpu > 0 ? (double)(t.packets + t.results_sent + t.nacks_sent) *
+                          1e-6 / cpu
+                    : 0.0);
+  }
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  worker *ws;
+  struct sigaction sa;
+  struct sockaddr_in bound;
+  socklen_t blen = sizeof(bound);
+  uint16_t port;
+  int status = 0;
+  uint32_t started = 0;
+
+  if (parse_args(argc, argv, &o) != 0) {
+    return 2;
+  }
+  ws = calloc(o.threads, sizeof(*ws));
+  if (ws == NULL) {
+    fprintf(stderr, "dlcp-switch: out of memory\n");
+    return 1;
+  }
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  port = o.port;
+  for (uint32_t i = 0; i < o.threads; i++) {
+    int rv;
+
+    ws[i].index = i;
+    ws[i].o = &o;
+    pthread_mutex_init(&ws[i].lock, NULL);
+    ws[i].fd = open_socket(&o, port, i);
+    if (ws[i].fd < 0) {
+      status = 1;
+      goto out;
+    }
+    if (i == 0) {
+      getsockname(ws[0].fd, (struct sockaddr *)&bound, &blen);
+      port = ntohs(bound.sin_port);
+    }
+    rv = dlcp_agg_new(&ws[i].agg, &o.cfg, NULL, now_ns());
+    if (rv != 0) {
+      fprintf(stderr,
+              "dlcp-switch: %s: check --mem (at least one block of "
+              "--block-elems per thread), --static-parts <= --max-jobs\n",
+              dlcp_strerror(rv));
+      status = 2;
+      goto out;
+    }
+  }
+  printf("dlcp-switch: listening on %s:%u (%u threads, %u aggregators of "
+         "%u int32 each per thread, policy %s)\n",
+         inet_ntoa(o.bind_addr), port, o.threads,
+         (unsigned)(o.cfg.mem_bytes / (4u * o.cfg.block_elems)),
+         o.cfg.block_elems,
+         o.cfg.policy == DLCP_AGG_SHARED ? "shared" : "static");
+  fflush(stdout);
+  for (; started < o.threads; started++) {
+    if (pthread_create(&ws[started].tid, NULL, worker_main, &ws[started]) !=
+        0) {
+      fprintf(stderr, "dlcp-switch: pthread_create failed\n");
+      stopping = 1;
+      status = 1;
+      break;
+    }
+  }
+  {
+    dlcp_tstamp last = now_ns();
+
+    while (!stopping) {
+      struct timespec ts = {0, 100000000};
+
+      nanosleep(&ts, NULL);
+      if (o.stats_s > 0 && now_ns() - last >= o.stats_s * 1000000000ull) {
+        last = now_ns();
+        print_stats(ws, o.threads, "stats");
+      }
+    }
+  }
+  for (uint32_t i = 0; i < started; i++) {
+    pthread_join(ws[i].tid, NULL);
+    status |= ws[i].error;
+  }
+  print_stats(ws, o.threads, "exit");
+out:
+  for (uint32_t i = 0; i < o.threads; i++) {
+    if (ws[i].fd > 0) {
+      close(ws[i].fd);
+    }
+    dlcp_agg_del(ws[i].agg);
+    pthread_mutex_destroy(&ws[i].lock);
+  }
+  free(ws);
+  return status;
+}
