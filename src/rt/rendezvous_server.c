@@ -58,6 +58,7 @@ typedef struct conn {
   int fd;
   int64_t rank; /* -1 until HELLO */
   dlcp_tstamp accepted;
+  uint64_t serial;            /* accept order: the oldest stray goes first */
   dlcp_tstamp request_since; /* first byte of the buffered request */
   dlcp_tstamp answer_since;  /* answer queued, not yet all sent */
   char peer[DLCP_NET_ADDRSTR_LEN];
@@ -83,6 +84,7 @@ struct dlcp_rdzv_server {
   dlcp_rdzv_server_config cfg;
   size_t max_conns;
   size_t max_keys;
+  uint64_t accepted; /* connections accepted so far */
   dlcp_tstamp accept_resume; /* listening paused until then (EMFILE) */
   dlcp_tstamp log_window;    /* start of the current second of logging */
   uint32_t log_lines;        /* lines written in it */
@@ -539,32 +541,6 @@ static void conn_free(conn *c) {
   free(c->wait_key);
 }
 
-/* evict_stray closes the oldest connection without HELLO to make room;
- * returns 0, or -1 if every slot holds a rank. */
-static int evict_stray(dlcp_rdzv_server *srv) {
-  conn *oldest = NULL;
-  size_t i;
-  size_t strays = 0;
-  for (i = 0; i < srv->nconns; i++) {
-    conn *c = &srv->conns[i];
-    if (c->rank < 0 && !c->dead) {
-      strays++;
-      if (oldest == NULL || c->accepted < oldest->accepted) {
-        oldest = c;
-      }
-    }
-  }
-  if (oldest == NULL) {
-    return -1;
-  }
-  drop(srv, oldest,
-       "%zu connections without HELLO (limit %" PRIu32 "); the oldest, "
-       "%" PRIu64 " ms old, makes room for a new one",
-       strays, srv->cfg.max_strays,
-       (dlcp_rt_now() - oldest->accepted) / DLCP_NS_PER_MS);
-  return 0;
-}
-
 /* sweep removes dead connections, keeping the array dense. */
 static void sweep(dlcp_rdzv_server *srv) {
   size_t i = 0;
@@ -576,6 +552,32 @@ static void sweep(dlcp_rdzv_server *srv) {
       i++;
     }
   }
+}
+
+/* make_room closes the oldest connection without HELLO if there are
+ * max_strays of them, so a new one can be admitted. */
+static void make_room(dlcp_rdzv_server *srv) {
+  conn *oldest = NULL;
+  size_t i;
+  size_t strays = 0;
+  for (i = 0; i < srv->nconns; i++) {
+    conn *c = &srv->conns[i];
+    if (c->rank < 0 && !c->dead) {
+      strays++;
+      if (oldest == NULL || c->serial < oldest->serial) {
+        oldest = c;
+      }
+    }
+  }
+  if (strays < srv->cfg.max_strays) {
+    return;
+  }
+  drop(srv, oldest,
+       "%zu connections without HELLO (limit %" PRIu32 "); the oldest, "
+       "%" PRIu64 " ms old, makes room for a new one",
+       strays, srv->cfg.max_strays,
+       (dlcp_rt_now() - oldest->accepted) / DLCP_NS_PER_MS);
+  sweep(srv);
 }
 
 static void accept_all(dlcp_rdzv_server *srv) {
@@ -594,19 +596,20 @@ static void accept_all(dlcp_rdzv_server *srv) {
       }
       return; /* EAGAIN, or a transient error: retried on the next wake */
     }
+    make_room(srv);
     if (srv->nconns >= srv->max_conns) {
-      if (evict_stray(srv) != 0) {
-        atomic_fetch_add(&srv->rejected, 1);
-        close(fd);
-        continue;
-      }
-      sweep(srv);
+      /* Cannot happen (ranks <= world, strays <= max_strays after
+       * make_room); guards the fixed array all the same. */
+      atomic_fetch_add(&srv->rejected, 1);
+      close(fd);
+      continue;
     }
     c = &srv->conns[srv->nconns];
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->rank = -1;
     c->accepted = dlcp_rt_now();
+    c->serial = srv->accepted++;
     c->in = malloc(INITIAL_IN_CAP);
     if (c->in == NULL) {
       close(fd);
