@@ -2,7 +2,9 @@
 #   make demo    install what is missing, build, run the main job
 #   make check   install what is missing, build, run the whole test suite
 #                (normal build with -Werror, then the ASan+UBSan build)
-# Others: make build, make fuzz (60 s per libFuzzer target), make bench
+# Others: make build, make fuzz (10^7 executions per libFuzzer target;
+# FUZZ_RUNS / FUZZ_SECONDS change the budget), make soak (randomized
+# all-reduces under fault injection, 30 min; SOAK_MINUTES), make bench
 # (core and point-to-point), make bench-allreduce (dlcp vs Gloo and Open
 # MPI), make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs
 # Gloo and Open MPI on an emulated 4-host cluster, root), make results (the
@@ -12,7 +14,8 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?= 10000000
+FUZZ_SECONDS ?= 0
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 # Debian packages the build, the tests and the tools need (README says why).
@@ -65,7 +68,7 @@ $(FUZZ_BUILD)/CMakeCache.txt:
 
 fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-	@./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_RUNS) $(FUZZ_SECONDS)
 
 bench: build
 	@./scripts/bench.sh $(BUILD)

@@ -580,11 +580,39 @@ static void make_room(dlcp_rdzv_server *srv) {
   sweep(srv);
 }
 
+/* conn_add admits the connection |fd| from |peer| (taking the fd),
+ * evicting the oldest stray if there are max_strays of them. */
+static void conn_add(dlcp_rdzv_server *srv, int fd, const char *peer) {
+  conn *c;
+  make_room(srv);
+  if (srv->nconns >= srv->max_conns) {
+    /* Cannot happen (ranks <= world, strays <= max_strays after
+     * make_room); guards the fixed array all the same. */
+    atomic_fetch_add(&srv->rejected, 1);
+    close(fd);
+    return;
+  }
+  c = &srv->conns[srv->nconns];
+  memset(c, 0, sizeof(*c));
+  c->fd = fd;
+  c->rank = -1;
+  c->accepted = dlcp_rt_now();
+  c->serial = srv->accepted++;
+  c->in = malloc(INITIAL_IN_CAP);
+  if (c->in == NULL) {
+    close(fd);
+    return;
+  }
+  c->in_cap = INITIAL_IN_CAP;
+  snprintf(c->peer, sizeof(c->peer), "%s", peer);
+  srv->nconns++;
+}
+
 static void accept_all(dlcp_rdzv_server *srv) {
   for (;;) {
     struct sockaddr_storage ss;
     socklen_t sslen = sizeof(ss);
-    conn *c;
+    char peer[DLCP_NET_ADDRSTR_LEN];
     int fd = accept4(srv->listen_fd, (struct sockaddr *)&ss, &sslen,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -596,28 +624,8 @@ static void accept_all(dlcp_rdzv_server *srv) {
       }
       return; /* EAGAIN, or a transient error: retried on the next wake */
     }
-    make_room(srv);
-    if (srv->nconns >= srv->max_conns) {
-      /* Cannot happen (ranks <= world, strays <= max_strays after
-       * make_room); guards the fixed array all the same. */
-      atomic_fetch_add(&srv->rejected, 1);
-      close(fd);
-      continue;
-    }
-    c = &srv->conns[srv->nconns];
-    memset(c, 0, sizeof(*c));
-    c->fd = fd;
-    c->rank = -1;
-    c->accepted = dlcp_rt_now();
-    c->serial = srv->accepted++;
-    c->in = malloc(INITIAL_IN_CAP);
-    if (c->in == NULL) {
-      close(fd);
-      continue;
-    }
-    c->in_cap = INITIAL_IN_CAP;
-    dlcp_net_addr_format(c->peer, sizeof(c->peer), (struct sockaddr *)&ss);
-    srv->nconns++;
+    dlcp_net_addr_format(peer, sizeof(peer), (struct sockaddr *)&ss);
+    conn_add(srv, fd, peer);
   }
 }
 
@@ -687,6 +695,31 @@ static int ranks_connected(const dlcp_rdzv_server *srv) {
   return 0;
 }
 
+/* conn_on_events handles what poll reported for |c|. */
+static void conn_on_events(dlcp_rdzv_server *srv, conn *c, short revents) {
+  if (revents & POLLOUT) {
+    conn_flush(c);
+  }
+  if (revents & POLLIN) {
+    conn_read(srv, c);
+  } else if (revents & (POLLHUP | POLLERR | POLLRDHUP)) {
+    c->dead = 1; /* ended or reset while its input was full */
+  }
+}
+
+/* round_end closes a round of the loop at |now|: deadlines, the requests
+ * that became processable (a WAIT answered, an answer sent), and the
+ * removal of the dead. */
+static void round_end(dlcp_rdzv_server *srv, dlcp_tstamp now) {
+  size_t i;
+  expire_waits(srv, now);
+  expire_conns(srv, now);
+  for (i = 0; i < srv->nconns; i++) {
+    conn_process(srv, &srv->conns[i]);
+  }
+  sweep(srv);
+}
+
 static void *server_main(void *arg) {
   dlcp_rdzv_server *srv = arg;
   for (;;) {
@@ -727,8 +760,11 @@ static void *server_main(void *arg) {
     for (i = 0; i < srv->nconns; i++) {
       conn *c = &srv->conns[i];
       srv->pfds[n].fd = c->fd;
+      /* POLLRDHUP: a client that ends its stream while its input is not
+       * being read (full behind a parked WAIT) is gone all the same. */
       srv->pfds[n].events = (short)((c->in_len < c->in_cap ? POLLIN : 0) |
-                                    (c->out_len > c->out_off ? POLLOUT : 0));
+                                    (c->out_len > c->out_off ? POLLOUT : 0) |
+                                    POLLRDHUP);
       n++;
     }
     for (i = 0; i < n; i++) {
@@ -745,27 +781,12 @@ static void *server_main(void *arg) {
     /* Connections first: accept_all appends to the array the pollfds
      * were built from. */
     for (i = 0; i < srv->nconns; i++) {
-      conn *c = &srv->conns[i];
-      short re = srv->pfds[2 + i].revents;
-      if (re & POLLOUT) {
-        conn_flush(c);
-      }
-      if (re & POLLIN) {
-        conn_read(srv, c);
-      } else if (re & (POLLHUP | POLLERR)) {
-        c->dead = 1; /* reset while its input was full: nothing to read */
-      }
+      conn_on_events(srv, &srv->conns[i], srv->pfds[2 + i].revents);
     }
     if (srv->pfds[1].revents != 0 && srv->listen_fd >= 0) {
       accept_all(srv);
     }
-    now = dlcp_rt_now();
-    expire_waits(srv, now);
-    expire_conns(srv, now);
-    for (i = 0; i < srv->nconns; i++) {
-      conn_process(srv, &srv->conns[i]);
-    }
-    sweep(srv);
+    round_end(srv, dlcp_rt_now());
   }
   if (srv->log_suppressed > 0) {
     srv->log_lines = 0;
@@ -848,12 +869,12 @@ void dlcp_rdzv_server_config_default(dlcp_rdzv_server_config *cfg,
   cfg->max_strays = DEFAULT_MAX_STRAYS;
 }
 
-int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
-                           uint16_t port, const dlcp_rdzv_server_config *cfg,
-                           dlcp_errbuf *eb) {
+/* server_new makes the server's state for |cfg|: no socket, no thread
+ * yet (tests/fuzz/fuzz_rdzv.c drives it from there without either). */
+static int server_new(dlcp_rdzv_server **psrv,
+                      const dlcp_rdzv_server_config *cfg, dlcp_errbuf *eb) {
   uint32_t world_size = cfg->world_size;
   dlcp_rdzv_server *srv;
-  int rv;
   *psrv = NULL;
   if (world_size == 0 || world_size > DLCP_ENV_MAX_WORLD) {
     return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
@@ -886,6 +907,19 @@ int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
   if (srv->conns == NULL || srv->pfds == NULL) {
     server_free(srv);
     return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous server: no memory");
+  }
+  *psrv = srv;
+  return 0;
+}
+
+int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
+                           uint16_t port, const dlcp_rdzv_server_config *cfg,
+                           dlcp_errbuf *eb) {
+  dlcp_rdzv_server *srv;
+  int rv = server_new(&srv, cfg, eb);
+  *psrv = NULL;
+  if (rv != 0) {
+    return rv;
   }
   srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (srv->wake_fd < 0) {
