@@ -27,7 +27,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
                           python3-matplotlib
 
 .PHONY: all deps build demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto bench-testbed results clean
+        bench-sim bench-straggler bench-auto bench-testbed results soak clean
 
 all: build
 
@@ -69,6 +69,11 @@ $(FUZZ_BUILD)/CMakeCache.txt:
 fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	@./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_RUNS) $(FUZZ_SECONDS)
+
+# Randomized all-reduces under fault injection; SOAK_MINUTES, SOAK_RANKS,
+# SOAK_SEED etc. as scripts/soak.sh describes.
+soak: build
+	@./scripts/soak.sh $(BUILD)
 
 bench: build
 	@./scripts/bench.sh $(BUILD)
