@@ -44,10 +44,15 @@ grep -E 'soak: rank [0-9]+ (PASS|FAIL)|FAILED|failed|dlcp-run:' "$out/soak.log"
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
   echo "soak: HUNG (killed after $limit s); see $out/soak.log" >&2
 fi
-if command -v python3 >/dev/null 2>&1 &&
-   python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 "$root/scripts/soak_plot.py" "$out" "$out/soak.png" ||
+# The plot needs matplotlib (Debian's python3-matplotlib, which a python3
+# of pyenv or a venv first on PATH may not see: PYTHON overrides).
+py=${PYTHON:-python3}
+"$py" -c 'import matplotlib' 2>/dev/null || py=/usr/bin/python3
+if "$py" -c 'import matplotlib' 2>/dev/null; then
+  "$py" "$root/scripts/soak_plot.py" "$out" "$out/soak.png" ||
     echo "soak: plot failed (the run's verdict stands)" >&2
+else
+  echo "soak: no matplotlib, no plot (the run's verdict stands)" >&2
 fi
 echo "# soak: exit $rc after $took s (seed $seed)"
 exit $rc
