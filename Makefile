@@ -21,7 +21,7 @@ CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 # Debian packages the build, the tests and the tools need (README says why).
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build \
-                python3 libbpf-dev bpftool ethtool util-linux
+                python3 libbpf-dev bpftool ethtool util-linux libsodium-dev
 # make bench-testbed's peers and plot.
 BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
                           python3-matplotlib
