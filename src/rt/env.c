@@ -36,7 +36,7 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
-    "DLCP_SHM",         NULL};
+    "DLCP_SHM",         "DLCP_FLIGHT_DIR",  NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
