@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,8 +199,39 @@ static void test_report(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* dlcp_flight_write puts the same dump in the rank's file. */
+static void test_write_file(void **state) {
+  char dir[] = "/tmp/dlcp-flight-w-XXXXXX";
+  char path[256];
+  char got[1024] = "";
+  dlcp_flight *fr = dlcp_flight_new(3, 4, "h:1");
+  char *want;
+  FILE *f;
+  size_t n;
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  dlcp_flight_begin(fr, 1, "barrier", "direct", 0, 0);
+  dlcp_flight_waiting(fr, 1, 0, 0);
+  assert_int_equal(dlcp_flight_write(fr, dir, "SIGUSR1", 7 * MS), 0);
+  dlcp_flight_path(path, sizeof(path), dir, 3);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  n = fread(got, 1, sizeof(got) - 1, f);
+  got[n] = '\0';
+  fclose(f);
+  want = dump_to_string(fr, "SIGUSR1", 7 * MS);
+  assert_string_equal(got, want);
+  free(want);
+  assert_int_equal(dlcp_flight_write(fr, "/nonexistent/dir", "x", 0),
+                   -ENOENT);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
+  dlcp_flight_free(fr);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_write_file),
       cmocka_unit_test(test_dump_names_the_wait),
       cmocka_unit_test(test_ring_and_bounds),
       cmocka_unit_test(test_follow),

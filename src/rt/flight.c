@@ -5,6 +5,7 @@
  */
 #include "rt/flight.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,38 @@ void dlcp_flight_dump(const dlcp_flight *fr, FILE *f, const char *reason,
     below = next->seq;
   }
   fflush(f);
+}
+
+int dlcp_flight_write(const dlcp_flight *fr, const char *dir,
+                      const char *reason, dlcp_tstamp now) {
+  char path[4096];
+  char tmp[4096 + 8];
+  FILE *f;
+  int rv = 0;
+  dlcp_flight_dump(fr, stderr, reason, now);
+  if (dir == NULL || dir[0] == '\0') {
+    return 0;
+  }
+  dlcp_flight_path(path, sizeof(path), dir, fr->rank);
+  dlcp_fmt(tmp, sizeof(tmp), "%s.tmp", path);
+  f = fopen(tmp, "w");
+  if (f == NULL) {
+    return -errno;
+  }
+  dlcp_flight_dump(fr, f, reason, now);
+  if (ferror(f)) {
+    rv = -EIO;
+  }
+  if (fclose(f) != 0 && rv == 0) {
+    rv = -errno;
+  }
+  if (rv == 0 && rename(tmp, path) != 0) {
+    rv = -errno;
+  }
+  if (rv != 0) {
+    (void)remove(tmp);
+  }
+  return rv;
 }
 
 uint32_t dlcp_flight_follow(const uint32_t *waits_on, uint32_t world,

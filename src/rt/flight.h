@@ -77,6 +77,15 @@ void dlcp_flight_dump(const dlcp_flight *fr, FILE *f, const char *reason,
                       dlcp_tstamp now);
 
 /*
+ * dlcp_flight_write dumps the recorder to stderr and, if |dir| is not
+ * NULL or empty, to dlcp_flight_path(dir, rank) (replaced atomically, so
+ * a reader never sees half a record).  Returns 0, or -errno if the file
+ * could not be written (stderr has the dump all the same).
+ */
+int dlcp_flight_write(const dlcp_flight *fr, const char *dir,
+                      const char *reason, dlcp_tstamp now);
+
+/*
  * dlcp_flight_follow follows the wait-for edges |waits_on| (one per rank
  * of |world|, DLCP_FLIGHT_NONE for a rank not waiting or not known) from
  * |from|, and returns the rank at the end of the chain: the first rank
