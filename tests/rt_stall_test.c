@@ -114,10 +114,10 @@ static void culprit_of(const char *error, uint32_t victim, char *out,
   snprintf(out, len, "%.*s", (int)(close - p + 1), p);
 }
 
-/* operation_of extracts "all-reduce #N" from an error, or fails. */
+/* operation_of extracts "allreduce #N" from an error, or fails. */
 static void operation_of(const char *error, char *out, size_t len) {
-  const char *p = strstr(error, "all-reduce #");
-  size_t n = 12;
+  const char *p = strstr(error, "allreduce #");
+  size_t n = 11;
   if (p == NULL) {
     fail_msg("error does not name the operation: %s", error);
   }
