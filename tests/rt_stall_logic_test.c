@@ -38,9 +38,11 @@ static void test_chain_to_silent_rank(void **state) {
                    2);
   assert_int_not_equal(next, nonce);
   assert_int_equal(dlcp_stall_deadline(&st), 1603 * MS);
-  dlcp_stall_on_time(&st, 1602 * MS);
+  assert_int_equal(dlcp_stall_on_time(&st, 1602 * MS, &next),
+                   DLCP_STALL_NOBODY);
   assert_int_equal(st.verdict, DLCP_STALL_PENDING);
-  dlcp_stall_on_time(&st, 1603 * MS);
+  assert_int_equal(dlcp_stall_on_time(&st, 1603 * MS, &next),
+                   DLCP_STALL_NOBODY);
   assert_int_equal(st.verdict, DLCP_STALL_SILENT);
   assert_int_equal(st.culprit, 2);
   assert_int_equal(dlcp_stall_deadline(&st), DLCP_TSTAMP_NEVER);
@@ -53,15 +55,32 @@ static void test_chain_to_silent_rank(void **state) {
                            "600 ms); waits: rank 0 -> rank 3 -> rank 2");
 }
 
+/* A rank that waits on nobody is asked again every probe/8 (it may be
+ * between operations), and named only if it stays idle for the probe
+ * interval. */
 static void test_idle_rank(void **state) {
   dlcp_stall st;
   uint32_t nonce = 0, next = 0;
   char why[256];
   (void)state;
-  dlcp_stall_init(&st, 1, 3, 500 * MS);
+  dlcp_stall_init(&st, 1, 3, 400 * MS);
   assert_int_equal(dlcp_stall_begin(&st, 2, 0, &nonce), 2);
   assert_int_equal(dlcp_stall_on_answer(&st, 2, nonce, DLCP_STALL_NOBODY,
                                         10 * MS, &next), DLCP_STALL_NOBODY);
+  assert_int_equal(st.verdict, DLCP_STALL_PENDING);
+  assert_int_equal(dlcp_stall_deadline(&st), 60 * MS);
+  assert_int_equal(dlcp_stall_on_time(&st, 59 * MS, &next),
+                   DLCP_STALL_NOBODY);
+  assert_int_equal(dlcp_stall_on_time(&st, 60 * MS, &next), 2);
+  nonce = next;
+  assert_int_equal(dlcp_stall_deadline(&st), 460 * MS);
+  assert_int_equal(dlcp_stall_on_answer(&st, 2, nonce, DLCP_STALL_NOBODY,
+                                        70 * MS, &next), DLCP_STALL_NOBODY);
+  assert_int_equal(dlcp_stall_on_time(&st, 120 * MS, &next), 2);
+  nonce = next;
+  /* Past the interval, still idle: named. */
+  assert_int_equal(dlcp_stall_on_answer(&st, 2, nonce, DLCP_STALL_NOBODY,
+                                        401 * MS, &next), DLCP_STALL_NOBODY);
   assert_int_equal(st.verdict, DLCP_STALL_IDLE);
   assert_int_equal(st.culprit, 2);
   dlcp_stall_describe(&st, why, sizeof(why));
@@ -99,7 +118,7 @@ static void test_bad_input(void **state) {
                    DLCP_STALL_NOBODY); /* no inquiry */
   assert_int_equal(dlcp_stall_begin(&st, 1, 0, &nonce), 1);
   /* A rank out of range counts as nobody. */
-  assert_int_equal(dlcp_stall_on_answer(&st, 1, nonce, 99, 0, &next),
+  assert_int_equal(dlcp_stall_on_answer(&st, 1, nonce, 99, 600 * MS, &next),
                    DLCP_STALL_NOBODY);
   assert_int_equal(st.verdict, DLCP_STALL_IDLE);
   {

@@ -16,22 +16,32 @@ void dlcp_stall_init(dlcp_stall *st, uint32_t me, uint32_t world,
   st->world = world;
   st->probe_ns = probe_ns;
   st->culprit = DLCP_STALL_NOBODY;
+  st->deadline = DLCP_TSTAMP_NEVER;
+  st->reprobe_at = DLCP_TSTAMP_NEVER;
 }
 
 /* ask records |rank| as asked and makes the probe's nonce. */
+static uint32_t probe(dlcp_stall *st, uint32_t rank, dlcp_tstamp now,
+                      uint32_t *nonce) {
+  st->nonce++;
+  st->deadline = now + st->probe_ns;
+  st->reprobe_at = DLCP_TSTAMP_NEVER;
+  *nonce = st->nonce;
+  return rank;
+}
+
 static uint32_t ask(dlcp_stall *st, uint32_t rank, dlcp_tstamp now,
                     uint32_t *nonce) {
   st->chain[st->n++] = rank;
-  st->nonce++;
-  st->deadline = now + st->probe_ns;
-  *nonce = st->nonce;
-  return rank;
+  st->asked_at = now;
+  return probe(st, rank, now, nonce);
 }
 
 static void decide(dlcp_stall *st, dlcp_stall_verdict v, uint32_t culprit) {
   st->verdict = v;
   st->culprit = culprit;
   st->deadline = DLCP_TSTAMP_NEVER;
+  st->reprobe_at = DLCP_TSTAMP_NEVER;
 }
 
 uint32_t dlcp_stall_begin(dlcp_stall *st, uint32_t peer, dlcp_tstamp now,
@@ -60,10 +70,17 @@ uint32_t dlcp_stall_on_answer(dlcp_stall *st, uint32_t from, uint32_t nonce,
                               uint32_t waits_on, dlcp_tstamp now,
                               uint32_t *next_nonce) {
   if (!st->active || st->verdict != DLCP_STALL_PENDING ||
-      nonce != st->nonce || from != st->chain[st->n - 1]) {
+      st->deadline == DLCP_TSTAMP_NEVER || nonce != st->nonce ||
+      from != st->chain[st->n - 1]) {
     return DLCP_STALL_NOBODY; /* stale */
   }
   if (waits_on == DLCP_STALL_NOBODY || waits_on >= st->world) {
+    if (now - st->asked_at < st->probe_ns) {
+      /* Maybe between two operations: ask again a little later. */
+      st->deadline = DLCP_TSTAMP_NEVER;
+      st->reprobe_at = now + st->probe_ns / 8;
+      return DLCP_STALL_NOBODY;
+    }
     decide(st, DLCP_STALL_IDLE, from);
     return DLCP_STALL_NOBODY;
   }
@@ -79,15 +96,26 @@ uint32_t dlcp_stall_on_answer(dlcp_stall *st, uint32_t from, uint32_t nonce,
   return ask(st, waits_on, now, next_nonce);
 }
 
-void dlcp_stall_on_time(dlcp_stall *st, dlcp_tstamp now) {
-  if (st->active && st->verdict == DLCP_STALL_PENDING && now >= st->deadline) {
-    decide(st, DLCP_STALL_SILENT, st->chain[st->n - 1]);
+uint32_t dlcp_stall_on_time(dlcp_stall *st, dlcp_tstamp now,
+                            uint32_t *nonce) {
+  if (!st->active || st->verdict != DLCP_STALL_PENDING) {
+    return DLCP_STALL_NOBODY;
   }
+  if (now >= st->deadline) {
+    decide(st, DLCP_STALL_SILENT, st->chain[st->n - 1]);
+    return DLCP_STALL_NOBODY;
+  }
+  if (now >= st->reprobe_at) {
+    return probe(st, st->chain[st->n - 1], now, nonce);
+  }
+  return DLCP_STALL_NOBODY;
 }
 
 dlcp_tstamp dlcp_stall_deadline(const dlcp_stall *st) {
-  return st->active && st->verdict == DLCP_STALL_PENDING ? st->deadline
-                                                         : DLCP_TSTAMP_NEVER;
+  if (!st->active || st->verdict != DLCP_STALL_PENDING) {
+    return DLCP_TSTAMP_NEVER;
+  }
+  return st->deadline < st->reprobe_at ? st->deadline : st->reprobe_at;
 }
 
 void dlcp_stall_describe(const dlcp_stall *st, char *buf, size_t len) {

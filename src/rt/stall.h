@@ -11,8 +11,10 @@
  *
  *   - no answer within probe_ms: that rank stopped responding (frozen,
  *     stopped, or its host or network cut): the culprit;
- *   - "I wait on nobody": that rank is alive but not taking part (busy
- *     elsewhere, or gone from the collectives): the culprit;
+ *   - "I wait on nobody": asked again every probe_ns / 8 (it may be
+ *     between two operations); still nobody after probe_ns: that rank
+ *     is alive but not taking part (busy elsewhere, or gone from the
+ *     collectives): the culprit;
  *   - "I wait on R" with R not yet asked: ask R;
  *   - an answer that closes a cycle (everyone asked waits on someone
  *     asked): a deadlock among living ranks; the direct peer is named.
@@ -49,7 +51,9 @@ typedef struct dlcp_stall {
   uint32_t chain[DLCP_STALL_MAX_CHAIN]; /* me, then each rank asked */
   uint32_t n;
   uint32_t nonce;           /* of the probe in flight */
-  dlcp_tstamp deadline;     /* its answer is due */
+  dlcp_tstamp deadline;     /* its answer is due; NEVER: none in flight */
+  dlcp_tstamp asked_at;     /* the current rank was first asked */
+  dlcp_tstamp reprobe_at;   /* ask an idle rank again; NEVER: no */
   dlcp_stall_verdict verdict;
   uint32_t culprit;
 } dlcp_stall;
@@ -78,8 +82,9 @@ uint32_t dlcp_stall_on_answer(dlcp_stall *st, uint32_t from, uint32_t nonce,
                               uint32_t *next_nonce);
 
 /* dlcp_stall_on_time reaches the SILENT verdict if the probe in flight is
- * overdue at |now|. */
-void dlcp_stall_on_time(dlcp_stall *st, dlcp_tstamp now);
+ * overdue at |now|, and returns the rank to ask again (with |*nonce|) if
+ * an idle rank is due for it, else DLCP_STALL_NOBODY. */
+uint32_t dlcp_stall_on_time(dlcp_stall *st, dlcp_tstamp now, uint32_t *nonce);
 
 /* dlcp_stall_deadline: when dlcp_stall_on_time must next be called
  * (DLCP_TSTAMP_NEVER when no probe is in flight). */
