@@ -52,6 +52,13 @@ static void test_dump_names_the_wait(void **state) {
   dlcp_flight_waiting(fr, 7, 2, 210 * MS);
   assert_int_equal(dlcp_flight_blocked_on(fr, &since), 2);
   assert_int_equal(since, 210 * MS);
+  {
+    const char *kind = NULL, *algo = NULL;
+    assert_true(dlcp_flight_lookup(fr, 6, &kind, &algo));
+    assert_string_equal(kind, "all-reduce");
+    assert_string_equal(algo, "ring");
+    assert_false(dlcp_flight_lookup(fr, 6 + DLCP_FLIGHT_OPS, &kind, &algo));
+  }
   text = dump_to_string(fr, "stall: no progress within 2000 ms", 2210 * MS);
   assert_string_equal(
       text,

@@ -128,6 +128,17 @@ void dlcp_flight_end(dlcp_flight *fr, uint64_t seq, int status,
   dlcp_fmt(o->why, sizeof(o->why), "%s", why != NULL ? why : "");
 }
 
+bool dlcp_flight_lookup(const dlcp_flight *fr, uint64_t seq,
+                        const char **kind, const char **algo) {
+  const fl_op *o = &fr->ops[seq % DLCP_FLIGHT_OPS];
+  if (!o->used || o->seq != seq) {
+    return false;
+  }
+  *kind = o->kind;
+  *algo = o->algo;
+  return true;
+}
+
 /* latest returns the record begun last, or NULL. */
 static const fl_op *latest(const dlcp_flight *fr) {
   const fl_op *best = NULL;

@@ -61,6 +61,11 @@ void dlcp_flight_waiting(dlcp_flight *fr, uint64_t seq, uint32_t peer,
 void dlcp_flight_end(dlcp_flight *fr, uint64_t seq, int status,
                      const char *why, dlcp_tstamp now);
 
+/* dlcp_flight_lookup finds operation |seq| still in the ring and sets its
+ * kind and algorithm; false if it is not (or no longer) there. */
+bool dlcp_flight_lookup(const dlcp_flight *fr, uint64_t seq,
+                        const char **kind, const char **algo);
+
 /* dlcp_flight_blocked_on returns the peer the latest unfinished operation
  * waits on and when that began, or DLCP_FLIGHT_NONE. */
 uint32_t dlcp_flight_blocked_on(const dlcp_flight *fr, dlcp_tstamp *since);
