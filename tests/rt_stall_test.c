@@ -114,12 +114,13 @@ static void culprit_of(const char *error, uint32_t victim, char *out,
   snprintf(out, len, "%.*s", (int)(close - p + 1), p);
 }
 
-/* operation_of extracts "allreduce #N" from an error, or fails. */
+/* operation_of extracts the operation that stalled, "stalled in
+ * allreduce #N", from an error, or fails. */
 static void operation_of(const char *error, char *out, size_t len) {
-  const char *p = strstr(error, "allreduce #");
-  size_t n = 11;
+  const char *p = strstr(error, "stalled in allreduce #");
+  size_t n = 22;
   if (p == NULL) {
-    fail_msg("error does not name the operation: %s", error);
+    fail_msg("error does not name the operation that stalled: %s", error);
   }
   while (p[n] >= '0' && p[n] <= '9') {
     n++;
