@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt/errbuf.h"
 
@@ -236,7 +237,16 @@ int dlcp_flight_write(const dlcp_flight *fr, const char *dir,
   char tmp[4096 + 8];
   FILE *f;
   int rv = 0;
-  dlcp_flight_dump(fr, stderr, reason, now);
+  char *text = NULL;
+  size_t len = 0;
+  /* One write, so the dumps of ranks sharing a terminal do not mix. */
+  f = open_memstream(&text, &len);
+  if (f != NULL) {
+    dlcp_flight_dump(fr, f, reason, now);
+    fclose(f);
+    (void)!write(STDERR_FILENO, text, len);
+    free(text);
+  }
   if (dir == NULL || dir[0] == '\0') {
     return 0;
   }
