@@ -11,6 +11,9 @@
  * Each rank is a forked child that loops over all-reduces until one
  * fails and then reports the error through shared memory.  The freeze
  * comes once every rank has finished a few operations.
+ *
+ * Last, the same under dlcp-run (dlcp-bench in a loop, rank 2 frozen):
+ * the launcher's flight-recorder report and last line name rank 2.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -242,10 +247,139 @@ static void test_frozen_rank_world8_tree(void **state) {
   }
 }
 
+/* ---- under dlcp-run: the launcher's report names the frozen rank -------- */
+
+static char tool_dir[PATH_MAX - 64];
+
+static void find_tools(void) {
+  ssize_t n = readlink("/proc/self/exe", tool_dir, sizeof(tool_dir) - 1);
+  char *slash;
+  assert_true(n > 0);
+  tool_dir[n] = '\0';
+  slash = strrchr(tool_dir, '/');
+  assert_non_null(slash);
+  *slash = '\0';
+  strcat(tool_dir, "/../bin");
+}
+
+/* rank_pid finds the pid of rank |rank| among the children of |parent|
+ * (RANK in its environment). */
+static pid_t rank_pid(pid_t parent, uint32_t rank) {
+  char path[128];
+  char buf[8192];
+  char want[32];
+  FILE *f;
+  pid_t child;
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)parent,
+           (int)parent);
+  f = fopen(path, "r");
+  if (f == NULL) {
+    return -1;
+  }
+  snprintf(want, sizeof(want), "RANK=%u", rank);
+  while (fscanf(f, "%d", &child) == 1) {
+    int fd;
+    ssize_t len;
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)child);
+    fd = open(path, O_RDONLY);
+    if (fd < 0) {
+      continue;
+    }
+    len = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    for (ssize_t i = 0; i < len;) {
+      if (strcmp(buf + i, want) == 0) {
+        fclose(f);
+        return child;
+      }
+      i += (ssize_t)strlen(buf + i) + 1;
+    }
+  }
+  fclose(f);
+  return -1;
+}
+
+static void test_dlcp_run_names_the_frozen_rank(void **state) {
+  char run[PATH_MAX];
+  char bench[PATH_MAX];
+  int errpipe[2];
+  pid_t launcher;
+  pid_t victim = -1;
+  char *err = NULL;
+  size_t len = 0;
+  int status = 0;
+  dlcp_tstamp deadline;
+  (void)state;
+  find_tools();
+  snprintf(run, sizeof(run), "%s/dlcp-run", tool_dir);
+  snprintf(bench, sizeof(bench), "%s/dlcp-bench", tool_dir);
+  assert_int_equal(pipe(errpipe), 0);
+  launcher = fork();
+  assert_true(launcher >= 0);
+  if (launcher == 0) {
+    dup2(errpipe[1], STDERR_FILENO);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    close(errpipe[0]);
+    setenv("DLCP_TIMEOUT_MS", "1500", 1);
+    unsetenv("DLCP_FLIGHT_DIR");
+    execl(run, run, "-n", "4", "--", bench, "-b", "1M", "-e", "1M", "-n",
+          "100000", "-w", "0", "-c", "0", (char *)NULL);
+    _exit(127);
+  }
+  close(errpipe[1]);
+  /* Let the job get going, then freeze rank 2. */
+  deadline = dlcp_rt_deadline_after(20000);
+  while (victim < 0 && dlcp_rt_now() < deadline) {
+    usleep(100 * 1000);
+    victim = rank_pid(launcher, 2);
+  }
+  assert_true(victim > 0);
+  usleep(1500 * 1000);
+  assert_int_equal(kill(victim, SIGSTOP), 0);
+  {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(errpipe[0], buf, sizeof(buf))) > 0) {
+      char *nerr = realloc(err, len + (size_t)n + 1);
+      assert_non_null(nerr);
+      err = nerr;
+      memcpy(err + len, buf, (size_t)n);
+      len += (size_t)n;
+      err[len] = '\0';
+    }
+  }
+  close(errpipe[0]);
+  assert_int_equal(waitpid(launcher, &status, 0), launcher);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  if (err == NULL ||
+      strstr(err, "on rank 2, which left no record") == NULL ||
+      strstr(err, "every waiting rank was waiting on rank 2") == NULL) {
+    fail_msg("dlcp-run's report does not name rank 2:\n%s",
+             err ? err : "(nothing)");
+  }
+  {
+    /* Remove the records it kept. */
+    const char *kept = strstr(err, "flight records kept in ");
+    char dir[256];
+    if (kept != NULL && sscanf(kept, "flight records kept in %255s", dir) ==
+                            1) {
+      for (int r = 0; r < 4; r++) {
+        char path[320];
+        snprintf(path, sizeof(path), "%s/flight.rank%d.txt", dir, r);
+        unlink(path);
+      }
+      rmdir(dir);
+    }
+  }
+  free(err);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frozen_rank_world4_ring),
       cmocka_unit_test(test_frozen_rank_world8_tree),
+      cmocka_unit_test(test_dlcp_run_names_the_frozen_rank),
   };
   setvbuf(stdout, NULL, _IOLBF, 0);
   return cmocka_run_group_tests(tests, NULL, NULL);
