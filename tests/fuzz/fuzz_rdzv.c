@@ -27,6 +27,7 @@
  * its client); everything is freed (LeakSanitizer).
  */
 #include "../../src/rt/rendezvous_server.c"
+#include "wire/bytes.h"
 
 #define NCLIENT 4
 #define WORLD 4u
