@@ -142,7 +142,9 @@ static size_t make_request(uint8_t *buf, uint8_t op, const char *key,
   p = dlcp_put_u16(p, (uint16_t)key_len);
   p = dlcp_put_u16(p, 0);
   p = dlcp_put_u32(p, val_len);
-  memcpy(p, key, key_len);
+  if (key_len > 0) {
+    memcpy(p, key, key_len);
+  }
   if (val_len > 0) {
     memcpy(p + key_len, val, val_len);
   }
