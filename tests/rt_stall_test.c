@@ -152,6 +152,12 @@ static void one_run(uint32_t world, dlcp_algo algo, uint32_t victim,
     pids[r] = fork();
     assert_true(pids[r] >= 0);
     if (pids[r] == 0) {
+      /* A rank that crashes must die, not resume cmocka's test runner
+       * through its signal handlers. */
+      static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+      for (size_t k = 0; k < sizeof(fatal) / sizeof(fatal[0]); k++) {
+        signal(fatal[k], SIG_DFL);
+      }
       run_rank(r, world, port, algo, &st[r]);
     }
   }
@@ -382,5 +388,7 @@ int main(void) {
       cmocka_unit_test(test_dlcp_run_names_the_frozen_rank),
   };
   setvbuf(stdout, NULL, _IOLBF, 0);
+  /* A hang anywhere becomes a failure before ctest's own limit. */
+  alarm(280);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
