@@ -429,6 +429,18 @@ static void settle_start(dlcp_comm *c, uint32_t rank, uint32_t op_id,
   co->settle_rank = rank;
   co->settle_op = op_id;
   dlcp_fmt(co->settle_why, sizeof(co->settle_why), "%s", why);
+  /* This rank may still be in an earlier operation than the report's
+   * (survivors can be a collective apart): then it tells the others, so
+   * that all settle on the lowest one. */
+  if (co->runs != NULL && co->runs->id < op_id) {
+    co->settle_op = co->runs->id;
+    for (uint32_t k = 0; k < c->env.world_size; k++) {
+      if (k != c->env.rank && k != rank) {
+        send_note(c, k, DLCP_RT_NOTE_PEER_LOST,
+                  (uint64_t)(co->settle_op + 1u) << 32 | rank, now);
+      }
+    }
+  }
 }
 
 /* settle_finish ends the agreement (when due, or at once if |force|):
