@@ -3,25 +3,28 @@
 #   make check   install what is missing, build, run the whole test suite
 #                (normal build with -Werror, then the ASan+UBSan build)
 # Others: make build, make python (the Python package in build/venv),
-# make fuzz (60 s per libFuzzer target), make bench (core and
-# point-to-point), make bench-allreduce (dlcp vs Gloo and Open MPI),
-# make bench-sim (dlcp-sim vs ns-3), make bench-testbed (dlcp vs Gloo and
-# Open MPI on an emulated 4-host cluster, root), make results (the seeds'
-# simulated experiments, regenerating docs/results.md), make
-# train-fashion-mnist (the PyTorch example: Gloo vs dlcp), make bench-ina
-# (the aggregation switch), make clean.
+# make fuzz (10^7 executions per libFuzzer target; FUZZ_RUNS / FUZZ_SECONDS
+# change the budget), make soak (randomized all-reduces under fault
+# injection, 30 min; SOAK_MINUTES), make bench (core and point-to-point),
+# make bench-allreduce (dlcp vs Gloo and Open MPI), make bench-sim
+# (dlcp-sim vs ns-3), make bench-testbed (dlcp vs Gloo and Open MPI on an
+# emulated 4-host cluster, root), make results (the seeds' simulated
+# experiments, regenerating docs/results.md), make train-fashion-mnist (the
+# PyTorch example: Gloo vs dlcp), make bench-ina (the aggregation switch),
+# make clean.
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?= 10000000
+FUZZ_SECONDS ?= 0
 CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 # Debian packages the build, the tests and the tools need (README says why).
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build \
-                python3 libbpf-dev bpftool ethtool util-linux \
+                python3 libbpf-dev bpftool ethtool util-linux \ libsodium-dev \
                 g++ python3-venv python3-pip python3-setuptools python3-wheel \
                 python3-dev python3-numpy python3-pytest python3-torch \
                 libtorch-dev pybind11-dev
@@ -33,7 +36,7 @@ EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan fuzz bench bench-allreduce \
         bench-sim bench-straggler bench-auto bench-testbed bench-ina results \
-        train-fashion-mnist clean
+        soak train-fashion-mnist clean
 
 all: build
 
@@ -78,7 +81,12 @@ $(FUZZ_BUILD)/CMakeCache.txt:
 
 fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-	@./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_RUNS) $(FUZZ_SECONDS)
+
+# Randomized all-reduces under fault injection; SOAK_MINUTES, SOAK_RANKS,
+# SOAK_SEED etc. as scripts/soak.sh describes.
+soak: build
+	@./scripts/soak.sh $(BUILD)
 
 bench: build
 	@./scripts/bench.sh $(BUILD)

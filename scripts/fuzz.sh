@@ -1,25 +1,38 @@
 #!/bin/sh
 # Runs every libFuzzer target of a fuzz build, one after another.
 #
-# Usage: scripts/fuzz.sh BUILD_DIR SECONDS
+# Usage: scripts/fuzz.sh BUILD_DIR RUNS SECONDS
 #
-# Each BUILD_DIR/fuzz/fuzz_<name> runs for SECONDS on a copy of its seed
-# corpus tests/fuzz/corpus/<name>/ (the checked-in seeds are never
-# modified).  The copy, the log and any crash artifacts go to
+# Each BUILD_DIR/fuzz/fuzz_<name> runs until it has executed RUNS inputs
+# or SECONDS have passed, whichever comes first (0: no such limit; not
+# both 0), on a copy of its seed corpus tests/fuzz/corpus/<name>/ (the
+# checked-in seeds are never modified).  `make fuzz` gives every target
+# 10^7 executions; CI gives each 10 seconds.  FUZZ_ONLY=name restricts
+# the run to one target.  The copy, the log and any crash artifacts go to
 # fuzz-out/<name>/ under the repository root (FUZZ_OUT overrides it).
 # Prints one line per target and exits non-zero if any target found a crash,
 # leak, timeout or out-of-memory input.
 set -u
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BUILD_DIR SECONDS" >&2
+if [ $# -ne 3 ]; then
+  echo "usage: $0 BUILD_DIR RUNS SECONDS" >&2
   exit 2
 fi
 build=$1
-seconds=$2
-case $seconds in
-  '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a number" >&2; exit 2 ;;
-esac
+runs=$2
+seconds=$3
+for n in "$runs" "$seconds"; do
+  case $n in
+    '' | *[!0-9]*) echo "fuzz.sh: RUNS and SECONDS must be numbers" >&2
+                   exit 2 ;;
+  esac
+done
+if [ "$runs" -eq 0 ] && [ "$seconds" -eq 0 ]; then
+  echo "fuzz.sh: RUNS and SECONDS cannot both be 0 (no limit)" >&2
+  exit 2
+fi
+# libFuzzer: -runs=-1 and -max_total_time=0 mean unlimited.
+[ "$runs" -eq 0 ] && runs=-1
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${FUZZ_OUT:-$root/fuzz-out}
@@ -30,6 +43,9 @@ ran=0
 for bin in "$build"/fuzz/fuzz_*; do
   [ -f "$bin" ] && [ -x "$bin" ] || continue
   name=${bin##*/fuzz_}
+  if [ -n "${FUZZ_ONLY:-}" ] && [ "$name" != "$FUZZ_ONLY" ]; then
+    continue
+  fi
   dir=$out/$name
   mkdir -p "$dir"
   rm -rf "$dir/corpus"
@@ -39,16 +55,19 @@ for bin in "$build"/fuzz/fuzz_*; do
   fi
   nseeds=$(find "$dir/corpus" -type f | wc -l)
   # -timeout: one input taking over 10 s is a hang, hence a finding.
-  "$bin" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
-    -artifact_prefix="$dir/" "$dir/corpus" >"$dir/log" 2>&1
+  start=$(date +%s)
+  "$bin" -runs="$runs" -max_total_time="$seconds" -timeout=10 \
+    -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" \
+    >"$dir/log" 2>&1
   rc=$?
+  took=$(( $(date +%s) - start ))
   ran=$((ran + 1))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" |
           tail -n 1)
   ncorpus=$(find "$dir/corpus" -type f | wc -l)
   if [ $rc -eq 0 ]; then
     printf 'fuzz_%-10s ok     %10s execs in %ss, corpus %d -> %d\n' \
-      "$name" "${execs:-?}" "$seconds" "$nseeds" "$ncorpus"
+      "$name" "${execs:-?}" "$took" "$nseeds" "$ncorpus"
   else
     found=1
     art=$(ls "$dir" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' |

@@ -38,6 +38,14 @@ typedef struct rank_args {
   char got[MAX_RANKS][64]; /* every rank's published address */
 } rank_args;
 
+/* start_server starts a store for a world of |world| in job 0 (what
+ * run_rank's zeroed environment carries). */
+static int start_server(dlcp_rdzv_server **srv, uint32_t world) {
+  dlcp_rdzv_server_config cfg;
+  dlcp_rdzv_server_config_default(&cfg, world, 0);
+  return dlcp_rdzv_server_start(srv, LOOPBACK, 0, &cfg, NULL);
+}
+
 static uint16_t free_port(void) {
   uint16_t port = 0;
   assert_int_equal(dlcp_net_free_port(LOOPBACK, &port, NULL), 0);
@@ -155,7 +163,7 @@ static void test_rank0_never_starts(void **state) {
   uint64_t elapsed_ms;
   int rv;
   (void)state;
-  rv = dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, 2,
+  rv = dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, 2, 0,
                                 dlcp_rt_deadline_after(300), &eb);
   elapsed_ms = (dlcp_rt_now() - start) / DLCP_NS_PER_MS;
   assert_int_equal(rv, DLCP_ERR_TIMEOUT);
@@ -176,11 +184,11 @@ static void test_exchange_timeout_names_missing(void **state) {
   dlcp_errbuf eb;
   uint32_t r;
   (void)state;
-  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 4, NULL), 0);
+  assert_int_equal(start_server(&srv, 4), 0);
   for (r = 0; r < 2; r++) {
     assert_int_equal(
         dlcp_rdzv_client_connect(&cli[r], LOOPBACK, dlcp_rdzv_server_port(srv),
-                                 r, 4, dlcp_rt_deadline_after(2000), &eb),
+                                 r, 4, 0, dlcp_rt_deadline_after(2000), &eb),
         0);
   }
   /* Rank 1 has published before rank 0 gives up. */
@@ -208,9 +216,9 @@ static void test_world_size_mismatch(void **state) {
   dlcp_rdzv_client *cli = NULL;
   dlcp_errbuf eb;
   (void)state;
-  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(start_server(&srv, 2), 0);
   assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 3,
+                                            dlcp_rdzv_server_port(srv), 1, 3, 0,
                                             dlcp_rt_deadline_after(2000), &eb),
                    DLCP_ERR_CONFIG);
   assert_null(cli);
@@ -224,13 +232,13 @@ static void test_duplicate_rank(void **state) {
   dlcp_rdzv_client *b = NULL;
   dlcp_errbuf eb;
   (void)state;
-  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(start_server(&srv, 2), 0);
   assert_int_equal(dlcp_rdzv_client_connect(&a, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 2,
+                                            dlcp_rdzv_server_port(srv), 1, 2, 0,
                                             dlcp_rt_deadline_after(2000), &eb),
                    0);
   assert_int_equal(dlcp_rdzv_client_connect(&b, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 2,
+                                            dlcp_rdzv_server_port(srv), 1, 2, 0,
                                             dlcp_rt_deadline_after(2000), &eb),
                    DLCP_ERR_CONFIG);
   assert_non_null(strstr(eb.msg, "rank 1 is already connected"));
@@ -300,7 +308,7 @@ static void test_garbage_rejected(void **state) {
   size_t len;
   size_t n;
   (void)state;
-  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(start_server(&srv, 2), 0);
   port = dlcp_rdzv_server_port(srv);
 
   /* A client that sends half a header and then just sits there. */
@@ -327,7 +335,7 @@ static void test_garbage_rejected(void **state) {
   }
 
   /* The server still serves a real client. */
-  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, 2,
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, 2, 0,
                                             dlcp_rt_deadline_after(2000), NULL),
                    0);
   assert_int_equal(
@@ -358,9 +366,9 @@ static void test_server_gone(void **state) {
   void *value;
   size_t len;
   (void)state;
-  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, 2, NULL), 0);
+  assert_int_equal(start_server(&srv, 2), 0);
   assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 2,
+                                            dlcp_rdzv_server_port(srv), 1, 2, 0,
                                             dlcp_rt_deadline_after(2000), &eb),
                    0);
   /* Drain deadline already passed: the server closes at once. */

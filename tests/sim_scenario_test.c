@@ -70,8 +70,8 @@ static void test_errors(void **state) {
   expect_error("workload:\n  flows:\n    - {src: h0, dst: h1, size: 1MB}\n"
                "    - {src: h0, dst: h99, size: 1MB}\n",
                NULL, 0,
-               "test.yaml:4: field 'workload.flows[1].dst': expected a host other "
-               "than src, got "
+               "test.yaml:4: field 'workload.flows[1].dst': expected a host "
+               "name or an index in 0..3 (the topology has 4 hosts), got "
                "'h99'");
   expect_error("workload:\n  flows:\n    - {src: h0, dst: h1}\n", NULL, 0,
                "test.yaml:3: field 'workload.flows[0].size': expected this "

@@ -221,10 +221,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dlcp-run: stopped by SIG%s\n", sigabbrev_np(res.signal));
   } else if (res.failed_rank >= 0) {
     char how[96];
-    fprintf(stderr, "dlcp-run: failed: rank %" PRId64 " %s (exit code %d)\n",
+    char why[96] = "";
+    if (res.culprit >= 0 && res.culprit != res.failed_rank) {
+      snprintf(why, sizeof(why), "; every waiting rank was waiting on rank "
+               "%" PRId64, res.culprit);
+    }
+    fprintf(stderr, "dlcp-run: failed: rank %" PRId64 " %s (exit code %d)%s\n",
             res.failed_rank,
             dlcp_proc_status_format(how, sizeof(how), res.failed_status),
-            res.exit_code);
+            res.exit_code, why);
   }
   return res.exit_code;
 }

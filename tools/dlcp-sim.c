@@ -43,20 +43,23 @@ static double wall_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void progress(const dlcp_sim *sim, bool final) {
-  const int width = 40;
+static void progress(const dlcp_sim *sim, double wall_s, bool final) {
+  const int width = 30;
   double frac = sim->nflows ? (double)sim->flows_done / sim->nflows : 1.0;
   int filled = (int)(frac * width);
   printf("\r[");
   for (int i = 0; i < width; i++) {
     putchar(i < filled ? '#' : ' ');
   }
-  printf("] %3d%% %u/%u flows, %.3f ms simulated", (int)(frac * 100),
-         sim->flows_done, sim->nflows,
-         (double)dlcp_sim_now(sim) / 1e9);
+  /* Simulated time against wall time and the event rate: how long the
+   * rest will take, and whether the run is slow or just big. */
+  printf("] %3d%% %u/%u flows, %.3f ms simulated in %.1f s wall, %.2f M "
+         "events/s ", (int)(frac * 100), sim->flows_done, sim->nflows,
+         (double)dlcp_sim_now(sim) / 1e9, wall_s,
+         wall_s > 0 ? (double)sim->engine.nevents / wall_s / 1e6 : 0.0);
   if (final) {
     /* Erase the bar so the summary starts on a clean line. */
-    printf("\r%*s\r", width + 60, "");
+    printf("\r%*s\r", width + 100, "");
   }
   fflush(stdout);
 }
@@ -84,6 +87,14 @@ static int run_one(const char *scenario, const char **sets, size_t nsets,
   }
   if (!out && cfg.out_dir[0]) {
     out = cfg.out_dir;
+  }
+  /* Before the run, not after it: a typo in the path must not cost the
+   * simulation. */
+  if (out && dlcp_sim_prepare_outdir(out, err, sizeof(err)) != 0) {
+    fprintf(stderr, "dlcp-sim: %s %s\n",
+            out == cfg.out_dir ? "outputs.dir:" : "--out:", err);
+    dlcp_sim_config_free(&cfg);
+    return 2;
   }
   dlcp_sim *sim;
   rv = dlcp_sim_new(&sim, &cfg, NULL, err, sizeof(err));
@@ -119,7 +130,7 @@ static int run_one(const char *scenario, const char **sets, size_t nsets,
     if (tty) {
       double now = wall_now();
       if (rv != 0 || now - last_draw > 0.1) {
-        progress(sim, rv != 0);
+        progress(sim, now - t0, rv != 0);
         last_draw = now;
       }
     }

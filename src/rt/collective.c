@@ -39,16 +39,30 @@
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
 #include "rt/errbuf.h"
+#include "rt/flight.h"
 #include "rt/ina_run.h"
 #include "rt/scratch.h"
+#include "rt/stall.h"
 
 #define MAX_RUNS 2048u
+/* A stall inquiry's patience with each rank it asks (rt/stall.h). */
+#define STALL_PROBE_NS (400u * 1000000u)
+/* How long the ranks collect reports of a stalled rank before they fail,
+ * so that all name the same operation. */
+#define SETTLE_NS (100u * 1000000u)
 
 #define TENSOR_COLL_BIT 0x80000000u
 
 typedef struct coll_run {
   struct coll_run *next;
   uint32_t id;
+  const char *kind; /* "allreduce", for messages and the flight record */
+  const char *algo;
+  /* The peer of a transfer that made no progress, and since when: what
+   * this run waits on while the stall inquiry runs (DLCP_STALL_NOBODY
+   * if none). */
+  uint32_t stalled_peer;
+  dlcp_tstamp stalled_since;
   dlcp_coll *op;
   struct dlcp_request *req;
   op *xfers; /* outstanding transfers, linked by coll_next */
@@ -81,6 +95,18 @@ typedef struct early_note {
 /* The communicator's collectives: everything about them that outlives one
  * operation.  All under the communicator's |mu|. */
 struct dlcp_rt_colls {
+  dlcp_stall stall;     /* the inquiry after a transfer made no progress */
+  bool stall_acted;     /* its verdict has been acted on */
+  uint32_t stall_op;    /* the run it started in */
+  /* A stalled rank being agreed on: every rank that finds it tells the
+   * others which operation stalled; for SETTLE_NS after the first such
+   * report a rank collects them and then names the lowest, so that all
+   * name the same one (survivors may be an operation apart). */
+  dlcp_tstamp settle_until; /* NEVER: not settling */
+  uint32_t settle_rank;
+  uint32_t settle_op;
+  char settle_why[160];
+  dlcp_flight *flight;  /* recent operations; NULL until the first */
   coll_run *runs;           /* running, in start order */
   uint32_t next_id;         /* same sequence on every rank */
   early_note *early;        /* notes for collectives not started here */
@@ -181,16 +207,22 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   info->bypasses = res.bypasses;
   info->elapsed_ns = now - req->started_ns;
   if (info->status != 0) {
+    /* Run ids are equal on every rank: "allreduce #17" names the same
+     * operation everywhere. */
     if (run->fail_reason[0]) {
-      dlcp_fmt(info->error, sizeof(info->error), "%s", run->fail_reason);
+      dlcp_fmt(info->error, sizeof(info->error), "%s #%u (%s): %s",
+               run->kind, run->id, run->algo, run->fail_reason);
     } else if (res.failed_peer >= 0) {
-      dlcp_fmt(info->error, sizeof(info->error), "%s: %s",
-               c->peers[res.failed_peer].name,
+      dlcp_fmt(info->error, sizeof(info->error), "%s #%u (%s): %s: %s",
+               run->kind, run->id, run->algo, c->peers[res.failed_peer].name,
                dlcp_strerror(info->status));
     } else {
-      dlcp_fmt(info->error, sizeof(info->error), "%s",
-               dlcp_strerror(info->status));
+      dlcp_fmt(info->error, sizeof(info->error), "%s #%u (%s): %s",
+               run->kind, run->id, run->algo, dlcp_strerror(info->status));
     }
+  }
+  if (c->coll->flight) {
+    dlcp_flight_end(c->coll->flight, run->id, info->status, info->error, now);
   }
   if (res.nmissing > 0) {
     req->missing = malloc(res.nmissing * sizeof(dlcp_range));
@@ -250,6 +282,10 @@ static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
   o->opts.f32_importance = run->f32_importance;
   o->loss_bound = a->loss_bound;
   o->posted_ns = now;
+  if (c->coll->flight) {
+    dlcp_flight_transfer(c->coll->flight, run->id, a->peer,
+                         o->kind == OP_SEND, true, 0, a->bytes);
+  }
   o->coll_next = run->xfers;
   run->xfers = o;
   dlcp_rt_submit(c, o, now);
@@ -317,8 +353,190 @@ static bool pump(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
   return posted;
 }
 
+/* --- stalls: whom are we waiting on? ------------------------------------ */
+
+static void record_loss(dlcp_comm *c, uint32_t rank, uint32_t op_plus,
+                        int status, const char *reason, dlcp_tstamp now);
+static void fail_all(dlcp_comm *c, dlcp_tstamp now);
+
+static void send_note(dlcp_comm *c, uint32_t to, uint32_t note_op,
+                      uint64_t value, dlcp_tstamp now) {
+  uint8_t msg[DLCP_WIRE_NOTE_LEN];
+  dlcp_wire_note n = {.job = c->env.job, .op = note_op, .value = value};
+  if (to != c->env.rank && c->peers[to].dead_status == 0 &&
+      dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
+    dlcp_rt_queue_control(c, &c->peers[to], msg, sizeof(msg), now);
+  }
+}
+
+/* run_blocked_on: the peer |run| waits on: the oldest outstanding
+ * receive's sender, else the oldest outstanding send's receiver. */
+static uint32_t run_blocked_on(const coll_run *run, dlcp_tstamp *since) {
+  const op *best = NULL;
+  if (run->stalled_peer != DLCP_STALL_NOBODY) {
+    *since = run->stalled_since;
+    return run->stalled_peer;
+  }
+  for (const op *o = run->xfers; o; o = o->coll_next) {
+    if (best == NULL ||
+        (o->kind == OP_RECV && best->kind == OP_SEND) ||
+        (o->kind == best->kind && o->posted_ns < best->posted_ns)) {
+      best = o;
+    }
+  }
+  if (best == NULL) {
+    return DLCP_STALL_NOBODY;
+  }
+  *since = best->posted_ns;
+  return best->peer;
+}
+
+/* blocked_on: the peer this rank waits on, in its oldest running
+ * collective that waits on anybody. */
+static uint32_t blocked_on(const dlcp_comm *c) {
+  for (const coll_run *run = c->coll->runs; run; run = run->next) {
+    dlcp_tstamp since;
+    uint32_t who = run_blocked_on(run, &since);
+    if (who != DLCP_STALL_NOBODY) {
+      return who;
+    }
+  }
+  return DLCP_STALL_NOBODY;
+}
+
+static void stall_begin(dlcp_comm *c, const coll_run *run, uint32_t waited_on,
+                        dlcp_tstamp now) {
+  dlcp_stall *st = &c->coll->stall;
+  uint32_t nonce = 0;
+  if (st->world == 0) {
+    /* One probe interval per hop, well inside the "timeout + 1 s" a
+     * survivor has to fail in. */
+    dlcp_stall_init(st, c->env.rank, c->env.world_size, STALL_PROBE_NS);
+  }
+  uint32_t to = dlcp_stall_begin(st, waited_on, now, &nonce);
+  if (to != DLCP_STALL_NOBODY) {
+    c->coll->stall_op = run->id;
+    send_note(c, to, DLCP_RT_NOTE_PROBE, nonce, now);
+  }
+}
+
+/* settle_start notes a report that |rank| stalled in operation |op_id|
+ * (|why|: what the report says). */
+static void settle_start(dlcp_comm *c, uint32_t rank, uint32_t op_id,
+                         const char *why, dlcp_tstamp now) {
+  dlcp_rt_colls *co = c->coll;
+  if (co->settle_until != DLCP_TSTAMP_NEVER) {
+    if (rank == co->settle_rank && op_id < co->settle_op) {
+      co->settle_op = op_id;
+    }
+    return;
+  }
+  co->settle_until = now + SETTLE_NS;
+  co->settle_rank = rank;
+  co->settle_op = op_id;
+  dlcp_fmt(co->settle_why, sizeof(co->settle_why), "%s", why);
+  /* This rank may still be in an earlier operation than the report's
+   * (survivors can be a collective apart): then it tells the others, so
+   * that all settle on the lowest one. */
+  if (co->runs != NULL && co->runs->id < op_id) {
+    co->settle_op = co->runs->id;
+    for (uint32_t k = 0; k < c->env.world_size; k++) {
+      if (k != c->env.rank && k != rank) {
+        send_note(c, k, DLCP_RT_NOTE_PEER_LOST,
+                  (uint64_t)(co->settle_op + 1u) << 32 | rank, now);
+      }
+    }
+  }
+}
+
+/* settle_finish ends the agreement (when due, or at once if |force|):
+ * the stalled rank is lost, every collective fails naming it and the
+ * operation, and the others are told once more (a rank that heard
+ * nothing yet learns the operation too). */
+static void settle_finish(dlcp_comm *c, dlcp_tstamp now, bool force) {
+  dlcp_rt_colls *co = c->coll;
+  if (co->settle_until == DLCP_TSTAMP_NEVER ||
+      (!force && now < co->settle_until)) {
+    return;
+  }
+  co->settle_until = DLCP_TSTAMP_NEVER;
+  uint32_t r = co->settle_rank;
+  const char *kind = "collective";
+  const char *algo = "?";
+  if (co->flight != NULL) {
+    (void)dlcp_flight_lookup(co->flight, co->settle_op, &kind, &algo);
+  }
+  char why[224];
+  char reason[224];
+  dlcp_fmt(why, sizeof(why), "stalled in %s #%u (%s): %s", kind,
+           co->settle_op, algo, co->settle_why);
+  dlcp_fmt(reason, sizeof(reason), "%s: %s", c->peers[r].name, why);
+  for (uint32_t k = 0; k < c->env.world_size; k++) {
+    if (k != c->env.rank && k != r) {
+      send_note(c, k, DLCP_RT_NOTE_PEER_LOST,
+                (uint64_t)(co->settle_op + 1u) << 32 | r, now);
+    }
+  }
+  record_loss(c, r, co->settle_op + 1u, DLCP_ERR_TIMEOUT, reason, now);
+  fail_all(c, now);
+  dlcp_rt_peer_fail(c, &c->peers[r], DLCP_ERR_TIMEOUT, why, now);
+}
+
+/* stall_conclude acts on the inquiry's verdict, once: the others hear of
+ * it at once, and after the agreement the culprit is failed for good. */
+static void stall_conclude(dlcp_comm *c, dlcp_tstamp now) {
+  dlcp_stall *st = &c->coll->stall;
+  char what[160];
+  if (st->verdict == DLCP_STALL_PENDING || c->coll->stall_acted) {
+    return;
+  }
+  c->coll->stall_acted = true;
+  if (c->lost_status != 0) {
+    return; /* the job already lost a rank: that one is named */
+  }
+  dlcp_stall_describe(st, what, sizeof(what));
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r != c->env.rank && r != st->culprit) {
+      send_note(c, r, DLCP_RT_NOTE_PEER_LOST,
+                (uint64_t)(c->coll->stall_op + 1u) << 32 | st->culprit, now);
+    }
+  }
+  settle_start(c, st->culprit, c->coll->stall_op, what, now);
+}
+
+void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now) {
+  dlcp_flight *fr = c->coll->flight;
+  if (fr == NULL) {
+    fr = c->coll->flight = dlcp_flight_new(c->env.rank, c->env.world_size,
+                                           c->local_ip);
+    if (fr == NULL) {
+      return;
+    }
+  }
+  for (coll_run *run = c->coll->runs; run; run = run->next) {
+    dlcp_tstamp since = 0;
+    uint32_t who = run_blocked_on(run, &since);
+    dlcp_flight_waiting(fr, run->id, who == DLCP_STALL_NOBODY
+                                         ? DLCP_FLIGHT_NONE : who, since);
+  }
+  (void)dlcp_flight_write(fr, c->env.flight_dir, reason, now);
+}
+
 bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   bool posted = false;
+  uint32_t nonce = 0;
+  uint32_t again = dlcp_stall_on_time(&c->coll->stall, now, &nonce);
+  if (again != DLCP_STALL_NOBODY) {
+    send_note(c, again, DLCP_RT_NOTE_PROBE, nonce, now);
+  }
+  stall_conclude(c, now);
+  settle_finish(c, now, false);
+  if (dlcp_stall_deadline(&c->coll->stall) < *next) {
+    *next = dlcp_stall_deadline(&c->coll->stall);
+  }
+  if (c->coll->settle_until < *next) {
+    *next = c->coll->settle_until;
+  }
   coll_run *run = c->coll->runs;
   while (run) {
     coll_run *following = run->next;
@@ -356,6 +574,26 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
   peer *p = &c->peers[o->peer];
   if (mc) {
     c->stats.retransmissions += mc->retransmissions;
+  }
+  if (c->coll->flight) {
+    dlcp_flight_transfer(c->coll->flight, run->id, o->peer,
+                         o->kind == OP_SEND, false,
+                         status == 0 ? (mc ? mc->delivered_bytes : o->t.bytes)
+                                     : 0,
+                         0);
+  }
+  if ((status == DLCP_ERR_TIMEOUT || status == DLCP_ERR_NO_PROGRESS) &&
+      c->lost_status == 0 && p->dead_status == 0) {
+    /* No progress with |p|: not necessarily |p|'s fault.  Find the rank
+     * everybody waits on first; the verdict fails this run with the rest
+     * (stall_conclude). */
+    if (run->stalled_peer == DLCP_STALL_NOBODY) {
+      run->stalled_peer = o->peer;
+      run->stalled_since = o->posted_ns;
+    }
+    stall_begin(c, run, o->peer, now);
+    free(o);
+    return;
   }
   if (status != 0 && !run->fail_reason[0]) {
     dlcp_fmt(run->fail_reason, sizeof(run->fail_reason),
@@ -422,10 +660,17 @@ static coll_run *find_run(dlcp_comm *c, uint32_t id) {
 /* The job's first lost rank, however it was learnt, is the one every
  * collective names from then on: ranks that exit because of it must not be
  * blamed when their own connections close next. */
-static void record_loss(dlcp_comm *c, int status, const char *reason) {
+static void record_loss(dlcp_comm *c, uint32_t rank, uint32_t op_plus,
+                        int status, const char *reason, dlcp_tstamp now) {
   if (c->lost_status == 0) {
     c->lost_status = status;
+    c->lost_rank = rank;
+    c->lost_op_plus = op_plus;
     dlcp_fmt(c->lost_reason, sizeof(c->lost_reason), "%s", reason);
+    /* The flight record, while the runs still say whom they wait on. */
+    if (c->coll->runs) {
+      dlcp_rt_coll_dump(c, reason, now);
+    }
   }
 }
 
@@ -443,15 +688,46 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
     return;
   }
   if (n.op == DLCP_RT_NOTE_PEER_LOST) {
-    /* Another rank lost |value|: every collective needs it, so they all
-     * fail now, naming it (the reporter may go away next). */
-    if (n.value < c->env.world_size && n.value != c->env.rank) {
-      char reason[224];
-      dlcp_fmt(reason, sizeof(reason), "%s: lost (reported by %s)",
-               c->peers[n.value].name, p->name);
-      record_loss(c, DLCP_ERR_PEER_CLOSED, reason);
-      fail_all(c, now);
+    /* Another rank lost a rank: every collective needs it, so they all
+     * fail, naming it (the reporter may go away next).  The value is the
+     * rank, and from a stall inquiry also the operation that stalled (its
+     * id + 1, in the high half): then the ranks settle which operation to
+     * name first (settle_start). */
+    uint32_t lost = (uint32_t)n.value;
+    uint32_t op_plus = (uint32_t)(n.value >> 32);
+    if (lost < c->env.world_size && lost != c->env.rank &&
+        c->lost_status == 0) {
+      char why[160];
+      dlcp_fmt(why, sizeof(why), "lost (reported by %s)", p->name);
+      if (op_plus != 0) {
+        settle_start(c, lost, op_plus - 1u, why, now);
+        settle_finish(c, now, false);
+      } else if (c->coll->settle_until == DLCP_TSTAMP_NEVER ||
+                 lost != c->coll->settle_rank) {
+        char reason[224];
+        dlcp_fmt(reason, sizeof(reason), "%s: %s", c->peers[lost].name,
+                 why);
+        settle_finish(c, now, true);
+        record_loss(c, lost, 0, DLCP_ERR_PEER_CLOSED, reason, now);
+        fail_all(c, now);
+      }
     }
+    return;
+  }
+  if (n.op == DLCP_RT_NOTE_PROBE) {
+    send_note(c, p->rank, DLCP_RT_NOTE_PROBE_ANSWER,
+              dlcp_stall_pack((uint32_t)n.value, blocked_on(c)), now);
+    return;
+  }
+  if (n.op == DLCP_RT_NOTE_PROBE_ANSWER) {
+    uint32_t nonce, waits_on, next_nonce = 0;
+    dlcp_stall_unpack(n.value, &nonce, &waits_on);
+    uint32_t next = dlcp_stall_on_answer(&c->coll->stall, p->rank, nonce,
+                                         waits_on, now, &next_nonce);
+    if (next != DLCP_STALL_NOBODY) {
+      send_note(c, next, DLCP_RT_NOTE_PROBE, next_nonce, now);
+    }
+    stall_conclude(c, now);
     return;
   }
   coll_run *run = find_run(c, n.op);
@@ -484,7 +760,10 @@ void dlcp_rt_coll_note(dlcp_comm *c, peer *p, const uint8_t *msg,
 void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now) {
   char reason[224];
   dlcp_fmt(reason, sizeof(reason), "%s: %s", p->name, p->dead_reason);
-  record_loss(c, p->dead_status, reason);
+  /* A connection failing while a stalled rank is being agreed on is a
+   * survivor leaving because of it: settle now, naming the stalled one. */
+  settle_finish(c, now, true);
+  record_loss(c, p->rank, 0, p->dead_status, reason, now);
   fail_all(c, now);
 }
 
@@ -501,6 +780,7 @@ int dlcp_rt_coll_new(dlcp_rt_colls **pcoll) {
     return DLCP_ERR_NOMEM;
   }
   dlcp_scratch_init(&co->scratch);
+  co->settle_until = DLCP_TSTAMP_NEVER;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -518,6 +798,7 @@ void dlcp_rt_coll_free(dlcp_rt_colls *co) {
   if (!co) {
     return;
   }
+  dlcp_flight_free(co->flight);
   dlcp_scratch_release(&co->scratch);
   while (co->early) {
     early_note *e = co->early;
@@ -593,7 +874,18 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     return rv;
   }
   run->id = c->coll->next_id++;
+  run->kind = dlcp_coll_kind_name(kind);
+  run->stalled_peer = DLCP_STALL_NOBODY;
+  run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(&p));
   run->bytes = bytes;
+  if (!c->coll->flight) {
+    c->coll->flight = dlcp_flight_new(c->env.rank, c->env.world_size,
+                                      c->local_ip);
+  }
+  if (c->coll->flight) {
+    dlcp_flight_begin(c->coll->flight, run->id, run->kind, run->algo, bytes,
+                      now);
+  }
   run->req = req;
   run->layer = opts->layer;
   run->nlayers = opts->nlayers;

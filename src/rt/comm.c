@@ -35,6 +35,7 @@
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
 #include "rt/clock.h"
+#include "rt/sigdump.h"
 #include "rt/comm_internal.h"
 #include "rt/cq.h"
 #include "rt/env.h"
@@ -109,6 +110,13 @@ static void complete_op(dlcp_comm *c, peer *p, op *o,
     dlcp_rt_coll_transfer_done(c, o, mc, status, now);
   } else if (o->cq) {
     deliver_completion(c, p, o, mc, status);
+    if ((status == DLCP_ERR_TIMEOUT || status == DLCP_ERR_NO_PROGRESS) &&
+        p->dead_status == 0) {
+      /* No progress for the whole timeout: the peer is lost, and the
+       * leaving barrier will not wait for it. */
+      dlcp_rt_peer_fail(c, p, status, "no progress within the timeout",
+                        now);
+    }
   } else {
     free(o); /* withdrawn by a finished collective */
   }
@@ -129,13 +137,17 @@ void dlcp_rt_peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
   p->wlen = p->woff = 0;
   dlcp_mlt_abort(p->conn, status, now);
   dlcp_rt_coll_peer_lost(c, p, now);
+  /* Only the first loss this rank learns of is news: a rank that hangs up
+   * afterwards is leaving because of it, and must not be reported as a
+   * culprit of its own (the others would name it instead). */
+  bool first = c->lost_rank == p->rank;
   /* Tell every other rank, so that their collectives, which may not
    * exchange anything with |p|, fail naming |p| and not this rank, whose
    * own connections may close next. */
   uint8_t msg[DLCP_WIRE_NOTE_LEN];
   dlcp_wire_note n = {.job = c->env.job, .op = DLCP_RT_NOTE_PEER_LOST,
                       .value = p->rank};
-  if (dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
+  if (first && dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
     for (uint32_t r = 0; r < c->env.world_size; r++) {
       peer *q = &c->peers[r];
       if (r != c->env.rank && q->dead_status == 0) {
@@ -320,6 +332,19 @@ static void on_timer(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* SIGUSR1 (rt/sigdump.h): write the flight recorder. */
+static void on_dump(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)events;
+  dlcp_comm *c = user;
+  uint64_t v;
+  while (read(fd, &v, sizeof(v)) < 0 && errno == EINTR) {
+  }
+  pthread_mutex_lock(&c->mu);
+  dlcp_rt_coll_dump(c, "SIGUSR1", dlcp_rt_now());
+  pthread_mutex_unlock(&c->mu);
+}
+
 static void comm_free(dlcp_comm *c) {
   for (uint32_t r = 0; c->peers && r < c->env.world_size; r++) {
     peer *p = &c->peers[r];
@@ -349,6 +374,10 @@ static void comm_free(dlcp_comm *c) {
   if (c->tfd >= 0) {
     close(c->tfd);
   }
+  if (c->dump_fd >= 0) {
+    dlcp_sigdump_unregister(c->dump_fd);
+    close(c->dump_fd);
+  }
   dlcp_rt_coll_free(c->coll);
   free(c->topo);
   dlcp_loop_del(c->loop);
@@ -374,6 +403,7 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   c->shm_in.fd = -1;
   c->efd = -1;
   c->tfd = -1;
+  c->dump_fd = -1;
   for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
     c->udp.fd[i] = -1;
   }
@@ -416,6 +446,17 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
         dlcp_loop_add_fd(c->loop, c->tfd, DLCP_LOOP_READ, on_timer, c) != 0) {
       rv = dlcp_errbuf_set(&eb, DLCP_ERR_SYSTEM, "eventfd: %s",
                            strerror(errno));
+    }
+  }
+  if (rv == 0) {
+    c->dump_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (c->dump_fd < 0 ||
+        dlcp_loop_add_fd(c->loop, c->dump_fd, DLCP_LOOP_READ, on_dump, c) !=
+            0) {
+      rv = dlcp_errbuf_set(&eb, DLCP_ERR_SYSTEM, "eventfd: %s",
+                           strerror(errno));
+    } else {
+      (void)dlcp_sigdump_register(c->dump_fd);
     }
   }
   for (uint32_t k = 0; rv == 0 && k < c->udp.k; k++) {
@@ -512,6 +553,18 @@ void dlcp_comm_destroy(dlcp_comm *c) {
     peer *p = &c->peers[r];
     if (r == c->env.rank) {
       continue;
+    }
+    if (c->lost_status != 0 && p->dead_status == 0 && r != c->lost_rank) {
+      /* Leaving because of the lost rank: say so ahead of the hang-up on
+       * the same stream, so the peer names that rank, not this one. */
+      uint8_t msg[DLCP_WIRE_NOTE_LEN];
+      dlcp_wire_note n = {.job = c->env.job, .op = DLCP_RT_NOTE_PEER_LOST,
+                          .value = (uint64_t)c->lost_op_plus << 32 |
+                                   c->lost_rank};
+      if (dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
+        dlcp_rt_queue_control(c, p, msg, sizeof(msg), now);
+        (void)dlcp_rt_ctrl_flush(c, p, now); /* its ring, or its socket */
+      }
     }
     if (p->wlen > p->woff && p->dead_status == 0) {
       /* Let queued control messages (a last STOP) reach the peer. */

@@ -64,7 +64,7 @@ typedef struct peer {
   size_t wlen, woff, wcap;
   bool want_write;
   int dead_status; /* 0 while alive */
-  char dead_reason[128];
+  char dead_reason[224];
 } peer;
 
 struct dlcp_comm {
@@ -101,7 +101,10 @@ struct dlcp_comm {
   dlcp_comm_stats stats;
   struct dlcp_rt_colls *coll; /* the collectives (collective.c) */
   int lost_status;          /* the first lost rank, however learnt */
+  uint32_t lost_rank;
+  uint32_t lost_op_plus;    /* the operation it stalled in + 1, or 0 */
   char lost_reason[224];
+  int dump_fd;              /* eventfd raised by SIGUSR1 (rt/sigdump.h) */
   uint32_t topo_levels;     /* rank r's label at level l: */
   uint32_t *topo;           /* topo[r * topo_levels + l] */
 };
@@ -109,6 +112,10 @@ struct dlcp_comm {
 /* A NOTE with this op id is the runtime's, not a collective's: "rank
  * |value| is lost" (its control connection dropped at the sender). */
 #define DLCP_RT_NOTE_PEER_LOST 0xFFFFFFFFu
+/* A stall inquiry (rt/stall.h): "whom do you wait on?" (value: the
+ * probe's nonce), and the answer (value: dlcp_stall_pack(nonce, rank)). */
+#define DLCP_RT_NOTE_PROBE 0xFFFFFFFEu
+#define DLCP_RT_NOTE_PROBE_ANSWER 0xFFFFFFFDu
 
 /* comm.c: the service pass and the peers' fate; all with |mu| held. */
 void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now);
@@ -177,5 +184,8 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next);
 void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now);
 /* Fails every collective (the communicator is going away). */
 void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now);
+/* Writes the flight recorder (rt/flight.h) to stderr and to
+ * DLCP_FLIGHT_DIR, headed by |reason|. */
+void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now);
 
 #endif /* DLCP_RT_COMM_INTERNAL_H */

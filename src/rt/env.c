@@ -36,7 +36,7 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
-    "DLCP_SHM",         NULL};
+    "DLCP_SHM",         "DLCP_FLIGHT_DIR",  NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
@@ -183,6 +183,23 @@ fail:
   return bad(rd, name, s,
              "a host name or IP address of 1..255 characters without "
              "spaces");
+}
+
+/* read_dir reads a directory path (the directory itself is checked when
+ * it is written to). */
+static int read_dir(const reader *rd, const char *name, char *out,
+                    size_t len) {
+  const char *s = get(rd, name);
+  size_t n;
+  if (s == NULL) {
+    return 0;
+  }
+  n = strlen(s);
+  if (n == 0 || n >= len) {
+    return bad(rd, name, s, "a directory path of 1..255 characters");
+  }
+  memcpy(out, s, n + 1);
+  return 0;
 }
 
 static int load_world(const reader *rd, dlcp_rt_env *env) {
@@ -478,6 +495,8 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
       (rv = read_u32(&rd, "DLCP_SPIN_US", "a time in microseconds", 0,
                      DLCP_RT_MAX_SPIN_US, &env->spin_us)) != 0 ||
       (rv = read_flag(&rd, "DLCP_SHM", &env->shm)) != 0 ||
+      (rv = read_dir(&rd, "DLCP_FLIGHT_DIR", env->flight_dir,
+                     sizeof(env->flight_dir))) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_LOW_US", "a time in microseconds", 1,
                      10000000, &env->rtt_low_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,

@@ -122,6 +122,9 @@ typedef struct dlcp_rt_env {
   char topo_labels[DLCP_TOPO_MAX_LEVELS][DLCP_TOPO_LABEL_MAX + 1];
   uint32_t ranks_per_rack; /* DLCP_TOPO_RACK only, 1..world_size */
   dlcp_rt_fault fault;
+  /* DLCP_FLIGHT_DIR: where the flight recorder is written ("": stderr
+   * only). */
+  char flight_dir[256];
 } dlcp_rt_env;
 
 /* dlcp_rt_env_defaults sets |env| to the defaults (config.c): no

@@ -33,6 +33,7 @@
 
 #include "dlcp/dlcp_types.h"
 #include "rt/clock.h"
+#include "rt/flight.h"
 #include "rt/lineprefix.h"
 #include "rt/net.h"
 #include "rt/proc.h"
@@ -48,13 +49,14 @@ enum {
   ENV_GROUP_RANK,
   ENV_ROLE_RANK,
   ENV_ROLE_WORLD_SIZE,
+  ENV_FLIGHT_DIR,
   ENV_COUNT
 };
 
 static const char *const rank_env_names[ENV_COUNT] = {
     "MASTER_ADDR", "MASTER_PORT", "RANK",
     "LOCAL_RANK",  "WORLD_SIZE",  "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",  "ROLE_RANK",   "ROLE_WORLD_SIZE"};
+    "GROUP_RANK",  "ROLE_RANK",   "ROLE_WORLD_SIZE", "DLCP_FLIGHT_DIR"};
 
 typedef struct rank_slot {
   dlcp_proc proc;
@@ -81,6 +83,10 @@ typedef struct launcher {
   int ncpus;
   struct pollfd *pfds; /* 1 + 2 * nranks */
   uint32_t *pfd_rank;  /* rank of pfds[i] for i >= 1 */
+  /* Where the ranks' flight recorders write (DLCP_FLIGHT_DIR): the
+   * caller's if set, else a directory of ours, removed at the end. */
+  char flight_dir[256];
+  int own_flight_dir;
 } launcher;
 
 /* note prints a launcher message on err_fd.  Writing whole lines with one
@@ -115,6 +121,9 @@ static void signal_all(launcher *l, int sig) {
 
 static void start_terminating(launcher *l, int sig) {
   signal_all(l, sig);
+  /* A stopped rank (SIGSTOP, a debugger's breakpoint) acts on nothing but
+   * SIGKILL until it is continued: continue it, so it can end cleanly. */
+  signal_all(l, SIGCONT);
   if (!l->terminating) {
     l->terminating = 1;
     l->term_sig = sig;
@@ -358,6 +367,7 @@ static int start_rank(launcher *l, uint32_t r, dlcp_errbuf *eb) {
     vals[i] = values[i];
   }
   vals[ENV_MASTER_ADDR] = o->master_addr;
+  vals[ENV_FLIGHT_DIR] = l->flight_dir;
 
   snprintf(prefix, sizeof(prefix), "[rank %" PRIu32 "] ", r);
   rv = dlcp_lineprefix_init(&s->out, o->out_fd, prefix);
@@ -417,6 +427,74 @@ static void cleanup(launcher *l) {
   }
 }
 
+/* flight_dir_open picks the directory of the flight records: the
+ * caller's DLCP_FLIGHT_DIR, or a fresh one under TMPDIR. */
+static int flight_dir_open(launcher *l, dlcp_errbuf *eb) {
+  const char *given = getenv("DLCP_FLIGHT_DIR");
+  const char *tmp = getenv("TMPDIR");
+  if (given != NULL && given[0] != '\0') {
+    if (strlen(given) >= sizeof(l->flight_dir)) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "DLCP_FLIGHT_DIR='%s': longer than %zu bytes",
+                             given, sizeof(l->flight_dir) - 1);
+    }
+    snprintf(l->flight_dir, sizeof(l->flight_dir), "%s", given);
+    return 0;
+  }
+  dlcp_fmt(l->flight_dir, sizeof(l->flight_dir), "%s/dlcp-run-XXXXXX",
+           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+  if (mkdtemp(l->flight_dir) == NULL) {
+    return dlcp_errbuf_set(eb, -errno, "cannot create %s: %s",
+                           l->flight_dir, strerror(errno));
+  }
+  l->own_flight_dir = 1;
+  return 0;
+}
+
+/* flight_dir_remove removes our own directory and what is in it. */
+static void flight_dir_remove(launcher *l) {
+  if (!l->own_flight_dir) {
+    return;
+  }
+  for (uint32_t r = 0; r < l->opts->nranks; r++) {
+    char path[512];
+    dlcp_flight_path(path, sizeof(path), l->flight_dir, r);
+    (void)unlink(path);
+  }
+  (void)rmdir(l->flight_dir);
+  l->own_flight_dir = 0;
+}
+
+/* flight_report: after a failure, whom the ranks' records say everyone
+ * waited for (res->culprit); our own directory is removed afterwards
+ * unless it holds records, which stay for a closer look. */
+static void flight_report(launcher *l) {
+  uint32_t r;
+  int any = 0;
+  l->res->culprit = -1;
+  for (r = 0; r < l->opts->nranks; r++) {
+    char path[512];
+    dlcp_flight_path(path, sizeof(path), l->flight_dir, r);
+    any |= access(path, F_OK) == 0;
+  }
+  if (any && (l->res->failed_rank >= 0 || l->res->signal != 0)) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    uint32_t culprit = DLCP_FLIGHT_NONE;
+    if (f != NULL) {
+      culprit = dlcp_flight_report(l->flight_dir, l->opts->nranks, f);
+      fclose(f);
+      (void)!write(l->opts->err_fd, text, len);
+      free(text);
+    }
+    l->res->culprit = culprit == DLCP_FLIGHT_NONE ? -1 : (int64_t)culprit;
+    note(l, "flight records kept in %s", l->flight_dir);
+    return;
+  }
+  flight_dir_remove(l);
+}
+
 static int validate(const dlcp_launch_opts *o, dlcp_errbuf *eb) {
   if (o->nranks == 0 || o->nranks > DLCP_LAUNCH_MAX_RANKS) {
     return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
@@ -461,6 +539,7 @@ int dlcp_launch_run(const dlcp_launch_opts *opts, dlcp_launch_result *res,
 
   memset(res, 0, sizeof(*res));
   res->failed_rank = -1;
+  res->culprit = -1;
   rv = validate(opts, eb);
   if (rv != 0) {
     return rv;
@@ -511,6 +590,10 @@ int dlcp_launch_run(const dlcp_launch_opts *opts, dlcp_launch_result *res,
     goto fail;
   }
 
+  rv = flight_dir_open(&l, eb);
+  if (rv != 0) {
+    goto fail;
+  }
   for (r = 0; r < opts->nranks; r++) {
     rv = start_rank(&l, r, eb);
     if (rv != 0) {
@@ -520,6 +603,7 @@ int dlcp_launch_run(const dlcp_launch_opts *opts, dlcp_launch_result *res,
   }
 
   supervise(&l);
+  flight_report(&l);
 
   if (res->signal != 0) {
     res->exit_code = 128 + res->signal;
@@ -537,6 +621,9 @@ fail:
     l.nstarted++;
   }
   cleanup(&l);
+  if (rv != 0) {
+    flight_dir_remove(&l); /* the ranks never ran */
+  }
   sigprocmask(SIG_SETMASK, &l.oldmask, NULL);
   return rv;
 }

@@ -35,6 +35,8 @@ typedef struct dlcp_launch_result {
   int64_t failed_rank;  /* first rank that failed, -1 if none */
   int failed_status;    /* its waitpid() status */
   int signal;           /* SIGINT/SIGTERM/SIGHUP received, 0 if none */
+  int64_t culprit;      /* the rank the flight records say everyone
+                           waited for, -1 if none or no records */
   uint16_t master_port; /* the port the ranks were given */
 } dlcp_launch_result;
 
@@ -46,8 +48,14 @@ typedef struct dlcp_launch_result {
  * copied to out_fd/err_fd prefixed with "[rank R] ".
  *
  * The first rank to exit non-zero or by a signal makes the launcher report
- * it on err_fd, send SIGTERM to the other ranks' process groups, and
- * SIGKILL after grace_ms.  SIGINT, SIGTERM and SIGHUP received by the
+ * it on err_fd, send SIGTERM (and SIGCONT, for stopped ranks) to the
+ * other ranks' process groups, and SIGKILL after grace_ms.
+ *
+ * Flight records: every rank gets DLCP_FLIGHT_DIR (the caller's, or a
+ * temporary directory the launcher removes when the run succeeds), where
+ * the communicator writes its flight recorder on a stall or failure
+ * (rt/flight.h).  After a failed run the launcher reads them back, writes
+ * the report to err_fd and sets res->culprit.  SIGINT, SIGTERM and SIGHUP received by the
  * launcher are forwarded to every rank's group, with the same escalation.
  *
  * Processes: the caller becomes a child subreaper (PR_SET_CHILD_SUBREAPER)

@@ -219,7 +219,8 @@ static int retryable(int err) {
 
 int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint16_t port, uint32_t rank, uint32_t world_size,
-                             dlcp_tstamp deadline, dlcp_errbuf *eb) {
+                             uint32_t job, dlcp_tstamp deadline,
+                             dlcp_errbuf *eb) {
   dlcp_rdzv_client *cli;
   dlcp_net_addr addr;
   dlcp_tstamp start = dlcp_rt_now();
@@ -279,7 +280,7 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
         backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
   }
 
-  dlcp_rdzv_put_hello(hello, rank, world_size);
+  dlcp_rdzv_put_hello(hello, rank, world_size, job);
   rv = request(cli, DLCP_RDZV_HELLO, "HELLO", NULL, hello, sizeof(hello),
                deadline, &resp, eb);
   if (rv != 0) {
@@ -488,13 +489,15 @@ int dlcp_rdzv_join(dlcp_rdzv *rdzv, const dlcp_rt_env *env, dlcp_errbuf *eb) {
     return 0;
   }
   if (env->rank == 0) {
+    dlcp_rdzv_server_config cfg;
+    dlcp_rdzv_server_config_default(&cfg, env->world_size, env->job);
     rv = dlcp_rdzv_server_start(&rdzv->server, env->master_addr,
-                                env->master_port, env->world_size, eb);
+                                env->master_port, &cfg, eb);
     if (rv == -EADDRNOTAVAIL) {
       /* MASTER_ADDR names this host by an address it cannot bind (NAT,
        * a load balancer): listen everywhere instead. */
       rv = dlcp_rdzv_server_start(&rdzv->server, NULL, env->master_port,
-                                  env->world_size, eb);
+                                  &cfg, eb);
     }
     if (rv != 0) {
       return rv;
@@ -502,7 +505,7 @@ int dlcp_rdzv_join(dlcp_rdzv *rdzv, const dlcp_rt_env *env, dlcp_errbuf *eb) {
   }
   rv = dlcp_rdzv_client_connect(&rdzv->client, env->master_addr,
                                 env->master_port, env->rank, env->world_size,
-                                deadline, eb);
+                                env->job, deadline, eb);
   if (rv != 0) {
     dlcp_rdzv_server_stop(rdzv->server, dlcp_rt_now());
     rdzv->server = NULL;

@@ -10,7 +10,10 @@
  * The wire format is in wire/rdzv_wire.h.
  *
  * Every length is checked before anything is allocated; a malformed
- * request is answered with BAD_REQUEST and the connection closed.
+ * request is answered with BAD_REQUEST and the connection closed.  The
+ * server answers one request at a time per connection and holds each
+ * connection to deadlines (see dlcp_rdzv_server_config): version 1 had no
+ * job token in HELLO, hence version 2.
  */
 #ifndef DLCP_RT_RENDEZVOUS_H
 #define DLCP_RT_RENDEZVOUS_H
@@ -27,22 +30,54 @@ typedef struct dlcp_rdzv_server dlcp_rdzv_server;
 typedef struct dlcp_rdzv_client dlcp_rdzv_client;
 
 /*
+ * dlcp_rdzv_server_config: what the server serves and the limits that keep
+ * a misbehaving client (silent, slow, not reading, sending garbage or too
+ * many connections) from holding it.  Every connection closed for such a
+ * reason gets one log line naming its address and what it did wrong (at
+ * most 20 lines a second; the rest are counted in the next line).
+ */
+typedef struct dlcp_rdzv_server_config {
+  uint32_t world_size; /* 1..DLCP_ENV_MAX_WORLD */
+  uint32_t job;        /* every HELLO must carry this job token */
+  /* A new connection has this long to say HELLO, a request once begun
+   * this long to arrive whole, an answer this long to be read; then the
+   * connection is closed.  A rank idle after its HELLO (or parked in a
+   * WAIT) is never timed out. */
+  uint32_t io_timeout_ms;
+  /* Connections without a valid HELLO held at once; when full, the
+   * oldest of them is closed to admit a new one, so a flood of strays
+   * cannot lock the ranks out. */
+  uint32_t max_strays;
+  /* Receives each log line (without newline), from the server's thread;
+   * NULL writes "dlcp: <line>" to stderr. */
+  void (*log)(void *arg, const char *line);
+  void *log_arg;
+} dlcp_rdzv_server_config;
+
+/* dlcp_rdzv_server_config_default fills |cfg| for a world of |world_size|
+ * and job |job|: io_timeout_ms 10000, max_strays 64, log to stderr. */
+void dlcp_rdzv_server_config_default(dlcp_rdzv_server_config *cfg,
+                                     uint32_t world_size, uint32_t job);
+
+/*
  * dlcp_rdzv_server_start binds |host| (NULL: all interfaces) on |port|
- * (0: any free port), and serves the store for a world of |world_size|
- * ranks from a thread of its own until dlcp_rdzv_server_stop().
- * Returns 0, DLCP_ERR_INVALID_ARGUMENT, DLCP_ERR_NOMEM or -errno with |eb|
- * naming the address (e.g. "cannot listen on 127.0.0.1:29500: Address
- * already in use").
+ * (0: any free port), and serves the store described by |cfg| from a
+ * thread of its own until dlcp_rdzv_server_stop().  Returns 0,
+ * DLCP_ERR_INVALID_ARGUMENT, DLCP_ERR_NOMEM or -errno with |eb| naming the
+ * address (e.g. "cannot listen on 127.0.0.1:29500: Address already in
+ * use").
  */
 int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
-                           uint16_t port, uint32_t world_size, dlcp_errbuf *eb);
+                           uint16_t port, const dlcp_rdzv_server_config *cfg,
+                           dlcp_errbuf *eb);
 
 /* dlcp_rdzv_server_port returns the TCP port the server listens on. */
 uint16_t dlcp_rdzv_server_port(const dlcp_rdzv_server *srv);
 
 /*
  * dlcp_rdzv_server_rejected returns how many connections were refused
- * or closed because of malformed or out-of-protocol requests so far.
+ * or closed so far because of malformed or out-of-protocol requests,
+ * deadlines missed, or a full connection table.
  */
 uint64_t dlcp_rdzv_server_rejected(const dlcp_rdzv_server *srv);
 
@@ -56,16 +91,17 @@ void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline);
 
 /*
  * dlcp_rdzv_client_connect connects to the store at |host|:|port| as rank
- * |rank| of |world_size|.  A refused or unreachable server is retried with
+ * |rank| of |world_size| in job |job|.  A refused or unreachable server is retried with
  * exponential backoff (10 ms doubling to 1 s) until |deadline|, since rank
  * 0 may start after the others.  Returns 0, DLCP_ERR_TIMEOUT with |eb|
  * naming the address, the number of attempts and the last error,
- * DLCP_ERR_CONFIG (server disagrees on the world size or the rank is
- * taken), DLCP_ERR_BAD_MAGIC (something else listens there) or -errno.
+ * DLCP_ERR_CONFIG (server disagrees on the world size or the job, or the
+ * rank is taken), DLCP_ERR_BAD_MAGIC (something else listens there) or -errno.
  */
 int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint16_t port, uint32_t rank, uint32_t world_size,
-                             dlcp_tstamp deadline, dlcp_errbuf *eb);
+                             uint32_t job, dlcp_tstamp deadline,
+                             dlcp_errbuf *eb);
 
 /* dlcp_rdzv_client_close closes the connection and frees |cli| (NULL ok). */
 void dlcp_rdzv_client_close(dlcp_rdzv_client *cli);

@@ -33,11 +33,16 @@
 #include "rt/net.h"
 #include "rt/rendezvous.h"
 
-/* Connections beyond this are closed at once: bounds memory and fds
- * against a client that opens connections in a loop. */
-#define MAX_CONNS_EXTRA 64u
 /* The store holds addresses and barrier marks: a few keys per rank. */
 #define MAX_STORE_BYTES (64u << 20)
+#define MAX_KEYS_PER_RANK 16u
+#define MAX_KEYS_EXTRA 64u
+#define DEFAULT_IO_TIMEOUT_MS 10000u
+#define DEFAULT_MAX_STRAYS 64u
+/* Out of descriptors (EMFILE): stop accepting for this long, rather than
+ * spin on a listening socket that stays readable. */
+#define ACCEPT_PAUSE_MS 100u
+#define LOG_BURST 20u
 #define MAX_REQUEST                                                            \
   (DLCP_RDZV_HDR_LEN + DLCP_RDZV_MAX_KEY + DLCP_RDZV_MAX_VALUE)
 #define INITIAL_IN_CAP 512u
@@ -52,6 +57,10 @@ typedef struct kv_entry {
 typedef struct conn {
   int fd;
   int64_t rank; /* -1 until HELLO */
+  dlcp_tstamp accepted;
+  uint64_t serial;            /* accept order: the oldest stray goes first */
+  dlcp_tstamp request_since; /* first byte of the buffered request */
+  dlcp_tstamp answer_since;  /* answer queued, not yet all sent */
   char peer[DLCP_NET_ADDRSTR_LEN];
   uint8_t *in;
   size_t in_len;
@@ -72,7 +81,14 @@ struct dlcp_rdzv_server {
   int wake_fd;
   uint16_t port;
   uint32_t world;
+  dlcp_rdzv_server_config cfg;
   size_t max_conns;
+  size_t max_keys;
+  uint64_t accepted; /* connections accepted so far */
+  dlcp_tstamp accept_resume; /* listening paused until then (EMFILE) */
+  dlcp_tstamp log_window;    /* start of the current second of logging */
+  uint32_t log_lines;        /* lines written in it */
+  uint64_t log_suppressed;   /* lines not written since the last one */
   pthread_t thread;
   atomic_int stopping;
   _Atomic dlcp_tstamp drain_deadline;
@@ -85,6 +101,75 @@ struct dlcp_rdzv_server {
   size_t kv_bytes;
   struct pollfd *pfds; /* 2 + max_conns */
 };
+
+/* ---- log ------------------------------------------------------------- */
+
+static void srv_log(dlcp_rdzv_server *srv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void srv_log(dlcp_rdzv_server *srv, const char *fmt, ...) {
+  char line[640];
+  char msg[512];
+  dlcp_tstamp now = dlcp_rt_now();
+  va_list ap;
+  if (now - srv->log_window >= UINT64_C(1000000000)) {
+    srv->log_window = now;
+    srv->log_lines = 0;
+  }
+  if (srv->log_lines >= LOG_BURST) {
+    srv->log_suppressed++; /* a flood must not flood the log too */
+    return;
+  }
+  srv->log_lines++;
+  va_start(ap, fmt);
+  if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0) {
+    msg[0] = '\0';
+  }
+  va_end(ap);
+  if (srv->log_suppressed > 0) {
+    dlcp_fmt(line, sizeof(line),
+             "rendezvous server on port %u: %s (and %" PRIu64
+             " similar lines suppressed)",
+             (unsigned)srv->port, msg, srv->log_suppressed);
+    srv->log_suppressed = 0;
+  } else {
+    dlcp_fmt(line, sizeof(line), "rendezvous server on port %u: %s",
+             (unsigned)srv->port, msg);
+  }
+  if (srv->cfg.log != NULL) {
+    srv->cfg.log(srv->cfg.log_arg, line);
+  } else {
+    fprintf(stderr, "dlcp: %s\n", line);
+  }
+}
+
+/* who names a connection's client for a log line. */
+static const char *who(const conn *c, char *buf, size_t len) {
+  if (c->rank >= 0) {
+    dlcp_fmt(buf, len, "rank %" PRId64 " (%s)", c->rank, c->peer);
+  } else {
+    dlcp_fmt(buf, len, "%s", c->peer);
+  }
+  return buf;
+}
+
+/* drop closes |c| without an answer (the client is not listening or not
+ * talking), counting and logging |why|. */
+static void drop(dlcp_rdzv_server *srv, conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void drop(dlcp_rdzv_server *srv, conn *c, const char *fmt, ...) {
+  char why[384];
+  char name[DLCP_NET_ADDRSTR_LEN + 24];
+  va_list ap;
+  va_start(ap, fmt);
+  if (vsnprintf(why, sizeof(why), fmt, ap) < 0) {
+    why[0] = '\0';
+  }
+  va_end(ap);
+  atomic_fetch_add(&srv->rejected, 1);
+  srv_log(srv, "closed the connection of %s: %s", who(c, name, sizeof(name)),
+          why);
+  c->dead = 1;
+}
 
 /* ---- output ---------------------------------------------------------- */
 
@@ -128,6 +213,9 @@ static void respond(conn *c, dlcp_rdzv_status status, const void *value,
     c->out = nout;
     c->out_cap = cap;
   }
+  if (c->out_len == 0) {
+    c->answer_since = dlcp_rt_now();
+  }
   p = c->out + c->out_len;
   dlcp_rdzv_put_response(p, status, (uint32_t)len);
   p += DLCP_RDZV_HDR_LEN;
@@ -145,6 +233,7 @@ static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
 static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
                    const char *fmt, ...) {
   char msg[256];
+  char name[DLCP_NET_ADDRSTR_LEN + 24];
   va_list ap;
   va_start(ap, fmt);
   if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0) {
@@ -152,6 +241,8 @@ static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
   }
   va_end(ap);
   atomic_fetch_add(&srv->rejected, 1);
+  srv_log(srv, "refused %s and closed its connection: %s",
+          who(c, name, sizeof(name)), msg);
   respond(c, status, msg, strlen(msg));
   c->closing = 1;
   if (c->out_off >= c->out_len) {
@@ -174,13 +265,15 @@ static kv_entry *kv_find(dlcp_rdzv_server *srv, const uint8_t *key,
 }
 
 /* kv_set stores a copy; returns 0 or -1 when out of memory / over the
- * store's size limit (the old value, if any, is kept). */
+ * store's limits on bytes or keys (the old value, if any, is kept).  The
+ * key limit also bounds the linear search of kv_find. */
 static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
                   const uint8_t *value, uint32_t value_len) {
   kv_entry *e = kv_find(srv, key, key_len);
   uint8_t *nval;
   size_t old = e != NULL ? e->value_len : 0;
-  if (srv->kv_bytes - old + value_len + key_len > MAX_STORE_BYTES) {
+  if (srv->kv_bytes - old + value_len + key_len > MAX_STORE_BYTES ||
+      (e == NULL && srv->nkvs >= srv->max_keys)) {
     return -1;
   }
   /* +1: never malloc(0), so an empty value still has a pointer. */
@@ -241,13 +334,22 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
                      uint32_t val_len) {
   uint32_t rank;
   uint32_t world;
+  uint32_t job;
   size_t i;
   if (val_len != DLCP_RDZV_HELLO_LEN || c->rank >= 0) {
     reject(srv, c, DLCP_RDZV_BAD_REQUEST,
-           c->rank >= 0 ? "HELLO sent twice" : "HELLO must carry 8 bytes");
+           c->rank >= 0 ? "HELLO sent twice" : "HELLO must carry 12 bytes");
     return;
   }
-  dlcp_rdzv_get_hello(val, &rank, &world);
+  dlcp_rdzv_get_hello(val, &rank, &world, &job);
+  if (job != srv->cfg.job) {
+    reject(srv, c, DLCP_RDZV_REJECTED,
+           "job mismatch: this is job %" PRIu32 ", rank %" PRIu32
+           " belongs to job %" PRIu32 " (DLCP_JOB differs, or another job "
+           "uses this MASTER_PORT)",
+           srv->cfg.job, rank, job);
+    return;
+  }
   if (world != srv->world) {
     reject(srv, c, DLCP_RDZV_REJECTED,
            "WORLD_SIZE mismatch: rank 0 has WORLD_SIZE=%" PRIu32
@@ -294,8 +396,9 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
   switch ((dlcp_rdzv_op)op) {
   case DLCP_RDZV_SET:
     if (kv_set(srv, key, key_len, val, val_len) != 0) {
-      reject(srv, c, DLCP_RDZV_REJECTED, "store full (limit %u bytes)",
-             MAX_STORE_BYTES);
+      reject(srv, c, DLCP_RDZV_REJECTED,
+             "store full (limits: %u bytes, %zu keys)", MAX_STORE_BYTES,
+             srv->max_keys);
       return;
     }
     respond(c, DLCP_RDZV_OK, NULL, 0);
@@ -339,9 +442,9 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
 }
 
 /* conn_process handles the buffered requests of |c| until one is
- * incomplete or parks the connection. */
+ * incomplete, parks the connection or has its answer still unsent. */
 static void conn_process(dlcp_rdzv_server *srv, conn *c) {
-  while (!c->dead && !c->closing && c->wait_key == NULL &&
+  while (!c->dead && !c->closing && c->wait_key == NULL && c->out_len == 0 &&
          c->in_len >= DLCP_RDZV_HDR_LEN) {
     const uint8_t *h = c->in;
     dlcp_rdzv_request_hdr rh;
@@ -396,6 +499,7 @@ static void conn_process(dlcp_rdzv_server *srv, conn *c) {
            h + DLCP_RDZV_HDR_LEN + key_len, val_len);
     memmove(c->in, c->in + total, c->in_len - total);
     c->in_len -= total;
+    c->request_since = dlcp_rt_now(); /* the next one has begun, if any */
   }
 }
 
@@ -409,6 +513,9 @@ static void conn_read(dlcp_rdzv_server *srv, conn *c) {
     }
     n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
     if (n > 0) {
+      if (c->in_len == 0) {
+        c->request_since = dlcp_rt_now();
+      }
       c->in_len += (size_t)n;
       conn_process(srv, c);
       continue;
@@ -434,36 +541,6 @@ static void conn_free(conn *c) {
   free(c->wait_key);
 }
 
-static void accept_all(dlcp_rdzv_server *srv) {
-  for (;;) {
-    struct sockaddr_storage ss;
-    socklen_t sslen = sizeof(ss);
-    conn *c;
-    int fd = accept4(srv->listen_fd, (struct sockaddr *)&ss, &sslen,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      return; /* EAGAIN, or a transient error: retried on the next wake */
-    }
-    if (srv->nconns >= srv->max_conns) {
-      atomic_fetch_add(&srv->rejected, 1);
-      close(fd);
-      continue;
-    }
-    c = &srv->conns[srv->nconns];
-    memset(c, 0, sizeof(*c));
-    c->fd = fd;
-    c->rank = -1;
-    c->in = malloc(INITIAL_IN_CAP);
-    if (c->in == NULL) {
-      close(fd);
-      continue;
-    }
-    c->in_cap = INITIAL_IN_CAP;
-    dlcp_net_addr_format(c->peer, sizeof(c->peer), (struct sockaddr *)&ss);
-    srv->nconns++;
-  }
-}
-
 /* sweep removes dead connections, keeping the array dense. */
 static void sweep(dlcp_rdzv_server *srv) {
   size_t i = 0;
@@ -473,6 +550,125 @@ static void sweep(dlcp_rdzv_server *srv) {
       srv->conns[i] = srv->conns[--srv->nconns];
     } else {
       i++;
+    }
+  }
+}
+
+/* make_room closes the oldest connection without HELLO if there are
+ * max_strays of them, so a new one can be admitted. */
+static void make_room(dlcp_rdzv_server *srv) {
+  conn *oldest = NULL;
+  size_t i;
+  size_t strays = 0;
+  for (i = 0; i < srv->nconns; i++) {
+    conn *c = &srv->conns[i];
+    if (c->rank < 0 && !c->dead) {
+      strays++;
+      if (oldest == NULL || c->serial < oldest->serial) {
+        oldest = c;
+      }
+    }
+  }
+  if (strays < srv->cfg.max_strays) {
+    return;
+  }
+  drop(srv, oldest,
+       "%zu connections without HELLO (limit %" PRIu32 "); the oldest, "
+       "%" PRIu64 " ms old, makes room for a new one",
+       strays, srv->cfg.max_strays,
+       (dlcp_rt_now() - oldest->accepted) / DLCP_NS_PER_MS);
+  sweep(srv);
+}
+
+/* conn_add admits the connection |fd| from |peer| (taking the fd),
+ * evicting the oldest stray if there are max_strays of them. */
+static void conn_add(dlcp_rdzv_server *srv, int fd, const char *peer) {
+  conn *c;
+  make_room(srv);
+  if (srv->nconns >= srv->max_conns) {
+    /* Cannot happen (ranks <= world, strays <= max_strays after
+     * make_room); guards the fixed array all the same. */
+    atomic_fetch_add(&srv->rejected, 1);
+    close(fd);
+    return;
+  }
+  c = &srv->conns[srv->nconns];
+  memset(c, 0, sizeof(*c));
+  c->fd = fd;
+  c->rank = -1;
+  c->accepted = dlcp_rt_now();
+  c->serial = srv->accepted++;
+  c->in = malloc(INITIAL_IN_CAP);
+  if (c->in == NULL) {
+    close(fd);
+    return;
+  }
+  c->in_cap = INITIAL_IN_CAP;
+  snprintf(c->peer, sizeof(c->peer), "%s", peer);
+  srv->nconns++;
+}
+
+static void accept_all(dlcp_rdzv_server *srv) {
+  for (;;) {
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof(ss);
+    char peer[DLCP_NET_ADDRSTR_LEN];
+    int fd = accept4(srv->listen_fd, (struct sockaddr *)&ss, &sslen,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        srv_log(srv, "cannot accept connections: %s; pausing %u ms",
+                strerror(errno), ACCEPT_PAUSE_MS);
+        srv->accept_resume = dlcp_rt_deadline_after(ACCEPT_PAUSE_MS);
+      }
+      return; /* EAGAIN, or a transient error: retried on the next wake */
+    }
+    dlcp_net_addr_format(peer, sizeof(peer), (struct sockaddr *)&ss);
+    conn_add(srv, fd, peer);
+  }
+}
+
+/* conn_deadline is when |c| is closed unless the client does its part:
+ * say HELLO, finish its request, read its answer.  A rank idle after
+ * HELLO, or parked in a WAIT, has none. */
+static dlcp_tstamp conn_deadline(const dlcp_rdzv_server *srv, const conn *c) {
+  dlcp_tstamp since;
+  if (c->dead) {
+    return DLCP_TSTAMP_NEVER;
+  }
+  if (c->rank < 0) {
+    since = c->accepted;
+  } else if (c->out_len > c->out_off) {
+    since = c->answer_since;
+  } else if (c->in_len > 0 && c->wait_key == NULL) {
+    since = c->request_since;
+  } else {
+    return DLCP_TSTAMP_NEVER;
+  }
+  return since + (dlcp_tstamp)srv->cfg.io_timeout_ms * DLCP_NS_PER_MS;
+}
+
+/* expire_conns closes every connection past its deadline, saying why. */
+static void expire_conns(dlcp_rdzv_server *srv, dlcp_tstamp now) {
+  uint32_t ms = srv->cfg.io_timeout_ms;
+  size_t i;
+  for (i = 0; i < srv->nconns; i++) {
+    conn *c = &srv->conns[i];
+    if (now < conn_deadline(srv, c)) {
+      continue;
+    }
+    if (c->out_len > c->out_off) {
+      drop(srv, c, "did not read its answer within %" PRIu32 " ms (%zu of "
+           "%zu bytes unread)", ms, c->out_len - c->out_off, c->out_len);
+    } else if (c->rank < 0 && c->in_len == 0) {
+      drop(srv, c, "sent nothing within %" PRIu32 " ms (silent client)", ms);
+    } else if (c->rank < 0) {
+      drop(srv, c, "no complete HELLO within %" PRIu32 " ms (%zu bytes "
+           "received; slow client)", ms, c->in_len);
+    } else {
+      drop(srv, c, "request still incomplete %" PRIu32 " ms after it "
+           "began (%zu bytes received; slow client)", ms, c->in_len);
     }
   }
 }
@@ -499,6 +695,31 @@ static int ranks_connected(const dlcp_rdzv_server *srv) {
   return 0;
 }
 
+/* conn_on_events handles what poll reported for |c|. */
+static void conn_on_events(dlcp_rdzv_server *srv, conn *c, short revents) {
+  if (revents & POLLOUT) {
+    conn_flush(c);
+  }
+  if (revents & POLLIN) {
+    conn_read(srv, c);
+  } else if (revents & (POLLHUP | POLLERR | POLLRDHUP)) {
+    c->dead = 1; /* ended or reset while its input was full */
+  }
+}
+
+/* round_end closes a round of the loop at |now|: deadlines, the requests
+ * that became processable (a WAIT answered, an answer sent), and the
+ * removal of the dead. */
+static void round_end(dlcp_rdzv_server *srv, dlcp_tstamp now) {
+  size_t i;
+  expire_waits(srv, now);
+  expire_conns(srv, now);
+  for (i = 0; i < srv->nconns; i++) {
+    conn_process(srv, &srv->conns[i]);
+  }
+  sweep(srv);
+}
+
 static void *server_main(void *arg) {
   dlcp_rdzv_server *srv = arg;
   for (;;) {
@@ -518,21 +739,32 @@ static void *server_main(void *arg) {
       }
     }
     for (i = 0; i < srv->nconns; i++) {
+      dlcp_tstamp d = conn_deadline(srv, &srv->conns[i]);
       if (srv->conns[i].wait_key != NULL &&
           srv->conns[i].wait_deadline < wake) {
         wake = srv->conns[i].wait_deadline;
       }
+      if (d < wake) {
+        wake = d;
+      }
+    }
+    if (now < srv->accept_resume && srv->accept_resume < wake) {
+      wake = srv->accept_resume;
     }
 
     srv->pfds[n].fd = srv->wake_fd;
     srv->pfds[n++].events = POLLIN;
-    srv->pfds[n].fd = srv->listen_fd; /* -1 is ignored by poll */
+    /* -1 (stopped, or accepting paused) is ignored by poll */
+    srv->pfds[n].fd = now >= srv->accept_resume ? srv->listen_fd : -1;
     srv->pfds[n++].events = POLLIN;
     for (i = 0; i < srv->nconns; i++) {
       conn *c = &srv->conns[i];
       srv->pfds[n].fd = c->fd;
+      /* POLLRDHUP: a client that ends its stream while its input is not
+       * being read (full behind a parked WAIT) is gone all the same. */
       srv->pfds[n].events = (short)((c->in_len < c->in_cap ? POLLIN : 0) |
-                                    (c->out_len > c->out_off ? POLLOUT : 0));
+                                    (c->out_len > c->out_off ? POLLOUT : 0) |
+                                    POLLRDHUP);
       n++;
     }
     for (i = 0; i < n; i++) {
@@ -549,23 +781,17 @@ static void *server_main(void *arg) {
     /* Connections first: accept_all appends to the array the pollfds
      * were built from. */
     for (i = 0; i < srv->nconns; i++) {
-      conn *c = &srv->conns[i];
-      short re = srv->pfds[2 + i].revents;
-      if (re & POLLOUT) {
-        conn_flush(c);
-      }
-      if (re & (POLLIN | POLLHUP | POLLERR)) {
-        conn_read(srv, c);
-      }
+      conn_on_events(srv, &srv->conns[i], srv->pfds[2 + i].revents);
     }
     if (srv->pfds[1].revents != 0 && srv->listen_fd >= 0) {
       accept_all(srv);
     }
-    expire_waits(srv, dlcp_rt_now());
-    for (i = 0; i < srv->nconns; i++) {
-      conn_process(srv, &srv->conns[i]);
-    }
-    sweep(srv);
+    round_end(srv, dlcp_rt_now());
+  }
+  if (srv->log_suppressed > 0) {
+    srv->log_lines = 0;
+    srv->log_window = dlcp_rt_now();
+    srv_log(srv, "stopped");
   }
   return NULL;
 }
@@ -634,17 +860,32 @@ static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
   return 0;
 }
 
-int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
-                           uint16_t port, uint32_t world_size,
-                           dlcp_errbuf *eb) {
+void dlcp_rdzv_server_config_default(dlcp_rdzv_server_config *cfg,
+                                     uint32_t world_size, uint32_t job) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->world_size = world_size;
+  cfg->job = job;
+  cfg->io_timeout_ms = DEFAULT_IO_TIMEOUT_MS;
+  cfg->max_strays = DEFAULT_MAX_STRAYS;
+}
+
+/* server_new makes the server's state for |cfg|: no socket, no thread
+ * yet (tests/fuzz/fuzz_rdzv.c drives it from there without either). */
+static int server_new(dlcp_rdzv_server **psrv,
+                      const dlcp_rdzv_server_config *cfg, dlcp_errbuf *eb) {
+  uint32_t world_size = cfg->world_size;
   dlcp_rdzv_server *srv;
-  int rv;
   *psrv = NULL;
   if (world_size == 0 || world_size > DLCP_ENV_MAX_WORLD) {
     return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
                            "rendezvous server: world size %" PRIu32
                            " out of range 1..%u",
                            world_size, DLCP_ENV_MAX_WORLD);
+  }
+  if (cfg->io_timeout_ms == 0 || cfg->max_strays == 0) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
+                           "rendezvous server: io_timeout_ms and max_strays "
+                           "must be positive");
   }
   srv = calloc(1, sizeof(*srv));
   if (srv == NULL) {
@@ -653,9 +894,11 @@ int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
   srv->listen_fd = -1;
   srv->wake_fd = -1;
   srv->world = world_size;
-  /* Every rank once, plus room for retries racing a closing connection
-   * and for stray clients. */
-  srv->max_conns = (size_t)world_size * 2 + MAX_CONNS_EXTRA;
+  srv->cfg = *cfg;
+  /* Every rank once (a second connection for a rank is refused at its
+   * HELLO), plus the strays. */
+  srv->max_conns = (size_t)world_size + cfg->max_strays;
+  srv->max_keys = (size_t)world_size * MAX_KEYS_PER_RANK + MAX_KEYS_EXTRA;
   atomic_init(&srv->stopping, 0);
   atomic_init(&srv->drain_deadline, 0);
   atomic_init(&srv->rejected, 0);
@@ -664,6 +907,19 @@ int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
   if (srv->conns == NULL || srv->pfds == NULL) {
     server_free(srv);
     return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous server: no memory");
+  }
+  *psrv = srv;
+  return 0;
+}
+
+int dlcp_rdzv_server_start(dlcp_rdzv_server **psrv, const char *host,
+                           uint16_t port, const dlcp_rdzv_server_config *cfg,
+                           dlcp_errbuf *eb) {
+  dlcp_rdzv_server *srv;
+  int rv = server_new(&srv, cfg, eb);
+  *psrv = NULL;
+  if (rv != 0) {
+    return rv;
   }
   srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (srv->wake_fd < 0) {

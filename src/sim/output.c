@@ -13,6 +13,7 @@
  * microseconds with six decimals, i.e. exact to the picosecond.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -473,12 +474,37 @@ static int write_file(const dlcp_sim *sim, const char *dir, const char *name,
   return 0;
 }
 
-int dlcp_sim_write_outputs(const dlcp_sim *sim, const char *dir, char *err,
-                           size_t errlen) {
+int dlcp_sim_prepare_outdir(const char *dir, char *err, size_t errlen) {
+  struct stat st;
+  char probe[4096];
+  FILE *f;
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     snprintf(err, errlen, "%s: cannot create directory: %s", dir,
              strerror(errno));
     return DLCP_ERR_SYSTEM;
+  }
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "%s: not a directory", dir);
+    return DLCP_ERR_SYSTEM;
+  }
+  /* Permissions alone do not tell (read-only mounts, root): try it. */
+  snprintf(probe, sizeof(probe), "%s/.dlcp-sim-write-test", dir);
+  f = fopen(probe, "w");
+  if (f == NULL) {
+    snprintf(err, errlen, "%s: cannot create files in it: %s", dir,
+             strerror(errno));
+    return DLCP_ERR_SYSTEM;
+  }
+  fclose(f);
+  remove(probe);
+  return 0;
+}
+
+int dlcp_sim_write_outputs(const dlcp_sim *sim, const char *dir, char *err,
+                           size_t errlen) {
+  int prv = dlcp_sim_prepare_outdir(dir, err, errlen);
+  if (prv != 0) {
+    return prv;
   }
   struct {
     const char *name;

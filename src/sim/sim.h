@@ -707,6 +707,11 @@ typedef struct dlcp_sim_fct_stats {
 } dlcp_sim_fct_stats;
 int dlcp_sim_fct_stats_get(const dlcp_sim *sim, int group,
                            dlcp_sim_fct_stats *st);
+/* dlcp_sim_prepare_outdir makes sure the results can be written to |dir|
+ * before a run spends its time: creates it if missing (not its parents),
+ * and checks that it is a directory this process can create files in.
+ * Returns 0 or DLCP_ERR_SYSTEM with "DIR: reason" in |err|. */
+int dlcp_sim_prepare_outdir(const char *dir, char *err, size_t errlen);
 /* Writes flows.csv, links.csv, queues.csv, iterations.csv (PS only) and
  * summary.json into |dir| (created if missing).  Returns 0 or
  * DLCP_ERR_SYSTEM with a message in |err|. */

@@ -122,11 +122,18 @@ static int build_explicit(dlcp_sim *sim, char *err, size_t errlen) {
     uint32_t src = dlcp_sim_host_lookup(net, s->src);
     uint32_t dst = dlcp_sim_host_lookup(net, s->dst);
     if (src == DLCP_SIM_NONE) {
-      snprintf(err, errlen, "%s: field '%s.src': expected a host name or index, "
-               "got '%s'", s->where, s->field, s->src);
+      snprintf(err, errlen, "%s: field '%s.src': expected a host name or an "
+               "index in 0..%u (the topology has %u hosts), got '%s'",
+               s->where, s->field, net->nhosts - 1, net->nhosts, s->src);
       return DLCP_ERR_CONFIG;
     }
-    if (dst == DLCP_SIM_NONE || dst == src) {
+    if (dst == DLCP_SIM_NONE) {
+      snprintf(err, errlen, "%s: field '%s.dst': expected a host name or an "
+               "index in 0..%u (the topology has %u hosts), got '%s'",
+               s->where, s->field, net->nhosts - 1, net->nhosts, s->dst);
+      return DLCP_ERR_CONFIG;
+    }
+    if (dst == src) {
       snprintf(err, errlen, "%s: field '%s.dst': expected a host other than "
                "src, got '%s'", s->where, s->field, s->dst);
       return DLCP_ERR_CONFIG;
@@ -159,7 +166,8 @@ static int build_incast(dlcp_sim *sim, const dlcp_sim_incast_spec *s,
   uint32_t rcv = dlcp_sim_host_lookup(net, s->receiver);
   if (rcv == DLCP_SIM_NONE) {
     snprintf(err, errlen, "%s: field '%s.receiver': expected a host name or "
-             "index, got '%s'", s->where, s->field, s->receiver);
+             "an index in 0..%u (the topology has %u hosts), got '%s'",
+             s->where, s->field, net->nhosts - 1, net->nhosts, s->receiver);
     return DLCP_ERR_CONFIG;
   }
   int rv = check_prio(sim, s->prio, s->where, s->field, err, errlen);

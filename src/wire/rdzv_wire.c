@@ -48,13 +48,16 @@ int dlcp_rdzv_get_response(const uint8_t *b, dlcp_rdzv_status *status,
   return 0;
 }
 
-void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world) {
-  dlcp_put_u32(dlcp_put_u32(b, rank), world);
+void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world,
+                         uint32_t job) {
+  dlcp_put_u32(dlcp_put_u32(dlcp_put_u32(b, rank), world), job);
 }
 
-void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world) {
+void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world,
+                         uint32_t *job) {
   *rank = dlcp_get_u32(b);
   *world = dlcp_get_u32(b + 4);
+  *job = dlcp_get_u32(b + 8);
 }
 
 void dlcp_rdzv_put_wait(uint8_t *b, uint32_t timeout_ms) {

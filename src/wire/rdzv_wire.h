@@ -7,7 +7,7 @@
  * Rendezvous (little-endian), one request then one response at a time
  * on each connection:
  *
- *   request  0 2 magic 0xD15A   2 1 version 1   3 1 op
+ *   request  0 2 magic 0xD15A   2 1 version 2   3 1 op
  *            4 2 key_len (<= DLCP_RDZV_MAX_KEY)  6 2 reserved (zero)
  *            8 4 value_len (<= DLCP_RDZV_MAX_VALUE)
  *            12 key bytes, then value bytes
@@ -15,8 +15,9 @@
  *            8 4 value_len, then the value (or, for an error status, a
  *            message saying what was wrong)
  *
- *   op HELLO (1): value = rank u32, world u32; must come first; the
- *                 server checks the rank and that the world sizes agree.
+ *   op HELLO (1): value = rank u32, world u32, job u32; must come first;
+ *                 the server checks the rank and that the world sizes and
+ *                 the job tokens agree (version 1 had no job token).
  *   op SET (2):   store value under key (replacing), answer OK.
  *   op GET (3):   answer OK with the value, or NOT_FOUND.
  *   op WAIT (4):  value = timeout_ms u32: answer OK with the value as soon
@@ -34,11 +35,11 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_RDZV_MAGIC 0xD15Au
-#define DLCP_RDZV_VERSION 1u
+#define DLCP_RDZV_VERSION 2u
 #define DLCP_RDZV_HDR_LEN 12u
 #define DLCP_RDZV_MAX_KEY 256u
 #define DLCP_RDZV_MAX_VALUE 65536u
-#define DLCP_RDZV_HELLO_LEN 8u /* HELLO's value */
+#define DLCP_RDZV_HELLO_LEN 12u /* HELLO's value */
 #define DLCP_RDZV_WAIT_LEN 4u  /* WAIT's value */
 
 typedef enum dlcp_rdzv_op {
@@ -85,9 +86,11 @@ void dlcp_rdzv_put_response(uint8_t *b, dlcp_rdzv_status status,
 int dlcp_rdzv_get_response(const uint8_t *b, dlcp_rdzv_status *status,
                            uint32_t *value_len);
 
-/* HELLO's value: the client's rank and world size. */
-void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world);
-void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world);
+/* HELLO's value: the client's rank, world size and job token. */
+void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world,
+                         uint32_t job);
+void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world,
+                         uint32_t *job);
 
 /* WAIT's value: how long the server may hold the request, in ms. */
 void dlcp_rdzv_put_wait(uint8_t *b, uint32_t timeout_ms);

@@ -2,8 +2,10 @@
 """Writes the seed corpora of the libFuzzer targets in tests/fuzz/corpus/.
 
 Each target gets a few valid messages (built here independently of the C
-encoders, from the layouts in src/wire/wire.h) and some edge cases that a
-decoder must reject.  The output is deterministic: run it again and the
+encoders, from the layouts in src/wire/wire.h and src/rt/rendezvous.h) and
+some edge cases that a decoder must reject; the scenario parser gets the
+checked-in scenarios/ plus broken variants, the environment loader typical
+launcher environments.  The output is deterministic: run it again and the
 files come out byte for byte the same.
 
 Usage: tests/fuzz/make_corpus.py [CORPUS_DIR]
@@ -89,6 +91,73 @@ def bitmap(nsegs, first, end, have, ranges, job=1, xfer=1, rnd=1,
         nranges = len(ranges)
     hdr = struct.pack("<IIIIII", rnd, nsegs, first, end, have, nranges)
     return preamble(BITMAP, job, xfer, 40 + len(body)) + hdr + bytes(body)
+
+
+RDZV_MAGIC, RDZV_VERSION = 0xD15A, 2
+HELLO, SET, GET, WAIT = 1, 2, 3, 4
+
+
+def rdzv_request(op, key=b"", value=b"", version=RDZV_VERSION, reserved=0):
+    return struct.pack("<HBBHHI", RDZV_MAGIC, version, op, len(key),
+                       reserved, len(value)) + key + value
+
+
+def rdzv_hello(rank, world=4, job=7):
+    return rdzv_request(HELLO, value=struct.pack("<III", rank, world, job))
+
+
+class Rdzv:
+    """fuzz_rdzv's program, built step by step (ops in fuzz_rdzv.c)."""
+
+    def __init__(self):
+        self.out = bytearray()
+
+    def connect(self, k):
+        self.out += bytes([k])
+        return self
+
+    def write(self, k, blob):
+        while True:
+            piece, blob = blob[:255], blob[255:]
+            self.out += bytes([1 << 2 | k, len(piece)]) + piece
+            if not blob:
+                return self
+
+    def read(self, k):
+        self.out += bytes([2 << 2 | k])
+        return self
+
+    def end(self, k):
+        self.out += bytes([3 << 2 | k])
+        return self
+
+    def reset(self, k):
+        self.out += bytes([4 << 2 | k])
+        return self
+
+    def advance(self, units50ms):
+        self.out += bytes([5 << 2, units50ms])
+        return self
+
+    def bytes(self):
+        return bytes(self.out)
+
+
+def scenario_corpus():
+    here = os.path.dirname(os.path.abspath(__file__))
+    sdir = os.path.join(here, "..", "..", "scenarios")
+    c = {}
+    for name in sorted(os.listdir(sdir)):
+        if name.endswith(".yaml"):
+            with open(os.path.join(sdir, name), "rb") as f:
+                c[name[:-5]] = f.read()
+    base = c.get("incast", b"seed: 1\n")
+    c["with_sets"] = base + b"\0seed=2\0topology.kind=dumbbell"
+    c["bad_unit"] = b"topology:\n  host_rate: 100Gbpx\n"
+    c["bad_yaml"] = b"topology: [\n"
+    c["anchors"] = b"a: &x {b: 1}\nc: *x\n"
+    c["empty"] = b""
+    return c
 
 
 def alternating(nsegs, first=0):
@@ -195,6 +264,78 @@ def corpora():
         "bad_version": struct.pack("<HBBIII", MAGIC, 2, PROBE, 1, 1, 24),
         "bad_type": struct.pack("<HBBIII", MAGIC, 1, 10, 1, 1, 24),
         "too_long": preamble(BITMAP, 1, 1, (1 << 20) + 1),
+    }
+    c["eager"] = {
+        "valid": eager(),
+        "empty": eager(payload=b""),
+        "prio7": eager(flags=7, layer=0xFFFF, tensor=0xFFFFFFFF),
+        "bad_flags": eager(flags=0x08),
+        "xfer_set": eager(xfer=1),
+        "reserved_set": eager(reserved=1),
+    }
+    wait = struct.pack("<I", 60000)
+    c["rdzv"] = {
+        "exchange": Rdzv().connect(0).connect(1)
+        .write(0, rdzv_hello(0)).write(1, rdzv_hello(1))
+        .write(0, rdzv_request(SET, b"addr/0", b"127.0.0.1 1 1 2"))
+        .write(1, rdzv_request(WAIT, b"addr/0", struct.pack("<I", 1000)))
+        .write(0, rdzv_request(GET, b"addr/0")).read(0).read(1)
+        .end(0).end(1).bytes(),
+        "wait_then_set": Rdzv().connect(0).connect(1)
+        .write(0, rdzv_hello(2)).write(0, rdzv_request(WAIT, b"k", wait))
+        .write(1, rdzv_hello(1)).write(1, rdzv_request(SET, b"k", b"v"))
+        .read(0).read(1).bytes(),
+        "wait_expires": Rdzv().connect(0).write(0, rdzv_hello(0))
+        .write(0, rdzv_request(WAIT, b"k", struct.pack("<I", 100)))
+        .advance(3).read(0).bytes(),
+        "parked_pipeline": Rdzv().connect(0).write(0, rdzv_hello(0))
+        .write(0, rdzv_request(WAIT, b"never", wait) +
+               rdzv_request(GET, b"x" * 200) * 4).end(0).bytes(),
+        "garbage": Rdzv().connect(0).write(0, b"GET / HTTP/1.0\r\n\r\n")
+        .read(0).bytes(),
+        "oversized": Rdzv().connect(0).write(0, struct.pack(
+            "<HBBHHI", RDZV_MAGIC, RDZV_VERSION, SET, 257, 0, 1 << 30))
+        .read(0).bytes(),
+        "wrong_job": Rdzv().connect(0).write(0, rdzv_hello(1, job=8))
+        .read(0).bytes(),
+        "wrong_world": Rdzv().connect(0).write(0, rdzv_hello(1, world=5))
+        .read(0).bytes(),
+        "dup_rank": Rdzv().connect(0).connect(1).write(0, rdzv_hello(1))
+        .write(1, rdzv_hello(1)).read(1).bytes(),
+        "old_version": Rdzv().connect(0).write(0, rdzv_request(
+            HELLO, value=struct.pack("<II", 1, 4), version=1)).read(0)
+        .bytes(),
+        "split_header": Rdzv().connect(0).write(0, rdzv_hello(0)[:5])
+        .write(0, rdzv_hello(0)[5:]).read(0).bytes(),
+        "silent_then_late": Rdzv().connect(0).advance(30).connect(1)
+        .write(1, rdzv_hello(0)).read(1).bytes(),
+        "flood": Rdzv().connect(0).connect(1).connect(2).connect(3)
+        .reset(0).connect(0).bytes(),
+        "unread_big": Rdzv().connect(0).write(0, rdzv_hello(3))
+        .write(0, rdzv_request(SET, b"big", bytes(4000)))
+        .write(0, rdzv_request(GET, b"big") * 8).advance(30).bytes(),
+    }
+    c["scenario"] = scenario_corpus()
+    c["env"] = {
+        "launcher": b"MASTER_ADDR=127.0.0.1\nMASTER_PORT=29500\nRANK=1\n"
+                    b"WORLD_SIZE=4\nLOCAL_RANK=1\nLOCAL_WORLD_SIZE=4\n",
+        "faults": b"RANK=0\nWORLD_SIZE=2\nMASTER_ADDR=localhost\n"
+                  b"MASTER_PORT=1\nDLCP_FAULT_DROP=1%\nDLCP_FAULT_DUP=0.01\n"
+                  b"DLCP_FAULT_REORDER=0.5\nDLCP_FAULT_DELAY=0.1\n"
+                  b"DLCP_FAULT_DELAY_US=100\nDLCP_FAULT_SEED=42\n"
+                  b"DLCP_FAULT_PAUSE=1:10:20,0:5:5\n"
+                  b"DLCP_FAULT_STRAGGLE=1:3\n",
+        "tuning": b"DLCP_PATHS=8\nDLCP_SEGMENT=auto\nDLCP_TIMEOUT_MS=5000\n"
+                  b"DLCP_EAGER_BYTES=0\nDLCP_SPIN_US=0\nDLCP_SHM=0\n"
+                  b"DLCP_WINDOW_BYTES=0\nDLCP_RTT_LOW_US=10\n"
+                  b"DLCP_RTT_HIGH_US=100\nDLCP_RATE_GBPS=10\n"
+                  b"DLCP_JOB=12345\n",
+        "topo": b"WORLD_SIZE=8\nRANK=3\nMASTER_ADDR=h\nMASTER_PORT=2\n"
+                b"DLCP_TOPO=rack:4\n",
+        "labels": b"WORLD_SIZE=8\nRANK=3\nMASTER_ADDR=h\nMASTER_PORT=2\n"
+                  b"DLCP_TOPO=rack0/pod1\n",
+        "unknown": b"DLCP_PATH=4\n",
+        "bad_range": b"DLCP_PATHS=0\n",
     }
     return c
 

@@ -1,0 +1,235 @@
+/*
+ * fuzz_rdzv.c: libFuzzer target for the rendezvous protocol as rank 0's
+ * server speaks it (src/rt/rendezvous_server.c): HELLO, SET, GET, WAIT,
+ * framing, limits, deadlines and eviction, from up to four clients at
+ * once.
+ *
+ * The server's own code is compiled into this target (the #include
+ * below) so that its loop can be driven one round at a time from this
+ * thread: each client is a socketpair whose far end the server owns, and
+ * where the server's thread would poll, the program below reports events
+ * to conn_on_events() and ends the round with round_end() at a clock it
+ * chooses.  One input then costs microseconds instead of a thread and
+ * TCP handshakes, and replays exactly.  The program is a sequence of
+ *
+ *   op byte: bits 0-1 client k; bits 2-4 what:
+ *     0 connect k (if not connected)      1 write L bytes (L = next byte)
+ *     2 read k's answers, then POLLOUT    3 end k's stream (shutdown)
+ *     4 close k (reset)                   5 advance the clock by
+ *                                           (next byte) * 50 ms
+ *     6,7 write L bytes, as 1
+ *
+ * Invariants (abort on violation): every byte the server sends parses as
+ * well-formed responses (magic, version, known status, zero reserved
+ * field, value within the limit); nothing is answered before HELLO except
+ * a refusal; at most world + max_strays connections are held; a client
+ * whose stream ended is let go by the next round (no connection outlives
+ * its client); everything is freed (LeakSanitizer).
+ */
+#include "../../src/rt/rendezvous_server.c"
+#include "wire/bytes.h"
+
+#define NCLIENT 4
+#define WORLD 4u
+#define JOB 7u
+
+typedef struct client {
+  int fd;      /* our end, -1 if not connected */
+  int srv_fd;  /* the end the server owns, -1 once it let go */
+  int ended;   /* we shut down our side */
+  int helloed; /* answered OK to a HELLO at least once */
+  uint8_t hdr[DLCP_RDZV_HDR_LEN];
+  size_t have;   /* header bytes collected */
+  uint64_t skip; /* value bytes still to skip */
+} client;
+
+static void discard(void *arg, const char *line) {
+  (void)arg;
+  (void)line;
+}
+
+static conn *find_conn(dlcp_rdzv_server *srv, int fd) {
+  for (size_t i = 0; i < srv->nconns; i++) {
+    if (srv->conns[i].fd == fd) {
+      return &srv->conns[i];
+    }
+  }
+  return NULL;
+}
+
+/* parse checks the server's bytes as a sequence of responses. */
+static void parse(client *cl, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    if (cl->skip > 0) {
+      size_t k = cl->skip < n ? (size_t)cl->skip : n;
+      cl->skip -= k;
+      p += k;
+      n -= k;
+      continue;
+    }
+    cl->hdr[cl->have++] = *p++;
+    n--;
+    if (cl->have == DLCP_RDZV_HDR_LEN) {
+      uint8_t status = dlcp_get_u8(cl->hdr + 3);
+      if (dlcp_get_u16(cl->hdr) != DLCP_RDZV_MAGIC ||
+          dlcp_get_u8(cl->hdr + 2) != DLCP_RDZV_VERSION ||
+          status > DLCP_RDZV_REJECTED || dlcp_get_u32(cl->hdr + 4) != 0 ||
+          dlcp_get_u32(cl->hdr + 8) > DLCP_RDZV_MAX_VALUE) {
+        abort();
+      }
+      /* Before a HELLO was accepted only a HELLO's OK or a refusal. */
+      if (!cl->helloed && status == DLCP_RDZV_NOT_FOUND) {
+        abort();
+      }
+      if (status == DLCP_RDZV_OK) {
+        cl->helloed = 1; /* the first OK a client gets is its HELLO's */
+      }
+      cl->skip = dlcp_get_u32(cl->hdr + 8);
+      cl->have = 0;
+    }
+  }
+}
+
+static void read_answers(client *cl) {
+  uint8_t b[8192];
+  ssize_t n;
+  while ((n = recv(cl->fd, b, sizeof(b), MSG_DONTWAIT)) > 0) {
+    parse(cl, b, (size_t)n);
+  }
+}
+
+/* round reports |ev| for client |k| (0: none) and ends the round at
+ * |now|, as one turn of server_main would; then notes which clients the
+ * server let go and checks the bounds. */
+static void round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
+                  dlcp_tstamp now) {
+  if (k >= 0 && cl[k].srv_fd >= 0) {
+    conn *c = find_conn(srv, cl[k].srv_fd);
+    if (c != NULL) {
+      short want = (short)((c->in_len < c->in_cap ? POLLIN : 0) |
+                           (c->out_len > c->out_off ? POLLOUT : 0) |
+                           POLLRDHUP);
+      /* poll reports POLLHUP/POLLERR whether asked or not */
+      conn_on_events(srv, c, (short)(ev & (want | POLLHUP | POLLERR)));
+    }
+  }
+  round_end(srv, now);
+  if (srv->nconns > srv->max_conns) {
+    abort();
+  }
+  for (int i = 0; i < NCLIENT; i++) {
+    if (cl[i].srv_fd >= 0 && find_conn(srv, cl[i].srv_fd) == NULL) {
+      cl[i].srv_fd = -1; /* swept: the server closed its end */
+    }
+  }
+}
+
+/* end_rounds: a client's end is seen within two rounds (the first may
+ * stop reading at a full input buffer; the next then sees the hang-up). */
+static void end_rounds(dlcp_rdzv_server *srv, client *cl, int k, short ev,
+                       dlcp_tstamp now) {
+  for (int r = 0; r < 2 && cl[k].srv_fd >= 0; r++) {
+    round(srv, cl, k, ev, now);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  dlcp_rdzv_server_config cfg;
+  dlcp_rdzv_server *srv = NULL;
+  client cl[NCLIENT];
+  dlcp_tstamp now = dlcp_rt_now();
+  size_t i = 0;
+
+  dlcp_rdzv_server_config_default(&cfg, WORLD, JOB);
+  cfg.io_timeout_ms = 1000;
+  cfg.max_strays = 2; /* so four clients can overflow it */
+  cfg.log = discard;
+  if (server_new(&srv, &cfg, NULL) != 0) {
+    abort();
+  }
+  memset(cl, 0, sizeof(cl));
+  for (int k = 0; k < NCLIENT; k++) {
+    cl[k].fd = cl[k].srv_fd = -1;
+  }
+  while (i < size) {
+    uint8_t op = data[i++];
+    int k = op & 3;
+    client *c = &cl[k];
+    size_t len;
+    switch ((op >> 2) & 7) {
+    case 0: {
+      int sv[2];
+      if (c->fd >= 0) {
+        break;
+      }
+      if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                     sv) != 0) {
+        abort();
+      }
+      memset(c, 0, sizeof(*c));
+      c->fd = sv[0];
+      c->srv_fd = sv[1];
+      conn_add(srv, sv[1], "fuzz");
+      /* conn_add may have evicted another client and swept it. */
+      if (find_conn(srv, sv[1]) == NULL) {
+        abort(); /* a new connection is always admitted */
+      }
+      round(srv, cl, -1, 0, now);
+      break;
+    }
+    case 1:
+    case 6:
+    case 7:
+      len = i < size ? data[i++] : 0;
+      if (len > size - i) {
+        len = size - i;
+      }
+      if (c->fd >= 0 && !c->ended) {
+        (void)send(c->fd, data + i, len, MSG_NOSIGNAL);
+        round(srv, cl, k, POLLIN, now);
+      }
+      i += len;
+      break;
+    case 2:
+      if (c->fd >= 0) {
+        read_answers(c);
+        round(srv, cl, k, POLLOUT, now);
+      }
+      break;
+    case 3:
+      if (c->fd >= 0 && !c->ended) {
+        (void)shutdown(c->fd, SHUT_WR);
+        c->ended = 1;
+        end_rounds(srv, cl, k, POLLIN | POLLRDHUP, now);
+        if (c->srv_fd >= 0) {
+          abort(); /* kept a connection whose client had ended */
+        }
+      }
+      break;
+    case 4:
+      if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+        end_rounds(srv, cl, k, POLLIN | POLLHUP | POLLERR, now);
+        if (c->srv_fd >= 0) {
+          abort();
+        }
+      }
+      break;
+    case 5:
+      now += (dlcp_tstamp)(i < size ? data[i++] : 0) * 50 * DLCP_NS_PER_MS;
+      round(srv, cl, -1, 0, now);
+      break;
+    }
+  }
+  for (int k = 0; k < NCLIENT; k++) {
+    if (cl[k].fd >= 0) {
+      read_answers(&cl[k]);
+      close(cl[k].fd);
+    }
+  }
+  server_free(srv); /* closes the server's ends */
+  return 0;
+}

@@ -1,0 +1,544 @@
+/*
+ * rt_rdzv_abuse_test.c: rank 0's rendezvous server against bad clients
+ * (silent, slow, not reading, garbage, oversized, wrong job, too many
+ * connections, too many keys), over real loopback sockets.  Each case
+ * checks that the bad connection is closed (bounded time, bounded
+ * connections), that the server logs one line naming the client's
+ * address and what it did wrong, and that a well-behaved rank is served
+ * all the while.  Deadlines are the server's own io_timeout_ms (short
+ * here) with generous margins; alarm() turns any hang into a failure.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rt/clock.h"
+#include "rt/net.h"
+#include "rt/rendezvous.h"
+#include "wire/bytes.h"
+
+#define LOOPBACK "127.0.0.1"
+#define JOB 7u
+#define WORLD 2u
+#define MAX_LINES 512
+#define SHORT_MS 300u  /* io_timeout_ms where the test waits for it */
+#define LONG_MS 20000u /* where it must not interfere */
+
+/* ---- log capture ------------------------------------------------------ */
+
+typedef struct log_capture {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char *lines[MAX_LINES];
+  size_t n;
+} log_capture;
+
+static log_capture g_log;
+
+static void capture(void *arg, const char *line) {
+  log_capture *lc = arg;
+  pthread_mutex_lock(&lc->mu);
+  if (lc->n < MAX_LINES) {
+    lc->lines[lc->n++] = strdup(line);
+  }
+  pthread_cond_broadcast(&lc->cv);
+  pthread_mutex_unlock(&lc->mu);
+}
+
+static void log_reset(void) {
+  size_t i;
+  for (i = 0; i < g_log.n; i++) {
+    free(g_log.lines[i]);
+  }
+  g_log.n = 0;
+}
+
+/* count_lines counts captured lines containing both |a| and |b|. */
+static size_t count_lines(const char *a, const char *b) {
+  size_t i;
+  size_t n = 0;
+  pthread_mutex_lock(&g_log.mu);
+  for (i = 0; i < g_log.n; i++) {
+    if (strstr(g_log.lines[i], a) != NULL &&
+        (b == NULL || strstr(g_log.lines[i], b) != NULL)) {
+      n++;
+    }
+  }
+  pthread_mutex_unlock(&g_log.mu);
+  return n;
+}
+
+/* expect_line waits (up to 5 s) for a line containing |a| and |b|. */
+static void expect_line(const char *a, const char *b) {
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
+  while (count_lines(a, b) == 0) {
+    if (dlcp_rt_now() >= deadline) {
+      size_t i;
+      for (i = 0; i < g_log.n; i++) {
+        fprintf(stderr, "log: %s\n", g_log.lines[i]);
+      }
+      fail_msg("no log line with '%s' and '%s'", a, b != NULL ? b : "");
+    }
+    usleep(5000);
+  }
+}
+
+/* ---- server and raw clients ------------------------------------------- */
+
+static dlcp_rdzv_server *start(uint32_t io_timeout_ms, uint32_t max_strays) {
+  dlcp_rdzv_server_config cfg;
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_server_config_default(&cfg, WORLD, JOB);
+  cfg.io_timeout_ms = io_timeout_ms;
+  cfg.max_strays = max_strays;
+  cfg.log = capture;
+  cfg.log_arg = &g_log;
+  log_reset();
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, &cfg, NULL), 0);
+  return srv;
+}
+
+static void stop(dlcp_rdzv_server *srv) {
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
+/* raw_connect opens a plain TCP connection and writes its local address
+ * ("127.0.0.1:port", as the server logs it) to |me|. */
+static int raw_connect(uint16_t port, char *me, size_t melen) {
+  dlcp_net_addr addr;
+  struct sockaddr_storage ss;
+  socklen_t sslen = sizeof(ss);
+  int fd;
+  assert_int_equal(dlcp_net_resolve(&addr, LOOPBACK, port, SOCK_STREAM, NULL),
+                   0);
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(connect(fd, (struct sockaddr *)&addr.ss, addr.len), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &sslen), 0);
+  if (me != NULL) {
+    dlcp_net_addr_format(me, melen, (struct sockaddr *)&ss);
+  }
+  return fd;
+}
+
+static size_t make_request(uint8_t *buf, uint8_t op, const char *key,
+                           const void *val, uint32_t val_len) {
+  size_t key_len = key != NULL ? strlen(key) : 0;
+  uint8_t *p = buf;
+  p = dlcp_put_u16(p, DLCP_RDZV_MAGIC);
+  p = dlcp_put_u8(p, DLCP_RDZV_VERSION);
+  p = dlcp_put_u8(p, op);
+  p = dlcp_put_u16(p, (uint16_t)key_len);
+  p = dlcp_put_u16(p, 0);
+  p = dlcp_put_u32(p, val_len);
+  if (key_len > 0) {
+    memcpy(p, key, key_len);
+  }
+  if (val_len > 0) {
+    memcpy(p + key_len, val, val_len);
+  }
+  return DLCP_RDZV_HDR_LEN + key_len + val_len;
+}
+
+static size_t make_hello(uint8_t *buf, uint32_t rank, uint32_t job) {
+  uint8_t v[12];
+  dlcp_put_u32(v, rank);
+  dlcp_put_u32(v + 4, WORLD);
+  dlcp_put_u32(v + 8, job);
+  return make_request(buf, DLCP_RDZV_HELLO, NULL, v, sizeof(v));
+}
+
+/* read_status reads one response and returns its status (the value is
+ * skipped). */
+static uint8_t read_status(int fd) {
+  uint8_t hdr[DLCP_RDZV_HDR_LEN];
+  static uint8_t value[DLCP_RDZV_MAX_VALUE];
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
+  assert_int_equal(dlcp_net_read_all(fd, hdr, sizeof(hdr), deadline), 0);
+  assert_int_equal(dlcp_get_u16(hdr), DLCP_RDZV_MAGIC);
+  assert_int_equal(
+      dlcp_net_read_all(fd, value, dlcp_get_u32(hdr + 8), deadline), 0);
+  return dlcp_get_u8(hdr + 3);
+}
+
+/* expect_closed reads until the server hangs up (within 5 s). */
+static void expect_closed(int fd) {
+  uint8_t b[4096];
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+    ssize_t n;
+    assert_true(poll(&p, 1, dlcp_rt_poll_timeout(deadline)) == 1);
+    n = recv(fd, b, sizeof(b), 0);
+    if (n <= 0) {
+      return; /* end of stream, or a reset for unread data */
+    }
+  }
+}
+
+/* still_open: the server has not closed |fd| (nothing to read, no EOF). */
+static int still_open(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+  return poll(&p, 1, 0) == 0;
+}
+
+/* a_rank_is_served connects rank |rank| through the real client, stores
+ * and reads back a key. */
+static void a_rank_is_served(uint16_t port, uint32_t rank) {
+  dlcp_rdzv_client *cli = NULL;
+  dlcp_errbuf eb;
+  void *value = NULL;
+  size_t len = 0;
+  int found = 0;
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
+  if (dlcp_rdzv_client_connect(&cli, LOOPBACK, port, rank, WORLD, JOB,
+                               deadline, &eb) != 0) {
+    fail_msg("a good rank was refused: %s", eb.msg);
+  }
+  assert_int_equal(dlcp_rdzv_set(cli, "k", "v", 1, deadline, &eb), 0);
+  assert_int_equal(
+      dlcp_rdzv_get(cli, "k", &found, &value, &len, deadline, &eb), 0);
+  assert_true(found);
+  assert_memory_equal(value, "v", 1);
+  free(value);
+  dlcp_rdzv_client_close(cli);
+}
+
+/* ---- cases -------------------------------------------------------------- */
+
+static void test_silent_client(void **state) {
+  dlcp_rdzv_server *srv = start(SHORT_MS, 8);
+  char me[DLCP_NET_ADDRSTR_LEN];
+  int fd = raw_connect(dlcp_rdzv_server_port(srv), me, sizeof(me));
+  (void)state;
+  expect_closed(fd);
+  expect_line(me, "sent nothing within 300 ms (silent client)");
+  assert_int_equal(dlcp_rdzv_server_rejected(srv), 1);
+  close(fd);
+  stop(srv);
+}
+
+/* Half a HELLO, then nothing: closed, and the log says how far it got. */
+static void test_slow_hello(void **state) {
+  dlcp_rdzv_server *srv = start(SHORT_MS, 8);
+  char me[DLCP_NET_ADDRSTR_LEN];
+  uint8_t msg[64];
+  int fd = raw_connect(dlcp_rdzv_server_port(srv), me, sizeof(me));
+  (void)state;
+  (void)make_hello(msg, 1, JOB);
+  assert_int_equal(write(fd, msg, 5), 5);
+  expect_closed(fd);
+  expect_line(me, "no complete HELLO within 300 ms (5 bytes received; "
+                  "slow client)");
+  close(fd);
+  stop(srv);
+}
+
+/* A rank that begins a request after its HELLO and never finishes it. */
+static void test_slow_request(void **state) {
+  dlcp_rdzv_server *srv = start(SHORT_MS, 8);
+  char me[DLCP_NET_ADDRSTR_LEN];
+  char who[DLCP_NET_ADDRSTR_LEN + 16];
+  uint8_t msg[64];
+  size_t n;
+  int fd = raw_connect(dlcp_rdzv_server_port(srv), me, sizeof(me));
+  (void)state;
+  n = make_hello(msg, 1, JOB);
+  assert_int_equal(write(fd, msg, n), (ssize_t)n);
+  assert_int_equal(read_status(fd), DLCP_RDZV_OK);
+  n = make_request(msg, DLCP_RDZV_SET, "key", "value", 5);
+  assert_int_equal(write(fd, msg, n - 3), (ssize_t)(n - 3));
+  expect_closed(fd);
+  snprintf(who, sizeof(who), "rank 1 (%s)", me);
+  expect_line(who, "request still incomplete 300 ms after it began (17 "
+                   "bytes received; slow client)");
+  close(fd);
+  stop(srv);
+}
+
+/* Slow is not wrong: a HELLO trickled in well within the limit is
+ * answered, and a rank idle after its HELLO is never timed out. */
+static void test_slow_but_in_time(void **state) {
+  dlcp_rdzv_server *srv = start(3000, 8);
+  uint8_t msg[64];
+  size_t n = make_hello(msg, 1, JOB);
+  size_t i;
+  int fd = raw_connect(dlcp_rdzv_server_port(srv), NULL, 0);
+  (void)state;
+  for (i = 0; i < n; i += 8) {
+    size_t k = n - i < 8 ? n - i : 8;
+    assert_int_equal(write(fd, msg + i, k), (ssize_t)k);
+    usleep(20 * 1000);
+  }
+  assert_int_equal(read_status(fd), DLCP_RDZV_OK);
+  usleep(3500 * 1000); /* idle longer than io_timeout_ms */
+  assert_true(still_open(fd));
+  n = make_request(msg, DLCP_RDZV_GET, "none", NULL, 0);
+  assert_int_equal(write(fd, msg, n), (ssize_t)n);
+  assert_int_equal(read_status(fd), DLCP_RDZV_NOT_FOUND);
+  assert_int_equal(dlcp_rdzv_server_rejected(srv), 0);
+  close(fd);
+  stop(srv);
+}
+
+/* A rank that asks for a large value over and over without reading the
+ * answers: the server stops reading from it once an answer is stuck,
+ * closes it after the limit, and serves the other rank meanwhile. */
+static void test_client_that_does_not_read(void **state) {
+  dlcp_rdzv_server *srv = start(SHORT_MS, 8);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  dlcp_rdzv_client *cli = NULL;
+  static uint8_t big[60000];
+  uint8_t msg[64];
+  char me[DLCP_NET_ADDRSTR_LEN];
+  int small = 4096;
+  size_t n;
+  int fd;
+  int i;
+  (void)state;
+  memset(big, 'b', sizeof(big));
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, WORLD,
+                                            JOB, dlcp_rt_deadline_after(5000),
+                                            NULL),
+                   0);
+  assert_int_equal(dlcp_rdzv_set(cli, "big", big, sizeof(big),
+                                 dlcp_rt_deadline_after(5000), NULL),
+                   0);
+  fd = raw_connect(port, me, sizeof(me));
+  assert_int_equal(
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  n = make_hello(msg, 1, JOB);
+  assert_int_equal(write(fd, msg, n), (ssize_t)n);
+  assert_int_equal(read_status(fd), DLCP_RDZV_OK);
+  n = make_request(msg, DLCP_RDZV_GET, "big", NULL, 0);
+  for (i = 0; i < 200; i++) {
+    assert_int_equal(write(fd, msg, n), (ssize_t)n);
+  }
+  /* The other rank is served while the answers pile up. */
+  {
+    void *value = NULL;
+    size_t len = 0;
+    int found = 0;
+    assert_int_equal(dlcp_rdzv_get(cli, "big", &found, &value, &len,
+                                   dlcp_rt_deadline_after(5000), NULL),
+                     0);
+    assert_int_equal(len, sizeof(big));
+    free(value);
+  }
+  expect_line(me, "did not read its answer within 300 ms");
+  expect_closed(fd);
+  close(fd);
+  dlcp_rdzv_client_close(cli);
+  stop(srv);
+}
+
+static void test_garbage(void **state) {
+  dlcp_rdzv_server *srv = start(LONG_MS, 8);
+  char me[DLCP_NET_ADDRSTR_LEN];
+  int fd = raw_connect(dlcp_rdzv_server_port(srv), me, sizeof(me));
+  (void)state;
+  assert_int_equal(write(fd, "GET / HTTP/1.0\r\n\r\n", 18), 18);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  expect_line(me, "not a dlcp rendezvous request (magic 0x4547)");
+  close(fd);
+  a_rank_is_served(dlcp_rdzv_server_port(srv), 0);
+  stop(srv);
+}
+
+/* A header announcing more than the limits is refused from its 12 bytes,
+ * before anything is allocated or the body read. */
+static void test_oversized(void **state) {
+  dlcp_rdzv_server *srv = start(LONG_MS, 8);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  char me[DLCP_NET_ADDRSTR_LEN];
+  uint8_t msg[64];
+  int fd = raw_connect(port, me, sizeof(me));
+  (void)state;
+  (void)make_request(msg, DLCP_RDZV_HELLO, NULL, NULL, 0);
+  dlcp_put_u32(msg + 8, 1u << 30);
+  assert_int_equal(write(fd, msg, DLCP_RDZV_HDR_LEN), DLCP_RDZV_HDR_LEN);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  expect_line(me, "value of 1073741824 bytes over the limit (256, 65536)");
+  close(fd);
+
+  fd = raw_connect(port, me, sizeof(me));
+  (void)make_request(msg, DLCP_RDZV_HELLO, NULL, NULL, 0);
+  dlcp_put_u16(msg + 4, DLCP_RDZV_MAX_KEY + 1);
+  assert_int_equal(write(fd, msg, DLCP_RDZV_HDR_LEN), DLCP_RDZV_HDR_LEN);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  expect_line(me, "key of 257 bytes");
+  close(fd);
+  a_rank_is_served(port, 1);
+  stop(srv);
+}
+
+/* A rank of another job (same port, same world): refused by name. */
+static void test_wrong_job(void **state) {
+  dlcp_rdzv_server *srv = start(LONG_MS, 8);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  dlcp_rdzv_client *cli = NULL;
+  dlcp_errbuf eb;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, WORLD,
+                                            JOB + 1,
+                                            dlcp_rt_deadline_after(5000), &eb),
+                   DLCP_ERR_CONFIG);
+  assert_null(cli);
+  if (strstr(eb.msg, "job mismatch: this is job 7, rank 1 belongs to job 8") ==
+      NULL) {
+    fail_msg("client error does not name both jobs: %s", eb.msg);
+  }
+  expect_line("refused 127.0.0.1:", "job mismatch: this is job 7, rank 1 "
+                                    "belongs to job 8");
+  a_rank_is_served(port, 1);
+  stop(srv);
+}
+
+/* A flood of connections that never say HELLO: at most max_strays stay
+ * open (the oldest are evicted in order, each logged), and a rank that
+ * connects in the middle of it is served. */
+static void test_connection_flood(void **state) {
+  enum { STRAYS = 4, FLOOD = 20 };
+  dlcp_rdzv_server *srv = start(LONG_MS, STRAYS);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  char me[FLOOD][DLCP_NET_ADDRSTR_LEN];
+  int fd[FLOOD];
+  int i;
+  (void)state;
+  /* The kernel's accept queue is FIFO: accept order is connect order. */
+  for (i = 0; i < FLOOD; i++) {
+    fd[i] = raw_connect(port, me[i], sizeof(me[i]));
+  }
+  for (i = 0; i < FLOOD - STRAYS; i++) {
+    expect_closed(fd[i]);
+    expect_line(me[i], "4 connections without HELLO (limit 4); the oldest");
+  }
+  for (i = FLOOD - STRAYS; i < FLOOD; i++) {
+    assert_true(still_open(fd[i]));
+  }
+  /* The rank's connection evicts the oldest remaining stray. */
+  a_rank_is_served(port, 0);
+  expect_closed(fd[FLOOD - STRAYS]);
+  for (i = FLOOD - STRAYS + 1; i < FLOOD; i++) {
+    assert_true(still_open(fd[i]));
+  }
+  for (i = 0; i < FLOOD; i++) {
+    close(fd[i]);
+  }
+  assert_int_equal(dlcp_rdzv_server_rejected(srv), FLOOD - STRAYS + 1);
+  stop(srv);
+}
+
+/* More evictions than LOG_BURST in a second: lines beyond the burst are
+ * not written but counted, and the count is reported (here at stop), so
+ * logged + suppressed = evictions exactly. */
+static void test_flood_log_is_bounded(void **state) {
+  enum { FLOOD = 60 };
+  dlcp_rdzv_server *srv = start(LONG_MS, 1);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  size_t logged;
+  size_t suppressed = 0;
+  size_t i;
+  int fd[FLOOD];
+  (void)state;
+  for (i = 0; i < FLOOD; i++) {
+    fd[i] = raw_connect(port, NULL, 0);
+  }
+  for (i = 0; i + 1 < FLOOD; i++) {
+    expect_closed(fd[i]);
+  }
+  stop(srv);
+  logged = count_lines("connections without HELLO", NULL);
+  for (i = 0; i < g_log.n; i++) {
+    const char *s = strstr(g_log.lines[i], "(and ");
+    if (s != NULL) {
+      suppressed += strtoul(s + 5, NULL, 10);
+    }
+  }
+  assert_true(logged >= 20);
+  assert_int_equal(logged + suppressed, FLOOD - 1);
+  for (i = 0; i < FLOOD; i++) {
+    close(fd[i]);
+  }
+}
+
+/* A rank that stores keys in a loop hits the key limit (16 per rank + 64)
+ * and is refused with the limits in the message. */
+static void test_too_many_keys(void **state) {
+  dlcp_rdzv_server *srv = start(LONG_MS, 8);
+  dlcp_rdzv_client *cli = NULL;
+  dlcp_errbuf eb;
+  char key[32];
+  int i;
+  int rv = 0;
+  (void)state;
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
+                                            dlcp_rdzv_server_port(srv), 0,
+                                            WORLD, JOB,
+                                            dlcp_rt_deadline_after(5000), &eb),
+                   0);
+  for (i = 0; i < 1000 && rv == 0; i++) {
+    snprintf(key, sizeof(key), "junk/%d", i);
+    rv = dlcp_rdzv_set(cli, key, "x", 1, dlcp_rt_deadline_after(5000), &eb);
+  }
+  assert_int_equal(rv, DLCP_ERR_CONFIG);
+  assert_int_equal(i, WORLD * 16 + 64 + 1);
+  assert_non_null(strstr(eb.msg, "store full (limits: 67108864 bytes, 96 "
+                                 "keys)"));
+  expect_line("refused rank 0 (127.0.0.1:", "store full");
+  dlcp_rdzv_client_close(cli);
+  /* What was stored before the limit is still served. */
+  {
+    void *value = NULL;
+    size_t len = 0;
+    int found = 0;
+    assert_int_equal(dlcp_rdzv_client_connect(
+                         &cli, LOOPBACK, dlcp_rdzv_server_port(srv), 1, WORLD,
+                         JOB, dlcp_rt_deadline_after(5000), &eb),
+                     0);
+    assert_int_equal(dlcp_rdzv_get(cli, "junk/95", &found, &value, &len,
+                                   dlcp_rt_deadline_after(5000), &eb),
+                     0);
+    assert_true(found);
+    free(value);
+    dlcp_rdzv_client_close(cli);
+  }
+  stop(srv);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_silent_client),
+      cmocka_unit_test(test_slow_hello),
+      cmocka_unit_test(test_slow_request),
+      cmocka_unit_test(test_slow_but_in_time),
+      cmocka_unit_test(test_client_that_does_not_read),
+      cmocka_unit_test(test_garbage),
+      cmocka_unit_test(test_oversized),
+      cmocka_unit_test(test_wrong_job),
+      cmocka_unit_test(test_connection_flood),
+      cmocka_unit_test(test_flood_log_is_bounded),
+      cmocka_unit_test(test_too_many_keys),
+  };
+  int rv;
+  pthread_mutex_init(&g_log.mu, NULL);
+  pthread_cond_init(&g_log.cv, NULL);
+  alarm(120);
+  rv = cmocka_run_group_tests(tests, NULL, NULL);
+  log_reset();
+  return rv;
+}
