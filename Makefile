@@ -24,7 +24,7 @@ CMAKE_GEN  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 # Debian packages the build, the tests and the tools need (README says why).
 DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 libcmocka-dev libyaml-dev iproute2 ninja-build \
-                python3 libbpf-dev bpftool ethtool util-linux \ libsodium-dev \
+                python3 libbpf-dev bpftool ethtool util-linux libsodium-dev \
                 g++ python3-venv python3-pip python3-setuptools python3-wheel \
                 python3-dev python3-numpy python3-pytest python3-torch \
                 libtorch-dev pybind11-dev
