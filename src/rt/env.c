@@ -36,7 +36,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
-    "DLCP_SHM",         "DLCP_FLIGHT_DIR",  NULL};
+    "DLCP_SHM",         "DLCP_FLIGHT_DIR",  "DLCP_CONTROL_DATAGRAMS",
+    NULL};
 
 typedef struct reader {
   dlcp_rt_env_lookup lookup;
@@ -495,6 +496,8 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
       (rv = read_u32(&rd, "DLCP_SPIN_US", "a time in microseconds", 0,
                      DLCP_RT_MAX_SPIN_US, &env->spin_us)) != 0 ||
       (rv = read_flag(&rd, "DLCP_SHM", &env->shm)) != 0 ||
+      (rv = read_flag(&rd, "DLCP_CONTROL_DATAGRAMS",
+                      &env->control_datagrams)) != 0 ||
       (rv = read_dir(&rd, "DLCP_FLIGHT_DIR", env->flight_dir,
                      sizeof(env->flight_dir))) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_LOW_US", "a time in microseconds", 1,

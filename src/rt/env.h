@@ -112,6 +112,9 @@ typedef struct dlcp_rt_env {
   bool shm;             /* DLCP_SHM: peers on this host (both on loopback)
                            exchange datagrams through shared memory;
                            default on */
+  bool control_datagrams; /* DLCP_CONTROL_DATAGRAMS: MLT control messages
+                             as datagrams with their own retransmission
+                             (no TCP timeout); default on, 0 = over TCP */
   uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;

@@ -455,6 +455,13 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
     cfg.max_inflight_bytes = c->env.window_bytes;
     cfg.eager_max_bytes = c->env.eager_bytes;
+    /* Control messages as datagrams never wait for a TCP timeout; each
+     * must fit one datagram, which bounds the eager size. */
+    cfg.control_datagrams = c->env.control_datagrams;
+    if (cfg.control_datagrams &&
+        cfg.eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX) {
+      cfg.eager_max_bytes = DLCP_MLT_CTL_DGRAM_EAGER_MAX;
+    }
     /* DLCP_RTT_LOW_US / DLCP_RTT_HIGH_US override the tuned thresholds. */
     if (c->env.rtt_low_us) {
       cfg.t_low_ns = (dlcp_duration)c->env.rtt_low_us * 1000u;

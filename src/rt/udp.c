@@ -127,15 +127,18 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
     flush_one(u, path);
   }
   size_t i = o->n++;
-  if (hdr_len > DLCP_UDP_HDR_MAX) {
-    hdr_len = DLCP_UDP_HDR_MAX; /* never: DATA and ACK headers are fixed */
+  /* A datagram with no separate payload and more than a header (a control
+   * datagram, CDATA, up to 64 KB) is not copied but sent at once, below,
+   * while the caller's bytes are still there. */
+  bool whole = hdr_len > DLCP_UDP_HDR_MAX;
+  if (!whole) {
+    memcpy(o->hdr[i], hdr, hdr_len);
   }
-  memcpy(o->hdr[i], hdr, hdr_len);
   o->to[i] = *to;
-  o->iov[i][0].iov_base = o->hdr[i];
-  o->iov[i][0].iov_len = hdr_len;
-  /* The payload is only read by the kernel; the cast drops const for the
+  /* The bytes are only read by the kernel; the cast drops const for the
    * iovec's sake. */
+  o->iov[i][0].iov_base = whole ? (void *)(uintptr_t)hdr : o->hdr[i];
+  o->iov[i][0].iov_len = hdr_len;
   o->iov[i][1].iov_base = (void *)(uintptr_t)payload;
   o->iov[i][1].iov_len = payload_len;
   struct msghdr *m = &o->msg[i].msg_hdr;
@@ -151,6 +154,9 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   c->cmsg_type = IP_TOS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+  if (whole) {
+    flush_one(u, path); /* in order, after what was queued before it */
+  }
 }
 
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {

@@ -59,7 +59,8 @@ int dlcp_udp_tos(uint8_t priority, bool ect);
 /*
  * dlcp_udp_queue adds one datagram (|hdr| copied, |payload| referenced
  * until the next flush) for |to| on path |path|; a full batch is flushed
- * first.
+ * first.  A |hdr| longer than DLCP_UDP_HDR_MAX (a whole control datagram,
+ * |payload_len| 0) is not copied: the batch, it included, is sent at once.
  */
 void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
