@@ -42,6 +42,10 @@ static void test_defaults_world_of_one(void **state) {
   const char *off[] = {"DLCP_SHM", "0", NULL};
   assert_int_equal(dlcp_rt_env_load(&env, table_lookup, off, NULL), 0);
   assert_false(env.shm);
+  assert_true(env.control_datagrams);
+  const char *tcp[] = {"DLCP_CONTROL_DATAGRAMS", "0", NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, tcp, NULL), 0);
+  assert_false(env.control_datagrams);
 }
 
 static void test_full_torchrun_env(void **state) {
@@ -162,6 +166,8 @@ static void test_invalid_values_named(void **state) {
       {{WORLD2, "DLCP_JOB", "0", NULL}, {"DLCP_JOB='0'", "job token"}},
       {{WORLD2, "DLCP_SHM", "yes", NULL}, {"DLCP_SHM='yes'", "0 or 1"}},
       {{WORLD2, "DLCP_SHM", "2", NULL}, {"DLCP_SHM='2'", "0 or 1"}},
+      {{WORLD2, "DLCP_CONTROL_DATAGRAMS", "on", NULL},
+       {"DLCP_CONTROL_DATAGRAMS='on'", "0 or 1"}},
   };
 #undef WORLD2
   size_t i;
