@@ -22,7 +22,6 @@ void dlcp_rt_env_defaults(dlcp_rt_env *env) {
   env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
   env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
   env->shm = true;
-  env->control_datagrams = true;
   env->fault.delay_us = DLCP_RT_DEFAULT_FAULT_DELAY_US;
   env->fault.seed = DLCP_RT_DEFAULT_FAULT_SEED;
 }
@@ -121,7 +120,6 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->eager_bytes = cfg->eager_bytes;
   env->spin_us = cfg->spin_us;
   env->shm = cfg->shm != 0;
-  env->control_datagrams = true;
   env->fault.drop = cfg->fault_drop;
   env->fault.dup = cfg->fault_dup;
   env->fault.reorder = cfg->fault_reorder;
