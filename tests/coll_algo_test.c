@@ -1388,6 +1388,53 @@ static void test_failure_names_peer_everywhere(void **state) {
   dlcp_coll_del(op1);
 }
 
+/* A barrier waits on notes, which have no timer of their own: the
+ * operation says whom it waits on, round by round, and since when. */
+static void test_awaited_note_names_the_round_peer(void **state) {
+  (void)state;
+  dlcp_coll *op;
+  dlcp_coll_params p;
+  dlcp_coll_action acts[16];
+  uint32_t peer = UINT32_MAX;
+  dlcp_tstamp since = 0;
+  dlcp_coll_params_default(&p);
+  p.kind = DLCP_COLL_BARRIER;
+  p.world = 8;
+  p.rank = 1;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 10), 0);
+  assert_false(dlcp_coll_awaited_note(op, &peer, &since));
+  /* Rounds 0, 1, 2: rank 1 waits on 1 - 2^k (mod 8): 0, 7, 5. */
+  const uint32_t from[3] = {0, 7, 5};
+  for (uint32_t k = 0; k < 3; k++) {
+    size_t n = drain(op, acts, 16, 100 * k + 10);
+    assert_int_equal(n, 1);
+    assert_int_equal(acts[0].type, DLCP_COLL_ACT_NOTE);
+    assert_true(dlcp_coll_awaited_note(op, &peer, &since));
+    assert_int_equal(peer, from[k]);
+    assert_int_equal(since, 100 * k + 10); /* the round's note went out */
+    assert_int_equal(dlcp_coll_on_note(op, from[k],
+                                       DLCP_COLL_NOTE(DLCP_COLL_NOTE_BARRIER,
+                                                      k), 100 * k + 50), 0);
+  }
+  assert_int_equal(drain(op, acts, 16, 400), 1);
+  assert_int_equal(acts[0].type, DLCP_COLL_ACT_DONE);
+  assert_false(dlcp_coll_awaited_note(op, &peer, &since));
+  dlcp_coll_del(op);
+
+  /* An all-reduce waits on transfers (with their own timers), not notes. */
+  int32_t b[64] = {0};
+  dlcp_coll_params_default(&p);
+  p.algo = DLCP_ALGO_RING;
+  p.world = 4;
+  p.count = 64;
+  p.dtype = DLCP_INT32;
+  p.recvbuf = b;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0), 0);
+  assert_true(drain(op, acts, 16, 1) > 0);
+  assert_false(dlcp_coll_awaited_note(op, &peer, &since));
+  dlcp_coll_del(op);
+}
+
 /* Holes reported on an operation with loss bound 0 are a contract
  * violation: the operation fails instead of returning inexact data. */
 static void test_holes_without_loss_bound_fail(void **state) {
@@ -1433,6 +1480,7 @@ int main(void) {
       cmocka_unit_test(test_order_sensitive_values),
       cmocka_unit_test(test_reduce_scatter_allgather_broadcast),
       cmocka_unit_test(test_barrier),
+      cmocka_unit_test(test_awaited_note_names_the_round_peer),
       cmocka_unit_test(test_rat_topologies),
       cmocka_unit_test(test_auto_rule),
       cmocka_unit_test(test_loss_bounded),

@@ -1,12 +1,14 @@
 /*
  * rt_stall_test: a rank frozen with SIGSTOP in the middle of a run of
  * all-reduces, between real processes on loopback.  Every other rank
- * must fail within the operation timeout + 1 s of the freeze, all naming
+ * must fail within the operation timeout + 1 s of the job's last progress
+ * (the freeze, or an operation that still completed after it), all naming
  * the frozen rank with the same address and the same operation, and exit
  * (dlcp_comm_destroy returns promptly after the failure).  10 runs in a
  * world of 4 (ring) and 10 in a world of 8 (halving-doubling, a tree), the
  * frozen rank moving from run to run (rank 0, which also serves the
- * rendezvous store, included).
+ * rendezvous store, included); 5 in a world of 5 running barriers, where
+ * every survivor waits on a control note rather than a transfer.
  *
  * Each rank is a forked child that loops over all-reduces until one
  * fails and then reports the error through shared memory.  The freeze
@@ -46,6 +48,7 @@
 
 typedef struct rank_state {
   volatile int ops;       /* all-reduces completed */
+  volatile dlcp_tstamp last_ok; /* when the last one completed */
   volatile int failed;    /* 1 once an all-reduce failed */
   char error[512];
 } rank_state;
@@ -56,8 +59,15 @@ static uint16_t free_port(void) {
   return port;
 }
 
+/* What the ranks run in a loop: all-reduces with an algorithm, or
+ * barriers (notes on the control connections, no transfers). */
+typedef struct workload {
+  bool barrier;
+  dlcp_algo algo;
+} workload;
+
 static void run_rank(uint32_t rank, uint32_t world, uint16_t port,
-                     dlcp_algo algo, rank_state *st) {
+                     workload w, rank_state *st) {
   dlcp_comm_config cfg;
   dlcp_comm *comm = NULL;
   float *buf = malloc(COUNT * sizeof(float));
@@ -83,9 +93,10 @@ static void run_rank(uint32_t rank, uint32_t world, uint16_t port,
       buf[i] = (float)(rank + 1);
     }
     dlcp_coll_opts_default(&opts);
-    opts.algo = algo;
-    rv = dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32, DLCP_SUM, &opts,
-                        &req);
+    opts.algo = w.algo;
+    rv = w.barrier ? dlcp_barrier(comm, &req)
+                   : dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32,
+                                    DLCP_SUM, &opts, &req);
     if (rv == 0) {
       rv = dlcp_wait(req, -1, &info);
     }
@@ -99,55 +110,100 @@ static void run_rank(uint32_t rank, uint32_t world, uint16_t port,
       _exit(1);
     }
     dlcp_request_free(req);
+    st->last_ok = dlcp_rt_now();
+    __sync_synchronize();
     st->ops++;
   }
 }
 
-/* culprit_of extracts "rank V (ADDR)" from an error, or fails. */
-static void culprit_of(const char *error, uint32_t victim, char *out,
+/* culprit_of extracts "rank V (ADDR)" from an error; false if the error
+ * does not name rank |victim|. */
+static bool culprit_of(const char *error, uint32_t victim, char *out,
                        size_t len) {
   char want[32];
   const char *p;
   const char *close;
   snprintf(want, sizeof(want), "rank %u (", victim);
   p = strstr(error, want);
-  if (p == NULL) {
-    fail_msg("error does not name the frozen rank %u: %s", victim, error);
+  close = p != NULL ? strchr(p, ')') : NULL;
+  if (close == NULL) {
+    return false;
   }
-  close = strchr(p, ')');
-  assert_non_null(close);
   snprintf(out, len, "%.*s", (int)(close - p + 1), p);
+  return true;
 }
 
 /* operation_of extracts the operation that stalled, "stalled in
- * allreduce #N", from an error, or fails. */
-static void operation_of(const char *error, char *out, size_t len) {
-  const char *p = strstr(error, "stalled in allreduce #");
-  size_t n = 22;
+ * allreduce #N" or "stalled in barrier #N", from an error; false if there
+ * is none. */
+static bool operation_of(const char *error, char *out, size_t len) {
+  const char *p = strstr(error, "stalled in ");
+  size_t n = 11;
   if (p == NULL) {
-    fail_msg("error does not name the operation that stalled: %s", error);
+    return false;
   }
+  while (p[n] >= 'a' && p[n] <= 'z') {
+    n++;
+  }
+  if (strncmp(p + n, " #", 2) != 0) {
+    return false;
+  }
+  n += 2;
   while (p[n] >= '0' && p[n] <= '9') {
     n++;
   }
   snprintf(out, len, "%.*s", (int)n, p);
+  return true;
 }
 
-static void one_run(uint32_t world, dlcp_algo algo, uint32_t victim,
-                    int run) {
+/* The ranks of the run under way, killed when it fails. */
+static pid_t run_pids[MAX_RANKS];
+static uint32_t run_world;
+
+/* run_failed kills the run's ranks and fails the test with the message
+ * first and then what the ranks wrote to stderr (their flight records),
+ * which is kept out of the output of runs that pass. */
+static void run_failed(FILE *ranks_stderr, const char *fmt, ...) {
+  char msg[1024];
+  char line[512];
+  int lines = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  for (uint32_t k = 0; k < run_world; k++) {
+    if (run_pids[k] > 0) { /* 0: already reaped */
+      kill(run_pids[k], SIGKILL);
+      waitpid(run_pids[k], NULL, 0);
+    }
+  }
+  run_world = 0;
+  printf("FAILED: %s\nwhat the ranks wrote to stderr:\n", msg);
+  rewind(ranks_stderr);
+  while (lines++ < 200 && fgets(line, sizeof(line), ranks_stderr)) {
+    fputs(line, stdout);
+  }
+  fail_msg("%s", msg);
+}
+
+static void one_run(uint32_t world, workload w, uint32_t victim, int run) {
   rank_state *st = mmap(NULL, sizeof(rank_state) * MAX_RANKS,
                         PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                         -1, 0);
   uint16_t port = free_port();
-  pid_t pids[MAX_RANKS];
-  uint64_t exit_ms[MAX_RANKS];
+  FILE *ranks_stderr = tmpfile();
+  pid_t *pids = run_pids;
+  dlcp_tstamp exit_at[MAX_RANKS];
+  dlcp_tstamp stalled;
   char first_culprit[96] = "";
   char first_op[48] = "";
   dlcp_tstamp deadline;
   dlcp_tstamp frozen;
   uint32_t r;
   assert_true(st != MAP_FAILED);
+  assert_non_null(ranks_stderr);
   memset(st, 0, sizeof(rank_state) * MAX_RANKS);
+  run_world = 0;
   for (r = 0; r < world; r++) {
     pids[r] = fork();
     assert_true(pids[r] >= 0);
@@ -158,20 +214,18 @@ static void one_run(uint32_t world, dlcp_algo algo, uint32_t victim,
       for (size_t k = 0; k < sizeof(fatal) / sizeof(fatal[0]); k++) {
         signal(fatal[k], SIG_DFL);
       }
-      run_rank(r, world, port, algo, &st[r]);
+      dup2(fileno(ranks_stderr), STDERR_FILENO);
+      run_rank(r, world, port, w, &st[r]);
     }
+    run_world = r + 1;
   }
   /* Every rank has done a few operations: the job runs. */
   deadline = dlcp_rt_deadline_after(30000);
   for (r = 0; r < world; r++) {
     while (st[r].ops < WARM_OPS) {
       if (st[r].failed || dlcp_rt_now() > deadline) {
-        for (uint32_t k = 0; k < world; k++) {
-          kill(pids[k], SIGKILL);
-          waitpid(pids[k], NULL, 0);
-        }
-        fail_msg("run %d: rank %u did not get going: %s", run, r,
-                 st[r].error);
+        run_failed(ranks_stderr, "run %d: rank %u did not get going: %s",
+                   run, r, st[r].error);
       }
       usleep(1000);
     }
@@ -179,7 +233,10 @@ static void one_run(uint32_t world, dlcp_algo algo, uint32_t victim,
   assert_int_equal(kill(pids[victim], SIGSTOP), 0);
   frozen = dlcp_rt_now();
 
-  /* Every survivor exits on its own, in time. */
+  /* Every survivor exits on its own, in time: within the timeout + 1 s
+   * of the job's last progress, which is the freeze unless an operation
+   * still completed after it (data the frozen rank had written before it
+   * stopped, found when a survivor's timer woke it). */
   deadline = frozen + (TIMEOUT_MS + GRACE_MS + 5000) * DLCP_NS_PER_MS;
   for (r = 0; r < world; r++) {
     int status = 0;
@@ -188,23 +245,31 @@ static void one_run(uint32_t world, dlcp_algo algo, uint32_t victim,
     }
     while (waitpid(pids[r], &status, WNOHANG) == 0) {
       if (dlcp_rt_now() > deadline) {
-        for (uint32_t k = 0; k < world; k++) {
-          kill(pids[k], SIGKILL);
-          waitpid(pids[k], NULL, 0);
-        }
-        fail_msg("run %d: rank %u still running %u ms after rank %u froze "
-                 "(its operation %s: %s)", run, r,
-                 TIMEOUT_MS + GRACE_MS + 5000, victim,
-                 st[r].failed ? "failed" : "had not failed", st[r].error);
+        run_failed(ranks_stderr,
+                   "run %d: rank %u still running %u ms after rank %u froze "
+                   "(its operation %s: %s)", run, r,
+                   TIMEOUT_MS + GRACE_MS + 5000, victim,
+                   st[r].failed ? "failed" : "had not failed", st[r].error);
       }
       usleep(2000);
     }
-    exit_ms[r] = (dlcp_rt_now() - frozen) / DLCP_NS_PER_MS;
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 1);
+    exit_at[r] = dlcp_rt_now();
+    pids[r] = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) {
+      run_failed(ranks_stderr, "run %d: rank %u ended with status %#x, not "
+                 "exit(1) after a failed operation: %s", run, r, status,
+                 st[r].error);
+    }
   }
   kill(pids[victim], SIGKILL);
   waitpid(pids[victim], NULL, 0);
+  run_world = 0;
+  stalled = frozen;
+  for (r = 0; r < world; r++) {
+    if (r != victim && st[r].last_ok > stalled) {
+      stalled = st[r].last_ok;
+    }
+  }
 
   for (r = 0; r < world; r++) {
     char culprit[96];
@@ -212,44 +277,75 @@ static void one_run(uint32_t world, dlcp_algo algo, uint32_t victim,
     if (r == victim) {
       continue;
     }
-    culprit_of(st[r].error, victim, culprit, sizeof(culprit));
-    operation_of(st[r].error, op, sizeof(op));
+    if (!culprit_of(st[r].error, victim, culprit, sizeof(culprit))) {
+      run_failed(ranks_stderr, "run %d: rank %u's error does not name the "
+                 "frozen rank %u: %s", run, r, victim, st[r].error);
+    }
+    if (!operation_of(st[r].error, op, sizeof(op))) {
+      run_failed(ranks_stderr, "run %d: rank %u's error does not name the "
+                 "operation that stalled: %s", run, r, st[r].error);
+    }
     if (first_culprit[0] == '\0') {
       snprintf(first_culprit, sizeof(first_culprit), "%s", culprit);
       snprintf(first_op, sizeof(first_op), "%s", op);
     }
     if (strcmp(culprit, first_culprit) != 0 || strcmp(op, first_op) != 0) {
-      fail_msg("run %d: survivors disagree: '%s' in '%s' against '%s' in "
-               "'%s'", run, culprit, op, first_culprit, first_op);
+      run_failed(ranks_stderr, "run %d: survivors disagree: '%s' in '%s' "
+                 "against '%s' in '%s'", run, culprit, op, first_culprit,
+                 first_op);
     }
-    if (exit_ms[r] > TIMEOUT_MS + GRACE_MS) {
-      fail_msg("run %d: rank %u exited %llu ms after rank %u froze (limit "
-               "%u): %s", run, r, (unsigned long long)exit_ms[r], victim,
-               TIMEOUT_MS + GRACE_MS, st[r].error);
+    if (exit_at[r] - stalled > (TIMEOUT_MS + GRACE_MS) * DLCP_NS_PER_MS) {
+      run_failed(ranks_stderr, "run %d: rank %u exited %llu ms after the "
+                 "job's last progress (rank %u froze %llu ms before it; "
+                 "limit %u): %s", run, r,
+                 (unsigned long long)((exit_at[r] - stalled) /
+                                      DLCP_NS_PER_MS),
+                 victim,
+                 (unsigned long long)((stalled - frozen) / DLCP_NS_PER_MS),
+                 TIMEOUT_MS + GRACE_MS, st[r].error);
     }
   }
   printf("run %d: world %u, rank %u frozen: survivors exited after", run,
          world, victim);
   for (r = 0; r < world; r++) {
     if (r != victim) {
-      printf(" %llu", (unsigned long long)exit_ms[r]);
+      printf(" %llu",
+             (unsigned long long)((exit_at[r] - frozen) / DLCP_NS_PER_MS));
     }
   }
-  printf(" ms, all naming %s in %s\n", first_culprit, first_op);
+  printf(" ms");
+  if (stalled > frozen) {
+    printf(" (an operation completed %llu ms after it)",
+           (unsigned long long)((stalled - frozen) / DLCP_NS_PER_MS));
+  }
+  printf(", all naming %s in %s\n", first_culprit, first_op);
+  fclose(ranks_stderr);
   munmap(st, sizeof(rank_state) * MAX_RANKS);
 }
 
 static void test_frozen_rank_world4_ring(void **state) {
+  workload w = {.barrier = false, .algo = DLCP_ALGO_RING};
   (void)state;
   for (int run = 0; run < RUNS; run++) {
-    one_run(4, DLCP_ALGO_RING, (uint32_t)(run * 3 + 1) % 4, run);
+    one_run(4, w, (uint32_t)(run * 3 + 1) % 4, run);
   }
 }
 
 static void test_frozen_rank_world8_tree(void **state) {
+  workload w = {.barrier = false, .algo = DLCP_ALGO_HALVING_DOUBLING};
   (void)state;
   for (int run = 0; run < RUNS; run++) {
-    one_run(8, DLCP_ALGO_HALVING_DOUBLING, (uint32_t)(run * 5 + 2) % 8, run);
+    one_run(8, w, (uint32_t)(run * 5 + 2) % 8, run);
+  }
+}
+
+/* A rank frozen between transfers: in a barrier every survivor waits on
+ * a note, which has no transfer timer; they must not hang. */
+static void test_frozen_rank_world5_barrier(void **state) {
+  workload w = {.barrier = true, .algo = DLCP_ALGO_AUTO};
+  (void)state;
+  for (int run = 0; run < RUNS / 2; run++) {
+    one_run(5, w, (uint32_t)(run * 2 + 1) % 5, run);
   }
 }
 
@@ -385,6 +481,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frozen_rank_world4_ring),
       cmocka_unit_test(test_frozen_rank_world8_tree),
+      cmocka_unit_test(test_frozen_rank_world5_barrier),
       cmocka_unit_test(test_dlcp_run_names_the_frozen_rank),
   };
   setvbuf(stdout, NULL, _IOLBF, 0);

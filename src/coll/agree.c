@@ -229,6 +229,25 @@ int coll_agree_start(dlcp_coll *op, dlcp_tstamp now) {
   return progress(op, now);
 }
 
+uint32_t coll_agree_awaited(const dlcp_coll *op) {
+  const coll_agree *a = &op->agree;
+  if (!a->started || a->done) {
+    return UINT32_MAX;
+  }
+  if (!a->sent_up) {
+    for (uint32_t i = 0; i < a->nchildren; i++) {
+      if (a->child[i].count < 0) {
+        return a->child[i].rank;
+      }
+    }
+    return UINT32_MAX;
+  }
+  if (!a->final_known && a->parent.count < 0) {
+    return a->parent.rank;
+  }
+  return UINT32_MAX;
+}
+
 static int fail(dlcp_coll *op, int rv, int32_t peer) {
   if (rv != 0) {
     coll_exec_fail(op, rv, peer);

@@ -162,6 +162,7 @@ void coll_exec_fail(dlcp_coll *op, int status, int32_t peer) {
 static void complete(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
   op->state[idx] = COLL_ST_DONE;
   op->ndone++;
+  op->progress_ns = now;
   if (idx < op->nstatic) {
     for (uint32_t e = op->out_begin[idx]; e < op->out_begin[idx + 1]; e++) {
       uint32_t d = op->out_list[e];
@@ -479,6 +480,8 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
   op->p = *p;
   op->failed_peer = -1;
   op->start_ns = now;
+  op->progress_ns = now;
+  op->awaited_note = COLL_NO_STEP;
   op->phase = COLL_PHASE_RUN;
   coll_plan_init(&op->plan, mem);
   int rv = coll_params_to_geom(p, &op->g);
@@ -742,6 +745,7 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
       complete(op, idx, now);
     } else {
       op->state[idx] = COLL_ST_ACTIVE;
+      op->awaited_note = idx;
     }
     return 0;
   }
@@ -803,6 +807,7 @@ int dlcp_coll_poll(dlcp_coll *op, dlcp_coll_action *act, dlcp_tstamp now) {
 
 int dlcp_coll_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag, int status,
                       dlcp_tstamp now) {
+  op->progress_ns = now;
   if ((tag >> DLCP_COLL_TAG_CLASS_SHIFT) == DLCP_COLL_TAG_AGREE) {
     return coll_agree_on_sent(op, peer, tag, status, now);
   }
@@ -821,6 +826,7 @@ int dlcp_coll_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag, int status,
 int dlcp_coll_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
                           int status, const dlcp_coll_range *missing,
                           size_t nmissing, dlcp_tstamp now) {
+  op->progress_ns = now;
   if ((tag >> DLCP_COLL_TAG_CLASS_SHIFT) == DLCP_COLL_TAG_AGREE) {
     return coll_agree_on_received(op, peer, tag, status, nmissing, now);
   }
@@ -862,6 +868,7 @@ int dlcp_coll_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
 
 int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
                       dlcp_tstamp now) {
+  op->progress_ns = now;
   uint64_t kind = value >> DLCP_COLL_NOTE_KIND_SHIFT;
   uint64_t arg = value & DLCP_COLL_NOTE_ARG_MASK;
   if (peer >= op->g.world) {
@@ -907,6 +914,23 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
   default:
     return DLCP_ERR_BAD_TYPE;
   }
+}
+
+bool dlcp_coll_awaited_note(const dlcp_coll *op, uint32_t *peer,
+                            dlcp_tstamp *since) {
+  uint32_t who = UINT32_MAX;
+  if (op->phase == COLL_PHASE_RUN && op->awaited_note != COLL_NO_STEP &&
+      op->state[op->awaited_note] == COLL_ST_ACTIVE) {
+    who = op->plan.steps[op->awaited_note].peer;
+  } else if (op->phase == COLL_PHASE_AGREE) {
+    who = coll_agree_awaited(op);
+  }
+  if (who == UINT32_MAX) {
+    return false;
+  }
+  *peer = who;
+  *since = op->progress_ns;
+  return true;
 }
 
 dlcp_tstamp dlcp_coll_next_deadline(const dlcp_coll *op) {

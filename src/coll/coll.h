@@ -345,6 +345,18 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
  * or DLCP_TSTAMP_NEVER. */
 dlcp_tstamp dlcp_coll_next_deadline(const dlcp_coll *op);
 
+/*
+ * dlcp_coll_awaited_note tells whether |op| is held up by a control note
+ * that has not come (a barrier round's, or the loss agreement's list
+ * from a child or the parent) rather than by a transfer, which has its
+ * own no-progress timer.  Returns true and sets |*peer| to the rank it
+ * waits on and |*since| to the operation's last progress (a step done or
+ * an event taken), or false.  The driver uses it to find a rank that
+ * froze between transfers: notes have no timer of their own.
+ */
+bool dlcp_coll_awaited_note(const dlcp_coll *op, uint32_t *peer,
+                            dlcp_tstamp *since);
+
 /* dlcp_coll_get_result fills |res|; meaningful fields are final once DONE has
  * been polled (before that |res->done| is false). */
 void dlcp_coll_get_result(const dlcp_coll *op, dlcp_coll_result *res);

@@ -113,6 +113,8 @@ struct dlcp_coll {
   size_t nmissing;
   uint64_t missing_elems;
   dlcp_tstamp start_ns, end_ns;
+  dlcp_tstamp progress_ns;  /* last step done or event taken */
+  uint32_t awaited_note;    /* the WAIT_NOTE made ACTIVE last, or NO_STEP */
 };
 
 /* Queues |act| (copied) to be returned by poll before any plan step. */
@@ -170,6 +172,9 @@ int coll_agree_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag,
                        int status, dlcp_tstamp now);
 int coll_agree_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
                            int status, size_t nmissing, dlcp_tstamp now);
+/* The rank whose agreement note the agreement waits for, or UINT32_MAX
+ * (not started, done, or waiting on a transfer). */
+uint32_t coll_agree_awaited(const dlcp_coll *op);
 
 /* bypass.c */
 int coll_bypass_new(dlcp_coll *op);

@@ -45,11 +45,6 @@
 #include "rt/stall.h"
 
 #define MAX_RUNS 2048u
-/* A stall inquiry's patience with each rank it asks (rt/stall.h). */
-#define STALL_PROBE_NS (400u * 1000000u)
-/* How long the ranks collect reports of a stalled rank before they fail,
- * so that all name the same operation. */
-#define SETTLE_NS (100u * 1000000u)
 
 #define TENSOR_COLL_BIT 0x80000000u
 
@@ -99,7 +94,7 @@ struct dlcp_rt_colls {
   bool stall_acted;     /* its verdict has been acted on */
   uint32_t stall_op;    /* the run it started in */
   /* A stalled rank being agreed on: every rank that finds it tells the
-   * others which operation stalled; for SETTLE_NS after the first such
+   * others which operation stalled; for settle_ns() after the first such
    * report a rank collects them and then names the lowest, so that all
    * name the same one (survivors may be an operation apart). */
   dlcp_tstamp settle_until; /* NEVER: not settling */
@@ -370,12 +365,17 @@ static void send_note(dlcp_comm *c, uint32_t to, uint32_t note_op,
 }
 
 /* run_blocked_on: the peer |run| waits on: the oldest outstanding
- * receive's sender, else the oldest outstanding send's receiver. */
+ * receive's sender, else the oldest outstanding send's receiver, else the
+ * rank whose control note it awaits. */
 static uint32_t run_blocked_on(const coll_run *run, dlcp_tstamp *since) {
   const op *best = NULL;
+  uint32_t noter;
   if (run->stalled_peer != DLCP_STALL_NOBODY) {
     *since = run->stalled_since;
     return run->stalled_peer;
+  }
+  if (run->xfers == NULL && dlcp_coll_awaited_note(run->op, &noter, since)) {
+    return noter;
   }
   for (const op *o = run->xfers; o; o = o->coll_next) {
     if (best == NULL ||
@@ -404,14 +404,23 @@ static uint32_t blocked_on(const dlcp_comm *c) {
   return DLCP_STALL_NOBODY;
 }
 
+/* settle_ns: how long the ranks collect reports of a stalled rank before
+ * they fail, so that all name the same operation: what the inquiry leaves
+ * of its budget (rt/stall.h). */
+static dlcp_duration settle_ns(const dlcp_comm *c) {
+  return dlcp_stall_budget_ns(c->env.timeout_ms) -
+         dlcp_stall_probe_ns(c->env.timeout_ms);
+}
+
 static void stall_begin(dlcp_comm *c, const coll_run *run, uint32_t waited_on,
                         dlcp_tstamp now) {
   dlcp_stall *st = &c->coll->stall;
   uint32_t nonce = 0;
   if (st->world == 0) {
-    /* One probe interval per hop, well inside the "timeout + 1 s" a
-     * survivor has to fail in. */
-    dlcp_stall_init(st, c->env.rank, c->env.world_size, STALL_PROBE_NS);
+    /* The transfers gave up dlcp_stall_budget_ns before the timeout:
+     * the inquiry and the agreement spend it. */
+    dlcp_stall_init(st, c->env.rank, c->env.world_size,
+                    dlcp_stall_probe_ns(c->env.timeout_ms));
   }
   uint32_t to = dlcp_stall_begin(st, waited_on, now, &nonce);
   if (to != DLCP_STALL_NOBODY) {
@@ -431,7 +440,7 @@ static void settle_start(dlcp_comm *c, uint32_t rank, uint32_t op_id,
     }
     return;
   }
-  co->settle_until = now + SETTLE_NS;
+  co->settle_until = now + settle_ns(c);
   co->settle_rank = rank;
   co->settle_op = op_id;
   dlcp_fmt(co->settle_why, sizeof(co->settle_why), "%s", why);
@@ -504,6 +513,30 @@ static void stall_conclude(dlcp_comm *c, dlcp_tstamp now) {
   settle_start(c, st->culprit, c->coll->stall_op, what, now);
 }
 
+/* watch_notes: a run held up by a control note (a barrier round, the
+ * loss agreement) has no transfer whose timer would notice that the
+ * rank it waits on froze between transfers; it starts the inquiry
+ * itself after the same wait without progress. */
+static void watch_notes(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
+                        dlcp_tstamp *next) {
+  uint32_t awaited;
+  dlcp_tstamp since;
+  if (run->xfers != NULL || run->stalled_peer != DLCP_STALL_NOBODY ||
+      c->lost_status != 0 || !dlcp_coll_awaited_note(run->op, &awaited, &since)) {
+    return;
+  }
+  dlcp_tstamp due = since + dlcp_stall_wait_ns(c->env.timeout_ms);
+  if (now < due) {
+    if (due < *next) {
+      *next = due;
+    }
+    return;
+  }
+  run->stalled_peer = awaited;
+  run->stalled_since = since;
+  stall_begin(c, run, awaited, now);
+}
+
 void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now) {
   dlcp_flight *fr = c->coll->flight;
   if (fr == NULL) {
@@ -560,6 +593,7 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
       if (d < *next) {
         *next = d;
       }
+      watch_notes(c, run, now, next);
     }
     run = following;
   }

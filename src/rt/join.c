@@ -29,6 +29,7 @@
 #include "rt/net.h"
 #include "rt/rendezvous.h"
 #include "rt/shm.h"
+#include "rt/stall.h"
 #include "rt/udp.h"
 #include "wire/rdzv_wire.h"
 #include "wire/wire.h"
@@ -452,7 +453,9 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     cfg.npaths = c->env.paths;
     cfg.line_rate_bps = (uint64_t)(c->env.rate_gbps * 1e9);
     cfg.min_rate_bps = cfg.line_rate_bps / 1000 ? cfg.line_rate_bps / 1000 : 1;
-    cfg.stall_timeout_ns = (dlcp_duration)c->env.timeout_ms * 1000000u;
+    /* The stall inquiry that follows a transfer's timeout ends by the
+     * operation timeout (rt/stall.h). */
+    cfg.stall_timeout_ns = dlcp_stall_wait_ns(c->env.timeout_ms);
     cfg.max_inflight_bytes = c->env.window_bytes;
     cfg.eager_max_bytes = c->env.eager_bytes;
     /* Control messages as datagrams never wait for a TCP timeout; each

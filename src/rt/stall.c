@@ -7,7 +7,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rt/clock.h"
 #include "rt/errbuf.h"
+
+dlcp_duration dlcp_stall_budget_ns(uint32_t timeout_ms) {
+  dlcp_duration quarter = (dlcp_duration)timeout_ms * DLCP_NS_PER_MS / 4u;
+  dlcp_duration most = 500u * DLCP_NS_PER_MS;
+  return quarter < most ? quarter : most;
+}
+
+dlcp_duration dlcp_stall_probe_ns(uint32_t timeout_ms) {
+  return dlcp_stall_budget_ns(timeout_ms) / 5u * 4u;
+}
+
+dlcp_duration dlcp_stall_wait_ns(uint32_t timeout_ms) {
+  return (dlcp_duration)timeout_ms * DLCP_NS_PER_MS -
+         dlcp_stall_budget_ns(timeout_ms);
+}
 
 void dlcp_stall_init(dlcp_stall *st, uint32_t me, uint32_t world,
                      dlcp_duration probe_ns) {

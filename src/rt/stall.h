@@ -58,6 +58,21 @@ typedef struct dlcp_stall {
   uint32_t culprit;
 } dlcp_stall;
 
+/*
+ * dlcp_stall_budget_ns: the share of an operation timeout of |timeout_ms|
+ * that the inquiry and the agreement after it may take: min(500 ms,
+ * timeout / 4).  Transfers give up that much before the timeout, so that
+ * a stalled operation fails naming the culprit by the timeout itself,
+ * not a probe interval after it.  Four fifths of it is the patience with
+ * each rank asked (dlcp_stall_probe_ns), the rest the agreement.
+ */
+dlcp_duration dlcp_stall_budget_ns(uint32_t timeout_ms);
+dlcp_duration dlcp_stall_probe_ns(uint32_t timeout_ms);
+/* dlcp_stall_wait_ns: how long a transfer or an awaited note may go
+ * without progress before the inquiry starts: the timeout less the
+ * budget. */
+dlcp_duration dlcp_stall_wait_ns(uint32_t timeout_ms);
+
 void dlcp_stall_init(dlcp_stall *st, uint32_t me, uint32_t world,
                      dlcp_duration probe_ns);
 
