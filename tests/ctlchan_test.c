@@ -2,7 +2,7 @@
  * ctlchan_test: MLT's datagram control channel (src/proto/ctlchan.c) on
  * its own: exactly-once in-order delivery through loss, duplication and
  * reordering, the RTO and its doubling, the in-flight window, selective
- * acknowledgement.  Time is an argument; nothing sleeps.
+ * acknowledgement, the count of unacknowledged messages.  Time is an argument; nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -133,6 +133,7 @@ static void test_window_and_selective_ack(void **state) {
     sent++;
   }
   assert_int_equal(sent, DLCP_CTLCHAN_WINDOW); /* the rest wait */
+  assert_int_equal(dlcp_ctlchan_unacked(&a), DLCP_CTLCHAN_WINDOW + 8);
   /* Message 0 is lost; 1..31 arrive and wait for it. */
   log rx = {.n = 0};
   size_t dl = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN;
@@ -148,6 +149,9 @@ static void test_window_and_selective_ack(void **state) {
   assert_int_equal(ck.sack, 0x7FFFFFFFu); /* 1..31 */
   assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
                    0);
+  /* Selectively acknowledged messages still count until 0 is: the
+   * window (and what a driver must keep resending) starts at 0. */
+  assert_int_equal(dlcp_ctlchan_unacked(&a), DLCP_CTLCHAN_WINDOW + 8);
   /* At the RTO only message 0 goes again: the others are acknowledged,
    * and the window still starts at 0. */
   size_t resent = 0;
@@ -173,6 +177,14 @@ static void test_window_and_selective_ack(void **state) {
     sent++;
   }
   assert_int_equal(sent, 8);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 8);
+  for (size_t i = 0; i < sent; i++) {
+    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx), 0);
+  }
+  cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, RTO);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
+                   0);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
   dlcp_ctlchan_fini(&a);
   dlcp_ctlchan_fini(&b);
 }

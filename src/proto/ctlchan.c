@@ -228,3 +228,7 @@ dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch) {
   }
   return t;
 }
+
+uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch) {
+  return ch->count;
+}

@@ -83,4 +83,8 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
  * 0 for at once, DLCP_TSTAMP_NEVER if nothing is pending. */
 dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch);
 
+/* dlcp_ctlchan_unacked returns the control messages queued or in flight
+ * and not yet acknowledged. */
+uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch);
+
 #endif /* DLCP_PROTO_CTLCHAN_H */

@@ -2071,6 +2071,10 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->control_duplicates = conn->ctl.duplicates;
 }
 
+uint32_t dlcp_mlt_control_unacked(const dlcp_mlt_conn *conn) {
+  return conn->ctl_on ? dlcp_ctlchan_unacked(&conn->ctl) : 0;
+}
+
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {
   size_t n = 0;
   for (const mlt_xfer *x = conn->sends; x; x = x->next) {

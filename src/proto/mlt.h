@@ -404,4 +404,14 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 /* dlcp_mlt_outstanding returns the number of transfers not yet completed. */
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn);
 
+/*
+ * dlcp_mlt_control_unacked returns the control messages sent as datagrams
+ * (control_datagrams) that the peer has not acknowledged yet; 0 when
+ * control messages ride the stream.  A transfer is complete here before
+ * its last control message (a receiver's STOP) is safe: the driver must
+ * keep polling while this is not 0, or the message is lost for good and
+ * the peer's transfer runs into its stall timeout.
+ */
+uint32_t dlcp_mlt_control_unacked(const dlcp_mlt_conn *conn);
+
 #endif /* DLCP_PROTO_MLT_H */

@@ -36,6 +36,7 @@
 #include "proto/mlt.h"
 #include "rt/clock.h"
 #include "rt/sigdump.h"
+#include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
 #include "rt/cq.h"
 #include "rt/env.h"
@@ -519,6 +520,10 @@ int dlcp_comm_create_from_env(dlcp_comm **comm, char *err, size_t errlen) {
   return comm_create(comm, &env, err, errlen);
 }
 
+/* How long dlcp_comm_destroy lets the peers acknowledge its last control
+ * datagrams: several retransmissions even at the RTO's 200 ms cap. */
+#define DRAIN_CONTROL_MS 1000u
+
 void dlcp_comm_destroy(dlcp_comm *c) {
   if (!c) {
     return;
@@ -526,6 +531,13 @@ void dlcp_comm_destroy(dlcp_comm *c) {
   pthread_mutex_lock(&c->mu);
   c->closing = true;
   pthread_mutex_unlock(&c->mu);
+  if (c->env.control_datagrams) {
+    /* The loop is the only one to resend a control datagram: let the
+     * peers acknowledge the last ones (a receiver's final STOP) first.
+     * A peer that left already never will: bounded. */
+    (void)dlcp_rt_comm_drain_control(
+        c, dlcp_rt_deadline_after(DRAIN_CONTROL_MS));
+  }
   pthread_mutex_lock(&c->pmu);
   c->stopping = true;
   pthread_cond_broadcast(&c->pcv);

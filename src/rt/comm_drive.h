@@ -20,4 +20,13 @@
 int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
                              void *arg, dlcp_tstamp deadline);
 
+/*
+ * dlcp_rt_comm_drain_control runs the loop until every live peer has
+ * acknowledged the control messages sent to it as datagrams, or
+ * |deadline| passes.  Called before the loop stops for good: a last STOP
+ * lost then would never be sent again, and its peer would wait for it
+ * until its stall timeout.  Returns whether all were acknowledged.
+ */
+bool dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline);
+
 #endif /* DLCP_RT_COMM_DRIVE_H */

@@ -22,6 +22,7 @@ void dlcp_rt_env_defaults(dlcp_rt_env *env) {
   env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
   env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
   env->shm = true;
+  env->control_datagrams = true;
   env->fault.delay_us = DLCP_RT_DEFAULT_FAULT_DELAY_US;
   env->fault.seed = DLCP_RT_DEFAULT_FAULT_SEED;
 }
@@ -40,6 +41,7 @@ void dlcp_comm_config_default(dlcp_comm_config *cfg) {
   cfg->eager_bytes = d.eager_bytes;
   cfg->spin_us = d.spin_us;
   cfg->shm = d.shm ? 1u : 0u;
+  cfg->control_datagrams = d.control_datagrams ? 1u : 0u;
   cfg->timeout_ms = d.timeout_ms;
   cfg->rdzv_timeout_ms = d.rdzv_timeout_ms;
   cfg->fault_delay_us = d.fault.delay_us;
@@ -120,6 +122,7 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->eager_bytes = cfg->eager_bytes;
   env->spin_us = cfg->spin_us;
   env->shm = cfg->shm != 0;
+  env->control_datagrams = cfg->control_datagrams != 0;
   env->fault.drop = cfg->fault_drop;
   env->fault.dup = cfg->fault_dup;
   env->fault.reorder = cfg->fault_reorder;

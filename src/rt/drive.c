@@ -32,7 +32,8 @@
 #define SPIN_EPOLL_NS 20000u
 
 /* Whether anything needs the loop: transfers or collectives in progress,
- * held fault packets, control bytes still to write.  With none, data from
+ * held fault packets, control bytes still to write, control datagrams
+ * not yet acknowledged (a last STOP: only the loop retransmits it).  With none, data from
  * a peer can wait in the kernel until this rank posts something, and the
  * loop thread stays parked rather than take the loop from an application
  * thread that will want it back (which then costs a kick and two context
@@ -43,7 +44,8 @@ static bool has_work(dlcp_comm *c) {
   for (uint32_t r = 0; r < c->env.world_size && !busy; r++) {
     peer *p = &c->peers[r];
     busy = r != c->env.rank &&
-           (p->wlen > p->woff || dlcp_mlt_outstanding(p->conn) > 0);
+           (p->wlen > p->woff || dlcp_mlt_outstanding(p->conn) > 0 ||
+            (p->dead_status == 0 && dlcp_mlt_control_unacked(p->conn) > 0));
   }
   pthread_mutex_unlock(&c->mu);
   return busy;
@@ -208,4 +210,32 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
   }
   release_driver(c);
   return 1;
+}
+
+/* control_settled: no live peer holds a control datagram of ours
+ * unacknowledged. */
+static bool control_settled(void *arg) {
+  dlcp_comm *c = arg;
+  bool settled = true;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t r = 0; r < c->env.world_size && settled; r++) {
+    const peer *p = &c->peers[r];
+    settled = r == c->env.rank || p->dead_status != 0 ||
+              dlcp_mlt_control_unacked(p->conn) == 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return settled;
+}
+
+bool dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline) {
+  if (dlcp_rt_comm_drive_until(c, control_settled, c, deadline)) {
+    return control_settled(c);
+  }
+  /* Another thread drives (the loop thread keeps going while anything is
+   * unacknowledged, see has_work): look now and then. */
+  while (!control_settled(c) && dlcp_rt_now() < deadline) {
+    struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return control_settled(c);
 }
