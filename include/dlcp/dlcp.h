@@ -80,12 +80,6 @@ typedef struct dlcp_comm_config {
                                exchange datagrams through shared memory
                                instead of UDP sockets; 0: always UDP.
                                Default 1 */
-  uint32_t control_datagrams; /* 1: MLT's control messages (START, PROBE,
-                               BITMAP, STOP, EAGER) go as datagrams with
-                               their own retransmission, so a lost one
-                               costs an RTT-scale timeout, not TCP's
-                               200 ms; 0: on the TCP control connection.
-                               Every rank must use the same value */
   uint32_t timeout_ms;      /* an operation without progress for this
                                long fails naming the peer.  Default 30000 */
   uint32_t rdzv_timeout_ms; /* joining the job.  Default 60000 */
@@ -100,6 +94,13 @@ typedef struct dlcp_comm_config {
   /* A straggler: in every collective this rank's first completed receive
    * reaches the collective this many ms late (DLCP_FAULT_STRAGGLE). */
   uint32_t fault_straggle_ms;
+  uint32_t control_datagrams; /* 1: MLT's control messages (START, PROBE,
+                               BITMAP, STOP, EAGER) go as datagrams with
+                               their own retransmission, so a lost one
+                               costs an RTT-scale timeout, not TCP's
+                               200 ms; 0: on the TCP control connection.
+                               Every rank must use the same value.
+                               Default 1 */
 } dlcp_comm_config;
 
 /* dlcp_comm_config_default fills |cfg| with the defaults and the version

@@ -63,7 +63,7 @@ class CommConfig(ctypes.Structure):
         ("fault_drop", c_double), ("fault_dup", c_double),
         ("fault_reorder", c_double), ("fault_delay", c_double),
         ("fault_delay_us", c_u32), ("fault_seed", c_u64),
-        ("fault_straggle_ms", c_u32),
+        ("fault_straggle_ms", c_u32), ("control_datagrams", c_u32),
     ]
 
 
