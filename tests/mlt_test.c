@@ -310,6 +310,58 @@ static void test_control_datagrams_through_loss(void **state) {
   }
 }
 
+/* The driver's NOTEs through the control channel (dlcp_mlt_send_note):
+ * with 20 % of every datagram lost, duplicated and reordered, each arrives
+ * exactly once, in order, beside a transfer; without control datagrams
+ * the core refuses them (the driver's stream carries them). */
+static void test_notes_through_the_control_channel(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 61);
+  cfg.control_datagrams = true;
+  netsim_link l = make_link(0.2, 0.1, 0.2);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 61);
+  assert_non_null(ns);
+  uint64_t len = 100000;
+  uint8_t *src = pattern(len, 61), *dst = malloc(len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send snd = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, 0), 0);
+  uint8_t note[DLCP_WIRE_NOTE_LEN];
+  for (uint64_t v = 0; v < 40; v++) {
+    dlcp_wire_note n = {.job = cfg.job, .op = 7, .value = v};
+    assert_int_equal(dlcp_wire_note_encode(note, sizeof(note), &n),
+                     DLCP_WIRE_NOTE_LEN);
+    assert_int_equal(dlcp_mlt_send_note(netsim_conn(ns, 0), note,
+                                        sizeof(note), 0), 0);
+  }
+  assert_int_equal(dlcp_mlt_send_note(netsim_conn(ns, 0), note, 5, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
+  (void)netsim_run(ns, 3, 20000000000ull); /* until all is acknowledged */
+  size_t n = 0;
+  const uint64_t *got = netsim_notes(ns, 1, &n);
+  assert_int_equal(n, 40);
+  for (uint64_t v = 0; v < 40; v++) {
+    assert_int_equal(got[v], v);
+  }
+  (void)netsim_notes(ns, 0, &n);
+  assert_int_equal(n, 0);
+  assert_memory_equal(src, dst, len);
+  assert_int_equal(dlcp_mlt_control_unacked(netsim_conn(ns, 0)), 0);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+
+  base_config(&cfg, 62);
+  ns = netsim_new(&cfg, &cfg, &l, &l, 62);
+  assert_int_equal(dlcp_mlt_send_note(netsim_conn(ns, 0), note,
+                                      sizeof(note), 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  netsim_del(ns);
+}
+
 static void test_zero_length(void **state) {
   (void)state;
   scenario s = {.len = 0, .p = 0.0, .loss = 0.0, .seed = 5};
@@ -1245,6 +1297,7 @@ int main(void) {
       cmocka_unit_test(test_bound_never_spent_on_reordered_data),
       cmocka_unit_test(test_keep_previous_values),
       cmocka_unit_test(test_control_datagrams_through_loss),
+      cmocka_unit_test(test_notes_through_the_control_channel),
       cmocka_unit_test(test_zero_length),
       cmocka_unit_test(test_send_posted_after_start),
       cmocka_unit_test(test_concurrent_transfers_both_directions),

@@ -133,6 +133,14 @@ struct mlt_xfer {
 };
 
 /* An EAGER message that arrived before its receive was posted. */
+/* A NOTE of the driver's that came through the control channel, waiting
+ * for dlcp_mlt_poll to hand it over. */
+typedef struct mlt_note {
+  struct mlt_note *next;
+  size_t len;
+  uint8_t bytes[DLCP_WIRE_NOTE_LEN];
+} mlt_note;
+
 typedef struct mlt_unexpected {
   struct mlt_unexpected *next;
   uint32_t tensor;
@@ -172,6 +180,8 @@ struct dlcp_mlt_conn {
                                   arrives */
   bool ctl_on;                 /* control messages go as datagrams */
   dlcp_ctlchan ctl;
+  mlt_note *notes_head, *notes_tail; /* the driver's NOTEs received through
+                                        |ctl|, until polled */
   dlcp_mlt_range *missing;
   size_t missing_cap;
   mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
@@ -556,6 +566,11 @@ void dlcp_mlt_conn_del(dlcp_mlt_conn *conn) {
     mlt_unexpected *u = conn->unexpected_head;
     conn->unexpected_head = u->next;
     conn->mem->free(u, conn->mem->user);
+  }
+  while (conn->notes_head) {
+    mlt_note *k = conn->notes_head;
+    conn->notes_head = k->next;
+    conn->mem->free(k, conn->mem->user);
   }
   if (conn->ctl_on) {
     dlcp_ctlchan_fini(&conn->ctl);
@@ -1394,8 +1409,41 @@ typedef struct ctl_delivery {
   dlcp_tstamp now;
 } ctl_delivery;
 
+/* keep_note queues a NOTE for the driver; false if it is not a well-formed
+ * NOTE of this job or memory is short (counted as malformed: the sender
+ * resends nothing it saw acknowledged, so the driver's own timeouts
+ * cover it). */
+static bool keep_note(dlcp_mlt_conn *conn, const uint8_t *msg, size_t len) {
+  dlcp_wire_note n;
+  if (dlcp_wire_note_decode(&n, msg, len) != 0 || n.job != conn->cfg.job) {
+    return false;
+  }
+  mlt_note *k = conn->mem->malloc(sizeof(*k), conn->mem->user);
+  if (k == NULL) {
+    return false;
+  }
+  k->next = NULL;
+  k->len = len;
+  memcpy(k->bytes, msg, len);
+  if (conn->notes_tail) {
+    conn->notes_tail->next = k;
+  } else {
+    conn->notes_head = k;
+  }
+  conn->notes_tail = k;
+  conn->stats.control_received++;
+  return true;
+}
+
 static void deliver_control(void *user, const uint8_t *msg, size_t len) {
   ctl_delivery *d = user;
+  dlcp_wire_preamble pre;
+  if (dlcp_wire_peek(&pre, msg, len) == 0 && pre.type == DLCP_WIRE_NOTE) {
+    if (!keep_note(d->conn, msg, len)) {
+      d->conn->stats.dropped_malformed++;
+    }
+    return;
+  }
   /* Counted in the stats when it does not decode; never fatal. */
   (void)dlcp_mlt_on_control(d->conn, msg, len, d->now);
 }
@@ -1969,6 +2017,18 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }
   run_timers(conn, now);
+  if (conn->notes_head) {
+    mlt_note *k = conn->notes_head;
+    conn->notes_head = k->next;
+    if (!conn->notes_head) {
+      conn->notes_tail = NULL;
+    }
+    memcpy(buf, k->bytes, k->len);
+    act->type = DLCP_MLT_ACT_NOTE;
+    act->len = k->len;
+    conn->mem->free(k, conn->mem->user);
+    return 0;
+  }
   /* A control message must fit one CDATA datagram. */
   size_t ctl_buflen = buflen;
   if (conn->ctl_on) {
@@ -2030,7 +2090,7 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 }
 
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
-  if (conn->pend_head) {
+  if (conn->pend_head || conn->notes_head) {
     return 0;
   }
   dlcp_tstamp t = conn->timer_ns;
@@ -2069,6 +2129,19 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->base_rtt_ns = conn->rate.base_rtt_ns;
   st->control_retx = conn->ctl.retransmissions;
   st->control_duplicates = conn->ctl.duplicates;
+}
+
+int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
+                       dlcp_tstamp now) {
+  dlcp_wire_note n;
+  if (!conn->ctl_on || dlcp_wire_note_decode(&n, note, len) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  int rv = dlcp_ctlchan_send(&conn->ctl, note, len, now);
+  if (rv == 0) {
+    conn->stats.control_sent++;
+  }
+  return rv;
 }
 
 uint32_t dlcp_mlt_control_unacked(const dlcp_mlt_conn *conn) {

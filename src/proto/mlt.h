@@ -233,6 +233,8 @@ typedef enum dlcp_mlt_act_type {
                             as one datagram on path |path| */
   DLCP_MLT_ACT_CONTROL,  /* send buf[0..len) on the reliable channel */
   DLCP_MLT_ACT_COMPLETE, /* a transfer finished: see completion */
+  DLCP_MLT_ACT_NOTE,     /* a NOTE the peer's driver sent with
+                            dlcp_mlt_send_note arrived: buf[0..len) */
 } dlcp_mlt_act_type;
 
 typedef struct dlcp_mlt_action {
@@ -403,6 +405,19 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 
 /* dlcp_mlt_outstanding returns the number of transfers not yet completed. */
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn);
+
+/*
+ * dlcp_mlt_send_note sends the driver's own NOTE (wire.h; a collective's
+ * control message) through the connection's datagram control channel:
+ * reliable, in order with the other control messages, retransmitted
+ * after an RTT-based timeout instead of TCP's 200 ms.  The peer's core
+ * hands it to its driver as a DLCP_MLT_ACT_NOTE.  Only with
+ * control_datagrams (the driver's stream carries NOTEs otherwise).
+ * Returns 0, DLCP_ERR_INVALID_ARGUMENT (no control datagrams, or not a
+ * NOTE) or DLCP_ERR_NOMEM.
+ */
+int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
+                       dlcp_tstamp now);
 
 /*
  * dlcp_mlt_control_unacked returns the control messages sent as datagrams

@@ -329,10 +329,15 @@ static bool pump(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
     case DLCP_COLL_ACT_NOTE: {
       uint8_t msg[DLCP_WIRE_NOTE_LEN];
       dlcp_wire_note n = {.job = c->env.job, .op = run->id, .value = a.value};
-      if (dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0) {
-        dlcp_rt_queue_control(c, &c->peers[a.peer], msg, sizeof(msg), now);
+      peer *to = &c->peers[a.peer];
+      if (dlcp_wire_note_encode(msg, sizeof(msg), &n) > 0 &&
+          (!c->env.control_datagrams ||
+           dlcp_mlt_send_note(to->conn, msg, sizeof(msg), now) != 0)) {
+        /* With control datagrams a lost NOTE costs an RTT-scale resend,
+         * not TCP's 200 ms; the stream remains for the rest. */
+        dlcp_rt_queue_control(c, to, msg, sizeof(msg), now);
       }
-      posted = true; /* queued bytes: the connections must flush them */
+      posted = true; /* queued: the connections must send them */
       break;
     }
     case DLCP_COLL_ACT_DONE:

@@ -177,6 +177,16 @@ static void service_peer(dlcp_comm *c, peer *p, dlcp_tstamp now) {
     case DLCP_MLT_ACT_CONTROL:
       dlcp_rt_queue_control(c, p, c->scratch, a.len, now);
       break;
+    case DLCP_MLT_ACT_NOTE: {
+      /* A collective's NOTE through the datagram control channel; a copy,
+       * as handling it may poll connections into the scratch buffer. */
+      uint8_t note[DLCP_WIRE_NOTE_LEN];
+      if (a.len == sizeof(note)) {
+        memcpy(note, c->scratch, sizeof(note));
+        dlcp_rt_coll_note(c, p, note, sizeof(note), now);
+      }
+      break;
+    }
     case DLCP_MLT_ACT_COMPLETE: {
       op *o = (op *)(uintptr_t)a.completion.user_data;
       int status = a.completion.status;

@@ -620,7 +620,9 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
       }
       break;
     case DLCP_MLT_ACT_CONTROL:
-      /* The simulator runs the core with control_datagrams: no stream. */
+    case DLCP_MLT_ACT_NOTE:
+      /* The simulator runs the core with control_datagrams: no stream;
+       * its collectives send no NOTEs through the core. */
       dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_INVALID_ARGUMENT);
       return;
     case DLCP_MLT_ACT_COMPLETE:

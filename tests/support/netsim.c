@@ -35,6 +35,8 @@ struct netsim {
   netsim_completion *done;
   size_t ndone, capdone;
   netsim_counters counters[2];
+  uint64_t *notes[2]; /* values of the NOTEs each side's core handed up */
+  size_t nnotes[2], capnotes[2];
   netsim_filter_fn filter;
   void *filter_user;
   uint64_t filter_index[2];
@@ -128,6 +130,8 @@ void netsim_del(netsim *ns) {
     free(ns->done[i].missing);
   }
   free(ns->done);
+  free(ns->notes[0]);
+  free(ns->notes[1]);
   free(ns->buf);
   free(ns);
 }
@@ -222,6 +226,28 @@ static void send_control(netsim *ns, int side, const dlcp_mlt_action *act) {
   heap_push(ns, ev);
 }
 
+static void record_note(netsim *ns, int side, const uint8_t *msg,
+                        size_t len) {
+  dlcp_wire_note n;
+  if (dlcp_wire_note_decode(&n, msg, len) != 0) {
+    abort(); /* the core hands over whole, valid NOTEs only */
+  }
+  if (ns->nnotes[side] == ns->capnotes[side]) {
+    ns->capnotes[side] = ns->capnotes[side] ? ns->capnotes[side] * 2 : 16;
+    ns->notes[side] = realloc(ns->notes[side],
+                              ns->capnotes[side] * sizeof(uint64_t));
+    if (!ns->notes[side]) {
+      abort();
+    }
+  }
+  ns->notes[side][ns->nnotes[side]++] = n.value;
+}
+
+const uint64_t *netsim_notes(const netsim *ns, int side, size_t *n) {
+  *n = ns->nnotes[side];
+  return ns->notes[side];
+}
+
 static void record(netsim *ns, int side, const dlcp_mlt_completion *c) {
   if (ns->ndone == ns->capdone) {
     ns->capdone = ns->capdone ? ns->capdone * 2 : 16;
@@ -263,6 +289,9 @@ static int drain(netsim *ns, int side) {
       break;
     case DLCP_MLT_ACT_COMPLETE:
       record(ns, side, &act.completion);
+      break;
+    case DLCP_MLT_ACT_NOTE:
+      record_note(ns, side, ns->buf, act.len);
       break;
     default:
       return DLCP_ERR_INTERNAL;

@@ -81,5 +81,8 @@ const netsim_completion *netsim_completion_at(const netsim *ns, size_t i);
 const netsim_completion *netsim_find(const netsim *ns, int side,
                                      uint64_t user_data);
 const netsim_counters *netsim_counters_of(const netsim *ns, int side);
+/* The values of the NOTEs side |side|'s core handed up (dlcp_mlt_send_note
+ * from the other side), in arrival order; |*n| of them. */
+const uint64_t *netsim_notes(const netsim *ns, int side, size_t *n);
 
 #endif /* DLCP_TEST_NETSIM_H */
