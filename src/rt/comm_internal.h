@@ -58,6 +58,8 @@ typedef struct peer {
   int tcp_fd;
   dlcp_mlt_conn *conn;
   dlcp_shm_out shm; /* its ring for us when it is on this host */
+  bool both_rings;  /* both ends published rings on loopback: the control
+                       stream rides them, never TCP (join.c) */
   uint8_t *rbuf;
   size_t rlen, rcap;
   uint8_t *wbuf;
