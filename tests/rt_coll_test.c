@@ -348,7 +348,9 @@ static int bounded_body(dlcp_comm *comm, const scenario *s,
   rep->checks++;
   rep->delivered = info.delivered_fraction;
   rep->nmissing = info.nmissing < MAX_MISSING ? info.nmissing : MAX_MISSING;
-  memcpy(rep->missing, info.missing, rep->nmissing * sizeof(dlcp_range));
+  if (rep->nmissing > 0) { /* info.missing is NULL when nothing is */
+    memcpy(rep->missing, info.missing, rep->nmissing * sizeof(dlcp_range));
+  }
   size_t m = 0;
   for (uint64_t i = 0; i < COUNT && !rep->wrong; i++) {
     while (m < info.nmissing &&
