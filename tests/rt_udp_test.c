@@ -3,7 +3,10 @@
  * itself on loopback.  Header-and-payload datagrams (DATA) keep their
  * order and bytes; a whole control datagram longer than a header (CDATA,
  * written into a scratch buffer the caller reuses at once) arrives whole,
- * in order, with the bytes it had when queued.
+ * in order, with the bytes it had when queued.  The ECN bits a datagram
+ * arrives with are read, batch or one by one: Congestion Experienced
+ * (set here by the sender itself, as a switch would) is reported, ECT(0)
+ * and Not-ECT are not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,9 +69,52 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   dlcp_udp_close(&u);
 }
 
+static void test_ce_mark_is_read(void **state) {
+  (void)state;
+  dlcp_udp u;
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_udp_open(&u, "127.0.0.1", 1, &eb), 0);
+  struct sockaddr_in self = {.sin_family = AF_INET,
+                             .sin_port = htons(u.port[0]),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  uint8_t hdr[HDR_LEN] = {0};
+  /* TOS: DSCP CS5 with ECT(0), CE, Not-ECT; then the same three again. */
+  const int tos[3] = {dlcp_udp_tos(2, true), dlcp_udp_tos(2, true) | 3,
+                      dlcp_udp_tos(2, false)};
+  const bool ce[3] = {false, true, false};
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 3; i++) {
+      dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), NULL, 0, tos[i]);
+    }
+    dlcp_udp_flush(&u);
+    if (round == 0) { /* one by one */
+      for (int i = 0; i < 3; i++) {
+        size_t len;
+        (void)next_datagram(&u, &len);
+        assert_int_equal(len, HDR_LEN);
+        assert_int_equal(dlcp_udp_taken_ce(&u), ce[i]);
+      }
+    } else { /* in a batch */
+      struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
+      int got = 0;
+      while (got < 3 && poll(&pfd, 1, 1000) == 1) {
+        int n = dlcp_udp_recv(&u, 0);
+        for (int i = 0; i < n; i++) {
+          assert_int_equal(dlcp_udp_rx_ce(&u, i), ce[got + i]);
+        }
+        got += n;
+      }
+      assert_int_equal(got, 3);
+    }
+  }
+  assert_int_equal(u.send_errors, 0);
+  dlcp_udp_close(&u);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
+      cmocka_unit_test(test_ce_mark_is_read),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

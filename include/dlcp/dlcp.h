@@ -167,6 +167,9 @@ typedef struct dlcp_comm_stats {
   uint64_t doorbells;      /* wake-ups sent to sleeping peers */
   double min_rate_gbps;    /* the slowest peer's current MLT send rate */
   uint64_t max_srtt_ns;    /* the largest smoothed RTT over peers */
+  uint64_t ce_received;    /* data packets that arrived ECN-CE marked */
+  uint64_t cuts_ecn;       /* MLT rate cuts for CE marks the peers echoed */
+  uint64_t cuts_delay;     /* MLT rate cuts for a rising or high RTT */
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

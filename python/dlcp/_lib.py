@@ -73,7 +73,9 @@ class CommStats(ctypes.Structure):
         "dropped_foreign", "dropped_stale", "dropped_invalid",
         "fault_dropped", "fault_duplicated", "fault_delayed",
         "retransmissions", "shm_peers", "shm_sent", "shm_full",
-        "doorbells")] + [("min_rate_gbps", c_double), ("max_srtt_ns", c_u64)]
+        "doorbells")] + [("min_rate_gbps", c_double), ("max_srtt_ns", c_u64),
+                         ("ce_received", c_u64), ("cuts_ecn", c_u64),
+                         ("cuts_delay", c_u64)]
 
 
 class CollOpts(ctypes.Structure):

@@ -647,6 +647,9 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
     st->dropped_foreign += ms.dropped_foreign;
     st->dropped_stale += ms.dropped_stale;
     st->dropped_invalid += ms.dropped_invalid;
+    st->ce_received += ms.ce_received;
+    st->cuts_ecn += ms.cuts_ecn;
+    st->cuts_delay += ms.cuts_delay;
     double gbps = ms.rate_bps / 1e9;
     if (st->min_rate_gbps == 0 || gbps < st->min_rate_gbps) {
       st->min_rate_gbps = gbps;

@@ -59,6 +59,9 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
       return dlcp_errbuf_set(eb, -e, "UDP socket on %s: %s", ip, strerror(e));
     }
     set_buffers(fd);
+    /* The TOS byte of every datagram, for the ECN bits a switch set. */
+    int on = 1;
+    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
     struct sockaddr_in bound;
     socklen_t len = sizeof(bound);
     getsockname(fd, (struct sockaddr *)&bound, &len);
@@ -167,6 +170,8 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
     m->msg_namelen = sizeof(u->rx_from[i]);
     m->msg_iov = &u->rx_iov[i];
     m->msg_iovlen = 1;
+    m->msg_control = u->rx_ctl[i].buf;
+    m->msg_controllen = sizeof(u->rx_ctl[i].buf);
   }
   int n;
   do {
@@ -187,16 +192,36 @@ ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
   return n < 0 ? -1 : n;
 }
 
+/* is_ce: whether a received message's IP_TOS ancillary data says
+ * Congestion Experienced (ECN bits 11). */
+static bool is_ce(struct msghdr *m) {
+  if (m->msg_flags & MSG_CTRUNC) {
+    return false;
+  }
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
+        c->cmsg_len >= CMSG_LEN(1)) {
+      uint8_t tos;
+      memcpy(&tos, CMSG_DATA(c), 1);
+      return (tos & 3u) == 3u;
+    }
+  }
+  return false;
+}
+
 static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
                    size_t niov) {
   struct msghdr m;
   memset(&m, 0, sizeof(m));
   m.msg_iov = iov;
   m.msg_iovlen = niov;
+  m.msg_control = u->rx_ctl[0].buf;
+  m.msg_controllen = sizeof(u->rx_ctl[0].buf);
   ssize_t n;
   do {
     n = recvmsg(u->fd[path], &m, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
+  u->taken_ce = n >= 0 && is_ce(&m);
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -219,4 +244,12 @@ const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
   /* A datagram larger than the buffer arrives truncated: report its
    * truncated length, which the decoder then rejects. */
   return u->rx + (size_t)i * DLCP_UDP_RX_BUF;
+}
+
+bool dlcp_udp_rx_ce(dlcp_udp *u, int i) {
+  return is_ce(&u->rx_msg[i].msg_hdr);
+}
+
+bool dlcp_udp_taken_ce(const dlcp_udp *u) {
+  return u->taken_ce;
 }
