@@ -8,7 +8,8 @@
  * world of 4 (ring) and 10 in a world of 8 (halving-doubling, a tree), the
  * frozen rank moving from run to run (rank 0, which also serves the
  * rendezvous store, included); 5 in a world of 5 running barriers, where
- * every survivor waits on a control note rather than a transfer.
+ * every survivor waits on a control note rather than a transfer; 3 each
+ * in worlds of 3 (ring), 6 and 7 (halving-doubling).
  *
  * Each rank is a forked child that loops over all-reduces until one
  * fails and then reports the error through shared memory.  The freeze
@@ -339,6 +340,20 @@ static void test_frozen_rank_world8_tree(void **state) {
   }
 }
 
+/* The other world sizes the issue names, fewer runs each: 3 (a ring of
+ * two survivors), 6 and 7 (halving-doubling folding the ranks beyond a
+ * power of two). */
+static void test_frozen_rank_worlds_3_6_7(void **state) {
+  workload ring = {.barrier = false, .algo = DLCP_ALGO_RING};
+  workload tree = {.barrier = false, .algo = DLCP_ALGO_HALVING_DOUBLING};
+  (void)state;
+  for (int run = 0; run < 3; run++) {
+    one_run(3, ring, (uint32_t)run % 3, run);
+    one_run(6, tree, (uint32_t)(run * 2 + 1) % 6, run);
+    one_run(7, tree, (uint32_t)(run * 3 + 4) % 7, run);
+  }
+}
+
 /* A rank frozen between transfers: in a barrier every survivor waits on
  * a note, which has no transfer timer; they must not hang. */
 static void test_frozen_rank_world5_barrier(void **state) {
@@ -482,6 +497,7 @@ int main(void) {
       cmocka_unit_test(test_frozen_rank_world4_ring),
       cmocka_unit_test(test_frozen_rank_world8_tree),
       cmocka_unit_test(test_frozen_rank_world5_barrier),
+      cmocka_unit_test(test_frozen_rank_worlds_3_6_7),
       cmocka_unit_test(test_dlcp_run_names_the_frozen_rank),
   };
   setvbuf(stdout, NULL, _IOLBF, 0);
