@@ -28,14 +28,20 @@ static const uint8_t *next_datagram(dlcp_udp *u, size_t *len) {
   return dlcp_udp_take(u, 0, len);
 }
 
+/* Opens one socket and returns its own address, to send to itself. */
+static struct sockaddr_in open_to_self(dlcp_udp *u) {
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_udp_open(u, "127.0.0.1", 1, &eb), 0);
+  struct sockaddr_in self = {.sin_family = AF_INET,
+                             .sin_port = htons(u->port[0]),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  return self;
+}
+
 static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   (void)state;
   dlcp_udp u;
-  dlcp_errbuf eb = {0};
-  assert_int_equal(dlcp_udp_open(&u, "127.0.0.1", 1, &eb), 0);
-  struct sockaddr_in self = {.sin_family = AF_INET,
-                             .sin_port = htons(u.port[0]),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in self = open_to_self(&u);
   uint8_t hdr[HDR_LEN], payload[PAYLOAD_LEN], scratch[WHOLE_LEN];
   memset(hdr, 0xa1, sizeof(hdr));
   memset(payload, 0xb2, sizeof(payload));
@@ -72,11 +78,7 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
 static void test_ce_mark_is_read(void **state) {
   (void)state;
   dlcp_udp u;
-  dlcp_errbuf eb = {0};
-  assert_int_equal(dlcp_udp_open(&u, "127.0.0.1", 1, &eb), 0);
-  struct sockaddr_in self = {.sin_family = AF_INET,
-                             .sin_port = htons(u.port[0]),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in self = open_to_self(&u);
   uint8_t hdr[HDR_LEN] = {0};
   /* TOS: DSCP CS5 with ECT(0), CE, Not-ECT; then the same three again. */
   const int tos[3] = {dlcp_udp_tos(2, true), dlcp_udp_tos(2, true) | 3,

@@ -132,15 +132,14 @@ struct mlt_xfer {
   uint32_t loss_ppm;
 };
 
-/* An EAGER message that arrived before its receive was posted. */
 /* A NOTE of the driver's that came through the control channel, waiting
- * for dlcp_mlt_poll to hand it over. */
+ * for dlcp_mlt_poll to hand it over (a NOTE has one fixed length). */
 typedef struct mlt_note {
   struct mlt_note *next;
-  size_t len;
   uint8_t bytes[DLCP_WIRE_NOTE_LEN];
 } mlt_note;
 
+/* An EAGER message that arrived before its receive was posted. */
 typedef struct mlt_unexpected {
   struct mlt_unexpected *next;
   uint32_t tensor;
@@ -1423,8 +1422,7 @@ static bool keep_note(dlcp_mlt_conn *conn, const uint8_t *msg, size_t len) {
     return false;
   }
   k->next = NULL;
-  k->len = len;
-  memcpy(k->bytes, msg, len);
+  memcpy(k->bytes, msg, sizeof(k->bytes)); /* decode checked the length */
   if (conn->notes_tail) {
     conn->notes_tail->next = k;
   } else {
@@ -2023,9 +2021,9 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     if (!conn->notes_head) {
       conn->notes_tail = NULL;
     }
-    memcpy(buf, k->bytes, k->len);
+    memcpy(buf, k->bytes, sizeof(k->bytes));
     act->type = DLCP_MLT_ACT_NOTE;
-    act->len = k->len;
+    act->len = sizeof(k->bytes);
     conn->mem->free(k, conn->mem->user);
     return 0;
   }

@@ -527,7 +527,8 @@ static void watch_notes(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
   uint32_t awaited;
   dlcp_tstamp since;
   if (run->xfers != NULL || run->stalled_peer != DLCP_STALL_NOBODY ||
-      c->lost_status != 0 || !dlcp_coll_awaited_note(run->op, &awaited, &since)) {
+      c->lost_status != 0 ||
+      !dlcp_coll_awaited_note(run->op, &awaited, &since)) {
     return;
   }
   dlcp_tstamp due = since + dlcp_stall_wait_ns(c->env.timeout_ms);

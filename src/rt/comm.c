@@ -545,8 +545,7 @@ void dlcp_comm_destroy(dlcp_comm *c) {
     /* The loop is the only one to resend a control datagram: let the
      * peers acknowledge the last ones (a receiver's final STOP) first.
      * A peer that left already never will: bounded. */
-    (void)dlcp_rt_comm_drain_control(
-        c, dlcp_rt_deadline_after(DRAIN_CONTROL_MS));
+    dlcp_rt_comm_drain_control(c, dlcp_rt_deadline_after(DRAIN_CONTROL_MS));
   }
   pthread_mutex_lock(&c->pmu);
   c->stopping = true;

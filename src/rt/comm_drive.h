@@ -25,8 +25,8 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
  * acknowledged the control messages sent to it as datagrams, or
  * |deadline| passes.  Called before the loop stops for good: a last STOP
  * lost then would never be sent again, and its peer would wait for it
- * until its stall timeout.  Returns whether all were acknowledged.
+ * until its stall timeout.
  */
-bool dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline);
+void dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline);
 
 #endif /* DLCP_RT_COMM_DRIVE_H */

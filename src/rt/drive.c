@@ -227,9 +227,9 @@ static bool control_settled(void *arg) {
   return settled;
 }
 
-bool dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline) {
+void dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline) {
   if (dlcp_rt_comm_drive_until(c, control_settled, c, deadline)) {
-    return control_settled(c);
+    return;
   }
   /* Another thread drives (the loop thread keeps going while anything is
    * unacknowledged, see has_work): look now and then. */
@@ -237,5 +237,4 @@ bool dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline) {
     struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
     nanosleep(&ms, NULL);
   }
-  return control_settled(c);
 }
