@@ -2,7 +2,8 @@
  * ctlchan_test: MLT's datagram control channel (src/proto/ctlchan.c) on
  * its own: exactly-once in-order delivery through loss, duplication and
  * reordering, the RTO and its doubling, the in-flight window, selective
- * acknowledgement, the count of unacknowledged messages.  Time is an argument; nothing sleeps.
+ * acknowledgement, the count of unacknowledged messages, acknowledgements
+ * delayed for a reply to carry them.  Time is an argument; nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,8 +49,8 @@ typedef struct dgram {
 static void test_exactly_once_in_order_through_a_bad_network(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN];
   for (uint32_t i = 0; i < NMSG; i++) {
     assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), 0), 0);
@@ -81,7 +82,7 @@ static void test_exactly_once_in_order_through_a_bad_network(void **state) {
       for (int c = 0; c < copies; c++) {
         dlcp_ctlchan *to = net[k].to ? &b : &a;
         assert_int_equal(dlcp_ctlchan_on_datagram(to, net[k].b, net[k].len,
-                                                  deliver, &rx),
+                                                  deliver, &rx, now),
                          0);
       }
     }
@@ -100,7 +101,7 @@ static void test_exactly_once_in_order_through_a_bad_network(void **state) {
 static void test_rto_doubles_to_the_cap(void **state) {
   (void)state;
   dlcp_ctlchan a;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], buf[64];
   assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), 100), 0);
   assert_int_equal(dlcp_ctlchan_deadline(&a), 100);
@@ -122,8 +123,8 @@ static void test_rto_doubles_to_the_cap(void **state) {
 static void test_window_and_selective_ack(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], d[DLCP_CTLCHAN_WINDOW + 8][64], c[64];
   for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW + 8; i++) {
     assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), 0), 0);
@@ -138,7 +139,7 @@ static void test_window_and_selective_ack(void **state) {
   log rx = {.n = 0};
   size_t dl = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN;
   for (size_t i = 1; i < sent; i++) {
-    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx), 0);
+    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx, 0), 0);
   }
   assert_int_equal(rx.n, 0);
   dlcp_ssize cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 0);
@@ -147,7 +148,7 @@ static void test_window_and_selective_ack(void **state) {
   assert_int_equal(dlcp_wire_cack_decode(&ck, c, (size_t)cl), 0);
   assert_int_equal(ck.next, 0);
   assert_int_equal(ck.sack, 0x7FFFFFFFu); /* 1..31 */
-  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 0),
                    0);
   /* Selectively acknowledged messages still count until 0 is: the
    * window (and what a driver must keep resending) starts at 0. */
@@ -160,7 +161,7 @@ static void test_window_and_selective_ack(void **state) {
   while ((rl = dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, RTO)) > 0) {
     resent++;
     assert_int_equal(dlcp_ctlchan_on_datagram(&b, r, (size_t)rl, deliver,
-                                              &rx),
+                                              &rx, RTO),
                      0);
   }
   assert_int_equal(resent, 1);
@@ -170,7 +171,7 @@ static void test_window_and_selective_ack(void **state) {
   }
   /* The CACK for all 32 opens the window for the last 8. */
   cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, RTO);
-  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 0),
                    0);
   sent = 0;
   while (dlcp_ctlchan_poll(&a, d[sent], 64, RTO, MAX_RTO, RTO) > 0) {
@@ -179,10 +180,10 @@ static void test_window_and_selective_ack(void **state) {
   assert_int_equal(sent, 8);
   assert_int_equal(dlcp_ctlchan_unacked(&a), 8);
   for (size_t i = 0; i < sent; i++) {
-    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx), 0);
+    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx, 0), 0);
   }
   cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, RTO);
-  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx),
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 0),
                    0);
   assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
   dlcp_ctlchan_fini(&a);
@@ -192,21 +193,114 @@ static void test_window_and_selective_ack(void **state) {
 static void test_rejects_bad_messages(void **state) {
   (void)state;
   dlcp_ctlchan a;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN] = {0};
   assert_int_equal(dlcp_ctlchan_send(&a, m, 15, 0), DLCP_ERR_INVALID_ARGUMENT);
   log rx = {.n = 0};
-  assert_true(dlcp_ctlchan_on_datagram(&a, m, 16, deliver, &rx) < 0);
+  assert_true(dlcp_ctlchan_on_datagram(&a, m, 16, deliver, &rx, 0) < 0);
   /* A CACK acknowledging what was never sent changes nothing. */
   uint8_t c[DLCP_WIRE_CACK_LEN];
   dlcp_wire_cack ck = {.job = 7, .next = 1000, .sack = 0};
   assert_int_equal(dlcp_wire_cack_encode(c, sizeof(c), &ck),
                    DLCP_WIRE_CACK_LEN);
   assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), 0), 0);
-  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, sizeof(c), deliver, &rx),
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, sizeof(c), deliver, &rx, 0),
                    0);
   assert_int_equal(a.count, 1);
   dlcp_ctlchan_fini(&a);
+}
+
+/* Sends message |i| from |from| at |now| and returns its CDATA datagram's
+ * length in |d|. */
+static size_t one_cdata(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
+                        dlcp_tstamp now) {
+  uint8_t m[DLCP_WIRE_NOTE_LEN];
+  assert_int_equal(dlcp_ctlchan_send(from, m, make_msg(m, i), now), 0);
+  dlcp_ssize n = dlcp_ctlchan_poll(from, d, 64, RTO, MAX_RTO, now);
+  assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN);
+  return (size_t)n;
+}
+
+/* A lone message's acknowledgement waits for the ack delay; a reply
+ * inside it carries the acknowledgement and no CACK goes at all. */
+static void test_reply_carries_the_ack(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500);
+  uint8_t d[64], c[64];
+  log rx = {.n = 0};
+  size_t dl = one_cdata(&a, d, 0, 100);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d, dl, deliver, &rx, 100), 0);
+  assert_int_equal(rx.n, 1);
+  assert_true(dlcp_ctlchan_owes_ack(&b));
+  assert_int_equal(dlcp_ctlchan_deadline(&b), 600);
+  assert_int_equal(dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 599), 0);
+  /* The reply at 300 acknowledges message 0. */
+  dl = one_cdata(&b, d, 1, 300);
+  assert_false(dlcp_ctlchan_owes_ack(&b));
+  assert_int_equal(dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 600), 0);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 1);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, d, dl, deliver, &rx, 300), 0);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  assert_int_equal(rx.n, 2);
+  /* Now |a| owes one, and nothing goes back: a CACK at the delay. */
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 800);
+  assert_int_equal(dlcp_ctlchan_poll(&a, c, 64, RTO, MAX_RTO, 799), 0);
+  assert_int_equal(dlcp_ctlchan_poll(&a, c, 64, RTO, MAX_RTO, 800),
+                   DLCP_WIRE_CACK_LEN);
+  assert_false(dlcp_ctlchan_owes_ack(&a));
+  assert_int_equal(dlcp_ctlchan_deadline(&a), DLCP_TSTAMP_NEVER);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, c, DLCP_WIRE_CACK_LEN,
+                                            deliver, &rx, 800),
+                   0);
+  assert_int_equal(dlcp_ctlchan_unacked(&b), 0);
+  assert_int_equal(a.retransmissions + b.retransmissions, 0);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
+/* What the sender's window and loss recovery wait on is acknowledged at
+ * once: a quarter window of messages, a gap, a duplicate. */
+static void test_acks_at_once_when_it_matters(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500);
+  uint8_t d[DLCP_CTLCHAN_WINDOW][64], c[64];
+  log rx = {.n = 0};
+  size_t dl = 0;
+  for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW / 4; i++) {
+    dl = one_cdata(&a, d[i], i, 10);
+    assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[i], dl, deliver, &rx, 10),
+                     0);
+    assert_int_equal(dlcp_ctlchan_deadline(&b),
+                     i + 1 < DLCP_CTLCHAN_WINDOW / 4 ? 510u : 10u);
+  }
+  assert_int_equal(dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 10),
+                   DLCP_WIRE_CACK_LEN);
+  /* A duplicate: our acknowledgement was lost. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 20),
+                   0);
+  assert_int_equal(b.duplicates, 1);
+  assert_int_equal(dlcp_ctlchan_deadline(&b), 20);
+  assert_int_equal(dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 20),
+                   DLCP_WIRE_CACK_LEN);
+  /* A gap: the next message is lost, the one after arrives. */
+  uint32_t next = DLCP_CTLCHAN_WINDOW / 4;
+  (void)one_cdata(&a, d[0], next, 30);
+  dl = one_cdata(&a, d[1], next + 1, 30);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[1], dl, deliver, &rx, 40),
+                   0);
+  assert_int_equal(dlcp_ctlchan_deadline(&b), 40);
+  dlcp_ssize cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 40);
+  dlcp_wire_cack ck;
+  assert_int_equal(dlcp_wire_cack_decode(&ck, c, (size_t)cl), 0);
+  assert_int_equal(ck.next, next);
+  assert_int_equal(ck.sack, 1u);
+  assert_int_equal(rx.n, DLCP_CTLCHAN_WINDOW / 4);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
 }
 
 int main(void) {
@@ -215,6 +309,8 @@ int main(void) {
       cmocka_unit_test(test_rto_doubles_to_the_cap),
       cmocka_unit_test(test_window_and_selective_ack),
       cmocka_unit_test(test_rejects_bad_messages),
+      cmocka_unit_test(test_reply_carries_the_ack),
+      cmocka_unit_test(test_acks_at_once_when_it_matters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

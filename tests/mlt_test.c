@@ -270,6 +270,7 @@ static void test_keep_previous_values(void **state) {
  * is left unacknowledged. */
 static void test_control_datagrams_through_loss(void **state) {
   (void)state;
+  uint64_t control_retx = 0;
   for (uint64_t seed = 50; seed < 54; seed++) {
     dlcp_mlt_config cfg;
     base_config(&cfg, seed);
@@ -303,11 +304,14 @@ static void test_control_datagrams_through_loss(void **state) {
     dlcp_mlt_stats st0, st1;
     dlcp_mlt_get_stats(netsim_conn(ns, 0), &st0);
     dlcp_mlt_get_stats(netsim_conn(ns, 1), &st1);
-    assert_true(st0.control_retx + st1.control_retx > 0);
+    control_retx += st0.control_retx + st1.control_retx;
     free(src);
     free(dst);
     netsim_del(ns);
   }
+  /* Some seed lost a control message (16 or so per run: a run may lose
+   * none, and replies carry most acknowledgements). */
+  assert_true(control_retx > 0);
 }
 
 /* The driver's NOTEs through the control channel (dlcp_mlt_send_note):

@@ -42,10 +42,10 @@ static void test_defaults_world_of_one(void **state) {
   const char *off[] = {"DLCP_SHM", "0", NULL};
   assert_int_equal(dlcp_rt_env_load(&env, table_lookup, off, NULL), 0);
   assert_false(env.shm);
-  assert_false(env.control_datagrams);
-  const char *dg[] = {"DLCP_CONTROL_DATAGRAMS", "1", NULL};
-  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, dg, NULL), 0);
   assert_true(env.control_datagrams);
+  const char *dg[] = {"DLCP_CONTROL_DATAGRAMS", "0", NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, dg, NULL), 0);
+  assert_false(env.control_datagrams);
 }
 
 static void test_full_torchrun_env(void **state) {

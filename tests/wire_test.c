@@ -208,14 +208,15 @@ static int decode_check(uint8_t type, const uint8_t *buf, size_t len) {
     break;
   }
   case DLCP_WIRE_CDATA: {
-    uint32_t job, cseq;
+    uint32_t job, cseq, ack;
     const uint8_t *inner;
     size_t inner_len;
 
-    rv = dlcp_wire_cdata_decode(&job, &cseq, &inner, &inner_len, buf, len);
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &inner, &inner_len, buf,
+                                len);
     if (rv == 0) {
       assert_ptr_equal(inner, buf + DLCP_WIRE_CDATA_HDR_LEN);
-      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, inner_len);
+      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, ack, inner_len);
       memcpy(out + n, inner, inner_len);
       n += (dlcp_ssize)inner_len;
     }
@@ -270,7 +271,8 @@ static size_t make_samples(sample *s) {
     dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u};
 
     n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), 3,
-                                      UINT32_MAX, DLCP_WIRE_PROBE_LEN);
+                                      UINT32_MAX, 0x80000007u,
+                                      DLCP_WIRE_PROBE_LEN);
     assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN);
     assert_int_equal(dlcp_wire_probe_encode(s[k].buf + n, 64, &pr),
                      DLCP_WIRE_PROBE_LEN);

@@ -518,10 +518,11 @@ int main(int argc, char **argv) {
            (unsigned long long)st.retransmissions, st.min_rate_gbps,
            (double)st.max_srtt_ns / 1e3, (long long)bypasses);
     printf("# rank 0: %llu data packets arrived CE-marked; rate cuts: %llu "
-           "for ECN, %llu for delay\n",
+           "for ECN, %llu for delay; %llu control datagrams sent again\n",
            (unsigned long long)st.ce_received,
            (unsigned long long)st.cuts_ecn,
-           (unsigned long long)st.cuts_delay);
+           (unsigned long long)st.cuts_delay,
+           (unsigned long long)st.control_retx);
     printf("# rank 0: %llu peers through shared memory: %llu datagrams, "
            "%llu dropped on a full ring, %llu doorbells\n",
            (unsigned long long)st.shm_peers, (unsigned long long)st.shm_sent,

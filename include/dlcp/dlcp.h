@@ -172,6 +172,8 @@ typedef struct dlcp_comm_stats {
   uint64_t ce_received;    /* data packets that arrived ECN-CE marked */
   uint64_t cuts_ecn;       /* MLT rate cuts for CE marks the peers echoed */
   uint64_t cuts_delay;     /* MLT rate cuts for a rising or high RTT */
+  uint64_t control_retx;   /* control datagrams sent again (no CACK in
+                              time; control_datagrams only) */
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

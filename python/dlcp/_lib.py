@@ -75,7 +75,7 @@ class CommStats(ctypes.Structure):
         "retransmissions", "shm_peers", "shm_sent", "shm_full",
         "doorbells")] + [("min_rate_gbps", c_double), ("max_srtt_ns", c_u64),
                          ("ce_received", c_u64), ("cuts_ecn", c_u64),
-                         ("cuts_delay", c_u64)]
+                         ("cuts_delay", c_u64), ("control_retx", c_u64)]
 
 
 class CollOpts(ctypes.Structure):

@@ -11,10 +11,13 @@
 
 #include "wire/wire.h"
 
-void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job) {
+void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
+                       dlcp_duration ack_delay) {
   memset(ch, 0, sizeof(*ch));
   ch->mem = mem;
   ch->job = job;
+  ch->ack_delay = ack_delay;
+  ch->cack_at = DLCP_TSTAMP_NEVER;
 }
 
 void dlcp_ctlchan_fini(dlcp_ctlchan *ch) {
@@ -69,6 +72,23 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   return 0;
 }
 
+/* Our acknowledgement went out: nothing is owed. */
+static void acked_all(dlcp_ctlchan *ch) {
+  ch->cack_at = DLCP_TSTAMP_NEVER;
+  ch->unacked_rx = 0;
+}
+
+/* Whether messages beyond a gap wait here (only a CACK's selective bits
+ * can say so). */
+static bool holds_early(const dlcp_ctlchan *ch) {
+  for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW; i++) {
+    if (ch->early[i]) {
+      return true;
+    }
+  }
+  return false;
+}
+
 static uint32_t in_window(const dlcp_ctlchan *ch) {
   return ch->count < DLCP_CTLCHAN_WINDOW ? ch->count : DLCP_CTLCHAN_WINDOW;
 }
@@ -76,7 +96,7 @@ static uint32_t in_window(const dlcp_ctlchan *ch) {
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
-  if (ch->cack_due) {
+  if (ch->cack_at <= now) {
     dlcp_wire_cack c = {.job = ch->job, .next = ch->next, .sack = 0};
     for (uint32_t i = 0; i < 32 && i + 1 < DLCP_CTLCHAN_WINDOW; i++) {
       if (ch->early[(ch->next + 1 + i) % DLCP_CTLCHAN_WINDOW]) {
@@ -85,7 +105,7 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     }
     dlcp_ssize n = dlcp_wire_cack_encode(buf, buflen, &c);
     if (n > 0) {
-      ch->cack_due = false;
+      acked_all(ch);
     }
     return n;
   }
@@ -99,9 +119,13 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
       return DLCP_ERR_BUFFER_TOO_SMALL;
     }
     dlcp_ssize n = dlcp_wire_cdata_encode_header(buf, buflen, ch->job,
-                                                 ch->una + i, o->len);
+                                                 ch->una + i, ch->next,
+                                                 o->len);
     if (n < 0) {
       return n;
+    }
+    if (!holds_early(ch)) {
+      acked_all(ch); /* the cumulative ack says it all */
     }
     memcpy(buf + n, o->bytes, o->len);
     if (o->sent) {
@@ -150,15 +174,18 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
 
 static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
                      size_t len, dlcp_ctlchan_deliver_fn deliver,
-                     void *user) {
+                     void *user, dlcp_tstamp now) {
   uint32_t d = seq - ch->next;
-  ch->cack_due = true; /* acknowledge every arrival, duplicates too */
   if (d >= DLCP_CTLCHAN_WINDOW) {
-    /* Already delivered (d wrapped) or beyond any window we granted. */
+    /* Already delivered (d wrapped) or beyond any window we granted: our
+     * acknowledgement was lost or is late, say it again now. */
     ch->duplicates++;
+    ch->cack_at = now;
     return;
   }
   if (d > 0) {
+    /* A gap: the sender learns of it from the selective bits, now. */
+    ch->cack_at = now;
     uint32_t slot = seq % DLCP_CTLCHAN_WINDOW;
     if (ch->early[slot]) {
       ch->duplicates++;
@@ -172,6 +199,13 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     ch->early[slot] = copy;
     ch->early_len[slot] = (uint32_t)len;
     return;
+  }
+  /* In order: wait for a reply to carry the acknowledgement, but never
+   * past the ack delay or a second message; filling a gap says so now. */
+  if (++ch->unacked_rx >= DLCP_CTLCHAN_WINDOW / 4 || holds_early(ch)) {
+    ch->cack_at = now;
+  } else if (ch->cack_at == DLCP_TSTAMP_NEVER) {
+    ch->cack_at = now + ch->ack_delay;
   }
   ch->next++;
   deliver(user, msg, len);
@@ -190,7 +224,7 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
 
 int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
                              size_t len, dlcp_ctlchan_deliver_fn deliver,
-                             void *user) {
+                             void *user, dlcp_tstamp now) {
   dlcp_wire_preamble pre;
   int rv = dlcp_wire_peek(&pre, buf, len);
   if (rv != 0) {
@@ -205,20 +239,20 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
     return rv;
   }
   uint32_t job, seq;
+  dlcp_wire_cack piggy = {.job = ch->job, .sack = 0};
   const uint8_t *msg;
   size_t mlen;
-  rv = dlcp_wire_cdata_decode(&job, &seq, &msg, &mlen, buf, len);
+  rv = dlcp_wire_cdata_decode(&job, &seq, &piggy.next, &msg, &mlen, buf,
+                              len);
   if (rv == 0) {
-    on_cdata(ch, seq, msg, mlen, deliver, user);
+    on_cack(ch, &piggy);
+    on_cdata(ch, seq, msg, mlen, deliver, user, now);
   }
   return rv;
 }
 
 dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch) {
-  if (ch->cack_due) {
-    return 0;
-  }
-  dlcp_tstamp t = DLCP_TSTAMP_NEVER;
+  dlcp_tstamp t = ch->cack_at;
   uint32_t w = in_window(ch);
   for (uint32_t i = 0; i < w; i++) {
     const dlcp_ctlchan_out *o = &ch->out[(ch->head + i) & (ch->cap - 1)];
@@ -231,4 +265,8 @@ dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch) {
 
 uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch) {
   return ch->count;
+}
+
+bool dlcp_ctlchan_owes_ack(const dlcp_ctlchan *ch) {
+  return ch->cack_at != DLCP_TSTAMP_NEVER;
 }

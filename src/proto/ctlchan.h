@@ -9,10 +9,22 @@
  * whole in one CDATA datagram (wire.h) with a sequence number; the peer
  * answers with a CACK (cumulative next + a 32-message selective bitmap);
  * a message not acknowledged within the RTO (the connection's srtt +
- * 4 rttvar, doubling per retransmission up to a cap) is sent again.  The
- * receiver delivers messages in sequence order exactly once: duplicates
- * are dropped (and acknowledged again), early ones wait for the gap.
- * At most DLCP_CTLCHAN_WINDOW messages are in flight; more wait.
+ * 4 rttvar + the peer's ack delay, doubling per retransmission up to a
+ * cap) is sent again.  The receiver delivers messages in sequence order
+ * exactly once: duplicates are dropped (and acknowledged again), early
+ * ones wait for the gap.  At most DLCP_CTLCHAN_WINDOW messages are in
+ * flight; more wait.
+ *
+ * Acknowledgements are delayed and piggybacked, as TCP's and QUIC's: every
+ * CDATA carries the cumulative acknowledgement of the other direction, and
+ * a lone in-order message is acknowledged by a CACK only if nothing went
+ * back within the ack delay.  Control messages mostly come in exchanges
+ * (START and the data it asks for, PROBE and BITMAP, a barrier's NOTEs
+ * both ways), so the reply acknowledges for free: a CACK per message
+ * cost 2.5-3x the latency of a 4-64 KiB all-reduce between hosts, its
+ * datagram and its wake-up being most of the work (docs/protocol.md).  A
+ * second unacknowledged message, a duplicate or a gap is acknowledged at
+ * once: those are what the peer's window and loss recovery wait on.
  */
 #ifndef DLCP_PROTO_CTLCHAN_H
 #define DLCP_PROTO_CTLCHAN_H
@@ -46,7 +58,9 @@ typedef struct dlcp_ctlchan {
   uint32_t next; /* next sequence number to deliver */
   uint8_t *early[DLCP_CTLCHAN_WINDOW]; /* by seq % WINDOW, or NULL */
   uint32_t early_len[DLCP_CTLCHAN_WINDOW];
-  bool cack_due;
+  dlcp_duration ack_delay;
+  dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
+  uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
   uint64_t retransmissions, duplicates;
 } dlcp_ctlchan;
 
@@ -54,7 +68,11 @@ typedef struct dlcp_ctlchan {
 typedef void (*dlcp_ctlchan_deliver_fn)(void *user, const uint8_t *msg,
                                         size_t len);
 
-void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job);
+/* dlcp_ctlchan_init: |ack_delay| is how long a lone in-order message may
+ * wait for a CDATA going back to carry its acknowledgement (0: a CACK at
+ * once); the peer's RTO must allow for it. */
+void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
+                       dlcp_duration ack_delay);
 void dlcp_ctlchan_fini(dlcp_ctlchan *ch);
 
 /* dlcp_ctlchan_send queues a copy of the control message |msg| (at most
@@ -64,27 +82,33 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
                       dlcp_tstamp now);
 
 /* dlcp_ctlchan_poll writes the next datagram due at |now| into |buf|: a
- * CACK if one is owed, else a CDATA whose (re)transmission is due, with
- * |rto| as the first timeout of a new message and |max_rto| the cap of
- * the doubling.  Returns its length, 0 if nothing is due, or
- * DLCP_ERR_BUFFER_TOO_SMALL. */
+ * CACK if one is owed by now, else a CDATA whose (re)transmission is due
+ * (carrying our acknowledgement, which then settles what was owed unless
+ * a gap needs the selective bits), with |rto| as the first timeout of a
+ * new message and |max_rto| the cap of the doubling.  Returns its length,
+ * 0 if nothing is due, or DLCP_ERR_BUFFER_TOO_SMALL. */
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now);
 
 /* dlcp_ctlchan_on_datagram takes a CDATA or CACK datagram of this job
- * (the caller checked the type and job).  In-order CDATA messages go to
- * |deliver|.  Returns 0 or the decoder's error. */
+ * (the caller checked the type and job), arrived at |now|.  In-order
+ * CDATA messages go to |deliver|.  Returns 0 or the decoder's error. */
 int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
                              size_t len, dlcp_ctlchan_deliver_fn deliver,
-                             void *user);
+                             void *user, dlcp_tstamp now);
 
-/* dlcp_ctlchan_deadline returns when poll next has something to send:
- * 0 for at once, DLCP_TSTAMP_NEVER if nothing is pending. */
+/* dlcp_ctlchan_deadline returns when poll next has something to send
+ * (a retransmission, or a CACK owed): DLCP_TSTAMP_NEVER if nothing is
+ * pending. */
 dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch);
 
 /* dlcp_ctlchan_unacked returns the control messages queued or in flight
  * and not yet acknowledged. */
 uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch);
+
+/* dlcp_ctlchan_owes_ack returns whether a CACK is owed (now or after the
+ * ack delay). */
+bool dlcp_ctlchan_owes_ack(const dlcp_ctlchan *ch);
 
 #endif /* DLCP_PROTO_CTLCHAN_H */

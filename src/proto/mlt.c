@@ -451,6 +451,7 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->min_drain_ns = 20000;
   cfg->probe_timeout_ns = 1000000;
   cfg->max_probe_timeout_ns = 200000000;
+  cfg->control_ack_delay_ns = 1000000;
   cfg->stall_timeout_ns = 10000000000ull;
   cfg->max_rounds_without_progress = 16;
   cfg->max_transfers = 1024;
@@ -534,7 +535,7 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   conn->rttvar_ns = cfg->initial_rtt_ns / 2;
   conn->ctl_on = cfg->control_datagrams;
   if (conn->ctl_on) {
-    dlcp_ctlchan_init(&conn->ctl, mem, cfg->job);
+    dlcp_ctlchan_init(&conn->ctl, mem, cfg->job, cfg->control_ack_delay_ns);
   }
   *pconn = conn;
   return 0;
@@ -1456,7 +1457,7 @@ static int on_control_datagram(dlcp_mlt_conn *conn,
   }
   ctl_delivery d = {.conn = conn, .now = now};
   int rv = dlcp_ctlchan_on_datagram(&conn->ctl, buf, len, deliver_control,
-                                    &d);
+                                    &d, now);
   if (rv != 0) {
     conn->stats.dropped_malformed++;
   }
@@ -2063,9 +2064,11 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     }
   }
   if (conn->ctl_on) {
-    dlcp_ssize n = dlcp_ctlchan_poll(&conn->ctl, buf, buflen,
-                                     drain_interval(conn),
-                                     conn->cfg.max_probe_timeout_ns, now);
+    /* The peer may hold its acknowledgement for the ack delay. */
+    dlcp_ssize n = dlcp_ctlchan_poll(
+        &conn->ctl, buf, buflen,
+        drain_interval(conn) + conn->cfg.control_ack_delay_ns,
+        conn->cfg.max_probe_timeout_ns, now);
     if (n < 0) {
       return (int)n;
     }
@@ -2144,6 +2147,11 @@ int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
 
 uint32_t dlcp_mlt_control_unacked(const dlcp_mlt_conn *conn) {
   return conn->ctl_on ? dlcp_ctlchan_unacked(&conn->ctl) : 0;
+}
+
+bool dlcp_mlt_control_settled(const dlcp_mlt_conn *conn) {
+  return !conn->ctl_on || (dlcp_ctlchan_unacked(&conn->ctl) == 0 &&
+                           !dlcp_ctlchan_owes_ack(&conn->ctl));
 }
 
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {

@@ -140,6 +140,10 @@ typedef struct dlcp_mlt_config {
                              Needs eager_max_bytes <=
                              DLCP_MLT_CTL_DGRAM_EAGER_MAX; both ends must
                              agree. */
+  dlcp_duration control_ack_delay_ns; /* how long a control datagram's
+                             acknowledgement may wait for a reply to ride
+                             on (ctlchan.h); the sender's control RTO
+                             allows for it.  Both ends must agree. */
   uint64_t seed;           /* seeds the connection's generator */
 } dlcp_mlt_config;
 
@@ -428,5 +432,14 @@ int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
  * the peer's transfer runs into its stall timeout.
  */
 uint32_t dlcp_mlt_control_unacked(const dlcp_mlt_conn *conn);
+
+/*
+ * dlcp_mlt_control_settled returns whether the datagram control channel
+ * needs nothing more from the driver: every control message acknowledged
+ * and no acknowledgement owed to the peer (one held for the ack delay
+ * goes out when dlcp_mlt_next_deadline says; without it the peer
+ * retransmits until it gives up).  Always true without control_datagrams.
+ */
+bool dlcp_mlt_control_settled(const dlcp_mlt_conn *conn);
 
 #endif /* DLCP_PROTO_MLT_H */

@@ -222,9 +222,18 @@ static void maybe_pause(dlcp_comm *c, dlcp_tstamp now) {
 
 /* The deadline lives in a timerfd, not in the loop's own timers, so any
  * thread holding |mu| may move it (a post from the application) and
- * whoever drives the loop sees it at once, without a wake-up. */
-static void arm_deadline(dlcp_comm *c, dlcp_tstamp at) {
-  if (at == c->armed_ns) {
+ * whoever drives the loop sees it at once, without a wake-up.  A deadline
+ * that moves later leaves the timer as it is: it fires early, and the
+ * service it runs arms the right one.  Control datagrams move it on
+ * every message (a retransmission timer set, then cancelled by the
+ * acknowledgement), and re-arming each time cost 3.7 system calls per
+ * iteration of a 4 KiB all-reduce. */
+static void arm_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
+  if (at == c->armed_ns || (c->armed_ns > now && c->armed_ns <= at)) {
+    return;
+  }
+  if (at == DLCP_TSTAMP_NEVER) {
+    c->armed_ns = at; /* the one-shot timer has expired: nothing to do */
     return;
   }
   struct itimerspec its;
@@ -276,7 +285,7 @@ void dlcp_rt_service(dlcp_comm *c) {
   if (next != DLCP_TSTAMP_NEVER && next <= now) {
     next = now + 1000; /* never spin: the core has just been polled dry */
   }
-  arm_deadline(c, next);
+  arm_deadline(c, next, now);
 }
 
 /* --- loop callbacks ----------------------------------------------------- */
@@ -649,6 +658,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
     st->ce_received += ms.ce_received;
     st->cuts_ecn += ms.cuts_ecn;
     st->cuts_delay += ms.cuts_delay;
+    st->control_retx += ms.control_retx;
     double gbps = ms.rate_bps / 1e9;
     if (st->min_rate_gbps == 0 || gbps < st->min_rate_gbps) {
       st->min_rate_gbps = gbps;
@@ -708,9 +718,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
   if (next <= now) {
     next = now + 1000;
   }
-  if (next < c->armed_ns) {
-    arm_deadline(c, next);
-  }
+  arm_deadline(c, next, now);
   pthread_mutex_unlock(&c->mu);
   return 0;
 }

@@ -22,7 +22,7 @@ void dlcp_rt_env_defaults(dlcp_rt_env *env) {
   env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
   env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
   env->shm = true;
-  env->control_datagrams = false;
+  env->control_datagrams = true;
   env->fault.delay_us = DLCP_RT_DEFAULT_FAULT_DELAY_US;
   env->fault.seed = DLCP_RT_DEFAULT_FAULT_SEED;
 }

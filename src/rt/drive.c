@@ -31,29 +31,43 @@
 
 #define SPIN_EPOLL_NS 20000u
 
-/* Whether anything needs the loop: transfers or collectives in progress,
- * held fault packets, control bytes still to write, control datagrams
- * not yet acknowledged (a last STOP: only the loop retransmits it).  With none, data from
- * a peer can wait in the kernel until this rank posts something, and the
- * loop thread stays parked rather than take the loop from an application
- * thread that will want it back (which then costs a kick and two context
- * switches: 14% of the iterations of a 4 KiB all-reduce benchmark). */
-static bool has_work(dlcp_comm *c) {
+/* When the loop is next needed: 0 at once, for transfers or collectives
+ * in progress, held fault packets or control bytes still to write; with
+ * none of those, when a control datagram channel next has something to
+ * send (a last STOP not yet acknowledged: only the loop retransmits it;
+ * an acknowledgement held for a reply to carry it); DLCP_TSTAMP_NEVER if
+ * nothing waits.  Until then data from a peer can wait in the kernel
+ * until this rank posts something, and the loop thread stays parked
+ * rather than take the loop from an application thread that will want
+ * it back (which then costs a kick and two context switches: 14% of the
+ * iterations of a 4 KiB all-reduce benchmark).  The control channel's
+ * deadlines are RTO-scale, and an application thread coming back in the
+ * meantime (the next operation) usually settles it first. */
+static dlcp_tstamp loop_needed_at(dlcp_comm *c) {
   pthread_mutex_lock(&c->mu);
   bool busy = dlcp_rt_coll_busy(c->coll) || c->held.head != NULL;
+  dlcp_tstamp at = DLCP_TSTAMP_NEVER;
   for (uint32_t r = 0; r < c->env.world_size && !busy; r++) {
     peer *p = &c->peers[r];
-    busy = r != c->env.rank &&
-           (p->wlen > p->woff || dlcp_mlt_outstanding(p->conn) > 0 ||
-            (p->dead_status == 0 && dlcp_mlt_control_unacked(p->conn) > 0));
+    if (r == c->env.rank) {
+      continue;
+    }
+    busy = p->wlen > p->woff || dlcp_mlt_outstanding(p->conn) > 0;
+    if (!busy && p->dead_status == 0 &&
+        !dlcp_mlt_control_settled(p->conn)) {
+      dlcp_tstamp t = dlcp_mlt_next_deadline(p->conn);
+      at = t < at ? t : at;
+    }
   }
   pthread_mutex_unlock(&c->mu);
-  return busy;
+  return busy ? 0 : at;
 }
 
-/* The loop thread waits, with |pmu| held, for HANDBACK_NS at most. */
-static void park(dlcp_comm *c) {
+/* The loop thread waits, with |pmu| held, until |until| but
+ * HANDBACK_NS at most. */
+static void park(dlcp_comm *c, dlcp_tstamp until) {
   dlcp_tstamp t = dlcp_rt_now() + HANDBACK_NS;
+  t = until < t ? until : t;
   struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
                         .tv_nsec = (long)(t % 1000000000u)};
   pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
@@ -97,13 +111,13 @@ void *dlcp_rt_loop_main(void *arg) {
     for (;;) {
       while (!c->stopping &&
              (c->driver != DRIVER_NONE || c->app_wants > 0)) {
-        park(c);
+        park(c, DLCP_TSTAMP_NEVER);
       }
       if (c->stopping) {
         break;
       }
       pthread_mutex_unlock(&c->pmu);
-      bool busy = has_work(c);
+      dlcp_tstamp needed = loop_needed_at(c);
       pthread_mutex_lock(&c->pmu);
       if (c->stopping) {
         break;
@@ -111,10 +125,12 @@ void *dlcp_rt_loop_main(void *arg) {
       if (c->driver != DRIVER_NONE || c->app_wants > 0) {
         continue; /* an application thread came meanwhile */
       }
-      if (busy) {
+      if (needed <= dlcp_rt_now()) {
         break;
       }
-      park(c); /* idle: look again later, or when an application comes */
+      /* Idle, or only a control channel's timer: look again then, or
+       * when an application comes. */
+      park(c, needed);
     }
     if (c->stopping) {
       break;
@@ -213,7 +229,7 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
 }
 
 /* control_settled: no live peer holds a control datagram of ours
- * unacknowledged. */
+ * unacknowledged, nor waits for our acknowledgement. */
 static bool control_settled(void *arg) {
   dlcp_comm *c = arg;
   bool settled = true;
@@ -221,7 +237,7 @@ static bool control_settled(void *arg) {
   for (uint32_t r = 0; r < c->env.world_size && settled; r++) {
     const peer *p = &c->peers[r];
     settled = r == c->env.rank || p->dead_status != 0 ||
-              dlcp_mlt_control_unacked(p->conn) == 0;
+              dlcp_mlt_control_settled(p->conn);
   }
   pthread_mutex_unlock(&c->mu);
   return settled;
@@ -231,8 +247,8 @@ void dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline) {
   if (dlcp_rt_comm_drive_until(c, control_settled, c, deadline)) {
     return;
   }
-  /* Another thread drives (the loop thread keeps going while anything is
-   * unacknowledged, see has_work): look now and then. */
+  /* Another thread drives (the loop thread comes back for the control
+   * channels' deadlines, see loop_needed_at): look now and then. */
   while (!control_settled(c) && dlcp_rt_now() < deadline) {
     struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
     nanosleep(&ms, NULL);

@@ -217,6 +217,10 @@ static int mlt_init(dlcp_sim *sim) {
   m->bdp_bytes = (uint64_t)((double)host_rate * (double)b->initial_rtt_ns / 8e9);
   b->max_transfers = 1u << 20;
   b->control_datagrams = true;
+  /* A control message's acknowledgement waits one base RTT for a reply to
+   * carry it: the host stacks' 1 ms default is 100 fabric RTTs here, and a
+   * lost control message's RTO would be as long. */
+  b->control_ack_delay_ns = b->initial_rtt_ns;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
   }

@@ -294,7 +294,7 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
 
 dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
                                          uint32_t job, uint32_t cseq,
-                                         size_t inner_len) {
+                                         uint32_t ack, size_t inner_len) {
   uint8_t *p;
 
   if (inner_len < DLCP_WIRE_PREAMBLE_LEN ||
@@ -307,11 +307,11 @@ dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
   p = put_preamble(buf, DLCP_WIRE_CDATA, job, 0,
                    (uint32_t)(DLCP_WIRE_CDATA_HDR_LEN + inner_len));
   p = dlcp_put_u32(p, cseq);
-  dlcp_put_u32(p, 0);
+  dlcp_put_u32(p, ack);
   return DLCP_WIRE_CDATA_HDR_LEN;
 }
 
-int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
+int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
                            const uint8_t **inner, size_t *inner_len,
                            const uint8_t *buf, size_t buflen) {
   dlcp_wire_preamble pre;
@@ -320,11 +320,12 @@ int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
   if (rv != 0) {
     return rv;
   }
-  if (pre.xfer != 0 || dlcp_get_u32(buf + 20) != 0) {
+  if (pre.xfer != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   *job = pre.job;
   *cseq = dlcp_get_u32(buf + 16);
+  *ack = dlcp_get_u32(buf + 20);
   *inner = buf + DLCP_WIRE_CDATA_HDR_LEN;
   *inner_len = pre.len - DLCP_WIRE_CDATA_HDR_LEN;
   return 0;

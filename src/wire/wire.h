@@ -108,7 +108,10 @@
  * RTTs instead of TCP's 200 ms floor; xfer is 0:
  *   16  4    cseq     the sender's control sequence number (per
  *                     connection and direction, from 0, wrapping)
- *   20  4    reserved (zero)
+ *   20  4    ack      a cumulative acknowledgement of the other
+ *                     direction, as CACK's next: every cseq before it has
+ *                     arrived (a CDATA carries one, so the reply to a
+ *                     control message acknowledges it for free)
  *   24  ...  the control message, len - 24 bytes (at least 16)
  *
  * CACK (datagram, either way), 24 bytes; xfer is 0:
@@ -400,8 +403,8 @@ int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
  */
 dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
                                          uint32_t job, uint32_t cseq,
-                                         size_t inner_len);
-int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq,
+                                         uint32_t ack, size_t inner_len);
+int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
                            const uint8_t **inner, size_t *inner_len,
                            const uint8_t *buf, size_t buflen);
 dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,

@@ -104,11 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   }
   case DLCP_WIRE_CDATA: {
-    uint32_t job, cseq;
+    uint32_t job, cseq, ack;
     const uint8_t *inner;
     size_t inner_len;
 
-    rv = dlcp_wire_cdata_decode(&job, &cseq, &inner, &inner_len, data,
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &inner, &inner_len, data,
                                 pre.len);
     if (rv == 0 && inner + inner_len != data + pre.len) {
       abort(); /* the inner message must be exactly the rest */
