@@ -100,9 +100,7 @@ typedef struct dlcp_comm_config {
                                costs an RTT-scale timeout, not TCP's
                                200 ms; 0: on the TCP control connection.
                                Every rank must use the same value.
-                               Default 0: on a clean network they cost
-                               2.5-3x latency at 4-64 KiB; worth it where
-                               packets are lost (docs/protocol.md) */
+                               Default 1 (docs/protocol.md) */
 } dlcp_comm_config;
 
 /* dlcp_comm_config_default fills |cfg| with the defaults and the version
