@@ -201,7 +201,7 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     return;
   }
   /* In order: wait for a reply to carry the acknowledgement, but never
-   * past the ack delay or a second message; filling a gap says so now. */
+   * past the ack delay or a quarter window; filling a gap says so now. */
   if (++ch->unacked_rx >= DLCP_CTLCHAN_WINDOW / 4 || holds_early(ch)) {
     ch->cack_at = now;
   } else if (ch->cack_at == DLCP_TSTAMP_NEVER) {

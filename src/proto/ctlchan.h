@@ -23,8 +23,9 @@
  * both ways), so the reply acknowledges for free: a CACK per message
  * cost 2.5-3x the latency of a 4-64 KiB all-reduce between hosts, its
  * datagram and its wake-up being most of the work (docs/protocol.md).  A
- * second unacknowledged message, a duplicate or a gap is acknowledged at
- * once: those are what the peer's window and loss recovery wait on.
+ * quarter window of unacknowledged messages, a duplicate or a gap is
+ * acknowledged at once: those are what the peer's window and loss
+ * recovery wait on.
  */
 #ifndef DLCP_PROTO_CTLCHAN_H
 #define DLCP_PROTO_CTLCHAN_H

@@ -428,8 +428,8 @@ int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
  * (control_datagrams) that the peer has not acknowledged yet; 0 when
  * control messages ride the stream.  A transfer is complete here before
  * its last control message (a receiver's STOP) is safe: the driver must
- * keep polling while this is not 0, or the message is lost for good and
- * the peer's transfer runs into its stall timeout.
+ * keep polling until dlcp_mlt_control_settled, or the message is lost for
+ * good and the peer's transfer runs into its stall timeout.
  */
 uint32_t dlcp_mlt_control_unacked(const dlcp_mlt_conn *conn);
 

@@ -114,9 +114,8 @@ typedef struct dlcp_rt_env {
                            default on */
   bool control_datagrams; /* DLCP_CONTROL_DATAGRAMS: MLT control messages
                              as datagrams with their own retransmission
-                             (no TCP timeout); default off: they cost
-                             2.5-3x latency at 4-64 KiB on a clean
-                             network (docs/protocol.md) */
+                             (no TCP timeout); default on
+                             (docs/protocol.md) */
   uint32_t rtt_low_us;  /* DLCP_RTT_LOW_US; 0 = by segment size */
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   dlcp_topo_kind topo;
