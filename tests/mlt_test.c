@@ -840,6 +840,49 @@ static void test_pacing_and_acks(void **state) {
   netsim_del(ns);
 }
 
+/* A 4 MB transfer at 10 Gbit/s between hosts that read each datagram up to
+ * 1 ms late (a loaded machine's scheduling).  Told when datagrams arrived,
+ * the sender reads none of that delay as congestion; without the arrival
+ * time the same run cuts its rate on it. */
+static uint64_t delay_cuts_with_host_jitter(bool stamp_arrival,
+                                            dlcp_tstamp *took) {
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 23);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  l.host_jitter_ns = 1000000;
+  l.stamp_arrival = stamp_arrival;
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 23);
+  uint64_t len = 4000000;
+  uint8_t *src = pattern(len, 1), *dst = malloc(len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
+  assert_memory_equal(src, dst, len);
+  *took = netsim_find(ns, 1, 1)->c.end_ns;
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &st);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+  return st.cuts_delay;
+}
+
+static void test_host_delay_is_not_congestion(void **state) {
+  (void)state;
+  dlcp_tstamp stamped_ns, unstamped_ns;
+  uint64_t stamped = delay_cuts_with_host_jitter(true, &stamped_ns);
+  uint64_t unstamped = delay_cuts_with_host_jitter(false, &unstamped_ns);
+  print_message("delay cuts %llu in %llu us stamped, %llu in %llu us not\n",
+                (unsigned long long)stamped,
+                (unsigned long long)(stamped_ns / 1000),
+                (unsigned long long)unstamped,
+                (unsigned long long)(unstamped_ns / 1000));
+  assert_int_equal(stamped, 0);
+  assert_true(unstamped > 0);
+}
+
 /* The same seed replays the same run; another seed gives another. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -1315,6 +1358,7 @@ int main(void) {
       cmocka_unit_test(test_tagging_on_the_wire),
       cmocka_unit_test(test_priority_function),
       cmocka_unit_test(test_pacing_and_acks),
+      cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_cancel_recv),
       cmocka_unit_test(test_inflight_window),

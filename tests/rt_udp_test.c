@@ -17,7 +17,12 @@
 #include <poll.h>
 #include <string.h>
 
+#include "rt/clock.h"
 #include "rt/udp.h"
+
+/* Kernel time stamps are on the wall clock: converted, they may be off by
+ * the two clocks' drift while the test runs. */
+#define SLACK_NS 1000000u
 
 enum { WHOLE_LEN = 4000, HDR_LEN = 24, PAYLOAD_LEN = 1000 };
 
@@ -75,7 +80,9 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   dlcp_udp_close(&u);
 }
 
-static void test_ce_mark_is_read(void **state) {
+/* Every received datagram says whether it was CE marked and when the kernel
+ * received it: after it was sent, before it was read. */
+static void test_arrival_is_read(void **state) {
   (void)state;
   dlcp_udp u;
   struct sockaddr_in self = open_to_self(&u);
@@ -85,6 +92,7 @@ static void test_ce_mark_is_read(void **state) {
                       dlcp_udp_tos(2, false)};
   const bool ce[3] = {false, true, false};
   for (int round = 0; round < 2; round++) {
+    dlcp_tstamp sent = dlcp_rt_now();
     for (int i = 0; i < 3; i++) {
       dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), NULL, 0, tos[i]);
     }
@@ -94,7 +102,9 @@ static void test_ce_mark_is_read(void **state) {
         size_t len;
         (void)next_datagram(&u, &len);
         assert_int_equal(len, HDR_LEN);
-        assert_int_equal(dlcp_udp_taken_ce(&u), ce[i]);
+        dlcp_mlt_arrival a = dlcp_udp_taken_arrival(&u);
+        assert_int_equal(a.ce, ce[i]);
+        assert_true(a.at + SLACK_NS >= sent && a.at <= dlcp_rt_now());
       }
     } else { /* in a batch */
       struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
@@ -102,7 +112,9 @@ static void test_ce_mark_is_read(void **state) {
       while (got < 3 && poll(&pfd, 1, 1000) == 1) {
         int n = dlcp_udp_recv(&u, 0);
         for (int i = 0; i < n; i++) {
-          assert_int_equal(dlcp_udp_rx_ce(&u, i), ce[got + i]);
+          dlcp_mlt_arrival a = dlcp_udp_rx_arrival(&u, i);
+          assert_int_equal(a.ce, ce[got + i]);
+          assert_true(a.at + SLACK_NS >= sent && a.at <= dlcp_rt_now());
         }
         got += n;
       }
@@ -116,7 +128,7 @@ static void test_ce_mark_is_read(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
-      cmocka_unit_test(test_ce_mark_is_read),
+      cmocka_unit_test(test_arrival_is_read),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

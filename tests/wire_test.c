@@ -293,7 +293,7 @@ static size_t make_samples(sample *s) {
     s[k++].len = 45;
   }
   {
-    dlcp_wire_ack a = {1, 2, 0x0102030405060708ull, 10, 9, 10, 3, 4096};
+    dlcp_wire_ack a = {1, 2, 0x0102030405060708ull, 10, 9, 10, 3, 4096, 2500};
 
     n = dlcp_wire_ack_encode(s[k].buf, sizeof(s[k].buf), &a);
     assert_int_equal(n, DLCP_WIRE_ACK_LEN);
@@ -572,15 +572,15 @@ static void test_data_check_bounds(void **state) {
 }
 
 static void test_ack_roundtrip(void **state) {
-  uint8_t buf[40];
+  uint8_t buf[DLCP_WIRE_ACK_LEN];
   dlcp_wire_ack a = {UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT32_MAX,
                      UINT32_MAX - 1, UINT16_MAX, UINT16_MAX - 1,
-                     UINT32_MAX - 2};
+                     UINT32_MAX - 2, UINT32_MAX - 3};
   dlcp_wire_ack out;
 
   (void)state;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a), 40);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40), 0);
+  assert_int_equal(dlcp_wire_ack_encode(buf, sizeof(buf), &a), 48);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, sizeof(buf)), 0);
   assert_int_equal(out.job, a.job);
   assert_int_equal(out.xfer, a.xfer);
   assert_true(out.echo_ts == a.echo_ts);
@@ -588,26 +588,32 @@ static void test_ack_roundtrip(void **state) {
   assert_int_equal(out.seq, a.seq);
   assert_int_equal(out.covered, a.covered);
   assert_int_equal(out.ce, a.ce);
-  assert_int_equal(dlcp_wire_ack_encode(buf, 39, &a),
+  assert_int_equal(dlcp_wire_ack_encode(buf, sizeof(buf) - 1, &a),
                    DLCP_ERR_BUFFER_TOO_SMALL);
   assert_int_equal(out.grant, a.grant);
+  assert_int_equal(out.hold_ns, a.hold_ns);
   /* More marks than packets: rejected. */
   dlcp_put_u16(buf + 34, UINT16_MAX);
   dlcp_put_u16(buf + 32, UINT16_MAX - 1);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, sizeof(buf)),
                    DLCP_ERR_INVALID_ARGUMENT);
   dlcp_put_u16(buf + 32, UINT16_MAX);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40), 0);
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, sizeof(buf)), 0);
+  /* The reserved word must be zero. */
+  buf[44] = 1;
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, sizeof(buf)),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  buf[44] = 0;
   a.ce = 3;
   a.covered = 2;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a),
+  assert_int_equal(dlcp_wire_ack_encode(buf, sizeof(buf), &a),
                    DLCP_ERR_INVALID_ARGUMENT);
   a.ce = 0;
   a.xfer = 0;
-  assert_int_equal(dlcp_wire_ack_encode(buf, 40, &a),
+  assert_int_equal(dlcp_wire_ack_encode(buf, sizeof(buf), &a),
                    DLCP_ERR_INVALID_ARGUMENT);
   dlcp_put_u32(buf + 8, 0);
-  assert_int_equal(dlcp_wire_ack_decode(&out, buf, 40),
+  assert_int_equal(dlcp_wire_ack_decode(&out, buf, sizeof(buf)),
                    DLCP_ERR_INVALID_ARGUMENT);
 }
 

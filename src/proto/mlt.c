@@ -123,6 +123,8 @@ struct mlt_xfer {
   uint64_t dups;
   uint32_t bitmap_round;
   uint64_t ack_echo_ts;
+  dlcp_tstamp ack_arrived; /* when the packet the pending ACK answers
+                              reached this host */
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
@@ -972,7 +974,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 }
 
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
-                   dlcp_tstamp now) {
+                   dlcp_tstamp arrived, dlcp_tstamp now) {
   conn->stats.acks_received++;
   /* What was in flight before this ACK's credit: whether the window is
    * in use. */
@@ -992,17 +994,25 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
     conn->window_since_ns = now;
   }
   conn->peer_grant = a->grant;
-  if (a->echo_ts > now) {
+  if (a->echo_ts > arrived) {
     return; /* not one of our time stamps */
   }
+  /* The timers (drain interval, probe timeout) wait for replies as this
+   * host handles them: the whole round trip.  Congestion control reads
+   * only the part the network added, as Swift does: the time the ACK sat
+   * here before we read it and the time the receiver held the packet
+   * (its own scheduling, socket queue) are the hosts' delay, not a
+   * queue on the path. */
   dlcp_duration rtt = now - a->echo_ts;
+  dlcp_duration net_rtt = arrived - a->echo_ts;
+  net_rtt = net_rtt > a->hold_ns ? net_rtt - a->hold_ns : 0;
   /* RFC 6298 smoothing, for the drain interval and probe timeout. */
   dlcp_duration err = rtt > conn->srtt_ns ? rtt - conn->srtt_ns
                                           : conn->srtt_ns - rtt;
   conn->rttvar_ns = (3 * conn->rttvar_ns + err) / 4;
   conn->srtt_ns = (7 * conn->srtt_ns + rtt) / 8;
   conn->stats.ce_echoed += a->ce;
-  dlcp_rate_ack ra = {.rtt_ns = rtt, .acked_pkts = a->covered,
+  dlcp_rate_ack ra = {.rtt_ns = net_rtt, .acked_pkts = a->covered,
                       .ce_pkts = a->ce,
 .inflight_bytes = inflight_before *
                                         full_pkt_bytes(conn),
@@ -1267,7 +1277,8 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
 
 /* |payload| NULL: the driver already wrote it in place (data_dest). */
 static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
-                   const uint8_t *payload, bool ce, dlcp_tstamp now) {
+                   const uint8_t *payload, bool ce, dlcp_tstamp arrived,
+                   dlcp_tstamp now) {
   const dlcp_wire_data d = *dp;
   int rv;
   mlt_xfer *x = data_target(conn, &d, true, &rv);
@@ -1318,6 +1329,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
     conn->rx_since_ack = 0;
     conn->ce_since_ack = 0;
     x->ack_echo_ts = d.tx_ts;
+    x->ack_arrived = arrived;
     x->ack_rx_pkts = x->rx_pkts;
     x->ack_seq = d.seq;
     pend(conn, x, PEND_ACK);
@@ -1401,7 +1413,14 @@ static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
 
 int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
                          size_t len, dlcp_tstamp now) {
-  return dlcp_mlt_on_datagram_ecn(conn, buf, len, false, now);
+  return dlcp_mlt_on_datagram_arrived(conn, buf, len, NULL, now);
+}
+
+/* When the datagram reached the host: the driver's time stamp if it has a
+ * sensible one, else now. */
+static dlcp_tstamp arrival_time(const dlcp_mlt_arrival *arr,
+                                dlcp_tstamp now) {
+  return arr && arr->at != 0 && arr->at <= now ? arr->at : now;
 }
 
 typedef struct ctl_delivery {
@@ -1464,8 +1483,11 @@ static int on_control_datagram(dlcp_mlt_conn *conn,
   return rv;
 }
 
-int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
-                             size_t len, bool ce, dlcp_tstamp now) {
+int dlcp_mlt_on_datagram_arrived(dlcp_mlt_conn *conn, const uint8_t *buf,
+                                 size_t len, const dlcp_mlt_arrival *arr,
+                                 dlcp_tstamp now) {
+  bool ce = arr && arr->ce;
+  dlcp_tstamp arrived = arrival_time(arr, now);
   dlcp_wire_preamble pre;
   int rv = dlcp_wire_peek(&pre, buf, len);
   if (rv != 0) {
@@ -1480,7 +1502,7 @@ int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
       conn->stats.dropped_malformed++;
       return rv;
     }
-    return on_data(conn, &d, payload, ce, now);
+    return on_data(conn, &d, payload, ce, arrived, now);
   }
   if ((pre.type == DLCP_WIRE_CDATA || pre.type == DLCP_WIRE_CACK) &&
       conn->ctl_on) {
@@ -1500,27 +1522,29 @@ int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
     conn->stats.dropped_foreign++;
     return DLCP_ERR_FOREIGN_JOB;
   }
-  on_ack(conn, &a, now);
+  on_ack(conn, &a, arrived, now);
   return 0;
 }
 
 int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
                             size_t hdr_len, size_t dgram_len,
                             dlcp_tstamp now) {
-  return dlcp_mlt_on_data_placed_ecn(conn, hdr, hdr_len, dgram_len, false,
-                                     now);
+  return dlcp_mlt_on_data_placed_arrived(conn, hdr, hdr_len, dgram_len,
+                                         NULL, now);
 }
 
-int dlcp_mlt_on_data_placed_ecn(dlcp_mlt_conn *conn, const uint8_t *hdr,
-                                size_t hdr_len, size_t dgram_len, bool ce,
-                                dlcp_tstamp now) {
+int dlcp_mlt_on_data_placed_arrived(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                                    size_t hdr_len, size_t dgram_len,
+                                    const dlcp_mlt_arrival *arr,
+                                    dlcp_tstamp now) {
   dlcp_wire_data d;
   int rv = dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len);
   if (rv != 0) {
     conn->stats.dropped_malformed++;
     return rv;
   }
-  return on_data(conn, &d, NULL, ce, now);
+  return on_data(conn, &d, NULL, arr && arr->ce, arrival_time(arr, now),
+                 now);
 }
 
 static void free_tomb(dlcp_mlt_conn *conn, mlt_xfer *x) {
@@ -1912,8 +1936,16 @@ static void fill_completion(dlcp_mlt_conn *conn, mlt_xfer *x,
 
 /* Emits the first pending output of |x|; returns whether |x| is done with
  * (and freed) or still has bits pending. */
+/* How long this host held a packet it now acknowledges, saturated to the
+ * ACK's field. */
+static uint32_t hold_ns(dlcp_tstamp arrived, dlcp_tstamp now) {
+  dlcp_duration held = now > arrived ? now - arrived : 0;
+  return held > UINT32_MAX ? UINT32_MAX : (uint32_t)held;
+}
+
 static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
-                        dlcp_mlt_action *act, uint8_t *buf, size_t buflen) {
+                        dlcp_mlt_action *act, uint8_t *buf, size_t buflen,
+                        dlcp_tstamp now) {
   dlcp_ssize len = 0;
   uint32_t job = conn->cfg.job;
   if (x->pend & PEND_EAGER) {
@@ -1944,7 +1976,8 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
         .covered = (uint16_t)(x->ack_covered > UINT16_MAX ? UINT16_MAX
                                                           : x->ack_covered),
         .ce = (uint16_t)(x->ack_ce > UINT16_MAX ? UINT16_MAX : x->ack_ce),
-        .grant = grant_bytes(conn)};
+        .grant = grant_bytes(conn),
+        .hold_ns = hold_ns(x->ack_arrived, now)};
     if (a.ce > a.covered) {
       a.ce = a.covered;
     }
@@ -2036,7 +2069,7 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   }
   while (conn->pend_head) {
     mlt_xfer *x = conn->pend_head;
-    int rv = emit_pending(conn, x, act, buf, ctl_buflen);
+    int rv = emit_pending(conn, x, act, buf, ctl_buflen, now);
     if (x->pend == 0) {
       conn->pend_head = x->pend_next;
       if (!conn->pend_head) {

@@ -313,13 +313,27 @@ int dlcp_mlt_on_datagram(dlcp_mlt_conn *conn, const uint8_t *buf,
                          size_t len, dlcp_tstamp now);
 
 /*
- * dlcp_mlt_on_datagram_ecn is dlcp_mlt_on_datagram for a driver that can
- * see the datagram's IP ECN field: |ce| says it arrived CE marked (a
- * switch on the way was congested).  The receiver echoes the marks in its
- * ACKs and the sender's rate control cuts on them, DCTCP-style.
+ * What a driver may know of how a datagram arrived, beyond its bytes.
+ * |ce|: its IP ECN field said CE (a switch on the way was congested); the
+ * receiver echoes the marks in its ACKs and the sender's rate control
+ * cuts on them, DCTCP-style.  |at|: when it reached this host (a kernel
+ * receive time stamp on the |now| clock), 0 if unknown; what the packet
+ * then waited for this host to read it is the host's delay, which the
+ * congestion signal leaves out (the receiver reports it in its ACKs, the
+ * sender subtracts it and its own).  A time after |now| is ignored.
  */
-int dlcp_mlt_on_datagram_ecn(dlcp_mlt_conn *conn, const uint8_t *buf,
-                             size_t len, bool ce, dlcp_tstamp now);
+typedef struct dlcp_mlt_arrival {
+  bool ce;
+  dlcp_tstamp at;
+} dlcp_mlt_arrival;
+
+/*
+ * dlcp_mlt_on_datagram_arrived is dlcp_mlt_on_datagram with what the
+ * driver knows of the datagram's arrival (|arr| may be NULL: nothing).
+ */
+int dlcp_mlt_on_datagram_arrived(dlcp_mlt_conn *conn, const uint8_t *buf,
+                                 size_t len, const dlcp_mlt_arrival *arr,
+                                 dlcp_tstamp now);
 
 /*
  * dlcp_mlt_on_control processes one whole control message (the driver
@@ -399,10 +413,12 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
 int dlcp_mlt_on_data_placed(dlcp_mlt_conn *conn, const uint8_t *hdr,
                             size_t hdr_len, size_t dgram_len,
                             dlcp_tstamp now);
-/* The same, with the datagram's CE mark (dlcp_mlt_on_datagram_ecn). */
-int dlcp_mlt_on_data_placed_ecn(dlcp_mlt_conn *conn, const uint8_t *hdr,
-                                size_t hdr_len, size_t dgram_len, bool ce,
-                                dlcp_tstamp now);
+/* The same, with what the driver knows of its arrival
+ * (dlcp_mlt_on_datagram_arrived). */
+int dlcp_mlt_on_data_placed_arrived(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                                    size_t hdr_len, size_t dgram_len,
+                                    const dlcp_mlt_arrival *arr,
+                                    dlcp_tstamp now);
 
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);

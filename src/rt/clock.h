@@ -51,4 +51,21 @@ static inline int dlcp_rt_poll_timeout(dlcp_tstamp deadline) {
   return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+/*
+ * dlcp_rt_from_realtime converts a CLOCK_REALTIME time stamp (what the
+ * kernel stamps received packets with) to the runtime's clock, through the
+ * two clocks' offset now; 0 if it would precede the clock's origin.
+ */
+static inline dlcp_tstamp dlcp_rt_from_realtime(const struct timespec *ts) {
+  struct timespec real;
+  clock_gettime(CLOCK_REALTIME, &real);
+  dlcp_tstamp mono = dlcp_rt_now();
+  int64_t ago = ((int64_t)real.tv_sec - (int64_t)ts->tv_sec) * 1000000000 +
+                ((int64_t)real.tv_nsec - (int64_t)ts->tv_nsec);
+  if (ago < 0) {
+    return mono; /* the wall clock stepped back since */
+  }
+  return (uint64_t)ago < mono ? mono - (dlcp_tstamp)ago : 0;
+}
+
 #endif /* DLCP_RT_CLOCK_H */

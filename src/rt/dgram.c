@@ -110,8 +110,8 @@ static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
 /* A datagram read whole goes to the connection of the peer it came from;
  * others' are counted and dropped. */
 static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
-                             const uint8_t *d, size_t len, bool ce,
-                             dlcp_tstamp now) {
+                             const uint8_t *d, size_t len,
+                             const dlcp_mlt_arrival *arr, dlcp_tstamp now) {
   if (len == 0) {
     return; /* a doorbell: the service that follows reads the rings */
   }
@@ -121,7 +121,7 @@ static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
     c->stats.dropped_foreign++;
     return;
   }
-  dlcp_mlt_on_datagram_ecn(p->conn, d, len, ce, now);
+  dlcp_mlt_on_datagram_arrived(p->conn, d, len, arr, now);
 }
 
 /* A datagram from |p|'s ring, where |p| may still write: the header is
@@ -212,13 +212,15 @@ static void receive_in_place(dlcp_comm *c, uint32_t path) {
       c->stats.datagrams_received++;
       size_t got = dlcp_udp_take_split(&c->udp, path, hdr, sizeof(hdr), dest,
                                        len - sizeof(hdr));
-      dlcp_mlt_on_data_placed_ecn(p->conn, hdr, sizeof(hdr), got,
-                                  dlcp_udp_taken_ce(&c->udp), now);
+      dlcp_mlt_arrival arr = dlcp_udp_taken_arrival(&c->udp);
+      dlcp_mlt_on_data_placed_arrived(p->conn, hdr, sizeof(hdr), got, &arr,
+                                      now);
       continue;
     }
     size_t got;
     const uint8_t *d = dlcp_udp_take(&c->udp, path, &got);
-    deliver_datagram(c, &from, d, got, dlcp_udp_taken_ce(&c->udp), now);
+    dlcp_mlt_arrival arr = dlcp_udp_taken_arrival(&c->udp);
+    deliver_datagram(c, &from, d, got, &arr, now);
   }
 }
 
@@ -249,7 +251,8 @@ void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
       size_t len;
       const struct sockaddr_in *from;
       const uint8_t *d = dlcp_udp_rx_data(&c->udp, i, &len, &from);
-      deliver_datagram(c, from, d, len, dlcp_udp_rx_ce(&c->udp, i), now);
+      dlcp_mlt_arrival arr = dlcp_udp_rx_arrival(&c->udp, i);
+      deliver_datagram(c, from, d, len, &arr, now);
     }
     if (n < DLCP_UDP_BATCH) {
       break;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt/clock.h"
 #include "rt/net.h"
 
 static void set_buffers(int fd) {
@@ -59,9 +60,12 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
       return dlcp_errbuf_set(eb, -e, "UDP socket on %s: %s", ip, strerror(e));
     }
     set_buffers(fd);
-    /* The TOS byte of every datagram, for the ECN bits a switch set. */
+    /* The TOS byte of every datagram, for the ECN bits a switch set, and
+     * the time it reached the host, to tell the network's delay from this
+     * host's (protocol.md, "Congestion control"). */
     int on = 1;
     setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
     struct sockaddr_in bound;
     socklen_t len = sizeof(bound);
     getsockname(fd, (struct sockaddr *)&bound, &len);
@@ -192,21 +196,27 @@ ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
   return n < 0 ? -1 : n;
 }
 
-/* is_ce: whether a received message's IP_TOS ancillary data says
- * Congestion Experienced (ECN bits 11). */
-static bool is_ce(struct msghdr *m) {
+/* arrival_of: what a received message's ancillary data says: CE when its
+ * IP_TOS ECN bits are 11, and the kernel's receive time stamp. */
+static dlcp_mlt_arrival arrival_of(struct msghdr *m) {
+  dlcp_mlt_arrival a = {.ce = false, .at = 0};
   if (m->msg_flags & MSG_CTRUNC) {
-    return false;
+    return a;
   }
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
     if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
         c->cmsg_len >= CMSG_LEN(1)) {
       uint8_t tos;
       memcpy(&tos, CMSG_DATA(c), 1);
-      return (tos & 3u) == 3u;
+      a.ce = (tos & 3u) == 3u;
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+               c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+      struct timespec ts;
+      memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+      a.at = dlcp_rt_from_realtime(&ts);
     }
   }
-  return false;
+  return a;
 }
 
 static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
@@ -221,7 +231,7 @@ static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
   do {
     n = recvmsg(u->fd[path], &m, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
-  u->taken_ce = n >= 0 && is_ce(&m);
+  u->taken = n >= 0 ? arrival_of(&m) : (dlcp_mlt_arrival){.ce = false};
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -246,10 +256,10 @@ const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
   return u->rx + (size_t)i * DLCP_UDP_RX_BUF;
 }
 
-bool dlcp_udp_rx_ce(dlcp_udp *u, int i) {
-  return is_ce(&u->rx_msg[i].msg_hdr);
+dlcp_mlt_arrival dlcp_udp_rx_arrival(dlcp_udp *u, int i) {
+  return arrival_of(&u->rx_msg[i].msg_hdr);
 }
 
-bool dlcp_udp_taken_ce(const dlcp_udp *u) {
-  return u->taken_ce;
+dlcp_mlt_arrival dlcp_udp_taken_arrival(const dlcp_udp *u) {
+  return u->taken;
 }

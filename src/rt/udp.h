@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "dlcp/dlcp_types.h"
+#include "proto/mlt.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
 
@@ -43,17 +44,19 @@ typedef struct dlcp_udp {
   struct mmsghdr rx_msg[DLCP_UDP_BATCH];
   struct iovec rx_iov[DLCP_UDP_BATCH];
   struct sockaddr_in rx_from[DLCP_UDP_BATCH];
+  /* The TOS byte each datagram arrived with, and its kernel time stamp. */
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } rx_ctl[DLCP_UDP_BATCH]; /* the TOS byte each datagram arrived with */
-  bool taken_ce;            /* the last dlcp_udp_take*'s datagram was CE */
+    char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
+  } rx_ctl[DLCP_UDP_BATCH];
+  dlcp_mlt_arrival taken; /* of the last dlcp_udp_take*'s datagram */
   uint64_t sent, send_errors;
 } dlcp_udp;
 
 /* dlcp_udp_open binds |k| sockets to |ip| (IPv4, any free ports), non
  * blocking, with large buffers, reporting each datagram's TOS byte (for
- * ECN).  Returns 0 or -errno with |eb| set. */
+ * ECN) and the time the kernel received it.  Returns 0 or -errno with |eb|
+ * set. */
 int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb);
 void dlcp_udp_close(dlcp_udp *u);
 
@@ -96,10 +99,12 @@ const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len);
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
                                 const struct sockaddr_in **from);
 
-/* dlcp_udp_rx_ce: whether datagram |i| of the last dlcp_udp_recv batch
- * arrived with ECN Congestion Experienced (a switch marked it);
- * dlcp_udp_taken_ce: the same for the last dlcp_udp_take*. */
-bool dlcp_udp_rx_ce(dlcp_udp *u, int i);
-bool dlcp_udp_taken_ce(const dlcp_udp *u);
+/* dlcp_udp_rx_arrival: how datagram |i| of the last dlcp_udp_recv batch
+ * arrived: with ECN Congestion Experienced (a switch marked it) or not,
+ * and when the kernel received it (on the runtime's clock; 0 if the
+ * kernel gave no time stamp).  dlcp_udp_taken_arrival: the same for the
+ * last dlcp_udp_take*. */
+dlcp_mlt_arrival dlcp_udp_rx_arrival(dlcp_udp *u, int i);
+dlcp_mlt_arrival dlcp_udp_taken_arrival(const dlcp_udp *u);
 
 #endif /* DLCP_RT_UDP_H */

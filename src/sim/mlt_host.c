@@ -731,8 +731,8 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     }
     memcpy(m->rx_buf, pkt->hdr, pkt->hdr_len);
     /* A datagram the core rejects is counted in its stats; not an error. */
-    (void)dlcp_mlt_on_datagram_ecn(p->conn, m->rx_buf, len,
-                                   pkt->ecn == DLCP_SIM_ECN_CE, now_ns);
+    dlcp_mlt_arrival arr = {.ce = pkt->ecn == DLCP_SIM_ECN_CE};
+    (void)dlcp_mlt_on_datagram_arrived(p->conn, m->rx_buf, len, &arr, now_ns);
     service(p, now);
     break;
   }
@@ -744,9 +744,9 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     if (pkt->msg < m->nmsgs && m->msgs[pkt->msg].bytes &&
         --m->msgs[pkt->msg].frags_left == 0) {
       uint32_t slot = pkt->msg;
-      (void)dlcp_mlt_on_datagram_ecn(p->conn, m->msgs[slot].bytes,
-                                     m->msgs[slot].len,
-                                     pkt->ecn == DLCP_SIM_ECN_CE, now_ns);
+      dlcp_mlt_arrival arr = {.ce = pkt->ecn == DLCP_SIM_ECN_CE};
+      (void)dlcp_mlt_on_datagram_arrived(p->conn, m->msgs[slot].bytes,
+                                         m->msgs[slot].len, &arr, now_ns);
       msg_release(m, slot);
       service(p, now);
     }

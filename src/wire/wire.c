@@ -263,7 +263,9 @@ dlcp_ssize dlcp_wire_ack_encode(uint8_t *buf, size_t buflen,
   p = dlcp_put_u32(p, a->seq);
   p = dlcp_put_u16(p, a->covered);
   p = dlcp_put_u16(p, a->ce);
-  dlcp_put_u32(p, a->grant);
+  p = dlcp_put_u32(p, a->grant);
+  p = dlcp_put_u32(p, a->hold_ns);
+  dlcp_put_u32(p, 0);
   return DLCP_WIRE_ACK_LEN;
 }
 
@@ -276,7 +278,7 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   }
   uint16_t covered = dlcp_get_u16(buf + 32);
   uint16_t ce = dlcp_get_u16(buf + 34);
-  if (pre.xfer == 0 || ce > covered) {
+  if (pre.xfer == 0 || ce > covered || dlcp_get_u32(buf + 44) != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   a->job = pre.job;
@@ -287,6 +289,7 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
   a->covered = covered;
   a->ce = ce;
   a->grant = dlcp_get_u32(buf + 36);
+  a->hold_ns = dlcp_get_u32(buf + 40);
   return 0;
 }
 

@@ -30,7 +30,7 @@
  *   36  8    tx_ts    sender time stamp (ns), echoed by ACK
  *   44  ...  payload  len - 44 bytes
  *
- * ACK (datagram channel), 40 bytes:
+ * ACK (datagram channel), 48 bytes:
  *   16  8    echo_ts  tx_ts of the data packet that triggered the ACK
  *   24  4    rx_pkts  data packets of this transfer received so far
  *   28  4    seq      seq of the data packet that triggered the ACK
@@ -39,6 +39,11 @@
  *   34  2    ce       how many of them arrived CE marked (<= covered)
  *   36  4    grant    the receiver's share of its downlink for this
  *                     connection, bytes in flight (0 = no opinion)
+ *   40  4    hold     ns between the triggering packet's arrival at the
+ *                     receiving host and this ACK (saturates): the
+ *                     receiver's own delay, which the sender takes out of
+ *                     the RTT it reads as congestion
+ *   44  4    reserved (zero)
  *
  * START (control, receiver -> sender): "buffers are posted, send these":
  *   16  2    count    number of entries, >= 1
@@ -131,7 +136,7 @@
 #define DLCP_WIRE_VERSION 1u
 #define DLCP_WIRE_PREAMBLE_LEN 16u
 #define DLCP_WIRE_DATA_HDR_LEN 44u
-#define DLCP_WIRE_ACK_LEN 40u
+#define DLCP_WIRE_ACK_LEN 48u
 #define DLCP_WIRE_PROBE_LEN 24u
 #define DLCP_WIRE_STOP_LEN 32u
 #define DLCP_WIRE_FINISH_LEN 24u
@@ -202,6 +207,7 @@ typedef struct dlcp_wire_ack {
   uint16_t covered; /* packets received since the previous ACK */
   uint16_t ce;      /* of which CE marked; <= covered */
   uint32_t grant;   /* receiver's window grant, bytes; 0 = none */
+  uint32_t hold_ns; /* receiver's delay before this ACK */
 } dlcp_wire_ack;
 
 typedef struct dlcp_wire_start_entry {

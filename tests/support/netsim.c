@@ -15,6 +15,7 @@
 
 typedef struct event {
   dlcp_tstamp at;
+  dlcp_tstamp arrived; /* at the receiving host; |at| is when it reads it */
   uint64_t seq;
   int to_side;
   bool control;
@@ -27,6 +28,7 @@ struct netsim {
   netsim_link link[2]; /* link[s]: datagrams sent by side s */
   dlcp_tstamp link_free[2];
   dlcp_tstamp ctrl_last[2];
+  dlcp_tstamp read_last[2]; /* link[s]'s receiver read its last datagram */
   dlcp_tstamp now;
   dlcp_rng rng;
   event *heap;
@@ -201,7 +203,14 @@ static void send_datagram(netsim *ns, int side, const dlcp_mlt_action *act) {
   if (draw_reorder < l->reorder && l->reorder_ns > 0) {
     at += draw_extra % l->reorder_ns;
   }
-  event ev = {.at = at, .to_side = 1 - side, .control = false, .len = len};
+  dlcp_tstamp arrived = at;
+  if (l->host_jitter_ns > 0) {
+    at += (draw_extra >> 32) % l->host_jitter_ns;
+    at = at > ns->read_last[side] ? at : ns->read_last[side];
+    ns->read_last[side] = at;
+  }
+  event ev = {.at = at, .arrived = arrived, .to_side = 1 - side,
+              .control = false, .len = len};
   ev.bytes = copy_message(act, ns->buf);
   heap_push(ns, ev);
   if (draw_dup < l->dup) {
@@ -342,8 +351,11 @@ int netsim_run(netsim *ns, size_t want, dlcp_tstamp until) {
       if (ev.control) {
         dlcp_mlt_on_control(ns->conn[ev.to_side], ev.bytes, ev.len, ns->now);
       } else {
-        dlcp_mlt_on_datagram(ns->conn[ev.to_side], ev.bytes, ev.len,
-                             ns->now);
+        dlcp_mlt_arrival arr = {
+            .ce = false,
+            .at = ns->link[1 - ev.to_side].stamp_arrival ? ev.arrived : 0};
+        dlcp_mlt_on_datagram_arrived(ns->conn[ev.to_side], ev.bytes, ev.len,
+                                     &arr, ns->now);
       }
       free(ev.bytes);
     }

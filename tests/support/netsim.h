@@ -26,6 +26,13 @@ typedef struct netsim_link {
   dlcp_duration delay_ns;   /* one-way propagation delay */
   uint64_t rate_bps;        /* serialization rate; 0 = infinitely fast */
   dlcp_duration ctrl_delay_ns; /* control channel one-way delay */
+  /* The receiving host reads each datagram up to this long after it
+   * arrives (uniform; in arrival order): scheduling delay, as a loaded
+   * machine adds.  0 = at once. */
+  dlcp_duration host_jitter_ns;
+  /* The receiving host tells the core when each datagram arrived (as a
+   * kernel time stamp does) rather than leaving it to the read time. */
+  bool stamp_arrival;
 } netsim_link;
 
 typedef struct netsim_completion {
