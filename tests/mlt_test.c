@@ -883,6 +883,55 @@ static void test_host_delay_is_not_congestion(void **state) {
   assert_true(unstamped > 0);
 }
 
+/* Drops side 0's data packet number |*user| (counting DATA only). */
+static bool drop_one_data(void *user, int from, const uint8_t *hdr,
+                          size_t len, uint64_t index) {
+  (void)index;
+  dlcp_wire_preamble pre;
+  uint64_t *left = user;
+  if (from != 0 || dlcp_wire_peek(&pre, hdr, len) != 0 ||
+      pre.type != DLCP_WIRE_DATA) {
+    return true;
+  }
+  return (*left)-- != 0;
+}
+
+/* One data packet lost in a round: the receiver asks for it when the
+ * round's last packet arrives (one unsolicited BITMAP), before the
+ * sender's drain interval ends, and only that packet is sent again. */
+static void test_receiver_asks_at_the_end_of_a_round(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 24);
+  /* The sender's drain interval far longer than the way back: its PROBE
+   * would come late, the BITMAP must not wait for it. */
+  dlcp_mlt_config slow_probe = cfg;
+  slow_probe.min_drain_ns = 2000000;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&slow_probe, &cfg, &l, &l, 24);
+  uint64_t drop = 5;
+  netsim_set_filter(ns, drop_one_data, &drop);
+  uint64_t len = 1000000;
+  uint8_t *src = pattern(len, 2), *dst = malloc(len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_memory_equal(src, dst, len);
+  dlcp_mlt_stats rx, tx;
+  dlcp_mlt_get_stats(netsim_conn(ns, 1), &rx);
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+  assert_int_equal(rx.bitmaps_unprompted, 1);
+  assert_int_equal(tx.data_retx, 1);
+  assert_int_equal(rx.data_duplicate, 0);
+  /* 1 MB at 10 Gbit/s is 0.8 ms: done well before the 2 ms drain. */
+  assert_true(netsim_find(ns, 1, 1)->c.end_ns < 2000000);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
 /* The same seed replays the same run; another seed gives another. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -1359,6 +1408,7 @@ int main(void) {
       cmocka_unit_test(test_priority_function),
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),
+      cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_cancel_recv),
       cmocka_unit_test(test_inflight_window),

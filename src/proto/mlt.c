@@ -125,6 +125,8 @@ struct mlt_xfer {
   uint64_t ack_echo_ts;
   dlcp_tstamp ack_arrived; /* when the packet the pending ACK answers
                               reached this host */
+  dlcp_tstamp nack_at;     /* receiver: ask for the missing segments then
+                              (unsolicited BITMAP); 0 = not armed */
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
@@ -166,6 +168,8 @@ struct dlcp_mlt_conn {
   dlcp_tstamp next_send_ns;
   dlcp_tstamp timer_ns;
   dlcp_duration srtt_ns, rttvar_ns;
+  /* The same smoothing of the network's part of the RTT (on_ack). */
+  dlcp_duration net_srtt_ns, net_rttvar_ns;
   dlcp_duration pkt_gap_ns; /* tx time of a full packet at the current
                                rate, recomputed when the rate changes */
   uint64_t inflight_pkts;     /* sent, not yet acknowledged or settled */
@@ -535,6 +539,8 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   conn->timer_ns = DLCP_TSTAMP_NEVER;
   conn->srtt_ns = cfg->initial_rtt_ns;
   conn->rttvar_ns = cfg->initial_rtt_ns / 2;
+  conn->net_srtt_ns = conn->srtt_ns;
+  conn->net_rttvar_ns = conn->rttvar_ns;
   conn->ctl_on = cfg->control_datagrams;
   if (conn->ctl_on) {
     dlcp_ctlchan_init(&conn->ctl, mem, cfg->job, cfg->control_ack_delay_ns);
@@ -829,6 +835,14 @@ static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
   return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
 }
 
+/* How long a receiver that saw a round's last packet waits for the packets
+ * it may have overtaken (other paths, other sockets) before asking for
+ * what is missing: the network's RTT variation, not the hosts'. */
+static dlcp_duration reorder_guard(const dlcp_mlt_conn *conn) {
+  dlcp_duration d = 4 * conn->net_rttvar_ns;
+  return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
+}
+
 /* The in-flight window.  ACKs come every ack_every packets and the last
  * few of a round never get one, and ACKs can be lost: so a window that
  * has seen no ACK for a while (the time an ACK should take, with margin)
@@ -1011,6 +1025,10 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                                           : conn->srtt_ns - rtt;
   conn->rttvar_ns = (3 * conn->rttvar_ns + err) / 4;
   conn->srtt_ns = (7 * conn->srtt_ns + rtt) / 8;
+  err = net_rtt > conn->net_srtt_ns ? net_rtt - conn->net_srtt_ns
+                                    : conn->net_srtt_ns - net_rtt;
+  conn->net_rttvar_ns = (3 * conn->net_rttvar_ns + err) / 4;
+  conn->net_srtt_ns = (7 * conn->net_srtt_ns + net_rtt) / 8;
   conn->stats.ce_echoed += a->ce;
   dlcp_rate_ack ra = {.rtt_ns = net_rtt, .acked_pkts = a->covered,
                       .ce_pkts = a->ce,
@@ -1032,7 +1050,12 @@ static void send_fail(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
 static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
                       dlcp_tstamp now) {
   mlt_xfer *x = find_send(conn, b->xfer);
-  if (!x || x->state != X_PROBED || b->round != x->round) {
+  /* Round 0: the receiver saw the end of a round with segments missing
+   * and asks unprompted; it answers a round that has been sent. */
+  bool unprompted_ok =
+      b->round == 0 && (x && (x->state == X_DRAIN || x->state == X_PROBED));
+  if (!x || (!unprompted_ok &&
+             (x->state != X_PROBED || b->round != x->round))) {
     conn->stats.dropped_stale++;
     return;
   }
@@ -1313,6 +1336,16 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
    * after the last packet, decides. */
   bool last = (d.flags & DLCP_WIRE_FLAG_LAST) != 0;
   bool done = x->have_bytes == x->size;
+  /* The round's last packet with more missing than the bound allows: a
+   * retransmission round is certain, so ask for it (an unsolicited
+   * BITMAP) once the packets this one may have overtaken had time to
+   * arrive, instead of waiting for the sender's PROBE a drain interval
+   * later.  Asking early costs at worst a duplicate; stopping early
+   * (within the bound) is left to the PROBE, which may give up data. */
+  if (last && !done && x->have_bytes < x->needed_bytes) {
+    x->nack_at = add_sat(now, reorder_guard(conn));
+    set_timer(conn, x, x->nack_at);
+  }
   /* ACK every ack_every packets of the connection (not of the transfer:
    * a stream of small transfers must still feed the rate control and the
    * window), and the last packet of a round that does not end the
@@ -1357,6 +1390,7 @@ static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
   }
   x->bitmap_round = p->round;
   x->last_progress_ns = now;
+  x->nack_at = 0; /* this BITMAP answers for the round */
   pend(conn, x, PEND_BITMAP);
 }
 
@@ -1792,6 +1826,29 @@ void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now) {
 
 /* --- timers ------------------------------------------------------------- */
 
+/* The timer a transfer should have now; used when rescanning. */
+static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
+                                 const mlt_xfer *x) {
+  if (!x->is_send && x->state == X_ACTIVE) {
+    dlcp_tstamp stall = add_sat(x->last_progress_ns,
+                                conn->cfg.stall_timeout_ns);
+    return x->nack_at != 0 && x->nack_at < stall ? x->nack_at : stall;
+  }
+  return x->timer_ns;
+}
+
+/* A receiver's unsolicited BITMAP is due: sent if the bound is still not
+ * met and no answer to a PROBE is already on its way. */
+static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  x->nack_at = 0;
+  if (x->have_bytes < x->needed_bytes && !(x->pend & PEND_BITMAP)) {
+    x->bitmap_round = 0;
+    conn->stats.bitmaps_unprompted++;
+    pend(conn, x, PEND_BITMAP);
+  }
+  x->timer_ns = xfer_deadline(conn, x);
+}
+
 static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
   const dlcp_mlt_config *cfg = &conn->cfg;
   switch ((enum xfer_state)x->state) {
@@ -1818,6 +1875,10 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     set_timer(conn, x, add_sat(now, x->probe_rto));
     break;
   case X_ACTIVE:
+    if (!x->is_send && x->nack_at != 0 && x->nack_at <= now) {
+      fire_nack(conn, x);
+      return;
+    }
     if (!x->is_send) {
       /* An eager sender has no transfer to stop. */
       finish(conn, x, DLCP_ERR_TIMEOUT, x->eager ? 0 : PEND_STOP, now);
@@ -1834,15 +1895,6 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     x->timer_ns = DLCP_TSTAMP_NEVER;
     return;
   }
-}
-
-/* The timer a transfer should have now; used when rescanning. */
-static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
-                                 const mlt_xfer *x) {
-  if (!x->is_send && x->state == X_ACTIVE) {
-    return add_sat(x->last_progress_ns, conn->cfg.stall_timeout_ns);
-  }
-  return x->timer_ns;
 }
 
 static void run_timers(dlcp_mlt_conn *conn, dlcp_tstamp now) {

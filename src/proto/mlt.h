@@ -267,6 +267,8 @@ typedef struct dlcp_mlt_stats {
   uint64_t ce_received;       /* data packets that arrived CE marked */
   uint64_t ce_echoed;         /* CE marks the peer's ACKs reported */
   uint64_t cuts_ecn, cuts_delay; /* rate decreases by cause */
+  uint64_t bitmaps_unprompted; /* receiver: BITMAPs sent on a round's last
+                                  packet, before any PROBE */
   double rate_bps;            /* the rate controller's current rate */
   uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;

@@ -224,23 +224,10 @@ static void receive_in_place(dlcp_comm *c, uint32_t path) {
   }
 }
 
-void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
-  (void)loop;
-  (void)events;
-  dlcp_comm *c = user;
-  uint32_t path = 0;
-  while (path < c->udp.k && c->udp.fd[path] != fd) {
-    path++;
-  }
-  pthread_mutex_lock(&c->mu);
-  if (c->rx_in_place) {
-    receive_in_place(c, path);
-    dlcp_rt_service(c);
-    pthread_mutex_unlock(&c->mu);
-    return;
-  }
-  /* Bounded: a flood on one socket must not starve timers and the other
-   * sockets; epoll reports the rest again. */
+/* Reads what path |path|'s socket holds, in batches.  Bounded: a flood on
+ * one socket must not starve timers and the other sockets; epoll reports
+ * the rest again. */
+static void receive_batches(dlcp_comm *c, uint32_t path) {
   for (int batch = 0; batch < 16; batch++) {
     int n = dlcp_udp_recv(&c->udp, path);
     if (n == 0) {
@@ -256,6 +243,29 @@ void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
     }
     if (n < DLCP_UDP_BATCH) {
       break;
+    }
+  }
+}
+
+void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)events;
+  dlcp_comm *c = user;
+  uint32_t first = 0;
+  while (first < c->udp.k && c->udp.fd[first] != fd) {
+    first++;
+  }
+  pthread_mutex_lock(&c->mu);
+  /* Every path's socket, from the one that woke us: a transfer's packets
+   * are spread over all of them, and the core must see those that have
+   * arrived before its timers run, or the receiver takes a packet still
+   * in another socket for lost (its unprompted BITMAP). */
+  for (uint32_t i = 0; i < c->udp.k; i++) {
+    uint32_t path = (first + i) % c->udp.k;
+    if (c->rx_in_place) {
+      receive_in_place(c, path);
+    } else {
+      receive_batches(c, path);
     }
   }
   dlcp_rt_service(c);

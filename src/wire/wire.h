@@ -64,7 +64,9 @@
  *
  * BITMAP (control, receiver -> sender): which segments are still missing,
  * as a list of ranges inside the window [first, end) of segment indices:
- *   16  4    round    the PROBE round this answers
+ *   16  4    round    the PROBE round this answers; 0: unprompted, sent
+ *                     when a round's last packet arrived with more
+ *                     missing than the loss bound allows
  *   20  4    nsegs    total segments of the tensor
  *   24  4    first    window start (segment index)
  *   28  4    end      window end (exclusive); end < nsegs means the list
