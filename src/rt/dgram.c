@@ -248,7 +248,6 @@ static void receive_batches(dlcp_comm *c, uint32_t path) {
 }
 
 void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
-  (void)loop;
   (void)events;
   dlcp_comm *c = user;
   uint32_t first = 0;
@@ -256,12 +255,16 @@ void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
     first++;
   }
   pthread_mutex_lock(&c->mu);
-  /* Every path's socket, from the one that woke us: a transfer's packets
-   * are spread over all of them, and the core must see those that have
-   * arrived before its timers run, or the receiver takes a packet still
-   * in another socket for lost (its unprompted BITMAP). */
+  /* This socket and every other path's socket that is ready too, before
+   * the service pass: a transfer's packets are spread over all of them,
+   * and the core must see those that have arrived before its timers run,
+   * or the receiver takes a packet still in another socket for lost (its
+   * unprompted BITMAP).  Sockets that are not ready cost no call. */
   for (uint32_t i = 0; i < c->udp.k; i++) {
     uint32_t path = (first + i) % c->udp.k;
+    if (i > 0 && !dlcp_loop_take_ready(loop, c->udp.fd[path])) {
+      continue;
+    }
     if (c->rx_in_place) {
       receive_in_place(c, path);
     } else {

@@ -12,6 +12,7 @@
 #ifndef DLCP_RT_LOOP_H
 #define DLCP_RT_LOOP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,5 +67,13 @@ int dlcp_loop_del_fd(dlcp_loop *loop, int fd);
  * Returns 0 or -errno from epoll.
  */
 int dlcp_loop_run_once(dlcp_loop *loop, dlcp_tstamp until);
+
+/*
+ * dlcp_loop_take_ready, called from a callback, says whether |fd| is ready
+ * in this iteration with its callback still to come, and if so cancels
+ * that callback: the caller serves |fd| itself (a driver that must read
+ * several sockets before acting on any).  False otherwise.
+ */
+bool dlcp_loop_take_ready(dlcp_loop *loop, int fd);
 
 #endif /* DLCP_RT_LOOP_H */
