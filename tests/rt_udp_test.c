@@ -14,10 +14,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
 #include <string.h>
 
 #include "rt/clock.h"
+#include "rt/net.h"
 #include "rt/udp.h"
 
 /* Kernel time stamps are on the wall clock: converted, they may be off by
@@ -125,10 +129,34 @@ static void test_arrival_is_read(void **state) {
   dlcp_udp_close(&u);
 }
 
+/* Towards this host, the path is memory: the local rate, whether the peer
+ * is addressed on loopback or by one of this host's own addresses. */
+static void test_path_rate_towards_this_host(void **state) {
+  (void)state;
+  struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(9)};
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
+  inet_pton(AF_INET, "127.5.6.7", &to.sin_addr);
+  assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
+  struct ifaddrs *all;
+  assert_int_equal(getifaddrs(&all), 0);
+  for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+        (i->ifa_flags & IFF_UP)) {
+      memcpy(&to.sin_addr,
+             &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr,
+             sizeof(to.sin_addr));
+      assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
+    }
+  }
+  freeifaddrs(all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
       cmocka_unit_test(test_arrival_is_read),
+      cmocka_unit_test(test_path_rate_towards_this_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,7 +64,10 @@ typedef struct dlcp_comm_config {
                                dropped.  Default 1 */
   uint32_t paths;           /* K UDP paths per peer (1..64).  Default 4 */
   uint32_t segment_bytes;   /* payload per datagram; 0 = from the path MTU */
-  double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 25 */
+  double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 0:
+                               the path's (the speed of the interface
+                               towards each peer, at least 25; 100 between
+                               ranks on one host) */
   uint64_t window_bytes;    /* unacknowledged data per peer, 0 = no cap.
                                Default 1 MiB (bounds the receiver's queue
                                when hosts, not links, are the bottleneck) */

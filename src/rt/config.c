@@ -17,7 +17,6 @@ void dlcp_rt_env_defaults(dlcp_rt_env *env) {
   env->timeout_ms = DLCP_RT_DEFAULT_TIMEOUT_MS;
   env->rdzv_timeout_ms = DLCP_RT_DEFAULT_RDZV_TIMEOUT_MS;
   env->paths = DLCP_RT_DEFAULT_PATHS;
-  env->rate_gbps = DLCP_RT_DEFAULT_RATE_GBPS;
   env->window_bytes = DLCP_RT_DEFAULT_WINDOW_BYTES;
   env->eager_bytes = DLCP_RT_DEFAULT_EAGER_BYTES;
   env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
@@ -72,13 +71,15 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   }
   if (cfg->paths == 0 || cfg->paths > DLCP_ENV_MAX_PATHS || cfg->job == 0 ||
       cfg->timeout_ms == 0 || cfg->rdzv_timeout_ms == 0 ||
-      !(cfg->line_rate_gbps >= 0.001 && cfg->line_rate_gbps <= 10000.0) ||
+      !(cfg->line_rate_gbps == 0.0 ||
+        (cfg->line_rate_gbps >= 0.001 && cfg->line_rate_gbps <= 10000.0)) ||
       (cfg->segment_bytes != 0 &&
        (cfg->segment_bytes < DLCP_WIRE_MIN_SEG ||
         cfg->segment_bytes > DLCP_WIRE_MAX_SEG))) {
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                            "config: paths 1..%u, job != 0, timeouts > 0, "
-                           "rate 0.001..10000 Gbps, segment 0 or %u..%u",
+                           "rate 0 (the path's) or 0.001..10000 Gbps, segment 0 "
+                           "or %u..%u",
                            DLCP_ENV_MAX_PATHS, DLCP_WIRE_MIN_SEG,
                            DLCP_WIRE_MAX_SEG);
   }

@@ -454,7 +454,13 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
       c->rx_in_place = false;
     }
     cfg.npaths = c->env.paths;
-    cfg.line_rate_bps = (uint64_t)(c->env.rate_gbps * 1e9);
+    double gbps = c->env.rate_gbps;
+    if (gbps == 0) {
+      gbps = dlcp_net_path_rate_gbps(&p->udp[0], DLCP_RT_LOCAL_RATE_GBPS,
+                                     DLCP_RT_MIN_RATE_GBPS);
+      gbps = gbps > DLCP_RT_MIN_RATE_GBPS ? gbps : DLCP_RT_MIN_RATE_GBPS;
+    }
+    cfg.line_rate_bps = (uint64_t)(gbps * 1e9);
     cfg.min_rate_bps = cfg.line_rate_bps / 1000 ? cfg.line_rate_bps / 1000 : 1;
     /* The stall inquiry that follows a transfer's timeout ends by the
      * operation timeout (rt/stall.h). */

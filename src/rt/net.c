@@ -9,12 +9,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
 
 #include "rt/clock.h"
 
@@ -202,4 +205,66 @@ int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb) {
   close(fd);
   *port = dlcp_net_addr_port((struct sockaddr *)&bound);
   return 0;
+}
+
+/* The name of the interface that holds the IPv4 address |a|, into |name|
+ * (IF_NAMESIZE bytes); false if none does. */
+static bool interface_of(struct in_addr a, char *name) {
+  struct ifaddrs *all;
+  if (getifaddrs(&all) != 0) {
+    return false;
+  }
+  bool found = false;
+  for (struct ifaddrs *i = all; i && !found; i = i->ifa_next) {
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+        ((const struct sockaddr_in *)(const void *)i->ifa_addr)
+                ->sin_addr.s_addr == a.s_addr) {
+      snprintf(name, IF_NAMESIZE, "%s", i->ifa_name);
+      found = true;
+    }
+  }
+  freeifaddrs(all);
+  return found;
+}
+
+double dlcp_net_path_rate_gbps(const struct sockaddr_in *to, double local_gbps,
+                               double unknown_gbps) {
+  if ((ntohl(to->sin_addr.s_addr) >> 24) == 127) {
+    return local_gbps;
+  }
+  /* The route's source address names the interface: a connected UDP
+   * socket sends nothing. */
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return unknown_gbps;
+  }
+  struct sockaddr_in self;
+  socklen_t len = sizeof(self);
+  bool routed = connect(fd, (const struct sockaddr *)to, sizeof(*to)) == 0 &&
+                getsockname(fd, (struct sockaddr *)&self, &len) == 0;
+  close(fd);
+  if (!routed) {
+    return unknown_gbps;
+  }
+  if (self.sin_addr.s_addr == to->sin_addr.s_addr) {
+    return local_gbps;
+  }
+  char name[IF_NAMESIZE];
+  if (!interface_of(self.sin_addr, name)) {
+    return unknown_gbps;
+  }
+  if (strcmp(name, "lo") == 0) {
+    return local_gbps;
+  }
+  char path[64 + IF_NAMESIZE];
+  snprintf(path, sizeof(path), "/sys/class/net/%s/speed", name);
+  FILE *f = fopen(path, "re");
+  long mbps = 0;
+  if (f) {
+    if (fscanf(f, "%ld", &mbps) != 1) {
+      mbps = 0;
+    }
+    fclose(f);
+  }
+  return mbps > 0 ? (double)mbps / 1000.0 : unknown_gbps;
 }

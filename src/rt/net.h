@@ -8,6 +8,7 @@
 #ifndef DLCP_RT_NET_H
 #define DLCP_RT_NET_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -42,6 +43,16 @@ const char *dlcp_net_addr_format(char *buf, size_t buflen,
 
 /* dlcp_net_addr_port returns the port of an IPv4/IPv6 address, else 0. */
 uint16_t dlcp_net_addr_port(const struct sockaddr *sa);
+
+/*
+ * dlcp_net_path_rate_gbps returns the line rate of the path towards |to|:
+ * the speed the kernel reports for the interface its route leaves by
+ * (/sys/class/net/IF/speed); |local_gbps| when |to| is on this host (the
+ * path is memory, not a link); |unknown_gbps| when the interface reports
+ * no speed (most virtual devices, a link that is down).
+ */
+double dlcp_net_path_rate_gbps(const struct sockaddr_in *to, double local_gbps,
+                               double unknown_gbps);
 
 /* dlcp_net_set_nonblock makes |fd| non-blocking; 0 or -errno. */
 int dlcp_net_set_nonblock(int fd);
