@@ -778,8 +778,9 @@ static void test_auto_rule(void **state) {
   p.count = 16385;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   /* Ranks sharing memory: DIRECT while a rank sends at most 24 KiB, RD to
-   * 4 KiB, HD to 128 KiB, RD to 512 KiB (powers of two), HD to 1 MiB, then
-   * PS on up to 8 ranks, HD beyond. */
+   * 4 KiB, HD to 128 KiB, PS on up to 4 ranks while a share is at most
+   * 64 KiB, RD to 512 KiB (powers of two), HD to 1 MiB, then PS on up to
+   * 8 ranks, HD beyond. */
   p.same_host = true;
   p.world = 4;
   p.count = 2048; /* 8 KiB, 24 KiB sent */
@@ -793,7 +794,15 @@ static void test_auto_rule(void **state) {
   p.count = 32768; /* 128 KiB: HD's halves still go eager */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 32769;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
+  p.count = 65536; /* 256 KiB: 64 KiB shares */
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
+  p.count = 65537;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
+  p.world = 8; /* 8 ranks on two cores: PS's incast loses (1.3-2x RD) */
+  p.count = 65536;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
+  p.world = 4;
   p.count = 131072; /* 512 KiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
   p.count = 131073;

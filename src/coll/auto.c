@@ -38,6 +38,10 @@
 #define COLL_AUTO_HOST_RD_BYTES (4u * 1024u)
 /* ...HD while its halves stay below the runtime's eager size (64 KiB)... */
 #define COLL_AUTO_HOST_HD_EAGER_BYTES (128u * 1024u)
+/* ...PS on a few ranks while each rank's share still goes eager: two steps
+ * of whole eager messages, no MLT exchange at all... */
+#define COLL_AUTO_HOST_PS_MAX_WORLD 4u
+#define COLL_AUTO_HOST_PS_SHARE_BYTES (64u * 1024u)
 /* ...RD again on power-of-two worlds: each of HD's 2 log2 n steps now pays
  * MLT's START / DATA / STOP exchange, RD's log2 n steps half as often, for
  * 4/3 the bytes, until the bytes dominate... */
@@ -60,6 +64,10 @@ static dlcp_algo auto_same_host(const dlcp_coll_params *p, uint64_t bytes) {
   }
   if (bytes <= COLL_AUTO_HOST_HD_EAGER_BYTES) {
     return DLCP_ALGO_HALVING_DOUBLING;
+  }
+  if (p->world <= COLL_AUTO_HOST_PS_MAX_WORLD &&
+      bytes <= (uint64_t)p->world * COLL_AUTO_HOST_PS_SHARE_BYTES) {
+    return DLCP_ALGO_PS;
   }
   if (pow2 && bytes <= COLL_AUTO_HOST_RD_LARGE_BYTES) {
     return DLCP_ALGO_RECURSIVE_DOUBLING;
