@@ -126,7 +126,7 @@ struct mlt_xfer {
   dlcp_tstamp ack_arrived; /* when the packet the pending ACK answers
                               reached this host */
   dlcp_tstamp nack_at;     /* receiver: ask for the missing segments then
-                              (unsolicited BITMAP); 0 = not armed */
+                              (unprompted BITMAP); 0 = not armed */
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
@@ -1052,8 +1052,8 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
   mlt_xfer *x = find_send(conn, b->xfer);
   /* Round 0: the receiver saw the end of a round with segments missing
    * and asks unprompted; it answers a round that has been sent. */
-  bool unprompted_ok =
-      b->round == 0 && (x && (x->state == X_DRAIN || x->state == X_PROBED));
+  bool unprompted_ok = x && b->round == 0 &&
+                       (x->state == X_DRAIN || x->state == X_PROBED);
   if (!x || (!unprompted_ok &&
              (x->state != X_PROBED || b->round != x->round))) {
     conn->stats.dropped_stale++;
@@ -1337,7 +1337,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   bool last = (d.flags & DLCP_WIRE_FLAG_LAST) != 0;
   bool done = x->have_bytes == x->size;
   /* The round's last packet with more missing than the bound allows: a
-   * retransmission round is certain, so ask for it (an unsolicited
+   * retransmission round is certain, so ask for it (an unprompted
    * BITMAP) once the packets this one may have overtaken had time to
    * arrive, instead of waiting for the sender's PROBE a drain interval
    * later.  Asking early costs at worst a duplicate; stopping early
@@ -1837,7 +1837,7 @@ static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
   return x->timer_ns;
 }
 
-/* A receiver's unsolicited BITMAP is due: sent if the bound is still not
+/* A receiver's unprompted BITMAP is due: sent if the bound is still not
  * met and no answer to a PROBE is already on its way. */
 static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
   x->nack_at = 0;
