@@ -835,6 +835,14 @@ static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
   return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
 }
 
+/* The drain interval of the network alone (the RTT less the hosts'
+ * delay): how long a lost control datagram is waited for before it is sent
+ * again.  Too short only costs a duplicate, which the channel drops. */
+static dlcp_duration net_drain_interval(const dlcp_mlt_conn *conn) {
+  dlcp_duration d = conn->net_srtt_ns + 4 * conn->net_rttvar_ns;
+  return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
+}
+
 /* How long a receiver that saw a round's last packet waits for the packets
  * it may have overtaken (other paths, other sockets) before asking for
  * what is missing: the network's RTT variation, not the hosts'. */
@@ -2152,7 +2160,7 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     /* The peer may hold its acknowledgement for the ack delay. */
     dlcp_ssize n = dlcp_ctlchan_poll(
         &conn->ctl, buf, buflen,
-        drain_interval(conn) + conn->cfg.control_ack_delay_ns,
+        net_drain_interval(conn) + conn->cfg.control_ack_delay_ns,
         conn->cfg.max_probe_timeout_ns, now);
     if (n < 0) {
       return (int)n;
