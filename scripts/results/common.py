@@ -170,11 +170,9 @@ def unfinished_note(rows):
                       " (status %s)" % r["failed_statuses"]
                       if r.get("failed_statuses") else ""))
     out += ["", "Status -217 is DLCP_ERR_NO_PROGRESS: the MLT core gave up "
-            "on a transfer whose retransmission rounds made no progress. "
-            "PS fan-in at line rate is the pattern the MLT core of this "
-            "commit handles worst (docs/simulator.md, \"MLT and "
-            "collectives\"); these rows change when the MLT branch's "
-            "congestion control lands.", ""]
+            "on a transfer whose retransmission rounds made no progress "
+            "(`max_rounds_without_progress` BITMAPs in a row that showed "
+            "no new segment).", ""]
     return out
 
 

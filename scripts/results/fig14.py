@@ -131,6 +131,7 @@ def report(rows, scale, build):
     md += ["![Fig. 14](results/%s.png)" % NAME,
            "(Runs that did not finish have no bar.)", ""]
     wins = total = 0
+    losses = {}
     for model in MODELS:
         for tors in TORS:
             m = by.get((model, tors, "mlt"))
@@ -138,16 +139,16 @@ def report(rows, scale, build):
                 x = by.get((model, tors, b))
                 if m and x and m["status"] == x["status"] == "ok":
                     total += 1
-                    wins += common.num(m, "fct.all.mean_us") < \
-                        common.num(x, "fct.all.mean_us")
+                    if common.num(m, "fct.all.mean_us") < \
+                            common.num(x, "fct.all.mean_us"):
+                        wins += 1
+                    else:
+                        losses[b] = losses.get(b, 0) + 1
     md += ["Direction: MLT's mean FCT is below the baseline's in %d of %d "
            "finished comparisons (seed: in all of them)%s." % (
                wins, total, "" if wins == total else
-               "; the seed's direction does not hold with the MLT core of "
-               "this commit, whose rate control reacts only to RTT above "
-               "t_high and starts every tensor at line rate, so PS fan-in "
-               "overruns the 512 KB ports and the core recovers through "
-               "PROBE rounds (docs/simulator.md, \"MLT and collectives\")"),
+               "; the others are against %s" % ", ".join(
+                   "%s (%d)" % (b, n) for b, n in sorted(losses.items()))),
            ""]
     md += common.unfinished_note(rows)
     md += ["Differences from the seed: its three scales are not given (here "

@@ -42,8 +42,9 @@ next to them.  Runs, their scenarios and merged CSVs are under
 there again, in parallel or as a Slurm job array.
 
 How the set-ups differ from the seeds' and why the numbers may too is
-written under each table.  MLT's congestion control is being changed on
-another branch: its rows reflect the MLT core of this commit.
+written under each table.  MLT's rows are those of the MLT core of this
+commit (docs/protocol.md describes its congestion control and loss
+recovery).
 """
 
 
