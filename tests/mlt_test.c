@@ -750,6 +750,73 @@ static void test_tagging_on_the_wire(void **state) {
   netsim_del(ns);
 }
 
+/* Drops the first transmission of the segment at offset 0 and records the
+ * flags its retransmission carries. */
+typedef struct retx_watch {
+  bool dropped;
+  int retx_flags; /* -1 until the retransmission passes */
+} retx_watch;
+
+static bool drop_first_segment_once(void *user, int from, const uint8_t *hdr,
+                                    size_t len, uint64_t index) {
+  retx_watch *w = user;
+  dlcp_wire_preamble pre;
+  (void)index;
+  if (from != 0 || dlcp_wire_peek(&pre, hdr, len) != 0 ||
+      pre.type != DLCP_WIRE_DATA || len < DLCP_WIRE_DATA_HDR_LEN) {
+    return true;
+  }
+  uint64_t offset = 0;
+  for (int i = 7; i >= 0; i--) {
+    offset = (offset << 8) | hdr[28 + i];
+  }
+  if (offset != 0) {
+    return true;
+  }
+  if (!w->dropped) {
+    w->dropped = true;
+    return false;
+  }
+  if (w->retx_flags < 0 && (hdr[16] & DLCP_WIRE_FLAG_RETX)) {
+    w->retx_flags = hdr[16];
+  }
+  return true;
+}
+
+/* A segment sent again is important (sent ECN-capable, never dropped for
+ * being unimportant) even when its gradients are the smallest: a switch
+ * that drops unimportant packets must not drop it twice. */
+static void test_retransmission_is_important(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 20);
+  cfg.segment_size = 400;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 20);
+  enum { NF = 10000 };
+  float *g = malloc(NF * sizeof(float)), *dst = malloc(NF * sizeof(float));
+  for (uint32_t i = 0; i < NF; i++) {
+    g[i] = (float)(i / 100 + 1); /* segment 0 has the smallest */
+  }
+  retx_watch w = {.dropped = false, .retx_flags = -1};
+  netsim_set_filter(ns, drop_first_segment_once, &w);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = NF * sizeof(float),
+                     .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = g, .len = NF * sizeof(float),
+                     .importance = DLCP_MLT_IMPORTANCE_F32_MAGNITUDE,
+                     .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_true(w.dropped);
+  assert_true(w.retx_flags >= 0);
+  assert_true(((unsigned)w.retx_flags & DLCP_WIRE_FLAG_IMPORTANT) != 0);
+  assert_memory_equal(g, dst, NF * sizeof(float));
+  free(g);
+  free(dst);
+  netsim_del(ns);
+}
+
 /* A custom priority function overrides the layer rule, per packet. */
 static uint8_t prio_by_offset(void *user, uint32_t tensor, uint32_t layer,
                               uint64_t offset, uint32_t len) {
@@ -1405,6 +1472,7 @@ int main(void) {
       cmocka_unit_test(test_abort_fails_everything),
       cmocka_unit_test(test_malformed_datagrams_are_dropped),
       cmocka_unit_test(test_tagging_on_the_wire),
+      cmocka_unit_test(test_retransmission_is_important),
       cmocka_unit_test(test_priority_function),
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),

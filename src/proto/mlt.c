@@ -926,9 +926,13 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
       prio = (uint8_t)(conn->cfg.nprio - 1);
     }
   }
+  /* A segment the receiver asked for again is important whatever its
+   * gradients: dropped once already, it must not be dropped again for
+   * being unimportant, or a starved low-priority queue that drops every
+   * unimportant packet keeps the transfer from progressing at all. */
   bool important = x->importance == DLCP_MLT_IMPORTANCE_ALL ||
                    (x->importance == DLCP_MLT_IMPORTANCE_F32_MAGNITUDE &&
-                    bit_get(x->important_bits, seg));
+                    (x->retx_round || bit_get(x->important_bits, seg)));
   bool last = round_done(x);
   bool ack_req = ++conn->since_ack_req >= ack_req_every(conn);
   if (ack_req) {
