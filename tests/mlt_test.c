@@ -19,6 +19,7 @@
 #include "netsim.h"
 #include "proto/mlt.h"
 #include "proto/rng.h"
+#include "wire/bytes.h"
 #include "wire/wire.h"
 
 /* Packets a round may resend without a loss: those still in flight when
@@ -678,10 +679,7 @@ static bool watch_tags(void *user, int from, const uint8_t *hdr, size_t len,
   (void)index;
   /* Decode just the header: the payload is not in |hdr|. */
   uint8_t flags = hdr[16], path = hdr[17];
-  uint64_t offset = 0;
-  for (int i = 7; i >= 0; i--) {
-    offset = (offset << 8) | hdr[28 + i];
-  }
+  uint64_t offset = dlcp_get_u64(hdr + 28);
   if ((flags & DLCP_WIRE_PRIO_MASK) != w->want_prio) {
     w->bad_prio++;
   }
@@ -766,11 +764,7 @@ static bool drop_first_segment_once(void *user, int from, const uint8_t *hdr,
       pre.type != DLCP_WIRE_DATA || len < DLCP_WIRE_DATA_HDR_LEN) {
     return true;
   }
-  uint64_t offset = 0;
-  for (int i = 7; i >= 0; i--) {
-    offset = (offset << 8) | hdr[28 + i];
-  }
-  if (offset != 0) {
+  if (dlcp_get_u64(hdr + 28) != 0) { /* the offset */
     return true;
   }
   if (!w->dropped) {

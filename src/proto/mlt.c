@@ -844,8 +844,9 @@ static dlcp_duration net_drain_interval(const dlcp_mlt_conn *conn) {
 }
 
 /* How long a receiver that saw a round's last packet waits for the packets
- * it may have overtaken (other paths, other sockets) before asking for
- * what is missing: the network's RTT variation, not the hosts'. */
+ * it may have overtaken (other paths, the driver's other receive queues)
+ * before asking for what is missing: the network's RTT variation, not the
+ * hosts'. */
 static dlcp_duration reorder_guard(const dlcp_mlt_conn *conn) {
   dlcp_duration d = 4 * conn->net_rttvar_ns;
   return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
@@ -999,6 +1000,14 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   return 0;
 }
 
+/* RFC 6298 smoothing of an RTT and its variation by one sample. */
+static void smooth_rtt(dlcp_duration *srtt, dlcp_duration *rttvar,
+                       dlcp_duration sample) {
+  dlcp_duration err = sample > *srtt ? sample - *srtt : *srtt - sample;
+  *rttvar = (3 * *rttvar + err) / 4;
+  *srtt = (7 * *srtt + sample) / 8;
+}
+
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp arrived, dlcp_tstamp now) {
   conn->stats.acks_received++;
@@ -1027,25 +1036,17 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
    * host handles them: the whole round trip.  Congestion control reads
    * only the part the network added, as Swift does: the time the ACK sat
    * here before we read it and the time the receiver held the packet
-   * (its own scheduling, socket queue) are the hosts' delay, not a
+   * (its own scheduling, its receive queue) are the hosts' delay, not a
    * queue on the path. */
   dlcp_duration rtt = now - a->echo_ts;
   dlcp_duration net_rtt = arrived - a->echo_ts;
   net_rtt = net_rtt > a->hold_ns ? net_rtt - a->hold_ns : 0;
-  /* RFC 6298 smoothing, for the drain interval and probe timeout. */
-  dlcp_duration err = rtt > conn->srtt_ns ? rtt - conn->srtt_ns
-                                          : conn->srtt_ns - rtt;
-  conn->rttvar_ns = (3 * conn->rttvar_ns + err) / 4;
-  conn->srtt_ns = (7 * conn->srtt_ns + rtt) / 8;
-  err = net_rtt > conn->net_srtt_ns ? net_rtt - conn->net_srtt_ns
-                                    : conn->net_srtt_ns - net_rtt;
-  conn->net_rttvar_ns = (3 * conn->net_rttvar_ns + err) / 4;
-  conn->net_srtt_ns = (7 * conn->net_srtt_ns + net_rtt) / 8;
+  smooth_rtt(&conn->srtt_ns, &conn->rttvar_ns, rtt);
+  smooth_rtt(&conn->net_srtt_ns, &conn->net_rttvar_ns, net_rtt);
   conn->stats.ce_echoed += a->ce;
   dlcp_rate_ack ra = {.rtt_ns = net_rtt, .acked_pkts = a->covered,
                       .ce_pkts = a->ce,
-.inflight_bytes = inflight_before *
-                                        full_pkt_bytes(conn),
+                      .inflight_bytes = inflight_before * full_pkt_bytes(conn),
                       .acked_bytes = (uint64_t)a->covered *
                                      full_pkt_bytes(conn)};
   dlcp_rate_move move = dlcp_rate_on_ack(&conn->rate, &ra, now);

@@ -52,20 +52,25 @@ static inline int dlcp_rt_poll_timeout(dlcp_tstamp deadline) {
 }
 
 /*
- * dlcp_rt_from_realtime converts a CLOCK_REALTIME time stamp (what the
- * kernel stamps received packets with) to the runtime's clock, through the
- * two clocks' offset now; 0 if it would precede the clock's origin.
+ * dlcp_rt_realtime_offset returns CLOCK_REALTIME minus the runtime's clock
+ * now, in nanoseconds: what converts the kernel's receive time stamps
+ * (wall clock) to the runtime's clock (dlcp_rt_from_realtime).  One read
+ * serves a batch of datagrams.
  */
-static inline dlcp_tstamp dlcp_rt_from_realtime(const struct timespec *ts) {
+static inline int64_t dlcp_rt_realtime_offset(void) {
   struct timespec real;
   clock_gettime(CLOCK_REALTIME, &real);
-  dlcp_tstamp mono = dlcp_rt_now();
-  int64_t ago = ((int64_t)real.tv_sec - (int64_t)ts->tv_sec) * 1000000000 +
-                ((int64_t)real.tv_nsec - (int64_t)ts->tv_nsec);
-  if (ago < 0) {
-    return mono; /* the wall clock stepped back since */
-  }
-  return (uint64_t)ago < mono ? mono - (dlcp_tstamp)ago : 0;
+  return (int64_t)real.tv_sec * 1000000000 + (int64_t)real.tv_nsec -
+         (int64_t)dlcp_rt_now();
+}
+
+/* dlcp_rt_from_realtime converts the CLOCK_REALTIME time stamp |ts| with
+ * |offset| (dlcp_rt_realtime_offset); 0 if it would precede the runtime
+ * clock's origin. */
+static inline dlcp_tstamp dlcp_rt_from_realtime(const struct timespec *ts,
+                                                int64_t offset) {
+  int64_t t = (int64_t)ts->tv_sec * 1000000000 + (int64_t)ts->tv_nsec - offset;
+  return t > 0 ? (dlcp_tstamp)t : 0;
 }
 
 #endif /* DLCP_RT_CLOCK_H */

@@ -181,6 +181,9 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   do {
     n = recvmmsg(u->fd[path], u->rx_msg, DLCP_UDP_BATCH, MSG_DONTWAIT, NULL);
   } while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    u->rx_offset = dlcp_rt_realtime_offset();
+  }
   return n < 0 ? 0 : n;
 }
 
@@ -197,8 +200,9 @@ ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
 }
 
 /* arrival_of: what a received message's ancillary data says: CE when its
- * IP_TOS ECN bits are 11, and the kernel's receive time stamp. */
-static dlcp_mlt_arrival arrival_of(struct msghdr *m) {
+ * IP_TOS ECN bits are 11, and the kernel's receive time stamp, converted
+ * with |offset| (dlcp_rt_realtime_offset). */
+static dlcp_mlt_arrival arrival_of(struct msghdr *m, int64_t offset) {
   dlcp_mlt_arrival a = {.ce = false, .at = 0};
   if (m->msg_flags & MSG_CTRUNC) {
     return a;
@@ -213,7 +217,7 @@ static dlcp_mlt_arrival arrival_of(struct msghdr *m) {
                c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
       struct timespec ts;
       memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-      a.at = dlcp_rt_from_realtime(&ts);
+      a.at = dlcp_rt_from_realtime(&ts, offset);
     }
   }
   return a;
@@ -231,7 +235,8 @@ static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
   do {
     n = recvmsg(u->fd[path], &m, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
-  u->taken = n >= 0 ? arrival_of(&m) : (dlcp_mlt_arrival){.ce = false};
+  u->taken = n >= 0 ? arrival_of(&m, dlcp_rt_realtime_offset())
+                     : (dlcp_mlt_arrival){.ce = false};
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -257,7 +262,7 @@ const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
 }
 
 dlcp_mlt_arrival dlcp_udp_rx_arrival(dlcp_udp *u, int i) {
-  return arrival_of(&u->rx_msg[i].msg_hdr);
+  return arrival_of(&u->rx_msg[i].msg_hdr, u->rx_offset);
 }
 
 dlcp_mlt_arrival dlcp_udp_taken_arrival(const dlcp_udp *u) {

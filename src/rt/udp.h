@@ -49,6 +49,7 @@ typedef struct dlcp_udp {
     struct cmsghdr align;
     char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
   } rx_ctl[DLCP_UDP_BATCH];
+  int64_t rx_offset;      /* the batch's dlcp_rt_realtime_offset */
   dlcp_mlt_arrival taken; /* of the last dlcp_udp_take*'s datagram */
   uint64_t sent, send_errors;
 } dlcp_udp;
