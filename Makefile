@@ -35,7 +35,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan fuzz bench bench-allreduce \
-        bench-sim bench-straggler bench-auto bench-testbed bench-ina results \
+        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina results \
         soak train-fashion-mnist clean
 
 all: build
@@ -102,6 +102,9 @@ bench-auto: build
 
 bench-straggler: build
 	@./scripts/bench-straggler.sh $(BUILD)
+
+bench-auth: build
+	@./scripts/bench-auth.sh $(BUILD)
 
 # Not part of check: minutes of simulation (RESULTS_ARGS=--full: hours).
 results: build

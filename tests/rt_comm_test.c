@@ -40,9 +40,11 @@ typedef struct xfer_result {
   uint64_t bytes;
 } xfer_result;
 
+#define MAX_PATHS 4
+
 typedef struct shared {
-  int ready;
-  uint16_t udp_port;
+  _Atomic int nports; /* set once udp_ports holds this rank's ports */
+  uint16_t udp_ports[MAX_PATHS];
   xfer_result r[MAX_XFERS];
   int nresults;
   char error[256];
@@ -56,6 +58,10 @@ typedef struct scenario {
   double drop, dup, reorder, delay;
   double rate_gbps;
   uint32_t timeout_ms;
+  const char *secret[2]; /* each rank's job secret (NULL: none) */
+  bool no_shm;           /* UDP even between ranks on this host */
+  bool stream_control;   /* control messages on the control stream */
+  uint64_t pause_ms;     /* rank 0 waits this long before sending */
 } scenario;
 
 static uint8_t pattern(uint64_t i, uint32_t id) {
@@ -81,6 +87,10 @@ static void base_config(dlcp_comm_config *cfg, uint32_t rank, uint32_t world,
   cfg->fault_delay = s->delay;
   cfg->fault_delay_us = 200;
   cfg->fault_seed = 1234 + rank;
+  cfg->job_secret = s->secret[rank];
+  cfg->shm = s->no_shm ? 0 : 1;
+  cfg->control_datagrams = s->stream_control ? 0 : 1;
+  cfg->paths = MAX_PATHS;
 }
 
 static uint64_t now_ns(void) {
@@ -102,6 +112,10 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
     snprintf(sh->error, sizeof(sh->error), "create: %s", err);
     return 1;
   }
+  for (uint32_t k = 0; k < MAX_PATHS; k++) {
+    sh->udp_ports[k] = dlcp_comm_udp_port(comm, k);
+  }
+  atomic_store(&sh->nports, MAX_PATHS);
   dlcp_cq *cq;
   dlcp_cq_create(comm, &cq);
   uint8_t *bufs[MAX_XFERS];
@@ -118,6 +132,11 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
     }
   }
   int failed = 0;
+  if (rank == 0 && s->pause_ms) {
+    struct timespec ts = {.tv_sec = (time_t)(s->pause_ms / 1000),
+                          .tv_nsec = (long)(s->pause_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   for (int i = 0; i < s->nsizes; i++) {
     dlcp_completion c;
     uint64_t t0 = now_ns();
@@ -566,6 +585,180 @@ static void test_dead_rank_idle_teardown_prompt(void **state) {
   run_dead_job(false);
 }
 
+/* The ports of |sh|'s rank, once it has joined (up to 20 s). */
+static const uint16_t *ports_of(shared *sh) {
+  for (int i = 0; i < 2000 && atomic_load(&sh->nports) == 0; i++) {
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 10000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(atomic_load(&sh->nports), MAX_PATHS);
+  return sh->udp_ports;
+}
+
+static bool has_port(const uint16_t *ports, uint16_t port) {
+  for (int k = 0; k < MAX_PATHS; k++) {
+    if (ports[k] == port) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* A job with a secret, its datagrams on UDP (no shared memory) with 1 %
+ * dropped: every transfer exact.  Meanwhile a raw socket (root only)
+ * copies datagrams from rank 0's ports to rank 1's and sends each again
+ * twice from the same ports: once as it was (a replay), once with a byte
+ * of its payload flipped (a forgery).  Rank 1 must drop and count both,
+ * and nothing of either may reach a tensor. */
+static void test_authenticated_job_drops_forgeries_and_replays(void **state) {
+  (void)state;
+  int raw = socket(AF_INET, SOCK_RAW, IPPROTO_UDP);
+  if (raw < 0) {
+    skip(); /* CAP_NET_RAW needed to send from another socket's port */
+  }
+  shared *sh = map_shared(2);
+  uint16_t port = free_port();
+  scenario s = {.nsizes = 4,
+                .sizes = {1000, (1u << 20) + 7, 8u << 20, 8u << 20},
+                .drop = 0.01,
+                .secret = {"correct horse battery staple",
+                           "correct horse battery staple"},
+                .no_shm = true,
+                .pause_ms = 300};
+  pid_t pids[2];
+  for (uint32_t r = 0; r < 2; r++) {
+    pids[r] = fork();
+    assert_true(pids[r] >= 0);
+    if (pids[r] == 0) {
+      close(raw);
+      _exit(run_rank(r, port, &s, &sh[r]));
+    }
+  }
+  const uint16_t *from = ports_of(&sh[0]), *to = ports_of(&sh[1]);
+  struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+  setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  uint8_t pkt[70000];
+  int replayed = 0, forged = 0;
+  for (int quiet = 0; quiet < 20 && replayed < 400;) {
+    ssize_t n = recv(raw, pkt, sizeof(pkt), 0);
+    if (n < 0) {
+      quiet++;
+      continue;
+    }
+    /* An IPv4 header (its length in the low nibble), then UDP's. */
+    size_t ihl = (size_t)(pkt[0] & 0x0F) * 4;
+    if ((size_t)n < ihl + 8 + DLCP_WIRE_DATA_HDR_LEN) {
+      continue;
+    }
+    uint8_t *udp = pkt + ihl;
+    uint16_t sport = (uint16_t)(udp[0] << 8 | udp[1]);
+    uint16_t dport = (uint16_t)(udp[2] << 8 | udp[3]);
+    if (!has_port(from, sport) || !has_port(to, dport)) {
+      continue;
+    }
+    size_t len = (size_t)n - ihl;
+    udp[6] = udp[7] = 0; /* no checksum (IPv4 allows it) */
+    struct sockaddr_in dst = {.sin_family = AF_INET};
+    dst.sin_addr.s_addr = htonl(0x7F000001);
+    if (sendto(raw, udp, len, 0, (struct sockaddr *)&dst, sizeof(dst)) ==
+        (ssize_t)len) {
+      replayed++;
+    }
+    udp[8 + DLCP_WIRE_DATA_HDR_LEN - 1] ^= 0x40;
+    if (sendto(raw, udp, len, 0, (struct sockaddr *)&dst, sizeof(dst)) ==
+        (ssize_t)len) {
+      forged++;
+    }
+  }
+  close(raw);
+  for (int r = 0; r < 2; r++) {
+    int st;
+    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fail_msg("rank %d failed (status 0x%x): %s", r, st, sh[r].error);
+    }
+  }
+  check_exact(&s, sh);
+  print_message("sent %d replays, %d forgeries; rank 1 dropped %llu replayed, "
+                "%llu forged\n",
+                replayed, forged, (unsigned long long)sh[1].stats.auth_replayed,
+                (unsigned long long)sh[1].stats.auth_forged);
+  assert_true(replayed > 0 && forged > 0);
+  assert_true(sh[1].stats.auth_replayed > 0);
+  assert_true(sh[1].stats.auth_forged > 0);
+  assert_int_equal(sh[0].stats.auth_forged + sh[0].stats.auth_replayed, 0);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+/* With a secret, the control messages on the control stream, over TCP
+ * or through the shared-memory rings: exact, nothing dropped as forged. */
+static void test_authenticated_control_stream(void **state) {
+  (void)state;
+  for (int shm = 0; shm < 2; shm++) {
+    scenario s = {.nsizes = 4,
+                  .sizes = {1, 1000, 100000, 4u << 20},
+                  .drop = 0.01,
+                  .secret = {"correct horse battery staple",
+                             "correct horse battery staple"},
+                  .no_shm = shm == 0,
+                  .stream_control = true};
+    shared *sh = run_pair(&s);
+    check_exact(&s, sh);
+    for (int r = 0; r < 2; r++) {
+      assert_int_equal(sh[r].stats.auth_forged + sh[r].stats.auth_replayed, 0);
+    }
+    munmap(sh, 2 * sizeof(shared));
+  }
+}
+
+/* Ranks that do not share the secret never join: each side's error says
+ * why (a wrong secret, or a secret on one side only). */
+static void test_secret_mismatch_is_refused(void **state) {
+  (void)state;
+  const char *a = "correct horse battery staple";
+  const struct {
+    const char *secret[2];
+    const char *says; /* in rank 1's error */
+  } cases[] = {
+      {{a, "incorrect horse battery staple"}, "wrong job secret"},
+      {{a, NULL}, "requires its secret"},
+      {{NULL, a}, "this job has none"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    shared *sh = map_shared(2);
+    scenario s = {.nsizes = 1, .sizes = {1000}, .timeout_ms = 2000};
+    s.secret[0] = cases[i].secret[0];
+    s.secret[1] = cases[i].secret[1];
+    uint16_t port = free_port();
+    pid_t pids[2];
+    for (uint32_t r = 0; r < 2; r++) {
+      pids[r] = fork();
+      assert_true(pids[r] >= 0);
+      if (pids[r] == 0) {
+        dlcp_comm_config cfg;
+        base_config(&cfg, r, 2, port, &s);
+        cfg.rdzv_timeout_ms = 2000;
+        dlcp_comm *comm;
+        char err[256];
+        if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) == 0) {
+          dlcp_comm_destroy(comm);
+          _exit(0);
+        }
+        snprintf(sh[r].error, sizeof(sh[r].error), "%s", err);
+        _exit(1);
+      }
+    }
+    for (int r = 0; r < 2; r++) {
+      int st;
+      assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
+      assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    }
+    print_message("rank 1: %s\n", sh[1].error);
+    assert_non_null(strstr(sh[1].error, cases[i].says));
+    munmap(sh, 2 * sizeof(shared));
+  }
+}
+
 static void test_config_errors_name_the_field(void **state) {
   (void)state;
   dlcp_comm_config cfg;
@@ -582,6 +775,15 @@ static void test_config_errors_name_the_field(void **state) {
   assert_int_equal(dlcp_comm_create(&c, &cfg, err, sizeof(err)),
                    DLCP_ERR_CONFIG);
   assert_non_null(strstr(err, "master_addr"));
+  /* A secret too short to be one; its text never in the message. */
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = 1;
+  cfg.job_secret = "hunter2";
+  assert_int_equal(dlcp_comm_create(&c, &cfg, err, sizeof(err)),
+                   DLCP_ERR_CONFIG);
+  assert_non_null(strstr(err, "job_secret"));
+  assert_null(strstr(err, "hunter2"));
+  cfg.job_secret = NULL;
   /* A rank 0 that never comes: the rendezvous times out naming it. */
   cfg.master_addr = "127.0.0.1";
   cfg.master_port = free_port();
@@ -601,6 +803,9 @@ int main(void) {
       cmocka_unit_test(test_bounded_loss_has_no_tail),
       cmocka_unit_test(test_killed_rank_is_named),
       cmocka_unit_test(test_sprayed_garbage_is_dropped),
+      cmocka_unit_test(test_authenticated_job_drops_forgeries_and_replays),
+      cmocka_unit_test(test_authenticated_control_stream),
+      cmocka_unit_test(test_secret_mismatch_is_refused),
       cmocka_unit_test(test_dead_rank_collective_and_teardown_prompt),
       cmocka_unit_test(test_dead_rank_idle_teardown_prompt),
   };

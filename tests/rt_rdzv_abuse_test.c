@@ -202,8 +202,8 @@ static void a_rank_is_served(uint16_t port, uint32_t rank) {
   size_t len = 0;
   int found = 0;
   dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
-  if (dlcp_rdzv_client_connect(&cli, LOOPBACK, port, rank, WORLD, JOB,
-                               deadline, &eb) != 0) {
+  if (dlcp_rdzv_client_connect(&cli, LOOPBACK, port, rank, WORLD, JOB, NULL,
+                               NULL, deadline, &eb) != 0) {
     fail_msg("a good rank was refused: %s", eb.msg);
   }
   assert_int_equal(dlcp_rdzv_set(cli, "k", "v", 1, deadline, &eb), 0);
@@ -308,9 +308,9 @@ static void test_client_that_does_not_read(void **state) {
   int i;
   (void)state;
   memset(big, 'b', sizeof(big));
-  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, WORLD,
-                                            JOB, dlcp_rt_deadline_after(5000),
-                                            NULL),
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, WORLD, JOB,
+                                            NULL, NULL,
+                                            dlcp_rt_deadline_after(5000), NULL),
                    0);
   assert_int_equal(dlcp_rdzv_set(cli, "big", big, sizeof(big),
                                  dlcp_rt_deadline_after(5000), NULL),
@@ -394,7 +394,7 @@ static void test_wrong_job(void **state) {
   dlcp_errbuf eb;
   (void)state;
   assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, WORLD,
-                                            JOB + 1,
+                                            JOB + 1, NULL, NULL,
                                             dlcp_rt_deadline_after(5000), &eb),
                    DLCP_ERR_CONFIG);
   assert_null(cli);
@@ -486,10 +486,9 @@ static void test_too_many_keys(void **state) {
   int i;
   int rv = 0;
   (void)state;
-  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 0,
-                                            WORLD, JOB,
-                                            dlcp_rt_deadline_after(5000), &eb),
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &cli, LOOPBACK, dlcp_rdzv_server_port(srv), 0, WORLD,
+                       JOB, NULL, NULL, dlcp_rt_deadline_after(5000), &eb),
                    0);
   for (i = 0; i < 1000 && rv == 0; i++) {
     snprintf(key, sizeof(key), "junk/%d", i);
@@ -508,7 +507,7 @@ static void test_too_many_keys(void **state) {
     int found = 0;
     assert_int_equal(dlcp_rdzv_client_connect(
                          &cli, LOOPBACK, dlcp_rdzv_server_port(srv), 1, WORLD,
-                         JOB, dlcp_rt_deadline_after(5000), &eb),
+                         JOB, NULL, NULL, dlcp_rt_deadline_after(5000), &eb),
                      0);
     assert_int_equal(dlcp_rdzv_get(cli, "junk/95", &found, &value, &len,
                                    dlcp_rt_deadline_after(5000), &eb),

@@ -163,7 +163,7 @@ static void test_rank0_never_starts(void **state) {
   uint64_t elapsed_ms;
   int rv;
   (void)state;
-  rv = dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, 2, 0,
+  rv = dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 1, 2, 0, NULL, NULL,
                                 dlcp_rt_deadline_after(300), &eb);
   elapsed_ms = (dlcp_rt_now() - start) / DLCP_NS_PER_MS;
   assert_int_equal(rv, DLCP_ERR_TIMEOUT);
@@ -186,10 +186,10 @@ static void test_exchange_timeout_names_missing(void **state) {
   (void)state;
   assert_int_equal(start_server(&srv, 4), 0);
   for (r = 0; r < 2; r++) {
-    assert_int_equal(
-        dlcp_rdzv_client_connect(&cli[r], LOOPBACK, dlcp_rdzv_server_port(srv),
-                                 r, 4, 0, dlcp_rt_deadline_after(2000), &eb),
-        0);
+    assert_int_equal(dlcp_rdzv_client_connect(
+                         &cli[r], LOOPBACK, dlcp_rdzv_server_port(srv), r, 4, 0,
+                         NULL, NULL, dlcp_rt_deadline_after(2000), &eb),
+                     0);
   }
   /* Rank 1 has published before rank 0 gives up. */
   assert_int_equal(dlcp_rdzv_set(cli[1], "addr/1", "x", 1,
@@ -217,9 +217,9 @@ static void test_world_size_mismatch(void **state) {
   dlcp_errbuf eb;
   (void)state;
   assert_int_equal(start_server(&srv, 2), 0);
-  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 3, 0,
-                                            dlcp_rt_deadline_after(2000), &eb),
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &cli, LOOPBACK, dlcp_rdzv_server_port(srv), 1, 3, 0,
+                       NULL, NULL, dlcp_rt_deadline_after(2000), &eb),
                    DLCP_ERR_CONFIG);
   assert_null(cli);
   assert_non_null(strstr(eb.msg, "WORLD_SIZE mismatch"));
@@ -233,13 +233,13 @@ static void test_duplicate_rank(void **state) {
   dlcp_errbuf eb;
   (void)state;
   assert_int_equal(start_server(&srv, 2), 0);
-  assert_int_equal(dlcp_rdzv_client_connect(&a, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 2, 0,
-                                            dlcp_rt_deadline_after(2000), &eb),
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &a, LOOPBACK, dlcp_rdzv_server_port(srv), 1, 2, 0, NULL,
+                       NULL, dlcp_rt_deadline_after(2000), &eb),
                    0);
-  assert_int_equal(dlcp_rdzv_client_connect(&b, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 2, 0,
-                                            dlcp_rt_deadline_after(2000), &eb),
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &b, LOOPBACK, dlcp_rdzv_server_port(srv), 1, 2, 0, NULL,
+                       NULL, dlcp_rt_deadline_after(2000), &eb),
                    DLCP_ERR_CONFIG);
   assert_non_null(strstr(eb.msg, "rank 1 is already connected"));
   dlcp_rdzv_client_close(a);
@@ -335,8 +335,9 @@ static void test_garbage_rejected(void **state) {
   }
 
   /* The server still serves a real client. */
-  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, 2, 0,
-                                            dlcp_rt_deadline_after(2000), NULL),
+  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK, port, 0, 2, 0, NULL,
+                                            NULL, dlcp_rt_deadline_after(2000),
+                                            NULL),
                    0);
   assert_int_equal(
       dlcp_rdzv_set(cli, "k", "v1", 2, dlcp_rt_deadline_after(2000), NULL), 0);
@@ -367,9 +368,9 @@ static void test_server_gone(void **state) {
   size_t len;
   (void)state;
   assert_int_equal(start_server(&srv, 2), 0);
-  assert_int_equal(dlcp_rdzv_client_connect(&cli, LOOPBACK,
-                                            dlcp_rdzv_server_port(srv), 1, 2, 0,
-                                            dlcp_rt_deadline_after(2000), &eb),
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &cli, LOOPBACK, dlcp_rdzv_server_port(srv), 1, 2, 0,
+                       NULL, NULL, dlcp_rt_deadline_after(2000), &eb),
                    0);
   /* Drain deadline already passed: the server closes at once. */
   dlcp_rdzv_server_stop(srv, dlcp_rt_now());

@@ -3,7 +3,8 @@
  * itself on loopback.  Header-and-payload datagrams (DATA) keep their
  * order and bytes; a whole control datagram longer than a header (CDATA,
  * written into a scratch buffer the caller reuses at once) arrives whole,
- * in order, with the bytes it had when queued.  The ECN bits a datagram
+ * in order, with the bytes it had when queued; a trailer (an auth tag)
+ * given with either follows its last byte.  The ECN bits a datagram
  * arrives with are read, batch or one by one: Congestion Experienced
  * (set here by the sender itself, as a switch would) is reported, ECT(0)
  * and Not-ECT are not.
@@ -54,15 +55,22 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   uint8_t hdr[HDR_LEN], payload[PAYLOAD_LEN], scratch[WHOLE_LEN];
   memset(hdr, 0xa1, sizeof(hdr));
   memset(payload, 0xb2, sizeof(payload));
-  dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), payload, sizeof(payload),
+  uint8_t trailer[DLCP_UDP_TRAILER_LEN];
+  memset(trailer, 0xc3, sizeof(trailer));
+  dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), payload, sizeof(payload), NULL,
                  0);
   for (size_t i = 0; i < sizeof(scratch); i++) {
     scratch[i] = (uint8_t)i;
   }
-  dlcp_udp_queue(&u, 0, &self, scratch, sizeof(scratch), NULL, 0, 0);
+  dlcp_udp_queue(&u, 0, &self, scratch, sizeof(scratch), NULL, 0, trailer, 0);
   memset(scratch, 0xff, sizeof(scratch)); /* the next poll's message */
-  dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), payload, sizeof(payload),
+  memset(trailer, 0xff, sizeof(trailer)); /* copied when queued */
+  dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), payload, sizeof(payload), NULL,
                  0);
+  memset(trailer, 0xd4, sizeof(trailer));
+  dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), payload, sizeof(payload),
+                 trailer, 0);
+  memset(trailer, 0xff, sizeof(trailer));
   dlcp_udp_flush(&u);
 
   size_t len;
@@ -71,15 +79,25 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   assert_int_equal(d[0], 0xa1);
   assert_int_equal(d[HDR_LEN], 0xb2);
   d = next_datagram(&u, &len);
-  assert_int_equal(len, WHOLE_LEN);
+  assert_int_equal(len, WHOLE_LEN + DLCP_UDP_TRAILER_LEN);
   for (size_t i = 0; i < WHOLE_LEN; i++) {
     if (d[i] != (uint8_t)i) {
       fail_msg("byte %zu: %u, expected %u", i, d[i], (unsigned)(uint8_t)i);
     }
   }
+  for (size_t i = 0; i < DLCP_UDP_TRAILER_LEN; i++) {
+    assert_int_equal(d[WHOLE_LEN + i], 0xc3);
+  }
   d = next_datagram(&u, &len);
   assert_int_equal(len, HDR_LEN + PAYLOAD_LEN);
   assert_int_equal(d[HDR_LEN + PAYLOAD_LEN - 1], 0xb2);
+  d = next_datagram(&u, &len);
+  assert_int_equal(len, HDR_LEN + PAYLOAD_LEN + DLCP_UDP_TRAILER_LEN);
+  assert_int_equal(d[HDR_LEN], 0xb2);
+  assert_int_equal(d[HDR_LEN + PAYLOAD_LEN - 1], 0xb2);
+  for (size_t i = 0; i < DLCP_UDP_TRAILER_LEN; i++) {
+    assert_int_equal(d[HDR_LEN + PAYLOAD_LEN + i], 0xd4);
+  }
   assert_int_equal(u.send_errors, 0);
   dlcp_udp_close(&u);
 }
@@ -98,7 +116,7 @@ static void test_arrival_is_read(void **state) {
   for (int round = 0; round < 2; round++) {
     dlcp_tstamp sent = dlcp_rt_now();
     for (int i = 0; i < 3; i++) {
-      dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), NULL, 0, tos[i]);
+      dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), NULL, 0, NULL, tos[i]);
     }
     dlcp_udp_flush(&u);
     if (round == 0) { /* one by one */

@@ -44,7 +44,7 @@ typedef struct dlcp_range {
 /* The layout of dlcp_comm_config this header describes.  A new field
  * raises it, so a caller compiled against an older header is told to
  * rebuild instead of having its config misread. */
-#define DLCP_COMM_CONFIG_VERSION 1u
+#define DLCP_COMM_CONFIG_VERSION 2u
 
 /*
  * Explicit configuration, for callers that do not use the environment.
@@ -104,6 +104,13 @@ typedef struct dlcp_comm_config {
                                200 ms; 0: on the TCP control connection.
                                Every rank must use the same value.
                                Default 1 (docs/protocol.md) */
+  const char *job_secret;     /* NULL: a trusted network, nothing
+                                 authenticated.  Else the job's secret
+                                 (16..1024 bytes, NUL-terminated, the same
+                                 on every rank; copied): rendezvous requires
+                                 it and every datagram and control message
+                                 carries a MAC (docs/runtime.md,
+                                 "Authenticated jobs").  Default NULL */
 } dlcp_comm_config;
 
 /* dlcp_comm_config_default fills |cfg| with the defaults and the version
@@ -135,6 +142,7 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
  * LOCAL_WORLD_SIZE, and DLCP_TIMEOUT_MS, DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS,
  * DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB, DLCP_RATE_GBPS, DLCP_WINDOW_BYTES,
  * DLCP_EAGER_BYTES, DLCP_SPIN_US, DLCP_SHM, DLCP_RTT_LOW_US,
+ * DLCP_JOB_SECRET, DLCP_CONTROL_DATAGRAMS, DLCP_FLIGHT_DIR,
  * DLCP_RTT_HIGH_US, DLCP_TOPO and DLCP_FAULT_{DROP,DUP,REORDER,DELAY,
  * DELAY_US,SEED,PAUSE,STRAGGLE} (docs/runtime.md says what each does).
  * Returns what dlcp_comm_create returns; a malformed value fails with
@@ -175,6 +183,10 @@ typedef struct dlcp_comm_stats {
   uint64_t cuts_delay;     /* MLT rate cuts for a rising or high RTT */
   uint64_t control_retx;   /* control datagrams sent again (no CACK in
                               time; control_datagrams only) */
+  uint64_t auth_forged;    /* dropped: a MAC that did not check (jobs
+                              with a secret only) */
+  uint64_t auth_replayed;  /* dropped: a correctly tagged message seen
+                              before, or too old to tell */
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -64,6 +64,7 @@ class CommConfig(ctypes.Structure):
         ("fault_reorder", c_double), ("fault_delay", c_double),
         ("fault_delay_us", c_u32), ("fault_seed", c_u64),
         ("fault_straggle_ms", c_u32), ("control_datagrams", c_u32),
+        ("job_secret", c_char_p),
     ]
 
 
@@ -75,7 +76,8 @@ class CommStats(ctypes.Structure):
         "retransmissions", "shm_peers", "shm_sent", "shm_full",
         "doorbells")] + [("min_rate_gbps", c_double), ("max_srtt_ns", c_u64),
                          ("ce_received", c_u64), ("cuts_ecn", c_u64),
-                         ("cuts_delay", c_u64), ("control_retx", c_u64)]
+                         ("cuts_delay", c_u64), ("control_retx", c_u64),
+                         ("auth_forged", c_u64), ("auth_replayed", c_u64)]
 
 
 class CollOpts(ctypes.Structure):

@@ -458,6 +458,7 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->probe_timeout_ns = 1000000;
   cfg->max_probe_timeout_ns = 200000000;
   cfg->control_ack_delay_ns = 1000000;
+  cfg->datagram_max = DLCP_WIRE_DGRAM_MAX;
   cfg->stall_timeout_ns = 10000000000ull;
   cfg->max_rounds_without_progress = 16;
   cfg->max_transfers = 1024;
@@ -490,8 +491,10 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
   rate_params_of(&rp, cfg);
   if (dlcp_rate_params_check(&rp) != 0 ||
       cfg->segment_size < DLCP_WIRE_MIN_SEG ||
-      cfg->segment_size > DLCP_WIRE_MAX_SEG || cfg->npaths == 0 ||
-      cfg->npaths > 256 || cfg->nprio == 0 ||
+      cfg->segment_size > DLCP_WIRE_MAX_SEG ||
+      cfg->datagram_max > DLCP_WIRE_DGRAM_MAX ||
+      cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN > cfg->datagram_max ||
+      cfg->npaths == 0 || cfg->npaths > 256 || cfg->nprio == 0 ||
       cfg->nprio > DLCP_WIRE_PRIO_MASK + 1 || cfg->ack_every == 0 ||
       cfg->burst_pkts == 0 || cfg->initial_rtt_ns == 0 ||
       cfg->probe_timeout_ns == 0 ||
@@ -500,7 +503,8 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
       cfg->max_transfers == 0 ||
       cfg->eager_max_bytes > DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN ||
       (cfg->control_datagrams &&
-       cfg->eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX)) {
+       cfg->eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX -
+                                  (DLCP_WIRE_DGRAM_MAX - cfg->datagram_max))) {
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -2129,7 +2133,8 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   /* A control message must fit one CDATA datagram. */
   size_t ctl_buflen = buflen;
   if (conn->ctl_on) {
-    ctl_buflen = buflen > DLCP_WIRE_DGRAM_MAX ? DLCP_WIRE_DGRAM_MAX : buflen;
+    uint32_t most = conn->cfg.datagram_max;
+    ctl_buflen = buflen > most ? most : buflen;
     ctl_buflen -= DLCP_WIRE_CDATA_HDR_LEN;
   }
   while (conn->pend_head) {

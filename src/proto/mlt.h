@@ -138,8 +138,14 @@ typedef struct dlcp_mlt_config {
                              through dlcp_mlt_on_datagram.  Off: they are
                              DLCP_MLT_ACT_CONTROL for a reliable stream.
                              Needs eager_max_bytes <=
-                             DLCP_MLT_CTL_DGRAM_EAGER_MAX; both ends must
+                             DLCP_MLT_CTL_DGRAM_EAGER_MAX less what
+                             datagram_max leaves out; both ends must
                              agree. */
+  /* The largest datagram the driver carries (one that appends bytes of its
+   * own, such as an auth trailer, leaves room for them here): DATA packets
+   * (segment_size plus header) and control datagrams stay within it.
+   * Default DLCP_WIRE_DGRAM_MAX. */
+  uint32_t datagram_max;
   dlcp_duration control_ack_delay_ns; /* how long a control datagram's
                              acknowledgement may wait for a reply to ride
                              on (ctlchan.h); the sender's control RTO

@@ -33,6 +33,32 @@ int dlcp_auth_init(dlcp_auth *a, const void *secret, size_t len,
   return 0;
 }
 
+void dlcp_auth_session(dlcp_auth *s, const dlcp_auth *job,
+                       const uint8_t salt[DLCP_AUTH_SALT_LEN]) {
+  static const char label[] = "dlcp session key v1";
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, job->key, sizeof(job->key), sizeof(s->key));
+  crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+  crypto_generichash_update(&st, salt, DLCP_AUTH_SALT_LEN);
+  crypto_generichash_final(&st, s->key, sizeof(s->key));
+}
+
+void dlcp_auth_forget(dlcp_auth *a) {
+  sodium_memzero(a->key, sizeof(a->key));
+}
+
+uint64_t dlcp_auth_nonce(void) {
+  uint64_t n;
+  do {
+    randombytes_buf(&n, sizeof(n));
+  } while (n == 0);
+  return n;
+}
+
+void dlcp_auth_salt(uint8_t salt[DLCP_AUTH_SALT_LEN]) {
+  randombytes_buf(salt, DLCP_AUTH_SALT_LEN);
+}
+
 uint64_t dlcp_auth_stream(dlcp_auth_channel channel, uint32_t from,
                           uint32_t to) {
   return (uint64_t)channel << 48 | (uint64_t)(from & 0xFFFFFFu) << 24 |

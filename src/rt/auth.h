@@ -19,7 +19,15 @@
  * use a window of one).
  *
  * The job key is derived from the secret and the job token, so two jobs
- * with the same secret do not accept each other's messages either.
+ * with the same secret do not accept each other's messages either.  It
+ * authenticates only the rendezvous HELLO and its answer, whose counters
+ * are random (a HELLO's is the client's fresh nonce); that answer carries
+ * a random salt drawn by the rendezvous server when it starts, and every
+ * later message is tagged under the session key derived from the job key
+ * and that salt (dlcp_auth_session).  A run of the same job again (same
+ * secret, same token) therefore has a fresh key: its counters, which
+ * start at 1 again, never meet the old ones, and nothing recorded from an
+ * earlier run is accepted.
  */
 #ifndef DLCP_RT_AUTH_H
 #define DLCP_RT_AUTH_H
@@ -34,6 +42,10 @@
 #define DLCP_AUTH_TRAILER_LEN 24u /* counter 8, tag 16 */
 #define DLCP_AUTH_WINDOW 1024u    /* counters accepted out of order */
 #define DLCP_AUTH_SECRET_MIN 16u  /* bytes of secret required */
+#define DLCP_AUTH_SECRET_MAX 1024u /* bytes of secret at most */
+#define DLCP_AUTH_SALT_LEN 32u
+/* The rendezvous server's end of a RENDEZVOUS stream. */
+#define DLCP_AUTH_SERVER 0xFFFFFFu
 
 typedef struct dlcp_auth {
   uint8_t key[DLCP_AUTH_KEY_LEN];
@@ -49,6 +61,21 @@ typedef enum dlcp_auth_channel {
  * DLCP_AUTH_SECRET_MIN bytes) and |job|.  Returns 0, or -1 if libsodium
  * cannot start or the secret is too short. */
 int dlcp_auth_init(dlcp_auth *a, const void *secret, size_t len, uint32_t job);
+
+/* dlcp_auth_session derives the session key |s| of the run whose
+ * rendezvous server drew |salt|, from the job key |job|. */
+void dlcp_auth_session(dlcp_auth *s, const dlcp_auth *job,
+                       const uint8_t salt[DLCP_AUTH_SALT_LEN]);
+
+/* dlcp_auth_nonce returns a fresh random counter (never 0), for the
+ * messages a key may tag again in another run (the HELLO exchange). */
+uint64_t dlcp_auth_nonce(void);
+
+/* dlcp_auth_salt fills |salt| with random bytes. */
+void dlcp_auth_salt(uint8_t salt[DLCP_AUTH_SALT_LEN]);
+
+/* dlcp_auth_forget wipes the key |a| holds. */
+void dlcp_auth_forget(dlcp_auth *a);
 
 /* dlcp_auth_stream names the direction |from| -> |to| of |channel|. */
 uint64_t dlcp_auth_stream(dlcp_auth_channel channel, uint32_t from,

@@ -16,6 +16,7 @@
 
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
+#include "rt/auth.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
 #include "rt/fault.h"
@@ -65,6 +66,11 @@ typedef struct peer {
   uint8_t *wbuf;
   size_t wlen, woff, wcap;
   bool want_write;
+  /* A job with a secret (rt/auth.h): the last counters used towards |p|
+   * on each channel, the last control counter accepted from it (a byte
+   * stream: in order), and the window of its datagram counters. */
+  uint64_t dgram_tx, ctl_tx, ctl_rx;
+  dlcp_replay dgram_rx;
   int dead_status; /* 0 while alive */
   char dead_reason[224];
 } peer;
@@ -95,6 +101,8 @@ struct dlcp_comm {
   dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
   uint8_t *scratch;
   int listen_fd;
+  /* With a job secret (rdzv.authenticated) every datagram on a socket and
+   * every control message carries a trailer tagged under rdzv.session. */
   dlcp_rdzv rdzv;
   char local_ip[INET_ADDRSTRLEN];
   dlcp_tstamp started_ns;

@@ -105,6 +105,19 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
                              "fault probabilities: expected values in [0, 1]");
     }
   }
+  size_t secret_len = cfg->job_secret ? strlen(cfg->job_secret) : 0;
+  if (cfg->job_secret && (secret_len < DLCP_AUTH_SECRET_MIN ||
+                          secret_len > DLCP_AUTH_SECRET_MAX)) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "job_secret (%zu bytes, not shown): expected "
+                           "%u..%u bytes",
+                           secret_len, DLCP_AUTH_SECRET_MIN,
+                           DLCP_AUTH_SECRET_MAX);
+  }
+  if (cfg->job_secret) {
+    memcpy(env->job_secret, cfg->job_secret, secret_len);
+    env->job_secret_len = (uint32_t)secret_len;
+  }
   dlcp_fmt(env->master_addr, sizeof(env->master_addr), "%s",
            cfg->master_addr ? cfg->master_addr : "127.0.0.1");
   dlcp_fmt(env->local_addr, sizeof(env->local_addr), "%s",

@@ -4,7 +4,9 @@
  * MLT's START/PROBE/BITMAP/STOP/FINISH/EAGER messages and the
  * collectives' notes.  Outgoing messages are queued whole and written as
  * the socket allows; incoming bytes are framed by the preamble's length
- * and whole messages handed to the MLT connection or the collectives.  A
+ * and whole messages handed to the MLT connection or the collectives (in
+ * a job with a secret each message carries an auth trailer, checked
+ * first: a forged or replayed one is counted and dropped).  A
  * stream that stops parsing fails the peer (a byte stream cannot
  * resynchronise).
  */
@@ -71,12 +73,13 @@ int dlcp_rt_ctrl_flush(dlcp_comm *c, peer *p, dlcp_tstamp now) {
 
 void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
                            size_t len, dlcp_tstamp now) {
+  size_t trailer = c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0;
   if (p->dead_status != 0) {
     return;
   }
-  if (p->wlen + len > p->wcap) {
+  if (p->wlen + len + trailer > p->wcap) {
     size_t cap = p->wcap ? p->wcap : 65536;
-    while (cap < p->wlen + len) {
+    while (cap < p->wlen + len + trailer) {
       cap *= 2;
     }
     uint8_t *b = realloc(p->wbuf, cap);
@@ -88,7 +91,35 @@ void dlcp_rt_queue_control(dlcp_comm *c, peer *p, const uint8_t *msg,
     p->wcap = cap;
   }
   memcpy(p->wbuf + p->wlen, msg, len);
-  p->wlen += len;
+  if (trailer) {
+    struct iovec m = {p->wbuf + p->wlen, len};
+    dlcp_auth_seal(&c->rdzv.session,
+                   dlcp_auth_stream(DLCP_AUTH_CONTROL, c->env.rank, p->rank),
+                   ++p->ctl_tx, &m, 1, p->wbuf + p->wlen + len);
+  }
+  p->wlen += len + trailer;
+}
+
+/* In a job with a secret, whether the control message |msg| from |p|,
+ * whose trailer follows it, is genuine and next in its stream; a forged
+ * or replayed one is counted. */
+static bool control_authentic(dlcp_comm *c, peer *p, const uint8_t *msg,
+                              size_t len) {
+  struct iovec m = {(void *)(uintptr_t)msg, len};
+  uint64_t counter =
+      dlcp_auth_check(&c->rdzv.session,
+                      dlcp_auth_stream(DLCP_AUTH_CONTROL, p->rank, c->env.rank),
+                      &m, 1, msg + len);
+  if (counter == 0) {
+    c->stats.auth_forged++;
+    return false;
+  }
+  if (counter != p->ctl_rx + 1) {
+    c->stats.auth_replayed++;
+    return false;
+  }
+  p->ctl_rx = counter;
+  return true;
 }
 
 /* Makes room for at least |more| bytes after what |p|'s control buffer
@@ -127,15 +158,17 @@ void dlcp_rt_ctrl_parse(dlcp_comm *c, peer *p, dlcp_tstamp now) {
       dlcp_rt_peer_fail(c, p, DLCP_ERR_PEER_ABORTED, why, now);
       return;
     }
-    if (p->rlen - off < pre.len) {
+    size_t trailer = c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0;
+    if (p->rlen - off < pre.len + trailer) {
       break;
     }
-    if (pre.type == DLCP_WIRE_NOTE) {
+    bool genuine = !trailer || control_authentic(c, p, p->rbuf + off, pre.len);
+    if (genuine && pre.type == DLCP_WIRE_NOTE) {
       dlcp_rt_coll_note(c, p, p->rbuf + off, pre.len, now);
-    } else {
+    } else if (genuine) {
       dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
     }
-    off += pre.len;
+    off += pre.len + trailer;
     if (p->dead_status != 0) {
       return;
     }

@@ -5,7 +5,8 @@
  * tensor, no copy).  Receiving: batches from the UDP sockets, or one by
  * one with DATA payloads read straight into the tensor (rx_in_place), and
  * the rings of the peers on this host, each datagram handed to the MLT
- * connection of the peer it came from.
+ * connection of the peer it came from (in a job with a secret, once its
+ * auth trailer has checked).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,18 @@
 #include "rt/udp.h"
 #include "wire/wire.h"
 
+_Static_assert(DLCP_UDP_TRAILER_LEN == DLCP_AUTH_TRAILER_LEN,
+               "the UDP batch holds one auth trailer per datagram");
+
 /* One datagram towards |p|: into its shared-memory ring when it is on
  * this host, else into the UDP batch (|payload| then lives until the
- * flush). */
+ * flush), with an auth trailer in a job with a secret.  The rings carry
+ * no trailer: only processes of this host's user can map them. */
 static void emit(dlcp_comm *c, peer *p, uint32_t path,
                  const struct sockaddr_in *to, const uint8_t *hdr,
                  size_t hdr_len, const void *payload, size_t payload_len,
                  int tos) {
+  uint8_t trailer[DLCP_AUTH_TRAILER_LEN];
   if (p->shm.hdr) {
     if (dlcp_shm_put(&p->shm, DLCP_SHM_DATAGRAM, hdr, hdr_len, payload,
                      payload_len)) {
@@ -33,7 +39,15 @@ static void emit(dlcp_comm *c, peer *p, uint32_t path,
     }
     return;
   }
-  dlcp_udp_queue(&c->udp, path, to, hdr, hdr_len, payload, payload_len, tos);
+  if (c->rdzv.authenticated) {
+    struct iovec m[2] = {{(void *)(uintptr_t)hdr, hdr_len},
+                         {(void *)(uintptr_t)payload, payload_len}};
+    dlcp_auth_seal(&c->rdzv.session,
+                   dlcp_auth_stream(DLCP_AUTH_DATAGRAM, c->env.rank, p->rank),
+                   ++p->dgram_tx, m, 2, trailer);
+  }
+  dlcp_udp_queue(&c->udp, path, to, hdr, hdr_len, payload, payload_len,
+                 c->rdzv.authenticated ? trailer : NULL, tos);
 }
 
 /* Sends what is queued, and wakes the peers on this host that went to
@@ -44,7 +58,7 @@ void dlcp_rt_flush_datagrams(dlcp_comm *c) {
     peer *p = &c->peers[r];
     if (p->shm.hdr && dlcp_shm_needs_doorbell(&p->shm)) {
       c->stats.doorbells++;
-      dlcp_udp_queue(&c->udp, 0, &p->udp[0], c->scratch, 0, NULL, 0, 0);
+      dlcp_udp_queue(&c->udp, 0, &p->udp[0], c->scratch, 0, NULL, 0, NULL, 0);
     }
   }
   dlcp_udp_flush(&c->udp);
@@ -107,6 +121,32 @@ static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
   return NULL;
 }
 
+/* In a job with a secret, whether datagram |d| from |p| (its trailer
+ * last) is genuine and new; a forged or replayed one is counted.  Sets
+ * |*len| to the length without the trailer. */
+static bool datagram_authentic(dlcp_comm *c, peer *p, const uint8_t *d,
+                               size_t *len) {
+  if (*len < DLCP_AUTH_TRAILER_LEN) {
+    c->stats.auth_forged++;
+    return false;
+  }
+  *len -= DLCP_AUTH_TRAILER_LEN;
+  struct iovec m = {(void *)(uintptr_t)d, *len};
+  uint64_t counter = dlcp_auth_check(
+      &c->rdzv.session,
+      dlcp_auth_stream(DLCP_AUTH_DATAGRAM, p->rank, c->env.rank), &m, 1,
+      d + *len);
+  if (counter == 0) {
+    c->stats.auth_forged++;
+    return false;
+  }
+  if (!dlcp_replay_accept(&p->dgram_rx, counter)) {
+    c->stats.auth_replayed++;
+    return false;
+  }
+  return true;
+}
+
 /* A datagram read whole goes to the connection of the peer it came from;
  * others' are counted and dropped. */
 static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
@@ -119,6 +159,9 @@ static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
   peer *p = peer_by_addr(c, from);
   if (!p) {
     c->stats.dropped_foreign++;
+    return;
+  }
+  if (c->rdzv.authenticated && !datagram_authentic(c, p, d, &len)) {
     return;
   }
   dlcp_mlt_on_datagram_arrived(p->conn, d, len, arr, now);

@@ -28,7 +28,7 @@
 static const char *const known_dlcp_vars[] = {
     "DLCP_TIMEOUT_MS",  "DLCP_RDZV_TIMEOUT_MS",
     "DLCP_PATHS",       "DLCP_SEGMENT",
-    "DLCP_ADDR",        "DLCP_JOB",
+    "DLCP_ADDR",        "DLCP_JOB",         "DLCP_JOB_SECRET",
     "DLCP_TOPO",        "DLCP_FAULT_DROP",
     "DLCP_FAULT_DUP",   "DLCP_FAULT_REORDER",
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
@@ -454,6 +454,25 @@ static int load_fault(const reader *rd, dlcp_rt_env *env) {
   return rv != 0 ? rv : load_straggle(rd, env);
 }
 
+/* DLCP_JOB_SECRET: kept as bytes; an error never shows the value. */
+static int load_secret(const reader *rd, dlcp_rt_env *env) {
+  const char *s = get(rd, "DLCP_JOB_SECRET");
+  size_t n = s != NULL ? strlen(s) : 0;
+  env->job_secret_len = 0;
+  if (s == NULL) {
+    return 0;
+  }
+  if (n < DLCP_AUTH_SECRET_MIN || n > DLCP_AUTH_SECRET_MAX) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "DLCP_JOB_SECRET (%zu bytes, not shown): expected "
+                           "%u..%u bytes, the same on every rank",
+                           n, DLCP_AUTH_SECRET_MIN, DLCP_AUTH_SECRET_MAX);
+  }
+  memcpy(env->job_secret, s, n);
+  env->job_secret_len = (uint32_t)n;
+  return 0;
+}
+
 /* default_job hashes MASTER_ADDR:MASTER_PORT (FNV-1a), which every rank
  * of a job sees identically, into a nonzero token. */
 static uint32_t default_job(const dlcp_rt_env *env) {
@@ -488,9 +507,8 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
       (rv = load_segment(&rd, env)) != 0 ||
       (rv = read_host(&rd, "DLCP_ADDR", env->local_addr)) != 0 ||
       (rv = read_rate(&rd, "DLCP_RATE_GBPS", &env->rate_gbps)) != 0 ||
-      (rv = read_u64(&rd, "DLCP_WINDOW_BYTES",
-                     "a byte count (0 = no window)", 0, UINT64_C(1) << 40,
-                     &env->window_bytes)) != 0 ||
+      (rv = read_u64(&rd, "DLCP_WINDOW_BYTES", "a byte count (0 = no window)",
+                     0, UINT64_C(1) << 40, &env->window_bytes)) != 0 ||
       (rv = read_u32(&rd, "DLCP_EAGER_BYTES", "a byte count (0 = never)", 0,
                      DLCP_RT_MAX_EAGER_BYTES, &env->eager_bytes)) != 0 ||
       (rv = read_u32(&rd, "DLCP_SPIN_US", "a time in microseconds", 0,
@@ -504,7 +522,8 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
                      10000000, &env->rtt_low_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,
                      10000000, &env->rtt_high_us)) != 0 ||
-      (rv = load_topo(&rd, env)) != 0 || (rv = load_fault(&rd, env)) != 0) {
+      (rv = load_topo(&rd, env)) != 0 || (rv = load_fault(&rd, env)) != 0 ||
+      (rv = load_secret(&rd, env)) != 0) {
     return rv;
   }
   env->job = default_job(env);

@@ -15,6 +15,10 @@
  *                          (default: chosen from the route to MASTER_ADDR)
  *   DLCP_JOB               job token, 1..4294967295 (default: a hash of
  *                          MASTER_ADDR:MASTER_PORT, equal on every rank)
+ *   DLCP_JOB_SECRET        the job's secret, 16..1024 bytes: rendezvous
+ *                          requires it and every datagram and control
+ *                          message is authenticated (rt/auth.h); unset:
+ *                          a trusted network, nothing authenticated
  *   DLCP_TOPO              "flat" or "rack:N" (N consecutive ranks share a
  *                          rack), for topology-aware collectives
  *   DLCP_FAULT_DROP        probability a data packet is dropped on send
@@ -41,6 +45,7 @@
 #include <stdint.h>
 
 #include "dlcp/dlcp_types.h"
+#include "rt/auth.h"
 #include "rt/errbuf.h"
 
 #define DLCP_ENV_HOST_MAX 255u
@@ -109,6 +114,9 @@ typedef struct dlcp_rt_env {
   uint32_t segment_bytes;                 /* 0 = auto */
   char local_addr[DLCP_ENV_HOST_MAX + 1]; /* "" = auto */
   uint32_t job;                           /* != 0 */
+  /* DLCP_JOB_SECRET (job_secret_len 0: none); not NUL-terminated. */
+  char job_secret[DLCP_AUTH_SECRET_MAX];
+  uint32_t job_secret_len;
   double rate_gbps; /* MLT line rate, DLCP_RATE_GBPS; 0 = the path's */
   uint64_t window_bytes; /* DLCP_WINDOW_BYTES: in-flight cap per peer,
                             0 = none; default 1 MiB */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "proto/mlt.h"
@@ -74,8 +75,9 @@ static int local_ip_towards(const char *host, char *out, size_t outlen,
 }
 
 /* Payload bytes per datagram towards |to|: the path MTU less the IPv4,
- * UDP and MLT headers, clamped to what the wire format allows. */
-static uint32_t segment_for(const struct sockaddr_in *to) {
+ * UDP and MLT headers and |trailer| bytes of the runtime's own, clamped
+ * to what the wire format allows. */
+static uint32_t segment_for(const struct sockaddr_in *to, uint32_t trailer) {
   int mtu = 1500;
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd >= 0) {
@@ -86,9 +88,9 @@ static uint32_t segment_for(const struct sockaddr_in *to) {
     }
     close(fd);
   }
-  long seg = (long)mtu - 20 - 8 - (long)DLCP_WIRE_DATA_HDR_LEN;
-  if (seg > (long)DLCP_WIRE_MAX_SEG) {
-    seg = DLCP_WIRE_MAX_SEG;
+  long seg = (long)mtu - 20 - 8 - (long)DLCP_WIRE_DATA_HDR_LEN - (long)trailer;
+  if (seg > (long)(DLCP_WIRE_MAX_SEG - trailer)) {
+    seg = DLCP_WIRE_MAX_SEG - trailer;
   }
   if (seg < (long)DLCP_WIRE_MIN_SEG) {
     seg = DLCP_WIRE_MIN_SEG;
@@ -140,11 +142,32 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
   return 0;
 }
 
+/* In a job with a secret, whether |hello| (with its trailer) comes from
+ * rank |r| of this run: counter 1 of its control stream to this rank. */
+static bool mesh_hello_authentic(dlcp_comm *c, const uint8_t *hello,
+                                 uint32_t r) {
+  if (!c->rdzv.authenticated) {
+    return true;
+  }
+  struct iovec m = {(void *)(uintptr_t)hello, DLCP_MESH_HELLO_LEN};
+  if (r >= c->env.world_size ||
+      dlcp_auth_check(&c->rdzv.session,
+                      dlcp_auth_stream(DLCP_AUTH_CONTROL, r, c->env.rank), &m,
+                      1, hello + DLCP_MESH_HELLO_LEN) != 1) {
+    c->stats.auth_forged++;
+    return false;
+  }
+  c->peers[r].ctl_rx = 1;
+  return true;
+}
+
 /* Connects to every lower rank and accepts every higher one. */
 static int build_mesh(dlcp_comm *c, const addr_record *recs,
                       dlcp_tstamp deadline, dlcp_errbuf *eb) {
   uint32_t me = c->env.rank, n = c->env.world_size;
-  uint8_t hello[DLCP_MESH_HELLO_LEN];
+  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
+  size_t hello_len =
+      DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
   for (uint32_t r = 0; r < me; r++) {
     peer *p = &c->peers[r];
     dlcp_net_addr a;
@@ -165,7 +188,15 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
     }
     p->tcp_fd = fd;
     dlcp_mesh_put_hello(hello, c->env.job, me);
-    if (dlcp_net_write_all(fd, hello, DLCP_MESH_HELLO_LEN, deadline) != 0) {
+    if (c->rdzv.authenticated) {
+      /* The hello is the first message of this rank's control stream to
+       * |r|: counter 1. */
+      struct iovec m = {hello, DLCP_MESH_HELLO_LEN};
+      dlcp_auth_seal(&c->rdzv.session,
+                     dlcp_auth_stream(DLCP_AUTH_CONTROL, me, r), ++p->ctl_tx,
+                     &m, 1, hello + DLCP_MESH_HELLO_LEN);
+    }
+    if (dlcp_net_write_all(fd, hello, hello_len, deadline) != 0) {
       return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
                              "%s: hello not sent", p->name);
     }
@@ -185,9 +216,11 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
       continue;
     }
     uint32_t r;
-    if (dlcp_net_read_all(fd, hello, DLCP_MESH_HELLO_LEN, deadline) != 0 ||
-        dlcp_mesh_get_hello(hello, c->env.job, &r) != 0) {
-      /* Not one of ours (a stray connection or another job): ignore. */
+    if (dlcp_net_read_all(fd, hello, hello_len, deadline) != 0 ||
+        dlcp_mesh_get_hello(hello, c->env.job, &r) != 0 ||
+        !mesh_hello_authentic(c, hello, r)) {
+      /* Not one of ours (a stray connection, another job, or a forgery):
+       * ignore. */
       close(fd);
       accepted--;
       continue;
@@ -376,7 +409,10 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     return dlcp_errbuf_set(eb, -errno, "control listener on %s: %s",
                            c->local_ip, strerror(errno));
   }
-  if ((rv = dlcp_rdzv_join(&c->rdzv, env, eb)) != 0) {
+  rv = dlcp_rdzv_join(&c->rdzv, env, eb);
+  /* From here on the run's session key stands for the secret. */
+  memset(env->job_secret, 0, sizeof(env->job_secret));
+  if (rv != 0) {
     return rv;
   }
   open_shm_segment(c);
@@ -438,7 +474,10 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
 #define RX_IN_PLACE_MIN_SEGMENT 16384u
 
 int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
-  c->rx_in_place = c->env.world_size > 1;
+  /* An authenticated datagram is checked before any of it is used, so
+   * none is read into a tensor before its trailer. */
+  uint32_t trailer = c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0;
+  c->rx_in_place = c->env.world_size > 1 && trailer == 0;
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     if (r == c->env.rank) {
       continue;
@@ -447,9 +486,13 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     dlcp_mlt_config cfg;
     dlcp_mlt_config_default(&cfg);
     cfg.job = c->env.job;
-    dlcp_mlt_config_tune_segment(&cfg, c->env.segment_bytes
-                                           ? c->env.segment_bytes
-                                           : segment_for(&p->udp[0]));
+    uint32_t seg = c->env.segment_bytes ? c->env.segment_bytes
+                                        : segment_for(&p->udp[0], trailer);
+    cfg.datagram_max = DLCP_WIRE_DGRAM_MAX - trailer;
+    if (seg + DLCP_WIRE_DATA_HDR_LEN > cfg.datagram_max) {
+      seg = cfg.datagram_max - DLCP_WIRE_DATA_HDR_LEN;
+    }
+    dlcp_mlt_config_tune_segment(&cfg, seg);
     if (cfg.segment_size < RX_IN_PLACE_MIN_SEGMENT) {
       c->rx_in_place = false;
     }
@@ -475,8 +518,8 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
      * 43 -> 149 us per 4 KiB all-reduce). */
     cfg.control_datagrams = c->env.control_datagrams && !p->both_rings;
     if (cfg.control_datagrams &&
-        cfg.eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX) {
-      cfg.eager_max_bytes = DLCP_MLT_CTL_DGRAM_EAGER_MAX;
+        cfg.eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX - trailer) {
+      cfg.eager_max_bytes = DLCP_MLT_CTL_DGRAM_EAGER_MAX - trailer;
     }
     /* DLCP_RTT_LOW_US / DLCP_RTT_HIGH_US override the tuned thresholds. */
     if (c->env.rtt_low_us) {

@@ -22,11 +22,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rt/clock.h"
 #include "rt/net.h"
+#include "wire/bytes.h"
+
+_Static_assert(DLCP_RDZV_TRAILER_LEN == DLCP_AUTH_TRAILER_LEN &&
+                   DLCP_RDZV_SALT_LEN == DLCP_AUTH_SALT_LEN,
+               "the rendezvous wire format holds auth.h's trailer and salt");
 
 #define BACKOFF_FIRST_MS 10u
 #define BACKOFF_MAX_MS 1000u
@@ -217,17 +223,46 @@ static int retryable(int err) {
          err == EAGAIN;
 }
 
+/* check_welcome checks the server's answer to a tagged HELLO: the salt,
+ * tagged with the nonce this HELLO carried (so not an answer recorded
+ * from another run), which it copies to |salt|. */
+static int check_welcome(dlcp_rdzv_client *cli, const dlcp_auth *auth,
+                         uint64_t nonce, const response *resp,
+                         uint8_t salt[DLCP_AUTH_SALT_LEN], dlcp_errbuf *eb) {
+  uint8_t echo[8];
+  dlcp_put_u64(echo, nonce);
+  if (resp->len == DLCP_RDZV_WELCOME_LEN) {
+    struct iovec msg[2] = {{resp->value, DLCP_RDZV_SALT_LEN},
+                           {echo, sizeof(echo)}};
+    if (dlcp_auth_check(
+            auth,
+            dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER, cli->rank),
+            msg, 2, resp->value + DLCP_RDZV_SALT_LEN) != 0) {
+      memcpy(salt, resp->value, DLCP_AUTH_SALT_LEN);
+      return 0;
+    }
+  }
+  return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                         "rendezvous server at %s did not prove it knows the "
+                         "job secret (%zu-byte answer to HELLO: rank 0 has "
+                         "no or another DLCP_JOB_SECRET, or something else "
+                         "answers there)",
+                         cli->server, resp->len);
+}
+
 int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint16_t port, uint32_t rank, uint32_t world_size,
-                             uint32_t job, dlcp_tstamp deadline,
-                             dlcp_errbuf *eb) {
+                             uint32_t job, const dlcp_auth *auth,
+                             uint8_t salt[DLCP_AUTH_SALT_LEN],
+                             dlcp_tstamp deadline, dlcp_errbuf *eb) {
   dlcp_rdzv_client *cli;
   dlcp_net_addr addr;
   dlcp_tstamp start = dlcp_rt_now();
   uint64_t backoff_ms = BACKOFF_FIRST_MS;
   unsigned attempts = 0;
   int last_err = 0;
-  uint8_t hello[DLCP_RDZV_HELLO_LEN];
+  uint8_t hello[DLCP_RDZV_HELLO_AUTH_LEN];
+  uint64_t nonce = 0;
   response resp;
   int rv;
 
@@ -281,13 +316,24 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
   }
 
   dlcp_rdzv_put_hello(hello, rank, world_size, job);
-  rv = request(cli, DLCP_RDZV_HELLO, "HELLO", NULL, hello, sizeof(hello),
-               deadline, &resp, eb);
+  if (auth) {
+    struct iovec msg = {hello, DLCP_RDZV_HELLO_LEN};
+    nonce = dlcp_auth_nonce();
+    dlcp_auth_seal(
+        auth, dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, rank, DLCP_AUTH_SERVER),
+        nonce, &msg, 1, hello + DLCP_RDZV_HELLO_LEN);
+  }
+  rv = request(cli, DLCP_RDZV_HELLO, "HELLO", NULL, hello,
+               auth ? DLCP_RDZV_HELLO_AUTH_LEN : DLCP_RDZV_HELLO_LEN, deadline,
+               &resp, eb);
+  if (rv == 0 && auth) {
+    rv = check_welcome(cli, auth, nonce, &resp, salt, eb);
+  }
+  free(resp.value);
   if (rv != 0) {
     dlcp_rdzv_client_close(cli);
     return rv;
   }
-  free(resp.value);
   *pcli = cli;
   return 0;
 }
@@ -488,9 +534,20 @@ int dlcp_rdzv_join(dlcp_rdzv *rdzv, const dlcp_rt_env *env, dlcp_errbuf *eb) {
   if (env->world_size == 1) {
     return 0;
   }
+  dlcp_auth job_key;
+  uint8_t salt[DLCP_AUTH_SALT_LEN];
+  if (env->job_secret_len > 0) {
+    if (dlcp_auth_init(&job_key, env->job_secret, env->job_secret_len,
+                       env->job) != 0) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_INTERNAL,
+                             "DLCP_JOB_SECRET: libsodium cannot start");
+    }
+    rdzv->authenticated = true;
+  }
   if (env->rank == 0) {
     dlcp_rdzv_server_config cfg;
     dlcp_rdzv_server_config_default(&cfg, env->world_size, env->job);
+    cfg.auth = rdzv->authenticated ? &job_key : NULL;
     rv = dlcp_rdzv_server_start(&rdzv->server, env->master_addr,
                                 env->master_port, &cfg, eb);
     if (rv == -EADDRNOTAVAIL) {
@@ -505,11 +562,15 @@ int dlcp_rdzv_join(dlcp_rdzv *rdzv, const dlcp_rt_env *env, dlcp_errbuf *eb) {
   }
   rv = dlcp_rdzv_client_connect(&rdzv->client, env->master_addr,
                                 env->master_port, env->rank, env->world_size,
-                                env->job, deadline, eb);
+                                env->job, rdzv->authenticated ? &job_key : NULL,
+                                salt, deadline, eb);
   if (rv != 0) {
     dlcp_rdzv_server_stop(rdzv->server, dlcp_rt_now());
     rdzv->server = NULL;
+  } else if (rdzv->authenticated) {
+    dlcp_auth_session(&rdzv->session, &job_key, salt);
   }
+  dlcp_auth_forget(&job_key);
   return rv;
 }
 

@@ -18,10 +18,12 @@
 #ifndef DLCP_RT_RENDEZVOUS_H
 #define DLCP_RT_RENDEZVOUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "dlcp/dlcp_types.h"
+#include "rt/auth.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
 #include "wire/rdzv_wire.h"
@@ -39,6 +41,10 @@ typedef struct dlcp_rdzv_client dlcp_rdzv_client;
 typedef struct dlcp_rdzv_server_config {
   uint32_t world_size; /* 1..DLCP_ENV_MAX_WORLD */
   uint32_t job;        /* every HELLO must carry this job token */
+  /* The job key of a job with a secret (copied at start), or NULL: every
+   * HELLO must then be tagged under it, and the answer carries the salt
+   * the server draws at start (rdzv_wire.h). */
+  const dlcp_auth *auth;
   /* A new connection has this long to say HELLO, a request once begun
    * this long to arrive whole, an answer this long to be read; then the
    * connection is closed.  A rank idle after its HELLO (or parked in a
@@ -91,7 +97,9 @@ void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline);
 
 /*
  * dlcp_rdzv_client_connect connects to the store at |host|:|port| as rank
- * |rank| of |world_size| in job |job|.  A refused or unreachable server is retried with
+ * |rank| of |world_size| in job |job|.  With |auth| (the job key; NULL:
+ * none) the HELLO is tagged, the server's answer checked, and the run's
+ * salt written to |salt|.  A refused or unreachable server is retried with
  * exponential backoff (10 ms doubling to 1 s) until |deadline|, since rank
  * 0 may start after the others.  Returns 0, DLCP_ERR_TIMEOUT with |eb|
  * naming the address, the number of attempts and the last error,
@@ -100,8 +108,9 @@ void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline);
  */
 int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint16_t port, uint32_t rank, uint32_t world_size,
-                             uint32_t job, dlcp_tstamp deadline,
-                             dlcp_errbuf *eb);
+                             uint32_t job, const dlcp_auth *auth,
+                             uint8_t salt[DLCP_AUTH_SALT_LEN],
+                             dlcp_tstamp deadline, dlcp_errbuf *eb);
 
 /* dlcp_rdzv_client_close closes the connection and frees |cli| (NULL ok). */
 void dlcp_rdzv_client_close(dlcp_rdzv_client *cli);
@@ -160,13 +169,16 @@ typedef struct dlcp_rdzv {
   dlcp_rdzv_server *server; /* NULL except on rank 0 */
   dlcp_rdzv_client *client;
   uint32_t timeout_ms;
+  bool authenticated; /* the job has a secret: |session| is its key */
+  dlcp_auth session;
 } dlcp_rdzv;
 
 /*
  * dlcp_rdzv_join starts the server on rank 0 (on MASTER_ADDR:MASTER_PORT,
  * or all interfaces if MASTER_ADDR is not a local address) and connects
- * this rank, within env->rdzv_timeout_ms.  A world of one needs no server
- * and gets a NULL client.  Returns 0 or a negative code with |eb| set.
+ * this rank, within env->rdzv_timeout_ms.  With a job secret in |env| it
+ * also derives the run's session key (rt/auth.h).  A world of one needs no
+ * server and gets a NULL client.  Returns 0 or a negative code with |eb| set.
  */
 int dlcp_rdzv_join(dlcp_rdzv *rdzv, const dlcp_rt_env *env, dlcp_errbuf *eb);
 

@@ -27,11 +27,13 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "rt/clock.h"
 #include "rt/net.h"
 #include "rt/rendezvous.h"
+#include "wire/bytes.h"
 
 /* The store holds addresses and barrier marks: a few keys per rank. */
 #define MAX_STORE_BYTES (64u << 20)
@@ -82,6 +84,8 @@ struct dlcp_rdzv_server {
   uint16_t port;
   uint32_t world;
   dlcp_rdzv_server_config cfg;
+  dlcp_auth auth; /* cfg.auth points here when the job has a secret */
+  uint8_t salt[DLCP_AUTH_SALT_LEN];
   size_t max_conns;
   size_t max_keys;
   uint64_t accepted; /* connections accepted so far */
@@ -336,12 +340,42 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
   uint32_t world;
   uint32_t job;
   size_t i;
-  if (val_len != DLCP_RDZV_HELLO_LEN || c->rank >= 0) {
-    reject(srv, c, DLCP_RDZV_BAD_REQUEST,
-           c->rank >= 0 ? "HELLO sent twice" : "HELLO must carry 12 bytes");
+  uint32_t want =
+      srv->cfg.auth ? DLCP_RDZV_HELLO_AUTH_LEN : DLCP_RDZV_HELLO_LEN;
+  uint64_t nonce = 0;
+  if (c->rank >= 0) {
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST, "HELLO sent twice");
+    return;
+  }
+  if (val_len != want) {
+    if (val_len == DLCP_RDZV_HELLO_LEN || val_len == DLCP_RDZV_HELLO_AUTH_LEN) {
+      reject(srv, c, DLCP_RDZV_REJECTED,
+             val_len == DLCP_RDZV_HELLO_LEN
+                 ? "this job requires its secret (DLCP_JOB_SECRET), and the "
+                   "rank has none"
+                 : "the rank has a job secret (DLCP_JOB_SECRET), and this "
+                   "job has none");
+    } else {
+      reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+             "HELLO must carry %" PRIu32 " bytes", want);
+    }
     return;
   }
   dlcp_rdzv_get_hello(val, &rank, &world, &job);
+  if (srv->cfg.auth) {
+    struct iovec msg = {(void *)(uintptr_t)val, DLCP_RDZV_HELLO_LEN};
+    nonce = dlcp_auth_check(
+        srv->cfg.auth,
+        dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, rank, DLCP_AUTH_SERVER), &msg, 1,
+        val + DLCP_RDZV_HELLO_LEN);
+    if (nonce == 0) {
+      reject(srv, c, DLCP_RDZV_REJECTED,
+             "wrong job secret (DLCP_JOB_SECRET differs from rank 0's) or "
+             "a forged HELLO claiming rank %" PRIu32,
+             rank);
+      return;
+    }
+  }
   if (job != srv->cfg.job) {
     reject(srv, c, DLCP_RDZV_REJECTED,
            "job mismatch: this is job %" PRIu32 ", rank %" PRIu32
@@ -373,7 +407,21 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
     }
   }
   c->rank = (int64_t)rank;
-  respond(c, DLCP_RDZV_OK, NULL, 0);
+  if (!srv->cfg.auth) {
+    respond(c, DLCP_RDZV_OK, NULL, 0);
+    return;
+  }
+  /* The welcome: the salt, tagged together with the client's nonce so
+   * that an answer recorded from another run does not pass. */
+  uint8_t welcome[DLCP_RDZV_WELCOME_LEN];
+  uint8_t echo[8];
+  memcpy(welcome, srv->salt, DLCP_RDZV_SALT_LEN);
+  dlcp_put_u64(echo, nonce);
+  struct iovec msg[2] = {{welcome, DLCP_RDZV_SALT_LEN}, {echo, sizeof(echo)}};
+  dlcp_auth_seal(srv->cfg.auth,
+                 dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER, rank),
+                 dlcp_auth_nonce(), msg, 2, welcome + DLCP_RDZV_SALT_LEN);
+  respond(c, DLCP_RDZV_OK, welcome, sizeof(welcome));
 }
 
 /* handle dispatches one complete, header-validated request. */
@@ -895,6 +943,11 @@ static int server_new(dlcp_rdzv_server **psrv,
   srv->wake_fd = -1;
   srv->world = world_size;
   srv->cfg = *cfg;
+  if (cfg->auth) {
+    srv->auth = *cfg->auth;
+    srv->cfg.auth = &srv->auth;
+    dlcp_auth_salt(srv->salt);
+  }
   /* Every rank once (a second connection for a rank is refused at its
    * HELLO), plus the strays. */
   srv->max_conns = (size_t)world_size + cfg->max_strays;

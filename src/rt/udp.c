@@ -127,7 +127,7 @@ void dlcp_udp_flush(dlcp_udp *u) {
 
 void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
-                    size_t payload_len, int tos) {
+                    size_t payload_len, const uint8_t *trailer, int tos) {
   path %= u->k;
   dlcp_udp_out *o = &u->out[path];
   if (o->n == DLCP_UDP_BATCH) {
@@ -144,16 +144,24 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   o->to[i] = *to;
   /* The bytes are only read by the kernel; the cast drops const for the
    * iovec's sake. */
-  o->iov[i][0].iov_base = whole ? (void *)(uintptr_t)hdr : o->hdr[i];
-  o->iov[i][0].iov_len = hdr_len;
-  o->iov[i][1].iov_base = (void *)(uintptr_t)payload;
-  o->iov[i][1].iov_len = payload_len;
+  size_t niov = 0;
+  o->iov[i][niov].iov_base = whole ? (void *)(uintptr_t)hdr : o->hdr[i];
+  o->iov[i][niov++].iov_len = hdr_len;
+  if (payload_len > 0) {
+    o->iov[i][niov].iov_base = (void *)(uintptr_t)payload;
+    o->iov[i][niov++].iov_len = payload_len;
+  }
+  if (trailer) {
+    memcpy(o->trailer[i], trailer, DLCP_UDP_TRAILER_LEN);
+    o->iov[i][niov].iov_base = o->trailer[i];
+    o->iov[i][niov++].iov_len = DLCP_UDP_TRAILER_LEN;
+  }
   struct msghdr *m = &o->msg[i].msg_hdr;
   memset(m, 0, sizeof(*m));
   m->msg_name = &o->to[i];
   m->msg_namelen = sizeof(o->to[i]);
   m->msg_iov = o->iov[i];
-  m->msg_iovlen = payload_len > 0 ? 2 : 1;
+  m->msg_iovlen = niov;
   m->msg_control = o->ctl[i].buf;
   m->msg_controllen = sizeof(o->ctl[i].buf);
   struct cmsghdr *c = CMSG_FIRSTHDR(m);

@@ -21,14 +21,16 @@
 
 #define DLCP_UDP_BATCH 32
 #define DLCP_UDP_HDR_MAX 64
+#define DLCP_UDP_TRAILER_LEN 24 /* an auth trailer (rt/auth.h) */
 #define DLCP_UDP_RX_BUF 65536
 
 typedef struct dlcp_udp_out {
   size_t n;
   struct mmsghdr msg[DLCP_UDP_BATCH];
-  struct iovec iov[DLCP_UDP_BATCH][2];
+  struct iovec iov[DLCP_UDP_BATCH][3];
   struct sockaddr_in to[DLCP_UDP_BATCH];
   uint8_t hdr[DLCP_UDP_BATCH][DLCP_UDP_HDR_MAX];
+  uint8_t trailer[DLCP_UDP_BATCH][DLCP_UDP_TRAILER_LEN];
   union {
     struct cmsghdr align;
     char buf[CMSG_SPACE(sizeof(int))];
@@ -68,13 +70,15 @@ int dlcp_udp_tos(uint8_t priority, bool ect);
 
 /*
  * dlcp_udp_queue adds one datagram (|hdr| copied, |payload| referenced
- * until the next flush) for |to| on path |path|; a full batch is flushed
- * first.  A |hdr| longer than DLCP_UDP_HDR_MAX (a whole control datagram,
- * |payload_len| 0) is not copied: the batch, it included, is sent at once.
+ * until the next flush, then |trailer|'s DLCP_UDP_TRAILER_LEN bytes,
+ * copied, unless it is NULL) for |to| on path |path|; a full batch is
+ * flushed first.  A |hdr| longer than DLCP_UDP_HDR_MAX (a whole control
+ * datagram, |payload_len| 0) is not copied: the batch, it included, is
+ * sent at once.
  */
 void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
-                    size_t payload_len, int tos);
+                    size_t payload_len, const uint8_t *trailer, int tos);
 
 /* dlcp_udp_flush sends every queued datagram.  A full socket buffer drops
  * the rest of a batch, as a full switch queue would: MLT recovers it. */

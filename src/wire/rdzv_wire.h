@@ -18,6 +18,15 @@
  *   op HELLO (1): value = rank u32, world u32, job u32; must come first;
  *                 the server checks the rank and that the world sizes and
  *                 the job tokens agree (version 1 had no job token).
+ *                 In a job with a secret (rt/auth.h) the value goes on
+ *                 with an auth trailer (DLCP_RDZV_TRAILER_LEN: counter
+ *                 u64 = the client's fresh random nonce, tag over the
+ *                 first 12 bytes under the job key, stream RENDEZVOUS
+ *                 rank -> server), and the OK answer's value is the
+ *                 welcome: the run's salt (DLCP_RDZV_SALT_LEN) and a
+ *                 trailer (the server's random counter, tag over salt and
+ *                 the client's nonce u64 under the job key, stream
+ *                 RENDEZVOUS server -> rank).
  *   op SET (2):   store value under key (replacing), answer OK.
  *   op GET (3):   answer OK with the value, or NOT_FOUND.
  *   op WAIT (4):  value = timeout_ms u32: answer OK with the value as soon
@@ -25,7 +34,10 @@
  *
  * Mesh hello: the first 16 bytes on every control connection, sent by the
  * connecting (higher) rank: magic "DLCP" u32, DLCP_WIRE_VERSION u32, job
- * u32, rank u32.
+ * u32, rank u32.  In a job with a secret an auth trailer follows (counter
+ * 1 of the connecting rank's CONTROL stream to the other, under the
+ * session key), and so does one every control message after it (the
+ * stream's next counter).
  */
 #ifndef DLCP_WIRE_RDZV_WIRE_H
 #define DLCP_WIRE_RDZV_WIRE_H
@@ -41,6 +53,10 @@
 #define DLCP_RDZV_MAX_VALUE 65536u
 #define DLCP_RDZV_HELLO_LEN 12u /* HELLO's value */
 #define DLCP_RDZV_WAIT_LEN 4u  /* WAIT's value */
+#define DLCP_RDZV_TRAILER_LEN 24u /* an auth trailer: counter 8, tag 16 */
+#define DLCP_RDZV_SALT_LEN 32u
+#define DLCP_RDZV_HELLO_AUTH_LEN (DLCP_RDZV_HELLO_LEN + DLCP_RDZV_TRAILER_LEN)
+#define DLCP_RDZV_WELCOME_LEN (DLCP_RDZV_SALT_LEN + DLCP_RDZV_TRAILER_LEN)
 
 typedef enum dlcp_rdzv_op {
   DLCP_RDZV_HELLO = 1,

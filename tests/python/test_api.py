@@ -69,6 +69,17 @@ def test_loss_bound_under_injected_loss():
     assert_ok(proc, 3)
 
 
+def test_job_with_a_secret():
+    # Over UDP (no shared memory), every datagram and control message
+    # tagged; the collectives' results are checked by the worker.
+    assert_ok(run_job(2, "api_worker.py", "collectives",
+                      env={"DLCP_JOB_SECRET": "python test secret, 32 bytes",
+                           "DLCP_SHM": "0"}), 2)
+    with pytest.raises(dlcp.Error, match="job_secret"):
+        dlcp.Communicator(rank=0, world_size=2, master_addr="127.0.0.1",
+                          master_port=1, job_secret="short")
+
+
 def test_bad_communicator_configuration_raises_dlcp_error():
     with pytest.raises(dlcp.Error) as e:
         dlcp.Communicator(rank=0, world_size=2, master_addr="127.0.0.1",
