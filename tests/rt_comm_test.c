@@ -58,7 +58,7 @@ typedef struct scenario {
   double drop, dup, reorder, delay;
   double rate_gbps;
   uint32_t timeout_ms;
-  const char *secret[2]; /* each rank's job secret (NULL: none) */
+  const char *secret[2]; /* rank 0's job secret, the others' (NULL: none) */
   bool no_shm;           /* UDP even between ranks on this host */
   bool stream_control;   /* control messages on the control stream */
   uint64_t pause_ms;     /* rank 0 waits this long before sending */
@@ -87,7 +87,7 @@ static void base_config(dlcp_comm_config *cfg, uint32_t rank, uint32_t world,
   cfg->fault_delay = s->delay;
   cfg->fault_delay_us = 200;
   cfg->fault_seed = 1234 + rank;
-  cfg->job_secret = s->secret[rank];
+  cfg->job_secret = s->secret[rank == 0 ? 0 : 1];
   cfg->shm = s->no_shm ? 0 : 1;
   cfg->control_datagrams = s->stream_control ? 0 : 1;
   cfg->paths = MAX_PATHS;

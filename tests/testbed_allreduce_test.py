@@ -25,12 +25,8 @@ def bench(tb_id, dlcp_bench, p, out):
 def main():
     ts.require_root()
     dlcp_bench = sys.argv[1]
-    veths = ts.root_veths()
-    tb_id = ts.testbed("up", "-n", "4", "--racks", "2", "--loss", "1%",
-                       "--rate", "1gbit").stdout.strip()
-    rec = ts.record(tb_id)
-    progs, maps = ts.bpf_ids(rec)
-    try:
+    with ts.testbed_up("-n", "4", "--racks", "2", "--loss", "1%",
+                       "--rate", "1gbit") as tb_id:
         with tempfile.TemporaryDirectory() as d:
             exact = bench(tb_id, dlcp_bench, 0, os.path.join(d, "p0.json"))
             ts.check(exact["wrong"] == 0, "p = 0: every element exact")
@@ -50,9 +46,6 @@ def main():
                    if s["dir"] == "down" and "-" not in s["link"])
         ts.check(0.004 < lost / sent < 0.02,
                  f"the switch ports dropped about 1 % ({lost}/{sent})")
-    finally:
-        ts.testbed("down", tb_id)
-    ts.check_gone(tb_id, progs, maps, veths)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 dlcp-testbed, skip when not root, and check that a testbed left nothing
 behind (namespaces, its record, its BPF programs and maps, veths)."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -86,3 +87,17 @@ def check_gone(tb_id, progs, maps, veths_before):
     check(bpf_alive("map", maps) == [],
           f"none of the {len(maps)} BPF maps left")
     check(root_veths() == veths_before, "no veth left in the root namespace")
+
+
+@contextlib.contextmanager
+def testbed_up(*args):
+    """`with testbed_up(ARGS) as tb_id:` brings a testbed up with ARGS,
+    always takes it down after, and then checks it left nothing."""
+    veths = root_veths()
+    tb_id = testbed("up", *args).stdout.strip()
+    progs, maps = bpf_ids(record(tb_id))
+    try:
+        yield tb_id
+    finally:
+        testbed("down", tb_id)
+    check_gone(tb_id, progs, maps, veths)

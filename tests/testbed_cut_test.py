@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""A rank whose network is cut in the middle of a run of all-reduces, on a
+4-host testbed: its host's link drops everything in both directions
+(`dlcp-testbed set --link-loss hN=100%`) while the process keeps running.
+Every other rank must fail within the operation timeout + 1 s of the cut
+naming the cut rank, and the job must end (no rank waits on the leaving
+barrier or the rendezvous for longer).  Three runs, the cut moving from
+host 1 to host 3 to host 0 (which also serves the rendezvous), ring and
+halving-doubling.
+
+usage: testbed_cut_test.py DLCP_BENCH"""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import testbed_support as ts
+
+TIMEOUT_MS = 2000
+SLACK_S = 1.0
+
+
+def run_and_cut(tb_id, dlcp_bench, cut, algo):
+    """Starts an endless all-reduce loop on every host, cuts host |cut|'s
+    link once every rank has run a few operations, and returns (cut time,
+    {rank: (time, line)} of each rank's failure line, end time)."""
+    env = dict(os.environ, DLCP_TIMEOUT_MS=str(TIMEOUT_MS))
+    # The ranks ignore SIGTERM (inherited across exec), so that the first
+    # rank to fail does not stop the others before they fail themselves.
+    cmd = ["sh", "-c", 'trap "" TERM; exec "$@"', "sh", dlcp_bench,
+           "-b", "256K", "-e", "256K", "-a", algo, "-n", "1000000",
+           "-w", "0", "-c", "0"]
+    p = subprocess.Popen([ts.TESTBED, "run", "--id", tb_id, "--stats",
+                          "none", "--grace-ms", "30000", "--"] + cmd,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, env=env)
+    lines = []
+
+    def reader():
+        for line in p.stdout:
+            lines.append((time.monotonic(), line.rstrip("\n")))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(3)  # rendezvous and a few hundred all-reduces
+    t_cut = time.monotonic()
+    ts.testbed("set", tb_id, "--link-loss", f"h{cut}=100%")
+    try:
+        p.wait(timeout=TIMEOUT_MS / 1000 + 20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        t.join()
+        ts.fail(f"the job did not end within {TIMEOUT_MS / 1000 + 20:.0f} s "
+                f"of cutting host {cut}:\n" +
+                "\n".join(l for _, l in lines[-40:]))
+    t_end = time.monotonic()
+    t.join()
+    ts.testbed("set", tb_id, "--link-loss", f"h{cut}=0")
+    failures = {}
+    for at, line in lines:
+        m = re.match(r"\[rank (\d+)\].*dlcp-bench: allreduce failed: (.*)",
+                     line)
+        if m and int(m.group(1)) not in failures:
+            failures[int(m.group(1))] = (at, m.group(2))
+    return t_cut, failures, t_end, lines
+
+
+def main():
+    ts.require_root()
+    dlcp_bench = sys.argv[1]
+    with ts.testbed_up("-n", "4", "--rate", "1gbit") as tb_id:
+        for cut, algo in ((1, "ring"), (3, "halving_doubling"), (0, "ring")):
+            t_cut, failures, t_end, lines = run_and_cut(tb_id, dlcp_bench,
+                                                        cut, algo)
+            survivors = [r for r in range(4) if r != cut]
+            detail = "\n".join(l for _, l in lines[-40:])
+            for r in survivors:
+                if r not in failures:
+                    ts.fail(f"cut host {cut} ({algo}): rank {r} never "
+                            f"reported a failure:\n{detail}")
+                at, msg = failures[r]
+                ts.check(f"rank {cut} (" in msg,
+                         f"cut host {cut} ({algo}): rank {r} names rank "
+                         f"{cut}: {msg}")
+                ts.check(at - t_cut <= TIMEOUT_MS / 1000 + SLACK_S,
+                         f"cut host {cut} ({algo}): rank {r} failed "
+                         f"{at - t_cut:.2f} s after the cut (timeout "
+                         f"{TIMEOUT_MS / 1000:.1f} s + {SLACK_S:.0f} s)")
+            ts.check(t_end - t_cut <= TIMEOUT_MS / 1000 + 5,
+                     f"cut host {cut} ({algo}): the job ended "
+                     f"{t_end - t_cut:.2f} s after the cut")
+
+
+if __name__ == "__main__":
+    main()
