@@ -31,7 +31,7 @@ def run_and_cut(tb_id, dlcp_bench, cut, algo):
     # The ranks ignore SIGTERM (inherited across exec), so that the first
     # rank to fail does not stop the others before they fail themselves.
     cmd = ["sh", "-c", 'trap "" TERM; exec "$@"', "sh", dlcp_bench,
-           "-b", "256K", "-e", "256K", "-a", algo, "-n", "1000000",
+           "-b", "256K", "-e", "256K", "-a", algo, "-n", "100000",
            "-w", "0", "-c", "0"]
     p = subprocess.Popen([ts.TESTBED, "run", "--id", tb_id, "--stats",
                           "none", "--grace-ms", "30000", "--"] + cmd,
@@ -62,8 +62,8 @@ def run_and_cut(tb_id, dlcp_bench, cut, algo):
     ts.testbed("set", tb_id, "--link-loss", f"h{cut}=0")
     failures = {}
     for at, line in lines:
-        m = re.match(r"\[rank (\d+)\].*dlcp-bench: allreduce failed: (.*)",
-                     line)
+        m = re.match(r"\[rank (\d+)\].*dlcp-bench: (?:allreduce|barrier) "
+                     r"failed: (.*)", line)
         if m and int(m.group(1)) not in failures:
             failures[int(m.group(1))] = (at, m.group(2))
     return t_cut, failures, t_end, lines

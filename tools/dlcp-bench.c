@@ -358,12 +358,20 @@ static int reduce_i64(dlcp_comm *comm, int64_t *v, uint64_t n,
   return rv;
 }
 
+/* The barrier before each iteration; a failure says why, naming the
+ * rank it stalled on or lost, as a failed all-reduce does. */
 static int barrier(dlcp_comm *comm) {
   dlcp_request *req;
+  dlcp_coll_info info;
   int rv = dlcp_barrier(comm, &req);
-  if (rv == 0) {
-    rv = dlcp_wait(req, -1, NULL);
-    dlcp_request_free(req);
+  if (rv != 0) {
+    fprintf(stderr, "dlcp-bench: barrier: %s\n", dlcp_strerror(rv));
+    return rv;
+  }
+  rv = dlcp_wait(req, -1, &info);
+  dlcp_request_free(req);
+  if (rv != 0) {
+    fprintf(stderr, "dlcp-bench: barrier failed: %s\n", info.error);
   }
   return rv;
 }
