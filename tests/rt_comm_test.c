@@ -784,6 +784,12 @@ static void test_config_errors_name_the_field(void **state) {
   assert_non_null(strstr(err, "job_secret"));
   assert_null(strstr(err, "hunter2"));
   cfg.job_secret = NULL;
+  /* From the environment, a misspelt option is refused by name. */
+  setenv("DLCP_PATH", "8", 1);
+  assert_int_equal(dlcp_comm_create_from_env(&c, err, sizeof(err)),
+                   DLCP_ERR_CONFIG);
+  assert_non_null(strstr(err, "unknown variable DLCP_PATH"));
+  unsetenv("DLCP_PATH");
   /* A rank 0 that never comes: the rendezvous times out naming it. */
   cfg.master_addr = "127.0.0.1";
   cfg.master_port = free_port();

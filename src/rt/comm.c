@@ -531,7 +531,11 @@ int dlcp_comm_create_from_env(dlcp_comm **comm, char *err, size_t errlen) {
   dlcp_rt_env env;
   dlcp_errbuf eb;
   dlcp_errbuf_clear(&eb);
-  int rv = dlcp_rt_env_load(&env, NULL, NULL, &eb);
+  /* A misspelt option is an error, not a default silently kept. */
+  int rv = dlcp_rt_env_check_unknown(environ, &eb);
+  if (rv == 0) {
+    rv = dlcp_rt_env_load(&env, NULL, NULL, &eb);
+  }
   if (rv != 0) {
     errcopy(err, errlen, &eb);
     return rv;

@@ -37,6 +37,9 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
     "DLCP_SHM",         "DLCP_FLIGHT_DIR",  "DLCP_CONTROL_DATAGRAMS",
+    /* Read elsewhere: the INA runtime, the Python package and its build. */
+    "DLCP_SWITCH",      "DLCP_LIBRARY",     "DLCP_BUILD_DIR",
+    "DLCP_TORCH_BACKEND",
     NULL};
 
 typedef struct reader {
