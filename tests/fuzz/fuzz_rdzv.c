@@ -18,6 +18,8 @@
  *     4 close k (reset)                   5 advance the clock by
  *                                           (next byte) * 50 ms
  *     6,7 write L bytes, as 1
+ *   bit 5 of the first op byte: the job has a secret (HELLO must carry a
+ *   tag the fuzzer cannot make: the refusals of an authenticated job)
  *
  * Invariants (abort on violation): every byte the server sends parses as
  * well-formed responses (magic, version, known status, zero reserved
@@ -146,6 +148,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.io_timeout_ms = 1000;
   cfg.max_strays = 2; /* so four clients can overflow it */
   cfg.log = discard;
+  dlcp_auth key;
+  if (size > 0 && (data[0] & 0x20)) {
+    if (dlcp_auth_init(&key, "fuzz_rdzv job secret", 20, JOB) != 0) {
+      abort();
+    }
+    cfg.auth = &key;
+  }
   if (server_new(&srv, &cfg, NULL) != 0) {
     abort();
   }
