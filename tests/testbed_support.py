@@ -76,6 +76,9 @@ def check_gone(tb_id, progs, maps, veths_before):
     left = [ns for ns in os.listdir("/run/netns")
             if ns.startswith(prefix)] if os.path.isdir("/run/netns") else []
     check(left == [], f"no namespace {prefix}* left ({left})")
+    etc = [d for d in os.listdir("/etc/netns")
+           if d.startswith(prefix)] if os.path.isdir("/etc/netns") else []
+    check(etc == [], f"no /etc/netns/{prefix}* left ({etc})")
     check(not os.path.exists(os.path.join(STATE_DIR, tb_id)),
           f"no record {STATE_DIR}/{tb_id} left")
     deadline = time.monotonic() + 5

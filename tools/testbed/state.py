@@ -117,5 +117,6 @@ def remove(tb_id):
         failed = system.destroy([ns for ns in system.list_namespaces()
                                  if ns.startswith(prefix(tb_id))])
     if not failed:
+        system.remove_etc(prefix(tb_id))
         shutil.rmtree(dir_of(tb_id), ignore_errors=True)
     return failed
