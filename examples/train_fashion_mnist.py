@@ -33,7 +33,7 @@ import time
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 CSV_FIELDS = ["run", "backend", "loss_bound", "world", "epoch",
               "epoch_seconds", "train_seconds", "test_accuracy",
-              "delivered_fraction", "fault_drop"]
+              "delivered_fraction", "fault_drop", "model"]
 
 
 def read_idx(path):
@@ -150,7 +150,8 @@ def train(args):
                      "train_seconds": f"{train_seconds:.3f}",
                      "test_accuracy": f"{acc:.2f}",
                      "delivered_fraction": delivered,
-                     "fault_drop": os.environ.get("DLCP_FAULT_DROP", "0")})
+                     "fault_drop": os.environ.get("DLCP_FAULT_DROP", "0"),
+                     "model": args.model})
     if rank == 0 and args.csv:
         new = not os.path.exists(args.csv)
         with open(args.csv, "a", newline="") as f:
@@ -181,10 +182,13 @@ def plot(csv_path, png_path):
         ax.plot([0] + [float(r["train_seconds"]) for r in rows],
                 [10.0] + [float(r["test_accuracy"]) for r in rows],
                 marker="o", label=name)
-    world = next(iter(runs.values()))[0]["world"]
+    first = next(iter(runs.values()))[0]
+    world = first["world"]
+    # CSVs written before the model column are of the CNN.
+    model = {"mlp": "wide MLP"}.get(first.get("model") or "cnn", "small CNN")
     ax.set_xlabel("training time (s)")
     ax.set_ylabel("test accuracy (%)")
-    ax.set_title(f"Fashion-MNIST, small CNN, {world} ranks")
+    ax.set_title(f"Fashion-MNIST, {model}, {world} ranks")
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
