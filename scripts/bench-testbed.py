@@ -173,6 +173,11 @@ class Bench:
         log(f"{tag}: exit {rc} after {time.monotonic() - t0:.0f} s")
         with open(os.path.join(self.raw, tag + ".rc"), "w") as f:
             f.write(f"{rc}\n")
+        # The commit and the machine's load as of the last run, for a
+        # report rebuilt later (BENCH_TESTBED_REPORT_ONLY).
+        with open(os.path.join(self.raw, "run.json"), "w") as f:
+            json.dump({"commit": head_commit(), "loadavg":
+                       open("/proc/loadavg").read().split()[:3]}, f)
         self.absorb(profile, loss, size, impl, tag, rc)
 
     def absorb(self, profile, loss, size, impl, tag, rc):
@@ -287,14 +292,22 @@ def pct(loss):
     return f"{loss * 100:g} %"
 
 
+def head_commit():
+    return subprocess.run(["git", "-C", HERE, "rev-parse", "--short",
+                           "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+
+
 def write_report(b, md_path, png_path):
     lines = []
     cmd = ("BENCH_TESTBED_QUICK=1 make bench-testbed" if b.quick
            else "make bench-testbed")
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short",
-                             "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    load = open("/proc/loadavg").read().split()[:3]
+    try:
+        with open(os.path.join(b.raw, "run.json")) as f:
+            run = json.load(f)
+        commit, load = run["commit"], run["loadavg"]
+    except (OSError, ValueError, KeyError):
+        commit, load = head_commit(), open("/proc/loadavg").read().split()[:3]
     lines += [
         "# All-reduce on the emulated testbed: dlcp, Gloo and Open MPI",
         "",
