@@ -51,9 +51,14 @@ for bin in "$build"/fuzz/fuzz_*; do
     continue
   fi
   dir=$out/$name
-  mkdir -p "$dir"
+  mkdir -p "$dir/earlier"
   rm -rf "$dir/corpus"
   mkdir -p "$dir/corpus"
+  # A finding of an earlier run is kept, out of the way of this run's.
+  for f in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-* \
+           "$dir"/slow-unit-*; do
+    [ -e "$f" ] && mv "$f" "$dir/earlier/"
+  done
   if [ -d "$seeds/$name" ]; then
     cp -R "$seeds/$name/." "$dir/corpus/"
   fi
