@@ -121,6 +121,7 @@ class Bench:
                       [(4 * MIB, 25, 3), (64 * MIB, 5, 1)])
         self.outdir = os.path.join(build, "bench-testbed")
         self.raw = os.path.join(self.outdir, "raw")
+        self.commit = head_commit()  # of the tree the runs measure
         if self.report_only:
             self.rounds = 0
             return
@@ -176,7 +177,7 @@ class Bench:
         # The commit and the machine's load as of the last run, for a
         # report rebuilt later (BENCH_TESTBED_REPORT_ONLY).
         with open(os.path.join(self.raw, "run.json"), "w") as f:
-            json.dump({"commit": head_commit(), "loadavg":
+            json.dump({"commit": self.commit, "loadavg":
                        open("/proc/loadavg").read().split()[:3]}, f)
         self.absorb(profile, loss, size, impl, tag, rc)
 

@@ -204,25 +204,40 @@ static uint16_t free_port(void) {
   return port;
 }
 
-/* Runs both ranks of |s| and returns their shared pages. */
-static shared *run_pair(const scenario *s) {
-  shared *sh = map_shared(2);
-  uint16_t port = free_port();
-  pid_t pids[2];
+/* What a forked rank runs; its return value is the process's exit status. */
+typedef int (*rank_fn)(uint32_t rank, uint16_t port, const scenario *s,
+                       shared *sh);
+
+/* Forks ranks 0 and 1 of a job on |port|, each running |fn|. */
+static void fork_pair(pid_t pids[2], rank_fn fn, uint16_t port,
+                      const scenario *s, shared *sh) {
   for (uint32_t r = 0; r < 2; r++) {
     pids[r] = fork();
     assert_true(pids[r] >= 0);
     if (pids[r] == 0) {
-      _exit(run_rank(r, port, s, &sh[r]));
+      _exit(fn(r, port, s, &sh[r]));
     }
   }
+}
+
+/* Reaps both ranks; each must exit with |want|. */
+static void wait_pair(const pid_t pids[2], const shared *sh, int want) {
   for (int r = 0; r < 2; r++) {
     int st;
     assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      fail_msg("rank %d failed (status 0x%x): %s", r, st, sh[r].error);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != want) {
+      fail_msg("rank %d: status 0x%x, expected exit %d: %s", r, st, want,
+               sh[r].error);
     }
   }
+}
+
+/* Runs both ranks of |s| and returns their shared pages. */
+static shared *run_pair(const scenario *s) {
+  shared *sh = map_shared(2);
+  pid_t pids[2];
+  fork_pair(pids, run_rank, free_port(), s, sh);
+  wait_pair(pids, sh, 0);
   return sh;
 }
 
@@ -392,18 +407,12 @@ static void test_sprayed_garbage_is_dropped(void **state) {
   scenario s = {.nsizes = 4,
                 .sizes = {8u << 20, 8u << 20, 8u << 20, 8u << 20},
                 .drop = 0.01};
-  pid_t p0 = fork();
-  if (p0 == 0) {
-    _exit(run_rank(0, port, &s, &sh[0]));
-  }
-  pid_t p1 = fork();
-  if (p1 == 0) {
-    _exit(run_rank(1, port, &s, &sh[1]));
-  }
+  pid_t pids[2];
+  fork_pair(pids, run_rank, port, &s, sh);
   /* The ranks' UDP ports are in the namespace's socket table: spray every
    * socket bound to 127.0.0.1 while the transfers run. */
   char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/net/udp", (int)p1);
+  snprintf(path, sizeof(path), "/proc/%d/net/udp", (int)pids[1]);
   uint16_t ports[64];
   int nports = 0;
   for (int tries = 0; tries < 200 && nports == 0; tries++) {
@@ -452,13 +461,7 @@ static void test_sprayed_garbage_is_dropped(void **state) {
     sendto(fd, junk, len, 0, (struct sockaddr *)&to, sizeof(to));
   }
   close(fd);
-  int st;
-  waitpid(p0, &st, 0);
-  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  waitpid(p1, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    fail_msg("receiver failed: %s", sh[1].error);
-  }
+  wait_pair(pids, sh, 0);
   check_exact(&s, sh);
   uint64_t dropped = sh[1].stats.dropped_foreign +
                      sh[1].stats.dropped_malformed +
@@ -626,14 +629,7 @@ static void test_authenticated_job_drops_forgeries_and_replays(void **state) {
                 .no_shm = true,
                 .pause_ms = 300};
   pid_t pids[2];
-  for (uint32_t r = 0; r < 2; r++) {
-    pids[r] = fork();
-    assert_true(pids[r] >= 0);
-    if (pids[r] == 0) {
-      close(raw);
-      _exit(run_rank(r, port, &s, &sh[r]));
-    }
-  }
+  fork_pair(pids, run_rank, port, &s, sh);
   const uint16_t *from = ports_of(&sh[0]), *to = ports_of(&sh[1]);
   struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
   setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -671,13 +667,7 @@ static void test_authenticated_job_drops_forgeries_and_replays(void **state) {
     }
   }
   close(raw);
-  for (int r = 0; r < 2; r++) {
-    int st;
-    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      fail_msg("rank %d failed (status 0x%x): %s", r, st, sh[r].error);
-    }
-  }
+  wait_pair(pids, sh, 0);
   check_exact(&s, sh);
   print_message("sent %d replays, %d forgeries; rank 1 dropped %llu replayed, "
                 "%llu forged\n",
@@ -711,6 +701,23 @@ static void test_authenticated_control_stream(void **state) {
   }
 }
 
+/* Only joins the job (rendezvous timeout 2 s): exit 0 if it could, else 1
+ * with the error in |sh|. */
+static int join_only(uint32_t rank, uint16_t port, const scenario *s,
+                     shared *sh) {
+  dlcp_comm_config cfg;
+  base_config(&cfg, rank, 2, port, s);
+  cfg.rdzv_timeout_ms = 2000;
+  dlcp_comm *comm;
+  char err[256];
+  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) == 0) {
+    dlcp_comm_destroy(comm);
+    return 0;
+  }
+  snprintf(sh->error, sizeof(sh->error), "%s", err);
+  return 1;
+}
+
 /* Ranks that do not share the secret never join: each side's error says
  * why (a wrong secret, or a secret on one side only). */
 static void test_secret_mismatch_is_refused(void **state) {
@@ -729,30 +736,9 @@ static void test_secret_mismatch_is_refused(void **state) {
     scenario s = {.nsizes = 1, .sizes = {1000}, .timeout_ms = 2000};
     s.secret[0] = cases[i].secret[0];
     s.secret[1] = cases[i].secret[1];
-    uint16_t port = free_port();
     pid_t pids[2];
-    for (uint32_t r = 0; r < 2; r++) {
-      pids[r] = fork();
-      assert_true(pids[r] >= 0);
-      if (pids[r] == 0) {
-        dlcp_comm_config cfg;
-        base_config(&cfg, r, 2, port, &s);
-        cfg.rdzv_timeout_ms = 2000;
-        dlcp_comm *comm;
-        char err[256];
-        if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) == 0) {
-          dlcp_comm_destroy(comm);
-          _exit(0);
-        }
-        snprintf(sh[r].error, sizeof(sh[r].error), "%s", err);
-        _exit(1);
-      }
-    }
-    for (int r = 0; r < 2; r++) {
-      int st;
-      assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
-      assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-    }
+    fork_pair(pids, join_only, free_port(), &s, sh);
+    wait_pair(pids, sh, 1);
     print_message("rank 1: %s\n", sh[1].error);
     assert_non_null(strstr(sh[1].error, cases[i].says));
     munmap(sh, 2 * sizeof(shared));

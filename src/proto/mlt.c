@@ -1347,10 +1347,10 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   }
   /* Everything here: done.  Holding (1 - p) is not enough, not even at
    * the sender's last packet of a round: packets sent before it may still
-   * be on their way (other paths, other sockets, a reordering switch), and
-   * stopping then gave up data that was never lost (0.3-1.3 % at 0 % loss
-   * on the testbed).  The PROBE, one drain interval (srtt + 4 rttvar)
-   * after the last packet, decides. */
+   * be on their way (other paths, the driver's other receive queues, a
+   * reordering switch), and stopping then gave up data that was never
+   * lost (0.3-1.3 % at 0 % loss on the testbed).  The PROBE, one drain
+   * interval (srtt + 4 rttvar) after the last packet, decides. */
   bool last = (d.flags & DLCP_WIRE_FLAG_LAST) != 0;
   bool done = x->have_bytes == x->size;
   /* The round's last packet with more missing than the bound allows: a

@@ -3,9 +3,9 @@
  *
  * A dlcp_mlt_conn is one end of the MLT association between two peers.  It
  * carries any number of concurrent tensor transfers in both directions.  It
- * never touches a socket or a clock: the driver (src/rt on real sockets,
- * src/sim in the simulator, tests/support/netsim in the tests) feeds it
- * events and executes the actions it returns.
+ * performs no I/O and is told the time: the driver (src/rt on a real
+ * network, src/sim in the simulator, tests/support/netsim in the tests)
+ * feeds it events and executes the actions it returns.
  *
  *   events in    dlcp_mlt_post_send / dlcp_mlt_post_recv   (application)
  *                dlcp_mlt_on_datagram  (DATA, ACK from the datagram channel)
