@@ -135,7 +135,7 @@ static void test_window_and_selective_ack(void **state) {
   }
   assert_int_equal(sent, DLCP_CTLCHAN_WINDOW); /* the rest wait */
   assert_int_equal(dlcp_ctlchan_unacked(&a), DLCP_CTLCHAN_WINDOW + 8);
-  /* Message 0 is lost; 1..31 arrive and wait for it. */
+  /* Message 0 is lost; the rest of the window arrives and waits for it. */
   log rx = {.n = 0};
   size_t dl = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN;
   for (size_t i = 1; i < sent; i++) {
@@ -147,29 +147,33 @@ static void test_window_and_selective_ack(void **state) {
   dlcp_wire_cack ck;
   assert_int_equal(dlcp_wire_cack_decode(&ck, c, (size_t)cl), 0);
   assert_int_equal(ck.next, 0);
-  assert_int_equal(ck.sack, 0x7FFFFFFFu); /* 1..31 */
-  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 0),
+  assert_int_equal(ck.sack, 0xFFFFFFFFu); /* 1..32 */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 10),
                    0);
   /* Selectively acknowledged messages still count until 0 is: the
    * window (and what a driver must keep resending) starts at 0. */
   assert_int_equal(dlcp_ctlchan_unacked(&a), DLCP_CTLCHAN_WINDOW + 8);
-  /* At the RTO only message 0 goes again: the others are acknowledged,
-   * and the window still starts at 0. */
-  size_t resent = 0;
+  /* 32 later messages arrived: 0 is lost, and goes again at once, not at
+   * its timeout; the others are acknowledged or still within theirs. */
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 0);
   uint8_t r[64];
-  dlcp_ssize rl;
-  while ((rl = dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, RTO)) > 0) {
-    resent++;
-    assert_int_equal(dlcp_ctlchan_on_datagram(&b, r, (size_t)rl, deliver,
-                                              &rx, RTO),
-                     0);
-  }
-  assert_int_equal(resent, 1);
+  dlcp_ssize rl = dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, 10);
+  assert_int_equal(rl, (dlcp_ssize)dl);
+  assert_int_equal(a.retransmissions, 1);
+  assert_int_equal(dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, 10), 0);
+  /* The same selective bits again (the resent message still on its way)
+   * send nothing more before the timeout, which kept its length. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 20),
+                   0);
+  assert_int_equal(dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, 20), 0);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), RTO);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, r, (size_t)rl, deliver, &rx, 30),
+                   0);
   assert_int_equal(rx.n, DLCP_CTLCHAN_WINDOW);
   for (uint32_t i = 0; i < rx.n; i++) {
     assert_int_equal(rx.got[i], i);
   }
-  /* The CACK for all 32 opens the window for the last 8. */
+  /* The CACK for the whole window opens it for the last 8. */
   cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, RTO);
   assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 0),
                    0);
@@ -188,6 +192,60 @@ static void test_window_and_selective_ack(void **state) {
   assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
   dlcp_ctlchan_fini(&a);
   dlcp_ctlchan_fini(&b);
+}
+
+/* Sends |n| messages from |a| and returns them in |d|. */
+static size_t send_n(dlcp_ctlchan *a, uint8_t (*d)[64], uint32_t n) {
+  uint8_t m[DLCP_WIRE_NOTE_LEN];
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(dlcp_ctlchan_send(a, m, make_msg(m, i), 0), 0);
+  }
+  size_t sent = 0;
+  while (dlcp_ctlchan_poll(a, d[sent], 64, RTO, MAX_RTO, 0) > 0) {
+    sent++;
+  }
+  return sent;
+}
+
+/* Whether |a| resends message 0 before its timeout once |b| has received
+ * messages |from|..|to| of the ones sent. */
+static bool resent_early(dlcp_ctlchan *a, dlcp_ctlchan *b, uint8_t (*d)[64],
+                         size_t from, size_t to) {
+  log rx = {.n = 0};
+  size_t dl = DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN;
+  for (size_t i = from; i <= to; i++) {
+    assert_int_equal(dlcp_ctlchan_on_datagram(b, d[i], dl, deliver, &rx, 0),
+                     0);
+  }
+  uint8_t c[64];
+  dlcp_ssize cl = dlcp_ctlchan_poll(b, c, 64, RTO, MAX_RTO, 0);
+  assert_int_equal(cl, DLCP_WIRE_CACK_LEN);
+  assert_int_equal(dlcp_ctlchan_on_datagram(a, c, (size_t)cl, deliver, &rx, 0),
+                   0);
+  return dlcp_ctlchan_deadline(a) < RTO;
+}
+
+/* A skipped message is lost once three later ones arrived, or every later
+ * one if fewer were sent; fewer is reordering, left to the timeout. */
+static void test_skipped_message_resent_at_once(void **state) {
+  (void)state;
+  const struct {
+    uint32_t sent;
+    size_t last_arrived;
+    bool resent;
+  } cases[] = {{8, 2, false}, {8, 3, true}, {2, 1, true}, {3, 1, false},
+               {3, 2, true}};
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    dlcp_ctlchan a, b;
+    dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
+    dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
+    uint8_t d[8][64];
+    assert_int_equal(send_n(&a, d, cases[k].sent), cases[k].sent);
+    assert_int_equal(resent_early(&a, &b, d, 1, cases[k].last_arrived),
+                     cases[k].resent);
+    dlcp_ctlchan_fini(&a);
+    dlcp_ctlchan_fini(&b);
+  }
 }
 
 static void test_rejects_bad_messages(void **state) {
@@ -308,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_exactly_once_in_order_through_a_bad_network),
       cmocka_unit_test(test_rto_doubles_to_the_cap),
       cmocka_unit_test(test_window_and_selective_ack),
+      cmocka_unit_test(test_skipped_message_resent_at_once),
       cmocka_unit_test(test_rejects_bad_messages),
       cmocka_unit_test(test_reply_carries_the_ack),
       cmocka_unit_test(test_acks_at_once_when_it_matters),

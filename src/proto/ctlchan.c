@@ -81,12 +81,7 @@ static void acked_all(dlcp_ctlchan *ch) {
 /* Whether messages beyond a gap wait here (only a CACK's selective bits
  * can say so). */
 static bool holds_early(const dlcp_ctlchan *ch) {
-  for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW; i++) {
-    if (ch->early[i]) {
-      return true;
-    }
-  }
-  return false;
+  return ch->nearly > 0;
 }
 
 static uint32_t in_window(const dlcp_ctlchan *ch) {
@@ -128,9 +123,13 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
       acked_all(ch); /* the cumulative ack says it all */
     }
     memcpy(buf + n, o->bytes, o->len);
-    if (o->sent) {
+    if (o->resend_now) {
+      ch->retransmissions++;
+      o->resend_now = false;
+    } else if (o->sent) {
       ch->retransmissions++;
       o->rto = o->rto * 2 < max_rto ? o->rto * 2 : max_rto;
+      o->resent_fast = false;
     } else {
       o->rto = rto < max_rto ? rto : max_rto;
       o->sent = true;
@@ -146,6 +145,49 @@ static void ack_one(dlcp_ctlchan *ch, uint32_t seq) {
   uint32_t d = seq - ch->una;
   if (d < in_window(ch)) {
     ch->out[(ch->head + d) & (ch->cap - 1)].acked = true;
+  }
+}
+
+/* Messages of the window sent so far: they go out in order, so a prefix. */
+static uint32_t sent_prefix(const dlcp_ctlchan *ch) {
+  uint32_t w = in_window(ch), n = 0;
+  while (n < w && ch->out[(ch->head + n) & (ch->cap - 1)].sent) {
+    n++;
+  }
+  return n;
+}
+
+/* A message the peer's selective bits skip while later ones arrived is
+ * lost, not late, once DLCP_CTLCHAN_REORDER of them did, or all that were
+ * sent after it if fewer were (TCP's early retransmit): it is sent again
+ * at once instead of after its timeout, which would hold every later
+ * message for that long (delivery is in order), and with them every
+ * transfer of the connection.  Once per timeout. */
+static void resend_skipped(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
+  if (c->sack == 0) {
+    return;
+  }
+  uint32_t nsent = sent_prefix(ch);
+  for (uint32_t k = 0; k < 32; k++) {
+    if (k > 0 && (c->sack & (1u << (k - 1)))) {
+      continue; /* arrived */
+    }
+    uint32_t above = (uint32_t)__builtin_popcount(c->sack >> k);
+    uint32_t d = c->next + k - ch->una;
+    if (above == 0 || d >= nsent) {
+      return;
+    }
+    uint32_t later = nsent - d - 1;
+    if (above < (later < DLCP_CTLCHAN_REORDER ? later
+                                              : DLCP_CTLCHAN_REORDER)) {
+      return;
+    }
+    dlcp_ctlchan_out *o = &ch->out[(ch->head + d) & (ch->cap - 1)];
+    if (!o->acked && !o->resent_fast) {
+      o->resend_now = true;
+      o->resent_fast = true;
+      o->due = 0;
+    }
   }
 }
 
@@ -170,6 +212,7 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
     ch->count--;
     ch->una++;
   }
+  resend_skipped(ch, c);
 }
 
 static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
@@ -198,6 +241,7 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     memcpy(copy, msg, len);
     ch->early[slot] = copy;
     ch->early_len[slot] = (uint32_t)len;
+    ch->nearly++;
     return;
   }
   /* In order: wait for a reply to carry the acknowledgement, but never
@@ -216,6 +260,7 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
       break;
     }
     ch->early[slot] = NULL;
+    ch->nearly--;
     ch->next++;
     deliver(user, e, ch->early_len[slot]);
     ch->mem->free(e, ch->mem->user);

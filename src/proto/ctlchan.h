@@ -37,13 +37,19 @@
 #include "dlcp/dlcp_types.h"
 
 /* Messages in flight, and messages a receiver keeps ahead of a gap. */
-#define DLCP_CTLCHAN_WINDOW 32u
+#define DLCP_CTLCHAN_WINDOW 128u
+/* Later messages the peer must have received before a skipped one counts
+ * as lost rather than reordered. */
+#define DLCP_CTLCHAN_REORDER 3u
 
 typedef struct dlcp_ctlchan_out {
   uint8_t *bytes; /* owned copy of the control message */
   uint32_t len;
   bool acked;
   bool sent;
+  bool resend_now; /* found lost by the peer's selective bits: the next
+                      transmission is due at once and keeps its timeout */
+  bool resent_fast; /* ... and was made: no second one before a timeout */
   dlcp_tstamp due;   /* next (re)transmission */
   dlcp_duration rto; /* this message's current timeout */
 } dlcp_ctlchan_out;
@@ -59,6 +65,7 @@ typedef struct dlcp_ctlchan {
   uint32_t next; /* next sequence number to deliver */
   uint8_t *early[DLCP_CTLCHAN_WINDOW]; /* by seq % WINDOW, or NULL */
   uint32_t early_len[DLCP_CTLCHAN_WINDOW];
+  uint32_t nearly; /* early messages held */
   dlcp_duration ack_delay;
   dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
   uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
