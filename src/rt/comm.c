@@ -220,30 +220,34 @@ static void maybe_pause(dlcp_comm *c, dlcp_tstamp now) {
   }
 }
 
-/* The deadline lives in a timerfd, not in the loop's own timers, so any
- * thread holding |mu| may move it (a post from the application) and
- * whoever drives the loop sees it at once, without a wake-up.  A deadline
- * that moves later leaves the timer as it is: it fires early, and the
- * service it runs arms the right one.  Control datagrams move it on
- * every message (a retransmission timer set, then cancelled by the
- * acknowledgement), and re-arming each time cost 3.7 system calls per
- * iteration of a 4 KiB all-reduce. */
+/* Records the earliest deadline.  The thread that next sleeps in epoll
+ * reads it (drive.c); one already asleep past it must be woken, through
+ * the timerfd, so any thread holding |mu| may move it (a post from the
+ * application).  A deadline that moves later leaves the timer as it is:
+ * it fires early, and the service it runs arms the right one.  Control
+ * datagrams move it on every message (a retransmission timer set, then
+ * cancelled by the acknowledgement), and re-arming each time cost 3.7
+ * system calls per iteration of a 4 KiB all-reduce. */
 static void arm_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
-  if (at == c->armed_ns || (c->armed_ns > now && c->armed_ns <= at)) {
+  c->next_ns = at;
+  if (!c->sleeping || at >= c->sleep_until_ns) {
     return;
   }
-  if (at == DLCP_TSTAMP_NEVER) {
-    c->armed_ns = at; /* the one-shot timer has expired: nothing to do */
+  if (at == c->armed_ns || (c->armed_ns > now && c->armed_ns <= at)) {
     return;
   }
   struct itimerspec its;
   memset(&its, 0, sizeof(its));
-  if (at != DLCP_TSTAMP_NEVER) {
-    its.it_value.tv_sec = (time_t)(at / 1000000000u);
-    its.it_value.tv_nsec = (long)(at % 1000000000u);
-  }
+  its.it_value.tv_sec = (time_t)(at / 1000000000u);
+  its.it_value.tv_nsec = (long)(at % 1000000000u);
   timerfd_settime(c->tfd, TFD_TIMER_ABSTIME, &its, NULL);
   c->armed_ns = at;
+}
+
+void dlcp_rt_service_if_due(dlcp_comm *c) {
+  if (c->next_ns <= dlcp_rt_now()) {
+    dlcp_rt_service(c);
+  }
 }
 
 /* Control bytes that found a peer's ring full try again this soon: the
@@ -461,6 +465,8 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
     c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     c->armed_ns = DLCP_TSTAMP_NEVER;
+    c->next_ns = DLCP_TSTAMP_NEVER;
+    c->sleep_until_ns = DLCP_TSTAMP_NEVER;
     if (c->efd < 0 || c->tfd < 0 ||
         dlcp_loop_add_fd(c->loop, c->efd, DLCP_LOOP_READ, on_wakeup, c) != 0 ||
         dlcp_loop_add_fd(c->loop, c->tfd, DLCP_LOOP_READ, on_timer, c) != 0) {

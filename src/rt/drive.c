@@ -85,20 +85,26 @@ static bool poll_rings(dlcp_comm *c) {
   return true;
 }
 
-/* Runs the loop once, sleeping until |deadline| if nothing happens; first
- * tells the peers on this host to ring (and serves what their rings hold
- * if that raced with a write). */
+/* Runs the loop once, sleeping until |deadline| or the communicator's
+ * own deadline if nothing happens, and serves the latter if it passed;
+ * first tells the peers on this host to ring (and serves what their rings
+ * hold if that raced with a write). */
 static void block_in_loop(dlcp_comm *c, dlcp_tstamp deadline) {
+  pthread_mutex_lock(&c->mu);
   bool sleep = true;
-  if (c->shm_in.hdr) {
-    pthread_mutex_lock(&c->mu);
-    if (!dlcp_shm_try_sleep(&c->shm_in)) {
-      sleep = false;
-      dlcp_rt_service(c);
-    }
-    pthread_mutex_unlock(&c->mu);
+  if (c->shm_in.hdr && !dlcp_shm_try_sleep(&c->shm_in)) {
+    sleep = false;
+    dlcp_rt_service(c);
   }
-  dlcp_loop_run_once(c->loop, sleep ? deadline : 0);
+  dlcp_tstamp until = c->next_ns < deadline ? c->next_ns : deadline;
+  c->sleeping = sleep;
+  c->sleep_until_ns = until;
+  pthread_mutex_unlock(&c->mu);
+  dlcp_loop_run_once(c->loop, sleep ? until : 0);
+  pthread_mutex_lock(&c->mu);
+  c->sleeping = false;
+  dlcp_rt_service_if_due(c);
+  pthread_mutex_unlock(&c->mu);
 }
 
 void *dlcp_rt_loop_main(void *arg) {
@@ -216,6 +222,9 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
         dlcp_loop_run_once(c->loop, 0);
         next_epoll = now + SPIN_EPOLL_NS;
       }
+      pthread_mutex_lock(&c->mu);
+      dlcp_rt_service_if_due(c);
+      pthread_mutex_unlock(&c->mu);
       if (!ready(arg)) {
         sched_yield();
       }
