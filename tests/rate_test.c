@@ -231,6 +231,9 @@ static void test_window_covers_smoothed_rtt(void **state) {
 static void test_recovers_fast_after_a_pause(void **state) {
   (void)state;
   dlcp_rate r = make(1e7); /* the floor, line / 1000 */
+  /* The window's floor (2 packets per RTT, 1.2 Gbps at 20 us) out of the
+   * way: the rule under test is the increase. */
+  r.params.min_window_bytes = 1;
   double want = 1e7;
   int i;
   for (i = 1; want < (double)LINE; i++) {
@@ -306,15 +309,25 @@ static void test_window_slow_start_and_restart(void **state) {
   assert_int_equal(dlcp_rate_window_bytes(&r), 3000);
 }
 
+/* The floor is line / 1000, or what the smallest window sends per the
+ * window's RTT (base + T_high at most) when that is more: a pacer below it
+ * would hold a flow under its own window. */
 static void test_clamped_to_line_and_floor(void **state) {
   (void)state;
-  dlcp_rate r = make((double)LINE - 1e7);
-  ack(&r, 1000, 10, 0, 0);
-  assert_rate(&r, (double)LINE);
-  for (int i = 1; i <= 100; i++) {
-    ack(&r, 100000000, 10, 0, (dlcp_tstamp)i * 200000000); /* 100 ms */
+  for (int k = 0; k < 2; k++) {
+    dlcp_rate r = make((double)LINE - 1e7);
+    if (k == 1) {
+      r.params.min_window_bytes = 1;
+    }
+    ack(&r, 1000, 10, 0, 0);
+    assert_rate(&r, (double)LINE);
+    for (int i = 1; i <= 100; i++) {
+      ack(&r, 100000000, 10, 0, (dlcp_tstamp)i * 200000000); /* 100 ms */
+    }
+    /* base 1 us: the window's RTT is 1 + 125 us */
+    assert_rate(&r, k == 0 ? 3000 * 8e9 / 126000.0
+                           : (double)r.params.min_rate_bps);
   }
-  assert_rate(&r, (double)r.params.min_rate_bps);
 }
 
 static void test_tx_time_rounds_up(void **state) {

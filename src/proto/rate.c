@@ -57,13 +57,30 @@ void dlcp_rate_init(dlcp_rate *r, const dlcp_rate_params *p) {
   r->window_bytes = (double)p->initial_window_bytes;
 }
 
+static dlcp_duration window_rtt(const dlcp_rate *r);
+
+/* The rate stays within [min, line], and never below what the smallest
+ * window sends per RTT: a pacer slower than the window's floor only
+ * starves a flow that many others share a marking queue with (each mark
+ * halves it again while the window cannot shrink any further; seed's PS
+ * scenario: a 100 KB pull paced down to 0.18 Gbit/s ended 250 us after its
+ * host's others, docs/protocol.md). */
 static void clamp(dlcp_rate *r) {
   const dlcp_rate_params *p = &r->params;
+  double lo = (double)p->min_rate_bps;
+  dlcp_duration rtt = window_rtt(r);
+  if (rtt > 0) {
+    double window_floor = (double)p->min_window_bytes * 8e9 / (double)rtt;
+    lo = window_floor > lo ? window_floor : lo;
+  }
+  if (lo > (double)p->line_rate_bps) {
+    lo = (double)p->line_rate_bps;
+  }
   if (r->rate_bps > (double)p->line_rate_bps) {
     r->rate_bps = (double)p->line_rate_bps;
   }
-  if (r->rate_bps < (double)p->min_rate_bps) {
-    r->rate_bps = (double)p->min_rate_bps;
+  if (r->rate_bps < lo) {
+    r->rate_bps = lo;
   }
 }
 

@@ -57,7 +57,9 @@
  *            senders' windows shrink with their rates, so together they
  *            cannot keep a port overflowing.
  *
- * The rate stays within [min, line].  Pure computation: time is an
+ * The rate stays within [min, line], and never below the smallest window
+ * per the window's RTT (a pacer below that would hold back a flow its
+ * window already keeps at its floor).  Pure computation: time is an
  * argument, nothing is read or allocated.
  */
 #ifndef DLCP_PROTO_RATE_H
