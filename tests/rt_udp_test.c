@@ -102,6 +102,49 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   dlcp_udp_close(&u);
 }
 
+/* Equal datagrams to one address with one TOS byte go as one UDP GSO
+ * message (a shorter one may end the run); each still arrives whole, on
+ * its own, in order, and counts as one datagram sent. */
+static void test_runs_of_equal_datagrams_arrive_one_by_one(void **state) {
+  (void)state;
+  dlcp_udp u;
+  struct sockaddr_in self = open_to_self(&u);
+  enum { N = 12 };
+  /* 7 equal, a shorter one ending their run, 2 of another TOS byte, 2
+   * equal with trailers (a longer length: a new run) */
+  const size_t payload_len[N] = {1000, 1000, 1000, 1000, 1000, 1000, 1000,
+                                 300,  1000, 1000, 1000, 1000};
+  const int tos[N] = {0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x20, 0, 0};
+  uint8_t hdr[N][HDR_LEN], payload[N][PAYLOAD_LEN];
+  uint8_t trailer[DLCP_UDP_TRAILER_LEN];
+  memset(trailer, 0xee, sizeof(trailer));
+  for (int k = 0; k < N; k++) {
+    memset(hdr[k], 0x10 + k, HDR_LEN);
+    memset(payload[k], 0x80 + k, PAYLOAD_LEN);
+    dlcp_udp_queue(&u, 0, &self, hdr[k], HDR_LEN, payload[k], payload_len[k],
+                   k >= 10 ? trailer : NULL, tos[k]);
+  }
+  dlcp_udp_flush(&u);
+  assert_true(u.gso_ok || u.gso_off);
+  for (int k = 0; k < N; k++) {
+    size_t len;
+    const uint8_t *d = next_datagram(&u, &len);
+    size_t want = HDR_LEN + payload_len[k] +
+                  (k >= 10 ? DLCP_UDP_TRAILER_LEN : 0);
+    assert_int_equal(len, want);
+    assert_int_equal(d[0], 0x10 + k);
+    assert_int_equal(d[HDR_LEN - 1], 0x10 + k);
+    assert_int_equal(d[HDR_LEN], 0x80 + k);
+    assert_int_equal(d[HDR_LEN + payload_len[k] - 1], 0x80 + k);
+    if (k >= 10) {
+      assert_int_equal(d[len - 1], 0xee);
+    }
+  }
+  assert_int_equal(u.sent, N);
+  assert_int_equal(u.send_errors, 0);
+  dlcp_udp_close(&u);
+}
+
 /* Every received datagram says whether it was CE marked and when the kernel
  * received it: after it was sent, before it was read. */
 static void test_arrival_is_read(void **state) {
@@ -173,6 +216,7 @@ static void test_path_rate_towards_this_host(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
+      cmocka_unit_test(test_runs_of_equal_datagrams_arrive_one_by_one),
       cmocka_unit_test(test_arrival_is_read),
       cmocka_unit_test(test_path_rate_towards_this_host),
   };

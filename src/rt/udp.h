@@ -24,8 +24,24 @@
 #define DLCP_UDP_TRAILER_LEN 24 /* an auth trailer (rt/auth.h) */
 #define DLCP_UDP_RX_BUF 65536
 
+/* Datagrams of one UDP GSO send (the kernel's UDP_MAX_SEGMENTS), and the
+ * most bytes it may carry. */
+#define DLCP_UDP_GSO_MAX 64
+#define DLCP_UDP_GSO_BYTES 65000
+
 typedef struct dlcp_udp_out {
   size_t n;
+  size_t len[DLCP_UDP_BATCH]; /* each datagram's length */
+  int tos[DLCP_UDP_BATCH];
+  /* What flush hands the kernel: runs of equal datagrams merged into one
+   * message segmented by the kernel (UDP_SEGMENT), the others as they are. */
+  struct mmsghdr gmsg[DLCP_UDP_BATCH];
+  struct iovec giov[DLCP_UDP_BATCH * 3];
+  uint32_t gcount[DLCP_UDP_BATCH]; /* datagrams in each message */
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t))];
+  } gctl[DLCP_UDP_BATCH];
   struct mmsghdr msg[DLCP_UDP_BATCH];
   struct iovec iov[DLCP_UDP_BATCH][3];
   struct sockaddr_in to[DLCP_UDP_BATCH];
@@ -54,6 +70,8 @@ typedef struct dlcp_udp {
   int64_t rx_offset;      /* the batch's dlcp_rt_realtime_offset */
   dlcp_mlt_arrival taken; /* of the last dlcp_udp_take*'s datagram */
   uint64_t sent, send_errors;
+  bool gso_off; /* the kernel refused UDP_SEGMENT: one message a datagram */
+  bool gso_ok;  /* it took one */
 } dlcp_udp;
 
 /* dlcp_udp_open binds |k| sockets to |ip| (IPv4, any free ports), non
@@ -80,8 +98,12 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
                     size_t payload_len, const uint8_t *trailer, int tos);
 
-/* dlcp_udp_flush sends every queued datagram.  A full socket buffer drops
- * the rest of a batch, as a full switch queue would: MLT recovers it. */
+/* dlcp_udp_flush sends every queued datagram; consecutive ones to the same
+ * address with the same TOS byte and length (the last of a run may be
+ * shorter) go as one UDP GSO message, which the kernel cuts into those
+ * datagrams (in software, before any qdisc, when the device cannot).  A
+ * full socket buffer drops the rest of a batch, as a full switch queue
+ * would: MLT recovers it. */
 void dlcp_udp_flush(dlcp_udp *u);
 
 /* dlcp_udp_recv reads a batch from path |path|'s socket; returns how many
