@@ -4,12 +4,13 @@
  *
  * Model.  One dlcp_mlt_conn per peer, all driven by whichever thread runs
  * the event loop (drive.c).  Each wake-up (a datagram: dgram.c; a control
- * message: ctrl.c; the deadline's timerfd; a post's eventfd kick) ends in
+ * message: ctrl.c; the deadline; a post's eventfd kick) ends in
  * one service pass: poll every connection until the core has nothing to
  * do now, turning actions into batched datagrams, buffered control writes
  * and completions, let the collectives (collective.c) turn finished
- * transfers into new ones, and arm the timerfd at the earliest deadline
- * (pacing, probe and stall timers, held fault packets).  Callbacks read
+ * transfers into new ones, and note the earliest deadline (pacing, probe
+ * and stall timers, held fault packets), until which the next thread to
+ * sleep in epoll sleeps (a timerfd wakes one already asleep past it).  Callbacks read
  * the clock themselves; a pass hands one |now| to everything it polls.
  *
  * Application threads never touch a connection outside |mu|: dlcp_post_*
@@ -220,16 +221,13 @@ static void maybe_pause(dlcp_comm *c, dlcp_tstamp now) {
   }
 }
 
-/* Records the earliest deadline.  The thread that next sleeps in epoll
- * reads it (drive.c); one already asleep past it must be woken, through
- * the timerfd, so any thread holding |mu| may move it (a post from the
- * application).  A deadline that moves later leaves the timer as it is:
- * it fires early, and the service it runs arms the right one.  Control
- * datagrams move it on every message (a retransmission timer set, then
- * cancelled by the acknowledgement), and re-arming each time cost 3.7
- * system calls per iteration of a 4 KiB all-reduce. */
-static void arm_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
-  c->next_ns = at;
+/* Wakes a thread asleep in epoll past |at| through the timerfd.  A
+ * deadline that moves later leaves the timer as it is: it fires early, and
+ * the service it runs arms the right one.  Control datagrams move it on
+ * every message (a retransmission timer set, then cancelled by the
+ * acknowledgement), and re-arming each time cost 3.7 system calls per
+ * iteration of a 4 KiB all-reduce. */
+static void wake_sleeper_at(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
   if (!c->sleeping || at >= c->sleep_until_ns) {
     return;
   }
@@ -242,6 +240,22 @@ static void arm_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
   its.it_value.tv_nsec = (long)(at % 1000000000u);
   timerfd_settime(c->tfd, TFD_TIMER_ABSTIME, &its, NULL);
   c->armed_ns = at;
+}
+
+/* The service pass's deadline, every deadline of the communicator
+ * considered: the thread that next sleeps in epoll sleeps until it
+ * (drive.c); one already asleep past it is woken. */
+static void set_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
+  c->next_ns = at;
+  wake_sleeper_at(c, at, now);
+}
+
+/* A deadline of one part of the communicator (a post's connection): it can
+ * only bring the earliest one closer. */
+static void add_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
+  if (at < c->next_ns) {
+    set_deadline(c, at, now);
+  }
 }
 
 void dlcp_rt_service_if_due(dlcp_comm *c) {
@@ -289,7 +303,7 @@ void dlcp_rt_service(dlcp_comm *c) {
   if (next != DLCP_TSTAMP_NEVER && next <= now) {
     next = now + 1000; /* never spin: the core has just been polled dry */
   }
-  arm_deadline(c, next, now);
+  set_deadline(c, next, now);
 }
 
 /* --- loop callbacks ----------------------------------------------------- */
@@ -718,7 +732,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
   /* Hand the operation to the core right here and send what it allows
    * now, instead of waking the loop thread first: the first packet leaves
    * without a thread hand-off, and the new deadline reaches whoever
-   * drives the loop through the timerfd. */
+   * drives the loop (add_deadline). */
   dlcp_tstamp now = dlcp_rt_now();
   peer *p = &c->peers[peer_rank];
   dlcp_rt_submit(c, o, now);
@@ -728,7 +742,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
   if (next <= now) {
     next = now + 1000;
   }
-  arm_deadline(c, next, now);
+  add_deadline(c, next, now);
   pthread_mutex_unlock(&c->mu);
   return 0;
 }
