@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "proto/mlt.h"
+#include "proto/mlt_tune.h"
 #include "proto/rng.h"
 #include "sim/sim.h"
 #include "wire/wire.h"
@@ -183,7 +184,9 @@ static int mlt_init(dlcp_sim *sim) {
 
   dlcp_mlt_config *b = &m->base;
   dlcp_mlt_config_default(b);
-  b->segment_size = segment_bytes(cfg);
+  /* The protocol's policy for a segment size, as the runtime applies it;
+   * the scenario's thresholds then override. */
+  dlcp_mlt_config_tune_segment(b, segment_bytes(cfg));
   b->npaths = mc->npaths;
   b->nprio = cfg->sw.nqueues > 1 ? cfg->sw.nqueues - 1 : 1;
   /* The core paces header + payload; the wire also carries IPv4/UDP.  Pace
