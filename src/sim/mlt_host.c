@@ -737,6 +737,7 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     break;
   }
   case DLCP_SIM_PKT_NOTE:
+  case DLCP_SIM_PKT_INA:
     break;
   case DLCP_SIM_PKT_CTRL:
     /* The datagram is whole when its last fragment arrives; one lost
