@@ -404,8 +404,12 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
   p.block_elems = job->sim->cfg.agg.block_elems;
   p.group_blocks = job->ina_group_blocks;
   p.first_group = rk->iter * job->ina_ngroups;
-  p.window = job->spec.ina_window;
-  p.rto_ns = ns_of(job->spec.ina_rto_ps);
+  if (job->spec.ina_window) {
+    p.window = job->spec.ina_window;
+  }
+  if (job->spec.ina_rto_ps) {
+    p.rto_ns = ns_of(job->spec.ina_rto_ps);
+  }
   /* A group waits for the slowest rank: re-sends are no failure (the
    * runtime's choice too). */
   p.max_retx = UINT16_MAX - 1u;

@@ -458,6 +458,48 @@ static int section_host(dlcp_scn *s, const dlcp_scn_node *n) {
   return rv;
 }
 
+/* aggregation: the switch that runs src/proto/agg and its parameters. */
+static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
+  static const char *const keys[] = {"switch", "memory", "block_elems",
+                                     "policy", "static_parts", "per_packet",
+                                     "resend", NULL};
+  static const char *const policies[] = {"shared", "static", NULL};
+  const char *p = "aggregation";
+  dlcp_sim_agg_config *a = &s->cfg->agg;
+  int policy = a->static_partition ? 1 : 0;
+  int rv = dlcp_scn_check_keys(s, n, p, keys);
+  if (rv || (rv = dlcp_scn_get_name(s, n, p, "switch", a->node, true, n)) ||
+      (rv = dlcp_scn_get_size(s, n, p, "memory", &a->mem_bytes, 4,
+                              1ull << 34)) ||
+      (rv = dlcp_scn_get_u32(s, n, p, "block_elems", &a->block_elems, 1,
+                             DLCP_AGG_MAX_BLOCK_ELEMS)) ||
+      (rv = dlcp_scn_get_enum(s, n, p, "policy", policies, &policy)) ||
+      (rv = dlcp_scn_get_u32(s, n, p, "static_parts", &a->static_parts, 1,
+                             4096)) ||
+      (rv = dlcp_scn_get_time(s, n, p, "per_packet", &a->per_packet_ps)) ||
+      (rv = dlcp_scn_get_time(s, n, p, "resend", &a->resend_ps))) {
+    return rv;
+  }
+  a->static_partition = policy == 1;
+  if (a->mem_bytes < 4ull * a->block_elems) {
+    return dlcp_scn_fail(s, dlcp_scn_map_get(n, "memory"),
+                         "aggregation.memory", "expected room for at least "
+                         "one block (4 * block_elems = %u bytes)",
+                         4 * a->block_elems);
+  }
+  if (a->resend_ps < DLCP_SIM_PS_PER_NS) {
+    return dlcp_scn_fail(s, n, "aggregation.resend", "expected at least 1ns");
+  }
+  if (!a->static_partition && dlcp_scn_map_get(n, "static_parts")) {
+    return dlcp_scn_fail(s, dlcp_scn_map_get(n, "static_parts"),
+                         "aggregation.static_parts",
+                         "expected policy: static for this field");
+  }
+  dlcp_scn_where(a->where, n);
+  dlcp_scn_set_field(a->field, p);
+  return 0;
+}
+
 /* outputs.pcap: a list of cables, each "a-b" or [a, b]. */
 static int pcap_list(dlcp_scn *s, const dlcp_scn_node *n) {
   if (n->kind != DLCP_SCN_SEQ) {
@@ -508,7 +550,7 @@ static int interpret(dlcp_scn *s, const dlcp_scn_node *root, char *out_dir,
   static const char *const keys[] = {"name",      "seed",     "stop_at",
                                      "topology",  "switch",   "host",
                                      "transport", "workload", "faults",
-                                     "outputs",   NULL};
+                                     "outputs",   "aggregation", NULL};
   int rv = dlcp_scn_check_keys(s, root, "", keys);
   if (rv != 0) {
     return rv;
@@ -544,6 +586,10 @@ static int interpret(dlcp_scn *s, const dlcp_scn_node *root, char *out_dir,
     return rv;
   }
   if ((v = dlcp_scn_map_get(root, "host")) && (rv = section_host(s, v))) {
+    return rv;
+  }
+  if ((v = dlcp_scn_map_get(root, "aggregation")) &&
+      (rv = section_aggregation(s, v))) {
     return rv;
   }
   if ((v = dlcp_scn_map_get(root, "workload")) &&

@@ -51,6 +51,27 @@ static int flow_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   return 0;
 }
 
+/* A sequence of host names into *out (calloc'd, one spare entry). */
+static int host_list(dlcp_scn *s, const dlcp_scn_node *seq, const char *field,
+                     char (**out)[DLCP_SIM_NAME_MAX]) {
+  *out = calloc(seq->n + 1, sizeof(**out));
+  if (!*out) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < seq->n; i++) {
+    const char *t = "";
+    int rv = dlcp_scn_scalar(s, seq->items[i], field, &t);
+    if (rv != 0) {
+      return rv;
+    }
+    if (t[0] == '\0' || strlen(t) >= DLCP_SIM_NAME_MAX) {
+      return dlcp_scn_fail(s, seq->items[i], field, "expected host names");
+    }
+    snprintf((*out)[i], DLCP_SIM_NAME_MAX, "%s", t);
+  }
+  return 0;
+}
+
 static int incast_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   static const char *const keys[] = {"receiver", "senders", "size", "start",
                                      "priority", NULL};
@@ -79,19 +100,8 @@ static int incast_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
     return dlcp_scn_fail(s, n, field, "expected this field to be present");
   }
   if (snd->kind == DLCP_SCN_SEQ) {
-    in->senders = calloc(snd->n + 1, sizeof(*in->senders));
-    if (!in->senders) {
-      return DLCP_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < snd->n; i++) {
-      const char *t = "";
-      if ((rv = dlcp_scn_scalar(s, snd->items[i], field, &t))) {
-        return rv;
-      }
-      if (t[0] == '\0' || strlen(t) >= DLCP_SIM_NAME_MAX) {
-        return dlcp_scn_fail(s, snd->items[i], field, "expected host names");
-      }
-      snprintf(in->senders[i], DLCP_SIM_NAME_MAX, "%s", t);
+    if ((rv = host_list(s, snd, field, &in->senders))) {
+      return rv;
     }
     in->nsenders_listed = (uint32_t)snd->n;
   } else if ((rv = dlcp_scn_get_u32(s, n, path, "senders", &in->nsenders, 1,
@@ -249,11 +259,47 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   return 0;
 }
 
+/* window, rto, group_blocks: only for the algorithms through the switch
+ * (0 keeps src/coll/ina's defaults; RA-INA's groups have one block per
+ * rank). */
+static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
+                      dlcp_sim_coll_spec *cs) {
+  static const char *const only_ina[] = {"window", "rto", "group_blocks",
+                                         NULL};
+  bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
+  char field[256];
+  for (const char *const *k = only_ina; *k; k++) {
+    const dlcp_scn_node *v = dlcp_scn_map_get(n, *k);
+    dlcp_scn_join(field, sizeof(field), path, *k);
+    if (v && (!ina || (cs->algo == DLCP_ALGO_RA_INA &&
+                       strcmp(*k, "group_blocks") == 0))) {
+      return dlcp_scn_fail(s, v, field, "expected algo %s for this field",
+                           ina ? "ina (RA-INA groups one block per rank)"
+                               : "ina or ra_ina");
+    }
+  }
+  int rv;
+  if ((rv = dlcp_scn_get_u32(s, n, path, "window", &cs->ina_window, 1,
+                             DLCP_INA_MAX_WINDOW)) ||
+      (rv = dlcp_scn_get_time(s, n, path, "rto", &cs->ina_rto_ps)) ||
+      (rv = dlcp_scn_get_u32(s, n, path, "group_blocks",
+                             &cs->ina_group_blocks, 1, DLCP_AGG_MAX_BLOCKS))) {
+    return rv;
+  }
+  if (dlcp_scn_map_get(n, "rto") && cs->ina_rto_ps < DLCP_SIM_PS_PER_NS) {
+    dlcp_scn_join(field, sizeof(field), path, "rto");
+    return dlcp_scn_fail(s, dlcp_scn_map_get(n, "rto"), field,
+                         "expected at least 1ns");
+  }
+  return 0;
+}
+
 static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
                            const char *path) {
   static const char *const keys[] = {
-      "algo",        "bytes",    "ranks", "iterations", "compute_time",
-      "start",       "priority", "loss_bound", "chunk", "scale", NULL};
+      "algo",   "bytes",    "ranks",      "iterations", "compute_time",
+      "start",  "priority", "loss_bound", "chunk",      "scale",
+      "hosts",  "window",   "rto",        "group_blocks", NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -275,10 +321,8 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
     dlcp_scn_join(field, sizeof(field), path, "bytes");
     return dlcp_scn_fail(s, n, field, "expected this field to be present");
   }
-  /* Every algorithm but INA and RA_INA (the last two), which need an
-   * aggregation switch the simulator does not model yet (docs/ina.md). */
   const char *algos[DLCP_COLL_NALGOS + 1] = {NULL};
-  for (unsigned a = 0; a < DLCP_ALGO_INA; a++) {
+  for (unsigned a = 0; a < DLCP_COLL_NALGOS; a++) {
     algos[a] = dlcp_algo_short_name((dlcp_algo)a);
   }
   int algo = 1;
@@ -299,13 +343,25 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
     return rv;
   }
   cs->algo = (dlcp_algo)algo;
-  /* ranks: all (the default) or a count. */
+  /* ranks: all (the default) or a count; or the hosts, listed. */
   const dlcp_scn_node *r = dlcp_scn_map_get(n, "ranks");
   if (r && !(r->kind == DLCP_SCN_SCALAR && strcmp(r->str, "all") == 0) &&
       (rv = dlcp_scn_get_u32(s, n, path, "ranks", &cs->ranks, 1, 4096))) {
     return rv;
   }
-  return 0;
+  const dlcp_scn_node *h = dlcp_scn_map_get(n, "hosts");
+  if (h) {
+    dlcp_scn_join(field, sizeof(field), path, "hosts");
+    if (r || h->kind != DLCP_SCN_SEQ || h->n == 0 || h->n > 4096) {
+      return dlcp_scn_fail(s, h, field, "expected a list of 1..4096 host "
+                           "names (the ranks in order), without 'ranks'");
+    }
+    if ((rv = host_list(s, h, field, &cs->hosts))) {
+      return rv;
+    }
+    cs->nhosts = (uint32_t)h->n;
+  }
+  return ina_fields(s, n, path, cs);
 }
 
 static int background_item(dlcp_scn *s, const dlcp_scn_node *n,
