@@ -296,7 +296,8 @@ static void test_scenario_errors(void **state) {
   (void)state;
   expect_error("workload:\n  collective: {algo: tree, bytes: 1MB}\n",
                "test.yaml:2: field 'workload.collective.algo': expected one "
-               "of auto, ring, ring_bypass, ps, hd, rat, direct, rd, got 'tree'");
+               "of auto, ring, ring_bypass, ps, hd, rat, direct, rd, ina, "
+               "ra_ina, got 'tree'");
   expect_error("workload:\n  collective: {algo: ring}\n",
                "test.yaml:2: field 'workload.collective.bytes': expected "
                "this field to be present");
