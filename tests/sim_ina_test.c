@@ -59,8 +59,8 @@ static void run_all_exact(dlcp_sim *sim, uint32_t njobs) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
     if (r.status != 0) {
-      print_message("job %u failed: %s (rank %d)\n", j,
-                    dlcp_strerror(r.status), r.failed_rank);
+      print_message("job %u failed: %s (rank %d)\n", j, dlcp_strerror(r.status),
+                    r.failed_rank);
     }
     assert_int_equal(r.status, 0);
     assert_true(r.done);

@@ -48,9 +48,9 @@ struct dlcp_sim_agg {
   dlcp_sim_ps per_packet_ps;
   dlcp_sim_ps busy_until; /* the processor's next free instant */
   dlcp_sim_timer timer;
-  uint8_t *out;           /* one datagram written by dlcp_agg_poll */
+  uint8_t *out; /* one datagram written by dlcp_agg_poll */
   size_t out_cap;
-  uint8_t *prio;          /* per host: the queue its last packet used */
+  uint8_t *prio; /* per host: the queue its last packet used */
   ina_slot *slots;
   uint32_t nslots, slots_cap, free_slot;
 };
@@ -144,7 +144,9 @@ const uint8_t *dlcp_sim_ina_packet_bytes(const dlcp_sim *sim,
 
 /* ---- the switch role ----------------------------------------------------- */
 
-static dlcp_tstamp ns_of(dlcp_sim_ps t) { return dlcp_sim_time_to_ns(t); }
+static dlcp_tstamp ns_of(dlcp_sim_ps t) {
+  return dlcp_sim_time_to_ns(t);
+}
 
 /* Sends every answer the core has queued, then arms its next deadline. */
 static void flush(struct dlcp_sim_agg *a, dlcp_sim_ps now) {
@@ -154,8 +156,7 @@ static void flush(struct dlcp_sim_agg *a, dlcp_sim_ps now) {
   while (dlcp_agg_poll(a->core, &out, a->out, a->out_cap, ns_of(now)) == 1) {
     uint32_t host = (uint32_t)out.addr;
     dlcp_sim_packet *pkt = dlcp_sim_ina_packet_new(
-        sim, a->out, out.len, host < net->nhosts ? a->prio[host] : 0,
-        out.ecn);
+        sim, a->out, out.len, host < net->nhosts ? a->prio[host] : 0, out.ecn);
     if (!pkt) {
       return;
     }
@@ -170,13 +171,9 @@ static void flush(struct dlcp_sim_agg *a, dlcp_sim_ps now) {
     }
     dlcp_sim_port_send(&net->ports[port], pkt, now);
   }
-  dlcp_tstamp dl = dlcp_agg_next_deadline(a->core);
-  if (dl == DLCP_TSTAMP_NEVER || dl > DLCP_SIM_PS_NEVER / 1000) {
-    dlcp_sim_timer_cancel(&a->timer);
-    return;
+  if (dlcp_sim_timer_follow(&a->timer, dlcp_agg_next_deadline(a->core), now)) {
+    dlcp_sim_timer_arm(&a->timer, now);
   }
-  dlcp_sim_ps at = dlcp_sim_time_from_ns(dl);
-  dlcp_sim_timer_arm(&a->timer, at > now ? at : now);
 }
 
 static void process(struct dlcp_sim_agg *a, dlcp_sim_packet *pkt,
@@ -188,8 +185,7 @@ static void process(struct dlcp_sim_agg *a, dlcp_sim_packet *pkt,
     a->prio[pkt->src] = pkt->prio;
   }
   /* A rejected packet is counted by the core (dlcp_agg_get_stats). */
-  (void)dlcp_agg_on_packet(a->core, bytes, len, pkt->ecn, pkt->src,
-                           ns_of(now));
+  (void)dlcp_agg_on_packet(a->core, bytes, len, pkt->ecn, pkt->src, ns_of(now));
   dlcp_sim_packet_drop(sim, pkt);
   flush(a, now);
 }
@@ -229,8 +225,10 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
     }
   }
   if (node == DLCP_SIM_NONE) {
-    snprintf(err, errlen, "%s: field '%s.switch': expected the name of a "
-             "switch of the topology, got '%s'", c->where, c->field, c->node);
+    snprintf(err, errlen,
+             "%s: field '%s.switch': expected the name of a "
+             "switch of the topology, got '%s'",
+             c->where, c->field, c->node);
     return DLCP_ERR_CONFIG;
   }
   const dlcp_mem *mem = sim->mem;
@@ -256,7 +254,8 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
   ac.out_queue = 1u << 16;
   int rv = dlcp_agg_new(&a->core, &ac, mem, 0);
   if (rv == DLCP_ERR_CONFIG) {
-    snprintf(err, errlen, "%s: field '%s.memory': expected room for at "
+    snprintf(err, errlen,
+             "%s: field '%s.memory': expected room for at "
              "least one block of %u int32 (and a valid configuration)",
              c->where, c->field, c->block_elems);
   }

@@ -21,7 +21,7 @@
 #include "sim/coll_job.h"
 
 #define COLL_MEM_BUDGET (32ull << 20) /* simulated vectors, all ranks */
-#define INA_MEM_BUDGET (256ull << 20)  /* INA jobs' vectors, all ranks */
+#define INA_MEM_BUDGET (256ull << 20) /* INA jobs' vectors, all ranks */
 
 /* The hosts the scenario listed, in rank order. */
 static int place_listed(coll_job *job, char *err, size_t errlen) {
@@ -30,9 +30,10 @@ static int place_listed(coll_job *job, char *err, size_t errlen) {
   for (uint32_t r = 0; r < job->n; r++) {
     uint32_t h = dlcp_sim_host_lookup(&sim->net, s->hosts[r]);
     if (h == DLCP_SIM_NONE || job->rank_of_host[h] != DLCP_SIM_NONE) {
-      snprintf(err, errlen, "%s: field '%s.hosts[%u]': expected a host of "
-               "the topology not listed before, got '%s'", s->where,
-               s->field, r, s->hosts[r]);
+      snprintf(err, errlen,
+               "%s: field '%s.hosts[%u]': expected a host of "
+               "the topology not listed before, got '%s'",
+               s->where, s->field, r, s->hosts[r]);
       return DLCP_ERR_CONFIG;
     }
     job->ranks[r].host = h;
@@ -115,7 +116,8 @@ static int place(coll_job *job, char *err, size_t errlen) {
   if (job->spec.hosts) {
     rv = place_listed(job, err, errlen);
   } else if (dlcp_sim_coll_is_ina(job->algo) && place_at_switch(job) != n) {
-    snprintf(err, errlen, "%s: field '%s.ranks': expected at most as many "
+    snprintf(err, errlen,
+             "%s: field '%s.ranks': expected at most as many "
              "ranks as hosts attached to the aggregation switch",
              job->spec.where, job->spec.field);
     rv = DLCP_ERR_CONFIG;
@@ -131,7 +133,8 @@ static int place(coll_job *job, char *err, size_t errlen) {
   /* Labels: level 0 the rack; level 1 the pod in a fat-tree. */
   bool fat = sim->cfg.topo.kind == DLCP_SIM_TOPO_FAT_TREE;
   job->levels = fat ? 2 : 1;
-  job->labels = dlcp_sim_coll_zalloc(sim, (size_t)n * job->levels, sizeof(uint32_t));
+  job->labels =
+      dlcp_sim_coll_zalloc(sim, (size_t)n * job->levels, sizeof(uint32_t));
   if (!job->labels) {
     rv = DLCP_ERR_NOMEM;
     goto out;
@@ -173,8 +176,8 @@ static int ina_check(const coll_job *job, char *err, size_t errlen) {
     field = "group_blocks", want = "a group within one datagram (64 KB)";
   }
   if (field) {
-    snprintf(err, errlen, "%s: field '%s.%s': expected %s", s->where,
-             s->field, field, want);
+    snprintf(err, errlen, "%s: field '%s.%s': expected %s", s->where, s->field,
+             field, want);
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -191,15 +194,16 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   for (uint32_t r = 0; r < job->n; r++) {
     hosts[r] = job->ranks[r].host;
     if (dlcp_sim_host_nic(&sim->net, hosts[r])->peer != sim->net.agg_node) {
-      snprintf(err, errlen, "%s: field '%s.hosts[%u]': expected a host "
-               "attached to the aggregation switch %s", job->spec.where,
-               job->spec.field, r, sim->cfg.agg.node);
+      snprintf(err, errlen,
+               "%s: field '%s.hosts[%u]': expected a host "
+               "attached to the aggregation switch %s",
+               job->spec.where, job->spec.field, r, sim->cfg.agg.node);
       sim->mem->free(hosts, sim->mem->user);
       return DLCP_ERR_CONFIG;
     }
   }
-  int rv = dlcp_sim_ina_job_add(sim, job->id, sim->colls->njobs, hosts,
-                                job->n, job->spec.prio);
+  int rv = dlcp_sim_ina_job_add(sim, job->id, sim->colls->njobs, hosts, job->n,
+                                job->spec.prio);
   sim->mem->free(hosts, sim->mem->user);
   uint32_t gelems = sim->cfg.agg.block_elems * job->ina_group_blocks;
   job->ina_ngroups = dlcp_ina_ngroups(job->count, sim->cfg.agg.block_elems,
@@ -247,14 +251,15 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
     return DLCP_ERR_CONFIG;
   }
   if (s->prio >= sim->cfg.sw.nqueues) {
-    snprintf(err, errlen, "%s: field '%s.priority': expected an integer in "
-             "[0, %u] (switch.queues - 1)", s->where, s->field,
-             sim->cfg.sw.nqueues - 1);
+    snprintf(err, errlen,
+             "%s: field '%s.priority': expected an integer in "
+             "[0, %u] (switch.queues - 1)",
+             s->where, s->field, sim->cfg.sw.nqueues - 1);
     return DLCP_ERR_CONFIG;
   }
   job->ina_group_blocks = job->algo == DLCP_ALGO_RA_INA ? job->n
-                          : s->ina_group_blocks  ? s->ina_group_blocks
-                                                 : 4;
+                          : s->ina_group_blocks         ? s->ina_group_blocks
+                                                        : 4;
   int rv = dlcp_sim_coll_is_ina(job->algo) ? ina_check(job, err, errlen) : 0;
   if (rv != 0) {
     return rv;
@@ -271,12 +276,14 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
   job->scale = scale;
   job->count = s->bytes / ((uint64_t)scale * sizeof(float));
   if (job->count == 0) {
-    snprintf(err, errlen, "%s: field '%s.bytes': expected at least "
-             "4 * scale (%u) bytes", s->where, s->field, scale);
+    snprintf(err, errlen,
+             "%s: field '%s.bytes': expected at least "
+             "4 * scale (%u) bytes",
+             s->where, s->field, scale);
     return DLCP_ERR_CONFIG;
   }
-  uint64_t chunk = s->chunk_bytes ? s->chunk_bytes
-                                  : DLCP_COLL_DEFAULT_CHUNK_BYTES;
+  uint64_t chunk =
+      s->chunk_bytes ? s->chunk_bytes : DLCP_COLL_DEFAULT_CHUNK_BYTES;
   job->chunk = chunk / scale ? chunk / scale : sizeof(float);
   uint64_t wire = job->count * sizeof(float) * scale;
   if (wire > sim->coll_max_flow) {
@@ -304,10 +311,13 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
   p.count = job->count;
   p.topo = job->labels;
   p.topo_levels = job->levels;
-  int algo = dlcp_sim_coll_is_ina(job->algo) ? (int)job->algo : dlcp_coll_resolve_algo(&p);
+  int algo = dlcp_sim_coll_is_ina(job->algo) ? (int)job->algo
+                                             : dlcp_coll_resolve_algo(&p);
   if (algo < 0) {
-    snprintf(err, errlen, "%s: field '%s.algo': expected an all-reduce "
-             "algorithm", s->where, s->field);
+    snprintf(err, errlen,
+             "%s: field '%s.algo': expected an all-reduce "
+             "algorithm",
+             s->where, s->field);
     return DLCP_ERR_CONFIG;
   }
   job->algo = (dlcp_algo)algo;
@@ -328,7 +338,8 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
     }
     dlcp_sim_timer_init(&rk->timer, &sim->engine, dlcp_sim_coll_rank_timer, rk);
   }
-  if (dlcp_sim_coll_is_ina(job->algo) && (rv = ina_setup(job, err, errlen)) != 0) {
+  if (dlcp_sim_coll_is_ina(job->algo) &&
+      (rv = ina_setup(job, err, errlen)) != 0) {
     return rv;
   }
   for (uint32_t i = 0; i < s->iterations; i++) {
@@ -336,7 +347,8 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
     job->it[i].end_ps = DLCP_SIM_PS_NEVER;
   }
   sim->busy++;
-  dlcp_sim_engine_at_cold(&sim->engine, s->start_ps, dlcp_sim_coll_job_start, job, NULL);
+  dlcp_sim_engine_at_cold(&sim->engine, s->start_ps, dlcp_sim_coll_job_start,
+                          job, NULL);
   return 0;
 }
 
@@ -351,8 +363,7 @@ int dlcp_sim_coll_build(dlcp_sim *sim, char *err, size_t errlen) {
   sim->colls = c;
   c->sim = sim;
   c->jobs = dlcp_sim_coll_zalloc(sim, sim->cfg.ncolls, sizeof(*c->jobs));
-  if (!c->jobs ||
-      coll_match_init(&c->xfers, sim->mem, sizeof(sim_xfer)) != 0) {
+  if (!c->jobs || coll_match_init(&c->xfers, sim->mem, sizeof(sim_xfer)) != 0) {
     return DLCP_ERR_NOMEM;
   }
   c->njobs = sim->cfg.ncolls;
@@ -387,7 +398,8 @@ void dlcp_sim_coll_free(dlcp_sim *sim) {
     mem->free(job->it, mem->user);
   }
   for (uint32_t i = 0; i < coll_match_slots(&c->xfers); i++) {
-    mem->free(((sim_xfer *)(void *)coll_match_at(&c->xfers, i))->holes, mem->user);
+    mem->free(((sim_xfer *)(void *)coll_match_at(&c->xfers, i))->holes,
+              mem->user);
   }
   for (uint32_t i = 0; i < c->npauses; i++) {
     mem->free(c->pauses[i].cand, mem->user);

@@ -28,14 +28,12 @@ static void pause_tick(void *obj, void *arg, dlcp_sim_ps now) {
     uint32_t t = ps->cand[i];
     ps->cand[i] = ps->cand[j];
     ps->cand[j] = t;
-    dlcp_sim_port_pause(dlcp_sim_host_nic(&sim->net, ps->cand[i]), true,
-                        now);
-    dlcp_sim_engine_at_cold(&sim->engine, now + ps->duration, pause_resume,
-                            sim, (void *)(uintptr_t)ps->cand[i]);
+    dlcp_sim_port_pause(dlcp_sim_host_nic(&sim->net, ps->cand[i]), true, now);
+    dlcp_sim_engine_at_cold(&sim->engine, now + ps->duration, pause_resume, sim,
+                            (void *)(uintptr_t)ps->cand[i]);
     sim->colls->npaused++;
   }
-  dlcp_sim_engine_at_cold(&sim->engine, now + ps->every, pause_tick, ps,
-                          NULL);
+  dlcp_sim_engine_at_cold(&sim->engine, now + ps->every, pause_tick, ps, NULL);
 }
 
 int dlcp_sim_coll_schedule_pauses(dlcp_sim *sim, char *err, size_t errlen) {
@@ -81,8 +79,10 @@ int dlcp_sim_coll_schedule_pauses(dlcp_sim *sim, char *err, size_t errlen) {
     }
     ps->ncand = ncand;
     if (ps->k == 0 || ps->k > ncand || ps->every == 0 || ps->duration == 0) {
-      snprintf(err, errlen, "%s: field '%s.pause': expected 1..%u ranks "
-               "and every, duration > 0", f->where, f->field, ncand);
+      snprintf(err, errlen,
+               "%s: field '%s.pause': expected 1..%u ranks "
+               "and every, duration > 0",
+               f->where, f->field, ncand);
       return DLCP_ERR_CONFIG;
     }
     dlcp_sim_engine_at_cold(&sim->engine, f->at_ps, pause_tick, ps, NULL);

@@ -327,14 +327,8 @@ static void rank_process(coll_rank *rk, dlcp_sim_ps now) {
         return;
       }
     }
-    dlcp_tstamp dl = dlcp_coll_next_deadline(rk->op);
-    if (dl == DLCP_TSTAMP_NEVER || dl > DLCP_SIM_PS_NEVER / 1000) {
-      dlcp_sim_timer_cancel(&rk->timer);
-      return;
-    }
-    dlcp_sim_ps at = dlcp_sim_time_from_ns(dl);
-    if (at > now) {
-      dlcp_sim_timer_arm(&rk->timer, at);
+    if (!dlcp_sim_timer_follow(&rk->timer, dlcp_coll_next_deadline(rk->op),
+                               now)) {
       return;
     }
     /* A deadline at or before now: polling again fires it. */

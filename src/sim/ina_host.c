@@ -48,14 +48,15 @@ struct dlcp_sim_ina {
   size_t buflen;
 };
 
-static dlcp_tstamp ns_of(dlcp_sim_ps t) { return dlcp_sim_time_to_ns(t); }
+static dlcp_tstamp ns_of(dlcp_sim_ps t) {
+  return dlcp_sim_time_to_ns(t);
+}
 
 static void send_dgram(ina_rank *rk, const uint8_t *dgram, size_t len,
                        dlcp_sim_ps now) {
   dlcp_sim *sim = rk->job->ina->sim;
   dlcp_sim_packet *pkt =
-      dlcp_sim_ina_packet_new(sim, dgram, len, rk->job->prio,
-                              DLCP_SIM_ECN_ECT);
+      dlcp_sim_ina_packet_new(sim, dgram, len, rk->job->prio, DLCP_SIM_ECN_ECT);
   if (!pkt) {
     return;
   }
@@ -82,14 +83,8 @@ static void process(ina_rank *rk, dlcp_sim_ps now) {
       dlcp_sim_coll_ina_done(ina->sim, rk->job->id, rk->rank, now);
       return;
     }
-    dlcp_tstamp dl = dlcp_ina_next_deadline(rk->op);
-    if (dl == DLCP_TSTAMP_NEVER || dl > DLCP_SIM_PS_NEVER / 1000) {
-      dlcp_sim_timer_cancel(&rk->timer);
-      return;
-    }
-    dlcp_sim_ps at = dlcp_sim_time_from_ns(dl);
-    if (at > now) {
-      dlcp_sim_timer_arm(&rk->timer, at);
+    if (!dlcp_sim_timer_follow(&rk->timer, dlcp_ina_next_deadline(rk->op),
+                               now)) {
       return;
     }
     /* A deadline at or before now: polling again fires it. */
@@ -99,12 +94,13 @@ static void process(ina_rank *rk, dlcp_sim_ps now) {
   }
 }
 
-static void timer_fire(void *obj, dlcp_sim_ps now) { process(obj, now); }
+static void timer_fire(void *obj, dlcp_sim_ps now) {
+  process(obj, now);
+}
 
 static ina_job *job_at(const dlcp_sim *sim, uint32_t job) {
   struct dlcp_sim_ina *ina = sim->ina;
-  return ina && job < ina->njobs && ina->jobs[job].n ? &ina->jobs[job]
-                                                     : NULL;
+  return ina && job < ina->njobs && ina->jobs[job].n ? &ina->jobs[job] : NULL;
 }
 
 int dlcp_sim_ina_job_add(dlcp_sim *sim, uint32_t job, uint32_t njobs,
@@ -134,8 +130,7 @@ int dlcp_sim_ina_job_add(dlcp_sim *sim, uint32_t job, uint32_t njobs,
   dlcp_rng_seed(&rng, sim->cfg.seed ^ (0x1AA70000ull + job));
   j->token = dlcp_rng_next(&rng);
   j->ranks = mem->calloc(n, sizeof(*j->ranks), mem->user);
-  j->rank_of_host = mem->malloc(sim->net.nhosts * sizeof(uint32_t),
-                                mem->user);
+  j->rank_of_host = mem->malloc(sim->net.nhosts * sizeof(uint32_t), mem->user);
   if (!j->ranks || !j->rank_of_host) {
     return DLCP_ERR_NOMEM;
   }
@@ -189,8 +184,8 @@ void dlcp_sim_ina_end(dlcp_sim *sim, uint32_t job, uint32_t rank) {
   }
 }
 
-void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host,
-                            dlcp_sim_packet *pkt, dlcp_sim_ps now) {
+void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
+                            dlcp_sim_ps now) {
   size_t len;
   const uint8_t *bytes = dlcp_sim_ina_packet_bytes(sim, pkt, &len);
   dlcp_agg_hdr h;
@@ -212,8 +207,8 @@ void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host,
   if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
     /* A result of an earlier operation, re-sent: acknowledge it. */
     uint8_t ack[DLCP_AGG_HDR_LEN];
-    dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), bytes, len, h.job,
-                                    j->token);
+    dlcp_ssize n =
+        dlcp_ina_ack_for(ack, sizeof(ack), bytes, len, h.job, j->token);
     if (n > 0) {
       send_dgram(rk, ack, (size_t)n, now);
     }

@@ -16,8 +16,8 @@
 
 static int vfail_at(dlcp_scn *s, const char *file, unsigned line,
                     const char *field, const char *fmt, va_list ap) {
-  int off = snprintf(s->err, s->errlen, "%s:%u: field '%s': ", file, line,
-                     field);
+  int off =
+      snprintf(s->err, s->errlen, "%s:%u: field '%s': ", file, line, field);
   if (off >= 0 && (size_t)off < s->errlen) {
     vsnprintf(s->err + off, s->errlen - (size_t)off, fmt, ap);
   }
@@ -62,7 +62,7 @@ static int expect_map(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
 
 /* Checks that |map| has only the keys listed (NULL-terminated). */
 int dlcp_scn_check_keys(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                      const char *const *allowed) {
+                        const char *const *allowed) {
   int rv = expect_map(s, map, path);
   if (rv != 0) {
     return rv;
@@ -83,20 +83,35 @@ int dlcp_scn_check_keys(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
         off += w > 0 ? (size_t)w : 0;
       }
       return dlcp_scn_fail(s, map->items[i], field,
-                  "unknown field; expected one of: %s", list);
+                           "unknown field; expected one of: %s", list);
     }
   }
   return 0;
 }
 
 int dlcp_scn_scalar(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
-                  const char **out) {
+                    const char **out) {
   if (n->kind != DLCP_SCN_SCALAR) {
     return dlcp_scn_fail(s, n, field, "expected a single value, not a %s",
-                n->kind == DLCP_SCN_MAP ? "mapping" : "sequence");
+                         n->kind == DLCP_SCN_MAP ? "mapping" : "sequence");
   }
   *out = n->str;
   return 0;
+}
+
+/* The scalar value of |key| in |map|: returns 1 with |n|, its text |t|
+ * and its dotted name |field| (256 bytes) set, 0 if the key is absent, or
+ * the error if the value is not a scalar. */
+static int scalar_field(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
+                        const char *key, char *field, const dlcp_scn_node **n,
+                        const char **t) {
+  *n = dlcp_scn_map_get(map, key);
+  if (!*n) {
+    return 0;
+  }
+  dlcp_scn_join(field, 256, path, key);
+  int rv = dlcp_scn_scalar(s, *n, field, t);
+  return rv != 0 ? rv : 1;
 }
 
 /* Splits "12.5us" into 12.5 and "us"; the number must be finite, >= 0. */
@@ -115,17 +130,13 @@ static bool split_number(const char *text, double *num, const char **unit) {
 }
 
 int dlcp_scn_get_u64(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                   const char *key, uint64_t *out, uint64_t min,
-                   uint64_t max) {
-  const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
-  if (!n) {
-    return 0;
-  }
+                     const char *key, uint64_t *out, uint64_t min,
+                     uint64_t max) {
+  const dlcp_scn_node *n;
   char field[256];
-  dlcp_scn_join(field, sizeof(field), path, key);
   const char *t = "";
-  int rv = dlcp_scn_scalar(s, n, field, &t);
-  if (rv != 0) {
+  int rv = scalar_field(s, map, path, key, field, &n, &t);
+  if (rv <= 0) {
     return rv;
   }
   char *end;
@@ -142,8 +153,8 @@ int dlcp_scn_get_u64(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 }
 
 int dlcp_scn_get_u32(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                   const char *key, uint32_t *out, uint32_t min,
-                   uint32_t max) {
+                     const char *key, uint32_t *out, uint32_t min,
+                     uint32_t max) {
   uint64_t v = *out;
   int rv = dlcp_scn_get_u64(s, map, path, key, &v, min, max);
   *out = (uint32_t)v;
@@ -151,16 +162,12 @@ int dlcp_scn_get_u32(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 }
 
 int dlcp_scn_get_double(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                      const char *key, double *out, double min, double max) {
-  const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
-  if (!n) {
-    return 0;
-  }
+                        const char *key, double *out, double min, double max) {
+  const dlcp_scn_node *n;
   char field[256];
-  dlcp_scn_join(field, sizeof(field), path, key);
   const char *t = "";
-  int rv = dlcp_scn_scalar(s, n, field, &t);
-  if (rv != 0) {
+  int rv = scalar_field(s, map, path, key, field, &n, &t);
+  if (rv <= 0) {
     return rv;
   }
   double v;
@@ -174,16 +181,12 @@ int dlcp_scn_get_double(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 }
 
 int dlcp_scn_get_bool(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                    const char *key, bool *out) {
-  const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
-  if (!n) {
-    return 0;
-  }
+                      const char *key, bool *out) {
+  const dlcp_scn_node *n;
   char field[256];
-  dlcp_scn_join(field, sizeof(field), path, key);
   const char *t = "";
-  int rv = dlcp_scn_scalar(s, n, field, &t);
-  if (rv != 0) {
+  int rv = scalar_field(s, map, path, key, field, &n, &t);
+  if (rv <= 0) {
     return rv;
   }
   if (!strcmp(t, "true") || !strcmp(t, "yes") || !strcmp(t, "on")) {
@@ -199,7 +202,7 @@ int dlcp_scn_get_bool(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 /* Parses a size: bytes, or with B, KB, MB, GB (powers of 1000), KiB, MiB,
  * GiB (powers of 1024) or pkts (times the packet size mss + header). */
 int dlcp_scn_parse_size(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
-                      uint64_t *out, uint64_t min, uint64_t max) {
+                        uint64_t *out, uint64_t min, uint64_t max) {
   const char *t = "";
   int rv = dlcp_scn_scalar(s, n, field, &t);
   if (rv != 0) {
@@ -208,9 +211,10 @@ int dlcp_scn_parse_size(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
   static const struct {
     const char *unit;
     double mult;
-  } units[] = {{"", 1},      {"B", 1},           {"KB", 1e3},
-               {"MB", 1e6},  {"GB", 1e9},        {"KiB", 1024.0},
-               {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"pkts", 0}};
+  } units[] = {
+      {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"pkts", 0}};
   double v;
   const char *unit;
   if (split_number(t, &v, &unit)) {
@@ -236,8 +240,8 @@ int dlcp_scn_parse_size(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
 }
 
 int dlcp_scn_get_size(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                    const char *key, uint64_t *out, uint64_t min,
-                    uint64_t max) {
+                      const char *key, uint64_t *out, uint64_t min,
+                      uint64_t max) {
   const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
   if (!n) {
     return 0;
@@ -248,7 +252,7 @@ int dlcp_scn_get_size(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 }
 
 int dlcp_scn_parse_time(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
-                      dlcp_sim_ps *out) {
+                        dlcp_sim_ps *out) {
   const char *t = "";
   int rv = dlcp_scn_scalar(s, n, field, &t);
   if (rv != 0) {
@@ -275,7 +279,7 @@ int dlcp_scn_parse_time(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
 }
 
 int dlcp_scn_get_time(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                    const char *key, dlcp_sim_ps *out) {
+                      const char *key, dlcp_sim_ps *out) {
   const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
   if (!n) {
     return 0;
@@ -286,24 +290,20 @@ int dlcp_scn_get_time(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 }
 
 int dlcp_scn_get_rate(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                    const char *key, uint64_t *out) {
-  const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
-  if (!n) {
-    return 0;
-  }
+                      const char *key, uint64_t *out) {
+  const dlcp_scn_node *n;
   char field[256];
-  dlcp_scn_join(field, sizeof(field), path, key);
   const char *t = "";
-  int rv = dlcp_scn_scalar(s, n, field, &t);
-  if (rv != 0) {
+  int rv = scalar_field(s, map, path, key, field, &n, &t);
+  if (rv <= 0) {
     return rv;
   }
   static const struct {
     const char *unit;
     double bps;
-  } units[] = {{"bps", 1},    {"Kbps", 1e3}, {"Mbps", 1e6}, {"Gbps", 1e9},
-               {"Tbps", 1e12}, {"K", 1e3},   {"M", 1e6},    {"G", 1e9},
-               {"T", 1e12}};
+  } units[] = {{"bps", 1},    {"Kbps", 1e3},  {"Mbps", 1e6},
+               {"Gbps", 1e9}, {"Tbps", 1e12}, {"K", 1e3},
+               {"M", 1e6},    {"G", 1e9},     {"T", 1e12}};
   double v;
   const char *unit;
   if (split_number(t, &v, &unit)) {
@@ -323,8 +323,8 @@ int dlcp_scn_get_rate(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 }
 
 int dlcp_scn_get_name(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                    const char *key, char *out, bool required,
-                    const dlcp_scn_node *owner) {
+                      const char *key, char *out, bool required,
+                      const dlcp_scn_node *owner) {
   const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
   char field[256];
   dlcp_scn_join(field, sizeof(field), path, key);
@@ -342,7 +342,7 @@ int dlcp_scn_get_name(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
   }
   if (t[0] == '\0' || strlen(t) >= DLCP_SIM_NAME_MAX) {
     return dlcp_scn_fail(s, n, field, "expected a name of 1..%u characters",
-                DLCP_SIM_NAME_MAX - 1);
+                         DLCP_SIM_NAME_MAX - 1);
   }
   snprintf(out, DLCP_SIM_NAME_MAX, "%s", t);
   return 0;
@@ -350,16 +350,12 @@ int dlcp_scn_get_name(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 
 /* Matches a scalar against a list of words; returns the index. */
 int dlcp_scn_get_enum(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
-                    const char *key, const char *const *words, int *out) {
-  const dlcp_scn_node *n = dlcp_scn_map_get(map, key);
-  if (!n) {
-    return 0;
-  }
+                      const char *key, const char *const *words, int *out) {
+  const dlcp_scn_node *n;
   char field[256];
-  dlcp_scn_join(field, sizeof(field), path, key);
   const char *t = "";
-  int rv = dlcp_scn_scalar(s, n, field, &t);
-  if (rv != 0) {
+  int rv = scalar_field(s, map, path, key, field, &n, &t);
+  if (rv <= 0) {
     return rv;
   }
   char list[256] = "";
@@ -409,7 +405,7 @@ int dlcp_scn_for_each_map(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
 
 /* Fails on the first of |required| (NULL-terminated) missing from |n|. */
 int dlcp_scn_require(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
-                   const char *const *required) {
+                     const char *const *required) {
   for (const char *const *r = required; *r; r++) {
     if (!dlcp_scn_map_get(n, *r)) {
       char field[256];

@@ -53,8 +53,8 @@ void dlcp_scn_node_free(dlcp_scn_node *n);
 /* Parses |text| as one YAML document into *out (NULL if empty); a nonzero
  * |line_base| gives every node that line (overrides report their
  * position, not a line inside the value). */
-int dlcp_scn_parse(dlcp_scn *s, const char *text, size_t len,
-                   const char *file, unsigned line_base, dlcp_scn_node **out);
+int dlcp_scn_parse(dlcp_scn *s, const char *text, size_t len, const char *file,
+                   unsigned line_base, dlcp_scn_node **out);
 /* Applies the override "a.b.c=value", the |index|th, to the tree rooted at
  * *root (created if NULL). */
 int dlcp_scn_apply_set(dlcp_scn *s, dlcp_scn_node **root, const char *set,
@@ -69,16 +69,16 @@ dlcp_scn_node *dlcp_scn_map_get(const dlcp_scn_node *map, const char *key);
 __attribute__((format(printf, 5, 6))) int
 dlcp_scn_fail_at(dlcp_scn *s, const char *file, unsigned line,
                  const char *field, const char *fmt, ...);
-__attribute__((format(printf, 4, 5))) int
-dlcp_scn_fail(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
-              const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) int dlcp_scn_fail(dlcp_scn *s,
+                                                        const dlcp_scn_node *n,
+                                                        const char *field,
+                                                        const char *fmt, ...);
 /* "path.key", or "key" at the root. */
-void dlcp_scn_join(char *out, size_t outlen, const char *path,
-                   const char *key);
+void dlcp_scn_join(char *out, size_t outlen, const char *path, const char *key);
 /* Fails unless |map| is a mapping whose keys are all in |allowed|
  * (NULL-terminated). */
-int dlcp_scn_check_keys(dlcp_scn *s, const dlcp_scn_node *map,
-                        const char *path, const char *const *allowed);
+int dlcp_scn_check_keys(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
+                        const char *const *allowed);
 /* Fails on the first of |required| (NULL-terminated) missing from |n|. */
 int dlcp_scn_require(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                      const char *const *required);
@@ -98,9 +98,8 @@ int dlcp_scn_get_u64(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
 int dlcp_scn_get_u32(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
                      const char *key, uint32_t *out, uint32_t min,
                      uint32_t max);
-int dlcp_scn_get_double(dlcp_scn *s, const dlcp_scn_node *map,
-                        const char *path, const char *key, double *out,
-                        double min, double max);
+int dlcp_scn_get_double(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
+                        const char *key, double *out, double min, double max);
 int dlcp_scn_get_bool(dlcp_scn *s, const dlcp_scn_node *map, const char *path,
                       const char *key, bool *out);
 int dlcp_scn_parse_size(dlcp_scn *s, const dlcp_scn_node *n, const char *field,
@@ -128,8 +127,7 @@ void dlcp_scn_set_field(char *out, const char *path);
 /* Calls |fn| on a mapping, or on each mapping of a sequence (so
  * "incast: {...}" and "incast: [{...}, {...}]" both work), with the path
  * "path[i]" for items. */
-int dlcp_scn_for_each_map(dlcp_scn *s, const dlcp_scn_node *n,
-                          const char *path,
+int dlcp_scn_for_each_map(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                           int (*fn)(dlcp_scn *, const dlcp_scn_node *,
                                     const char *));
 
@@ -141,7 +139,6 @@ extern const char *const dlcp_scn_lb_words[];
 /* workload: flows, incast, ps, collective, background. */
 int dlcp_scn_section_workload(dlcp_scn *s, const dlcp_scn_node *n);
 /* One item of faults: a link's loss, down_at or up_at, or a pause. */
-int dlcp_scn_fault_item(dlcp_scn *s, const dlcp_scn_node *n,
-                        const char *path);
+int dlcp_scn_fault_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path);
 
 #endif /* DLCP_SIM_SCENARIO_SCHEMA_H */

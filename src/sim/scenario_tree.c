@@ -78,7 +78,7 @@ static int convert(dlcp_scn *s, yaml_document_t *doc, int id, const char *file,
   unsigned line = (unsigned)yn->start_mark.line + 1;
   if (depth > MAX_DEPTH) {
     return dlcp_scn_fail_at(s, file, line, "(document)",
-                   "expected at most %d levels of nesting", MAX_DEPTH);
+                            "expected at most %d levels of nesting", MAX_DEPTH);
   }
   switch (yn->type) {
   case YAML_SCALAR_NODE: {
@@ -86,8 +86,8 @@ static int convert(dlcp_scn *s, yaml_document_t *doc, int id, const char *file,
     if (!n) {
       return DLCP_ERR_NOMEM;
     }
-    n->str = strndup((const char *)yn->data.scalar.value,
-                     yn->data.scalar.length);
+    n->str =
+        strndup((const char *)yn->data.scalar.value, yn->data.scalar.length);
     if (!n->str) {
       dlcp_scn_node_free(n);
       return DLCP_ERR_NOMEM;
@@ -132,15 +132,15 @@ static int convert(dlcp_scn *s, yaml_document_t *doc, int id, const char *file,
             s, file, kn ? (unsigned)kn->start_mark.line + 1 : line, "(key)",
             "expected a plain scalar as a mapping key");
       }
-      char *key = strndup((const char *)kn->data.scalar.value,
-                          kn->data.scalar.length);
+      char *key =
+          strndup((const char *)kn->data.scalar.value, kn->data.scalar.length);
       dlcp_scn_node *child = NULL;
       int rv = key ? convert(s, doc, p->value, file, depth + 1, &child)
                    : DLCP_ERR_NOMEM;
       for (size_t i = 0; rv == 0 && i < n->n; i++) {
         if (strcmp(n->keys[i], key) == 0) {
           rv = dlcp_scn_fail_at(s, file, (unsigned)kn->start_mark.line + 1, key,
-                       "expected each key once in a mapping");
+                                "expected each key once in a mapping");
         }
       }
       if (rv == 0 && child) {
@@ -166,7 +166,7 @@ static int convert(dlcp_scn *s, yaml_document_t *doc, int id, const char *file,
 
 /* Parses |text| as one YAML document into *out (NULL if empty). */
 int dlcp_scn_parse(dlcp_scn *s, const char *text, size_t len, const char *file,
-                      unsigned line_base, dlcp_scn_node **out) {
+                   unsigned line_base, dlcp_scn_node **out) {
   yaml_parser_t parser;
   yaml_document_t doc;
   *out = NULL;
@@ -295,13 +295,14 @@ int dlcp_scn_apply_set(dlcp_scn *s, dlcp_scn_node **root, const char *set,
       unsigned long i = strtoul(tok, &end, 10);
       if (*end != '\0' || i >= cur->n) {
         rv = dlcp_scn_fail_at(s, file, index, set,
-                     "expected an index below %zu at '%s'", cur->n, tok);
+                              "expected an index below %zu at '%s'", cur->n,
+                              tok);
         break;
       }
       slot = &cur->items[i];
     } else {
       rv = dlcp_scn_fail_at(s, file, index, set,
-                   "expected a mapping or sequence at '%s'", tok);
+                            "expected a mapping or sequence at '%s'", tok);
       break;
     }
     if (!next) {

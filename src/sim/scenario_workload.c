@@ -13,9 +13,9 @@
 #include "sim/scenario_schema.h"
 
 static int flow_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
-  static const char *const keys[] = {"src",      "dst",  "size",
-                                     "start",    "priority", "load_balancing",
-                                     "path",     NULL};
+  static const char *const keys[] = {"src",   "dst",      "size",
+                                     "start", "priority", "load_balancing",
+                                     "path",  NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -73,8 +73,8 @@ static int host_list(dlcp_scn *s, const dlcp_scn_node *seq, const char *field,
 }
 
 static int incast_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
-  static const char *const keys[] = {"receiver", "senders", "size", "start",
-                                     "priority", NULL};
+  static const char *const keys[] = {"receiver", "senders",  "size",
+                                     "start",    "priority", NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -105,7 +105,7 @@ static int incast_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
     }
     in->nsenders_listed = (uint32_t)snd->n;
   } else if ((rv = dlcp_scn_get_u32(s, n, path, "senders", &in->nsenders, 1,
-                           65535))) {
+                                    65535))) {
     return rv;
   }
   dlcp_scn_join(field, sizeof(field), path, "size");
@@ -138,9 +138,11 @@ static int ps_profile(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   bool is_path =
       strchr(t, '/') || (len > 4 && strcmp(t + len - 4, ".csv") == 0);
   if (t[0] == '\0' || (!is_path && strspn(t, "abcdefghijklmnopqrstuvwxyz"
-                                               "0123456789_-") != len)) {
-    return dlcp_scn_fail(s, n, field, "expected a model name (resnet50, vgg16, "
-                "vgg19, googlenet, transformer) or a profile CSV path");
+                                             "0123456789_-") != len)) {
+    return dlcp_scn_fail(
+        s, n, field,
+        "expected a model name (resnet50, vgg16, "
+        "vgg19, googlenet, transformer) or a profile CSV path");
   }
   if (!is_path) {
     snprintf(file, sizeof(file), "%s/%s.csv", dlcp_sim_profile_dir, t);
@@ -162,11 +164,19 @@ static int ps_profile(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
 }
 
 static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
-  static const char *const keys[] = {"workers",      "servers", "model_size",
-                                     "iterations",   "compute_time", "start",
-                                     "priority",     "profile", "partition",
-                                     "layer_priorities", "profile_scale",
-                                     "compression", NULL};
+  static const char *const keys[] = {"workers",
+                                     "servers",
+                                     "model_size",
+                                     "iterations",
+                                     "compute_time",
+                                     "start",
+                                     "priority",
+                                     "profile",
+                                     "partition",
+                                     "layer_priorities",
+                                     "profile_scale",
+                                     "compression",
+                                     NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -203,8 +213,9 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
     if (dlcp_scn_map_get(n, *k)) {
       char field[256];
       dlcp_scn_join(field, sizeof(field), path, *k);
-      return dlcp_scn_fail(s, dlcp_scn_map_get(n, *k), field,
-                  "expected a profile (this field shapes its tensors)");
+      return dlcp_scn_fail(
+          s, dlcp_scn_map_get(n, *k), field,
+          "expected a profile (this field shapes its tensors)");
     }
   }
   if ((rv = dlcp_scn_get_size(s, n, path, "partition", &ps->partition_bytes, 1,
@@ -225,9 +236,8 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
                  ps->compression / 4.0;
       ps->tensor_bytes[t] = 4 * (uint64_t)ceil(b);
       ps->model_bytes += ps->tensor_bytes[t];
-      ps->tensor_bwd_ps[t] =
-          (dlcp_sim_ps)llround((double)ps->tensor_bwd_ps[t] *
-                               ps->profile_scale);
+      ps->tensor_bwd_ps[t] = (dlcp_sim_ps)llround((double)ps->tensor_bwd_ps[t] *
+                                                  ps->profile_scale);
     }
     ps->forward_ps =
         (dlcp_sim_ps)llround((double)ps->forward_ps * ps->profile_scale);
@@ -264,8 +274,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
  * rank). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
-  static const char *const only_ina[] = {"window", "rto", "group_blocks",
-                                         NULL};
+  static const char *const only_ina[] = {"window", "rto", "group_blocks", NULL};
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
   char field[256];
   for (const char *const *k = only_ina; *k; k++) {
@@ -282,8 +291,8 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   if ((rv = dlcp_scn_get_u32(s, n, path, "window", &cs->ina_window, 1,
                              DLCP_INA_MAX_WINDOW)) ||
       (rv = dlcp_scn_get_time(s, n, path, "rto", &cs->ina_rto_ps)) ||
-      (rv = dlcp_scn_get_u32(s, n, path, "group_blocks",
-                             &cs->ina_group_blocks, 1, DLCP_AGG_MAX_BLOCKS))) {
+      (rv = dlcp_scn_get_u32(s, n, path, "group_blocks", &cs->ina_group_blocks,
+                             1, DLCP_AGG_MAX_BLOCKS))) {
     return rv;
   }
   if (dlcp_scn_map_get(n, "rto") && cs->ina_rto_ps < DLCP_SIM_PS_PER_NS) {
@@ -297,9 +306,9 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
 static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
                            const char *path) {
   static const char *const keys[] = {
-      "algo",   "bytes",    "ranks",      "iterations", "compute_time",
-      "start",  "priority", "loss_bound", "chunk",      "scale",
-      "hosts",  "window",   "rto",        "group_blocks", NULL};
+      "algo",  "bytes",    "ranks",      "iterations",   "compute_time",
+      "start", "priority", "loss_bound", "chunk",        "scale",
+      "hosts", "window",   "rto",        "group_blocks", NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -353,7 +362,8 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
   if (h) {
     dlcp_scn_join(field, sizeof(field), path, "hosts");
     if (r || h->kind != DLCP_SCN_SEQ || h->n == 0 || h->n > 4096) {
-      return dlcp_scn_fail(s, h, field, "expected a list of 1..4096 host "
+      return dlcp_scn_fail(s, h, field,
+                           "expected a list of 1..4096 host "
                            "names (the ranks in order), without 'ranks'");
     }
     if ((rv = host_list(s, h, field, &cs->hosts))) {
@@ -366,8 +376,8 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
 
 static int background_item(dlcp_scn *s, const dlcp_scn_node *n,
                            const char *path) {
-  static const char *const keys[] = {"distribution", "load", "start",
-                                     "duration", "priority", NULL};
+  static const char *const keys[] = {"distribution", "load",     "start",
+                                     "duration",     "priority", NULL};
   static const char *const required[] = {"distribution", "load", "duration",
                                          NULL};
   static const char *const dists[] = {"websearch", "datamining", NULL};
@@ -392,7 +402,7 @@ static int background_item(dlcp_scn *s, const dlcp_scn_node *n,
       (rv = dlcp_scn_get_time(s, n, path, "start", &b->start_ps)) ||
       (rv = dlcp_scn_get_time(s, n, path, "duration", &b->duration_ps)) ||
       (rv = dlcp_scn_get_u32(s, n, path, "priority", &b->prio, 0,
-                    DLCP_SIM_MAX_QUEUES - 1))) {
+                             DLCP_SIM_MAX_QUEUES - 1))) {
     return rv;
   }
   b->dist = (dlcp_sim_flow_dist)dist;
@@ -400,8 +410,8 @@ static int background_item(dlcp_scn *s, const dlcp_scn_node *n,
 }
 
 int dlcp_scn_section_workload(dlcp_scn *s, const dlcp_scn_node *n) {
-  static const char *const keys[] = {"flows", "incast", "ps", "collective",
-                                     "background", NULL};
+  static const char *const keys[] = {"flows",      "incast",     "ps",
+                                     "collective", "background", NULL};
   int rv = dlcp_scn_check_keys(s, n, "workload", keys);
   const dlcp_scn_node *v;
   if (rv == 0 && (v = dlcp_scn_map_get(n, "flows"))) {
@@ -467,8 +477,8 @@ static int pause_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
 }
 
 int dlcp_scn_fault_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
-  static const char *const keys[] = {"link", "loss", "down_at", "up_at",
-                                     "pause", NULL};
+  static const char *const keys[] = {"link",  "loss",  "down_at",
+                                     "up_at", "pause", NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -478,8 +488,9 @@ int dlcp_scn_fault_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   if (pause) {
     dlcp_scn_join(field, sizeof(field), path, "pause");
     if (n->n != 1 || pause->kind != DLCP_SCN_MAP) {
-      return dlcp_scn_fail(s, pause, field, "expected {ranks, every, duration, "
-                  "start} and no other field beside it");
+      return dlcp_scn_fail(s, pause, field,
+                           "expected {ranks, every, duration, "
+                           "start} and no other field beside it");
     }
     return pause_item(s, pause, field);
   }
@@ -517,7 +528,7 @@ int dlcp_scn_fault_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   }
   double p = 0;
   dlcp_sim_ps at = 0;
-  dlcp_sim_fault_kind kind = loss ? DLCP_SIM_FAULT_LOSS
+  dlcp_sim_fault_kind kind = loss   ? DLCP_SIM_FAULT_LOSS
                              : down ? DLCP_SIM_FAULT_DOWN
                                     : DLCP_SIM_FAULT_UP;
   if ((rv = dlcp_scn_get_double(s, n, path, "loss", &p, 0.0, 1.0)) ||
