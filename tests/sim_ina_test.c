@@ -112,7 +112,9 @@ static void test_ina_exact(void **state) {
     assert_int_equal(r.ring_groups, 0);
     assert_int_equal(r.ina_retransmits, 0);
     dlcp_agg_stats st;
-    assert_true(dlcp_sim_agg_get_stats(sim, &st));
+    uint64_t qdrops;
+    assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+    assert_int_equal(qdrops, 0);
     assert_int_equal(st.contrib, 4 * 2 * GROUPS_1MB);
     assert_int_equal(st.results_sent, 4 * 2 * GROUPS_1MB);
     assert_all_groups_accounted(&st, r.ina_groups);
@@ -138,7 +140,9 @@ static void test_ina_loss(void **state) {
     assert_int_equal(r.ina_groups + r.ring_groups, 2 * GROUPS_1MB);
     assert_true(r.ina_retransmits > 0);
     dlcp_agg_stats st;
-    assert_true(dlcp_sim_agg_get_stats(sim, &st));
+    uint64_t qdrops;
+    assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+    assert_int_equal(qdrops, 0);
     assert_true(st.duplicates > 0 || st.resent > 0);
     assert_all_groups_accounted(&st, r.ina_groups);
     dlcp_sim_del(sim);
@@ -175,7 +179,9 @@ static void test_jobs_share_small_pool(void **state) {
         dlcp_sim *sim = load(w, sets, p ? 3 : 2);
         run_all_exact(sim, njobs);
         dlcp_agg_stats st;
-        assert_true(dlcp_sim_agg_get_stats(sim, &st));
+        uint64_t qdrops;
+        assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+        assert_int_equal(qdrops, 0);
         assert_int_equal(st.aggs_total, 32);
         uint64_t switch_groups = 0;
         for (uint32_t j = 0; j < njobs; j++) {
@@ -219,6 +225,27 @@ static void test_per_packet_cost(void **state) {
   assert_true(t_slow >= 4ull * GROUPS_1MB * DLCP_SIM_PS_PER_US);
   assert_true(t_slow <= (8ull * GROUPS_1MB + 100) * DLCP_SIM_PS_PER_US);
   assert_true(t_fast * 10 < t_slow);
+}
+
+/* A processor slower than the hosts' windows with a queue of 16 packets:
+ * packets that find it full are dropped and counted, and the re-sends
+ * still end exactly. */
+static void test_switch_queue_full(void **state) {
+  (void)state;
+  static const char w[] = "workload:\n  collective: {algo: ra_ina, bytes: "
+                          "256KB, ranks: 4, rto: 500us}\n";
+  const char *sets[] = {"aggregation.per_packet=1us", "aggregation.queue=16"};
+  dlcp_sim *sim = load(w, sets, 2);
+  run_all_exact(sim, 1);
+  dlcp_agg_stats st;
+  uint64_t qdrops;
+  assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+  print_message("queue of 16: %llu dropped, %llu re-sent\n",
+                (unsigned long long)qdrops,
+                (unsigned long long)report(sim, 0).ina_retransmits);
+  assert_true(qdrops > 0);
+  assert_true(report(sim, 0).ina_retransmits > 0);
+  dlcp_sim_del(sim);
 }
 
 static void test_deterministic(void **state) {
@@ -301,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_ina_loss),
       cmocka_unit_test(test_jobs_share_small_pool),
       cmocka_unit_test(test_per_packet_cost),
+      cmocka_unit_test(test_switch_queue_full),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_scenario_errors),
   };

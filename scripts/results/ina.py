@@ -27,6 +27,13 @@ BLOCK_ELEMS = 64     # the seed's 64-element blocks
 RTO = "50us"         # about 10 RTTs of this network
 SINGLE_ALGOS = ("ring", "ps", "ina", "ra_ina")
 MAX_SCALE = 1.0 / 16
+# dlcp's software switch: bench-agg_switch core handled 7.4-8.9 M datagrams
+# per second on one core at 1 KiB (docs/ina.md, "Measurements"), about
+# 120 ns each: the single job is also run with that cost per packet.
+SOFTWARE_PER_PACKET = "120ns"
+# Its hosts' RTO must exceed the switch's queueing delay (up to 1024
+# packets x 120 ns), or re-sends of packets still queued swamp it.
+SOFTWARE_RTO = "500us"
 # Seed: RA-INA's mean JCT 25.4 % below SwitchML's and 18.1 % below ring's;
 # single job +57 % throughput over ring and 2.0x over PS.
 SEED_VS_STATIC, SEED_VS_RING = -25.4, -18.1
@@ -55,14 +62,14 @@ def model(name, scale):
     return 4 * int(sum(sizes) * scale / 4), compute * scale
 
 
-def job(algo, name, hosts, scale, window):
+def job(algo, name, hosts, scale, window, rto=RTO):
     b, compute = model(name, scale)
     fields = ["algo: %s" % algo, "bytes: %d" % b,
               "iterations: %d" % ITERATIONS,
               "compute_time: %.3fus" % compute,
               "hosts: [%s]" % ", ".join("h%d" % h for h in hosts)]
     if algo in ("ina", "ra_ina"):
-        fields += ["rto: %s" % RTO, "window: %d" % window]
+        fields += ["rto: %s" % rto, "window: %d" % window]
     return "{" + ", ".join(fields) + "}"
 
 
@@ -88,11 +95,17 @@ def runs(scale):
                         "params": {"part": "multi", "algo": algo,
                                    "policy": policy, "memory_kib": kib}})
     for algo in SINGLE_ALGOS:
-        out.append({"id": "single-" + algo,
-                    "set": ["workload.collective=[%s]" % job(
-                        algo, "resnet50", (0, 1, 2, 3), scale, WINDOW)],
-                    "params": {"part": "single", "algo": algo,
-                               "policy": "shared", "memory_kib": 1024}})
+        variants = [("shared", [], RTO)]
+        if algo in ("ina", "ra_ina"):
+            variants.append(("software", ["aggregation.per_packet=" +
+                                          SOFTWARE_PER_PACKET], SOFTWARE_RTO))
+        for switch, extra, rto in variants:
+            out.append({"id": "single-%s-%s" % (algo, switch),
+                        "set": ["workload.collective=[%s]" % job(
+                            algo, "resnet50", (0, 1, 2, 3), scale,
+                            WINDOW, rto)] + extra,
+                        "params": {"part": "single", "algo": algo,
+                                   "policy": switch, "memory_kib": 1024}})
     return out
 
 
@@ -221,21 +234,26 @@ def report(rows, scale, build):
     body = []
     b = model("resnet50", scale)[0]
     bw = {}
-    for algo in SINGLE_ALGOS:
-        r = find(rows, "single", algo, "shared", 1024)
+    single = [(a, "shared", a) for a in SINGLE_ALGOS] + [
+        (a, "software", "%s, software switch (%s per packet, RTO %s)" % (
+            a, SOFTWARE_PER_PACKET, SOFTWARE_RTO)) for a in ("ina", "ra_ina")]
+    for algo, switch, label in single:
+        r = find(rows, "single", algo, switch, 1024)
         t = common.num(r, "coll0.collective_mean_us") if r else float("nan")
         # nccl-tests' convention: busbw = algbw x 2(n-1)/n, n = 4.
-        bw[algo] = b * 8 / (t * 1e3) * 2 * 3 / 4
-    for algo in SINGLE_ALGOS:
-        r = find(rows, "single", algo, "shared", 1024)
-        body.append([algo, "%.1f" % common.num(r, "coll0.collective_mean_us"),
-                     "%.1f" % bw[algo],
-                     common.pct(100 * (bw[algo] / bw["ring"] - 1))])
+        bw[label] = b * 8 / (t * 1e3) * 2 * 3 / 4
+        body.append([label, "%.1f" % t, "%.1f" % bw[label],
+                     common.pct(100 * (bw[label] / bw["ring"] - 1))])
     md += [common.table(head, body), "",
            "Seed: RA-INA +%.0f %% throughput over ring, %.1fx PS.  Here "
-           "INA / ring = %.2f and INA / PS = %.2f." % (
+           "INA / ring = %.2f and INA / PS = %.2f with a line-rate switch.  "
+           "With the cost dlcp's software switch core measured per "
+           "datagram on one core (%s), the switch handles 8 datagrams per "
+           "group of 4 x 1 KiB contributions one at a time and becomes the "
+           "bottleneck: INA / ring = %.2f." % (
                SEED_OVER_RING, SEED_OVER_PS, bw["ina"] / bw["ring"],
-               bw["ina"] / bw["ps"]), ""]
+               bw["ina"] / bw["ps"], SOFTWARE_PER_PACKET,
+               bw[single[-2][2]] / bw["ring"]), ""]
     plt = common.pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for algo, policy, label in MULTI[:3]:

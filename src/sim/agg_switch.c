@@ -8,7 +8,9 @@
  * handed here when it reaches that switch (switch.c).  The switch
  * processes packets one at a time in arrival order, |per_packet_ps| each
  * (a software switch's CPU, or 0 for a line-rate pipeline): a packet that
- * arrives while the processor is busy waits for it, in an unbounded FIFO.
+ * arrives while the processor is busy waits for it in a FIFO of at most
+ * |queue_pkts| packets (a NIC ring, a socket buffer); one that finds it
+ * full is dropped and counted, and the hosts' re-sends recover it.
  * The core's answers (results, NACKs) leave at the instant their packet is
  * processed, through the switch's egress port towards the host, with the
  * ECN codepoint the core chose (the OR of the contributions') on the
@@ -47,6 +49,8 @@ struct dlcp_sim_agg {
   uint32_t node; /* the switch */
   dlcp_sim_ps per_packet_ps;
   dlcp_sim_ps busy_until; /* the processor's next free instant */
+  uint32_t queue_pkts, waiting; /* the FIFO's bound and its packets */
+  uint64_t queue_drops;
   dlcp_sim_timer timer;
   uint8_t *out; /* one datagram written by dlcp_agg_poll */
   size_t out_cap;
@@ -191,7 +195,9 @@ static void process(struct dlcp_sim_agg *a, dlcp_sim_packet *pkt,
 }
 
 static void process_event(void *obj, void *arg, dlcp_sim_ps now) {
-  process(obj, arg, now);
+  struct dlcp_sim_agg *a = obj;
+  a->waiting--;
+  process(a, arg, now);
 }
 
 static void arrive(void *ctx, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
@@ -200,6 +206,12 @@ static void arrive(void *ctx, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     process(a, pkt, now);
     return;
   }
+  if (a->waiting == a->queue_pkts) {
+    a->queue_drops++;
+    dlcp_sim_packet_drop(a->sim, pkt);
+    return;
+  }
+  a->waiting++;
   dlcp_sim_ps start = a->busy_until > now ? a->busy_until : now;
   a->busy_until = start + a->per_packet_ps;
   dlcp_sim_engine_at(&a->sim->engine, a->busy_until, process_event, a, pkt);
@@ -240,6 +252,7 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
   a->sim = sim;
   a->node = node;
   a->per_packet_ps = c->per_packet_ps;
+  a->queue_pkts = c->queue_pkts;
   a->free_slot = DLCP_SIM_NONE;
   dlcp_agg_config ac;
   dlcp_agg_config_default(&ac);
@@ -281,11 +294,13 @@ uint32_t dlcp_sim_agg_node(const dlcp_sim *sim) {
   return sim->agg ? sim->agg->node : DLCP_SIM_NONE;
 }
 
-bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st) {
+bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,
+                            uint64_t *queue_drops) {
   if (!sim->agg) {
     return false;
   }
   dlcp_agg_get_stats(sim->agg->core, st);
+  *queue_drops = sim->agg->queue_drops;
   return true;
 }
 

@@ -315,12 +315,14 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "  \"pauses\": %llu,\n",
           (unsigned long long)dlcp_sim_coll_pauses(sim));
   dlcp_agg_stats as;
-  if (dlcp_sim_agg_get_stats(sim, &as)) {
+  uint64_t qdrops;
+  if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
     fprintf(f, "  \"aggregation\": {\"switch\": \"%s\", \"aggregators\": "
                "%u, \"contributions\": %llu, \"claims\": %llu, "
                "\"ring_verdicts\": %llu, \"results_sent\": %llu, "
                "\"resent\": %llu, \"freed\": %llu, \"nacks_sent\": %llu, "
-               "\"malformed\": %llu, \"foreign\": %llu},\n",
+               "\"malformed\": %llu, \"foreign\": %llu, "
+               "\"queue_drops\": %llu},\n",
             sim->cfg.agg.node, as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,
@@ -328,7 +330,7 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
             (unsigned long long)as.resent, (unsigned long long)as.freed,
             (unsigned long long)as.nacks_sent,
             (unsigned long long)as.malformed,
-            (unsigned long long)as.foreign);
+            (unsigned long long)as.foreign, (unsigned long long)qdrops);
   }
   if (sim->net.pfc_in) {
     pfc_totals p = pfc_totals_of(sim);
@@ -636,16 +638,18 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
             (unsigned long long)dlcp_sim_coll_pauses(sim));
   }
   dlcp_agg_stats as;
-  if (dlcp_sim_agg_get_stats(sim, &as)) {
+  uint64_t qdrops;
+  if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
     fprintf(f, "aggregation %s: %u aggregators, %llu contributions, %llu "
                "claims, %llu ring verdicts, %llu results (%llu re-sent), "
-               "%llu freed, %llu rejected\n",
+               "%llu freed, %llu rejected, %llu dropped (queue full)\n",
             sim->cfg.agg.node, as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,
             (unsigned long long)as.results_sent,
             (unsigned long long)as.resent, (unsigned long long)as.freed,
-            (unsigned long long)(as.malformed + as.foreign));
+            (unsigned long long)(as.malformed + as.foreign),
+            (unsigned long long)qdrops);
   }
   if (sim->net.pfc_in) {
     pfc_totals p = pfc_totals_of(sim);

@@ -460,9 +460,9 @@ static int section_host(dlcp_scn *s, const dlcp_scn_node *n) {
 
 /* aggregation: the switch that runs src/proto/agg and its parameters. */
 static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
-  static const char *const keys[] = {"switch", "memory", "block_elems",
-                                     "policy", "static_parts", "per_packet",
-                                     "resend", NULL};
+  static const char *const keys[] = {
+      "switch",     "memory", "block_elems", "policy", "static_parts",
+      "per_packet", "queue",  "resend",      NULL};
   static const char *const policies[] = {"shared", "static", NULL};
   const char *p = "aggregation";
   dlcp_sim_agg_config *a = &s->cfg->agg;
@@ -477,6 +477,8 @@ static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
       (rv = dlcp_scn_get_u32(s, n, p, "static_parts", &a->static_parts, 1,
                              4096)) ||
       (rv = dlcp_scn_get_time(s, n, p, "per_packet", &a->per_packet_ps)) ||
+      (rv = dlcp_scn_get_u32(s, n, p, "queue", &a->queue_pkts, 1,
+                             1u << 24)) ||
       (rv = dlcp_scn_get_time(s, n, p, "resend", &a->resend_ps))) {
     return rv;
   }

@@ -76,6 +76,7 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   cfg->agg.mem_bytes = 1u << 20;
   cfg->agg.block_elems = 64;
   cfg->agg.static_parts = 1;
+  cfg->agg.queue_pkts = 1024;
   cfg->agg.resend_ps = dlcp_sim_time_from_ms(1);
   snprintf(cfg->name, sizeof(cfg->name), "default");
 }

@@ -347,8 +347,9 @@ typedef struct dlcp_sim_coll_spec {
 /*
  * The aggregation switch role (agg_switch.c): the src/proto/agg core runs
  * at switch |node|; INA datagrams from its attached hosts are handed to it
- * after |per_packet_ps| of processing each (one packet at a time, FIFO),
- * and its answers leave through the switch's ports like any packet.
+ * after |per_packet_ps| of processing each (one packet at a time, FIFO,
+ * at most |queue_pkts| waiting: more are dropped), and its answers leave
+ * through the switch's ports like any packet.
  */
 typedef struct dlcp_sim_agg_config {
   char node[DLCP_SIM_NAME_MAX]; /* "": no aggregation switch */
@@ -357,6 +358,7 @@ typedef struct dlcp_sim_agg_config {
   bool static_partition;        /* SwitchML-style partitions; default off */
   uint32_t static_parts;        /* partitions (jobs); default 1 */
   dlcp_sim_ps per_packet_ps;    /* default 0: a line-rate pipeline */
+  uint32_t queue_pkts; /* packets that may wait for the processor; 1024 */
   dlcp_sim_ps resend_ps;        /* unacknowledged result re-sent; 1 ms */
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX];
@@ -715,8 +717,10 @@ uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim);
 int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen);
 void dlcp_sim_agg_free(dlcp_sim *sim);
 uint32_t dlcp_sim_agg_node(const dlcp_sim *sim);
-/* Copies the core's counters; false if there is no aggregation switch. */
-bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st);
+/* Copies the core's counters and the packets dropped because the
+ * processor's queue was full; false if there is no aggregation switch. */
+bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,
+                            uint64_t *queue_drops);
 /* A new INA packet carrying a copy of the datagram |dgram| (|len| bytes),
  * on switch queue |prio| with ECN codepoint |ecn|; the caller sets src and
  * dst.  NULL (and the run ends with DLCP_ERR_NOMEM) if memory ran out, or
