@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "sim/scenario.h"
 #include "sim/sim.h"
+#include "simtest.h"
 
 /* One ToR with 12 hosts (and one idle spine), 100 Gbps, 1 us links; the
  * ToR aggregates. */
@@ -32,22 +32,7 @@ static dlcp_sim *load(const char *workload, const char *const *sets,
                       size_t nsets) {
   char yaml[4096];
   snprintf(yaml, sizeof(yaml), "%s%s", star, workload);
-  dlcp_sim_config cfg;
-  char err[512];
-  int rv = dlcp_sim_scenario_load(&cfg, yaml, strlen(yaml), "test.yaml", sets,
-                                  nsets, err, sizeof(err));
-  if (rv != 0) {
-    print_message("scenario: %s\n", err);
-  }
-  assert_int_equal(rv, 0);
-  dlcp_sim *sim;
-  rv = dlcp_sim_new(&sim, &cfg, NULL, err, sizeof(err));
-  if (rv != 0) {
-    print_message("new: %s\n", err);
-  }
-  assert_int_equal(rv, 0);
-  dlcp_sim_config_free(&cfg);
-  return sim;
+  return simtest_load(yaml, sets, nsets);
 }
 
 /* Runs to the end; every job must be done and exact. */
@@ -265,61 +250,52 @@ static void test_deterministic(void **state) {
   assert_int_equal(end[0], end[1]);
 }
 
-static void expect_error(const char *yaml, const char *want) {
-  dlcp_sim_config cfg;
-  char err[512];
-  int rv = dlcp_sim_scenario_load(&cfg, yaml, strlen(yaml), "test.yaml", NULL,
-                                  0, err, sizeof(err));
-  if (rv == 0) {
-    dlcp_sim *sim = NULL;
-    rv = dlcp_sim_new(&sim, &cfg, NULL, err, sizeof(err));
-    dlcp_sim_del(sim);
-    dlcp_sim_config_free(&cfg);
-  }
-  assert_int_not_equal(rv, 0);
-  if (strcmp(err, want) != 0) {
-    print_message("got:  %s\nwant: %s\n", err, want);
-  }
-  assert_string_equal(err, want);
-}
-
 static void test_scenario_errors(void **state) {
   (void)state;
-  expect_error("workload:\n  collective: {algo: ina, bytes: 1MB}\n",
-               "test.yaml:2: field 'workload.collective.algo': expected an "
-               "aggregation section naming the switch");
-  expect_error("aggregation: {switch: h0}\n",
-               "test.yaml:1: field 'aggregation.switch': expected the name "
-               "of a switch of the topology, got 'h0'");
-  expect_error("aggregation: {memory: 1MiB}\n",
-               "test.yaml:1: field 'aggregation.switch': expected this field "
-               "to be present");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: ina, bytes: 1MB}\n",
+      "test.yaml:2: field 'workload.collective.algo': expected an "
+      "aggregation section naming the switch");
+  simtest_expect_error(
+      "aggregation: {switch: h0}\n",
+      "test.yaml:1: field 'aggregation.switch': expected the name "
+      "of a switch of the topology, got 'h0'");
+  simtest_expect_error(
+      "aggregation: {memory: 1MiB}\n",
+      "test.yaml:1: field 'aggregation.switch': expected this field "
+      "to be present");
   /* The default topology: 2 ToRs of 2 hosts; h2 is under tor1. */
-  expect_error("aggregation: {switch: tor0}\n"
-               "workload:\n  collective: {algo: ra_ina, bytes: 1MB,\n"
-               "               hosts: [h0, h2]}\n",
-               "test.yaml:3: field 'workload.collective.hosts[1]': expected "
-               "a host attached to the aggregation switch tor0");
-  expect_error("aggregation: {switch: tor0}\n"
-               "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 3}\n",
-               "test.yaml:3: field 'workload.collective.ranks': expected at "
-               "most as many ranks as hosts attached to the aggregation "
-               "switch");
-  expect_error("aggregation: {switch: tor0}\n"
-               "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 2,\n"
-               "               loss_bound: 0.1}\n",
-               "test.yaml:3: field 'workload.collective.loss_bound': "
-               "expected 0 (INA is exact)");
-  expect_error("workload:\n  collective: {algo: ring, bytes: 1MB, rto: 1ms}\n",
-               "test.yaml:2: field 'workload.collective.rto': expected algo "
-               "ina or ra_ina for this field");
-  expect_error("aggregation: {switch: tor0, policy: shared, static_parts: 2}\n",
-               "test.yaml:1: field 'aggregation.static_parts': expected "
-               "policy: static for this field");
-  expect_error("workload:\n  collective: {bytes: 1MB, ranks: 2, hosts: [h0]}\n",
-               "test.yaml:2: field 'workload.collective.hosts': expected a "
-               "list of 1..4096 host names (the ranks in order), without "
-               "'ranks'");
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ra_ina, bytes: 1MB,\n"
+      "               hosts: [h0, h2]}\n",
+      "test.yaml:3: field 'workload.collective.hosts[1]': expected "
+      "a host attached to the aggregation switch tor0");
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 3}\n",
+      "test.yaml:3: field 'workload.collective.ranks': expected at "
+      "most as many ranks as hosts attached to the aggregation "
+      "switch");
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 2,\n"
+      "               loss_bound: 0.1}\n",
+      "test.yaml:3: field 'workload.collective.loss_bound': "
+      "expected 0 (INA is exact)");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: ring, bytes: 1MB, rto: 1ms}\n",
+      "test.yaml:2: field 'workload.collective.rto': expected algo "
+      "ina or ra_ina for this field");
+  simtest_expect_error(
+      "aggregation: {switch: tor0, policy: shared, static_parts: 2}\n",
+      "test.yaml:1: field 'aggregation.static_parts': expected "
+      "policy: static for this field");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, ranks: 2, hosts: [h0]}\n",
+      "test.yaml:2: field 'workload.collective.hosts': expected a "
+      "list of 1..4096 host names (the ranks in order), without "
+      "'ranks'");
 }
 
 int main(void) {
