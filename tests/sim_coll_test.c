@@ -18,26 +18,7 @@
 
 #include "sim/scenario.h"
 #include "sim/sim.h"
-
-static dlcp_sim *load(const char *yaml, const char *const *sets,
-                      size_t nsets) {
-  dlcp_sim_config cfg;
-  char err[512];
-  int rv = dlcp_sim_scenario_load(&cfg, yaml, strlen(yaml), "test.yaml", sets,
-                                  nsets, err, sizeof(err));
-  if (rv != 0) {
-    print_message("scenario: %s\n", err);
-  }
-  assert_int_equal(rv, 0);
-  dlcp_sim *sim;
-  rv = dlcp_sim_new(&sim, &cfg, NULL, err, sizeof(err));
-  if (rv != 0) {
-    print_message("new: %s\n", err);
-  }
-  assert_int_equal(rv, 0);
-  dlcp_sim_config_free(&cfg);
-  return sim;
-}
+#include "simtest.h"
 
 /* Runs to the end and checks the job finished exactly; returns the end
  * of its last iteration. */
@@ -88,7 +69,7 @@ static void test_ring_analytic(void **state) {
       "workload:\n"
       "  collective: {algo: ring, bytes: 2MiB, iterations: 2,\n"
       "               compute_time: 100us}\n";
-  dlcp_sim *sim = load(yaml, NULL, 0);
+  dlcp_sim *sim = simtest_load(yaml, NULL, 0);
   dlcp_sim_coll_report r;
   run_job(sim, &r);
   assert_int_equal(r.ranks, 16);
@@ -128,7 +109,7 @@ static void test_ps_cross_rack(void **state) {
       "switch: {port_buffer: 4MB}\n"
       "workload:\n"
       "  collective: {algo: ps, bytes: 1600000, iterations: 2}\n";
-  dlcp_sim *sim = load(yaml, NULL, 0);
+  dlcp_sim *sim = simtest_load(yaml, NULL, 0);
   dlcp_sim_coll_report r;
   run_job(sim, &r);
   uint64_t up = 0, retx = 0;
@@ -156,7 +137,7 @@ static dlcp_sim_ps run_algo(const char *yaml, const char *algo,
   snprintf(a, sizeof(a), "workload.collective.algo=%s", algo);
   snprintf(t, sizeof(t), "transport.kind=%s", transport);
   const char *sets[] = {a, t};
-  dlcp_sim *sim = load(yaml, sets, 2);
+  dlcp_sim *sim = simtest_load(yaml, sets, 2);
   dlcp_sim_coll_report r;
   dlcp_sim_ps end = run_job(sim, &r);
   dlcp_sim_del(sim);
@@ -238,7 +219,7 @@ static void test_all_algorithms_exact(void **state) {
       "  collective: {algo: ring, bytes: 800KB, loss_bound: 0.5}\n"
       "faults:\n"
       "  - {link: \"*\", loss: 0.01}\n";
-  dlcp_sim *sim = load(lossy, NULL, 0);
+  dlcp_sim *sim = simtest_load(lossy, NULL, 0);
   dlcp_sim_coll_report r;
   run_job(sim, &r);
   print_message("lossy ring: lowest delivered fraction %.4f\n",
@@ -263,7 +244,7 @@ static void test_deterministic(void **state) {
   uint32_t nflows[3];
   for (int i = 0; i < 3; i++) {
     const char *sets[] = {i == 2 ? "seed=7" : "seed=1"};
-    dlcp_sim *sim = load(yaml, sets, 1);
+    dlcp_sim *sim = simtest_load(yaml, sets, 1);
     dlcp_sim_coll_report r;
     end[i] = run_job(sim, &r);
     nflows[i] = sim->nflows;
@@ -274,42 +255,30 @@ static void test_deterministic(void **state) {
   assert_int_not_equal(end[0], end[2]);
 }
 
-static void expect_error(const char *yaml, const char *want) {
-  dlcp_sim_config cfg;
-  char err[512];
-  int rv = dlcp_sim_scenario_load(&cfg, yaml, strlen(yaml), "test.yaml", NULL,
-                                  0, err, sizeof(err));
-  if (rv == 0) {
-    dlcp_sim *sim = NULL;
-    rv = dlcp_sim_new(&sim, &cfg, NULL, err, sizeof(err));
-    dlcp_sim_del(sim);
-    dlcp_sim_config_free(&cfg);
-  }
-  assert_int_not_equal(rv, 0);
-  if (strcmp(err, want) != 0) {
-    print_message("got:  %s\nwant: %s\n", err, want);
-  }
-  assert_string_equal(err, want);
-}
-
 static void test_scenario_errors(void **state) {
   (void)state;
-  expect_error("workload:\n  collective: {algo: tree, bytes: 1MB}\n",
-               "test.yaml:2: field 'workload.collective.algo': expected one "
-               "of auto, ring, ring_bypass, ps, hd, rat, direct, rd, got 'tree'");
-  expect_error("workload:\n  collective: {algo: ring}\n",
-               "test.yaml:2: field 'workload.collective.bytes': expected "
-               "this field to be present");
-  expect_error("workload:\n  collective: {bytes: 1MB, ranks: 99}\n",
-               "test.yaml:2: field 'workload.collective.ranks': expected "
-               "1..4 ranks");
-  expect_error("faults:\n  - pause: {ranks: 2}\n",
-               "test.yaml:2: field 'faults[0].pause.every': expected this "
-               "field to be present");
-  expect_error("workload:\n  collective: {bytes: 1MB}\n"
-               "faults:\n  - pause: {ranks: 9, every: 1ms}\n",
-               "test.yaml:4: field 'faults[0].pause': expected 1..4 ranks "
-               "and every, duration > 0");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: tree, bytes: 1MB}\n",
+      "test.yaml:2: field 'workload.collective.algo': expected one "
+      "of auto, ring, ring_bypass, ps, hd, rat, direct, rd, ina, "
+      "ra_ina, got 'tree'");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: ring}\n",
+      "test.yaml:2: field 'workload.collective.bytes': expected "
+      "this field to be present");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, ranks: 99}\n",
+      "test.yaml:2: field 'workload.collective.ranks': expected "
+      "1..4 ranks");
+  simtest_expect_error(
+      "faults:\n  - pause: {ranks: 2}\n",
+      "test.yaml:2: field 'faults[0].pause.every': expected this "
+      "field to be present");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB}\n"
+      "faults:\n  - pause: {ranks: 9, every: 1ms}\n",
+      "test.yaml:4: field 'faults[0].pause': expected 1..4 ranks "
+      "and every, duration > 0");
 }
 
 int main(void) {

@@ -58,7 +58,7 @@ static void test_errors(void **state) {
   expect_error("seed: 1\ntopolgy: {}\n", NULL, 0,
                "test.yaml:2: field 'topolgy': unknown field; expected one of: "
                "name, seed, stop_at, topology, switch, host, transport, "
-               "workload, faults, outputs");
+               "workload, faults, outputs, aggregation");
   expect_error("topology:\n  base_rtt: 24\n", NULL, 0,
                "test.yaml:2: field 'topology.base_rtt': expected a duration "
                "below 1000000 s with a unit ps, ns, us, ms or s (e.g. 24us), "

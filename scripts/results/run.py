@@ -22,13 +22,14 @@ import ablation
 import common
 import fig14
 import gray
+import ina
 import rat
 import rto
 
 EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto),
-               ("ablation", ablation), ("rat", rat))
+               ("ablation", ablation), ("rat", rat), ("ina", ina))
 # Cheapest first, so an interrupted `make results` has saved the most.
-ORDER = ("gray", "fig14", "rto", "ablation", "rat")
+ORDER = ("gray", "fig14", "rto", "ablation", "ina", "rat")
 BEGIN = "<!-- experiment: %s -->"
 END = "<!-- end: %s -->"
 

@@ -1,6 +1,6 @@
 /*
  * collective.c: collective training jobs in the simulator, driving the
- * unchanged src/coll state machines, and the PAUSE fault.
+ * unchanged src/coll state machines.
  *
  * Model.  A job has n ranks on n hosts.  Each rank repeats: compute for
  * compute_time, then run one dlcp_coll all-reduce (the algorithm of the
@@ -37,100 +37,24 @@
  * the plan has the same transfers).  scale 0 picks the smallest power of
  * two that keeps n x bytes / scale within 32 MiB.
  *
- * Placement.  Hosts are taken round-robin over the racks (as many as
- * |ranks|), then numbered rack by rack in host order, so a ring crosses
- * each rack boundary once and RAT's regions are contiguous.  RAT's labels
- * are the rack (the ToR) and, in a fat-tree, the pod.
+ * INA and RA-INA.  A rank's all-reduce runs through the aggregation switch
+ * (ina_host.c drives its src/coll/ina state machine); RA-INA's groups with
+ * a ring verdict are then packed and all-reduced by dlcp's ring, as above,
+ * and unpacked.  The result is checked like any other.
  *
- * PAUSE.  Every |every| from |at|, |k| of the candidate hosts (the first
- * job's ranks, or all hosts) are chosen with a seeded shuffle and their
- * NICs stop sending for |duration|; pauses nest.
+ * Placement and job building: coll_build.c; the PAUSE fault:
+ * coll_pause.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/coll.h"
-#include "coll/match.h"
-#include "proto/rng.h"
-#include "sim/sim.h"
+#include "sim/coll_job.h"
 
-#define COLL_MEM_BUDGET (32ull << 20) /* simulated vectors, all ranks */
-#define NOTE_BYTES 64u                /* IPv4 + TCP + job, iter, rank, value */
-
-/* A transfer: the matcher's record (coll/match.h), then the simulator's
- * part, kept across recycled slots (the hole array) or reset at removal. */
-typedef struct sim_xfer {
-  coll_xfer m;
-  bool recv_done, send_done;
-  dlcp_coll_range *holes;
-  size_t nholes, holes_cap;
-} sim_xfer;
-
-typedef struct pending_note {
-  uint32_t iter, peer;
-  uint64_t value;
-} pending_note;
-
-typedef struct coll_rank {
-  struct coll_job *job;
-  uint32_t rank, host;
-  uint32_t iter; /* the iteration being computed or reduced */
-  dlcp_coll *op; /* NULL while computing or when finished */
-  float *buf;
-  bool poll_queued, finished;
-  dlcp_sim_ps coll_start;
-  dlcp_sim_timer timer; /* bypass deadline */
-  dlcp_duration step_hint_ns, trans_hint_ns;
-  pending_note *notes;
-  uint32_t nnotes, notes_cap;
-} coll_rank;
-
-typedef struct coll_job {
-  dlcp_sim *sim;
-  uint32_t id;
-  dlcp_sim_coll_spec spec;
-  dlcp_algo algo;
-  uint32_t n;
-  coll_rank *ranks;
-  uint32_t *rank_of_host; /* DLCP_SIM_NONE if the host is not in the job */
-  uint32_t *labels;
-  uint32_t levels;
-  uint64_t count; /* float32 elements per rank */
-  uint32_t scale;
-  uint64_t chunk;
-  float *expected;
-  dlcp_sim_coll_iter *it;
-  uint64_t verify_errors;
-  double min_delivered;
-  uint32_t bypasses;
-  uint32_t ranks_finished;
-  int status;
-  int32_t failed_rank;
-  bool done;
-} coll_job;
-
-typedef struct pause_state {
-  dlcp_sim *sim;
-  uint32_t k;
-  dlcp_sim_ps duration, every;
-  uint32_t *cand;
-  uint32_t ncand;
-  dlcp_rng rng;
-} pause_state;
-
-typedef struct dlcp_sim_colls {
-  dlcp_sim *sim;
-  coll_job *jobs;
-  uint32_t njobs;
-  coll_match xfers; /* of sim_xfer */
-  pause_state *pauses;
-  uint32_t npauses;
-  uint64_t npaused; /* pauses started */
-} dlcp_sim_colls;
+#define NOTE_BYTES 64u /* IPv4 + TCP + job, iter, rank, value */
 
 static uint64_t ns_of(dlcp_sim_ps t) { return dlcp_sim_time_to_ns(t); }
 
-static void *zalloc(const dlcp_sim *sim, size_t n, size_t size) {
+void *dlcp_sim_coll_zalloc(const dlcp_sim *sim, size_t n, size_t size) {
   return sim->mem->calloc(n ? n : 1, size, sim->mem->user);
 }
 
@@ -169,19 +93,19 @@ static void queue_poll(coll_rank *rk, dlcp_sim_ps now) {
   dlcp_sim_engine_at_cold(&rk->job->sim->engine, now, poll_event, rk, NULL);
 }
 
-static void timer_fire(void *obj, dlcp_sim_ps now) {
+void dlcp_sim_coll_rank_timer(void *obj, dlcp_sim_ps now) {
   rank_process(obj, now);
 }
 
 /* Rank r's input: small integers, so that any summation order is exact in
  * float32 (|sum| < 2^24 for n <= DLCP_COLL_MAX_WORLD). */
-static float input_value(uint32_t r, uint64_t j) {
+float dlcp_sim_coll_input(uint32_t r, uint64_t j) {
   return (float)((7u * r + j) % 13u);
 }
 
-static void fill_input(const coll_job *job, coll_rank *rk) {
+void dlcp_sim_coll_fill_input(const coll_job *job, coll_rank *rk) {
   for (uint64_t j = 0; j < job->count; j++) {
-    rk->buf[j] = input_value(rk->rank, j);
+    rk->buf[j] = dlcp_sim_coll_input(rk->rank, j);
   }
 }
 
@@ -211,19 +135,33 @@ static void start_compute(coll_rank *rk, dlcp_sim_ps now) {
   if (now < it->start_ps) {
     it->start_ps = now;
   }
-  fill_input(job, rk);
+  dlcp_sim_coll_fill_input(job, rk);
   dlcp_sim_engine_at_cold(&job->sim->engine, now + job->spec.compute_ps,
                           compute_done, rk, NULL);
 }
 
+bool dlcp_sim_coll_is_ina(dlcp_algo algo) {
+  return algo == DLCP_ALGO_INA || algo == DLCP_ALGO_RA_INA;
+}
+
+static void iteration_done(coll_rank *rk, dlcp_sim_ps now);
+
+/* The all-reduce of |rk| (RA-INA: its ring part) is DONE. */
 static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
   coll_job *job = rk->job;
-  dlcp_sim *sim = job->sim;
   dlcp_coll_result res;
   dlcp_coll_get_result(rk->op, &res);
   if (res.status != 0) {
     job_fail(job, rk->rank, res.status, now);
     return;
+  }
+  if (rk->ring_buf) {
+    /* INA jobs run with loss bound 0: nothing is missing. */
+    dlcp_ina_ring_unpack(dlcp_sim_ina_op(job->sim, job->id, rk->rank),
+                         rk->ring_buf);
+    dlcp_sim_ina_end(job->sim, job->id, rk->rank);
+    job->sim->mem->free(rk->ring_buf, job->sim->mem->user);
+    rk->ring_buf = NULL;
   }
   verify(job, rk, &res);
   if (res.delivered_fraction < job->min_delivered) {
@@ -235,6 +173,13 @@ static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
   dlcp_coll_del(rk->op);
   rk->op = NULL;
   dlcp_sim_timer_cancel(&rk->timer);
+  iteration_done(rk, now);
+}
+
+/* Records the end of |rk|'s all-reduce and starts its next iteration. */
+static void iteration_done(coll_rank *rk, dlcp_sim_ps now) {
+  coll_job *job = rk->job;
+  dlcp_sim *sim = job->sim;
   dlcp_sim_coll_iter *it = &job->it[rk->iter];
   if (it->end_ps == DLCP_SIM_PS_NEVER || now > it->end_ps) {
     it->end_ps = now;
@@ -382,14 +327,8 @@ static void rank_process(coll_rank *rk, dlcp_sim_ps now) {
         return;
       }
     }
-    dlcp_tstamp dl = dlcp_coll_next_deadline(rk->op);
-    if (dl == DLCP_TSTAMP_NEVER || dl > DLCP_SIM_PS_NEVER / 1000) {
-      dlcp_sim_timer_cancel(&rk->timer);
-      return;
-    }
-    dlcp_sim_ps at = dlcp_sim_time_from_ns(dl);
-    if (at > now) {
-      dlcp_sim_timer_arm(&rk->timer, at);
+    if (!dlcp_sim_timer_follow(&rk->timer, dlcp_coll_next_deadline(rk->op),
+                               now)) {
       return;
     }
     /* A deadline at or before now: polling again fires it. */
@@ -397,22 +336,20 @@ static void rank_process(coll_rank *rk, dlcp_sim_ps now) {
   job_fail(job, rk->rank, DLCP_ERR_LIMIT, now);
 }
 
-static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
-  coll_rank *rk = obj;
+/* Starts |rk|'s all-reduce of |count| floats at |buf| with |algo| (the
+ * job's, or RA-INA's ring part). */
+static void coll_start(coll_rank *rk, dlcp_algo algo, float *buf,
+                       uint64_t count, dlcp_sim_ps now) {
   coll_job *job = rk->job;
-  (void)arg;
-  if (job->status != 0) {
-    return;
-  }
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
   p.kind = DLCP_COLL_ALLREDUCE;
-  p.algo = job->algo;
+  p.algo = algo;
   p.rank = rk->rank;
   p.world = job->n;
   p.sendbuf = NULL;
-  p.recvbuf = rk->buf;
-  p.count = job->count;
+  p.recvbuf = buf;
+  p.count = count;
   p.dtype = DLCP_FLOAT32;
   p.op = DLCP_SUM;
   p.chunk_bytes = job->chunk;
@@ -427,7 +364,9 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
     job_fail(job, rk->rank, rv, now);
     return;
   }
-  rk->coll_start = now;
+  if (!rk->ring_buf) { /* RA-INA's ring part continues its all-reduce */
+    rk->coll_start = now;
+  }
   /* Notes that arrived for this iteration before it began. */
   uint32_t keep = 0;
   for (uint32_t i = 0; i < rk->nnotes; i++) {
@@ -440,6 +379,91 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   }
   rk->nnotes = keep;
   rank_process(rk, now);
+}
+
+/* Starts |rk|'s operation through the aggregation switch; its groups of
+ * iteration i are numbered from i * ngroups, consecutive as the switch's
+ * verdict window needs. */
+static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
+  coll_job *job = rk->job;
+  dlcp_ina_params p;
+  dlcp_ina_params_default(&p);
+  dlcp_sim_ina_identity(job->sim, job->id, &p.job, &p.token);
+  p.rank = rk->rank;
+  p.world = job->n;
+  p.mode = job->algo == DLCP_ALGO_RA_INA ? DLCP_INA_RING_FALLBACK
+                                         : DLCP_INA_WAIT;
+  p.recvbuf = rk->buf;
+  p.count = job->count;
+  p.block_elems = job->sim->cfg.agg.block_elems;
+  p.group_blocks = job->ina_group_blocks;
+  p.first_group = rk->iter * job->ina_ngroups;
+  if (job->spec.ina_window) {
+    p.window = job->spec.ina_window;
+  }
+  if (job->spec.ina_rto_ps) {
+    p.rto_ns = ns_of(job->spec.ina_rto_ps);
+  }
+  /* A group waits for the slowest rank: re-sends are no failure (the
+   * runtime's choice too). */
+  p.max_retx = UINT16_MAX - 1u;
+  p.exps = job->ina_exps;
+  rk->coll_start = now;
+  int rv = dlcp_sim_ina_start(job->sim, job->id, rk->rank, &p, now);
+  if (rv != 0) {
+    job_fail(job, rk->rank, rv, now);
+  }
+}
+
+static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
+  coll_rank *rk = obj;
+  coll_job *job = rk->job;
+  (void)arg;
+  if (job->status != 0) {
+    return;
+  }
+  if (dlcp_sim_coll_is_ina(job->algo)) {
+    ina_start(rk, now);
+  } else {
+    coll_start(rk, job->algo, rk->buf, job->count, now);
+  }
+}
+
+void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
+                            dlcp_sim_ps now) {
+  coll_job *job = &sim->colls->jobs[id];
+  coll_rank *rk = &job->ranks[rank];
+  dlcp_ina *op = dlcp_sim_ina_op(sim, id, rank);
+  dlcp_ina_result res;
+  dlcp_ina_get_result(op, &res);
+  job->ina_retransmits += res.retransmits;
+  if (rank == 0) {
+    job->ina_groups += res.ina_groups;
+    job->ring_groups += res.ring_groups;
+  }
+  if (res.status != 0 || job->status != 0) {
+    dlcp_sim_ina_end(sim, id, rank);
+    job_fail(job, rank, res.status, now);
+    return;
+  }
+  uint64_t ring = dlcp_ina_ring_elems(op);
+  if (ring == 0) {
+    dlcp_sim_ina_end(sim, id, rank);
+    dlcp_coll_result none;
+    memset(&none, 0, sizeof(none));
+    verify(job, rk, &none);
+    iteration_done(rk, now);
+    return;
+  }
+  /* RA-INA: the groups with a ring verdict (the same on every rank) go
+   * through dlcp's ring all-reduce, packed; rank_done unpacks them. */
+  rk->ring_buf = sim->mem->malloc(ring * sizeof(float), sim->mem->user);
+  if (!rk->ring_buf) {
+    dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+    return;
+  }
+  dlcp_ina_ring_pack(op, rk->ring_buf);
+  coll_start(rk, DLCP_ALGO_RING, rk->ring_buf, ring, now);
 }
 
 static void job_fail(coll_job *job, uint32_t rank, int status,
@@ -456,249 +480,12 @@ static void job_fail(coll_job *job, uint32_t rank, int status,
   }
 }
 
-static void job_start(void *obj, void *arg, dlcp_sim_ps now) {
+void dlcp_sim_coll_job_start(void *obj, void *arg, dlcp_sim_ps now) {
   coll_job *job = obj;
   (void)arg;
   for (uint32_t r = 0; r < job->n; r++) {
     start_compute(&job->ranks[r], now);
   }
-}
-
-/* ---- building jobs ------------------------------------------------------- */
-
-/* Chooses the job's hosts (round-robin over racks) and numbers them rack
- * by rack; fills job->ranks[].host and the RAT labels. */
-static int place(coll_job *job, char *err, size_t errlen) {
-  dlcp_sim *sim = job->sim;
-  const dlcp_sim_net *net = &sim->net;
-  uint32_t H = net->nhosts, n = job->n;
-  uint32_t *rack = zalloc(sim, H, sizeof(*rack));
-  bool *taken = zalloc(sim, H, sizeof(*taken));
-  int rv = 0;
-  if (!rack || !taken) {
-    rv = DLCP_ERR_NOMEM;
-    goto out;
-  }
-  uint32_t nracks = 0;
-  for (uint32_t h = 0; h < H; h++) {
-    rack[h] = dlcp_sim_net_host_rack(net, h);
-    nracks = rack[h] + 1 > nracks ? rack[h] + 1 : nracks;
-  }
-  /* Round-robin: the i-th pass takes the i-th host of every rack. */
-  uint32_t picked = 0;
-  for (uint32_t pass = 0; picked < n; pass++) {
-    bool any = false;
-    for (uint32_t r = 0; r < nracks && picked < n; r++) {
-      uint32_t seen = 0;
-      for (uint32_t h = 0; h < H; h++) {
-        if (rack[h] == r && seen++ == pass) {
-          taken[h] = true;
-          picked++;
-          any = true;
-          break;
-        }
-      }
-    }
-    if (!any) {
-      break;
-    }
-  }
-  /* Number ranks rack by rack, in host order within a rack. */
-  uint32_t rk = 0;
-  for (uint32_t r = 0; r < nracks; r++) {
-    for (uint32_t h = 0; h < H; h++) {
-      if (taken[h] && rack[h] == r) {
-        job->ranks[rk].host = h;
-        job->rank_of_host[h] = rk;
-        rk++;
-      }
-    }
-  }
-  if (rk != n) {
-    snprintf(err, errlen, "%s: field '%s.ranks': expected at most %u hosts",
-             job->spec.where, job->spec.field, H);
-    rv = DLCP_ERR_CONFIG;
-    goto out;
-  }
-  /* Labels: level 0 the rack; level 1 the pod in a fat-tree. */
-  bool fat = sim->cfg.topo.kind == DLCP_SIM_TOPO_FAT_TREE;
-  job->levels = fat ? 2 : 1;
-  job->labels = zalloc(sim, (size_t)n * job->levels, sizeof(uint32_t));
-  if (!job->labels) {
-    rv = DLCP_ERR_NOMEM;
-    goto out;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t rr = rack[job->ranks[i].host];
-    job->labels[i * job->levels] = rr;
-    if (fat) {
-      job->labels[i * job->levels + 1] = rr / (sim->cfg.topo.k / 2);
-    }
-  }
-out:
-  sim->mem->free(rack, sim->mem->user);
-  sim->mem->free(taken, sim->mem->user);
-  return rv;
-}
-
-static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
-  dlcp_sim_colls *c = sim->colls;
-  coll_job *job = &c->jobs[id];
-  const dlcp_sim_coll_spec *s = &sim->cfg.colls[id];
-  const dlcp_sim_net *net = &sim->net;
-  job->sim = sim;
-  job->id = id;
-  job->spec = *s;
-  job->algo = s->algo;
-  job->min_delivered = 1.0;
-  job->failed_rank = -1;
-  job->n = s->ranks ? s->ranks : net->nhosts;
-  if (job->n < 1 || job->n > net->nhosts || job->n > DLCP_COLL_MAX_WORLD) {
-    snprintf(err, errlen, "%s: field '%s.ranks': expected 1..%u ranks",
-             s->where, s->field,
-             net->nhosts < DLCP_COLL_MAX_WORLD ? net->nhosts
-                                               : DLCP_COLL_MAX_WORLD);
-    return DLCP_ERR_CONFIG;
-  }
-  if (s->prio >= sim->cfg.sw.nqueues) {
-    snprintf(err, errlen, "%s: field '%s.priority': expected an integer in "
-             "[0, %u] (switch.queues - 1)", s->where, s->field,
-             sim->cfg.sw.nqueues - 1);
-    return DLCP_ERR_CONFIG;
-  }
-  /* Scale: the smallest power of two keeping the vectors in budget. */
-  uint32_t scale = s->scale;
-  if (scale == 0) {
-    scale = 1;
-    while ((double)s->bytes / scale * job->n > (double)COLL_MEM_BUDGET &&
-           scale < (1u << 30)) {
-      scale *= 2;
-    }
-  }
-  job->scale = scale;
-  job->count = s->bytes / ((uint64_t)scale * sizeof(float));
-  if (job->count == 0) {
-    snprintf(err, errlen, "%s: field '%s.bytes': expected at least "
-             "4 * scale (%u) bytes", s->where, s->field, scale);
-    return DLCP_ERR_CONFIG;
-  }
-  uint64_t chunk = s->chunk_bytes ? s->chunk_bytes
-                                  : DLCP_COLL_DEFAULT_CHUNK_BYTES;
-  job->chunk = chunk / scale ? chunk / scale : sizeof(float);
-  uint64_t wire = job->count * sizeof(float) * scale;
-  if (wire > sim->coll_max_flow) {
-    /* No transfer is larger than the whole vector (the halving-doubling
-     * fold sends all of it). */
-    sim->coll_max_flow = wire;
-  }
-  job->ranks = zalloc(sim, job->n, sizeof(*job->ranks));
-  job->rank_of_host = zalloc(sim, net->nhosts, sizeof(uint32_t));
-  job->it = zalloc(sim, s->iterations, sizeof(*job->it));
-  job->expected = zalloc(sim, job->count, sizeof(float));
-  if (!job->ranks || !job->rank_of_host || !job->it || !job->expected) {
-    return DLCP_ERR_NOMEM;
-  }
-  memset(job->rank_of_host, 0xff, net->nhosts * sizeof(uint32_t));
-  int rv = place(job, err, errlen);
-  if (rv != 0) {
-    return rv;
-  }
-  dlcp_coll_params p;
-  dlcp_coll_params_default(&p);
-  p.kind = DLCP_COLL_ALLREDUCE;
-  p.algo = job->algo;
-  p.world = job->n;
-  p.count = job->count;
-  p.topo = job->labels;
-  p.topo_levels = job->levels;
-  int algo = dlcp_coll_resolve_algo(&p);
-  if (algo < 0) {
-    snprintf(err, errlen, "%s: field '%s.algo': expected an all-reduce "
-             "algorithm", s->where, s->field);
-    return DLCP_ERR_CONFIG;
-  }
-  job->algo = (dlcp_algo)algo;
-  for (uint64_t j = 0; j < job->count; j++) {
-    float sum = 0.0f;
-    for (uint32_t r = 0; r < job->n; r++) {
-      sum += input_value(r, j);
-    }
-    job->expected[j] = sum;
-  }
-  for (uint32_t r = 0; r < job->n; r++) {
-    coll_rank *rk = &job->ranks[r];
-    rk->job = job;
-    rk->rank = r;
-    rk->buf = zalloc(sim, job->count, sizeof(float));
-    if (!rk->buf) {
-      return DLCP_ERR_NOMEM;
-    }
-    dlcp_sim_timer_init(&rk->timer, &sim->engine, timer_fire, rk);
-  }
-  for (uint32_t i = 0; i < s->iterations; i++) {
-    job->it[i].start_ps = DLCP_SIM_PS_NEVER;
-    job->it[i].end_ps = DLCP_SIM_PS_NEVER;
-  }
-  sim->busy++;
-  dlcp_sim_engine_at_cold(&sim->engine, s->start_ps, job_start, job, NULL);
-  return 0;
-}
-
-int dlcp_sim_coll_build(dlcp_sim *sim, char *err, size_t errlen) {
-  if (sim->cfg.ncolls == 0) {
-    return 0;
-  }
-  dlcp_sim_colls *c = zalloc(sim, 1, sizeof(*c));
-  if (!c) {
-    return DLCP_ERR_NOMEM;
-  }
-  sim->colls = c;
-  c->sim = sim;
-  c->jobs = zalloc(sim, sim->cfg.ncolls, sizeof(*c->jobs));
-  if (!c->jobs ||
-      coll_match_init(&c->xfers, sim->mem, sizeof(sim_xfer)) != 0) {
-    return DLCP_ERR_NOMEM;
-  }
-  c->njobs = sim->cfg.ncolls;
-  for (uint32_t i = 0; i < c->njobs; i++) {
-    int rv = build_job(sim, i, err, errlen);
-    if (rv != 0) {
-      return rv;
-    }
-  }
-  return 0;
-}
-
-void dlcp_sim_coll_free(dlcp_sim *sim) {
-  dlcp_sim_colls *c = sim->colls;
-  if (!c) {
-    return;
-  }
-  const dlcp_mem *mem = sim->mem;
-  for (uint32_t i = 0; i < c->njobs; i++) {
-    coll_job *job = &c->jobs[i];
-    for (uint32_t r = 0; job->ranks && r < job->n; r++) {
-      dlcp_coll_del(job->ranks[r].op);
-      mem->free(job->ranks[r].buf, mem->user);
-      mem->free(job->ranks[r].notes, mem->user);
-    }
-    mem->free(job->ranks, mem->user);
-    mem->free(job->rank_of_host, mem->user);
-    mem->free(job->labels, mem->user);
-    mem->free(job->expected, mem->user);
-    mem->free(job->it, mem->user);
-  }
-  for (uint32_t i = 0; i < coll_match_slots(&c->xfers); i++) {
-    mem->free(xfer_at(c, i)->holes, mem->user);
-  }
-  for (uint32_t i = 0; i < c->npauses; i++) {
-    mem->free(c->pauses[i].cand, mem->user);
-  }
-  mem->free(c->pauses, mem->user);
-  coll_match_free(&c->xfers);
-  mem->free(c->jobs, mem->user);
-  mem->free(c, mem->user);
-  sim->colls = NULL;
 }
 
 /* ---- events from the transports ---------------------------------------- */
@@ -863,98 +650,10 @@ void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
   rk->notes[rk->nnotes++] = (pending_note){iter, words[2], value};
 }
 
-/* ---- pauses ------------------------------------------------------------- */
-
-static void pause_resume(void *obj, void *arg, dlcp_sim_ps now) {
-  dlcp_sim *sim = obj;
-  uint32_t host = (uint32_t)(uintptr_t)arg;
-  dlcp_sim_port_pause(dlcp_sim_host_nic(&sim->net, host), false, now);
-}
-
-static void pause_tick(void *obj, void *arg, dlcp_sim_ps now) {
-  pause_state *ps = obj;
-  dlcp_sim *sim = ps->sim;
-  (void)arg;
-  if (dlcp_sim_finished(sim)) {
-    return;
-  }
-  /* Partial Fisher-Yates over the candidates: the first k are chosen. */
-  uint32_t k = ps->k < ps->ncand ? ps->k : ps->ncand;
-  for (uint32_t i = 0; i < k; i++) {
-    uint32_t j = i + (uint32_t)dlcp_rng_below(&ps->rng, ps->ncand - i);
-    uint32_t t = ps->cand[i];
-    ps->cand[i] = ps->cand[j];
-    ps->cand[j] = t;
-    dlcp_sim_port_pause(dlcp_sim_host_nic(&sim->net, ps->cand[i]), true,
-                        now);
-    dlcp_sim_engine_at_cold(&sim->engine, now + ps->duration, pause_resume,
-                            sim, (void *)(uintptr_t)ps->cand[i]);
-    sim->colls->npaused++;
-  }
-  dlcp_sim_engine_at_cold(&sim->engine, now + ps->every, pause_tick, ps,
-                          NULL);
-}
-
-int dlcp_sim_coll_schedule_pauses(dlcp_sim *sim, char *err, size_t errlen) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < sim->cfg.nfaults; i++) {
-    n += sim->cfg.faults[i].kind == DLCP_SIM_FAULT_PAUSE;
-  }
-  if (n == 0) {
-    return 0;
-  }
-  if (!sim->colls) {
-    sim->colls = zalloc(sim, 1, sizeof(*sim->colls));
-    if (!sim->colls) {
-      return DLCP_ERR_NOMEM;
-    }
-    sim->colls->sim = sim;
-  }
-  dlcp_sim_colls *c = sim->colls;
-  c->pauses = zalloc(sim, n, sizeof(*c->pauses));
-  if (!c->pauses) {
-    return DLCP_ERR_NOMEM;
-  }
-  const dlcp_sim_net *net = &sim->net;
-  for (uint32_t i = 0; i < sim->cfg.nfaults; i++) {
-    const dlcp_sim_fault_spec *f = &sim->cfg.faults[i];
-    if (f->kind != DLCP_SIM_FAULT_PAUSE) {
-      continue;
-    }
-    pause_state *ps = &c->pauses[c->npauses++];
-    ps->sim = sim;
-    ps->k = f->pause_ranks;
-    ps->duration = f->pause_ps;
-    ps->every = f->every_ps;
-    dlcp_rng_seed(&ps->rng, sim->cfg.seed ^ (0x9A05Eull + i));
-    bool jobs = c->njobs > 0;
-    uint32_t ncand = jobs ? c->jobs[0].n : net->nhosts;
-    ps->cand = zalloc(sim, ncand, sizeof(uint32_t));
-    if (!ps->cand) {
-      return DLCP_ERR_NOMEM;
-    }
-    for (uint32_t j = 0; j < ncand; j++) {
-      ps->cand[j] = jobs ? c->jobs[0].ranks[j].host : j;
-    }
-    ps->ncand = ncand;
-    if (ps->k == 0 || ps->k > ncand || ps->every == 0 || ps->duration == 0) {
-      snprintf(err, errlen, "%s: field '%s.pause': expected 1..%u ranks "
-               "and every, duration > 0", f->where, f->field, ncand);
-      return DLCP_ERR_CONFIG;
-    }
-    dlcp_sim_engine_at_cold(&sim->engine, f->at_ps, pause_tick, ps, NULL);
-  }
-  return 0;
-}
-
 /* ---- reports ------------------------------------------------------------ */
 
 uint32_t dlcp_sim_coll_jobs(const dlcp_sim *sim) {
   return sim->colls ? sim->colls->njobs : 0;
-}
-
-uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim) {
-  return sim->colls ? sim->colls->npaused : 0;
 }
 
 void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,
@@ -974,6 +673,9 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,
   r->verify_errors = job->verify_errors;
   r->min_delivered = job->min_delivered;
   r->bypasses = job->bypasses;
+  r->ina_groups = job->ina_groups;
+  r->ring_groups = job->ring_groups;
+  r->ina_retransmits = job->ina_retransmits;
   r->status = job->status;
   r->failed_rank = job->failed_rank;
   r->done = job->done && job->status == 0;

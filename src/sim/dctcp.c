@@ -443,6 +443,7 @@ static void dctcp_on_packet(void *state, dlcp_sim_packet *pkt,
     break;
   case DLCP_SIM_PKT_CTRL:
   case DLCP_SIM_PKT_NOTE:
+  case DLCP_SIM_PKT_INA:
     break;
   }
   dlcp_sim_packet_drop(sim, pkt);

@@ -374,3 +374,18 @@ void dlcp_sim_timer_arm(dlcp_sim_timer *t, dlcp_sim_ps deadline) {
 void dlcp_sim_timer_cancel(dlcp_sim_timer *t) {
   t->deadline = DLCP_SIM_PS_NEVER;
 }
+
+bool dlcp_sim_timer_follow(dlcp_sim_timer *t, dlcp_tstamp deadline_ns,
+                           dlcp_sim_ps now) {
+  if (deadline_ns == DLCP_TSTAMP_NEVER ||
+      deadline_ns > DLCP_SIM_PS_NEVER / DLCP_SIM_PS_PER_NS) {
+    dlcp_sim_timer_cancel(t);
+    return false;
+  }
+  dlcp_sim_ps at = dlcp_sim_time_from_ns(deadline_ns);
+  if (at <= now) {
+    return true;
+  }
+  dlcp_sim_timer_arm(t, at);
+  return false;
+}

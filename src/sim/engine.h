@@ -150,6 +150,15 @@ void dlcp_sim_timer_init(dlcp_sim_timer *t, dlcp_sim_engine *e,
 /* Arms (or re-arms) |t| to fire at |deadline| (>= now). */
 void dlcp_sim_timer_arm(dlcp_sim_timer *t, dlcp_sim_ps deadline);
 void dlcp_sim_timer_cancel(dlcp_sim_timer *t);
+/*
+ * dlcp_sim_timer_follow makes |t| follow a protocol core's deadline
+ * |deadline_ns| (ns on the simulated clock; DLCP_TSTAMP_NEVER, or a time
+ * beyond the simulated range, cancels |t|).  A deadline after |now| arms
+ * |t| and returns false; one at or before |now| leaves |t| alone and
+ * returns true: the core has work now (poll it again, or arm |t| at now).
+ */
+bool dlcp_sim_timer_follow(dlcp_sim_timer *t, dlcp_tstamp deadline_ns,
+                           dlcp_sim_ps now);
 static inline bool dlcp_sim_timer_armed(const dlcp_sim_timer *t) {
   return t->deadline != DLCP_SIM_PS_NEVER;
 }

@@ -642,13 +642,10 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
       return;
     }
   }
-  dlcp_tstamp next = dlcp_mlt_next_deadline(p->conn);
-  if (next == DLCP_TSTAMP_NEVER || next > DLCP_SIM_PS_NEVER / 1000) {
-    dlcp_sim_timer_cancel(&p->timer.timer);
-    return;
+  if (dlcp_sim_timer_follow(&p->timer.timer,
+                            dlcp_mlt_next_deadline(p->conn), now)) {
+    dlcp_sim_timer_arm(&p->timer.timer, now);
   }
-  dlcp_sim_ps at = dlcp_sim_time_from_ns(next);
-  dlcp_sim_timer_arm(&p->timer.timer, at > now ? at : now);
 }
 
 /* ---- events in --------------------------------------------------------- */
@@ -740,6 +737,7 @@ static void mlt_on_packet(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
     break;
   }
   case DLCP_SIM_PKT_NOTE:
+  case DLCP_SIM_PKT_INA:
     break;
   case DLCP_SIM_PKT_CTRL:
     /* The datagram is whole when its last fragment arrives; one lost

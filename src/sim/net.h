@@ -176,6 +176,10 @@ typedef struct dlcp_sim_node {
  * owns |pkt|. */
 typedef void (*dlcp_sim_host_rx_fn)(void *ctx, uint32_t host,
                                     dlcp_sim_packet *pkt, dlcp_sim_ps now);
+/* Called for every INA packet addressed to the aggregation switch (dst
+ * DLCP_SIM_NONE) that reaches switch |agg_node|; the callee owns |pkt|. */
+typedef void (*dlcp_sim_agg_rx_fn)(void *ctx, dlcp_sim_packet *pkt,
+                                   dlcp_sim_ps now);
 
 typedef struct dlcp_sim_net {
   const dlcp_mem *mem;
@@ -213,6 +217,12 @@ typedef struct dlcp_sim_net {
   dlcp_sim_host_rx_fn host_rx;
   void *host_rx_ctx;
   uint64_t misdelivered; /* reached a host that is not the destination */
+  /* The switch with the aggregation role (agg_switch.c), DLCP_SIM_NONE if
+   * none; an INA packet for the switch that reaches another switch has no
+   * route (hosts must be attached to it: the scenario checks). */
+  uint32_t agg_node;
+  dlcp_sim_agg_rx_fn agg_rx;
+  void *agg_rx_ctx;
   bool finalized;
 } dlcp_sim_net;
 

@@ -287,11 +287,19 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
                "\"bytes\": %llu, \"scale\": %u, \"done\": %s, "
                "\"status\": %d, \"failed_rank\": %d, "
                "\"verify_errors\": %llu, \"min_delivered\": %.6f, "
-               "\"bypasses\": %u, \"iterations\": [",
+               "\"bypasses\": %u, ",
             j ? "," : "", j, dlcp_algo_short_name(r.algo), r.ranks,
             (unsigned long long)r.bytes, r.scale, r.done ? "true" : "false",
             r.status, r.failed_rank, (unsigned long long)r.verify_errors,
             r.min_delivered, r.bypasses);
+    if (r.algo == DLCP_ALGO_INA || r.algo == DLCP_ALGO_RA_INA) {
+      fprintf(f, "\"ina_groups\": %llu, \"ring_groups\": %llu, "
+                 "\"ina_retransmits\": %llu, ",
+              (unsigned long long)r.ina_groups,
+              (unsigned long long)r.ring_groups,
+              (unsigned long long)r.ina_retransmits);
+    }
+    fprintf(f, "\"iterations\": [");
     for (uint32_t i = 0; i < r.iterations; i++) {
       const dlcp_sim_coll_iter *it = &r.iter[i];
       if (it->ranks_done < r.ranks) {
@@ -306,6 +314,24 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "%s],\n", dlcp_sim_coll_jobs(sim) ? "\n  " : "");
   fprintf(f, "  \"pauses\": %llu,\n",
           (unsigned long long)dlcp_sim_coll_pauses(sim));
+  dlcp_agg_stats as;
+  uint64_t qdrops;
+  if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
+    fprintf(f, "  \"aggregation\": {\"switch\": \"%s\", \"aggregators\": "
+               "%u, \"contributions\": %llu, \"claims\": %llu, "
+               "\"ring_verdicts\": %llu, \"results_sent\": %llu, "
+               "\"resent\": %llu, \"freed\": %llu, \"nacks_sent\": %llu, "
+               "\"malformed\": %llu, \"foreign\": %llu, "
+               "\"queue_drops\": %llu},\n",
+            sim->cfg.agg.node, as.aggs_total,
+            (unsigned long long)as.contrib, (unsigned long long)as.claims,
+            (unsigned long long)as.ring_verdicts,
+            (unsigned long long)as.results_sent,
+            (unsigned long long)as.resent, (unsigned long long)as.freed,
+            (unsigned long long)as.nacks_sent,
+            (unsigned long long)as.malformed,
+            (unsigned long long)as.foreign, (unsigned long long)qdrops);
+  }
   if (sim->net.pfc_in) {
     pfc_totals p = pfc_totals_of(sim);
     fprintf(f, "  \"pfc\": {\"pause_frames\": %llu, \"paused_us\": %.6f, "
@@ -590,6 +616,12 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
     if (r.bypasses) {
       fprintf(f, ", %u bypasses", r.bypasses);
     }
+    if (r.algo == DLCP_ALGO_INA || r.algo == DLCP_ALGO_RA_INA) {
+      fprintf(f, ", %llu groups by the switch, %llu by ring, %llu re-sent",
+              (unsigned long long)r.ina_groups,
+              (unsigned long long)r.ring_groups,
+              (unsigned long long)r.ina_retransmits);
+    }
     fprintf(f, "\n");
     for (uint32_t i = 0; i < r.iterations; i++) {
       const dlcp_sim_coll_iter *it = &r.iter[i];
@@ -604,6 +636,20 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
   if (dlcp_sim_coll_pauses(sim)) {
     fprintf(f, "pauses     %llu NIC pauses\n",
             (unsigned long long)dlcp_sim_coll_pauses(sim));
+  }
+  dlcp_agg_stats as;
+  uint64_t qdrops;
+  if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
+    fprintf(f, "aggregation %s: %u aggregators, %llu contributions, %llu "
+               "claims, %llu ring verdicts, %llu results (%llu re-sent), "
+               "%llu freed, %llu rejected, %llu dropped (queue full)\n",
+            sim->cfg.agg.node, as.aggs_total,
+            (unsigned long long)as.contrib, (unsigned long long)as.claims,
+            (unsigned long long)as.ring_verdicts,
+            (unsigned long long)as.results_sent,
+            (unsigned long long)as.resent, (unsigned long long)as.freed,
+            (unsigned long long)(as.malformed + as.foreign),
+            (unsigned long long)qdrops);
   }
   if (sim->net.pfc_in) {
     pfc_totals p = pfc_totals_of(sim);

@@ -75,6 +75,9 @@ dlcp_sim_packet *dlcp_sim_packet_alloc(dlcp_sim_packet_pool *pool) {
 }
 
 void dlcp_sim_packet_free(dlcp_sim_packet_pool *pool, dlcp_sim_packet *pkt) {
+  if (pkt->kind == DLCP_SIM_PKT_INA && pool->release_ina) {
+    pool->release_ina(pool->release_ctx, pkt);
+  }
   pkt->next = pool->free_list;
   pool->free_list = pkt;
   pool->live--;

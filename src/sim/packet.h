@@ -38,7 +38,11 @@ typedef enum dlcp_sim_pkt_kind {
   DLCP_SIM_PKT_ACK = 1,
   DLCP_SIM_PKT_CTRL = 2,
   /* A collective's NOTE (collective.c): lossless, queue 0, to the host */
-  DLCP_SIM_PKT_NOTE = 3
+  DLCP_SIM_PKT_NOTE = 3,
+  /* An in-network aggregation datagram (agg_switch.c, ina_host.c): its
+   * bytes live out of line in the payload store, slot |msg|, released
+   * with the packet; dst DLCP_SIM_NONE addresses the aggregation switch */
+  DLCP_SIM_PKT_INA = 4
 } dlcp_sim_pkt_kind;
 
 /* Room for a driver's encoded header (MLT DATA: 44 bytes, ACK: 32). */
@@ -105,6 +109,11 @@ typedef struct dlcp_sim_packet_pool {
   size_t chunks_cap;
   uint64_t live; /* packets currently allocated */
   uint64_t peak; /* high-water mark of |live| */
+  /* Called when an INA packet is freed, wherever that happens (delivered,
+   * or dropped anywhere in the network), so its out-of-line bytes go back
+   * to their store; NULL if no INA packet is ever made. */
+  void (*release_ina)(void *ctx, dlcp_sim_packet *pkt);
+  void *release_ctx;
 } dlcp_sim_packet_pool;
 
 void dlcp_sim_packet_pool_init(dlcp_sim_packet_pool *pool,

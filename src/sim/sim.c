@@ -73,6 +73,11 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   }
   cfg->transport.pfabric.probe_after = 5;
   cfg->stop_ps = 10ull * DLCP_SIM_PS_PER_S;
+  cfg->agg.mem_bytes = 1u << 20;
+  cfg->agg.block_elems = 64;
+  cfg->agg.static_parts = 1;
+  cfg->agg.queue_pkts = 1024;
+  cfg->agg.resend_ps = dlcp_sim_time_from_ms(1);
   snprintf(cfg->name, sizeof(cfg->name), "default");
 }
 
@@ -89,6 +94,9 @@ void dlcp_sim_config_free(dlcp_sim_config *cfg) {
     free(cfg->ps[i].tensor_bwd_ps);
   }
   free(cfg->ps);
+  for (uint32_t i = 0; cfg->colls && i < cfg->ncolls; i++) {
+    free(cfg->colls[i].hosts);
+  }
   free(cfg->colls);
   free(cfg->backgrounds);
   cfg->backgrounds = NULL;
@@ -187,6 +195,10 @@ static void host_rx(void *ctx, uint32_t host, dlcp_sim_packet *pkt,
   dlcp_sim *sim = ctx;
   if (pkt->kind == DLCP_SIM_PKT_NOTE) {
     dlcp_sim_coll_on_note(sim, host, pkt, now);
+    return;
+  }
+  if (pkt->kind == DLCP_SIM_PKT_INA) {
+    dlcp_sim_ina_on_packet(sim, host, pkt, now);
     return;
   }
   /* The transport validates the packet: MLT's control and ACK packets do
@@ -421,6 +433,9 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   if (rv == 0) {
     rv = dlcp_sim_pfc_init(net);
   }
+  if (rv == 0) {
+    rv = dlcp_sim_agg_build(sim, err, errlen);
+  }
   if (rv != 0) {
     goto fail;
   }
@@ -513,6 +528,8 @@ void dlcp_sim_del(dlcp_sim *sim) {
     sim->ops->fini(sim);
   }
   dlcp_sim_coll_free(sim);
+  dlcp_sim_ina_free(sim);
+  dlcp_sim_agg_free(sim);
   mem->free(sim->flows, mem->user);
   mem->free(sim->barriers, mem->user);
   mem->free(sim->release, mem->user);

@@ -17,7 +17,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "coll/ina.h"
 #include "dlcp/dlcp_types.h"
+#include "proto/agg.h"
 #include "sim/engine.h"
 #include "sim/net.h"
 #include "sim/packet.h"
@@ -318,7 +320,8 @@ typedef struct dlcp_sim_ps_spec {
  * larger (see docs/simulator.md, "Collective workloads").
  */
 typedef struct dlcp_sim_coll_spec {
-  dlcp_algo algo;       /* RING, RING_BYPASS, PS, HALVING_DOUBLING, RAT */
+  dlcp_algo algo;       /* RING, RING_BYPASS, PS, HALVING_DOUBLING, RAT,
+                           INA, RA_INA (through the aggregation switch) */
   uint64_t bytes;       /* the all-reduced vector, per rank */
   uint32_t ranks;       /* participating hosts; 0 = every host */
   uint32_t iterations;  /* >= 1 */
@@ -328,9 +331,38 @@ typedef struct dlcp_sim_coll_spec {
   uint32_t prio;        /* switch queue of the data */
   uint64_t chunk_bytes; /* pipelining segment on the wire; 0 = src/coll's */
   uint32_t scale;       /* wire bytes per buffer byte; 0 = automatic */
+  /* Explicit placement: rank i on host hosts[i] (names or indices),
+   * |nhosts| of them, or NULL for the automatic placement. */
+  char (*hosts)[DLCP_SIM_NAME_MAX];
+  uint32_t nhosts;
+  /* INA / RA-INA (src/coll/ina): groups outstanding per rank, re-send
+   * timeout, and blocks per group (plain INA; RA-INA uses the world). */
+  uint32_t ina_window;
+  dlcp_sim_ps ina_rto_ps;
+  uint32_t ina_group_blocks;
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX];
 } dlcp_sim_coll_spec;
+
+/*
+ * The aggregation switch role (agg_switch.c): the src/proto/agg core runs
+ * at switch |node|; INA datagrams from its attached hosts are handed to it
+ * after |per_packet_ps| of processing each (one packet at a time, FIFO,
+ * at most |queue_pkts| waiting: more are dropped), and its answers leave
+ * through the switch's ports like any packet.
+ */
+typedef struct dlcp_sim_agg_config {
+  char node[DLCP_SIM_NAME_MAX]; /* "": no aggregation switch */
+  uint64_t mem_bytes;           /* aggregator memory; default 1 MiB */
+  uint32_t block_elems;         /* int32 per aggregator; default 64 */
+  bool static_partition;        /* SwitchML-style partitions; default off */
+  uint32_t static_parts;        /* partitions (jobs); default 1 */
+  dlcp_sim_ps per_packet_ps;    /* default 0: a line-rate pipeline */
+  uint32_t queue_pkts; /* packets that may wait for the processor; 1024 */
+  dlcp_sim_ps resend_ps;        /* unacknowledged result re-sent; 1 ms */
+  char where[DLCP_SIM_WHERE_MAX];
+  char field[DLCP_SIM_WHERE_MAX];
+} dlcp_sim_agg_config;
 
 typedef enum dlcp_sim_fault_kind {
   DLCP_SIM_FAULT_LOSS = 0, /* random loss on a link, whole run */
@@ -388,6 +420,7 @@ typedef struct dlcp_sim_config {
   char out_dir[512];   /* outputs.dir; empty: none (the CLI's --out wins) */
   dlcp_sim_pcap_spec *pcaps; /* outputs.pcap */
   uint32_t npcaps;
+  dlcp_sim_agg_config agg; /* aggregation */
 } dlcp_sim_config;
 
 /* Fills |cfg| with the defaults documented above (a 2-ToR, 2-spine,
@@ -532,6 +565,11 @@ struct dlcp_sim {
   struct dlcp_sim_pcap *pcaps;
   uint32_t npcaps;
   uint32_t *pcap_ports; /* the a->b port of each configured cable */
+  /* The aggregation switch role and the INA packets' bytes
+   * (agg_switch.c); NULL without an aggregation section.  |ina| is the
+   * hosts' side (ina_host.c), NULL without INA jobs. */
+  struct dlcp_sim_agg *agg;
+  struct dlcp_sim_ina *ina;
 };
 
 /*
@@ -610,6 +648,32 @@ void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
 void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host,
                            dlcp_sim_packet *pkt, dlcp_sim_ps now);
 
+/* A rank's INA operation (ina_host.c) reported DONE; collective.c takes
+ * its result (dlcp_sim_ina_op) and ends it (dlcp_sim_ina_end). */
+void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t job, uint32_t rank,
+                            dlcp_sim_ps now);
+
+/*
+ * INA ranks (ina_host.c).  job_add registers collective job |job| (of
+ * |njobs|) as an INA job of |n| ranks, rank r on host hosts[r], its
+ * datagrams on switch queue |prio|; identity gives the job id and token
+ * it uses on the wire; start runs one operation of |rank| (params
+ * borrowed for the call; its buffers until dlcp_sim_ina_end); op is the
+ * operation (NULL if none), kept after DONE until end.  on_packet takes an
+ * INA packet that reached |host|.
+ */
+int dlcp_sim_ina_job_add(dlcp_sim *sim, uint32_t job, uint32_t njobs,
+                         const uint32_t *hosts, uint32_t n, uint32_t prio);
+void dlcp_sim_ina_identity(const dlcp_sim *sim, uint32_t job,
+                           uint32_t *wire_job, uint64_t *token);
+int dlcp_sim_ina_start(dlcp_sim *sim, uint32_t job, uint32_t rank,
+                       const dlcp_ina_params *p, dlcp_sim_ps now);
+dlcp_ina *dlcp_sim_ina_op(const dlcp_sim *sim, uint32_t job, uint32_t rank);
+void dlcp_sim_ina_end(dlcp_sim *sim, uint32_t job, uint32_t rank);
+void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host,
+                            dlcp_sim_packet *pkt, dlcp_sim_ps now);
+void dlcp_sim_ina_free(dlcp_sim *sim);
+
 /* Per-job, per-iteration results of collective jobs, for reports. */
 typedef struct dlcp_sim_coll_iter {
   dlcp_sim_ps start_ps; /* earliest rank starts computing */
@@ -629,6 +693,10 @@ typedef struct dlcp_sim_coll_report {
   uint64_t verify_errors; /* output elements differing from the exact sum */
   double min_delivered;   /* lowest delivered_fraction of any rank */
   uint32_t bypasses;      /* straggler bypasses, summed over ranks */
+  /* INA / RA-INA: groups the switch reduced and groups given a ring
+   * verdict (rank 0's count, the same on every rank), and contributions
+   * re-sent after a timeout (summed over ranks), over all iterations. */
+  uint64_t ina_groups, ring_groups, ina_retransmits;
   int status;             /* 0, or the first failure */
   int32_t failed_rank;    /* rank that reported it, or -1 */
   bool done;
@@ -639,6 +707,31 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t job,
                               dlcp_sim_coll_report *r);
 /* Number of NIC pauses started (PAUSE faults). */
 uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim);
+
+/*
+ * The aggregation switch (agg_switch.c).  build sets up the role of
+ * cfg.agg (nothing if cfg.agg.node is empty; DLCP_ERR_CONFIG naming the
+ * field if it names no switch or the core refuses the configuration);
+ * agg_node is its node id or DLCP_SIM_NONE.
+ */
+int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen);
+void dlcp_sim_agg_free(dlcp_sim *sim);
+uint32_t dlcp_sim_agg_node(const dlcp_sim *sim);
+/* Copies the core's counters and the packets dropped because the
+ * processor's queue was full; false if there is no aggregation switch. */
+bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,
+                            uint64_t *queue_drops);
+/* A new INA packet carrying a copy of the datagram |dgram| (|len| bytes),
+ * on switch queue |prio| with ECN codepoint |ecn|; the caller sets src and
+ * dst.  NULL (and the run ends with DLCP_ERR_NOMEM) if memory ran out, or
+ * if there is no aggregation switch or the length is impossible. */
+dlcp_sim_packet *dlcp_sim_ina_packet_new(dlcp_sim *sim, const uint8_t *dgram,
+                                         size_t len, uint32_t prio,
+                                         uint8_t ecn);
+/* The datagram an INA packet carries (valid until the packet is freed). */
+const uint8_t *dlcp_sim_ina_packet_bytes(const dlcp_sim *sim,
+                                         const dlcp_sim_packet *pkt,
+                                         size_t *len);
 
 /* Transports (dctcp.c, mlt_host.c, pfabric.c, ndp.c). */
 extern const dlcp_sim_transport_ops dlcp_sim_dctcp_ops;

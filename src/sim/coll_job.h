@@ -1,0 +1,102 @@
+/*
+ * coll_job.h: the collective jobs' state, shared by collective.c (running
+ * the ranks), coll_build.c (placing and building jobs) and coll_pause.c
+ * (the PAUSE fault).  Not installed; the simulator's other files use the
+ * dlcp_sim_coll_* functions of sim.h.
+ */
+#ifndef DLCP_SIM_COLL_JOB_H
+#define DLCP_SIM_COLL_JOB_H
+
+#include "coll/coll.h"
+#include "coll/match.h"
+#include "proto/rng.h"
+#include "sim/sim.h"
+
+/* A transfer: the matcher's record (coll/match.h), then the simulator's
+ * part, kept across recycled slots (the hole array) or reset at removal. */
+typedef struct sim_xfer {
+  coll_xfer m;
+  bool recv_done, send_done;
+  dlcp_coll_range *holes;
+  size_t nholes, holes_cap;
+} sim_xfer;
+
+typedef struct pending_note {
+  uint32_t iter, peer;
+  uint64_t value;
+} pending_note;
+
+typedef struct coll_rank {
+  struct coll_job *job;
+  uint32_t rank, host;
+  uint32_t iter; /* the iteration being computed or reduced */
+  dlcp_coll *op; /* NULL while computing or when finished */
+  float *buf;
+  bool poll_queued, finished;
+  dlcp_sim_ps coll_start;
+  dlcp_sim_timer timer; /* bypass deadline */
+  dlcp_duration step_hint_ns, trans_hint_ns;
+  pending_note *notes;
+  uint32_t nnotes, notes_cap;
+  float *ring_buf; /* RA-INA: the ring groups, packed, while |op| runs */
+} coll_rank;
+
+typedef struct coll_job {
+  dlcp_sim *sim;
+  uint32_t id;
+  dlcp_sim_coll_spec spec;
+  dlcp_algo algo;
+  uint32_t n;
+  coll_rank *ranks;
+  uint32_t *rank_of_host; /* DLCP_SIM_NONE if the host is not in the job */
+  uint32_t *labels;
+  uint32_t levels;
+  uint64_t count; /* float32 elements per rank */
+  uint32_t scale;
+  uint64_t chunk;
+  float *expected;
+  dlcp_sim_coll_iter *it;
+  uint64_t verify_errors;
+  double min_delivered;
+  uint32_t bypasses;
+  int32_t *ina_exps; /* INA: the agreed exponent of every group */
+  uint32_t ina_ngroups, ina_group_blocks;
+  uint64_t ina_groups, ring_groups, ina_retransmits;
+  uint32_t ranks_finished;
+  int status;
+  int32_t failed_rank;
+  bool done;
+} coll_job;
+
+typedef struct pause_state {
+  dlcp_sim *sim;
+  uint32_t k;
+  dlcp_sim_ps duration, every;
+  uint32_t *cand;
+  uint32_t ncand;
+  dlcp_rng rng;
+} pause_state;
+
+typedef struct dlcp_sim_colls {
+  dlcp_sim *sim;
+  coll_job *jobs;
+  uint32_t njobs;
+  coll_match xfers; /* of sim_xfer */
+  pause_state *pauses;
+  uint32_t npauses;
+  uint64_t npaused; /* pauses started */
+} dlcp_sim_colls;
+
+/* calloc through the simulation's allocator (n 0 allocates one). */
+void *dlcp_sim_coll_zalloc(const dlcp_sim *sim, size_t n, size_t size);
+/* Rank r's input element j, and a rank's whole input into its buffer. */
+float dlcp_sim_coll_input(uint32_t r, uint64_t j);
+void dlcp_sim_coll_fill_input(const coll_job *job, coll_rank *rk);
+/* A rank's deadline timer callback (obj: the coll_rank). */
+void dlcp_sim_coll_rank_timer(void *obj, dlcp_sim_ps now);
+/* The job's start event (obj: the coll_job): every rank begins computing. */
+void dlcp_sim_coll_job_start(void *obj, void *arg, dlcp_sim_ps now);
+/* INA or RA-INA: through the aggregation switch. */
+bool dlcp_sim_coll_is_ina(dlcp_algo algo);
+
+#endif /* DLCP_SIM_COLL_JOB_H */
