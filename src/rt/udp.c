@@ -8,9 +8,8 @@
  * message: the kernel builds one socket buffer for the run and cuts it
  * into the datagrams at the device, or in software just before the qdisc
  * when the device cannot (the testbed's veths), so every queue and drop
- * downstream still sees the real packets.  On the testbed (10 Gbit/s,
- * 4 ranks, 64 MiB) it cut a rank's CPU by a tenth and the all-reduce time
- * by a fifth to a quarter (docs/performance-testbed.md).
+ * downstream still sees the real packets (docs/runtime.md, "Datagrams",
+ * for what it saves).
  */
 #include "rt/udp.h"
 
