@@ -15,7 +15,7 @@ NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
                  "queue", "burst_us", "dscp_prio", "loss", "link_loss",
-                 "ecn_k")
+                 "ecn_k", "agg_switch", "agg_mem", "agg_threads")
 
 DESCRIPTION = """\
 An emulated cluster in network namespaces: N hosts in R racks (one switch
@@ -41,6 +41,10 @@ before its destination host (so every host-to-host packet meets exactly one
 such draw).  --link-loss LINK[:DIR]=P sets one link direction (repeatable,
 applied after --loss): LINK is h<i>, r<r>-s<s>, hosts, fabric or all; DIR
 up, down or both.  P is a fraction (0.01) or a percentage (1%).
+
+Aggregation: --agg-switch BIN starts BIN (dlcp-switch) on rack 0's switch,
+listening on its host-facing address 10.0.0.254, and every rank gets
+DLCP_SWITCH pointing at it (in-network aggregation, docs/ina.md).
 See docs/testbed.md."""
 
 
@@ -142,6 +146,14 @@ def add_topology_options(p):
                    help="strict priority by DSCP class selector (CS7 "
                         "first) on every link direction, one queue of "
                         "--queue bytes per class (HTB)")
+    p.add_argument("--agg-switch", metavar="BIN", default=None,
+                   help="run the aggregation switch BIN (dlcp-switch) on "
+                        "rack 0's switch; ranks get DLCP_SWITCH")
+    p.add_argument("--agg-mem", type=parse_bytes, default=parse_bytes("4m"),
+                   metavar="BYTES",
+                   help="its aggregator memory (default 4m)")
+    p.add_argument("--agg-threads", type=int_range(1, 64), default=1,
+                   help="its worker threads (default 1)")
     add_loss_options(p)
 
 
@@ -220,6 +232,9 @@ def loss_settings(t, rec, a):
 def make(a, owner):
     """Creates a testbed from options |a|; returns its record."""
     spines = a.spines if a.spines is not None else (2 if a.racks > 1 else 0)
+    if a.agg_switch and not (os.path.isfile(a.agg_switch) and
+                             os.access(a.agg_switch, os.X_OK)):
+        die(f"--agg-switch {a.agg_switch}: not an executable file", 2)
     tb_id = state.new_id()
     rec = {"id": tb_id, "hosts": a.hosts, "racks": a.racks, "spines": spines,
            "rate_bps": a.rate, "fabric_rate_bps": a.fabric_rate or a.rate,
@@ -247,6 +262,14 @@ def make(a, owner):
     rec["loss"] = {k: v[0] for k, v in sets.items()}
     rec["ecn_k"] = a.ecn_k
     rec["owner"] = owner
+    if a.agg_switch:
+        try:
+            rec["agg_switch"] = launch.start_agg_switch(
+                t, a.agg_switch, a.agg_mem, a.agg_threads,
+                os.path.join(state.dir_of(tb_id), "agg-switch.log"))
+        except BaseException:
+            remove_or_warn(tb_id)
+            raise
     state.save(rec)
     return rec
 
@@ -328,6 +351,9 @@ def cmd_up(a):
     for h in t.hosts:
         print(f"# rank {h.index}: namespace {h.ns}, {h.addr}, rack{h.rack}",
               file=sys.stderr)
+    if rec.get("agg_switch"):
+        print(f"# aggregation switch: {rec['agg_switch']} (DLCP_SWITCH of "
+              f"every rank)", file=sys.stderr)
     return 0
 
 
@@ -363,7 +389,7 @@ def cmd_run(a):
             extra = [x for name, value in a.mca for x in ("--mca", name, value)]
             jobs = launch.mpirun_jobs(t, argv, extra)
         else:
-            jobs = launch.rank_jobs(t, argv, a.port)
+            jobs = launch.rank_jobs(t, argv, a.port, rec.get("agg_switch"))
         ranks = launch.Ranks(jobs, a.grace_ms / 1000)
         try:
             failed, status = ranks.supervise(lambda: "sig" in flag)
@@ -431,8 +457,11 @@ def cmd_list(_):
         how = ("up" if r.get("owner") is None else
                f"run by pid {r['owner']['pid']}" +
                ("" if state.owner_alive(r["owner"]) else " (gone: stale)"))
+        agg = (f", aggregation switch {r['agg_switch']}"
+               if r.get("agg_switch") else "")
         print(f"{i}  {r['hosts']} hosts, {r['racks']} racks, {r['spines']} "
-              f"spines, {r['rate_bps'] / 1e9:g} Gbit/s, MTU {r['mtu']}, {how}")
+              f"spines, {r['rate_bps'] / 1e9:g} Gbit/s, MTU {r['mtu']}{agg}, "
+              f"{how}")
     return 0
 
 

@@ -10,9 +10,41 @@ import sys
 import time
 
 
-def rank_env(t, rank, port, base):
+AGG_PORT = 9555
+
+
+def start_agg_switch(t, binary, mem, threads, log_path):
+    """Starts |binary| (dlcp-switch) in rack 0's namespace on its host-facing
+    address, output to |log_path|; waits until it listens and returns
+    "ADDR:PORT".  It lives until the testbed's namespaces are removed."""
+    ns = t.racks[0]
+    addr = "10.0.0.254"
+    log = open(log_path, "w")
+    p = subprocess.Popen(
+        ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
+         str(AGG_PORT), "--threads", str(threads), "--mem", str(mem)],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            with open(log_path) as f:
+                raise ValueError(f"--agg-switch {binary} exited: "
+                                 f"{f.read().strip()}")
+        with open(log_path) as f:
+            if "listening on" in f.read():
+                return f"{addr}:{AGG_PORT}"
+        time.sleep(0.05)
+    p.kill()
+    raise ValueError(f"--agg-switch {binary}: not listening after 10 s "
+                     f"(see {log_path})")
+
+
+def rank_env(t, rank, port, base, agg_switch=None):
     h = t.hosts[rank]
     env = dict(base)
+    if agg_switch:
+        env.setdefault("DLCP_SWITCH", agg_switch)
     env.update({
         "RANK": str(rank), "WORLD_SIZE": str(len(t.hosts)),
         "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
@@ -33,9 +65,11 @@ def describe(status):
     return f"exited with status {status}"
 
 
-def rank_jobs(t, argv, port):
-    """One job per host: (output prefix, namespace, argv, environment)."""
-    return [(f"[rank {r}] ", h.ns, argv, rank_env(t, r, port, os.environ))
+def rank_jobs(t, argv, port, agg_switch=None):
+    """One job per host: (output prefix, namespace, argv, environment);
+    DLCP_SWITCH is |agg_switch| unless the caller's environment sets it."""
+    return [(f"[rank {r}] ", h.ns, argv,
+             rank_env(t, r, port, os.environ, agg_switch))
             for r, h in enumerate(t.hosts)]
 
 

@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""In-network aggregation on the testbed: `dlcp-testbed up --agg-switch`
+runs dlcp-switch on rack 0's switch and hands every rank DLCP_SWITCH; a
+checked INA and RA-INA all-reduce across 4 hosts with 1 % random loss at
+the switch ports is exact.  The daemon goes with the testbed: nothing of
+either is left afterwards.  A daemon that cannot start is named.
+
+usage: testbed_ina_test.py DLCP_BENCH DLCP_SWITCH"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import testbed_support as ts
+
+
+def bench(tb_id, dlcp_bench, algo, out):
+    ts.testbed("run", "--id", tb_id, "--stats", "none", "--",
+               dlcp_bench, "-a", algo, "-b", "1M", "-e", "1M", "-n", "4",
+               "-w", "1", "-c", "1", "-J", out)
+    with open(out) as f:
+        return json.loads(f.readline())
+
+
+def daemons():
+    ps = subprocess.run(["pgrep", "-f", "dlcp-switch --bind 10.0.0.254"],
+                        capture_output=True, text=True)
+    return ps.stdout.split()
+
+
+def main():
+    ts.require_root()
+    dlcp_bench, dlcp_switch = sys.argv[1], sys.argv[2]
+    with ts.testbed_up("-n", "4", "--loss", "1%", "--rate", "1gbit",
+                       "--agg-switch", dlcp_switch) as tb_id:
+        rec = ts.record(tb_id)
+        ts.check(rec.get("agg_switch") == "10.0.0.254:9555",
+                 f"the record names the switch ({rec.get('agg_switch')})")
+        listed = ts.testbed("list").stdout
+        ts.check("aggregation switch 10.0.0.254:9555" in listed,
+                 "list shows the aggregation switch")
+        with tempfile.TemporaryDirectory() as d:
+            for algo in ("ina", "ra_ina"):
+                r = bench(tb_id, dlcp_bench, algo,
+                          os.path.join(d, algo + ".json"))
+                ts.check(r["algo"] == algo, f"{algo}: ran as {r['algo']}")
+                ts.check(r["wrong"] == 0, f"{algo}: every element exact")
+                ts.check(r["delivered_min"] == 1.0,
+                         f"{algo}: everything delivered")
+        ts.check(len(daemons()) > 0, "the daemon runs while the testbed is up")
+    ts.check(daemons() == [], "the daemon is gone with the testbed")
+    bad = ts.testbed("up", "-n", "2", "--agg-switch", "/nonexistent",
+                     check=False)
+    ts.check(bad.returncode == 2 and "--agg-switch /nonexistent" in bad.stderr,
+             f"a missing daemon is named (rc {bad.returncode}: "
+             f"{bad.stderr.strip()})")
+
+
+if __name__ == "__main__":
+    main()
