@@ -2,7 +2,8 @@
  * Collectives in the runtime: the driver of src/coll's sans-I/O state
  * machines over the communicator's MLT connections.
  *
- * Model.  A collective call builds a dlcp_coll and a "run" that owns it.
+ * Model.  A collective call (collective_api.c) builds a dlcp_coll and a
+ * "run" that owns it (dlcp_rt_coll_start).
  * The run turns the state machine's actions into MLT transfers (SEND and
  * RECV), NOTE control messages and cancellations, and feeds completions
  * and notes back; all of it happens under the communicator's |mu|, from
@@ -41,6 +42,7 @@
 #include "rt/errbuf.h"
 #include "rt/flight.h"
 #include "rt/ina_run.h"
+#include "rt/request.h"
 #include "rt/scratch.h"
 #include "rt/stall.h"
 
@@ -117,24 +119,6 @@ struct dlcp_rt_colls {
    * (ina_run.c); NULL until the first such all-reduce. */
   dlcp_rt_ina *ina;
 };
-
-struct dlcp_request {
-  dlcp_comm *comm;
-  coll_run *run; /* NULL once finished */
-  bool done;
-  dlcp_tstamp started_ns;
-  dlcp_coll_info info;
-  dlcp_range *missing;
-};
-
-void dlcp_coll_opts_default(dlcp_coll_opts *opts) {
-  memset(opts, 0, sizeof(*opts));
-  opts->algo = DLCP_ALGO_AUTO;
-}
-
-const char *dlcp_algo_str(dlcp_algo algo) {
-  return dlcp_algo_name(algo);
-}
 
 static uint32_t tensor_id(const coll_run *run, uint32_t tag) {
   return TENSOR_COLL_BIT | (run->id & 0x7FFu) << DLCP_COLL_TAG_BITS | tag;
@@ -850,40 +834,11 @@ void dlcp_rt_coll_free(dlcp_rt_colls *co) {
   free(co);
 }
 
-/* --- starting a collective --------------------------------------------- */
+/* --- starting, cancelling, waiting (for collective_api.c) ------------- */
 
-static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
-                 void *recvbuf, uint64_t count, dlcp_dtype dtype,
-                 dlcp_redop redop, uint32_t root, const dlcp_coll_opts *opts,
-                 dlcp_request **preq) {
-  if (!c || !preq) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  dlcp_coll_opts def;
-  if (!opts) {
-    dlcp_coll_opts_default(&def);
-    opts = &def;
-  }
-  dlcp_coll_params p;
-  dlcp_coll_params_default(&p);
-  p.kind = kind;
-  p.algo = opts->algo;
-  p.rank = c->env.rank;
-  p.world = c->env.world_size;
-  p.sendbuf = sendbuf;
-  p.recvbuf = recvbuf;
-  p.count = count;
-  p.dtype = dtype;
-  p.op = redop;
-  p.root = root;
-  p.chunk_bytes = opts->chunk_bytes;
-  p.topo = c->topo;
-  p.topo_levels = c->topo_levels;
-  p.same_host = c->env.world_size > 1 &&
-                c->stats.shm_peers == c->env.world_size - 1;
-  p.bypass_alpha = opts->bypass_alpha;
-  uint64_t bytes = count * dlcp_dtype_size(dtype);
-  p.loss_bound = opts->loss_bound;
+int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
+                       const dlcp_coll_opts *opts, dlcp_request **preq) {
+  uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
   dlcp_request *req = calloc(1, sizeof(*req));
   coll_run *run = calloc(1, sizeof(*run));
   if (!req || !run) {
@@ -899,13 +854,13 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     nruns++;
   }
   if (bytes == c->coll->bypass_hint_bytes) {
-    p.bypass_step_hint_ns = c->coll->bypass_step_hint_ns;
-    p.bypass_trans_hint_ns = c->coll->bypass_trans_hint_ns;
+    p->bypass_step_hint_ns = c->coll->bypass_step_hint_ns;
+    p->bypass_trans_hint_ns = c->coll->bypass_trans_hint_ns;
   }
   int rv = c->closing ? DLCP_ERR_CANCELED
                       : nruns >= MAX_RUNS ? DLCP_ERR_LIMIT : 0;
   if (rv == 0) {
-    rv = dlcp_coll_new(&run->op, &p, &c->coll->scratch.mem, now);
+    rv = dlcp_coll_new(&run->op, p, &c->coll->scratch.mem, now);
   }
   if (rv != 0) {
     pthread_mutex_unlock(&c->mu);
@@ -914,9 +869,9 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     return rv;
   }
   run->id = c->coll->next_id++;
-  run->kind = dlcp_coll_kind_name(kind);
+  run->kind = dlcp_coll_kind_name(p->kind);
   run->stalled_peer = DLCP_STALL_NOBODY;
-  run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(&p));
+  run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(p));
   run->bytes = bytes;
   if (!c->coll->flight) {
     c->coll->flight = dlcp_flight_new(c->env.rank, c->env.world_size,
@@ -929,7 +884,7 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   run->req = req;
   run->layer = opts->layer;
   run->nlayers = opts->nlayers;
-  run->f32_importance = opts->f32_importance && dtype == DLCP_FLOAT32;
+  run->f32_importance = opts->f32_importance && p->dtype == DLCP_FLOAT32;
   run->dirty = true;
   req->run = run;
   req->started_ns = now;
@@ -960,131 +915,29 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
   return 0;
 }
 
-/* INA and RA_INA: the operation runs to completion here, on the caller's
- * thread (ina_run.h), and the request is returned already finished with
- * the outcome, so dlcp_wait and dlcp_test see it like any other. */
-static int start_ina(dlcp_comm *c, const void *sendbuf, void *recvbuf,
-                     uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
-                     dlcp_algo algo, dlcp_request **preq) {
-  dlcp_request *req;
-
-  if (!c || !preq) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  req = calloc(1, sizeof(*req));
-  if (!req) {
-    return DLCP_ERR_NOMEM;
-  }
-  req->comm = c;
-  req->started_ns = dlcp_rt_now();
-  (void)dlcp_rt_ina_allreduce(c, &c->coll->ina, sendbuf, recvbuf, count,
-                              dtype, redop, algo == DLCP_ALGO_RA_INA,
-                              (int)c->env.timeout_ms, &req->info);
-  req->info.algo = algo;
-  req->info.algo_name = dlcp_algo_name(algo);
-  req->done = true;
-  *preq = req;
-  return 0;
-}
-
-int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
-                   uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
-                   const dlcp_coll_opts *opts, dlcp_request **req) {
-  if (opts && (opts->algo == DLCP_ALGO_INA || opts->algo == DLCP_ALGO_RA_INA)) {
-    return start_ina(comm, sendbuf, recvbuf, count, dtype, redop, opts->algo,
-                     req);
-  }
-  return start(comm, DLCP_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, redop,
-               0, opts, req);
-}
-
-int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
-                        uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
-                        const dlcp_coll_opts *opts, dlcp_request **req) {
-  return start(comm, DLCP_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype,
-               redop, 0, opts, req);
-}
-
-int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
-                   uint64_t count, dlcp_dtype dtype,
-                   const dlcp_coll_opts *opts, dlcp_request **req) {
-  return start(comm, DLCP_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
-               DLCP_SUM, 0, opts, req);
-}
-
-int dlcp_broadcast(dlcp_comm *comm, void *buf, uint64_t count,
-                   dlcp_dtype dtype, uint32_t root,
-                   const dlcp_coll_opts *opts, dlcp_request **req) {
-  return start(comm, DLCP_COLL_BROADCAST, buf, buf, count, dtype, DLCP_SUM,
-               root, opts, req);
-}
-
-int dlcp_barrier(dlcp_comm *comm, dlcp_request **req) {
-  return start(comm, DLCP_COLL_BARRIER, NULL, NULL, 0, DLCP_INT32, DLCP_SUM,
-               0, NULL, req);
-}
-
-/* --- waiting ------------------------------------------------------------ */
-
-static int report(dlcp_request *req, dlcp_coll_info *info) {
-  if (info) {
-    *info = req->info;
-  }
-  return req->info.status;
-}
-
-static bool request_done(void *arg) {
-  dlcp_request *req = arg;
-  pthread_mutex_lock(&req->comm->mu);
-  bool done = req->done;
-  pthread_mutex_unlock(&req->comm->mu);
-  return done;
-}
-
-int dlcp_test(dlcp_request *req, int *done, dlcp_coll_info *info) {
-  if (!req || !done) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  *done = request_done(req);
-  return *done ? report(req, info) : 0;
-}
-
-int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
-  if (!req) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
-  dlcp_comm *c = req->comm;
-  dlcp_tstamp deadline = timeout_ms < 0
-                             ? DLCP_TSTAMP_NEVER
-                             : dlcp_rt_deadline_after((uint64_t)timeout_ms);
-  /* As in dlcp_wait_cq: drive the loop from this thread if nobody else
-   * does, so the last packet of the collective wakes this thread. */
-  if (!dlcp_rt_comm_drive_until(c, request_done, req, deadline)) {
-    pthread_mutex_lock(&c->mu);
-    while (!req->done && dlcp_rt_now() < deadline) {
-      dlcp_tstamp t = deadline == DLCP_TSTAMP_NEVER
-                          ? dlcp_rt_now() + 1000000000u
-                          : deadline;
-      struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
-                            .tv_nsec = (long)(t % 1000000000u)};
-      pthread_cond_timedwait(&c->coll->req_cv, &c->mu, &ts);
-    }
-    pthread_mutex_unlock(&c->mu);
-  }
-  return request_done(req) ? report(req, info) : DLCP_ERR_PENDING;
-}
-
-void dlcp_request_free(dlcp_request *req) {
-  if (!req) {
-    return;
-  }
-  dlcp_comm *c = req->comm;
+void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req) {
   pthread_mutex_lock(&c->mu);
   if (req->run) {
     fail_run(c, req->run, DLCP_ERR_CANCELED, "the request was freed",
              dlcp_rt_now());
   }
   pthread_mutex_unlock(&c->mu);
-  free(req->missing);
-  free(req);
+}
+
+void dlcp_rt_coll_await(dlcp_comm *c, dlcp_request *req,
+                        dlcp_tstamp deadline) {
+  pthread_mutex_lock(&c->mu);
+  while (!req->done && dlcp_rt_now() < deadline) {
+    dlcp_tstamp t = deadline == DLCP_TSTAMP_NEVER
+                        ? dlcp_rt_now() + 1000000000u
+                        : deadline;
+    struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u),
+                          .tv_nsec = (long)(t % 1000000000u)};
+    pthread_cond_timedwait(&c->coll->req_cv, &c->mu, &ts);
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+dlcp_rt_ina **dlcp_rt_coll_ina(dlcp_comm *c) {
+  return &c->coll->ina;
 }

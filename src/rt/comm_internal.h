@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coll/coll.h"
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
 #include "rt/auth.h"
@@ -209,5 +210,22 @@ void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now);
 /* Writes the flight recorder (rt/flight.h) to stderr and to
  * DLCP_FLIGHT_DIR, headed by |reason|. */
 void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now);
+
+/* collective.c, for the public calls of collective_api.c; these take
+ * |mu| themselves.  dlcp_rt_coll_start runs the operation |p| (complete
+ * but for the straggler bypass's hints, which it adds) with |opts|'s
+ * layer and importance, and returns its request in |*preq|: 0,
+ * DLCP_ERR_NOMEM, DLCP_ERR_CANCELED (the communicator is closing),
+ * DLCP_ERR_LIMIT (too many running) or dlcp_coll_new's error.
+ * dlcp_rt_coll_cancel fails |req|'s run if it is still running;
+ * dlcp_rt_coll_await waits until |req| is done or |deadline|, while
+ * another thread drives the loop; dlcp_rt_coll_ina is where the INA
+ * all-reduces keep their switch state. */
+int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
+                       const dlcp_coll_opts *opts, dlcp_request **preq);
+void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req);
+void dlcp_rt_coll_await(dlcp_comm *c, dlcp_request *req,
+                        dlcp_tstamp deadline);
+struct dlcp_rt_ina **dlcp_rt_coll_ina(dlcp_comm *c);
 
 #endif /* DLCP_RT_COMM_INTERNAL_H */
