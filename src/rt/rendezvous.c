@@ -52,7 +52,7 @@ struct dlcp_rdzv_client {
 
 /* A response: status and a malloc'ed, NUL-terminated value. */
 typedef struct response {
-  uint8_t status;
+  dlcp_rdzv_status status;
   uint8_t *value;
   size_t len;
 } response;
