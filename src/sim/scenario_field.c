@@ -14,8 +14,9 @@
 
 #include "sim/scenario_schema.h"
 
-static int vfail_at(dlcp_scn *s, const char *file, unsigned line,
-                    const char *field, const char *fmt, va_list ap) {
+__attribute__((format(printf, 5, 0))) static int
+vfail_at(dlcp_scn *s, const char *file, unsigned line, const char *field,
+         const char *fmt, va_list ap) {
   int off =
       snprintf(s->err, s->errlen, "%s:%u: field '%s': ", file, line, field);
   if (off >= 0 && (size_t)off < s->errlen) {
