@@ -104,6 +104,16 @@ int dlcp_udp_tos(uint8_t priority, bool ect) {
   return dscp << 2 | (ect ? 0x2 : 0x0);
 }
 
+/* Fills ancillary data item |c| and returns it. */
+static struct cmsghdr *put_cmsg(struct cmsghdr *c, int level, int type,
+                                const void *data, size_t len) {
+  c->cmsg_level = level;
+  c->cmsg_type = type;
+  c->cmsg_len = CMSG_LEN(len);
+  memcpy(CMSG_DATA(c), data, len);
+  return c;
+}
+
 /* Whether queued datagram |j| may join the GSO run that starts at |i|
  * and holds |count| datagrams of |bytes| so far. */
 static bool joins_run(const dlcp_udp_out *o, size_t i, size_t j,
@@ -141,17 +151,10 @@ static size_t merge_runs(dlcp_udp_out *o) {
       }
       m->msg_control = o->gctl[nmsg].buf;
       m->msg_controllen = sizeof(o->gctl[nmsg].buf);
-      struct cmsghdr *c = CMSG_FIRSTHDR(m);
-      c->cmsg_level = IPPROTO_IP;
-      c->cmsg_type = IP_TOS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &o->tos[i], sizeof(int));
-      c = CMSG_NXTHDR(m, c);
       uint16_t seg = (uint16_t)o->len[i];
-      c->cmsg_level = SOL_UDP;
-      c->cmsg_type = UDP_SEGMENT;
-      c->cmsg_len = CMSG_LEN(sizeof(seg));
-      memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+      struct cmsghdr *c = put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS,
+                                   &o->tos[i], sizeof(int));
+      put_cmsg(CMSG_NXTHDR(m, c), SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
     }
     o->gcount[nmsg++] = count;
     i += count;
@@ -278,11 +281,7 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   m->msg_iovlen = niov;
   m->msg_control = o->ctl[i].buf;
   m->msg_controllen = sizeof(o->ctl[i].buf);
-  struct cmsghdr *c = CMSG_FIRSTHDR(m);
-  c->cmsg_level = IPPROTO_IP;
-  c->cmsg_type = IP_TOS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+  put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
   if (whole) {
     flush_one(u, path); /* in order, after what was queued before it */
   }

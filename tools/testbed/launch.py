@@ -19,12 +19,12 @@ def start_agg_switch(t, binary, mem, threads, log_path):
     "ADDR:PORT".  It lives until the testbed's namespaces are removed."""
     ns = t.racks[0]
     addr = "10.0.0.254"
-    log = open(log_path, "w")
-    p = subprocess.Popen(
-        ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
-         str(AGG_PORT), "--threads", str(threads), "--mem", str(mem)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(
+            ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
+             str(AGG_PORT), "--threads", str(threads), "--mem", str(mem)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if p.poll() is not None:
