@@ -3,7 +3,8 @@
  * its own: exactly-once in-order delivery through loss, duplication and
  * reordering, the RTO and its doubling, the in-flight window, selective
  * acknowledgement, the count of unacknowledged messages, acknowledgements
- * delayed for a reply to carry them.  Time is an argument; nothing sleeps.
+ * delayed for a reply to carry them, prompt messages acknowledged at once
+ * and timed by the channel's own RTT.  Time is an argument; nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 typedef struct log {
   uint32_t got[4 * NMSG];
   size_t n;
+  bool prompt; /* what the receiver says of every message */
 } log;
 
 /* Messages are NOTEs whose value is their index. */
@@ -32,11 +34,12 @@ static size_t make_msg(uint8_t *buf, uint32_t i) {
   return (size_t)dlcp_wire_note_encode(buf, DLCP_WIRE_NOTE_LEN, &n);
 }
 
-static void deliver(void *user, const uint8_t *msg, size_t len) {
+static bool deliver(void *user, const uint8_t *msg, size_t len) {
   log *l = user;
   dlcp_wire_note n;
   assert_int_equal(dlcp_wire_note_decode(&n, msg, len), 0);
   l->got[l->n++] = (uint32_t)n.value;
+  return l->prompt;
 }
 
 /* One datagram in flight between the two ends. */
@@ -53,7 +56,7 @@ static void test_exactly_once_in_order_through_a_bad_network(void **state) {
   dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN];
   for (uint32_t i = 0; i < NMSG; i++) {
-    assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), 0), 0);
+    assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), false, 0), 0);
   }
   log rx = {.n = 0};
   dlcp_rng rng;
@@ -103,7 +106,7 @@ static void test_rto_doubles_to_the_cap(void **state) {
   dlcp_ctlchan a;
   dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], buf[64];
-  assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), 100), 0);
+  assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), false, 100), 0);
   assert_int_equal(dlcp_ctlchan_deadline(&a), 100);
   assert_int_equal(dlcp_ctlchan_poll(&a, buf, 64, RTO, MAX_RTO, 100),
                    DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN);
@@ -127,7 +130,7 @@ static void test_window_and_selective_ack(void **state) {
   dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], d[DLCP_CTLCHAN_WINDOW + 8][64], c[64];
   for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW + 8; i++) {
-    assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), 0), 0);
+    assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), false, 0), 0);
   }
   size_t sent = 0;
   while (dlcp_ctlchan_poll(&a, d[sent], 64, RTO, MAX_RTO, 0) > 0) {
@@ -198,7 +201,7 @@ static void test_window_and_selective_ack(void **state) {
 static size_t send_n(dlcp_ctlchan *a, uint8_t (*d)[64], uint32_t n) {
   uint8_t m[DLCP_WIRE_NOTE_LEN];
   for (uint32_t i = 0; i < n; i++) {
-    assert_int_equal(dlcp_ctlchan_send(a, m, make_msg(m, i), 0), 0);
+    assert_int_equal(dlcp_ctlchan_send(a, m, make_msg(m, i), false, 0), 0);
   }
   size_t sent = 0;
   while (dlcp_ctlchan_poll(a, d[sent], 64, RTO, MAX_RTO, 0) > 0) {
@@ -253,7 +256,8 @@ static void test_rejects_bad_messages(void **state) {
   dlcp_ctlchan a;
   dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN] = {0};
-  assert_int_equal(dlcp_ctlchan_send(&a, m, 15, 0), DLCP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(dlcp_ctlchan_send(&a, m, 15, false, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
   log rx = {.n = 0};
   assert_true(dlcp_ctlchan_on_datagram(&a, m, 16, deliver, &rx, 0) < 0);
   /* A CACK acknowledging what was never sent changes nothing. */
@@ -261,7 +265,7 @@ static void test_rejects_bad_messages(void **state) {
   dlcp_wire_cack ck = {.job = 7, .next = 1000, .sack = 0};
   assert_int_equal(dlcp_wire_cack_encode(c, sizeof(c), &ck),
                    DLCP_WIRE_CACK_LEN);
-  assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), 0), 0);
+  assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), false, 0), 0);
   assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, sizeof(c), deliver, &rx, 0),
                    0);
   assert_int_equal(a.count, 1);
@@ -273,7 +277,7 @@ static void test_rejects_bad_messages(void **state) {
 static size_t one_cdata(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
                         dlcp_tstamp now) {
   uint8_t m[DLCP_WIRE_NOTE_LEN];
-  assert_int_equal(dlcp_ctlchan_send(from, m, make_msg(m, i), now), 0);
+  assert_int_equal(dlcp_ctlchan_send(from, m, make_msg(m, i), false, now), 0);
   dlcp_ssize n = dlcp_ctlchan_poll(from, d, 64, RTO, MAX_RTO, now);
   assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN);
   return (size_t)n;
@@ -361,6 +365,80 @@ static void test_acks_at_once_when_it_matters(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* Sends message |i| (prompt or not) from |from| at |now| into |d|. */
+static size_t one_cdata_as(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
+                           bool prompt, dlcp_tstamp now) {
+  uint8_t m[DLCP_WIRE_NOTE_LEN];
+  assert_int_equal(dlcp_ctlchan_send(from, m, make_msg(m, i), prompt, now),
+                   0);
+  dlcp_ssize n = dlcp_ctlchan_poll(from, d, 64, RTO, MAX_RTO, now);
+  assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_NOTE_LEN);
+  return (size_t)n;
+}
+
+/* A prompt message (one no control message answers) is acknowledged at
+ * once, so its timeout leaves out the ack delay; its acknowledgement times
+ * the channel's RTT, which then sets every new message's timeout.  A
+ * message sent twice is no sample (Karn). */
+static void test_prompt_messages_acked_at_once_and_timed(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500);
+  uint8_t d[4][64], c[64];
+  log rx = {.n = 0, .prompt = true};
+  /* Before any sample: the caller's RTO, plus the delay if not prompt. */
+  size_t dl = one_cdata_as(&a, d[0], 0, true, 100);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 100 + RTO);
+  (void)one_cdata_as(&a, d[1], 1, false, 100);
+  assert_int_equal(a.out[1].due, 100 + RTO + 500);
+  /* The receiver acknowledges a prompt message at once. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 160),
+                   0);
+  assert_int_equal(dlcp_ctlchan_deadline(&b), 160);
+  dlcp_ssize cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 160);
+  assert_int_equal(cl, DLCP_WIRE_CACK_LEN);
+  /* At 220: a 120 sample from the prompt message only. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx,
+                                            220),
+                   0);
+  assert_int_equal(a.srtt, 120);
+  assert_int_equal(a.rttvar, 60);
+  /* Message 1 is acknowledged later: no sample (it was not prompt). */
+  rx.prompt = false;
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[1], dl, deliver, &rx, 900),
+                   0);
+  assert_int_equal(dlcp_ctlchan_deadline(&b), 1400);
+  cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 1400);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx,
+                                            1460),
+                   0);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  assert_int_equal(a.srtt, 120);
+  /* New messages: srtt + 4 rttvar = 360, plus the delay if not prompt. */
+  (void)one_cdata_as(&a, d[2], 2, true, 2000);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 2000 + 360);
+  (void)one_cdata_as(&a, d[3], 3, false, 2000);
+  assert_int_equal(a.out[(a.head + 1) & (a.cap - 1)].due, 2000 + 360 + 500);
+  /* Message 2 is lost and resent at 2360; the resend's ack is no
+   * sample. */
+  assert_true(dlcp_ctlchan_poll(&a, d[2], 64, RTO, MAX_RTO, 2360) > 0);
+  assert_int_equal(a.retransmissions, 1);
+  rx.prompt = true;
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[2], dl, deliver, &rx,
+                                            2400),
+                   0);
+  cl = dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 2400);
+  assert_int_equal(cl, DLCP_WIRE_CACK_LEN);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx,
+                                            2450),
+                   0);
+  assert_int_equal(a.srtt, 120);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 1);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exactly_once_in_order_through_a_bad_network),
@@ -370,6 +448,7 @@ int main(void) {
       cmocka_unit_test(test_rejects_bad_messages),
       cmocka_unit_test(test_reply_carries_the_ack),
       cmocka_unit_test(test_acks_at_once_when_it_matters),
+      cmocka_unit_test(test_prompt_messages_acked_at_once_and_timed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

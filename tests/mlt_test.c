@@ -174,8 +174,10 @@ static void test_reliable_at_30_percent_loss(void **state) {
     scenario s = {.len = 500000, .p = 0.0, .loss = 0.3, .dup = 0.05,
                   .reorder = 0.2, .seed = seed};
     outcome o = run_transfer(&s);
-    assert_true(o.send.retransmissions > 0);
-    assert_true(o.send.rounds >= 2);
+    /* About 0.3 / 0.7 of the segments again, over several rounds (the
+     * receiver's requests or the PROBEs: with no reordering seen for a
+     * while, requests may do it all); exact, and no storm (above). */
+    assert_true(o.send.retransmissions >= o.nsegs / 4);
   }
 }
 

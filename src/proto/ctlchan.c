@@ -50,7 +50,7 @@ static int grow(dlcp_ctlchan *ch) {
 }
 
 int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
-                      dlcp_tstamp now) {
+                      bool prompt, dlcp_tstamp now) {
   if (len < DLCP_WIRE_PREAMBLE_LEN ||
       len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN) {
     return DLCP_ERR_INVALID_ARGUMENT;
@@ -67,6 +67,7 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   memset(o, 0, sizeof(*o));
   o->bytes = copy;
   o->len = (uint32_t)len;
+  o->prompt = prompt;
   o->due = now;
   ch->count++;
   return 0;
@@ -86,6 +87,31 @@ static bool holds_early(const dlcp_ctlchan *ch) {
 
 static uint32_t in_window(const dlcp_ctlchan *ch) {
   return ch->count < DLCP_CTLCHAN_WINDOW ? ch->count : DLCP_CTLCHAN_WINDOW;
+}
+
+/* A new message's timeout: the channel's own RTO once it has a sample
+ * (control messages may be served ahead of the data whose RTT the caller
+ * knows, or behind it), and the peer's ack delay unless the message is
+ * acknowledged at once.  Both ends are configured with the same delay. */
+static dlcp_duration first_rto(const dlcp_ctlchan *ch,
+                               const dlcp_ctlchan_out *o, dlcp_duration rto) {
+  dlcp_duration t = ch->srtt ? ch->srtt + 4 * ch->rttvar : rto;
+  return o->prompt ? t : t + ch->ack_delay;
+}
+
+/* RFC 6298 smoothing of one RTT sample. */
+static void rtt_sample(dlcp_ctlchan *ch, dlcp_duration r) {
+  if (ch->srtt == 0) {
+    ch->srtt = r > 0 ? r : 1;
+    ch->rttvar = r / 2;
+    return;
+  }
+  dlcp_duration err = r > ch->srtt ? r - ch->srtt : ch->srtt - r;
+  ch->rttvar = (3 * ch->rttvar + err) / 4;
+  ch->srtt = (7 * ch->srtt + r) / 8;
+  if (ch->srtt == 0) {
+    ch->srtt = 1;
+  }
 }
 
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
@@ -126,13 +152,17 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     if (o->resend_now) {
       ch->retransmissions++;
       o->resend_now = false;
+      o->resent = true;
     } else if (o->sent) {
       ch->retransmissions++;
+      o->resent = true;
       o->rto = o->rto * 2 < max_rto ? o->rto * 2 : max_rto;
       o->resent_fast = false;
     } else {
-      o->rto = rto < max_rto ? rto : max_rto;
+      dlcp_duration first = first_rto(ch, o, rto);
+      o->rto = first < max_rto ? first : max_rto;
       o->sent = true;
+      o->sent_at = now;
     }
     o->due = now + o->rto;
     return n + (dlcp_ssize)o->len;
@@ -140,12 +170,19 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
   return 0;
 }
 
-/* Marks |seq| acknowledged if it is in flight. */
-static void ack_one(dlcp_ctlchan *ch, uint32_t seq) {
+/* Marks |seq| acknowledged if it is in flight; a prompt message sent
+ * once is an RTT sample (Karn: a resent one's ack may answer either). */
+static void ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
   uint32_t d = seq - ch->una;
-  if (d < in_window(ch)) {
-    ch->out[(ch->head + d) & (ch->cap - 1)].acked = true;
+  if (d >= in_window(ch)) {
+    return;
   }
+  dlcp_ctlchan_out *o = &ch->out[(ch->head + d) & (ch->cap - 1)];
+  if (!o->acked && o->sent && o->prompt && !o->resent &&
+      now >= o->sent_at) {
+    rtt_sample(ch, now - o->sent_at);
+  }
+  o->acked = true;
 }
 
 /* Messages of the window sent so far: they go out in order, so a prefix. */
@@ -191,18 +228,19 @@ static void resend_skipped(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
   }
 }
 
-static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
+static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
+                    dlcp_tstamp now) {
   /* A cumulative ack beyond what was sent is forged or stale: ignored. */
   uint32_t upto = c->next - ch->una;
   if (upto > in_window(ch)) {
     upto = 0;
   }
   for (uint32_t i = 0; i < upto; i++) {
-    ack_one(ch, ch->una + i);
+    ack_one(ch, ch->una + i, now);
   }
   for (uint32_t i = 0; i < 32; i++) {
     if (c->sack & (1u << i)) {
-      ack_one(ch, c->next + 1 + i);
+      ack_one(ch, c->next + 1 + i, now);
     }
   }
   while (ch->count > 0 && ch->out[ch->head].acked) {
@@ -245,14 +283,12 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     return;
   }
   /* In order: wait for a reply to carry the acknowledgement, but never
-   * past the ack delay or a quarter window; filling a gap says so now. */
-  if (++ch->unacked_rx >= DLCP_CTLCHAN_WINDOW / 4 || holds_early(ch)) {
-    ch->cack_at = now;
-  } else if (ch->cack_at == DLCP_TSTAMP_NEVER) {
-    ch->cack_at = now + ch->ack_delay;
-  }
+   * past the ack delay or a quarter window; filling a gap or a prompt
+   * message says so now. */
+  bool now_due = ++ch->unacked_rx >= DLCP_CTLCHAN_WINDOW / 4 ||
+                 holds_early(ch);
   ch->next++;
-  deliver(user, msg, len);
+  now_due |= deliver(user, msg, len);
   for (;;) {
     uint32_t slot = ch->next % DLCP_CTLCHAN_WINDOW;
     uint8_t *e = ch->early[slot];
@@ -262,8 +298,13 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     ch->early[slot] = NULL;
     ch->nearly--;
     ch->next++;
-    deliver(user, e, ch->early_len[slot]);
+    now_due |= deliver(user, e, ch->early_len[slot]);
     ch->mem->free(e, ch->mem->user);
+  }
+  if (now_due) {
+    ch->cack_at = now;
+  } else if (ch->cack_at == DLCP_TSTAMP_NEVER) {
+    ch->cack_at = now + ch->ack_delay;
   }
 }
 
@@ -279,7 +320,7 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
     dlcp_wire_cack c;
     rv = dlcp_wire_cack_decode(&c, buf, len);
     if (rv == 0) {
-      on_cack(ch, &c);
+      on_cack(ch, &c, now);
     }
     return rv;
   }
@@ -290,7 +331,7 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
   rv = dlcp_wire_cdata_decode(&job, &seq, &piggy.next, &msg, &mlen, buf,
                               len);
   if (rv == 0) {
-    on_cack(ch, &piggy);
+    on_cack(ch, &piggy, now);
     on_cdata(ch, seq, msg, mlen, deliver, user, now);
   }
   return rv;

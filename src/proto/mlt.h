@@ -261,6 +261,7 @@ typedef struct dlcp_mlt_action {
 
 typedef struct dlcp_mlt_stats {
   uint64_t data_sent, data_retx, data_received, data_duplicate;
+  uint64_t data_reordered; /* arrived after a packet sent later than it */
   uint64_t acks_sent, acks_received;
   uint64_t control_sent, control_received;
   uint64_t control_retx;       /* control datagrams sent again (RTO) */
