@@ -24,9 +24,8 @@
  *
  * Tag steps: 0 fold, 1..L halving, L+1..2L doubling, 2L+1 unfold (L =
  * log2 p2); segments of each exchanged range are numbered within it.
- * Segments depend on the segments of earlier exchanges over the same
- * elements only (hd_marks below), so the exchanges pipeline into each
- * other; edges stay linear in the segments, each overlapping a few.
+ * Steps are separated by join NOPs (all of step k before step k + 1),
+ * which keeps the edge count linear; pipelining is within a step.
  *
  * Broadcast: the binomial tree on ranks relative to the root: v receives
  * from v minus its lowest set bit, then sends to v + 2^i for the bits below
@@ -41,93 +40,6 @@ typedef struct hd_ctx {
   uint32_t phases; /* tag steps in total */
 } hd_ctx;
 
-/* Steps over element ranges of WORK, sorted by range, the ranges of one
- * list disjoint: the steps a later one over an overlapping range follows.
- * The schedule is the data flow itself, segment by segment, with no join
- * between exchanges: a segment reduced in halving step k goes on to step
- * k + 1 while the partner's other segments are still arriving, so a late
- * segment (a retransmission, a descheduled peer) holds only what depends
- * on it instead of the whole next step.  4 hosts, 10 Gbit/s, 1 % loss,
- * 4 MiB in the simulator: docs/collectives.md. */
-typedef struct hd_marks {
-  uint64_t *lo, *hi;
-  uint32_t *step;
-  uint32_t n, cap;
-} hd_marks;
-
-static void marks_free(coll_plan *plan, hd_marks *m) {
-  const dlcp_mem *mem = plan->mem;
-  mem->free(m->lo, mem->user);
-  mem->free(m->hi, mem->user);
-  mem->free(m->step, mem->user);
-  *m = (hd_marks){0};
-}
-
-/* Appends a range after every range already listed. */
-static void marks_push(coll_plan *plan, hd_marks *m, uint64_t lo,
-                       uint64_t hi, uint32_t step) {
-  if (plan->err || lo == hi) {
-    return;
-  }
-  if (m->n == m->cap) {
-    const dlcp_mem *mem = plan->mem;
-    uint32_t ncap = m->cap ? 2 * m->cap : 16;
-    uint64_t *nlo = mem->realloc(m->lo, ncap * sizeof(*nlo), mem->user);
-    if (nlo) {
-      m->lo = nlo;
-    }
-    uint64_t *nhi = mem->realloc(m->hi, ncap * sizeof(*nhi), mem->user);
-    if (nhi) {
-      m->hi = nhi;
-    }
-    uint32_t *ns = mem->realloc(m->step, ncap * sizeof(*ns), mem->user);
-    if (ns) {
-      m->step = ns;
-    }
-    if (!nlo || !nhi || !ns) {
-      plan->err = DLCP_ERR_NOMEM;
-      return;
-    }
-    m->cap = ncap;
-  }
-  m->lo[m->n] = lo;
-  m->hi[m->n] = hi;
-  m->step[m->n] = step;
-  m->n++;
-}
-
-/* |step| follows every listed step whose range overlaps [lo, hi). */
-static void marks_deps(coll_plan *plan, const hd_marks *m, uint64_t lo,
-                       uint64_t hi, uint32_t step) {
-  uint32_t a = 0, b = m->n;
-  while (a < b) { /* the first range ending after lo */
-    uint32_t mid = a + (b - a) / 2;
-    if (m->hi[mid] <= lo) {
-      a = mid + 1;
-    } else {
-      b = mid;
-    }
-  }
-  for (; a < m->n && m->lo[a] < hi; a++) {
-    coll_plan_dep(plan, m->step[a], step);
-  }
-}
-
-/* |into| (empty) gets the ranges of |a| and |b| (disjoint) in order. */
-static void marks_merge(coll_plan *plan, hd_marks *into, const hd_marks *a,
-                        const hd_marks *b) {
-  uint32_t i = 0, j = 0;
-  while (i < a->n || j < b->n) {
-    if (j == b->n || (i < a->n && a->lo[i] < b->lo[j])) {
-      marks_push(plan, into, a->lo[i], a->hi[i], a->step[i]);
-      i++;
-    } else {
-      marks_push(plan, into, b->lo[j], b->hi[j], b->step[j]);
-      j++;
-    }
-  }
-}
-
 /* Element range of blocks [lo, hi) of the p2-way split. */
 static void blocks(const coll_geom *g, uint32_t p2, uint32_t lo, uint32_t hi,
                    uint64_t *off, uint64_t *len) {
@@ -138,128 +50,60 @@ static void blocks(const coll_geom *g, uint32_t p2, uint32_t lo, uint32_t hi,
   *len = b + blen - a;
 }
 
-/* One exchange with a peer: what to send and where the received range
- * goes. */
-typedef struct hd_xchg {
-  uint32_t peer, phase;
-  uint64_t soff, slen; /* elements of WORK sent */
-  uint64_t roff, rlen; /* elements of WORK received (or reduced) into */
-  bool reduce;         /* received into scratch at |scratch_off|, reduced */
-  uint64_t scratch_off;
-} hd_xchg;
-
 /*
- * Adds the segments of exchange |x| (cut alike on both sides: the
- * partner's send range is our receive range).  A send follows the steps
- * of |written| over its range (its data); a receive into WORK follows
- * |target| (what must finish with that range first: its last readers);
- * a reduce follows its receive and |target| (the range's last writers).
- * The sends are listed in |sends| and the steps writing WORK in |writes|.
+ * One exchange of element ranges with |peer|: send [soff, soff+slen) from
+ * WORK, receive [roff, roff+rlen) into WORK (|reduce| false) or into
+ * scratch at |scratch_off| and reduce it in.  Segments of each range are
+ * cut alike on both sides (the partner's send range is our receive range).
+ * Every step waits for |after|; the receives also for |recv_after|.  Adds
+ * the sends to |send_join| and receives/reduces to the returned join.
  */
-static void hd_exchange(hd_ctx *c, const hd_xchg *x, const hd_marks *written,
-                        const hd_marks *target, hd_marks *sends,
-                        hd_marks *writes) {
+static uint32_t hd_exchange(hd_ctx *c, uint32_t peer, uint32_t phase,
+                            uint64_t soff, uint64_t slen, uint64_t roff,
+                            uint64_t rlen, bool reduce, uint64_t scratch_off,
+                            uint32_t after, uint32_t recv_after,
+                            uint32_t send_join) {
   coll_plan *plan = c->plan;
   const coll_geom *g = c->g;
-  uint32_t ns = coll_plan_nseg(g, x->slen, c->phases);
-  uint32_t nr = coll_plan_nseg(g, x->rlen, c->phases);
+  coll_step nop = {.kind = COLL_STEP_NOP, .elem = COLL_NO_ELEM};
+  uint32_t join = coll_plan_add(plan, &nop);
+  uint32_t ns = coll_plan_nseg(g, slen, c->phases);
+  uint32_t nr = coll_plan_nseg(g, rlen, c->phases);
   for (uint32_t j = 0; j < ns; j++) {
     uint64_t o, l;
-    dlcp_coll_shard(x->slen, ns, j, &o, &l);
-    uint32_t snd = coll_plan_send(plan, x->peer,
-                                  coll_plan_tag(x->phase, c->stride, j),
-                                  COLL_BUF_WORK, (x->soff + o) * g->esz,
+    dlcp_coll_shard(slen, ns, j, &o, &l);
+    uint32_t snd = coll_plan_send(plan, peer,
+                                  coll_plan_tag(phase, c->stride, j),
+                                  COLL_BUF_WORK, (soff + o) * g->esz,
                                   l * g->esz);
-    marks_deps(plan, written, x->soff + o, x->soff + o + l, snd);
-    marks_push(plan, sends, x->soff + o, x->soff + o + l, snd);
+    coll_plan_dep(plan, after, snd);
+    coll_plan_dep(plan, snd, send_join);
   }
   for (uint32_t j = 0; j < nr; j++) {
     uint64_t o, l;
-    dlcp_coll_shard(x->rlen, nr, j, &o, &l);
-    uint64_t lo = x->roff + o, hi = lo + l;
-    uint32_t tag = coll_plan_tag(x->phase, c->stride, j);
-    uint32_t w;
-    if (x->reduce) {
-      uint32_t rcv = coll_plan_recv(plan, x->peer, tag, COLL_BUF_SCRATCH,
-                                    x->scratch_off + o * g->esz, l * g->esz,
-                                    lo);
-      w = coll_plan_reduce(plan, COLL_BUF_WORK, lo * g->esz, COLL_BUF_SCRATCH,
-                           x->scratch_off + o * g->esz, l * g->esz);
-      coll_plan_dep(plan, rcv, w);
+    dlcp_coll_shard(rlen, nr, j, &o, &l);
+    uint32_t tag = coll_plan_tag(phase, c->stride, j);
+    if (reduce) {
+      uint32_t rcv = coll_plan_recv(plan, peer, tag, COLL_BUF_SCRATCH,
+                                    scratch_off + o * g->esz, l * g->esz,
+                                    roff + o);
+      uint32_t x = coll_plan_reduce(plan, COLL_BUF_WORK, (roff + o) * g->esz,
+                                    COLL_BUF_SCRATCH,
+                                    scratch_off + o * g->esz, l * g->esz);
+      coll_plan_dep(plan, recv_after, rcv);
+      coll_plan_dep(plan, rcv, x);
+      coll_plan_dep(plan, after, x);
+      coll_plan_dep(plan, x, join);
     } else {
-      w = coll_plan_recv(plan, x->peer, tag, COLL_BUF_WORK, lo * g->esz,
-                         l * g->esz, lo);
-    }
-    marks_deps(plan, target, lo, hi, w);
-    marks_push(plan, writes, lo, hi, w);
-  }
-}
-
-/* The halving and doubling of the p2 survivors, virtual rank |v|, after
- * |w| (the fold's reduces, or nothing) wrote WORK; on return |w| lists
- * the last writer of every element. */
-static void hd_survivor(hd_ctx *c, uint32_t v, uint32_t p2, uint32_t L,
-                        uint32_t rem, uint64_t scratch, hd_marks *w) {
-  coll_plan *plan = c->plan;
-  const coll_geom *g = c->g;
-  hd_marks sent[32] = {{0}}; /* halving step k's sends, for doubling */
-  uint32_t lo = 0, hi = p2;
-  uint64_t scratch_off = 0;
-  for (uint32_t k = 1; k <= L; k++) {
-    uint32_t mask = p2 >> k;
-    uint32_t mid = lo + (hi - lo) / 2;
-    uint32_t klo = (v & mask) ? mid : lo, khi = (v & mask) ? hi : mid;
-    uint32_t slo = (v & mask) ? lo : mid, shi = (v & mask) ? mid : hi;
-    hd_xchg x = {.peer = coll_fold_rank(v ^ mask, rem), .phase = k,
-                 .reduce = true, .scratch_off = scratch + scratch_off};
-    blocks(g, p2, slo, shi, &x.soff, &x.slen);
-    blocks(g, p2, klo, khi, &x.roff, &x.rlen);
-    /* Every step has its own scratch: the total is at most twice the
-     * vector, and a receive never waits for an earlier reduce. */
-    hd_marks reduced = {0};
-    hd_exchange(c, &x, w, w, &sent[k - 1], &reduced);
-    marks_free(plan, w);
-    *w = reduced;
-    scratch_off += x.rlen * g->esz;
-    lo = klo;
-    hi = khi;
-  }
-  plan->scratch_bytes = scratch + scratch_off;
-  if (g->op == DLCP_AVG) {
-    uint64_t off, len;
-    blocks(g, p2, v, v + 1, &off, &len);
-    if (len > 0) {
-      uint32_t f = coll_plan_finish(plan, COLL_BUF_WORK, off * g->esz,
-                                    len * g->esz);
-      marks_deps(plan, w, off, off + len, f);
-      marks_free(plan, w);
-      marks_push(plan, w, off, off + len, f);
+      uint32_t rcv = coll_plan_recv(plan, peer, tag, COLL_BUF_WORK,
+                                    (roff + o) * g->esz, l * g->esz,
+                                    roff + o);
+      coll_plan_dep(plan, after, rcv);
+      coll_plan_dep(plan, recv_after, rcv);
+      coll_plan_dep(plan, rcv, join);
     }
   }
-  /* Doubling: the partner sends back, into place, the range we sent it in
-   * halving step k, so each receive waits for that send of ours over its
-   * range; our sends wait for the writers of theirs. */
-  for (uint32_t k = L; k >= 1; k--) {
-    uint32_t mask = p2 >> k;
-    uint32_t span = hi - lo;
-    uint32_t plo = (v & mask) ? lo - span : hi;
-    hd_xchg x = {.peer = coll_fold_rank(v ^ mask, rem),
-                 .phase = L + (L - k + 1)};
-    blocks(g, p2, lo, hi, &x.soff, &x.slen);
-    blocks(g, p2, plo, plo + span, &x.roff, &x.rlen);
-    hd_marks ignored = {0}, received = {0}, merged = {0};
-    hd_exchange(c, &x, w, &sent[k - 1], &ignored, &received);
-    marks_merge(plan, &merged, w, &received);
-    marks_free(plan, &ignored);
-    marks_free(plan, &received);
-    marks_free(plan, w);
-    *w = merged;
-    lo = lo < plo ? lo : plo;
-    hi = lo + 2 * span;
-  }
-  for (uint32_t k = 0; k < L; k++) {
-    marks_free(plan, &sent[k]);
-  }
+  return join;
 }
 
 static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
@@ -273,34 +117,79 @@ static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
   if (n == 1) {
     return 0;
   }
+  coll_step nop = {.kind = COLL_STEP_NOP, .elem = COLL_NO_ELEM};
   uint32_t unfold_phase = 2 * L + 1;
-  hd_marks none = {0}, sent = {0}, w = {0};
   if (r < 2 * rem && (r & 1u) == 0) {
-    /* Fold out: hand everything to r + 1; its result comes back into
-     * each range once that range's send completed. */
-    hd_xchg out = {.peer = r + 1, .phase = 0, .slen = g->count};
-    hd_xchg back = {.peer = r + 1, .phase = unfold_phase, .rlen = g->count};
-    hd_exchange(&c, &out, &none, &none, &sent, &w);
-    hd_exchange(&c, &back, &none, &sent, &none, &w);
-    marks_free(plan, &sent);
-    marks_free(plan, &w);
+    /* Fold out: hand everything to r + 1, wait for the result. */
+    uint32_t sj = coll_plan_add(plan, &nop);
+    uint32_t fold = hd_exchange(&c, r + 1, 0, 0, g->count, 0, 0, false, 0,
+                                COLL_NO_STEP, COLL_NO_STEP, sj);
+    hd_exchange(&c, r + 1, unfold_phase, 0, 0, 0, g->count, false, 0, fold,
+                sj, coll_plan_add(plan, &nop));
     return plan->err;
   }
   uint64_t scratch = 0;
+  uint32_t after = COLL_NO_STEP;
+  uint32_t send_join = coll_plan_add(plan, &nop); /* all halving sends */
   if (r < 2 * rem) {
-    hd_xchg in = {.peer = r - 1, .phase = 0, .rlen = g->count,
-                  .reduce = true};
-    hd_exchange(&c, &in, &none, &none, &sent, &w);
+    after = hd_exchange(&c, r - 1, 0, 0, 0, 0, g->count, true, 0,
+                        COLL_NO_STEP, COLL_NO_STEP, send_join);
     scratch = g->count * g->esz;
   }
   uint32_t v = r < 2 * rem ? r / 2 : r - rem;
-  hd_survivor(&c, v, p2, L, rem, scratch, &w);
-  if (r < 2 * rem) {
-    hd_xchg back = {.peer = r - 1, .phase = unfold_phase, .slen = g->count};
-    hd_exchange(&c, &back, &w, &none, &sent, &none);
+  uint32_t lo = 0, hi = p2;
+  uint64_t scratch_off = 0;
+  for (uint32_t k = 1; k <= L; k++) {
+    uint32_t mask = p2 >> k;
+    uint32_t peer = coll_fold_rank(v ^ mask, rem);
+    uint32_t mid = lo + (hi - lo) / 2;
+    uint32_t klo = (v & mask) ? mid : lo, khi = (v & mask) ? hi : mid;
+    uint32_t slo = (v & mask) ? lo : mid, shi = (v & mask) ? mid : hi;
+    uint64_t soff, slen, koff, klen;
+    blocks(g, p2, slo, shi, &soff, &slen);
+    blocks(g, p2, klo, khi, &koff, &klen);
+    /* The fold's scratch is free again once the fold reduce ran (after),
+     * but separate offsets keep the dependencies trivial: the total is at
+     * most twice the vector. */
+    after = hd_exchange(&c, peer, k, soff, slen, koff, klen, true,
+                        scratch + scratch_off, after, COLL_NO_STEP,
+                        send_join);
+    scratch_off += klen * g->esz;
+    lo = klo;
+    hi = khi;
   }
-  marks_free(plan, &sent);
-  marks_free(plan, &w);
+  plan->scratch_bytes = scratch + scratch_off;
+  if (g->op == DLCP_AVG) {
+    uint64_t off, len;
+    blocks(g, p2, v, v + 1, &off, &len);
+    if (len > 0) {
+      uint32_t f = coll_plan_finish(plan, COLL_BUF_WORK, off * g->esz,
+                                    len * g->esz);
+      coll_plan_dep(plan, after, f);
+      after = f;
+    }
+  }
+  /* Doubling: receive the partner's range into place.  Those ranges were
+   * all sent away during halving, so receives wait for every halving send
+   * (send_join) as well as for the previous doubling step. */
+  uint32_t dj = coll_plan_add(plan, &nop);
+  for (uint32_t k = L; k >= 1; k--) {
+    uint32_t mask = p2 >> k;
+    uint32_t peer = coll_fold_rank(v ^ mask, rem);
+    uint32_t span = hi - lo;
+    uint32_t plo = (v & mask) ? lo - span : hi;
+    uint64_t soff, slen, roff, rlen;
+    blocks(g, p2, lo, hi, &soff, &slen);
+    blocks(g, p2, plo, plo + span, &roff, &rlen);
+    after = hd_exchange(&c, peer, L + (L - k + 1), soff, slen, roff, rlen,
+                        false, 0, after, send_join, dj);
+    lo = lo < plo ? lo : plo;
+    hi = lo + 2 * span;
+  }
+  if (r < 2 * rem) {
+    hd_exchange(&c, r - 1, unfold_phase, 0, g->count, 0, 0, false, 0, after,
+                COLL_NO_STEP, coll_plan_add(plan, &nop));
+  }
   return plan->err;
 }
 
