@@ -35,7 +35,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan fuzz bench bench-allreduce \
-        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina results \
+        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-jobs results \
         soak train-fashion-mnist clean
 
 all: build
@@ -123,6 +123,10 @@ train-fashion-mnist: python
 
 bench-ina: build
 	@./scripts/bench-ina.sh $(BUILD)
+
+bench-ina-jobs: build
+	@./scripts/install-deps.sh python3
+	@/usr/bin/python3 scripts/bench-ina-jobs.py $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -15,7 +15,8 @@ NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
                  "queue", "burst_us", "dscp_prio", "loss", "link_loss",
-                 "ecn_k", "agg_switch", "agg_mem", "agg_threads")
+                 "ecn_k", "agg_switch", "agg_mem", "agg_threads",
+                 "agg_policy", "agg_static_parts")
 
 DESCRIPTION = """\
 An emulated cluster in network namespaces: N hosts in R racks (one switch
@@ -154,6 +155,14 @@ def add_topology_options(p):
                    help="its aggregator memory (default 4m)")
     p.add_argument("--agg-threads", type=int_range(1, 64), default=1,
                    help="its worker threads (default 1)")
+    p.add_argument("--agg-policy", choices=("shared", "static"),
+                   default="shared",
+                   help="how jobs share its pool: first come first served, "
+                        "or fixed partitions (default shared)")
+    p.add_argument("--agg-static-parts", type=int_range(2, 1024),
+                   default=None, metavar="N",
+                   help="partitions of a static pool (default: the "
+                        "switch's, min(its --max-jobs, 4))")
     add_loss_options(p)
 
 
@@ -266,7 +275,8 @@ def make(a, owner):
         try:
             rec["agg_switch"] = launch.start_agg_switch(
                 t, a.agg_switch, a.agg_mem, a.agg_threads,
-                os.path.join(state.dir_of(tb_id), "agg-switch.log"))
+                os.path.join(state.dir_of(tb_id), "agg-switch.log"),
+                a.agg_policy, a.agg_static_parts)
         except BaseException:
             remove_or_warn(tb_id)
             raise

@@ -13,16 +13,23 @@ import time
 AGG_PORT = 9555
 
 
-def start_agg_switch(t, binary, mem, threads, log_path):
+def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
+                     static_parts=None):
     """Starts |binary| (dlcp-switch) in rack 0's namespace on its host-facing
-    address, output to |log_path|; waits until it listens and returns
-    "ADDR:PORT".  It lives until the testbed's namespaces are removed."""
+    address with its pool shared by |policy| (|static_parts| partitions if
+    static and given), output to |log_path|; waits until it listens and
+    returns "ADDR:PORT".  It lives until the testbed's namespaces are
+    removed."""
     ns = t.racks[0]
     addr = "10.0.0.254"
+    argv = ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
+            str(AGG_PORT), "--threads", str(threads), "--mem", str(mem),
+            "--policy", policy]
+    if policy == "static" and static_parts:
+        argv += ["--static-parts", str(static_parts)]
     with open(log_path, "w") as log:
         p = subprocess.Popen(
-            ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
-             str(AGG_PORT), "--threads", str(threads), "--mem", str(mem)],
+            argv,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
     deadline = time.monotonic() + 10
