@@ -253,6 +253,50 @@ static void test_switch_resend_timer_and_lease(void **state) {
   dlcp_agg_del(a);
 }
 
+/* A worker acknowledging twice shows a re-send was needless: the re-send
+ * interval doubles (up to 64x) and groups freed without a re-send ease it
+ * back by 1/16 of the excess. */
+static void test_switch_resend_backs_off(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_stats st;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 1, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 0, 1, 2, 1, 0, 2, 0, 0), 0);
+  while (poll1(a, &s, &p, 0).type != 0) {
+  }
+  assert_int_equal(ack(a, 0, 0, 2, 10), 0);
+  dlcp_agg_on_timer(a, 1000); /* rank 1 gets it again */
+  assert_int_equal(poll1(a, &s, &p, 1000).rank, 1);
+  /* rank 0 acknowledges again (a late duplicate): 2000 from now on */
+  assert_int_equal(ack(a, 0, 0, 2, 1100), 0);
+  assert_int_equal(dlcp_agg_next_deadline(a), 1000 + 2000);
+  /* rank 1's two acknowledgements: the group is freed, then stale */
+  assert_int_equal(ack(a, 0, 1, 2, 1200), 0);
+  assert_int_equal(ack(a, 0, 1, 2, 1300), DLCP_ERR_UNKNOWN_TRANSFER);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.resend_backoffs, 2); /* 4000 now */
+  /* a group done without a re-send takes back (4000 - 1000) / 16 */
+  assert_int_equal(contrib(a, 1, 0, 2, 1, 0, 1, 0, 2000), 0);
+  assert_int_equal(contrib(a, 1, 1, 2, 1, 0, 2, 0, 2000), 0);
+  while (poll1(a, &s, &p, 2000).type != 0) {
+  }
+  assert_int_equal(dlcp_agg_next_deadline(a), 2000 + 4000);
+  assert_int_equal(ack(a, 1, 0, 2, 2100), 0);
+  assert_int_equal(ack(a, 1, 1, 2, 2100), 0);
+  assert_int_equal(contrib(a, 2, 0, 2, 1, 0, 1, 0, 3000), 0);
+  assert_int_equal(contrib(a, 2, 1, 2, 1, 0, 2, 0, 3000), 0);
+  assert_int_equal(dlcp_agg_next_deadline(a), 3000 + 4000 - 3000 / 16);
+  /* never beyond 64x */
+  for (int i = 0; i < 20; i++) {
+    (void)ack(a, 0, 1, 2, 3100);
+  }
+  assert_int_equal(dlcp_agg_next_deadline(a), 3000 + 64 * 1000);
+  dlcp_agg_del(a);
+}
+
 static void test_switch_forged_and_config(void **state) {
   dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
   uint8_t b[BUF];
@@ -369,6 +413,75 @@ static void test_switch_static_partitions(void **state) {
   h.job = 9;
   assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 51, 2), 0);
   assert_int_equal(poll1(a, &s, &p, 2).aux, DLCP_AGG_NACK_NO_JOB);
+  dlcp_agg_del(a);
+}
+
+/* ---- a host's RTO ------------------------------------------------------ */
+
+/* Passes the switch's next datagram to |h| at |now|. */
+static void result_to(dlcp_agg *a, dlcp_ina *h, dlcp_tstamp now) {
+  dlcp_agg_send s;
+  uint8_t b[BUF];
+
+  assert_int_equal(dlcp_agg_poll(a, &s, b, sizeof(b), now), 1);
+  assert_int_equal(dlcp_ina_on_packet(h, b, s.len, now), 0);
+}
+
+/* Polls |h| for its next contribution and hands it to the switch. */
+static void contrib_from(dlcp_ina *h, dlcp_agg *a, dlcp_tstamp now) {
+  dlcp_ina_action act;
+  static uint8_t b[BUF];
+
+  assert_int_equal(dlcp_ina_poll(h, &act, b, sizeof(b), now), 0);
+  assert_int_equal(act.type, DLCP_INA_ACT_SEND);
+  if (act.len == DLCP_AGG_HDR_LEN) { /* the ACK goes first */
+    assert_int_equal(dlcp_agg_on_packet(a, b, act.len, 0, 100, now), 0);
+    assert_int_equal(dlcp_ina_poll(h, &act, b, sizeof(b), now), 0);
+    assert_int_equal(act.type, DLCP_INA_ACT_SEND);
+  }
+  assert_int_equal(dlcp_agg_on_packet(a, b, act.len, 0, 100, now), 0);
+}
+
+/* A group's result that takes 5000 against a configured RTO of 1000 makes
+ * the RTO srtt + 4 rttvar = 15000 (RFC 6298's first sample); a group sent
+ * twice is no sample (Karn). */
+static void test_ina_rto_follows_the_switch(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_ina *h;
+  dlcp_ina_params p;
+  int32_t in[2 * ELEMS] = {1, 2, 3, 4, 5, 6, 7, 8}, out[2 * ELEMS];
+
+  (void)state;
+  dlcp_ina_params_default(&p);
+  p.job = 7;
+  p.token = 0x1234;
+  p.dtype = DLCP_INT32;
+  p.sendbuf = in;
+  p.recvbuf = out;
+  p.count = 2 * ELEMS;
+  p.block_elems = ELEMS;
+  p.group_blocks = 1;
+  p.window = 1;
+  p.rto_ns = 1000;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  contrib_from(h, a, 0);
+  assert_int_equal(dlcp_ina_next_deadline(h), 1000);
+  result_to(a, h, 5000);
+  contrib_from(h, a, 5000); /* group 0's ACK, then group 1 */
+  assert_int_equal(dlcp_ina_next_deadline(h), 5000 + 15000);
+  /* group 1's result is lost; the re-send's answer is no sample */
+  uint8_t drop[BUF];
+  dlcp_agg_send s;
+  assert_int_equal(dlcp_agg_poll(a, &s, drop, sizeof(drop), 5000), 1);
+  contrib_from(h, a, 20000);
+  assert_int_equal(dlcp_ina_next_deadline(h), 20000 + 15000);
+  result_to(a, h, 30000);
+  dlcp_ina_result r;
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.ina_groups, 2);
+  assert_int_equal(r.retransmits, 1);
+  assert_memory_equal(in, out, sizeof(in));
+  dlcp_ina_del(h);
   dlcp_agg_del(a);
 }
 
@@ -878,6 +991,8 @@ int main(void) {
       cmocka_unit_test(test_wire_roundtrip_and_rejects),
       cmocka_unit_test(test_switch_sum_result_ack_free),
       cmocka_unit_test(test_switch_resend_timer_and_lease),
+      cmocka_unit_test(test_switch_resend_backs_off),
+      cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_switch_forged_and_config),
       cmocka_unit_test(test_switch_claims_and_verdicts),
       cmocka_unit_test(test_switch_static_partitions),

@@ -474,6 +474,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.ring_verdicts += s.ring_verdicts;
     t.results_sent += s.results_sent;
     t.resent += s.resent;
+    t.resend_backoffs += s.resend_backoffs;
     t.nacks_sent += s.nacks_sent;
     t.freed += s.freed;
     t.reclaimed += s.reclaimed;
@@ -486,7 +487,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "dlcp-switch: %s: packets %llu contrib %llu dup %llu acks %llu "
           "nacked %llu malformed %llu foreign %llu stale_acks %llu | claims "
           "%llu claim_failures %llu ring_verdicts %llu results %llu resent "
-          "%llu freed %llu reclaimed %llu abandoned %llu queue_drops %llu | "
+          "%llu backoffs %llu freed %llu reclaimed %llu abandoned %llu "
+          "queue_drops %llu | "
           "aggregators %u/%u in use\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
@@ -496,7 +498,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.claim_failures,
           (unsigned long long)t.ring_verdicts,
           (unsigned long long)t.results_sent, (unsigned long long)t.resent,
-          (unsigned long long)t.freed, (unsigned long long)t.reclaimed,
+          (unsigned long long)t.resend_backoffs, (unsigned long long)t.freed, (unsigned long long)t.reclaimed,
           (unsigned long long)t.abandoned,
           (unsigned long long)t.queue_drops, t.aggs_used, t.aggs_total);
   {

@@ -4,8 +4,13 @@
  *
  * Groups move UNSENT -> SENT -> INA (result written) or RING (verdict).
  * SENT groups are kept in a list in the order they were last sent; since
- * every group waits the same rto_ns, the list's head is always the next to
- * time out, and a re-send moves it to the tail.  ACKs wait in a small ring
+ * every group waits the same RTO, the list's head is always the next to
+ * time out, and a re-send moves it to the tail.  The RTO is |rto_ns| or,
+ * when that is longer, srtt + 4 rttvar of the contribution-to-result times
+ * of groups sent once (RFC 6298 with Karn's rule): a switch or hosts
+ * slower than |rto_ns| (twelve ranks and the daemon on two loaded cores)
+ * otherwise get every group again and again, and each duplicate makes the
+ * switch re-send its result (docs/ina.md, "Three jobs on the testbed").  ACKs wait in a small ring
  * (an ACK that does not fit is dropped: the switch re-sends the result and
  * the rank acknowledges it again).  Groups are sent in order from the
  * low-water mark |low| (the first group not yet done) and never more than
@@ -43,6 +48,8 @@ struct dlcp_ina {
   uint32_t ndone;
   uint32_t *acks;    /* groups to acknowledge */
   uint32_t ahead, acount, acap;
+  dlcp_duration srtt, rttvar; /* 0: no sample yet */
+  dlcp_duration rto;
   bool reported;
   dlcp_ina_result r;
 };
@@ -237,6 +244,21 @@ static void group_done(dlcp_ina *h, uint32_t g, int st) {
   }
 }
 
+/* RFC 6298 smoothing of one contribution-to-result time; the RTO never
+ * drops below the configured one. */
+static void rtt_sample(dlcp_ina *h, dlcp_duration r) {
+  if (h->srtt == 0) {
+    h->srtt = r > 0 ? r : 1;
+    h->rttvar = r / 2;
+  } else {
+    dlcp_duration err = r > h->srtt ? r - h->srtt : h->srtt - r;
+    h->rttvar = (3 * h->rttvar + err) / 4;
+    h->srtt = (7 * h->srtt + r) / 8;
+  }
+  dlcp_duration rto = h->srtt + 4 * h->rttvar;
+  h->rto = rto > h->p.rto_ns ? rto : h->p.rto_ns;
+}
+
 static int on_nack(dlcp_ina *h, uint32_t g, uint16_t reason,
                    dlcp_tstamp now) {
   if (h->state[g] != GS_SENT) {
@@ -306,6 +328,9 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   if (h->state[g] != GS_SENT) {
     h->r.rejected++;
     return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  if (h->tries[g] == 1 && now >= h->sent_at[g]) {
+    rtt_sample(h, now - h->sent_at[g]);
   }
   h->r.results++;
   h->r.ina_groups++;
@@ -392,7 +417,7 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     return 0;
   }
   if (h->r.status == 0 && h->head != NONE &&
-      h->sent_at[h->head] + h->p.rto_ns <= now) {
+      h->sent_at[h->head] + h->rto <= now) {
     uint32_t g = h->head;
 
     if (h->tries[g] > h->p.max_retx) {
@@ -417,7 +442,7 @@ dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h) {
   if (h->reported || h->head == NONE) {
     return DLCP_TSTAMP_NEVER;
   }
-  return h->sent_at[h->head] + h->p.rto_ns;
+  return h->sent_at[h->head] + h->rto;
 }
 
 void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
@@ -571,6 +596,7 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   }
   h->mem = mem;
   h->p = *p;
+  h->rto = p->rto_ns;
   h->p.exps = NULL;
   h->group_elems = p->block_elems * p->group_blocks;
   ng = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);

@@ -85,8 +85,33 @@ struct dlcp_agg {
   uint32_t thead[2], ttail[2];
   agg_out *out;
   uint32_t ohead, ocount;
+  dlcp_duration resend_ns; /* now: cfg.resend_ns, backed off (below) */
   dlcp_agg_stats st;
 };
+
+/* Hosts slower to acknowledge than the re-send interval (twelve ranks and
+ * this daemon on two loaded cores) get every result again and again, each
+ * re-send is more load, and the loop feeds itself: three RA-INA jobs on
+ * the testbed had 3.3 M results re-sent for 14,040 groups (docs/ina.md).
+ * So an acknowledgement that shows a re-send was not needed (a worker
+ * acknowledging twice, or a group already freed) doubles the interval,
+ * up to this many times the configured one, and every group freed
+ * without a re-send takes 1/16 of the excess back, as TCP's RTO backs
+ * off and recovers.  One interval for all groups keeps the timer list a
+ * FIFO. */
+#define RESEND_BACKOFF_MAX 64u
+
+static void resend_needless(dlcp_agg *a) {
+  dlcp_duration cap = a->cfg.resend_ns * RESEND_BACKOFF_MAX;
+  if (a->resend_ns < cap) {
+    a->resend_ns = a->resend_ns * 2 < cap ? a->resend_ns * 2 : cap;
+    a->st.resend_backoffs++;
+  }
+}
+
+static void resend_sufficed(dlcp_agg *a) {
+  a->resend_ns -= (a->resend_ns - a->cfg.resend_ns) / 16;
+}
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -436,12 +461,19 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
 
   if (s == NONE || a->slot[s].state != G_COMPLETE) {
     a->st.stale_acks++;
+    resend_needless(a);
     return DLCP_ERR_UNKNOWN_TRANSFER;
   }
   g = &a->slot[s];
+  if (g->acked & (UINT64_C(1) << h->rank)) {
+    resend_needless(a);
+  }
   g->acked |= UINT64_C(1) << h->rank;
   a->st.acks++;
   if (g->acked == all_workers(g->world)) {
+    if (g->resends == 0) {
+      resend_sufficed(a);
+    }
     group_free(a, s);
     a->st.freed++;
   }
@@ -571,7 +603,7 @@ void dlcp_agg_on_timer(dlcp_agg *a, dlcp_tstamp now) {
     a->st.reclaimed++;
   }
   while ((s = a->thead[L_COMPLETE]) != NONE &&
-         a->slot[s].touched + a->cfg.resend_ns <= now) {
+         a->slot[s].touched + a->resend_ns <= now) {
     agg_slot *g = &a->slot[s];
 
     if (g->resends >= a->cfg.max_resends) {
@@ -607,7 +639,7 @@ dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a) {
     t = a->slot[a->thead[L_COLLECTING]].touched + a->cfg.lease_ns;
   }
   if (a->thead[L_COMPLETE] != NONE) {
-    dlcp_tstamp c = a->slot[a->thead[L_COMPLETE]].touched + a->cfg.resend_ns;
+    dlcp_tstamp c = a->slot[a->thead[L_COMPLETE]].touched + a->resend_ns;
 
     t = c < t ? c : t;
   }
@@ -754,6 +786,7 @@ int dlcp_agg_new(dlcp_agg **pa, const dlcp_agg_config *cfg,
   }
   a->mem = mem;
   a->cfg = *cfg;
+  a->resend_ns = cfg->resend_ns;
   a->naggs = (uint32_t)(cfg->mem_bytes / (4u * (uint64_t)cfg->block_elems));
   while (nb < a->naggs) {
     nb <<= 1;

@@ -15,8 +15,10 @@
  * contributions' ECN codepoints and, once complete, a bitmap of the workers
  * that acknowledged the result.  When all n workers have contributed, the
  * result is sent to each of them; a duplicate contribution to a complete
- * group re-sends it to its sender; a result not acknowledged within
- * |resend_ns| is re-sent to the workers that have not acknowledged; the
+ * group re-sends it to its sender; a result not acknowledged within the
+ * re-send interval (|resend_ns|, doubled by each acknowledgement that shows
+ * a re-send was needless, up to 64 times, and eased back by groups freed
+ * without one) is re-sent to the workers that have not acknowledged; the
  * group is freed when all have.
  *
  * Verdicts.  Every job has a window of |window_groups| groups starting at
@@ -91,6 +93,7 @@ typedef struct dlcp_agg_stats {
   uint64_t ring_verdicts;  /* of which were given a ring verdict */
   uint64_t results_sent;   /* RESULT datagrams written by poll */
   uint64_t resent;         /* of which re-sent (duplicate or timeout) */
+  uint64_t resend_backoffs; /* re-send interval doublings */
   uint64_t nacks_sent;     /* NACK datagrams written by poll */
   uint64_t freed;          /* groups freed after every acknowledgement */
   uint64_t reclaimed;      /* groups reclaimed after the lease */
