@@ -458,17 +458,59 @@ static int section_host(dlcp_scn *s, const dlcp_scn_node *n) {
   return rv;
 }
 
+/* aggregation.switch (one switch) or aggregation.chain (CINA's switches
+ * in chain order): exactly one of them. */
+static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
+                                dlcp_sim_agg_config *a) {
+  const dlcp_scn_node *chain = dlcp_scn_map_get(n, "chain");
+  if (!chain) {
+    return dlcp_scn_get_name(s, n, "aggregation", "switch", a->node, true, n);
+  }
+  if (dlcp_scn_map_get(n, "switch")) {
+    return dlcp_scn_fail(s, chain, "aggregation.chain",
+                         "expected either 'switch' or 'chain', not both");
+  }
+  if (chain->kind != DLCP_SCN_SEQ || chain->n == 0 ||
+      chain->n > DLCP_SIM_AGG_MAX_CHAIN) {
+    return dlcp_scn_fail(s, chain, "aggregation.chain",
+                         "expected a list of 1..%u switch names (ToR0 first)",
+                         DLCP_SIM_AGG_MAX_CHAIN);
+  }
+  for (size_t i = 0; i < chain->n; i++) {
+    const char *t = "";
+    int rv = dlcp_scn_scalar(s, chain->items[i], "aggregation.chain", &t);
+    if (rv != 0) {
+      return rv;
+    }
+    if (t[0] == '\0' || strlen(t) >= DLCP_SIM_NAME_MAX) {
+      return dlcp_scn_fail(s, chain->items[i], "aggregation.chain",
+                           "expected names of 1..%u characters",
+                           DLCP_SIM_NAME_MAX - 1);
+    }
+    for (size_t j = 0; j < i; j++) {
+      if (strcmp(a->chain[j], t) == 0) {
+        return dlcp_scn_fail(s, chain->items[i], "aggregation.chain",
+                             "expected each switch once, got '%s' twice", t);
+      }
+    }
+    snprintf(a->chain[i], DLCP_SIM_NAME_MAX, "%s", t);
+  }
+  a->nchain = (uint32_t)chain->n;
+  snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
+  return 0;
+}
+
 /* aggregation: the switch that runs src/proto/agg and its parameters. */
 static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
   static const char *const keys[] = {
-      "switch",     "memory", "block_elems", "policy", "static_parts",
-      "per_packet", "queue",  "resend",      NULL};
+      "switch",     "chain", "memory", "block_elems", "policy",
+      "static_parts", "per_packet", "queue", "resend", NULL};
   static const char *const policies[] = {"shared", "static", NULL};
   const char *p = "aggregation";
   dlcp_sim_agg_config *a = &s->cfg->agg;
   int policy = a->static_partition ? 1 : 0;
   int rv = dlcp_scn_check_keys(s, n, p, keys);
-  if (rv || (rv = dlcp_scn_get_name(s, n, p, "switch", a->node, true, n)) ||
+  if (rv || (rv = aggregation_switches(s, n, a)) ||
       (rv = dlcp_scn_get_size(s, n, p, "memory", &a->mem_bytes, 4,
                               1ull << 34)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "block_elems", &a->block_elems, 1,
