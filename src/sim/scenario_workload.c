@@ -325,7 +325,7 @@ static int cina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   if ((rv = dlcp_scn_get_u32(s, n, path, "gpus_per_host", &cs->cina_gpus, 1,
                              64)) ||
       (rv = dlcp_scn_get_u32(s, n, path, "chunks", &cs->cina_chunks, 1,
-                             4096)) ||
+                             1u << 20)) ||
       (rv = dlcp_scn_get_rate(s, n, path, "intra_rate", &cs->cina_intra_bps)) ||
       (rv = dlcp_scn_get_time(s, n, path, "intra_latency",
                               &cs->cina_intra_ps))) {
