@@ -346,7 +346,7 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
       h.type != DLCP_AGG_RESULT) {
     if (cookie == UPSTREAM_COOKIE) {
       /* A NACK to a switch: the chain's memory was sized so that it never
-       * happens (coll_build.c); fail loudly rather than hang. */
+       * happens (coll_cina.c); fail loudly rather than hang. */
       a->chain_nacks++;
       dlcp_sim_engine_fail(&a->sim->engine, DLCP_ERR_LIMIT);
       return true;
