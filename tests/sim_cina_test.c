@@ -1,7 +1,8 @@
 /*
- * sim_cina_test.c: CINA in the simulator: a src/proto/agg core at every
- * ToR of aggregation.chain (src/sim/agg_switch.c) and masters that
- * ring-reduce their host's GPUs in pipelined chunks (src/sim/coll_cina.c).
+ * sim_cina_test.c: CINA and HINA in the simulator: a src/proto/agg core at
+ * every ToR of aggregation.chain, or every switch of aggregation.tree
+ * (src/sim/agg_switch.c), and masters that ring-reduce their host's GPUs
+ * in pipelined chunks (src/sim/coll_cina.c).
  *
  * Every GPU's input is small integers, so the block floating point is
  * exact and every master's output must equal the sum over all GPUs of all
@@ -57,7 +58,6 @@ static dlcp_sim_coll_report run_exact(dlcp_sim *sim) {
   assert_int_equal(r.status, 0);
   assert_true(r.done);
   assert_int_equal(r.verify_errors, 0);
-  assert_string_equal(r.algo_name, "cina");
   for (uint32_t i = 0; i < r.iterations; i++) {
     assert_int_equal(r.iter[i].ranks_done, r.ranks);
   }
@@ -68,8 +68,9 @@ static dlcp_sim_coll_report run_exact(dlcp_sim *sim) {
  * Chains of 1 to 4 ToRs, 1 and 4 GPUs per host, 2 iterations: exact, and
  * every packet accounted for.  Per group, switch i sums its 2 masters and
  * (i > 0) the partial sum of switch i-1, so the switches take 2L + (L-1)
- * contributions, claim L aggregator groups, write 2 + 3(L-1) results (one
- * per worker of each core), and L-1 partial sums travel down the chain.
+ * contributions and claim L aggregator groups, the cores write a result
+ * per worker (but one, below), and L-1 partial sums travel down the
+ * chain.
  */
 static void test_cina_exact(void **state) {
   (void)state;
@@ -83,6 +84,7 @@ static void test_cina_exact(void **state) {
       dlcp_sim *sim = load_chain(tors, f, "");
       dlcp_sim_coll_report r = run_exact(sim);
       uint64_t groups = 2ull * GROUPS_1MB;
+      assert_string_equal(r.algo_name, "cina");
       assert_int_equal(r.ranks, 2 * tors);
       assert_int_equal(r.ina_groups, groups);
       assert_int_equal(r.ina_retransmits, 0);
@@ -97,7 +99,11 @@ static void test_cina_exact(void **state) {
       assert_int_equal(fwd, (tors - 1) * groups);
       assert_int_equal(st.contrib, (2 * tors + tors - 1) * groups);
       assert_int_equal(st.claims, tors * groups);
-      assert_int_equal(st.results_sent, (2 + 3 * (tors - 1)) * groups);
+      /* The root's result for its child is no longer due when the core
+       * gets to it: the final went down and was acknowledged for the
+       * child first (agg_switch.c). */
+      assert_int_equal(st.results_sent,
+                       (tors == 1 ? 2 : 3 * tors - 2) * groups);
       dlcp_sim_del(sim);
     }
   }
@@ -168,6 +174,63 @@ static void test_cina_deterministic(void **state) {
   assert_int_equal(t[0], t[1]);
 }
 
+static dlcp_sim *load_tree(const char *topology, const char *tree) {
+  char yaml[2048];
+  snprintf(yaml, sizeof(yaml),
+           "topology: %s\n"
+           "aggregation: {tree: %s, memory: 1MiB}\n"
+           "workload:\n"
+           "  collective: {algo: hina, bytes: 1MB, iterations: 2, "
+           "window: 256, gpus_per_host: 4, chunks: 8}\n",
+           topology, tree);
+  return simtest_load(yaml, NULL, 0);
+}
+
+/* Checks a HINA run's counts: every switch of the tree claims each group
+ * once, and every switch but the root passes it up once. */
+static void assert_tree_counts(dlcp_sim *sim, uint32_t switches,
+                               uint32_t masters) {
+  dlcp_sim_coll_report r = run_exact(sim);
+  assert_string_equal(r.algo_name, "hina");
+  uint64_t groups = 2ull * GROUPS_1MB;
+  assert_int_equal(r.ina_groups, groups);
+  dlcp_agg_stats st;
+  uint64_t qdrops, fwd, refused;
+  assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+  dlcp_sim_agg_chain_stats(sim, &fwd, &refused);
+  assert_int_equal(refused, 0);
+  assert_int_equal(st.abandoned, 0);
+  assert_int_equal(fwd, (switches - 1) * groups);
+  assert_int_equal(st.claims, switches * groups);
+  assert_int_equal(st.contrib, (masters + switches - 1) * groups);
+}
+
+/* HINA on a leaf-spine: the 4 ToRs sum their masters, spine0 (no masters)
+ * sums the ToRs and multicasts the final back down. */
+static void test_hina_leaf_spine(void **state) {
+  (void)state;
+  dlcp_sim *sim = load_tree(
+      "{kind: leaf_spine, tors: 4, spines: 2, hosts_per_tor: 2, "
+      "link_rate: 100Gbps, link_delay: 1us}",
+      "[[tor0, spine0], [tor1, spine0], [tor2, spine0], [tor3, spine0]]");
+  assert_tree_counts(sim, 5, 8);
+  dlcp_sim_del(sim);
+}
+
+/* HINA on a three-tier fat-tree (k = 4, 16 hosts): edge, aggregation and
+ * core switches all aggregate, as the seed's HINA. */
+static void test_hina_fat_tree(void **state) {
+  (void)state;
+  dlcp_sim *sim = load_tree(
+      "{kind: fat_tree, k: 4, link_rate: 100Gbps, link_delay: 1us}",
+      "[[edge0_0, agg0_0], [edge0_1, agg0_0], [edge1_0, agg1_0], "
+      "[edge1_1, agg1_0], [edge2_0, agg2_0], [edge2_1, agg2_0], "
+      "[edge3_0, agg3_0], [edge3_1, agg3_0], [agg0_0, core0], "
+      "[agg1_0, core0], [agg2_0, core0], [agg3_0, core0]]");
+  assert_tree_counts(sim, 13, 16);
+  dlcp_sim_del(sim);
+}
+
 static void test_cina_errors(void **state) {
   (void)state;
   /* The default topology: 2 ToRs of 2 hosts each. */
@@ -177,8 +240,8 @@ static void test_cina_errors(void **state) {
       "switch of the topology, got 'spine7'");
   simtest_expect_error(
       "aggregation: {switch: tor0, chain: [tor0, tor1]}\n",
-      "test.yaml:1: field 'aggregation.chain': expected either 'switch' or "
-      "'chain', not both");
+      "test.yaml:1: field 'aggregation.chain': expected one of 'switch', "
+      "'chain' and 'tree'");
   simtest_expect_error(
       "aggregation: {chain: [tor0, tor0]}\n",
       "test.yaml:1: field 'aggregation.chain': expected each switch once, "
@@ -196,11 +259,12 @@ static void test_cina_errors(void **state) {
       "aggregation: {chain: [tor0, tor1]}\n"
       "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 2}\n",
       "test.yaml:3: field 'workload.collective.algo': expected an "
-      "aggregation section naming one switch (a chain is for cina)");
+      "aggregation section naming one switch (a chain is for cina, a tree for "
+      "hina)");
   simtest_expect_error(
       "workload:\n  collective: {algo: ring, bytes: 1MB, chunks: 4}\n",
       "test.yaml:2: field 'workload.collective.chunks': expected algo cina "
-      "for this field");
+      "or hina for this field");
   simtest_expect_error(
       "aggregation: {chain: [tor0, tor1]}\n"
       "workload:\n  collective: {algo: cina, bytes: 1MB, gpus_per_host: 0}\n",
@@ -219,6 +283,32 @@ static void test_cina_errors(void **state) {
       "test.yaml:1: field 'aggregation.memory': expected room for two "
       "windows of groups at each switch of the chain (512 blocks of 64 "
       "int32 for window 64)");
+  simtest_expect_error(
+      "aggregation: {tree: [[tor0, spine0], [tor1, tor0], [spine0, tor1]]}\n",
+      "test.yaml:1: field 'aggregation.tree': expected a tree, got a cycle "
+      "through 'tor0'");
+  simtest_expect_error(
+      "aggregation: {tree: [[tor0, spine0], [tor1, spine1]]}\n",
+      "test.yaml:1: field 'aggregation.tree': expected one root (a switch "
+      "without parent), got 2");
+  simtest_expect_error(
+      "aggregation: {tree: [[tor0, spine0], [tor0, spine1]]}\n",
+      "test.yaml:1: field 'aggregation.tree': expected one parent per "
+      "switch, another switch than itself ('tor0')");
+  simtest_expect_error(
+      "aggregation: {tree: [[tor0, tor1]]}\n",
+      "test.yaml:1: field 'aggregation.tree': expected linked switches, got "
+      "'tor0' and its parent 'tor1'");
+  simtest_expect_error(
+      "aggregation: {tree: [[tor0, spine0], [tor1, spine0]]}\n"
+      "workload:\n  collective: {algo: cina, bytes: 1MB}\n",
+      "test.yaml:3: field 'workload.collective.algo': expected an "
+      "aggregation section with a chain");
+  simtest_expect_error(
+      "aggregation: {chain: [tor0, tor1]}\n"
+      "workload:\n  collective: {algo: hina, bytes: 1MB}\n",
+      "test.yaml:3: field 'workload.collective.algo': expected an "
+      "aggregation section with a tree");
 }
 
 int main(void) {
@@ -227,6 +317,8 @@ int main(void) {
       cmocka_unit_test(test_cina_intra_host_pipeline),
       cmocka_unit_test(test_cina_loss),
       cmocka_unit_test(test_cina_deterministic),
+      cmocka_unit_test(test_hina_leaf_spine),
+      cmocka_unit_test(test_hina_fat_tree),
       cmocka_unit_test(test_cina_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,26 +18,29 @@
  * ECN codepoint the core chose (the OR of the contributions') on the
  * queue the host's own packets used.  The core's timers (result re-sends,
  * leases) run on one engine timer per switch.  The address cookie the
- * core keys workers by is the host index (UPSTREAM for the chain's
- * previous switch).
+ * core keys workers by is the host index (CHILD_COOKIE + rank for a child
+ * switch of a chain or tree).
  *
- * Chain (CINA seed, chapter 4).  Switch i of L sums its rack's masters and,
- * for i > 0, the partial sum of switch i-1, which is one more worker of its
- * core (rank m_i, after its m_i masters: world m_i + 1).  Every switch's
- * job has the same id, token and group numbers.  When switch i < L-1
- * completes a group, the core's results are not sent: their sum goes on
- * as one contribution to switch i+1 instead, so partial sums flow ToR0 ->
- * ToR1 -> ... -> ToR(L-1) group by group, pipelined.  The last switch's
- * results are the final sums: its masters get them as usual, and the
- * result for its upstream worker travels back along the chain (the
- * multicast back: each switch keeps the final sum of the group, sends it to
- * each of its masters as the RESULT their core expects, and passes it on
- * upstream).  A master's re-sent contribution to a complete group is
- * answered with the final sum once it is known, and not at all before.
- * Masters acknowledge finals as any result, which frees their switch's
- * aggregators; the chain's own hops are on a lossless class (the seed's
- * chain assumes a lossless fabric, as PFC gives), so a switch that sends
- * the final upstream acknowledges it for its upstream worker itself.
+ * Chains and trees (CINA and HINA, the seed's chapter 4).  The switches
+ * of cfg.agg.chain each sum their masters (the job's ranks below them)
+ * and the partial sums of their child switches, which are more workers of
+ * their core (ranks after the masters).  Every switch's job has the same
+ * id, token and group numbers.  When a switch that has a parent completes
+ * a group, its core's results are not sent: their sum goes up as one
+ * contribution to the parent, group by group, pipelined.  CINA's chain
+ * is the path ToR0 -> ToR1 -> ... -> ToR(L-1) (each ToR the parent of
+ * the one before, every one with masters); HINA's tree has the ToRs as
+ * leaves under an aggregation and core tier without masters.  The
+ * root's results are the final sums: its masters get them as usual, and
+ * the final goes back down to every child, which keeps it, sends it to
+ * each of its masters as the RESULT their core expects and passes it on
+ * to its own children (the multicast back).  A master's re-sent
+ * contribution to a complete group is answered with the final sum once it
+ * is known, and not at all before.  Masters acknowledge finals as any
+ * result, which frees their switch's aggregators; the hops between
+ * switches are on a lossless class (the seed assumes a lossless fabric,
+ * as PFC gives), so a switch that sends a final down acknowledges it for
+ * that child itself.
  *
  * Bytes.  A simulated packet is a fixed record, so an INA datagram's bytes
  * (header and int32 payload, which the core and the hosts really add up)
@@ -76,7 +79,7 @@ struct dlcp_sim_agg {
   dlcp_sim_ps per_packet_ps;
   uint32_t queue_pkts; /* the processor's FIFO bound, per switch */
   uint8_t *out; /* one datagram written by dlcp_agg_poll */
-  uint8_t *fwd; /* one datagram the chain writes */
+  uint8_t *fwd; /* one datagram a chain or tree writes */
   size_t out_cap;
   uint8_t *prio; /* per host: the queue its last packet used */
   uint8_t chain_prio; /* the queue of the chain's hops (the job's) */
@@ -175,12 +178,13 @@ const uint8_t *dlcp_sim_ina_packet_bytes(const dlcp_sim *sim,
 
 /* ---- switches ------------------------------------------------------------ */
 
-/* The core's cookie for the chain's previous switch (hosts are below). */
-#define UPSTREAM_COOKIE (1ull << 40)
+/* The core's cookie for child switch rank r is CHILD_COOKIE + r (hosts
+ * are below). */
+#define CHILD_COOKIE (1ull << 40)
 
-/* Final sums a chain switch keeps, by group modulo this: more than the
- * groups a job can have in flight (two windows of the largest size, see
- * dlcp_sim_agg_chain_job). */
+/* Final sums a switch of a chain or tree keeps, by group modulo this:
+ * more than the groups a job can have in flight (two windows of the
+ * largest size, see coll_cina.c). */
 #define CHAIN_SLOTS (2u * DLCP_INA_MAX_WINDOW)
 
 enum { GROUP_NEW = 0, GROUP_FORWARDED, GROUP_FINAL };
@@ -188,14 +192,18 @@ enum { GROUP_NEW = 0, GROUP_FORWARDED, GROUP_FINAL };
 typedef struct agg_role {
   struct dlcp_sim_agg *agg;
   dlcp_agg *core;
-  uint32_t node, pos; /* the switch and its place on the chain */
+  uint32_t node, pos;     /* the switch and its index in cfg.agg.chain */
+  uint32_t parent;        /* the parent's index; DLCP_SIM_NONE: the root */
   dlcp_sim_ps busy_until; /* the processor's next free instant */
   uint32_t waiting;       /* packets in its FIFO */
   uint64_t queue_drops;
   dlcp_sim_timer timer;
-  /* chain: the CINA job's masters below this switch, their ranks in
-   * order, and this switch's world (masters + 1 past the first switch) */
-  uint32_t *masters, nmasters, world;
+  /* The job's masters below this switch (ranks 0..nmasters-1 of its
+   * core), its child switches (the next ranks), its own rank at its
+   * parent, and its core's world (masters + children). */
+  uint32_t *masters, nmasters;
+  uint32_t *children, nchildren;
+  uint32_t child_rank, world;
   uint32_t *slot_group; /* CHAIN_SLOTS: the group a slot holds */
   uint8_t *slot_state;  /* GROUP_* */
   uint8_t *slot_final;  /* CHAIN_SLOTS x the final RESULT datagram */
@@ -205,8 +213,22 @@ static dlcp_tstamp ns_of(dlcp_sim_ps t) {
   return dlcp_sim_time_to_ns(t);
 }
 
-static bool is_chain(const struct dlcp_sim_agg *a) {
+static bool is_multi(const struct dlcp_sim_agg *a) {
   return a->sim->cfg.agg.nchain > 0;
+}
+
+/* The port of switch |node| whose link leads to node |peer|, or
+ * DLCP_SIM_NONE. */
+static uint32_t port_to(const dlcp_sim_net *net, uint32_t node,
+                        uint32_t peer) {
+  const dlcp_sim_node *n = &net->nodes[node];
+  for (uint32_t i = 0; i < n->nports; i++) {
+    uint32_t p = net->node_ports[n->first_port + i];
+    if (net->ports[p].peer == peer) {
+      return p;
+    }
+  }
+  return DLCP_SIM_NONE;
 }
 
 /* Puts an answer of |r|'s switch on the port towards host |host|. */
@@ -232,11 +254,13 @@ static void send_to_host(agg_role *r, const uint8_t *dgram, size_t len,
   dlcp_sim_port_send(&net->ports[port], pkt, now);
 }
 
-/* Puts a datagram for chain switch |to| on the fabric: routed towards one
- * of its masters, taken by the switch itself, on a lossless class.  The
- * partial sums going down the chain take the first uplink and the finals
- * coming back the second (source routing), so with two spines or more the
- * two streams never share a link, as the seed's model prices each once. */
+/* Puts a datagram for switch |to| (|r|'s parent or child) on the fabric,
+ * on a lossless class: on the link between them if there is one (a
+ * tree's edges), else routed towards one of |to|'s masters and taken by
+ * the switch itself (a chain's hops through the spines).  Routed hops are
+ * source-routed: partial sums going up take the first uplink and finals
+ * coming down the second, so with two spines or more the two streams
+ * never share a link, as the seed's model prices each once. */
 static void send_to_switch(agg_role *r, const agg_role *to,
                            const uint8_t *dgram, size_t len, uint8_t ecn,
                            dlcp_sim_ps now) {
@@ -248,14 +272,17 @@ static void send_to_switch(agg_role *r, const agg_role *to,
   if (!pkt) {
     return;
   }
-  pkt->src = r->masters[0];
-  pkt->dst = to->masters[0];
+  pkt->src = r->nmasters ? r->masters[0] : 0;
+  pkt->dst = to->nmasters ? to->masters[0] : 0;
   pkt->flow = to->node;
   pkt->flags |= DLCP_SIM_PKT_F_TO_AGG | DLCP_SIM_PKT_F_LOSSLESS;
   pkt->lb = DLCP_SIM_LB_SOURCE;
-  pkt->path = pkt->path_rest = to->pos > r->pos ? 0u : 1u;
+  pkt->path = pkt->path_rest = to->pos == r->parent ? 0u : 1u;
   pkt->ingress = DLCP_SIM_NONE;
-  uint32_t port = dlcp_sim_switch_route(net, r->node, pkt);
+  uint32_t port = port_to(net, r->node, to->node);
+  if (port == DLCP_SIM_NONE && to->nmasters) {
+    port = dlcp_sim_switch_route(net, r->node, pkt);
+  }
   if (port == DLCP_SIM_NONE) {
     net->nodes[r->node].drops_noroute++;
     dlcp_sim_packet_drop(sim, pkt);
@@ -273,7 +300,7 @@ static void core_input(agg_role *r, const uint8_t *bytes, size_t len,
   (void)dlcp_agg_on_packet(r->core, bytes, len, ecn, cookie, ns_of(now));
 }
 
-/* ---- the chain ------------------------------------------------------------ */
+/* ---- chains and trees ---------------------------------------------------- */
 
 static size_t slot_of(uint32_t group) {
   return group % CHAIN_SLOTS;
@@ -303,9 +330,9 @@ static void readdress(uint8_t *out, const uint8_t *final, size_t len,
   memmove(out + DLCP_AGG_HDR_LEN, payload, len - DLCP_AGG_HDR_LEN);
 }
 
-/* Group |h|'s final sum (the datagram |final|, |len| bytes) reached chain
- * switch |r|: keep it, answer its masters (unless its core did: the last
- * switch), pass it upstream. */
+/* Group |h|'s final sum (the datagram |final|, |len| bytes) is known at
+ * switch |r|: keep it, answer its masters (unless its core did: the
+ * root), pass it down to every child switch.  |final| may be a->out. */
 static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
                         const uint8_t *final, size_t len, uint8_t ecn,
                         bool to_masters, dlcp_sim_ps now) {
@@ -317,35 +344,36 @@ static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
   uint8_t *kept = r->slot_final + slot_of(h->group) * a->final_len;
   memcpy(kept, final, len);
   for (uint32_t m = 0; to_masters && m < r->nmasters; m++) {
-    readdress(a->out, kept, len, m, r->world);
-    send_to_host(r, a->out, len, r->masters[m], ecn, now);
+    readdress(a->fwd, kept, len, m, r->world);
+    send_to_host(r, a->fwd, len, r->masters[m], ecn, now);
   }
-  if (r->pos == 0) {
-    return;
-  }
-  agg_role *up = &a->roles[r->pos - 1];
-  readdress(a->out, kept, len, r->nmasters, r->world);
-  send_to_switch(r, up, a->out, len, ecn, now);
-  /* The hop is lossless: acknowledge it for the upstream worker. */
-  uint8_t ack[DLCP_AGG_HDR_LEN];
-  dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), a->out, len, h->job,
-                                  h->token);
-  if (n > 0) {
-    core_input(r, ack, (size_t)n, DLCP_SIM_ECN_ECT, UPSTREAM_COOKIE, now);
+  for (uint32_t c = 0; c < r->nchildren; c++) {
+    const agg_role *child = &a->roles[r->children[c]];
+    readdress(a->fwd, kept, len, child->child_rank, r->world);
+    send_to_switch(r, child, a->fwd, len, ecn, now);
+    /* The hop is lossless: acknowledge it for the child. */
+    uint8_t ack[DLCP_AGG_HDR_LEN];
+    dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), a->fwd, len, h->job,
+                                    h->token);
+    if (n > 0) {
+      core_input(r, ack, (size_t)n, DLCP_SIM_ECN_ECT,
+                 CHILD_COOKIE + child->child_rank, now);
+    }
   }
 }
 
-/* A datagram |r|'s core wrote for |cookie|: the chain decides where it
- * goes.  Returns true if it took it. */
+/* A datagram |r|'s core wrote for |cookie|: the chain or tree decides
+ * where it goes.  Returns true if it took it. */
 static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
                          uint64_t cookie, uint8_t ecn, dlcp_sim_ps now) {
   struct dlcp_sim_agg *a = r->agg;
+  bool to_child = cookie >= CHILD_COOKIE;
   dlcp_agg_hdr h;
   const uint8_t *payload;
   if (dlcp_agg_decode(&h, &payload, dgram, len) != 0 ||
       h.type != DLCP_AGG_RESULT) {
-    if (cookie == UPSTREAM_COOKIE) {
-      /* A NACK to a switch: the chain's memory was sized so that it never
+    if (to_child) {
+      /* A NACK to a switch: the pools were sized so that it never
        * happens (coll_cina.c); fail loudly rather than hang. */
       a->chain_nacks++;
       dlcp_sim_engine_fail(&a->sim->engine, DLCP_ERR_LIMIT);
@@ -353,22 +381,22 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
     }
     return false; /* NACKs to masters go as they are */
   }
-  bool last = r->pos + 1 == a->nroles;
-  if (last) {
-    if (cookie != UPSTREAM_COOKIE) {
-      return false; /* the final sum, to one of this rack's masters */
+  if (r->parent == DLCP_SIM_NONE) {
+    /* The root's results are the final sums: its masters get the core's
+     * own, its children the kept copy, once. */
+    uint8_t st = group_state(r, h.group);
+    if (st != GROUP_FINAL) {
+      chain_final(r, &h, dgram, len, ecn, false, now);
     }
-    /* The core has answered this rack's masters itself. */
-    chain_final(r, &h, dgram, len, ecn, false, now);
-    return true;
+    return to_child;
   }
   switch (group_state(r, h.group)) {
   case GROUP_NEW: {
-    /* The rack's partial sum goes on as a contribution downstream. */
-    agg_role *down = &a->roles[r->pos + 1];
+    /* The switch's partial sum goes up as one contribution. */
+    agg_role *up = &a->roles[r->parent];
     h.type = DLCP_AGG_CONTRIB;
-    h.rank = (uint8_t)down->nmasters;
-    h.world = (uint8_t)down->world;
+    h.rank = (uint8_t)r->child_rank;
+    h.world = (uint8_t)up->world;
     h.low = h.group;
     h.flags = 0;
     h.aux = 0;
@@ -376,15 +404,15 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
     (void)dlcp_agg_hdr_encode(a->fwd, DLCP_AGG_HDR_LEN, &h);
     set_state(r, h.group, GROUP_FORWARDED);
     a->chain_forwards++;
-    send_to_switch(r, down, a->fwd, len, ecn, now);
+    send_to_switch(r, up, a->fwd, len, ecn, now);
     return true;
   }
   case GROUP_FORWARDED:
     return true; /* no final yet: the master will ask again */
   default: {
-    /* A re-sent result: the master gets the final sum. */
+    /* A re-sent result: a master gets the final sum. */
     const uint8_t *kept = r->slot_final + slot_of(h.group) * a->final_len;
-    if (cookie != UPSTREAM_COOKIE) {
+    if (!to_child) {
       readdress(a->fwd, kept, len, h.rank, r->world);
       send_to_host(r, a->fwd, len, (uint32_t)cookie, ecn, now);
     }
@@ -393,7 +421,7 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
   }
 }
 
-/* A datagram from another switch of the chain reached |r|. */
+/* A datagram from another aggregating switch reached |r|. */
 static void chain_arrival(agg_role *r, const uint8_t *bytes, size_t len,
                           uint8_t ecn, dlcp_sim_ps now) {
   dlcp_agg_hdr h;
@@ -402,9 +430,9 @@ static void chain_arrival(agg_role *r, const uint8_t *bytes, size_t len,
     return;
   }
   if (h.type == DLCP_AGG_RESULT) {
-    chain_final(r, &h, bytes, len, ecn, true, now); /* from downstream */
+    chain_final(r, &h, bytes, len, ecn, true, now); /* from the parent */
   } else {
-    core_input(r, bytes, len, ecn, UPSTREAM_COOKIE, now); /* upstream */
+    core_input(r, bytes, len, ecn, CHILD_COOKIE + h.rank, now);
   }
 }
 
@@ -415,7 +443,7 @@ static void flush(agg_role *r, dlcp_sim_ps now) {
   struct dlcp_sim_agg *a = r->agg;
   dlcp_agg_send out;
   while (dlcp_agg_poll(r->core, &out, a->out, a->out_cap, ns_of(now)) == 1) {
-    if (is_chain(a) && chain_answer(r, a->out, out.len, out.addr, out.ecn,
+    if (is_multi(a) && chain_answer(r, a->out, out.len, out.addr, out.ecn,
                                     now)) {
       continue;
     }
@@ -498,6 +526,7 @@ static int role_init(struct dlcp_sim_agg *a, agg_role *r, uint32_t node,
   r->agg = a;
   r->node = node;
   r->pos = pos;
+  r->parent = c->nchain ? c->parent[pos] : DLCP_SIM_NONE;
   dlcp_agg_config ac;
   dlcp_agg_config_default(&ac);
   ac.mem_bytes = c->mem_bytes;
@@ -574,6 +603,19 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
     a->nroles = i + 1;
     a->pos_of_node[node] = i;
   }
+  /* A tree's edges are links: its hops are not routed (a switch without
+   * masters has no host to route towards). */
+  for (uint32_t i = 0; c->tree && i < nroles; i++) {
+    const agg_role *r = &a->roles[i];
+    if (r->parent != DLCP_SIM_NONE &&
+        port_to(net, r->node, a->roles[r->parent].node) == DLCP_SIM_NONE) {
+      snprintf(err, errlen,
+               "%s: field '%s.tree': expected linked switches, got '%s' "
+               "and its parent '%s'",
+               c->where, c->field, c->chain[i], c->chain[r->parent]);
+      return DLCP_ERR_CONFIG;
+    }
+  }
   net->agg_rx = arrive;
   net->agg_rx_ctx = a;
   sim->pool.release_ina = release_slot;
@@ -595,17 +637,19 @@ int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
                            uint32_t *tor_world) {
   struct dlcp_sim_agg *a = sim->agg;
   const dlcp_mem *mem = sim->mem;
-  if (!a || !is_chain(a) || a->roles[0].masters) {
+  if (!a || !is_multi(a) || a->roles[0].masters) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   a->final_len = DLCP_AGG_HDR_LEN + group_bytes;
   for (uint32_t i = 0; i < a->nroles; i++) {
     agg_role *r = &a->roles[i];
     r->masters = mem->malloc(n * sizeof(uint32_t), mem->user);
+    r->children = mem->malloc(a->nroles * sizeof(uint32_t), mem->user);
     r->slot_group = mem->malloc(CHAIN_SLOTS * sizeof(uint32_t), mem->user);
     r->slot_state = mem->calloc(CHAIN_SLOTS, 1, mem->user);
     r->slot_final = mem->malloc(CHAIN_SLOTS * a->final_len, mem->user);
-    if (!r->masters || !r->slot_group || !r->slot_state || !r->slot_final) {
+    if (!r->masters || !r->children || !r->slot_group || !r->slot_state ||
+        !r->slot_final) {
       return DLCP_ERR_NOMEM;
     }
     memset(r->slot_group, 0xff, CHAIN_SLOTS * sizeof(uint32_t));
@@ -620,13 +664,25 @@ int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
     tor_rank[k] = r->nmasters;
     r->masters[r->nmasters++] = hosts[k];
   }
+  /* A child's rank at its parent follows the parent's masters. */
   for (uint32_t i = 0; i < a->nroles; i++) {
     agg_role *r = &a->roles[i];
-    if (r->nmasters == 0) {
-      return DLCP_ERR_INVALID_ARGUMENT;
+    if (r->parent != DLCP_SIM_NONE) {
+      agg_role *up = &a->roles[r->parent];
+      up->children[up->nchildren++] = i;
     }
-    r->world = r->nmasters + (i > 0 ? 1u : 0u);
-    if (r->world > DLCP_AGG_MAX_WORLD) {
+  }
+  for (uint32_t i = 0; i < a->nroles; i++) {
+    agg_role *r = &a->roles[i];
+    for (uint32_t c = 0; c < r->nchildren; c++) {
+      a->roles[r->children[c]].child_rank = r->nmasters + c;
+    }
+    r->world = r->nmasters + r->nchildren;
+    /* A switch without masters or children would never complete a group
+     * (a chain's hops are routed towards masters; a tree's are links,
+     * checked at build). */
+    if (r->world == 0 || r->world > DLCP_AGG_MAX_WORLD ||
+        (!a->sim->cfg.agg.tree && r->nmasters == 0)) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
   }
@@ -686,6 +742,7 @@ void dlcp_sim_agg_free(dlcp_sim *sim) {
     agg_role *r = &a->roles[i];
     dlcp_agg_del(r->core);
     mem->free(r->masters, mem->user);
+    mem->free(r->children, mem->user);
     mem->free(r->slot_group, mem->user);
     mem->free(r->slot_state, mem->user);
     mem->free(r->slot_final, mem->user);

@@ -162,13 +162,15 @@ static int ina_check(const coll_job *job, char *err, size_t errlen) {
   uint64_t group_bytes =
       4ull * sim->cfg.agg.block_elems * job->ina_group_blocks;
   const char *field = NULL, *want = NULL;
-  bool chain = dlcp_sim_agg_chain_len(sim) > 0;
-  if (!sim->agg || chain != s->cina) {
-    field = "algo", want = s->cina ? "an aggregation section with a chain"
-                           : chain ? "an aggregation section naming one "
-                                     "switch (a chain is for cina)"
-                                   : "an aggregation section naming the "
-                                     "switch";
+  bool multi = dlcp_sim_agg_chain_len(sim) > 0;
+  bool tree = multi && sim->cfg.agg.tree;
+  if (!sim->agg || multi != s->cina || tree != s->hina) {
+    field = "algo",
+    want = s->hina   ? "an aggregation section with a tree"
+           : s->cina ? "an aggregation section with a chain"
+           : multi   ? "an aggregation section naming one switch (a chain "
+                       "is for cina, a tree for hina)"
+                     : "an aggregation section naming the switch";
   } else if (job->n > (s->cina ? DLCP_INA_MAX_SCALE_WORLD
                                : DLCP_AGG_MAX_WORLD)) {
     field = "ranks", want = "at most 64 ranks";

@@ -644,19 +644,27 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
   dlcp_agg_stats as;
   uint64_t qdrops;
   if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
-    if (sim->cfg.agg.nchain) {
+    const dlcp_sim_agg_config *ac = &sim->cfg.agg;
+    if (ac->nchain) {
       uint64_t fwd, cnacks;
       dlcp_sim_agg_chain_stats(sim, &fwd, &cnacks);
-      fprintf(f, "chain      %s -> ... -> %s (%u switches): %llu partial "
-                 "sums passed on, %llu refused\n",
-              sim->cfg.agg.chain[0], sim->cfg.agg.chain[sim->cfg.agg.nchain - 1],
-              sim->cfg.agg.nchain, (unsigned long long)fwd,
+      uint32_t root = 0;
+      while (ac->parent[root] != DLCP_SIM_NONE) {
+        root = ac->parent[root];
+      }
+      fprintf(f, "%-11s%s -> ... -> %s (%u switches): %llu partial "
+                 "sums passed up, %llu refused\n",
+              ac->tree ? "tree" : "chain", ac->tree ? "leaves" : ac->chain[0],
+              ac->chain[root], ac->nchain, (unsigned long long)fwd,
               (unsigned long long)cnacks);
     }
     fprintf(f, "aggregation %s%s: %u aggregators, %llu contributions, %llu "
                "claims, %llu ring verdicts, %llu results (%llu re-sent), "
                "%llu freed, %llu rejected, %llu dropped (queue full)\n",
-            sim->cfg.agg.node, sim->cfg.agg.nchain ? " (chain, summed)" : "",
+            sim->cfg.agg.node,
+            sim->cfg.agg.nchain ? (sim->cfg.agg.tree ? " (tree, summed)"
+                                                     : " (chain, summed)")
+                                : "",
             as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,

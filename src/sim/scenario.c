@@ -458,17 +458,109 @@ static int section_host(dlcp_scn *s, const dlcp_scn_node *n) {
   return rv;
 }
 
-/* aggregation.switch (one switch) or aggregation.chain (CINA's switches
- * in chain order): exactly one of them. */
+/* The index of switch |name| among a->chain, added if new; NONE if the
+ * list is full. */
+static uint32_t switch_index(dlcp_sim_agg_config *a, const char *name) {
+  for (uint32_t i = 0; i < a->nchain; i++) {
+    if (strcmp(a->chain[i], name) == 0) {
+      return i;
+    }
+  }
+  if (a->nchain == DLCP_SIM_AGG_MAX_CHAIN) {
+    return DLCP_SIM_NONE;
+  }
+  snprintf(a->chain[a->nchain], DLCP_SIM_NAME_MAX, "%s", name);
+  a->parent[a->nchain] = DLCP_SIM_NONE;
+  return a->nchain++;
+}
+
+/* aggregation.tree: [[child, parent], ...], HINA's aggregation tree: every
+ * switch has at most one parent, one switch (the root) has none, and
+ * following parents never comes back. */
+static int aggregation_tree(dlcp_scn *s, const dlcp_scn_node *t,
+                            dlcp_sim_agg_config *a) {
+  const char *f = "aggregation.tree";
+  if (t->kind != DLCP_SCN_SEQ || t->n == 0 ||
+      t->n >= DLCP_SIM_AGG_MAX_CHAIN) {
+    return dlcp_scn_fail(s, t, f,
+                         "expected a list of 1..%u [child, parent] pairs "
+                         "of switch names",
+                         DLCP_SIM_AGG_MAX_CHAIN - 1);
+  }
+  for (size_t i = 0; i < t->n; i++) {
+    const dlcp_scn_node *e = t->items[i];
+    const char *name[2] = {"", ""};
+    if (e->kind != DLCP_SCN_SEQ || e->n != 2) {
+      return dlcp_scn_fail(s, e, f,
+                           "expected [child, parent] pairs of switch names");
+    }
+    for (size_t k = 0; k < 2; k++) {
+      int rv = dlcp_scn_scalar(s, e->items[k], f, &name[k]);
+      if (rv != 0) {
+        return rv;
+      }
+      if (name[k][0] == '\0' || strlen(name[k]) >= DLCP_SIM_NAME_MAX) {
+        return dlcp_scn_fail(s, e->items[k], f,
+                             "expected names of 1..%u characters",
+                             DLCP_SIM_NAME_MAX - 1);
+      }
+    }
+    uint32_t c = switch_index(a, name[0]), p = switch_index(a, name[1]);
+    if (c == DLCP_SIM_NONE || p == DLCP_SIM_NONE) {
+      return dlcp_scn_fail(s, e, f, "expected at most %u switches",
+                           DLCP_SIM_AGG_MAX_CHAIN);
+    }
+    if (c == p || a->parent[c] != DLCP_SIM_NONE) {
+      return dlcp_scn_fail(s, e, f,
+                           "expected one parent per switch, another "
+                           "switch than itself ('%s')",
+                           name[0]);
+    }
+    a->parent[c] = p;
+  }
+  uint32_t roots = 0;
+  for (uint32_t i = 0; i < a->nchain; i++) {
+    uint32_t up = i, steps = 0;
+    while (a->parent[up] != DLCP_SIM_NONE && steps <= a->nchain) {
+      up = a->parent[up];
+      steps++;
+    }
+    if (steps > a->nchain) {
+      return dlcp_scn_fail(s, t, f, "expected a tree, got a cycle through "
+                           "'%s'", a->chain[i]);
+    }
+    roots += a->parent[i] == DLCP_SIM_NONE;
+  }
+  if (roots != 1) {
+    return dlcp_scn_fail(s, t, f,
+                         "expected one root (a switch without parent), "
+                         "got %u",
+                         roots);
+  }
+  a->tree = true;
+  snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
+  return 0;
+}
+
+/* aggregation.switch (one switch), aggregation.chain (CINA's switches in
+ * chain order) or aggregation.tree (HINA's): exactly one of them. */
 static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
                                 dlcp_sim_agg_config *a) {
   const dlcp_scn_node *chain = dlcp_scn_map_get(n, "chain");
+  const dlcp_scn_node *tree = dlcp_scn_map_get(n, "tree");
+  const dlcp_scn_node *one = dlcp_scn_map_get(n, "switch");
+  if ((one != NULL) + (chain != NULL) + (tree != NULL) > 1) {
+    return dlcp_scn_fail(s, chain ? chain : tree,
+                         chain ? "aggregation.chain" : "aggregation.tree",
+                         "expected one of 'switch', 'chain' and 'tree'");
+  }
+  a->nchain = 0;
+  a->tree = false;
+  if (tree) {
+    return aggregation_tree(s, tree, a);
+  }
   if (!chain) {
     return dlcp_scn_get_name(s, n, "aggregation", "switch", a->node, true, n);
-  }
-  if (dlcp_scn_map_get(n, "switch")) {
-    return dlcp_scn_fail(s, chain, "aggregation.chain",
-                         "expected either 'switch' or 'chain', not both");
   }
   if (chain->kind != DLCP_SCN_SEQ || chain->n == 0 ||
       chain->n > DLCP_SIM_AGG_MAX_CHAIN) {
@@ -494,6 +586,7 @@ static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
       }
     }
     snprintf(a->chain[i], DLCP_SIM_NAME_MAX, "%s", t);
+    a->parent[i] = i + 1 < chain->n ? (uint32_t)i + 1 : DLCP_SIM_NONE;
   }
   a->nchain = (uint32_t)chain->n;
   snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
@@ -503,7 +596,7 @@ static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
 /* aggregation: the switch that runs src/proto/agg and its parameters. */
 static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
   static const char *const keys[] = {
-      "switch",     "chain", "memory", "block_elems", "policy",
+      "switch",     "chain", "tree", "memory", "block_elems", "policy",
       "static_parts", "per_packet", "queue", "resend", NULL};
   static const char *const policies[] = {"shared", "static", NULL};
   const char *p = "aggregation";

@@ -346,6 +346,7 @@ typedef struct dlcp_sim_coll_spec {
    * step per chunk of chunk bytes at |cina_intra_bps| plus
    * |cina_intra_ps|. */
   bool cina;
+  bool hina; /* algo hina: the same masters through aggregation.tree */
   uint32_t cina_gpus;       /* default 1 */
   uint32_t cina_chunks;     /* default 1 */
   uint64_t cina_intra_bps;  /* default 2.4 Tbit/s (NVLink-class) */
@@ -365,11 +366,15 @@ typedef struct dlcp_sim_coll_spec {
 
 typedef struct dlcp_sim_agg_config {
   char node[DLCP_SIM_NAME_MAX]; /* "": no aggregation switch */
-  /* CINA's chain (agg_chain.c): |nchain| switches in chain order, each
-   * running its own core with the parameters below; |node| is then the
-   * first.  0: the single switch |node|. */
+  /* Several aggregating switches (agg_switch.c), each running its own
+   * core with the parameters below: CINA's chain (chain[0] -> chain[1]
+   * -> ..., parent[i] = i + 1) or HINA's tree (|tree|: parent[i] is the
+   * index of switch i's parent, DLCP_SIM_NONE at the root).  |node| is
+   * then chain[0].  nchain 0: the single switch |node|. */
   char chain[DLCP_SIM_AGG_MAX_CHAIN][DLCP_SIM_NAME_MAX];
+  uint32_t parent[DLCP_SIM_AGG_MAX_CHAIN];
   uint32_t nchain;
+  bool tree;
   uint64_t mem_bytes;           /* aggregator memory; default 1 MiB */
   uint32_t block_elems;         /* int32 per aggregator; default 64 */
   bool static_partition;        /* SwitchML-style partitions; default off */
