@@ -1,5 +1,5 @@
 """RA-INA/CINA seed, chapter 4: CINA's chain of ToR aggregators against
-ring and PS, in the simulator and in the seed's closed forms.
+HINA, ring and PS, in the simulator and in the seed's closed forms.
 
 Racks of 4 hosts with 4 GPUs each, 2 to 8 racks on a non-blocking
 leaf-spine at 100 Gbit/s.  CINA (algo cina, docs/ina.md) ring-reduces each
@@ -8,8 +8,9 @@ passes partial sums along the ToR chain; ring and PS are src/coll's, one
 rank per host, over DCTCP.  The gradient is ResNet50's, at 1/16 (also
 with --full: INA datagrams carry the real vector, which the simulator
 bounds at 256 MiB per job).  Every simulated time is set beside
-scripts/dlcp-ina-model's prediction for the same configuration; HINA and
-MTINA are the model's only (the simulator aggregates at ToRs only).
+scripts/dlcp-ina-model's prediction for the same configuration.  HINA
+(aggregation at every tier) runs on a three-tier fat-tree; MTINA is the
+model's only.
 """
 import importlib.machinery
 import importlib.util
@@ -95,15 +96,67 @@ def variants(nbytes):
 
 def job(algo, nbytes, gpus, chunks):
     fields = ["algo: %s" % algo, "bytes: %d" % nbytes, "iterations: 1"]
-    if algo == "cina":
+    if algo in ("cina", "hina"):
         fields += ["window: %d" % WINDOW, "gpus_per_host: %d" % gpus,
                    "chunks: %d" % chunks, "intra_rate: %gGbps" % INTRA_GBPS]
     return "{" + ", ".join(fields) + "}"
 
 
+# The three-tier part: a k = 4 fat-tree (16 hosts, 8 edge switches of 2
+# hosts, 4 pods), where HINA aggregates at every tier (edge, one
+# aggregation switch per pod, core0) and CINA chains the 8 edge switches.
+FAT_K = 4
+FAT_HOSTS_PER_EDGE = FAT_K // 2
+FAT_EDGES = FAT_K * FAT_K // 2
+FAT_TOPOLOGY = ("{kind: fat_tree, k: %d, link_rate: 100Gbps, link_delay: "
+                "%gus}" % (FAT_K, LINK_US))
+
+
+def fat_edges():
+    return ["edge%d_%d" % (p, i) for p in range(FAT_K)
+            for i in range(FAT_K // 2)]
+
+
+def fat_aggregation(vid):
+    """The aggregation section of a fat-tree run: HINA's tree rooted at
+    core0 through each pod's first aggregation switch, or CINA's chain of
+    the edge switches."""
+    if vid.startswith("hina"):
+        pairs = ["[%s, agg%s_0]" % (e, e[4:].split("_")[0])
+                 for e in fat_edges()]
+        pairs += ["[agg%d_0, core0]" % p for p in range(FAT_K)]
+        where = "tree: [%s]" % ", ".join(pairs)
+    else:
+        where = "chain: [%s]" % ", ".join(fat_edges())
+    return "{%s, memory: 4MiB, block_elems: %d}" % (where, BLOCK_ELEMS)
+
+
+def fat_variants(nbytes):
+    """(id, algo, GPUs per host, chunks, label, extra --set) of the
+    fat-tree runs."""
+    out = []
+    for scheme in ("hina", "cina"):
+        for k, kl in ((COARSE_CHUNKS, "%d" % COARSE_CHUNKS),
+                      (fine_chunks(nbytes), "fine")):
+            out.append(("%s-k%s" % (scheme, kl), scheme, GPUS, k,
+                        "%s, k = %d" % (scheme.upper(), k), []))
+    out.append(("ring-lr", "ring", 1, COARSE_CHUNKS,
+                "ring (hosts), first window %d" % LINE_RATE_CWND,
+                ["transport.init_cwnd=%d" % LINE_RATE_CWND]))
+    return out
+
+
 def runs(scale):
     nbytes = gradient_bytes(scale)
     out = []
+    for vid, algo, gpus, chunks, _, extra in fat_variants(nbytes):
+        # Ring runs keep an (unused) aggregation section: the base
+        # scenario's names the leaf-spine's ToRs.
+        sets = ["topology=" + FAT_TOPOLOGY,
+                "workload.collective=" + job(algo, nbytes, gpus, chunks),
+                "aggregation=" + fat_aggregation(vid)]
+        out.append({"id": "fat-%s" % vid, "set": sets + extra,
+                    "params": {"variant": vid, "racks": "fat"}})
     for racks in RACKS:
         chain = ", ".join("tor%d" % i for i in range(racks))
         for vid, algo, gpus, chunks, _, extra in variants(nbytes):
@@ -116,19 +169,24 @@ def runs(scale):
     return out
 
 
-def config(racks, nbytes, gpus, chunks):
+def config(racks, nbytes, gpus, chunks, fat=False):
     """The model's configuration of one simulated set-up: every link
-    100 Gbit/s with LINK_US, a host-to-host path of 4 links."""
-    return MODEL.Config(n=gpus, h=HOSTS_PER_RACK, racks=racks,
+    100 Gbit/s with LINK_US; a host-to-host path of 4 links (leaf-spine)
+    or 6 (fat-tree, through a core)."""
+    return MODEL.Config(n=gpus, h=FAT_HOSTS_PER_EDGE if fat else
+                        HOSTS_PER_RACK, racks=racks,
                         bytes_=nbytes, chunks=chunks, trees=HOSTS_PER_RACK,
                         dtd_bps=INTRA_GBPS * 1e9, dtd_s=0.0, htl_bps=100e9,
                         htl_s=LINK_US * 1e-6, lts_bps=100e9,
-                        lts_s=LINK_US * 1e-6, min_s=4 * LINK_US * 1e-6)
+                        lts_s=LINK_US * 1e-6,
+                        min_s=(6 if fat else 4) * LINK_US * 1e-6)
 
 
 def predicted_us(vid, racks, nbytes, gpus, chunks):
     scheme = vid.split("-")[0]
-    return MODEL.MODELS[scheme](config(racks, nbytes, gpus, chunks)) * 1e6
+    fat = racks == "fat"
+    c = config(FAT_EDGES if fat else racks, nbytes, gpus, chunks, fat)
+    return MODEL.MODELS[scheme](c) * 1e6
 
 
 def wire_bytes(nbytes):
@@ -151,8 +209,8 @@ def sim_us(r):
 
 def report(rows, scale, build):
     nbytes = gradient_bytes(scale)
-    md = ["## CINA: the ToR chain against ring and PS, and the seed's cost "
-          "models (RA-INA/CINA seed, chapter 4)", "",
+    md = ["## CINA: the ToR chain against HINA, ring and PS, and the seed's "
+          "cost models (RA-INA/CINA seed, chapter 4)", "",
           "Command: `scripts/results/run.py --only cina`.  Racks of %d hosts "
           "on a non-blocking leaf-spine (%d spines), every link 100 Gbit/s "
           "with %g us; ResNet50's gradient x %g = %.2f MB per rank, one "
@@ -187,6 +245,28 @@ def report(rows, scale, build):
                 row[6:] = ["%.1f" % w, common.pct(wdiffs[(vid, racks)])]
             body.append(row)
     md += [common.table(head, body), ""]
+    md += ["### Three tiers: HINA and CINA on a fat-tree (us)", "",
+           "k = %d fat-tree (16 hosts, %d edge switches of %d hosts, 4 "
+           "pods, 6 links through a core): HINA aggregates at all three "
+           "tiers (every edge switch, each pod's first aggregation switch, "
+           "core0), CINA chains the %d edge switches; the model takes "
+           "a_min = 6 us." % (FAT_K, FAT_EDGES, FAT_HOSTS_PER_EDGE,
+                               FAT_EDGES), ""]
+    head = ["scheme", "simulated", "model", "sim vs model",
+            "model, K on the wire", "sim vs that"]
+    body = []
+    for vid, algo, gpus, chunks, label, _ in fat_variants(nbytes):
+        s = sim_us(find(rows, vid, "fat"))
+        m = predicted_us(vid, "fat", nbytes, gpus, chunks)
+        d = 100 * (s / m - 1)
+        diffs[(vid, "fat")] = d
+        row = [label, "%.1f" % s, "%.1f" % m, common.pct(d), "", ""]
+        if algo != "ring":
+            w = predicted_us(vid, "fat", wire_bytes(nbytes), gpus, chunks)
+            wdiffs[(vid, "fat")] = 100 * (s / w - 1)
+            row[4:] = ["%.1f" % w, common.pct(wdiffs[(vid, "fat")])]
+        body.append(row)
+    md += [common.table(head, body), ""]
     head = ["racks", "HINA (model)", "MTINA (model, S = %d)" % HOSTS_PER_RACK,
             "CINA (model, k = %d)" % COARSE_CHUNKS]
     body = []
@@ -195,10 +275,11 @@ def report(rows, scale, build):
         body.append([racks, "%.1f" % (MODEL.t_hina(c) * 1e6),
                      "%.1f" % (MODEL.t_mtina(c) * 1e6),
                      "%.1f" % (MODEL.t_cina(c) * 1e6)])
-    md += ["HINA and MTINA need aggregation at every tier, which the "
-           "simulator does not run (only ToRs aggregate); their model "
-           "times for the same configurations (us):", "",
-           common.table(head, body), ""]
+    md += ["The leaf-spine set-ups above in the model for HINA (its "
+           "2 (K/(k B_lts) + a_lts) are two tiers above the ToR, which a "
+           "leaf-spine does not have: the fat-tree table is its simulated "
+           "counterpart) and MTINA (several trees; not simulated) (us):",
+           "", common.table(head, body), ""]
     fine = [diffs[("cina-kfine", r)] for r in RACKS]
     wfine = [wdiffs[("cina-kfine", r)] for r in RACKS]
     coarse = [diffs[("cina-k%d" % COARSE_CHUNKS, r)] for r in RACKS]
@@ -220,10 +301,14 @@ def report(rows, scale, build):
            "the chain (2 links per further rack) where the model has one "
            "a_min.  Ring over DCTCP whose flows start at line rate (first "
            "window %d packets), as the form assumes, is %s %% off "
-           "2(N-1)(K/(N B) + a)." % (
+           "2(N-1)(K/(N B) + a).  On the three-tier fat-tree, given the "
+           "bytes on the wire, HINA is %+.1f %% and CINA %+.1f %% off "
+           "(k = %d), and ring %+.1f %%." % (
                fine_chunks(nbytes), listed(fine), AGREE, WIRE_PER_GROUP,
                100 * (WIRE_PER_GROUP / GROUP_BYTES - 1), listed(wfine),
-               LINE_RATE_CWND, listed(ring_lr)), "",
+               LINE_RATE_CWND, listed(ring_lr),
+               wdiffs[("hina-kfine", "fat")], wdiffs[("cina-kfine", "fat")],
+               fine_chunks(nbytes), diffs[("ring-lr", "fat")]), "",
            "**Where they do not, it does not, and this is why.**  With the "
            "seed's coarse k = %d the model charges each further ToR of the "
            "chain, and the multicast back, a whole chunk (K/(k B_lts)): it "
@@ -231,7 +316,9 @@ def report(rows, scale, build):
            "switches aggregate and pass on every datagram as it completes "
            "(as a programmable switch does), so the chain costs packets, "
            "not chunks, and the simulation is %s the model (%s %% at 2, 4 "
-           "and 8 racks), the gap growing with the chain.  Ring with "
+           "and 8 racks), the gap growing with the chain (HINA on the "
+           "fat-tree, k = %d: %+.1f %%, two tiers priced a chunk each).  "
+           "Ring with "
            "DCTCP's usual first window (20 packets) is %s %% off: each of "
            "its 2(N-1) steps is a new flow that starts in slow start, and "
            "the more ranks, the shorter the steps and the larger that "
@@ -243,8 +330,9 @@ def report(rows, scale, build):
            "concurrent flows (incast: ECN back-off and buffer drops, so "
            "a first window of %d makes it worse: %s %%)." % (
                COARSE_CHUNKS, "below" if max(coarse) < 0 else "off",
-               listed(coarse), listed(ring), listed(ps), LINE_RATE_CWND,
-               listed(ps_lr)), ""]
+               listed(coarse), COARSE_CHUNKS,
+               diffs[("hina-k%d" % COARSE_CHUNKS, "fat")], listed(ring),
+               listed(ps), LINE_RATE_CWND, listed(ps_lr)), ""]
     scale_r = MODEL.scale_limits(32, 64, 1)
     md += ["### Largest node count on a three-tier network", "",
            "`scripts/dlcp-ina-model scale` (derivation in docs/ina.md, "
@@ -279,8 +367,8 @@ def report(rows, scale, build):
     md += ["Not reproduced: the seed's training time, throughput, scaling "
            "efficiency and speedup for VGG19 and ResNet50 (its Figures, "
            "chapter 4) — this section times the synchronization alone; "
-           "HINA and MTINA in the simulator; the runtime's chain on the "
-           "testbed.", ""]
+           "MTINA in the simulator; the runtime's chain on the testbed.",
+           ""]
     md += common.unfinished_note(rows)
     return "\n".join(md)
 
