@@ -174,24 +174,27 @@ static void test_cina_deterministic(void **state) {
   assert_int_equal(t[0], t[1]);
 }
 
-static dlcp_sim *load_tree(const char *topology, const char *tree) {
+/* A hina (|key| tree) or mtina (|key| trees) job over every host. */
+static dlcp_sim *load_tree(const char *topology, const char *key,
+                           const char *tree) {
   char yaml[2048];
   snprintf(yaml, sizeof(yaml),
            "topology: %s\n"
-           "aggregation: {tree: %s, memory: 1MiB}\n"
+           "aggregation: {%s: %s, memory: 1MiB}\n"
            "workload:\n"
-           "  collective: {algo: hina, bytes: 1MB, iterations: 2, "
+           "  collective: {algo: %s, bytes: 1MB, iterations: 2, "
            "window: 256, gpus_per_host: 4, chunks: 8}\n",
-           topology, tree);
+           topology, key, tree, strcmp(key, "tree") == 0 ? "hina" : "mtina");
   return simtest_load(yaml, NULL, 0);
 }
 
-/* Checks a HINA run's counts: every switch of the tree claims each group
- * once, and every switch but the root passes it up once. */
-static void assert_tree_counts(dlcp_sim *sim, uint32_t switches,
-                               uint32_t masters) {
+/* Checks a HINA or MTINA run's counts: each group goes through one tree
+ * of |switches| switches, each of which claims it once and all but the
+ * root pass it up once. */
+static void assert_tree_counts(dlcp_sim *sim, const char *algo,
+                               uint32_t switches, uint32_t masters) {
   dlcp_sim_coll_report r = run_exact(sim);
-  assert_string_equal(r.algo_name, "hina");
+  assert_string_equal(r.algo_name, algo);
   uint64_t groups = 2ull * GROUPS_1MB;
   assert_int_equal(r.ina_groups, groups);
   dlcp_agg_stats st;
@@ -212,8 +215,23 @@ static void test_hina_leaf_spine(void **state) {
   dlcp_sim *sim = load_tree(
       "{kind: leaf_spine, tors: 4, spines: 2, hosts_per_tor: 2, "
       "link_rate: 100Gbps, link_delay: 1us}",
+      "tree",
       "[[tor0, spine0], [tor1, spine0], [tor2, spine0], [tor3, spine0]]");
-  assert_tree_counts(sim, 5, 8);
+  assert_tree_counts(sim, "hina", 5, 8);
+  dlcp_sim_del(sim);
+}
+
+/* MTINA on a leaf-spine: one tree per spine, even groups through spine0
+ * and odd ones through spine1; each group still meets 5 switches. */
+static void test_mtina_leaf_spine(void **state) {
+  (void)state;
+  dlcp_sim *sim = load_tree(
+      "{kind: leaf_spine, tors: 4, spines: 2, hosts_per_tor: 2, "
+      "link_rate: 100Gbps, link_delay: 1us}",
+      "trees",
+      "[[[tor0, spine0], [tor1, spine0], [tor2, spine0], [tor3, spine0]],"
+      " [[tor0, spine1], [tor1, spine1], [tor2, spine1], [tor3, spine1]]]");
+  assert_tree_counts(sim, "mtina", 5, 8);
   dlcp_sim_del(sim);
 }
 
@@ -221,13 +239,14 @@ static void test_hina_leaf_spine(void **state) {
  * core switches all aggregate, as the seed's HINA. */
 static void test_hina_fat_tree(void **state) {
   (void)state;
-  dlcp_sim *sim = load_tree(
-      "{kind: fat_tree, k: 4, link_rate: 100Gbps, link_delay: 1us}",
-      "[[edge0_0, agg0_0], [edge0_1, agg0_0], [edge1_0, agg1_0], "
-      "[edge1_1, agg1_0], [edge2_0, agg2_0], [edge2_1, agg2_0], "
-      "[edge3_0, agg3_0], [edge3_1, agg3_0], [agg0_0, core0], "
-      "[agg1_0, core0], [agg2_0, core0], [agg3_0, core0]]");
-  assert_tree_counts(sim, 13, 16);
+  dlcp_sim *sim =
+      load_tree("{kind: fat_tree, k: 4, link_rate: 100Gbps, link_delay: 1us}",
+                "tree",
+                "[[edge0_0, agg0_0], [edge0_1, agg0_0], [edge1_0, agg1_0], "
+                "[edge1_1, agg1_0], [edge2_0, agg2_0], [edge2_1, agg2_0], "
+                "[edge3_0, agg3_0], [edge3_1, agg3_0], [agg0_0, core0], "
+                "[agg1_0, core0], [agg2_0, core0], [agg3_0, core0]]");
+  assert_tree_counts(sim, "hina", 13, 16);
   dlcp_sim_del(sim);
 }
 
@@ -241,7 +260,7 @@ static void test_cina_errors(void **state) {
   simtest_expect_error(
       "aggregation: {switch: tor0, chain: [tor0, tor1]}\n",
       "test.yaml:1: field 'aggregation.chain': expected one of 'switch', "
-      "'chain' and 'tree'");
+      "'chain', 'tree' and 'trees'");
   simtest_expect_error(
       "aggregation: {chain: [tor0, tor0]}\n",
       "test.yaml:1: field 'aggregation.chain': expected each switch once, "
@@ -260,11 +279,11 @@ static void test_cina_errors(void **state) {
       "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 2}\n",
       "test.yaml:3: field 'workload.collective.algo': expected an "
       "aggregation section naming one switch (a chain is for cina, a tree for "
-      "hina)");
+      "hina, trees for mtina)");
   simtest_expect_error(
       "workload:\n  collective: {algo: ring, bytes: 1MB, chunks: 4}\n",
-      "test.yaml:2: field 'workload.collective.chunks': expected algo cina "
-      "or hina for this field");
+      "test.yaml:2: field 'workload.collective.chunks': expected algo cina, "
+      "hina or mtina for this field");
   simtest_expect_error(
       "aggregation: {chain: [tor0, tor1]}\n"
       "workload:\n  collective: {algo: cina, bytes: 1MB, gpus_per_host: 0}\n",
@@ -275,8 +294,9 @@ static void test_cina_errors(void **state) {
       "aggregation: {chain: [tor0, tor1]}\n"
       "workload:\n  collective: {algo: cina, bytes: 1MB, hosts: [h0, h1]}\n",
       "test.yaml:3: field 'workload.collective.hosts': expected hosts below "
-      "the chain's switches, at least one and at most 63 below each (and "
-      "one cina job)");
+      "the aggregating switches: one or more below each switch of a chain "
+      "and each leaf of a tree, a switch with hosts in every tree, at most "
+      "64 workers per switch (and one such job)");
   simtest_expect_error(
       "aggregation: {chain: [tor0, tor1], memory: 64KiB}\n"
       "workload:\n  collective: {algo: cina, bytes: 1MB}\n",
@@ -309,6 +329,25 @@ static void test_cina_errors(void **state) {
       "workload:\n  collective: {algo: hina, bytes: 1MB}\n",
       "test.yaml:3: field 'workload.collective.algo': expected an "
       "aggregation section with a tree");
+  simtest_expect_error(
+      "aggregation: {trees: [[[tor0, spine0]]]}\n",
+      "test.yaml:1: field 'aggregation.trees': expected a list of 2..8 "
+      "trees, each a list of [child, parent] pairs");
+  simtest_expect_error(
+      "aggregation: {trees: [[[tor0, spine0], [tor1, spine0]], "
+      "[[tor0, spine1], [spine1, tor0]]]}\n",
+      "test.yaml:1: field 'aggregation.trees[1]': expected a tree, got a "
+      "cycle through 'tor0'");
+  /* tor1 is in the first tree only: its masters' odd groups would have
+   * nowhere to go. */
+  simtest_expect_error(
+      "aggregation: {trees: [[[tor0, spine0], [tor1, spine0]], "
+      "[[tor0, spine1]]]}\n"
+      "workload:\n  collective: {algo: mtina, bytes: 1MB}\n",
+      "test.yaml:3: field 'workload.collective.hosts': expected hosts below "
+      "the aggregating switches: one or more below each switch of a chain "
+      "and each leaf of a tree, a switch with hosts in every tree, at most "
+      "64 workers per switch (and one such job)");
 }
 
 int main(void) {
@@ -319,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_cina_deterministic),
       cmocka_unit_test(test_hina_leaf_spine),
       cmocka_unit_test(test_hina_fat_tree),
+      cmocka_unit_test(test_mtina_leaf_spine),
       cmocka_unit_test(test_cina_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

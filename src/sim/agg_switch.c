@@ -193,17 +193,22 @@ typedef struct agg_role {
   struct dlcp_sim_agg *agg;
   dlcp_agg *core;
   uint32_t node, pos;     /* the switch and its index in cfg.agg.chain */
-  uint32_t parent;        /* the parent's index; DLCP_SIM_NONE: the root */
+  /* In tree t (of cfg.agg.ntrees; a chain or HINA's tree is tree 0): the
+   * parent's index (DLCP_SIM_NONE: the root, or not in the tree), the
+   * child switches and this switch's rank at its parent. */
+  uint32_t parent[DLCP_SIM_AGG_MAX_TREES];
+  uint32_t *children[DLCP_SIM_AGG_MAX_TREES];
+  uint32_t nchildren[DLCP_SIM_AGG_MAX_TREES];
+  uint32_t child_rank[DLCP_SIM_AGG_MAX_TREES];
   dlcp_sim_ps busy_until; /* the processor's next free instant */
   uint32_t waiting;       /* packets in its FIFO */
   uint64_t queue_drops;
   dlcp_sim_timer timer;
   /* The job's masters below this switch (ranks 0..nmasters-1 of its
-   * core), its child switches (the next ranks), its own rank at its
-   * parent, and its core's world (masters + children). */
+   * core; its children in a tree are the next ranks), and its core's
+   * world (masters + children, the same in every tree it is in). */
   uint32_t *masters, nmasters;
-  uint32_t *children, nchildren;
-  uint32_t child_rank, world;
+  uint32_t world;
   uint32_t *slot_group; /* CHAIN_SLOTS: the group a slot holds */
   uint8_t *slot_state;  /* GROUP_* */
   uint8_t *slot_final;  /* CHAIN_SLOTS x the final RESULT datagram */
@@ -215,6 +220,11 @@ static dlcp_tstamp ns_of(dlcp_sim_ps t) {
 
 static bool is_multi(const struct dlcp_sim_agg *a) {
   return a->sim->cfg.agg.nchain > 0;
+}
+
+/* The tree group |group| goes through (MTINA: round-robin). */
+static uint32_t tree_of(const struct dlcp_sim_agg *a, uint32_t group) {
+  return group % a->sim->cfg.agg.ntrees;
 }
 
 /* The port of switch |node| whose link leads to node |peer|, or
@@ -261,7 +271,7 @@ static void send_to_host(agg_role *r, const uint8_t *dgram, size_t len,
  * source-routed: partial sums going up take the first uplink and finals
  * coming down the second, so with two spines or more the two streams
  * never share a link, as the seed's model prices each once. */
-static void send_to_switch(agg_role *r, const agg_role *to,
+static void send_to_switch(agg_role *r, const agg_role *to, bool up,
                            const uint8_t *dgram, size_t len, uint8_t ecn,
                            dlcp_sim_ps now) {
   struct dlcp_sim_agg *a = r->agg;
@@ -277,7 +287,7 @@ static void send_to_switch(agg_role *r, const agg_role *to,
   pkt->flow = to->node;
   pkt->flags |= DLCP_SIM_PKT_F_TO_AGG | DLCP_SIM_PKT_F_LOSSLESS;
   pkt->lb = DLCP_SIM_LB_SOURCE;
-  pkt->path = pkt->path_rest = to->pos == r->parent ? 0u : 1u;
+  pkt->path = pkt->path_rest = up ? 0u : 1u;
   pkt->ingress = DLCP_SIM_NONE;
   uint32_t port = port_to(net, r->node, to->node);
   if (port == DLCP_SIM_NONE && to->nmasters) {
@@ -347,17 +357,18 @@ static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
     readdress(a->fwd, kept, len, m, r->world);
     send_to_host(r, a->fwd, len, r->masters[m], ecn, now);
   }
-  for (uint32_t c = 0; c < r->nchildren; c++) {
-    const agg_role *child = &a->roles[r->children[c]];
-    readdress(a->fwd, kept, len, child->child_rank, r->world);
-    send_to_switch(r, child, a->fwd, len, ecn, now);
+  uint32_t t = tree_of(a, h->group);
+  for (uint32_t c = 0; c < r->nchildren[t]; c++) {
+    const agg_role *child = &a->roles[r->children[t][c]];
+    readdress(a->fwd, kept, len, child->child_rank[t], r->world);
+    send_to_switch(r, child, false, a->fwd, len, ecn, now);
     /* The hop is lossless: acknowledge it for the child. */
     uint8_t ack[DLCP_AGG_HDR_LEN];
     dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), a->fwd, len, h->job,
                                     h->token);
     if (n > 0) {
       core_input(r, ack, (size_t)n, DLCP_SIM_ECN_ECT,
-                 CHILD_COOKIE + child->child_rank, now);
+                 CHILD_COOKIE + child->child_rank[t], now);
     }
   }
 }
@@ -381,7 +392,8 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
     }
     return false; /* NACKs to masters go as they are */
   }
-  if (r->parent == DLCP_SIM_NONE) {
+  uint32_t t = tree_of(a, h.group);
+  if (r->parent[t] == DLCP_SIM_NONE) {
     /* The root's results are the final sums: its masters get the core's
      * own, its children the kept copy, once. */
     uint8_t st = group_state(r, h.group);
@@ -393,9 +405,9 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
   switch (group_state(r, h.group)) {
   case GROUP_NEW: {
     /* The switch's partial sum goes up as one contribution. */
-    agg_role *up = &a->roles[r->parent];
+    agg_role *up = &a->roles[r->parent[t]];
     h.type = DLCP_AGG_CONTRIB;
-    h.rank = (uint8_t)r->child_rank;
+    h.rank = (uint8_t)r->child_rank[t];
     h.world = (uint8_t)up->world;
     h.low = h.group;
     h.flags = 0;
@@ -404,7 +416,7 @@ static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
     (void)dlcp_agg_hdr_encode(a->fwd, DLCP_AGG_HDR_LEN, &h);
     set_state(r, h.group, GROUP_FORWARDED);
     a->chain_forwards++;
-    send_to_switch(r, up, a->fwd, len, ecn, now);
+    send_to_switch(r, up, true, a->fwd, len, ecn, now);
     return true;
   }
   case GROUP_FORWARDED:
@@ -526,7 +538,9 @@ static int role_init(struct dlcp_sim_agg *a, agg_role *r, uint32_t node,
   r->agg = a;
   r->node = node;
   r->pos = pos;
-  r->parent = c->nchain ? c->parent[pos] : DLCP_SIM_NONE;
+  for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
+    r->parent[t] = c->nchain ? c->parent[t][pos] : DLCP_SIM_NONE;
+  }
   dlcp_agg_config ac;
   dlcp_agg_config_default(&ac);
   ac.mem_bytes = c->mem_bytes;
@@ -605,15 +619,19 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
   }
   /* A tree's edges are links: its hops are not routed (a switch without
    * masters has no host to route towards). */
-  for (uint32_t i = 0; c->tree && i < nroles; i++) {
-    const agg_role *r = &a->roles[i];
-    if (r->parent != DLCP_SIM_NONE &&
-        port_to(net, r->node, a->roles[r->parent].node) == DLCP_SIM_NONE) {
-      snprintf(err, errlen,
-               "%s: field '%s.tree': expected linked switches, got '%s' "
-               "and its parent '%s'",
-               c->where, c->field, c->chain[i], c->chain[r->parent]);
-      return DLCP_ERR_CONFIG;
+  for (uint32_t t = 0; (c->tree || c->trees) && t < c->ntrees; t++) {
+    for (uint32_t i = 0; i < nroles; i++) {
+      uint32_t up = a->roles[i].parent[t];
+      if (up != DLCP_SIM_NONE &&
+          port_to(net, a->roles[i].node, a->roles[up].node) ==
+              DLCP_SIM_NONE) {
+        snprintf(err, errlen,
+                 "%s: field '%s.%s': expected linked switches, got '%s' "
+                 "and its parent '%s'",
+                 c->where, c->field, c->trees ? "trees" : "tree", c->chain[i],
+                 c->chain[up]);
+        return DLCP_ERR_CONFIG;
+      }
     }
   }
   net->agg_rx = arrive;
@@ -640,16 +658,21 @@ int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
   if (!a || !is_multi(a) || a->roles[0].masters) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  uint32_t ntrees = sim->cfg.agg.ntrees;
   a->final_len = DLCP_AGG_HDR_LEN + group_bytes;
   for (uint32_t i = 0; i < a->nroles; i++) {
     agg_role *r = &a->roles[i];
     r->masters = mem->malloc(n * sizeof(uint32_t), mem->user);
-    r->children = mem->malloc(a->nroles * sizeof(uint32_t), mem->user);
+    for (uint32_t t = 0; t < ntrees; t++) {
+      r->children[t] = mem->malloc(a->nroles * sizeof(uint32_t), mem->user);
+      if (!r->children[t]) {
+        return DLCP_ERR_NOMEM;
+      }
+    }
     r->slot_group = mem->malloc(CHAIN_SLOTS * sizeof(uint32_t), mem->user);
     r->slot_state = mem->calloc(CHAIN_SLOTS, 1, mem->user);
     r->slot_final = mem->malloc(CHAIN_SLOTS * a->final_len, mem->user);
-    if (!r->masters || !r->children || !r->slot_group || !r->slot_state ||
-        !r->slot_final) {
+    if (!r->masters || !r->slot_group || !r->slot_state || !r->slot_final) {
       return DLCP_ERR_NOMEM;
     }
     memset(r->slot_group, 0xff, CHAIN_SLOTS * sizeof(uint32_t));
@@ -664,26 +687,44 @@ int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
     tor_rank[k] = r->nmasters;
     r->masters[r->nmasters++] = hosts[k];
   }
-  /* A child's rank at its parent follows the parent's masters. */
-  for (uint32_t i = 0; i < a->nroles; i++) {
-    agg_role *r = &a->roles[i];
-    if (r->parent != DLCP_SIM_NONE) {
-      agg_role *up = &a->roles[r->parent];
-      up->children[up->nchildren++] = i;
+  /* In each tree, a child's rank at its parent follows the parent's
+   * masters. */
+  const dlcp_sim_agg_config *c = &sim->cfg.agg;
+  for (uint32_t t = 0; t < ntrees; t++) {
+    for (uint32_t i = 0; i < a->nroles; i++) {
+      uint32_t up = a->roles[i].parent[t];
+      if (up != DLCP_SIM_NONE) {
+        agg_role *p = &a->roles[up];
+        a->roles[i].child_rank[t] = p->nmasters + p->nchildren[t];
+        p->children[t][p->nchildren[t]++] = i;
+      }
     }
   }
   for (uint32_t i = 0; i < a->nroles; i++) {
     agg_role *r = &a->roles[i];
-    for (uint32_t c = 0; c < r->nchildren; c++) {
-      a->roles[r->children[c]].child_rank = r->nmasters + c;
+    r->world = 0;
+    /* A switch's core has one world: the same masters and child count in
+     * every tree it is in.  A switch without masters or children would
+     * never complete a group (a chain's hops are routed towards masters;
+     * a tree's are links, checked at build). */
+    for (uint32_t t = 0; t < ntrees; t++) {
+      uint32_t w = r->nmasters + r->nchildren[t];
+      if (c->member[t][i] && r->world != 0 && w != r->world) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
+      if (c->member[t][i]) {
+        r->world = w;
+      }
     }
-    r->world = r->nmasters + r->nchildren;
-    /* A switch without masters or children would never complete a group
-     * (a chain's hops are routed towards masters; a tree's are links,
-     * checked at build). */
     if (r->world == 0 || r->world > DLCP_AGG_MAX_WORLD ||
-        (!a->sim->cfg.agg.tree && r->nmasters == 0)) {
+        (!c->tree && !c->trees && r->nmasters == 0)) {
       return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    /* Masters send every group to their switch: it is in every tree. */
+    for (uint32_t t = 0; r->nmasters && t < ntrees; t++) {
+      if (!c->member[t][i]) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
     }
   }
   for (uint32_t k = 0; k < n; k++) {
@@ -742,7 +783,9 @@ void dlcp_sim_agg_free(dlcp_sim *sim) {
     agg_role *r = &a->roles[i];
     dlcp_agg_del(r->core);
     mem->free(r->masters, mem->user);
-    mem->free(r->children, mem->user);
+    for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
+      mem->free(r->children[t], mem->user);
+    }
     mem->free(r->slot_group, mem->user);
     mem->free(r->slot_state, mem->user);
     mem->free(r->slot_final, mem->user);

@@ -164,12 +164,15 @@ static int ina_check(const coll_job *job, char *err, size_t errlen) {
   const char *field = NULL, *want = NULL;
   bool multi = dlcp_sim_agg_chain_len(sim) > 0;
   bool tree = multi && sim->cfg.agg.tree;
-  if (!sim->agg || multi != s->cina || tree != s->hina) {
+  bool trees = multi && sim->cfg.agg.trees;
+  if (!sim->agg || multi != s->cina || tree != s->hina ||
+      trees != s->mtina) {
     field = "algo",
-    want = s->hina   ? "an aggregation section with a tree"
+    want = s->mtina  ? "an aggregation section with trees"
+           : s->hina ? "an aggregation section with a tree"
            : s->cina ? "an aggregation section with a chain"
            : multi   ? "an aggregation section naming one switch (a chain "
-                       "is for cina, a tree for hina)"
+                       "is for cina, a tree for hina, trees for mtina)"
                      : "an aggregation section naming the switch";
   } else if (job->n > (s->cina ? DLCP_INA_MAX_SCALE_WORLD
                                : DLCP_AGG_MAX_WORLD)) {

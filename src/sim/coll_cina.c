@@ -85,8 +85,9 @@ int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen) {
   if (!want &&
       dlcp_sim_agg_chain_job(sim, hosts, job->n, group_bytes,
                              job->cina_tor_rank, job->cina_tor_world) != 0) {
-    want = "hosts below the chain's switches, at least one and at most 63 "
-           "below each (and one cina job)";
+    want = "hosts below the aggregating switches: one or more below each "
+           "switch of a chain and each leaf of a tree, a switch with hosts "
+           "in every tree, at most 64 workers per switch (and one such job)";
   }
   sim->mem->free(hosts, sim->mem->user);
   if (want) {
@@ -152,7 +153,7 @@ void dlcp_sim_coll_cina_schedule(coll_rank *rk, dlcp_sim_ps now) {
       s->cina_intra_ps;
   for (uint32_t c = 0; c < s->cina_chunks; c++) {
     dlcp_sim_engine_at_cold(&job->sim->engine,
-                            now + (s->cina_gpus - 1u + c) * step,
-                            chunk_reduced, rk, (void *)(uintptr_t)c);
+                            now + (s->cina_gpus - 1u + c) * step, chunk_reduced,
+                            rk, (void *)(uintptr_t)c);
   }
 }

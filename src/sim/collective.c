@@ -672,7 +672,8 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,
   }
   const coll_job *job = &sim->colls->jobs[id];
   r->algo = job->algo;
-  r->algo_name = job->spec.hina   ? "hina"
+  r->algo_name = job->spec.mtina  ? "mtina"
+                 : job->spec.hina ? "hina"
                  : job->spec.cina ? "cina"
                                   : dlcp_algo_short_name(job->algo);
   r->ranks = job->n;

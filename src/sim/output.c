@@ -649,22 +649,24 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
       uint64_t fwd, cnacks;
       dlcp_sim_agg_chain_stats(sim, &fwd, &cnacks);
       uint32_t root = 0;
-      while (ac->parent[root] != DLCP_SIM_NONE) {
-        root = ac->parent[root];
+      while (ac->parent[0][root] != DLCP_SIM_NONE) {
+        root = ac->parent[0][root];
       }
-      fprintf(f, "%-11s%s -> ... -> %s (%u switches): %llu partial "
+      const char *kind = ac->trees ? "trees" : ac->tree ? "tree" : "chain";
+      fprintf(f, "%-11s%s -> ... -> %s%s (%u switches): %llu partial "
                  "sums passed up, %llu refused\n",
-              ac->tree ? "tree" : "chain", ac->tree ? "leaves" : ac->chain[0],
-              ac->chain[root], ac->nchain, (unsigned long long)fwd,
-              (unsigned long long)cnacks);
+              kind, ac->tree || ac->trees ? "leaves" : ac->chain[0],
+              ac->chain[root], ac->trees ? ", ..." : "", ac->nchain,
+              (unsigned long long)fwd, (unsigned long long)cnacks);
     }
     fprintf(f, "aggregation %s%s: %u aggregators, %llu contributions, %llu "
                "claims, %llu ring verdicts, %llu results (%llu re-sent), "
                "%llu freed, %llu rejected, %llu dropped (queue full)\n",
             sim->cfg.agg.node,
-            sim->cfg.agg.nchain ? (sim->cfg.agg.tree ? " (tree, summed)"
-                                                     : " (chain, summed)")
-                                : "",
+            !sim->cfg.agg.nchain ? ""
+            : sim->cfg.agg.trees ? " (trees, summed)"
+            : sim->cfg.agg.tree  ? " (tree, summed)"
+                                 : " (chain, summed)",
             as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,

@@ -470,16 +470,18 @@ static uint32_t switch_index(dlcp_sim_agg_config *a, const char *name) {
     return DLCP_SIM_NONE;
   }
   snprintf(a->chain[a->nchain], DLCP_SIM_NAME_MAX, "%s", name);
-  a->parent[a->nchain] = DLCP_SIM_NONE;
   return a->nchain++;
 }
 
-/* aggregation.tree: [[child, parent], ...], HINA's aggregation tree: every
- * switch has at most one parent, one switch (the root) has none, and
- * following parents never comes back. */
+/* One aggregation tree, number |ti|: [[child, parent], ...] (HINA's, or
+ * one of MTINA's): every switch has at most one parent, one switch (the
+ * root) has none, and following parents never comes back.  |f| names the
+ * field. */
 static int aggregation_tree(dlcp_scn *s, const dlcp_scn_node *t,
-                            dlcp_sim_agg_config *a) {
-  const char *f = "aggregation.tree";
+                            dlcp_sim_agg_config *a, uint32_t ti,
+                            const char *f) {
+  uint32_t *parent = a->parent[ti];
+  bool *member = a->member[ti];
   if (t->kind != DLCP_SCN_SEQ || t->n == 0 ||
       t->n >= DLCP_SIM_AGG_MAX_CHAIN) {
     return dlcp_scn_fail(s, t, f,
@@ -510,26 +512,27 @@ static int aggregation_tree(dlcp_scn *s, const dlcp_scn_node *t,
       return dlcp_scn_fail(s, e, f, "expected at most %u switches",
                            DLCP_SIM_AGG_MAX_CHAIN);
     }
-    if (c == p || a->parent[c] != DLCP_SIM_NONE) {
+    if (c == p || parent[c] != DLCP_SIM_NONE) {
       return dlcp_scn_fail(s, e, f,
                            "expected one parent per switch, another "
                            "switch than itself ('%s')",
                            name[0]);
     }
-    a->parent[c] = p;
+    parent[c] = p;
+    member[c] = member[p] = true;
   }
   uint32_t roots = 0;
   for (uint32_t i = 0; i < a->nchain; i++) {
     uint32_t up = i, steps = 0;
-    while (a->parent[up] != DLCP_SIM_NONE && steps <= a->nchain) {
-      up = a->parent[up];
+    while (parent[up] != DLCP_SIM_NONE && steps <= a->nchain) {
+      up = parent[up];
       steps++;
     }
     if (steps > a->nchain) {
       return dlcp_scn_fail(s, t, f, "expected a tree, got a cycle through "
                            "'%s'", a->chain[i]);
     }
-    roots += a->parent[i] == DLCP_SIM_NONE;
+    roots += member[i] && parent[i] == DLCP_SIM_NONE;
   }
   if (roots != 1) {
     return dlcp_scn_fail(s, t, f,
@@ -537,27 +540,69 @@ static int aggregation_tree(dlcp_scn *s, const dlcp_scn_node *t,
                          "got %u",
                          roots);
   }
-  a->tree = true;
   snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
   return 0;
 }
 
+/* aggregation.trees: MTINA's trees, each as aggregation.tree. */
+static int aggregation_trees(dlcp_scn *s, const dlcp_scn_node *t,
+                             dlcp_sim_agg_config *a) {
+  if (t->kind != DLCP_SCN_SEQ || t->n < 2 || t->n > DLCP_SIM_AGG_MAX_TREES) {
+    return dlcp_scn_fail(s, t, "aggregation.trees",
+                         "expected a list of 2..%u trees, each a list of "
+                         "[child, parent] pairs",
+                         DLCP_SIM_AGG_MAX_TREES);
+  }
+  for (size_t i = 0; i < t->n; i++) {
+    char f[64];
+    snprintf(f, sizeof(f), "aggregation.trees[%zu]", i);
+    int rv = aggregation_tree(s, t->items[i], a, (uint32_t)i, f);
+    if (rv != 0) {
+      return rv;
+    }
+  }
+  a->ntrees = (uint32_t)t->n;
+  return 0;
+}
+
 /* aggregation.switch (one switch), aggregation.chain (CINA's switches in
- * chain order) or aggregation.tree (HINA's): exactly one of them. */
+ * chain order), aggregation.tree (HINA's) or aggregation.trees (MTINA's):
+ * exactly one of them. */
 static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
                                 dlcp_sim_agg_config *a) {
-  const dlcp_scn_node *chain = dlcp_scn_map_get(n, "chain");
-  const dlcp_scn_node *tree = dlcp_scn_map_get(n, "tree");
-  const dlcp_scn_node *one = dlcp_scn_map_get(n, "switch");
-  if ((one != NULL) + (chain != NULL) + (tree != NULL) > 1) {
-    return dlcp_scn_fail(s, chain ? chain : tree,
-                         chain ? "aggregation.chain" : "aggregation.tree",
-                         "expected one of 'switch', 'chain' and 'tree'");
+  static const char *const keys[] = {"switch", "chain", "tree", "trees"};
+  const dlcp_scn_node *given = NULL;
+  const char *key = NULL;
+  for (size_t i = 0; i < 4; i++) {
+    const dlcp_scn_node *v = dlcp_scn_map_get(n, keys[i]);
+    if (v && given) {
+      char f[64];
+      snprintf(f, sizeof(f), "aggregation.%s", keys[i]);
+      return dlcp_scn_fail(s, v, f, "expected one of 'switch', 'chain', "
+                           "'tree' and 'trees'");
+    }
+    if (v) {
+      given = v;
+      key = keys[i];
+    }
   }
   a->nchain = 0;
-  a->tree = false;
-  if (tree) {
-    return aggregation_tree(s, tree, a);
+  a->ntrees = 1;
+  a->tree = a->trees = false;
+  for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
+    for (uint32_t i = 0; i < DLCP_SIM_AGG_MAX_CHAIN; i++) {
+      a->parent[t][i] = DLCP_SIM_NONE;
+      a->member[t][i] = false;
+    }
+  }
+  const dlcp_scn_node *chain = key && strcmp(key, "chain") == 0 ? given : NULL;
+  if (key && strcmp(key, "tree") == 0) {
+    a->tree = true;
+    return aggregation_tree(s, given, a, 0, "aggregation.tree");
+  }
+  if (key && strcmp(key, "trees") == 0) {
+    a->trees = true;
+    return aggregation_trees(s, given, a);
   }
   if (!chain) {
     return dlcp_scn_get_name(s, n, "aggregation", "switch", a->node, true, n);
@@ -586,7 +631,8 @@ static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
       }
     }
     snprintf(a->chain[i], DLCP_SIM_NAME_MAX, "%s", t);
-    a->parent[i] = i + 1 < chain->n ? (uint32_t)i + 1 : DLCP_SIM_NONE;
+    a->parent[0][i] = i + 1 < chain->n ? (uint32_t)i + 1 : DLCP_SIM_NONE;
+    a->member[0][i] = true;
   }
   a->nchain = (uint32_t)chain->n;
   snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
@@ -596,7 +642,7 @@ static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
 /* aggregation: the switch that runs src/proto/agg and its parameters. */
 static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
   static const char *const keys[] = {
-      "switch",     "chain", "tree", "memory", "block_elems", "policy",
+      "switch", "chain", "tree", "trees", "memory", "block_elems", "policy",
       "static_parts", "per_packet", "queue", "resend", NULL};
   static const char *const policies[] = {"shared", "static", NULL};
   const char *p = "aggregation";

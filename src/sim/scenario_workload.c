@@ -316,7 +316,8 @@ static int cina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
     if (v && !cs->cina) {
       dlcp_scn_join(field, sizeof(field), path, *k);
       return dlcp_scn_fail(s, v, field,
-                           "expected algo cina or hina for this field");
+                           "expected algo cina, hina or mtina for this "
+                           "field");
     }
   }
   cs->cina_gpus = 1;
@@ -363,14 +364,15 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
     dlcp_scn_join(field, sizeof(field), path, "bytes");
     return dlcp_scn_fail(s, n, field, "expected this field to be present");
   }
-  /* The src/coll algorithms, then the simulator's CINA and HINA (INA jobs
-   * through aggregation.chain / aggregation.tree). */
-  const char *algos[DLCP_COLL_NALGOS + 3] = {NULL};
+  /* The src/coll algorithms, then the simulator's CINA, HINA and MTINA
+   * (INA jobs through aggregation.chain / .tree / .trees). */
+  const char *algos[DLCP_COLL_NALGOS + 4] = {NULL};
   for (unsigned a = 0; a < DLCP_COLL_NALGOS; a++) {
     algos[a] = dlcp_algo_short_name((dlcp_algo)a);
   }
   algos[DLCP_COLL_NALGOS] = "cina";
   algos[DLCP_COLL_NALGOS + 1] = "hina";
+  algos[DLCP_COLL_NALGOS + 2] = "mtina";
   int algo = 1;
   if ((rv = dlcp_scn_get_enum(s, n, path, "algo", algos, &algo)) ||
       (rv =
@@ -389,7 +391,8 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
     return rv;
   }
   cs->hina = algo == (int)DLCP_COLL_NALGOS + 1;
-  cs->cina = algo == (int)DLCP_COLL_NALGOS || cs->hina;
+  cs->mtina = algo == (int)DLCP_COLL_NALGOS + 2;
+  cs->cina = algo == (int)DLCP_COLL_NALGOS || cs->hina || cs->mtina;
   cs->algo = cs->cina ? DLCP_ALGO_INA : (dlcp_algo)algo;
   /* ranks: all (the default) or a count; or the hosts, listed. */
   const dlcp_scn_node *r = dlcp_scn_map_get(n, "ranks");

@@ -347,6 +347,7 @@ typedef struct dlcp_sim_coll_spec {
    * |cina_intra_ps|. */
   bool cina;
   bool hina; /* algo hina: the same masters through aggregation.tree */
+  bool mtina; /* algo mtina: the same masters through aggregation.trees */
   uint32_t cina_gpus;       /* default 1 */
   uint32_t cina_chunks;     /* default 1 */
   uint64_t cina_intra_bps;  /* default 2.4 Tbit/s (NVLink-class) */
@@ -363,18 +364,23 @@ typedef struct dlcp_sim_coll_spec {
  * through the switch's ports like any packet.
  */
 #define DLCP_SIM_AGG_MAX_CHAIN 64u
+#define DLCP_SIM_AGG_MAX_TREES 8u
 
 typedef struct dlcp_sim_agg_config {
   char node[DLCP_SIM_NAME_MAX]; /* "": no aggregation switch */
   /* Several aggregating switches (agg_switch.c), each running its own
    * core with the parameters below: CINA's chain (chain[0] -> chain[1]
-   * -> ..., parent[i] = i + 1) or HINA's tree (|tree|: parent[i] is the
-   * index of switch i's parent, DLCP_SIM_NONE at the root).  |node| is
-   * then chain[0].  nchain 0: the single switch |node|. */
+   * -> ..., parent[0][i] = i + 1), HINA's tree (|tree|: parent[0][i] is
+   * the index of switch i's parent, DLCP_SIM_NONE at the root) or
+   * MTINA's |ntrees| trees (|trees|: parent[t] is tree t, whose groups
+   * are those with group % ntrees == t; DLCP_SIM_NONE also for a switch
+   * not in tree t, member[t][i] false).  |node| is then chain[0].
+   * nchain 0: the single switch |node|. */
   char chain[DLCP_SIM_AGG_MAX_CHAIN][DLCP_SIM_NAME_MAX];
-  uint32_t parent[DLCP_SIM_AGG_MAX_CHAIN];
-  uint32_t nchain;
-  bool tree;
+  uint32_t parent[DLCP_SIM_AGG_MAX_TREES][DLCP_SIM_AGG_MAX_CHAIN];
+  bool member[DLCP_SIM_AGG_MAX_TREES][DLCP_SIM_AGG_MAX_CHAIN];
+  uint32_t nchain, ntrees;
+  bool tree, trees;
   uint64_t mem_bytes;           /* aggregator memory; default 1 MiB */
   uint32_t block_elems;         /* int32 per aggregator; default 64 */
   bool static_partition;        /* SwitchML-style partitions; default off */
