@@ -228,8 +228,8 @@ def sim_us(r):
 
 def report(rows, scale, build):
     nbytes = gradient_bytes(scale)
-    md = ["## CINA: the ToR chain against HINA, ring and PS, and the seed's "
-          "cost models (RA-INA/CINA seed, chapter 4)", "",
+    md = ["## CINA: the ToR chain against HINA, MTINA, ring and PS, and the "
+          "seed's cost models (RA-INA/CINA seed, chapter 4)", "",
           "Command: `scripts/results/run.py --only cina`.  Racks of %d hosts "
           "on a non-blocking leaf-spine (%d spines), every link 100 Gbit/s "
           "with %g us; ResNet50's gradient x %g = %.2f MB per rank, one "
@@ -377,7 +377,8 @@ def report(rows, scale, build):
     plt = common.pyplot()
     fig, ax = plt.subplots(figsize=(8.4, 3.8))
     for (vid, _, gpus, chunks, label, extra), color in zip(
-            variants(nbytes), ("C0", "C4", "C1", "C5", "C2", "C3")):
+            variants(nbytes), ("C0", "C4", "C1", "C5", "C2", "C3", "C6",
+                               "C7")):
         ax.plot(RACKS, [sim_us(find(rows, vid, r)) for r in RACKS],
                 marker="o", color=color, label=label + ", simulated")
         if extra:
