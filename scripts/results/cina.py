@@ -381,8 +381,8 @@ def report(rows, scale, build):
                                "C7")):
         ax.plot(RACKS, [sim_us(find(rows, vid, r)) for r in RACKS],
                 marker="o", color=color, label=label + ", simulated")
-        if extra:
-            continue  # the same model line as the variant without |extra|
+        if vid.endswith("-lr"):
+            continue  # the same model line as the variant without "-lr"
         ax.plot(RACKS, [predicted_us(vid, r, nbytes, gpus, chunks)
                         for r in RACKS], linestyle="--", color=color,
                 label=label + ", model")
