@@ -239,13 +239,12 @@ static void test_mtina_leaf_spine(void **state) {
  * core switches all aggregate, as the seed's HINA. */
 static void test_hina_fat_tree(void **state) {
   (void)state;
-  dlcp_sim *sim =
-      load_tree("{kind: fat_tree, k: 4, link_rate: 100Gbps, link_delay: 1us}",
-                "tree",
-                "[[edge0_0, agg0_0], [edge0_1, agg0_0], [edge1_0, agg1_0], "
-                "[edge1_1, agg1_0], [edge2_0, agg2_0], [edge2_1, agg2_0], "
-                "[edge3_0, agg3_0], [edge3_1, agg3_0], [agg0_0, core0], "
-                "[agg1_0, core0], [agg2_0, core0], [agg3_0, core0]]");
+  dlcp_sim *sim = load_tree(
+      "{kind: fat_tree, k: 4, link_rate: 100Gbps, link_delay: 1us}", "tree",
+      "[[edge0_0, agg0_0], [edge0_1, agg0_0], [edge1_0, agg1_0], "
+      "[edge1_1, agg1_0], [edge2_0, agg2_0], [edge2_1, agg2_0], "
+      "[edge3_0, agg3_0], [edge3_1, agg3_0], [agg0_0, core0], "
+      "[agg1_0, core0], [agg2_0, core0], [agg3_0, core0]]");
   assert_tree_counts(sim, "hina", 13, 16);
   dlcp_sim_del(sim);
 }
@@ -301,7 +300,7 @@ static void test_cina_errors(void **state) {
       "aggregation: {chain: [tor0, tor1], memory: 64KiB}\n"
       "workload:\n  collective: {algo: cina, bytes: 1MB}\n",
       "test.yaml:1: field 'aggregation.memory': expected room for two "
-      "windows of groups at each switch of the chain (512 blocks of 64 "
+      "windows of groups at each aggregating switch (512 blocks of 64 "
       "int32 for window 64)");
   simtest_expect_error(
       "aggregation: {tree: [[tor0, spine0], [tor1, tor0], [spine0, tor1]]}\n",

@@ -17,11 +17,12 @@
  * seed's formula.  Until a chunk is released its part of the buffer is
  * zero, so a group sent early would make the checked sum wrong.
  *
- * Each master contributes to its rack's switch of aggregation.chain as
- * rank tor_rank of a core of world tor_world (agg_switch.c runs the
- * chain); the final sum comes back as that core's RESULT.  Every master
- * scales its block floating point for all the masters of the job
- * (scale_world), since the chain adds all of them.  The final sum then
+ * Each master contributes to its rack's switch of aggregation.chain
+ * (CINA), .tree (HINA) or .trees (MTINA) as rank tor_rank of a core of
+ * world tor_world (agg_switch.c runs the chain or trees); the final sum
+ * comes back as that core's RESULT.  Every master scales its block
+ * floating point for all the masters of the job (scale_world), since the
+ * switches add all of them.  The final sum then
  * reaches the other GPUs of the host through shared memory, which is not
  * timed (the seed's formula ends when the masters hold it too).
  *
@@ -49,10 +50,8 @@ float dlcp_sim_coll_rank_input(const coll_job *job, uint32_t r, uint64_t j) {
 int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen) {
   dlcp_sim *sim = job->sim;
   const dlcp_sim_coll_spec *s = &job->spec;
-  const char *want = NULL;
-  if (dlcp_sim_agg_chain_len(sim) == 0) {
-    want = "an aggregation section with a chain";
-  }
+  /* ina_check (coll_build.c) has made sure the aggregation section
+   * matches the algorithm. */
   uint32_t *hosts = dlcp_sim_coll_zalloc(sim, job->n, sizeof(uint32_t));
   job->cina_tor_rank = dlcp_sim_coll_zalloc(sim, job->n, sizeof(uint32_t));
   job->cina_tor_world = dlcp_sim_coll_zalloc(sim, job->n, sizeof(uint32_t));
@@ -60,21 +59,21 @@ int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen) {
     sim->mem->free(hosts, sim->mem->user);
     return DLCP_ERR_NOMEM;
   }
-  for (uint32_t r = 0; !want && r < job->n; r++) {
+  for (uint32_t r = 0; r < job->n; r++) {
     hosts[r] = job->ranks[r].host;
   }
   size_t group_bytes =
       4u * (size_t)sim->cfg.agg.block_elems * job->ina_group_blocks;
-  /* A switch of the chain must never refuse the previous one (agg_switch.c
-   * has no retry for it): its pool holds every group the masters can have
-   * in flight, two windows (a master is at most a window ahead of the
-   * slowest, which is at most a window ahead of its own low mark). */
+  /* A switch must never refuse a child switch (agg_switch.c has no retry
+   * for it): its pool holds every group the masters can have in flight,
+   * two windows (a master is at most a window ahead of the slowest, which
+   * is at most a window ahead of its own low mark). */
   uint32_t window = s->ina_window ? s->ina_window : 64u;
   uint64_t aggs = sim->cfg.agg.mem_bytes / (4ull * sim->cfg.agg.block_elems);
-  if (!want && aggs < 2ull * window * job->ina_group_blocks) {
+  if (aggs < 2ull * window * job->ina_group_blocks) {
     snprintf(err, errlen,
              "%s: field '%s.memory': expected room for two windows of "
-             "groups at each switch of the chain (%llu blocks of %u int32 "
+             "groups at each aggregating switch (%llu blocks of %u int32 "
              "for window %u)",
              sim->cfg.agg.where, sim->cfg.agg.field,
              (unsigned long long)(2ull * window * job->ina_group_blocks),
@@ -82,20 +81,19 @@ int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen) {
     sim->mem->free(hosts, sim->mem->user);
     return DLCP_ERR_CONFIG;
   }
-  if (!want &&
-      dlcp_sim_agg_chain_job(sim, hosts, job->n, group_bytes,
-                             job->cina_tor_rank, job->cina_tor_world) != 0) {
-    want = "hosts below the aggregating switches: one or more below each "
-           "switch of a chain and each leaf of a tree, a switch with hosts "
-           "in every tree, at most 64 workers per switch (and one such job)";
-  }
+  int rv = dlcp_sim_agg_chain_job(sim, hosts, job->n, group_bytes,
+                                  job->cina_tor_rank, job->cina_tor_world);
   sim->mem->free(hosts, sim->mem->user);
-  if (want) {
-    snprintf(err, errlen, "%s: field '%s.hosts': expected %s", s->where,
-             s->field, want);
+  if (rv == DLCP_ERR_INVALID_ARGUMENT) {
+    snprintf(err, errlen,
+             "%s: field '%s.hosts': expected hosts below the aggregating "
+             "switches: one or more below each switch of a chain and each "
+             "leaf of a tree, a switch with hosts in every tree, at most 64 "
+             "workers per switch (and one such job)",
+             s->where, s->field);
     return DLCP_ERR_CONFIG;
   }
-  return 0;
+  return rv;
 }
 
 /* The groups [0, end) of chunk c's end, of k chunks over |ngroups|. */

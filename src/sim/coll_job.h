@@ -104,7 +104,7 @@ bool dlcp_sim_coll_is_ina(dlcp_algo algo);
 /*
  * CINA (coll_cina.c).  rank_input is rank r's input element j (CINA: the
  * sum over its host's GPUs).  cina_setup registers the job's masters with
- * the chain (DLCP_ERR_CONFIG with a message naming the field if the
+ * the chain or trees (DLCP_ERR_CONFIG with a message naming the field if the
  * scenario does not allow it); cina_params sets a master's part of its
  * src/coll/ina parameters and clears its buffer; cina_schedule releases
  * its host's chunks as the intra-host ring-reduce produces them.

@@ -340,10 +340,11 @@ typedef struct dlcp_sim_coll_spec {
   uint32_t ina_window;
   dlcp_sim_ps ina_rto_ps;
   uint32_t ina_group_blocks;
-  /* CINA (algo cina: an INA job through aggregation.chain, coll_cina.c):
-   * each rank is a host's master for |cina_gpus| GPUs whose vectors it
-   * ring-reduces inside the host in |cina_chunks| pipelined chunks, one
-   * step per chunk of chunk bytes at |cina_intra_bps| plus
+  /* CINA, HINA, MTINA (algo cina / hina / mtina: an INA job through
+   * aggregation.chain / .tree / .trees, coll_cina.c; |cina| is set for
+   * all three): each rank is a host's master for |cina_gpus| GPUs whose
+   * vectors it ring-reduces inside the host in |cina_chunks| pipelined
+   * chunks, one step per chunk of chunk bytes at |cina_intra_bps| plus
    * |cina_intra_ps|. */
   bool cina;
   bool hina; /* algo hina: the same masters through aggregation.tree */
@@ -754,19 +755,22 @@ void dlcp_sim_agg_free(dlcp_sim *sim);
 uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node);
 uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim);
 /*
- * dlcp_sim_agg_chain_job registers the CINA job whose masters are |hosts|
- * (|n|, each attached to a switch of the chain) and whose RESULT payload
- * is |group_bytes|, and writes each master's rank and world at its
- * switch into |tor_rank| and |tor_world|.  DLCP_ERR_INVALID_ARGUMENT if
- * there is no chain or a job already, a host is not below the chain, a
- * switch of the chain has no master or more than DLCP_AGG_MAX_WORLD - 1;
+ * dlcp_sim_agg_chain_job registers the CINA / HINA / MTINA job whose
+ * masters are |hosts| (|n|, each attached to a switch of the chain or
+ * trees) and whose RESULT payload is |group_bytes|, and writes each
+ * master's rank and world at its switch into |tor_rank| and |tor_world|.
+ * DLCP_ERR_INVALID_ARGUMENT if there is no chain or tree or a job already,
+ * a host is not below one of its switches, a switch of a chain or a leaf
+ * of a tree has no master, a switch with masters is not in every tree, a
+ * switch's world differs between trees or exceeds DLCP_AGG_MAX_WORLD;
  * DLCP_ERR_NOMEM.
  */
 int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
                            size_t group_bytes, uint32_t *tor_rank,
                            uint32_t *tor_world);
-/* Partial sums the chain passed downstream, and NACKs a switch got from
- * the next (the run fails on the first). */
+/* Partial sums switches passed up (to the next on a chain, to the parent
+ * in a tree), and NACKs a switch got from its parent (the run fails on
+ * the first). */
 void dlcp_sim_agg_chain_stats(const dlcp_sim *sim, uint64_t *forwards,
                               uint64_t *nacks);
 /* Copies the core's counters and the packets dropped because the
