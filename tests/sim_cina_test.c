@@ -315,6 +315,10 @@ static void test_cina_errors(void **state) {
       "test.yaml:1: field 'aggregation.tree': expected one parent per "
       "switch, another switch than itself ('tor0')");
   simtest_expect_error(
+      "aggregation: {tree: [[tor0, h1]]}\n",
+      "test.yaml:1: field 'aggregation.tree': expected names of switches of "
+      "the topology, got 'h1'");
+  simtest_expect_error(
       "aggregation: {tree: [[tor0, tor1]]}\n",
       "test.yaml:1: field 'aggregation.tree': expected linked switches, got "
       "'tor0' and its parent 'tor1'");

@@ -597,7 +597,12 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
     const char *name = c->nchain ? c->chain[i] : c->node;
     uint32_t node = switch_named(net, name);
     if (node == DLCP_SIM_NONE) {
-      if (c->nchain) {
+      if (c->tree || c->trees) {
+        snprintf(err, errlen,
+                 "%s: field '%s.%s': expected names of switches of the "
+                 "topology, got '%s'",
+                 c->where, c->field, c->trees ? "trees" : "tree", name);
+      } else if (c->nchain) {
         snprintf(err, errlen,
                  "%s: field '%s.chain[%u]': expected the name of a "
                  "switch of the topology, got '%s'",
