@@ -261,7 +261,7 @@ static void test_scenario_errors(void **state) {
       "workload:\n  collective: {algo: tree, bytes: 1MB}\n",
       "test.yaml:2: field 'workload.collective.algo': expected one "
       "of auto, ring, ring_bypass, ps, hd, rat, direct, rd, ina, "
-      "ra_ina, got 'tree'");
+      "ra_ina, cina, hina, mtina, got 'tree'");
   simtest_expect_error(
       "workload:\n  collective: {algo: ring}\n",
       "test.yaml:2: field 'workload.collective.bytes': expected "

@@ -33,7 +33,7 @@ struct dlcp_ina {
   dlcp_ina_params p;
   uint32_t ngroups;
   uint32_t group_elems;
-  uint32_t clog2; /* ceil(log2 world) */
+  uint32_t clog2; /* ceil(log2 scale_world) */
   const unsigned char *in;
   unsigned char *out;
   int32_t *exps;  /* FLOAT32 only */
@@ -44,6 +44,7 @@ struct dlcp_ina {
   uint32_t head, tail;
   uint32_t low;      /* first group not done */
   uint32_t next_new; /* first group never sent */
+  uint32_t ready;    /* groups below it may be sent (dlcp_ina_release) */
   uint32_t nsent;    /* groups in SENT */
   uint32_t ndone;
   uint32_t *acks;    /* groups to acknowledge */
@@ -427,7 +428,8 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     }
   }
   if (h->r.status == 0 && h->next_new < h->ngroups &&
-      h->nsent < h->p.window && h->next_new - h->low < h->p.window) {
+      h->next_new < h->ready && h->nsent < h->p.window &&
+      h->next_new - h->low < h->p.window) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
   }
   if (!h->reported && (h->r.status != 0 || h->ndone == h->ngroups)) {
@@ -436,6 +438,12 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     act->type = DLCP_INA_ACT_DONE;
   }
   return h->r.status;
+}
+
+void dlcp_ina_release(dlcp_ina *h, uint32_t groups) {
+  if (groups > h->ready) {
+    h->ready = groups;
+  }
 }
 
 dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h) {
@@ -544,6 +552,7 @@ void dlcp_ina_params_default(dlcp_ina_params *p) {
   p->window = 64;
   p->rto_ns = 2000000;
   p->max_retx = 200;
+  p->ready_groups = UINT32_MAX;
 }
 
 void dlcp_ina_del(dlcp_ina *h) {
@@ -572,6 +581,7 @@ static int params_check(const dlcp_ina_params *p) {
       DLCP_AGG_HDR_LEN + 4u * ge > DLCP_AGG_DGRAM_MAX || p->window == 0 ||
       p->window > DLCP_INA_MAX_WINDOW || p->rto_ns == 0 ||
       p->max_retx > UINT16_MAX - 1u || (p->count > 0 && p->recvbuf == NULL) ||
+      p->scale_world > DLCP_INA_MAX_SCALE_WORLD ||
       (p->count + ge - 1u) / ge > UINT32_MAX - p->first_group ||
       (p->dtype == DLCP_FLOAT32 && p->count > 0 && p->exps == NULL)) {
     return DLCP_ERR_INVALID_ARGUMENT;
@@ -601,7 +611,8 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->group_elems = p->block_elems * p->group_blocks;
   ng = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);
   h->ngroups = ng;
-  h->clog2 = ceil_log2(p->world);
+  h->clog2 = ceil_log2(p->scale_world != 0 ? p->scale_world : p->world);
+  h->ready = p->ready_groups;
   h->in = p->sendbuf != NULL ? p->sendbuf : p->recvbuf;
   h->out = p->recvbuf;
   h->acap = 2u * p->window + 16u;

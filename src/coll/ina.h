@@ -84,7 +84,18 @@ typedef struct dlcp_ina_params {
   /* FLOAT32: the agreed exponents E_g, ngroups entries (the MAX over ranks
    * of dlcp_ina_exponents); borrowed until dlcp_ina_new returns. */
   const int32_t *exps;
+  /* How many contributions the final sum adds up, for the scaling (n in
+   * s_g above); 0 means |world|.  A chain of switches (CINA) sums more
+   * contributions than one switch's world: every contributor must scale
+   * for all of them, 1..DLCP_INA_MAX_SCALE_WORLD. */
+  uint32_t scale_world;
+  /* Groups [0, ready_groups) hold their final input and may be sent; the
+   * rest wait for dlcp_ina_release (CINA's master, whose input is reduced
+   * inside the host chunk by chunk).  Default: every group. */
+  uint32_t ready_groups;
 } dlcp_ina_params;
+
+#define DLCP_INA_MAX_SCALE_WORLD (1u << 20)
 
 #define DLCP_INA_MAX_WINDOW 2048u
 
@@ -118,7 +129,7 @@ typedef struct dlcp_ina_action {
 
 /* dlcp_ina_params_default: world 1, plain INA, FLOAT32 SUM, 64-element
  * blocks, 4 blocks per group, a window of 64 groups, 2 ms RTO, 200
- * re-sends. */
+ * re-sends, every group ready. */
 void dlcp_ina_params_default(dlcp_ina_params *p);
 
 /* dlcp_ina_ngroups returns the number of groups a |count|-element vector
@@ -171,6 +182,10 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
  */
 int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now);
+
+/* dlcp_ina_release lets groups [0, |groups|) be sent: their input is now
+ * in the send buffer.  Release only grows; poll afterwards. */
+void dlcp_ina_release(dlcp_ina *h, uint32_t groups);
 
 dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h);
 void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r);

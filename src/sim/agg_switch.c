@@ -1,8 +1,10 @@
 /*
- * agg_switch.c: the aggregation switch role, and the bytes of INA packets.
+ * agg_switch.c: the aggregation switch role, CINA's chain of them, and the
+ * bytes of INA packets.
  *
- * Role.  One switch of the network (aggregation.switch) runs the
- * src/proto/agg core, the same object dlcp-switch runs per worker thread.
+ * Role.  One switch of the network (aggregation.switch), or each switch of
+ * CINA's chain (aggregation.chain), runs a src/proto/agg core, the same
+ * object dlcp-switch runs per worker thread.
  * An INA datagram a host addresses to the switch (dst DLCP_SIM_NONE)
  * crosses the host's link like any packet (queueing, ECN, loss) and is
  * handed here when it reaches that switch (switch.c).  The switch
@@ -15,8 +17,30 @@
  * processed, through the switch's egress port towards the host, with the
  * ECN codepoint the core chose (the OR of the contributions') on the
  * queue the host's own packets used.  The core's timers (result re-sends,
- * leases) run on one engine timer.  The address cookie the core keys
- * workers by is the host index.
+ * leases) run on one engine timer per switch.  The address cookie the
+ * core keys workers by is the host index (CHILD_COOKIE + rank for a child
+ * switch of a chain or tree).
+ *
+ * Chains and trees (CINA and HINA, the seed's chapter 4).  The switches
+ * of cfg.agg.chain each sum their masters (the job's ranks below them)
+ * and the partial sums of their child switches, which are more workers of
+ * their core (ranks after the masters).  Every switch's job has the same
+ * id, token and group numbers.  When a switch that has a parent completes
+ * a group, its core's results are not sent: their sum goes up as one
+ * contribution to the parent, group by group, pipelined.  CINA's chain
+ * is the path ToR0 -> ToR1 -> ... -> ToR(L-1) (each ToR the parent of
+ * the one before, every one with masters); HINA's tree has the ToRs as
+ * leaves under an aggregation and core tier without masters.  The
+ * root's results are the final sums: its masters get them as usual, and
+ * the final goes back down to every child, which keeps it, sends it to
+ * each of its masters as the RESULT their core expects and passes it on
+ * to its own children (the multicast back).  A master's re-sent
+ * contribution to a complete group is answered with the final sum once it
+ * is known, and not at all before.  Masters acknowledge finals as any
+ * result, which frees their switch's aggregators; the hops between
+ * switches are on a lossless class (the seed assumes a lossless fabric,
+ * as PFC gives), so a switch that sends a final down acknowledges it for
+ * that child itself.
  *
  * Bytes.  A simulated packet is a fixed record, so an INA datagram's bytes
  * (header and int32 payload, which the core and the hosts really add up)
@@ -28,9 +52,11 @@
  * header) are also copied into the packet's |hdr|, so pcap captures show
  * them.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/ina.h"
 #include "proto/agg.h"
 #include "sim/sim.h"
 
@@ -43,18 +69,22 @@ typedef struct ina_slot {
   uint32_t next_free; /* DLCP_SIM_NONE at the end of the free list */
 } ina_slot;
 
+struct agg_role;
+
 struct dlcp_sim_agg {
   dlcp_sim *sim;
-  dlcp_agg *core;
-  uint32_t node; /* the switch */
+  struct agg_role *roles; /* one per aggregating switch, in chain order */
+  uint32_t nroles;
+  uint32_t *pos_of_node; /* per node: its role, or DLCP_SIM_NONE */
   dlcp_sim_ps per_packet_ps;
-  dlcp_sim_ps busy_until; /* the processor's next free instant */
-  uint32_t queue_pkts, waiting; /* the FIFO's bound and its packets */
-  uint64_t queue_drops;
-  dlcp_sim_timer timer;
+  uint32_t queue_pkts; /* the processor's FIFO bound, per switch */
   uint8_t *out; /* one datagram written by dlcp_agg_poll */
+  uint8_t *fwd; /* one datagram a chain or tree writes */
   size_t out_cap;
   uint8_t *prio; /* per host: the queue its last packet used */
+  uint8_t chain_prio; /* the queue of the chain's hops (the job's) */
+  size_t final_len;   /* a final RESULT datagram of the CINA job */
+  uint64_t chain_forwards, chain_nacks;
   ina_slot *slots;
   uint32_t nslots, slots_cap, free_slot;
 };
@@ -146,114 +176,371 @@ const uint8_t *dlcp_sim_ina_packet_bytes(const dlcp_sim *sim,
   return a->slots[pkt->msg].bytes;
 }
 
-/* ---- the switch role ----------------------------------------------------- */
+/* ---- switches ------------------------------------------------------------ */
+
+/* The core's cookie for child switch rank r is CHILD_COOKIE + r (hosts
+ * are below). */
+#define CHILD_COOKIE (1ull << 40)
+
+/* Final sums a switch of a chain or tree keeps, by group modulo this:
+ * more than the groups a job can have in flight (two windows of the
+ * largest size, see coll_cina.c). */
+#define CHAIN_SLOTS (2u * DLCP_INA_MAX_WINDOW)
+
+enum { GROUP_NEW = 0, GROUP_FORWARDED, GROUP_FINAL };
+
+typedef struct agg_role {
+  struct dlcp_sim_agg *agg;
+  dlcp_agg *core;
+  uint32_t node, pos;     /* the switch and its index in cfg.agg.chain */
+  /* In tree t (of cfg.agg.ntrees; a chain or HINA's tree is tree 0): the
+   * parent's index (DLCP_SIM_NONE: the root, or not in the tree), the
+   * child switches and this switch's rank at its parent. */
+  uint32_t parent[DLCP_SIM_AGG_MAX_TREES];
+  uint32_t *children[DLCP_SIM_AGG_MAX_TREES];
+  uint32_t nchildren[DLCP_SIM_AGG_MAX_TREES];
+  uint32_t child_rank[DLCP_SIM_AGG_MAX_TREES];
+  dlcp_sim_ps busy_until; /* the processor's next free instant */
+  uint32_t waiting;       /* packets in its FIFO */
+  uint64_t queue_drops;
+  dlcp_sim_timer timer;
+  /* The job's masters below this switch (ranks 0..nmasters-1 of its
+   * core; its children in a tree are the next ranks), and its core's
+   * world (masters + children, the same in every tree it is in). */
+  uint32_t *masters, nmasters;
+  uint32_t world;
+  uint32_t *slot_group; /* CHAIN_SLOTS: the group a slot holds */
+  uint8_t *slot_state;  /* GROUP_* */
+  uint8_t *slot_final;  /* CHAIN_SLOTS x the final RESULT datagram */
+} agg_role;
 
 static dlcp_tstamp ns_of(dlcp_sim_ps t) {
   return dlcp_sim_time_to_ns(t);
 }
 
-/* Sends every answer the core has queued, then arms its next deadline. */
-static void flush(struct dlcp_sim_agg *a, dlcp_sim_ps now) {
+static bool is_multi(const struct dlcp_sim_agg *a) {
+  return a->sim->cfg.agg.nchain > 0;
+}
+
+/* The tree group |group| goes through (MTINA: round-robin). */
+static uint32_t tree_of(const struct dlcp_sim_agg *a, uint32_t group) {
+  return group % a->sim->cfg.agg.ntrees;
+}
+
+/* The port of switch |node| whose link leads to node |peer|, or
+ * DLCP_SIM_NONE. */
+static uint32_t port_to(const dlcp_sim_net *net, uint32_t node,
+                        uint32_t peer) {
+  const dlcp_sim_node *n = &net->nodes[node];
+  for (uint32_t i = 0; i < n->nports; i++) {
+    uint32_t p = net->node_ports[n->first_port + i];
+    if (net->ports[p].peer == peer) {
+      return p;
+    }
+  }
+  return DLCP_SIM_NONE;
+}
+
+/* Puts an answer of |r|'s switch on the port towards host |host|. */
+static void send_to_host(agg_role *r, const uint8_t *dgram, size_t len,
+                         uint32_t host, uint8_t ecn, dlcp_sim_ps now) {
+  struct dlcp_sim_agg *a = r->agg;
   dlcp_sim *sim = a->sim;
   dlcp_sim_net *net = &sim->net;
-  dlcp_agg_send out;
-  while (dlcp_agg_poll(a->core, &out, a->out, a->out_cap, ns_of(now)) == 1) {
-    uint32_t host = (uint32_t)out.addr;
-    dlcp_sim_packet *pkt = dlcp_sim_ina_packet_new(
-        sim, a->out, out.len, host < net->nhosts ? a->prio[host] : 0, out.ecn);
-    if (!pkt) {
-      return;
-    }
-    pkt->src = host; /* the switch has no host index; pcap shows the peer */
-    pkt->dst = host;
-    pkt->ingress = DLCP_SIM_NONE;
-    uint32_t port = dlcp_sim_switch_route(net, a->node, pkt);
-    if (port == DLCP_SIM_NONE) {
-      net->nodes[a->node].drops_noroute++;
-      dlcp_sim_packet_drop(sim, pkt);
-      continue;
-    }
-    dlcp_sim_port_send(&net->ports[port], pkt, now);
+  dlcp_sim_packet *pkt = dlcp_sim_ina_packet_new(
+      sim, dgram, len, host < net->nhosts ? a->prio[host] : 0, ecn);
+  if (!pkt) {
+    return;
   }
-  if (dlcp_sim_timer_follow(&a->timer, dlcp_agg_next_deadline(a->core), now)) {
-    dlcp_sim_timer_arm(&a->timer, now);
+  pkt->src = host; /* the switch has no host index; pcap shows the peer */
+  pkt->dst = host;
+  pkt->ingress = DLCP_SIM_NONE;
+  uint32_t port = dlcp_sim_switch_route(net, r->node, pkt);
+  if (port == DLCP_SIM_NONE) {
+    net->nodes[r->node].drops_noroute++;
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
+  }
+  dlcp_sim_port_send(&net->ports[port], pkt, now);
+}
+
+/* Puts a datagram for switch |to| (|r|'s parent or child) on the fabric,
+ * on a lossless class: on the link between them if there is one (a
+ * tree's edges), else routed towards one of |to|'s masters and taken by
+ * the switch itself (a chain's hops through the spines).  Routed hops are
+ * source-routed: partial sums going up take the first uplink and finals
+ * coming down the second, so with two spines or more the two streams
+ * never share a link, as the seed's model prices each once. */
+static void send_to_switch(agg_role *r, const agg_role *to, bool up,
+                           const uint8_t *dgram, size_t len, uint8_t ecn,
+                           dlcp_sim_ps now) {
+  struct dlcp_sim_agg *a = r->agg;
+  dlcp_sim *sim = a->sim;
+  dlcp_sim_net *net = &sim->net;
+  dlcp_sim_packet *pkt =
+      dlcp_sim_ina_packet_new(sim, dgram, len, a->chain_prio, ecn);
+  if (!pkt) {
+    return;
+  }
+  pkt->src = r->nmasters ? r->masters[0] : 0;
+  pkt->dst = to->nmasters ? to->masters[0] : 0;
+  pkt->flow = to->node;
+  pkt->flags |= DLCP_SIM_PKT_F_TO_AGG | DLCP_SIM_PKT_F_LOSSLESS;
+  pkt->lb = DLCP_SIM_LB_SOURCE;
+  pkt->path = pkt->path_rest = up ? 0u : 1u;
+  pkt->ingress = DLCP_SIM_NONE;
+  uint32_t port = port_to(net, r->node, to->node);
+  if (port == DLCP_SIM_NONE && to->nmasters) {
+    port = dlcp_sim_switch_route(net, r->node, pkt);
+  }
+  if (port == DLCP_SIM_NONE) {
+    net->nodes[r->node].drops_noroute++;
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
+  }
+  dlcp_sim_port_send(&net->ports[port], pkt, now);
+}
+
+static void flush(agg_role *r, dlcp_sim_ps now);
+
+/* Hands a datagram to |r|'s core as if it came from |cookie|. */
+static void core_input(agg_role *r, const uint8_t *bytes, size_t len,
+                       uint8_t ecn, uint64_t cookie, dlcp_sim_ps now) {
+  /* A rejected packet is counted by the core (dlcp_agg_get_stats). */
+  (void)dlcp_agg_on_packet(r->core, bytes, len, ecn, cookie, ns_of(now));
+}
+
+/* ---- chains and trees ---------------------------------------------------- */
+
+static size_t slot_of(uint32_t group) {
+  return group % CHAIN_SLOTS;
+}
+
+static uint8_t group_state(const agg_role *r, uint32_t group) {
+  size_t s = slot_of(group);
+  return r->slot_group[s] == group ? r->slot_state[s] : GROUP_NEW;
+}
+
+static void set_state(agg_role *r, uint32_t group, uint8_t st) {
+  size_t s = slot_of(group);
+  r->slot_group[s] = group;
+  r->slot_state[s] = st;
+}
+
+/* Writes into |out| the RESULT of |final| (a RESULT datagram of |len|
+ * bytes) addressed to rank |rank| of a core of world |world|. */
+static void readdress(uint8_t *out, const uint8_t *final, size_t len,
+                      uint32_t rank, uint32_t world) {
+  dlcp_agg_hdr h;
+  const uint8_t *payload;
+  (void)dlcp_agg_decode(&h, &payload, final, len);
+  h.rank = (uint8_t)rank;
+  h.world = (uint8_t)world;
+  (void)dlcp_agg_hdr_encode(out, DLCP_AGG_HDR_LEN, &h);
+  memmove(out + DLCP_AGG_HDR_LEN, payload, len - DLCP_AGG_HDR_LEN);
+}
+
+/* Group |h|'s final sum (the datagram |final|, |len| bytes) is known at
+ * switch |r|: keep it, answer its masters (unless its core did: the
+ * root), pass it down to every child switch.  |final| may be a->out. */
+static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
+                        const uint8_t *final, size_t len, uint8_t ecn,
+                        bool to_masters, dlcp_sim_ps now) {
+  struct dlcp_sim_agg *a = r->agg;
+  if (group_state(r, h->group) == GROUP_FINAL || len != a->final_len) {
+    return;
+  }
+  set_state(r, h->group, GROUP_FINAL);
+  uint8_t *kept = r->slot_final + slot_of(h->group) * a->final_len;
+  memcpy(kept, final, len);
+  for (uint32_t m = 0; to_masters && m < r->nmasters; m++) {
+    readdress(a->fwd, kept, len, m, r->world);
+    send_to_host(r, a->fwd, len, r->masters[m], ecn, now);
+  }
+  uint32_t t = tree_of(a, h->group);
+  for (uint32_t c = 0; c < r->nchildren[t]; c++) {
+    const agg_role *child = &a->roles[r->children[t][c]];
+    readdress(a->fwd, kept, len, child->child_rank[t], r->world);
+    send_to_switch(r, child, false, a->fwd, len, ecn, now);
+    /* The hop is lossless: acknowledge it for the child. */
+    uint8_t ack[DLCP_AGG_HDR_LEN];
+    dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), a->fwd, len, h->job,
+                                    h->token);
+    if (n > 0) {
+      core_input(r, ack, (size_t)n, DLCP_SIM_ECN_ECT,
+                 CHILD_COOKIE + child->child_rank[t], now);
+    }
   }
 }
 
-static void process(struct dlcp_sim_agg *a, dlcp_sim_packet *pkt,
-                    dlcp_sim_ps now) {
+/* A datagram |r|'s core wrote for |cookie|: the chain or tree decides
+ * where it goes.  Returns true if it took it. */
+static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
+                         uint64_t cookie, uint8_t ecn, dlcp_sim_ps now) {
+  struct dlcp_sim_agg *a = r->agg;
+  bool to_child = cookie >= CHILD_COOKIE;
+  dlcp_agg_hdr h;
+  const uint8_t *payload;
+  if (dlcp_agg_decode(&h, &payload, dgram, len) != 0 ||
+      h.type != DLCP_AGG_RESULT) {
+    if (to_child) {
+      /* A NACK to a switch: the pools were sized so that it never
+       * happens (coll_cina.c); fail loudly rather than hang. */
+      a->chain_nacks++;
+      dlcp_sim_engine_fail(&a->sim->engine, DLCP_ERR_LIMIT);
+      return true;
+    }
+    return false; /* NACKs to masters go as they are */
+  }
+  uint32_t t = tree_of(a, h.group);
+  if (r->parent[t] == DLCP_SIM_NONE) {
+    /* The root's results are the final sums: its masters get the core's
+     * own, its children the kept copy, once. */
+    uint8_t st = group_state(r, h.group);
+    if (st != GROUP_FINAL) {
+      chain_final(r, &h, dgram, len, ecn, false, now);
+    }
+    return to_child;
+  }
+  switch (group_state(r, h.group)) {
+  case GROUP_NEW: {
+    /* The switch's partial sum goes up as one contribution. */
+    agg_role *up = &a->roles[r->parent[t]];
+    h.type = DLCP_AGG_CONTRIB;
+    h.rank = (uint8_t)r->child_rank[t];
+    h.world = (uint8_t)up->world;
+    h.low = h.group;
+    h.flags = 0;
+    h.aux = 0;
+    memcpy(a->fwd, dgram, len);
+    (void)dlcp_agg_hdr_encode(a->fwd, DLCP_AGG_HDR_LEN, &h);
+    set_state(r, h.group, GROUP_FORWARDED);
+    a->chain_forwards++;
+    send_to_switch(r, up, true, a->fwd, len, ecn, now);
+    return true;
+  }
+  case GROUP_FORWARDED:
+    return true; /* no final yet: the master will ask again */
+  default: {
+    /* A re-sent result: a master gets the final sum. */
+    const uint8_t *kept = r->slot_final + slot_of(h.group) * a->final_len;
+    if (!to_child) {
+      readdress(a->fwd, kept, len, h.rank, r->world);
+      send_to_host(r, a->fwd, len, (uint32_t)cookie, ecn, now);
+    }
+    return true;
+  }
+  }
+}
+
+/* A datagram from another aggregating switch reached |r|. */
+static void chain_arrival(agg_role *r, const uint8_t *bytes, size_t len,
+                          uint8_t ecn, dlcp_sim_ps now) {
+  dlcp_agg_hdr h;
+  const uint8_t *payload;
+  if (dlcp_agg_decode(&h, &payload, bytes, len) != 0) {
+    return;
+  }
+  if (h.type == DLCP_AGG_RESULT) {
+    chain_final(r, &h, bytes, len, ecn, true, now); /* from the parent */
+  } else {
+    core_input(r, bytes, len, ecn, CHILD_COOKIE + h.rank, now);
+  }
+}
+
+/* ---- the switch role ----------------------------------------------------- */
+
+/* Sends every answer the core has queued, then arms its next deadline. */
+static void flush(agg_role *r, dlcp_sim_ps now) {
+  struct dlcp_sim_agg *a = r->agg;
+  dlcp_agg_send out;
+  while (dlcp_agg_poll(r->core, &out, a->out, a->out_cap, ns_of(now)) == 1) {
+    if (is_multi(a) && chain_answer(r, a->out, out.len, out.addr, out.ecn,
+                                    now)) {
+      continue;
+    }
+    send_to_host(r, a->out, out.len, (uint32_t)out.addr, out.ecn, now);
+  }
+  if (dlcp_sim_timer_follow(&r->timer, dlcp_agg_next_deadline(r->core), now)) {
+    dlcp_sim_timer_arm(&r->timer, now);
+  }
+}
+
+static void process(agg_role *r, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
+  struct dlcp_sim_agg *a = r->agg;
   dlcp_sim *sim = a->sim;
   size_t len;
   const uint8_t *bytes = dlcp_sim_ina_packet_bytes(sim, pkt, &len);
-  if (pkt->src < sim->net.nhosts) {
-    a->prio[pkt->src] = pkt->prio;
+  if (pkt->flags & DLCP_SIM_PKT_F_TO_AGG) {
+    chain_arrival(r, bytes, len, pkt->ecn, now);
+  } else {
+    if (pkt->src < sim->net.nhosts) {
+      a->prio[pkt->src] = pkt->prio;
+      a->chain_prio = pkt->prio;
+    }
+    core_input(r, bytes, len, pkt->ecn, pkt->src, now);
   }
-  /* A rejected packet is counted by the core (dlcp_agg_get_stats). */
-  (void)dlcp_agg_on_packet(a->core, bytes, len, pkt->ecn, pkt->src, ns_of(now));
   dlcp_sim_packet_drop(sim, pkt);
-  flush(a, now);
+  flush(r, now);
 }
 
 static void process_event(void *obj, void *arg, dlcp_sim_ps now) {
-  struct dlcp_sim_agg *a = obj;
-  a->waiting--;
-  process(a, arg, now);
+  agg_role *r = obj;
+  r->waiting--;
+  process(r, arg, now);
 }
 
-static void arrive(void *ctx, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
+static bool arrive(void *ctx, uint32_t node, dlcp_sim_packet *pkt,
+                   dlcp_sim_ps now) {
   struct dlcp_sim_agg *a = ctx;
+  uint32_t pos = a->pos_of_node[node];
+  if (pos == DLCP_SIM_NONE ||
+      ((pkt->flags & DLCP_SIM_PKT_F_TO_AGG) && pkt->flow != node)) {
+    return false;
+  }
+  agg_role *r = &a->roles[pos];
   if (a->per_packet_ps == 0) {
-    process(a, pkt, now);
-    return;
+    process(r, pkt, now);
+    return true;
   }
-  if (a->waiting == a->queue_pkts) {
-    a->queue_drops++;
+  if (r->waiting == a->queue_pkts) {
+    r->queue_drops++;
     dlcp_sim_packet_drop(a->sim, pkt);
-    return;
+    return true;
   }
-  a->waiting++;
-  dlcp_sim_ps start = a->busy_until > now ? a->busy_until : now;
-  a->busy_until = start + a->per_packet_ps;
-  dlcp_sim_engine_at(&a->sim->engine, a->busy_until, process_event, a, pkt);
+  r->waiting++;
+  dlcp_sim_ps start = r->busy_until > now ? r->busy_until : now;
+  r->busy_until = start + a->per_packet_ps;
+  dlcp_sim_engine_at(&a->sim->engine, r->busy_until, process_event, r, pkt);
+  return true;
 }
 
 static void timer_fire(void *obj, dlcp_sim_ps now) {
-  struct dlcp_sim_agg *a = obj;
-  dlcp_agg_on_timer(a->core, ns_of(now));
-  flush(a, now);
+  agg_role *r = obj;
+  dlcp_agg_on_timer(r->core, ns_of(now));
+  flush(r, now);
 }
 
-int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
-  const dlcp_sim_agg_config *c = &sim->cfg.agg;
-  if (c->node[0] == '\0') {
-    return 0;
-  }
-  dlcp_sim_net *net = &sim->net;
-  uint32_t node = DLCP_SIM_NONE;
+/* The node named |name| if it is a switch, else DLCP_SIM_NONE. */
+static uint32_t switch_named(const dlcp_sim_net *net, const char *name) {
   for (uint32_t i = 0; i < net->nnodes; i++) {
-    if (strcmp(net->nodes[i].name, c->node) == 0 &&
+    if (strcmp(net->nodes[i].name, name) == 0 &&
         net->nodes[i].kind == DLCP_SIM_NODE_SWITCH) {
-      node = i;
+      return i;
     }
   }
-  if (node == DLCP_SIM_NONE) {
-    snprintf(err, errlen,
-             "%s: field '%s.switch': expected the name of a "
-             "switch of the topology, got '%s'",
-             c->where, c->field, c->node);
-    return DLCP_ERR_CONFIG;
+  return DLCP_SIM_NONE;
+}
+
+static int role_init(struct dlcp_sim_agg *a, agg_role *r, uint32_t node,
+                     uint32_t pos, char *err, size_t errlen) {
+  const dlcp_sim_agg_config *c = &a->sim->cfg.agg;
+  r->agg = a;
+  r->node = node;
+  r->pos = pos;
+  for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
+    r->parent[t] = c->nchain ? c->parent[t][pos] : DLCP_SIM_NONE;
   }
-  const dlcp_mem *mem = sim->mem;
-  struct dlcp_sim_agg *a = mem->calloc(1, sizeof(*a), mem->user);
-  if (!a) {
-    return DLCP_ERR_NOMEM;
-  }
-  sim->agg = a;
-  a->sim = sim;
-  a->node = node;
-  a->per_packet_ps = c->per_packet_ps;
-  a->queue_pkts = c->queue_pkts;
-  a->free_slot = DLCP_SIM_NONE;
   dlcp_agg_config ac;
   dlcp_agg_config_default(&ac);
   ac.mem_bytes = c->mem_bytes;
@@ -265,7 +552,7 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
   /* Answers are flushed after every packet, but one timer may re-send
    * the results of every group at once. */
   ac.out_queue = 1u << 16;
-  int rv = dlcp_agg_new(&a->core, &ac, mem, 0);
+  int rv = dlcp_agg_new(&r->core, &ac, a->sim->mem, 0);
   if (rv == DLCP_ERR_CONFIG) {
     snprintf(err, errlen,
              "%s: field '%s.memory': expected room for at "
@@ -275,14 +562,83 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
   if (rv != 0) {
     return rv;
   }
-  a->out_cap = DLCP_AGG_HDR_LEN + 4u * DLCP_AGG_MAX_BLOCKS * c->block_elems;
-  a->out = mem->malloc(a->out_cap, mem->user);
-  a->prio = mem->calloc(net->nhosts, 1, mem->user);
-  if (!a->out || !a->prio) {
+  dlcp_sim_timer_init(&r->timer, &a->sim->engine, timer_fire, r);
+  return 0;
+}
+
+int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
+  const dlcp_sim_agg_config *c = &sim->cfg.agg;
+  if (c->node[0] == '\0') {
+    return 0;
+  }
+  dlcp_sim_net *net = &sim->net;
+  uint32_t nroles = c->nchain ? c->nchain : 1;
+  const dlcp_mem *mem = sim->mem;
+  struct dlcp_sim_agg *a = mem->calloc(1, sizeof(*a), mem->user);
+  if (!a) {
     return DLCP_ERR_NOMEM;
   }
-  dlcp_sim_timer_init(&a->timer, &sim->engine, timer_fire, a);
-  net->agg_node = node;
+  sim->agg = a;
+  a->sim = sim;
+  a->per_packet_ps = c->per_packet_ps;
+  a->queue_pkts = c->queue_pkts;
+  a->free_slot = DLCP_SIM_NONE;
+  a->roles = mem->calloc(nroles, sizeof(*a->roles), mem->user);
+  a->pos_of_node = mem->malloc(net->nnodes * sizeof(uint32_t), mem->user);
+  a->out_cap = DLCP_AGG_HDR_LEN + 4u * DLCP_AGG_MAX_BLOCKS * c->block_elems;
+  a->out = mem->malloc(a->out_cap, mem->user);
+  a->fwd = mem->malloc(a->out_cap, mem->user);
+  a->prio = mem->calloc(net->nhosts, 1, mem->user);
+  if (!a->roles || !a->pos_of_node || !a->out || !a->fwd || !a->prio) {
+    return DLCP_ERR_NOMEM;
+  }
+  memset(a->pos_of_node, 0xff, net->nnodes * sizeof(uint32_t));
+  for (uint32_t i = 0; i < nroles; i++) {
+    const char *name = c->nchain ? c->chain[i] : c->node;
+    uint32_t node = switch_named(net, name);
+    if (node == DLCP_SIM_NONE) {
+      if (c->tree || c->trees) {
+        snprintf(err, errlen,
+                 "%s: field '%s.%s': expected names of switches of the "
+                 "topology, got '%s'",
+                 c->where, c->field, c->trees ? "trees" : "tree", name);
+      } else if (c->nchain) {
+        snprintf(err, errlen,
+                 "%s: field '%s.chain[%u]': expected the name of a "
+                 "switch of the topology, got '%s'",
+                 c->where, c->field, i, name);
+      } else {
+        snprintf(err, errlen,
+                 "%s: field '%s.switch': expected the name of a "
+                 "switch of the topology, got '%s'",
+                 c->where, c->field, name);
+      }
+      return DLCP_ERR_CONFIG;
+    }
+    int rv = role_init(a, &a->roles[i], node, i, err, errlen);
+    if (rv != 0) {
+      return rv;
+    }
+    a->nroles = i + 1;
+    a->pos_of_node[node] = i;
+  }
+  /* A tree's edges are links: its hops are not routed (a switch without
+   * masters has no host to route towards). */
+  for (uint32_t t = 0; (c->tree || c->trees) && t < c->ntrees; t++) {
+    for (uint32_t i = 0; i < nroles; i++) {
+      uint32_t up = a->roles[i].parent[t];
+      if (up != DLCP_SIM_NONE &&
+          port_to(net, a->roles[i].node, a->roles[up].node) ==
+              DLCP_SIM_NONE) {
+        snprintf(err, errlen,
+                 "%s: field '%s.%s': expected linked switches, got '%s' "
+                 "and its parent '%s'",
+                 c->where, c->field, c->trees ? "trees" : "tree", c->chain[i],
+                 c->chain[up]);
+        return DLCP_ERR_CONFIG;
+      }
+    }
+  }
   net->agg_rx = arrive;
   net->agg_rx_ctx = a;
   sim->pool.release_ina = release_slot;
@@ -290,18 +646,134 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
   return 0;
 }
 
-uint32_t dlcp_sim_agg_node(const dlcp_sim *sim) {
-  return sim->agg ? sim->agg->node : DLCP_SIM_NONE;
+uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node) {
+  return sim->agg && node < sim->net.nnodes ? sim->agg->pos_of_node[node]
+                                            : DLCP_SIM_NONE;
+}
+
+uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim) {
+  return sim->agg ? sim->cfg.agg.nchain : 0;
+}
+
+int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
+                           size_t group_bytes, uint32_t *tor_rank,
+                           uint32_t *tor_world) {
+  struct dlcp_sim_agg *a = sim->agg;
+  const dlcp_mem *mem = sim->mem;
+  if (!a || !is_multi(a) || a->roles[0].masters) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  uint32_t ntrees = sim->cfg.agg.ntrees;
+  a->final_len = DLCP_AGG_HDR_LEN + group_bytes;
+  for (uint32_t i = 0; i < a->nroles; i++) {
+    agg_role *r = &a->roles[i];
+    r->masters = mem->malloc(n * sizeof(uint32_t), mem->user);
+    for (uint32_t t = 0; t < ntrees; t++) {
+      r->children[t] = mem->malloc(a->nroles * sizeof(uint32_t), mem->user);
+      if (!r->children[t]) {
+        return DLCP_ERR_NOMEM;
+      }
+    }
+    r->slot_group = mem->malloc(CHAIN_SLOTS * sizeof(uint32_t), mem->user);
+    r->slot_state = mem->calloc(CHAIN_SLOTS, 1, mem->user);
+    r->slot_final = mem->malloc(CHAIN_SLOTS * a->final_len, mem->user);
+    if (!r->masters || !r->slot_group || !r->slot_state || !r->slot_final) {
+      return DLCP_ERR_NOMEM;
+    }
+    memset(r->slot_group, 0xff, CHAIN_SLOTS * sizeof(uint32_t));
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t pos = dlcp_sim_agg_position(
+        sim, dlcp_sim_host_nic(&sim->net, hosts[k])->peer);
+    if (pos == DLCP_SIM_NONE) {
+      return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    agg_role *r = &a->roles[pos];
+    tor_rank[k] = r->nmasters;
+    r->masters[r->nmasters++] = hosts[k];
+  }
+  /* In each tree, a child's rank at its parent follows the parent's
+   * masters. */
+  const dlcp_sim_agg_config *c = &sim->cfg.agg;
+  for (uint32_t t = 0; t < ntrees; t++) {
+    for (uint32_t i = 0; i < a->nroles; i++) {
+      uint32_t up = a->roles[i].parent[t];
+      if (up != DLCP_SIM_NONE) {
+        agg_role *p = &a->roles[up];
+        a->roles[i].child_rank[t] = p->nmasters + p->nchildren[t];
+        p->children[t][p->nchildren[t]++] = i;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < a->nroles; i++) {
+    agg_role *r = &a->roles[i];
+    r->world = 0;
+    /* A switch's core has one world: the same masters and child count in
+     * every tree it is in.  A switch without masters or children would
+     * never complete a group (a chain's hops are routed towards masters;
+     * a tree's are links, checked at build). */
+    for (uint32_t t = 0; t < ntrees; t++) {
+      uint32_t w = r->nmasters + r->nchildren[t];
+      if (c->member[t][i] && r->world != 0 && w != r->world) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
+      if (c->member[t][i]) {
+        r->world = w;
+      }
+    }
+    if (r->world == 0 || r->world > DLCP_AGG_MAX_WORLD ||
+        (!c->tree && !c->trees && r->nmasters == 0)) {
+      return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    /* Masters send every group to their switch: it is in every tree. */
+    for (uint32_t t = 0; r->nmasters && t < ntrees; t++) {
+      if (!c->member[t][i]) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
+    }
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t pos = dlcp_sim_agg_position(
+        sim, dlcp_sim_host_nic(&sim->net, hosts[k])->peer);
+    tor_world[k] = a->roles[pos].world;
+  }
+  return 0;
+}
+
+/* Sums the counters of every switch (the uint64 fields, then the pool's
+ * sizes). */
+static void add_stats(dlcp_agg_stats *sum, const dlcp_agg_stats *st) {
+  uint64_t *d = &sum->packets;
+  const uint64_t *s = &st->packets;
+  for (size_t i = 0; i < offsetof(dlcp_agg_stats, aggs_total) / 8u; i++) {
+    d[i] += s[i];
+  }
+  sum->aggs_total += st->aggs_total;
+  sum->aggs_used += st->aggs_used;
+  sum->jobs_active += st->jobs_active;
 }
 
 bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,
                             uint64_t *queue_drops) {
-  if (!sim->agg) {
+  const struct dlcp_sim_agg *a = sim->agg;
+  if (!a) {
     return false;
   }
-  dlcp_agg_get_stats(sim->agg->core, st);
-  *queue_drops = sim->agg->queue_drops;
+  memset(st, 0, sizeof(*st));
+  *queue_drops = 0;
+  for (uint32_t i = 0; i < a->nroles; i++) {
+    dlcp_agg_stats one;
+    dlcp_agg_get_stats(a->roles[i].core, &one);
+    add_stats(st, &one);
+    *queue_drops += a->roles[i].queue_drops;
+  }
   return true;
+}
+
+void dlcp_sim_agg_chain_stats(const dlcp_sim *sim, uint64_t *forwards,
+                              uint64_t *nacks) {
+  *forwards = sim->agg ? sim->agg->chain_forwards : 0;
+  *nacks = sim->agg ? sim->agg->chain_nacks : 0;
 }
 
 void dlcp_sim_agg_free(dlcp_sim *sim) {
@@ -312,12 +784,25 @@ void dlcp_sim_agg_free(dlcp_sim *sim) {
   const dlcp_mem *mem = sim->mem;
   /* Packets still in flight go with the pool's chunks, not one by one. */
   sim->pool.release_ina = NULL;
-  dlcp_agg_del(a->core);
+  for (uint32_t i = 0; a->roles && i < a->nroles; i++) {
+    agg_role *r = &a->roles[i];
+    dlcp_agg_del(r->core);
+    mem->free(r->masters, mem->user);
+    for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
+      mem->free(r->children[t], mem->user);
+    }
+    mem->free(r->slot_group, mem->user);
+    mem->free(r->slot_state, mem->user);
+    mem->free(r->slot_final, mem->user);
+  }
   for (uint32_t i = 0; i < a->nslots; i++) {
     mem->free(a->slots[i].bytes, mem->user);
   }
+  mem->free(a->roles, mem->user);
+  mem->free(a->pos_of_node, mem->user);
   mem->free(a->slots, mem->user);
   mem->free(a->out, mem->user);
+  mem->free(a->fwd, mem->user);
   mem->free(a->prio, mem->user);
   mem->free(a, mem->user);
   sim->agg = NULL;

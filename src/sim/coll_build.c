@@ -48,7 +48,8 @@ static uint32_t place_at_switch(coll_job *job) {
   dlcp_sim_net *net = &job->sim->net;
   uint32_t r = 0;
   for (uint32_t h = 0; h < net->nhosts && r < job->n; h++) {
-    if (dlcp_sim_host_nic(net, h)->peer == net->agg_node) {
+    if (dlcp_sim_agg_position(job->sim, dlcp_sim_host_nic(net, h)->peer) !=
+        DLCP_SIM_NONE) {
       job->ranks[r].host = h;
       job->rank_of_host[h] = r++;
     }
@@ -161,9 +162,20 @@ static int ina_check(const coll_job *job, char *err, size_t errlen) {
   uint64_t group_bytes =
       4ull * sim->cfg.agg.block_elems * job->ina_group_blocks;
   const char *field = NULL, *want = NULL;
-  if (dlcp_sim_agg_node(sim) == DLCP_SIM_NONE) {
-    field = "algo", want = "an aggregation section naming the switch";
-  } else if (job->n > DLCP_AGG_MAX_WORLD) {
+  bool multi = dlcp_sim_agg_chain_len(sim) > 0;
+  bool tree = multi && sim->cfg.agg.tree;
+  bool trees = multi && sim->cfg.agg.trees;
+  if (!sim->agg || multi != s->cina || tree != s->hina ||
+      trees != s->mtina) {
+    field = "algo",
+    want = s->mtina  ? "an aggregation section with trees"
+           : s->hina ? "an aggregation section with a tree"
+           : s->cina ? "an aggregation section with a chain"
+           : multi   ? "an aggregation section naming one switch (a chain "
+                       "is for cina, a tree for hina, trees for mtina)"
+                     : "an aggregation section naming the switch";
+  } else if (job->n > (s->cina ? DLCP_INA_MAX_SCALE_WORLD
+                               : DLCP_AGG_MAX_WORLD)) {
     field = "ranks", want = "at most 64 ranks";
   } else if (s->loss_bound != 0.0) {
     field = "loss_bound", want = "0 (INA is exact)";
@@ -193,7 +205,8 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   }
   for (uint32_t r = 0; r < job->n; r++) {
     hosts[r] = job->ranks[r].host;
-    if (dlcp_sim_host_nic(&sim->net, hosts[r])->peer != sim->net.agg_node) {
+    if (dlcp_sim_agg_position(sim, dlcp_sim_host_nic(&sim->net, hosts[r])
+                                       ->peer) == DLCP_SIM_NONE) {
       snprintf(err, errlen,
                "%s: field '%s.hosts[%u]': expected a host "
                "attached to the aggregation switch %s",
@@ -205,6 +218,9 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   int rv = dlcp_sim_ina_job_add(sim, job->id, sim->colls->njobs, hosts, job->n,
                                 job->spec.prio);
   sim->mem->free(hosts, sim->mem->user);
+  if (rv == 0 && job->spec.cina) {
+    rv = dlcp_sim_coll_cina_setup(job, err, errlen);
+  }
   uint32_t gelems = sim->cfg.agg.block_elems * job->ina_group_blocks;
   job->ina_ngroups = dlcp_ina_ngroups(job->count, sim->cfg.agg.block_elems,
                                       job->ina_group_blocks);
@@ -324,7 +340,7 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
   for (uint64_t j = 0; j < job->count; j++) {
     float sum = 0.0f;
     for (uint32_t r = 0; r < job->n; r++) {
-      sum += dlcp_sim_coll_input(r, j);
+      sum += dlcp_sim_coll_rank_input(job, r, j);
     }
     job->expected[j] = sum;
   }
@@ -391,6 +407,8 @@ void dlcp_sim_coll_free(dlcp_sim *sim) {
       mem->free(job->ranks[r].ring_buf, mem->user);
     }
     mem->free(job->ina_exps, mem->user);
+    mem->free(job->cina_tor_rank, mem->user);
+    mem->free(job->cina_tor_world, mem->user);
     mem->free(job->ranks, mem->user);
     mem->free(job->rank_of_host, mem->user);
     mem->free(job->labels, mem->user);

@@ -62,6 +62,8 @@ typedef struct coll_job {
   int32_t *ina_exps; /* INA: the agreed exponent of every group */
   uint32_t ina_ngroups, ina_group_blocks;
   uint64_t ina_groups, ring_groups, ina_retransmits;
+  /* CINA: each rank's rank and world at its switch of the chain */
+  uint32_t *cina_tor_rank, *cina_tor_world;
   uint32_t ranks_finished;
   int status;
   int32_t failed_rank;
@@ -96,7 +98,20 @@ void dlcp_sim_coll_fill_input(const coll_job *job, coll_rank *rk);
 void dlcp_sim_coll_rank_timer(void *obj, dlcp_sim_ps now);
 /* The job's start event (obj: the coll_job): every rank begins computing. */
 void dlcp_sim_coll_job_start(void *obj, void *arg, dlcp_sim_ps now);
-/* INA or RA-INA: through the aggregation switch. */
+/* INA or RA-INA: through the aggregation switch (CINA: its chain). */
 bool dlcp_sim_coll_is_ina(dlcp_algo algo);
+
+/*
+ * CINA (coll_cina.c).  rank_input is rank r's input element j (CINA: the
+ * sum over its host's GPUs).  cina_setup registers the job's masters with
+ * the chain or trees (DLCP_ERR_CONFIG with a message naming the field if the
+ * scenario does not allow it); cina_params sets a master's part of its
+ * src/coll/ina parameters and clears its buffer; cina_schedule releases
+ * its host's chunks as the intra-host ring-reduce produces them.
+ */
+float dlcp_sim_coll_rank_input(const coll_job *job, uint32_t r, uint64_t j);
+int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen);
+void dlcp_sim_coll_cina_params(coll_rank *rk, dlcp_ina_params *p);
+void dlcp_sim_coll_cina_schedule(coll_rank *rk, dlcp_sim_ps now);
 
 #endif /* DLCP_SIM_COLL_JOB_H */

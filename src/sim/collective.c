@@ -105,7 +105,7 @@ float dlcp_sim_coll_input(uint32_t r, uint64_t j) {
 
 void dlcp_sim_coll_fill_input(const coll_job *job, coll_rank *rk) {
   for (uint64_t j = 0; j < job->count; j++) {
-    rk->buf[j] = dlcp_sim_coll_input(rk->rank, j);
+    rk->buf[j] = dlcp_sim_coll_rank_input(job, rk->rank, j);
   }
 }
 
@@ -408,10 +408,17 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
    * runtime's choice too). */
   p.max_retx = UINT16_MAX - 1u;
   p.exps = job->ina_exps;
+  if (job->spec.cina) {
+    dlcp_sim_coll_cina_params(rk, &p);
+  }
   rk->coll_start = now;
   int rv = dlcp_sim_ina_start(job->sim, job->id, rk->rank, &p, now);
   if (rv != 0) {
     job_fail(job, rk->rank, rv, now);
+    return;
+  }
+  if (job->spec.cina) {
+    dlcp_sim_coll_cina_schedule(rk, now);
   }
 }
 
@@ -665,6 +672,10 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,
   }
   const coll_job *job = &sim->colls->jobs[id];
   r->algo = job->algo;
+  r->algo_name = job->spec.mtina  ? "mtina"
+                 : job->spec.hina ? "hina"
+                 : job->spec.cina ? "cina"
+                                  : dlcp_algo_short_name(job->algo);
   r->ranks = job->n;
   r->scale = job->scale;
   r->bytes = job->count * sizeof(float) * job->scale;

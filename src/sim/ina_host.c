@@ -170,6 +170,14 @@ int dlcp_sim_ina_start(dlcp_sim *sim, uint32_t job, uint32_t rank,
   return 0;
 }
 
+void dlcp_sim_ina_kick(dlcp_sim *sim, uint32_t job, uint32_t rank,
+                      dlcp_sim_ps now) {
+  ina_job *j = job_at(sim, job);
+  if (j && rank < j->n && j->ranks[rank].op) {
+    process(&j->ranks[rank], now);
+  }
+}
+
 dlcp_ina *dlcp_sim_ina_op(const dlcp_sim *sim, uint32_t job, uint32_t rank) {
   const ina_job *j = job_at(sim, job);
   return j && rank < j->n ? j->ranks[rank].op : NULL;

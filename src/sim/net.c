@@ -47,7 +47,6 @@ int dlcp_sim_net_init(dlcp_sim_net *net, dlcp_sim_engine *engine,
   net->ecmp_salt = dlcp_rng_next(&salt);
   dlcp_rng_seed(&net->spray_rng, seed ^ 0x5B4A7ull);
   net->dt_alpha = 1.0;
-  net->agg_node = DLCP_SIM_NONE;
   return 0;
 }
 

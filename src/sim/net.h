@@ -176,10 +176,13 @@ typedef struct dlcp_sim_node {
  * owns |pkt|. */
 typedef void (*dlcp_sim_host_rx_fn)(void *ctx, uint32_t host,
                                     dlcp_sim_packet *pkt, dlcp_sim_ps now);
-/* Called for every INA packet addressed to the aggregation switch (dst
- * DLCP_SIM_NONE) that reaches switch |agg_node|; the callee owns |pkt|. */
-typedef void (*dlcp_sim_agg_rx_fn)(void *ctx, dlcp_sim_packet *pkt,
-                                   dlcp_sim_ps now);
+/* Called for every INA packet that reaches switch |node| addressed to an
+ * aggregation switch: from a host (dst DLCP_SIM_NONE), or from another
+ * aggregation switch (flag TO_AGG, the target switch in |flow|).  Returns
+ * true if it took |pkt| (the switch has that role and is the target);
+ * false leaves it to ordinary forwarding. */
+typedef bool (*dlcp_sim_agg_rx_fn)(void *ctx, uint32_t node,
+                                   dlcp_sim_packet *pkt, dlcp_sim_ps now);
 
 typedef struct dlcp_sim_net {
   const dlcp_mem *mem;
@@ -217,10 +220,9 @@ typedef struct dlcp_sim_net {
   dlcp_sim_host_rx_fn host_rx;
   void *host_rx_ctx;
   uint64_t misdelivered; /* reached a host that is not the destination */
-  /* The switch with the aggregation role (agg_switch.c), DLCP_SIM_NONE if
-   * none; an INA packet for the switch that reaches another switch has no
-   * route (hosts must be attached to it: the scenario checks). */
-  uint32_t agg_node;
+  /* The switches with the aggregation role (agg_switch.c); NULL if none.
+   * An INA packet from a host that reaches a switch without the role has
+   * no route (hosts must be attached to one: the scenario checks). */
   dlcp_sim_agg_rx_fn agg_rx;
   void *agg_rx_ctx;
   bool finalized;

@@ -249,7 +249,7 @@ static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
     dlcp_sim_coll_get_report(sim, j, &r);
     for (uint32_t i = 0; i < r.iterations; i++) {
       const dlcp_sim_coll_iter *it = &r.iter[i];
-      fprintf(f, "%u,%s,%u,%llu,%u,", j, dlcp_algo_short_name(r.algo), r.ranks,
+      fprintf(f, "%u,%s,%u,%llu,%u,", j, r.algo_name, r.ranks,
               (unsigned long long)r.bytes, i);
       if (it->ranks_done < r.ranks) {
         fprintf(f, ",,,\n");
@@ -288,7 +288,7 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
                "\"status\": %d, \"failed_rank\": %d, "
                "\"verify_errors\": %llu, \"min_delivered\": %.6f, "
                "\"bypasses\": %u, ",
-            j ? "," : "", j, dlcp_algo_short_name(r.algo), r.ranks,
+            j ? "," : "", j, r.algo_name, r.ranks,
             (unsigned long long)r.bytes, r.scale, r.done ? "true" : "false",
             r.status, r.failed_rank, (unsigned long long)r.verify_errors,
             r.min_delivered, r.bypasses);
@@ -317,13 +317,17 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   dlcp_agg_stats as;
   uint64_t qdrops;
   if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
-    fprintf(f, "  \"aggregation\": {\"switch\": \"%s\", \"aggregators\": "
+    uint64_t fwd, cnacks;
+    dlcp_sim_agg_chain_stats(sim, &fwd, &cnacks);
+    fprintf(f, "  \"aggregation\": {\"switch\": \"%s\", \"chain\": %u, "
+               "\"chain_forwards\": %llu, \"aggregators\": "
                "%u, \"contributions\": %llu, \"claims\": %llu, "
                "\"ring_verdicts\": %llu, \"results_sent\": %llu, "
                "\"resent\": %llu, \"freed\": %llu, \"nacks_sent\": %llu, "
                "\"malformed\": %llu, \"foreign\": %llu, "
                "\"queue_drops\": %llu},\n",
-            sim->cfg.agg.node, as.aggs_total,
+            sim->cfg.agg.node, sim->cfg.agg.nchain,
+            (unsigned long long)fwd, as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,
             (unsigned long long)as.results_sent,
@@ -598,7 +602,7 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
     fprintf(f, "collective %u: %s all-reduce, %u ranks, %.3f MB", j,
-            dlcp_algo_short_name(r.algo), r.ranks, (double)r.bytes / 1e6);
+            r.algo_name, r.ranks, (double)r.bytes / 1e6);
     if (r.scale > 1) {
       fprintf(f, " (buffers 1/%u)", r.scale);
     }
@@ -640,10 +644,30 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
   dlcp_agg_stats as;
   uint64_t qdrops;
   if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
-    fprintf(f, "aggregation %s: %u aggregators, %llu contributions, %llu "
+    const dlcp_sim_agg_config *ac = &sim->cfg.agg;
+    if (ac->nchain) {
+      uint64_t fwd, cnacks;
+      dlcp_sim_agg_chain_stats(sim, &fwd, &cnacks);
+      uint32_t root = 0;
+      while (ac->parent[0][root] != DLCP_SIM_NONE) {
+        root = ac->parent[0][root];
+      }
+      const char *kind = ac->trees ? "trees" : ac->tree ? "tree" : "chain";
+      fprintf(f, "%-11s%s -> ... -> %s%s (%u switches): %llu partial "
+                 "sums passed up, %llu refused\n",
+              kind, ac->tree || ac->trees ? "leaves" : ac->chain[0],
+              ac->chain[root], ac->trees ? ", ..." : "", ac->nchain,
+              (unsigned long long)fwd, (unsigned long long)cnacks);
+    }
+    fprintf(f, "aggregation %s%s: %u aggregators, %llu contributions, %llu "
                "claims, %llu ring verdicts, %llu results (%llu re-sent), "
                "%llu freed, %llu rejected, %llu dropped (queue full)\n",
-            sim->cfg.agg.node, as.aggs_total,
+            sim->cfg.agg.node,
+            !sim->cfg.agg.nchain ? ""
+            : sim->cfg.agg.trees ? " (trees, summed)"
+            : sim->cfg.agg.tree  ? " (tree, summed)"
+                                 : " (chain, summed)",
+            as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,
             (unsigned long long)as.results_sent,

@@ -56,6 +56,9 @@ typedef enum dlcp_sim_pkt_kind {
  * buffer, ECN or random loss; only a downed link loses it. */
 #define DLCP_SIM_PKT_F_LOSSLESS 0x08u
 #define DLCP_SIM_PKT_F_MSG_END 0x10u /* last fragment of a control message */
+/* An INA datagram between aggregation switches (CINA's chain): routed
+ * towards host |dst| and taken by the switch whose node id is in |flow|. */
+#define DLCP_SIM_PKT_F_TO_AGG 0x20u
 
 /*
  * Two cache lines.  The first holds everything the network touches on

@@ -458,17 +458,198 @@ static int section_host(dlcp_scn *s, const dlcp_scn_node *n) {
   return rv;
 }
 
+/* The index of switch |name| among a->chain, added if new; NONE if the
+ * list is full. */
+static uint32_t switch_index(dlcp_sim_agg_config *a, const char *name) {
+  for (uint32_t i = 0; i < a->nchain; i++) {
+    if (strcmp(a->chain[i], name) == 0) {
+      return i;
+    }
+  }
+  if (a->nchain == DLCP_SIM_AGG_MAX_CHAIN) {
+    return DLCP_SIM_NONE;
+  }
+  snprintf(a->chain[a->nchain], DLCP_SIM_NAME_MAX, "%s", name);
+  return a->nchain++;
+}
+
+/* One aggregation tree, number |ti|: [[child, parent], ...] (HINA's, or
+ * one of MTINA's): every switch has at most one parent, one switch (the
+ * root) has none, and following parents never comes back.  |f| names the
+ * field. */
+static int aggregation_tree(dlcp_scn *s, const dlcp_scn_node *t,
+                            dlcp_sim_agg_config *a, uint32_t ti,
+                            const char *f) {
+  uint32_t *parent = a->parent[ti];
+  bool *member = a->member[ti];
+  if (t->kind != DLCP_SCN_SEQ || t->n == 0 ||
+      t->n >= DLCP_SIM_AGG_MAX_CHAIN) {
+    return dlcp_scn_fail(s, t, f,
+                         "expected a list of 1..%u [child, parent] pairs "
+                         "of switch names",
+                         DLCP_SIM_AGG_MAX_CHAIN - 1);
+  }
+  for (size_t i = 0; i < t->n; i++) {
+    const dlcp_scn_node *e = t->items[i];
+    const char *name[2] = {"", ""};
+    if (e->kind != DLCP_SCN_SEQ || e->n != 2) {
+      return dlcp_scn_fail(s, e, f,
+                           "expected [child, parent] pairs of switch names");
+    }
+    for (size_t k = 0; k < 2; k++) {
+      int rv = dlcp_scn_scalar(s, e->items[k], f, &name[k]);
+      if (rv != 0) {
+        return rv;
+      }
+      if (name[k][0] == '\0' || strlen(name[k]) >= DLCP_SIM_NAME_MAX) {
+        return dlcp_scn_fail(s, e->items[k], f,
+                             "expected names of 1..%u characters",
+                             DLCP_SIM_NAME_MAX - 1);
+      }
+    }
+    uint32_t c = switch_index(a, name[0]), p = switch_index(a, name[1]);
+    if (c == DLCP_SIM_NONE || p == DLCP_SIM_NONE) {
+      return dlcp_scn_fail(s, e, f, "expected at most %u switches",
+                           DLCP_SIM_AGG_MAX_CHAIN);
+    }
+    if (c == p || parent[c] != DLCP_SIM_NONE) {
+      return dlcp_scn_fail(s, e, f,
+                           "expected one parent per switch, another "
+                           "switch than itself ('%s')",
+                           name[0]);
+    }
+    parent[c] = p;
+    member[c] = member[p] = true;
+  }
+  uint32_t roots = 0;
+  for (uint32_t i = 0; i < a->nchain; i++) {
+    uint32_t up = i, steps = 0;
+    while (parent[up] != DLCP_SIM_NONE && steps <= a->nchain) {
+      up = parent[up];
+      steps++;
+    }
+    if (steps > a->nchain) {
+      return dlcp_scn_fail(s, t, f, "expected a tree, got a cycle through "
+                           "'%s'", a->chain[i]);
+    }
+    roots += member[i] && parent[i] == DLCP_SIM_NONE;
+  }
+  if (roots != 1) {
+    return dlcp_scn_fail(s, t, f,
+                         "expected one root (a switch without parent), "
+                         "got %u",
+                         roots);
+  }
+  snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
+  return 0;
+}
+
+/* aggregation.trees: MTINA's trees, each as aggregation.tree. */
+static int aggregation_trees(dlcp_scn *s, const dlcp_scn_node *t,
+                             dlcp_sim_agg_config *a) {
+  if (t->kind != DLCP_SCN_SEQ || t->n < 2 || t->n > DLCP_SIM_AGG_MAX_TREES) {
+    return dlcp_scn_fail(s, t, "aggregation.trees",
+                         "expected a list of 2..%u trees, each a list of "
+                         "[child, parent] pairs",
+                         DLCP_SIM_AGG_MAX_TREES);
+  }
+  for (size_t i = 0; i < t->n; i++) {
+    char f[64];
+    snprintf(f, sizeof(f), "aggregation.trees[%zu]", i);
+    int rv = aggregation_tree(s, t->items[i], a, (uint32_t)i, f);
+    if (rv != 0) {
+      return rv;
+    }
+  }
+  a->ntrees = (uint32_t)t->n;
+  return 0;
+}
+
+/* aggregation.switch (one switch), aggregation.chain (CINA's switches in
+ * chain order), aggregation.tree (HINA's) or aggregation.trees (MTINA's):
+ * exactly one of them. */
+static int aggregation_switches(dlcp_scn *s, const dlcp_scn_node *n,
+                                dlcp_sim_agg_config *a) {
+  static const char *const keys[] = {"switch", "chain", "tree", "trees"};
+  const dlcp_scn_node *given = NULL;
+  const char *key = NULL;
+  for (size_t i = 0; i < 4; i++) {
+    const dlcp_scn_node *v = dlcp_scn_map_get(n, keys[i]);
+    if (v && given) {
+      char f[64];
+      snprintf(f, sizeof(f), "aggregation.%s", keys[i]);
+      return dlcp_scn_fail(s, v, f, "expected one of 'switch', 'chain', "
+                           "'tree' and 'trees'");
+    }
+    if (v) {
+      given = v;
+      key = keys[i];
+    }
+  }
+  a->nchain = 0;
+  a->ntrees = 1;
+  a->tree = a->trees = false;
+  for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
+    for (uint32_t i = 0; i < DLCP_SIM_AGG_MAX_CHAIN; i++) {
+      a->parent[t][i] = DLCP_SIM_NONE;
+      a->member[t][i] = false;
+    }
+  }
+  const dlcp_scn_node *chain = key && strcmp(key, "chain") == 0 ? given : NULL;
+  if (key && strcmp(key, "tree") == 0) {
+    a->tree = true;
+    return aggregation_tree(s, given, a, 0, "aggregation.tree");
+  }
+  if (key && strcmp(key, "trees") == 0) {
+    a->trees = true;
+    return aggregation_trees(s, given, a);
+  }
+  if (!chain) {
+    return dlcp_scn_get_name(s, n, "aggregation", "switch", a->node, true, n);
+  }
+  if (chain->kind != DLCP_SCN_SEQ || chain->n == 0 ||
+      chain->n > DLCP_SIM_AGG_MAX_CHAIN) {
+    return dlcp_scn_fail(s, chain, "aggregation.chain",
+                         "expected a list of 1..%u switch names (ToR0 first)",
+                         DLCP_SIM_AGG_MAX_CHAIN);
+  }
+  for (size_t i = 0; i < chain->n; i++) {
+    const char *t = "";
+    int rv = dlcp_scn_scalar(s, chain->items[i], "aggregation.chain", &t);
+    if (rv != 0) {
+      return rv;
+    }
+    if (t[0] == '\0' || strlen(t) >= DLCP_SIM_NAME_MAX) {
+      return dlcp_scn_fail(s, chain->items[i], "aggregation.chain",
+                           "expected names of 1..%u characters",
+                           DLCP_SIM_NAME_MAX - 1);
+    }
+    for (size_t j = 0; j < i; j++) {
+      if (strcmp(a->chain[j], t) == 0) {
+        return dlcp_scn_fail(s, chain->items[i], "aggregation.chain",
+                             "expected each switch once, got '%s' twice", t);
+      }
+    }
+    snprintf(a->chain[i], DLCP_SIM_NAME_MAX, "%s", t);
+    a->parent[0][i] = i + 1 < chain->n ? (uint32_t)i + 1 : DLCP_SIM_NONE;
+    a->member[0][i] = true;
+  }
+  a->nchain = (uint32_t)chain->n;
+  snprintf(a->node, DLCP_SIM_NAME_MAX, "%s", a->chain[0]);
+  return 0;
+}
+
 /* aggregation: the switch that runs src/proto/agg and its parameters. */
 static int section_aggregation(dlcp_scn *s, const dlcp_scn_node *n) {
   static const char *const keys[] = {
-      "switch",     "memory", "block_elems", "policy", "static_parts",
-      "per_packet", "queue",  "resend",      NULL};
+      "switch", "chain", "tree", "trees", "memory", "block_elems", "policy",
+      "static_parts", "per_packet", "queue", "resend", NULL};
   static const char *const policies[] = {"shared", "static", NULL};
   const char *p = "aggregation";
   dlcp_sim_agg_config *a = &s->cfg->agg;
   int policy = a->static_partition ? 1 : 0;
   int rv = dlcp_scn_check_keys(s, n, p, keys);
-  if (rv || (rv = dlcp_scn_get_name(s, n, p, "switch", a->node, true, n)) ||
+  if (rv || (rv = aggregation_switches(s, n, a)) ||
       (rv = dlcp_scn_get_size(s, n, p, "memory", &a->mem_bytes, 4,
                               1ull << 34)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "block_elems", &a->block_elems, 1,

@@ -275,6 +275,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
   static const char *const only_ina[] = {"window", "rto", "group_blocks", NULL};
+  /* CINA's ranks are plain INA ranks at their rack's switch. */
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
   char field[256];
   for (const char *const *k = only_ina; *k; k++) {
@@ -303,12 +304,45 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   return 0;
 }
 
+/* gpus_per_host, chunks, intra_rate, intra_latency: CINA's intra-host
+ * ring-reduce, only for algo cina. */
+static int cina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
+                       dlcp_sim_coll_spec *cs) {
+  static const char *const only_cina[] = {"gpus_per_host", "chunks",
+                                          "intra_rate", "intra_latency", NULL};
+  char field[256];
+  for (const char *const *k = only_cina; *k; k++) {
+    const dlcp_scn_node *v = dlcp_scn_map_get(n, *k);
+    if (v && !cs->cina) {
+      dlcp_scn_join(field, sizeof(field), path, *k);
+      return dlcp_scn_fail(s, v, field,
+                           "expected algo cina, hina or mtina for this "
+                           "field");
+    }
+  }
+  cs->cina_gpus = 1;
+  cs->cina_chunks = 1;
+  cs->cina_intra_bps = dlcp_sim_speed_from_gbps(2400.0);
+  int rv;
+  if ((rv = dlcp_scn_get_u32(s, n, path, "gpus_per_host", &cs->cina_gpus, 1,
+                             64)) ||
+      (rv = dlcp_scn_get_u32(s, n, path, "chunks", &cs->cina_chunks, 1,
+                             1u << 20)) ||
+      (rv = dlcp_scn_get_rate(s, n, path, "intra_rate", &cs->cina_intra_bps)) ||
+      (rv = dlcp_scn_get_time(s, n, path, "intra_latency",
+                              &cs->cina_intra_ps))) {
+    return rv;
+  }
+  return 0;
+}
+
 static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
                            const char *path) {
   static const char *const keys[] = {
       "algo",  "bytes",    "ranks",      "iterations",   "compute_time",
       "start", "priority", "loss_bound", "chunk",        "scale",
-      "hosts", "window",   "rto",        "group_blocks", NULL};
+      "hosts", "window",   "rto",        "group_blocks", "gpus_per_host",
+      "chunks", "intra_rate", "intra_latency", NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -330,10 +364,15 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
     dlcp_scn_join(field, sizeof(field), path, "bytes");
     return dlcp_scn_fail(s, n, field, "expected this field to be present");
   }
-  const char *algos[DLCP_COLL_NALGOS + 1] = {NULL};
+  /* The src/coll algorithms, then the simulator's CINA, HINA and MTINA
+   * (INA jobs through aggregation.chain / .tree / .trees). */
+  const char *algos[DLCP_COLL_NALGOS + 4] = {NULL};
   for (unsigned a = 0; a < DLCP_COLL_NALGOS; a++) {
     algos[a] = dlcp_algo_short_name((dlcp_algo)a);
   }
+  algos[DLCP_COLL_NALGOS] = "cina";
+  algos[DLCP_COLL_NALGOS + 1] = "hina";
+  algos[DLCP_COLL_NALGOS + 2] = "mtina";
   int algo = 1;
   if ((rv = dlcp_scn_get_enum(s, n, path, "algo", algos, &algo)) ||
       (rv =
@@ -351,7 +390,10 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
       (rv = dlcp_scn_get_u32(s, n, path, "scale", &cs->scale, 1, 1u << 30))) {
     return rv;
   }
-  cs->algo = (dlcp_algo)algo;
+  cs->hina = algo == (int)DLCP_COLL_NALGOS + 1;
+  cs->mtina = algo == (int)DLCP_COLL_NALGOS + 2;
+  cs->cina = algo == (int)DLCP_COLL_NALGOS || cs->hina || cs->mtina;
+  cs->algo = cs->cina ? DLCP_ALGO_INA : (dlcp_algo)algo;
   /* ranks: all (the default) or a count; or the hosts, listed. */
   const dlcp_scn_node *r = dlcp_scn_map_get(n, "ranks");
   if (r && !(r->kind == DLCP_SCN_SCALAR && strcmp(r->str, "all") == 0) &&
@@ -371,7 +413,10 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
     }
     cs->nhosts = (uint32_t)h->n;
   }
-  return ina_fields(s, n, path, cs);
+  if ((rv = ina_fields(s, n, path, cs))) {
+    return rv;
+  }
+  return cina_fields(s, n, path, cs);
 }
 
 static int background_item(dlcp_scn *s, const dlcp_scn_node *n,

@@ -340,6 +340,19 @@ typedef struct dlcp_sim_coll_spec {
   uint32_t ina_window;
   dlcp_sim_ps ina_rto_ps;
   uint32_t ina_group_blocks;
+  /* CINA, HINA, MTINA (algo cina / hina / mtina: an INA job through
+   * aggregation.chain / .tree / .trees, coll_cina.c; |cina| is set for
+   * all three): each rank is a host's master for |cina_gpus| GPUs whose
+   * vectors it ring-reduces inside the host in |cina_chunks| pipelined
+   * chunks, one step per chunk of chunk bytes at |cina_intra_bps| plus
+   * |cina_intra_ps|. */
+  bool cina;
+  bool hina; /* algo hina: the same masters through aggregation.tree */
+  bool mtina; /* algo mtina: the same masters through aggregation.trees */
+  uint32_t cina_gpus;       /* default 1 */
+  uint32_t cina_chunks;     /* default 1 */
+  uint64_t cina_intra_bps;  /* default 2.4 Tbit/s (NVLink-class) */
+  dlcp_sim_ps cina_intra_ps; /* default 0 */
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX];
 } dlcp_sim_coll_spec;
@@ -351,8 +364,24 @@ typedef struct dlcp_sim_coll_spec {
  * at most |queue_pkts| waiting: more are dropped), and its answers leave
  * through the switch's ports like any packet.
  */
+#define DLCP_SIM_AGG_MAX_CHAIN 64u
+#define DLCP_SIM_AGG_MAX_TREES 8u
+
 typedef struct dlcp_sim_agg_config {
   char node[DLCP_SIM_NAME_MAX]; /* "": no aggregation switch */
+  /* Several aggregating switches (agg_switch.c), each running its own
+   * core with the parameters below: CINA's chain (chain[0] -> chain[1]
+   * -> ..., parent[0][i] = i + 1), HINA's tree (|tree|: parent[0][i] is
+   * the index of switch i's parent, DLCP_SIM_NONE at the root) or
+   * MTINA's |ntrees| trees (|trees|: parent[t] is tree t, whose groups
+   * are those with group % ntrees == t; DLCP_SIM_NONE also for a switch
+   * not in tree t, member[t][i] false).  |node| is then chain[0].
+   * nchain 0: the single switch |node|. */
+  char chain[DLCP_SIM_AGG_MAX_CHAIN][DLCP_SIM_NAME_MAX];
+  uint32_t parent[DLCP_SIM_AGG_MAX_TREES][DLCP_SIM_AGG_MAX_CHAIN];
+  bool member[DLCP_SIM_AGG_MAX_TREES][DLCP_SIM_AGG_MAX_CHAIN];
+  uint32_t nchain, ntrees;
+  bool tree, trees;
   uint64_t mem_bytes;           /* aggregator memory; default 1 MiB */
   uint32_t block_elems;         /* int32 per aggregator; default 64 */
   bool static_partition;        /* SwitchML-style partitions; default off */
@@ -669,6 +698,9 @@ void dlcp_sim_ina_identity(const dlcp_sim *sim, uint32_t job,
 int dlcp_sim_ina_start(dlcp_sim *sim, uint32_t job, uint32_t rank,
                        const dlcp_ina_params *p, dlcp_sim_ps now);
 dlcp_ina *dlcp_sim_ina_op(const dlcp_sim *sim, uint32_t job, uint32_t rank);
+/* Polls a rank's operation again (its input changed: dlcp_ina_release). */
+void dlcp_sim_ina_kick(dlcp_sim *sim, uint32_t job, uint32_t rank,
+                       dlcp_sim_ps now);
 void dlcp_sim_ina_end(dlcp_sim *sim, uint32_t job, uint32_t rank);
 void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host,
                             dlcp_sim_packet *pkt, dlcp_sim_ps now);
@@ -685,6 +717,7 @@ typedef struct dlcp_sim_coll_iter {
 
 typedef struct dlcp_sim_coll_report {
   dlcp_algo algo;       /* what ran */
+  const char *algo_name; /* its name in outputs ("cina" for CINA's INA) */
   uint32_t ranks;
   uint64_t bytes;       /* wire bytes of the vector (count * 4 * scale) */
   uint32_t scale;
@@ -709,14 +742,37 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t job,
 uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim);
 
 /*
- * The aggregation switch (agg_switch.c).  build sets up the role of
- * cfg.agg (nothing if cfg.agg.node is empty; DLCP_ERR_CONFIG naming the
- * field if it names no switch or the core refuses the configuration);
- * agg_node is its node id or DLCP_SIM_NONE.
+ * The aggregation switches (agg_switch.c).  build sets up the role of
+ * cfg.agg at its switch or at every switch of its chain (nothing if
+ * cfg.agg.node is empty; DLCP_ERR_CONFIG naming the field if a name is no
+ * switch or the core refuses the configuration).  agg_position is node
+ * |node|'s place among them (0 for the single switch; its index on the
+ * chain), DLCP_SIM_NONE if it has no role; agg_chain_len the chain's
+ * length (0 without a chain).
  */
 int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen);
 void dlcp_sim_agg_free(dlcp_sim *sim);
-uint32_t dlcp_sim_agg_node(const dlcp_sim *sim);
+uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node);
+uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim);
+/*
+ * dlcp_sim_agg_chain_job registers the CINA / HINA / MTINA job whose
+ * masters are |hosts| (|n|, each attached to a switch of the chain or
+ * trees) and whose RESULT payload is |group_bytes|, and writes each
+ * master's rank and world at its switch into |tor_rank| and |tor_world|.
+ * DLCP_ERR_INVALID_ARGUMENT if there is no chain or tree or a job already,
+ * a host is not below one of its switches, a switch of a chain or a leaf
+ * of a tree has no master, a switch with masters is not in every tree, a
+ * switch's world differs between trees or exceeds DLCP_AGG_MAX_WORLD;
+ * DLCP_ERR_NOMEM.
+ */
+int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
+                           size_t group_bytes, uint32_t *tor_rank,
+                           uint32_t *tor_world);
+/* Partial sums switches passed up (to the next on a chain, to the parent
+ * in a tree), and NACKs a switch got from its parent (the run fails on
+ * the first). */
+void dlcp_sim_agg_chain_stats(const dlcp_sim *sim, uint64_t *forwards,
+                              uint64_t *nacks);
 /* Copies the core's counters and the packets dropped because the
  * processor's queue was full; false if there is no aggregation switch. */
 bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,

@@ -61,13 +61,14 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
 
 void dlcp_sim_switch_receive(dlcp_sim_net *net, uint32_t node,
                              dlcp_sim_packet *pkt, dlcp_sim_ps now) {
+  /* Addressed to an aggregation switch: by a host, which is only ever one
+   * hop from its switch, or by another switch of CINA's chain. */
+  if (pkt->kind == DLCP_SIM_PKT_INA && net->agg_rx &&
+      (pkt->dst == DLCP_SIM_NONE || (pkt->flags & DLCP_SIM_PKT_F_TO_AGG)) &&
+      net->agg_rx(net->agg_rx_ctx, node, pkt, now)) {
+    return;
+  }
   if (pkt->dst == DLCP_SIM_NONE) {
-    /* Addressed to the aggregation switch, which is only ever one hop
-     * from its hosts. */
-    if (pkt->kind == DLCP_SIM_PKT_INA && node == net->agg_node) {
-      net->agg_rx(net->agg_rx_ctx, pkt, now);
-      return;
-    }
     net->nodes[node].drops_noroute++;
     dlcp_sim_packet_free(net->pool, pkt);
     return;
