@@ -287,9 +287,57 @@ static void test_no_switch(void **state) {
   dlcp_comm_destroy(comm);
 }
 
+/* A pool smaller than one group of plain INA (4 KiB: 16 aggregators; a
+ * group on loopback is 32 blocks): the switch refuses the group at once
+ * and the operation fails naming the switch and both sizes, not after the
+ * 20 s timeout with "no answer".  RA-INA's smaller groups still fit. */
+static void test_pool_smaller_than_group(void **state) {
+  const char *args[] = {"--mem", "4K", NULL};
+  dlcp_comm_config cfg;
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  char err[256], sw[64], want[96];
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  switchd d;
+  float x[4] = {1, 2, 3, 4};
+  dlcp_coll_opts o;
+  dlcp_request *req;
+
+  (void)state;
+  assert_int_equal(switchd_start(&d, args), 0);
+  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
+  setenv("DLCP_SWITCH", sw, 1);
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  dlcp_comm_config_default(&cfg);
+  cfg.world_size = 1;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 20000;
+  assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  snprintf(want, sizeof(want), "switch %s has 16 aggregators", sw);
+  if (strstr(info.error, want) == NULL ||
+      strstr(info.error, "needs 32 side by side") == NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_coll_opts_default(&o);
+  o.algo = DLCP_ALGO_RA_INA;
+  assert_int_equal(
+      dlcp_allreduce(comm, x, x, 4, DLCP_FLOAT32, DLCP_SUM, &o, &req), 0);
+  assert_int_equal(dlcp_wait(req, -1, &info), 0);
+  dlcp_request_free(req);
+  assert_true(x[0] == 1 && x[1] == 2 && x[2] == 3 && x[3] == 4);
+  dlcp_comm_destroy(comm);
+  /* one group, refused (twice if the machine delayed the answer past the
+   * 2 ms RTO and the group went out again) */
+  assert_true(switchd_stat(switchd_stop(&d), "too_big") >= 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_switch),
+      cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_worlds),
       cmocka_unit_test(test_small_pool),
   };

@@ -237,12 +237,12 @@ static void group_done(dlcp_ina *h, uint32_t g, int st) {
   }
 }
 
-static int on_nack(dlcp_ina *h, uint32_t g, uint16_t reason,
+static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
                    dlcp_tstamp now) {
   if (h->state[g] != GS_SENT) {
     return 0; /* an answer to an older copy of a group already done */
   }
-  switch ((dlcp_agg_nack)reason) {
+  switch ((dlcp_agg_nack)a->aux) {
   case DLCP_AGG_NACK_RING:
     if (h->p.mode != DLCP_INA_RING_FALLBACK) {
       h->r.rejected++;
@@ -268,6 +268,13 @@ static int on_nack(dlcp_ina *h, uint32_t g, uint16_t reason,
   case DLCP_AGG_NACK_NO_JOB:
     fail(h, DLCP_ERR_LIMIT);
     return DLCP_ERR_LIMIT;
+  case DLCP_AGG_NACK_TOO_BIG:
+    /* Plain INA only (RA-INA's group would have had a RING verdict): the
+     * switch can never hold the group, and retrying would only end in a
+     * timeout. */
+    h->r.switch_pool = a->low;
+    fail(h, DLCP_ERR_CONFIG);
+    return DLCP_ERR_CONFIG;
   }
   return 0;
 }
@@ -295,7 +302,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   g = a.group - h->p.first_group;
   if (a.type == DLCP_AGG_NACK) {
-    return on_nack(h, g, a.aux, now);
+    return on_nack(h, g, &a, now);
   }
   h->r.last_cap = a.aux;
   if (h->state[g] == GS_INA) {

@@ -103,6 +103,10 @@ typedef struct dlcp_ina_result {
   uint64_t rejected;     /* datagrams dropped: malformed, foreign, unknown */
   uint64_t ecn_marked;   /* RESULTs with CE in their ECN bits */
   uint16_t last_cap;     /* the switch's last cap (free aggs per job) */
+  /* Failed with DLCP_ERR_CONFIG because the switch refused a group of
+   * |group_blocks| blocks for good (NACK TOO_BIG): the most consecutive
+   * aggregators it can give this job, its pool or partition; else 0. */
+  uint32_t switch_pool;
 } dlcp_ina_result;
 
 typedef enum dlcp_ina_act_type {
@@ -156,7 +160,9 @@ void dlcp_ina_del(dlcp_ina *h);
  * call).  Returns 0 if it was used, a decode error or DLCP_ERR_FOREIGN_JOB /
  * DLCP_ERR_UNKNOWN_TRANSFER if it was dropped (counted in |rejected|), or
  * the operation's failure: DLCP_ERR_CONFIG (the switch runs another block
- * size or the job another world), DLCP_ERR_LIMIT (its job table is full),
+ * size or the job another world, or its pool or the job's partition is
+ * smaller than one group: |switch_pool| in the result then says how many
+ * aggregators it has), DLCP_ERR_LIMIT (its job table is full),
  * DLCP_ERR_PEER_ABORTED (it lost a group: restarted or reclaimed it).
  */
 int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,

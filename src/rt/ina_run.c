@@ -173,8 +173,8 @@ static uint32_t mtu_blocks(const dlcp_rt_ina *s, uint32_t block_elems) {
 }
 
 /* Step 3: drives |h| over the socket. */
-static int drive(dlcp_rt_ina *s, dlcp_ina *h, int timeout_ms,
-                 dlcp_coll_info *info) {
+static int drive(dlcp_rt_ina *s, dlcp_ina *h, uint32_t group_blocks,
+                 uint32_t block_elems, int timeout_ms, dlcp_coll_info *info) {
   dlcp_tstamp last_progress = mono_ns();
   uint64_t seen = 0;
 
@@ -199,6 +199,16 @@ static int drive(dlcp_rt_ina *s, dlcp_ina *h, int timeout_ms,
         return fail(info, r.status,
                     "INA: the aggregation switch %s stopped answering",
                     s->name);
+      }
+      if (r.status == DLCP_ERR_CONFIG && r.switch_pool > 0) {
+        return fail(info, r.status,
+                    "INA: the aggregation switch %s has %u aggregators for "
+                    "this job, but a group of plain INA needs %u side by "
+                    "side (%u B of gradient a datagram): give it more "
+                    "memory (dlcp-switch --mem is split among its threads) "
+                    "or use ra_ina",
+                    s->name, r.switch_pool, group_blocks,
+                    group_blocks * block_elems * 4u);
       }
       if (r.status != 0) {
         return fail(info, r.status, "INA: the switch %s: %s", s->name,
@@ -324,7 +334,7 @@ int dlcp_rt_ina_allreduce(dlcp_comm *comm, dlcp_rt_ina **state,
   if (rv != 0) {
     return fail(info, rv, "INA: %s", dlcp_strerror(rv));
   }
-  rv = drive(*state, h, timeout_ms, info);
+  rv = drive(*state, h, p.group_blocks, p.block_elems, timeout_ms, info);
   if (rv == 0 && ra) {
     uint64_t n = dlcp_ina_ring_elems(h);
 
