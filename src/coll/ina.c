@@ -38,6 +38,8 @@ struct dlcp_ina {
   uint32_t *prev, *next; /* SENT list, oldest first */
   uint32_t head, tail;
   uint32_t low;      /* first group not done */
+  bool capped;       /* announce at most |low_cap| (dlcp_ina_cap_low) */
+  uint32_t low_cap;  /* absolute group number */
   uint32_t next_new; /* first group never sent */
   uint32_t nsent;    /* groups in SENT */
   uint32_t ndone;
@@ -335,6 +337,9 @@ static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
   a->token = h->p.token;
   a->group = h->p.first_group + g;
   a->low = h->p.first_group + h->low;
+  if (h->capped && (int32_t)(h->low_cap - a->low) < 0) {
+    a->low = h->low_cap; /* an older operation still needs the switch */
+  }
   a->rank = (uint8_t)h->p.rank;
   a->world = (uint8_t)h->p.world;
   a->nblocks = (uint8_t)h->p.group_blocks;
@@ -420,6 +425,15 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
   return h->r.status;
 }
 
+void dlcp_ina_cap_low(dlcp_ina *h, uint32_t low) {
+  h->capped = true;
+  h->low_cap = low;
+}
+
+uint32_t dlcp_ina_low(const dlcp_ina *h) {
+  return h->p.first_group + h->low;
+}
+
 dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h) {
   if (h->reported || h->head == NONE) {
     return DLCP_TSTAMP_NEVER;
@@ -492,7 +506,8 @@ void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src) {
 }
 
 dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
-                            size_t res_len, uint32_t job, uint64_t token) {
+                            size_t res_len, uint32_t job, uint64_t token,
+                            const uint32_t *low) {
   dlcp_agg_hdr a;
   const uint8_t *payload;
   int rv = dlcp_agg_decode(&a, &payload, res, res_len);
@@ -509,7 +524,7 @@ dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
   a.type = DLCP_AGG_ACK;
   a.flags = 0;
   a.aux = 0;
-  a.low = a.group + 1u;
+  a.low = low != NULL ? *low : a.group + 1u;
   return dlcp_agg_hdr_encode(buf, buflen, &a);
 }
 

@@ -179,6 +179,20 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now);
 
 dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h);
+
+/*
+ * Several operations of one job in flight at once.  The switch slides the
+ * job's verdict window to the lowest low-water mark its workers announce,
+ * and a worker's mark only rises, so a rank must never announce more than
+ * the low-water mark of its oldest operation still in flight, or the
+ * switch would forget that operation's groups (NACK GONE).
+ * dlcp_ina_low returns the operation's own mark (absolute group number:
+ * first_group + the first group not done); dlcp_ina_cap_low makes its
+ * datagrams announce at most |low| from now on (the driver passes the
+ * lowest mark of the job's operations in flight).
+ */
+uint32_t dlcp_ina_low(const dlcp_ina *h);
+void dlcp_ina_cap_low(dlcp_ina *h, uint32_t low);
 void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r);
 
 /* The ring part of RA-INA.  dlcp_ina_ring_elems is the element count of
@@ -194,10 +208,13 @@ void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src);
  * dlcp_ina_ack_for answers a stray RESULT (one that came after its
  * operation ended: the switch re-sent it because an ACK was lost) with an
  * ACK, statelessly: it checks that |res| is a RESULT of job |job| with
- * token |token| and writes the ACK into |buf|.  Returns the ACK's length,
- * or a negative code if |res| is not such a RESULT.
+ * token |token| and writes the ACK into |buf|, announcing the low-water
+ * mark |*low|, or the group after the result's if |low| is NULL (no
+ * operation of the job is in flight).  Returns the ACK's length, or a
+ * negative code if |res| is not such a RESULT.
  */
 dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
-                            size_t res_len, uint32_t job, uint64_t token);
+                            size_t res_len, uint32_t job, uint64_t token,
+                            const uint32_t *low);
 
 #endif /* DLCP_COLL_INA_H */
