@@ -1,13 +1,15 @@
 /*
  * agg_rt_test.c: dlcp_allreduce with algorithms INA and RA_INA through
- * dlcp-switch, real processes on loopback.  A dlcp-switch is started (tests/support/switchd);
- * each case forks one process per rank; they join a communicator and run
- * a sequence of INA and RA-INA all-reduces (FLOAT32 and INT32, SUM and
- * AVG, in place and out of place, counts 0, 1 and odd; worlds 2, 3, 5, 8), checking
- * every element against the exact result: bit for bit for INT32, within
- * the documented scaling bound for FLOAT32 (every rank can generate every
- * rank's input, so it knows the exact sum and the agreed exponents).  A
- * small switch pool makes RA-INA send groups through the ring.
+ * dlcp-switch, real processes on loopback.  A dlcp-switch is started
+ * (tests/support/switchd); each case forks one process per rank; they
+ * join a communicator and run a sequence of INA and RA-INA all-reduces
+ * (FLOAT32 and INT32, SUM and AVG, in place and out of place, counts 0, 1
+ * and odd; worlds 2, 3, 5, 8), checking every element against the exact
+ * result: bit for bit for INT32, within the documented scaling bound for
+ * FLOAT32 (every rank can generate every rank's input, so it knows the
+ * exact sum and the agreed exponents).  A small switch pool makes RA-INA
+ * send groups through the ring; a pool smaller than one group fails plain
+ * INA at once; INA all-reduces overlap each other and a ring all-reduce.
  */
 #include <setjmp.h>
 #include <stdarg.h>
