@@ -449,18 +449,10 @@ void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
 
 /* ---- the ring part of RA-INA ----------------------------------------- */
 
-/* Clamps [*g0, *g1) to the operation's groups. */
-static void clamp_range(const dlcp_ina *h, uint32_t *g0, uint32_t *g1) {
-  *g1 = *g1 < h->ngroups ? *g1 : h->ngroups;
-  *g0 = *g0 < *g1 ? *g0 : *g1;
-}
-
-uint64_t dlcp_ina_ring_elems_in(const dlcp_ina *h, uint32_t g0,
-                                uint32_t g1) {
+uint64_t dlcp_ina_ring_elems(const dlcp_ina *h) {
   uint64_t n = 0;
 
-  clamp_range(h, &g0, &g1);
-  for (uint32_t g = g0; g < g1; g++) {
+  for (uint32_t g = 0; g < h->ngroups; g++) {
     if (h->state[g] == GS_RING) {
       n += group_len(h, g);
     }
@@ -468,12 +460,10 @@ uint64_t dlcp_ina_ring_elems_in(const dlcp_ina *h, uint32_t g0,
   return n;
 }
 
-void dlcp_ina_ring_pack_in(const dlcp_ina *h, uint32_t g0, uint32_t g1,
-                           void *dst) {
+void dlcp_ina_ring_pack(const dlcp_ina *h, void *dst) {
   unsigned char *d = dst;
 
-  clamp_range(h, &g0, &g1);
-  for (uint32_t g = g0; g < g1; g++) {
+  for (uint32_t g = 0; g < h->ngroups; g++) {
     if (h->state[g] == GS_RING) {
       size_t n = 4u * (size_t)group_len(h, g);
 
@@ -483,12 +473,10 @@ void dlcp_ina_ring_pack_in(const dlcp_ina *h, uint32_t g0, uint32_t g1,
   }
 }
 
-void dlcp_ina_ring_unpack_in(dlcp_ina *h, uint32_t g0, uint32_t g1,
-                             const void *src) {
+void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src) {
   const unsigned char *s = src;
 
-  clamp_range(h, &g0, &g1);
-  for (uint32_t g = g0; g < g1; g++) {
+  for (uint32_t g = 0; g < h->ngroups; g++) {
     if (h->state[g] == GS_RING) {
       uint32_t n = group_len(h, g);
       unsigned char *o = h->out + 4u * (size_t)g * h->group_elems;
@@ -515,18 +503,6 @@ void dlcp_ina_ring_unpack_in(dlcp_ina *h, uint32_t g0, uint32_t g1,
       s += 4u * (size_t)n;
     }
   }
-}
-
-uint64_t dlcp_ina_ring_elems(const dlcp_ina *h) {
-  return dlcp_ina_ring_elems_in(h, 0, h->ngroups);
-}
-
-void dlcp_ina_ring_pack(const dlcp_ina *h, void *dst) {
-  dlcp_ina_ring_pack_in(h, 0, h->ngroups, dst);
-}
-
-void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src) {
-  dlcp_ina_ring_unpack_in(h, 0, h->ngroups, src);
 }
 
 dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,

@@ -204,16 +204,6 @@ uint64_t dlcp_ina_ring_elems(const dlcp_ina *h);
 void dlcp_ina_ring_pack(const dlcp_ina *h, void *dst);
 void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src);
 
-/* The same for the ring groups among groups [g0, g1) of the operation
- * (clamped to it): a driver that all-reduces the ring groups batch by
- * batch while later groups are still at the switch.  Valid once every
- * group below g1 is done (dlcp_ina_result's done_below >= g1). */
-uint64_t dlcp_ina_ring_elems_in(const dlcp_ina *h, uint32_t g0, uint32_t g1);
-void dlcp_ina_ring_pack_in(const dlcp_ina *h, uint32_t g0, uint32_t g1,
-                           void *dst);
-void dlcp_ina_ring_unpack_in(dlcp_ina *h, uint32_t g0, uint32_t g1,
-                             const void *src);
-
 /*
  * dlcp_ina_ack_for answers a stray RESULT (one that came after its
  * operation ended: the switch re-sent it because an ACK was lost) with an

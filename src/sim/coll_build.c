@@ -22,9 +22,6 @@
 
 #define COLL_MEM_BUDGET (32ull << 20) /* simulated vectors, all ranks */
 #define INA_MEM_BUDGET (256ull << 20) /* INA jobs' vectors, all ranks */
-/* RA-INA's ring part: at most this many ring all-reduces an iteration
- * (each costs the ring's 2(n-1) steps of latency). */
-#define INA_RING_BATCHES 8u
 
 /* The hosts the scenario listed, in rank order. */
 static int place_listed(coll_job *job, char *err, size_t errlen) {
@@ -211,17 +208,6 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   uint32_t gelems = sim->cfg.agg.block_elems * job->ina_group_blocks;
   job->ina_ngroups = dlcp_ina_ngroups(job->count, sim->cfg.agg.block_elems,
                                       job->ina_group_blocks);
-  /* RA-INA's ring groups are all-reduced in INA_RING_BATCHES batches of
-   * consecutive groups (at least a window each), each as soon as its
-   * groups are settled, while later ones are still at the switch. */
-  job->ina_ring_batch = (job->ina_ngroups + INA_RING_BATCHES - 1) /
-                        INA_RING_BATCHES;
-  {
-    dlcp_ina_params d;
-    dlcp_ina_params_default(&d);
-    uint32_t w = job->spec.ina_window ? job->spec.ina_window : d.window;
-    job->ina_ring_batch = job->ina_ring_batch > w ? job->ina_ring_batch : w;
-  }
   /* The runtime agrees on the exponents with an all-reduce MAX before each
    * operation (4 bytes per group); the inputs here are the same every
    * iteration, so the agreement is computed once, and its traffic left

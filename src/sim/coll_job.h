@@ -39,13 +39,6 @@ typedef struct coll_rank {
   pending_note *notes;
   uint32_t nnotes, notes_cap;
   float *ring_buf; /* RA-INA: the ring groups, packed, while |op| runs */
-  /* RA-INA: |op| reduces the ring groups among groups [ring_g0, ring_g1);
-   * the next batch starts at group ring_next; the switch's part is DONE
-   * (ina_done).  |xtag|: the batch's transfer tags' high bits, so that
-   * one iteration's batches never share a transfer key (0 otherwise). */
-  uint32_t ring_g0, ring_g1, ring_next;
-  uint32_t xtag;
-  bool ina_done;
 } coll_rank;
 
 typedef struct coll_job {
@@ -68,7 +61,6 @@ typedef struct coll_job {
   uint32_t bypasses;
   int32_t *ina_exps; /* INA: the agreed exponent of every group */
   uint32_t ina_ngroups, ina_group_blocks;
-  uint32_t ina_ring_batch; /* RA-INA: groups per ring batch */
   uint64_t ina_groups, ring_groups, ina_retransmits;
   uint32_t ranks_finished;
   int status;

@@ -39,10 +39,8 @@
  *
  * INA and RA-INA.  A rank's all-reduce runs through the aggregation switch
  * (ina_host.c drives its src/coll/ina state machine); RA-INA's groups with
- * a ring verdict are packed and all-reduced by dlcp's ring, as above, in
- * batches of consecutive groups while later groups are still at the
- * switch (ring_advance), and unpacked.  The result is checked like any
- * other.
+ * a ring verdict are then packed and all-reduced by dlcp's ring, as above,
+ * and unpacked.  The result is checked like any other.
  *
  * Placement and job building: coll_build.c; the PAUSE fault:
  * coll_pause.c.
@@ -53,9 +51,6 @@
 #include "sim/coll_job.h"
 
 #define NOTE_BYTES 64u /* IPv4 + TCP + job, iter, rank, value */
-/* A state machine's tags fit DLCP_COLL_TAG_BITS; the bits above tell
- * RA-INA's ring batches apart (coll_rank.xtag). */
-#define TAG_MASK ((1u << DLCP_COLL_TAG_BITS) - 1u)
 
 static uint64_t ns_of(dlcp_sim_ps t) { return dlcp_sim_time_to_ns(t); }
 
@@ -150,9 +145,8 @@ bool dlcp_sim_coll_is_ina(dlcp_algo algo) {
 }
 
 static void iteration_done(coll_rank *rk, dlcp_sim_ps now);
-static void ring_advance(coll_rank *rk, dlcp_sim_ps now);
 
-/* The all-reduce of |rk| (RA-INA: a batch of its ring part) is DONE. */
+/* The all-reduce of |rk| (RA-INA: its ring part) is DONE. */
 static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
   coll_job *job = rk->job;
   dlcp_coll_result res;
@@ -161,30 +155,25 @@ static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
     job_fail(job, rk->rank, res.status, now);
     return;
   }
-  bool batch = rk->ring_buf != NULL;
-  if (batch) {
-    /* A batch of RA-INA's ring part (loss bound 0: nothing is missing). */
-    dlcp_ina_ring_unpack_in(dlcp_sim_ina_op(job->sim, job->id, rk->rank),
-                            rk->ring_g0, rk->ring_g1, rk->ring_buf);
+  if (rk->ring_buf) {
+    /* INA jobs run with loss bound 0: nothing is missing. */
+    dlcp_ina_ring_unpack(dlcp_sim_ina_op(job->sim, job->id, rk->rank),
+                         rk->ring_buf);
+    dlcp_sim_ina_end(job->sim, job->id, rk->rank);
     job->sim->mem->free(rk->ring_buf, job->sim->mem->user);
     rk->ring_buf = NULL;
-  } else {
-    verify(job, rk, &res);
-    if (res.delivered_fraction < job->min_delivered) {
-      job->min_delivered = res.delivered_fraction;
-    }
-    job->bypasses += res.bypasses;
   }
+  verify(job, rk, &res);
+  if (res.delivered_fraction < job->min_delivered) {
+    job->min_delivered = res.delivered_fraction;
+  }
+  job->bypasses += res.bypasses;
   rk->step_hint_ns = res.step_ns;
   rk->trans_hint_ns = res.trans_ns;
   dlcp_coll_del(rk->op);
   rk->op = NULL;
   dlcp_sim_timer_cancel(&rk->timer);
-  if (batch) {
-    ring_advance(rk, now);
-  } else {
-    iteration_done(rk, now);
-  }
+  iteration_done(rk, now);
 }
 
 /* Records the end of |rk|'s all-reduce and starts its next iteration. */
@@ -273,10 +262,7 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
       return;
     }
     uint32_t xi;
-    dlcp_coll_action keyed = *a;
-    keyed.tag |= rk->xtag;
-    switch (coll_match_post(&c->xfers, job->id, rk->iter, rk->rank, &keyed,
-                            &xi)) {
+    switch (coll_match_post(&c->xfers, job->id, rk->iter, rk->rank, a, &xi)) {
     case COLL_MATCH_WAITING:
       return;
     case COLL_MATCH_READY:
@@ -296,7 +282,7 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
   }
   case DLCP_COLL_ACT_CANCEL_RECV:
     if (coll_match_cancel(&c->xfers, job->id, rk->iter, a->peer, rk->rank,
-                          a->tag | rk->xtag) != 0) {
+                          a->tag) != 0) {
       job_fail(job, rk->rank, DLCP_ERR_UNKNOWN_TRANSFER, now);
     }
     return;
@@ -423,8 +409,6 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
   p.max_retx = UINT16_MAX - 1u;
   p.exps = job->ina_exps;
   rk->coll_start = now;
-  rk->ring_next = 0;
-  rk->ina_done = false;
   int rv = dlcp_sim_ina_start(job->sim, job->id, rk->rank, &p, now);
   if (rv != 0) {
     job_fail(job, rk->rank, rv, now);
@@ -445,66 +429,6 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   }
 }
 
-/* RA-INA's ring part, batch by batch: the ring groups among the next
- * ina_ring_batch groups are all-reduced (packed) as soon as every rank
- * can know them all, i.e. once all those groups have their result or
- * their verdict here (verdicts are the same on every rank, so every rank
- * packs the same batch), one batch at a time, while the later groups are
- * still at the switch; a batch without ring groups is skipped.  The
- * iteration ends when the switch's part is DONE and every batch is. */
-static void ring_advance(coll_rank *rk, dlcp_sim_ps now) {
-  coll_job *job = rk->job;
-  dlcp_sim *sim = job->sim;
-  dlcp_ina *op = dlcp_sim_ina_op(sim, job->id, rk->rank);
-  if (rk->op || !op || job->status != 0) {
-    return;
-  }
-  dlcp_ina_result res;
-  dlcp_ina_get_result(op, &res);
-  while (rk->ring_next < job->ina_ngroups) {
-    uint32_t g0 = rk->ring_next;
-    uint32_t g1 = job->ina_ngroups - g0 > job->ina_ring_batch
-                      ? g0 + job->ina_ring_batch
-                      : job->ina_ngroups;
-    if (res.done_below < g1) {
-      return; /* a group of the batch is still at the switch */
-    }
-    rk->ring_next = g1;
-    uint64_t ring = dlcp_ina_ring_elems_in(op, g0, g1);
-    if (ring == 0) {
-      continue;
-    }
-    rk->ring_buf = sim->mem->malloc(ring * sizeof(float), sim->mem->user);
-    if (!rk->ring_buf) {
-      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
-      return;
-    }
-    dlcp_ina_ring_pack_in(op, g0, g1, rk->ring_buf);
-    rk->ring_g0 = g0;
-    rk->ring_g1 = g1;
-    rk->xtag = (g0 / job->ina_ring_batch + 1u) << DLCP_COLL_TAG_BITS;
-    coll_start(rk, DLCP_ALGO_RING, rk->ring_buf, ring, now);
-    return;
-  }
-  if (!rk->ina_done) {
-    return;
-  }
-  rk->xtag = 0;
-  dlcp_sim_ina_end(sim, job->id, rk->rank);
-  dlcp_coll_result none;
-  memset(&none, 0, sizeof(none));
-  verify(job, rk, &none);
-  iteration_done(rk, now);
-}
-
-void dlcp_sim_coll_ina_progress(dlcp_sim *sim, uint32_t id, uint32_t rank,
-                                dlcp_sim_ps now) {
-  coll_job *job = &sim->colls->jobs[id];
-  if (job->algo == DLCP_ALGO_RA_INA) {
-    ring_advance(&job->ranks[rank], now);
-  }
-}
-
 void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
                             dlcp_sim_ps now) {
   coll_job *job = &sim->colls->jobs[id];
@@ -522,8 +446,24 @@ void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
     job_fail(job, rank, res.status, now);
     return;
   }
-  rk->ina_done = true;
-  ring_advance(rk, now);
+  uint64_t ring = dlcp_ina_ring_elems(op);
+  if (ring == 0) {
+    dlcp_sim_ina_end(sim, id, rank);
+    dlcp_coll_result none;
+    memset(&none, 0, sizeof(none));
+    verify(job, rk, &none);
+    iteration_done(rk, now);
+    return;
+  }
+  /* RA-INA: the groups with a ring verdict (the same on every rank) go
+   * through dlcp's ring all-reduce, packed; rank_done unpacks them. */
+  rk->ring_buf = sim->mem->malloc(ring * sizeof(float), sim->mem->user);
+  if (!rk->ring_buf) {
+    dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+    return;
+  }
+  dlcp_ina_ring_pack(op, rk->ring_buf);
+  coll_start(rk, DLCP_ALGO_RING, rk->ring_buf, ring, now);
 }
 
 static void job_fail(coll_job *job, uint32_t rank, int status,
@@ -557,18 +497,6 @@ static sim_xfer *xfer_of(dlcp_sim *sim, const dlcp_sim_flow *flow) {
     return NULL;
   }
   return xfer_at(c, flow->xfer);
-}
-
-/* Whether transfer |x| belongs to |rk|'s running operation: this
- * iteration's, and for RA-INA this ring batch's (the tag's high bits). */
-static bool xfer_is_current(const coll_rank *rk, const sim_xfer *x) {
-  return rk->op && rk->iter == x->m.iter &&
-         (x->m.tag & ~TAG_MASK) == rk->xtag;
-}
-
-/* The state machine's own tag of transfer |x|. */
-static uint32_t op_tag(const sim_xfer *x) {
-  return x->m.tag & TAG_MASK;
 }
 
 static void xfer_maybe_free(dlcp_sim *sim, const dlcp_sim_flow *flow) {
@@ -614,7 +542,7 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.dst];
   x->recv_done = true;
-  if (job->status == 0 && xfer_is_current(rk, x)) {
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
     /* What the network carried, as the runtime's receive buffer would
      * hold it: the sender's bytes, zeros in the holes. */
     memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
@@ -622,7 +550,7 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
       memset((uint8_t *)x->m.recv_buf + x->holes[i].offset, 0,
              (size_t)x->holes[i].len);
     }
-    int rv = dlcp_coll_on_received(rk->op, x->m.src, op_tag(x), 0, x->holes,
+    int rv = dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, 0, x->holes,
                                    x->nholes, ns_of(now));
     /* Other errors fail the operation, which reports them at DONE. */
     if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
@@ -642,8 +570,8 @@ void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.src];
   x->send_done = true;
-  if (job->status == 0 && xfer_is_current(rk, x)) {
-    int rv = dlcp_coll_on_sent(rk->op, x->m.dst, op_tag(x), 0, ns_of(now));
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+    int rv = dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, 0, ns_of(now));
     if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
       job_fail(job, rk->rank, rv, now);
     }
@@ -669,12 +597,11 @@ void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
   } else {
     x->recv_done = true;
   }
-  if (job->status == 0 && xfer_is_current(rk, x)) {
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
     if (is_send) {
-      (void)dlcp_coll_on_sent(rk->op, x->m.dst, op_tag(x), status,
-                              ns_of(now));
+      (void)dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, status, ns_of(now));
     } else {
-      (void)dlcp_coll_on_received(rk->op, x->m.src, op_tag(x), status, NULL, 0,
+      (void)dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, status, NULL, 0,
                                   ns_of(now));
     }
     queue_poll(rk, now);

@@ -83,10 +83,6 @@ static void process(ina_rank *rk, dlcp_sim_ps now) {
       dlcp_sim_coll_ina_done(ina->sim, rk->job->id, rk->rank, now);
       return;
     }
-    if (round == 0) {
-      /* answers came in: a batch of ring groups may be complete */
-      dlcp_sim_coll_ina_progress(ina->sim, rk->job->id, rk->rank, now);
-    }
     if (!dlcp_sim_timer_follow(&rk->timer, dlcp_ina_next_deadline(rk->op),
                                now)) {
       return;

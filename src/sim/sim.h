@@ -649,13 +649,9 @@ void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host,
                            dlcp_sim_packet *pkt, dlcp_sim_ps now);
 
 /* A rank's INA operation (ina_host.c) reported DONE; collective.c takes
- * its result (dlcp_sim_ina_op) and ends it (dlcp_sim_ina_end) once its
- * ring groups are reduced too.  dlcp_sim_coll_ina_progress: it took
- * answers from the switch (RA-INA may start a ring batch). */
+ * its result (dlcp_sim_ina_op) and ends it (dlcp_sim_ina_end). */
 void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t job, uint32_t rank,
                             dlcp_sim_ps now);
-void dlcp_sim_coll_ina_progress(dlcp_sim *sim, uint32_t job, uint32_t rank,
-                                dlcp_sim_ps now);
 
 /*
  * INA ranks (ina_host.c).  job_add registers collective job |job| (of
