@@ -1,13 +1,15 @@
 /*
  * agg_rt_test.c: dlcp_allreduce with algorithms INA and RA_INA through
- * dlcp-switch, real processes on loopback.  A dlcp-switch is started (tests/support/switchd);
- * each case forks one process per rank; they join a communicator and run
- * a sequence of INA and RA-INA all-reduces (FLOAT32 and INT32, SUM and
- * AVG, in place and out of place, counts 0, 1 and odd; worlds 2, 3, 5, 8), checking
- * every element against the exact result: bit for bit for INT32, within
- * the documented scaling bound for FLOAT32 (every rank can generate every
- * rank's input, so it knows the exact sum and the agreed exponents).  A
- * small switch pool makes RA-INA send groups through the ring.
+ * dlcp-switch, real processes on loopback.  A dlcp-switch is started
+ * (tests/support/switchd); each case forks one process per rank; they
+ * join a communicator and run a sequence of INA and RA-INA all-reduces
+ * (FLOAT32 and INT32, SUM and AVG, in place and out of place, counts 0, 1
+ * and odd; worlds 2, 3, 5, 8), checking every element against the exact
+ * result: bit for bit for INT32, within the documented scaling bound for
+ * FLOAT32 (every rank can generate every rank's input, so it knows the
+ * exact sum and the agreed exponents).  A small switch pool makes RA-INA
+ * send groups through the ring; a pool smaller than one group fails plain
+ * INA at once; INA all-reduces overlap each other and a ring all-reduce.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coll/ina.h"
@@ -184,7 +187,118 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
   return 0;
 }
 
-static void run_world(uint32_t world, const char *mem) {
+/* Several collectives in flight at once: two INA all-reduces (plain
+ * FLOAT32 and RA-INA INT32) and a ring all-reduce started back to back,
+ * then waited for in the reverse order; the first INA one is waited for
+ * with dlcp_test alone (the communicator's loop thread progresses it).
+ * That the calls do not block is checked without timing: every rank but 0
+ * starts its first INA all-reduce only after its left neighbour has
+ * started its own and sent it a token, which a blocking call would never
+ * do (rank 0's would wait for rank 1's contribution for ever). */
+static int overlap_main(uint32_t rank, uint32_t world, uint16_t port,
+                        report *rep) {
+  enum { NOPS = 3 };
+  static const uint64_t counts[NOPS] = {30011, 5003, 20000};
+  static const dlcp_dtype dts[NOPS] = {DLCP_FLOAT32, DLCP_INT32, DLCP_INT32};
+  static const dlcp_algo algos[NOPS] = {DLCP_ALGO_INA, DLCP_ALGO_RA_INA,
+                                        DLCP_ALGO_RING};
+  dlcp_comm_config cfg;
+  dlcp_comm *comm;
+  dlcp_cq *cq;
+  char err[256];
+
+  dlcp_comm_config_default(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = world;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 20000;
+  cfg.rdzv_timeout_ms = 20000;
+  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0 ||
+      dlcp_cq_create(comm, &cq) != 0) {
+    snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
+    return 1;
+  }
+  for (uint32_t round = 0; round < 3; round++) {
+    void *buf[NOPS];
+    dlcp_request *req[NOPS];
+    dlcp_coll_info info;
+    uint32_t token = round;
+    dlcp_tensor t = {round, &token, sizeof(token)};
+    dlcp_completion cmp;
+    int done = 0;
+
+    for (int i = 0; i < NOPS; i++) {
+      dlcp_coll_opts o;
+      uint32_t k = 100 + round * NOPS + (uint32_t)i;
+
+      buf[i] = malloc(4 * counts[i]);
+      gen(rank, k, counts[i], dts[i], buf[i]);
+      if (i == 0 && rank > 0 &&
+          (dlcp_post_recv(comm, rank - 1, &t, 0, cq, 0) != 0 ||
+           dlcp_wait_cq(cq, &cmp, -1) != 1 || cmp.status != 0)) {
+        snprintf(rep->error, sizeof(rep->error), "round %u: token", round);
+        return 1;
+      }
+      dlcp_coll_opts_default(&o);
+      o.algo = algos[i];
+      if (dlcp_allreduce(comm, buf[i], buf[i], counts[i], dts[i], DLCP_SUM,
+                         &o, &req[i]) != 0) {
+        snprintf(rep->error, sizeof(rep->error), "round %u: start %d", round,
+                 i);
+        return 1;
+      }
+      if (i == 0 && rank + 1 < world &&
+          (dlcp_post_send(comm, rank + 1, &t, NULL, cq, 0) != 0 ||
+           dlcp_wait_cq(cq, &cmp, -1) != 1 || cmp.status != 0)) {
+        snprintf(rep->error, sizeof(rep->error), "round %u: token", round);
+        return 1;
+      }
+    }
+    for (int i = NOPS - 1; i >= 1; i--) {
+      if (dlcp_wait(req[i], -1, &info) != 0) {
+        snprintf(rep->error, sizeof(rep->error), "round %u op %d: %.200s",
+                 round, i, info.error);
+        return 1;
+      }
+      dlcp_request_free(req[i]);
+    }
+    for (int spins = 0; !done && spins < 200000; spins++) {
+      struct timespec ms = {0, 100000};
+
+      if (dlcp_test(req[0], &done, &info) != 0) {
+        snprintf(rep->error, sizeof(rep->error), "round %u op 0: %.200s",
+                 round, info.error);
+        return 1;
+      }
+      if (!done) {
+        nanosleep(&ms, NULL);
+      }
+    }
+    dlcp_request_free(req[0]);
+    if (!done) {
+      snprintf(rep->error, sizeof(rep->error), "round %u: op 0 not done",
+               round);
+      return 1;
+    }
+    for (int i = 0; i < NOPS; i++) {
+      rep->checks++;
+      if (!check(world, 100 + round * NOPS + (uint32_t)i, counts[i], dts[i],
+                 DLCP_SUM, algos[i] == DLCP_ALGO_RA_INA, buf[i], rep)) {
+        rep->wrong++;
+        return 1;
+      }
+      free(buf[i]);
+    }
+  }
+  dlcp_comm_destroy(comm);
+  dlcp_cq_destroy(cq);
+  return 0;
+}
+
+static void run_ranks(uint32_t world, const char *mem,
+                      int (*main_fn)(uint32_t, uint32_t, uint16_t, report *),
+                      int checks) {
   report *rep = mmap(NULL, sizeof(report) * MAX_RANKS,
                      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
                      0);
@@ -206,7 +320,7 @@ static void run_world(uint32_t world, const char *mem) {
     pids[r] = fork();
     assert_true(pids[r] >= 0);
     if (pids[r] == 0) {
-      _exit(rank_main(r, world, port, &rep[r]));
+      _exit(main_fn(r, world, port, &rep[r]));
     }
   }
   for (uint32_t r = 0; r < world; r++) {
@@ -217,7 +331,7 @@ static void run_world(uint32_t world, const char *mem) {
       fail_msg("world %u rank %u exited with 0x%x: %s", world, r, st,
                rep[r].error);
     }
-    assert_int_equal(rep[r].checks, 24);
+    assert_int_equal(rep[r].checks, checks);
   }
   err = switchd_stop(&d);
   assert_non_null(err);
@@ -226,6 +340,20 @@ static void run_world(uint32_t world, const char *mem) {
   }
   assert_int_equal(switchd_stat(err, "foreign"), 0);
   munmap(rep, sizeof(report) * MAX_RANKS);
+}
+
+static void run_world(uint32_t world, const char *mem) {
+  run_ranks(world, mem, rank_main, 24);
+}
+
+static void test_overlap(void **state) {
+  (void)state;
+  run_ranks(3, "4M", overlap_main, 9);
+  /* 64 aggregators: plain INA's 32-block groups wait their turn (BUSY)
+   * while RA-INA's get ring verdicts (run_ranks checks the switch gave
+   * some), so RA-INA's ring part, a collective whose id was reserved at
+   * the call, starts after the ring all-reduce started behind it */
+  run_ranks(3, "16K", overlap_main, 9);
 }
 
 static void test_worlds(void **state) {
@@ -284,14 +412,77 @@ static void test_no_switch(void **state) {
   assert_int_equal(ina_once(comm, DLCP_ALGO_RA_INA, &info), DLCP_ERR_TIMEOUT);
   assert_non_null(strstr(info.error, "127.0.0.1:9"));
   assert_string_equal(info.algo_name, "ra_ina");
+  /* a request freed while the switch has not answered: the operation is
+   * withdrawn (nothing left running, the next one works alike) */
+  {
+    float x[4] = {1, 2, 3, 4};
+    dlcp_coll_opts o;
+    dlcp_request *req;
+
+    dlcp_coll_opts_default(&o);
+    o.algo = DLCP_ALGO_INA;
+    assert_int_equal(
+        dlcp_allreduce(comm, x, x, 4, DLCP_FLOAT32, DLCP_SUM, &o, &req), 0);
+    dlcp_request_free(req);
+  }
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_TIMEOUT);
   dlcp_comm_destroy(comm);
+}
+
+/* A pool smaller than one group of plain INA (4 KiB: 16 aggregators; a
+ * group on loopback is 32 blocks): the switch refuses the group at once
+ * and the operation fails naming the switch and both sizes, not after the
+ * 20 s timeout with "no answer".  RA-INA's smaller groups still fit. */
+static void test_pool_smaller_than_group(void **state) {
+  const char *args[] = {"--mem", "4K", NULL};
+  dlcp_comm_config cfg;
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  char err[256], sw[64], want[96];
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  switchd d;
+  float x[4] = {1, 2, 3, 4};
+  dlcp_coll_opts o;
+  dlcp_request *req;
+
+  (void)state;
+  assert_int_equal(switchd_start(&d, args), 0);
+  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
+  setenv("DLCP_SWITCH", sw, 1);
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  dlcp_comm_config_default(&cfg);
+  cfg.world_size = 1;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 20000;
+  assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  snprintf(want, sizeof(want), "switch %s has 16 aggregators", sw);
+  if (strstr(info.error, want) == NULL ||
+      strstr(info.error, "needs 32 side by side") == NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_coll_opts_default(&o);
+  o.algo = DLCP_ALGO_RA_INA;
+  assert_int_equal(
+      dlcp_allreduce(comm, x, x, 4, DLCP_FLOAT32, DLCP_SUM, &o, &req), 0);
+  assert_int_equal(dlcp_wait(req, -1, &info), 0);
+  dlcp_request_free(req);
+  assert_true(x[0] == 1 && x[1] == 2 && x[2] == 3 && x[3] == 4);
+  dlcp_comm_destroy(comm);
+  /* one group, refused (twice if the machine delayed the answer past the
+   * 2 ms RTO and the group went out again) */
+  assert_true(switchd_stat(switchd_stop(&d), "too_big") >= 1);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_switch),
+      cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_worlds),
       cmocka_unit_test(test_small_pool),
+      cmocka_unit_test(test_overlap),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -160,12 +160,29 @@ static void test_wire_roundtrip_and_rejects(void **state) {
   h = hdr(DLCP_AGG_NACK, 1, 0, 1, 1);
   h.aux = 0;
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
-  h.aux = DLCP_AGG_NACK_NO_JOB + 1;
+  h.aux = DLCP_AGG_NACK_TOO_BIG + 1;
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
   h.aux = DLCP_AGG_NACK_RING;
+  h.low = 1; /* only TOO_BIG carries a pool size */
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.low = 0;
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_AGG_HDR_LEN);
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32), 0);
   assert_null(payload);
+  /* TOO_BIG: a pool of 1..nblocks-1 aggregators, nothing else */
+  h = hdr(DLCP_AGG_NACK, 1, 0, 1, 4);
+  h.aux = DLCP_AGG_NACK_TOO_BIG;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.low = 4;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
+  h.low = 3;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_AGG_HDR_LEN);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32), 0);
+  assert_int_equal(d.aux, DLCP_AGG_NACK_TOO_BIG);
+  assert_int_equal(d.low, 3);
+  b[20] = 4; /* low = nblocks on the wire */
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32),
+                   DLCP_ERR_INVALID_ARGUMENT);
   h = hdr(DLCP_AGG_RESULT, 1, 0, 1, 255);
   h.elems = 65; /* 255 * 65 * 4 + 32 > 65507 */
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
@@ -368,10 +385,25 @@ static void test_switch_claims_and_verdicts(void **state) {
   assert_int_equal(poll1(a, &s, &p, 6).type, 0);
   assert_int_equal(contrib(a, 3, 0, 2, 4, DLCP_AGG_FLAG_RING, 1, 0, 7), 0);
   assert_int_equal(poll1(a, &s, &p, 7).aux, DLCP_AGG_NACK_RING);
+  /* plain INA's 4-block group is refused at once, naming the pool of 3,
+   * and so is every copy of it: the pool never grows */
+  for (uint8_t r = 0; r < 2; r++) {
+    dlcp_agg_hdr h;
+
+    assert_int_equal(contrib(a, 4, r, 2, 4, 0, 1, 0, 7), 0);
+    h = poll1(a, &s, &p, 7);
+    assert_int_equal(h.type, DLCP_AGG_NACK);
+    assert_int_equal(h.aux, DLCP_AGG_NACK_TOO_BIG);
+    assert_int_equal(h.low, 3);
+    assert_int_equal(h.nblocks, 4);
+    assert_int_equal(h.rank, r);
+    assert_int_equal(s.addr, 100u + r);
+  }
   dlcp_agg_get_stats(a, &st);
   assert_int_equal(st.claims, 2);
-  assert_int_equal(st.claim_failures, 3);
+  assert_int_equal(st.claim_failures, 5);
   assert_int_equal(st.ring_verdicts, 2);
+  assert_int_equal(st.too_big, 2);
   /* low-water marks: once both workers are past group 4, everything
    * below is stale */
   {
@@ -404,6 +436,11 @@ static void test_switch_static_partitions(void **state) {
   assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
   assert_int_equal(contrib(a, 1, 0, 2, 1, 0, 1, 0, 0), 0);
   assert_int_equal(poll1(a, &s, &p, 0).aux, DLCP_AGG_NACK_BUSY);
+  /* a 3-block group would fit the pool of 4 but never the partition of 2 */
+  assert_int_equal(contrib(a, 2, 0, 2, 3, 0, 1, 0, 0), 0);
+  h = poll1(a, &s, &p, 0);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_TOO_BIG);
+  assert_int_equal(h.low, 2);
   /* job 8 gets its own partition although job 7 wants more */
   h = hdr(DLCP_AGG_CONTRIB, 0, 0, 1, 2);
   h.job = 8;
@@ -899,6 +936,74 @@ static void test_jobs_share_small_pool(void **state) {
   }
 }
 
+/* A group of more blocks than the switch has aggregators (or than the
+ * job's static partition holds) can never be aggregated.  Plain INA fails
+ * at the first answer, one round trip in, naming the pool, instead of
+ * retrying until its timeout; RA-INA runs every such group by ring. */
+static void test_group_bigger_than_pool(void **state) {
+  static const struct {
+    uint64_t mem;
+    dlcp_agg_policy pol;
+    uint32_t parts;
+  } pools[] = {{3 * 256, DLCP_AGG_SHARED, 1}, {6 * 256, DLCP_AGG_STATIC, 2}};
+  inanet_config c;
+
+  (void)state;
+  inanet_config_default(&c);
+  for (size_t k = 0; k < sizeof(pools) / sizeof(pools[0]); k++) {
+    dlcp_agg *sw = net_switch(pools[k].mem, pools[k].pol, pools[k].parts);
+    inanet *n = inanet_new(&c, sw);
+    dlcp_agg_stats st;
+    job j;
+
+    job_init(&j, 1, 3, DLCP_INA_WAIT, DLCP_FLOAT32, 64 * 4 * 10, 5);
+    job_start(&j, n); /* 4 blocks a group, 10 groups, all sent at once */
+    assert_int_equal(inanet_run(n), 3);
+    for (uint32_t r = 0; r < 3; r++) {
+      dlcp_ina_result res;
+
+      dlcp_ina_get_result(j.h[r], &res);
+      assert_int_equal(inanet_host_status(n, j.host[r]), DLCP_ERR_CONFIG);
+      assert_int_equal(res.status, DLCP_ERR_CONFIG);
+      assert_int_equal(res.switch_pool, 3);
+      assert_int_equal(res.retransmits, 0);
+      assert_int_equal(res.ina_groups, 0);
+      /* the first contribution's answer: two 2 us hops */
+      assert_int_equal(inanet_host_end(n, j.host[r]), 4000);
+    }
+    dlcp_agg_get_stats(sw, &st);
+    assert_int_equal(st.claims, 0);
+    assert_int_equal(st.too_big, st.claim_failures);
+    assert_true(st.too_big >= 3);
+    job_free(&j);
+    inanet_del(n);
+    dlcp_agg_del(sw);
+  }
+  {
+    dlcp_agg *sw = net_switch(3 * 256, DLCP_AGG_SHARED, 1);
+    inanet *n = inanet_new(&c, sw);
+    job j;
+
+    job_init(&j, 1, 4, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 64 * 4 * 10 + 3,
+             6);
+    job_start(&j, n);
+    assert_int_equal(inanet_run(n), 4);
+    for (uint32_t r = 0; r < 4; r++) {
+      dlcp_ina_result res;
+
+      dlcp_ina_get_result(j.h[r], &res);
+      assert_int_equal(res.status, 0);
+      assert_int_equal(res.ring_groups, 11);
+      assert_int_equal(res.switch_pool, 0);
+    }
+    job_ring_part(&j);
+    job_check(&j);
+    job_free(&j);
+    inanet_del(n);
+    dlcp_agg_del(sw);
+  }
+}
+
 /* A forged contribution of job 1 (right id, wrong token) injected in the
  * middle of the run: rejected, counted, and the sums stay exact. */
 static void test_forged_packet_rejected(void **state) {
@@ -1002,6 +1107,7 @@ int main(void) {
       cmocka_unit_test(test_ina_chosen_losses),
       cmocka_unit_test(test_ina_ecn),
       cmocka_unit_test(test_jobs_share_small_pool),
+      cmocka_unit_test(test_group_bigger_than_pool),
       cmocka_unit_test(test_forged_packet_rejected),
       cmocka_unit_test(test_consecutive_operations),
   };

@@ -472,6 +472,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.claims += s.claims;
     t.claim_failures += s.claim_failures;
     t.ring_verdicts += s.ring_verdicts;
+    t.too_big += s.too_big;
     t.results_sent += s.results_sent;
     t.resent += s.resent;
     t.resend_backoffs += s.resend_backoffs;
@@ -486,9 +487,9 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
   fprintf(stderr,
           "dlcp-switch: %s: packets %llu contrib %llu dup %llu acks %llu "
           "nacked %llu malformed %llu foreign %llu stale_acks %llu | claims "
-          "%llu claim_failures %llu ring_verdicts %llu results %llu resent "
-          "%llu backoffs %llu freed %llu reclaimed %llu abandoned %llu "
-          "queue_drops %llu | "
+          "%llu claim_failures %llu ring_verdicts %llu too_big %llu results "
+          "%llu resent %llu backoffs %llu freed %llu reclaimed %llu "
+          "abandoned %llu queue_drops %llu | "
           "aggregators %u/%u in use\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
@@ -497,9 +498,10 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.claims,
           (unsigned long long)t.claim_failures,
           (unsigned long long)t.ring_verdicts,
+          (unsigned long long)t.too_big,
           (unsigned long long)t.results_sent, (unsigned long long)t.resent,
-          (unsigned long long)t.resend_backoffs, (unsigned long long)t.freed, (unsigned long long)t.reclaimed,
-          (unsigned long long)t.abandoned,
+          (unsigned long long)t.resend_backoffs, (unsigned long long)t.freed,
+          (unsigned long long)t.reclaimed, (unsigned long long)t.abandoned,
           (unsigned long long)t.queue_drops, t.aggs_used, t.aggs_total);
   {
     /* CPU time of the whole process: the per-core cost, independent of

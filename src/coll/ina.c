@@ -43,6 +43,8 @@ struct dlcp_ina {
   uint32_t *prev, *next; /* SENT list, oldest first */
   uint32_t head, tail;
   uint32_t low;      /* first group not done */
+  bool capped;       /* announce at most |low_cap| (dlcp_ina_cap_low) */
+  uint32_t low_cap;  /* absolute group number */
   uint32_t next_new; /* first group never sent */
   uint32_t ready;    /* groups below it may be sent (dlcp_ina_release) */
   uint32_t nsent;    /* groups in SENT */
@@ -260,12 +262,12 @@ static void rtt_sample(dlcp_ina *h, dlcp_duration r) {
   h->rto = rto > h->p.rto_ns ? rto : h->p.rto_ns;
 }
 
-static int on_nack(dlcp_ina *h, uint32_t g, uint16_t reason,
+static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
                    dlcp_tstamp now) {
   if (h->state[g] != GS_SENT) {
     return 0; /* an answer to an older copy of a group already done */
   }
-  switch ((dlcp_agg_nack)reason) {
+  switch ((dlcp_agg_nack)a->aux) {
   case DLCP_AGG_NACK_RING:
     if (h->p.mode != DLCP_INA_RING_FALLBACK) {
       h->r.rejected++;
@@ -291,6 +293,13 @@ static int on_nack(dlcp_ina *h, uint32_t g, uint16_t reason,
   case DLCP_AGG_NACK_NO_JOB:
     fail(h, DLCP_ERR_LIMIT);
     return DLCP_ERR_LIMIT;
+  case DLCP_AGG_NACK_TOO_BIG:
+    /* Plain INA only (RA-INA's group would have had a RING verdict): the
+     * switch can never hold the group, and retrying would only end in a
+     * timeout. */
+    h->r.switch_pool = a->low;
+    fail(h, DLCP_ERR_CONFIG);
+    return DLCP_ERR_CONFIG;
   }
   return 0;
 }
@@ -318,7 +327,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   g = a.group - h->p.first_group;
   if (a.type == DLCP_AGG_NACK) {
-    return on_nack(h, g, a.aux, now);
+    return on_nack(h, g, &a, now);
   }
   h->r.last_cap = a.aux;
   if (h->state[g] == GS_INA) {
@@ -354,6 +363,9 @@ static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
   a->token = h->p.token;
   a->group = h->p.first_group + g;
   a->low = h->p.first_group + h->low;
+  if (h->capped && (int32_t)(h->low_cap - a->low) < 0) {
+    a->low = h->low_cap; /* an older operation still needs the switch */
+  }
   a->rank = (uint8_t)h->p.rank;
   a->world = (uint8_t)h->p.world;
   a->nblocks = (uint8_t)h->p.group_blocks;
@@ -446,6 +458,15 @@ void dlcp_ina_release(dlcp_ina *h, uint32_t groups) {
   }
 }
 
+void dlcp_ina_cap_low(dlcp_ina *h, uint32_t low) {
+  h->capped = true;
+  h->low_cap = low;
+}
+
+uint32_t dlcp_ina_low(const dlcp_ina *h) {
+  return h->p.first_group + h->low;
+}
+
 dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h) {
   if (h->reported || h->head == NONE) {
     return DLCP_TSTAMP_NEVER;
@@ -518,7 +539,8 @@ void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src) {
 }
 
 dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
-                            size_t res_len, uint32_t job, uint64_t token) {
+                            size_t res_len, uint32_t job, uint64_t token,
+                            const uint32_t *low) {
   dlcp_agg_hdr a;
   const uint8_t *payload;
   int rv = dlcp_agg_decode(&a, &payload, res, res_len);
@@ -535,7 +557,7 @@ dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
   a.type = DLCP_AGG_ACK;
   a.flags = 0;
   a.aux = 0;
-  a.low = a.group + 1u;
+  a.low = low != NULL ? *low : a.group + 1u;
   return dlcp_agg_hdr_encode(buf, buflen, &a);
 }
 

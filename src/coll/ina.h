@@ -114,6 +114,10 @@ typedef struct dlcp_ina_result {
   uint64_t rejected;     /* datagrams dropped: malformed, foreign, unknown */
   uint64_t ecn_marked;   /* RESULTs with CE in their ECN bits */
   uint16_t last_cap;     /* the switch's last cap (free aggs per job) */
+  /* Failed with DLCP_ERR_CONFIG because the switch refused a group of
+   * |group_blocks| blocks for good (NACK TOO_BIG): the most consecutive
+   * aggregators it can give this job, its pool or partition; else 0. */
+  uint32_t switch_pool;
 } dlcp_ina_result;
 
 typedef enum dlcp_ina_act_type {
@@ -167,7 +171,9 @@ void dlcp_ina_del(dlcp_ina *h);
  * call).  Returns 0 if it was used, a decode error or DLCP_ERR_FOREIGN_JOB /
  * DLCP_ERR_UNKNOWN_TRANSFER if it was dropped (counted in |rejected|), or
  * the operation's failure: DLCP_ERR_CONFIG (the switch runs another block
- * size or the job another world), DLCP_ERR_LIMIT (its job table is full),
+ * size or the job another world, or its pool or the job's partition is
+ * smaller than one group: |switch_pool| in the result then says how many
+ * aggregators it has), DLCP_ERR_LIMIT (its job table is full),
  * DLCP_ERR_PEER_ABORTED (it lost a group: restarted or reclaimed it).
  */
 int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
@@ -188,6 +194,20 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
 void dlcp_ina_release(dlcp_ina *h, uint32_t groups);
 
 dlcp_tstamp dlcp_ina_next_deadline(const dlcp_ina *h);
+
+/*
+ * Several operations of one job in flight at once.  The switch slides the
+ * job's verdict window to the lowest low-water mark its workers announce,
+ * and a worker's mark only rises, so a rank must never announce more than
+ * the low-water mark of its oldest operation still in flight, or the
+ * switch would forget that operation's groups (NACK GONE).
+ * dlcp_ina_low returns the operation's own mark (absolute group number:
+ * first_group + the first group not done); dlcp_ina_cap_low makes its
+ * datagrams announce at most |low| from now on (the driver passes the
+ * lowest mark of the job's operations in flight).
+ */
+uint32_t dlcp_ina_low(const dlcp_ina *h);
+void dlcp_ina_cap_low(dlcp_ina *h, uint32_t low);
 void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r);
 
 /* The ring part of RA-INA.  dlcp_ina_ring_elems is the element count of
@@ -203,10 +223,13 @@ void dlcp_ina_ring_unpack(dlcp_ina *h, const void *src);
  * dlcp_ina_ack_for answers a stray RESULT (one that came after its
  * operation ended: the switch re-sent it because an ACK was lost) with an
  * ACK, statelessly: it checks that |res| is a RESULT of job |job| with
- * token |token| and writes the ACK into |buf|.  Returns the ACK's length,
- * or a negative code if |res| is not such a RESULT.
+ * token |token| and writes the ACK into |buf|, announcing the low-water
+ * mark |*low|, or the group after the result's if |low| is NULL (no
+ * operation of the job is in flight).  Returns the ACK's length, or a
+ * negative code if |res| is not such a RESULT.
  */
 dlcp_ssize dlcp_ina_ack_for(uint8_t *buf, size_t buflen, const uint8_t *res,
-                            size_t res_len, uint32_t job, uint64_t token);
+                            size_t res_len, uint32_t job, uint64_t token,
+                            const uint32_t *low);
 
 #endif /* DLCP_COLL_INA_H */

@@ -66,6 +66,7 @@ typedef struct agg_out {
   uint8_t rank, world, nblocks;
   uint16_t reason; /* NACK: dlcp_agg_nack; RESULT: 1 if a re-send */
   uint32_t job_id, group, slot, gen;
+  uint32_t low;    /* NACK TOO_BIG: the aggregators the job can have */
   uint64_t token, addr;
 } agg_out;
 
@@ -248,13 +249,19 @@ static void queue_out(dlcp_agg *a, const agg_out *o) {
   a->ocount++;
 }
 
-/* Queues a NACK answering the packet |h| from |addr|. */
-static void queue_nack(dlcp_agg *a, const dlcp_agg_hdr *h, uint64_t addr,
-                       uint16_t reason) {
+/* Queues a NACK answering the packet |h| from |addr|; |low| is the
+ * header's low field (nonzero only for TOO_BIG). */
+static void queue_nack_low(dlcp_agg *a, const dlcp_agg_hdr *h, uint64_t addr,
+                           uint16_t reason, uint32_t low) {
   agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks, reason,
-               h->job, h->group, NONE, 0, h->token, addr};
+               h->job, h->group, NONE, 0, low, h->token, addr};
 
   queue_out(a, &o);
+}
+
+static void queue_nack(dlcp_agg *a, const dlcp_agg_hdr *h, uint64_t addr,
+                       uint16_t reason) {
+  queue_nack_low(a, h, addr, reason, 0);
 }
 
 /* Queues the result of the group at |s| for |rank| (|again|: a re-send). */
@@ -262,7 +269,7 @@ static void queue_result(dlcp_agg *a, uint32_t s, uint8_t rank, bool again) {
   const agg_slot *g = &a->slot[s];
   const agg_job *j = &a->job[g->job];
   agg_out o = {DLCP_AGG_RESULT, rank, g->world, g->nblocks, again,
-               j->id, g->group, s, g->gen, j->token, j->addr[rank]};
+               j->id, g->group, s, g->gen, 0, j->token, j->addr[rank]};
 
   queue_out(a, &o);
 }
@@ -351,6 +358,13 @@ static uint32_t job_start(dlcp_agg *a, const dlcp_agg_hdr *h,
 }
 
 /* ---- groups ----------------------------------------------------------- */
+
+/* The most consecutive aggregators a job can ever hold: the whole pool
+ * (SHARED), or its partition (STATIC; all partitions are equal). */
+static uint32_t job_pool(const dlcp_agg *a) {
+  return a->cfg.policy == DLCP_AGG_STATIC ? a->naggs / a->cfg.static_parts
+                                          : a->naggs;
+}
 
 static uint32_t group_find(const dlcp_agg *a, uint32_t job, uint32_t group) {
   for (uint32_t s = a->bucket[hash_of(a, job, group)]; s != NONE;
@@ -524,7 +538,8 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                v == V_RING ? DLCP_AGG_NACK_RING : DLCP_AGG_NACK_GONE);
     return 0;
   }
-  s = group_claim(a, jslot, h, now);
+  s = h->nblocks <= job_pool(a) ? group_claim(a, jslot, h, now)
+                                        : NONE;
   if (s == NONE) {
     a->st.claim_failures++;
     a->st.nacked++;
@@ -532,6 +547,11 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
       verdict_set(a, j, h->group, V_RING);
       a->st.ring_verdicts++;
       queue_nack(a, h, addr, DLCP_AGG_NACK_RING);
+    } else if (h->nblocks > job_pool(a)) {
+      /* No aggregator will ever free up enough room: waiting (BUSY)
+       * would only end in the host's timeout. */
+      a->st.too_big++;
+      queue_nack_low(a, h, addr, DLCP_AGG_NACK_TOO_BIG, job_pool(a));
     } else {
       queue_nack(a, h, addr, DLCP_AGG_NACK_BUSY);
     }
@@ -669,7 +689,7 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
   (void)now;
   while (a->ocount > 0) {
     const agg_out *o = &a->out[a->ohead];
-    dlcp_agg_hdr h = {o->type, o->job_id, o->token, o->group, 0, o->rank,
+    dlcp_agg_hdr h = {o->type, o->job_id, o->token, o->group, o->low, o->rank,
                       o->world, o->nblocks, 0,
                       (uint16_t)a->cfg.block_elems, o->reason};
     const agg_slot *g = NULL;

@@ -91,6 +91,8 @@ typedef struct dlcp_agg_stats {
   uint64_t claims;         /* groups that got aggregators */
   uint64_t claim_failures; /* groups that found none free */
   uint64_t ring_verdicts;  /* of which were given a ring verdict */
+  uint64_t too_big;        /* of which were refused for good (plain INA):
+                              more blocks than the pool or partition */
   uint64_t results_sent;   /* RESULT datagrams written by poll */
   uint64_t resent;         /* of which re-sent (duplicate or timeout) */
   uint64_t resend_backoffs; /* re-send interval doublings */

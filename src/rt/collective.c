@@ -223,8 +223,7 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   dlcp_coll_del(run->op);
   free(run);
   req->run = NULL;
-  req->done = true;
-  pthread_cond_broadcast(&c->coll->req_cv);
+  dlcp_rt_coll_finish_request(c, req);
 }
 
 /* Fails |run| from outside the state machine (a lost peer, shutdown). */
@@ -587,6 +586,10 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
     }
     run = following;
   }
+  /* After the runs: an INA all-reduce moves on when the collectives it
+   * started (its agreements, its ring part) have just finished, and the
+   * ring part it may start is run on the next round (|posted|). */
+  posted |= dlcp_rt_ina_service(c, now, next);
   return posted;
 }
 
@@ -699,6 +702,7 @@ static void record_loss(dlcp_comm *c, uint32_t rank, uint32_t op_plus,
 }
 
 static void fail_all(dlcp_comm *c, dlcp_tstamp now) {
+  dlcp_rt_ina_fail_all(c, c->lost_status, c->lost_reason, now);
   while (c->coll->runs) {
     fail_run(c, c->coll->runs, c->lost_status, c->lost_reason, now);
   }
@@ -792,6 +796,8 @@ void dlcp_rt_coll_peer_lost(dlcp_comm *c, peer *p, dlcp_tstamp now) {
 }
 
 void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now) {
+  dlcp_rt_ina_fail_all(c, DLCP_ERR_CANCELED, "the communicator was destroyed",
+                       now);
   while (c->coll->runs) {
     fail_run(c, c->coll->runs, DLCP_ERR_CANCELED,
              "the communicator was destroyed", now);
@@ -815,7 +821,7 @@ int dlcp_rt_coll_new(dlcp_rt_colls **pcoll) {
 }
 
 bool dlcp_rt_coll_busy(const dlcp_rt_colls *co) {
-  return co && co->runs != NULL;
+  return co && (co->runs != NULL || dlcp_rt_ina_busy(co->ina));
 }
 
 void dlcp_rt_coll_free(dlcp_rt_colls *co) {
@@ -836,8 +842,26 @@ void dlcp_rt_coll_free(dlcp_rt_colls *co) {
 
 /* --- starting, cancelling, waiting (for collective_api.c) ------------- */
 
+uint32_t dlcp_rt_coll_reserve_id(dlcp_comm *c) {
+  return c->coll->next_id++;
+}
+
 int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
                        const dlcp_coll_opts *opts, dlcp_request **preq) {
+  pthread_mutex_lock(&c->mu);
+  int rv = dlcp_rt_coll_start_locked(c, p, opts, c->coll->next_id, preq);
+  if (rv == 0) {
+    c->coll->next_id++;
+    /* Start it right away from this thread, like a point-to-point post. */
+    dlcp_rt_service(c);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rv;
+}
+
+int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
+                              const dlcp_coll_opts *opts, uint32_t id,
+                              dlcp_request **preq) {
   uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
   dlcp_request *req = calloc(1, sizeof(*req));
   coll_run *run = calloc(1, sizeof(*run));
@@ -847,7 +871,6 @@ int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
     return DLCP_ERR_NOMEM;
   }
   req->comm = c;
-  pthread_mutex_lock(&c->mu);
   dlcp_tstamp now = dlcp_rt_now();
   size_t nruns = 0;
   for (coll_run *r = c->coll->runs; r; r = r->next) {
@@ -863,12 +886,11 @@ int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
     rv = dlcp_coll_new(&run->op, p, &c->coll->scratch.mem, now);
   }
   if (rv != 0) {
-    pthread_mutex_unlock(&c->mu);
     free(req);
     free(run);
     return rv;
   }
-  run->id = c->coll->next_id++;
+  run->id = id;
   run->kind = dlcp_coll_kind_name(p->kind);
   run->stalled_peer = DLCP_STALL_NOBODY;
   run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(p));
@@ -904,15 +926,27 @@ int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
       ep = &e->next;
     }
   }
-  /* A job that lost a rank can never complete a collective. */
-  if (c->lost_status != 0) {
-    fail_all(c, now);
-  }
-  /* Start it right away from this thread, like a point-to-point post. */
-  dlcp_rt_service(c);
-  pthread_mutex_unlock(&c->mu);
   *preq = req;
+  /* A job that lost a rank can never complete a collective.  (The runs
+   * only: an INA all-reduce may be what starts this one.) */
+  while (c->lost_status != 0 && c->coll->runs) {
+    fail_run(c, c->coll->runs, c->lost_status, c->lost_reason, now);
+  }
   return 0;
+}
+
+void dlcp_rt_coll_finish_request(dlcp_comm *c, dlcp_request *req) {
+  req->done = true;
+  pthread_cond_broadcast(&c->coll->req_cv);
+}
+
+void dlcp_rt_coll_drop(dlcp_comm *c, dlcp_request *req) {
+  if (req->run) {
+    fail_run(c, req->run, DLCP_ERR_CANCELED, "the request was freed",
+             dlcp_rt_now());
+  }
+  free(req->missing);
+  free(req);
 }
 
 void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req) {
@@ -920,6 +954,9 @@ void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req) {
   if (req->run) {
     fail_run(c, req->run, DLCP_ERR_CANCELED, "the request was freed",
              dlcp_rt_now());
+  }
+  if (req->ina) {
+    dlcp_rt_ina_cancel(c, req->ina, dlcp_rt_now());
   }
   pthread_mutex_unlock(&c->mu);
 }

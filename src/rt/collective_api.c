@@ -26,6 +26,31 @@ const char *dlcp_algo_str(dlcp_algo algo) {
 
 /* --- starting a collective --------------------------------------------- */
 
+void dlcp_rt_coll_params_for(dlcp_comm *c, dlcp_coll_params *p,
+                             dlcp_coll_kind kind, const void *sendbuf,
+                             void *recvbuf, uint64_t count, dlcp_dtype dtype,
+                             dlcp_redop redop, uint32_t root,
+                             const dlcp_coll_opts *opts) {
+  dlcp_coll_params_default(p);
+  p->kind = kind;
+  p->algo = opts->algo;
+  p->rank = c->env.rank;
+  p->world = c->env.world_size;
+  p->sendbuf = sendbuf;
+  p->recvbuf = recvbuf;
+  p->count = count;
+  p->dtype = dtype;
+  p->op = redop;
+  p->root = root;
+  p->chunk_bytes = opts->chunk_bytes;
+  p->topo = c->topo;
+  p->topo_levels = c->topo_levels;
+  p->same_host = c->env.world_size > 1 &&
+                 c->stats.shm_peers == c->env.world_size - 1;
+  p->bypass_alpha = opts->bypass_alpha;
+  p->loss_bound = opts->loss_bound;
+}
+
 static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
                  void *recvbuf, uint64_t count, dlcp_dtype dtype,
                  dlcp_redop redop, uint32_t root, const dlcp_coll_opts *opts,
@@ -39,52 +64,22 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
     opts = &def;
   }
   dlcp_coll_params p;
-  dlcp_coll_params_default(&p);
-  p.kind = kind;
-  p.algo = opts->algo;
-  p.rank = c->env.rank;
-  p.world = c->env.world_size;
-  p.sendbuf = sendbuf;
-  p.recvbuf = recvbuf;
-  p.count = count;
-  p.dtype = dtype;
-  p.op = redop;
-  p.root = root;
-  p.chunk_bytes = opts->chunk_bytes;
-  p.topo = c->topo;
-  p.topo_levels = c->topo_levels;
-  p.same_host = c->env.world_size > 1 &&
-                c->stats.shm_peers == c->env.world_size - 1;
-  p.bypass_alpha = opts->bypass_alpha;
-  p.loss_bound = opts->loss_bound;
+  dlcp_rt_coll_params_for(c, &p, kind, sendbuf, recvbuf, count, dtype, redop,
+                          root, opts);
   return dlcp_rt_coll_start(c, &p, opts, preq);
 }
 
-/* INA and RA_INA: the operation runs to completion here, on the caller's
- * thread (ina_run.h), and the request is returned already finished with
- * the outcome, so dlcp_wait and dlcp_test see it like any other. */
+/* INA and RA_INA: an all-reduce through the aggregation switch,
+ * progressed by the communicator's loop like every collective
+ * (ina_run.h). */
 static int start_ina(dlcp_comm *c, const void *sendbuf, void *recvbuf,
                      uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
                      dlcp_algo algo, dlcp_request **preq) {
-  dlcp_request *req;
-
   if (!c || !preq) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  req = calloc(1, sizeof(*req));
-  if (!req) {
-    return DLCP_ERR_NOMEM;
-  }
-  req->comm = c;
-  req->started_ns = dlcp_rt_now();
-  (void)dlcp_rt_ina_allreduce(c, dlcp_rt_coll_ina(c), sendbuf, recvbuf, count,
-                              dtype, redop, algo == DLCP_ALGO_RA_INA,
-                              (int)c->env.timeout_ms, &req->info);
-  req->info.algo = algo;
-  req->info.algo_name = dlcp_algo_name(algo);
-  req->done = true;
-  *preq = req;
-  return 0;
+  return dlcp_rt_ina_start(c, sendbuf, recvbuf, count, dtype, redop,
+                           algo == DLCP_ALGO_RA_INA, preq);
 }
 
 int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,

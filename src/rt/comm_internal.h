@@ -223,6 +223,26 @@ void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now);
  * all-reduces keep their switch state. */
 int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
                        const dlcp_coll_opts *opts, dlcp_request **preq);
+/* With |mu| held, for a collective started by another one (the INA
+ * all-reduce's agreements and ring part, ina_run.c): the next run id,
+ * which every rank reserves at the same point of its call sequence;
+ * dlcp_rt_coll_start_locked starts run |id| without running the service
+ * pass (the caller is in it, or runs it); dlcp_rt_coll_drop frees a
+ * request, failing its run if it is still running;
+ * dlcp_rt_coll_finish_request marks |req| done and wakes its waiters. */
+uint32_t dlcp_rt_coll_reserve_id(dlcp_comm *c);
+/* collective_api.c: the parameters of a collective of |c| (a public call's
+ * arguments and options). */
+void dlcp_rt_coll_params_for(dlcp_comm *c, dlcp_coll_params *p,
+                             dlcp_coll_kind kind, const void *sendbuf,
+                             void *recvbuf, uint64_t count, dlcp_dtype dtype,
+                             dlcp_redop redop, uint32_t root,
+                             const dlcp_coll_opts *opts);
+int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
+                              const dlcp_coll_opts *opts, uint32_t id,
+                              dlcp_request **preq);
+void dlcp_rt_coll_drop(dlcp_comm *c, dlcp_request *req);
+void dlcp_rt_coll_finish_request(dlcp_comm *c, dlcp_request *req);
 void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req);
 void dlcp_rt_coll_await(dlcp_comm *c, dlcp_request *req,
                         dlcp_tstamp deadline);

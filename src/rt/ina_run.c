@@ -1,67 +1,100 @@
 /*
- * ina_run.c: the runtime's driver of an all-reduce through the aggregation
+ * ina_run.c: the runtime's driver of all-reduces through the aggregation
  * switch (model in ina_run.h, protocol in docs/ina.md).
  *
- * Steps of one operation, on every rank in the same order:
- *   1. first time on this communicator: open a UDP socket connected to
- *      DLCP_SWITCH; rank 0 draws a random job id and token and broadcasts
- *      them (the switch binds a job id to its first token);
- *   2. FLOAT32: agree on the per-group exponents (all-reduce MAX);
- *   3. drive dlcp_ina over the socket until every group has its result or
- *      its ring verdict (poll until the next datagram or the core's
- *      deadline); stray results of earlier operations, which the switch
- *      re-sends while an ACK is lost, are acknowledged on the way;
- *   4. RA-INA: ring all-reduce of the groups with a ring verdict, packed.
- * Group numbers continue from one operation to the next (the switch's
- * verdict window only moves forward).
+ * An operation goes through three phases, on every rank in the same
+ * order, each moved on by the service pass (dlcp_rt_ina_service, from
+ * collective.c's, under |mu|):
+ *   AGREE   its collectives run: the communicator's identity broadcast
+ *           (rank 0 draws a random job id and token: the switch binds a
+ *           job id to its first token) if it is still running, and for
+ *           FLOAT32 the per-group exponents (an all-reduce MAX);
+ *   SWITCH  dlcp_ina is driven over the socket: the loop calls on_switch
+ *           when datagrams arrive, which hands each to the operation that
+ *           owns its group (stray results of finished operations, which
+ *           the switch re-sends while an ACK is lost, are acknowledged);
+ *           the service pass polls dlcp_ina and sends, and its deadline
+ *           (retransmission, the switch's timeout) joins the
+ *           communicator's;
+ *   RING    RA-INA: the ring all-reduce of the groups with a ring verdict,
+ *           packed, as a collective whose run id was reserved when the
+ *           operation started (so every rank gives it the same id,
+ *           whatever it started in between).
+ * Group numbers continue from one operation to the next; operations in
+ * flight together announce the low-water mark of the oldest one that
+ * still needs the switch (dlcp_ina_cap_low), or the switch would slide
+ * its verdict window past that one's groups.
  */
 #include "rt/ina_run.h"
 
 #include <errno.h>
 #include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "coll/ina.h"
+#include "rt/clock.h"
+#include "rt/comm_internal.h"
+#include "rt/request.h"
 #include "wire/agg_wire.h"
+
+enum { PH_AGREE, PH_SWITCH, PH_RING };
+
+struct dlcp_rt_ina_op {
+  dlcp_rt_ina_op *next;
+  dlcp_request *req;   /* the application's */
+  bool ra;
+  int phase;
+  dlcp_ina_params p;   /* p.exps: NULL until the exponents are agreed */
+  uint32_t ngroups;
+  int32_t *exps;       /* FLOAT32: the exponents being agreed */
+  dlcp_request *exp_req;
+  dlcp_ina *h;         /* from SWITCH on */
+  dlcp_tstamp last_progress;
+  uint64_t answers;    /* results, ring verdicts and BUSY answers so far */
+  uint32_t ring_id;    /* RA-INA: the reserved run id of the ring part */
+  void *ring;
+  dlcp_request *ring_req;
+};
 
 struct dlcp_rt_ina {
   int fd;
   uint32_t job;
   uint64_t token;
+  uint32_t id[4];         /* the identity broadcast's buffer */
+  dlcp_request *id_req;   /* while it runs */
+  bool have_id;
+  int id_status;          /* its failure, for every operation */
+  char id_error[160];
   uint32_t next_group;
   char name[128]; /* the switch, for messages */
   uint8_t *buf;   /* one datagram */
   uint32_t mtu;   /* of the path to the switch */
+  dlcp_rt_ina_op *ops; /* in flight, in start (and group) order */
 };
-
-static dlcp_tstamp mono_ns(void) {
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (dlcp_tstamp)ts.tv_sec * 1000000000u + (dlcp_tstamp)ts.tv_nsec;
-}
 
 void dlcp_rt_ina_free(dlcp_rt_ina *s) {
   if (s == NULL) {
     return;
   }
   if (s->fd >= 0) {
-    close(s->fd);
+    close(s->fd); /* which also takes it out of the loop's epoll set */
   }
   free(s->buf);
   free(s);
 }
 
+bool dlcp_rt_ina_busy(const dlcp_rt_ina *s) {
+  return s != NULL && s->ops != NULL;
+}
+
 __attribute__((format(printf, 3, 4))) static int
-fail(dlcp_coll_info *info, int status, const char *fmt, ...) {
+fail_info(dlcp_coll_info *info, int status, const char *fmt, ...) {
   va_list ap;
 
   info->status = status;
@@ -71,38 +104,162 @@ fail(dlcp_coll_info *info, int status, const char *fmt, ...) {
   return status;
 }
 
-/* Runs a collective of the communicator to completion. */
-static int run_wait(int rv, dlcp_request *req, dlcp_coll_info *info,
-                    const char *what) {
-  dlcp_coll_info sub;
+/* --- finishing -------------------------------------------------------- */
 
-  if (rv != 0) {
-    return fail(info, rv, "INA: %s: %s", what, dlcp_strerror(rv));
+static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                   dlcp_tstamp now) {
+  dlcp_request *req = iop->req;
+
+  for (dlcp_rt_ina_op **pp = &s->ops; *pp; pp = &(*pp)->next) {
+    if (*pp == iop) {
+      *pp = iop->next;
+      break;
+    }
   }
-  rv = dlcp_wait(req, -1, &sub);
-  dlcp_request_free(req);
-  if (rv != 0) {
-    return fail(info, rv, "INA: %s: %.180s", what, sub.error);
+  if (iop->exp_req != NULL) {
+    dlcp_rt_coll_drop(c, iop->exp_req);
   }
-  return 0;
+  if (iop->ring_req != NULL) {
+    dlcp_rt_coll_drop(c, iop->ring_req);
+  }
+  dlcp_ina_del(iop->h);
+  free(iop->exps);
+  free(iop->ring);
+  free(iop);
+  req->info.elapsed_ns = now - req->started_ns;
+  req->ina = NULL;
+  dlcp_rt_coll_finish_request(c, req);
 }
 
-/* Step 1: the socket and the job's identity. */
-static int setup(dlcp_comm *comm, dlcp_rt_ina **state, dlcp_coll_info *info) {
+__attribute__((format(printf, 5, 6))) static void
+fail_op(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop, int status,
+        const char *fmt, ...) {
+  dlcp_coll_info *info = &iop->req->info;
+  va_list ap;
+
+  info->status = status;
+  va_start(ap, fmt);
+  vsnprintf(info->error, sizeof(info->error), fmt, ap);
+  va_end(ap);
+  finish(c, s, iop, dlcp_rt_now());
+}
+
+void dlcp_rt_ina_cancel(dlcp_comm *c, dlcp_rt_ina_op *iop, dlcp_tstamp now) {
+  (void)now;
+  fail_op(c, *dlcp_rt_coll_ina(c), iop, DLCP_ERR_CANCELED,
+          "INA: the request was freed");
+}
+
+void dlcp_rt_ina_fail_all(dlcp_comm *c, int status, const char *reason,
+                          dlcp_tstamp now) {
+  dlcp_rt_ina *s = *dlcp_rt_coll_ina(c);
+
+  (void)now;
+  if (s == NULL) {
+    return;
+  }
+  if (s->id_req != NULL) {
+    /* Its run fails too: nobody will learn the identity. */
+    s->id_status = status;
+    dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", reason);
+    dlcp_rt_coll_drop(c, s->id_req);
+    s->id_req = NULL;
+  }
+  while (s->ops != NULL) {
+    fail_op(c, s, s->ops, status, "INA: %.200s", reason);
+  }
+}
+
+/* --- the socket ------------------------------------------------------- */
+
+/* The lowest low-water mark of the operations that still need the switch
+ * (NULL: none does). */
+static const uint32_t *job_low(const dlcp_rt_ina *s, uint32_t *low) {
+  for (const dlcp_rt_ina_op *iop = s->ops; iop; iop = iop->next) {
+    if (iop->phase == PH_AGREE) {
+      *low = iop->p.first_group;
+      return low;
+    }
+    if (iop->phase == PH_SWITCH) {
+      *low = dlcp_ina_low(iop->h);
+      return low;
+    }
+  }
+  return NULL;
+}
+
+/* Hands one datagram from the switch to the operation whose group it is;
+ * a result of no operation in flight is acknowledged. */
+static void on_datagram(dlcp_rt_ina *s, size_t len, dlcp_tstamp now) {
+  dlcp_agg_hdr h;
+  const uint8_t *payload;
+  uint8_t ack[DLCP_AGG_HDR_LEN];
+  uint32_t low;
+  dlcp_ssize n;
+
+  if (dlcp_agg_decode(&h, &payload, s->buf, len) != 0) {
+    return;
+  }
+  for (dlcp_rt_ina_op *iop = s->ops; iop; iop = iop->next) {
+    if (iop->h != NULL && h.group - iop->p.first_group < iop->ngroups) {
+      (void)dlcp_ina_on_packet(iop->h, s->buf, len, now);
+      return;
+    }
+  }
+  n = dlcp_ina_ack_for(ack, sizeof(ack), s->buf, len, s->job, s->token,
+                       job_low(s, &low));
+  if (n > 0) {
+    (void)send(s->fd, ack, (size_t)n, MSG_DONTWAIT);
+  }
+}
+
+#define INA_RECV_BATCH 256
+
+static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  dlcp_comm *c = user;
+  dlcp_rt_ina *s;
+  ssize_t k;
+
+  (void)loop;
+  (void)events;
+  pthread_mutex_lock(&c->mu);
+  s = *dlcp_rt_coll_ina(c);
+  /* Read until dry, or a bounded batch (the loop reports the rest); an
+   * error an ICMP message queued (the switch's port unreachable) is read
+   * like a datagram and dropped: a lost datagram is re-sent by either
+   * end, and a switch that never answers is the timeout's to report. */
+  for (int i = 0; i < INA_RECV_BATCH; i++) {
+    k = recv(fd, s->buf, DLCP_AGG_DGRAM_MAX, MSG_DONTWAIT);
+    if (k > 0) {
+      on_datagram(s, (size_t)k, dlcp_rt_now());
+    } else if (k == 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
+      break;
+    }
+  }
+  dlcp_rt_service(c);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* --- starting --------------------------------------------------------- */
+
+/* The socket to DLCP_SWITCH, watched by the communicator's loop, and the
+ * identity broadcast started.  With |mu| held. */
+static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   const char *env = getenv("DLCP_SWITCH");
   char host[128];
   const char *colon;
   struct addrinfo hints, *ai = NULL;
   dlcp_rt_ina *s;
-  uint32_t id[4] = {0, 0, 0, 0};
-  dlcp_request *req;
+  dlcp_coll_params p;
+  dlcp_coll_opts o;
   int rv;
 
   if (env == NULL || (colon = strrchr(env, ':')) == NULL || colon == env ||
       (size_t)(colon - env) >= sizeof(host) || colon[1] == '\0') {
-    return fail(info, DLCP_ERR_CONFIG,
-                "INA: DLCP_SWITCH=%s: expected host:port of a dlcp-switch",
-                env != NULL ? env : "(unset)");
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_SWITCH=%s: expected host:port of a "
+                     "dlcp-switch",
+                     env != NULL ? env : "(unset)");
   }
   memcpy(host, env, (size_t)(colon - env));
   host[colon - env] = '\0';
@@ -110,14 +267,14 @@ static int setup(dlcp_comm *comm, dlcp_rt_ina **state, dlcp_coll_info *info) {
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_DGRAM;
   if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL) {
-    return fail(info, DLCP_ERR_CONFIG,
-                "INA: DLCP_SWITCH=%s: cannot resolve %s", env, host);
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_SWITCH=%s: cannot resolve %s", env, host);
   }
   s = calloc(1, sizeof(*s));
   if (s == NULL || (s->buf = malloc(DLCP_AGG_DGRAM_MAX)) == NULL) {
     freeaddrinfo(ai);
     free(s);
-    return fail(info, DLCP_ERR_NOMEM, "INA: out of memory");
+    return fail_info(info, DLCP_ERR_NOMEM, "INA: out of memory");
   }
   snprintf(s->name, sizeof(s->name), "%s", env);
   s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -125,8 +282,8 @@ static int setup(dlcp_comm *comm, dlcp_rt_ina **state, dlcp_coll_info *info) {
     rv = -errno;
     freeaddrinfo(ai);
     dlcp_rt_ina_free(s);
-    return fail(info, rv, "INA: socket to the switch %s: %s", env,
-                strerror(-rv));
+    return fail_info(info, rv, "INA: socket to the switch %s: %s", env,
+                     strerror(-rv));
   }
   freeaddrinfo(ai);
   {
@@ -139,20 +296,33 @@ static int setup(dlcp_comm *comm, dlcp_rt_ina **state, dlcp_coll_info *info) {
     }
     s->mtu = (uint32_t)mtu;
   }
-  if (dlcp_comm_rank(comm) == 0 &&
-      getrandom(id, 3 * sizeof(uint32_t), 0) != 3 * (ssize_t)sizeof(uint32_t)) {
+  if (dlcp_comm_rank(c) == 0 &&
+      getrandom(s->id, 3 * sizeof(uint32_t), 0) !=
+          3 * (ssize_t)sizeof(uint32_t)) {
+    rv = errno;
     dlcp_rt_ina_free(s);
-    return fail(info, DLCP_ERR_SYSTEM, "INA: getrandom: %s", strerror(errno));
+    return fail_info(info, DLCP_ERR_SYSTEM, "INA: getrandom: %s",
+                     strerror(rv));
   }
-  rv = dlcp_broadcast(comm, id, 4, DLCP_INT32, 0, NULL, &req);
-  rv = run_wait(rv, req, info, "agreeing on the job id");
+  /* The loop is driven by one thread at a time, under |mu| for anything
+   * but the wait itself, which an added descriptor simply joins. */
+  rv = dlcp_loop_add_fd(c->loop, s->fd, DLCP_LOOP_READ, on_switch, c);
   if (rv != 0) {
     dlcp_rt_ina_free(s);
-    return rv;
+    return fail_info(info, rv, "INA: watching the socket to %s: %s", env,
+                     dlcp_strerror(rv));
   }
-  s->job = id[0];
-  s->token = (uint64_t)id[1] | (uint64_t)id[2] << 32;
-  *state = s;
+  dlcp_coll_opts_default(&o);
+  dlcp_rt_coll_params_for(c, &p, DLCP_COLL_BROADCAST, s->id, s->id, 4,
+                          DLCP_INT32, DLCP_SUM, 0, &o);
+  rv = dlcp_rt_coll_start_locked(c, &p, &o, dlcp_rt_coll_reserve_id(c),
+                                 &s->id_req);
+  if (rv != 0) {
+    /* The id is spent on this rank: the communicator cannot do INA. */
+    s->id_status = rv;
+    dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", dlcp_strerror(rv));
+  }
+  *dlcp_rt_coll_ina(c) = s;
   return 0;
 }
 
@@ -162,8 +332,8 @@ static int setup(dlcp_comm *comm, dlcp_rt_ina **state, dlcp_coll_info *info) {
  * (1 KiB) a datagram held a 4-rank all-reduce at 10 Gbit/s MTU 9000 to
  * 0.15 Gbit/s of bus bandwidth.  The cap keeps a group within a small
  * pool (a 16 KiB switch has 64 aggregators; a group needs its blocks
- * side by side, or plain INA waits for ever); the exponent is agreed per
- * group either way. */
+ * side by side, and a pool smaller than a group refuses it); the
+ * exponent is agreed per group either way. */
 #define INA_MAX_GROUP_BLOCKS 32u
 
 static uint32_t mtu_blocks(const dlcp_rt_ina *s, uint32_t block_elems) {
@@ -172,183 +342,329 @@ static uint32_t mtu_blocks(const dlcp_rt_ina *s, uint32_t block_elems) {
   return n < 1 ? 1 : n > INA_MAX_GROUP_BLOCKS ? INA_MAX_GROUP_BLOCKS : n;
 }
 
-/* Step 3: drives |h| over the socket. */
-static int drive(dlcp_rt_ina *s, dlcp_ina *h, int timeout_ms,
-                 dlcp_coll_info *info) {
-  dlcp_tstamp last_progress = mono_ns();
-  uint64_t seen = 0;
+/* The operation's collectives (reserving their ids) and its place in the
+ * group sequence, at the call, so every rank numbers them alike.  With
+ * |mu| held.  Returns 0 or fails |req|'s info. */
+static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                    dlcp_coll_info *info) {
+  dlcp_ina_params *p = &iop->p;
+  dlcp_ina_params what = *p; /* the call's buffers, count, dtype and op */
 
-  for (;;) {
-    dlcp_ina_action act;
-    dlcp_ina_result r;
-    struct pollfd pfd = {s->fd, POLLIN, 0};
-    dlcp_tstamp now = mono_ns(), dl;
-    ssize_t k;
-    int wait_ms;
+  dlcp_ina_params_default(p);
+  p->dtype = what.dtype;
+  p->op = what.op;
+  p->sendbuf = what.sendbuf;
+  p->recvbuf = what.recvbuf;
+  p->count = what.count;
+  p->rank = dlcp_comm_rank(c);
+  p->world = dlcp_comm_size(c);
+  p->mode = iop->ra ? DLCP_INA_RING_FALLBACK : DLCP_INA_WAIT;
+  p->group_blocks = iop->ra ? p->world : mtu_blocks(s, p->block_elems);
+  p->first_group = s->next_group;
+  /* A group waits for the slowest rank's contribution: re-sends are not a
+   * failure; only the communicator's timeout without any answer is. */
+  p->max_retx = UINT16_MAX - 1u;
+  iop->ngroups = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);
+  s->next_group += iop->ngroups;
+  if (p->dtype == DLCP_FLOAT32 && iop->ngroups > 0) {
+    dlcp_coll_params cp;
+    dlcp_coll_opts o;
+    int rv;
 
-    for (;;) {
-      (void)dlcp_ina_poll(h, &act, s->buf, DLCP_AGG_DGRAM_MAX, now);
-      if (act.type != DLCP_INA_ACT_SEND) {
-        break;
-      }
-      (void)send(s->fd, s->buf, act.len, 0); /* a loss is retransmitted */
+    iop->exps = malloc(iop->ngroups * sizeof(*iop->exps));
+    if (iop->exps == NULL) {
+      return fail_info(info, DLCP_ERR_NOMEM, "INA: out of memory");
     }
-    dlcp_ina_get_result(h, &r);
-    if (act.type == DLCP_INA_ACT_DONE || r.status != 0) {
-      if (r.status == DLCP_ERR_TIMEOUT) {
-        return fail(info, r.status,
-                    "INA: the aggregation switch %s stopped answering",
-                    s->name);
+    if (dlcp_ina_exponents(p->sendbuf, p->count,
+                           p->block_elems * p->group_blocks, iop->exps) != 0) {
+      /* every rank must still take part in the agreement; a rank with a
+       * non-finite value claims the largest exponent, and all fail */
+      for (uint32_t g = 0; g < iop->ngroups; g++) {
+        iop->exps[g] = INT32_MAX;
       }
-      if (r.status != 0) {
-        return fail(info, r.status, "INA: the switch %s: %s", s->name,
-                    dlcp_strerror(r.status));
-      }
-      return 0;
     }
-    if (r.results + r.ring_groups + r.busy != seen) {
-      seen = r.results + r.ring_groups + r.busy;
-      last_progress = now;
-    } else if (timeout_ms > 0 &&
-               now - last_progress > (dlcp_tstamp)timeout_ms * 1000000u) {
-      return fail(info, DLCP_ERR_TIMEOUT,
-                  "INA: no answer from the aggregation switch %s", s->name);
-    }
-    dl = dlcp_ina_next_deadline(h);
-    wait_ms = dl == DLCP_TSTAMP_NEVER ? 100
-              : dl <= now             ? 0
-                                      : (int)((dl - now + 999999u) / 1000000u);
-    wait_ms = wait_ms > 100 ? 100 : wait_ms;
-    (void)poll(&pfd, 1, wait_ms);
-    while ((k = recv(s->fd, s->buf, DLCP_AGG_DGRAM_MAX, MSG_DONTWAIT)) > 0) {
-      int rv = dlcp_ina_on_packet(h, s->buf, (size_t)k, mono_ns());
-
-      if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
-        /* a result of an earlier operation, re-sent: acknowledge it */
-        uint8_t ack[DLCP_AGG_HDR_LEN];
-        dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), s->buf, (size_t)k,
-                                        s->job, s->token);
-
-        if (n > 0) {
-          (void)send(s->fd, ack, (size_t)n, 0);
-        }
-      }
+    dlcp_coll_opts_default(&o);
+    dlcp_rt_coll_params_for(c, &cp, DLCP_COLL_ALLREDUCE, iop->exps, iop->exps,
+                            iop->ngroups, DLCP_INT32, DLCP_MAX, 0, &o);
+    rv = dlcp_rt_coll_start_locked(c, &cp, &o, dlcp_rt_coll_reserve_id(c),
+                                   &iop->exp_req);
+    if (rv != 0) {
+      return fail_info(info, rv, "INA: agreeing on the scale: %s",
+                       dlcp_strerror(rv));
     }
   }
+  if (iop->ra) {
+    iop->ring_id = dlcp_rt_coll_reserve_id(c);
+  }
+  return 0;
 }
 
-int dlcp_rt_ina_allreduce(dlcp_comm *comm, dlcp_rt_ina **state,
-                          const void *sendbuf, void *recvbuf, uint64_t count,
-                          dlcp_dtype dtype, dlcp_redop op, bool ra,
-                          int timeout_ms, dlcp_coll_info *info) {
-  uint32_t world = dlcp_comm_size(comm);
-  dlcp_tstamp t0 = mono_ns();
-  dlcp_ina_params p;
-  dlcp_ina *h = NULL;
-  int32_t *exps = NULL;
-  void *ring = NULL;
-  uint32_t ng;
+int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
+                      uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
+                      bool ra, dlcp_request **preq) {
+  dlcp_request *req = calloc(1, sizeof(*req));
+  dlcp_rt_ina_op *iop = calloc(1, sizeof(*iop));
+  dlcp_coll_info *info;
+  dlcp_rt_ina *s;
+  dlcp_algo algo = ra ? DLCP_ALGO_RA_INA : DLCP_ALGO_INA;
+
+  if (req == NULL || iop == NULL) {
+    free(req);
+    free(iop);
+    return DLCP_ERR_NOMEM;
+  }
+  req->comm = c;
+  req->started_ns = dlcp_rt_now();
+  info = &req->info;
+  info->algo = algo;
+  info->algo_name = dlcp_algo_name(algo);
+  info->delivered_fraction = 1.0;
+  *preq = req;
+  iop->req = req;
+  iop->ra = ra;
+  iop->p.dtype = dtype;
+  iop->p.op = redop;
+  iop->p.sendbuf = sendbuf != NULL ? sendbuf : recvbuf;
+  iop->p.recvbuf = recvbuf;
+  iop->p.count = count;
+  if ((dtype != DLCP_FLOAT32 && dtype != DLCP_INT32) ||
+      (redop != DLCP_SUM && redop != DLCP_AVG) ||
+      dlcp_comm_size(c) > DLCP_AGG_MAX_WORLD ||
+      (count > 0 && recvbuf == NULL)) {
+    free(iop);
+    (void)fail_info(info, DLCP_ERR_INVALID_ARGUMENT,
+                    "INA: the switch sums FLOAT32 or INT32 (SUM, AVG) for "
+                    "at most 64 ranks");
+    req->done = true;
+    return 0;
+  }
+  pthread_mutex_lock(&c->mu);
+  s = *dlcp_rt_coll_ina(c);
+  if (c->closing || c->lost_status != 0) {
+    (void)fail_info(info, c->closing ? DLCP_ERR_CANCELED : c->lost_status,
+                    "INA: %.200s",
+                    c->closing ? "the communicator is closing"
+                               : c->lost_reason);
+  } else if (s == NULL && setup(c, info) == 0) {
+    s = *dlcp_rt_coll_ina(c);
+  }
+  if (s == NULL || info->status != 0) {
+    free(iop);
+    req->done = true;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+  }
+  /* In the list before its collectives start, so that whatever fails
+   * them finds it. */
+  {
+    dlcp_rt_ina_op **pp = &s->ops;
+
+    while (*pp) {
+      pp = &(*pp)->next;
+    }
+    *pp = iop;
+  }
+  req->ina = iop;
+  if (op_begin(c, s, iop, info) != 0) {
+    finish(c, s, iop, dlcp_rt_now());
+  } else {
+    dlcp_rt_service(c);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+/* --- progress --------------------------------------------------------- */
+
+/* AGREE: the identity and the exponents.  Returns whether the operation
+ * moved on to SWITCH (false: it waits, or it failed and is gone). */
+static bool agree(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                  dlcp_tstamp now) {
   int rv;
 
-  memset(info, 0, sizeof(*info));
-  info->algo_name = ra ? "ra_ina" : "ina";
-  info->delivered_fraction = 1.0;
-  if ((dtype != DLCP_FLOAT32 && dtype != DLCP_INT32) ||
-      (op != DLCP_SUM && op != DLCP_AVG) || world > DLCP_AGG_MAX_WORLD ||
-      (count > 0 && recvbuf == NULL)) {
-    return fail(info, DLCP_ERR_INVALID_ARGUMENT,
-                "INA: the switch sums FLOAT32 or INT32 (SUM, AVG) for at "
-                "most 64 ranks");
+  if (s->id_status != 0) {
+    fail_op(c, s, iop, s->id_status, "INA: agreeing on the job id: %.180s",
+            s->id_error);
+    return false;
   }
-  if (*state == NULL && (rv = setup(comm, state, info)) != 0) {
-    return rv;
+  if (!s->have_id || (iop->exp_req != NULL && !iop->exp_req->done)) {
+    return false;
   }
-  dlcp_ina_params_default(&p);
-  p.job = (*state)->job;
-  p.token = (*state)->token;
-  p.rank = dlcp_comm_rank(comm);
-  p.world = world;
-  p.mode = ra ? DLCP_INA_RING_FALLBACK : DLCP_INA_WAIT;
-  p.dtype = dtype;
-  p.op = op;
-  p.sendbuf = sendbuf != NULL ? sendbuf : recvbuf;
-  p.recvbuf = recvbuf;
-  p.count = count;
-  p.group_blocks = ra ? world : mtu_blocks(*state, p.block_elems);
-  p.first_group = (*state)->next_group;
-  /* A group waits for the slowest rank's contribution: re-sends are not a
-   * failure; only |timeout_ms| without any answer is (checked in drive). */
-  p.max_retx = UINT16_MAX - 1u;
-  ng = dlcp_ina_ngroups(count, p.block_elems, p.group_blocks);
-  if (dtype == DLCP_FLOAT32 && ng > 0) {
-    dlcp_request *req;
-
-    exps = malloc(ng * sizeof(*exps));
-    if (exps == NULL) {
-      return fail(info, DLCP_ERR_NOMEM, "INA: out of memory");
-    }
-    rv = dlcp_ina_exponents(p.sendbuf, count, p.block_elems * p.group_blocks,
-                            exps);
+  if (iop->exp_req != NULL) {
+    rv = iop->exp_req->info.status;
     if (rv != 0) {
-      /* every rank must still take part in the agreement; a rank with a
-       * non-finite value claims the largest exponent and fails after */
-      for (uint32_t g = 0; g < ng; g++) {
-        exps[g] = INT32_MAX;
+      fail_op(c, s, iop, rv, "INA: agreeing on the scale: %.180s",
+              iop->exp_req->info.error);
+      return false;
+    }
+    dlcp_rt_coll_drop(c, iop->exp_req);
+    iop->exp_req = NULL;
+    for (uint32_t g = 0; g < iop->ngroups; g++) {
+      if (iop->exps[g] == INT32_MAX) {
+        fail_op(c, s, iop, DLCP_ERR_INVALID_ARGUMENT,
+                "INA: a rank's input has a non-finite value (INF or NaN)");
+        return false;
       }
     }
-    {
-      int arv = dlcp_allreduce(comm, exps, exps, ng, DLCP_INT32, DLCP_MAX,
-                               NULL, &req);
-
-      arv = run_wait(arv, req, info, "agreeing on the scale");
-      if (arv != 0) {
-        free(exps);
-        return arv;
-      }
-    }
-    for (uint32_t g = 0; g < ng && rv == 0; g++) {
-      if (exps[g] == INT32_MAX) {
-        rv = DLCP_ERR_INVALID_ARGUMENT; /* some rank has a non-finite value */
-      }
-    }
-    if (rv != 0) {
-      free(exps);
-      return fail(info, rv,
-                  "INA: a rank's input has a non-finite value (INF or NaN)");
-    }
-    p.exps = exps;
+    iop->p.exps = iop->exps;
   }
-  (*state)->next_group += ng;
-  rv = dlcp_ina_new(&h, &p, NULL, mono_ns());
-  free(exps);
+  iop->p.job = s->job;
+  iop->p.token = s->token;
+  rv = dlcp_ina_new(&iop->h, &iop->p, NULL, now);
+  iop->p.exps = NULL;
   if (rv != 0) {
-    return fail(info, rv, "INA: %s", dlcp_strerror(rv));
+    iop->h = NULL;
+    fail_op(c, s, iop, rv, "INA: %s", dlcp_strerror(rv));
+    return false;
   }
-  rv = drive(*state, h, timeout_ms, info);
-  if (rv == 0 && ra) {
-    uint64_t n = dlcp_ina_ring_elems(h);
+  iop->phase = PH_SWITCH;
+  iop->last_progress = now;
+  return true;
+}
 
-    if (n > 0) {
-      dlcp_coll_opts o;
-      dlcp_request *req;
+/* SWITCH: sends what the core has to send and looks at how it stands.
+ * Returns whether it started the ring part. */
+static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                  const uint32_t *low, dlcp_tstamp now, dlcp_tstamp *next) {
+  dlcp_ina_action act;
+  dlcp_ina_result r;
+  dlcp_tstamp d;
+  uint32_t timeout_ms = c->env.timeout_ms;
 
-      ring = malloc(4 * n);
-      if (ring == NULL) {
-        rv = fail(info, DLCP_ERR_NOMEM, "INA: out of memory");
-      } else {
-        dlcp_ina_ring_pack(h, ring);
-        dlcp_coll_opts_default(&o);
-        o.algo = DLCP_ALGO_RING;
-        rv = dlcp_allreduce(comm, ring, ring, n, dtype, DLCP_SUM, &o, &req);
-        rv = run_wait(rv, req, info, "the ring part of RA-INA");
-        if (rv == 0) {
-          dlcp_ina_ring_unpack(h, ring);
-        }
-        free(ring);
-      }
+  if (low != NULL) {
+    dlcp_ina_cap_low(iop->h, *low);
+  }
+  for (;;) {
+    (void)dlcp_ina_poll(iop->h, &act, s->buf, DLCP_AGG_DGRAM_MAX, now);
+    if (act.type != DLCP_INA_ACT_SEND) {
+      break;
+    }
+    /* never blocks under |mu|; a datagram not sent is re-sent */
+    (void)send(s->fd, s->buf, act.len, MSG_DONTWAIT);
+  }
+  dlcp_ina_get_result(iop->h, &r);
+  if (r.status == DLCP_ERR_TIMEOUT) {
+    fail_op(c, s, iop, r.status,
+            "INA: the aggregation switch %s stopped answering", s->name);
+    return false;
+  }
+  if (r.status == DLCP_ERR_CONFIG && r.switch_pool > 0) {
+    fail_op(c, s, iop, r.status,
+            "INA: the aggregation switch %s has %u aggregators for this "
+            "job, but a group of plain INA needs %u side by side (%u B of "
+            "gradient a datagram): give it more memory (dlcp-switch --mem "
+            "is split among its threads) or use ra_ina",
+            s->name, r.switch_pool, iop->p.group_blocks,
+            iop->p.group_blocks * iop->p.block_elems * 4u);
+    return false;
+  }
+  if (r.status != 0) {
+    fail_op(c, s, iop, r.status, "INA: the switch %s: %s", s->name,
+            dlcp_strerror(r.status));
+    return false;
+  }
+  if (act.type == DLCP_INA_ACT_DONE) {
+    uint64_t n = iop->ra ? dlcp_ina_ring_elems(iop->h) : 0;
+    dlcp_coll_params cp;
+    dlcp_coll_opts o;
+    int rv;
+
+    if (n == 0) {
+      finish(c, s, iop, now);
+      return false;
+    }
+    iop->ring = malloc(4 * n);
+    if (iop->ring == NULL) {
+      fail_op(c, s, iop, DLCP_ERR_NOMEM, "INA: out of memory");
+      return false;
+    }
+    dlcp_ina_ring_pack(iop->h, iop->ring);
+    dlcp_coll_opts_default(&o);
+    o.algo = DLCP_ALGO_RING;
+    dlcp_rt_coll_params_for(c, &cp, DLCP_COLL_ALLREDUCE, iop->ring, iop->ring,
+                            n, iop->p.dtype, DLCP_SUM, 0, &o);
+    rv = dlcp_rt_coll_start_locked(c, &cp, &o, iop->ring_id, &iop->ring_req);
+    if (rv != 0) {
+      fail_op(c, s, iop, rv, "INA: the ring part of RA-INA: %s",
+              dlcp_strerror(rv));
+      return false;
+    }
+    iop->phase = PH_RING;
+    return true;
+  }
+  if (r.results + r.ring_groups + r.busy != iop->answers) {
+    iop->answers = r.results + r.ring_groups + r.busy;
+    iop->last_progress = now;
+  } else if (timeout_ms > 0 &&
+             now - iop->last_progress > (dlcp_tstamp)timeout_ms * 1000000u) {
+    fail_op(c, s, iop, DLCP_ERR_TIMEOUT,
+            "INA: no answer from the aggregation switch %s", s->name);
+    return false;
+  }
+  d = dlcp_ina_next_deadline(iop->h);
+  if (timeout_ms > 0 &&
+      iop->last_progress + (dlcp_tstamp)timeout_ms * 1000000u + 1u < d) {
+    d = iop->last_progress + (dlcp_tstamp)timeout_ms * 1000000u + 1u;
+  }
+  if (d < *next) {
+    *next = d;
+  }
+  return false;
+}
+
+/* RING: the ring part's outcome. */
+static void ring_done(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                      dlcp_tstamp now) {
+  int rv;
+
+  if (!iop->ring_req->done) {
+    return;
+  }
+  rv = iop->ring_req->info.status;
+  if (rv != 0) {
+    fail_op(c, s, iop, rv, "INA: the ring part of RA-INA: %.180s",
+            iop->ring_req->info.error);
+    return;
+  }
+  dlcp_ina_ring_unpack(iop->h, iop->ring);
+  finish(c, s, iop, now);
+}
+
+bool dlcp_rt_ina_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
+  dlcp_rt_ina *s = *dlcp_rt_coll_ina(c);
+  bool started = false;
+  uint32_t low_buf;
+  const uint32_t *low;
+
+  if (s == NULL) {
+    return false;
+  }
+  if (s->id_req != NULL && s->id_req->done) {
+    if (s->id_req->info.status == 0) {
+      s->job = s->id[0];
+      s->token = (uint64_t)s->id[1] | (uint64_t)s->id[2] << 32;
+      s->have_id = true;
+    } else {
+      s->id_status = s->id_req->info.status;
+      dlcp_fmt(s->id_error, sizeof(s->id_error), "%s",
+               s->id_req->info.error);
+    }
+    dlcp_rt_coll_drop(c, s->id_req);
+    s->id_req = NULL;
+  }
+  /* Taken before any operation moves on: a mark no higher than the true
+   * one is always safe to announce. */
+  low = job_low(s, &low_buf);
+  for (dlcp_rt_ina_op *iop = s->ops, *following; iop; iop = following) {
+    following = iop->next;
+    if (iop->phase == PH_AGREE && !agree(c, s, iop, now)) {
+      continue;
+    }
+    if (iop->phase == PH_SWITCH) {
+      started |= drive(c, s, iop, low, now, next);
+    } else if (iop->phase == PH_RING) {
+      ring_done(c, s, iop, now);
     }
   }
-  dlcp_ina_del(h);
-  info->elapsed_ns = mono_ns() - t0;
-  return rv;
+  return started;
 }

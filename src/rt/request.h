@@ -11,10 +11,13 @@
 #include "dlcp/dlcp.h"
 
 struct coll_run;
+struct dlcp_rt_ina_op;
 
 struct dlcp_request {
   dlcp_comm *comm;
   struct coll_run *run; /* NULL once finished */
+  /* An INA all-reduce (ina_run.c) instead of a run; NULL once finished. */
+  struct dlcp_rt_ina_op *ina;
   bool done;            /* under the communicator's mu */
   dlcp_tstamp started_ns;
   dlcp_coll_info info;

@@ -365,7 +365,7 @@ static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
     /* The hop is lossless: acknowledge it for the child. */
     uint8_t ack[DLCP_AGG_HDR_LEN];
     dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), a->fwd, len, h->job,
-                                    h->token);
+                                    h->token, NULL);
     if (n > 0) {
       core_input(r, ack, (size_t)n, DLCP_SIM_ECN_ECT,
                  CHILD_COOKIE + child->child_rank[t], now);

@@ -216,7 +216,7 @@ void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
     /* A result of an earlier operation, re-sent: acknowledge it. */
     uint8_t ack[DLCP_AGG_HDR_LEN];
     dlcp_ssize n =
-        dlcp_ina_ack_for(ack, sizeof(ack), bytes, len, h.job, j->token);
+        dlcp_ina_ack_for(ack, sizeof(ack), bytes, len, h.job, j->token, NULL);
     if (n > 0) {
       send_dgram(rk, ack, (size_t)n, now);
     }

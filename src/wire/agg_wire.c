@@ -44,8 +44,14 @@ static int hdr_check(const dlcp_agg_hdr *h) {
     }
     break;
   case DLCP_AGG_NACK:
-    if (h->flags != 0 || h->low != 0 || h->aux < DLCP_AGG_NACK_RING ||
-        h->aux > DLCP_AGG_NACK_NO_JOB) {
+    if (h->flags != 0 || h->aux < DLCP_AGG_NACK_RING ||
+        h->aux > DLCP_AGG_NACK_TOO_BIG) {
+      return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    /* Only a TOO_BIG refusal carries a number: the pool it was measured
+     * against, which is smaller than the group it refuses. */
+    if (h->aux == DLCP_AGG_NACK_TOO_BIG ? h->low == 0 || h->low >= h->nblocks
+                                        : h->low != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
     break;

@@ -22,7 +22,9 @@
  *   20  4    low      CONTRIB, ACK: the sender's low-water mark, the lowest
  *                     group for which it still needs the switch (every
  *                     group below it has its result or its verdict);
- *                     RESULT, NACK: zero
+ *                     NACK TOO_BIG: the most consecutive aggregators the
+ *                     switch can ever give the job (its pool, or the job's
+ *                     partition), 1..nblocks-1; RESULT, other NACKs: zero
  *   24  1    rank     CONTRIB, ACK: the sender; RESULT, NACK: the receiver
  *   25  1    world    workers in the job, 1..DLCP_AGG_MAX_WORLD
  *   26  1    nblocks  aggregator blocks in the group, 1..DLCP_AGG_MAX_BLOCKS
@@ -100,15 +102,22 @@ typedef enum dlcp_agg_nack {
    * the one the job registered with: a configuration error, fatal. */
   DLCP_AGG_NACK_CONFIG = 5,
   /* The switch's job table is full: fatal for this attempt. */
-  DLCP_AGG_NACK_NO_JOB = 6
+  DLCP_AGG_NACK_NO_JOB = 6,
+  /* Plain INA: the group needs more consecutive aggregators (nblocks)
+   * than the switch's whole pool, or the job's static partition, holds
+   * (the NACK's |low| field says how many that is): it could never be
+   * aggregated, so the switch says so at once instead of BUSY for ever.
+   * Fatal.  (An RA-INA group in that case gets a RING verdict.) */
+  DLCP_AGG_NACK_TOO_BIG = 7
 } dlcp_agg_nack;
+
 
 typedef struct dlcp_agg_hdr {
   uint8_t type; /* dlcp_agg_type */
   uint32_t job;
   uint64_t token;
   uint32_t group;
-  uint32_t low;
+  uint32_t low;  /* NACK TOO_BIG: the aggregators the job can have */
   uint8_t rank;
   uint8_t world;
   uint8_t nblocks;

@@ -5,7 +5,8 @@
  *   0 t       advance time by t microseconds and fire the timers
  *   1 ....    a well-formed CONTRIB: job (bit 0 of a byte picks one of two
  *             ids, bit 1 a wrong token), group, rank, world 1..4, nblocks
- *             1..3, the RING flag, the value, the ECN codepoint
+ *             1..3 or 9 (more than the pool), the RING flag, the value,
+ *             the ECN codepoint
  *   2 ....    a well-formed ACK: job, group, rank, world, low
  *   3 L ...   a raw datagram of L bytes
  *
@@ -13,8 +14,9 @@
  * is counted in exactly one outcome; aggregators in use never exceed the
  * pool; every datagram the switch writes decodes and is a RESULT or a
  * NACK; a result of contributions that all carried value v in every
- * element holds k * v; after the timers and a dry poll, the deadline lies
- * in the future.
+ * element holds k * v; a TOO_BIG refusal names the pool of 8 and answers
+ * only a group larger than it; after the timers and a dry poll, the
+ * deadline lies in the future.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { ELEMS = 4 };
+enum { ELEMS = 4, NAGGS = 8 };
 
 static uint8_t take(const uint8_t **p, const uint8_t *end) {
   return *p < end ? *(*p)++ : 0;
@@ -44,6 +46,10 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
 
     if (dlcp_agg_decode(&h, &payload, buf, s.len) != 0 ||
         (h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK)) {
+      abort();
+    }
+    if (h.type == DLCP_AGG_NACK && h.aux == DLCP_AGG_NACK_TOO_BIG &&
+        (h.low != NAGGS || h.nblocks <= NAGGS)) {
       abort();
     }
   }
@@ -66,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlcp_tstamp now = 1;
 
   dlcp_agg_config_default(&cfg);
-  cfg.mem_bytes = 8 * 4 * ELEMS;
+  cfg.mem_bytes = NAGGS * 4 * ELEMS;
   cfg.block_elems = ELEMS;
   cfg.window_groups = 64;
   cfg.max_jobs = 2;
@@ -109,7 +115,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       h.group = take(&p, end) % 80u;
       h.world = (uint8_t)(1u + take(&p, end) % 4u);
       h.rank = (uint8_t)(take(&p, end) % h.world);
-      h.nblocks = (uint8_t)(1u + take(&p, end) % 3u);
+      {
+        uint8_t b = take(&p, end);
+
+        h.nblocks = (uint8_t)(b % 16u == 15u ? NAGGS + 1u : 1u + b % 3u);
+      }
       h.elems = ELEMS;
     }
     if (op == 1) {

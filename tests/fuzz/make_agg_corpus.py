@@ -41,7 +41,9 @@ def corpora():
         "result_ce": result(flags=3, aux=100),
         "ack": hdr(ACK, group=3, low=4),
         "nack_ring": hdr(NACK, aux=1),
-        "nack_bad_reason": hdr(NACK, aux=7),
+        "nack_bad_reason": hdr(NACK, aux=8),
+        "nack_too_big": hdr(NACK, nblocks=32, low=16, aux=7),
+        "nack_too_big_low_ge_nblocks": hdr(NACK, nblocks=4, low=4, aux=7),
         "max": contrib(nblocks=255, elems=64),
         "too_big": hdr(CONTRIB, nblocks=255, elems=65),
         "short_payload": contrib()[:-1],
@@ -61,6 +63,9 @@ def corpora():
         "forged": bytes([1, 0, 2, 1, 0, 0, 1, 0, 0,
                          1, 2, 2, 1, 1, 0, 1, 0, 0]),
         "raw": bytes([3, 32]) + hdr(ACK, job=1, token=1001, world=2),
+        # plain INA's 9-block group on the pool of 8: refused at once
+        "too_big": bytes([1, 0, 4, 1, 0, 15, 1, 0, 0,
+                          1, 0, 4, 1, 1, 15, 1, 0, 0]),
     }
     return c
 

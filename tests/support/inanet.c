@@ -224,7 +224,7 @@ static void deliver(inanet *n, const ev *e) {
   if (n->hosts[e->to].done) {
     inahost *ho = &n->hosts[e->to];
     dlcp_ssize len = dlcp_ina_ack_for(n->buf, BUFSZ, e->data, e->len, ho->job,
-                                      ho->token);
+                                      ho->token, NULL);
 
     if (len > 0) {
       n->st.strays_acked++;
