@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import ablation
+import bypass
 import common
 import fig14
 import gray
@@ -27,9 +28,10 @@ import rat
 import rto
 
 EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto),
-               ("ablation", ablation), ("rat", rat), ("ina", ina))
+               ("ablation", ablation), ("rat", rat), ("bypass", bypass),
+               ("ina", ina))
 # Cheapest first, so an interrupted `make results` has saved the most.
-ORDER = ("gray", "fig14", "rto", "ablation", "ina", "rat")
+ORDER = ("bypass", "gray", "fig14", "rto", "ablation", "ina", "rat")
 BEGIN = "<!-- experiment: %s -->"
 END = "<!-- end: %s -->"
 
