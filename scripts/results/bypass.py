@@ -180,14 +180,15 @@ def report(rows, scale, build):
            "saving is a constant (%.2f us at dT = %d us) whatever alpha, so "
            "the relative gain shrinks as dT grows; as its Fig. 8, a larger "
            "alpha fires later.  Magnitude: best **%s** here (dT = %d us, "
-           "alpha = %g) against the seed's **%.1f %%**; the seed's own "
-           "eqs. (1)/(2) over this simulator's ring times give %s (dT = %d "
-           "us, alpha = %g), so the ring agrees with the seed's model and "
-           "the gap is in what the bypass saves and when it fires:" % (
+           "alpha = %g) against the seed's **%.1f %%**, %.2fx smaller; the "
+           "seed's own eqs. (1)/(2) over this simulator's ring times give "
+           "%s (dT = %d us, alpha = %g), so the ring agrees with the seed's "
+           "model and the gap is in what the bypass saves and when it "
+           "fires:" % (
                slope, ring0, 3 * (T_US + TTRANS_US), saving, big,
                common.pct(best[0]), best[1], best[2], SEED_BEST,
-               common.pct(seed_model_best[0]), seed_model_best[1],
-               seed_model_best[2]), ""]
+               SEED_BEST / best[0], common.pct(seed_model_best[0]),
+               seed_model_best[1], seed_model_best[2]), ""]
     md += ["- *It saves Ttrans (%.2f us), not the seed's T + Ttrans (%.2f "
            "us).*  Eq. (1) follows only the chunk that B reduces slowly: "
            "with the bypass it skips C's hop.  But B's next step (the chunk "
