@@ -211,6 +211,31 @@ static void test_all_algorithms_exact(void **state) {
       assert_true(end > 0);
     }
   }
+  /* With a CPU per rank and a straggler (receives reported late and out
+   * of step with the network), every algorithm stays exact, and the
+   * reduce-scatters are exact in every rank's shard.  (Not always slower:
+   * the CPU spreads direct's incast, which then escapes an RTO.) */
+  for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+    char a[64];
+    snprintf(a, sizeof(a), "workload.collective.algo=%s", algos[i]);
+    const char *sets[] = {a, "workload.collective.reduce_time=2us",
+                          "workload.collective.straggler={rank: 3, "
+                          "delay: 50us}",
+                          "workload.collective.kind=reduce_scatter"};
+    dlcp_sim_coll_report r;
+    dlcp_sim *sim = simtest_load(yaml, sets, 3);
+    run_job(sim, &r);
+    dlcp_sim_del(sim);
+    bool rs = strcmp(algos[i], "ring") == 0 ||
+              strcmp(algos[i], "ring_bypass") == 0 ||
+              strcmp(algos[i], "ps") == 0;
+    if (rs) {
+      sim = simtest_load(yaml, sets, 4);
+      run_job(sim, &r);
+      assert_int_equal(r.kind, DLCP_COLL_REDUCE_SCATTER);
+      dlcp_sim_del(sim);
+    }
+  }
   static const char lossy[] =
       "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4, spines: 2,\n"
       "           host_rate: 100Gbps, fabric_rate: 100Gbps, base_rtt: 24us}\n"
@@ -255,6 +280,89 @@ static void test_deterministic(void **state) {
   assert_int_not_equal(end[0], end[2]);
 }
 
+/*
+ * The straggler-bypass seed's set-up (docs/results.md, "Straggler
+ * bypass"): 4 ranks on one switch (2.5 us per link, so 5 us host to
+ * host), 100 Gbps, one 8 KB packet per ring step (mss 8152 + 40), a
+ * reduce-scatter whose every completed receive costs its rank T = 3 us,
+ * rank 1's first one T + dT.  With Ttrans = 5 us + 2 serializations of
+ * 8192 B and Tack = 5 us + 2 serializations of a 64 B ACK, the ring's
+ * chain is three steps and the last send's ACK (the operation is DONE
+ * when its sends are acknowledged):
+ *   ring   = 2 (Ttrans + T) + Ttrans + Tack + dT
+ * The straggler delays rank 1's forward by dT; with the bypass its
+ * successor sends past it and rank 1 sends its partial straight to rank
+ * 3, so the chain through rank 1's slow step loses a hop; the critical
+ * chain becomes rank 1's next step, queued behind the slow one on its
+ * CPU (T more), then one hop to rank 2 and its ACK:
+ *   bypass = (Ttrans + T) + dT + T + Ttrans + Tack
+ * a saving of Ttrans.  At dT = 40 us the ring's last data packet waits
+ * for one ACK on rank 2's NIC (the ACK of rank 1's second step, received
+ * at the same instant): + 64 B at 100 Gbps.
+ */
+static const char seed_yaml[] =
+    "topology:\n"
+    "  kind: explicit\n"
+    "  nodes: [{name: h0, kind: host}, {name: h1, kind: host},\n"
+    "          {name: h2, kind: host}, {name: h3, kind: host},\n"
+    "          {name: sw, kind: switch}]\n"
+    "  links: [{a: h0, b: sw, rate: 100Gbps, delay: 2500ns},\n"
+    "          {a: h1, b: sw, rate: 100Gbps, delay: 2500ns},\n"
+    "          {a: h2, b: sw, rate: 100Gbps, delay: 2500ns},\n"
+    "          {a: h3, b: sw, rate: 100Gbps, delay: 2500ns}]\n"
+    "transport: {kind: dctcp, mss: 8152, header: 40}\n"
+    "workload:\n"
+    "  collective: {algo: ring, kind: reduce_scatter, bytes: 32608,\n"
+    "               chunk: 8152, reduce_time: 3us,\n"
+    "               straggler: {rank: 1, delay: 0us}}\n";
+
+static dlcp_sim_ps seed_run(const char *algo, const char *delay,
+                            uint32_t *bypasses) {
+  char a[64], d[64];
+  snprintf(a, sizeof(a), "workload.collective.algo=%s", algo);
+  snprintf(d, sizeof(d), "workload.collective.straggler.delay=%s", delay);
+  const char *sets[] = {a, d,
+                        "workload.collective.bypass="
+                        "{alpha: 1.5, step: 3us, transfer: 5655ns}"};
+  dlcp_sim *sim =
+      simtest_load(seed_yaml, sets, strcmp(algo, "ring_bypass") == 0 ? 3 : 2);
+  dlcp_sim_coll_report r;
+  run_job(sim, &r);
+  assert_int_equal(r.kind, DLCP_COLL_REDUCE_SCATTER);
+  *bypasses = r.bypasses;
+  dlcp_sim_ps t = r.iter[0].coll_ps;
+  dlcp_sim_del(sim);
+  return t;
+}
+
+static void test_straggler_seed_setup(void **state) {
+  (void)state;
+  const dlcp_sim_ps us = 1000000, rate = dlcp_sim_speed_from_gbps(100);
+  const dlcp_sim_ps step = 3 * us;
+  const dlcp_sim_ps trans = 5 * us + 2 * dlcp_sim_serialization_ps(8192, rate);
+  const dlcp_sim_ps ack_pkt = dlcp_sim_serialization_ps(64, rate);
+  const dlcp_sim_ps ack = 5 * us + 2 * ack_pkt;
+  uint32_t bp;
+  /* No straggler, then a 5 us one: the ring's chain, exactly. */
+  assert_int_equal(seed_run("ring", "0us", &bp),
+                   2 * (trans + step) + trans + ack);
+  assert_int_equal(seed_run("ring", "5us", &bp),
+                   2 * (trans + step) + trans + ack + 5 * us);
+  /* Too short to trigger: the bypass ring is the ring. */
+  assert_int_equal(seed_run("ring_bypass", "5us", &bp),
+                   2 * (trans + step) + trans + ack + 5 * us);
+  assert_int_equal(bp, 0);
+  /* 40 us: one bypass saves one transfer (less the ACK the ring's last
+   * packet waited for). */
+  dlcp_sim_ps ring = seed_run("ring", "40us", &bp);
+  assert_int_equal(ring, 2 * (trans + step) + trans + ack + 40 * us + ack_pkt);
+  dlcp_sim_ps bypass = seed_run("ring_bypass", "40us", &bp);
+  assert_int_equal(bp, 1);
+  assert_int_equal(bypass, (trans + step) + 40 * us + step + trans + ack);
+  print_message("seed set-up, dT = 40 us: ring %.3f us, bypass %.3f us\n",
+                (double)ring / 1e6, (double)bypass / 1e6);
+}
+
 static void test_scenario_errors(void **state) {
   (void)state;
   simtest_expect_error(
@@ -279,6 +387,47 @@ static void test_scenario_errors(void **state) {
       "faults:\n  - pause: {ranks: 9, every: 1ms}\n",
       "test.yaml:4: field 'faults[0].pause': expected 1..4 ranks "
       "and every, duration > 0");
+  /* The CPU model, the kind and the bypass's parameters. */
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, straggler: {rank: 4, "
+      "delay: 1us}}\n",
+      "test.yaml:2: field 'workload.collective.straggler.rank': expected a "
+      "rank in [0, 3]");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, straggler: {rank: 1}}\n",
+      "test.yaml:2: field 'workload.collective.straggler.delay': expected "
+      "this field to be present");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, reduce_time: 3}\n",
+      "test.yaml:2: field 'workload.collective.reduce_time': expected a "
+      "duration below 1000000 s with a unit ps, ns, us, ms or s (e.g. 24us), "
+      "got '3'");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, kind: allgather}\n",
+      "test.yaml:2: field 'workload.collective.kind': expected one of "
+      "allreduce, reduce_scatter, got 'allgather'");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: rd, bytes: 1MB, "
+      "kind: reduce_scatter}\n",
+      "test.yaml:2: field 'workload.collective.algo': expected an "
+      "algorithm that runs reduce_scatter");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: ring, bytes: 1MB, "
+      "bypass: {alpha: 2}}\n",
+      "test.yaml:2: field 'workload.collective.bypass': expected algo "
+      "ring_bypass for this field");
+  simtest_expect_error(
+      "workload:\n  collective: {algo: ring_bypass, bytes: 1MB, "
+      "bypass: {alpha: 1}}\n",
+      "test.yaml:2: field 'workload.collective.bypass.alpha': expected a "
+      "number above 1 (at alpha <= 1 every ordinary step would trigger a "
+      "bypass)");
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ina, bytes: 1MB, "
+      "reduce_time: 1us}\n",
+      "test.yaml:3: field 'workload.collective.reduce_time': expected an "
+      "algorithm other than ina and ra_ina for this field");
 }
 
 int main(void) {
@@ -289,6 +438,7 @@ int main(void) {
       cmocka_unit_test(test_pause_ring_slowest),
       cmocka_unit_test(test_all_algorithms_exact),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_straggler_seed_setup),
       cmocka_unit_test(test_scenario_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

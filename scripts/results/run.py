@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import ablation
+import bypass
 import cina
 import common
 import fig14
@@ -28,10 +29,10 @@ import rat
 import rto
 
 EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto),
-               ("ablation", ablation), ("rat", rat), ("ina", ina),
-               ("cina", cina))
+               ("ablation", ablation), ("rat", rat), ("bypass", bypass),
+               ("ina", ina), ("cina", cina))
 # Cheapest first, so an interrupted `make results` has saved the most.
-ORDER = ("gray", "fig14", "rto", "ablation", "ina", "cina", "rat")
+ORDER = ("bypass", "gray", "fig14", "rto", "ablation", "ina", "cina", "rat")
 BEGIN = "<!-- experiment: %s -->"
 END = "<!-- end: %s -->"
 

@@ -266,6 +266,12 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
                                                : DLCP_COLL_MAX_WORLD);
     return DLCP_ERR_CONFIG;
   }
+  if (s->straggler_rank >= job->n) {
+    snprintf(err, errlen,
+             "%s: field '%s.straggler.rank': expected a rank in [0, %u]",
+             s->where, s->field, job->n - 1);
+    return DLCP_ERR_CONFIG;
+  }
   if (s->prio >= sim->cfg.sw.nqueues) {
     snprintf(err, errlen,
              "%s: field '%s.priority': expected an integer in "
@@ -321,7 +327,7 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
   }
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
-  p.kind = DLCP_COLL_ALLREDUCE;
+  p.kind = s->kind;
   p.algo = job->algo;
   p.world = job->n;
   p.count = job->count;
@@ -331,9 +337,9 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
                                              : dlcp_coll_resolve_algo(&p);
   if (algo < 0) {
     snprintf(err, errlen,
-             "%s: field '%s.algo': expected an all-reduce "
-             "algorithm",
-             s->where, s->field);
+             "%s: field '%s.algo': expected an algorithm that "
+             "runs %s",
+             s->where, s->field, dlcp_coll_kind_name(s->kind));
     return DLCP_ERR_CONFIG;
   }
   job->algo = (dlcp_algo)algo;
@@ -353,6 +359,8 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
       return DLCP_ERR_NOMEM;
     }
     dlcp_sim_timer_init(&rk->timer, &sim->engine, dlcp_sim_coll_rank_timer, rk);
+    rk->step_hint_ns = dlcp_sim_time_to_ns(s->bypass_step_ps);
+    rk->trans_hint_ns = dlcp_sim_time_to_ns(s->bypass_trans_ps);
   }
   if (dlcp_sim_coll_is_ina(job->algo) &&
       (rv = ina_setup(job, err, errlen)) != 0) {

@@ -17,6 +17,7 @@
 typedef struct sim_xfer {
   coll_xfer m;
   bool recv_done, send_done;
+  bool recv_held; /* delivered, waiting for the receiver's CPU */
   dlcp_coll_range *holes;
   size_t nholes, holes_cap;
 } sim_xfer;
@@ -35,6 +36,8 @@ typedef struct coll_rank {
   bool poll_queued, finished;
   dlcp_sim_ps coll_start;
   dlcp_sim_timer timer; /* bypass deadline */
+  dlcp_sim_ps cpu_free; /* when its CPU is through with every receive */
+  uint32_t op_recvs;    /* receives completed in the current operation */
   dlcp_duration step_hint_ns, trans_hint_ns;
   pending_note *notes;
   uint32_t nnotes, notes_cap;

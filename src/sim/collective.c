@@ -17,6 +17,14 @@
  *               into the RECV's (holes MLT reports are zero-filled and
  *               passed on); the sender's on_sent follows its completion
  *               (the last ACK, or MLT's STOP).
+ *   CPU         a rank's state machine hears of a completed receive
+ *               only once the rank's CPU is through with it: reduce_time
+ *               each (receiving, reducing, forwarding: the straggler
+ *               seed's T), one at a time in arrival order, the
+ *               straggler's first one of every operation delay more (the
+ *               seed's delta T); 0 by default, as before.  The bytes are
+ *               copied at arrival (the sender may reuse its buffer once
+ *               its side completes).  Notes cost no CPU.
  *   NOTE        one lossless packet on queue 0 (IPv4 + TCP + 24 bytes),
  *               following one ECMP path per host pair, so notes between
  *               two hosts stay in order, like the runtime's TCP channel.
@@ -69,7 +77,7 @@ static sim_xfer *xfer_at(const dlcp_sim_colls *c, uint32_t i) {
 static void xremove(dlcp_sim_colls *c, uint32_t i) {
   sim_xfer *x = xfer_at(c, i);
   x->nholes = 0;
-  x->recv_done = x->send_done = false;
+  x->recv_done = x->send_done = x->recv_held = false;
   coll_match_remove(&c->xfers, i);
 }
 
@@ -113,8 +121,15 @@ void dlcp_sim_coll_fill_input(const coll_job *job, coll_rank *rk) {
  * missing must be zero instead. */
 static void verify(coll_job *job, const coll_rank *rk,
                    const dlcp_coll_result *res) {
+  /* A reduce-scatter leaves the sum only in the rank's own shard (the
+   * rest holds partial sums); the missing ranges index the whole vector
+   * either way. */
+  uint64_t from = 0, len = job->count;
+  if (job->spec.kind == DLCP_COLL_REDUCE_SCATTER && !rk->ring_buf) {
+    dlcp_coll_shard(job->count, job->n, rk->rank, &from, &len);
+  }
   size_t m = 0;
-  for (uint64_t j = 0; j < job->count; j++) {
+  for (uint64_t j = from; j < from + len; j++) {
     while (m < res->nmissing &&
            res->missing[m].offset + res->missing[m].len <= j) {
       m++;
@@ -336,14 +351,14 @@ static void rank_process(coll_rank *rk, dlcp_sim_ps now) {
   job_fail(job, rk->rank, DLCP_ERR_LIMIT, now);
 }
 
-/* Starts |rk|'s all-reduce of |count| floats at |buf| with |algo| (the
- * job's, or RA-INA's ring part). */
-static void coll_start(coll_rank *rk, dlcp_algo algo, float *buf,
-                       uint64_t count, dlcp_sim_ps now) {
+/* Starts |rk|'s operation of |kind| on |count| floats at |buf| with |algo|
+ * (the job's, or RA-INA's ring part: an all-reduce). */
+static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
+                       float *buf, uint64_t count, dlcp_sim_ps now) {
   coll_job *job = rk->job;
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
-  p.kind = DLCP_COLL_ALLREDUCE;
+  p.kind = kind;
   p.algo = algo;
   p.rank = rk->rank;
   p.world = job->n;
@@ -356,8 +371,12 @@ static void coll_start(coll_rank *rk, dlcp_algo algo, float *buf,
   p.topo = job->labels;
   p.topo_levels = job->levels;
   p.loss_bound = job->spec.loss_bound;
+  if (job->spec.bypass_alpha > 0.0) {
+    p.bypass_alpha = job->spec.bypass_alpha;
+  }
   p.bypass_step_hint_ns = rk->step_hint_ns;
   p.bypass_trans_hint_ns = rk->trans_hint_ns;
+  rk->op_recvs = 0;
   int rv = dlcp_coll_new(&rk->op, &p, job->sim->mem, ns_of(now));
   if (rv != 0) {
     rk->op = NULL;
@@ -432,7 +451,7 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   if (dlcp_sim_coll_is_ina(job->algo)) {
     ina_start(rk, now);
   } else {
-    coll_start(rk, job->algo, rk->buf, job->count, now);
+    coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count, now);
   }
 }
 
@@ -470,7 +489,7 @@ void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
     return;
   }
   dlcp_ina_ring_pack(op, rk->ring_buf);
-  coll_start(rk, DLCP_ALGO_RING, rk->ring_buf, ring, now);
+  coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING, rk->ring_buf, ring, now);
 }
 
 static void job_fail(coll_job *job, uint32_t rank, int status,
@@ -506,10 +525,10 @@ static sim_xfer *xfer_of(dlcp_sim *sim, const dlcp_sim_flow *flow) {
   return xfer_at(c, flow->xfer);
 }
 
-static void xfer_maybe_free(dlcp_sim *sim, const dlcp_sim_flow *flow) {
-  sim_xfer *x = xfer_at(sim->colls, flow->xfer);
+static void xfer_maybe_free(dlcp_sim *sim, uint32_t xi) {
+  sim_xfer *x = xfer_at(sim->colls, xi);
   if (x->send_done && x->recv_done) {
-    xremove(sim->colls, flow->xfer);
+    xremove(sim->colls, xi);
   }
 }
 
@@ -540,23 +559,15 @@ void dlcp_sim_coll_flow_hole(dlcp_sim *sim, const dlcp_sim_flow *flow,
   x->holes[x->nholes++] = (dlcp_coll_range){a, b - a};
 }
 
-void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
-                                  dlcp_sim_ps now) {
-  sim_xfer *x = xfer_of(sim, flow);
-  if (!x || x->recv_done) {
-    return;
-  }
+/* Transfer |xi| is received and its receiver's CPU is through with it:
+ * the state machine hears of it. */
+static void recv_report(dlcp_sim *sim, uint32_t xi, dlcp_sim_ps now) {
+  sim_xfer *x = xfer_at(sim->colls, xi);
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.dst];
   x->recv_done = true;
+  x->recv_held = false;
   if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
-    /* What the network carried, as the runtime's receive buffer would
-     * hold it: the sender's bytes, zeros in the holes. */
-    memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
-    for (size_t i = 0; i < x->nholes; i++) {
-      memset((uint8_t *)x->m.recv_buf + x->holes[i].offset, 0,
-             (size_t)x->holes[i].len);
-    }
     int rv = dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, 0, x->holes,
                                    x->nholes, ns_of(now));
     /* Other errors fail the operation, which reports them at DONE. */
@@ -565,7 +576,54 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
     }
     queue_poll(rk, now);
   }
-  xfer_maybe_free(sim, flow);
+  xfer_maybe_free(sim, xi);
+}
+
+static void recv_processed(void *obj, void *arg, dlcp_sim_ps now) {
+  recv_report(obj, (uint32_t)(uintptr_t)arg, now);
+}
+
+/* When |rk|'s CPU is through with a receive completed at |now|: after the
+ * receives before it, reduce_time later (plus the straggler's delay on
+ * its first one of the operation). */
+static dlcp_sim_ps cpu_done_at(coll_rank *rk, dlcp_sim_ps now) {
+  const dlcp_sim_coll_spec *s = &rk->job->spec;
+  dlcp_sim_ps cost = s->reduce_ps;
+  if (rk->rank == s->straggler_rank && rk->op_recvs == 0) {
+    cost += s->straggler_ps;
+  }
+  rk->op_recvs++;
+  rk->cpu_free = (rk->cpu_free > now ? rk->cpu_free : now) + cost;
+  return rk->cpu_free;
+}
+
+void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                                  dlcp_sim_ps now) {
+  sim_xfer *x = xfer_of(sim, flow);
+  if (!x || x->recv_done || x->recv_held) {
+    return;
+  }
+  coll_job *job = &sim->colls->jobs[x->m.job];
+  coll_rank *rk = &job->ranks[x->m.dst];
+  dlcp_sim_ps at = now;
+  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+    /* What the network carried, as the runtime's receive buffer would
+     * hold it: the sender's bytes, zeros in the holes.  Copied now: the
+     * sender may reuse its buffer once its side completes. */
+    memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
+    for (size_t i = 0; i < x->nholes; i++) {
+      memset((uint8_t *)x->m.recv_buf + x->holes[i].offset, 0,
+             (size_t)x->holes[i].len);
+    }
+    at = cpu_done_at(rk, now);
+  }
+  if (at > now) {
+    x->recv_held = true;
+    dlcp_sim_engine_at_cold(&sim->engine, at, recv_processed, sim,
+                            (void *)(uintptr_t)flow->xfer);
+    return;
+  }
+  recv_report(sim, flow->xfer, now);
 }
 
 void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
@@ -584,7 +642,7 @@ void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
     }
     queue_poll(rk, now);
   }
-  xfer_maybe_free(sim, flow);
+  xfer_maybe_free(sim, flow->xfer);
 }
 
 void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
@@ -613,7 +671,7 @@ void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
     }
     queue_poll(rk, now);
   }
-  xfer_maybe_free(sim, flow);
+  xfer_maybe_free(sim, flow->xfer);
 }
 
 void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
@@ -676,6 +734,7 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,
                  : job->spec.hina ? "hina"
                  : job->spec.cina ? "cina"
                                   : dlcp_algo_short_name(job->algo);
+  r->kind = job->spec.kind;
   r->ranks = job->n;
   r->scale = job->scale;
   r->bytes = job->count * sizeof(float) * job->scale;

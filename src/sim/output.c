@@ -283,15 +283,17 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
-    fprintf(f, "%s\n    {\"job\": %u, \"algo\": \"%s\", \"ranks\": %u, "
-               "\"bytes\": %llu, \"scale\": %u, \"done\": %s, "
-               "\"status\": %d, \"failed_rank\": %d, "
-               "\"verify_errors\": %llu, \"min_delivered\": %.6f, "
-               "\"bypasses\": %u, ",
-            j ? "," : "", j, r.algo_name, r.ranks,
-            (unsigned long long)r.bytes, r.scale, r.done ? "true" : "false",
-            r.status, r.failed_rank, (unsigned long long)r.verify_errors,
-            r.min_delivered, r.bypasses);
+    fprintf(f,
+            "%s\n    {\"job\": %u, \"algo\": \"%s\", \"kind\": \"%s\", "
+            "\"ranks\": %u, "
+            "\"bytes\": %llu, \"scale\": %u, \"done\": %s, "
+            "\"status\": %d, \"failed_rank\": %d, "
+            "\"verify_errors\": %llu, \"min_delivered\": %.6f, "
+            "\"bypasses\": %u, ",
+            j ? "," : "", j, r.algo_name,
+            dlcp_coll_kind_name(r.kind), r.ranks, (unsigned long long)r.bytes,
+            r.scale, r.done ? "true" : "false", r.status, r.failed_rank,
+            (unsigned long long)r.verify_errors, r.min_delivered, r.bypasses);
     if (r.algo == DLCP_ALGO_INA || r.algo == DLCP_ALGO_RA_INA) {
       fprintf(f, "\"ina_groups\": %llu, \"ring_groups\": %llu, "
                  "\"ina_retransmits\": %llu, ",
@@ -601,8 +603,10 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
   for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
-    fprintf(f, "collective %u: %s all-reduce, %u ranks, %.3f MB", j,
-            r.algo_name, r.ranks, (double)r.bytes / 1e6);
+    const char *what =
+        r.kind == DLCP_COLL_REDUCE_SCATTER ? "reduce-scatter" : "all-reduce";
+    fprintf(f, "collective %u: %s %s, %u ranks, %.3f MB", j,
+            r.algo_name, what, r.ranks, (double)r.bytes / 1e6);
     if (r.scale > 1) {
       fprintf(f, " (buffers 1/%u)", r.scale);
     }
@@ -632,8 +636,8 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
       if (it->ranks_done < r.ranks) {
         fprintf(f, "iteration  %u: incomplete\n", i);
       } else {
-        fprintf(f, "iteration  %u: %.1f us (slowest all-reduce %.1f us)\n",
-                i, ps_us(it->duration_ps), ps_us(it->coll_ps));
+        fprintf(f, "iteration  %u: %.1f us (slowest %s %.1f us)\n", i,
+                ps_us(it->duration_ps), what, ps_us(it->coll_ps));
       }
     }
   }

@@ -336,13 +336,82 @@ static int cina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   return 0;
 }
 
+/* kind, reduce_time, straggler: {rank, delay} (not through the switch:
+ * src/coll/ina reduces nothing on the hosts' CPU and runs all-reduce
+ * only); bypass: {alpha, step, transfer} (ring_bypass only).  The
+ * straggler's rank is checked against the job's size when it is built. */
+static int cpu_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
+                      dlcp_sim_coll_spec *cs) {
+  static const char *const kinds[] = {"allreduce", "reduce_scatter", NULL};
+  static const char *const straggler_keys[] = {"rank", "delay", NULL};
+  static const char *const bypass_keys[] = {"alpha", "step", "transfer", NULL};
+  static const char *const not_ina[] = {"kind", "reduce_time", "straggler",
+                                        NULL};
+  bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
+  char field[256];
+  for (const char *const *k = not_ina; ina && *k; k++) {
+    const dlcp_scn_node *v = dlcp_scn_map_get(n, *k);
+    if (v) {
+      dlcp_scn_join(field, sizeof(field), path, *k);
+      return dlcp_scn_fail(s, v, field,
+                           "expected an algorithm other than ina and ra_ina "
+                           "for this field");
+    }
+  }
+  int kind = 0;
+  int rv;
+  if ((rv = dlcp_scn_get_enum(s, n, path, "kind", kinds, &kind)) ||
+      (rv = dlcp_scn_get_time(s, n, path, "reduce_time", &cs->reduce_ps))) {
+    return rv;
+  }
+  cs->kind = kind ? DLCP_COLL_REDUCE_SCATTER : DLCP_COLL_ALLREDUCE;
+  const dlcp_scn_node *v = dlcp_scn_map_get(n, "straggler");
+  if (v) {
+    dlcp_scn_join(field, sizeof(field), path, "straggler");
+    if ((rv = dlcp_scn_check_keys(s, v, field, straggler_keys)) ||
+        (rv = dlcp_scn_require(s, v, field, straggler_keys)) ||
+        (rv = dlcp_scn_get_u32(s, v, field, "rank", &cs->straggler_rank, 0,
+                               DLCP_COLL_MAX_WORLD - 1)) ||
+        (rv = dlcp_scn_get_time(s, v, field, "delay", &cs->straggler_ps))) {
+      return rv;
+    }
+  }
+  v = dlcp_scn_map_get(n, "bypass");
+  if (v) {
+    dlcp_scn_join(field, sizeof(field), path, "bypass");
+    if (cs->algo != DLCP_ALGO_RING_BYPASS) {
+      return dlcp_scn_fail(s, v, field,
+                           "expected algo ring_bypass for this field");
+    }
+    if ((rv = dlcp_scn_check_keys(s, v, field, bypass_keys)) ||
+        (rv = dlcp_scn_get_double(s, v, field, "alpha", &cs->bypass_alpha, 0.0,
+                                  1e6)) ||
+        (rv = dlcp_scn_get_time(s, v, field, "step", &cs->bypass_step_ps)) ||
+        (rv = dlcp_scn_get_time(s, v, field, "transfer",
+                                &cs->bypass_trans_ps))) {
+      return rv;
+    }
+    const dlcp_scn_node *a = dlcp_scn_map_get(v, "alpha");
+    if (a && cs->bypass_alpha <= 1.0) {
+      char alpha[256];
+      dlcp_scn_join(alpha, sizeof(alpha), field, "alpha");
+      return dlcp_scn_fail(s, a, alpha,
+                           "expected a number above 1 (at alpha <= 1 every "
+                           "ordinary step would trigger a bypass)");
+    }
+  }
+  return 0;
+}
+
 static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
                            const char *path) {
   static const char *const keys[] = {
-      "algo",  "bytes",    "ranks",      "iterations",   "compute_time",
-      "start", "priority", "loss_bound", "chunk",        "scale",
-      "hosts", "window",   "rto",        "group_blocks", "gpus_per_host",
-      "chunks", "intra_rate", "intra_latency", NULL};
+      "algo",         "bytes",         "ranks",      "iterations",
+      "compute_time", "start",         "priority",   "loss_bound",
+      "chunk",        "scale",         "hosts",      "window",
+      "rto",          "group_blocks",  "gpus_per_host", "chunks",
+      "intra_rate",   "intra_latency", "kind",       "reduce_time",
+      "straggler",    "bypass",        NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;
@@ -416,7 +485,10 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
   if ((rv = ina_fields(s, n, path, cs))) {
     return rv;
   }
-  return cina_fields(s, n, path, cs);
+  if ((rv = cina_fields(s, n, path, cs))) {
+    return rv;
+  }
+  return cpu_fields(s, n, path, cs);
 }
 
 static int background_item(dlcp_scn *s, const dlcp_scn_node *n,

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "coll/coll.h"
 #include "coll/ina.h"
 #include "dlcp/dlcp_types.h"
 #include "proto/agg.h"
@@ -353,6 +354,23 @@ typedef struct dlcp_sim_coll_spec {
   uint32_t cina_chunks;     /* default 1 */
   uint64_t cina_intra_bps;  /* default 2.4 Tbit/s (NVLink-class) */
   dlcp_sim_ps cina_intra_ps; /* default 0 */
+  /* ALLREDUCE (the default) or REDUCE_SCATTER: what each iteration runs
+   * (not INA / RA-INA). */
+  dlcp_coll_kind kind;
+  /* The ranks' CPU (not INA / RA-INA): each completed receive costs its
+   * rank |reduce_ps| (receiving, reducing, forwarding: the straggler
+   * seed's T) before the state machine hears of it, one receive at a
+   * time per rank; in every operation, rank |straggler_rank|'s first
+   * completed receive costs |straggler_ps| more (the seed's delta T).
+   * 0 = free, no straggler. */
+  dlcp_sim_ps reduce_ps;
+  uint32_t straggler_rank;
+  dlcp_sim_ps straggler_ps;
+  /* RING_BYPASS: alpha (0 = src/coll's default) and the starting values
+   * of its step and transfer estimates for the first iteration (0 =
+   * learn them; later iterations take the previous one's). */
+  double bypass_alpha;
+  dlcp_sim_ps bypass_step_ps, bypass_trans_ps;
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX];
 } dlcp_sim_coll_spec;
@@ -718,6 +736,7 @@ typedef struct dlcp_sim_coll_iter {
 typedef struct dlcp_sim_coll_report {
   dlcp_algo algo;       /* what ran */
   const char *algo_name; /* its name in outputs ("cina" for CINA's INA) */
+  dlcp_coll_kind kind;  /* all-reduce or reduce-scatter */
   uint32_t ranks;
   uint64_t bytes;       /* wire bytes of the vector (count * 4 * scale) */
   uint32_t scale;
