@@ -37,8 +37,11 @@
  * the last byte.  One connection per flow, as dlcp-sim starts every flow
  * with a fresh window and alpha.
  *
- * Output (stdout): "fct id src dst bytes fct_us" per flow (-1: not
- * finished), "cpu_s C" (user + system CPU time of the workload: from its
+ * Output (stdout): "fct id src dst bytes fct_us timeouts retransmits
+ * recoveries" per flow (fct_us -1: not finished; timeouts: entries into
+ * ns-3's CA_LOSS, recoveries: into CA_RECOVERY, retransmits: data
+ * segments sent below the highest sequence sent), "queues drops D marks M"
+ * (summed over the switch ports' queue discs), "cpu_s C" (user + system CPU time of the workload: from its
  * first push to the end of Simulator::Run(), warm-up excluded),
  * "cpu_run_s C" (all of Simulator::Run()), "wall_s W" (wall time of the
  * workload) and "sim_end_us T" (simulated time of the last finish,
@@ -198,6 +201,8 @@ struct Flow {
   Time start;
   double fct_us = -1;
   uint64_t sent = 0;
+  uint32_t timeouts = 0, recoveries = 0, retransmits = 0;
+  uint32_t high_tx = 0; /* highest sequence number sent + 1 */
 };
 
 class PsJob {
@@ -258,8 +263,15 @@ public:
         MakeBoundCallback(&PsJob::Connected, this, id),
         MakeBoundCallback(&PsJob::Failed, this, id));
     f.socket->SetSendCallback(MakeBoundCallback(&PsJob::Room, this, id));
-    f.socket->TraceConnectWithoutContext(
-        "HighestRxAck", MakeBoundCallback(&PsJob::Acked, this, id));
+    if (!f.socket->TraceConnectWithoutContext(
+            "HighestRxAck", MakeBoundCallback(&PsJob::Acked, this, id)) ||
+        !f.socket->TraceConnectWithoutContext(
+            "CongState", MakeBoundCallback(&PsJob::State, this, id)) ||
+        !f.socket->TraceConnectWithoutContext(
+            "Tx", MakeBoundCallback(&PsJob::Sent, this, id))) {
+      std::cerr << "dctcp_leaf_spine_ps: a TCP trace source is missing\n";
+      std::exit(1);
+    }
     f.socket->Connect(peer);
   }
 
@@ -336,6 +348,25 @@ private:
       job->Fill(id);
     }
   }
+  static void State(PsJob *job, uint32_t id, TcpSocketState::TcpCongState_t,
+                    TcpSocketState::TcpCongState_t now) {
+    Flow &f = job->flows[id];
+    f.timeouts += now == TcpSocketState::CA_LOSS;
+    f.recoveries += now == TcpSocketState::CA_RECOVERY;
+  }
+  static void Sent(PsJob *job, uint32_t id, Ptr<const Packet> p,
+                   const TcpHeader &h, Ptr<const TcpSocketBase>) {
+    Flow &f = job->flows[id];
+    if (p->GetSize() == 0) {
+      return;
+    }
+    uint32_t end = h.GetSequenceNumber().GetValue() + p->GetSize();
+    if (end <= f.high_tx) {
+      f.retransmits++;
+    } else {
+      f.high_tx = end;
+    }
+  }
   /* ns-3's initial sequence number is 0 and the SYN takes it, so the last
    * data byte is acknowledged by ACK number bytes + 1. */
   static void Acked(PsJob *job, uint32_t id, SequenceNumber32,
@@ -369,6 +400,7 @@ int main(int argc, char **argv) {
   double base_rtt_us = 24;
   uint32_t buffer_pkts = 341; /* 512 KB of 1502-byte packets */
   uint32_t ecn_pkts = 65;
+  bool in_bytes = false;
   uint32_t mss = 1448;      /* 1500-byte IP packets with timestamps */
   uint32_t nic_pkts = 5400; /* 8 MB */
   uint32_t warmup_gap_ns = 100;
@@ -387,6 +419,10 @@ int main(int argc, char **argv) {
   cmd.AddValue("baseRttUs", "base RTT across the fabric (us)", base_rtt_us);
   cmd.AddValue("buffer", "switch port buffer in packets", buffer_pkts);
   cmd.AddValue("ecn", "ECN marking threshold in packets", ecn_pkts);
+  cmd.AddValue("bytes",
+               "count the switch buffer and ECN threshold in bytes "
+               "(packets x (mss + 54)), as dlcp-sim does, not in packets",
+               in_bytes);
   cmd.AddValue("mss", "TCP segment size", mss);
   cmd.AddValue("salt", "ECMP hash salt", salt);
   cmd.AddValue("warmupGapNs", "gap between the warm-up's SYNs (ns)",
@@ -423,10 +459,14 @@ int main(int argc, char **argv) {
   Config::SetDefault("ns3::RedQueueDisc::QW", DoubleValue(1.0));
   Config::SetDefault("ns3::RedQueueDisc::MeanPktSize",
                      UintegerValue(mss + 54));
-  Config::SetDefault("ns3::RedQueueDisc::MinTh",
-                     DoubleValue(static_cast<double>(ecn_pkts)));
-  Config::SetDefault("ns3::RedQueueDisc::MaxTh",
-                     DoubleValue(static_cast<double>(ecn_pkts)));
+  /* RED compares its thresholds with the queue in the queue's own unit. */
+  const uint32_t wire_bytes = mss + 54;
+  double ecn_th = static_cast<double>(ecn_pkts) * (in_bytes ? wire_bytes : 1);
+  std::string port_size =
+      in_bytes ? std::to_string(buffer_pkts * wire_bytes) + "B"
+               : std::to_string(buffer_pkts) + "p";
+  Config::SetDefault("ns3::RedQueueDisc::MinTh", DoubleValue(ecn_th));
+  Config::SetDefault("ns3::RedQueueDisc::MaxTh", DoubleValue(ecn_th));
 
   /* Four links from host to host across the fabric. */
   Time delay = MicroSeconds(1) * (base_rtt_us / 8);
@@ -470,7 +510,7 @@ int main(int argc, char **argv) {
   p2p.SetQueue("ns3::DropTailQueue", "MaxSize", StringValue("1p"));
   TrafficControlHelper red;
   red.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize",
-                       StringValue(std::to_string(buffer_pkts) + "p"),
+                       StringValue(port_size),
                        "LinkBandwidth", StringValue(rate), "LinkDelay",
                        TimeValue(delay));
   TrafficControlHelper fifo;
@@ -479,11 +519,15 @@ int main(int argc, char **argv) {
 
   /* One /30 per cable; returns the two ends' interfaces. */
   Ipv4AddressHelper addr("10.0.0.0", "255.255.255.252");
+  QueueDiscContainer switch_qdiscs;
   auto wire = [&](Ptr<Node> a, Ptr<Node> b, TrafficControlHelper &qa,
                   TrafficControlHelper &qb) {
     NetDeviceContainer d = p2p.Install(a, b);
-    qa.Install(d.Get(0));
-    qb.Install(d.Get(1));
+    QueueDiscContainer q = qa.Install(d.Get(0));
+    if (&qa == &red) {
+      switch_qdiscs.Add(q);
+    }
+    switch_qdiscs.Add(qb.Install(d.Get(1)));
     Ipv4InterfaceContainer ifs = addr.Assign(d);
     addr.NewNetwork();
     return ifs;
@@ -541,9 +585,19 @@ int main(int argc, char **argv) {
   auto wall1 = std::chrono::steady_clock::now();
   for (uint32_t id = 0; id < job.flows.size(); id++) {
     const Flow &f = job.flows[id];
-    std::printf("fct %u %u %u %llu %.3f\n", id, f.src, f.dst,
-                static_cast<unsigned long long>(f.bytes), f.fct_us);
+    std::printf("fct %u %u %u %llu %.3f %u %u %u\n", id, f.src, f.dst,
+                static_cast<unsigned long long>(f.bytes), f.fct_us,
+                f.timeouts, f.retransmits, f.recoveries);
   }
+  uint64_t drops = 0, marks = 0;
+  for (uint32_t i = 0; i < switch_qdiscs.GetN(); i++) {
+    const QueueDisc::Stats &st = switch_qdiscs.Get(i)->GetStats();
+    drops += st.nTotalDroppedPackets;
+    marks += st.nTotalMarkedPackets;
+  }
+  std::printf("queues drops %llu marks %llu\n",
+              static_cast<unsigned long long>(drops),
+              static_cast<unsigned long long>(marks));
   std::printf("flows %u/%zu\n", job.finished, job.flows.size());
   std::printf("cpu_s %.3f\n", cpu1 - job.cpu_t0);
   std::printf("cpu_run_s %.3f\n", cpu1 - cpu0);
