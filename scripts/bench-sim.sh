@@ -172,7 +172,10 @@ echo "== ns-3 3.37, 144-host leaf-spine PS ($ns3_runs runs) =="
 : > "$work/ls-ns3-cpu.txt"
 r=0
 while [ $r -lt "$ns3_runs" ]; do
-  "$ns3ls" > "$work/ls-ns3.out"
+  # --bytes=1: the 512 KB port buffer and the ECN threshold counted in
+  # bytes, as dlcp-sim counts them (in packets, an ACK takes a whole
+  # packet's slot: see docs/performance-sim.md).
+  "$ns3ls" --bytes=1 > "$work/ls-ns3.out"
   grep -v '^fct' "$work/ls-ns3.out"
   awk '/^cpu_s/ { print $2 }' "$work/ls-ns3.out" >> "$work/ls-ns3-cpu.txt"
   r=$((r + 1))

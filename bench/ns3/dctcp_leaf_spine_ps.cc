@@ -9,6 +9,9 @@
  * links).  Switch ports run RED as DCTCP's step marker exactly as in
  * dctcp_star.cc (instantaneous queue, MinTh = MaxTh = K packets, ECN marks
  * instead of drops, tail drop at the port buffer); host NICs a deep FIFO.
+ * With --bytes=1 the port buffer and the threshold are counted in bytes
+ * (packets x (mss + 54)), as dlcp-sim counts them; by default in packets,
+ * as dctcp_star.cc does, where a 54-byte ACK takes a full packet's slot.
  * TCP is ns-3's TcpDctcp with the star comparison's settings.
  *
  * Load balancing is per-flow ECMP: ns-3 3.37's Ipv4GlobalRouting only
