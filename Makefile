@@ -7,7 +7,8 @@
 # change the budget), make soak (randomized all-reduces under fault
 # injection, 30 min; SOAK_MINUTES), make bench (core and point-to-point),
 # make bench-allreduce (dlcp vs Gloo and Open MPI), make bench-sim
-# (dlcp-sim vs ns-3), make bench-testbed (dlcp vs Gloo and Open MPI on an
+# (dlcp-sim vs ns-3, and its cost per packet-hop from 16 to 1,024 hosts;
+# not part of check or CI), make bench-testbed (dlcp vs Gloo and Open MPI on an
 # emulated 4-host cluster, root), make results (the seeds' simulated
 # experiments, regenerating docs/results.md), make train-fashion-mnist (the
 # PyTorch example: Gloo vs dlcp), make bench-ina (the aggregation switch),
@@ -94,7 +95,10 @@ bench: build
 bench-allreduce: build
 	@./scripts/bench-allreduce.sh $(BUILD)
 
+# Not part of check or CI: tens of minutes of CPU (ns-3 runs the 144-host
+# leaf-spine in several minutes per run).
 bench-sim: build
+	@./scripts/install-deps.sh g++ libns3-dev ns3 python3-matplotlib
 	@./scripts/bench-sim.sh $(BUILD)
 
 bench-auto: build

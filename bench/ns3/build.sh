@@ -1,8 +1,12 @@
 #!/bin/sh
-# Builds bench/ns3/dctcp_star.cc against Debian's ns-3 (libns3-dev 3.37):
+# Builds the ns-3 halves of the simulator comparisons against Debian's ns-3
+# (libns3-dev 3.37):
 #   bench/ns3/build.sh OUT_DIR
-# The program is C++ and needs ns-3, so it is built here rather than by
-# CMake (which builds only the C project).  Install ns-3 with
+# bench/ns3/dctcp_star.cc (16 hosts on one switch) and
+# bench/ns3/dctcp_leaf_spine_ps.cc (the 144-host leaf-spine PS scenario).
+# The programs are C++ and need ns-3, so they are built here rather than by
+# CMake (which builds only the C project).  Prints the two binaries' paths,
+# one per line.  Install ns-3 with
 #   apt-get install -y libns3-dev ns3
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,9 +17,13 @@ if [ ! -e /usr/include/ns3/core-module.h ]; then
   exit 1
 fi
 # The libraries are named directly: Debian's ns3-*.pc files also list
-# libgsl, whose -dev package the program does not need.
-g++ -O2 -std=c++17 \
-  -o "$out/dctcp_star" "$here/dctcp_star.cc" \
-  -lns3-applications -lns3-traffic-control -lns3-point-to-point \
-  -lns3-internet -lns3-network -lns3-core
-echo "$out/dctcp_star"
+# libgsl, whose -dev package the programs do not need.
+for prog in dctcp_star dctcp_leaf_spine_ps; do
+  if [ ! "$out/$prog" -nt "$here/$prog.cc" ]; then
+    g++ -O2 -std=c++17 -Wall -Wextra \
+      -o "$out/$prog" "$here/$prog.cc" \
+      -lns3-applications -lns3-traffic-control -lns3-point-to-point \
+      -lns3-internet -lns3-network -lns3-core
+  fi
+  echo "$out/$prog"
+done
