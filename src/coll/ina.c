@@ -10,18 +10,19 @@
  * of groups sent once (RFC 6298 with Karn's rule): a switch or hosts
  * slower than |rto_ns| (twelve ranks and the daemon on two loaded cores)
  * otherwise get every group again and again, and each duplicate makes the
- * switch re-send its result (docs/ina.md, "Three jobs on the testbed").  ACKs wait in a small ring
- * (an ACK that does not fit is dropped: the switch re-sends the result and
- * the rank acknowledges it again).  Groups are sent in order from the
- * low-water mark |low| (the first group not yet done) and never more than
- * |window| ahead of it, which keeps every rank inside the switch's verdict
- * window.
+ * switch re-send its result (docs/ina.md, "Three jobs on the testbed").
+ * ACKs wait in a small ring (an ACK that does not fit is dropped: the
+ * switch re-sends the result and the rank acknowledges it again).  Groups
+ * are sent in order from the low-water mark |low| (the first group not yet
+ * done) and never more than |window| ahead of it, which keeps every rank
+ * inside the switch's verdict window.
  */
 #include "coll/ina.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "proto/rtt.h"
 #include "wire/bytes.h"
 
 #define NONE UINT32_MAX
@@ -247,17 +248,10 @@ static void group_done(dlcp_ina *h, uint32_t g, int st) {
   }
 }
 
-/* RFC 6298 smoothing of one contribution-to-result time; the RTO never
- * drops below the configured one. */
+/* One contribution-to-result time; the RTO never drops below the
+ * configured one. */
 static void rtt_sample(dlcp_ina *h, dlcp_duration r) {
-  if (h->srtt == 0) {
-    h->srtt = r > 0 ? r : 1;
-    h->rttvar = r / 2;
-  } else {
-    dlcp_duration err = r > h->srtt ? r - h->srtt : h->srtt - r;
-    h->rttvar = (3 * h->rttvar + err) / 4;
-    h->srtt = (7 * h->srtt + r) / 8;
-  }
+  dlcp_rtt_sample(&h->srtt, &h->rttvar, r);
   dlcp_duration rto = h->srtt + 4 * h->rttvar;
   h->rto = rto > h->p.rto_ns ? rto : h->p.rto_ns;
 }

@@ -538,8 +538,7 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                v == V_RING ? DLCP_AGG_NACK_RING : DLCP_AGG_NACK_GONE);
     return 0;
   }
-  s = h->nblocks <= job_pool(a) ? group_claim(a, jslot, h, now)
-                                        : NONE;
+  s = h->nblocks <= job_pool(a) ? group_claim(a, jslot, h, now) : NONE;
   if (s == NONE) {
     a->st.claim_failures++;
     a->st.nacked++;

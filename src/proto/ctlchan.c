@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "proto/rtt.h"
 #include "wire/wire.h"
 
 void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
@@ -99,21 +100,6 @@ static dlcp_duration first_rto(const dlcp_ctlchan *ch,
   return o->prompt ? t : t + ch->ack_delay;
 }
 
-/* RFC 6298 smoothing of one RTT sample. */
-static void rtt_sample(dlcp_ctlchan *ch, dlcp_duration r) {
-  if (ch->srtt == 0) {
-    ch->srtt = r > 0 ? r : 1;
-    ch->rttvar = r / 2;
-    return;
-  }
-  dlcp_duration err = r > ch->srtt ? r - ch->srtt : ch->srtt - r;
-  ch->rttvar = (3 * ch->rttvar + err) / 4;
-  ch->srtt = (7 * ch->srtt + r) / 8;
-  if (ch->srtt == 0) {
-    ch->srtt = 1;
-  }
-}
-
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
@@ -180,7 +166,7 @@ static void ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
   dlcp_ctlchan_out *o = &ch->out[(ch->head + d) & (ch->cap - 1)];
   if (!o->acked && o->sent && o->prompt && !o->resent &&
       now >= o->sent_at) {
-    rtt_sample(ch, now - o->sent_at);
+    dlcp_rtt_sample(&ch->srtt, &ch->rttvar, now - o->sent_at);
   }
   o->acked = true;
 }

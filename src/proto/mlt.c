@@ -41,6 +41,7 @@
 #include "proto/ctlchan.h"
 #include "proto/rate.h"
 #include "proto/rng.h"
+#include "proto/rtt.h"
 #include "proto/tag.h"
 #include "wire/wire.h"
 
@@ -1025,14 +1026,6 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   return 0;
 }
 
-/* RFC 6298 smoothing of an RTT and its variation by one sample. */
-static void smooth_rtt(dlcp_duration *srtt, dlcp_duration *rttvar,
-                       dlcp_duration sample) {
-  dlcp_duration err = sample > *srtt ? sample - *srtt : *srtt - sample;
-  *rttvar = (3 * *rttvar + err) / 4;
-  *srtt = (7 * *srtt + sample) / 8;
-}
-
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp arrived, dlcp_tstamp now) {
   conn->stats.acks_received++;
@@ -1066,8 +1059,8 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
   dlcp_duration rtt = now - a->echo_ts;
   dlcp_duration net_rtt = arrived - a->echo_ts;
   net_rtt = net_rtt > a->hold_ns ? net_rtt - a->hold_ns : 0;
-  smooth_rtt(&conn->srtt_ns, &conn->rttvar_ns, rtt);
-  smooth_rtt(&conn->net_srtt_ns, &conn->net_rttvar_ns, net_rtt);
+  dlcp_rtt_smooth(&conn->srtt_ns, &conn->rttvar_ns, rtt);
+  dlcp_rtt_smooth(&conn->net_srtt_ns, &conn->net_rttvar_ns, net_rtt);
   conn->stats.ce_echoed += a->ce;
   dlcp_rate_ack ra = {.rtt_ns = net_rtt, .acked_pkts = a->covered,
                       .ce_pkts = a->ce,

@@ -1,0 +1,36 @@
+/*
+ * rtt.h: RFC 6298's smoothed round-trip time and its variation, the one
+ * estimator behind MLT's drain interval, the control channel's RTO and an
+ * INA host's RTO.  Header-only: three integer updates per sample.
+ */
+#ifndef DLCP_PROTO_RTT_H
+#define DLCP_PROTO_RTT_H
+
+#include "dlcp/dlcp_types.h"
+
+/* dlcp_rtt_smooth folds |sample| into an estimate that already has one
+ * (gains 1/8 and 1/4). */
+static inline void dlcp_rtt_smooth(dlcp_duration *srtt, dlcp_duration *rttvar,
+                                   dlcp_duration sample) {
+  dlcp_duration err = sample > *srtt ? sample - *srtt : *srtt - sample;
+  *rttvar = (3 * *rttvar + err) / 4;
+  *srtt = (7 * *srtt + sample) / 8;
+}
+
+/* dlcp_rtt_sample takes |sample| into an estimate whose |*srtt| is 0 until
+ * the first one (srtt = R, rttvar = R / 2); |*srtt| stays at least 1, so
+ * 0 keeps meaning "no sample". */
+static inline void dlcp_rtt_sample(dlcp_duration *srtt, dlcp_duration *rttvar,
+                                   dlcp_duration sample) {
+  if (*srtt == 0) {
+    *srtt = sample;
+    *rttvar = sample / 2;
+  } else {
+    dlcp_rtt_smooth(srtt, rttvar, sample);
+  }
+  if (*srtt == 0) {
+    *srtt = 1;
+  }
+}
+
+#endif /* DLCP_PROTO_RTT_H */
