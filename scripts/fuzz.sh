@@ -6,7 +6,8 @@
 # Each BUILD_DIR/fuzz/fuzz_<name> runs until it has executed RUNS inputs
 # or SECONDS have passed, whichever comes first (0: no such limit; not
 # both 0), on a copy of its seed corpus tests/fuzz/corpus/<name>/ (the
-# checked-in seeds are never modified).  `make fuzz` gives every target
+# checked-in seeds are never modified) and of tests/fuzz/regressions/<name>/
+# (inputs that once failed).  `make fuzz` gives every target
 # 10^7 executions; CI gives each 10 seconds.  FUZZ_ONLY=name restricts
 # the run to one target.  The copy, the log and any crash artifacts go to
 # fuzz-out/<name>/ under the repository root (FUZZ_OUT overrides it).
@@ -41,6 +42,7 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${FUZZ_OUT:-$root/fuzz-out}
 seeds=$root/tests/fuzz/corpus
+regressions=$root/tests/fuzz/regressions
 
 found=0
 ran=0
@@ -61,6 +63,10 @@ for bin in "$build"/fuzz/fuzz_*; do
   done
   if [ -d "$seeds/$name" ]; then
     cp -R "$seeds/$name/." "$dir/corpus/"
+  fi
+  # Inputs that once failed are seeds of every later run, CI's included.
+  if [ -d "$regressions/$name" ]; then
+    cp -R "$regressions/$name/." "$dir/corpus/"
   fi
   nseeds=$(find "$dir/corpus" -type f | wc -l)
   extra=$(cat "$root/tests/fuzz/options/$name" 2>/dev/null || true)

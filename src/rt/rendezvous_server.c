@@ -90,6 +90,8 @@ struct dlcp_rdzv_server {
   size_t max_keys;
   uint64_t accepted; /* connections accepted so far */
   dlcp_tstamp accept_resume; /* listening paused until then (EMFILE) */
+  dlcp_tstamp now; /* the loop's clock, read once a round: every time the
+                    * server records is this, so a round replays exactly */
   dlcp_tstamp log_window;    /* start of the current second of logging */
   uint32_t log_lines;        /* lines written in it */
   uint64_t log_suppressed;   /* lines not written since the last one */
@@ -199,7 +201,8 @@ static void conn_flush(conn *c) {
 }
 
 /* respond queues a response and tries to send it right away. */
-static void respond(conn *c, dlcp_rdzv_status status, const void *value,
+static void respond(const dlcp_rdzv_server *srv, conn *c,
+                    dlcp_rdzv_status status, const void *value,
                     size_t len) {
   size_t need = c->out_len + DLCP_RDZV_HDR_LEN + len;
   uint8_t *p;
@@ -218,7 +221,7 @@ static void respond(conn *c, dlcp_rdzv_status status, const void *value,
     c->out_cap = cap;
   }
   if (c->out_len == 0) {
-    c->answer_since = dlcp_rt_now();
+    c->answer_since = srv->now;
   }
   p = c->out + c->out_len;
   dlcp_rdzv_put_response(p, status, (uint32_t)len);
@@ -247,7 +250,7 @@ static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
   atomic_fetch_add(&srv->rejected, 1);
   srv_log(srv, "refused %s and closed its connection: %s",
           who(c, name, sizeof(name)), msg);
-  respond(c, status, msg, strlen(msg));
+  respond(srv, c, status, msg, strlen(msg));
   c->closing = 1;
   if (c->out_off >= c->out_len) {
     c->dead = 1;
@@ -329,7 +332,7 @@ static void wake_waiters(dlcp_rdzv_server *srv, const kv_entry *e) {
         memcmp(c->wait_key, e->key, e->key_len) == 0) {
       free(c->wait_key);
       c->wait_key = NULL;
-      respond(c, DLCP_RDZV_OK, e->value, e->value_len);
+      respond(srv, c, DLCP_RDZV_OK, e->value, e->value_len);
     }
   }
 }
@@ -408,7 +411,7 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
   }
   c->rank = (int64_t)rank;
   if (!srv->cfg.auth) {
-    respond(c, DLCP_RDZV_OK, NULL, 0);
+    respond(srv, c, DLCP_RDZV_OK, NULL, 0);
     return;
   }
   /* The welcome: the salt, tagged together with the client's nonce so
@@ -421,7 +424,7 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
   dlcp_auth_seal(srv->cfg.auth,
                  dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER, rank),
                  dlcp_auth_nonce(), msg, 2, welcome + DLCP_RDZV_SALT_LEN);
-  respond(c, DLCP_RDZV_OK, welcome, sizeof(welcome));
+  respond(srv, c, DLCP_RDZV_OK, welcome, sizeof(welcome));
 }
 
 /* handle dispatches one complete, header-validated request. */
@@ -449,7 +452,7 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
              srv->max_keys);
       return;
     }
-    respond(c, DLCP_RDZV_OK, NULL, 0);
+    respond(srv, c, DLCP_RDZV_OK, NULL, 0);
     wake_waiters(srv, kv_find(srv, key, key_len));
     return;
   case DLCP_RDZV_GET:
@@ -459,9 +462,9 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
     }
     e = kv_find(srv, key, key_len);
     if (e != NULL) {
-      respond(c, DLCP_RDZV_OK, e->value, e->value_len);
+      respond(srv, c, DLCP_RDZV_OK, e->value, e->value_len);
     } else {
-      respond(c, DLCP_RDZV_NOT_FOUND, NULL, 0);
+      respond(srv, c, DLCP_RDZV_NOT_FOUND, NULL, 0);
     }
     return;
   case DLCP_RDZV_WAIT:
@@ -471,7 +474,7 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
     }
     e = kv_find(srv, key, key_len);
     if (e != NULL) {
-      respond(c, DLCP_RDZV_OK, e->value, e->value_len);
+      respond(srv, c, DLCP_RDZV_OK, e->value, e->value_len);
       return;
     }
     c->wait_key = malloc(key_len);
@@ -481,7 +484,8 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
     }
     memcpy(c->wait_key, key, key_len);
     c->wait_key_len = key_len;
-    c->wait_deadline = dlcp_rt_deadline_after(dlcp_rdzv_get_wait(val));
+    c->wait_deadline =
+        srv->now + (dlcp_tstamp)dlcp_rdzv_get_wait(val) * DLCP_NS_PER_MS;
     return;
   case DLCP_RDZV_HELLO:
     break;
@@ -547,7 +551,7 @@ static void conn_process(dlcp_rdzv_server *srv, conn *c) {
            h + DLCP_RDZV_HDR_LEN + key_len, val_len);
     memmove(c->in, c->in + total, c->in_len - total);
     c->in_len -= total;
-    c->request_since = dlcp_rt_now(); /* the next one has begun, if any */
+    c->request_since = srv->now; /* the next one has begun, if any */
   }
 }
 
@@ -562,7 +566,7 @@ static void conn_read(dlcp_rdzv_server *srv, conn *c) {
     n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
     if (n > 0) {
       if (c->in_len == 0) {
-        c->request_since = dlcp_rt_now();
+        c->request_since = srv->now;
       }
       c->in_len += (size_t)n;
       conn_process(srv, c);
@@ -624,7 +628,7 @@ static void make_room(dlcp_rdzv_server *srv) {
        "%zu connections without HELLO (limit %" PRIu32 "); the oldest, "
        "%" PRIu64 " ms old, makes room for a new one",
        strays, srv->cfg.max_strays,
-       (dlcp_rt_now() - oldest->accepted) / DLCP_NS_PER_MS);
+       (srv->now - oldest->accepted) / DLCP_NS_PER_MS);
   sweep(srv);
 }
 
@@ -644,7 +648,7 @@ static void conn_add(dlcp_rdzv_server *srv, int fd, const char *peer) {
   memset(c, 0, sizeof(*c));
   c->fd = fd;
   c->rank = -1;
-  c->accepted = dlcp_rt_now();
+  c->accepted = srv->now;
   c->serial = srv->accepted++;
   c->in = malloc(INITIAL_IN_CAP);
   if (c->in == NULL) {
@@ -668,7 +672,8 @@ static void accept_all(dlcp_rdzv_server *srv) {
           errno == ENOMEM) {
         srv_log(srv, "cannot accept connections: %s; pausing %u ms",
                 strerror(errno), ACCEPT_PAUSE_MS);
-        srv->accept_resume = dlcp_rt_deadline_after(ACCEPT_PAUSE_MS);
+        srv->accept_resume =
+            srv->now + (dlcp_tstamp)ACCEPT_PAUSE_MS * DLCP_NS_PER_MS;
       }
       return; /* EAGAIN, or a transient error: retried on the next wake */
     }
@@ -728,7 +733,7 @@ static void expire_waits(dlcp_rdzv_server *srv, dlcp_tstamp now) {
     if (c->wait_key != NULL && now >= c->wait_deadline) {
       free(c->wait_key);
       c->wait_key = NULL;
-      respond(c, DLCP_RDZV_NOT_FOUND, NULL, 0);
+      respond(srv, c, DLCP_RDZV_NOT_FOUND, NULL, 0);
     }
   }
 }
@@ -760,6 +765,7 @@ static void conn_on_events(dlcp_rdzv_server *srv, conn *c, short revents) {
  * removal of the dead. */
 static void round_end(dlcp_rdzv_server *srv, dlcp_tstamp now) {
   size_t i;
+  srv->now = now;
   expire_waits(srv, now);
   expire_conns(srv, now);
   for (i = 0; i < srv->nconns; i++) {
@@ -826,6 +832,7 @@ static void *server_main(void *arg) {
       uint64_t v;
       (void)!read(srv->wake_fd, &v, sizeof(v));
     }
+    srv->now = dlcp_rt_now();
     /* Connections first: accept_all appends to the array the pollfds
      * were built from. */
     for (i = 0; i < srv->nconns; i++) {
@@ -834,7 +841,7 @@ static void *server_main(void *arg) {
     if (srv->pfds[1].revents != 0 && srv->listen_fd >= 0) {
       accept_all(srv);
     }
-    round_end(srv, dlcp_rt_now());
+    round_end(srv, srv->now);
   }
   if (srv->log_suppressed > 0) {
     srv->log_lines = 0;
