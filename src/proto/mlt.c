@@ -961,7 +961,14 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                    (x->importance == DLCP_MLT_IMPORTANCE_F32_MAGNITUDE &&
                     (x->retx_round || bit_get(x->important_bits, seg)));
   bool last = round_done(x);
-  bool ack_req = ++conn->since_ack_req >= ack_req_every(conn);
+  /* The packet that closes the window asks too: if the ACK asked for
+   * before it is lost, this one's (cumulative by seq) reopens the window,
+   * where otherwise nothing would until the window timeout, two drain
+   * intervals later (issue 14: a receiver's grant of 5 packets and one
+   * lost ACK held a 256 KiB transfer for 950 us at 1 % loss). */
+  bool closes = conn->inflight_pkts + 1 >=
+                window_pkts(conn) + ack_req_every(conn);
+  bool ack_req = ++conn->since_ack_req >= ack_req_every(conn) || closes;
   if (ack_req) {
     conn->since_ack_req = 0;
   }
