@@ -1061,6 +1061,62 @@ static void test_window_reopens_after_lost_acks(void **state) {
   netsim_del(ns);
 }
 
+/* Records the largest window grant in side 1's ACKs. */
+static bool watch_grant(void *user, int from, const uint8_t *hdr,
+                        size_t len, uint64_t index) {
+  (void)index;
+  uint64_t *grant = user;
+  dlcp_wire_preamble pre;
+  dlcp_wire_ack a;
+  if (from == 1 && dlcp_wire_peek(&pre, hdr, len) == 0 &&
+      pre.type == DLCP_WIRE_ACK && dlcp_wire_ack_decode(&a, hdr, len) == 0 &&
+      a.grant > *grant) {
+    *grant = a.grant;
+  }
+  return true;
+}
+
+/* A receiving host shares two BDPs among the connections it receives on,
+ * not among its receives: a peer with one receive posted gets half while
+ * another connection holds three receives posted ahead of their data (a
+ * collective's later steps), where by receives it got a quarter, half a
+ * BDP, and could not fill the path. */
+static void test_grant_shared_by_connections(void **state) {
+  (void)state;
+  dlcp_mlt_rx_share sh = {.bdp_bytes = 1000000};
+  dlcp_mlt_config cfg, rcfg;
+  base_config(&cfg, 41);
+  rcfg = cfg;
+  rcfg.rx_share = &sh;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *busy = netsim_new(&cfg, &rcfg, &l, &l, 41);
+  netsim *idle = netsim_new(&cfg, &rcfg, &l, &l, 42);
+  uint64_t len = 2000000;
+  uint8_t *src = pattern(len, 8), *dst = malloc(len), *ahead = malloc(len);
+  for (uint32_t t = 2; t <= 4; t++) {
+    dlcp_mlt_recv later = {.tensor = t, .buf = ahead, .len = len};
+    assert_int_equal(dlcp_mlt_post_recv(netsim_conn(idle, 1), &later, 0), 0);
+  }
+  assert_int_equal(sh.active, 3);
+  assert_int_equal(sh.active_conns, 1);
+  uint64_t grant = 0;
+  netsim_set_filter(busy, watch_grant, &grant);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(busy, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(busy, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(busy, 2, 1000000000), 2);
+  assert_memory_equal(src, dst, len);
+  assert_int_equal(grant, sh.bdp_bytes); /* 2 BDPs / 2 connections */
+  assert_int_equal(sh.active, 3);       /* the finished one let go */
+  assert_int_equal(sh.active_conns, 1);
+  netsim_del(busy);
+  netsim_del(idle); /* its receives are cancelled with the connection */
+  free(src);
+  free(dst);
+  free(ahead);
+}
+
 /* The same seed replays the same run; another seed gives another. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -1540,6 +1596,7 @@ int main(void) {
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
       cmocka_unit_test(test_window_reopens_after_lost_acks),
+      cmocka_unit_test(test_grant_shared_by_connections),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_cancel_recv),
       cmocka_unit_test(test_inflight_window),

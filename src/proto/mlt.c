@@ -365,24 +365,51 @@ static void uncount(dlcp_mlt_conn *conn, mlt_xfer *x) {
   x->counted = false;
   if (--conn->rx_active == 0) {
     release_start_grant(conn);
+    if (conn->cfg.rx_share && conn->cfg.rx_share->active_conns > 0) {
+      conn->cfg.rx_share->active_conns--;
+    }
   }
   if (conn->cfg.rx_share && conn->cfg.rx_share->active > 0) {
     conn->cfg.rx_share->active--;
   }
 }
 
-/* The window this connection grants its peer now, in bytes (0: none). */
+/* Two BDPs times |share|, at least the window floor, in bytes. */
+static uint32_t share_of_pool(const dlcp_mlt_conn *conn, double share) {
+  double g = 2.0 * (double)conn->cfg.rx_share->bdp_bytes * share;
+  if (g < (double)conn->cfg.min_window_bytes) {
+    g = (double)conn->cfg.min_window_bytes;
+  }
+  return g >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)g;
+}
+
+/* The window an ACK grants the peer, in bytes (0: none): the pool shared
+ * equally among the connections with receives posted, however many each
+ * has.  Shared by receives, a collective's receives posted ahead for
+ * later steps (a halving-doubling rank posts 16 from one peer and 8 from
+ * the other) held the step in progress to a third of the pool, under one
+ * BDP (issue 14).  Shared only among connections whose data has begun,
+ * the first of a parameter server's incast got the whole pool and its
+ * port overflowed as the others began (the default scenario: 14,723
+ * buffer drops against none). */
+static uint32_t ack_grant_bytes(const dlcp_mlt_conn *conn) {
+  const dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
+  if (!sh || sh->bdp_bytes == 0 || sh->active_conns == 0 ||
+      conn->rx_active == 0) {
+    return 0;
+  }
+  return share_of_pool(conn, 1.0 / (double)sh->active_conns);
+}
+
+/* The window a START grants, in bytes (0: none): the pool shared among
+ * the receives posted on the host, since their data may all begin at
+ * once (an incast posts them together). */
 static uint32_t grant_bytes(const dlcp_mlt_conn *conn) {
   const dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
   if (!sh || sh->bdp_bytes == 0 || sh->active == 0 || conn->rx_active == 0) {
     return 0;
   }
-  double g = 2.0 * (double)sh->bdp_bytes * (double)conn->rx_active /
-             (double)sh->active;
-  if (g < (double)conn->cfg.min_window_bytes) {
-    g = (double)conn->cfg.min_window_bytes;
-  }
-  return g >= (double)UINT32_MAX ? UINT32_MAX : (uint32_t)g;
+  return share_of_pool(conn, (double)conn->rx_active / (double)sh->active);
 }
 
 /* A START's grant: the fair share, within what other connections'
@@ -1269,7 +1296,9 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->keep_previous = req->keep_previous;
   if (x->nsegs > 0) {
     x->counted = true;
-    conn->rx_active++;
+    if (conn->rx_active++ == 0 && conn->cfg.rx_share) {
+      conn->cfg.rx_share->active_conns++;
+    }
     if (conn->cfg.rx_share) {
       conn->cfg.rx_share->active++;
     }
@@ -2091,7 +2120,7 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
         .covered = (uint16_t)(x->ack_covered > UINT16_MAX ? UINT16_MAX
                                                           : x->ack_covered),
         .ce = (uint16_t)(x->ack_ce > UINT16_MAX ? UINT16_MAX : x->ack_ce),
-        .grant = grant_bytes(conn),
+        .grant = ack_grant_bytes(conn),
         .hold_ns = hold_ns(x->ack_arrived, now)};
     if (a.ce > a.covered) {
       a.ce = a.covered;

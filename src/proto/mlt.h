@@ -61,12 +61,15 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * dlcp_mlt_rx_share (owned by the driver, which must keep it alive while
  * they exist; NULL in the config = off).  The driver sets bdp_bytes, the
  * host's downlink rate x base RTT; the connections keep |active|, the
- * receives in progress on the host.  Every ACK then grants the peer a
- * window of 2 x bdp x (this connection's receives) / active: an N-to-1
- * incast shares the receiver's link (two BDPs: the pipe and as much
- * queue), while a lone sender is granted the whole path.  A START grants
- * the same, but never more than what the STARTs whose data has not
- * arrived yet left of the two BDPs (at least the window floor): receives
+ * receives in progress on the host, and |active_conns|, the connections
+ * they are on.  Every ACK then grants the peer a window of 2 x bdp /
+ * active_conns: an N-to-1 incast shares the receiver's link (two BDPs:
+ * the pipe and as much queue), a lone sender is granted the whole path,
+ * and a connection's share does not shrink with the receives a
+ * collective posts on the others ahead of their data.  A
+ * START grants 2 x bdp x (this connection's receives) / active, but never
+ * more than what the STARTs whose data has not arrived yet left of the
+ * two BDPs (at least the window floor): receives
  * posted together would otherwise each grant a share computed before the
  * next was posted, and their first windows together overflow the port.
  * The sender bounds its window by the grant.
@@ -74,6 +77,7 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
 typedef struct dlcp_mlt_rx_share {
   uint64_t bdp_bytes; /* set by the driver; 0 = grant nothing */
   uint32_t active;    /* maintained by the connections */
+  uint32_t active_conns; /* connections with receives among them */
   uint64_t granted;   /* START grants whose data has not arrived yet */
 } dlcp_mlt_rx_share;
 
