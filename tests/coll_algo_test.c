@@ -1345,6 +1345,75 @@ static size_t drain(dlcp_coll *op, dlcp_coll_action *acts, size_t max,
   }
 }
 
+/* Runs rank 0 of a 4-rank all-reduce alone, completing every transfer
+ * as soon as it is posted, and records each SEND's (peer, stage) in the
+ * order posted.  Returns the number of SENDs. */
+static size_t send_stages(dlcp_algo algo, uint32_t peers[], uint32_t stages[],
+                          size_t max) {
+  int32_t buf[4096] = {0};
+  dlcp_coll *op;
+  dlcp_coll_params p;
+  dlcp_coll_params_default(&p);
+  p.algo = algo;
+  p.world = 4;
+  p.count = 4096;
+  p.dtype = DLCP_INT32;
+  p.recvbuf = buf;
+  p.chunk_bytes = 2048; /* two segments per step */
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0), 0);
+  size_t nsends = 0;
+  bool done = false;
+  for (dlcp_tstamp now = 1; !done; now++) {
+    dlcp_coll_action acts[64];
+    size_t k = drain(op, acts, 64, now);
+    assert_true(k > 0); /* every transfer completes at once: no stall */
+    for (size_t i = 0; i < k; i++) {
+      const dlcp_coll_action *a = &acts[i];
+      if (a->type == DLCP_COLL_ACT_SEND) {
+        assert_true(nsends < max);
+        peers[nsends] = a->peer;
+        stages[nsends++] = a->stage;
+        assert_int_equal(dlcp_coll_on_sent(op, a->peer, a->tag, 0, now), 0);
+      } else if (a->type == DLCP_COLL_ACT_RECV) {
+        assert_int_equal(dlcp_coll_on_received(op, a->peer, a->tag, 0, NULL,
+                                               0, now),
+                         0);
+      } else if (a->type == DLCP_COLL_ACT_DONE) {
+        done = true;
+      }
+    }
+  }
+  dlcp_coll_del(op);
+  return nsends;
+}
+
+/* A SEND's stage is the receives on its chain of dependencies: in
+ * halving-doubling each step's sends are one stage later than the last
+ * (they carry what the step before received), so drivers can send a
+ * peer's early step ahead of another peer's later one.  A ring sends to
+ * its successor only, in order anyway: one stage for all. */
+static void test_send_stages(void **state) {
+  (void)state;
+  uint32_t peers[64], stages[64];
+  size_t n = send_stages(DLCP_ALGO_HALVING_DOUBLING, peers, stages, 64);
+  /* 4 segments to the distance-2 peer, 2 and 2 to the neighbour (the
+   * reduce-scatter's quarter, then the all-gather's), 4 back. */
+  static const uint32_t want_stage[12] = {0, 0, 0, 0, 1, 1, 2, 2,
+                                          3, 3, 3, 3};
+  assert_int_equal(n, 12);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(stages[i], want_stage[i]);
+    assert_int_equal(peers[i], i < 4 || i >= 8 ? peers[0] : peers[4]);
+  }
+  assert_true(peers[0] != peers[4]);
+  n = send_stages(DLCP_ALGO_RING, peers, stages, 64);
+  assert_int_equal(n, 12); /* 2 (n - 1) steps, 2 segments each */
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(stages[i], 0);
+    assert_int_equal(peers[i], 1);
+  }
+}
+
 /* A failed transfer fails the operation, names the peer, and tells the
  * other ranks, which fail naming the same peer. */
 static void test_failure_names_peer_everywhere(void **state) {
@@ -1504,6 +1573,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_params),
       cmocka_unit_test(test_failure_names_peer_everywhere),
       cmocka_unit_test(test_holes_without_loss_bound_fail),
+      cmocka_unit_test(test_send_stages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -242,6 +242,9 @@ typedef struct dlcp_coll_action {
   void *recv_buf;       /* RECV */
   uint64_t bytes;       /* SEND, RECV */
   double loss_bound;    /* SEND, RECV: p for this transfer */
+  uint32_t stage;       /* SEND, RECV: receives this rank completes before
+                           (0: the first exchange); drivers send earlier
+                           stages first and at higher priority */
   uint64_t value;       /* NOTE */
 } dlcp_coll_action;
 

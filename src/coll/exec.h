@@ -82,6 +82,7 @@ struct dlcp_coll {
   uint8_t *state;
   uint8_t *flags;
   uint32_t *ndeps;
+  uint32_t *stage; /* receives on the longest chain of dependencies */
   uint32_t *dyn_dependent; /* one extra dependent (dynamic steps) */
   uint32_t *out_begin, *out_list; /* static dependents, CSR */
   uint32_t nstatic;

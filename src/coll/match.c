@@ -157,6 +157,7 @@ coll_match_result coll_match_post(coll_match *m, uint32_t job, uint32_t iter,
   if (is_send) {
     x->has_send = true;
     x->send_buf = a->send_buf;
+    x->stage = a->stage;
   } else {
     x->has_recv = true;
     x->recv_buf = a->recv_buf;

@@ -45,6 +45,7 @@ typedef struct coll_xfer {
   void *recv_buf;
   uint64_t bytes;    /* as the first end posted it */
   double loss_bound; /* the receiver's */
+  uint32_t stage;    /* the sender's */
 } coll_xfer;
 
 typedef struct coll_match {

@@ -97,6 +97,7 @@ struct mlt_xfer {
   void *prio_user;
   dlcp_mlt_importance importance;
   uint8_t prio;             /* layer priority when there is no prio_fn */
+  uint32_t stage;           /* levels below it (a collective's stage) */
   uint64_t *important_bits; /* F32 magnitude mode: bit per segment */
   uint32_t next_seg;        /* first round cursor */
   dlcp_wire_range *retx;    /* later rounds: the missing ranges */
@@ -231,6 +232,13 @@ static uint32_t seg_len(const mlt_xfer *x, uint32_t seg) {
 
 /* Bytes the receiver must hold before it may stop: size - floor(p * size),
  * computed without overflowing 64 bits. */
+/* Priority |prio| lowered by |stage| levels, at most to the lowest. */
+static uint8_t lowered(const dlcp_mlt_conn *conn, uint8_t prio,
+                       uint32_t stage) {
+  uint64_t p = (uint64_t)prio + stage;
+  return (uint8_t)(p < conn->cfg.nprio ? p : conn->cfg.nprio - 1);
+}
+
 static uint64_t needed_bytes(uint64_t size, uint32_t loss_ppm) {
   uint64_t whole = size / DLCP_WIRE_PPM, frac = size % DLCP_WIRE_PPM;
   uint64_t may_lose = whole * loss_ppm + frac * loss_ppm / DLCP_WIRE_PPM;
@@ -718,7 +726,9 @@ static int post_eager_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
   x->size = req->len;
   x->user_data = req->user_data;
   x->layer = req->layer;
-  x->prio = dlcp_tag_priority(req->layer, req->nlayers, conn->cfg.nprio);
+  x->stage = req->stage;
+  x->prio = lowered(conn, dlcp_tag_priority(req->layer, req->nlayers,
+                                            conn->cfg.nprio), x->stage);
   x->start_ns = now;
   x->end_ns = now;
   x->peer_bytes = req->len;
@@ -778,7 +788,9 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
   x->prio_fn = req->prio_fn;
   x->prio_user = req->prio_user;
   x->importance = req->importance;
-  x->prio = dlcp_tag_priority(req->layer, req->nlayers, conn->cfg.nprio);
+  x->stage = req->stage;
+  x->prio = lowered(conn, dlcp_tag_priority(req->layer, req->nlayers,
+                                            conn->cfg.nprio), x->stage);
   x->start_ns = now;
   if (x->state == X_UNMATCHED) {
     match(conn, x, x->id, size_from_start, x->seg_size, now);
@@ -975,10 +987,8 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   uint32_t len = seg_len(x, seg);
   uint8_t prio = x->prio;
   if (x->prio_fn) {
-    prio = x->prio_fn(x->prio_user, x->tensor, x->layer, offset, len);
-    if (prio >= conn->cfg.nprio) {
-      prio = (uint8_t)(conn->cfg.nprio - 1);
-    }
+    prio = lowered(conn, x->prio_fn(x->prio_user, x->tensor, x->layer,
+                                    offset, len), x->stage);
   }
   /* A segment the receiver asked for again is important whatever its
    * gradients: dropped once already, it must not be dropped again for

@@ -192,6 +192,9 @@ typedef struct dlcp_mlt_send {
   uint64_t len;      /* bytes; must equal the receiver's posted length */
   uint32_t layer;    /* model layer of the tensor */
   uint32_t nlayers;  /* layers in the model; 0 = priority 0 for all */
+  uint32_t stage;    /* a collective's stage (dlcp_coll_action.stage):
+                        the priority is lowered by this many levels, at
+                        most to nprio - 1, so earlier stages go first */
   dlcp_mlt_prio_fn prio_fn; /* NULL: layer * nprio / nlayers */
   void *prio_user;
   dlcp_mlt_importance importance;

@@ -259,6 +259,7 @@ static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
   o->opts.nlayers = run->nlayers;
   o->opts.f32_importance = run->f32_importance;
   o->loss_bound = a->loss_bound;
+  o->stage = a->stage;
   o->posted_ns = now;
   if (c->coll->flight) {
     dlcp_flight_transfer(c->coll->flight, run->id, a->peer,

@@ -322,6 +322,7 @@ void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now) {
         .len = o->t.bytes,
         .layer = o->opts.layer,
         .nlayers = o->opts.nlayers,
+        .stage = o->stage,
         .prio_fn = o->opts.prio_fn,
         .prio_user = o->opts.prio_user,
         .importance = o->opts.f32_importance

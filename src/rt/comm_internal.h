@@ -46,6 +46,7 @@ typedef struct op {
   dlcp_tensor t;
   dlcp_send_opts opts;
   double loss_bound;
+  uint32_t stage; /* a collective's: sent below earlier stages */
   dlcp_cq *cq;
   uint64_t user_data;
   dlcp_tstamp posted_ns;

@@ -250,9 +250,13 @@ static void xfer_start(coll_job *job, uint32_t xi, dlcp_sim_ps now) {
   dlcp_sim *sim = job->sim;
   dlcp_sim_colls *c = sim->colls;
   const coll_xfer *x = coll_match_at(&c->xfers, xi);
+  /* Later stages below earlier ones, the job's priority the first. */
+  uint32_t last = sim->cfg.sw.nqueues - 1;
+  uint32_t prio = job->spec.prio + x->stage;
   uint32_t id = dlcp_sim_flow_add(sim, job->ranks[x->src].host,
                                   job->ranks[x->dst].host,
-                                  x->bytes * job->scale, now, job->spec.prio,
+                                  x->bytes * job->scale, now,
+                                  (uint8_t)(prio < last ? prio : last),
                                   DLCP_SIM_GROUP_COLL);
   if (id == DLCP_SIM_NONE) {
     dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
