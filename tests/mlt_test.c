@@ -995,6 +995,47 @@ static void test_receiver_asks_at_the_end_of_a_round(void **state) {
   netsim_del(ns);
 }
 
+/* Counts side 0's DATA packets by priority. */
+static bool count_prio(void *user, int from, const uint8_t *hdr, size_t len,
+                       uint64_t index) {
+  uint32_t *by_prio = user;
+  dlcp_wire_preamble pre;
+  (void)index;
+  if (from == 0 && dlcp_wire_peek(&pre, hdr, len) == 0 &&
+      pre.type == DLCP_WIRE_DATA) {
+    by_prio[hdr[16] & DLCP_WIRE_PRIO_MASK]++;
+  }
+  return true;
+}
+
+/* A collective's stage lowers the layer's priority by as many levels, at
+ * most to the lowest (8 priorities by default). */
+static void test_stage_lowers_priority(void **state) {
+  (void)state;
+  static const struct {
+    uint32_t layer, stage;
+    uint8_t want;
+  } cases[] = {{0, 0, 0}, {0, 3, 3}, {2, 3, 5}, {2, 40, 7}};
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    dlcp_mlt_config cfg;
+    base_config(&cfg, 22);
+    netsim_link l = make_link(0.0, 0.0, 0.0);
+    netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 22);
+    uint8_t src[10000] = {0}, dst[10000];
+    uint32_t by_prio[DLCP_WIRE_PRIO_MASK + 1] = {0};
+    netsim_set_filter(ns, count_prio, by_prio);
+    dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = sizeof(dst)};
+    dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = sizeof(src),
+                       .layer = cases[k].layer, .nlayers = 8,
+                       .stage = cases[k].stage};
+    assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+    assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+    assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+    assert_int_equal(by_prio[cases[k].want], 7); /* 10 kB in 1456 B */
+    netsim_del(ns);
+  }
+}
+
 /* An adversary for the window's ACKs: side 1's ACKs are dropped unless
  * they acknowledge the newest DATA packet side 0 has sent. */
 typedef struct newest_ack_only {
@@ -1592,6 +1633,7 @@ int main(void) {
       cmocka_unit_test(test_tagging_on_the_wire),
       cmocka_unit_test(test_retransmission_is_important),
       cmocka_unit_test(test_priority_function),
+      cmocka_unit_test(test_stage_lowers_priority),
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
