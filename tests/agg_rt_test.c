@@ -32,6 +32,7 @@
 #include "dlcp/dlcp.h"
 #include "proto/rng.h"
 #include "rt/errbuf.h"
+#include "rt/flight.h"
 #include "rt/net.h"
 #include "switchd.h"
 
@@ -409,9 +410,32 @@ static void test_no_switch(void **state) {
   assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
   assert_non_null(strstr(info.error, "DLCP_SWITCH=not-a-switch"));
   setenv("DLCP_SWITCH", "127.0.0.1:9", 1); /* discard: nobody answers */
-  assert_int_equal(ina_once(comm, DLCP_ALGO_RA_INA, &info), DLCP_ERR_TIMEOUT);
+  /* The flight recorder is dumped to stderr at the timeout, while the
+   * operation still waits: caught in a file. */
+  char path[] = "/tmp/dlcp-ina-flight-XXXXXX";
+  int fd = mkstemp(path), saved = dup(2);
+  assert_true(fd >= 0 && saved >= 0);
+  assert_int_equal(dup2(fd, 2), 2);
+  int rv = ina_once(comm, DLCP_ALGO_RA_INA, &info);
+  assert_int_equal(dup2(saved, 2), 2);
+  close(saved);
+  assert_int_equal(rv, DLCP_ERR_TIMEOUT);
   assert_non_null(strstr(info.error, "127.0.0.1:9"));
   assert_string_equal(info.algo_name, "ra_ina");
+  {
+    char text[4096];
+    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    assert_true(n > 0);
+    text[n] = '\0';
+    close(fd);
+    unlink(path);
+    /* the operation, and whom it waited on: the switch */
+    if (strstr(text, "waiting: rank 0 on switch since") == NULL ||
+        strstr(text, "allreduce ra_ina 16 B: running") == NULL ||
+        strstr(text, "waiting on the aggregation switch for") == NULL) {
+      fail_msg("flight record:\n%s", text);
+    }
+  }
   /* a request freed while the switch has not answered: the operation is
    * withdrawn (nothing left running, the next one works alike) */
   {

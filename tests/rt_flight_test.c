@@ -197,6 +197,19 @@ static void test_report(void **state) {
   assert_non_null(strstr(text, "do not lead to one rank"));
   free(text);
 
+  /* An INA all-reduce: ranks 0 and 3 wait on the aggregation switch,
+   * 1 and 2 on rank 3 (its ring part): the switch is named. */
+  write_dump(dir, 0, 4, DLCP_FLIGHT_SWITCH);
+  write_dump(dir, 1, 4, 3);
+  write_dump(dir, 2, 4, 3);
+  write_dump(dir, 3, 4, DLCP_FLIGHT_SWITCH);
+  text = report(dir, 4, &culprit);
+  assert_int_equal(culprit, DLCP_FLIGHT_SWITCH);
+  assert_non_null(strstr(text, "rank 0 waited on the aggregation switch for "
+                               "1000 ms; rank 1 waited on 3 for 1000 ms"));
+  assert_non_null(strstr(text, "through others, on the aggregation switch"));
+  free(text);
+
   /* Nobody waiting. */
   clean(dir, 4);
   text = report(dir, 4, &culprit);

@@ -527,14 +527,18 @@ static void watch_notes(dlcp_comm *c, coll_run *run, dlcp_tstamp now,
   stall_begin(c, run, awaited, now);
 }
 
+dlcp_flight *dlcp_rt_coll_flight(dlcp_comm *c) {
+  if (c->coll->flight == NULL) {
+    c->coll->flight = dlcp_flight_new(c->env.rank, c->env.world_size,
+                                      c->local_ip);
+  }
+  return c->coll->flight;
+}
+
 void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now) {
-  dlcp_flight *fr = c->coll->flight;
+  dlcp_flight *fr = dlcp_rt_coll_flight(c);
   if (fr == NULL) {
-    fr = c->coll->flight = dlcp_flight_new(c->env.rank, c->env.world_size,
-                                           c->local_ip);
-    if (fr == NULL) {
-      return;
-    }
+    return;
   }
   for (coll_run *run = c->coll->runs; run; run = run->next) {
     dlcp_tstamp since = 0;
@@ -542,6 +546,7 @@ void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now) {
     dlcp_flight_waiting(fr, run->id, who == DLCP_STALL_NOBODY
                                          ? DLCP_FLIGHT_NONE : who, since);
   }
+  dlcp_rt_ina_note_waits(c, fr);
   (void)dlcp_flight_write(fr, c->env.flight_dir, reason, now);
 }
 
@@ -896,11 +901,7 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
   run->stalled_peer = DLCP_STALL_NOBODY;
   run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(p));
   run->bytes = bytes;
-  if (!c->coll->flight) {
-    c->coll->flight = dlcp_flight_new(c->env.rank, c->env.world_size,
-                                      c->local_ip);
-  }
-  if (c->coll->flight) {
+  if (dlcp_rt_coll_flight(c)) {
     dlcp_flight_begin(c->coll->flight, run->id, run->kind, run->algo, bytes,
                       now);
   }

@@ -211,6 +211,8 @@ void dlcp_rt_coll_shutdown(dlcp_comm *c, dlcp_tstamp now);
 /* Writes the flight recorder (rt/flight.h) to stderr and to
  * DLCP_FLIGHT_DIR, headed by |reason|. */
 void dlcp_rt_coll_dump(dlcp_comm *c, const char *reason, dlcp_tstamp now);
+/* The flight recorder, made at the first call; NULL if out of memory. */
+struct dlcp_flight *dlcp_rt_coll_flight(dlcp_comm *c);
 
 /* collective.c, for the public calls of collective_api.c; these take
  * |mu| themselves.  dlcp_rt_coll_start runs the operation |p| (complete

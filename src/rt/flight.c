@@ -152,9 +152,25 @@ static const fl_op *latest(const dlcp_flight *fr) {
   return best;
 }
 
+/* blocked returns the newest unfinished record that waits on somebody,
+ * or NULL.  Not simply the newest record: an operation may start others
+ * and wait on them, and those may have ended (an INA all-reduce's
+ * agreements) while it waits. */
+static const fl_op *blocked(const dlcp_flight *fr) {
+  const fl_op *best = NULL;
+  for (uint32_t i = 0; i < DLCP_FLIGHT_OPS; i++) {
+    const fl_op *o = &fr->ops[i];
+    if (o->used && !o->ended && o->waiting_on != DLCP_FLIGHT_NONE &&
+        (best == NULL || o->seq > best->seq)) {
+      best = o;
+    }
+  }
+  return best;
+}
+
 uint32_t dlcp_flight_blocked_on(const dlcp_flight *fr, dlcp_tstamp *since) {
-  const fl_op *o = latest(fr);
-  if (o == NULL || o->ended || o->waiting_on == DLCP_FLIGHT_NONE) {
+  const fl_op *o = blocked(fr);
+  if (o == NULL) {
     return DLCP_FLIGHT_NONE;
   }
   *since = o->waiting_since;
@@ -177,7 +193,10 @@ static void dump_op(const fl_op *o, FILE *f, dlcp_tstamp now) {
             ms_between(o->start, o->end), o->why);
   }
   fprintf(f, ", %u of %u transfers done", o->completed, o->posted);
-  if (!o->ended && o->waiting_on != DLCP_FLIGHT_NONE) {
+  if (!o->ended && o->waiting_on == DLCP_FLIGHT_SWITCH) {
+    fprintf(f, ", waiting on the aggregation switch for %" PRIu64 " ms",
+            ms_between(o->waiting_since, now));
+  } else if (!o->ended && o->waiting_on != DLCP_FLIGHT_NONE) {
     fprintf(f, ", waiting on rank %u for %" PRIu64 " ms", o->waiting_on,
             ms_between(o->waiting_since, now));
   }
@@ -200,13 +219,16 @@ static void dump_op(const fl_op *o, FILE *f, dlcp_tstamp now) {
 void dlcp_flight_dump(const dlcp_flight *fr, FILE *f, const char *reason,
                       dlcp_tstamp now) {
   const fl_op *o = latest(fr);
-  dlcp_tstamp since = 0;
-  uint32_t on = dlcp_flight_blocked_on(fr, &since);
+  const fl_op *b = blocked(fr);
   fprintf(f, "dlcp flight recorder: rank %u of %u (%s): %s\n", fr->rank,
           fr->world, fr->addr, reason);
-  if (on != DLCP_FLIGHT_NONE) {
+  if (b != NULL && b->waiting_on == DLCP_FLIGHT_SWITCH) {
+    fprintf(f, "waiting: rank %u on switch since %" PRIu64 " ms, op %" PRIu64
+            "\n", fr->rank, ms_between(b->waiting_since, now), b->seq);
+  } else if (b != NULL) {
     fprintf(f, "waiting: rank %u on %u since %" PRIu64 " ms, op %" PRIu64
-            "\n", fr->rank, on, ms_between(since, now), o->seq);
+            "\n", fr->rank, b->waiting_on, ms_between(b->waiting_since, now),
+            b->seq);
   }
   if (o == NULL) {
     fprintf(f, "  no collective operation yet\n");
@@ -277,6 +299,9 @@ uint32_t dlcp_flight_follow(const uint32_t *waits_on, uint32_t world,
   uint32_t cur = from;
   for (uint32_t steps = 0; steps <= world; steps++) {
     uint32_t next = waits_on[cur];
+    if (next == DLCP_FLIGHT_SWITCH) {
+      return next;
+    }
     if (next == DLCP_FLIGHT_NONE || next >= world) {
       return cur;
     }
@@ -310,6 +335,11 @@ static bool read_wait(const char *dir, uint32_t r, uint32_t world,
         rank == r && peer < world && peer != r) {
       *on = peer;
       *ms = since;
+    } else if (sscanf(line, "waiting: rank %u on switch since %llu ms",
+                      &rank, &since) == 2 &&
+               rank == r) {
+      *on = DLCP_FLIGHT_SWITCH;
+      *ms = since;
     }
   }
   fclose(f);
@@ -333,6 +363,9 @@ uint32_t dlcp_flight_report(const char *dir, uint32_t world, FILE *out) {
     present[r] = read_wait(dir, r, world, &on[r], &ms);
     if (!present[r]) {
       fprintf(out, "%s rank %u left no record", r ? ";" : "", r);
+    } else if (on[r] == DLCP_FLIGHT_SWITCH) {
+      fprintf(out, "%s rank %u waited on the aggregation switch for %" PRIu64
+              " ms", r ? ";" : "", r, ms);
     } else if (on[r] != DLCP_FLIGHT_NONE) {
       fprintf(out, "%s rank %u waited on %u for %" PRIu64 " ms", r ? ";" : "",
               r, on[r], ms);
@@ -358,6 +391,10 @@ uint32_t dlcp_flight_report(const char *dir, uint32_t world, FILE *out) {
     fprintf(out, "dlcp-run: flight recorder: no rank was waiting on "
             "another\n");
     culprit = DLCP_FLIGHT_NONE;
+  } else if (agree && culprit == DLCP_FLIGHT_SWITCH) {
+    fprintf(out, "dlcp-run: flight recorder: every waiting rank waits, "
+            "directly or through others, on the aggregation switch (it "
+            "stopped answering, or its path is cut)\n");
   } else if (!agree || culprit == DLCP_FLIGHT_NONE) {
     fprintf(out, "dlcp-run: flight recorder: the waits do not lead to one "
             "rank (a cycle, or several stalled ranks)\n");

@@ -28,6 +28,8 @@
 #define DLCP_FLIGHT_OPS 16u
 #define DLCP_FLIGHT_PEERS 8u
 #define DLCP_FLIGHT_NONE UINT32_MAX
+/* As a peer waited on: the aggregation switch of an INA all-reduce. */
+#define DLCP_FLIGHT_SWITCH (UINT32_MAX - 1u)
 
 typedef struct dlcp_flight dlcp_flight;
 
@@ -52,7 +54,8 @@ void dlcp_flight_transfer(dlcp_flight *fr, uint64_t seq, uint32_t peer,
                           uint64_t total);
 
 /* dlcp_flight_waiting records that |seq| waits on |peer| (DLCP_FLIGHT_NONE:
- * on nobody) since |since|. */
+ * on nobody; DLCP_FLIGHT_SWITCH: on the aggregation switch) since
+ * |since|. */
 void dlcp_flight_waiting(dlcp_flight *fr, uint64_t seq, uint32_t peer,
                          dlcp_tstamp since);
 
@@ -76,7 +79,8 @@ uint32_t dlcp_flight_blocked_on(const dlcp_flight *fr, dlcp_tstamp *since);
  *   dlcp flight recorder: rank R of W (ADDR): REASON
  * and, if an operation is unfinished, one machine-readable line
  *   waiting: rank R on P since MS ms, op SEQ
- * that dlcp_flight_report reads.
+ * (P is "switch" for the aggregation switch) that dlcp_flight_report
+ * reads.
  */
 void dlcp_flight_dump(const dlcp_flight *fr, FILE *f, const char *reason,
                       dlcp_tstamp now);
@@ -94,7 +98,8 @@ int dlcp_flight_write(const dlcp_flight *fr, const char *dir,
  * dlcp_flight_follow follows the wait-for edges |waits_on| (one per rank
  * of |world|, DLCP_FLIGHT_NONE for a rank not waiting or not known) from
  * |from|, and returns the rank at the end of the chain: the first rank
- * that waits on nobody.  Returns DLCP_FLIGHT_NONE if the chain closes a
+ * that waits on nobody, or DLCP_FLIGHT_SWITCH if the chain ends at the
+ * aggregation switch.  Returns DLCP_FLIGHT_NONE if the chain closes a
  * cycle (everybody in it waits on somebody: a deadlock, not a stalled
  * rank).
  */
@@ -109,9 +114,9 @@ uint32_t dlcp_flight_follow(const uint32_t *waits_on, uint32_t world,
  *   dlcp-run: flight recorder: every waiting rank (0, 1, 3) waits, directly
  *   or through others, on rank 2, which left no record (stopped, frozen
  *   or killed before it could write)
- * Returns the rank everyone waits on, or DLCP_FLIGHT_NONE if there is no
- * single one (nobody waiting, a cycle, or waits leading to different
- * ranks).
+ * Returns the rank everyone waits on (DLCP_FLIGHT_SWITCH: the
+ * aggregation switch), or DLCP_FLIGHT_NONE if there is no single one
+ * (nobody waiting, a cycle, or waits leading to different ranks).
  */
 uint32_t dlcp_flight_report(const char *dir, uint32_t world, FILE *out);
 

@@ -38,8 +38,11 @@
 #include <unistd.h>
 
 #include "coll/ina.h"
+#include "coll/reduce.h"
 #include "rt/clock.h"
 #include "rt/comm_internal.h"
+#include "rt/errbuf.h"
+#include "rt/flight.h"
 #include "rt/request.h"
 #include "wire/agg_wire.h"
 
@@ -57,6 +60,7 @@ struct dlcp_rt_ina_op {
   dlcp_ina *h;         /* from SWITCH on */
   dlcp_tstamp last_progress;
   uint64_t answers;    /* results, ring verdicts and BUSY answers so far */
+  uint32_t id;         /* its run id, for the flight recorder */
   uint32_t ring_id;    /* RA-INA: the reserved run id of the ring part */
   void *ring;
   dlcp_request *ring_req;
@@ -122,6 +126,10 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   if (iop->ring_req != NULL) {
     dlcp_rt_coll_drop(c, iop->ring_req);
   }
+  if (dlcp_rt_coll_flight(c)) {
+    dlcp_flight_end(dlcp_rt_coll_flight(c), iop->id, req->info.status,
+                    req->info.status != 0 ? req->info.error : NULL, now);
+  }
   dlcp_ina_del(iop->h);
   free(iop->exps);
   free(iop->ring);
@@ -142,6 +150,16 @@ fail_op(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop, int status,
   vsnprintf(info->error, sizeof(info->error), fmt, ap);
   va_end(ap);
   finish(c, s, iop, dlcp_rt_now());
+}
+
+void dlcp_rt_ina_note_waits(dlcp_comm *c, dlcp_flight *fr) {
+  dlcp_rt_ina *s = *dlcp_rt_coll_ina(c);
+  for (dlcp_rt_ina_op *iop = s ? s->ops : NULL; iop; iop = iop->next) {
+    if (iop->phase == PH_SWITCH) {
+      dlcp_flight_waiting(fr, iop->id, DLCP_FLIGHT_SWITCH,
+                          iop->last_progress);
+    }
+  }
 }
 
 void dlcp_rt_ina_cancel(dlcp_comm *c, dlcp_rt_ina_op *iop, dlcp_tstamp now) {
@@ -366,6 +384,16 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   p->max_retx = UINT16_MAX - 1u;
   iop->ngroups = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);
   s->next_group += iop->ngroups;
+  /* A run id of its own, reserved where every rank reserves it, so the
+   * ranks' flight records name the operation alike. */
+  iop->id = dlcp_rt_coll_reserve_id(c);
+  if (dlcp_rt_coll_flight(c)) {
+    dlcp_algo algo = iop->ra ? DLCP_ALGO_RA_INA : DLCP_ALGO_INA;
+    dlcp_flight_begin(dlcp_rt_coll_flight(c), iop->id,
+                      dlcp_coll_kind_name(DLCP_COLL_ALLREDUCE),
+                      dlcp_algo_name(algo),
+                      p->count * dlcp_dtype_size(p->dtype), dlcp_rt_now());
+  }
   if (p->dtype == DLCP_FLOAT32 && iop->ngroups > 0) {
     dlcp_coll_params cp;
     dlcp_coll_opts o;
@@ -597,8 +625,11 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     iop->last_progress = now;
   } else if (timeout_ms > 0 &&
              now - iop->last_progress > (dlcp_tstamp)timeout_ms * 1000000u) {
-    fail_op(c, s, iop, DLCP_ERR_TIMEOUT,
-            "INA: no answer from the aggregation switch %s", s->name);
+    char why[200];
+    dlcp_fmt(why, sizeof(why), "INA: no answer from the aggregation switch %s",
+             s->name);
+    dlcp_rt_coll_dump(c, why, now); /* while the operation still waits */
+    fail_op(c, s, iop, DLCP_ERR_TIMEOUT, "%s", why);
     return false;
   }
   d = dlcp_ina_next_deadline(iop->h);

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "dlcp/dlcp.h"
+#include "rt/flight.h"
 
 /* A communicator's INA state: its socket to the switch, job id, token,
  * next group number and the operations in flight.  Created by the first
@@ -63,6 +64,10 @@ bool dlcp_rt_ina_busy(const dlcp_rt_ina *s);
  * (the service pass must run them), and lowers |*next| to the
  * operations' earliest deadline. */
 bool dlcp_rt_ina_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next);
+
+/* Records in |fr| that every operation exchanging with the switch waits
+ * on it, since its last answer (for a flight dump). */
+void dlcp_rt_ina_note_waits(dlcp_comm *c, dlcp_flight *fr);
 
 /* Fails |op| with DLCP_ERR_CANCELED (its request was freed). */
 void dlcp_rt_ina_cancel(dlcp_comm *c, dlcp_rt_ina_op *op, dlcp_tstamp now);

@@ -488,7 +488,8 @@ static void flight_report(launcher *l) {
       (void)!write(l->opts->err_fd, text, len);
       free(text);
     }
-    l->res->culprit = culprit == DLCP_FLIGHT_NONE ? -1 : (int64_t)culprit;
+    /* The switch is no rank: the report has named it. */
+    l->res->culprit = culprit >= l->opts->nranks ? -1 : (int64_t)culprit;
     note(l, "flight records kept in %s", l->flight_dir);
     return;
   }
