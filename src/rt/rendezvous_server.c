@@ -115,10 +115,9 @@ static void srv_log(dlcp_rdzv_server *srv, const char *fmt, ...)
 static void srv_log(dlcp_rdzv_server *srv, const char *fmt, ...) {
   char line[640];
   char msg[512];
-  dlcp_tstamp now = dlcp_rt_now();
   va_list ap;
-  if (now - srv->log_window >= UINT64_C(1000000000)) {
-    srv->log_window = now;
+  if (srv->now - srv->log_window >= UINT64_C(1000000000)) {
+    srv->log_window = srv->now;
     srv->log_lines = 0;
   }
   if (srv->log_lines >= LOG_BURST) {
@@ -845,7 +844,7 @@ static void *server_main(void *arg) {
   }
   if (srv->log_suppressed > 0) {
     srv->log_lines = 0;
-    srv->log_window = dlcp_rt_now();
+    srv->log_window = srv->now;
     srv_log(srv, "stopped");
   }
   return NULL;

@@ -100,10 +100,10 @@ static void read_answers(client *cl) {
   }
 }
 
-/* round reports |ev| for client |k| (0: none) and ends the round at
+/* run_round reports |ev| for client |k| (0: none) and ends the round at
  * |now|, as one turn of server_main would; then notes which clients the
  * server let go and checks the bounds. */
-static void round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
+static void run_round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
                   dlcp_tstamp now) {
   srv->now = now; /* what server_main reads after its poll */
   if (k >= 0 && cl[k].srv_fd >= 0) {
@@ -127,12 +127,29 @@ static void round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
   }
 }
 
+/* kept reports the connection the server still holds for client |k|
+ * before the abort, so that a finding that does not replay alone (the
+ * kernel's socket buffers are the one state an input does not fully
+ * control) still says what state the server was in. */
+static void kept(dlcp_rdzv_server *srv, const client *cl, int k) {
+  const conn *c = find_conn(srv, cl[k].srv_fd);
+  if (c != NULL) {
+    fprintf(stderr,
+            "fuzz_rdzv: client %d's connection kept: rank %lld, in %zu/%zu, "
+            "out %zu..%zu, wait %s, closing %d, dead %d\n",
+            k, (long long)c->rank, c->in_len, c->in_cap, c->out_off,
+            c->out_len, c->wait_key ? "parked" : "none", c->closing,
+            c->dead);
+  }
+  abort();
+}
+
 /* end_rounds: a client's end is seen within two rounds (the first may
  * stop reading at a full input buffer; the next then sees the hang-up). */
 static void end_rounds(dlcp_rdzv_server *srv, client *cl, int k, short ev,
                        dlcp_tstamp now) {
   for (int r = 0; r < 2 && cl[k].srv_fd >= 0; r++) {
-    round(srv, cl, k, ev, now);
+    run_round(srv, cl, k, ev, now);
   }
 }
 
@@ -189,7 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (find_conn(srv, sv[1]) == NULL) {
         abort(); /* a new connection is always admitted */
       }
-      round(srv, cl, -1, 0, now);
+      run_round(srv, cl, -1, 0, now);
       break;
     }
     case 1:
@@ -201,14 +218,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       if (c->fd >= 0 && !c->ended) {
         (void)send(c->fd, data + i, len, MSG_NOSIGNAL);
-        round(srv, cl, k, POLLIN, now);
+        run_round(srv, cl, k, POLLIN, now);
       }
       i += len;
       break;
     case 2:
       if (c->fd >= 0) {
         read_answers(c);
-        round(srv, cl, k, POLLOUT, now);
+        run_round(srv, cl, k, POLLOUT, now);
       }
       break;
     case 3:
@@ -217,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         c->ended = 1;
         end_rounds(srv, cl, k, POLLIN | POLLRDHUP, now);
         if (c->srv_fd >= 0) {
-          abort(); /* kept a connection whose client had ended */
+          kept(srv, cl, k); /* kept a connection whose client had ended */
         }
       }
       break;
@@ -227,13 +244,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         c->fd = -1;
         end_rounds(srv, cl, k, POLLIN | POLLHUP | POLLERR, now);
         if (c->srv_fd >= 0) {
-          abort();
+          kept(srv, cl, k);
         }
       }
       break;
     case 5:
       now += (dlcp_tstamp)(i < size ? data[i++] : 0) * 50 * DLCP_NS_PER_MS;
-      round(srv, cl, -1, 0, now);
+      run_round(srv, cl, -1, 0, now);
       break;
     }
   }
