@@ -1390,8 +1390,10 @@ static size_t send_stages(dlcp_algo algo, uint32_t peers[], uint32_t stages[],
 /* A SEND's stage is the receives on its chain of dependencies: in
  * halving-doubling each step's sends are one stage later than the last
  * (they carry what the step before received), so drivers can send a
- * peer's early step ahead of another peer's later one.  A ring sends to
- * its successor only, in order anyway: one stage for all. */
+ * peer's early step ahead of another peer's later one.  Only pairwise
+ * exchanges get stages: a ring's sends are not exchanges (it sends to its
+ * successor, receives from its predecessor), a parameter server's stages
+ * each go to every peer. */
 static void test_send_stages(void **state) {
   (void)state;
   uint32_t peers[64], stages[64];
@@ -1411,6 +1413,13 @@ static void test_send_stages(void **state) {
   for (size_t i = 0; i < n; i++) {
     assert_int_equal(stages[i], 0);
     assert_int_equal(peers[i], 1);
+  }
+  /* The sharded parameter server exchanges with every peer at once: no
+   * stage is the same on every rank's critical path, one stage too. */
+  n = send_stages(DLCP_ALGO_PS, peers, stages, 64);
+  assert_true(n > 0);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(stages[i], 0);
   }
 }
 

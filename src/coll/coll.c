@@ -406,23 +406,56 @@ static int setup_buffers(dlcp_coll *op) {
   return 0;
 }
 
-/* Whether every SEND of the plan goes to one peer.  Such a rank keeps one
- * priority: its stages reach that peer in order anyway (a ring's
- * successor), and mixed priorities on one connection put its later
- * stages' packets in a lower switch queue, behind its own earlier ones,
- * where the wait reads as congestion to the connection's RTT-based
- * control (the ring at 1 % loss: 2-4 % slower with stages, issue 14). */
-static bool sends_to_one_peer(const coll_plan *pl) {
-  uint32_t peer = UINT32_MAX;
+/* Whether every SEND of the plan is one half of an exchange: a RECV from
+ * the same peer with the same tag.  Stages are used only in pairwise
+ * exchanges (this, and one peer per stage: halving-doubling, recursive
+ * doubling), where a stage is the same on every rank, so that "earlier"
+ * means the same to the ranks whose packets meet at a queue.  Elsewhere
+ * stages stay 0, as measured:
+ *   - a ring sends to its successor only, in order anyway, and mixed
+ *     priorities on one connection put its later stages' packets in a
+ *     lower switch queue behind its own earlier ones, where the wait reads
+ *     as congestion to the connection's RTT-based control (2-4 % slower
+ *     at 1 % loss);
+ *   - in RAT's trees a rank's stage counts its own receives, not the
+ *     tree's (RAT 15-25 % slower over DCTCP at 4:1 to 12:1
+ *     oversubscription, docs/results.md);
+ *   - the sharded parameter server exchanges with every peer in each
+ *     stage, and one shard's pull is as urgent as another's push (PS up
+ *     to 17 % slower, same table).
+ * Runs after the transfer table is built. */
+static bool exchanges_only(const dlcp_coll *op) {
+  const coll_plan *pl = &op->plan;
+  for (uint32_t i = 0; i < pl->nsteps; i++) {
+    const coll_step *st = &pl->steps[i];
+    if (st->kind == COLL_STEP_SEND &&
+        coll_table_find(op, DIR_RECV, st->peer, st->tag) == COLL_NO_STEP) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Whether all SENDs of each stage go to one peer (see exchanges_only). */
+static bool one_peer_per_stage(const dlcp_coll *op) {
+  const coll_plan *pl = &op->plan;
+  uint32_t stage_peer[64];
+  for (uint32_t k = 0; k < 64; k++) {
+    stage_peer[k] = UINT32_MAX;
+  }
   for (uint32_t i = 0; i < pl->nsteps; i++) {
     const coll_step *st = &pl->steps[i];
     if (st->kind != COLL_STEP_SEND) {
       continue;
     }
-    if (peer != UINT32_MAX && st->peer != peer) {
+    uint32_t k = op->stage[i];
+    if (k >= 64) {
+      return false; /* no butterfly has that many steps */
+    }
+    if (stage_peer[k] != UINT32_MAX && stage_peer[k] != st->peer) {
       return false;
     }
-    peer = st->peer;
+    stage_peer[k] = st->peer;
   }
   return true;
 }
@@ -471,7 +504,7 @@ static int plan_stages(dlcp_coll *op) {
   const coll_plan *pl = &op->plan;
   const dlcp_mem *mem = op->mem;
   uint32_t n = pl->nsteps;
-  if (sends_to_one_peer(pl)) {
+  if (!exchanges_only(op)) {
     return 0;
   }
   uint32_t *left = mem_calloc(mem, (size_t)n + 1, sizeof(uint32_t));
@@ -506,6 +539,9 @@ static int plan_stages(dlcp_coll *op) {
   }
   mem->free(left, mem->user);
   mem->free(order, mem->user);
+  if (!one_peer_per_stage(op)) {
+    memset(op->stage, 0, (size_t)n * sizeof(uint32_t));
+  }
   return 0;
 }
 
