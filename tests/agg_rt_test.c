@@ -120,22 +120,43 @@ static bool check(uint32_t world, uint32_t k, uint64_t count, dlcp_dtype dt,
   return ok;
 }
 
-static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
-                     report *rep) {
+/* make_comm creates rank |rank| of |world| with its rendezvous on
+ * loopback |port| and the operation timeout |timeout_ms|; 0 or the
+ * creation's error, explained in |err|. */
+static int make_comm(dlcp_comm **comm, uint32_t rank, uint32_t world,
+                     uint16_t port, uint32_t timeout_ms, char *err,
+                     size_t errlen) {
   dlcp_comm_config cfg;
-  dlcp_comm *comm;
-  char err[256];
-  const uint64_t counts[] = {0, 1, 1000 + world, 30011};
-  uint32_t k = 0;
-
   dlcp_comm_config_default(&cfg);
   cfg.rank = rank;
   cfg.world_size = world;
   cfg.master_addr = "127.0.0.1";
   cfg.master_port = port;
-  cfg.timeout_ms = 20000;
+  cfg.timeout_ms = timeout_ms;
   cfg.rdzv_timeout_ms = 20000;
-  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0) {
+  return dlcp_comm_create(comm, &cfg, err, errlen);
+}
+
+/* one_rank_comm: a world of one, on a free loopback port. */
+static dlcp_comm *one_rank_comm(uint32_t timeout_ms) {
+  dlcp_comm *comm = NULL;
+  char err[256];
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  assert_int_equal(make_comm(&comm, 0, 1, port, timeout_ms, err, sizeof(err)),
+                   0);
+  return comm;
+}
+
+static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
+                     report *rep) {
+  dlcp_comm *comm;
+  char err[256];
+  const uint64_t counts[] = {0, 1, 1000 + world, 30011};
+  uint32_t k = 0;
+
+  if (make_comm(&comm, rank, world, port, 20000, err, sizeof(err)) != 0) {
     snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
     return 1;
   }
@@ -203,19 +224,11 @@ static int overlap_main(uint32_t rank, uint32_t world, uint16_t port,
   static const dlcp_dtype dts[NOPS] = {DLCP_FLOAT32, DLCP_INT32, DLCP_INT32};
   static const dlcp_algo algos[NOPS] = {DLCP_ALGO_INA, DLCP_ALGO_RA_INA,
                                         DLCP_ALGO_RING};
-  dlcp_comm_config cfg;
   dlcp_comm *comm;
   dlcp_cq *cq;
   char err[256];
 
-  dlcp_comm_config_default(&cfg);
-  cfg.rank = rank;
-  cfg.world_size = world;
-  cfg.master_addr = "127.0.0.1";
-  cfg.master_port = port;
-  cfg.timeout_ms = 20000;
-  cfg.rdzv_timeout_ms = 20000;
-  if (dlcp_comm_create(&comm, &cfg, err, sizeof(err)) != 0 ||
+  if (make_comm(&comm, rank, world, port, 20000, err, sizeof(err)) != 0 ||
       dlcp_cq_create(comm, &cq) != 0) {
     snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
     return 1;
@@ -391,21 +404,11 @@ static int ina_once(dlcp_comm *comm, dlcp_algo algo, dlcp_coll_info *info) {
 }
 
 static void test_no_switch(void **state) {
-  dlcp_comm_config cfg;
   dlcp_comm *comm;
   dlcp_coll_info info;
-  char err[256];
-  uint16_t port = 0;
-  dlcp_errbuf eb;
 
   (void)state;
-  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
-  dlcp_comm_config_default(&cfg);
-  cfg.world_size = 1;
-  cfg.master_addr = "127.0.0.1";
-  cfg.master_port = port;
-  cfg.timeout_ms = 300;
-  assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
+  comm = one_rank_comm(300);
   setenv("DLCP_SWITCH", "not-a-switch", 1);
   assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
   assert_non_null(strstr(info.error, "DLCP_SWITCH=not-a-switch"));
@@ -459,12 +462,9 @@ static void test_no_switch(void **state) {
  * 20 s timeout with "no answer".  RA-INA's smaller groups still fit. */
 static void test_pool_smaller_than_group(void **state) {
   const char *args[] = {"--mem", "4K", NULL};
-  dlcp_comm_config cfg;
   dlcp_comm *comm;
   dlcp_coll_info info;
-  char err[256], sw[64], want[96];
-  uint16_t port = 0;
-  dlcp_errbuf eb;
+  char sw[64], want[96];
   switchd d;
   float x[4] = {1, 2, 3, 4};
   dlcp_coll_opts o;
@@ -474,13 +474,7 @@ static void test_pool_smaller_than_group(void **state) {
   assert_int_equal(switchd_start(&d, args), 0);
   snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
   setenv("DLCP_SWITCH", sw, 1);
-  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
-  dlcp_comm_config_default(&cfg);
-  cfg.world_size = 1;
-  cfg.master_addr = "127.0.0.1";
-  cfg.master_port = port;
-  cfg.timeout_ms = 20000;
-  assert_int_equal(dlcp_comm_create(&comm, &cfg, err, sizeof(err)), 0);
+  comm = one_rank_comm(20000);
   assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
   snprintf(want, sizeof(want), "switch %s has 16 aggregators", sw);
   if (strstr(info.error, want) == NULL ||
