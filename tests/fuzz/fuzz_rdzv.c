@@ -29,6 +29,9 @@
  * its client); everything is freed (LeakSanitizer).
  */
 #include "../../src/rt/rendezvous_server.c"
+
+#include <sys/stat.h>
+
 #include "wire/bytes.h"
 
 #define NCLIENT 4
@@ -38,6 +41,7 @@
 typedef struct client {
   int fd;      /* our end, -1 if not connected */
   int srv_fd;  /* the end the server owns, -1 once it let go */
+  ino_t srv_ino; /* ... and its socket, should the number be reused */
   int ended;   /* we shut down our side */
   int helloed; /* answered OK to a HELLO at least once */
   uint8_t hdr[DLCP_RDZV_HDR_LEN];
@@ -57,6 +61,24 @@ static conn *find_conn(dlcp_rdzv_server *srv, int fd) {
     }
   }
   return NULL;
+}
+
+static ino_t inode_of(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+/* client_conn returns the server's connection of client |cl|: the one
+ * under its end's number, provided it is still the same socket (a number
+ * the server freed may have been given to another connection). */
+static conn *client_conn(dlcp_rdzv_server *srv, const client *cl) {
+  conn *c = cl->srv_fd >= 0 ? find_conn(srv, cl->srv_fd) : NULL;
+  if (c != NULL && inode_of(c->fd) != cl->srv_ino) {
+    fprintf(stderr, "fuzz_rdzv: fd %d now names another socket\n",
+            cl->srv_fd);
+    return NULL;
+  }
+  return c;
 }
 
 /* parse checks the server's bytes as a sequence of responses. */
@@ -107,7 +129,7 @@ static void run_round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
                   dlcp_tstamp now) {
   srv->now = now; /* what server_main reads after its poll */
   if (k >= 0 && cl[k].srv_fd >= 0) {
-    conn *c = find_conn(srv, cl[k].srv_fd);
+    conn *c = client_conn(srv, &cl[k]);
     if (c != NULL) {
       short want = (short)((c->in_len < c->in_cap ? POLLIN : 0) |
                            (c->out_len > c->out_off ? POLLOUT : 0) |
@@ -121,7 +143,7 @@ static void run_round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
     abort();
   }
   for (int i = 0; i < NCLIENT; i++) {
-    if (cl[i].srv_fd >= 0 && find_conn(srv, cl[i].srv_fd) == NULL) {
+    if (cl[i].srv_fd >= 0 && client_conn(srv, &cl[i]) == NULL) {
       cl[i].srv_fd = -1; /* swept: the server closed its end */
     }
   }
@@ -132,7 +154,7 @@ static void run_round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
  * kernel's socket buffers are the one state an input does not fully
  * control) still says what state the server was in. */
 static void kept(dlcp_rdzv_server *srv, const client *cl, int k) {
-  const conn *c = find_conn(srv, cl[k].srv_fd);
+  const conn *c = client_conn(srv, &cl[k]);
   if (c != NULL) {
     fprintf(stderr,
             "fuzz_rdzv: client %d's connection kept: rank %lld, in %zu/%zu, "
@@ -201,6 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       memset(c, 0, sizeof(*c));
       c->fd = sv[0];
       c->srv_fd = sv[1];
+      c->srv_ino = inode_of(sv[1]);
       conn_add(srv, sv[1], "fuzz");
       /* conn_add may have evicted another client and swept it. */
       if (find_conn(srv, sv[1]) == NULL) {
