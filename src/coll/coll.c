@@ -436,11 +436,15 @@ static bool exchanges_only(const dlcp_coll *op) {
   return true;
 }
 
+/* More stages than a butterfly has (2 log2 of the largest world, plus a
+ * fold's two). */
+#define MAX_BUTTERFLY_STAGES 64u
+
 /* Whether all SENDs of each stage go to one peer (see exchanges_only). */
 static bool one_peer_per_stage(const dlcp_coll *op) {
   const coll_plan *pl = &op->plan;
-  uint32_t stage_peer[64];
-  for (uint32_t k = 0; k < 64; k++) {
+  uint32_t stage_peer[MAX_BUTTERFLY_STAGES];
+  for (uint32_t k = 0; k < MAX_BUTTERFLY_STAGES; k++) {
     stage_peer[k] = UINT32_MAX;
   }
   for (uint32_t i = 0; i < pl->nsteps; i++) {
@@ -449,8 +453,8 @@ static bool one_peer_per_stage(const dlcp_coll *op) {
       continue;
     }
     uint32_t k = op->stage[i];
-    if (k >= 64) {
-      return false; /* no butterfly has that many steps */
+    if (k >= MAX_BUTTERFLY_STAGES) {
+      return false;
     }
     if (stage_peer[k] != UINT32_MAX && stage_peer[k] != st->peer) {
       return false;
