@@ -243,6 +243,18 @@ static void test_switch_sum_result_ack_free(void **state) {
   dlcp_agg_del(a);
 }
 
+/* Ranks 0 and 1 of 2 contribute 1 and 2 to group |g| (one block) at |t0|
+ * and |t1|, and the results go out at |t1|. */
+static void complete_pair(dlcp_agg *a, uint32_t g, dlcp_tstamp t0,
+                          dlcp_tstamp t1) {
+  dlcp_agg_send s;
+  const uint8_t *p;
+  assert_int_equal(contrib(a, g, 0, 2, 1, 0, 1, 0, t0), 0);
+  assert_int_equal(contrib(a, g, 1, 2, 1, 0, 2, 0, t1), 0);
+  while (poll1(a, &s, &p, t1).type != 0) {
+  }
+}
+
 static void test_switch_resend_timer_and_lease(void **state) {
   dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
   dlcp_agg_send s;
@@ -250,10 +262,7 @@ static void test_switch_resend_timer_and_lease(void **state) {
   dlcp_agg_stats st;
 
   (void)state;
-  assert_int_equal(contrib(a, 0, 0, 2, 1, 0, 1, 0, 0), 0);
-  assert_int_equal(contrib(a, 0, 1, 2, 1, 0, 2, 0, 10), 0);
-  while (poll1(a, &s, &p, 10).type != 0) {
-  }
+  complete_pair(a, 0, 0, 10);
   assert_int_equal(ack(a, 0, 0, 2, 20), 0);
   assert_int_equal(dlcp_agg_next_deadline(a), 1010);
   dlcp_agg_on_timer(a, 1009);
@@ -280,10 +289,7 @@ static void test_switch_resend_backs_off(void **state) {
   dlcp_agg_stats st;
 
   (void)state;
-  assert_int_equal(contrib(a, 0, 0, 2, 1, 0, 1, 0, 0), 0);
-  assert_int_equal(contrib(a, 0, 1, 2, 1, 0, 2, 0, 0), 0);
-  while (poll1(a, &s, &p, 0).type != 0) {
-  }
+  complete_pair(a, 0, 0, 0);
   assert_int_equal(ack(a, 0, 0, 2, 10), 0);
   dlcp_agg_on_timer(a, 1000); /* rank 1 gets it again */
   assert_int_equal(poll1(a, &s, &p, 1000).rank, 1);
@@ -296,10 +302,7 @@ static void test_switch_resend_backs_off(void **state) {
   dlcp_agg_get_stats(a, &st);
   assert_int_equal(st.resend_backoffs, 2); /* 4000 now */
   /* a group done without a re-send takes back (4000 - 1000) / 16 */
-  assert_int_equal(contrib(a, 1, 0, 2, 1, 0, 1, 0, 2000), 0);
-  assert_int_equal(contrib(a, 1, 1, 2, 1, 0, 2, 0, 2000), 0);
-  while (poll1(a, &s, &p, 2000).type != 0) {
-  }
+  complete_pair(a, 1, 2000, 2000);
   assert_int_equal(dlcp_agg_next_deadline(a), 2000 + 4000);
   assert_int_equal(ack(a, 1, 0, 2, 2100), 0);
   assert_int_equal(ack(a, 1, 1, 2, 2100), 0);

@@ -79,6 +79,24 @@ static void assert_exact(const uint8_t *sent, const uint8_t *got,
   assert_int_equal(c->delivered_bytes, len - missing_bytes);
 }
 
+/* One transfer of |len| pattern bytes (seed |seed|) from side 0 to side
+ * 1 of |ns| as tensor 1 (completions 2 and 1), run until both ends
+ * complete (by |until|) and checked byte for byte; returns when the
+ * receive completed.  The connections stay, for their stats. */
+static dlcp_tstamp exact_transfer(netsim *ns, uint64_t len, uint64_t seed,
+                                  dlcp_tstamp until) {
+  uint8_t *src = pattern(len, seed), *dst = malloc(len);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, until), 2);
+  assert_memory_equal(src, dst, len);
+  free(src);
+  free(dst);
+  return netsim_find(ns, 1, 1)->c.end_ns;
+}
+
 typedef struct scenario {
   uint64_t len;
   double p;
@@ -915,19 +933,9 @@ static uint64_t delay_cuts_with_host_jitter(bool stamp_arrival,
   l.host_jitter_ns = 1000000;
   l.stamp_arrival = stamp_arrival;
   netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 23);
-  uint64_t len = 4000000;
-  uint8_t *src = pattern(len, 1), *dst = malloc(len);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
-  assert_memory_equal(src, dst, len);
-  *took = netsim_find(ns, 1, 1)->c.end_ns;
+  *took = exact_transfer(ns, 4000000, 1, 10000000000ull);
   dlcp_mlt_stats st;
   dlcp_mlt_get_stats(netsim_conn(ns, 0), &st);
-  free(src);
-  free(dst);
   netsim_del(ns);
   return st.cuts_delay;
 }
@@ -974,14 +982,7 @@ static void test_receiver_asks_at_the_end_of_a_round(void **state) {
   netsim *ns = netsim_new(&slow_probe, &cfg, &l, &l, 24);
   uint64_t drop = 5;
   netsim_set_filter(ns, drop_one_data, &drop);
-  uint64_t len = 1000000;
-  uint8_t *src = pattern(len, 2), *dst = malloc(len);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
-  assert_memory_equal(src, dst, len);
+  dlcp_tstamp end = exact_transfer(ns, 1000000, 2, 1000000000);
   dlcp_mlt_stats rx, tx;
   dlcp_mlt_get_stats(netsim_conn(ns, 1), &rx);
   dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
@@ -989,9 +990,7 @@ static void test_receiver_asks_at_the_end_of_a_round(void **state) {
   assert_int_equal(tx.data_retx, 1);
   assert_int_equal(rx.data_duplicate, 0);
   /* 1 MB at 10 Gbit/s is 0.8 ms: done well before the 2 ms drain. */
-  assert_true(netsim_find(ns, 1, 1)->c.end_ns < 2000000);
-  free(src);
-  free(dst);
+  assert_true(end < 2000000);
   netsim_del(ns);
 }
 
@@ -1082,23 +1081,13 @@ static void test_window_reopens_after_lost_acks(void **state) {
   netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 31);
   newest_ack_only w = {0};
   netsim_set_filter(ns, pass_newest_ack_only, &w);
-  uint64_t len = 500000;
-  uint8_t *src = pattern(len, 7), *dst = malloc(len);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
-  assert_memory_equal(src, dst, len);
-  dlcp_tstamp end = netsim_find(ns, 1, 1)->c.end_ns;
+  dlcp_tstamp end = exact_transfer(ns, 500000, 7, 10000000000ull);
   print_message("done at %.3f ms, %llu ACKs dropped\n", (double)end / 1e6,
                 (unsigned long long)w.acks_dropped);
   assert_true(w.acks_dropped > 0);
-  /* 500 kB in windows of 5-7 packets over a ~25 us round trip: well under
-   * a millisecond; one window timeout alone would be 2 ms. */
+  /* 500 kB in windows of 7 packets, one ~25 us round trip each: 1.4 ms.
+   * Waiting for the window timeout (2 ms) at every window took 50.7 ms. */
   assert_true(end < 1500000);
-  free(src);
-  free(dst);
   netsim_del(ns);
 }
 
@@ -1133,7 +1122,7 @@ static void test_grant_shared_by_connections(void **state) {
   netsim *busy = netsim_new(&cfg, &rcfg, &l, &l, 41);
   netsim *idle = netsim_new(&cfg, &rcfg, &l, &l, 42);
   uint64_t len = 2000000;
-  uint8_t *src = pattern(len, 8), *dst = malloc(len), *ahead = malloc(len);
+  uint8_t *ahead = malloc(len);
   for (uint32_t t = 2; t <= 4; t++) {
     dlcp_mlt_recv later = {.tensor = t, .buf = ahead, .len = len};
     assert_int_equal(dlcp_mlt_post_recv(netsim_conn(idle, 1), &later, 0), 0);
@@ -1142,19 +1131,12 @@ static void test_grant_shared_by_connections(void **state) {
   assert_int_equal(sh.active_conns, 1);
   uint64_t grant = 0;
   netsim_set_filter(busy, watch_grant, &grant);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(busy, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(busy, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(busy, 2, 1000000000), 2);
-  assert_memory_equal(src, dst, len);
+  exact_transfer(busy, len, 8, 1000000000);
   assert_int_equal(grant, sh.bdp_bytes); /* 2 BDPs / 2 connections */
   assert_int_equal(sh.active, 3);       /* the finished one let go */
   assert_int_equal(sh.active_conns, 1);
   netsim_del(busy);
   netsim_del(idle); /* its receives are cancelled with the connection */
-  free(src);
-  free(dst);
   free(ahead);
 }
 
@@ -1267,19 +1249,9 @@ static uint64_t queue_with_window(uint64_t window, double loss,
   netsim_link l = make_link(loss, 0.0, 0.0);
   l.rate_bps = 1000000000ull; /* 1 Gbps: 40x slower than the sender */
   netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 24);
-  uint64_t len = 4000000;
-  uint8_t *src = pattern(len, 5), *dst = malloc(len);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(ns, 2, 10000000000ull), 2);
+  *end_ns = exact_transfer(ns, 4000000, 5, 10000000000ull);
   assert_int_equal(netsim_find(ns, 1, 1)->c.status, 0);
-  assert_memory_equal(src, dst, len);
-  *end_ns = netsim_find(ns, 1, 1)->c.end_ns;
   uint64_t q = netsim_counters_of(ns, 0)->max_queue_ns;
-  free(src);
-  free(dst);
   netsim_del(ns);
   return q;
 }

@@ -19,7 +19,8 @@ fi
 # The libraries are named directly: Debian's ns3-*.pc files also list
 # libgsl, whose -dev package the programs do not need.
 for prog in dctcp_star dctcp_leaf_spine_ps; do
-  if [ ! "$out/$prog" -nt "$here/$prog.cc" ]; then
+  if [ ! "$out/$prog" -nt "$here/$prog.cc" ] ||
+     [ ! "$out/$prog" -nt "$here/dctcp_defaults.h" ]; then
     g++ -O2 -std=c++17 -Wall -Wextra \
       -o "$out/$prog" "$here/$prog.cc" \
       -lns3-applications -lns3-traffic-control -lns3-point-to-point \

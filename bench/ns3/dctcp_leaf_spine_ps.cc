@@ -66,6 +66,8 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include "dctcp_defaults.h"
+
 using namespace ns3;
 
 namespace {
@@ -441,27 +443,7 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  Config::SetDefault("ns3::TcpL4Protocol::SocketType",
-                     TypeIdValue(TcpDctcp::GetTypeId()));
-  Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue("On"));
-  Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
-  Config::SetDefault("ns3::TcpSocketBase::MinRto",
-                     TimeValue(MilliSeconds(1)));
-  Config::SetDefault("ns3::TcpSocketBase::ClockGranularity",
-                     TimeValue(NanoSeconds(1)));
-  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
-  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(20));
-  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-  Config::SetDefault("ns3::TcpSocket::SndBufSize",
-                     UintegerValue(64u << 20));
-  Config::SetDefault("ns3::TcpSocket::RcvBufSize",
-                     UintegerValue(64u << 20));
-  Config::SetDefault("ns3::RedQueueDisc::UseEcn", BooleanValue(true));
-  Config::SetDefault("ns3::RedQueueDisc::UseHardDrop", BooleanValue(false));
-  Config::SetDefault("ns3::RedQueueDisc::Gentle", BooleanValue(false));
-  Config::SetDefault("ns3::RedQueueDisc::QW", DoubleValue(1.0));
-  Config::SetDefault("ns3::RedQueueDisc::MeanPktSize",
-                     UintegerValue(mss + 54));
+  SetDctcpDefaults(mss);
   /* RED compares its thresholds with the queue in the queue's own unit. */
   const uint32_t wire_bytes = mss + 54;
   double ecn_th = static_cast<double>(ecn_pkts) * (in_bytes ? wire_bytes : 1);

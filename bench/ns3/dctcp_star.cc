@@ -36,6 +36,8 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include "dctcp_defaults.h"
+
 using namespace ns3;
 
 namespace {
@@ -150,27 +152,7 @@ int main(int argc, char **argv) {
     flows.push_back(f);
   }
 
-  Config::SetDefault("ns3::TcpL4Protocol::SocketType",
-                     TypeIdValue(TcpDctcp::GetTypeId()));
-  Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue("On"));
-  Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
-  Config::SetDefault("ns3::TcpSocketBase::MinRto",
-                     TimeValue(MilliSeconds(1)));
-  Config::SetDefault("ns3::TcpSocketBase::ClockGranularity",
-                     TimeValue(NanoSeconds(1)));
-  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
-  Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(20));
-  Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(1));
-  Config::SetDefault("ns3::TcpSocket::SndBufSize",
-                     UintegerValue(64u << 20));
-  Config::SetDefault("ns3::TcpSocket::RcvBufSize",
-                     UintegerValue(64u << 20));
-  Config::SetDefault("ns3::RedQueueDisc::UseEcn", BooleanValue(true));
-  Config::SetDefault("ns3::RedQueueDisc::UseHardDrop", BooleanValue(false));
-  Config::SetDefault("ns3::RedQueueDisc::Gentle", BooleanValue(false));
-  Config::SetDefault("ns3::RedQueueDisc::QW", DoubleValue(1.0));
-  Config::SetDefault("ns3::RedQueueDisc::MeanPktSize",
-                     UintegerValue(mss + 54));
+  SetDctcpDefaults(mss);
   Config::SetDefault("ns3::RedQueueDisc::MinTh",
                      DoubleValue(static_cast<double>(ecn_pkts)));
   Config::SetDefault("ns3::RedQueueDisc::MaxTh",

@@ -77,17 +77,22 @@ WIRE_PER_GROUP = GROUP_BYTES + 32 + 28 + 32 + 28
 LINE_RATE_CWND = 1000
 
 
+def spine_tree(racks, spine):
+    """An aggregation tree on a leaf-spine: every ToR under |spine|."""
+    return "[%s]" % ", ".join("[tor%d, spine%d]" % (t, spine)
+                              for t in range(racks))
+
+
 def mtina_trees(racks):
-    """MTINA on a leaf-spine: one tree per spine, every ToR under it."""
-    return "[%s]" % ", ".join(
-        "[%s]" % ", ".join("[tor%d, spine%d]" % (t, s) for t in range(racks))
-        for s in range(HOSTS_PER_RACK))
+    """MTINA on a leaf-spine: one tree per spine."""
+    return "[%s]" % ", ".join(spine_tree(racks, s)
+                              for s in range(HOSTS_PER_RACK))
 
 
 def hina_tree(racks):
-    """HINA on a leaf-spine: aggregation at both tiers, one tree, every
-    ToR under spine0 (MTINA with a single tree)."""
-    return "[%s]" % ", ".join("[tor%d, spine0]" % t for t in range(racks))
+    """HINA on a leaf-spine: aggregation at both tiers in one tree, under
+    spine0 (MTINA with a single tree)."""
+    return spine_tree(racks, 0)
 
 
 # Placeholder the runs replace with the rack count's trees.

@@ -464,15 +464,42 @@ static bool one_peer_per_stage(const dlcp_coll *op) {
   return true;
 }
 
-/* One pass of Kahn's order over the dependents lists: a step's stage is at
- * least its dependencies' stages, plus one after a RECV.  Returns whether
- * a stage grew. */
-static bool stages_along_edges(dlcp_coll *op, uint32_t *left,
-                               uint32_t *order) {
+/* Numbers each static step's stage: the exchanges before it, counted as
+ * the receives on its chain of dependencies, where a RECV belongs to the
+ * stage of the SEND it is exchanged for (same peer and tag: a receive is
+ * posted early and depends on nothing here, but the peer sends it only
+ * at that stage).  0 is the first exchange.  A driver gives earlier
+ * stages precedence: a peer that runs ahead sends data of a stage this
+ * rank cannot use yet, and it must not slow the data this rank waits for
+ * (issue 14: halving-doubling ranks out of step shared a downlink
+ * between steps).  One pass of Kahn's order over the dependents lists,
+ * each SEND also leading to its exchange's RECV (without adding a
+ * stage).  Runs after the transfer table is built. */
+static int plan_stages(dlcp_coll *op) {
   const coll_plan *pl = &op->plan;
-  uint32_t n = pl->nsteps, head = 0, tail = 0;
-  bool grew = false;
+  const dlcp_mem *mem = op->mem;
+  uint32_t n = pl->nsteps;
+  if (!exchanges_only(op)) {
+    return 0;
+  }
+  /* left: dependencies not yet ordered; order: the queue; partner: a
+   * SEND's RECV. */
+  uint32_t *left = mem_calloc(mem, 3 * ((size_t)n + 1), sizeof(uint32_t));
+  if (!left) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint32_t *order = left + n + 1, *partner = order + n + 1;
   memcpy(left, op->ndeps, (size_t)n * sizeof(uint32_t));
+  for (uint32_t i = 0; i < n; i++) {
+    const coll_step *st = &pl->steps[i];
+    partner[i] = st->kind == COLL_STEP_SEND
+                     ? coll_table_find(op, DIR_RECV, st->peer, st->tag)
+                     : COLL_NO_STEP;
+    if (partner[i] != COLL_NO_STEP) {
+      left[partner[i]]++;
+    }
+  }
+  uint32_t head = 0, tail = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (left[i] == 0) {
       order[tail++] = i;
@@ -483,66 +510,20 @@ static bool stages_along_edges(dlcp_coll *op, uint32_t *left,
     uint32_t s = op->stage[i] + (pl->steps[i].kind == COLL_STEP_RECV);
     for (uint32_t k = op->out_begin[i]; k < op->out_begin[i + 1]; k++) {
       uint32_t d = op->out_list[k];
-      if (op->stage[d] < s) {
-        op->stage[d] = s;
-        grew = true;
-      }
+      op->stage[d] = op->stage[d] > s ? op->stage[d] : s;
       if (--left[d] == 0) {
         order[tail++] = d;
       }
     }
-  }
-  return grew;
-}
-
-/* Numbers each static step's stage: the exchanges before it, counted as
- * the receives on its chain of dependencies, where a RECV belongs to the
- * stage of the SEND it is exchanged for (same peer and tag: a receive is
- * posted early and depends on nothing here, but the peer sends it only
- * at that stage).  0 is the first exchange.  A driver gives earlier
- * stages precedence: a peer that runs ahead sends data of a stage this
- * rank cannot use yet, and it must not slow the data this rank waits for
- * (issue 14: halving-doubling ranks out of step shared a downlink
- * between steps).  Runs after the transfer table is built. */
-static int plan_stages(dlcp_coll *op) {
-  const coll_plan *pl = &op->plan;
-  const dlcp_mem *mem = op->mem;
-  uint32_t n = pl->nsteps;
-  if (!exchanges_only(op)) {
-    return 0;
-  }
-  uint32_t *left = mem_calloc(mem, (size_t)n + 1, sizeof(uint32_t));
-  uint32_t *order = mem_calloc(mem, (size_t)n + 1, sizeof(uint32_t));
-  if (!left || !order) {
-    mem->free(left, mem->user);
-    mem->free(order, mem->user);
-    return DLCP_ERR_NOMEM;
-  }
-  /* Stages only grow, and a stage beyond the plan's receives would mean
-   * a SEND that waits for its own exchange's RECV (no builder makes one):
-   * the fixed point takes a pass per stage, and the passes are bounded
-   * all the same. */
-  uint32_t nrecv = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    nrecv += pl->steps[i].kind == COLL_STEP_RECV;
-  }
-  bool grew = true;
-  for (uint32_t pass = 0; grew && pass <= nrecv + 1; pass++) {
-    grew = stages_along_edges(op, left, order);
-    for (uint32_t i = 0; i < n; i++) {
-      const coll_step *st = &pl->steps[i];
-      if (st->kind != COLL_STEP_RECV) {
-        continue;
-      }
-      uint32_t snd = coll_table_find(op, DIR_SEND, st->peer, st->tag);
-      if (snd != COLL_NO_STEP && op->stage[i] < op->stage[snd]) {
-        op->stage[i] = op->stage[snd];
-        grew = true;
+    uint32_t r = partner[i];
+    if (r != COLL_NO_STEP) {
+      op->stage[r] = op->stage[r] > op->stage[i] ? op->stage[r] : op->stage[i];
+      if (--left[r] == 0) {
+        order[tail++] = r;
       }
     }
   }
   mem->free(left, mem->user);
-  mem->free(order, mem->user);
   if (!one_peer_per_stage(op)) {
     memset(op->stage, 0, (size_t)n * sizeof(uint32_t));
   }

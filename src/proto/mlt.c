@@ -959,8 +959,12 @@ static uint64_t ack_req_every(const dlcp_mlt_conn *conn) {
 /* The packets received but not yet acknowledged (up to one ACK interval)
  * ride on top of the window, so the receiver's ACK batching never starves
  * the path. */
+static uint64_t window_limit(const dlcp_mlt_conn *conn) {
+  return window_pkts(conn) + ack_req_every(conn);
+}
+
 static bool window_full(const dlcp_mlt_conn *conn) {
-  return conn->inflight_pkts >= window_pkts(conn) + ack_req_every(conn);
+  return conn->inflight_pkts >= window_limit(conn);
 }
 
 /* Whether the window lets a packet go now; a window that timed out is
@@ -1003,8 +1007,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
    * where otherwise nothing would until the window timeout, two drain
    * intervals later (issue 14: a receiver's grant of 5 packets and one
    * lost ACK held a 256 KiB transfer for 950 us at 1 % loss). */
-  bool closes = conn->inflight_pkts + 1 >=
-                window_pkts(conn) + ack_req_every(conn);
+  bool closes = conn->inflight_pkts + 1 >= window_limit(conn);
   bool ack_req = ++conn->since_ack_req >= ack_req_every(conn) || closes;
   if (ack_req) {
     conn->since_ack_req = 0;

@@ -901,9 +901,9 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
   run->stalled_peer = DLCP_STALL_NOBODY;
   run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(p));
   run->bytes = bytes;
-  if (dlcp_rt_coll_flight(c)) {
-    dlcp_flight_begin(c->coll->flight, run->id, run->kind, run->algo, bytes,
-                      now);
+  dlcp_flight *fr = dlcp_rt_coll_flight(c);
+  if (fr) {
+    dlcp_flight_begin(fr, run->id, run->kind, run->algo, bytes, now);
   }
   run->req = req;
   run->layer = opts->layer;

@@ -126,8 +126,9 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   if (iop->ring_req != NULL) {
     dlcp_rt_coll_drop(c, iop->ring_req);
   }
-  if (dlcp_rt_coll_flight(c)) {
-    dlcp_flight_end(dlcp_rt_coll_flight(c), iop->id, req->info.status,
+  dlcp_flight *fr = dlcp_rt_coll_flight(c);
+  if (fr) {
+    dlcp_flight_end(fr, iop->id, req->info.status,
                     req->info.status != 0 ? req->info.error : NULL, now);
   }
   dlcp_ina_del(iop->h);
@@ -387,9 +388,10 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   /* A run id of its own, reserved where every rank reserves it, so the
    * ranks' flight records name the operation alike. */
   iop->id = dlcp_rt_coll_reserve_id(c);
-  if (dlcp_rt_coll_flight(c)) {
+  dlcp_flight *fr = dlcp_rt_coll_flight(c);
+  if (fr) {
     dlcp_algo algo = iop->ra ? DLCP_ALGO_RA_INA : DLCP_ALGO_INA;
-    dlcp_flight_begin(dlcp_rt_coll_flight(c), iop->id,
+    dlcp_flight_begin(fr, iop->id,
                       dlcp_coll_kind_name(DLCP_COLL_ALLREDUCE),
                       dlcp_algo_name(algo),
                       p->count * dlcp_dtype_size(p->dtype), dlcp_rt_now());
