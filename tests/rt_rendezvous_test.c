@@ -399,6 +399,33 @@ static void test_world_of_one(void **state) {
   assert_int_equal(dlcp_rdzv_leave(&rdzv, NULL), 0);
 }
 
+/* A port from dlcp_net_free_port lies outside the kernel's ephemeral
+ * range, where another socket's connect() could take it before the rank
+ * binds it, and can be listened on. */
+static void test_free_port_not_ephemeral(void **state) {
+  unsigned lo = 32768;
+  unsigned hi = 60999;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  (void)state;
+  if (f != NULL) {
+    assert_int_equal(fscanf(f, "%u %u", &lo, &hi), 2);
+    fclose(f);
+  }
+  for (int i = 0; i < 32; i++) {
+    uint16_t port = free_port();
+    dlcp_rdzv_server *srv = NULL;
+    dlcp_rdzv_server_config cfg;
+    if (lo > 10000 || hi < 65535) {
+      assert_true(port < lo || port > hi);
+    }
+    dlcp_rdzv_server_config_default(&cfg, 2, 0);
+    assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, port, &cfg, NULL),
+                     0);
+    assert_int_equal(dlcp_rdzv_server_port(srv), port);
+    dlcp_rdzv_server_stop(srv, 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exchange_all_ranks),
@@ -410,6 +437,7 @@ int main(void) {
       cmocka_unit_test(test_garbage_rejected),
       cmocka_unit_test(test_server_gone),
       cmocka_unit_test(test_world_of_one),
+      cmocka_unit_test(test_free_port_not_ephemeral),
   };
   /* A hang anywhere becomes a failure well before ctest's own limit. */
   alarm(60);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 #include <net/if.h>
 
@@ -91,6 +92,15 @@ uint16_t dlcp_net_addr_port(const struct sockaddr *sa) {
     return ntohs(((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
   }
   return 0;
+}
+
+/* set_port sets the port of the IPv4/IPv6 address |sa|. */
+static void set_port(struct sockaddr *sa, uint16_t port) {
+  if (sa->sa_family == AF_INET) {
+    ((struct sockaddr_in *)(void *)sa)->sin_port = htons(port);
+  } else if (sa->sa_family == AF_INET6) {
+    ((struct sockaddr_in6 *)(void *)sa)->sin6_port = htons(port);
+  }
 }
 
 int dlcp_net_set_nonblock(int fd) {
@@ -182,28 +192,86 @@ int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline) {
   return 0;
 }
 
-int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb) {
-  dlcp_net_addr addr;
+/* The kernel's range of ephemeral ports (what connect() and bind to port 0
+ * hand out), from procfs; the default range if it cannot be read. */
+static void ephemeral_range(unsigned *lo, unsigned *hi) {
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+  *lo = 32768;
+  *hi = 60999;
+  if (f != NULL) {
+    unsigned a;
+    unsigned b;
+    if (fscanf(f, "%u %u", &a, &b) == 2 && a <= b && b <= 65535) {
+      *lo = a;
+      *hi = b;
+    }
+    fclose(f);
+  }
+}
+
+/* try_bind binds a fresh TCP socket to |addr| at |port| (0: the kernel's
+ * choice) and returns the port it got, or -errno. */
+static int try_bind(const dlcp_net_addr *addr, uint16_t port) {
+  dlcp_net_addr a = *addr;
   struct sockaddr_storage bound;
   socklen_t boundlen = sizeof(bound);
-  int fd;
+  int rv;
+  int fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return -errno;
+  }
+  set_port((struct sockaddr *)&a.ss, port);
+  if (bind(fd, (struct sockaddr *)&a.ss, a.len) != 0 ||
+      getsockname(fd, (struct sockaddr *)&bound, &boundlen) != 0) {
+    rv = -errno;
+  } else {
+    rv = dlcp_net_addr_port((struct sockaddr *)&bound);
+  }
+  close(fd);
+  return rv;
+}
+
+int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb) {
+  /* A port outside the ephemeral range cannot be taken by some other
+   * socket's connect() between this check and the caller's bind, which is
+   * what bind to port 0 alone risks on a busy host (a rank taking a second
+   * to start leaves a wide window).  Only an explicit bind to the same
+   * port can still collide. */
+  enum { LOWEST = 10000, TRIES = 64 };
+  dlcp_net_addr addr;
+  unsigned lo;
+  unsigned hi;
+  uint32_t r;
   int rv = dlcp_net_resolve(&addr, host, 0, SOCK_STREAM, eb);
   if (rv != 0) {
     return rv;
   }
-  fd = socket(addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return dlcp_errbuf_set(eb, -errno, "socket: %s", strerror(errno));
+  ephemeral_range(&lo, &hi);
+  if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+    r = (uint32_t)getpid();
   }
-  if (bind(fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
-      getsockname(fd, (struct sockaddr *)&bound, &boundlen) != 0) {
-    rv = -errno;
-    close(fd);
+  for (int i = 0; i < TRIES; i++) {
+    /* The ports from LOWEST to 65535 outside [lo, hi]. */
+    unsigned below = lo > LOWEST ? lo - LOWEST : 0;
+    unsigned above = hi < 65535 ? 65535 - hi : 0;
+    if (below + above == 0) {
+      break;
+    }
+    r = r * 1664525u + 1013904223u;
+    unsigned k = (r >> 8) % (below + above);
+    rv = try_bind(&addr,
+                  (uint16_t)(k < below ? LOWEST + k : hi + 1 + (k - below)));
+    if (rv > 0) {
+      *port = (uint16_t)rv;
+      return 0;
+    }
+  }
+  rv = try_bind(&addr, 0);
+  if (rv < 0) {
     return dlcp_errbuf_set(eb, rv, "cannot find a free port on %s: %s", host,
                            strerror(-rv));
   }
-  close(fd);
-  *port = dlcp_net_addr_port((struct sockaddr *)&bound);
+  *port = (uint16_t)rv;
   return 0;
 }
 

@@ -75,10 +75,12 @@ int dlcp_net_write_all(int fd, const void *buf, size_t len,
 int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline);
 
 /*
- * dlcp_net_free_port asks the kernel for a currently unused TCP port on
- * |host| (bind to port 0, read it back, close).  Another process may take
- * the port before the caller binds it; torchrun --standalone has the same
- * window.  Returns 0 with |*port| set, or a negative code with |eb| filled.
+ * dlcp_net_free_port finds a currently unused TCP port on |host|: a
+ * random one outside the kernel's ephemeral range (so no connect() can
+ * take it before the caller binds it), else the kernel's choice of port 0.
+ * Another process binding the same port explicitly can still take it
+ * first; torchrun --standalone has the same window.  Returns 0 with
+ * |*port| set, or a negative code with |eb| filled.
  */
 int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb);
 

@@ -1,6 +1,7 @@
 """The dlcp Python API on 1 to 4 ranks (api_worker.py does the checking)."""
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -117,9 +118,18 @@ def test_launcher_variables_are_translated():
 
 
 def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port outside the ephemeral range, as dlcp-run picks (another
+    socket's connect() cannot take it before rank 0 listens)."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo, _ = (int(x) for x in f.read().split())
+    for port in random.sample(range(10000, max(lo, 10064)), 64):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 @pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
