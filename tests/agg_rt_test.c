@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -456,6 +457,84 @@ static void test_no_switch(void **state) {
   dlcp_comm_destroy(comm);
 }
 
+/* Rank 2 of three takes part in a first INA all-reduce (which also
+ * agrees on the job's identity) but never starts the second: ranks 0 and
+ * 1 time out naming rank 2 and its address, which the switch's WAITING
+ * answers to their re-sends told them, not the switch; their flight
+ * records say they wait on rank 2. */
+#define MISSING_TIMEOUT_MS 1500
+
+static int missing_main(uint32_t rank, uint32_t world, uint16_t port,
+                        report *rep) {
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  dlcp_coll_opts o;
+  dlcp_request *req;
+  int32_t x[256];
+  char err[256];
+  char path[64];
+
+  snprintf(path, sizeof(path), "/tmp/dlcp-ina-missing-%d-%u", (int)getpid(),
+           rank);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || dup2(fd, 2) != 2) {
+    snprintf(rep->error, sizeof(rep->error), "stderr to %s", path);
+    return 1;
+  }
+  unlink(path);
+  if (make_comm(&comm, rank, world, port, MISSING_TIMEOUT_MS, err,
+                sizeof(err)) != 0) {
+    snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
+    return 1;
+  }
+  dlcp_coll_opts_default(&o);
+  o.algo = DLCP_ALGO_INA;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 256; i++) {
+      x[i] = (int32_t)(rank + 1u);
+    }
+    if (round == 1 && rank == 2) {
+      /* alive, but this rank never contributes */
+      usleep((MISSING_TIMEOUT_MS + 1000) * 1000);
+      break;
+    }
+    int rv = dlcp_allreduce(comm, x, x, 256, DLCP_INT32, DLCP_SUM, &o, &req);
+    if (rv == 0) {
+      rv = dlcp_wait(req, -1, &info);
+      dlcp_request_free(req);
+    }
+    if (round == 0 && (rv != 0 || x[0] != 6)) {
+      snprintf(rep->error, sizeof(rep->error), "first: %d %.200s", rv,
+               info.error);
+      return 1;
+    }
+    if (round == 1) {
+      char want[64];
+      char text[8192];
+      snprintf(want, sizeof(want), "waiting: rank %u on 2 since", rank);
+      ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+      text[n > 0 ? n : 0] = '\0';
+      if (rv != DLCP_ERR_TIMEOUT ||
+          strstr(info.error, "still lacks the contribution of rank 2 (") ==
+              NULL ||
+          strstr(text, want) == NULL) {
+        snprintf(rep->error, sizeof(rep->error), "second: %d %.100s; %.80s",
+                 rv, info.error, text);
+        return 1;
+      }
+    }
+  }
+  rep->checks++;
+  dlcp_comm_destroy(comm);
+  close(fd);
+  return 0;
+}
+
+static void test_missing_rank_named(void **state) {
+  (void)state;
+  run_ranks(3, "4M", missing_main, 1);
+}
+
 /* A pool smaller than one group of plain INA (4 KiB: 16 aggregators; a
  * group on loopback is 32 blocks): the switch refuses the group at once
  * and the operation fails naming the switch and both sizes, not after the
@@ -498,6 +577,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_switch),
       cmocka_unit_test(test_pool_smaller_than_group),
+      cmocka_unit_test(test_missing_rank_named),
       cmocka_unit_test(test_worlds),
       cmocka_unit_test(test_small_pool),
       cmocka_unit_test(test_overlap),

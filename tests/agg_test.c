@@ -160,7 +160,7 @@ static void test_wire_roundtrip_and_rejects(void **state) {
   h = hdr(DLCP_AGG_NACK, 1, 0, 1, 1);
   h.aux = 0;
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
-  h.aux = DLCP_AGG_NACK_TOO_BIG + 1;
+  h.aux = DLCP_AGG_NACK_WAITING + 1;
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
   h.aux = DLCP_AGG_NACK_RING;
   h.low = 1; /* only TOO_BIG carries a pool size */
@@ -183,6 +183,20 @@ static void test_wire_roundtrip_and_rejects(void **state) {
   b[20] = 4; /* low = nblocks on the wire */
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32),
                    DLCP_ERR_INVALID_ARGUMENT);
+  /* WAITING: 8 bytes of bitmap, no bit at or above world */
+  h = hdr(DLCP_AGG_NACK, 1, 0, 2, 1);
+  h.aux = DLCP_AGG_NACK_WAITING;
+  assert_int_equal(dlcp_agg_payload_len(&h), DLCP_AGG_WAITING_LEN);
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_AGG_HDR_LEN);
+  memset(b + DLCP_AGG_HDR_LEN, 0, DLCP_AGG_WAITING_LEN);
+  b[DLCP_AGG_HDR_LEN] = 0x02;
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32), DLCP_ERR_TRUNCATED);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 41), DLCP_ERR_BAD_LENGTH);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 40), 0);
+  assert_ptr_equal(payload, b + DLCP_AGG_HDR_LEN);
+  b[DLCP_AGG_HDR_LEN] = 0x04; /* rank 2 of a world of 2 */
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, 40),
+                   DLCP_ERR_INVALID_ARGUMENT);
   h = hdr(DLCP_AGG_RESULT, 1, 0, 1, 255);
   h.elems = 65; /* 255 * 65 * 4 + 32 > 65507 */
   assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
@@ -202,8 +216,16 @@ static void test_switch_sum_result_ack_free(void **state) {
   (void)state;
   assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 5, 0, 100), 0);
   assert_int_equal(poll1(a, &s, &p, 100).type, 0); /* nothing yet */
-  /* a duplicate of an incomplete group is not added twice */
-  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 5, 0, 101), DLCP_ERR_DUPLICATE);
+  /* a duplicate of an incomplete group is not added twice; the answer
+   * says who has contributed (rank 0), so the sender knows rank 1 is
+   * missing */
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 5, 0, 101), 0);
+  r = poll1(a, &s, &p, 101);
+  assert_int_equal(r.type, DLCP_AGG_NACK);
+  assert_int_equal(r.aux, DLCP_AGG_NACK_WAITING);
+  assert_int_equal(r.rank, 0);
+  assert_int_equal(s.addr, 100u);
+  assert_int_equal(dlcp_get_u64(p), 1u);
   assert_int_equal(contrib(a, 0, 1, 2, 2, 0, -7, DLCP_AGG_ECN_CE, 102), 0);
   for (uint8_t rank = 0; rank < 2; rank++) {
     r = poll1(a, &s, &p, 102);
@@ -522,6 +544,62 @@ static void test_ina_rto_follows_the_switch(void **state) {
   assert_int_equal(r.retransmits, 1);
   assert_memory_equal(in, out, sizeof(in));
   dlcp_ina_del(h);
+  dlcp_agg_del(a);
+}
+
+/* Ranks 0 and 1 of three contribute, rank 2 never does.  Their re-sends
+ * are answered WAITING with the bitmap of who contributed, so each knows
+ * the group lacks rank 2; the re-sends keep the group's lease, and once
+ * rank 2 comes the result clears it. */
+static void test_ina_names_missing_rank(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1); /* lease 100000 */
+  dlcp_ina *h[3];
+  dlcp_ina_params p;
+  int32_t in[ELEMS] = {1, 2, 3}, out[3][ELEMS];
+  dlcp_ina_result r;
+  dlcp_agg_stats st;
+
+  (void)state;
+  dlcp_ina_params_default(&p);
+  p.job = 7;
+  p.token = 0x1234;
+  p.world = 3;
+  p.dtype = DLCP_INT32;
+  p.sendbuf = in;
+  p.count = ELEMS;
+  p.block_elems = ELEMS;
+  p.group_blocks = 1;
+  p.rto_ns = 60000;
+  for (uint32_t k = 0; k < 3; k++) {
+    p.rank = k;
+    p.recvbuf = out[k];
+    assert_int_equal(dlcp_ina_new(&h[k], &p, NULL, 0), 0);
+  }
+  contrib_from(h[0], a, 0);
+  contrib_from(h[1], a, 0);
+  for (dlcp_tstamp t = 60000; t <= 180000; t += 60000) {
+    for (uint32_t k = 0; k < 2; k++) {
+      contrib_from(h[k], a, t); /* the re-send */
+      result_to(a, h[k], t);    /* WAITING */
+      dlcp_ina_get_result(h[k], &r);
+      assert_int_equal(r.missing, UINT64_C(1) << 2);
+      assert_int_equal(r.waiting_group, 0);
+      assert_int_equal(r.busy, 0); /* not counted as progress */
+      assert_int_equal(dlcp_ina_next_deadline(h[k]), t + 60000);
+    }
+    dlcp_agg_on_timer(a, t);
+  }
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.reclaimed, 0); /* past the first contributions' lease */
+  contrib_from(h[2], a, 200000);
+  for (uint32_t k = 0; k < 3; k++) {
+    result_to(a, h[k], 200000);
+    dlcp_ina_get_result(h[k], &r);
+    assert_int_equal(r.missing, 0);
+    assert_int_equal(r.waiting, k < 2 ? 3 : 0);
+    assert_int_equal(out[k][2], 9);
+    dlcp_ina_del(h[k]);
+  }
   dlcp_agg_del(a);
 }
 
@@ -1101,6 +1179,7 @@ int main(void) {
       cmocka_unit_test(test_switch_resend_timer_and_lease),
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
+      cmocka_unit_test(test_ina_names_missing_rank),
       cmocka_unit_test(test_switch_forged_and_config),
       cmocka_unit_test(test_switch_claims_and_verdicts),
       cmocka_unit_test(test_switch_static_partitions),

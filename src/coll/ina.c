@@ -256,8 +256,16 @@ static void rtt_sample(dlcp_ina *h, dlcp_duration r) {
   h->rto = rto > h->p.rto_ns ? rto : h->p.rto_ns;
 }
 
+/* Group |g| waits at the switch (NACK WAITING): the switch holds the
+ * contributions of |seen|; retry when the RTO expires, counted from now. */
+static void retry_later(dlcp_ina *h, uint32_t g, dlcp_tstamp now) {
+  h->sent_at[g] = now;
+  sent_unlink(h, g);
+  sent_append(h, g);
+}
+
 static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
-                   dlcp_tstamp now) {
+                   const uint8_t *payload, dlcp_tstamp now) {
   if (h->state[g] != GS_SENT) {
     return 0; /* an answer to an older copy of a group already done */
   }
@@ -272,12 +280,19 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     return 0;
   case DLCP_AGG_NACK_BUSY:
   case DLCP_AGG_NACK_AHEAD:
-    /* retry when the RTO expires, counted from now */
     h->r.busy++;
-    h->sent_at[g] = now;
-    sent_unlink(h, g);
-    sent_append(h, g);
+    retry_later(h, g, now);
     return 0;
+  case DLCP_AGG_NACK_WAITING: {
+    /* Not progress: the switch only says who has not contributed yet. */
+    uint64_t all = h->p.world == 64u ? UINT64_MAX
+                                     : (UINT64_C(1) << h->p.world) - 1u;
+    h->r.waiting++;
+    h->r.waiting_group = h->p.first_group + g;
+    h->r.missing = all & ~dlcp_get_u64(payload);
+    retry_later(h, g, now);
+    return 0;
+  }
   case DLCP_AGG_NACK_GONE:
     fail(h, DLCP_ERR_PEER_ABORTED);
     return DLCP_ERR_PEER_ABORTED;
@@ -321,7 +336,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   g = a.group - h->p.first_group;
   if (a.type == DLCP_AGG_NACK) {
-    return on_nack(h, g, &a, now);
+    return on_nack(h, g, &a, payload, now);
   }
   h->r.last_cap = a.aux;
   if (h->state[g] == GS_INA) {
@@ -343,6 +358,9 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   decode_group(h, g, payload);
   group_done(h, g, GS_INA);
+  if (h->r.missing != 0 && h->r.waiting_group == h->p.first_group + g) {
+    h->r.missing = 0; /* whoever it waited for came */
+  }
   queue_ack(h, g);
   return 0;
 }

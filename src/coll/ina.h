@@ -109,6 +109,13 @@ typedef struct dlcp_ina_result {
   uint64_t sent;         /* CONTRIB datagrams, retransmissions included */
   uint64_t retransmits;  /* re-sent after rto_ns */
   uint64_t busy;         /* BUSY / AHEAD answers (plain INA waits) */
+  uint64_t waiting;      /* WAITING answers: a re-sent group the switch
+                            holds is still short of contributions */
+  /* The last WAITING answer for a group not done since: that group
+   * (absolute number) and the ranks whose contributions it lacked (bit r:
+   * rank r); |missing| is 0 when no such answer is outstanding. */
+  uint32_t waiting_group;
+  uint64_t missing;
   uint64_t results;      /* RESULT datagrams taken */
   uint64_t dup_results;  /* RESULTs of groups already done (re-ACKed) */
   uint64_t rejected;     /* datagrams dropped: malformed, foreign, unknown */

@@ -68,6 +68,7 @@ typedef struct agg_out {
   uint32_t job_id, group, slot, gen;
   uint32_t low;    /* NACK TOO_BIG: the aggregators the job can have */
   uint64_t token, addr;
+  uint64_t seen;   /* NACK WAITING: the workers the group holds */
 } agg_out;
 
 struct dlcp_agg {
@@ -254,7 +255,7 @@ static void queue_out(dlcp_agg *a, const agg_out *o) {
 static void queue_nack_low(dlcp_agg *a, const dlcp_agg_hdr *h, uint64_t addr,
                            uint16_t reason, uint32_t low) {
   agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks, reason,
-               h->job, h->group, NONE, 0, low, h->token, addr};
+               h->job, h->group, NONE, 0, low, h->token, addr, 0};
 
   queue_out(a, &o);
 }
@@ -269,7 +270,7 @@ static void queue_result(dlcp_agg *a, uint32_t s, uint8_t rank, bool again) {
   const agg_slot *g = &a->slot[s];
   const agg_job *j = &a->job[g->job];
   agg_out o = {DLCP_AGG_RESULT, rank, g->world, g->nblocks, again,
-               j->id, g->group, s, g->gen, 0, j->token, j->addr[rank]};
+               j->id, g->group, s, g->gen, 0, j->token, j->addr[rank], 0};
 
   queue_out(a, &o);
 }
@@ -529,6 +530,20 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
       queue_result(a, s, h->rank, true); /* its result was lost */
       return 0;
     }
+    if (g->state == G_COLLECTING) {
+      /* The sender re-sent it because no result came: say whom the
+       * group still waits for.  A group its workers still ask about is
+       * not idle: the lease runs from the last of them, so the hosts'
+       * timeout, which can name the missing ranks, ends it first. */
+      g->touched = now;
+      list_unlink(a, L_COLLECTING, s);
+      list_append(a, L_COLLECTING, s);
+      agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks,
+                   DLCP_AGG_NACK_WAITING, h->job, h->group, NONE, 0, 0,
+                   h->token, addr, g->seen};
+      queue_out(a, &o);
+      return 0;
+    }
     return DLCP_ERR_DUPLICATE;
   }
   v = verdict_get(a, j, h->group);
@@ -720,6 +735,9 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
       a->st.results_sent++;
       a->st.resent += o->reason;
     } else {
+      if (o->reason == DLCP_AGG_NACK_WAITING) {
+        dlcp_put_u64(buf + DLCP_AGG_HDR_LEN, o->seen);
+      }
       a->st.nacks_sent++;
     }
     out->addr = o->addr;

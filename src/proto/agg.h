@@ -15,7 +15,9 @@
  * contributions' ECN codepoints and, once complete, a bitmap of the workers
  * that acknowledged the result.  When all n workers have contributed, the
  * result is sent to each of them; a duplicate contribution to a complete
- * group re-sends it to its sender; a result not acknowledged within the
+ * group re-sends it to its sender, one to an incomplete group is answered
+ * with NACK WAITING and the bitmap of the workers it holds (so a host that
+ * gives up can name the ranks that never contributed); a result not acknowledged within the
  * re-send interval (|resend_ns|, doubled by each acknowledgement that shows
  * a re-send was needless, up to 64 times, and eased back by groups freed
  * without one) is re-sent to the workers that have not acknowledged; the
@@ -67,7 +69,8 @@ typedef struct dlcp_agg_config {
   dlcp_duration resend_ns; /* a complete group's result is re-sent to the
                               workers that have not acknowledged it */
   uint32_t max_resends;    /* then the group is dropped (counted) */
-  dlcp_duration lease_ns;  /* an incomplete group idle this long, or a job
+  dlcp_duration lease_ns;  /* an incomplete group idle this long (no
+                              contribution, first or re-sent), or a job
                               with no group idle this long, is reclaimed */
   uint32_t out_queue;      /* datagrams that may wait for dlcp_agg_poll */
 } dlcp_agg_config;
@@ -79,7 +82,8 @@ typedef struct dlcp_agg_stats {
   uint64_t packets;
   uint64_t contrib;        /* contributions added to a sum */
   uint64_t duplicates;     /* contributions already in their sum (a
-                              complete group answers with its result) */
+                              complete group answers with its result, an
+                              incomplete one with NACK WAITING) */
   uint64_t acks;           /* acknowledgements of a complete group */
   uint64_t nacked;         /* contributions answered with a NACK */
   uint64_t malformed;      /* not a valid INA datagram, or a type a host
@@ -133,8 +137,9 @@ void dlcp_agg_del(dlcp_agg *a);
  * Returns 0 if the packet was used (added, acknowledged, answered), or the
  * reason it was dropped: a decode error, DLCP_ERR_FOREIGN_JOB (wrong
  * token), DLCP_ERR_BAD_TYPE (a RESULT or NACK sent to the switch),
- * DLCP_ERR_DUPLICATE (a contribution already counted, to an incomplete
- * group), DLCP_ERR_UNKNOWN_TRANSFER (a stale ACK).  None is fatal.
+ * DLCP_ERR_DUPLICATE (a contribution to a group whose result its sender
+ * has acknowledged), DLCP_ERR_UNKNOWN_TRANSFER (a stale ACK).  None is
+ * fatal.
  */
 int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
                        uint8_t ecn, uint64_t addr, dlcp_tstamp now);

@@ -153,12 +153,50 @@ fail_op(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop, int status,
   finish(c, s, iop, dlcp_rt_now());
 }
 
+/* The ranks whose contributions the switch last said a group of |iop|
+ * lacks (NACK WAITING), 0 if it has not said so. */
+static uint64_t missing_ranks(const dlcp_rt_ina_op *iop) {
+  dlcp_ina_result r;
+  if (iop->phase != PH_SWITCH || iop->h == NULL) {
+    return 0;
+  }
+  dlcp_ina_get_result(iop->h, &r);
+  return r.missing;
+}
+
+/* Writes "rank 2 (addr), rank 3 (addr)" for the ranks of |missing| into
+ * |buf|, the first few of them and how many more. */
+static void name_ranks(dlcp_comm *c, uint64_t missing, char *buf,
+                       size_t len) {
+  enum { SHOWN = 3 };
+  size_t used = 0;
+  uint32_t n = 0;
+  buf[0] = '\0';
+  for (uint32_t r = 0; r < c->env.world_size && r < 64u; r++) {
+    if ((missing >> r & 1u) == 0) {
+      continue;
+    }
+    if (n++ < SHOWN && used < len) {
+      int k = snprintf(buf + used, len - used, "%s%s", n > 1 ? ", " : "",
+                       c->peers[r].name);
+      used += k > 0 ? (size_t)k : 0;
+    }
+  }
+  if (n > SHOWN && used < len) {
+    snprintf(buf + used, len - used, " and %u more", n - SHOWN);
+  }
+}
+
 void dlcp_rt_ina_note_waits(dlcp_comm *c, dlcp_flight *fr) {
   dlcp_rt_ina *s = *dlcp_rt_coll_ina(c);
   for (dlcp_rt_ina_op *iop = s ? s->ops : NULL; iop; iop = iop->next) {
     if (iop->phase == PH_SWITCH) {
-      dlcp_flight_waiting(fr, iop->id, DLCP_FLIGHT_SWITCH,
-                          iop->last_progress);
+      /* The switch said whose contribution the group lacks: that rank,
+       * not the switch, is what this one waits on. */
+      uint64_t missing = missing_ranks(iop);
+      uint32_t on = missing != 0 ? (uint32_t)__builtin_ctzll(missing)
+                                 : DLCP_FLIGHT_SWITCH;
+      dlcp_flight_waiting(fr, iop->id, on, iop->last_progress);
     }
   }
 }
@@ -588,6 +626,15 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
             iop->p.group_blocks * iop->p.block_elems * 4u);
     return false;
   }
+  if (r.status == DLCP_ERR_PEER_ABORTED && r.missing != 0) {
+    char who[200];
+    name_ranks(c, r.missing, who, sizeof(who));
+    fail_op(c, s, iop, r.status,
+            "INA: the aggregation switch %s dropped group %u while it "
+            "waited for the contribution of %s", s->name, r.waiting_group,
+            who);
+    return false;
+  }
   if (r.status != 0) {
     fail_op(c, s, iop, r.status, "INA: the switch %s: %s", s->name,
             dlcp_strerror(r.status));
@@ -627,9 +674,18 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     iop->last_progress = now;
   } else if (timeout_ms > 0 &&
              now - iop->last_progress > (dlcp_tstamp)timeout_ms * 1000000u) {
-    char why[200];
-    dlcp_fmt(why, sizeof(why), "INA: no answer from the aggregation switch %s",
-             s->name);
+    char why[400];
+    if (r.missing != 0) {
+      char who[200];
+      name_ranks(c, r.missing, who, sizeof(who));
+      dlcp_fmt(why, sizeof(why),
+               "INA: no result from the aggregation switch %s within %u ms: "
+               "its group %u still lacks the contribution of %s",
+               s->name, timeout_ms, r.waiting_group, who);
+    } else {
+      dlcp_fmt(why, sizeof(why),
+               "INA: no answer from the aggregation switch %s", s->name);
+    }
     dlcp_rt_coll_dump(c, why, now); /* while the operation still waits */
     fail_op(c, s, iop, DLCP_ERR_TIMEOUT, "%s", why);
     return false;

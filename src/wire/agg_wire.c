@@ -9,6 +9,9 @@
 #include "wire/bytes.h"
 
 size_t dlcp_agg_payload_len(const dlcp_agg_hdr *h) {
+  if (h->type == DLCP_AGG_NACK && h->aux == DLCP_AGG_NACK_WAITING) {
+    return DLCP_AGG_WAITING_LEN;
+  }
   if (h->type != DLCP_AGG_CONTRIB && h->type != DLCP_AGG_RESULT) {
     return 0;
   }
@@ -45,7 +48,7 @@ static int hdr_check(const dlcp_agg_hdr *h) {
     break;
   case DLCP_AGG_NACK:
     if (h->flags != 0 || h->aux < DLCP_AGG_NACK_RING ||
-        h->aux > DLCP_AGG_NACK_TOO_BIG) {
+        h->aux > DLCP_AGG_NACK_WAITING) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
     /* Only a TOO_BIG refusal carries a number: the pool it was measured
@@ -128,6 +131,11 @@ int dlcp_agg_decode(dlcp_agg_hdr *h, const uint8_t **payload,
   }
   if (buflen > want) {
     return DLCP_ERR_BAD_LENGTH;
+  }
+  if (d.type == DLCP_AGG_NACK && d.aux == DLCP_AGG_NACK_WAITING &&
+      d.world < 64u &&
+      (dlcp_get_u64(buf + DLCP_AGG_HDR_LEN) >> d.world) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
   }
   *h = d;
   *payload = want > DLCP_AGG_HDR_LEN ? buf + DLCP_AGG_HDR_LEN : NULL;

@@ -42,10 +42,14 @@
  *                     (saturating; PANAMA's cwnd_cap); NACK: the reason
  *                     (dlcp_agg_nack); CONTRIB, ACK: zero
  *   32  ...  payload  CONTRIB and RESULT: nblocks * elems int32 values,
- *                     block after block; ACK and NACK: nothing
+ *                     block after block; NACK WAITING: 8 bytes, the bitmap
+ *                     of the workers whose contributions the group holds
+ *                     (bit r: rank r; none at or above world); ACK and
+ *                     other NACKs: nothing
  *
  * The datagram's length must be exactly 32 + 4 * nblocks * elems (CONTRIB,
- * RESULT) or 32 (ACK, NACK), and at most DLCP_AGG_DGRAM_MAX.
+ * RESULT), 40 (NACK WAITING) or 32 (ACK, other NACKs), and at most
+ * DLCP_AGG_DGRAM_MAX.
  */
 #ifndef DLCP_WIRE_AGG_WIRE_H
 #define DLCP_WIRE_AGG_WIRE_H
@@ -108,8 +112,16 @@ typedef enum dlcp_agg_nack {
    * (the NACK's |low| field says how many that is): it could never be
    * aggregated, so the switch says so at once instead of BUSY for ever.
    * Fatal.  (An RA-INA group in that case gets a RING verdict.) */
-  DLCP_AGG_NACK_TOO_BIG = 7
+  DLCP_AGG_NACK_TOO_BIG = 7,
+  /* A contribution the group already holds, while the group still waits
+   * for others (the sender re-sent it: no result came).  The payload says
+   * who has contributed, so a host that times out can name the ranks the
+   * group waits for instead of blaming the switch.  Retry later. */
+  DLCP_AGG_NACK_WAITING = 8
 } dlcp_agg_nack;
+
+/* The payload of a NACK WAITING. */
+#define DLCP_AGG_WAITING_LEN 8u
 
 
 typedef struct dlcp_agg_hdr {
@@ -127,7 +139,8 @@ typedef struct dlcp_agg_hdr {
 } dlcp_agg_hdr;
 
 /* dlcp_agg_payload_len returns the payload bytes a message with header |h|
- * carries (0 for ACK and NACK). */
+ * carries (DLCP_AGG_WAITING_LEN for NACK WAITING, 0 for ACK and the other
+ * NACKs). */
 size_t dlcp_agg_payload_len(const dlcp_agg_hdr *h);
 
 /*
@@ -143,13 +156,15 @@ dlcp_ssize dlcp_agg_hdr_encode(uint8_t *buf, size_t buflen,
 /*
  * dlcp_agg_decode validates the datagram |buf| of exactly |buflen| bytes
  * and fills |h|; for CONTRIB and RESULT |*payload| points into |buf| at
- * the nblocks * elems little-endian int32 values (NULL otherwise).
+ * the nblocks * elems little-endian int32 values, for NACK WAITING at the
+ * little-endian 64-bit bitmap (NULL otherwise).
  * Returns 0, DLCP_ERR_TRUNCATED (shorter than the header or the payload
  * the header announces), DLCP_ERR_BAD_MAGIC, DLCP_ERR_BAD_VERSION,
  * DLCP_ERR_BAD_TYPE, DLCP_ERR_BAD_LENGTH (longer than announced or than
  * DLCP_AGG_DGRAM_MAX) or DLCP_ERR_INVALID_ARGUMENT (world, rank, nblocks,
  * elems out of range, unknown flags, a nonzero field the type requires to
- * be zero, an unknown NACK reason).  |h| is written only on success.
+ * be zero, an unknown NACK reason, a WAITING bitmap with a bit at or above
+ * world).  |h| is written only on success.
  */
 int dlcp_agg_decode(dlcp_agg_hdr *h, const uint8_t **payload,
                     const uint8_t *buf, size_t buflen);
