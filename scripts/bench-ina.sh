@@ -3,7 +3,9 @@
 #   1. bench-agg_switch core: the sans-I/O core alone, one thread;
 #   2. bench-agg_switch udp against dlcp-switch on loopback with 1 and 2
 #      worker threads; the daemon's exit line gives its CPU time and the
-#      gradient per CPU second (the per-core figure on a shared machine).
+#      gradient per CPU second (the per-core figure on a shared machine);
+#   3. bench-udp_floor: the kernel's own UDP cost per datagram at 256 B
+#      and 1 KiB of gradient, the ceiling of any daemon over sockets.
 # Usage: scripts/bench-ina.sh BUILD_DIR [SECONDS]
 set -eu
 build=${1:-build}
@@ -37,4 +39,9 @@ for threads in 1 2; do
   cat "$err"
   rm -f "$out" "$err"
   [ $rc -eq 0 ] || exit $rc
+done
+for bytes in 288 1056; do
+  echo
+  echo "== bench-udp_floor --bytes $bytes (the kernel's UDP path alone) =="
+  "$build/bin/bench-udp_floor" --bytes "$bytes"
 done

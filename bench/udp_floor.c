@@ -1,0 +1,182 @@
+/*
+ * bench-udp_floor: what the kernel's UDP path alone costs per datagram on
+ * this machine, and so the most gradient an aggregation switch over kernel
+ * sockets (dlcp-switch) could absorb per core, whatever its own work.
+ *
+ *   build/bin/bench-udp_floor [--bytes B] [--count N] [--batch K]
+ *
+ * A child process sends |count| datagrams of |bytes| bytes to a socket of
+ * the parent on loopback with sendmmsg() in batches of |batch| (pausing
+ * 20 us between batches so the receiver keeps up); the parent reads them
+ * with recvmmsg() in batches of the same size.  Each side's CPU time
+ * (user + system, getrusage) over its datagrams is the floor per datagram
+ * of that direction; on loopback the sender's also carries the receive
+ * path's softirq work.  Per contribution the switch receives the
+ * contribution and its ACK and sends one result, so its CPU per
+ * contribution is at least 2 receives + 1 send, and the ceiling printed is
+ * its gradient (the datagram less the 32-byte INA header) * 8 / that.  Datagrams lost to a full socket buffer are reported.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_BATCH 256
+#define MAX_BYTES 65507
+
+typedef struct opts {
+  long bytes, count, batch;
+} opts;
+
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static int parse(int argc, char **argv, opts *o) {
+  o->bytes = 1024 + 32; /* 1 KiB of gradient and the INA header */
+  o->count = 1000000;
+  o->batch = 64;
+  for (int i = 1; i < argc; i++) {
+    long *dst = strcmp(argv[i], "--bytes") == 0   ? &o->bytes
+                : strcmp(argv[i], "--count") == 0 ? &o->count
+                : strcmp(argv[i], "--batch") == 0 ? &o->batch
+                                                  : NULL;
+    char *end;
+    if (dst == NULL || i + 1 >= argc) {
+      fprintf(stderr, "usage: %s [--bytes B] [--count N] [--batch K]\n",
+              argv[0]);
+      return -1;
+    }
+    *dst = strtol(argv[++i], &end, 10);
+    if (*end != '\0' || *dst <= 0) {
+      fprintf(stderr, "%s: %s: expected a positive number\n", argv[i - 1],
+              argv[i]);
+      return -1;
+    }
+  }
+  if (o->bytes > MAX_BYTES || o->batch > MAX_BATCH) {
+    fprintf(stderr, "--bytes at most %d, --batch at most %d\n", MAX_BYTES,
+            MAX_BATCH);
+    return -1;
+  }
+  return 0;
+}
+
+/* The child: sends o->count datagrams to |to| and prints its CPU per
+ * datagram as "send NS" (its stdout is a pipe to the parent). */
+static int sender(const opts *o, const struct sockaddr_in *to,
+                  struct mmsghdr *m) {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const struct timespec pause = {0, 20000};
+  long sent = 0;
+  if (s < 0 || connect(s, (const struct sockaddr *)to, sizeof(*to)) != 0) {
+    perror("bench-udp_floor: sender socket");
+    return 1;
+  }
+  double c0 = cpu_seconds();
+  while (sent < o->count) {
+    long left = o->count - sent;
+    int k = sendmmsg(s, m, (unsigned)(left < o->batch ? left : o->batch), 0);
+    if (k < 0 && errno != EINTR && errno != ENOBUFS) {
+      perror("bench-udp_floor: sendmmsg");
+      return 1;
+    }
+    sent += k > 0 ? k : 0;
+    nanosleep(&pause, NULL);
+  }
+  printf("send %.0f\n", (cpu_seconds() - c0) / (double)sent * 1e9);
+  return fflush(stdout) == 0 ? 0 : 1; /* the child leaves by _exit */
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  static char bufs[MAX_BATCH][MAX_BYTES];
+  static struct mmsghdr m[MAX_BATCH];
+  static struct iovec io[MAX_BATCH];
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof(a);
+  int big = 16 << 20;
+  int out[2];
+
+  if (parse(argc, argv, &o) != 0) {
+    return 2;
+  }
+  for (long i = 0; i < o.batch; i++) {
+    io[i].iov_base = bufs[i];
+    io[i].iov_len = (size_t)o.bytes;
+    m[i].msg_hdr.msg_iov = &io[i];
+    m[i].msg_hdr.msg_iovlen = 1;
+  }
+  int r = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct timeval idle = {1, 0};
+  if (r < 0 || setsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)) != 0 ||
+      setsockopt(r, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof(idle)) != 0 ||
+      bind(r, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+      getsockname(r, (struct sockaddr *)&a, &alen) != 0 || pipe(out) != 0) {
+    perror("bench-udp_floor: receiver socket");
+    return 1;
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("bench-udp_floor: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    close(out[0]);
+    if (dup2(out[1], STDOUT_FILENO) < 0) {
+      _exit(1);
+    }
+    _exit(sender(&o, &a, m));
+  }
+  close(out[1]);
+  /* Read until the sender is done and nothing came for a second. */
+  double c0 = cpu_seconds();
+  long got = 0;
+  long calls = 0;
+  for (;;) {
+    int k = recvmmsg(r, m, (unsigned)o.batch, 0, NULL);
+    if (k < 0 && errno == EINTR) {
+      continue;
+    }
+    if (k <= 0) {
+      break;
+    }
+    got += k;
+    calls++;
+  }
+  double recv_ns = got > 0 ? (cpu_seconds() - c0) / (double)got * 1e9 : 0;
+  char line[64] = {0};
+  ssize_t n = read(out[0], line, sizeof(line) - 1);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  double send_ns = 0;
+  if (n <= 0 || sscanf(line, "send %lf", &send_ns) != 1 || !WIFEXITED(st) ||
+      WEXITSTATUS(st) != 0 || got == 0) {
+    fprintf(stderr, "bench-udp_floor: the sender failed\n");
+    return 1;
+  }
+  double per_contrib = 2 * recv_ns + send_ns;
+  printf("%ld datagrams of %ld B in batches of %ld: %ld received (%ld lost "
+         "to a full buffer)\n",
+         o.count, o.bytes, o.batch, got, o.count - got);
+  printf("CPU per datagram: receive %.0f ns (%.1f datagrams a recvmmsg), "
+         "send %.0f ns (incl. loopback delivery)\n",
+         recv_ns, (double)got / (double)(calls ? calls : 1), send_ns);
+  long gradient = o.bytes > 32 ? o.bytes - 32 : 0;
+  printf("kernel floor per contribution (2 receives + 1 send): %.0f ns; "
+         "ceiling %.2f Gbit/s of gradient per core at %ld B a datagram\n",
+         per_contrib, (double)gradient * 8 / per_contrib, gradient);
+  return 0;
+}
