@@ -18,6 +18,7 @@
 
 #include "coll/coll.h"
 #include "coll/ina.h"
+#include "coll/ina_cc.h"
 #include "collsim.h"
 #include "inanet.h"
 #include "proto/agg.h"
@@ -234,7 +235,7 @@ static void test_switch_sum_result_ack_free(void **state) {
     assert_int_equal(s.addr, 100u + rank);
     assert_int_equal(r.flags, DLCP_AGG_ECN_CE); /* the OR of both */
     assert_int_equal(s.ecn, DLCP_AGG_ECN_CE);
-    assert_int_equal(r.aux, 6); /* 6 free aggregators, one job */
+    assert_int_equal(r.aux, 8); /* the 2 it holds + 6 free, one job */
     for (uint32_t i = 0; i < 2 * ELEMS; i++) {
       assert_int_equal((int32_t)dlcp_get_u32(p + 4 * i), -2);
     }
@@ -600,6 +601,88 @@ static void test_ina_names_missing_rank(void **state) {
     assert_int_equal(out[k][2], 9);
     dlcp_ina_del(h[k]);
   }
+  dlcp_agg_del(a);
+}
+
+/* PANAMA's window (coll/ina_cc.h) on synthetic results: slow start until
+ * the first mark, a DCTCP cut once per marked window, the switch's cap,
+ * timeouts halving down to one group, never above the maximum. */
+static void test_ina_cc_moves(void **state) {
+  dlcp_ina_cc cc;
+
+  (void)state;
+  dlcp_ina_cc_init(&cc, 10, 64);
+  assert_int_equal(dlcp_ina_cc_window(&cc), 10);
+  for (int i = 0; i < 10; i++) {
+    dlcp_ina_cc_on_result(&cc, false, UINT32_MAX);
+  }
+  assert_int_equal(dlcp_ina_cc_window(&cc), 20); /* one per result */
+  assert_true(cc.alpha == 0.9375);               /* (1 - 1/16) * 1 */
+  for (int i = 0; i < 19; i++) {
+    dlcp_ina_cc_on_result(&cc, true, UINT32_MAX);
+  }
+  assert_int_equal(dlcp_ina_cc_window(&cc), 20); /* marks: +1/cwnd each */
+  assert_int_equal(cc.cuts, 0);
+  dlcp_ina_cc_on_result(&cc, true, UINT32_MAX); /* the round's last */
+  assert_true(cc.alpha == 0.94140625);
+  assert_int_equal(cc.cuts, 1);
+  assert_int_equal(dlcp_ina_cc_window(&cc), 11); /* 20.98 * (1 - alpha/2) */
+  dlcp_ina_cc_on_result(&cc, false, 3); /* the switch's cap */
+  assert_int_equal(dlcp_ina_cc_window(&cc), 3);
+  dlcp_ina_cc_on_timeout(&cc);
+  assert_int_equal(dlcp_ina_cc_window(&cc), 1);
+  dlcp_ina_cc_on_timeout(&cc);
+  assert_int_equal(dlcp_ina_cc_window(&cc), 1);
+  assert_int_equal(cc.cuts, 3);
+  dlcp_ina_cc_init(&cc, 100, 8);
+  assert_int_equal(dlcp_ina_cc_window(&cc), 8);
+  for (int i = 0; i < 50; i++) {
+    dlcp_ina_cc_on_result(&cc, false, UINT32_MAX);
+  }
+  assert_int_equal(dlcp_ina_cc_window(&cc), 8);
+}
+
+/* With cc a host sends only its window's groups before results come, and
+ * the window grows with unmarked results. */
+static void test_ina_cc_limits_outstanding(void **state) {
+  dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
+  dlcp_ina *h;
+  dlcp_ina_params p;
+  int32_t in[16 * ELEMS], out[16 * ELEMS];
+  dlcp_ina_action act;
+  uint8_t b[BUF];
+  dlcp_ina_result r;
+
+  (void)state;
+  for (int i = 0; i < (int)(16 * ELEMS); i++) {
+    in[i] = i;
+  }
+  dlcp_ina_params_default(&p);
+  p.job = 7;
+  p.token = 0x1234;
+  p.dtype = DLCP_INT32;
+  p.sendbuf = in;
+  p.recvbuf = out;
+  p.count = 16 * ELEMS;
+  p.block_elems = ELEMS;
+  p.group_blocks = 1;
+  p.window = 64;
+  p.cc = true;
+  p.cc_init = 2;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  int sent = 0;
+  while (dlcp_ina_poll(h, &act, b, sizeof(b), 0) == 0 &&
+         act.type == DLCP_INA_ACT_SEND) {
+    assert_int_equal(dlcp_agg_on_packet(a, b, act.len, 0, 100, 0), 0);
+    sent++;
+  }
+  assert_int_equal(sent, 2);
+  result_to(a, h, 10); /* world 1: each contribution completes its group */
+  result_to(a, h, 10);
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.cwnd, 4);
+  assert_int_equal(r.cwnd_cuts, 0);
+  dlcp_ina_del(h);
   dlcp_agg_del(a);
 }
 
@@ -1180,6 +1263,8 @@ int main(void) {
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_names_missing_rank),
+      cmocka_unit_test(test_ina_cc_moves),
+      cmocka_unit_test(test_ina_cc_limits_outstanding),
       cmocka_unit_test(test_switch_forged_and_config),
       cmocka_unit_test(test_switch_claims_and_verdicts),
       cmocka_unit_test(test_switch_static_partitions),

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "coll/ina_cc.h"
 #include "proto/rtt.h"
 #include "wire/bytes.h"
 
@@ -54,6 +55,8 @@ struct dlcp_ina {
   uint32_t ahead, acount, acap;
   dlcp_duration srtt, rttvar; /* 0: no sample yet */
   dlcp_duration rto;
+  dlcp_ina_cc cc;        /* p.cc only */
+  dlcp_tstamp cc_cut_at; /* the last timeout cut: one per RTO */
   bool reported;
   dlcp_ina_result r;
 };
@@ -353,8 +356,14 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   h->r.results++;
   h->r.ina_groups++;
-  if ((a.flags & DLCP_AGG_FLAG_ECN_MASK) == DLCP_AGG_ECN_CE) {
+  bool marked = (a.flags & DLCP_AGG_FLAG_ECN_MASK) == DLCP_AGG_ECN_CE;
+  if (marked) {
     h->r.ecn_marked++;
+  }
+  if (h->p.cc) {
+    uint32_t cap = a.aux == UINT16_MAX ? UINT32_MAX
+                                       : a.aux / h->p.group_blocks;
+    dlcp_ina_cc_on_result(&h->cc, marked, cap);
   }
   decode_group(h, g, payload);
   group_done(h, g, GS_INA);
@@ -423,6 +432,11 @@ static int send_group(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
   return 0;
 }
 
+/* The groups that may be outstanding now. */
+static uint32_t outstanding_limit(const dlcp_ina *h) {
+  return h->p.cc ? dlcp_ina_cc_window(&h->cc) : h->p.window;
+}
+
 int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now) {
   act->type = DLCP_INA_ACT_NONE;
@@ -448,11 +462,15 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     if (h->tries[g] > h->p.max_retx) {
       fail(h, DLCP_ERR_TIMEOUT);
     } else {
+      if (h->p.cc && now >= h->cc_cut_at + h->rto) {
+        dlcp_ina_cc_on_timeout(&h->cc); /* once per RTO, not per group */
+        h->cc_cut_at = now;
+      }
       return send_group(h, act, buf, buflen, g, true, now);
     }
   }
   if (h->r.status == 0 && h->next_new < h->ngroups &&
-      h->next_new < h->ready && h->nsent < h->p.window &&
+      h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
       h->next_new - h->low < h->p.window) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
   }
@@ -490,6 +508,8 @@ void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
   *r = h->r;
   r->ngroups = h->ngroups;
   r->done_below = h->low;
+  r->cwnd = outstanding_limit(h);
+  r->cwnd_cuts = h->p.cc ? h->cc.cuts : 0;
 }
 
 /* ---- the ring part of RA-INA ----------------------------------------- */
@@ -641,6 +661,9 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->mem = mem;
   h->p = *p;
   h->rto = p->rto_ns;
+  if (p->cc) {
+    dlcp_ina_cc_init(&h->cc, p->cc_init ? p->cc_init : 10u, p->window);
+  }
   h->p.exps = NULL;
   h->group_elems = p->block_elems * p->group_blocks;
   ng = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);

@@ -79,6 +79,11 @@ typedef struct dlcp_ina_params {
    * ranges (dlcp_ina_ngroups tells the size). */
   uint32_t first_group;
   uint32_t window;       /* outstanding groups, 1..DLCP_INA_MAX_WINDOW */
+  /* PANAMA's congestion control (coll/ina_cc.h): the groups outstanding
+   * follow the results' ECN marks and the switch's cap, up to |window|,
+   * starting at |cc_init| (0: 10) groups.  false: always |window|. */
+  bool cc;
+  uint32_t cc_init;
   dlcp_duration rto_ns;  /* re-send a group after this long */
   uint32_t max_retx;     /* re-sends of one group before failing */
   /* FLOAT32: the agreed exponents E_g, ngroups entries (the MAX over ranks
@@ -120,7 +125,10 @@ typedef struct dlcp_ina_result {
   uint64_t dup_results;  /* RESULTs of groups already done (re-ACKed) */
   uint64_t rejected;     /* datagrams dropped: malformed, foreign, unknown */
   uint64_t ecn_marked;   /* RESULTs with CE in their ECN bits */
-  uint16_t last_cap;     /* the switch's last cap (free aggs per job) */
+  uint16_t last_cap;     /* the switch's last cap (aggregators the job
+                            may hold) */
+  uint32_t cwnd;         /* cc: the window now, in groups; else window */
+  uint64_t cwnd_cuts;    /* cc: windows cut for ECN marks or timeouts */
   /* Failed with DLCP_ERR_CONFIG because the switch refused a group of
    * |group_blocks| blocks for good (NACK TOO_BIG): the most consecutive
    * aggregators it can give this job, its pool or partition; else 0. */

@@ -691,9 +691,12 @@ dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a) {
 
 /* ---- actions out ------------------------------------------------------ */
 
-static uint16_t cap_per_job(const dlcp_agg *a) {
+/* PANAMA's cwnd_cap for the job at slot |jslot|: the aggregators it may
+ * hold, those it holds and its share of the free ones (saturating). */
+static uint16_t cap_for(const dlcp_agg *a, uint32_t jslot) {
   uint32_t free_ = a->naggs - a->st.aggs_used;
-  uint32_t c = free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
+  uint64_t c = a->job[jslot].held +
+               free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
 
   return (uint16_t)(c > UINT16_MAX ? UINT16_MAX : c);
 }
@@ -718,7 +721,7 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
         continue;
       }
       h.flags = g->ecn;
-      h.aux = cap_per_job(a);
+      h.aux = cap_for(a, g->job);
       h.rank = o->rank;
     }
     len = DLCP_AGG_HDR_LEN + dlcp_agg_payload_len(&h);

@@ -38,7 +38,8 @@
  *                     a retransmission, informational); rest zero
  *   28  2    elems    int32 elements per block, 1..DLCP_AGG_MAX_BLOCK_ELEMS;
  *                     must equal the switch's block size
- *   30  2    aux      RESULT: cap, free aggregators per active job
+ *   30  2    aux      RESULT: cap, the aggregators the job may hold:
+ *                     those it holds and its share of the free ones
  *                     (saturating; PANAMA's cwnd_cap); NACK: the reason
  *                     (dlcp_agg_nack); CONTRIB, ACK: zero
  *   32  ...  payload  CONTRIB and RESULT: nblocks * elems int32 values,
