@@ -178,7 +178,7 @@ static int rank_main(const tcase *c, uint32_t rank, uint16_t port,
     dl = dlcp_ina_next_deadline(h);
     (void)poll(&pfd, 1, dl == DLCP_TSTAMP_NEVER ? 100 : 1);
     while ((k = recv(fd, buf, DLCP_AGG_DGRAM_MAX, MSG_DONTWAIT)) > 0) {
-      (void)dlcp_ina_on_packet(h, buf, (size_t)k, now_ns());
+      (void)dlcp_ina_on_packet(h, buf, (size_t)k, 0, now_ns());
     }
     dlcp_ina_get_result(h, &res);
     if (ready_fd >= 0 && res.done_below >= 2) {

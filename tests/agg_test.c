@@ -234,7 +234,7 @@ static void test_switch_sum_result_ack_free(void **state) {
     assert_int_equal(r.rank, rank);
     assert_int_equal(s.addr, 100u + rank);
     assert_int_equal(r.flags, DLCP_AGG_ECN_CE); /* the OR of both */
-    assert_int_equal(s.ecn, DLCP_AGG_ECN_CE);
+    assert_int_equal(s.ecn, DLCP_AGG_ECN_ECT0); /* the OR is inside */
     assert_int_equal(r.aux, 8); /* the 2 it holds + 6 free, one job */
     for (uint32_t i = 0; i < 2 * ELEMS; i++) {
       assert_int_equal((int32_t)dlcp_get_u32(p + 4 * i), -2);
@@ -487,7 +487,7 @@ static void result_to(dlcp_agg *a, dlcp_ina *h, dlcp_tstamp now) {
   uint8_t b[BUF];
 
   assert_int_equal(dlcp_agg_poll(a, &s, b, sizeof(b), now), 1);
-  assert_int_equal(dlcp_ina_on_packet(h, b, s.len, now), 0);
+  assert_int_equal(dlcp_ina_on_packet(h, b, s.len, 0, now), 0);
 }
 
 /* Polls |h| for its next contribution and hands it to the switch. */
@@ -604,9 +604,65 @@ static void test_ina_names_missing_rank(void **state) {
   dlcp_agg_del(a);
 }
 
+/* With cc, a result counts as marked if its ECN bits say a contribution
+ * saw CE, or if it arrived CE itself (its way down): a round of marked
+ * results cuts the window.  The switch sends results ECN-capable, with
+ * the OR inside. */
+static void test_ina_cc_marks_both_ways(void **state) {
+  for (int way = 0; way < 2; way++) {
+    dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
+    dlcp_ina *h;
+    dlcp_ina_params p;
+    int32_t in[8 * ELEMS] = {1}, out[8 * ELEMS];
+    dlcp_ina_action act;
+    uint8_t b[BUF];
+    dlcp_agg_send s;
+    dlcp_ina_result r;
+
+    (void)state;
+    dlcp_ina_params_default(&p);
+    p.job = 7;
+    p.token = 0x1122334455667788u;
+    p.dtype = DLCP_INT32;
+    p.sendbuf = in;
+    p.recvbuf = out;
+    p.count = 8 * ELEMS;
+    p.block_elems = ELEMS;
+    p.group_blocks = 1;
+    p.cc = true;
+    p.cc_init = 2;
+    assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(dlcp_ina_poll(h, &act, b, sizeof(b), 0), 0);
+      assert_int_equal(act.type, DLCP_INA_ACT_SEND);
+      /* way 0: the contribution arrived CE at the switch */
+      assert_int_equal(dlcp_agg_on_packet(a, b, act.len,
+                                          way == 0 ? DLCP_AGG_ECN_CE : 0,
+                                          100, 0),
+                       0);
+    }
+    for (int k = 0; k < 2; k++) {
+      assert_int_equal(dlcp_agg_poll(a, &s, b, sizeof(b), 1), 1);
+      assert_int_equal(s.ecn, DLCP_AGG_ECN_ECT0);
+      /* way 1: the result arrives CE */
+      assert_int_equal(dlcp_ina_on_packet(h, b, s.len,
+                                          way == 1 ? DLCP_AGG_ECN_CE
+                                                   : DLCP_AGG_ECN_ECT0,
+                                          1),
+                       0);
+    }
+    dlcp_ina_get_result(h, &r);
+    assert_int_equal(r.ecn_marked, 2);
+    assert_int_equal(r.cwnd_cuts, 1); /* one marked round of two */
+    assert_int_equal(r.cwnd, 1);      /* (2 + 2/3) * (1 - 1/2), alpha 1 */
+    dlcp_ina_del(h);
+    dlcp_agg_del(a);
+  }
+}
+
 /* PANAMA's window (coll/ina_cc.h) on synthetic results: slow start until
  * the first mark, a DCTCP cut once per marked window, the switch's cap,
- * timeouts halving down to one group, never above the maximum. */
+ * never below one group nor above the maximum. */
 static void test_ina_cc_moves(void **state) {
   dlcp_ina_cc cc;
 
@@ -629,11 +685,9 @@ static void test_ina_cc_moves(void **state) {
   assert_int_equal(dlcp_ina_cc_window(&cc), 11); /* 20.98 * (1 - alpha/2) */
   dlcp_ina_cc_on_result(&cc, false, 3); /* the switch's cap */
   assert_int_equal(dlcp_ina_cc_window(&cc), 3);
-  dlcp_ina_cc_on_timeout(&cc);
+  dlcp_ina_cc_on_result(&cc, false, 0); /* never below one group */
   assert_int_equal(dlcp_ina_cc_window(&cc), 1);
-  dlcp_ina_cc_on_timeout(&cc);
-  assert_int_equal(dlcp_ina_cc_window(&cc), 1);
-  assert_int_equal(cc.cuts, 3);
+  assert_int_equal(cc.cuts, 1);
   dlcp_ina_cc_init(&cc, 100, 8);
   assert_int_equal(dlcp_ina_cc_window(&cc), 8);
   for (int i = 0; i < 50; i++) {
@@ -1263,6 +1317,7 @@ int main(void) {
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_names_missing_rank),
+      cmocka_unit_test(test_ina_cc_marks_both_ways),
       cmocka_unit_test(test_ina_cc_moves),
       cmocka_unit_test(test_ina_cc_limits_outstanding),
       cmocka_unit_test(test_switch_forged_and_config),

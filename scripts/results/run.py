@@ -25,14 +25,16 @@ import common
 import fig14
 import gray
 import ina
+import panama
 import rat
 import rto
 
 EXPERIMENTS = (("fig14", fig14), ("gray", gray), ("rto", rto),
                ("ablation", ablation), ("rat", rat), ("bypass", bypass),
-               ("ina", ina), ("cina", cina))
+               ("ina", ina), ("cina", cina), ("panama", panama))
 # Cheapest first, so an interrupted `make results` has saved the most.
-ORDER = ("bypass", "gray", "fig14", "rto", "ablation", "ina", "cina", "rat")
+ORDER = ("bypass", "gray", "fig14", "rto", "ablation", "ina", "panama",
+         "cina", "rat")
 BEGIN = "<!-- experiment: %s -->"
 END = "<!-- end: %s -->"
 

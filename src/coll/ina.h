@@ -124,11 +124,12 @@ typedef struct dlcp_ina_result {
   uint64_t results;      /* RESULT datagrams taken */
   uint64_t dup_results;  /* RESULTs of groups already done (re-ACKed) */
   uint64_t rejected;     /* datagrams dropped: malformed, foreign, unknown */
-  uint64_t ecn_marked;   /* RESULTs with CE in their ECN bits */
+  uint64_t ecn_marked;   /* RESULTs marked: CE in their ECN bits (on the
+                            way up) or in their IP header (down) */
   uint16_t last_cap;     /* the switch's last cap (aggregators the job
                             may hold) */
   uint32_t cwnd;         /* cc: the window now, in groups; else window */
-  uint64_t cwnd_cuts;    /* cc: windows cut for ECN marks or timeouts */
+  uint64_t cwnd_cuts;    /* cc: windows cut for ECN marks */
   /* Failed with DLCP_ERR_CONFIG because the switch refused a group of
    * |group_blocks| blocks for good (NACK TOO_BIG): the most consecutive
    * aggregators it can give this job, its pool or partition; else 0. */
@@ -183,7 +184,10 @@ void dlcp_ina_del(dlcp_ina *h);
 
 /*
  * dlcp_ina_on_packet takes a datagram from the switch (borrowed for the
- * call).  Returns 0 if it was used, a decode error or DLCP_ERR_FOREIGN_JOB /
+ * call) with the ECN codepoint of its IP header (0..3; 0 from a driver
+ * that cannot read it): a RESULT is congestion-marked for the window
+ * (cc) if its ECN bits say a contribution saw CE or it arrived CE itself,
+ * on the way down from the switch.  Returns 0 if it was used, a decode error or DLCP_ERR_FOREIGN_JOB /
  * DLCP_ERR_UNKNOWN_TRANSFER if it was dropped (counted in |rejected|), or
  * the operation's failure: DLCP_ERR_CONFIG (the switch runs another block
  * size or the job another world, or its pool or the job's partition is
@@ -192,7 +196,7 @@ void dlcp_ina_del(dlcp_ina *h);
  * DLCP_ERR_PEER_ABORTED (it lost a group: restarted or reclaimed it).
  */
 int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
-                       dlcp_tstamp now);
+                       uint8_t ecn, dlcp_tstamp now);
 
 /*
  * dlcp_ina_poll returns the next action; call until NONE.  SEND writes the

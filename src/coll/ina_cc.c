@@ -54,14 +54,6 @@ void dlcp_ina_cc_on_result(dlcp_ina_cc *cc, bool marked, uint32_t cap_groups) {
   clamp(cc);
 }
 
-void dlcp_ina_cc_on_timeout(dlcp_ina_cc *cc) {
-  cc->cwnd /= 2.0;
-  clamp(cc);
-  cc->ssthresh = cc->cwnd;
-  cc->cuts++;
-  new_round(cc);
-}
-
 uint32_t dlcp_ina_cc_window(const dlcp_ina_cc *cc) {
   return (uint32_t)cc->cwnd;
 }

@@ -745,7 +745,7 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
     }
     out->addr = o->addr;
     out->len = len;
-    out->ecn = g != NULL ? g->ecn : 0;
+    out->ecn = g != NULL ? DLCP_AGG_ECN_ECT0 : 0;
     a->ohead = (a->ohead + 1u) % a->cfg.out_queue;
     a->ocount--;
     return 1;

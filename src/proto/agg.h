@@ -113,7 +113,9 @@ typedef struct dlcp_agg_stats {
 typedef struct dlcp_agg_send {
   uint64_t addr; /* the cookie the destination's last packet came with */
   size_t len;    /* bytes written to the caller's buffer */
-  uint8_t ecn;   /* IP ECN codepoint to send it with (the OR for results) */
+  uint8_t ecn;   /* IP ECN codepoint to send it with: ECT(0) for results
+                    (the OR of the contributions' is in the datagram, so a
+                    CE on the way down is that path's own), 0 for NACKs */
 } dlcp_agg_send;
 
 /* Fills |cfg| with the defaults: 1 MiB of aggregators (4096 blocks of 64),

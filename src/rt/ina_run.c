@@ -259,7 +259,7 @@ static void on_datagram(dlcp_rt_ina *s, size_t len, dlcp_tstamp now) {
   }
   for (dlcp_rt_ina_op *iop = s->ops; iop; iop = iop->next) {
     if (iop->h != NULL && h.group - iop->p.first_group < iop->ngroups) {
-      (void)dlcp_ina_on_packet(iop->h, s->buf, len, now);
+      (void)dlcp_ina_on_packet(iop->h, s->buf, len, 0, now);
       return;
     }
   }

@@ -424,6 +424,7 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
   if (job->spec.ina_window) {
     p.window = job->spec.ina_window;
   }
+  p.cc = job->spec.ina_cc;
   if (job->spec.ina_rto_ps) {
     p.rto_ns = ns_of(job->spec.ina_rto_ps);
   }

@@ -210,7 +210,7 @@ void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
   ina_rank *rk = &j->ranks[r];
   int rv = DLCP_ERR_UNKNOWN_TRANSFER;
   if (rk->op) {
-    rv = dlcp_ina_on_packet(rk->op, bytes, len, ns_of(now));
+    rv = dlcp_ina_on_packet(rk->op, bytes, len, pkt->ecn, ns_of(now));
   }
   if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
     /* A result of an earlier operation, re-sent: acknowledge it. */

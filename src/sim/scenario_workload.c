@@ -269,12 +269,14 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   return 0;
 }
 
-/* window, rto, group_blocks: only for the algorithms through the switch
- * (0 keeps src/coll/ina's defaults; RA-INA's groups have one block per
- * rank). */
+/* window, rto, group_blocks, cc: only for the algorithms through the
+ * switch (0 keeps src/coll/ina's defaults; RA-INA's groups have one block
+ * per rank; cc none keeps the window fixed, panama lets it follow ECN). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
-  static const char *const only_ina[] = {"window", "rto", "group_blocks", NULL};
+  static const char *const only_ina[] = {"window", "rto", "group_blocks", "cc",
+                                         NULL};
+  static const char *const ccs[] = {"none", "panama", NULL};
   /* CINA's ranks are plain INA ranks at their rack's switch. */
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
   char field[256];
@@ -296,6 +298,11 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                              1, DLCP_AGG_MAX_BLOCKS))) {
     return rv;
   }
+  int cc = 0;
+  if ((rv = dlcp_scn_get_enum(s, n, path, "cc", ccs, &cc)) != 0) {
+    return rv;
+  }
+  cs->ina_cc = cc == 1;
   if (dlcp_scn_map_get(n, "rto") && cs->ina_rto_ps < DLCP_SIM_PS_PER_NS) {
     dlcp_scn_join(field, sizeof(field), path, "rto");
     return dlcp_scn_fail(s, dlcp_scn_map_get(n, "rto"), field,
@@ -411,7 +418,7 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
       "chunk",        "scale",         "hosts",      "window",
       "rto",          "group_blocks",  "gpus_per_host", "chunks",
       "intra_rate",   "intra_latency", "kind",       "reduce_time",
-      "straggler",    "bypass",        NULL};
+      "straggler",    "bypass",        "cc",         NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;

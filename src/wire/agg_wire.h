@@ -31,7 +31,9 @@
  *                     (RA-INA: n blocks, n = world, the seed's grouping)
  *   27  1    flags    bits 0-1 ECN: CONTRIB zero (the switch takes the
  *                     codepoint from the IP header), RESULT the OR of the
- *                     contributions' codepoints (3 = CE seen);
+ *                     contributions' codepoints (3 = CE seen; the
+ *                     result itself leaves ECT(0), so a CE in its IP
+ *                     header is its own path's);
  *                     bit 2 RING (CONTRIB: the sender runs RA-INA: if no
  *                     aggregators are free, give the group a ring verdict
  *                     instead of asking to retry); bit 3 RETX (CONTRIB:
@@ -76,7 +78,9 @@
 #define DLCP_AGG_FLAG_RING 0x04u
 #define DLCP_AGG_FLAG_RETX 0x08u
 #define DLCP_AGG_FLAGS_KNOWN 0x0Fu
-/* The ECN codepoint "congestion experienced" (RFC 3168). */
+/* The ECN codepoints "ECN-capable" (ECT(0)) and "congestion experienced"
+ * (RFC 3168). */
+#define DLCP_AGG_ECN_ECT0 0x02u
 #define DLCP_AGG_ECN_CE 0x03u
 
 typedef enum dlcp_agg_type {

@@ -233,7 +233,7 @@ static void deliver(inanet *n, const ev *e) {
     return;
   }
   {
-    int rv = dlcp_ina_on_packet(n->hosts[e->to].h, e->data, e->len, n->now);
+    int rv = dlcp_ina_on_packet(n->hosts[e->to].h, e->data, e->len, 0, n->now);
 
     if (dlcp_err_is_fatal(rv) && n->hosts[e->to].status == 0) {
       n->hosts[e->to].status = rv;
