@@ -749,6 +749,7 @@ typedef struct job {
   uint64_t token;
   uint32_t world;
   dlcp_ina_mode mode;
+  bool claim; /* RA-INA with header-only claims */
   dlcp_dtype dtype;
   dlcp_redop op;
   uint64_t count;
@@ -823,6 +824,7 @@ static void job_start(job *j, inanet *n) {
     p.rank = r;
     p.world = j->world;
     p.mode = j->mode;
+    p.claim = j->claim;
     p.dtype = j->dtype;
     p.op = j->op;
     p.sendbuf = j->in[r];
@@ -950,13 +952,14 @@ static dlcp_agg *net_switch(uint64_t mem_bytes, dlcp_agg_policy pol,
 /* One job, |world| ranks, through a network with |cfg|'s faults. */
 static void run_one(const inanet_config *cfg, uint32_t world,
                     dlcp_ina_mode mode, dlcp_dtype dtype, uint64_t count,
-                    uint64_t mem) {
+                    uint64_t mem, bool claim) {
   dlcp_agg *sw = net_switch(mem, DLCP_AGG_SHARED, 1);
   inanet *n = inanet_new(cfg, sw);
   job j;
   dlcp_agg_stats st;
 
   job_init(&j, 1, world, mode, dtype, count, cfg->seed);
+  j.claim = claim;
   job_start(&j, n);
   assert_int_equal(inanet_run(n), (int)world);
   for (uint32_t r = 0; r < world; r++) {
@@ -982,8 +985,8 @@ static void test_ina_clean_worlds(void **state) {
   inanet_config_default(&c);
   for (uint32_t w = 1; w <= MAXW; w++) {
     c.seed = w;
-    run_one(&c, w, DLCP_INA_WAIT, DLCP_FLOAT32, 3000 + w, 1u << 20);
-    run_one(&c, w, DLCP_INA_WAIT, DLCP_INT32, 777, 1u << 20);
+    run_one(&c, w, DLCP_INA_WAIT, DLCP_FLOAT32, 3000 + w, 1u << 20, false);
+    run_one(&c, w, DLCP_INA_WAIT, DLCP_INT32, 777, 1u << 20, false);
   }
 }
 
@@ -1000,9 +1003,10 @@ static void test_ina_loss_dup_reorder(void **state) {
     /* NACKs only exist when the pool is short: 16 KiB for 4 ranks */
     run_one(&c, 4, type == DLCP_AGG_NACK ? DLCP_INA_RING_FALLBACK
                                          : DLCP_INA_WAIT,
-            DLCP_FLOAT32, 20000, type == DLCP_AGG_NACK ? 16384 : 1u << 20);
+            DLCP_FLOAT32, 20000, type == DLCP_AGG_NACK ? 16384 : 1u << 20,
+            false);
     run_one(&c, 3, DLCP_INA_WAIT, DLCP_INT32, 5000,
-            type == DLCP_AGG_NACK ? 4096 : 1u << 20);
+            type == DLCP_AGG_NACK ? 4096 : 1u << 20, false);
   }
   inanet_config_default(&c);
   c.seed = 7;
@@ -1011,9 +1015,69 @@ static void test_ina_loss_dup_reorder(void **state) {
   }
   c.dup = 0.1;
   c.jitter_ns = 20000;
-  run_one(&c, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 30000, 1u << 20);
-  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000);
-  run_one(&c, 8, DLCP_INA_WAIT, DLCP_INT32, 9000, 8192);
+  run_one(&c, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 30000, 1u << 20, false);
+  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000, false);
+  run_one(&c, 8, DLCP_INA_WAIT, DLCP_INT32, 9000, 8192, false);
+}
+
+/* RA-INA with header-only claims: exact under the loss of each packet
+ * type (CLAIM and GRANT included) on a pool too small for every group,
+ * and under loss, duplication and reordering of all; on a clean network
+ * the switch sums exactly the contributions of the groups it aggregated,
+ * none of a ring group. */
+static void test_ra_ina_claims(void **state) {
+  inanet_config c;
+
+  (void)state;
+  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_GRANT; type++) {
+    inanet_config_default(&c);
+    c.seed = 300u + (uint64_t)type;
+    c.loss[type] = 0.2;
+    run_one(&c, 4, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 20000, 16384, true);
+  }
+  inanet_config_default(&c);
+  c.seed = 9;
+  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_GRANT; type++) {
+    c.loss[type] = 0.1;
+  }
+  c.dup = 0.1;
+  c.jitter_ns = 20000;
+  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000, true);
+  run_one(&c, 3, DLCP_INA_RING_FALLBACK, DLCP_INT32, 9000, 1u << 20, true);
+
+  /* clean: no upload of a ring group */
+  dlcp_agg *sw = net_switch(16384, DLCP_AGG_SHARED, 1);
+  inanet_config_default(&c);
+  c.seed = 11;
+  inanet *n = inanet_new(&c, sw);
+  job j;
+  dlcp_ina_result r;
+  dlcp_agg_stats st;
+  job_init(&j, 1, 4, DLCP_INA_RING_FALLBACK, DLCP_INT32, 40000, 11);
+  j.claim = true;
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), 4);
+  job_ring_part(&j);
+  job_check(&j);
+  dlcp_ina_get_result(j.h[0], &r);
+  dlcp_agg_get_stats(sw, &st);
+  assert_true(r.ring_groups > 0 && r.ina_groups > 0);
+  assert_int_equal(st.contrib, 4u * r.ina_groups);
+  assert_int_equal(r.sent, r.ina_groups); /* one CONTRIB per INA group */
+  assert_int_equal(r.claims_sent, r.ngroups);
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+  /* a claim needs RA-INA */
+  dlcp_ina_params p;
+  dlcp_ina *h;
+  int32_t x[64];
+  dlcp_ina_params_default(&p);
+  p.dtype = DLCP_INT32;
+  p.recvbuf = x;
+  p.count = 64;
+  p.claim = true;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), DLCP_ERR_INVALID_ARGUMENT);
 }
 
 /* Drops exactly the first result to rank 1 and the first ACK of every
@@ -1093,7 +1157,7 @@ static void test_ina_ecn(void **state) {
  * finish; RA-INA never waits, plain INA waits its turn, static partitions
  * isolate. */
 static void run_jobs(uint32_t njobs, dlcp_ina_mode mode, dlcp_agg_policy pol,
-                     uint64_t seed, uint32_t *ring_groups) {
+                     uint64_t seed, uint32_t *ring_groups, bool claim) {
   inanet_config c;
   /* 24 aggregators of 64: one 4-rank group needs 4, each job keeps up to
    * 16 groups (64 aggregators) in flight */
@@ -1112,6 +1176,7 @@ static void run_jobs(uint32_t njobs, dlcp_ina_mode mode, dlcp_agg_policy pol,
     job_init(&j[k], 10 + k, 4, mode, DLCP_FLOAT32, 40000 + 1000 * k,
              seed + k);
     j[k].start = 5000 * k;
+    j[k].claim = claim;
     job_start(&j[k], n);
   }
   assert_int_equal(inanet_run(n), (int)(4 * njobs));
@@ -1144,13 +1209,20 @@ static void test_jobs_share_small_pool(void **state) {
 
   (void)state;
   for (uint32_t njobs = 2; njobs <= 3; njobs++) {
-    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_SHARED, 40 + njobs, ring);
+    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_SHARED, 40 + njobs, ring,
+             false);
     for (uint32_t k = 0; k < njobs; k++) {
       assert_true(ring[k] > 0); /* the pool was too small for everyone */
     }
-    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_SHARED, 50 + njobs, ring);
-    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_STATIC, 60 + njobs, ring);
-    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_STATIC, 70 + njobs, ring);
+    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_SHARED, 50 + njobs, ring, false);
+    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_STATIC, 60 + njobs, ring, false);
+    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_STATIC, 70 + njobs, ring,
+             false);
+    run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_SHARED, 80 + njobs, ring,
+             true);
+    for (uint32_t k = 0; k < njobs; k++) {
+      assert_true(ring[k] > 0);
+    }
   }
 }
 
@@ -1317,6 +1389,7 @@ int main(void) {
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_names_missing_rank),
+      cmocka_unit_test(test_ra_ina_claims),
       cmocka_unit_test(test_ina_cc_marks_both_ways),
       cmocka_unit_test(test_ina_cc_moves),
       cmocka_unit_test(test_ina_cc_limits_outstanding),

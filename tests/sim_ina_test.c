@@ -298,6 +298,46 @@ static void test_scenario_errors(void **state) {
       "'ranks'");
 }
 
+/* RA-INA with header-only claims on a pool too small for every group:
+ * exact, and the switch sums the contributions of the groups it
+ * aggregated only (a ring group is never uploaded).  Plain INA with
+ * PANAMA's window: exact. */
+static void test_claims_and_cc(void **state) {
+  (void)state;
+  const char *sets[] = {"aggregation.memory=8KiB"};
+  dlcp_sim *sim = load("workload:\n  collective: {algo: ra_ina, bytes: 256KB, "
+                       "iterations: 2, rto: 50us, claim: true,\n"
+                       "    hosts: [h0, h1, h2, h3]}\n",
+                       sets, 1);
+  run_all_exact(sim, 1);
+  dlcp_sim_coll_report r = report(sim, 0);
+  dlcp_agg_stats st;
+  uint64_t qdrops;
+  assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+  assert_true(r.ina_groups > 0 && r.ring_groups > 0);
+  assert_int_equal(st.contrib, 4u * r.ina_groups);
+  assert_true(st.claims_granted >= 4u * r.ina_groups);
+  dlcp_sim_del(sim);
+
+  sim = load("workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 4, "
+             "iterations: 2, window: 512, cc: panama}\n",
+             NULL, 0);
+  run_all_exact(sim, 1);
+  assert_int_equal(report(sim, 0).ina_groups, 2 * GROUPS_1MB);
+  dlcp_sim_del(sim);
+
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ina, bytes: 1MB, claim: true}\n",
+      "test.yaml:3: field 'workload.collective.claim': expected algo "
+      "ra_ina for this field (plain INA waits for aggregators)");
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ina, bytes: 1MB, cc: dctcp}\n",
+      "test.yaml:3: field 'workload.collective.cc': expected one of "
+      "none, panama, got 'dctcp'");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ina_exact),
@@ -307,6 +347,7 @@ int main(void) {
       cmocka_unit_test(test_switch_queue_full),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_scenario_errors),
+      cmocka_unit_test(test_claims_and_cc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -469,6 +469,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.malformed += s.malformed;
     t.foreign += s.foreign;
     t.stale_acks += s.stale_acks;
+    t.claims_granted += s.claims_granted;
     t.claims += s.claims;
     t.claim_failures += s.claim_failures;
     t.ring_verdicts += s.ring_verdicts;
@@ -477,6 +478,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.resent += s.resent;
     t.resend_backoffs += s.resend_backoffs;
     t.nacks_sent += s.nacks_sent;
+    t.grants_sent += s.grants_sent;
     t.freed += s.freed;
     t.reclaimed += s.reclaimed;
     t.abandoned += s.abandoned;
@@ -486,7 +488,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
   }
   fprintf(stderr,
           "dlcp-switch: %s: packets %llu contrib %llu dup %llu acks %llu "
-          "nacked %llu malformed %llu foreign %llu stale_acks %llu | claims "
+          "nacked %llu malformed %llu foreign %llu stale_acks %llu "
+          "claims_granted %llu | claims "
           "%llu claim_failures %llu ring_verdicts %llu too_big %llu results "
           "%llu resent %llu backoffs %llu freed %llu reclaimed %llu "
           "abandoned %llu queue_drops %llu | "
@@ -495,7 +498,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
           (unsigned long long)t.nacked, (unsigned long long)t.malformed,
           (unsigned long long)t.foreign, (unsigned long long)t.stale_acks,
-          (unsigned long long)t.claims,
+          (unsigned long long)t.claims_granted, (unsigned long long)t.claims,
           (unsigned long long)t.claim_failures,
           (unsigned long long)t.ring_verdicts,
           (unsigned long long)t.too_big,

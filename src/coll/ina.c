@@ -28,7 +28,9 @@
 
 #define NONE UINT32_MAX
 
-enum { GS_UNSENT = 0, GS_SENT, GS_INA, GS_RING };
+/* CLAIMING: its header-only CLAIM is out (p.claim); GRANTED: the switch
+ * gave it aggregators, its contribution waits for room in the window. */
+enum { GS_UNSENT = 0, GS_CLAIMING, GS_GRANTED, GS_SENT, GS_INA, GS_RING };
 
 struct dlcp_ina {
   const dlcp_mem *mem;
@@ -42,7 +44,7 @@ struct dlcp_ina {
   uint8_t *state;
   uint16_t *tries;
   dlcp_tstamp *sent_at;
-  uint32_t *prev, *next; /* SENT list, oldest first */
+  uint32_t *prev, *next; /* SENT list (CLAIMING too), oldest first */
   uint32_t head, tail;
   uint32_t low;      /* first group not done */
   bool capped;       /* announce at most |low_cap| (dlcp_ina_cap_low) */
@@ -50,6 +52,9 @@ struct dlcp_ina {
   uint32_t next_new; /* first group never sent */
   uint32_t ready;    /* groups below it may be sent (dlcp_ina_release) */
   uint32_t nsent;    /* groups in SENT */
+  uint32_t nclaim;   /* groups in CLAIMING */
+  uint32_t *granted; /* GRANTED groups in grant order, a ring of window */
+  uint32_t ghead, gcount;
   uint32_t ndone;
   uint32_t *acks;    /* groups to acknowledge */
   uint32_t ahead, acount, acap;
@@ -242,6 +247,9 @@ static void group_done(dlcp_ina *h, uint32_t g, int st) {
   if (h->state[g] == GS_SENT) {
     sent_unlink(h, g);
     h->nsent--;
+  } else if (h->state[g] == GS_CLAIMING) {
+    sent_unlink(h, g);
+    h->nclaim--;
   }
   h->state[g] = (uint8_t)st;
   h->ndone++;
@@ -267,7 +275,7 @@ static void retry_later(dlcp_ina *h, uint32_t g, dlcp_tstamp now) {
 
 static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
                    const uint8_t *payload, dlcp_tstamp now) {
-  if (h->state[g] != GS_SENT) {
+  if (h->state[g] != GS_SENT && h->state[g] != GS_CLAIMING) {
     return 0; /* an answer to an older copy of a group already done */
   }
   switch ((dlcp_agg_nack)a->aux) {
@@ -285,6 +293,9 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     retry_later(h, g, now);
     return 0;
   case DLCP_AGG_NACK_WAITING: {
+    if (h->state[g] != GS_SENT) {
+      return 0; /* only a contribution is answered so */
+    }
     /* Not progress: the switch only says who has not contributed yet.
      * Keep probing at the RTO: a result the switch sends later may be
      * lost, and a re-send brings it back at once (parking the group
@@ -331,7 +342,8 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   if (rv == 0 &&
       (a.rank != h->p.rank || a.world != h->p.world ||
        a.elems != h->p.block_elems || a.nblocks != h->p.group_blocks ||
-       (a.type != DLCP_AGG_RESULT && a.type != DLCP_AGG_NACK) ||
+       (a.type != DLCP_AGG_RESULT && a.type != DLCP_AGG_NACK &&
+        a.type != DLCP_AGG_GRANT) ||
        a.group - h->p.first_group >= h->ngroups)) {
     rv = DLCP_ERR_UNKNOWN_TRANSFER;
   }
@@ -342,6 +354,17 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   g = a.group - h->p.first_group;
   if (a.type == DLCP_AGG_NACK) {
     return on_nack(h, g, &a, payload, now);
+  }
+  if (a.type == DLCP_AGG_GRANT) {
+    if (h->state[g] == GS_CLAIMING) {
+      sent_unlink(h, g);
+      h->nclaim--;
+      h->state[g] = GS_GRANTED;
+      h->tries[g] = 0; /* the contribution's own sends from here */
+      h->granted[(h->ghead + h->gcount) % h->p.window] = g;
+      h->gcount++;
+    }
+    return 0; /* or a copy of a grant already taken */
   }
   h->r.last_cap = a.aux;
   if (h->state[g] == GS_INA) {
@@ -400,6 +423,33 @@ static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
   a->world = (uint8_t)h->p.world;
   a->nblocks = (uint8_t)h->p.group_blocks;
   a->elems = (uint16_t)h->p.block_elems;
+}
+
+/* Writes the CLAIM of group |g| (re-sent if |retx|). */
+static int send_claim(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
+                      size_t buflen, uint32_t g, bool retx, dlcp_tstamp now) {
+  dlcp_agg_hdr a;
+
+  if (buflen < DLCP_AGG_HDR_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  make_hdr(h, &a, DLCP_AGG_CLAIM, g);
+  a.flags = DLCP_AGG_FLAG_RING | (retx ? DLCP_AGG_FLAG_RETX : 0);
+  (void)dlcp_agg_hdr_encode(buf, buflen, &a);
+  if (retx) {
+    sent_unlink(h, g);
+    h->r.retransmits++;
+  } else {
+    h->state[g] = GS_CLAIMING;
+    h->nclaim++;
+  }
+  h->tries[g]++;
+  h->sent_at[g] = now;
+  sent_append(h, g);
+  h->r.claims_sent++;
+  act->type = DLCP_INA_ACT_SEND;
+  act->len = DLCP_AGG_HDR_LEN;
+  return 0;
 }
 
 /* Writes the CONTRIB of group |g| (re-sent if |retx|). */
@@ -470,11 +520,27 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
 
     if (h->tries[g] > h->p.max_retx) {
       fail(h, DLCP_ERR_TIMEOUT);
+    } else if (h->state[g] == GS_CLAIMING) {
+      return send_claim(h, act, buf, buflen, g, true, now);
     } else {
       return send_group(h, act, buf, buflen, g, true, now);
     }
   }
-  if (h->r.status == 0 && h->next_new < h->ngroups &&
+  if (h->r.status == 0 && h->gcount > 0 &&
+      h->nsent < outstanding_limit(h)) {
+    uint32_t g = h->granted[h->ghead];
+    h->ghead = (h->ghead + 1u) % h->p.window;
+    h->gcount--;
+    return send_group(h, act, buf, buflen, g, false, now);
+  }
+  /* With claims, a window of claims runs ahead of the window of
+   * contributions, so that the verdict's round trip is hidden. */
+  if (h->r.status == 0 && h->p.claim && h->next_new < h->ngroups &&
+      h->next_new < h->ready && h->nclaim + h->gcount < h->p.window &&
+      h->next_new - h->low < 2u * h->p.window) {
+    return send_claim(h, act, buf, buflen, h->next_new++, false, now);
+  }
+  if (h->r.status == 0 && !h->p.claim && h->next_new < h->ngroups &&
       h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
       h->next_new - h->low < h->p.window) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
@@ -625,6 +691,7 @@ void dlcp_ina_del(dlcp_ina *h) {
   h->mem->free(h->prev, h->mem->user);
   h->mem->free(h->next, h->mem->user);
   h->mem->free(h->acks, h->mem->user);
+  h->mem->free(h->granted, h->mem->user);
   h->mem->free(h, h->mem->user);
 }
 
@@ -640,6 +707,7 @@ static int params_check(const dlcp_ina_params *p) {
       DLCP_AGG_HDR_LEN + 4u * ge > DLCP_AGG_DGRAM_MAX || p->window == 0 ||
       p->window > DLCP_INA_MAX_WINDOW || p->rto_ns == 0 ||
       p->max_retx > UINT16_MAX - 1u || (p->count > 0 && p->recvbuf == NULL) ||
+      (p->claim && p->mode != DLCP_INA_RING_FALLBACK) ||
       p->scale_world > DLCP_INA_MAX_SCALE_WORLD ||
       (p->count + ge - 1u) / ge > UINT32_MAX - p->first_group ||
       (p->dtype == DLCP_FLOAT32 && p->count > 0 && p->exps == NULL)) {
@@ -684,12 +752,13 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->prev = mem->malloc((ng + 1u) * sizeof(*h->prev), mem->user);
   h->next = mem->malloc((ng + 1u) * sizeof(*h->next), mem->user);
   h->acks = mem->malloc(h->acap * sizeof(*h->acks), mem->user);
+  h->granted = mem->malloc(p->window * sizeof(*h->granted), mem->user);
   if (p->dtype == DLCP_FLOAT32) {
     h->exps = mem->malloc((ng + 1u) * sizeof(*h->exps), mem->user);
   }
   if (h->state == NULL || h->tries == NULL || h->sent_at == NULL ||
       h->prev == NULL || h->next == NULL || h->acks == NULL ||
-      (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
+      h->granted == NULL || (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
     dlcp_ina_del(h);
     return DLCP_ERR_NOMEM;
   }

@@ -36,6 +36,9 @@
  * left out here: the caller reduces those groups by ring all-reduce
  * (dlcp_ina_ring_pack / dlcp_ina_ring_unpack), so no rank ever waits for
  * aggregators.  Plain INA retries such a group after |rto_ns| instead.
+ * With |claim|, an RA-INA group's first packet is a header-only CLAIM
+ * (also carrying the RING flag): the verdict comes back as a GRANT (send
+ * the contribution) or a ring verdict, so a ring group is never uploaded.
  *
  * Events in: dlcp_ina_on_packet (a datagram from the switch).  Actions out:
  * dlcp_ina_poll (a datagram for the switch written into the caller's
@@ -84,6 +87,11 @@ typedef struct dlcp_ina_params {
    * starting at |cc_init| (0: 10) groups.  false: always |window|. */
   bool cc;
   uint32_t cc_init;
+  /* RA-INA only: each group first goes as a header-only CLAIM, and its
+   * payload only once the switch GRANTs it aggregators; a group given a
+   * ring verdict then costs no upload.  Up to |window| claims run ahead
+   * of the |window| contributions in flight. */
+  bool claim;
   dlcp_duration rto_ns;  /* re-send a group after this long */
   uint32_t max_retx;     /* re-sends of one group before failing */
   /* FLOAT32: the agreed exponents E_g, ngroups entries (the MAX over ranks
@@ -112,6 +120,7 @@ typedef struct dlcp_ina_result {
   uint32_t ring_groups;  /* given a ring verdict (RA-INA) */
   uint32_t done_below;   /* groups [0, done_below) are all done */
   uint64_t sent;         /* CONTRIB datagrams, retransmissions included */
+  uint64_t claims_sent;  /* CLAIM datagrams, retransmissions included */
   uint64_t retransmits;  /* re-sent after rto_ns */
   uint64_t busy;         /* BUSY / AHEAD answers (plain INA waits) */
   uint64_t waiting;      /* WAITING answers: a re-sent group the switch
@@ -175,7 +184,8 @@ double dlcp_ina_error_bound(int32_t exp, uint32_t world);
 /*
  * dlcp_ina_new creates the operation.  Returns 0, DLCP_ERR_INVALID_ARGUMENT
  * (a field out of range, a dtype or op the switch cannot reduce, exps
- * missing for FLOAT32, a group larger than a datagram), or DLCP_ERR_NOMEM.
+ * missing for FLOAT32, a group larger than a datagram, claim without
+ * RA-INA), or DLCP_ERR_NOMEM.
  * Buffers are borrowed until DONE or dlcp_ina_del.
  */
 int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,

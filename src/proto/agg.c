@@ -495,63 +495,35 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
   return 0;
 }
 
-static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
-                      const uint8_t *payload, uint8_t ecn, uint64_t addr,
-                      dlcp_tstamp now) {
+/* The group |h| addresses, claiming its aggregators if it is new and
+ * has no verdict yet; or NONE with the NACK that answers |h| queued (gone,
+ * ahead of the window, a ring verdict, busy, too big). */
+static uint32_t group_for(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                          uint64_t addr, dlcp_tstamp now) {
   agg_job *j = &a->job[jslot];
-  uint64_t bit = UINT64_C(1) << h->rank;
   uint32_t s;
   int v;
 
   if ((int32_t)(h->group - j->base) < 0) {
     a->st.nacked++;
     queue_nack(a, h, addr, DLCP_AGG_NACK_GONE);
-    return 0;
+    return NONE;
   }
   if (h->group - j->base >= a->cfg.window_groups) {
     a->st.nacked++;
     queue_nack(a, h, addr, DLCP_AGG_NACK_AHEAD);
-    return 0;
+    return NONE;
   }
   s = group_find(a, jslot, h->group);
   if (s != NONE) {
-    agg_slot *g = &a->slot[s];
-
-    if (g->nblocks != h->nblocks) {
-      a->st.malformed++;
-      return DLCP_ERR_INVALID_ARGUMENT;
-    }
-    if ((g->seen & bit) == 0) {
-      group_add(a, s, h->rank, payload, ecn, now);
-      return 0;
-    }
-    a->st.duplicates++;
-    if (g->state == G_COMPLETE && (g->acked & bit) == 0) {
-      queue_result(a, s, h->rank, true); /* its result was lost */
-      return 0;
-    }
-    if (g->state == G_COLLECTING) {
-      /* The sender re-sent it because no result came: say whom the
-       * group still waits for.  A group its workers still ask about is
-       * not idle: the lease runs from the last of them, so the hosts'
-       * timeout, which can name the missing ranks, ends it first. */
-      g->touched = now;
-      list_unlink(a, L_COLLECTING, s);
-      list_append(a, L_COLLECTING, s);
-      agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks,
-                   DLCP_AGG_NACK_WAITING, h->job, h->group, NONE, 0, 0,
-                   h->token, addr, g->seen};
-      queue_out(a, &o);
-      return 0;
-    }
-    return DLCP_ERR_DUPLICATE;
+    return s;
   }
   v = verdict_get(a, j, h->group);
   if (v != V_UNDECIDED) {
     a->st.nacked++;
     queue_nack(a, h, addr,
                v == V_RING ? DLCP_AGG_NACK_RING : DLCP_AGG_NACK_GONE);
-    return 0;
+    return NONE;
   }
   s = h->nblocks <= job_pool(a) ? group_claim(a, jslot, h, now) : NONE;
   if (s == NONE) {
@@ -569,10 +541,79 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
     } else {
       queue_nack(a, h, addr, DLCP_AGG_NACK_BUSY);
     }
-    return 0;
+    return NONE;
   }
   verdict_set(a, j, h->group, V_INA);
-  group_add(a, s, h->rank, payload, ecn, now);
+  return s;
+}
+
+static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                      const uint8_t *payload, uint8_t ecn, uint64_t addr,
+                      dlcp_tstamp now) {
+  uint64_t bit = UINT64_C(1) << h->rank;
+  uint32_t s = group_for(a, jslot, h, addr, now);
+  agg_slot *g;
+
+  if (s == NONE) {
+    return 0;
+  }
+  g = &a->slot[s];
+  if (g->nblocks != h->nblocks) {
+    a->st.malformed++;
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if ((g->seen & bit) == 0) {
+    group_add(a, s, h->rank, payload, ecn, now);
+    return 0;
+  }
+  a->st.duplicates++;
+  if (g->state == G_COMPLETE && (g->acked & bit) == 0) {
+    queue_result(a, s, h->rank, true); /* its result was lost */
+    return 0;
+  }
+  if (g->state == G_COLLECTING) {
+    /* The sender re-sent it because no result came: say whom the group
+     * still waits for.  A group its workers still ask about is not idle:
+     * the lease runs from the last of them, so the hosts' timeout, which
+     * can name the missing ranks, ends it first. */
+    agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks,
+                 DLCP_AGG_NACK_WAITING, h->job, h->group, NONE, 0, 0,
+                 h->token, addr, g->seen};
+    g->touched = now;
+    list_unlink(a, L_COLLECTING, s);
+    list_append(a, L_COLLECTING, s);
+    queue_out(a, &o);
+    return 0;
+  }
+  return DLCP_ERR_DUPLICATE;
+}
+
+/* A header-only CLAIM: the group's verdict before its payload.  A group
+ * with aggregators is granted (the contribution follows); one its sender
+ * already completed and lost the result of gets the result again. */
+static int on_claim(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                    uint64_t addr, dlcp_tstamp now) {
+  uint32_t s = group_for(a, jslot, h, addr, now);
+  agg_slot *g;
+
+  if (s == NONE) {
+    return 0;
+  }
+  g = &a->slot[s];
+  if (g->nblocks != h->nblocks) {
+    a->st.malformed++;
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  a->st.claims_granted++;
+  if (g->state == G_COMPLETE) {
+    if ((g->acked & (UINT64_C(1) << h->rank)) == 0) {
+      queue_result(a, s, h->rank, true);
+    }
+    return 0;
+  }
+  agg_out o = {DLCP_AGG_GRANT, h->rank, h->world, h->nblocks, 0, h->job,
+               h->group, NONE, 0, 0, h->token, addr, 0};
+  queue_out(a, &o);
   return 0;
 }
 
@@ -586,7 +627,8 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
 
   a->st.packets++;
   rv = dlcp_agg_decode(&h, &payload, buf, len);
-  if (rv == 0 && h.type != DLCP_AGG_CONTRIB && h.type != DLCP_AGG_ACK) {
+  if (rv == 0 && h.type != DLCP_AGG_CONTRIB && h.type != DLCP_AGG_ACK &&
+      h.type != DLCP_AGG_CLAIM) {
     rv = DLCP_ERR_BAD_TYPE;
   }
   if (rv != 0) {
@@ -622,6 +664,9 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
   job_set_low(a, j, h.rank, h.low);
   if (h.type == DLCP_AGG_ACK) {
     return on_ack(a, jslot, &h);
+  }
+  if (h.type == DLCP_AGG_CLAIM) {
+    return on_claim(a, jslot, &h, addr, now);
   }
   return on_contrib(a, jslot, &h, payload, (uint8_t)(ecn & 3u), addr, now);
 }
@@ -737,6 +782,8 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
       le_copy_out(buf + DLCP_AGG_HDR_LEN, sum, n);
       a->st.results_sent++;
       a->st.resent += o->reason;
+    } else if (o->type == DLCP_AGG_GRANT) {
+      a->st.grants_sent++;
     } else {
       if (o->reason == DLCP_AGG_NACK_WAITING) {
         dlcp_put_u64(buf + DLCP_AGG_HDR_LEN, o->seen);

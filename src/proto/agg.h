@@ -77,7 +77,7 @@ typedef struct dlcp_agg_config {
 
 /* Counters since creation.  Every packet handed to dlcp_agg_on_packet is
  * counted in |packets| and in exactly one of the outcome counters below
- * it (contrib .. stale_acks). */
+ * it (contrib .. claims_granted). */
 typedef struct dlcp_agg_stats {
   uint64_t packets;
   uint64_t contrib;        /* contributions added to a sum */
@@ -90,6 +90,8 @@ typedef struct dlcp_agg_stats {
                               must not send */
   uint64_t foreign;        /* a known job id with the wrong token */
   uint64_t stale_acks;     /* ACKs of unknown or incomplete groups */
+  uint64_t claims_granted; /* CLAIMs of a group with aggregators (answered
+                              GRANT, or the result again if complete) */
   /* what happened, beside the per-packet outcome */
   uint64_t contrib_bytes;  /* gradient payload bytes added to sums */
   uint64_t claims;         /* groups that got aggregators */
@@ -101,6 +103,7 @@ typedef struct dlcp_agg_stats {
   uint64_t resent;         /* of which re-sent (duplicate or timeout) */
   uint64_t resend_backoffs; /* re-send interval doublings */
   uint64_t nacks_sent;     /* NACK datagrams written by poll */
+  uint64_t grants_sent;    /* GRANT datagrams written by poll */
   uint64_t freed;          /* groups freed after every acknowledgement */
   uint64_t reclaimed;      /* groups reclaimed after the lease */
   uint64_t abandoned;      /* groups dropped after max_resends */
@@ -138,7 +141,7 @@ void dlcp_agg_del(dlcp_agg *a);
  * address the driver calls |addr|.  Answers are queued for dlcp_agg_poll.
  * Returns 0 if the packet was used (added, acknowledged, answered), or the
  * reason it was dropped: a decode error, DLCP_ERR_FOREIGN_JOB (wrong
- * token), DLCP_ERR_BAD_TYPE (a RESULT or NACK sent to the switch),
+ * token), DLCP_ERR_BAD_TYPE (a RESULT, NACK or GRANT sent to the switch),
  * DLCP_ERR_DUPLICATE (a contribution to a group whose result its sender
  * has acknowledged), DLCP_ERR_UNKNOWN_TRANSFER (a stale ACK).  None is
  * fatal.

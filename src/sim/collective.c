@@ -425,6 +425,7 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
     p.window = job->spec.ina_window;
   }
   p.cc = job->spec.ina_cc;
+  p.claim = job->spec.ina_claim;
   if (job->spec.ina_rto_ps) {
     p.rto_ns = ns_of(job->spec.ina_rto_ps);
   }

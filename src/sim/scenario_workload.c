@@ -269,13 +269,14 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   return 0;
 }
 
-/* window, rto, group_blocks, cc: only for the algorithms through the
- * switch (0 keeps src/coll/ina's defaults; RA-INA's groups have one block
- * per rank; cc none keeps the window fixed, panama lets it follow ECN). */
+/* window, rto, group_blocks, cc, claim: only for the algorithms through
+ * the switch (0 keeps src/coll/ina's defaults; RA-INA's groups have one
+ * block per rank; cc none keeps the window fixed, panama lets it follow
+ * ECN; claim: RA-INA's header-only claims). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
   static const char *const only_ina[] = {"window", "rto", "group_blocks", "cc",
-                                         NULL};
+                                         "claim", NULL};
   static const char *const ccs[] = {"none", "panama", NULL};
   /* CINA's ranks are plain INA ranks at their rack's switch. */
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
@@ -288,6 +289,10 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
       return dlcp_scn_fail(s, v, field, "expected algo %s for this field",
                            ina ? "ina (RA-INA groups one block per rank)"
                                : "ina or ra_ina");
+    }
+    if (v && cs->algo == DLCP_ALGO_INA && strcmp(*k, "claim") == 0) {
+      return dlcp_scn_fail(s, v, field, "expected algo ra_ina for this "
+                           "field (plain INA waits for aggregators)");
     }
   }
   int rv;
@@ -303,6 +308,10 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
     return rv;
   }
   cs->ina_cc = cc == 1;
+  cs->ina_claim = false;
+  if ((rv = dlcp_scn_get_bool(s, n, path, "claim", &cs->ina_claim)) != 0) {
+    return rv;
+  }
   if (dlcp_scn_map_get(n, "rto") && cs->ina_rto_ps < DLCP_SIM_PS_PER_NS) {
     dlcp_scn_join(field, sizeof(field), path, "rto");
     return dlcp_scn_fail(s, dlcp_scn_map_get(n, "rto"), field,
@@ -418,7 +427,8 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
       "chunk",        "scale",         "hosts",      "window",
       "rto",          "group_blocks",  "gpus_per_host", "chunks",
       "intra_rate",   "intra_latency", "kind",       "reduce_time",
-      "straggler",    "bypass",        "cc",         NULL};
+      "straggler",    "bypass",        "cc",         "claim",
+      NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;

@@ -21,7 +21,7 @@ size_t dlcp_agg_payload_len(const dlcp_agg_hdr *h) {
 /* The field rules of agg_wire.h, type by type.  Returns 0 or
  * DLCP_ERR_BAD_TYPE / DLCP_ERR_INVALID_ARGUMENT. */
 static int hdr_check(const dlcp_agg_hdr *h) {
-  if (h->type < DLCP_AGG_CONTRIB || h->type > DLCP_AGG_NACK) {
+  if (h->type < DLCP_AGG_CONTRIB || h->type > DLCP_AGG_GRANT) {
     return DLCP_ERR_BAD_TYPE;
   }
   if (h->world == 0 || h->world > DLCP_AGG_MAX_WORLD ||
@@ -32,12 +32,18 @@ static int hdr_check(const dlcp_agg_hdr *h) {
   }
   switch ((dlcp_agg_type)h->type) {
   case DLCP_AGG_CONTRIB:
+  case DLCP_AGG_CLAIM:
     if ((h->flags & DLCP_AGG_FLAG_ECN_MASK) != 0 || h->aux != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
     break;
   case DLCP_AGG_ACK:
     if (h->flags != 0 || h->aux != 0) {
+      return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    break;
+  case DLCP_AGG_GRANT:
+    if (h->flags != 0 || h->low != 0 || h->aux != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
     break;

@@ -19,39 +19,42 @@
  *                     packet of that job id with another token, so no job
  *                     can read or corrupt another's aggregators
  *   16  4    group    group index inside the job's operation
- *   20  4    low      CONTRIB, ACK: the sender's low-water mark, the lowest
+ *   20  4    low      CONTRIB, CLAIM, ACK: the sender's low-water mark, the lowest
  *                     group for which it still needs the switch (every
  *                     group below it has its result or its verdict);
  *                     NACK TOO_BIG: the most consecutive aggregators the
  *                     switch can ever give the job (its pool, or the job's
- *                     partition), 1..nblocks-1; RESULT, other NACKs: zero
- *   24  1    rank     CONTRIB, ACK: the sender; RESULT, NACK: the receiver
+ *                     partition), 1..nblocks-1; RESULT, GRANT, other
+ *                     NACKs: zero
+ *   24  1    rank     CONTRIB, CLAIM, ACK: the sender; RESULT, NACK, GRANT:
+ *                     the receiver
  *   25  1    world    workers in the job, 1..DLCP_AGG_MAX_WORLD
  *   26  1    nblocks  aggregator blocks in the group, 1..DLCP_AGG_MAX_BLOCKS
  *                     (RA-INA: n blocks, n = world, the seed's grouping)
- *   27  1    flags    bits 0-1 ECN: CONTRIB zero (the switch takes the
+ *   27  1    flags    bits 0-1 ECN: CONTRIB, CLAIM zero (the switch takes the
  *                     codepoint from the IP header), RESULT the OR of the
  *                     contributions' codepoints (3 = CE seen; the
  *                     result itself leaves ECT(0), so a CE in its IP
  *                     header is its own path's);
- *                     bit 2 RING (CONTRIB: the sender runs RA-INA: if no
- *                     aggregators are free, give the group a ring verdict
- *                     instead of asking to retry); bit 3 RETX (CONTRIB:
- *                     a retransmission, informational); rest zero
+ *                     bit 2 RING (CONTRIB, CLAIM: the sender runs RA-INA:
+ *                     if no aggregators are free, give the group a ring
+ *                     verdict instead of asking to retry); bit 3 RETX
+ *                     (CONTRIB, CLAIM: a retransmission, informational);
+ *                     rest zero; GRANT: zero
  *   28  2    elems    int32 elements per block, 1..DLCP_AGG_MAX_BLOCK_ELEMS;
  *                     must equal the switch's block size
  *   30  2    aux      RESULT: cap, the aggregators the job may hold:
  *                     those it holds and its share of the free ones
  *                     (saturating; PANAMA's cwnd_cap); NACK: the reason
- *                     (dlcp_agg_nack); CONTRIB, ACK: zero
+ *                     (dlcp_agg_nack); CONTRIB, CLAIM, ACK, GRANT: zero
  *   32  ...  payload  CONTRIB and RESULT: nblocks * elems int32 values,
  *                     block after block; NACK WAITING: 8 bytes, the bitmap
  *                     of the workers whose contributions the group holds
- *                     (bit r: rank r; none at or above world); ACK and
- *                     other NACKs: nothing
+ *                     (bit r: rank r; none at or above world); ACK,
+ *                     CLAIM, GRANT and other NACKs: nothing
  *
  * The datagram's length must be exactly 32 + 4 * nblocks * elems (CONTRIB,
- * RESULT), 40 (NACK WAITING) or 32 (ACK, other NACKs), and at most
+ * RESULT), 40 (NACK WAITING) or 32 (ACK, CLAIM, GRANT, other NACKs), and at most
  * DLCP_AGG_DGRAM_MAX.
  */
 #ifndef DLCP_WIRE_AGG_WIRE_H
@@ -87,7 +90,13 @@ typedef enum dlcp_agg_type {
   DLCP_AGG_CONTRIB = 1, /* host -> switch: one worker's share of a group */
   DLCP_AGG_RESULT = 2,  /* switch -> host: the group's sum over all workers */
   DLCP_AGG_ACK = 3,     /* host -> switch: result received, free it */
-  DLCP_AGG_NACK = 4     /* switch -> host: the group is not aggregated */
+  DLCP_AGG_NACK = 4,    /* switch -> host: the group is not aggregated */
+  /* host -> switch: a group's header without its payload, asking for its
+   * verdict first (RA-INA: a group given a ring verdict then costs the
+   * host no upload) */
+  DLCP_AGG_CLAIM = 5,
+  DLCP_AGG_GRANT = 6    /* switch -> host: the group has its aggregators,
+                           send the contribution */
 } dlcp_agg_type;
 
 /* Why a NACK was sent (its aux field). */

@@ -9,14 +9,15 @@
  *             the ECN codepoint
  *   2 ....    a well-formed ACK: job, group, rank, world, low
  *   3 L ...   a raw datagram of L bytes
+ *   4 ....    a well-formed CLAIM: as CONTRIB, without the payload
  *
  * Invariants (abort on violation): nothing crashes or leaks; every packet
  * is counted in exactly one outcome; aggregators in use never exceed the
- * pool; every datagram the switch writes decodes and is a RESULT or a
- * NACK; a result of contributions that all carried value v in every
- * element holds k * v; a TOO_BIG refusal names the pool of 8 and answers
- * only a group larger than it; after the timers and a dry poll, the
- * deadline lies in the future.
+ * pool; every datagram the switch writes decodes and is a RESULT, a
+ * NACK or a GRANT; a result of contributions that all carried value v in
+ * every element holds k * v; a TOO_BIG refusal names the pool of 8 and
+ * answers only a group larger than it; after the timers and a dry poll,
+ * the deadline lies in the future.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,7 +46,8 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
     const uint8_t *payload;
 
     if (dlcp_agg_decode(&h, &payload, buf, s.len) != 0 ||
-        (h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK)) {
+        (h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK &&
+         h.type != DLCP_AGG_GRANT)) {
       abort();
     }
     if (h.type == DLCP_AGG_NACK && h.aux == DLCP_AGG_NACK_TOO_BIG &&
@@ -58,7 +60,8 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
   }
   dlcp_agg_get_stats(a, &st);
   if (st.packets != st.contrib + st.duplicates + st.acks + st.nacked +
-                        st.malformed + st.foreign + st.stale_acks ||
+                        st.malformed + st.foreign + st.stale_acks +
+                        st.claims_granted ||
       st.aggs_used > st.aggs_total) {
     abort();
   }
@@ -84,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   while (p < end) {
-    uint8_t op = take(&p, end) % 4;
+    uint8_t op = take(&p, end) % 5;
     dlcp_agg_hdr h;
     size_t len = DLCP_AGG_HDR_LEN;
 
@@ -131,6 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (size_t i = DLCP_AGG_HDR_LEN; i < len; i += 4) {
         dlcp_put_u32(pkt + i, v);
       }
+    } else if (op == 4) {
+      h.type = DLCP_AGG_CLAIM;
+      h.flags = (take(&p, end) & 1u) ? DLCP_AGG_FLAG_RING : 0;
     } else {
       h.type = DLCP_AGG_ACK;
       h.low = take(&p, end) % 80u;

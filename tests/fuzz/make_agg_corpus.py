@@ -13,7 +13,7 @@ import struct
 import sys
 
 MAGIC = 0xD1CA
-CONTRIB, RESULT, ACK, NACK = 1, 2, 3, 4
+CONTRIB, RESULT, ACK, NACK, CLAIM, GRANT = 1, 2, 3, 4, 5, 6
 
 
 def hdr(mtype, job=7, token=0x1122334455667788, group=0, low=0, rank=0,
@@ -41,7 +41,13 @@ def corpora():
         "result_ce": result(flags=3, aux=100),
         "ack": hdr(ACK, group=3, low=4),
         "nack_ring": hdr(NACK, aux=1),
-        "nack_bad_reason": hdr(NACK, aux=8),
+        "nack_bad_reason": hdr(NACK, aux=9),
+        "nack_waiting": hdr(NACK, world=3, group=3, aux=8) +
+        struct.pack("<Q", 0b011),
+        "nack_waiting_bit_ge_world": hdr(NACK, aux=8) + struct.pack("<Q", 4),
+        "claim_ra": hdr(CLAIM, nblocks=4, world=4, rank=1, flags=0x04,
+                        group=9, low=5),
+        "grant": hdr(GRANT, nblocks=4, world=4, rank=1, group=9),
         "nack_too_big": hdr(NACK, nblocks=32, low=16, aux=7),
         "nack_too_big_low_ge_nblocks": hdr(NACK, nblocks=4, low=4, aux=7),
         "max": contrib(nblocks=255, elems=64),
@@ -63,6 +69,12 @@ def corpora():
         "forged": bytes([1, 0, 2, 1, 0, 0, 1, 0, 0,
                          1, 2, 2, 1, 1, 0, 1, 0, 0]),
         "raw": bytes([3, 32]) + hdr(ACK, job=1, token=1001, world=2),
+        # RA-INA claims from both ranks of a world of 2, then their
+        # contributions
+        "claims": bytes([4, 0, 3, 1, 0, 1, 1, 0,
+                         4, 0, 3, 1, 1, 1, 1, 0,
+                         1, 0, 3, 1, 0, 1, 5, 1, 0,
+                         1, 0, 3, 1, 1, 1, 7, 1, 0]),
         # plain INA's 9-block group on the pool of 8: refused at once
         "too_big": bytes([1, 0, 4, 1, 0, 15, 1, 0, 0,
                           1, 0, 4, 1, 1, 15, 1, 0, 0]),

@@ -51,7 +51,7 @@ struct inanet {
   dlcp_rng rng;
   inanet_filter_fn filter;
   void *filter_user;
-  uint64_t count[5];
+  uint64_t count[7];
   inanet_stats st;
   uint8_t *buf;
 };
@@ -119,7 +119,7 @@ static void transmit(inanet *n, int from, int to, const uint8_t *buf,
                              : 0;
   int copies = 1;
 
-  if (type < 1 || type > 4) {
+  if (type < DLCP_AGG_CONTRIB || type > DLCP_AGG_GRANT) {
     type = 0;
   }
   n->st.sent[type]++;

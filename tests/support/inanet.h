@@ -27,14 +27,14 @@ typedef struct inanet_config {
   uint64_t seed;
   dlcp_duration delay_ns;  /* one way, host <-> switch */
   dlcp_duration jitter_ns; /* + uniform [0, jitter) per datagram */
-  double loss[5];          /* by dlcp_agg_type (index 1..4) */
+  double loss[7];          /* by dlcp_agg_type (index 1..6) */
   double dup;
   double ce;               /* host -> switch datagrams marked CE */
   dlcp_tstamp until_ns;    /* give up after this; 0 = 60 s */
 } inanet_config;
 
 typedef struct inanet_stats {
-  uint64_t sent[5], lost[5], dup[5]; /* by dlcp_agg_type */
+  uint64_t sent[7], lost[7], dup[7]; /* by dlcp_agg_type */
   uint64_t filtered;
   uint64_t strays_acked; /* results answered after their host was done */
 } inanet_stats;
