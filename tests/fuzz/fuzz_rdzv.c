@@ -47,6 +47,12 @@ typedef struct client {
   uint8_t hdr[DLCP_RDZV_HDR_LEN];
   size_t have;   /* header bytes collected */
   uint64_t skip; /* value bytes still to skip */
+  /* the last round that reported events for this client, for kept():
+   * the events, whether the server's connection was found, and its state
+   * right after conn_on_events */
+  short last_ev;
+  int last_found, last_dead, last_closing;
+  size_t last_in;
 } client;
 
 static void discard(void *arg, const char *line) {
@@ -130,12 +136,17 @@ static void run_round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
   srv->now = now; /* what server_main reads after its poll */
   if (k >= 0 && cl[k].srv_fd >= 0) {
     conn *c = client_conn(srv, &cl[k]);
+    cl[k].last_found = c != NULL;
     if (c != NULL) {
       short want = (short)((c->in_len < c->in_cap ? POLLIN : 0) |
                            (c->out_len > c->out_off ? POLLOUT : 0) |
                            POLLRDHUP);
       /* poll reports POLLHUP/POLLERR whether asked or not */
-      conn_on_events(srv, c, (short)(ev & (want | POLLHUP | POLLERR)));
+      cl[k].last_ev = (short)(ev & (want | POLLHUP | POLLERR));
+      conn_on_events(srv, c, cl[k].last_ev);
+      cl[k].last_dead = c->dead;
+      cl[k].last_closing = c->closing;
+      cl[k].last_in = c->in_len;
     }
   }
   round_end(srv, now);
@@ -158,10 +169,15 @@ static void kept(dlcp_rdzv_server *srv, const client *cl, int k) {
   if (c != NULL) {
     fprintf(stderr,
             "fuzz_rdzv: client %d's connection kept: rank %lld, in %zu/%zu, "
-            "out %zu..%zu, wait %s, closing %d, dead %d\n",
+            "out %zu..%zu, wait %s, closing %d, dead %d; the last events "
+            "0x%x %s it (then dead %d, closing %d, in %zu); fd %d, %zu "
+            "connections\n",
             k, (long long)c->rank, c->in_len, c->in_cap, c->out_off,
             c->out_len, c->wait_key ? "parked" : "none", c->closing,
-            c->dead);
+            c->dead, (unsigned)cl[k].last_ev,
+            cl[k].last_found ? "reached" : "did not reach",
+            cl[k].last_dead, cl[k].last_closing, cl[k].last_in, c->fd,
+            srv->nconns);
   }
   abort();
 }
