@@ -535,6 +535,36 @@ static void test_missing_rank_named(void **state) {
   run_ranks(3, "4M", missing_main, 1);
 }
 
+/* PANAMA's window and RA-INA's header-only claims in the runtime
+ * (DLCP_INA_CC=panama, DLCP_INA_CLAIM=1): every dtype, op and size exact,
+ * on a roomy pool and on one too small for every RA-INA group; a value
+ * the runtime does not know is refused naming the variable. */
+static void test_panama_and_claims(void **state) {
+  (void)state;
+  setenv("DLCP_INA_CC", "panama", 1);
+  setenv("DLCP_INA_CLAIM", "1", 1);
+  run_world(4, "4M");
+  run_world(3, "16K");
+  unsetenv("DLCP_INA_CLAIM");
+  setenv("DLCP_INA_CC", "dctcp", 1);
+  const char *args[] = {"--mem", "4M", NULL};
+  switchd d;
+  char sw[64];
+  dlcp_coll_info info;
+  assert_int_equal(switchd_start(&d, args), 0);
+  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
+  setenv("DLCP_SWITCH", sw, 1);
+  dlcp_comm *comm = one_rank_comm(20000);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  if (strstr(info.error, "DLCP_INA_CC=dctcp: expected none or panama") ==
+      NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_comm_destroy(comm);
+  (void)switchd_stop(&d);
+  unsetenv("DLCP_INA_CC");
+}
+
 /* A pool smaller than one group of plain INA (4 KiB: 16 aggregators; a
  * group on loopback is 32 blocks): the switch refuses the group at once
  * and the operation fails naming the switch and both sizes, not after the
@@ -578,6 +608,7 @@ int main(void) {
       cmocka_unit_test(test_no_switch),
       cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_missing_rank_named),
+      cmocka_unit_test(test_panama_and_claims),
       cmocka_unit_test(test_worlds),
       cmocka_unit_test(test_small_pool),
       cmocka_unit_test(test_overlap),

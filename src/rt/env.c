@@ -38,7 +38,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
     "DLCP_SHM",         "DLCP_FLIGHT_DIR",  "DLCP_CONTROL_DATAGRAMS",
     /* Read elsewhere: the INA runtime, the Python package and its build. */
-    "DLCP_SWITCH",      "DLCP_LIBRARY",     "DLCP_BUILD_DIR",
+    "DLCP_SWITCH",      "DLCP_INA_CC",      "DLCP_INA_CLAIM",
+    "DLCP_LIBRARY",     "DLCP_BUILD_DIR",
     "DLCP_TORCH_BACKEND",
     NULL};
 

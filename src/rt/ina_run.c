@@ -43,6 +43,7 @@
 #include "rt/comm_internal.h"
 #include "rt/errbuf.h"
 #include "rt/flight.h"
+#include "rt/net.h"
 #include "rt/request.h"
 #include "wire/agg_wire.h"
 
@@ -79,6 +80,8 @@ struct dlcp_rt_ina {
   char name[128]; /* the switch, for messages */
   uint8_t *buf;   /* one datagram */
   uint32_t mtu;   /* of the path to the switch */
+  bool cc;        /* DLCP_INA_CC=panama: PANAMA's window (coll/ina_cc.h) */
+  bool claim;     /* DLCP_INA_CLAIM=1: RA-INA's header-only claims */
   dlcp_rt_ina_op *ops; /* in flight, in start (and group) order */
 };
 
@@ -247,7 +250,8 @@ static const uint32_t *job_low(const dlcp_rt_ina *s, uint32_t *low) {
 
 /* Hands one datagram from the switch to the operation whose group it is;
  * a result of no operation in flight is acknowledged. */
-static void on_datagram(dlcp_rt_ina *s, size_t len, dlcp_tstamp now) {
+static void on_datagram(dlcp_rt_ina *s, size_t len, uint8_t ecn,
+                        dlcp_tstamp now) {
   dlcp_agg_hdr h;
   const uint8_t *payload;
   uint8_t ack[DLCP_AGG_HDR_LEN];
@@ -259,7 +263,7 @@ static void on_datagram(dlcp_rt_ina *s, size_t len, dlcp_tstamp now) {
   }
   for (dlcp_rt_ina_op *iop = s->ops; iop; iop = iop->next) {
     if (iop->h != NULL && h.group - iop->p.first_group < iop->ngroups) {
-      (void)dlcp_ina_on_packet(iop->h, s->buf, len, 0, now);
+      (void)dlcp_ina_on_packet(iop->h, s->buf, len, ecn, now);
       return;
     }
   }
@@ -284,11 +288,16 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   /* Read until dry, or a bounded batch (the loop reports the rest); an
    * error an ICMP message queued (the switch's port unreachable) is read
    * like a datagram and dropped: a lost datagram is re-sent by either
-   * end, and a switch that never answers is the timeout's to report. */
+   * end, and a switch that never answers is the timeout's to report.
+   * The IP header's ECN bits come along (IP_RECVTOS, set with cc). */
   for (int i = 0; i < INA_RECV_BATCH; i++) {
-    k = recv(fd, s->buf, DLCP_AGG_DGRAM_MAX, MSG_DONTWAIT);
+    char ctl[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = s->buf, .iov_len = DLCP_AGG_DGRAM_MAX};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                       .msg_controllen = sizeof(ctl)};
+    k = recvmsg(fd, &m, MSG_DONTWAIT);
     if (k > 0) {
-      on_datagram(s, (size_t)k, dlcp_rt_now());
+      on_datagram(s, (size_t)k, dlcp_net_ecn_of(&m), dlcp_rt_now());
     } else if (k == 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
       break;
     }
@@ -298,6 +307,24 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
 }
 
 /* --- starting --------------------------------------------------------- */
+
+/* options reads DLCP_INA_CC (none | panama) and DLCP_INA_CLAIM (0 | 1)
+ * into |s|; 0, or DLCP_ERR_CONFIG with |info| naming the variable. */
+static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
+  const char *cc = getenv("DLCP_INA_CC");
+  const char *claim = getenv("DLCP_INA_CLAIM");
+  if (cc != NULL && strcmp(cc, "none") != 0 && strcmp(cc, "panama") != 0) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_INA_CC=%.40s: expected none or panama", cc);
+  }
+  if (claim != NULL && strcmp(claim, "0") != 0 && strcmp(claim, "1") != 0) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_INA_CLAIM=%.40s: expected 0 or 1", claim);
+  }
+  s->cc = cc != NULL && strcmp(cc, "panama") == 0;
+  s->claim = claim != NULL && strcmp(claim, "1") == 0;
+  return 0;
+}
 
 /* The socket to DLCP_SWITCH, watched by the communicator's loop, and the
  * identity broadcast started.  With |mu| held. */
@@ -334,6 +361,13 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
     return fail_info(info, DLCP_ERR_NOMEM, "INA: out of memory");
   }
   snprintf(s->name, sizeof(s->name), "%s", env);
+  s->fd = -1;
+  rv = options(s, info);
+  if (rv != 0) {
+    freeaddrinfo(ai);
+    dlcp_rt_ina_free(s);
+    return rv;
+  }
   s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s->fd < 0 || connect(s->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
     rv = -errno;
@@ -348,6 +382,13 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
     socklen_t len = sizeof(mtu);
 
     (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+    if (s->cc) {
+      /* Contributions ECN-capable, so queues mark rather than drop them,
+       * and the results' codepoints read back. */
+      int ect = DLCP_AGG_ECN_ECT0, on = 1;
+      (void)setsockopt(s->fd, IPPROTO_IP, IP_TOS, &ect, sizeof(ect));
+      (void)setsockopt(s->fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+    }
     if (getsockopt(s->fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0 || mtu < 576) {
       mtu = 1500;
     }
@@ -416,6 +457,8 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   p->rank = dlcp_comm_rank(c);
   p->world = dlcp_comm_size(c);
   p->mode = iop->ra ? DLCP_INA_RING_FALLBACK : DLCP_INA_WAIT;
+  p->cc = s->cc;
+  p->claim = s->claim && iop->ra;
   p->group_blocks = iop->ra ? p->world : mtu_blocks(s, p->block_elems);
   p->first_group = s->next_group;
   /* A group waits for the slowest rank's contribution: re-sends are not a

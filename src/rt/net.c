@@ -192,6 +192,22 @@ int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline) {
   return 0;
 }
 
+uint8_t dlcp_net_ecn_of(const struct msghdr *m) {
+  if (m->msg_flags & MSG_CTRUNC) {
+    return 0;
+  }
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
+       c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
+        c->cmsg_len >= CMSG_LEN(1)) {
+      uint8_t tos;
+      memcpy(&tos, CMSG_DATA(c), 1);
+      return (uint8_t)(tos & 3u);
+    }
+  }
+  return 0;
+}
+
 /* The kernel's range of ephemeral ports (what connect() and bind to port 0
  * hand out), from procfs; the default range if it cannot be read. */
 static void ephemeral_range(unsigned *lo, unsigned *hi) {

@@ -74,6 +74,11 @@ int dlcp_net_write_all(int fd, const void *buf, size_t len,
  */
 int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline);
 
+/* dlcp_net_ecn_of returns the ECN bits (0..3) of the IP_TOS ancillary
+ * datum of a message received with IP_RECVTOS set, 0 if it carries none
+ * or its control data was truncated. */
+uint8_t dlcp_net_ecn_of(const struct msghdr *m);
+
 /*
  * dlcp_net_free_port finds a currently unused TCP port on |host|: a
  * random one outside the kernel's ephemeral range (so no connect() can
