@@ -536,14 +536,16 @@ static void test_missing_rank_named(void **state) {
 }
 
 /* PANAMA's window and RA-INA's header-only claims in the runtime
- * (DLCP_INA_CC=panama, DLCP_INA_CLAIM=1): every dtype, op and size exact,
+ * (DLCP_INA_CC=panama, DLCP_INA_CLAIM=always or auto): every dtype, op and size exact,
  * on a roomy pool and on one too small for every RA-INA group; a value
  * the runtime does not know is refused naming the variable. */
 static void test_panama_and_claims(void **state) {
   (void)state;
   setenv("DLCP_INA_CC", "panama", 1);
-  setenv("DLCP_INA_CLAIM", "1", 1);
+  setenv("DLCP_INA_CLAIM", "always", 1);
   run_world(4, "4M");
+  run_world(3, "16K");
+  setenv("DLCP_INA_CLAIM", "auto", 1);
   run_world(3, "16K");
   unsetenv("DLCP_INA_CLAIM");
   setenv("DLCP_INA_CC", "dctcp", 1);

@@ -749,7 +749,7 @@ typedef struct job {
   uint64_t token;
   uint32_t world;
   dlcp_ina_mode mode;
-  bool claim; /* RA-INA with header-only claims */
+  dlcp_ina_claim claim; /* RA-INA's header-only claims */
   dlcp_dtype dtype;
   dlcp_redop op;
   uint64_t count;
@@ -952,7 +952,7 @@ static dlcp_agg *net_switch(uint64_t mem_bytes, dlcp_agg_policy pol,
 /* One job, |world| ranks, through a network with |cfg|'s faults. */
 static void run_one(const inanet_config *cfg, uint32_t world,
                     dlcp_ina_mode mode, dlcp_dtype dtype, uint64_t count,
-                    uint64_t mem, bool claim) {
+                    uint64_t mem, dlcp_ina_claim claim) {
   dlcp_agg *sw = net_switch(mem, DLCP_AGG_SHARED, 1);
   inanet *n = inanet_new(cfg, sw);
   job j;
@@ -985,8 +985,10 @@ static void test_ina_clean_worlds(void **state) {
   inanet_config_default(&c);
   for (uint32_t w = 1; w <= MAXW; w++) {
     c.seed = w;
-    run_one(&c, w, DLCP_INA_WAIT, DLCP_FLOAT32, 3000 + w, 1u << 20, false);
-    run_one(&c, w, DLCP_INA_WAIT, DLCP_INT32, 777, 1u << 20, false);
+    run_one(&c, w, DLCP_INA_WAIT, DLCP_FLOAT32, 3000 + w, 1u << 20,
+            DLCP_INA_CLAIM_NEVER);
+    run_one(&c, w, DLCP_INA_WAIT, DLCP_INT32, 777, 1u << 20,
+            DLCP_INA_CLAIM_NEVER);
   }
 }
 
@@ -1004,9 +1006,9 @@ static void test_ina_loss_dup_reorder(void **state) {
     run_one(&c, 4, type == DLCP_AGG_NACK ? DLCP_INA_RING_FALLBACK
                                          : DLCP_INA_WAIT,
             DLCP_FLOAT32, 20000, type == DLCP_AGG_NACK ? 16384 : 1u << 20,
-            false);
+            DLCP_INA_CLAIM_NEVER);
     run_one(&c, 3, DLCP_INA_WAIT, DLCP_INT32, 5000,
-            type == DLCP_AGG_NACK ? 4096 : 1u << 20, false);
+            type == DLCP_AGG_NACK ? 4096 : 1u << 20, DLCP_INA_CLAIM_NEVER);
   }
   inanet_config_default(&c);
   c.seed = 7;
@@ -1015,9 +1017,11 @@ static void test_ina_loss_dup_reorder(void **state) {
   }
   c.dup = 0.1;
   c.jitter_ns = 20000;
-  run_one(&c, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 30000, 1u << 20, false);
-  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000, false);
-  run_one(&c, 8, DLCP_INA_WAIT, DLCP_INT32, 9000, 8192, false);
+  run_one(&c, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 30000, 1u << 20,
+          DLCP_INA_CLAIM_NEVER);
+  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000,
+          DLCP_INA_CLAIM_NEVER);
+  run_one(&c, 8, DLCP_INA_WAIT, DLCP_INT32, 9000, 8192, DLCP_INA_CLAIM_NEVER);
 }
 
 /* RA-INA with header-only claims: exact under the loss of each packet
@@ -1033,7 +1037,8 @@ static void test_ra_ina_claims(void **state) {
     inanet_config_default(&c);
     c.seed = 300u + (uint64_t)type;
     c.loss[type] = 0.2;
-    run_one(&c, 4, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 20000, 16384, true);
+    run_one(&c, 4, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 20000, 16384,
+            DLCP_INA_CLAIM_ALWAYS);
   }
   inanet_config_default(&c);
   c.seed = 9;
@@ -1042,8 +1047,10 @@ static void test_ra_ina_claims(void **state) {
   }
   c.dup = 0.1;
   c.jitter_ns = 20000;
-  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000, true);
-  run_one(&c, 3, DLCP_INA_RING_FALLBACK, DLCP_INT32, 9000, 1u << 20, true);
+  run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000,
+          DLCP_INA_CLAIM_ALWAYS);
+  run_one(&c, 3, DLCP_INA_RING_FALLBACK, DLCP_INT32, 9000, 1u << 20,
+          DLCP_INA_CLAIM_AUTO);
 
   /* clean: no upload of a ring group */
   dlcp_agg *sw = net_switch(16384, DLCP_AGG_SHARED, 1);
@@ -1054,7 +1061,7 @@ static void test_ra_ina_claims(void **state) {
   dlcp_ina_result r;
   dlcp_agg_stats st;
   job_init(&j, 1, 4, DLCP_INA_RING_FALLBACK, DLCP_INT32, 40000, 11);
-  j.claim = true;
+  j.claim = DLCP_INA_CLAIM_ALWAYS;
   job_start(&j, n);
   assert_int_equal(inanet_run(n), 4);
   job_ring_part(&j);
@@ -1076,7 +1083,7 @@ static void test_ra_ina_claims(void **state) {
   p.dtype = DLCP_INT32;
   p.recvbuf = x;
   p.count = 64;
-  p.claim = true;
+  p.claim = DLCP_INA_CLAIM_ALWAYS;
   assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), DLCP_ERR_INVALID_ARGUMENT);
 }
 
@@ -1157,7 +1164,8 @@ static void test_ina_ecn(void **state) {
  * finish; RA-INA never waits, plain INA waits its turn, static partitions
  * isolate. */
 static void run_jobs(uint32_t njobs, dlcp_ina_mode mode, dlcp_agg_policy pol,
-                     uint64_t seed, uint32_t *ring_groups, bool claim) {
+                     uint64_t seed, uint32_t *ring_groups,
+                     dlcp_ina_claim claim) {
   inanet_config c;
   /* 24 aggregators of 64: one 4-rank group needs 4, each job keeps up to
    * 16 groups (64 aggregators) in flight */
@@ -1210,16 +1218,18 @@ static void test_jobs_share_small_pool(void **state) {
   (void)state;
   for (uint32_t njobs = 2; njobs <= 3; njobs++) {
     run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_SHARED, 40 + njobs, ring,
-             false);
+             DLCP_INA_CLAIM_NEVER);
     for (uint32_t k = 0; k < njobs; k++) {
       assert_true(ring[k] > 0); /* the pool was too small for everyone */
     }
-    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_SHARED, 50 + njobs, ring, false);
-    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_STATIC, 60 + njobs, ring, false);
+    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_SHARED, 50 + njobs, ring,
+             DLCP_INA_CLAIM_NEVER);
+    run_jobs(njobs, DLCP_INA_WAIT, DLCP_AGG_STATIC, 60 + njobs, ring,
+             DLCP_INA_CLAIM_NEVER);
     run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_STATIC, 70 + njobs, ring,
-             false);
+             DLCP_INA_CLAIM_NEVER);
     run_jobs(njobs, DLCP_INA_RING_FALLBACK, DLCP_AGG_SHARED, 80 + njobs, ring,
-             true);
+             DLCP_INA_CLAIM_ALWAYS);
     for (uint32_t k = 0; k < njobs; k++) {
       assert_true(ring[k] > 0);
     }

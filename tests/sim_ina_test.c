@@ -306,7 +306,7 @@ static void test_claims_and_cc(void **state) {
   (void)state;
   const char *sets[] = {"aggregation.memory=8KiB"};
   dlcp_sim *sim = load("workload:\n  collective: {algo: ra_ina, bytes: 256KB, "
-                       "iterations: 2, rto: 50us, claim: true,\n"
+                       "iterations: 2, rto: 50us, claim: always,\n"
                        "    hosts: [h0, h1, h2, h3]}\n",
                        sets, 1);
   run_all_exact(sim, 1);
@@ -328,7 +328,7 @@ static void test_claims_and_cc(void **state) {
 
   simtest_expect_error(
       "aggregation: {switch: tor0}\n"
-      "workload:\n  collective: {algo: ina, bytes: 1MB, claim: true}\n",
+      "workload:\n  collective: {algo: ina, bytes: 1MB, claim: auto}\n",
       "test.yaml:3: field 'workload.collective.claim': expected algo "
       "ra_ina for this field (plain INA waits for aggregators)");
   simtest_expect_error(

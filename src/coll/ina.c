@@ -55,6 +55,7 @@ struct dlcp_ina {
   uint32_t nclaim;   /* groups in CLAIMING */
   uint32_t *granted; /* GRANTED groups in grant order, a ring of window */
   uint32_t ghead, gcount;
+  double ring_share; /* average of recent verdicts, RING 1, INA 0 */
   uint32_t ndone;
   uint32_t *acks;    /* groups to acknowledge */
   uint32_t ahead, acount, acap;
@@ -266,6 +267,11 @@ static void rtt_sample(dlcp_ina *h, dlcp_duration r) {
   h->rto = rto > h->p.rto_ns ? rto : h->p.rto_ns;
 }
 
+/* A group's verdict, for DLCP_INA_CLAIM_AUTO's average. */
+static void verdict_seen(dlcp_ina *h, bool ring) {
+  h->ring_share += ((ring ? 1.0 : 0.0) - h->ring_share) / 16.0;
+}
+
 /* Retry group |g| when the RTO expires, counted from now. */
 static void retry_later(dlcp_ina *h, uint32_t g, dlcp_tstamp now) {
   h->sent_at[g] = now;
@@ -285,6 +291,7 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
       return DLCP_ERR_UNKNOWN_TRANSFER;
     }
     h->r.ring_groups++;
+    verdict_seen(h, true);
     group_done(h, g, GS_RING);
     return 0;
   case DLCP_AGG_NACK_BUSY:
@@ -379,6 +386,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   if (h->tries[g] == 1 && now >= h->sent_at[g]) {
     rtt_sample(h, now - h->sent_at[g]);
   }
+  verdict_seen(h, false); /* once per group: here, not at its GRANT */
   h->r.results++;
   h->r.ina_groups++;
   /* Congestion on the way up (the OR of the group's contributions) or on
@@ -535,12 +543,14 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
   }
   /* With claims, a window of claims runs ahead of the window of
    * contributions, so that the verdict's round trip is hidden. */
-  if (h->r.status == 0 && h->p.claim && h->next_new < h->ngroups &&
+  bool claim = h->p.claim == DLCP_INA_CLAIM_ALWAYS ||
+               (h->p.claim == DLCP_INA_CLAIM_AUTO && h->ring_share > 0.5);
+  if (h->r.status == 0 && claim && h->next_new < h->ngroups &&
       h->next_new < h->ready && h->nclaim + h->gcount < h->p.window &&
       h->next_new - h->low < 2u * h->p.window) {
     return send_claim(h, act, buf, buflen, h->next_new++, false, now);
   }
-  if (h->r.status == 0 && !h->p.claim && h->next_new < h->ngroups &&
+  if (h->r.status == 0 && !claim && h->next_new < h->ngroups &&
       h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
       h->next_new - h->low < h->p.window) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
@@ -707,7 +717,9 @@ static int params_check(const dlcp_ina_params *p) {
       DLCP_AGG_HDR_LEN + 4u * ge > DLCP_AGG_DGRAM_MAX || p->window == 0 ||
       p->window > DLCP_INA_MAX_WINDOW || p->rto_ns == 0 ||
       p->max_retx > UINT16_MAX - 1u || (p->count > 0 && p->recvbuf == NULL) ||
-      (p->claim && p->mode != DLCP_INA_RING_FALLBACK) ||
+      (unsigned)p->claim > DLCP_INA_CLAIM_AUTO ||
+      (p->claim != DLCP_INA_CLAIM_NEVER &&
+       p->mode != DLCP_INA_RING_FALLBACK) ||
       p->scale_world > DLCP_INA_MAX_SCALE_WORLD ||
       (p->count + ge - 1u) / ge > UINT32_MAX - p->first_group ||
       (p->dtype == DLCP_FLOAT32 && p->count > 0 && p->exps == NULL)) {

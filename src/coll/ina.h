@@ -39,6 +39,8 @@
  * With |claim|, an RA-INA group's first packet is a header-only CLAIM
  * (also carrying the RING flag): the verdict comes back as a GRANT (send
  * the contribution) or a ring verdict, so a ring group is never uploaded.
+ * DLCP_INA_CLAIM_AUTO claims while an average of the recent verdicts
+ * (weight 1/16 each) is mostly RING.
  *
  * Events in: dlcp_ina_on_packet (a datagram from the switch).  Actions out:
  * dlcp_ina_poll (a datagram for the switch written into the caller's
@@ -60,6 +62,16 @@ typedef enum dlcp_ina_mode {
   DLCP_INA_WAIT,         /* plain INA: busy groups retry until aggregated */
   DLCP_INA_RING_FALLBACK /* RA-INA: busy groups get a ring verdict */
 } dlcp_ina_mode;
+
+/* When RA-INA sends a group's header alone first (CLAIM), and its payload
+ * only once the switch grants it aggregators. */
+typedef enum dlcp_ina_claim {
+  DLCP_INA_CLAIM_NEVER = 0, /* every group's first packet carries it */
+  DLCP_INA_CLAIM_ALWAYS,    /* every group is claimed first */
+  DLCP_INA_CLAIM_AUTO       /* while most recent verdicts are RING: claims
+                               save the uploads a short pool would waste,
+                               and cost an extra round trip otherwise */
+} dlcp_ina_claim;
 
 /* E_g of a group whose elements are all zero on this rank. */
 #define DLCP_INA_EXP_ZERO INT32_MIN
@@ -87,11 +99,11 @@ typedef struct dlcp_ina_params {
    * starting at |cc_init| (0: 10) groups.  false: always |window|. */
   bool cc;
   uint32_t cc_init;
-  /* RA-INA only: each group first goes as a header-only CLAIM, and its
-   * payload only once the switch GRANTs it aggregators; a group given a
-   * ring verdict then costs no upload.  Up to |window| claims run ahead
-   * of the |window| contributions in flight. */
-  bool claim;
+  /* RA-INA only: which groups first go as a header-only CLAIM, their
+   * payload following once the switch GRANTs them aggregators; a group
+   * given a ring verdict then costs no upload.  Up to |window| claims run
+   * ahead of the |window| contributions in flight. */
+  dlcp_ina_claim claim;
   dlcp_duration rto_ns;  /* re-send a group after this long */
   uint32_t max_retx;     /* re-sends of one group before failing */
   /* FLOAT32: the agreed exponents E_g, ngroups entries (the MAX over ranks
@@ -197,8 +209,9 @@ void dlcp_ina_del(dlcp_ina *h);
  * call) with the ECN codepoint of its IP header (0..3; 0 from a driver
  * that cannot read it): a RESULT is congestion-marked for the window
  * (cc) if its ECN bits say a contribution saw CE or it arrived CE itself,
- * on the way down from the switch.  Returns 0 if it was used, a decode error or DLCP_ERR_FOREIGN_JOB /
- * DLCP_ERR_UNKNOWN_TRANSFER if it was dropped (counted in |rejected|), or
+ * on the way down from the switch.  Returns 0 if it was used, a decode
+ * error or DLCP_ERR_FOREIGN_JOB / DLCP_ERR_UNKNOWN_TRANSFER if it was
+ * dropped (counted in |rejected|), or
  * the operation's failure: DLCP_ERR_CONFIG (the switch runs another block
  * size or the job another world, or its pool or the job's partition is
  * smaller than one group: |switch_pool| in the result then says how many

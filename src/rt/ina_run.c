@@ -81,7 +81,7 @@ struct dlcp_rt_ina {
   uint8_t *buf;   /* one datagram */
   uint32_t mtu;   /* of the path to the switch */
   bool cc;        /* DLCP_INA_CC=panama: PANAMA's window (coll/ina_cc.h) */
-  bool claim;     /* DLCP_INA_CLAIM=1: RA-INA's header-only claims */
+  dlcp_ina_claim claim; /* DLCP_INA_CLAIM: RA-INA's header-only claims */
   dlcp_rt_ina_op *ops; /* in flight, in start (and group) order */
 };
 
@@ -308,8 +308,9 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
 
 /* --- starting --------------------------------------------------------- */
 
-/* options reads DLCP_INA_CC (none | panama) and DLCP_INA_CLAIM (0 | 1)
- * into |s|; 0, or DLCP_ERR_CONFIG with |info| naming the variable. */
+/* options reads DLCP_INA_CC (none | panama; default none) and
+ * DLCP_INA_CLAIM (never | always | auto; default auto) into |s|; 0, or
+ * DLCP_ERR_CONFIG with |info| naming the variable. */
 static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
   const char *cc = getenv("DLCP_INA_CC");
   const char *claim = getenv("DLCP_INA_CLAIM");
@@ -317,12 +318,21 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
     return fail_info(info, DLCP_ERR_CONFIG,
                      "INA: DLCP_INA_CC=%.40s: expected none or panama", cc);
   }
-  if (claim != NULL && strcmp(claim, "0") != 0 && strcmp(claim, "1") != 0) {
-    return fail_info(info, DLCP_ERR_CONFIG,
-                     "INA: DLCP_INA_CLAIM=%.40s: expected 0 or 1", claim);
+  static const char *const claims[] = {"never", "always", "auto"};
+  s->claim = DLCP_INA_CLAIM_AUTO;
+  if (claim != NULL) {
+    size_t i = 0;
+    while (i < 3 && strcmp(claim, claims[i]) != 0) {
+      i++;
+    }
+    if (i == 3) {
+      return fail_info(info, DLCP_ERR_CONFIG,
+                       "INA: DLCP_INA_CLAIM=%.40s: expected never, always "
+                       "or auto", claim);
+    }
+    s->claim = (dlcp_ina_claim)i;
   }
   s->cc = cc != NULL && strcmp(cc, "panama") == 0;
-  s->claim = claim != NULL && strcmp(claim, "1") == 0;
   return 0;
 }
 
@@ -458,7 +468,7 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   p->world = dlcp_comm_size(c);
   p->mode = iop->ra ? DLCP_INA_RING_FALLBACK : DLCP_INA_WAIT;
   p->cc = s->cc;
-  p->claim = s->claim && iop->ra;
+  p->claim = iop->ra ? s->claim : DLCP_INA_CLAIM_NEVER;
   p->group_blocks = iop->ra ? p->world : mtu_blocks(s, p->block_elems);
   p->first_group = s->next_group;
   /* A group waits for the slowest rank's contribution: re-sends are not a

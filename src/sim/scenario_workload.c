@@ -272,12 +272,14 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
 /* window, rto, group_blocks, cc, claim: only for the algorithms through
  * the switch (0 keeps src/coll/ina's defaults; RA-INA's groups have one
  * block per rank; cc none keeps the window fixed, panama lets it follow
- * ECN; claim: RA-INA's header-only claims). */
+ * ECN; claim never, always or auto (RA-INA's default): its header-only
+ * claims). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
   static const char *const only_ina[] = {"window", "rto", "group_blocks", "cc",
                                          "claim", NULL};
   static const char *const ccs[] = {"none", "panama", NULL};
+  static const char *const claims[] = {"never", "always", "auto", NULL};
   /* CINA's ranks are plain INA ranks at their rack's switch. */
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
   char field[256];
@@ -308,10 +310,12 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
     return rv;
   }
   cs->ina_cc = cc == 1;
-  cs->ina_claim = false;
-  if ((rv = dlcp_scn_get_bool(s, n, path, "claim", &cs->ina_claim)) != 0) {
+  int claim = cs->algo == DLCP_ALGO_RA_INA ? DLCP_INA_CLAIM_AUTO
+                                           : DLCP_INA_CLAIM_NEVER;
+  if ((rv = dlcp_scn_get_enum(s, n, path, "claim", claims, &claim)) != 0) {
     return rv;
   }
+  cs->ina_claim = (dlcp_ina_claim)claim;
   if (dlcp_scn_map_get(n, "rto") && cs->ina_rto_ps < DLCP_SIM_PS_PER_NS) {
     dlcp_scn_join(field, sizeof(field), path, "rto");
     return dlcp_scn_fail(s, dlcp_scn_map_get(n, "rto"), field,

@@ -342,7 +342,7 @@ typedef struct dlcp_sim_coll_spec {
   dlcp_sim_ps ina_rto_ps;
   uint32_t ina_group_blocks;
   bool ina_cc; /* cc: panama (coll/ina_cc.h), up to ina_window groups */
-  bool ina_claim; /* claim: RA-INA's header-only claims (coll/ina.h) */
+  dlcp_ina_claim ina_claim; /* claim: RA-INA's header-only claims */
   /* CINA, HINA, MTINA (algo cina / hina / mtina: an INA job through
    * aggregation.chain / .tree / .trees, coll_cina.c; |cina| is set for
    * all three): each rank is a host's master for |cina_gpus| GPUs whose
