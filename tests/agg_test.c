@@ -143,10 +143,10 @@ static void test_wire_roundtrip_and_rejects(void **state) {
   b[0] ^= 1;
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, len), DLCP_ERR_BAD_MAGIC);
   b[0] ^= 1;
-  b[2] = 2;
+  b[2] = 1; /* before CLAIM, GRANT and WAITING */
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, len),
                    DLCP_ERR_BAD_VERSION);
-  b[2] = 1;
+  b[2] = DLCP_AGG_WIRE_VERSION;
   b[3] = 9;
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, len), DLCP_ERR_BAD_TYPE);
   b[3] = DLCP_AGG_CONTRIB;

@@ -66,7 +66,10 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_AGG_WIRE_MAGIC 0xD1CAu
-#define DLCP_AGG_WIRE_VERSION 1u
+/* 2: CLAIM, GRANT, NACK WAITING and the cap's meaning added; a switch and
+ * hosts of different versions drop each other's datagrams (the hosts then
+ * time out naming the switch) rather than half-understand them. */
+#define DLCP_AGG_WIRE_VERSION 2u
 #define DLCP_AGG_HDR_LEN 32u
 /* UDP's largest payload over IPv4. */
 #define DLCP_AGG_DGRAM_MAX 65507u

@@ -17,7 +17,7 @@ CONTRIB, RESULT, ACK, NACK, CLAIM, GRANT = 1, 2, 3, 4, 5, 6
 
 
 def hdr(mtype, job=7, token=0x1122334455667788, group=0, low=0, rank=0,
-        world=2, nblocks=1, flags=0, elems=64, aux=0, version=1):
+        world=2, nblocks=1, flags=0, elems=64, aux=0, version=2):
     return struct.pack("<HBBIQIIBBBBHH", MAGIC, version, mtype, job, token,
                        group, low, rank, world, nblocks, flags, elems, aux)
 
@@ -55,7 +55,7 @@ def corpora():
         "short_payload": contrib()[:-1],
         "long": contrib() + b"\x00",
         "rank_ge_world": contrib(rank=2),
-        "bad_version": hdr(ACK, version=2),
+        "bad_version": hdr(ACK, version=1),
         "contrib_ecn": hdr(CONTRIB, flags=1, elems=1) + b"\x00" * 4,
     }
     # fuzz_agg_switch programs (see its header comment)
