@@ -505,6 +505,21 @@ static void contrib_from(dlcp_ina *h, dlcp_agg *a, dlcp_tstamp now) {
   assert_int_equal(dlcp_agg_on_packet(a, b, act.len, 0, 100, now), 0);
 }
 
+/* Parameters of one INT32 operation of job 7 in groups of one block:
+ * |count| elements from |in| into |out|, the rest src/coll/ina's defaults. */
+static void int32_params(dlcp_ina_params *p, const int32_t *in, int32_t *out,
+                         uint64_t count) {
+  dlcp_ina_params_default(p);
+  p->job = 7;
+  p->token = 0x1234;
+  p->dtype = DLCP_INT32;
+  p->sendbuf = in;
+  p->recvbuf = out;
+  p->count = count;
+  p->block_elems = ELEMS;
+  p->group_blocks = 1;
+}
+
 /* A group's result that takes 5000 against a configured RTO of 1000 makes
  * the RTO srtt + 4 rttvar = 15000 (RFC 6298's first sample); a group sent
  * twice is no sample (Karn). */
@@ -515,15 +530,7 @@ static void test_ina_rto_follows_the_switch(void **state) {
   int32_t in[2 * ELEMS] = {1, 2, 3, 4, 5, 6, 7, 8}, out[2 * ELEMS];
 
   (void)state;
-  dlcp_ina_params_default(&p);
-  p.job = 7;
-  p.token = 0x1234;
-  p.dtype = DLCP_INT32;
-  p.sendbuf = in;
-  p.recvbuf = out;
-  p.count = 2 * ELEMS;
-  p.block_elems = ELEMS;
-  p.group_blocks = 1;
+  int32_params(&p, in, out, 2 * ELEMS);
   p.window = 1;
   p.rto_ns = 1000;
   assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
@@ -561,15 +568,8 @@ static void test_ina_names_missing_rank(void **state) {
   dlcp_agg_stats st;
 
   (void)state;
-  dlcp_ina_params_default(&p);
-  p.job = 7;
-  p.token = 0x1234;
+  int32_params(&p, in, NULL, ELEMS);
   p.world = 3;
-  p.dtype = DLCP_INT32;
-  p.sendbuf = in;
-  p.count = ELEMS;
-  p.block_elems = ELEMS;
-  p.group_blocks = 1;
   p.rto_ns = 60000;
   for (uint32_t k = 0; k < 3; k++) {
     p.rank = k;
@@ -620,15 +620,7 @@ static void test_ina_cc_marks_both_ways(void **state) {
     dlcp_ina_result r;
 
     (void)state;
-    dlcp_ina_params_default(&p);
-    p.job = 7;
-    p.token = 0x1122334455667788u;
-    p.dtype = DLCP_INT32;
-    p.sendbuf = in;
-    p.recvbuf = out;
-    p.count = 8 * ELEMS;
-    p.block_elems = ELEMS;
-    p.group_blocks = 1;
+    int32_params(&p, in, out, 8 * ELEMS);
     p.cc = true;
     p.cc_init = 2;
     assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
@@ -711,15 +703,7 @@ static void test_ina_cc_limits_outstanding(void **state) {
   for (int i = 0; i < (int)(16 * ELEMS); i++) {
     in[i] = i;
   }
-  dlcp_ina_params_default(&p);
-  p.job = 7;
-  p.token = 0x1234;
-  p.dtype = DLCP_INT32;
-  p.sendbuf = in;
-  p.recvbuf = out;
-  p.count = 16 * ELEMS;
-  p.block_elems = ELEMS;
-  p.group_blocks = 1;
+  int32_params(&p, in, out, 16 * ELEMS);
   p.window = 64;
   p.cc = true;
   p.cc_init = 2;

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "proto/agg.h"
+#include "rt/net.h"
 
 #define MAX_THREADS 64
 #define MAX_BATCH 256
@@ -344,16 +345,6 @@ static int drain(worker *w, batch *out, dlcp_tstamp now) {
   }
 }
 
-static uint8_t ecn_of(struct msghdr *m) {
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
-       c = CMSG_NXTHDR(m, c)) {
-    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
-      return (uint8_t)(*(const unsigned char *)CMSG_DATA(c) & 3u);
-    }
-  }
-  return 0;
-}
-
 static void publish(worker *w) {
   pthread_mutex_lock(&w->lock);
   dlcp_agg_get_stats(w->agg, &w->published);
@@ -412,7 +403,7 @@ static void *worker_main(void *arg) {
     for (int i = 0; i < k; i++) {
       int rv = dlcp_agg_on_packet(
           w->agg, in->buf + (size_t)i * DLCP_AGG_DGRAM_MAX, in->msg[i].msg_len,
-          ecn_of(&in->msg[i].msg_hdr), cookie_of(&in->addr[i]), now);
+          dlcp_net_ecn_of(&in->msg[i].msg_hdr), cookie_of(&in->addr[i]), now);
 
       /* name the first few senders of invalid datagrams (not of the
        * ordinary duplicates and stale ACKs of a lossy network) */

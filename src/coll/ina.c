@@ -433,6 +433,22 @@ static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
   a->elems = (uint16_t)h->p.block_elems;
 }
 
+/* Books the datagram of group |g| just written, |len| bytes, as the
+ * action: a re-send moves the group to the SENT list's end (a first send
+ * has set its state and counter). */
+static void record_send(dlcp_ina *h, dlcp_ina_action *act, uint32_t g,
+                        bool retx, size_t len, dlcp_tstamp now) {
+  if (retx) {
+    sent_unlink(h, g);
+    h->r.retransmits++;
+  }
+  h->tries[g]++;
+  h->sent_at[g] = now;
+  sent_append(h, g);
+  act->type = DLCP_INA_ACT_SEND;
+  act->len = len;
+}
+
 /* Writes the CLAIM of group |g| (re-sent if |retx|). */
 static int send_claim(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                       size_t buflen, uint32_t g, bool retx, dlcp_tstamp now) {
@@ -444,19 +460,12 @@ static int send_claim(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
   make_hdr(h, &a, DLCP_AGG_CLAIM, g);
   a.flags = DLCP_AGG_FLAG_RING | (retx ? DLCP_AGG_FLAG_RETX : 0);
   (void)dlcp_agg_hdr_encode(buf, buflen, &a);
-  if (retx) {
-    sent_unlink(h, g);
-    h->r.retransmits++;
-  } else {
+  if (!retx) {
     h->state[g] = GS_CLAIMING;
     h->nclaim++;
   }
-  h->tries[g]++;
-  h->sent_at[g] = now;
-  sent_append(h, g);
   h->r.claims_sent++;
-  act->type = DLCP_INA_ACT_SEND;
-  act->len = DLCP_AGG_HDR_LEN;
+  record_send(h, act, g, retx, DLCP_AGG_HDR_LEN, now);
   return 0;
 }
 
@@ -483,19 +492,12 @@ static int send_group(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     fail(h, rv);
     return rv;
   }
-  if (retx) {
-    sent_unlink(h, g);
-    h->r.retransmits++;
-  } else {
+  if (!retx) {
     h->state[g] = GS_SENT;
     h->nsent++;
   }
-  h->tries[g]++;
-  h->sent_at[g] = now;
-  sent_append(h, g);
   h->r.sent++;
-  act->type = DLCP_INA_ACT_SEND;
-  act->len = len;
+  record_send(h, act, g, retx, len, now);
   return 0;
 }
 

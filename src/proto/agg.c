@@ -498,8 +498,9 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
 /* The group |h| addresses, claiming its aggregators if it is new and
  * has no verdict yet; or NONE with the NACK that answers |h| queued (gone,
  * ahead of the window, a ring verdict, busy, too big). */
-static uint32_t group_for(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
-                          uint64_t addr, dlcp_tstamp now) {
+static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
+                             const dlcp_agg_hdr *h, uint64_t addr,
+                             dlcp_tstamp now) {
   agg_job *j = &a->job[jslot];
   uint32_t s;
   int v;
@@ -547,21 +548,31 @@ static uint32_t group_for(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
   return s;
 }
 
+/* group_lookup for a packet that must agree with the group's size:
+ * 0 with |*ps| the group or NONE (answered), or DLCP_ERR_INVALID_ARGUMENT
+ * (counted malformed) if |h| gives the group another number of blocks. */
+static int group_for(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                     uint64_t addr, dlcp_tstamp now, uint32_t *ps) {
+  *ps = group_lookup(a, jslot, h, addr, now);
+  if (*ps != NONE && a->slot[*ps].nblocks != h->nblocks) {
+    a->st.malformed++;
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  return 0;
+}
+
 static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                       const uint8_t *payload, uint8_t ecn, uint64_t addr,
                       dlcp_tstamp now) {
   uint64_t bit = UINT64_C(1) << h->rank;
-  uint32_t s = group_for(a, jslot, h, addr, now);
+  uint32_t s;
+  int rv = group_for(a, jslot, h, addr, now, &s);
   agg_slot *g;
 
-  if (s == NONE) {
-    return 0;
+  if (rv != 0 || s == NONE) {
+    return rv;
   }
   g = &a->slot[s];
-  if (g->nblocks != h->nblocks) {
-    a->st.malformed++;
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
   if ((g->seen & bit) == 0) {
     group_add(a, s, h->rank, payload, ecn, now);
     return 0;
@@ -593,17 +604,14 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
  * already completed and lost the result of gets the result again. */
 static int on_claim(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                     uint64_t addr, dlcp_tstamp now) {
-  uint32_t s = group_for(a, jslot, h, addr, now);
+  uint32_t s;
+  int rv = group_for(a, jslot, h, addr, now, &s);
   agg_slot *g;
 
-  if (s == NONE) {
-    return 0;
+  if (rv != 0 || s == NONE) {
+    return rv;
   }
   g = &a->slot[s];
-  if (g->nblocks != h->nblocks) {
-    a->st.malformed++;
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
   a->st.claims_granted++;
   if (g->state == G_COMPLETE) {
     if ((g->acked & (UINT64_C(1) << h->rank)) == 0) {
