@@ -4,7 +4,7 @@
 #                (normal build with -Werror, then the ASan+UBSan build)
 # Others: make build, make python (the Python package in build/venv),
 # make fuzz (10^7 executions per libFuzzer target; FUZZ_RUNS / FUZZ_SECONDS
-# change the budget), make soak (randomized all-reduces under fault
+# change the budget, FUZZ_ONLY one target, FUZZ_JOBS workers), make soak (randomized all-reduces under fault
 # injection, 30 min; SOAK_MINUTES), make bench (core and point-to-point),
 # make bench-allreduce (dlcp vs Gloo and Open MPI), make bench-sim
 # (dlcp-sim vs ns-3, and its cost per packet-hop from 16 to 1,024 hosts;

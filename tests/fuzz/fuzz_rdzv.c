@@ -27,11 +27,19 @@
  * a refusal; at most world + max_strays connections are held; a client
  * whose stream ended is let go by the next round, or within 100 ms of
  * real time if the kernel releases its socket late (no connection
- * outlives its client); everything is freed (LeakSanitizer).
+ * outlives its client); the server never closes a client's own end nor
+ * keeps a connection whose descriptor it closed; everything is freed
+ * (LeakSanitizer).
+ *
+ * Descriptor identity is checked where the kernel hands numbers out, not
+ * by fstat on every round (which was most of the target's system time):
+ * within an input only this target's socketpair() creates descriptors, and
+ * the kernel gives a number again only once it is closed.  So a new pair
+ * that reuses a client's own number, or a number the server still holds a
+ * connection for, proves a close the server should not have made; our
+ * final close() of our own ends says EBADF for one it closed unseen.
  */
 #include "../../src/rt/rendezvous_server.c"
-
-#include <sys/stat.h>
 
 #include "wire/bytes.h"
 
@@ -41,9 +49,7 @@
 
 typedef struct client {
   int fd;      /* our end, -1 if not connected */
-  ino_t ino;   /* its socket: the number must keep naming it */
   int srv_fd;  /* the end the server owns, -1 once it let go */
-  ino_t srv_ino; /* ... and its socket, should the number be reused */
   int ended;   /* we shut down our side */
   int helloed; /* answered OK to a HELLO at least once */
   uint8_t hdr[DLCP_RDZV_HDR_LEN];
@@ -71,22 +77,32 @@ static conn *find_conn(dlcp_rdzv_server *srv, int fd) {
   return NULL;
 }
 
-static ino_t inode_of(int fd) {
-  struct stat st;
-  return fstat(fd, &st) == 0 ? st.st_ino : 0;
+/* client_conn returns the server's connection of client |cl|: the one
+ * under its end's number (claim_numbers keeps that number its own). */
+static conn *client_conn(dlcp_rdzv_server *srv, const client *cl) {
+  return cl->srv_fd >= 0 ? find_conn(srv, cl->srv_fd) : NULL;
 }
 
-/* client_conn returns the server's connection of client |cl|: the one
- * under its end's number, provided it is still the same socket (a number
- * the server freed may have been given to another connection). */
-static conn *client_conn(dlcp_rdzv_server *srv, const client *cl) {
-  conn *c = cl->srv_fd >= 0 ? find_conn(srv, cl->srv_fd) : NULL;
-  if (c != NULL && inode_of(c->fd) != cl->srv_ino) {
-    fprintf(stderr, "fuzz_rdzv: fd %d now names another socket\n",
-            cl->srv_fd);
-    return NULL;
+/* claim_numbers: the kernel has just given out |fd|, so whatever held that
+ * number before was closed.  A client's own end closed by the server, or a
+ * connection the server still holds on a closed descriptor, is a finding;
+ * a server end it let go is recorded as swept. */
+static void claim_numbers(dlcp_rdzv_server *srv, client *cl, int fd) {
+  if (find_conn(srv, fd) != NULL) {
+    fprintf(stderr, "fuzz_rdzv: the server holds a connection on fd %d, "
+            "which it closed\n", fd);
+    abort();
   }
-  return c;
+  for (int i = 0; i < NCLIENT; i++) {
+    if (cl[i].fd == fd) {
+      fprintf(stderr, "fuzz_rdzv: client %d's own fd %d was closed under "
+              "it\n", i, fd);
+      abort();
+    }
+    if (cl[i].srv_fd == fd) {
+      cl[i].srv_fd = -1;
+    }
+  }
 }
 
 /* parse checks the server's bytes as a sequence of responses. */
@@ -154,15 +170,6 @@ static void run_round(dlcp_rdzv_server *srv, client *cl, int k, short ev,
   round_end(srv, now);
   if (srv->nconns > srv->max_conns) {
     abort();
-  }
-  /* Nothing but this target closes a client's own end: a number the
-   * server closed twice would close it under us. */
-  for (int i = 0; i < NCLIENT; i++) {
-    if (cl[i].fd >= 0 && inode_of(cl[i].fd) != cl[i].ino) {
-      fprintf(stderr, "fuzz_rdzv: client %d's own fd %d no longer names its "
-              "socket\n", i, cl[i].fd);
-      abort();
-    }
   }
   for (int i = 0; i < NCLIENT; i++) {
     if (cl[i].srv_fd >= 0 && client_conn(srv, &cl[i]) == NULL) {
@@ -270,11 +277,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      sv) != 0) {
         abort();
       }
+      claim_numbers(srv, cl, sv[0]);
+      claim_numbers(srv, cl, sv[1]);
       memset(c, 0, sizeof(*c));
       c->fd = sv[0];
       c->srv_fd = sv[1];
-      c->srv_ino = inode_of(sv[1]);
-      c->ino = inode_of(sv[0]);
       conn_add(srv, sv[1], "fuzz");
       /* conn_add may have evicted another client and swept it. */
       if (find_conn(srv, sv[1]) == NULL) {
@@ -291,7 +298,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         len = size - i;
       }
       if (c->fd >= 0 && !c->ended) {
-        (void)send(c->fd, data + i, len, MSG_NOSIGNAL);
+        if (send(c->fd, data + i, len, MSG_NOSIGNAL) < 0 && errno == EBADF) {
+          abort(); /* the server closed our end */
+        }
         run_round(srv, cl, k, POLLIN, now);
       }
       i += len;
@@ -315,7 +324,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     case 4:
       if (c->fd >= 0) {
-        close(c->fd);
+        if (close(c->fd) != 0) {
+          abort(); /* EBADF: the server closed our end */
+        }
         c->fd = -1;
         end_rounds(srv, cl, k, POLLIN | POLLHUP | POLLERR, now);
         if (c->srv_fd >= 0 &&
@@ -333,7 +344,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int k = 0; k < NCLIENT; k++) {
     if (cl[k].fd >= 0) {
       read_answers(&cl[k]);
-      close(cl[k].fd);
+      if (close(cl[k].fd) != 0) {
+        abort(); /* EBADF: the server closed our end */
+      }
     }
   }
   server_free(srv); /* closes the server's ends */
