@@ -798,28 +798,36 @@ static void job_init(job *j, uint32_t id, uint32_t world, dlcp_ina_mode mode,
   }
 }
 
+/* Rank |r|'s parameters for one switch holding all |j->world| ranks. */
+static void rank_params(const job *j, uint32_t r, dlcp_ina_params *pp) {
+  dlcp_ina_params p;
+
+  dlcp_ina_params_default(&p);
+  p.job = j->id;
+  p.token = j->token;
+  p.rank = r;
+  p.world = j->world;
+  p.mode = j->mode;
+  p.claim = j->claim;
+  p.dtype = j->dtype;
+  p.op = j->op;
+  p.sendbuf = j->in[r];
+  p.recvbuf = j->out[r];
+  p.count = j->count;
+  p.group_blocks = j->group_blocks;
+  p.window = j->window;
+  p.first_group = j->first_group;
+  p.rto_ns = 50000;
+  p.max_retx = 1000;
+  p.exps = j->exps;
+  *pp = p;
+}
+
 static void job_start(job *j, inanet *n) {
   for (uint32_t r = 0; r < j->world; r++) {
     dlcp_ina_params p;
 
-    dlcp_ina_params_default(&p);
-    p.job = j->id;
-    p.token = j->token;
-    p.rank = r;
-    p.world = j->world;
-    p.mode = j->mode;
-    p.claim = j->claim;
-    p.dtype = j->dtype;
-    p.op = j->op;
-    p.sendbuf = j->in[r];
-    p.recvbuf = j->out[r];
-    p.count = j->count;
-    p.group_blocks = j->group_blocks;
-    p.window = j->window;
-    p.first_group = j->first_group;
-    p.rto_ns = 50000;
-    p.max_retx = 1000;
-    p.exps = j->exps;
+    rank_params(j, r, &p);
     assert_int_equal(dlcp_ina_new(&j->h[r], &p, NULL, 0), 0);
     j->host[r] = inanet_add_host(n, j->h[r], j->id, j->token, j->start);
     assert_true(j->host[r] >= 0);
@@ -1118,6 +1126,181 @@ static void test_ina_chosen_losses(void **state) {
   dlcp_agg_del(sw);
 }
 
+/* ---- CINA: a chain of switches ------------------------------------------ */
+
+#define CHAIN_MAX 4
+
+/* Runs |j| (its ranks split |per[0]|, |per[1]|, ... over a chain of
+ * |nsw| switches, the last the root) through a network with |cfg|'s
+ * faults and checks the result, every aggregator back, and that every
+ * switch but the root forwarded each group it completed. */
+static void run_chain(const inanet_config *cfg, job *j, const uint32_t *per,
+                      uint32_t nsw) {
+  dlcp_agg *sw[CHAIN_MAX];
+  inanet *n = NULL;
+  uint32_t r = 0;
+  uint32_t ng = dlcp_ina_ngroups(j->count, 64, j->group_blocks);
+
+  for (uint32_t s = 0; s < nsw; s++) {
+    dlcp_agg_config c;
+
+    dlcp_agg_config_default(&c);
+    c.resend_ns = 100000;
+    c.has_parent = s + 1 < nsw;
+    c.parent_addr = INANET_SWITCH_COOKIE + s + 1;
+    assert_int_equal(dlcp_agg_new(&sw[s], &c, NULL, 0), 0);
+    if (s == 0) {
+      n = inanet_new(cfg, sw[0]);
+    } else {
+      assert_int_equal(inanet_add_switch(n, sw[s]), (int)s);
+    }
+  }
+  for (uint32_t s = 0; s < nsw; s++) {
+    /* a switch's workers: its masters, then its child switch */
+    uint32_t world = per[s] + (s > 0);
+    for (uint32_t m = 0; m < per[s]; m++, r++) {
+      dlcp_ina_params p;
+
+      rank_params(j, r, &p);
+      p.rank = m;
+      p.world = world;
+      p.scale_world = j->world;
+      p.chain_place = s + 1 < nsw ? DLCP_AGG_CHAIN_PLACE(per[s + 1],
+                                                          per[s + 1] + 1)
+                                  : 0;
+      assert_int_equal(dlcp_ina_new(&j->h[r], &p, NULL, 0), 0);
+      j->host[r] = inanet_add_host_at(n, j->h[r], j->id, j->token, 0,
+                                      (int)s);
+      assert_true(j->host[r] >= 0);
+    }
+  }
+  assert_int_equal(r, j->world);
+  assert_int_equal(inanet_run(n), (int)j->world);
+  for (r = 0; r < j->world; r++) {
+    assert_int_equal(inanet_host_status(n, j->host[r]), 0);
+  }
+  job_check(j);
+  (void)inanet_drain(n);
+  for (uint32_t s = 0; s < nsw; s++) {
+    dlcp_agg_stats st;
+
+    dlcp_agg_get_stats(sw[s], &st);
+    assert_int_equal(st.aggs_used, 0);
+    assert_true(st.freed + st.reclaimed + st.abandoned >= ng);
+    if (s + 1 < nsw) {
+      assert_true(st.forwards >= ng);
+      assert_true(st.finals >= ng);
+      assert_true(st.acks_up >= ng);
+    } else {
+      assert_int_equal(st.forwards, 0);
+    }
+    dlcp_agg_del(sw[s]);
+  }
+  inanet_del(n);
+}
+
+/* CINA's chain, ToR0 -> ToR1 -> ToR2: every rank gets the sum over all
+ * racks, exactly, on a clean network and under the loss of each packet
+ * type in turn (contributions and ACKs going up, finals coming down), and
+ * of all of them with duplication and reordering. */
+static void test_cina_chain(void **state) {
+  static const uint32_t per3[] = {2, 3, 1}, per2[] = {4, 4};
+  inanet_config c;
+  job j;
+
+  (void)state;
+  inanet_config_default(&c);
+  job_init(&j, 5, 6, DLCP_INA_WAIT, DLCP_INT32, 64 * 4 * 30 + 17, 5);
+  run_chain(&c, &j, per3, 3);
+  job_free(&j);
+  job_init(&j, 6, 8, DLCP_INA_WAIT, DLCP_FLOAT32, 20000, 6);
+  run_chain(&c, &j, per2, 2);
+  job_free(&j);
+  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_ACK; type++) {
+    inanet_config_default(&c);
+    c.seed = 500u + (uint64_t)type;
+    c.loss[type] = 0.2;
+    job_init(&j, 7, 6, DLCP_INA_WAIT, DLCP_FLOAT32, 9000, c.seed);
+    run_chain(&c, &j, per3, 3);
+    job_free(&j);
+  }
+  inanet_config_default(&c);
+  c.seed = 13;
+  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_NACK; type++) {
+    c.loss[type] = 0.1;
+  }
+  c.dup = 0.1;
+  c.jitter_ns = 20000;
+  job_init(&j, 8, 6, DLCP_INA_WAIT, DLCP_INT32, 12000, 13);
+  run_chain(&c, &j, per3, 3);
+  job_free(&j);
+}
+
+/* A chain place is only for a switch with a parent, and one job has one
+ * place: anything else is refused with NACK CONFIG, and a RESULT from
+ * anyone but the parent is no final. */
+static void test_cina_refusals(void **state) {
+  dlcp_agg *root = small_switch(64, DLCP_AGG_SHARED, 1);
+  dlcp_agg *leaf;
+  dlcp_agg_config c;
+  dlcp_agg_hdr h;
+  dlcp_agg_send s;
+  const uint8_t *pl;
+  static uint8_t b[BUF];
+
+  (void)state;
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 1);
+  h.aux = DLCP_AGG_CHAIN_PLACE(1, 2);
+  assert_int_equal(dlcp_agg_on_packet(root, b, pkt(b, &h, 1), 0, 7, 0), 0);
+  h = poll1(root, &s, &pl, 0);
+  assert_int_equal(h.type, DLCP_AGG_NACK);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_CONFIG);
+  dlcp_agg_del(root);
+
+  dlcp_agg_config_default(&c);
+  c.block_elems = ELEMS;
+  c.has_parent = true;
+  c.parent_addr = 99;
+  assert_int_equal(dlcp_agg_new(&leaf, &c, NULL, 0), 0);
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 1);
+  h.aux = DLCP_AGG_CHAIN_PLACE(1, 2);
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 1), 0, 7, 0), 0);
+  h = hdr(DLCP_AGG_CONTRIB, 0, 1, 2, 1);
+  h.aux = DLCP_AGG_CHAIN_PLACE(0, 3); /* another place for the same job */
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 2), 0, 8, 0), 0);
+  h = poll1(leaf, &s, &pl, 0);
+  assert_int_equal(h.type, DLCP_AGG_NACK);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_CONFIG);
+  h = hdr(DLCP_AGG_CONTRIB, 0, 1, 2, 1);
+  h.aux = DLCP_AGG_CHAIN_PLACE(1, 2);
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 2), 0, 8, 0), 0);
+  /* complete here: the partial sum (1 + 2) goes up as rank 1 of 2 */
+  h = poll1(leaf, &s, &pl, 0);
+  assert_int_equal(h.type, DLCP_AGG_CONTRIB);
+  assert_int_equal(s.addr, 99);
+  assert_int_equal(h.rank, 1);
+  assert_int_equal(h.world, 2);
+  assert_int_equal(h.aux, 0);
+  assert_int_equal((int32_t)dlcp_get_u32(pl), 3);
+  /* a RESULT from a master is refused; the parent's is the final */
+  h.type = DLCP_AGG_RESULT;
+  h.low = 0;
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 10), 0, 7, 0),
+                   DLCP_ERR_BAD_TYPE);
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 10), 0, 99, 0), 0);
+  for (int k = 0; k < 2; k++) {
+    dlcp_agg_hdr r = poll1(leaf, &s, &pl, 0);
+    assert_int_equal(r.type, DLCP_AGG_RESULT);
+    assert_int_equal(r.world, 2);
+    assert_int_equal((int32_t)dlcp_get_u32(pl), 10);
+  }
+  dlcp_agg_hdr a = poll1(leaf, &s, &pl, 0);
+  assert_int_equal(a.type, DLCP_AGG_ACK);
+  assert_int_equal(s.addr, 99);
+  assert_int_equal(a.rank, 1);
+  dlcp_agg_del(leaf);
+}
+
 /* ECN: marks on contributions come back OR-ed in the results. */
 static void test_ina_ecn(void **state) {
   inanet_config c;
@@ -1394,6 +1577,8 @@ int main(void) {
       cmocka_unit_test(test_ina_clean_worlds),
       cmocka_unit_test(test_ina_loss_dup_reorder),
       cmocka_unit_test(test_ina_chosen_losses),
+      cmocka_unit_test(test_cina_chain),
+      cmocka_unit_test(test_cina_refusals),
       cmocka_unit_test(test_ina_ecn),
       cmocka_unit_test(test_jobs_share_small_pool),
       cmocka_unit_test(test_group_bigger_than_pool),

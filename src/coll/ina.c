@@ -431,6 +431,9 @@ static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
   a->world = (uint8_t)h->p.world;
   a->nblocks = (uint8_t)h->p.group_blocks;
   a->elems = (uint16_t)h->p.block_elems;
+  if (type == DLCP_AGG_CONTRIB) {
+    a->aux = h->p.chain_place;
+  }
 }
 
 /* Books the datagram of group |g| just written, |len| bytes, as the
@@ -723,6 +726,11 @@ static int params_check(const dlcp_ina_params *p) {
       (p->claim != DLCP_INA_CLAIM_NEVER &&
        p->mode != DLCP_INA_RING_FALLBACK) ||
       p->scale_world > DLCP_INA_MAX_SCALE_WORLD ||
+      (p->chain_place != 0 &&
+       (p->mode != DLCP_INA_WAIT ||
+        DLCP_AGG_CHAIN_WORLD(p->chain_place) > DLCP_AGG_MAX_WORLD ||
+        DLCP_AGG_CHAIN_RANK(p->chain_place) >=
+            DLCP_AGG_CHAIN_WORLD(p->chain_place))) ||
       (p->count + ge - 1u) / ge > UINT32_MAX - p->first_group ||
       (p->dtype == DLCP_FLOAT32 && p->count > 0 && p->exps == NULL)) {
     return DLCP_ERR_INVALID_ARGUMENT;

@@ -114,6 +114,10 @@ typedef struct dlcp_ina_params {
    * contributions than one switch's world: every contributor must scale
    * for all of them, 1..DLCP_INA_MAX_SCALE_WORLD. */
   uint32_t scale_world;
+  /* CINA: the place of this rank's switch at its parent in the chain
+   * (DLCP_AGG_CHAIN_PLACE(rank, world) there), carried in every
+   * contribution; 0 when the switch's sums are final. */
+  uint16_t chain_place;
   /* Groups [0, ready_groups) hold their final input and may be sent; the
    * rest wait for dlcp_ina_release (CINA's master, whose input is reduced
    * inside the host chunk by chunk).  Default: every group. */

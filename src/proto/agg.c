@@ -31,7 +31,9 @@
 
 #define NONE UINT32_MAX
 
-enum { G_FREE = 0, G_COLLECTING, G_COMPLETE };
+/* G_UP: complete here, its partial sum sent to the parent (a chain),
+ * waiting for the final sum. */
+enum { G_FREE = 0, G_COLLECTING, G_COMPLETE, G_UP };
 enum { V_UNDECIDED = 0, V_INA = 1, V_RING = 2 };
 enum { L_COLLECTING = 0, L_COMPLETE = 1 };
 
@@ -51,6 +53,7 @@ typedef struct agg_slot {
 typedef struct agg_job {
   bool active;
   uint8_t world;
+  uint16_t place; /* its chain place at the parent (CONTRIB aux), or 0 */
   uint32_t id;
   uint64_t token;
   uint32_t base;  /* verdict window start: min of low[] */
@@ -62,7 +65,8 @@ typedef struct agg_job {
 } agg_job;
 
 typedef struct agg_out {
-  uint8_t type; /* DLCP_AGG_RESULT or DLCP_AGG_NACK */
+  uint8_t type; /* RESULT or NACK; to the parent CONTRIB (the partial sum
+                   of |slot|) or ACK */
   uint8_t rank, world, nblocks;
   uint16_t reason; /* NACK: dlcp_agg_nack; RESULT: 1 if a re-send */
   uint32_t job_id, group, slot, gen;
@@ -275,6 +279,18 @@ static void queue_result(dlcp_agg *a, uint32_t s, uint8_t rank, bool again) {
   queue_out(a, &o);
 }
 
+/* Queues the partial sum of the complete group at |s| for the parent, as
+ * the contribution of the job's chain place there. */
+static void queue_up(dlcp_agg *a, uint32_t s, bool again) {
+  const agg_slot *g = &a->slot[s];
+  const agg_job *j = &a->job[g->job];
+  agg_out o = {DLCP_AGG_CONTRIB, DLCP_AGG_CHAIN_RANK(j->place),
+               DLCP_AGG_CHAIN_WORLD(j->place), g->nblocks, again, j->id,
+               g->group, s, g->gen, j->base, j->token, a->cfg.parent_addr, 0};
+
+  queue_out(a, &o);
+}
+
 /* ---- jobs and verdicts ------------------------------------------------ */
 
 static int verdict_get(const dlcp_agg *a, const agg_job *j, uint32_t group) {
@@ -431,7 +447,7 @@ static void group_free(dlcp_agg *a, uint32_t s) {
     p = &a->slot[*p].hnext;
   }
   *p = g->hnext;
-  list_unlink(a, g->state == G_COMPLETE ? L_COMPLETE : L_COLLECTING, s);
+  list_unlink(a, g->state == G_COLLECTING ? L_COLLECTING : L_COMPLETE, s);
   mark(a, s, g->nblocks, true);
   a->job[g->job].held -= g->nblocks;
   a->st.aggs_used -= g->nblocks;
@@ -461,8 +477,13 @@ static void group_add(dlcp_agg *a, uint32_t s, uint8_t rank,
     list_append(a, L_COLLECTING, s);
     return;
   }
-  g->state = G_COMPLETE;
   list_append(a, L_COMPLETE, s);
+  if (a->job[g->job].place != 0) {
+    g->state = G_UP;
+    queue_up(a, s, false);
+    return;
+  }
+  g->state = G_COMPLETE;
   for (uint32_t r = 0; r < g->world; r++) {
     queue_result(a, s, (uint8_t)r, false);
   }
@@ -582,6 +603,9 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
     queue_result(a, s, h->rank, true); /* its result was lost */
     return 0;
   }
+  if (g->state == G_UP) {
+    return 0; /* the final sum is on its way, or the timer re-asks */
+  }
   if (g->state == G_COLLECTING) {
     /* The sender re-sent it because no result came: say whom the group
      * still waits for.  A group its workers still ask about is not idle:
@@ -625,6 +649,54 @@ static int on_claim(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
   return 0;
 }
 
+/* A RESULT from the parent: the final sum of a group sent up.  It becomes
+ * the group's result here; every copy is acknowledged up, since the
+ * parent re-sends until it hears an ACK. */
+static int on_final(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                    const uint8_t *payload, dlcp_tstamp now) {
+  agg_job *j = &a->job[jslot];
+  uint32_t s = group_find(a, jslot, h->group);
+  agg_out ack = {DLCP_AGG_ACK, h->rank, h->world, h->nblocks, 0, j->id,
+                 h->group, NONE, 0, j->base, j->token, a->cfg.parent_addr, 0};
+
+  if (j->place == 0 || h->rank != DLCP_AGG_CHAIN_RANK(j->place) ||
+      h->world != DLCP_AGG_CHAIN_WORLD(j->place) ||
+      (s != NONE && a->slot[s].nblocks != h->nblocks)) {
+    a->st.malformed++;
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  a->st.finals++;
+  if (s != NONE && a->slot[s].state == G_UP) {
+    agg_slot *g = &a->slot[s];
+
+    le_copy_in(a->sum + (size_t)s * a->cfg.block_elems, payload,
+               (size_t)g->nblocks * a->cfg.block_elems);
+    g->ecn |= h->flags & DLCP_AGG_FLAG_ECN_MASK;
+    g->state = G_COMPLETE;
+    g->resends = 0;
+    g->touched = now;
+    list_unlink(a, L_COMPLETE, s);
+    list_append(a, L_COMPLETE, s);
+    for (uint32_t r = 0; r < g->world; r++) {
+      queue_result(a, s, (uint8_t)r, false);
+    }
+  }
+  queue_out(a, &ack);
+  return 0;
+}
+
+/* A CONTRIB's chain place, checked against the switch and the job. */
+static bool place_ok(dlcp_agg *a, agg_job *j, uint16_t place) {
+  if (place == 0) {
+    return true; /* a child switch's, or a job not chained here */
+  }
+  if (!a->cfg.has_parent || (j->place != 0 && j->place != place)) {
+    return false;
+  }
+  j->place = place;
+  return true;
+}
+
 int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
                        uint8_t ecn, uint64_t addr, dlcp_tstamp now) {
   dlcp_agg_hdr h;
@@ -635,8 +707,10 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
 
   a->st.packets++;
   rv = dlcp_agg_decode(&h, &payload, buf, len);
+  bool final = rv == 0 && h.type == DLCP_AGG_RESULT && a->cfg.has_parent &&
+               addr == a->cfg.parent_addr;
   if (rv == 0 && h.type != DLCP_AGG_CONTRIB && h.type != DLCP_AGG_ACK &&
-      h.type != DLCP_AGG_CLAIM) {
+      h.type != DLCP_AGG_CLAIM && !final) {
     rv = DLCP_ERR_BAD_TYPE;
   }
   if (rv != 0) {
@@ -647,6 +721,13 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
   if (jslot != NONE && a->job[jslot].token != h.token) {
     a->st.foreign++;
     return DLCP_ERR_FOREIGN_JOB;
+  }
+  if (final) {
+    if (jslot == NONE) {
+      a->st.stale_acks++; /* the job expired here: nothing to answer */
+      return DLCP_ERR_UNKNOWN_TRANSFER;
+    }
+    return on_final(a, jslot, &h, payload, now);
   }
   if (h.elems != a->cfg.block_elems ||
       (jslot != NONE && a->job[jslot].world != h.world)) {
@@ -667,6 +748,11 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
     }
   }
   j = &a->job[jslot];
+  if (h.type == DLCP_AGG_CONTRIB && !place_ok(a, j, h.aux)) {
+    a->st.nacked++;
+    queue_nack(a, &h, addr, DLCP_AGG_NACK_CONFIG);
+    return 0;
+  }
   j->touched = now;
   j->addr[h.rank] = addr;
   job_set_low(a, j, h.rank, h.low);
@@ -702,6 +788,10 @@ void dlcp_agg_on_timer(dlcp_agg *a, dlcp_tstamp now) {
     g->touched = now;
     list_unlink(a, L_COMPLETE, s);
     list_append(a, L_COMPLETE, s);
+    if (g->state == G_UP) {
+      queue_up(a, s, true); /* the partial sum or the final was lost */
+      continue;
+    }
     for (uint32_t r = 0; r < g->world; r++) {
       if ((g->acked & (UINT64_C(1) << r)) == 0) {
         queue_result(a, s, (uint8_t)r, true);
@@ -765,17 +855,23 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
     const agg_slot *g = NULL;
     size_t len;
 
-    if (o->type == DLCP_AGG_RESULT) {
+    if (o->type == DLCP_AGG_RESULT || o->type == DLCP_AGG_CONTRIB) {
       g = &a->slot[o->slot];
-      if (g->gen != o->gen || g->state != G_COMPLETE ||
-          (g->acked & (UINT64_C(1) << o->rank)) != 0) {
+      if (g->gen != o->gen ||
+          g->state != (o->type == DLCP_AGG_RESULT ? G_COMPLETE : G_UP) ||
+          (o->type == DLCP_AGG_RESULT &&
+           (g->acked & (UINT64_C(1) << o->rank)) != 0)) {
         a->ohead = (a->ohead + 1u) % a->cfg.out_queue; /* no longer due */
         a->ocount--;
         continue;
       }
-      h.flags = g->ecn;
-      h.aux = cap_for(a, g->job);
-      h.rank = o->rank;
+      if (o->type == DLCP_AGG_RESULT) {
+        h.flags = g->ecn;
+        h.aux = cap_for(a, g->job);
+      } else {
+        h.flags = o->reason ? DLCP_AGG_FLAG_RETX : 0;
+        h.aux = 0; /* the parent knows its own place from its masters */
+      }
     }
     len = DLCP_AGG_HDR_LEN + dlcp_agg_payload_len(&h);
     if (buflen < len) {
@@ -788,10 +884,17 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
       const uint32_t *sum = a->sum + (size_t)o->slot * a->cfg.block_elems;
       size_t n = (size_t)g->nblocks * a->cfg.block_elems;
       le_copy_out(buf + DLCP_AGG_HDR_LEN, sum, n);
-      a->st.results_sent++;
-      a->st.resent += o->reason;
+      if (o->type == DLCP_AGG_RESULT) {
+        a->st.results_sent++;
+        a->st.resent += o->reason;
+      } else {
+        a->st.forwards++;
+        a->st.forward_resends += o->reason;
+      }
     } else if (o->type == DLCP_AGG_GRANT) {
       a->st.grants_sent++;
+    } else if (o->type == DLCP_AGG_ACK) {
+      a->st.acks_up++;
     } else {
       if (o->reason == DLCP_AGG_NACK_WAITING) {
         dlcp_put_u64(buf + DLCP_AGG_HDR_LEN, o->seen);
@@ -800,7 +903,12 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
     }
     out->addr = o->addr;
     out->len = len;
-    out->ecn = g != NULL ? DLCP_AGG_ECN_ECT0 : 0;
+    /* A partial sum carries its contributions' congestion up in its IP
+     * header, where the parent's OR reads it. */
+    out->ecn = g == NULL ? 0
+               : o->type == DLCP_AGG_CONTRIB && g->ecn == DLCP_AGG_ECN_CE
+                   ? DLCP_AGG_ECN_CE
+                   : DLCP_AGG_ECN_ECT0;
     a->ohead = (a->ohead + 1u) % a->cfg.out_queue;
     a->ocount--;
     return 1;

@@ -31,6 +31,20 @@
  * verdict is made once, by the group's first contribution, so every worker
  * of the group gets the same answer however their packets interleave.
  *
+ * Chains (CINA, the RA-INA/CINA seed's chapter 4).  A switch configured
+ * with a parent forwards the jobs whose contributions name a chain place
+ * (the CONTRIB's aux: the rank and world this switch has at its parent):
+ * a group complete here is not answered but sent to the parent as one
+ * contribution of that rank, its partial sum, re-sent every re-send
+ * interval until the parent returns the final sum as a RESULT.  The final
+ * then becomes the group's result here (sent to every worker, re-sent,
+ * freed by their ACKs, exactly as a root's) and is acknowledged to the
+ * parent, again for every copy the parent re-sends.  A child switch is one
+ * more worker of its parent's core, so the parent needs no configuration
+ * of its own.  A job that names a chain place at a switch without a parent
+ * is refused (NACK CONFIG): its masters would take a rack's sum for the
+ * total.
+ *
  * Events in: dlcp_agg_on_packet (a datagram from a host, with its IP ECN
  * codepoint and an address cookie of the driver's choice), dlcp_agg_on_timer.
  * Actions out: dlcp_agg_poll writes the next datagram to send and names
@@ -73,11 +87,15 @@ typedef struct dlcp_agg_config {
                               contribution, first or re-sent), or a job
                               with no group idle this long, is reclaimed */
   uint32_t out_queue;      /* datagrams that may wait for dlcp_agg_poll */
+  /* CINA: the parent switch (false: none), named by the cookie its
+   * datagrams arrive with; only it may send this switch RESULTs. */
+  bool has_parent;
+  uint64_t parent_addr;
 } dlcp_agg_config;
 
 /* Counters since creation.  Every packet handed to dlcp_agg_on_packet is
  * counted in |packets| and in exactly one of the outcome counters below
- * it (contrib .. claims_granted). */
+ * it (contrib .. finals). */
 typedef struct dlcp_agg_stats {
   uint64_t packets;
   uint64_t contrib;        /* contributions added to a sum */
@@ -92,6 +110,8 @@ typedef struct dlcp_agg_stats {
   uint64_t stale_acks;     /* ACKs of unknown or incomplete groups */
   uint64_t claims_granted; /* CLAIMs of a group with aggregators (answered
                               GRANT, or the result again if complete) */
+  uint64_t finals;         /* RESULTs from the parent, first or again
+                              (acknowledged) */
   /* what happened, beside the per-packet outcome */
   uint64_t contrib_bytes;  /* gradient payload bytes added to sums */
   uint64_t claims;         /* groups that got aggregators */
@@ -104,6 +124,9 @@ typedef struct dlcp_agg_stats {
   uint64_t resend_backoffs; /* re-send interval doublings */
   uint64_t nacks_sent;     /* NACK datagrams written by poll */
   uint64_t grants_sent;    /* GRANT datagrams written by poll */
+  uint64_t forwards;       /* partial sums sent to the parent (CONTRIB) */
+  uint64_t forward_resends; /* of which re-sent: no final came in time */
+  uint64_t acks_up;        /* ACKs of finals sent to the parent */
   uint64_t freed;          /* groups freed after every acknowledgement */
   uint64_t reclaimed;      /* groups reclaimed after the lease */
   uint64_t abandoned;      /* groups dropped after max_resends */
@@ -141,7 +164,8 @@ void dlcp_agg_del(dlcp_agg *a);
  * address the driver calls |addr|.  Answers are queued for dlcp_agg_poll.
  * Returns 0 if the packet was used (added, acknowledged, answered), or the
  * reason it was dropped: a decode error, DLCP_ERR_FOREIGN_JOB (wrong
- * token), DLCP_ERR_BAD_TYPE (a RESULT, NACK or GRANT sent to the switch),
+ * token), DLCP_ERR_BAD_TYPE (a NACK or GRANT sent to the switch, or a
+ * RESULT from anyone but its parent),
  * DLCP_ERR_DUPLICATE (a contribution to a group whose result its sender
  * has acknowledged), DLCP_ERR_UNKNOWN_TRANSFER (a stale ACK).  None is
  * fatal.

@@ -32,6 +32,13 @@ static int hdr_check(const dlcp_agg_hdr *h) {
   }
   switch ((dlcp_agg_type)h->type) {
   case DLCP_AGG_CONTRIB:
+    if ((h->flags & DLCP_AGG_FLAG_ECN_MASK) != 0 ||
+        (h->aux != 0 &&
+         (DLCP_AGG_CHAIN_WORLD(h->aux) > DLCP_AGG_MAX_WORLD ||
+          DLCP_AGG_CHAIN_RANK(h->aux) >= DLCP_AGG_CHAIN_WORLD(h->aux)))) {
+      return DLCP_ERR_INVALID_ARGUMENT;
+    }
+    break;
   case DLCP_AGG_CLAIM:
     if ((h->flags & DLCP_AGG_FLAG_ECN_MASK) != 0 || h->aux != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;

@@ -46,7 +46,11 @@
  *   30  2    aux      RESULT: cap, the aggregators the job may hold:
  *                     those it holds and its share of the free ones
  *                     (saturating; PANAMA's cwnd_cap); NACK: the reason
- *                     (dlcp_agg_nack); CONTRIB, CLAIM, ACK, GRANT: zero
+ *                     (dlcp_agg_nack); CONTRIB: the place of the
+ *                     receiving switch at its parent in a chain of
+ *                     switches (CINA), low byte the rank and high byte the
+ *                     world it contributes with there, or zero (the
+ *                     switch's sums are final); CLAIM, ACK, GRANT: zero
  *   32  ...  payload  CONTRIB and RESULT: nblocks * elems int32 values,
  *                     block after block; NACK WAITING: 8 bytes, the bitmap
  *                     of the workers whose contributions the group holds
@@ -66,10 +70,11 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_AGG_WIRE_MAGIC 0xD1CAu
-/* 2: CLAIM, GRANT, NACK WAITING and the cap's meaning added; a switch and
- * hosts of different versions drop each other's datagrams (the hosts then
- * time out naming the switch) rather than half-understand them. */
-#define DLCP_AGG_WIRE_VERSION 2u
+/* 2: CLAIM, GRANT, NACK WAITING and the cap's meaning added; 3: a
+ * CONTRIB's chain place (CINA).  A switch and hosts of different versions
+ * drop each other's datagrams (the hosts then time out naming the switch)
+ * rather than half-understand them. */
+#define DLCP_AGG_WIRE_VERSION 3u
 #define DLCP_AGG_HDR_LEN 32u
 /* UDP's largest payload over IPv4. */
 #define DLCP_AGG_DGRAM_MAX 65507u
@@ -101,6 +106,11 @@ typedef enum dlcp_agg_type {
   DLCP_AGG_GRANT = 6    /* switch -> host: the group has its aggregators,
                            send the contribution */
 } dlcp_agg_type;
+
+/* A CONTRIB's chain place: rank |r| of world |w| at the parent switch. */
+#define DLCP_AGG_CHAIN_PLACE(r, w) ((uint16_t)((uint32_t)(r) | ((uint32_t)(w) << 8)))
+#define DLCP_AGG_CHAIN_RANK(aux) ((uint8_t)((aux) & 0xFFu))
+#define DLCP_AGG_CHAIN_WORLD(aux) ((uint8_t)((aux) >> 8))
 
 /* Why a NACK was sent (its aux field). */
 typedef enum dlcp_agg_nack {

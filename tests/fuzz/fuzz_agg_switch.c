@@ -4,17 +4,21 @@
  *
  *   0 t       advance time by t microseconds and fire the timers
  *   1 ....    a well-formed CONTRIB: job (bit 0 of a byte picks one of two
- *             ids, bit 1 a wrong token), group, rank, world 1..4, nblocks
- *             1..3 or 9 (more than the pool), the RING flag, the value,
- *             the ECN codepoint
+ *             ids, bit 1 a wrong token, bit 2 a chain place: rank 1 of 2
+ *             at the parent, bit 3 another, rank 0 of 3), group, rank,
+ *             world 1..4, nblocks 1..3 or 9 (more than the pool), the RING
+ *             flag, the value, the ECN codepoint
  *   2 ....    a well-formed ACK: job, group, rank, world, low
  *   3 L ...   a raw datagram of L bytes
  *   4 ....    a well-formed CLAIM: as CONTRIB, without the payload
+ *   5 ....    a well-formed RESULT from the switch's parent (the chain
+ *             of CINA): job, group, rank, world, nblocks, the value
  *
  * Invariants (abort on violation): nothing crashes or leaks; every packet
  * is counted in exactly one outcome; aggregators in use never exceed the
  * pool; every datagram the switch writes decodes and is a RESULT, a
- * NACK or a GRANT; a result of contributions that all carried value v in
+ * NACK or a GRANT, or to the parent a CONTRIB (without a chain place) or
+ * an ACK; a result of contributions that all carried value v in
  * every element holds k * v; a TOO_BIG refusal names the pool of 8 and
  * answers only a group larger than it; after the timers and a dry poll,
  * the deadline lies in the future.
@@ -29,7 +33,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { ELEMS = 4, NAGGS = 8 };
+enum { ELEMS = 4, NAGGS = 8, PARENT = 99 };
 
 static uint8_t take(const uint8_t **p, const uint8_t *end) {
   return *p < end ? *(*p)++ : 0;
@@ -45,9 +49,14 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
     dlcp_agg_hdr h;
     const uint8_t *payload;
 
-    if (dlcp_agg_decode(&h, &payload, buf, s.len) != 0 ||
-        (h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK &&
-         h.type != DLCP_AGG_GRANT)) {
+    if (dlcp_agg_decode(&h, &payload, buf, s.len) != 0) {
+      abort();
+    }
+    bool up = h.type == DLCP_AGG_CONTRIB || h.type == DLCP_AGG_ACK;
+    if ((h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK &&
+         h.type != DLCP_AGG_GRANT && !up) ||
+        up != (s.addr == PARENT) ||
+        (h.type == DLCP_AGG_CONTRIB && h.aux != 0)) {
       abort();
     }
     if (h.type == DLCP_AGG_NACK && h.aux == DLCP_AGG_NACK_TOO_BIG &&
@@ -61,7 +70,7 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
   dlcp_agg_get_stats(a, &st);
   if (st.packets != st.contrib + st.duplicates + st.acks + st.nacked +
                         st.malformed + st.foreign + st.stale_acks +
-                        st.claims_granted ||
+                        st.claims_granted + st.finals ||
       st.aggs_used > st.aggs_total) {
     abort();
   }
@@ -83,11 +92,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.max_resends = 3;
   cfg.lease_ns = 50000;
   cfg.out_queue = 16;
+  cfg.has_parent = true;
+  cfg.parent_addr = PARENT;
   if (dlcp_agg_new(&a, &cfg, NULL, now) != 0) {
     abort();
   }
   while (p < end) {
-    uint8_t op = take(&p, end) % 5;
+    uint8_t op = take(&p, end) % 6;
+    uint16_t place = 0;
     dlcp_agg_hdr h;
     size_t len = DLCP_AGG_HDR_LEN;
 
@@ -115,6 +127,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
       h.job = 1u + (j & 1u);
       h.token = (j & 2u) ? 666 : 1000u + h.job;
+      place = (j & 4u) ? DLCP_AGG_CHAIN_PLACE(1, 2)
+              : (j & 8u) ? DLCP_AGG_CHAIN_PLACE(0, 3) : 0;
       h.group = take(&p, end) % 80u;
       h.world = (uint8_t)(1u + take(&p, end) % 4u);
       h.rank = (uint8_t)(take(&p, end) % h.world);
@@ -125,11 +139,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       h.elems = ELEMS;
     }
-    if (op == 1) {
+    if (op == 1 || op == 5) {
       uint8_t v = take(&p, end);
 
-      h.type = DLCP_AGG_CONTRIB;
-      h.flags = (take(&p, end) & 1u) ? DLCP_AGG_FLAG_RING : 0;
+      h.type = op == 1 ? DLCP_AGG_CONTRIB : DLCP_AGG_RESULT;
+      h.flags = (take(&p, end) & 1u) ? (op == 1 ? DLCP_AGG_FLAG_RING
+                                                : DLCP_AGG_ECN_CE)
+                                     : 0;
+      h.aux = op == 1 ? place : 0;
       len += dlcp_agg_payload_len(&h);
       for (size_t i = DLCP_AGG_HDR_LEN; i < len; i += 4) {
         dlcp_put_u32(pkt + i, v);
@@ -144,7 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (dlcp_agg_hdr_encode(pkt, sizeof(pkt), &h) != DLCP_AGG_HDR_LEN) {
       abort();
     }
-    (void)dlcp_agg_on_packet(a, pkt, len, take(&p, end) & 3u, h.rank, now);
+    (void)dlcp_agg_on_packet(a, pkt, len, take(&p, end) & 3u,
+                             op == 5 ? PARENT : h.rank, now);
     check(a, now);
   }
   dlcp_agg_del(a);

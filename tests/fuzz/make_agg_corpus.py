@@ -17,7 +17,7 @@ CONTRIB, RESULT, ACK, NACK, CLAIM, GRANT = 1, 2, 3, 4, 5, 6
 
 
 def hdr(mtype, job=7, token=0x1122334455667788, group=0, low=0, rank=0,
-        world=2, nblocks=1, flags=0, elems=64, aux=0, version=2):
+        world=2, nblocks=1, flags=0, elems=64, aux=0, version=3):
     return struct.pack("<HBBIQIIBBBBHH", MAGIC, version, mtype, job, token,
                        group, low, rank, world, nblocks, flags, elems, aux)
 
@@ -57,6 +57,10 @@ def corpora():
         "rank_ge_world": contrib(rank=2),
         "bad_version": hdr(ACK, version=1),
         "contrib_ecn": hdr(CONTRIB, flags=1, elems=1) + b"\x00" * 4,
+        # CINA: a contribution naming its switch's chain place (rank 1 of
+        # 2 at the parent), and one whose place has rank >= world
+        "contrib_chain": contrib(aux=1 | 2 << 8),
+        "contrib_chain_rank_ge_world": contrib(aux=2 | 2 << 8),
     }
     # fuzz_agg_switch programs (see its header comment)
     c["agg_switch"] = {
@@ -75,6 +79,14 @@ def corpora():
                          4, 0, 3, 1, 1, 1, 1, 0,
                          1, 0, 3, 1, 0, 1, 5, 1, 0,
                          1, 0, 3, 1, 1, 1, 7, 1, 0]),
+        # CINA: both ranks of a job with a chain place complete group 0,
+        # whose partial sum goes to the parent; the parent's final comes
+        # back (op 5 as rank 1 of 2), the ranks acknowledge it
+        "chain": bytes([1, 4, 0, 1, 0, 0, 3, 0, 0,
+                        1, 4, 0, 1, 1, 0, 4, 0, 0,
+                        5, 4, 0, 1, 1, 0, 9, 1, 0,
+                        2, 4, 0, 1, 0, 0, 1, 0,
+                        2, 4, 0, 1, 1, 0, 1, 0]),
         # plain INA's 9-block group on the pool of 8: refused at once
         "too_big": bytes([1, 0, 4, 1, 0, 15, 1, 0, 0,
                           1, 0, 4, 1, 1, 15, 1, 0, 0]),

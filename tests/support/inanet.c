@@ -3,7 +3,8 @@
  * a binary heap ordered by (time, sequence), so equal times keep their
  * insertion order and a seed replays exactly.  Every node (host or switch)
  * has one armed timer; a timer event whose time no longer matches the
- * armed one is stale and skipped.
+ * armed one is stale and skipped.  Nodes are numbered as the filter sees
+ * them: hosts from 0, switch s as -1 - s.
  */
 #include "inanet.h"
 
@@ -13,6 +14,8 @@
 #include "proto/rng.h"
 
 #define SWITCH (-1)
+#define IS_SWITCH(node) ((node) < 0)
+#define SW_OF(node) (-1 - (node))
 #define BUFSZ (DLCP_AGG_HDR_LEN + 4u * DLCP_AGG_MAX_BLOCKS * 256u)
 
 enum { EV_DELIVER, EV_TIMER };
@@ -21,7 +24,7 @@ typedef struct ev {
   dlcp_tstamp at;
   uint64_t seq;
   int kind;
-  int to; /* host index or SWITCH */
+  int to; /* host index, or -1 - switch index */
   int from;
   uint8_t ecn;
   uint8_t *data;
@@ -36,12 +39,14 @@ typedef struct inahost {
   int status;
   dlcp_tstamp end;
   dlcp_tstamp armed;
+  int sw; /* its switch's node */
 } inahost;
 
 struct inanet {
   inanet_config cfg;
-  dlcp_agg *sw;
-  dlcp_tstamp sw_armed;
+  dlcp_agg *sw[INANET_MAX_SWITCHES];
+  dlcp_tstamp sw_armed[INANET_MAX_SWITCHES];
+  int nsw;
   inahost hosts[INANET_MAX_HOSTS];
   int nhosts, ndone;
   ev *heap;
@@ -144,7 +149,8 @@ static void transmit(inanet *n, int from, int to, const uint8_t *buf,
     e.from = from;
     e.at = n->now + n->cfg.delay_ns +
            (n->cfg.jitter_ns ? dlcp_rng_below(&n->rng, n->cfg.jitter_ns) : 0);
-    e.ecn = (to == SWITCH && dlcp_rng_unit(&n->rng) < n->cfg.ce)
+    e.ecn = (IS_SWITCH(to) && !IS_SWITCH(from) &&
+             dlcp_rng_unit(&n->rng) < n->cfg.ce)
                 ? DLCP_AGG_ECN_CE
                 : 0;
     e.data = malloc(len);
@@ -160,7 +166,8 @@ static void transmit(inanet *n, int from, int to, const uint8_t *buf,
 }
 
 static void arm(inanet *n, int node, dlcp_tstamp t) {
-  dlcp_tstamp *armed = node == SWITCH ? &n->sw_armed : &n->hosts[node].armed;
+  dlcp_tstamp *armed = IS_SWITCH(node) ? &n->sw_armed[SW_OF(node)]
+                                       : &n->hosts[node].armed;
   ev e = {0};
 
   if (t == DLCP_TSTAMP_NEVER) {
@@ -177,14 +184,18 @@ static void arm(inanet *n, int node, dlcp_tstamp t) {
   (void)push(n, e);
 }
 
-static void run_switch(inanet *n) {
+static void run_switch(inanet *n, int node) {
+  dlcp_agg *sw = n->sw[SW_OF(node)];
   dlcp_agg_send s;
 
-  dlcp_agg_on_timer(n->sw, n->now);
-  while (dlcp_agg_poll(n->sw, &s, n->buf, BUFSZ, n->now) == 1) {
-    transmit(n, SWITCH, (int)s.addr, n->buf, s.len);
+  dlcp_agg_on_timer(sw, n->now);
+  while (dlcp_agg_poll(sw, &s, n->buf, BUFSZ, n->now) == 1) {
+    int to = s.addr >= INANET_SWITCH_COOKIE
+                 ? -1 - (int)(s.addr - INANET_SWITCH_COOKIE)
+                 : (int)s.addr;
+    transmit(n, node, to, n->buf, s.len);
   }
-  arm(n, SWITCH, dlcp_agg_next_deadline(n->sw));
+  arm(n, node, dlcp_agg_next_deadline(sw));
 }
 
 static void run_host(inanet *n, int i) {
@@ -201,7 +212,7 @@ static void run_host(inanet *n, int i) {
       ho->status = rv;
     }
     if (act.type == DLCP_INA_ACT_SEND) {
-      transmit(n, i, SWITCH, n->buf, act.len);
+      transmit(n, i, ho->sw, n->buf, act.len);
     } else if (act.type == DLCP_INA_ACT_DONE) {
       ho->done = true;
       ho->end = n->now;
@@ -215,10 +226,13 @@ static void run_host(inanet *n, int i) {
 }
 
 static void deliver(inanet *n, const ev *e) {
-  if (e->to == SWITCH) {
-    (void)dlcp_agg_on_packet(n->sw, e->data, e->len, e->ecn,
-                             (uint64_t)e->from, n->now);
-    run_switch(n);
+  if (IS_SWITCH(e->to)) {
+    uint64_t from = IS_SWITCH(e->from)
+                        ? INANET_SWITCH_COOKIE + (uint64_t)SW_OF(e->from)
+                        : (uint64_t)e->from;
+    (void)dlcp_agg_on_packet(n->sw[SW_OF(e->to)], e->data, e->len, e->ecn,
+                             from, n->now);
+    run_switch(n, e->to);
     return;
   }
   if (n->hosts[e->to].done) {
@@ -228,7 +242,7 @@ static void deliver(inanet *n, const ev *e) {
 
     if (len > 0) {
       n->st.strays_acked++;
-      transmit(n, e->to, SWITCH, n->buf, (size_t)len);
+      transmit(n, e->to, ho->sw, n->buf, (size_t)len);
     }
     return;
   }
@@ -263,8 +277,9 @@ inanet *inanet_new(const inanet_config *cfg, dlcp_agg *sw) {
   if (n->cfg.until_ns == 0) {
     n->cfg.until_ns = UINT64_C(60000000000);
   }
-  n->sw = sw;
-  n->sw_armed = DLCP_TSTAMP_NEVER;
+  n->sw[0] = sw;
+  n->sw_armed[0] = DLCP_TSTAMP_NEVER;
+  n->nsw = 1;
   dlcp_rng_seed(&n->rng, cfg->seed);
   return n;
 }
@@ -281,11 +296,25 @@ void inanet_del(inanet *n) {
   free(n);
 }
 
+int inanet_add_switch(inanet *n, dlcp_agg *sw) {
+  if (n->nsw == INANET_MAX_SWITCHES) {
+    return -1;
+  }
+  n->sw[n->nsw] = sw;
+  n->sw_armed[n->nsw] = DLCP_TSTAMP_NEVER;
+  return n->nsw++;
+}
+
 int inanet_add_host(inanet *n, dlcp_ina *h, uint32_t job, uint64_t token,
                     dlcp_tstamp start_ns) {
+  return inanet_add_host_at(n, h, job, token, start_ns, 0);
+}
+
+int inanet_add_host_at(inanet *n, dlcp_ina *h, uint32_t job, uint64_t token,
+                       dlcp_tstamp start_ns, int sw) {
   inahost *ho;
 
-  if (n->nhosts == INANET_MAX_HOSTS) {
+  if (n->nhosts == INANET_MAX_HOSTS || sw < 0 || sw >= n->nsw) {
     return -1;
   }
   ho = &n->hosts[n->nhosts];
@@ -294,6 +323,7 @@ int inanet_add_host(inanet *n, dlcp_ina *h, uint32_t job, uint64_t token,
   ho->job = job;
   ho->token = token;
   ho->armed = DLCP_TSTAMP_NEVER;
+  ho->sw = -1 - sw;
   arm(n, n->nhosts, start_ns);
   return n->nhosts++;
 }
@@ -332,10 +362,10 @@ static int run(inanet *n, bool drain) {
     if (e.kind == EV_DELIVER) {
       deliver(n, &e);
       free(e.data);
-    } else if (e.to == SWITCH) {
-      if (e.at == n->sw_armed) {
-        n->sw_armed = DLCP_TSTAMP_NEVER;
-        run_switch(n);
+    } else if (IS_SWITCH(e.to)) {
+      if (e.at == n->sw_armed[SW_OF(e.to)]) {
+        n->sw_armed[SW_OF(e.to)] = DLCP_TSTAMP_NEVER;
+        run_switch(n, e.to);
       }
     } else if (e.at == n->hosts[e.to].armed) {
       n->hosts[e.to].armed = DLCP_TSTAMP_NEVER;

@@ -1,6 +1,7 @@
 /*
  * inanet.h: a deterministic in-memory star network between INA hosts
- * (dlcp_ina) and one aggregation switch (dlcp_agg), in virtual time.
+ * (dlcp_ina) and one aggregation switch (dlcp_agg), in virtual time; or
+ * several switches, each with its own hosts, linked as a chain (CINA).
  *
  * Every datagram crosses one link of |delay_ns| (+ a seeded uniform
  * |jitter_ns|, which reorders), may be lost with the probability of its
@@ -22,6 +23,10 @@
 #include "proto/agg.h"
 
 #define INANET_MAX_HOSTS 64
+#define INANET_MAX_SWITCHES 8
+/* A switch's datagrams reach another switch as from this cookie + its
+ * index (a host's cookie is its index). */
+#define INANET_SWITCH_COOKIE (UINT64_C(1) << 32)
 
 typedef struct inanet_config {
   uint64_t seed;
@@ -42,15 +47,22 @@ typedef struct inanet_stats {
 typedef struct inanet inanet;
 
 /* A hook that sees every datagram before the link; false drops it.
- * |from| and |to| are host indices, -1 the switch; |index| counts the
+ * |from| and |to| are host indices, -1 - s switch s; |index| counts the
  * datagrams of that type so far (from 0). */
 typedef bool (*inanet_filter_fn)(void *user, int from, int to, uint8_t type,
                                  uint32_t group, uint64_t index);
 
 void inanet_config_default(inanet_config *cfg);
-/* The switch |sw| and the hosts are borrowed: the caller deletes them. */
+/* The switch |sw| (switch 0) and the hosts are borrowed: the caller
+ * deletes them. */
 inanet *inanet_new(const inanet_config *cfg, dlcp_agg *sw);
 void inanet_del(inanet *n);
+/* Adds another switch (borrowed); returns its index or -1.  A switch whose
+ * config names INANET_SWITCH_COOKIE + p as its parent sends there. */
+int inanet_add_switch(inanet *n, dlcp_agg *sw);
+/* As inanet_add_host, the host attached to switch |sw|. */
+int inanet_add_host_at(inanet *n, dlcp_ina *h, uint32_t job, uint64_t token,
+                       dlcp_tstamp start_ns, int sw);
 /* Adds host |h| (job |job|, token |token| for stray ACKs) starting at
  * |start_ns|; returns its index or -1. */
 int inanet_add_host(inanet *n, dlcp_ina *h, uint32_t job, uint64_t token,
