@@ -9,7 +9,9 @@
  * FLOAT32 (every rank can generate every rank's input, so it knows the
  * exact sum and the agreed exponents).  A small switch pool makes RA-INA
  * send groups through the ring; a pool smaller than one group fails plain
- * INA at once; INA all-reduces overlap each other and a ring all-reduce.
+ * INA at once; INA all-reduces overlap each other and a ring all-reduce;
+ * a chain of two and of three dlcp-switch (CINA) sums the ranks of every
+ * switch.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +40,11 @@
 #include "switchd.h"
 
 #define MAX_RANKS 8
+
+/* Per rank: its DLCP_SWITCH (NULL: the one of run_ranks), and whether the
+ * ranks run plain INA only (a chain has no RA-INA). */
+static const char *rank_switch[MAX_RANKS];
+static bool plain_only;
 
 typedef struct report {
   int checks, wrong, ring_used;
@@ -168,6 +175,9 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
       dlcp_redop op = variant == 2 || variant == 3 ? DLCP_AVG : DLCP_SUM;
       bool ra = variant >= 4;
       bool inplace = variant % 3 == 0;
+      if (ra && plain_only) {
+        continue;
+      }
       void *in = malloc(4 * count + 4), *out = malloc(4 * count + 4);
       dlcp_coll_info info;
       dlcp_coll_opts o;
@@ -311,30 +321,28 @@ static int overlap_main(uint32_t rank, uint32_t world, uint16_t port,
   return 0;
 }
 
-static void run_ranks(uint32_t world, const char *mem,
-                      int (*main_fn)(uint32_t, uint32_t, uint16_t, report *),
-                      int checks) {
+/* Forks |world| ranks running |main_fn| (rendezvous on a free port) and
+ * checks that each exits 0 after |checks| checks. */
+static void fork_ranks(uint32_t world,
+                       int (*main_fn)(uint32_t, uint32_t, uint16_t, report *),
+                       int checks) {
   report *rep = mmap(NULL, sizeof(report) * MAX_RANKS,
                      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
                      0);
-  const char *args[] = {"--mem", mem, NULL};
-  switchd d;
   uint16_t port = 0;
   dlcp_errbuf eb;
   pid_t pids[MAX_RANKS];
-  char sw[64];
-  const char *err;
 
   assert_true(rep != MAP_FAILED);
   memset(rep, 0, sizeof(report) * MAX_RANKS);
-  assert_int_equal(switchd_start(&d, args), 0);
-  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
-  setenv("DLCP_SWITCH", sw, 1);
   assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
   for (uint32_t r = 0; r < world; r++) {
     pids[r] = fork();
     assert_true(pids[r] >= 0);
     if (pids[r] == 0) {
+      if (rank_switch[r] != NULL) {
+        setenv("DLCP_SWITCH", rank_switch[r], 1);
+      }
       _exit(main_fn(r, world, port, &rep[r]));
     }
   }
@@ -348,17 +356,94 @@ static void run_ranks(uint32_t world, const char *mem,
     }
     assert_int_equal(rep[r].checks, checks);
   }
+  munmap(rep, sizeof(report) * MAX_RANKS);
+}
+
+static void run_ranks(uint32_t world, const char *mem,
+                      int (*main_fn)(uint32_t, uint32_t, uint16_t, report *),
+                      int checks) {
+  const char *args[] = {"--mem", mem, NULL};
+  switchd d;
+  char sw[64];
+  const char *err;
+
+  assert_int_equal(switchd_start(&d, args), 0);
+  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
+  setenv("DLCP_SWITCH", sw, 1);
+  memset(rank_switch, 0, sizeof(rank_switch)); /* a failed chain's */
+  plain_only = false;
+  fork_ranks(world, main_fn, checks);
   err = switchd_stop(&d);
   assert_non_null(err);
   if (mem[0] == '1' && mem[1] == '6') { /* the small pool */
     assert_true(switchd_stat(err, "ring_verdicts") > 0);
   }
   assert_int_equal(switchd_stat(err, "foreign"), 0);
-  munmap(rep, sizeof(report) * MAX_RANKS);
 }
 
 static void run_world(uint32_t world, const char *mem) {
   run_ranks(world, mem, rank_main, 24);
+}
+
+static int ina_once(dlcp_comm *comm, dlcp_algo algo, dlcp_coll_info *info);
+
+/* CINA: |nsw| switches chained leaf first (each started with --parent
+ * the next), ranks split |per[0]|, |per[1]|, ... over them: every plain
+ * INA all-reduce of rank_main is exact, every switch but the root
+ * forwarded partial sums and took finals, and RA-INA is refused. */
+static void run_chain(const uint32_t *per, uint32_t nsw) {
+  static char addr[3][64]; /* rank_switch points here */
+  switchd d[3];
+  char chain[200] = "";
+  uint32_t world = 0;
+
+  for (uint32_t i = nsw; i-- > 0;) {
+    const char *args[] = {"--mem", "4M", i + 1 < nsw ? "--parent" : NULL,
+                          i + 1 < nsw ? addr[i + 1] : NULL, NULL};
+    assert_int_equal(switchd_start(&d[i], args), 0);
+    snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", d[i].port);
+  }
+  for (uint32_t i = 0; i < nsw; i++) {
+    size_t n = strlen(chain);
+    snprintf(chain + n, sizeof(chain) - n, "%s%s", i ? "," : "", addr[i]);
+    for (uint32_t m = 0; m < per[i]; m++) {
+      rank_switch[world++] = addr[i];
+    }
+  }
+  setenv("DLCP_INA_CHAIN", chain, 1);
+  plain_only = true;
+  fork_ranks(world, rank_main, 16);
+  plain_only = false;
+
+  setenv("DLCP_SWITCH", addr[0], 1);
+  dlcp_comm *comm = one_rank_comm(20000);
+  dlcp_coll_info info;
+  assert_int_equal(ina_once(comm, DLCP_ALGO_RA_INA, &info), DLCP_ERR_CONFIG);
+  if (strstr(info.error, "RA-INA does not run over a chain") == NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_comm_destroy(comm);
+  unsetenv("DLCP_INA_CHAIN");
+  memset(rank_switch, 0, sizeof(rank_switch));
+  for (uint32_t i = 0; i < nsw; i++) {
+    const char *err = switchd_stop(&d[i]);
+    assert_non_null(err);
+    assert_int_equal(switchd_stat(err, "foreign"), 0);
+    assert_int_equal(switchd_stat(err, "malformed"), 0);
+    if (i + 1 < nsw) {
+      assert_true(switchd_stat(err, "forwards") > 0);
+      assert_true(switchd_stat(err, "finals") > 0);
+    } else {
+      assert_int_equal(switchd_stat(err, "forwards"), 0);
+    }
+  }
+}
+
+static void test_cina_chain(void **state) {
+  static const uint32_t two[] = {2, 3}, three[] = {1, 2, 1};
+  (void)state;
+  run_chain(two, 2);
+  run_chain(three, 3);
 }
 
 static void test_overlap(void **state) {
@@ -611,6 +696,7 @@ int main(void) {
       cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_missing_rank_named),
       cmocka_unit_test(test_panama_and_claims),
+      cmocka_unit_test(test_cina_chain),
       cmocka_unit_test(test_worlds),
       cmocka_unit_test(test_small_pool),
       cmocka_unit_test(test_overlap),

@@ -6,6 +6,7 @@
  *               [--block-elems N] [--policy shared|static]
  *               [--static-parts N] [--max-jobs N] [--resend-us N]
  *               [--lease-s N] [--batch N] [--stats-s N]
+ *               [--parent ADDR:PORT]
  *
  * Sharding.  Every thread owns its own socket, bound with SO_REUSEPORT to
  * the same address, and its own aggregator pool (--mem divided by T).  A
@@ -20,6 +21,15 @@
  * it produced in batches with sendmmsg, each result with the OR-ed ECN
  * codepoint set through an IP_TOS control message.  Every packet is
  * validated by the core; nothing from the network is trusted.
+ *
+ * Chains (CINA).  With --parent, the switch is a link of a chain (or a
+ * leaf of a tree) of switches: the jobs whose contributions name a chain
+ * place send each group complete here to ADDR:PORT as one contribution
+ * and take the final sum it returns (src/proto/agg.h, "Chains").  The
+ * parent answers the address this switch sends from, so --bind should be
+ * the address the parent can reach (its rack's host-facing address on the
+ * testbed).  The parent's answers about a group come back to the thread
+ * that holds it here, as every datagram is steered by its group number.
  *
  * Prints "dlcp-switch: listening on ADDR:PORT ..." on stdout once every
  * socket is bound (scripts wait for it; --port 0 picks a free port), the
@@ -117,6 +127,8 @@ static int parse_u64(const char *name, const char *s, uint64_t lo,
   return 0;
 }
 
+static uint64_t cookie_of(const struct sockaddr_in *sa);
+
 static void usage(void) {
   fprintf(stderr,
           "usage: dlcp-switch [--bind ADDR] [--port N] [--threads T] "
@@ -124,7 +136,8 @@ static void usage(void) {
           "                   [--block-elems N] [--policy shared|static] "
           "[--static-parts N]\n"
           "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
-          "[--batch N] [--stats-s N]\n");
+          "[--batch N] [--stats-s N]\n"
+          "                   [--parent ADDR:PORT]\n");
 }
 
 static int parse_args(int argc, char **argv, opts *o) {
@@ -183,6 +196,28 @@ static int parse_args(int argc, char **argv, opts *o) {
     } else if (strcmp(a, "--lease-s") == 0) {
       rv = parse_u64(a, v, 1, 86400, &x);
       o->cfg.lease_ns = x * 1000000000u;
+    } else if (strcmp(a, "--parent") == 0) {
+      const char *colon = strrchr(v, ':');
+      char host[INET_ADDRSTRLEN];
+      struct sockaddr_in sa;
+      uint64_t port = 0;
+      memset(&sa, 0, sizeof(sa));
+      if (colon == NULL || (size_t)(colon - v) >= sizeof(host)) {
+        fprintf(stderr, "dlcp-switch: --parent: expected ADDR:PORT, got "
+                        "'%s'\n", v);
+        return -1;
+      }
+      memcpy(host, v, (size_t)(colon - v));
+      host[colon - v] = '\0';
+      if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        fprintf(stderr, "dlcp-switch: --parent: not an IPv4 address: "
+                        "'%s'\n", host);
+        return -1;
+      }
+      rv = parse_u64(a, colon + 1, 1, 65535, &port);
+      sa.sin_port = htons((uint16_t)port);
+      o->cfg.has_parent = true;
+      o->cfg.parent_addr = cookie_of(&sa);
     } else if (strcmp(a, "--policy") == 0) {
       if (strcmp(v, "shared") == 0) {
         o->cfg.policy = DLCP_AGG_SHARED;
@@ -470,6 +505,10 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.resend_backoffs += s.resend_backoffs;
     t.nacks_sent += s.nacks_sent;
     t.grants_sent += s.grants_sent;
+    t.finals += s.finals;
+    t.forwards += s.forwards;
+    t.forward_resends += s.forward_resends;
+    t.acks_up += s.acks_up;
     t.freed += s.freed;
     t.reclaimed += s.reclaimed;
     t.abandoned += s.abandoned;
@@ -483,7 +522,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "claims_granted %llu | claims "
           "%llu claim_failures %llu ring_verdicts %llu too_big %llu results "
           "%llu resent %llu backoffs %llu freed %llu reclaimed %llu "
-          "abandoned %llu queue_drops %llu | "
+          "abandoned %llu queue_drops %llu | chain: forwards %llu "
+          "(re-sent %llu) finals %llu acks_up %llu | "
           "aggregators %u/%u in use\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
@@ -496,7 +536,10 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.results_sent, (unsigned long long)t.resent,
           (unsigned long long)t.resend_backoffs, (unsigned long long)t.freed,
           (unsigned long long)t.reclaimed, (unsigned long long)t.abandoned,
-          (unsigned long long)t.queue_drops, t.aggs_used, t.aggs_total);
+          (unsigned long long)t.queue_drops, (unsigned long long)t.forwards,
+          (unsigned long long)t.forward_resends,
+          (unsigned long long)t.finals, (unsigned long long)t.acks_up,
+          t.aggs_used, t.aggs_total);
   {
     /* CPU time of the whole process: the per-core cost, independent of
      * how much of the machine the scheduler gave us */

@@ -176,13 +176,15 @@ static void decode_group(dlcp_ina *h, uint32_t g, const uint8_t *src) {
   uint32_t n = group_len(h, g);
   size_t off = (size_t)g * h->group_elems;
   bool avg = h->p.op == DLCP_AVG;
+  /* AVG divides by the contributions in the sum: a chain's whole world */
+  uint32_t nsum = h->p.scale_world != 0 ? h->p.scale_world : h->p.world;
 
   if (h->p.dtype == DLCP_INT32) {
     for (uint32_t i = 0; i < n; i++) {
       int32_t v = (int32_t)dlcp_get_u32(src + 4u * i);
 
       if (avg) {
-        v = (int32_t)(v / (int32_t)h->p.world);
+        v = (int32_t)(v / (int32_t)nsum);
       }
       memcpy(h->out + 4u * (off + i), &v, 4);
     }
@@ -190,7 +192,7 @@ static void decode_group(dlcp_ina *h, uint32_t g, const uint8_t *src) {
     double unscale = ldexp(1.0, -shift_of(h->exps[g], h->clog2));
 
     if (avg) {
-      unscale /= h->p.world;
+      unscale /= nsum;
     }
     for (uint32_t i = 0; i < n; i++) {
       float y = (float)((double)(int32_t)dlcp_get_u32(src + 4u * i) *

@@ -112,7 +112,7 @@ typedef struct dlcp_ina_params {
   /* How many contributions the final sum adds up, for the scaling (n in
    * s_g above); 0 means |world|.  A chain of switches (CINA) sums more
    * contributions than one switch's world: every contributor must scale
-   * for all of them, 1..DLCP_INA_MAX_SCALE_WORLD. */
+   * for all of them, 1..DLCP_INA_MAX_SCALE_WORLD.  AVG divides by it. */
   uint32_t scale_world;
   /* CINA: the place of this rank's switch at its parent in the chain
    * (DLCP_AGG_CHAIN_PLACE(rank, world) there), carried in every

@@ -20,6 +20,14 @@
  *           packed, as a collective whose run id was reserved when the
  *           operation started (so every rank gives it the same id,
  *           whatever it started in between).
+ * CINA (DLCP_INA_CHAIN, the switches of a chain in order, each rank's
+ * DLCP_SWITCH one of them): every rank learns every rank's place in the
+ * chain with the identity (an all-reduce of a world-long vector), and
+ * contributes to its own switch as rank m of the ranks there (plus the
+ * switch below, if any), scaled for the whole world, naming its switch's
+ * place at the next one (src/proto/agg.h, "Chains"); the switches pass
+ * partial sums up and the final down.  Each rank is a master of its own:
+ * the seed's ring-reduce inside a host first is not done here.
  * Group numbers continue from one operation to the next; operations in
  * flight together announce the low-water mark of the oldest one that
  * still needs the switch (dlcp_ina_cap_low), or the switch would slide
@@ -73,6 +81,13 @@ struct dlcp_rt_ina {
   uint64_t token;
   uint32_t id[4];         /* the identity broadcast's buffer */
   dlcp_request *id_req;   /* while it runs */
+  /* CINA: the chain's length (0: no chain), this rank's switch's position
+   * in it, and every rank's position + 1, summed over ranks (while
+   * places_req runs) */
+  uint32_t chain_len, chain_pos;
+  char below[128];        /* the switch before this one, for messages */
+  int32_t *places;
+  dlcp_request *places_req;
   bool have_id;
   int id_status;          /* its failure, for every operation */
   char id_error[160];
@@ -93,6 +108,7 @@ void dlcp_rt_ina_free(dlcp_rt_ina *s) {
     close(s->fd); /* which also takes it out of the loop's epoll set */
   }
   free(s->buf);
+  free(s->places);
   free(s);
 }
 
@@ -167,21 +183,42 @@ static uint64_t missing_ranks(const dlcp_rt_ina_op *iop) {
   return r.missing;
 }
 
-/* Writes "rank 2 (addr), rank 3 (addr)" for the ranks of |missing| into
- * |buf|, the first few of them and how many more. */
-static void name_ranks(dlcp_comm *c, uint64_t missing, char *buf,
-                       size_t len) {
+/* The communicator's rank that is worker |w| of this rank's switch, or
+ * UINT32_MAX for the switch below it in a chain. */
+static uint32_t comm_rank_of(const dlcp_comm *c, const dlcp_rt_ina *s,
+                             uint32_t w) {
+  if (s->chain_len == 0) {
+    return w;
+  }
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if ((uint32_t)s->places[r] == s->chain_pos + 1u && w-- == 0) {
+      return r;
+    }
+  }
+  return UINT32_MAX;
+}
+
+/* Writes "rank 2 (addr), rank 3 (addr)" for the workers of |missing| (a
+ * bitmap of this rank's switch's workers) into |buf|, the first few of
+ * them and how many more. */
+static void name_ranks(dlcp_comm *c, const dlcp_rt_ina *s, uint64_t missing,
+                       char *buf, size_t len) {
   enum { SHOWN = 3 };
   size_t used = 0;
   uint32_t n = 0;
   buf[0] = '\0';
-  for (uint32_t r = 0; r < c->env.world_size && r < 64u; r++) {
-    if ((missing >> r & 1u) == 0) {
+  for (uint32_t w = 0; w < 64u; w++) {
+    if ((missing >> w & 1u) == 0) {
       continue;
     }
     if (n++ < SHOWN && used < len) {
+      uint32_t r = comm_rank_of(c, s, w);
+      char below[160];
+      if (r == UINT32_MAX) {
+        dlcp_fmt(below, sizeof(below), "the switch below, %s", s->below);
+      }
       int k = snprintf(buf + used, len - used, "%s%s", n > 1 ? ", " : "",
-                       c->peers[r].name);
+                       r == UINT32_MAX ? below : c->peers[r].name);
       used += k > 0 ? (size_t)k : 0;
     }
   }
@@ -197,8 +234,11 @@ void dlcp_rt_ina_note_waits(dlcp_comm *c, dlcp_flight *fr) {
       /* The switch said whose contribution the group lacks: that rank,
        * not the switch, is what this one waits on. */
       uint64_t missing = missing_ranks(iop);
-      uint32_t on = missing != 0 ? (uint32_t)__builtin_ctzll(missing)
-                                 : DLCP_FLIGHT_SWITCH;
+      uint32_t on = missing != 0
+                        ? comm_rank_of(c, s,
+                                       (uint32_t)__builtin_ctzll(missing))
+                        : DLCP_FLIGHT_SWITCH;
+      on = on == UINT32_MAX ? DLCP_FLIGHT_SWITCH : on;
       dlcp_flight_waiting(fr, iop->id, on, iop->last_progress);
     }
   }
@@ -224,6 +264,12 @@ void dlcp_rt_ina_fail_all(dlcp_comm *c, int status, const char *reason,
     dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", reason);
     dlcp_rt_coll_drop(c, s->id_req);
     s->id_req = NULL;
+  }
+  if (s->places_req != NULL) {
+    s->id_status = status;
+    dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", reason);
+    dlcp_rt_coll_drop(c, s->places_req);
+    s->places_req = NULL;
   }
   while (s->ops != NULL) {
     fail_op(c, s, s->ops, status, "INA: %.200s", reason);
@@ -336,6 +382,69 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
   return 0;
 }
 
+/* DLCP_INA_CHAIN: the switches of a CINA chain, leaf first, root last,
+ * comma-separated; this rank's DLCP_SWITCH |sw| must be one of them.
+ * Sets the chain's length and this rank's position (length 0 without
+ * the variable). */
+static int chain_options(dlcp_rt_ina *s, const char *sw,
+                         dlcp_coll_info *info) {
+  const char *chain = getenv("DLCP_INA_CHAIN");
+  size_t swlen = strlen(sw);
+  if (chain == NULL || chain[0] == '\0') {
+    return 0;
+  }
+  s->chain_pos = UINT32_MAX;
+  const char *prev = NULL, *p = chain;
+  size_t prevlen = 0;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+    if (len == 0 || s->chain_len == DLCP_AGG_MAX_WORLD) {
+      return fail_info(info, DLCP_ERR_CONFIG,
+                       "INA: DLCP_INA_CHAIN=%.200s: expected up to %u "
+                       "host:port of dlcp-switch, comma-separated, leaf "
+                       "first", chain, DLCP_AGG_MAX_WORLD);
+    }
+    if (len == swlen && memcmp(p, sw, len) == 0) {
+      s->chain_pos = s->chain_len;
+      if (prev != NULL) {
+        dlcp_fmt(s->below, sizeof(s->below), "%.*s", (int)prevlen, prev);
+      }
+    }
+    s->chain_len++;
+    prev = p;
+    prevlen = len;
+    if (comma == NULL) {
+      break;
+    }
+    p = comma + 1;
+  }
+  if (s->chain_pos == UINT32_MAX) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_SWITCH=%.100s is not in DLCP_INA_CHAIN=%.200s",
+                     sw, chain);
+  }
+  return 0;
+}
+
+/* The all-reduce that tells every rank every rank's place in the chain.
+ * With |mu| held. */
+static int start_places(dlcp_comm *c, dlcp_rt_ina *s) {
+  uint32_t world = dlcp_comm_size(c);
+  dlcp_coll_params p;
+  dlcp_coll_opts o;
+  s->places = calloc(world, sizeof(*s->places));
+  if (s->places == NULL) {
+    return DLCP_ERR_NOMEM;
+  }
+  s->places[dlcp_comm_rank(c)] = (int32_t)s->chain_pos + 1;
+  dlcp_coll_opts_default(&o);
+  dlcp_rt_coll_params_for(c, &p, DLCP_COLL_ALLREDUCE, s->places, s->places,
+                          world, DLCP_INT32, DLCP_SUM, 0, &o);
+  return dlcp_rt_coll_start_locked(c, &p, &o, dlcp_rt_coll_reserve_id(c),
+                                   &s->places_req);
+}
+
 /* The socket to DLCP_SWITCH, watched by the communicator's loop, and the
  * identity broadcast started.  With |mu| held. */
 static int setup(dlcp_comm *c, dlcp_coll_info *info) {
@@ -373,6 +482,9 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   snprintf(s->name, sizeof(s->name), "%s", env);
   s->fd = -1;
   rv = options(s, info);
+  if (rv == 0) {
+    rv = chain_options(s, env, info);
+  }
   if (rv != 0) {
     freeaddrinfo(ai);
     dlcp_rt_ina_free(s);
@@ -425,6 +537,9 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
                           DLCP_INT32, DLCP_SUM, 0, &o);
   rv = dlcp_rt_coll_start_locked(c, &p, &o, dlcp_rt_coll_reserve_id(c),
                                  &s->id_req);
+  if (rv == 0 && s->chain_len > 0) {
+    rv = start_places(c, s);
+  }
   if (rv != 0) {
     /* The id is spent on this rank: the communicator cannot do INA. */
     s->id_status = rv;
@@ -569,6 +684,12 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
   } else if (s == NULL && setup(c, info) == 0) {
     s = *dlcp_rt_coll_ina(c);
   }
+  if (s != NULL && info->status == 0 && ra && s->chain_len > 0) {
+    /* A ring verdict means nothing to the switches up the chain. */
+    (void)fail_info(info, DLCP_ERR_CONFIG,
+                    "INA: RA-INA does not run over a chain of switches "
+                    "(DLCP_INA_CHAIN); use the ina algorithm");
+  }
   if (s == NULL || info->status != 0) {
     free(iop);
     req->done = true;
@@ -596,6 +717,40 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
 }
 
 /* --- progress --------------------------------------------------------- */
+
+/* CINA: |p|'s rank and world at this rank's switch, the scaling for the
+ * whole world and the switch's place at the next one, from every rank's
+ * place.  Returns 0 or fails with a message in |err|. */
+static int chain_params(const dlcp_comm *c, const dlcp_rt_ina *s,
+                        dlcp_ina_params *p, char *err, size_t errlen) {
+  uint32_t n[DLCP_AGG_MAX_WORLD] = {0};
+  uint32_t me = dlcp_comm_rank(c), local = 0;
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    uint32_t pos = (uint32_t)s->places[r] - 1u;
+    if (pos >= s->chain_len) {
+      dlcp_fmt(err, errlen, "rank %u names no switch of the chain (its "
+               "DLCP_INA_CHAIN differs)", r);
+      return DLCP_ERR_CONFIG;
+    }
+    local += r < me && pos == s->chain_pos;
+    n[pos]++;
+  }
+  for (uint32_t q = 0; q < s->chain_len; q++) {
+    if (n[q] == 0 || n[q] + (q > 0) > DLCP_AGG_MAX_WORLD) {
+      dlcp_fmt(err, errlen, "switch %u of the chain has %u ranks of this "
+               "job: expected 1 to %u", q, n[q], DLCP_AGG_MAX_WORLD - 1u);
+      return DLCP_ERR_CONFIG;
+    }
+  }
+  p->rank = local;
+  p->world = n[s->chain_pos] + (s->chain_pos > 0);
+  p->scale_world = c->env.world_size;
+  p->chain_place = s->chain_pos + 1u < s->chain_len
+                       ? DLCP_AGG_CHAIN_PLACE(n[s->chain_pos + 1u],
+                                              n[s->chain_pos + 1u] + 1u)
+                       : 0;
+  return 0;
+}
 
 /* AGREE: the identity and the exponents.  Returns whether the operation
  * moved on to SWITCH (false: it waits, or it failed and is gone). */
@@ -631,6 +786,14 @@ static bool agree(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   }
   iop->p.job = s->job;
   iop->p.token = s->token;
+  if (s->chain_len > 0) {
+    char err[160];
+    rv = chain_params(c, s, &iop->p, err, sizeof(err));
+    if (rv != 0) {
+      fail_op(c, s, iop, rv, "INA: DLCP_INA_CHAIN: %s", err);
+      return false;
+    }
+  }
   rv = dlcp_ina_new(&iop->h, &iop->p, NULL, now);
   iop->p.exps = NULL;
   if (rv != 0) {
@@ -681,7 +844,7 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   }
   if (r.status == DLCP_ERR_PEER_ABORTED && r.missing != 0) {
     char who[200];
-    name_ranks(c, r.missing, who, sizeof(who));
+    name_ranks(c, s, r.missing, who, sizeof(who));
     fail_op(c, s, iop, r.status,
             "INA: the aggregation switch %s dropped group %u while it "
             "waited for the contribution of %s", s->name, r.waiting_group,
@@ -730,7 +893,7 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     char why[400];
     if (r.missing != 0) {
       char who[200];
-      name_ranks(c, r.missing, who, sizeof(who));
+      name_ranks(c, s, r.missing, who, sizeof(who));
       dlcp_fmt(why, sizeof(why),
                "INA: no result from the aggregation switch %s within %u ms: "
                "its group %u still lacks the contribution of %s",
@@ -781,7 +944,16 @@ bool dlcp_rt_ina_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   if (s == NULL) {
     return false;
   }
-  if (s->id_req != NULL && s->id_req->done) {
+  if (s->places_req != NULL && s->places_req->done) {
+    if (s->places_req->info.status != 0) {
+      s->id_status = s->places_req->info.status;
+      dlcp_fmt(s->id_error, sizeof(s->id_error), "%s",
+               s->places_req->info.error);
+    }
+    dlcp_rt_coll_drop(c, s->places_req);
+    s->places_req = NULL;
+  }
+  if (s->id_req != NULL && s->id_req->done && s->places_req == NULL) {
     if (s->id_req->info.status == 0) {
       s->job = s->id[0];
       s->token = (uint64_t)s->id[1] | (uint64_t)s->id[2] << 32;

@@ -15,8 +15,8 @@ NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
                  "queue", "burst_us", "dscp_prio", "loss", "link_loss",
-                 "ecn_k", "agg_switch", "agg_mem", "agg_threads",
-                 "agg_policy", "agg_static_parts")
+                 "ecn_k", "agg_switch", "agg_chain", "agg_mem",
+                 "agg_threads", "agg_policy", "agg_static_parts")
 
 DESCRIPTION = """\
 An emulated cluster in network namespaces: N hosts in R racks (one switch
@@ -45,7 +45,10 @@ up, down or both.  P is a fraction (0.01) or a percentage (1%).
 
 Aggregation: --agg-switch BIN starts BIN (dlcp-switch) on rack 0's switch,
 listening on its host-facing address 10.0.0.254, and every rank gets
-DLCP_SWITCH pointing at it (in-network aggregation, docs/ina.md).
+DLCP_SWITCH pointing at it (in-network aggregation, docs/ina.md).  With
+--agg-chain, one on every rack's switch (10.0.<r>.254), rack r's passing
+its partial sums to rack r+1's (CINA's chain); every rank gets its rack's
+switch as DLCP_SWITCH and the chain as DLCP_INA_CHAIN.
 See docs/testbed.md."""
 
 
@@ -150,6 +153,9 @@ def add_topology_options(p):
     p.add_argument("--agg-switch", metavar="BIN", default=None,
                    help="run the aggregation switch BIN (dlcp-switch) on "
                         "rack 0's switch; ranks get DLCP_SWITCH")
+    p.add_argument("--agg-chain", action="store_true",
+                   help="with --agg-switch: one on every rack's switch, "
+                        "chained rack 0 -> 1 -> ... (CINA)")
     p.add_argument("--agg-mem", type=parse_bytes, default=parse_bytes("4m"),
                    metavar="BYTES",
                    help="its aggregator memory (default 4m)")
@@ -244,6 +250,8 @@ def make(a, owner):
     if a.agg_switch and not (os.path.isfile(a.agg_switch) and
                              os.access(a.agg_switch, os.X_OK)):
         die(f"--agg-switch {a.agg_switch}: not an executable file", 2)
+    if a.agg_chain and not (a.agg_switch and a.racks >= 2):
+        die("--agg-chain: needs --agg-switch and --racks >= 2", 2)
     tb_id = state.new_id()
     rec = {"id": tb_id, "hosts": a.hosts, "racks": a.racks, "spines": spines,
            "rate_bps": a.rate, "fabric_rate_bps": a.fabric_rate or a.rate,
@@ -272,11 +280,18 @@ def make(a, owner):
     rec["ecn_k"] = a.ecn_k
     rec["owner"] = owner
     if a.agg_switch:
+        racks = range(a.racks) if a.agg_chain else range(1)
         try:
-            rec["agg_switch"] = launch.start_agg_switch(
-                t, a.agg_switch, a.agg_mem, a.agg_threads,
-                os.path.join(state.dir_of(tb_id), "agg-switch.log"),
-                a.agg_policy, a.agg_static_parts)
+            rec["agg_switch"] = ",".join(
+                launch.start_agg_switch(
+                    t, a.agg_switch, a.agg_mem, a.agg_threads,
+                    os.path.join(state.dir_of(tb_id),
+                                 f"agg-switch-r{r}.log" if r else
+                                 "agg-switch.log"),
+                    a.agg_policy, a.agg_static_parts, r,
+                    launch.agg_address(r + 1) if a.agg_chain and
+                    r + 1 < a.racks else None)
+                for r in racks)
         except BaseException:
             remove_or_warn(tb_id)
             raise
@@ -363,7 +378,8 @@ def cmd_up(a):
               file=sys.stderr)
     if rec.get("agg_switch"):
         print(f"# aggregation switch: {rec['agg_switch']} (DLCP_SWITCH of "
-              f"every rank)", file=sys.stderr)
+              f"every rank{'; a chain, rack by rack' if ',' in rec['agg_switch'] else ''})",
+              file=sys.stderr)
     return 0
 
 

@@ -13,20 +13,28 @@ import time
 AGG_PORT = 9555
 
 
+def agg_address(rack):
+    """The address:port of rack |rack|'s aggregation switch."""
+    return f"10.0.{rack}.254:{AGG_PORT}"
+
+
 def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
-                     static_parts=None):
-    """Starts |binary| (dlcp-switch) in rack 0's namespace on its host-facing
-    address with its pool shared by |policy| (|static_parts| partitions if
-    static and given), output to |log_path|; waits until it listens and
-    returns "ADDR:PORT".  It lives until the testbed's namespaces are
-    removed."""
-    ns = t.racks[0]
-    addr = "10.0.0.254"
+                     static_parts=None, rack=0, parent=None):
+    """Starts |binary| (dlcp-switch) in rack |rack|'s namespace on its
+    host-facing address with its pool shared by |policy| (|static_parts|
+    partitions if static and given), passing its partial sums to |parent|
+    (ADDR:PORT, CINA's chain) if given, output to |log_path|; waits until
+    it listens and returns "ADDR:PORT".  It lives until the testbed's
+    namespaces are removed."""
+    ns = t.racks[rack]
+    addr = agg_address(rack).rsplit(":", 1)[0]
     argv = ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
             str(AGG_PORT), "--threads", str(threads), "--mem", str(mem),
             "--policy", policy]
     if policy == "static" and static_parts:
         argv += ["--static-parts", str(static_parts)]
+    if parent:
+        argv += ["--parent", parent]
     with open(log_path, "w") as log:
         p = subprocess.Popen(
             argv,
@@ -48,9 +56,16 @@ def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
 
 
 def rank_env(t, rank, port, base, agg_switch=None):
+    """torchrun's variables for |rank|; with |agg_switch| (ADDR:PORT, or
+    the comma-separated chain of every rack's switch) DLCP_SWITCH, its
+    rack's switch, and DLCP_INA_CHAIN for a chain, unless |base| sets
+    them."""
     h = t.hosts[rank]
     env = dict(base)
-    if agg_switch:
+    if agg_switch and "," in agg_switch:
+        env.setdefault("DLCP_SWITCH", agg_switch.split(",")[h.rack])
+        env.setdefault("DLCP_INA_CHAIN", agg_switch)
+    elif agg_switch:
         env.setdefault("DLCP_SWITCH", agg_switch)
     env.update({
         "RANK": str(rank), "WORLD_SIZE": str(len(t.hosts)),
