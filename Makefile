@@ -36,7 +36,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan fuzz bench bench-allreduce \
-        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-jobs results \
+        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-jobs bench-cina results \
         soak train-fashion-mnist clean
 
 all: build
@@ -131,6 +131,10 @@ bench-ina: build
 bench-ina-jobs: build
 	@./scripts/install-deps.sh python3
 	@/usr/bin/python3 scripts/bench-ina-jobs.py $(BUILD)
+
+bench-cina: build
+	@./scripts/install-deps.sh python3
+	@/usr/bin/python3 scripts/bench-cina.py $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""CINA on the emulated testbed: a chain of dlcp-switch, one per rack.
+
+Issue 18's runtime run: a testbed of 2 racks (2 hosts each, one rank per
+host, 2 spines) at 10 Gbit/s, MTU 9000, with dlcp-switch on both rack
+switches, rack 0's passing its partial sums to rack 1's (dlcp-testbed
+--agg-chain).  Configurations, taking turns round after round on the same
+testbed:
+
+  ring      -a ring (no switch)
+  CINA      -a ina, DLCP_INA_CHAIN: each rank contributes to its rack's
+            switch, the switches chain
+  INA, one  -a ina through rack 0's switch alone (rack 1's ranks reach it
+  switch    through the spines), the single-switch baseline
+  RA-INA    -a ra_ina through rack 0's switch alone (a chain has no
+            RA-INA)
+
+Per configuration and size: the median all-reduce time over the rounds'
+medians, and the bus bandwidth (every result checked, dlcp-bench -c 1).
+Usage:
+
+    scripts/bench-cina.py BUILD [--rounds N] [--sizes 4m,64m] [--iters N]
+                          [--out DIR]
+
+Needs root (namespaces).  Prints a table and writes DIR/cina.json.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
+RACK0 = "10.0.0.254:9555"  # dlcp-testbed's aggregation port on rack 0
+# label, algorithm, variables set over the testbed's
+CONFIGS = (("ring", "ring", {}),
+           ("CINA", "ina", {}),
+           ("INA, one switch", "ina", {"DLCP_SWITCH": RACK0,
+                                       "DLCP_INA_CHAIN": ""}),
+           ("RA-INA, one switch", "ra_ina", {"DLCP_SWITCH": RACK0,
+                                             "DLCP_INA_CHAIN": ""}))
+
+
+def parse_bytes(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    mult = units.get(t[-1:], 1)
+    digits = t[:-1] if t[-1:] in units else t
+    if not digits.isdigit() or int(digits) <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: expected bytes like 4m")
+    return int(digits) * mult
+
+
+def run_one(build, tb, algo, env, size, iters, out, log_path):
+    argv = [TESTBED, "run", "--id", tb, "--stats", "none", "--",
+            os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
+            "-e", str(size), "-n", str(iters), "-w", "2", "-a", algo,
+            "-c", "1", "-J", out]
+    with open(log_path, "w") as log:
+        rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
+                            env=dict(os.environ, **env)).returncode
+    if rc != 0:
+        sys.exit(f"bench-cina: {algo} at {size} B failed (exit {rc}); see "
+                 f"{log_path}")
+    with open(out) as f:
+        r = json.load(f)
+    if r.get("wrong", 0) != 0:
+        sys.exit(f"bench-cina: {algo} at {size} B: {r['wrong']} wrong "
+                 f"results; see {log_path}")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sizes", default="4m,64m")
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench-cina: needs root (network namespaces)")
+    sizes = [parse_bytes(s) for s in a.sizes.split(",")]
+    outdir = a.out or os.path.join(a.build, "bench-cina")
+    os.makedirs(outdir, exist_ok=True)
+    up = subprocess.run(
+        [TESTBED, "up", "-n", "4", "--racks", "2", "--rate", "10gbit",
+         "--mtu", "9000", "--agg-switch",
+         os.path.join(a.build, "bin", "dlcp-switch"), "--agg-chain",
+         "--agg-mem", "8m"], check=True, capture_output=True, text=True)
+    tb = up.stdout.split()[0]
+    medians = {}
+    try:
+        for rnd in range(1, a.rounds + 1):
+            for size in sizes:
+                for label, algo, env in CONFIGS:
+                    tag = f"{algo}-{label.split(',')[-1].strip()}-{size}-r{rnd}"
+                    tag = tag.replace(" ", "_")
+                    r = run_one(a.build, tb, algo, env, size, a.iters,
+                                os.path.join(outdir, tag + ".json"),
+                                os.path.join(outdir, tag + ".log"))
+                    medians.setdefault((size, label), []).append(
+                        r["p50_us"] / 1e3)
+                    print(f"# round {rnd}, {size >> 20} MiB, {label}: "
+                          f"median {r['p50_us'] / 1e3:.1f} ms", flush=True)
+    finally:
+        subprocess.run([TESTBED, "down", tb], check=False,
+                       capture_output=True)
+    rows = []
+    print("\nsize | " + " | ".join(c[0] for c in CONFIGS))
+    for size in sizes:
+        cells = []
+        for label, _, _ in CONFIGS:
+            ms = statistics.median(medians[(size, label)])
+            # a 4-rank all-reduce moves 2 (n - 1) / n of the vector per rank
+            busbw = size * 2 * 3 / 4 / (ms / 1e3) / 1e9
+            rows.append({"bytes": size, "config": label, "median_ms": ms,
+                         "busbw_GBps": busbw,
+                         "rounds_ms": medians[(size, label)]})
+            cells.append(f"{ms:.1f} ms ({busbw:.2f} GB/s)")
+        print(f"{size >> 20} MiB | " + " | ".join(cells))
+    with open(os.path.join(outdir, "cina.json"), "w") as f:
+        json.dump({"rounds": a.rounds, "iters": a.iters, "rows": rows}, f,
+                  indent=1)
+
+
+if __name__ == "__main__":
+    main()
