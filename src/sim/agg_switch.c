@@ -12,7 +12,12 @@
  * (a software switch's CPU, or 0 for a line-rate pipeline): a packet that
  * arrives while the processor is busy waits for it in a FIFO of at most
  * |queue_pkts| packets (a NIC ring, a socket buffer); one that finds it
- * full is dropped and counted, and the hosts' re-sends recover it.
+ * full is dropped and counted, and the hosts' re-sends recover it.  With
+ * PFC on the packet's priority (PANAMA's lossless fabric for aggregation
+ * traffic) the FIFO is no limit: its packets are held against the link
+ * they came in on, as a port's queue holds them, and past xoff that link
+ * is PAUSEd until the processor has drained it to xon; so are the chain's
+ * hops between switches, which ride a lossless class.
  * The core's answers (results, NACKs) leave at the instant their packet is
  * processed, through the switch's egress port towards the host, with the
  * ECN codepoint the core chose (the OR of the contributions') on the
@@ -486,8 +491,12 @@ static void process(agg_role *r, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
 
 static void process_event(void *obj, void *arg, dlcp_sim_ps now) {
   agg_role *r = obj;
+  dlcp_sim_packet *pkt = arg;
   r->waiting--;
-  process(r, arg, now);
+  if (dlcp_sim_pfc_class(&r->agg->sim->net, pkt, pkt->qidx)) {
+    dlcp_sim_pfc_release(&r->agg->sim->net, pkt, pkt->qidx);
+  }
+  process(r, pkt, now);
 }
 
 static bool arrive(void *ctx, uint32_t node, dlcp_sim_packet *pkt,
@@ -503,7 +512,14 @@ static bool arrive(void *ctx, uint32_t node, dlcp_sim_packet *pkt,
     process(r, pkt, now);
     return true;
   }
-  if (r->waiting == a->queue_pkts) {
+  if (dlcp_sim_pfc_class(&a->sim->net, pkt, pkt->qidx)) {
+    if (!dlcp_sim_pfc_room(&a->sim->net, pkt, pkt->qidx)) {
+      dlcp_sim_packet_drop(a->sim, pkt); /* a headroom drop, counted */
+      return true;
+    }
+    dlcp_sim_pfc_hold(&a->sim->net, pkt, pkt->qidx);
+  } else if (r->waiting >= a->queue_pkts &&
+             !(pkt->flags & DLCP_SIM_PKT_F_LOSSLESS)) {
     r->queue_drops++;
     dlcp_sim_packet_drop(a->sim, pkt);
     return true;

@@ -228,14 +228,20 @@ typedef struct dlcp_sim_net {
   bool finalized;
 } dlcp_sim_net;
 
-/* True if |pkt| rides a lossless priority |qi| at switch port |port|
+/* True if |pkt|, arrived over a link, rides lossless priority |qi|
  * (inline: every enqueue asks, and without PFC the answer is one load). */
+static inline bool dlcp_sim_pfc_class(const dlcp_sim_net *net,
+                                      const dlcp_sim_packet *pkt,
+                                      uint32_t qi) {
+  return net && net->pfc_in && pkt->ingress != DLCP_SIM_NONE &&
+         (net->pfc.prio_mask & (1u << qi)) != 0;
+}
+
+/* The same at switch port |port|. */
 static inline bool dlcp_sim_pfc_lossless(const dlcp_sim_port *port,
                                          const dlcp_sim_packet *pkt,
                                          uint32_t qi) {
-  const struct dlcp_sim_net *net = port->net;
-  return net && net->pfc_in && pkt->ingress != DLCP_SIM_NONE &&
-         (net->pfc.prio_mask & (1u << qi)) != 0;
+  return dlcp_sim_pfc_class(port->net, pkt, qi);
 }
 
 /* Network construction (net.c). */
@@ -314,6 +320,16 @@ bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
 /* |pkt| joined / left a queue of |port|. */
 void dlcp_sim_pfc_count_in(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
 void dlcp_sim_pfc_count_out(dlcp_sim_port *port, const dlcp_sim_packet *pkt);
+/* The same for a switch's own consumer of packets (the aggregation
+ * processor's queue), which holds lossless packets of priority |qi| as a
+ * port's queue does: admission within xoff + headroom (false counts a
+ * headroom drop), then hold and release against the ingress. */
+bool dlcp_sim_pfc_room(dlcp_sim_net *net, const dlcp_sim_packet *pkt,
+                       uint32_t qi);
+void dlcp_sim_pfc_hold(dlcp_sim_net *net, const dlcp_sim_packet *pkt,
+                       uint32_t qi);
+void dlcp_sim_pfc_release(dlcp_sim_net *net, const dlcp_sim_packet *pkt,
+                          uint32_t qi);
 
 /* Drops every packet waiting in |port| (the link went down). */
 void dlcp_sim_port_flush(dlcp_sim_port *port);

@@ -29,9 +29,8 @@ int dlcp_sim_pfc_init(dlcp_sim_net *net) {
   return net->pfc_in ? 0 : DLCP_ERR_NOMEM;
 }
 
-bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
-                        uint32_t qi) {
-  dlcp_sim_net *net = port->net;
+bool dlcp_sim_pfc_room(dlcp_sim_net *net, const dlcp_sim_packet *pkt,
+                       uint32_t qi) {
   dlcp_sim_pfc_ingress *in = &net->pfc_in[pkt->ingress];
   if (in->bytes[qi] + pkt->size_bytes <=
       net->pfc.xoff_bytes + net->pfc.headroom_bytes) {
@@ -39,6 +38,11 @@ bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
   }
   in->headroom_drops++;
   return false;
+}
+
+bool dlcp_sim_pfc_admit(dlcp_sim_port *port, const dlcp_sim_packet *pkt,
+                        uint32_t qi) {
+  return dlcp_sim_pfc_room(port->net, pkt, qi);
 }
 
 static void pfc_frame(void *obj, void *arg, dlcp_sim_ps now) {
@@ -63,15 +67,10 @@ static void send_frame(dlcp_sim_net *net, uint32_t upstream, uint32_t prio,
                           (void *)(uintptr_t)((prio << 1) | (pause ? 1u : 0u)));
 }
 
-void dlcp_sim_pfc_count_in(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
-  uint32_t qi = pkt->qidx;
-  if (!dlcp_sim_pfc_lossless(port, pkt, qi)) {
-    return;
-  }
-  dlcp_sim_net *net = port->net;
+void dlcp_sim_pfc_hold(dlcp_sim_net *net, const dlcp_sim_packet *pkt,
+                       uint32_t qi) {
   dlcp_sim_pfc_ingress *in = &net->pfc_in[pkt->ingress];
   in->bytes[qi] += pkt->size_bytes;
-  port->pfc_bytes += pkt->size_bytes;
   uint8_t bit = (uint8_t)(1u << qi);
   if (in->bytes[qi] >= net->pfc.xoff_bytes && !(in->xoff_sent & bit)) {
     in->xoff_sent |= bit;
@@ -79,18 +78,27 @@ void dlcp_sim_pfc_count_in(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
   }
 }
 
-void dlcp_sim_pfc_count_out(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
-  uint32_t qi = pkt->qidx;
-  if (!dlcp_sim_pfc_lossless(port, pkt, qi)) {
-    return;
-  }
-  dlcp_sim_net *net = port->net;
+void dlcp_sim_pfc_release(dlcp_sim_net *net, const dlcp_sim_packet *pkt,
+                          uint32_t qi) {
   dlcp_sim_pfc_ingress *in = &net->pfc_in[pkt->ingress];
   in->bytes[qi] -= pkt->size_bytes;
-  port->pfc_bytes -= pkt->size_bytes;
   uint8_t bit = (uint8_t)(1u << qi);
   if ((in->xoff_sent & bit) && in->bytes[qi] <= net->pfc.xon_bytes) {
     in->xoff_sent &= (uint8_t)~bit;
     send_frame(net, pkt->ingress, qi, false);
+  }
+}
+
+void dlcp_sim_pfc_count_in(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
+  if (dlcp_sim_pfc_lossless(port, pkt, pkt->qidx)) {
+    dlcp_sim_pfc_hold(port->net, pkt, pkt->qidx);
+    port->pfc_bytes += pkt->size_bytes;
+  }
+}
+
+void dlcp_sim_pfc_count_out(dlcp_sim_port *port, const dlcp_sim_packet *pkt) {
+  if (dlcp_sim_pfc_lossless(port, pkt, pkt->qidx)) {
+    dlcp_sim_pfc_release(port->net, pkt, pkt->qidx);
+    port->pfc_bytes -= pkt->size_bytes;
   }
 }
