@@ -2,8 +2,11 @@
 """In-network aggregation on the testbed: `dlcp-testbed up --agg-switch`
 runs dlcp-switch on rack 0's switch and hands every rank DLCP_SWITCH; a
 checked INA and RA-INA all-reduce across 4 hosts with 1 % random loss at
-the switch ports is exact.  The daemon goes with the testbed: nothing of
-either is left afterwards.  A daemon that cannot start is named.
+the switch ports is exact.  With --agg-chain on 2 racks, a daemon on each
+rack's switch, rack 0's passing partial sums to rack 1's (CINA), and a
+checked INA all-reduce with 1 % loss is exact too.  The daemons go with
+the testbed: nothing of either is left afterwards.  A daemon that cannot
+start is named, and --agg-chain without two racks is refused.
 
 usage: testbed_ina_test.py DLCP_BENCH DLCP_SWITCH"""
 
@@ -25,7 +28,7 @@ def bench(tb_id, dlcp_bench, algo, out):
 
 
 def daemons():
-    ps = subprocess.run(["pgrep", "-f", "dlcp-switch --bind 10.0.0.254"],
+    ps = subprocess.run(["pgrep", "-f", "dlcp-switch --bind 10.0."],
                         capture_output=True, text=True)
     return ps.stdout.split()
 
@@ -51,6 +54,23 @@ def main():
                          f"{algo}: everything delivered")
         ts.check(len(daemons()) > 0, "the daemon runs while the testbed is up")
     ts.check(daemons() == [], "the daemon is gone with the testbed")
+    chain = "10.0.0.254:9555,10.0.1.254:9555"
+    with ts.testbed_up("-n", "4", "--racks", "2", "--loss", "1%", "--rate",
+                       "1gbit", "--agg-switch", dlcp_switch,
+                       "--agg-chain") as tb_id:
+        rec = ts.record(tb_id)
+        ts.check(rec.get("agg_switch") == chain,
+                 f"the record names the chain ({rec.get('agg_switch')})")
+        ts.check(len(daemons()) == 2, "a daemon on each rack's switch")
+        with tempfile.TemporaryDirectory() as d:
+            r = bench(tb_id, dlcp_bench, "ina", os.path.join(d, "cina.json"))
+            ts.check(r["wrong"] == 0, "CINA: every element exact")
+            ts.check(r["delivered_min"] == 1.0, "CINA: everything delivered")
+    ts.check(daemons() == [], "the daemons are gone with the testbed")
+    alone = ts.testbed("up", "-n", "2", "--agg-switch", dlcp_switch,
+                       "--agg-chain", check=False)
+    ts.check(alone.returncode == 2 and "--agg-chain" in alone.stderr,
+             f"a chain of one rack is refused (rc {alone.returncode})")
     bad = ts.testbed("up", "-n", "2", "--agg-switch", "/nonexistent",
                      check=False)
     ts.check(bad.returncode == 2 and "--agg-switch /nonexistent" in bad.stderr,
