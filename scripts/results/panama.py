@@ -10,7 +10,10 @@ between all 16 hosts at a swept load.  Three ways to synchronize:
   congestion control (single-tree aggregation as SwitchML);
 - INA + PANAMA: the same, each rank's window following its results' ECN
   (the OR of the group's contributions' marks, and the result's own on
-  its way down) DCTCP-style, up to WINDOW (src/coll/ina_cc).
+  its way down) DCTCP-style, up to WINDOW (src/coll/ina_cc);
+- INA + PANAMA, lossless: the same on PANAMA's lossless fabric, PFC on
+  the class every flow rides, so no queue drops a packet and the hosts'
+  timeout (LOSSLESS_RTO) is only for corruption.
 The short flows are the background flows under 100 KB.
 
 Then across racks, the seed's multi-tree set-up: 4 racks of 4 hosts under
@@ -32,6 +35,11 @@ WINDOW = 1024        # groups in flight per rank at most (1 KiB each)
 RTO = "200us"
 SHORT_BYTES = 100000
 BACKGROUND_MS = 60   # longer than any variant's job here
+# PFC on priority 0 at every switch port (and the aggregation processor):
+# headroom for one 1 us link's round trip at 100 Gbit/s (25 KB) and two
+# MTUs; xon two MTUs under xoff.
+PFC = "{priorities: [0], xoff: 60KB, xon: 57KB, headroom: 40KB}"
+LOSSLESS_RTO = "5ms"
 # Seed: large-job training time up to 1.34x shorter; short-flow p99 FCT up
 # to 4.5x better (against no aggregation and single-tree aggregation
 # without congestion control).
@@ -55,9 +63,10 @@ MT_VARIANTS = (("ring", None, "ring (no aggregation)"),
                ("mtina", "none", "a tree per spine (MTINA), fixed window"),
                ("mtina", "panama", "a tree per spine + PANAMA"))
 
-VARIANTS = (("ring", None, "ring (no aggregation)"),
-            ("ina", "none", "INA, fixed window"),
-            ("ina", "panama", "INA + PANAMA"))
+VARIANTS = (("ring", None, False, "ring (no aggregation)"),
+            ("ina", "none", False, "INA, fixed window"),
+            ("ina", "panama", False, "INA + PANAMA"),
+            ("ina", "panama", True, "INA + PANAMA, lossless (PFC)"))
 
 
 def model(scale):
@@ -70,21 +79,27 @@ def runs(scale):
     b, compute = model(scale)
     out = []
     for load in LOADS:
-        for algo, cc, _ in VARIANTS:
+        for algo, cc, pfc, _ in VARIANTS:
             fields = ["algo: %s" % algo, "bytes: %d" % b,
                       "iterations: %d" % ITERATIONS,
                       "compute_time: %.3fus" % compute,
                       "hosts: [%s]" % ", ".join("h%d" % h
                                                 for h in range(RANKS))]
             if cc:
-                fields += ["window: %d" % WINDOW, "rto: %s" % RTO,
+                fields += ["window: %d" % WINDOW,
+                           "rto: %s" % (LOSSLESS_RTO if pfc else RTO),
                            "cc: %s" % cc]
             bg = ("{distribution: websearch, load: %g, start: 0us, "
                   "duration: %dms}" % (load, BACKGROUND_MS))
-            out.append({"id": "%s-%s-%g" % (algo, cc or "dctcp", load),
-                        "set": ["workload.collective={%s}" % ", ".join(fields),
-                                "workload.background=" + bg],
+            sets = ["workload.collective={%s}" % ", ".join(fields),
+                    "workload.background=" + bg]
+            if pfc:
+                sets.append("switch.pfc=" + PFC)
+            out.append({"id": "%s-%s%s-%g" % (algo, cc or "dctcp",
+                                              "-pfc" if pfc else "", load),
+                        "set": sets,
                         "params": {"algo": algo, "cc": cc or "",
+                                   "pfc": "1" if pfc else "",
                                    "load": "%g" % load}})
     return out
 
@@ -117,15 +132,16 @@ def mt_runs(scale):
         sets += ["workload.collective={%s}" % ", ".join(fields),
                  "workload.background=" + bg]
         out.append({"id": "mt-%s-%s" % (algo, cc or "dctcp"), "set": sets,
-                    "params": {"algo": algo, "cc": cc or "",
+                    "params": {"algo": algo, "cc": cc or "", "pfc": "",
                                "load": "mt"}})
     return out
 
 
-def find(rows, algo, cc, load):
+def find(rows, algo, cc, load, pfc=False):
     want = load if load == "mt" else "%g" % load
     for r in rows:
-        if (r["algo"], r["cc"], r["load"]) == (algo, cc or "", want):
+        if ((r["algo"], r["cc"], r["load"], r.get("pfc", "")) ==
+                (algo, cc or "", want, "1" if pfc else "")):
             return r
     return None
 
@@ -171,8 +187,8 @@ def report(rows, scale, build):
     body = []
     table = {}
     for load in LOADS:
-        for algo, cc, label in VARIANTS:
-            r = find(rows, algo, cc, load)
+        for algo, cc, pfc, label in VARIANTS:
+            r = find(rows, algo, cc, load, pfc)
             it = iteration_ms(r)
             mean, p99 = short_flows(build, r["id"]) if r else (
                 float("nan"), float("nan"))
@@ -182,18 +198,21 @@ def report(rows, scale, build):
     md += [common.table(head, body), ""]
     ratios = []
     for load in LOADS:
-        ring, fixed, pan = (table[(load, v[2])] for v in VARIANTS)
+        ring, fixed, pan, lossless = (table[(load, v[3])] for v in VARIANTS)
         ratios.append("load %g: job time ring / PANAMA %.2fx, fixed window "
                       "/ PANAMA %.2fx; short-flow p99 fixed window / PANAMA "
-                      "%.2fx, ring / PANAMA %.2fx" % (
+                      "%.2fx, ring / PANAMA %.2fx; lossless PANAMA: job "
+                      "time ring / it %.2fx, short-flow p99 ring / it "
+                      "%.2fx" % (
                           load, ring[0] / pan[0], fixed[0] / pan[0],
-                          fixed[2] / pan[2], ring[2] / pan[2]))
+                          fixed[2] / pan[2], ring[2] / pan[2],
+                          ring[0] / lossless[0], ring[2] / lossless[2]))
     md += ["Seed: the large job's training time up to %.2fx shorter and "
            "the short flows' p99 up to %.1fx better.  Here: %s." % (
                SEED_TIME, SEED_P99, "; ".join(ratios)), ""]
     plt = common.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for _, _, label in VARIANTS:
+    for _, _, _, label in VARIANTS:
         axes[0].plot(LOADS, [table[(ld, label)][0] for ld in LOADS],
                      marker="o", label=label)
         axes[1].plot(LOADS, [table[(ld, label)][2] for ld in LOADS],
@@ -243,8 +262,8 @@ def report(rows, scale, build):
 def differences(table):
     """Why the figures differ from the seed's, with the directions read
     from |table|."""
-    fixed = [table[(ld, VARIANTS[1][2])] for ld in LOADS]
-    pan = [table[(ld, VARIANTS[2][2])] for ld in LOADS]
+    fixed = [table[(ld, VARIANTS[1][3])] for ld in LOADS]
+    pan = [table[(ld, VARIANTS[2][3])] for ld in LOADS]
     slower = sum(1 for f, p in zip(fixed, pan) if p[0] > f[0])
     return [
         "How this differs from the seed, and why: the seed attributes its "
