@@ -497,10 +497,12 @@ def report(rows, scale, build):
     fig.savefig(common.plot_path(NAME))
     plt.close(fig)
     md += ["![CINA](results/%s.png)" % NAME, ""]
-    md += ["Not here: the seed's own training figures as numbers to set "
-           "beside the table above (its text has none); training with "
-           "communication overlapping the backward pass; the runtime's "
-           "chain on the testbed.", ""]
+    md += ["The runtime's chain (a `dlcp-switch` per rack on the "
+           "emulated testbed, `make bench-cina`) is in docs/ina.md, "
+           "\"CINA in the runtime\".  Not here: the seed's own training "
+           "figures as numbers to set beside the table above (its text has "
+           "none); training with communication overlapping the backward "
+           "pass.", ""]
     md += common.unfinished_note(rows)
     return "\n".join(md)
 
