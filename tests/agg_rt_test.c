@@ -444,6 +444,25 @@ static void test_cina_chain(void **state) {
   (void)state;
   run_chain(two, 2);
   run_chain(three, 3);
+  /* a rank's switch missing from the chain, and an empty entry, are
+   * refused naming the variables */
+  static const char *const bad[][2] = {
+      {"127.0.0.1:9", "127.0.0.1:7,127.0.0.1:8"},
+      {"127.0.0.1:9", "127.0.0.1:9,,127.0.0.1:8"}};
+  static const char *const want[] = {"is not in DLCP_INA_CHAIN",
+                                     "DLCP_INA_CHAIN=127.0.0.1:9,,"};
+  for (int i = 0; i < 2; i++) {
+    dlcp_coll_info info;
+    setenv("DLCP_SWITCH", bad[i][0], 1);
+    setenv("DLCP_INA_CHAIN", bad[i][1], 1);
+    dlcp_comm *comm = one_rank_comm(20000);
+    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+    if (strstr(info.error, want[i]) == NULL) {
+      fail_msg("error: %s", info.error);
+    }
+    dlcp_comm_destroy(comm);
+  }
+  unsetenv("DLCP_INA_CHAIN");
 }
 
 static void test_overlap(void **state) {
