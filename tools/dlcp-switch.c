@@ -26,9 +26,9 @@
  * leaf of a tree) of switches: the jobs whose contributions name a chain
  * place send each group complete here to ADDR:PORT as one contribution
  * and take the final sum it returns (src/proto/agg.h, "Chains").  The
- * parent answers the address this switch sends from, so --bind should be
- * the address the parent can reach (its rack's host-facing address on the
- * testbed).  The parent's answers about a group come back to the thread
+ * parent answers the address this switch sends from, so --parent needs
+ * --bind: the address the parent can reach (its rack's host-facing address
+ * on the testbed).  The parent's answers about a group come back to the thread
  * that holds it here, as every datagram is steered by its group number.
  *
  * Prints "dlcp-switch: listening on ADDR:PORT ..." on stdout once every
@@ -240,6 +240,13 @@ static int parse_args(int argc, char **argv, opts *o) {
   if (o->cfg.policy == DLCP_AGG_STATIC && o->cfg.static_parts == 1 &&
       o->cfg.max_jobs > 1) {
     o->cfg.static_parts = o->cfg.max_jobs < 4 ? o->cfg.max_jobs : 4;
+  }
+  if (o->cfg.has_parent && o->bind_addr.s_addr == htonl(INADDR_ANY)) {
+    /* The parent answers the address our datagrams leave from, which the
+     * kernel picks per route when we are bound to every address. */
+    fprintf(stderr, "dlcp-switch: --parent needs --bind ADDR, the address "
+                    "the parent reaches this switch at\n");
+    return -1;
   }
   o->cfg.mem_bytes /= o->threads;
   return 0;
