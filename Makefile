@@ -4,14 +4,16 @@
 #                (normal build with -Werror, then the ASan+UBSan build)
 # Others: make build, make python (the Python package in build/venv),
 # make fuzz (10^7 executions per libFuzzer target; FUZZ_RUNS / FUZZ_SECONDS
-# change the budget, FUZZ_ONLY one target, FUZZ_JOBS workers), make soak (randomized all-reduces under fault
-# injection, 30 min; SOAK_MINUTES), make bench (core and point-to-point),
+# change the budget, FUZZ_ONLY one target, FUZZ_JOBS workers), make soak
+# (randomized all-reduces under fault injection, 30 min; SOAK_MINUTES),
+# make bench (core and point-to-point),
 # make bench-allreduce (dlcp vs Gloo and Open MPI), make bench-sim
 # (dlcp-sim vs ns-3, and its cost per packet-hop from 16 to 1,024 hosts;
 # not part of check or CI), make bench-testbed (dlcp vs Gloo and Open MPI on an
 # emulated 4-host cluster, root), make results (the seeds' simulated
 # experiments, regenerating docs/results.md), make train-fashion-mnist (the
 # PyTorch example: Gloo vs dlcp), make bench-ina (the aggregation switch),
+# make bench-ina-jobs and bench-cina (INA on the testbed, root),
 # make clean.
 
 BUILD      ?= build
