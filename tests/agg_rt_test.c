@@ -642,16 +642,21 @@ static void test_missing_rank_named(void **state) {
 /* PANAMA's window and RA-INA's header-only claims in the runtime
  * (DLCP_INA_CC=panama, DLCP_INA_CLAIM=always or auto): every dtype, op and size exact,
  * on a roomy pool and on one too small for every RA-INA group; a value
- * the runtime does not know is refused naming the variable. */
+ * the runtime does not know is refused naming the variable; below
+ * DLCP_INA_MIN_BYTES (PANAMA's 40 MB by default) an INA all-reduce runs as
+ * ring. */
 static void test_panama_and_claims(void **state) {
   (void)state;
   setenv("DLCP_INA_CC", "panama", 1);
   setenv("DLCP_INA_CLAIM", "always", 1);
+  /* these all-reduces are far below PANAMA's 40 MB for aggregation */
+  setenv("DLCP_INA_MIN_BYTES", "0", 1);
   run_world(4, "4M");
   run_world(3, "16K");
   setenv("DLCP_INA_CLAIM", "auto", 1);
   run_world(3, "16K");
   unsetenv("DLCP_INA_CLAIM");
+  unsetenv("DLCP_INA_MIN_BYTES");
   setenv("DLCP_INA_CC", "dctcp", 1);
   const char *args[] = {"--mem", "4M", NULL};
   switchd d;
@@ -666,8 +671,27 @@ static void test_panama_and_claims(void **state) {
       NULL) {
     fail_msg("error: %s", info.error);
   }
+  /* PANAMA aggregates only reduce flows above 40 MB by default: a small
+   * all-reduce runs as ring and the switch never hears of it */
+  setenv("DLCP_INA_CC", "panama", 1);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), 0);
+  assert_int_equal(info.algo, DLCP_ALGO_RING);
+  setenv("DLCP_INA_MIN_BYTES", "16", 1);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), 0);
+  assert_int_equal(info.algo, DLCP_ALGO_INA); /* 16 bytes: not below 16 */
   dlcp_comm_destroy(comm);
-  (void)switchd_stop(&d);
+  comm = one_rank_comm(20000); /* the INA state reads its options once */
+  setenv("DLCP_INA_MIN_BYTES", "40MB", 1);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  if (strstr(info.error, "DLCP_INA_MIN_BYTES=40MB: expected a number") ==
+      NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_comm_destroy(comm);
+  const char *err = switchd_stop(&d);
+  assert_non_null(err);
+  assert_int_equal(switchd_stat(err, "contrib"), 1); /* the 16-byte one */
+  unsetenv("DLCP_INA_MIN_BYTES");
   unsetenv("DLCP_INA_CC");
 }
 

@@ -337,6 +337,7 @@ static void test_scenario_errors(void **state) {
  * exact, and the switch sums the contributions of the groups it
  * aggregated only (a ring group is never uploaded).  Plain INA with
  * PANAMA's window: exact. */
+/* RA-INA's claims; PANAMA's window; its size for aggregation. */
 static void test_claims_and_cc(void **state) {
   (void)state;
   const char *sets[] = {"aggregation.memory=8KiB"};
@@ -355,10 +356,21 @@ static void test_claims_and_cc(void **state) {
   dlcp_sim_del(sim);
 
   sim = load("workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 4, "
-             "iterations: 2, window: 512, cc: panama}\n",
+             "iterations: 2, window: 512, cc: panama, min_bytes: 1MB}\n",
              NULL, 0);
   run_all_exact(sim, 1);
   assert_int_equal(report(sim, 0).ina_groups, 2 * GROUPS_1MB);
+  dlcp_sim_del(sim);
+
+  /* PANAMA aggregates only reduce flows above 40 MB by default: this one
+   * runs as ring, exact, and the switch never hears of it */
+  sim = load("workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 4, "
+             "cc: panama}\n",
+             NULL, 0);
+  run_all_exact(sim, 1);
+  assert_int_equal(report(sim, 0).ina_groups, 0);
+  assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+  assert_int_equal(st.packets, 0);
   dlcp_sim_del(sim);
 
   simtest_expect_error(
@@ -371,6 +383,12 @@ static void test_claims_and_cc(void **state) {
       "workload:\n  collective: {algo: ina, bytes: 1MB, cc: dctcp}\n",
       "test.yaml:3: field 'workload.collective.cc': expected one of "
       "none, panama, got 'dctcp'");
+  simtest_expect_error(
+      "aggregation: {chain: [tor0]}\n"
+      "workload:\n  collective: {algo: cina, bytes: 1MB, min_bytes: 0}\n",
+      "test.yaml:3: field 'workload.collective.min_bytes': expected algo ina "
+      "or ra_ina for this field (a chain or tree job has no ring to fall "
+      "back to)");
 }
 
 int main(void) {

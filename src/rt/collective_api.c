@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/reduce.h"
 #include "rt/clock.h"
 #include "rt/comm_drive.h"
 #include "rt/comm_internal.h"
@@ -71,23 +72,29 @@ static int start(dlcp_comm *c, dlcp_coll_kind kind, const void *sendbuf,
 
 /* INA and RA_INA: an all-reduce through the aggregation switch,
  * progressed by the communicator's loop like every collective
- * (ina_run.h). */
+ * (ina_run.h); or, below PANAMA's size for aggregation, a ring
+ * all-reduce (every rank decides alike: same size, same setting). */
 static int start_ina(dlcp_comm *c, const void *sendbuf, void *recvbuf,
                      uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
-                     dlcp_algo algo, dlcp_request **preq) {
+                     const dlcp_coll_opts *opts, dlcp_request **preq) {
   if (!c || !preq) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  if (dlcp_rt_ina_skips(count * dlcp_dtype_size(dtype))) {
+    dlcp_coll_opts ring = *opts;
+    ring.algo = DLCP_ALGO_RING;
+    return start(c, DLCP_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype,
+                 redop, 0, &ring, preq);
+  }
   return dlcp_rt_ina_start(c, sendbuf, recvbuf, count, dtype, redop,
-                           algo == DLCP_ALGO_RA_INA, preq);
+                           opts->algo == DLCP_ALGO_RA_INA, preq);
 }
 
 int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                    uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
                    const dlcp_coll_opts *opts, dlcp_request **req) {
   if (opts && (opts->algo == DLCP_ALGO_INA || opts->algo == DLCP_ALGO_RA_INA)) {
-    return start_ina(comm, sendbuf, recvbuf, count, dtype, redop, opts->algo,
-                     req);
+    return start_ina(comm, sendbuf, recvbuf, count, dtype, redop, opts, req);
   }
   return start(comm, DLCP_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, redop,
                0, opts, req);

@@ -357,9 +357,37 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
 /* options reads DLCP_INA_CC (none | panama; default none) and
  * DLCP_INA_CLAIM (never | always | auto; default auto) into |s|; 0, or
  * DLCP_ERR_CONFIG with |info| naming the variable. */
+/* The seed's PANAMA aggregates only reduce flows above 40 MB. */
+#define PANAMA_MIN_BYTES UINT64_C(40000000)
+
+/* DLCP_INA_MIN_BYTES as a number into |*v|: 0, or -1 if malformed. */
+static int min_bytes(uint64_t *v) {
+  const char *s = getenv("DLCP_INA_MIN_BYTES");
+  const char *cc = getenv("DLCP_INA_CC");
+  char *end;
+  if (s == NULL) {
+    *v = cc != NULL && strcmp(cc, "panama") == 0 ? PANAMA_MIN_BYTES : 0;
+    return 0;
+  }
+  errno = 0;
+  *v = strtoull(s, &end, 10);
+  return s[0] >= '0' && s[0] <= '9' && *end == '\0' && errno == 0 ? 0 : -1;
+}
+
+bool dlcp_rt_ina_skips(uint64_t bytes) {
+  uint64_t v;
+  return min_bytes(&v) == 0 && bytes < v;
+}
+
 static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
   const char *cc = getenv("DLCP_INA_CC");
   const char *claim = getenv("DLCP_INA_CLAIM");
+  uint64_t v;
+  if (min_bytes(&v) != 0) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_INA_MIN_BYTES=%.40s: expected a number of "
+                     "bytes", getenv("DLCP_INA_MIN_BYTES"));
+  }
   if (cc != NULL && strcmp(cc, "none") != 0 && strcmp(cc, "panama") != 0) {
     return fail_info(info, DLCP_ERR_CONFIG,
                      "INA: DLCP_INA_CC=%.40s: expected none or panama", cc);

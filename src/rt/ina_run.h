@@ -55,6 +55,15 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
                       uint64_t count, dlcp_dtype dtype, dlcp_redop op,
                       bool ra, dlcp_request **preq);
 
+/*
+ * dlcp_rt_ina_skips tells whether an INA all-reduce of |bytes| goes
+ * without the switch, as a ring all-reduce: PANAMA aggregates only reduce
+ * flows above a size, DLCP_INA_MIN_BYTES (default 40,000,000, the seed's
+ * 40 MB, with DLCP_INA_CC=panama; 0 otherwise).  A malformed value skips
+ * nothing: dlcp_rt_ina_start then fails naming it.
+ */
+bool dlcp_rt_ina_skips(uint64_t bytes);
+
 /* The rest is for collective.c, with |mu| held. */
 
 /* Whether an INA operation is in flight (the loop must run). */

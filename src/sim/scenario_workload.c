@@ -269,15 +269,16 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   return 0;
 }
 
-/* window, rto, group_blocks, cc, claim: only for the algorithms through
- * the switch (0 keeps src/coll/ina's defaults; RA-INA's groups have one
- * block per rank; cc none keeps the window fixed, panama lets it follow
- * ECN; claim never, always or auto (RA-INA's default): its header-only
- * claims). */
+/* window, rto, group_blocks, cc, claim, min_bytes: only for the
+ * algorithms through the switch (0 keeps src/coll/ina's defaults; RA-INA's
+ * groups have one block per rank; cc none keeps the window fixed, panama
+ * lets it follow ECN; claim never, always or auto (RA-INA's default): its
+ * header-only claims; min_bytes, ina and ra_ina only: smaller all-reduces
+ * run as ring, PANAMA's 40 MB by default with cc panama). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
   static const char *const only_ina[] = {"window", "rto", "group_blocks", "cc",
-                                         "claim", NULL};
+                                         "claim", "min_bytes", NULL};
   static const char *const ccs[] = {"none", "panama", NULL};
   static const char *const claims[] = {"never", "always", "auto", NULL};
   /* CINA's ranks are plain INA ranks at their rack's switch. */
@@ -296,6 +297,11 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
       return dlcp_scn_fail(s, v, field, "expected algo ra_ina for this "
                            "field (plain INA waits for aggregators)");
     }
+    if (v && cs->cina && strcmp(*k, "min_bytes") == 0) {
+      return dlcp_scn_fail(s, v, field, "expected algo ina or ra_ina for "
+                           "this field (a chain or tree job has no ring "
+                           "to fall back to)");
+    }
   }
   int rv;
   if ((rv = dlcp_scn_get_u32(s, n, path, "window", &cs->ina_window, 1,
@@ -310,6 +316,11 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
     return rv;
   }
   cs->ina_cc = cc == 1;
+  cs->ina_min_bytes = cs->ina_cc && !cs->cina ? DLCP_SIM_PANAMA_MIN_BYTES : 0;
+  if ((rv = dlcp_scn_get_size(s, n, path, "min_bytes", &cs->ina_min_bytes, 0,
+                              1ull << 50)) != 0) {
+    return rv;
+  }
   int claim = cs->algo == DLCP_ALGO_RA_INA ? DLCP_INA_CLAIM_AUTO
                                            : DLCP_INA_CLAIM_NEVER;
   if ((rv = dlcp_scn_get_enum(s, n, path, "claim", claims, &claim)) != 0) {
@@ -432,7 +443,7 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
       "rto",          "group_blocks",  "gpus_per_host", "chunks",
       "intra_rate",   "intra_latency", "kind",       "reduce_time",
       "straggler",    "bypass",        "cc",         "claim",
-      NULL};
+      "min_bytes",    NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;

@@ -342,6 +342,11 @@ typedef struct dlcp_sim_coll_spec {
   dlcp_sim_ps ina_rto_ps;
   uint32_t ina_group_blocks;
   bool ina_cc; /* cc: panama (coll/ina_cc.h), up to ina_window groups */
+#define DLCP_SIM_PANAMA_MIN_BYTES UINT64_C(40000000)
+  /* min_bytes: an all-reduce smaller than this runs as ring, without the
+   * switch (PANAMA aggregates only reduce flows above 40 MB: the default
+   * with cc panama, else 0); algo ina and ra_ina only */
+  uint64_t ina_min_bytes;
   dlcp_ina_claim ina_claim; /* claim: RA-INA's header-only claims */
   /* CINA, HINA, MTINA (algo cina / hina / mtina: an INA job through
    * aggregation.chain / .tree / .trees, coll_cina.c; |cina| is set for
