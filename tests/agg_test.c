@@ -1282,9 +1282,12 @@ static void test_cina_refusals(void **state) {
   assert_int_equal(h.world, 2);
   assert_int_equal(h.aux, 0);
   assert_int_equal((int32_t)dlcp_get_u32(pl), 3);
-  /* a RESULT from a master is refused; the parent's is the final */
+  /* a RESULT from a master is refused; the parent's is the final, and
+   * the parent's cap of 3 aggregators, below this switch's own, is what
+   * the results carry */
   h.type = DLCP_AGG_RESULT;
   h.low = 0;
+  h.aux = 3;
   assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 10), 0, 7, 0),
                    DLCP_ERR_BAD_TYPE);
   assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &h, 10), 0, 99, 0), 0);
@@ -1292,6 +1295,7 @@ static void test_cina_refusals(void **state) {
     dlcp_agg_hdr r = poll1(leaf, &s, &pl, 0);
     assert_int_equal(r.type, DLCP_AGG_RESULT);
     assert_int_equal(r.world, 2);
+    assert_int_equal(r.aux, 3);
     assert_int_equal((int32_t)dlcp_get_u32(pl), 10);
   }
   dlcp_agg_hdr a = poll1(leaf, &s, &pl, 0);

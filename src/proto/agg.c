@@ -54,6 +54,7 @@ typedef struct agg_job {
   bool active;
   uint8_t world;
   uint16_t place; /* its chain place at the parent (CONTRIB aux), or 0 */
+  uint16_t up_cap; /* the cap in the parent's last final (chained jobs) */
   uint32_t id;
   uint64_t token;
   uint32_t base;  /* verdict window start: min of low[] */
@@ -672,6 +673,7 @@ static int on_final(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
     le_copy_in(a->sum + (size_t)s * a->cfg.block_elems, payload,
                (size_t)g->nblocks * a->cfg.block_elems);
     g->ecn |= h->flags & DLCP_AGG_FLAG_ECN_MASK;
+    j->up_cap = h->aux;
     g->state = G_COMPLETE;
     g->resends = 0;
     g->touched = now;
@@ -835,12 +837,17 @@ dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a) {
 /* ---- actions out ------------------------------------------------------ */
 
 /* PANAMA's cwnd_cap for the job at slot |jslot|: the aggregators it may
- * hold, those it holds and its share of the free ones (saturating). */
+ * hold, those it holds and its share of the free ones (saturating),
+ * lowered to the cap its parent's last final carried in a chain (each
+ * switch on the way down lowers it to its own). */
 static uint16_t cap_for(const dlcp_agg *a, uint32_t jslot) {
+  const agg_job *j = &a->job[jslot];
   uint32_t free_ = a->naggs - a->st.aggs_used;
-  uint64_t c = a->job[jslot].held +
-               free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
+  uint64_t c = j->held + free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
 
+  if (j->place != 0 && j->up_cap < c) {
+    c = j->up_cap;
+  }
   return (uint16_t)(c > UINT16_MAX ? UINT16_MAX : c);
 }
 

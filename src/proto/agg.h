@@ -38,7 +38,8 @@
  * contribution of that rank, its partial sum, re-sent every re-send
  * interval until the parent returns the final sum as a RESULT.  The final
  * then becomes the group's result here (sent to every worker, re-sent,
- * freed by their ACKs, exactly as a root's) and is acknowledged to the
+ * freed by their ACKs, exactly as a root's, with PANAMA's cap lowered to
+ * this switch's own if the parent's was higher) and is acknowledged to the
  * parent, again for every copy the parent re-sends.  A child switch is one
  * more worker of its parent's core, so the parent needs no configuration
  * of its own.  A job that names a chain place at a switch without a parent
