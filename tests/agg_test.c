@@ -1298,6 +1298,8 @@ static void test_cina_refusals(void **state) {
     assert_int_equal(r.aux, 3);
     assert_int_equal((int32_t)dlcp_get_u32(pl), 10);
   }
+  assert_int_equal(dlcp_agg_cap(leaf, 7), 3);
+  assert_int_equal(dlcp_agg_cap(leaf, 8), UINT16_MAX); /* no such job */
   dlcp_agg_hdr a = poll1(leaf, &s, &pl, 0);
   assert_int_equal(a.type, DLCP_AGG_ACK);
   assert_int_equal(s.addr, 99);

@@ -923,6 +923,15 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
   return 0;
 }
 
+uint16_t dlcp_agg_cap(const dlcp_agg *a, uint32_t job) {
+  for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
+    if (a->job[i].active && a->job[i].id == job) {
+      return cap_for(a, i);
+    }
+  }
+  return UINT16_MAX;
+}
+
 void dlcp_agg_get_stats(const dlcp_agg *a, dlcp_agg_stats *st) {
   *st = a->st;
 }

@@ -191,6 +191,12 @@ dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a);
 int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now);
 
+/* dlcp_agg_cap returns PANAMA's cap for job |job| (as its results carry
+ * it: the aggregators it may hold), or UINT16_MAX for a job this switch
+ * does not know.  For a driver that relays finals itself (the
+ * simulator's trees), to lower the cap on the way down. */
+uint16_t dlcp_agg_cap(const dlcp_agg *a, uint32_t job);
+
 /* dlcp_agg_get_stats copies the counters into |st|. */
 void dlcp_agg_get_stats(const dlcp_agg *a, dlcp_agg_stats *st);
 

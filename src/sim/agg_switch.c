@@ -358,6 +358,14 @@ static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
   set_state(r, h->group, GROUP_FINAL);
   uint8_t *kept = r->slot_final + slot_of(h->group) * a->final_len;
   memcpy(kept, final, len);
+  /* PANAMA's cap, lowered to this switch's own on the way down (the
+   * core does the same for the runtime's chain) */
+  dlcp_agg_hdr k = *h;
+  uint16_t cap = dlcp_agg_cap(r->core, h->job);
+  if (cap < k.aux) {
+    k.aux = cap;
+    (void)dlcp_agg_hdr_encode(kept, DLCP_AGG_HDR_LEN, &k);
+  }
   for (uint32_t m = 0; to_masters && m < r->nmasters; m++) {
     readdress(a->fwd, kept, len, m, r->world);
     send_to_host(r, a->fwd, len, r->masters[m], ecn, now);
