@@ -1186,6 +1186,7 @@ static void run_chain(const inanet_config *cfg, job *j, const uint32_t *per,
 
     dlcp_agg_get_stats(sw[s], &st);
     assert_int_equal(st.aggs_used, 0);
+    assert_int_equal(st.malformed, 0); /* the parent's NACKs included */
     assert_true(st.freed + st.reclaimed + st.abandoned >= ng);
     if (s + 1 < nsw) {
       assert_true(st.forwards >= ng);
@@ -1282,6 +1283,18 @@ static void test_cina_refusals(void **state) {
   assert_int_equal(h.world, 2);
   assert_int_equal(h.aux, 0);
   assert_int_equal((int32_t)dlcp_get_u32(pl), 3);
+  /* the parent's NACK (its group waits, or it is busy) is counted and
+   * answered by nothing; from anyone else it is refused */
+  dlcp_agg_hdr nack = hdr(DLCP_AGG_NACK, 0, 1, 2, 1);
+  nack.aux = DLCP_AGG_NACK_BUSY;
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &nack, 0), 0, 99, 0),
+                   0);
+  assert_int_equal(dlcp_agg_on_packet(leaf, b, pkt(b, &nack, 0), 0, 7, 0),
+                   DLCP_ERR_BAD_TYPE);
+  dlcp_agg_stats st;
+  dlcp_agg_get_stats(leaf, &st);
+  assert_int_equal(st.parent_nacks, 1);
+  assert_int_equal(poll1(leaf, &s, &pl, 0).type, 0);
   /* a RESULT from a master is refused; the parent's is the final, and
    * the parent's cap of 3 aggregators, below this switch's own, is what
    * the results carry */

@@ -513,6 +513,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.nacks_sent += s.nacks_sent;
     t.grants_sent += s.grants_sent;
     t.finals += s.finals;
+    t.parent_nacks += s.parent_nacks;
     t.forwards += s.forwards;
     t.forward_resends += s.forward_resends;
     t.acks_up += s.acks_up;
@@ -530,7 +531,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "%llu claim_failures %llu ring_verdicts %llu too_big %llu results "
           "%llu resent %llu backoffs %llu freed %llu reclaimed %llu "
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
-          "(re-sent %llu) finals %llu acks_up %llu | "
+          "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
           "aggregators %u/%u in use\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
@@ -546,6 +547,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.queue_drops, (unsigned long long)t.forwards,
           (unsigned long long)t.forward_resends,
           (unsigned long long)t.finals, (unsigned long long)t.acks_up,
+          (unsigned long long)t.parent_nacks,
           t.aggs_used, t.aggs_total);
   {
     /* CPU time of the whole process: the per-core cost, independent of

@@ -709,8 +709,12 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
 
   a->st.packets++;
   rv = dlcp_agg_decode(&h, &payload, buf, len);
-  bool final = rv == 0 && h.type == DLCP_AGG_RESULT && a->cfg.has_parent &&
-               addr == a->cfg.parent_addr;
+  bool from_parent = a->cfg.has_parent && addr == a->cfg.parent_addr;
+  bool final = rv == 0 && h.type == DLCP_AGG_RESULT && from_parent;
+  if (rv == 0 && h.type == DLCP_AGG_NACK && from_parent) {
+    a->st.parent_nacks++;
+    return 0;
+  }
   if (rv == 0 && h.type != DLCP_AGG_CONTRIB && h.type != DLCP_AGG_ACK &&
       h.type != DLCP_AGG_CLAIM && !final) {
     rv = DLCP_ERR_BAD_TYPE;

@@ -40,11 +40,14 @@
  * then becomes the group's result here (sent to every worker, re-sent,
  * freed by their ACKs, exactly as a root's, with PANAMA's cap lowered to
  * this switch's own if the parent's was higher) and is acknowledged to the
- * parent, again for every copy the parent re-sends.  A child switch is one
- * more worker of its parent's core, so the parent needs no configuration
- * of its own.  A job that names a chain place at a switch without a parent
- * is refused (NACK CONFIG): its masters would take a rack's sum for the
- * total.
+ * parent, again for every copy the parent re-sends.  A NACK from the
+ * parent (the group still waits there for others, or the parent is busy)
+ * is counted and otherwise ignored: the re-send timer asks again, and a
+ * parent that never answers leaves the masters' timeout to name this
+ * switch.  A child switch is one more worker of its parent's core, so the
+ * parent needs no configuration of its own.  A job that names a chain
+ * place at a switch without a parent is refused (NACK CONFIG): its masters
+ * would take a rack's sum for the total.
  *
  * Events in: dlcp_agg_on_packet (a datagram from a host, with its IP ECN
  * codepoint and an address cookie of the driver's choice), dlcp_agg_on_timer.
@@ -96,7 +99,7 @@ typedef struct dlcp_agg_config {
 
 /* Counters since creation.  Every packet handed to dlcp_agg_on_packet is
  * counted in |packets| and in exactly one of the outcome counters below
- * it (contrib .. finals). */
+ * it (contrib .. parent_nacks). */
 typedef struct dlcp_agg_stats {
   uint64_t packets;
   uint64_t contrib;        /* contributions added to a sum */
@@ -113,6 +116,9 @@ typedef struct dlcp_agg_stats {
                               GRANT, or the result again if complete) */
   uint64_t finals;         /* RESULTs from the parent, first or again
                               (acknowledged) */
+  uint64_t parent_nacks;   /* NACKs from the parent (its group still
+                              waits, it is busy, ...): the re-send timer
+                              asks again */
   /* what happened, beside the per-packet outcome */
   uint64_t contrib_bytes;  /* gradient payload bytes added to sums */
   uint64_t claims;         /* groups that got aggregators */

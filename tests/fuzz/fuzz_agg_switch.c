@@ -12,7 +12,8 @@
  *   3 L ...   a raw datagram of L bytes
  *   4 ....    a well-formed CLAIM: as CONTRIB, without the payload
  *   5 ....    a well-formed RESULT from the switch's parent (the chain
- *             of CINA): job, group, rank, world, nblocks, the value
+ *             of CINA): job, group, rank, world, nblocks, the value; or,
+ *             bit 1 of the flags byte, a NACK BUSY from the parent
  *
  * Invariants (abort on violation): nothing crashes or leaks; every packet
  * is counted in exactly one outcome; aggregators in use never exceed the
@@ -70,7 +71,7 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
   dlcp_agg_get_stats(a, &st);
   if (st.packets != st.contrib + st.duplicates + st.acks + st.nacked +
                         st.malformed + st.foreign + st.stale_acks +
-                        st.claims_granted + st.finals ||
+                        st.claims_granted + st.finals + st.parent_nacks ||
       st.aggs_used > st.aggs_total) {
     abort();
   }
@@ -141,12 +142,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (op == 1 || op == 5) {
       uint8_t v = take(&p, end);
+      uint8_t f = take(&p, end);
 
-      h.type = op == 1 ? DLCP_AGG_CONTRIB : DLCP_AGG_RESULT;
-      h.flags = (take(&p, end) & 1u) ? (op == 1 ? DLCP_AGG_FLAG_RING
-                                                : DLCP_AGG_ECN_CE)
-                                     : 0;
-      h.aux = op == 1 ? place : 0;
+      h.type = op == 1 ? DLCP_AGG_CONTRIB
+               : (f & 2u) ? DLCP_AGG_NACK : DLCP_AGG_RESULT;
+      h.flags = (f & 1u) && h.type != DLCP_AGG_NACK
+                    ? (op == 1 ? DLCP_AGG_FLAG_RING : DLCP_AGG_ECN_CE)
+                    : 0;
+      h.aux = op == 1 ? place
+              : h.type == DLCP_AGG_NACK ? DLCP_AGG_NACK_BUSY : 0;
       len += dlcp_agg_payload_len(&h);
       for (size_t i = DLCP_AGG_HDR_LEN; i < len; i += 4) {
         dlcp_put_u32(pkt + i, v);
