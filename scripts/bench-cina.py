@@ -33,6 +33,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(HERE, "scripts", "results"))
+import common  # noqa: E402  (parse_bytes, shared with the results)
+
 TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 RACK0 = "10.0.0.254:9555"  # dlcp-testbed's aggregation port on rack 0
 # label, algorithm, variables set over the testbed's
@@ -42,16 +45,6 @@ CONFIGS = (("ring", "ring", {}),
                                        "DLCP_INA_CHAIN": ""}),
            ("RA-INA, one switch", "ra_ina", {"DLCP_SWITCH": RACK0,
                                              "DLCP_INA_CHAIN": ""}))
-
-
-def parse_bytes(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower()
-    mult = units.get(t[-1:], 1)
-    digits = t[:-1] if t[-1:] in units else t
-    if not digits.isdigit() or int(digits) <= 0:
-        raise argparse.ArgumentTypeError(f"{text}: expected bytes like 4m")
-    return int(digits) * mult
 
 
 def run_one(build, tb, algo, env, size, iters, out, log_path):
@@ -83,7 +76,7 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-cina: needs root (network namespaces)")
-    sizes = [parse_bytes(s) for s in a.sizes.split(",")]
+    sizes = [common.parse_bytes(s) for s in a.sizes.split(",")]
     outdir = a.out or os.path.join(a.build, "bench-cina")
     os.makedirs(outdir, exist_ok=True)
     up = subprocess.run(

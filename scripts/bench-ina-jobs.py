@@ -35,7 +35,7 @@ import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(HERE, "scripts", "results"))
-import common  # noqa: E402  (the profiles reader of make results)
+import common  # noqa: E402  (profiles and parse_bytes of make results)
 
 TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 MODELS = ("vgg19", "resnet50", "resnet50")
@@ -44,16 +44,6 @@ CONFIGS = (("RA-INA", "ra_ina", "shared"),
            ("ring", "ring", None))
 SEED_VS_STATIC, SEED_VS_RING = -25.4, -18.1
 BASE_PORT = 29600
-
-
-def parse_bytes(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower()
-    mult = units.get(t[-1:], 1)
-    digits = t[:-1] if t[-1:] in units else t
-    if not digits.isdigit() or int(digits) <= 0:
-        raise argparse.ArgumentTypeError(f"{text}: expected bytes like 64k")
-    return int(digits) * mult
 
 
 def model_bytes(name, scale):
@@ -115,7 +105,7 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-ina-jobs: needs root (network namespaces)")
-    mems = [parse_bytes(m) for m in a.mem.split(",")]
+    mems = [common.parse_bytes(m) for m in a.mem.split(",")]
     sizes = [model_bytes(m, a.scale) for m in MODELS]
     outdir = a.out or os.path.join(a.build, "bench-ina-jobs")
     os.makedirs(outdir, exist_ok=True)

@@ -984,6 +984,18 @@ static void test_ina_clean_worlds(void **state) {
   }
 }
 
+/* A network losing 10 % of each packet type up to |last_type|,
+ * duplicating 10 % and reordering (20 us of jitter). */
+static void faulty_net(inanet_config *c, uint64_t seed, int last_type) {
+  inanet_config_default(c);
+  c->seed = seed;
+  for (int type = DLCP_AGG_CONTRIB; type <= last_type; type++) {
+    c->loss[type] = 0.1;
+  }
+  c->dup = 0.1;
+  c->jitter_ns = 20000;
+}
+
 /* Loss of each packet type in turn, then of all with duplication and
  * reordering: still exact. */
 static void test_ina_loss_dup_reorder(void **state) {
@@ -1002,13 +1014,7 @@ static void test_ina_loss_dup_reorder(void **state) {
     run_one(&c, 3, DLCP_INA_WAIT, DLCP_INT32, 5000,
             type == DLCP_AGG_NACK ? 4096 : 1u << 20, DLCP_INA_CLAIM_NEVER);
   }
-  inanet_config_default(&c);
-  c.seed = 7;
-  for (int type = 1; type <= 4; type++) {
-    c.loss[type] = 0.1;
-  }
-  c.dup = 0.1;
-  c.jitter_ns = 20000;
+  faulty_net(&c, 7, DLCP_AGG_NACK);
   run_one(&c, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 30000, 1u << 20,
           DLCP_INA_CLAIM_NEVER);
   run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000,
@@ -1032,13 +1038,7 @@ static void test_ra_ina_claims(void **state) {
     run_one(&c, 4, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 20000, 16384,
             DLCP_INA_CLAIM_ALWAYS);
   }
-  inanet_config_default(&c);
-  c.seed = 9;
-  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_GRANT; type++) {
-    c.loss[type] = 0.1;
-  }
-  c.dup = 0.1;
-  c.jitter_ns = 20000;
+  faulty_net(&c, 9, DLCP_AGG_GRANT);
   run_one(&c, 5, DLCP_INA_RING_FALLBACK, DLCP_FLOAT32, 30000, 20000,
           DLCP_INA_CLAIM_ALWAYS);
   run_one(&c, 3, DLCP_INA_RING_FALLBACK, DLCP_INT32, 9000, 1u << 20,
@@ -1225,13 +1225,7 @@ static void test_cina_chain(void **state) {
     run_chain(&c, &j, per3, 3);
     job_free(&j);
   }
-  inanet_config_default(&c);
-  c.seed = 13;
-  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_NACK; type++) {
-    c.loss[type] = 0.1;
-  }
-  c.dup = 0.1;
-  c.jitter_ns = 20000;
+  faulty_net(&c, 13, DLCP_AGG_NACK);
   job_init(&j, 8, 6, DLCP_INA_WAIT, DLCP_INT32, 12000, 13);
   run_chain(&c, &j, per3, 3);
   job_free(&j);

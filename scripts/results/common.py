@@ -6,6 +6,7 @@ parallel, reads the merged results.csv back, and returns a Markdown section
 and PNG plots.  Every figure comes from the simulator at run time; the
 seeds' numbers are the only constants.
 """
+import argparse
 import csv
 import json
 import os
@@ -51,6 +52,18 @@ def transport_sets(kind, pias_thresholds=None, mlt_loss_bound=0.1):
                 "transport.importance=magnitude",
                 "switch.ecn_threshold=" + MLT_THRESHOLDS]
     raise ValueError(kind)
+
+
+def parse_bytes(text):
+    """A positive byte count with an optional k, m or g (binary units), for
+    argparse: 64k, 4m."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    mult = units.get(t[-1:], 1)
+    digits = t[:-1] if t[-1:] in units else t
+    if not digits.isdigit() or int(digits) <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: expected bytes like 64k")
+    return int(digits) * mult
 
 
 def read_profile(model):

@@ -454,15 +454,14 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   if (job->status != 0) {
     return;
   }
-  if (dlcp_sim_coll_is_ina(job->algo) &&
-      job->spec.bytes >= job->spec.ina_min_bytes) {
+  if (!dlcp_sim_coll_is_ina(job->algo)) {
+    coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count, now);
+  } else if (job->spec.bytes >= job->spec.ina_min_bytes) {
     ina_start(rk, now);
-  } else if (dlcp_sim_coll_is_ina(job->algo)) {
+  } else {
     /* below PANAMA's size for aggregation: the hosts' ring */
     coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING, rk->buf, job->count,
                now);
-  } else {
-    coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count, now);
   }
 }
 
