@@ -1146,8 +1146,8 @@ static void run_chain(const inanet_config *cfg, job *j, const uint32_t *per,
 
     dlcp_agg_config_default(&c);
     c.resend_ns = 100000;
-    c.has_parent = s + 1 < nsw;
-    c.parent_addr = INANET_SWITCH_COOKIE + s + 1;
+    c.has_parent[0] = s + 1 < nsw;
+    c.parent_addr[0] = INANET_SWITCH_COOKIE + s + 1;
     assert_int_equal(dlcp_agg_new(&sw[s], &c, NULL, 0), 0);
     if (s == 0) {
       n = inanet_new(cfg, sw[0]);
@@ -1231,6 +1231,183 @@ static void test_cina_chain(void **state) {
   job_free(&j);
 }
 
+/* Runs |j| (its ranks split |per[0]| and |per[1]| under two leaf switches)
+ * through two trees, as MTINA's per spine: each leaf has a parent per
+ * tree, a root with no host below it (HINA's upper tiers), and its place
+ * at both is configured, since no host could name it.  Even groups are
+ * summed at root 0, odd ones at root 1; |clean|: every count exact. */
+static void run_trees(const inanet_config *cfg, job *j, const uint32_t *per,
+                      bool clean) {
+  enum { LEAVES = 2, TREES = 2 };
+  dlcp_agg *sw[LEAVES + TREES];
+  inanet *n = NULL;
+  uint32_t r = 0;
+  uint32_t ng = dlcp_ina_ngroups(j->count, 64, j->group_blocks);
+
+  for (uint32_t s = 0; s < LEAVES + TREES; s++) {
+    dlcp_agg_config c;
+
+    dlcp_agg_config_default(&c);
+    c.resend_ns = 100000;
+    c.ntrees = TREES;
+    for (uint32_t t = 0; s < LEAVES && t < TREES; t++) {
+      c.has_parent[t] = true;
+      c.parent_addr[t] = INANET_SWITCH_COOKIE + LEAVES + t;
+      c.parent_place[t] = DLCP_AGG_CHAIN_PLACE(s, LEAVES);
+    }
+    assert_int_equal(dlcp_agg_new(&sw[s], &c, NULL, 0), 0);
+    if (s == 0) {
+      n = inanet_new(cfg, sw[0]);
+    } else {
+      assert_int_equal(inanet_add_switch(n, sw[s]), (int)s);
+    }
+  }
+  for (uint32_t s = 0; s < LEAVES; s++) {
+    for (uint32_t m = 0; m < per[s]; m++, r++) {
+      dlcp_ina_params p;
+
+      rank_params(j, r, &p);
+      p.rank = m;
+      p.world = per[s];
+      p.scale_world = j->world;
+      assert_int_equal(dlcp_ina_new(&j->h[r], &p, NULL, 0), 0);
+      j->host[r] = inanet_add_host_at(n, j->h[r], j->id, j->token, 0,
+                                      (int)s);
+      assert_true(j->host[r] >= 0);
+    }
+  }
+  assert_int_equal(r, j->world);
+  assert_int_equal(inanet_run(n), (int)j->world);
+  for (r = 0; r < j->world; r++) {
+    assert_int_equal(inanet_host_status(n, j->host[r]), 0);
+  }
+  job_check(j);
+  (void)inanet_drain(n);
+  for (uint32_t s = 0; s < LEAVES + TREES; s++) {
+    dlcp_agg_stats st;
+    /* a root sums the groups of its tree: even ones at root 0 */
+    uint32_t mine = s < LEAVES ? ng : (ng + 1u - (s - LEAVES)) / 2u;
+
+    dlcp_agg_get_stats(sw[s], &st);
+    assert_int_equal(st.aggs_used, 0);
+    assert_int_equal(st.malformed, 0);
+    assert_true(st.freed + st.reclaimed + st.abandoned >= mine);
+    assert_true(st.claims >= mine);
+    if (s < LEAVES) {
+      assert_true(st.forwards >= ng);
+      assert_true(st.finals >= ng);
+      assert_true(st.acks_up >= ng);
+    } else {
+      assert_int_equal(st.forwards, 0);
+      assert_int_equal(st.contrib, clean ? 2u * mine : st.contrib);
+    }
+    if (clean) {
+      assert_int_equal(st.claims, mine);
+      assert_int_equal(st.freed, mine);
+      assert_int_equal(st.forwards, s < LEAVES ? ng : 0);
+      assert_int_equal(st.finals, s < LEAVES ? ng : 0);
+      assert_int_equal(st.resent + st.forward_resends, 0);
+    }
+    dlcp_agg_del(sw[s]);
+  }
+  inanet_del(n);
+}
+
+/* MTINA's trees and HINA's hostless switches in the core: exact on a
+ * clean network (each root summing its half of the groups), under 20 %
+ * loss of each packet type in turn, and under loss, duplication and
+ * reordering of all. */
+static void test_trees(void **state) {
+  static const uint32_t per[] = {3, 2};
+  inanet_config c;
+  job j;
+
+  (void)state;
+  inanet_config_default(&c);
+  job_init(&j, 5, 5, DLCP_INA_WAIT, DLCP_INT32, 64 * 4 * 31 + 5, 21);
+  run_trees(&c, &j, per, true);
+  job_free(&j);
+  for (int type = DLCP_AGG_CONTRIB; type <= DLCP_AGG_ACK; type++) {
+    inanet_config_default(&c);
+    c.seed = 600u + (uint64_t)type;
+    c.loss[type] = 0.2;
+    job_init(&j, 6, 5, DLCP_INA_WAIT, DLCP_FLOAT32, 9000, c.seed);
+    run_trees(&c, &j, per, false);
+    job_free(&j);
+  }
+  faulty_net(&c, 17, DLCP_AGG_NACK);
+  job_init(&j, 7, 5, DLCP_INA_WAIT, DLCP_INT32, 12000, 17);
+  run_trees(&c, &j, per, false);
+  job_free(&j);
+}
+
+/* A configured place needs a parent in its tree, a tree the switch has,
+ * and a rank inside its world; the jobs may name only that place. */
+static void test_tree_config(void **state) {
+  dlcp_agg_config c;
+  dlcp_agg *a;
+  dlcp_agg_hdr h;
+  dlcp_agg_send s;
+  const uint8_t *pl;
+  static uint8_t b[BUF];
+
+  (void)state;
+  dlcp_agg_config_default(&c);
+  c.block_elems = ELEMS;
+  c.ntrees = 0;
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  c.ntrees = DLCP_AGG_MAX_TREES + 1;
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  c.ntrees = 2;
+  c.parent_place[1] = DLCP_AGG_CHAIN_PLACE(0, 2); /* no parent there */
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  c.has_parent[1] = true;
+  c.parent_addr[1] = 98;
+  c.parent_place[1] = DLCP_AGG_CHAIN_PLACE(2, 2); /* rank outside */
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  c.parent_place[1] = DLCP_AGG_CHAIN_PLACE(0, DLCP_AGG_MAX_WORLD + 1);
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  c.has_parent[2] = true;
+  c.parent_place[2] = DLCP_AGG_CHAIN_PLACE(0, 2); /* tree 2 of 2 */
+  c.parent_place[1] = DLCP_AGG_CHAIN_PLACE(1, 2);
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  c.has_parent[2] = false;
+  c.parent_place[2] = 0;
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
+  /* group 0 is in tree 0, the root's: answered here */
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 1, 1);
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 7, 0), 0);
+  h = poll1(a, &s, &pl, 0);
+  assert_int_equal(h.type, DLCP_AGG_RESULT);
+  assert_int_equal(s.addr, 7);
+  /* group 1 is in tree 1: up to 98 as rank 1 of 2, the configured place;
+   * a job naming another place there is refused */
+  h = hdr(DLCP_AGG_CONTRIB, 1, 0, 1, 1);
+  h.aux = DLCP_AGG_CHAIN_PLACE(0, 2);
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 7, 0), 0);
+  assert_int_equal(poll1(a, &s, &pl, 0).aux, DLCP_AGG_NACK_CONFIG);
+  h.aux = 0;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 7, 0), 0);
+  h = poll1(a, &s, &pl, 0);
+  assert_int_equal(h.type, DLCP_AGG_CONTRIB);
+  assert_int_equal(s.addr, 98);
+  assert_int_equal(h.rank, 1);
+  assert_int_equal(h.world, 2);
+  /* a final for group 1 from tree 0's parent (none) or from a host is no
+   * final; from 98 it is */
+  h.type = DLCP_AGG_RESULT;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 9), 0, 7, 0),
+                   DLCP_ERR_BAD_TYPE);
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 9), 0, 98, 0), 0);
+  h = poll1(a, &s, &pl, 0);
+  assert_int_equal(h.type, DLCP_AGG_RESULT);
+  assert_int_equal(s.addr, 7);
+  assert_int_equal((int32_t)dlcp_get_u32(pl), 9);
+  assert_int_equal(poll1(a, &s, &pl, 0).type, DLCP_AGG_ACK);
+  assert_int_equal(s.addr, 98);
+  dlcp_agg_del(a);
+}
+
 /* A chain place is only for a switch with a parent, and one job has one
  * place: anything else is refused with NACK CONFIG, and a RESULT from
  * anyone but the parent is no final. */
@@ -1254,8 +1431,8 @@ static void test_cina_refusals(void **state) {
 
   dlcp_agg_config_default(&c);
   c.block_elems = ELEMS;
-  c.has_parent = true;
-  c.parent_addr = 99;
+  c.has_parent[0] = true;
+  c.parent_addr[0] = 99;
   assert_int_equal(dlcp_agg_new(&leaf, &c, NULL, 0), 0);
   h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 1);
   h.aux = DLCP_AGG_CHAIN_PLACE(1, 2);
@@ -1592,6 +1769,8 @@ int main(void) {
       cmocka_unit_test(test_ina_chosen_losses),
       cmocka_unit_test(test_cina_chain),
       cmocka_unit_test(test_cina_refusals),
+      cmocka_unit_test(test_trees),
+      cmocka_unit_test(test_tree_config),
       cmocka_unit_test(test_ina_ecn),
       cmocka_unit_test(test_jobs_share_small_pool),
       cmocka_unit_test(test_group_bigger_than_pool),

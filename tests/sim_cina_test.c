@@ -68,9 +68,10 @@ static dlcp_sim_coll_report run_exact(dlcp_sim *sim) {
  * Chains of 1 to 4 ToRs, 1 and 4 GPUs per host, 2 iterations: exact, and
  * every packet accounted for.  Per group, switch i sums its 2 masters and
  * (i > 0) the partial sum of switch i-1, so the switches take 2L + (L-1)
- * contributions and claim L aggregator groups, the cores write a result
- * per worker (but one, below), and L-1 partial sums travel down the
- * chain.
+ * contributions and claim L aggregator groups, L-1 partial sums travel up
+ * the chain, the cores write a result per worker (2 masters, and a child
+ * switch but at the leaf: the final going down) and every final is
+ * acknowledged up once.  On the lossless hops nothing is sent twice.
  */
 static void test_cina_exact(void **state) {
   (void)state;
@@ -89,21 +90,21 @@ static void test_cina_exact(void **state) {
       assert_int_equal(r.ina_groups, groups);
       assert_int_equal(r.ina_retransmits, 0);
       dlcp_agg_stats st;
-      uint64_t qdrops, fwd, refused;
+      uint64_t qdrops;
       assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
-      dlcp_sim_agg_chain_stats(sim, &fwd, &refused);
       assert_int_equal(qdrops, 0);
-      assert_int_equal(refused, 0);
+      assert_int_equal(st.parent_nacks, 0);
+      assert_int_equal(st.malformed, 0);
       assert_int_equal(st.abandoned, 0);
       assert_int_equal(st.nacks_sent, 0);
-      assert_int_equal(fwd, (tors - 1) * groups);
+      assert_int_equal(st.forwards, (tors - 1) * groups);
+      assert_int_equal(st.forward_resends, 0);
+      assert_int_equal(st.finals, (tors - 1) * groups);
+      assert_int_equal(st.acks_up, (tors - 1) * groups);
       assert_int_equal(st.contrib, (2 * tors + tors - 1) * groups);
       assert_int_equal(st.claims, tors * groups);
-      /* The root's result for its child is no longer due when the core
-       * gets to it: the final went down and was acknowledged for the
-       * child first (agg_switch.c). */
-      assert_int_equal(st.results_sent,
-                       (tors == 1 ? 2 : 3 * tors - 2) * groups);
+      assert_int_equal(st.results_sent, (3 * tors - 1) * groups);
+      assert_int_equal(st.resent, 0);
       dlcp_sim_del(sim);
     }
   }
@@ -153,12 +154,12 @@ static void test_cina_loss(void **state) {
   dlcp_sim_coll_report r = run_exact(sim);
   assert_true(r.ina_retransmits > 0);
   dlcp_agg_stats st;
-  uint64_t qdrops, fwd, refused;
+  uint64_t qdrops;
   assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
-  dlcp_sim_agg_chain_stats(sim, &fwd, &refused);
   assert_true(st.duplicates > 0 || st.resent > 0);
-  assert_int_equal(fwd, 2 * 2 * GROUPS_1MB);
-  assert_int_equal(refused, 0);
+  assert_int_equal(st.forwards - st.forward_resends, 2 * 2 * GROUPS_1MB);
+  assert_int_equal(st.malformed, 0);
+  assert_int_equal(st.abandoned, 0);
   dlcp_sim_del(sim);
 }
 
@@ -198,12 +199,15 @@ static void assert_tree_counts(dlcp_sim *sim, const char *algo,
   uint64_t groups = 2ull * GROUPS_1MB;
   assert_int_equal(r.ina_groups, groups);
   dlcp_agg_stats st;
-  uint64_t qdrops, fwd, refused;
+  uint64_t qdrops;
   assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
-  dlcp_sim_agg_chain_stats(sim, &fwd, &refused);
-  assert_int_equal(refused, 0);
+  assert_int_equal(st.parent_nacks, 0);
+  assert_int_equal(st.malformed, 0);
   assert_int_equal(st.abandoned, 0);
-  assert_int_equal(fwd, (switches - 1) * groups);
+  assert_int_equal(st.forwards, (switches - 1) * groups);
+  assert_int_equal(st.forward_resends, 0);
+  assert_int_equal(st.finals, (switches - 1) * groups);
+  assert_int_equal(st.acks_up, (switches - 1) * groups);
   assert_int_equal(st.claims, switches * groups);
   assert_int_equal(st.contrib, (masters + switches - 1) * groups);
 }

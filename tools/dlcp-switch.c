@@ -216,8 +216,8 @@ static int parse_args(int argc, char **argv, opts *o) {
       }
       rv = parse_u64(a, colon + 1, 1, 65535, &port);
       sa.sin_port = htons((uint16_t)port);
-      o->cfg.has_parent = true;
-      o->cfg.parent_addr = cookie_of(&sa);
+      o->cfg.has_parent[0] = true;
+      o->cfg.parent_addr[0] = cookie_of(&sa);
     } else if (strcmp(a, "--policy") == 0) {
       if (strcmp(v, "shared") == 0) {
         o->cfg.policy = DLCP_AGG_SHARED;
@@ -241,7 +241,7 @@ static int parse_args(int argc, char **argv, opts *o) {
       o->cfg.max_jobs > 1) {
     o->cfg.static_parts = o->cfg.max_jobs < 4 ? o->cfg.max_jobs : 4;
   }
-  if (o->cfg.has_parent && o->bind_addr.s_addr == htonl(INADDR_ANY)) {
+  if (o->cfg.has_parent[0] && o->bind_addr.s_addr == htonl(INADDR_ANY)) {
     /* The parent answers the address our datagrams leave from, which the
      * kernel picks per route when we are bound to every address. */
     fprintf(stderr, "dlcp-switch: --parent needs --bind ADDR, the address "

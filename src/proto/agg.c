@@ -54,7 +54,8 @@ typedef struct agg_job {
   bool active;
   uint8_t world;
   uint16_t place; /* its chain place at the parent (CONTRIB aux), or 0 */
-  uint16_t up_cap; /* the cap in the parent's last final (chained jobs) */
+  bool chained;    /* a final came from a parent: up_cap holds */
+  uint16_t up_cap; /* the cap in the parent's last final */
   uint32_t id;
   uint64_t token;
   uint32_t base;  /* verdict window start: min of low[] */
@@ -280,14 +281,33 @@ static void queue_result(dlcp_agg *a, uint32_t s, uint8_t rank, bool again) {
   queue_out(a, &o);
 }
 
+/* The tree group |group| belongs to. */
+static uint32_t tree_of(const dlcp_agg *a, uint32_t group) {
+  return group % a->cfg.ntrees;
+}
+
+/* Job |j|'s place at the parent of |group|'s tree: the configured one, else
+ * the one its contributions named; 0 if that group is not sent up. */
+static uint16_t up_place(const dlcp_agg *a, const agg_job *j,
+                         uint32_t group) {
+  uint32_t t = tree_of(a, group);
+
+  if (!a->cfg.has_parent[t]) {
+    return 0;
+  }
+  return a->cfg.parent_place[t] ? a->cfg.parent_place[t] : j->place;
+}
+
 /* Queues the partial sum of the complete group at |s| for the parent, as
  * the contribution of the job's chain place there. */
 static void queue_up(dlcp_agg *a, uint32_t s, bool again) {
   const agg_slot *g = &a->slot[s];
   const agg_job *j = &a->job[g->job];
-  agg_out o = {DLCP_AGG_CONTRIB, DLCP_AGG_CHAIN_RANK(j->place),
-               DLCP_AGG_CHAIN_WORLD(j->place), g->nblocks, again, j->id,
-               g->group, s, g->gen, j->base, j->token, a->cfg.parent_addr, 0};
+  uint16_t place = up_place(a, j, g->group);
+  agg_out o = {DLCP_AGG_CONTRIB, DLCP_AGG_CHAIN_RANK(place),
+               DLCP_AGG_CHAIN_WORLD(place), g->nblocks, again, j->id,
+               g->group, s, g->gen, j->base, j->token,
+               a->cfg.parent_addr[tree_of(a, g->group)], 0};
 
   queue_out(a, &o);
 }
@@ -479,7 +499,7 @@ static void group_add(dlcp_agg *a, uint32_t s, uint8_t rank,
     return;
   }
   list_append(a, L_COMPLETE, s);
-  if (a->job[g->job].place != 0) {
+  if (up_place(a, &a->job[g->job], g->group) != 0) {
     g->state = G_UP;
     queue_up(a, s, false);
     return;
@@ -657,11 +677,13 @@ static int on_final(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                     const uint8_t *payload, dlcp_tstamp now) {
   agg_job *j = &a->job[jslot];
   uint32_t s = group_find(a, jslot, h->group);
+  uint16_t place = up_place(a, j, h->group);
   agg_out ack = {DLCP_AGG_ACK, h->rank, h->world, h->nblocks, 0, j->id,
-                 h->group, NONE, 0, j->base, j->token, a->cfg.parent_addr, 0};
+                 h->group, NONE, 0, j->base, j->token,
+                 a->cfg.parent_addr[tree_of(a, h->group)], 0};
 
-  if (j->place == 0 || h->rank != DLCP_AGG_CHAIN_RANK(j->place) ||
-      h->world != DLCP_AGG_CHAIN_WORLD(j->place) ||
+  if (place == 0 || h->rank != DLCP_AGG_CHAIN_RANK(place) ||
+      h->world != DLCP_AGG_CHAIN_WORLD(place) ||
       (s != NONE && a->slot[s].nblocks != h->nblocks)) {
     a->st.malformed++;
     return DLCP_ERR_INVALID_ARGUMENT;
@@ -674,6 +696,7 @@ static int on_final(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                (size_t)g->nblocks * a->cfg.block_elems);
     g->ecn |= h->flags & DLCP_AGG_FLAG_ECN_MASK;
     j->up_cap = h->aux;
+    j->chained = true;
     g->state = G_COMPLETE;
     g->resends = 0;
     g->touched = now;
@@ -687,12 +710,18 @@ static int on_final(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
   return 0;
 }
 
-/* A CONTRIB's chain place, checked against the switch and the job. */
-static bool place_ok(dlcp_agg *a, agg_job *j, uint16_t place) {
+/* A CONTRIB's chain place, checked against the switch (a parent in the
+ * group's tree, the place it was given) and the job (one place). */
+static bool place_ok(dlcp_agg *a, agg_job *j, const dlcp_agg_hdr *h) {
+  uint16_t place = h->aux;
+  uint32_t t = tree_of(a, h->group);
+
   if (place == 0) {
     return true; /* a child switch's, or a job not chained here */
   }
-  if (!a->cfg.has_parent || (j->place != 0 && j->place != place)) {
+  if (!a->cfg.has_parent[t] ||
+      (a->cfg.parent_place[t] != 0 && a->cfg.parent_place[t] != place) ||
+      (j->place != 0 && j->place != place)) {
     return false;
   }
   j->place = place;
@@ -709,7 +738,8 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
 
   a->st.packets++;
   rv = dlcp_agg_decode(&h, &payload, buf, len);
-  bool from_parent = a->cfg.has_parent && addr == a->cfg.parent_addr;
+  bool from_parent = rv == 0 && a->cfg.has_parent[tree_of(a, h.group)] &&
+                     addr == a->cfg.parent_addr[tree_of(a, h.group)];
   bool final = rv == 0 && h.type == DLCP_AGG_RESULT && from_parent;
   if (rv == 0 && h.type == DLCP_AGG_NACK && from_parent) {
     a->st.parent_nacks++;
@@ -754,7 +784,7 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
     }
   }
   j = &a->job[jslot];
-  if (h.type == DLCP_AGG_CONTRIB && !place_ok(a, j, h.aux)) {
+  if (h.type == DLCP_AGG_CONTRIB && !place_ok(a, j, &h)) {
     a->st.nacked++;
     queue_nack(a, &h, addr, DLCP_AGG_NACK_CONFIG);
     return 0;
@@ -849,7 +879,7 @@ static uint16_t cap_for(const dlcp_agg *a, uint32_t jslot) {
   uint32_t free_ = a->naggs - a->st.aggs_used;
   uint64_t c = j->held + free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
 
-  if (j->place != 0 && j->up_cap < c) {
+  if (j->chained && j->up_cap < c) {
     c = j->up_cap;
   }
   return (uint16_t)(c > UINT16_MAX ? UINT16_MAX : c);
@@ -881,7 +911,7 @@ int dlcp_agg_poll(dlcp_agg *a, dlcp_agg_send *out, uint8_t *buf,
         h.aux = cap_for(a, g->job);
       } else {
         h.flags = o->reason ? DLCP_AGG_FLAG_RETX : 0;
-        h.aux = 0; /* the parent knows its own place from its masters */
+        h.aux = 0; /* the parent knows its own place */
       }
     }
     len = DLCP_AGG_HDR_LEN + dlcp_agg_payload_len(&h);
@@ -954,6 +984,7 @@ void dlcp_agg_config_default(dlcp_agg_config *cfg) {
   cfg->max_resends = 1000;
   cfg->lease_ns = UINT64_C(10000000000);
   cfg->out_queue = 4096;
+  cfg->ntrees = 1;
 }
 
 static int config_check(const dlcp_agg_config *c) {
@@ -966,8 +997,19 @@ static int config_check(const dlcp_agg_config *c) {
       c->out_queue > (1u << 24) || c->resend_ns == 0 || c->lease_ns == 0 ||
       (c->policy != DLCP_AGG_SHARED && c->policy != DLCP_AGG_STATIC) ||
       (c->policy == DLCP_AGG_STATIC &&
-       (c->static_parts == 0 || c->static_parts > c->max_jobs))) {
+       (c->static_parts == 0 || c->static_parts > c->max_jobs)) ||
+      c->ntrees == 0 || c->ntrees > DLCP_AGG_MAX_TREES) {
     return DLCP_ERR_CONFIG;
+  }
+  for (uint32_t t = 0; t < DLCP_AGG_MAX_TREES; t++) {
+    uint16_t p = c->parent_place[t];
+    if (p != 0 &&
+        (!c->has_parent[t] || t >= c->ntrees ||
+         DLCP_AGG_CHAIN_WORLD(p) == 0 ||
+         DLCP_AGG_CHAIN_WORLD(p) > DLCP_AGG_MAX_WORLD ||
+         DLCP_AGG_CHAIN_RANK(p) >= DLCP_AGG_CHAIN_WORLD(p))) {
+      return DLCP_ERR_CONFIG;
+    }
   }
   naggs = c->mem_bytes / (4u * (uint64_t)c->block_elems);
   if (naggs == 0 || naggs >= (1u << 30) ||

@@ -47,7 +47,11 @@
  * switch.  A child switch is one more worker of its parent's core, so the
  * parent needs no configuration of its own.  A job that names a chain
  * place at a switch without a parent is refused (NACK CONFIG): its masters
- * would take a rack's sum for the total.
+ * would take a rack's sum for the total.  Trees (HINA, and MTINA's several
+ * trees with groups dealt round-robin) are the same mechanism with a
+ * parent per tree and, for switches without hosts below them, a place
+ * given by the configuration instead of by the jobs' contributions; the
+ * simulator's chains and trees run exactly this.
  *
  * Events in: dlcp_agg_on_packet (a datagram from a host, with its IP ECN
  * codepoint and an address cookie of the driver's choice), dlcp_agg_on_timer.
@@ -64,6 +68,9 @@
 
 #include "dlcp/dlcp_types.h"
 #include "wire/agg_wire.h"
+
+/* Trees a switch can be in (MTINA: one per spine or core switch). */
+#define DLCP_AGG_MAX_TREES 8u
 
 typedef struct dlcp_agg dlcp_agg;
 
@@ -91,10 +98,18 @@ typedef struct dlcp_agg_config {
                               contribution, first or re-sent), or a job
                               with no group idle this long, is reclaimed */
   uint32_t out_queue;      /* datagrams that may wait for dlcp_agg_poll */
-  /* CINA: the parent switch (false: none), named by the cookie its
-   * datagrams arrive with; only it may send this switch RESULTs. */
-  bool has_parent;
-  uint64_t parent_addr;
+  /* Chains and trees (CINA, HINA, MTINA).  Group g belongs to tree
+   * g % ntrees (1..DLCP_AGG_MAX_TREES; MTINA's round-robin over several
+   * trees, else 1).  In tree t this switch has a parent if has_parent[t],
+   * named by the cookie its datagrams arrive with, parent_addr[t] (only it
+   * may send RESULTs for that tree's groups), and its place there is
+   * parent_place[t] (DLCP_AGG_CHAIN_PLACE: a static tree's, for switches
+   * no host names it to), or 0: each job names it in its contributions'
+   * aux, as the runtime's masters do. */
+  uint32_t ntrees;
+  bool has_parent[DLCP_AGG_MAX_TREES];
+  uint64_t parent_addr[DLCP_AGG_MAX_TREES];
+  uint16_t parent_place[DLCP_AGG_MAX_TREES];
 } dlcp_agg_config;
 
 /* Counters since creation.  Every packet handed to dlcp_agg_on_packet is
@@ -153,7 +168,7 @@ typedef struct dlcp_agg_send {
 
 /* Fills |cfg| with the defaults: 1 MiB of aggregators (4096 blocks of 64),
  * 64 jobs, a 4096-group window, SHARED, 5 ms resend, 1000 resends, 10 s
- * lease, a 4096-datagram queue. */
+ * lease, a 4096-datagram queue, one tree and no parent. */
 void dlcp_agg_config_default(dlcp_agg_config *cfg);
 
 /*

@@ -26,26 +26,23 @@
  * core keys workers by is the host index (CHILD_COOKIE + rank for a child
  * switch of a chain or tree).
  *
- * Chains and trees (CINA and HINA, the seed's chapter 4).  The switches
- * of cfg.agg.chain each sum their masters (the job's ranks below them)
- * and the partial sums of their child switches, which are more workers of
- * their core (ranks after the masters).  Every switch's job has the same
- * id, token and group numbers.  When a switch that has a parent completes
- * a group, its core's results are not sent: their sum goes up as one
- * contribution to the parent, group by group, pipelined.  CINA's chain
- * is the path ToR0 -> ToR1 -> ... -> ToR(L-1) (each ToR the parent of
- * the one before, every one with masters); HINA's tree has the ToRs as
- * leaves under an aggregation and core tier without masters.  The
- * root's results are the final sums: its masters get them as usual, and
- * the final goes back down to every child, which keeps it, sends it to
- * each of its masters as the RESULT their core expects and passes it on
- * to its own children (the multicast back).  A master's re-sent
- * contribution to a complete group is answered with the final sum once it
- * is known, and not at all before.  Masters acknowledge finals as any
- * result, which frees their switch's aggregators; the hops between
- * switches are on a lossless class (the seed assumes a lossless fabric,
- * as PFC gives), so a switch that sends a final down acknowledges it for
- * that child itself.
+ * Chains and trees (CINA, HINA and MTINA, the seed's chapter 4).  The
+ * switches of cfg.agg.chain each sum their masters (the job's ranks below
+ * them) and the partial sums of their child switches, which are more
+ * workers of their core (ranks after the masters).  Forwarding is the
+ * core's own (src/proto/agg.h, "Chains"), as in dlcp-switch: each core is
+ * configured with its parent and its place there in every tree it is in
+ * (MTINA: group g in tree g mod ntrees), so a group complete at a switch
+ * with a parent goes up as one contribution, re-sent until the parent's
+ * final comes back; the final becomes the result there, is sent to the
+ * masters and passed down to the child switches, re-sent until
+ * acknowledged, and every copy is acknowledged up.  CINA's chain is the
+ * path ToR0 -> ToR1 -> ... -> ToR(L-1) (each ToR the parent of the one
+ * before, every one with masters); HINA's tree has the ToRs as leaves
+ * under an aggregation and core tier without masters.  The hops between
+ * switches ride a lossless class (the seed assumes a lossless fabric, as
+ * PFC gives); a switch's cookie for another switch is SWITCH_COOKIE plus
+ * its index, the hosts' their host index.
  *
  * Bytes.  A simulated packet is a fixed record, so an INA datagram's bytes
  * (header and int32 payload, which the core and the hosts really add up)
@@ -61,9 +58,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coll/ina.h"
 #include "proto/agg.h"
 #include "sim/sim.h"
+
+_Static_assert(DLCP_SIM_AGG_MAX_TREES <= DLCP_AGG_MAX_TREES,
+               "every tree of a scenario is a tree of the core");
 
 /* IPv4 + UDP headers around a datagram on the wire. */
 #define INA_IP_UDP_BYTES 28u
@@ -72,6 +71,7 @@ typedef struct ina_slot {
   uint8_t *bytes;
   uint32_t len, cap;
   uint32_t next_free; /* DLCP_SIM_NONE at the end of the free list */
+  uint32_t from;      /* a hop between switches: the sender's role */
 } ina_slot;
 
 struct agg_role;
@@ -88,8 +88,6 @@ struct dlcp_sim_agg {
   size_t out_cap;
   uint8_t *prio; /* per host: the queue its last packet used */
   uint8_t chain_prio; /* the queue of the chain's hops (the job's) */
-  size_t final_len;   /* a final RESULT datagram of the CINA job */
-  uint64_t chain_forwards, chain_nacks;
   ina_slot *slots;
   uint32_t nslots, slots_cap, free_slot;
 };
@@ -119,7 +117,7 @@ static uint32_t store(struct dlcp_sim_agg *a, const uint8_t *bytes,
       a->slots_cap = ncap;
     }
     s = a->nslots++;
-    a->slots[s] = (ina_slot){NULL, 0, 0, DLCP_SIM_NONE};
+    a->slots[s] = (ina_slot){NULL, 0, 0, DLCP_SIM_NONE, DLCP_SIM_NONE};
   } else {
     a->free_slot = a->slots[s].next_free;
   }
@@ -183,20 +181,14 @@ const uint8_t *dlcp_sim_ina_packet_bytes(const dlcp_sim *sim,
 
 /* ---- switches ------------------------------------------------------------ */
 
-/* The core's cookie for child switch rank r is CHILD_COOKIE + r (hosts
+/* The core's cookie for the switch of role i is SWITCH_COOKIE + i (hosts
  * are below). */
-#define CHILD_COOKIE (1ull << 40)
-
-/* Final sums a switch of a chain or tree keeps, by group modulo this:
- * more than the groups a job can have in flight (two windows of the
- * largest size, see coll_cina.c). */
-#define CHAIN_SLOTS (2u * DLCP_INA_MAX_WINDOW)
-
-enum { GROUP_NEW = 0, GROUP_FORWARDED, GROUP_FINAL };
+#define SWITCH_COOKIE (1ull << 40)
 
 typedef struct agg_role {
   struct dlcp_sim_agg *agg;
   dlcp_agg *core;
+  dlcp_agg_config cfg;    /* its core's (re-created with the trees) */
   uint32_t node, pos;     /* the switch and its index in cfg.agg.chain */
   /* In tree t (of cfg.agg.ntrees; a chain or HINA's tree is tree 0): the
    * parent's index (DLCP_SIM_NONE: the root, or not in the tree), the
@@ -214,9 +206,6 @@ typedef struct agg_role {
    * world (masters + children, the same in every tree it is in). */
   uint32_t *masters, nmasters;
   uint32_t world;
-  uint32_t *slot_group; /* CHAIN_SLOTS: the group a slot holds */
-  uint8_t *slot_state;  /* GROUP_* */
-  uint8_t *slot_final;  /* CHAIN_SLOTS x the final RESULT datagram */
 } agg_role;
 
 static dlcp_tstamp ns_of(dlcp_sim_ps t) {
@@ -225,11 +214,6 @@ static dlcp_tstamp ns_of(dlcp_sim_ps t) {
 
 static bool is_multi(const struct dlcp_sim_agg *a) {
   return a->sim->cfg.agg.nchain > 0;
-}
-
-/* The tree group |group| goes through (MTINA: round-robin). */
-static uint32_t tree_of(const struct dlcp_sim_agg *a, uint32_t group) {
-  return group % a->sim->cfg.agg.ntrees;
 }
 
 /* The port of switch |node| whose link leads to node |peer|, or
@@ -290,6 +274,7 @@ static void send_to_switch(agg_role *r, const agg_role *to, bool up,
   pkt->src = r->nmasters ? r->masters[0] : 0;
   pkt->dst = to->nmasters ? to->masters[0] : 0;
   pkt->flow = to->node;
+  a->slots[pkt->msg].from = r->pos;
   pkt->flags |= DLCP_SIM_PKT_F_TO_AGG | DLCP_SIM_PKT_F_LOSSLESS;
   pkt->lb = DLCP_SIM_LB_SOURCE;
   pkt->path = pkt->path_rest = up ? 0u : 1u;
@@ -306,159 +291,11 @@ static void send_to_switch(agg_role *r, const agg_role *to, bool up,
   dlcp_sim_port_send(&net->ports[port], pkt, now);
 }
 
-static void flush(agg_role *r, dlcp_sim_ps now);
-
 /* Hands a datagram to |r|'s core as if it came from |cookie|. */
 static void core_input(agg_role *r, const uint8_t *bytes, size_t len,
                        uint8_t ecn, uint64_t cookie, dlcp_sim_ps now) {
   /* A rejected packet is counted by the core (dlcp_agg_get_stats). */
   (void)dlcp_agg_on_packet(r->core, bytes, len, ecn, cookie, ns_of(now));
-}
-
-/* ---- chains and trees ---------------------------------------------------- */
-
-static size_t slot_of(uint32_t group) {
-  return group % CHAIN_SLOTS;
-}
-
-static uint8_t group_state(const agg_role *r, uint32_t group) {
-  size_t s = slot_of(group);
-  return r->slot_group[s] == group ? r->slot_state[s] : GROUP_NEW;
-}
-
-static void set_state(agg_role *r, uint32_t group, uint8_t st) {
-  size_t s = slot_of(group);
-  r->slot_group[s] = group;
-  r->slot_state[s] = st;
-}
-
-/* Writes into |out| the RESULT of |final| (a RESULT datagram of |len|
- * bytes) addressed to rank |rank| of a core of world |world|. */
-static void readdress(uint8_t *out, const uint8_t *final, size_t len,
-                      uint32_t rank, uint32_t world) {
-  dlcp_agg_hdr h;
-  const uint8_t *payload;
-  (void)dlcp_agg_decode(&h, &payload, final, len);
-  h.rank = (uint8_t)rank;
-  h.world = (uint8_t)world;
-  (void)dlcp_agg_hdr_encode(out, DLCP_AGG_HDR_LEN, &h);
-  memmove(out + DLCP_AGG_HDR_LEN, payload, len - DLCP_AGG_HDR_LEN);
-}
-
-/* Group |h|'s final sum (the datagram |final|, |len| bytes) is known at
- * switch |r|: keep it, answer its masters (unless its core did: the
- * root), pass it down to every child switch.  |final| may be a->out. */
-static void chain_final(agg_role *r, const dlcp_agg_hdr *h,
-                        const uint8_t *final, size_t len, uint8_t ecn,
-                        bool to_masters, dlcp_sim_ps now) {
-  struct dlcp_sim_agg *a = r->agg;
-  if (group_state(r, h->group) == GROUP_FINAL || len != a->final_len) {
-    return;
-  }
-  set_state(r, h->group, GROUP_FINAL);
-  uint8_t *kept = r->slot_final + slot_of(h->group) * a->final_len;
-  memcpy(kept, final, len);
-  /* PANAMA's cap, lowered to this switch's own on the way down (the
-   * core does the same for the runtime's chain) */
-  dlcp_agg_hdr k = *h;
-  uint16_t cap = dlcp_agg_cap(r->core, h->job);
-  if (cap < k.aux) {
-    k.aux = cap;
-    (void)dlcp_agg_hdr_encode(kept, DLCP_AGG_HDR_LEN, &k);
-  }
-  for (uint32_t m = 0; to_masters && m < r->nmasters; m++) {
-    readdress(a->fwd, kept, len, m, r->world);
-    send_to_host(r, a->fwd, len, r->masters[m], ecn, now);
-  }
-  uint32_t t = tree_of(a, h->group);
-  for (uint32_t c = 0; c < r->nchildren[t]; c++) {
-    const agg_role *child = &a->roles[r->children[t][c]];
-    readdress(a->fwd, kept, len, child->child_rank[t], r->world);
-    send_to_switch(r, child, false, a->fwd, len, ecn, now);
-    /* The hop is lossless: acknowledge it for the child. */
-    uint8_t ack[DLCP_AGG_HDR_LEN];
-    dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), a->fwd, len, h->job,
-                                    h->token, NULL);
-    if (n > 0) {
-      core_input(r, ack, (size_t)n, DLCP_SIM_ECN_ECT,
-                 CHILD_COOKIE + child->child_rank[t], now);
-    }
-  }
-}
-
-/* A datagram |r|'s core wrote for |cookie|: the chain or tree decides
- * where it goes.  Returns true if it took it. */
-static bool chain_answer(agg_role *r, const uint8_t *dgram, size_t len,
-                         uint64_t cookie, uint8_t ecn, dlcp_sim_ps now) {
-  struct dlcp_sim_agg *a = r->agg;
-  bool to_child = cookie >= CHILD_COOKIE;
-  dlcp_agg_hdr h;
-  const uint8_t *payload;
-  if (dlcp_agg_decode(&h, &payload, dgram, len) != 0 ||
-      h.type != DLCP_AGG_RESULT) {
-    if (to_child) {
-      /* A NACK to a switch: the pools were sized so that it never
-       * happens (coll_cina.c); fail loudly rather than hang. */
-      a->chain_nacks++;
-      dlcp_sim_engine_fail(&a->sim->engine, DLCP_ERR_LIMIT);
-      return true;
-    }
-    return false; /* NACKs to masters go as they are */
-  }
-  uint32_t t = tree_of(a, h.group);
-  if (r->parent[t] == DLCP_SIM_NONE) {
-    /* The root's results are the final sums: its masters get the core's
-     * own, its children the kept copy, once. */
-    uint8_t st = group_state(r, h.group);
-    if (st != GROUP_FINAL) {
-      chain_final(r, &h, dgram, len, ecn, false, now);
-    }
-    return to_child;
-  }
-  switch (group_state(r, h.group)) {
-  case GROUP_NEW: {
-    /* The switch's partial sum goes up as one contribution. */
-    agg_role *up = &a->roles[r->parent[t]];
-    h.type = DLCP_AGG_CONTRIB;
-    h.rank = (uint8_t)r->child_rank[t];
-    h.world = (uint8_t)up->world;
-    h.low = h.group;
-    h.flags = 0;
-    h.aux = 0;
-    memcpy(a->fwd, dgram, len);
-    (void)dlcp_agg_hdr_encode(a->fwd, DLCP_AGG_HDR_LEN, &h);
-    set_state(r, h.group, GROUP_FORWARDED);
-    a->chain_forwards++;
-    send_to_switch(r, up, true, a->fwd, len, ecn, now);
-    return true;
-  }
-  case GROUP_FORWARDED:
-    return true; /* no final yet: the master will ask again */
-  default: {
-    /* A re-sent result: a master gets the final sum. */
-    const uint8_t *kept = r->slot_final + slot_of(h.group) * a->final_len;
-    if (!to_child) {
-      readdress(a->fwd, kept, len, h.rank, r->world);
-      send_to_host(r, a->fwd, len, (uint32_t)cookie, ecn, now);
-    }
-    return true;
-  }
-  }
-}
-
-/* A datagram from another aggregating switch reached |r|. */
-static void chain_arrival(agg_role *r, const uint8_t *bytes, size_t len,
-                          uint8_t ecn, dlcp_sim_ps now) {
-  dlcp_agg_hdr h;
-  const uint8_t *payload;
-  if (dlcp_agg_decode(&h, &payload, bytes, len) != 0) {
-    return;
-  }
-  if (h.type == DLCP_AGG_RESULT) {
-    chain_final(r, &h, bytes, len, ecn, true, now); /* from the parent */
-  } else {
-    core_input(r, bytes, len, ecn, CHILD_COOKIE + h.rank, now);
-  }
 }
 
 /* ---- the switch role ----------------------------------------------------- */
@@ -468,11 +305,17 @@ static void flush(agg_role *r, dlcp_sim_ps now) {
   struct dlcp_sim_agg *a = r->agg;
   dlcp_agg_send out;
   while (dlcp_agg_poll(r->core, &out, a->out, a->out_cap, ns_of(now)) == 1) {
-    if (is_multi(a) && chain_answer(r, a->out, out.len, out.addr, out.ecn,
-                                    now)) {
+    if (out.addr < SWITCH_COOKIE) {
+      send_to_host(r, a->out, out.len, (uint32_t)out.addr, out.ecn, now);
       continue;
     }
-    send_to_host(r, a->out, out.len, (uint32_t)out.addr, out.ecn, now);
+    /* To the parent or a child: up to the parent of the group's tree. */
+    const agg_role *to = &a->roles[out.addr - SWITCH_COOKIE];
+    dlcp_agg_hdr h;
+    const uint8_t *payload;
+    bool up = dlcp_agg_decode(&h, &payload, a->out, out.len) == 0 &&
+              r->parent[h.group % r->cfg.ntrees] == to->pos;
+    send_to_switch(r, to, up, a->out, out.len, out.ecn, now);
   }
   if (dlcp_sim_timer_follow(&r->timer, dlcp_agg_next_deadline(r->core), now)) {
     dlcp_sim_timer_arm(&r->timer, now);
@@ -485,7 +328,8 @@ static void process(agg_role *r, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
   size_t len;
   const uint8_t *bytes = dlcp_sim_ina_packet_bytes(sim, pkt, &len);
   if (pkt->flags & DLCP_SIM_PKT_F_TO_AGG) {
-    chain_arrival(r, bytes, len, pkt->ecn, now);
+    core_input(r, bytes, len, pkt->ecn,
+               SWITCH_COOKIE + a->slots[pkt->msg].from, now);
   } else {
     if (pkt->src < sim->net.nhosts) {
       a->prio[pkt->src] = pkt->prio;
@@ -567,6 +411,7 @@ static int role_init(struct dlcp_sim_agg *a, agg_role *r, uint32_t node,
   }
   dlcp_agg_config ac;
   dlcp_agg_config_default(&ac);
+  ac.ntrees = c->ntrees ? c->ntrees : 1;
   ac.mem_bytes = c->mem_bytes;
   ac.block_elems = c->block_elems;
   ac.policy = c->static_partition ? DLCP_AGG_STATIC : DLCP_AGG_SHARED;
@@ -576,6 +421,7 @@ static int role_init(struct dlcp_sim_agg *a, agg_role *r, uint32_t node,
   /* Answers are flushed after every packet, but one timer may re-send
    * the results of every group at once. */
   ac.out_queue = 1u << 16;
+  r->cfg = ac;
   int rv = dlcp_agg_new(&r->core, &ac, a->sim->mem, 0);
   if (rv == DLCP_ERR_CONFIG) {
     snprintf(err, errlen,
@@ -688,23 +534,21 @@ int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   uint32_t ntrees = sim->cfg.agg.ntrees;
-  a->final_len = DLCP_AGG_HDR_LEN + group_bytes;
+  if (group_bytes + DLCP_AGG_HDR_LEN > a->out_cap) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
   for (uint32_t i = 0; i < a->nroles; i++) {
     agg_role *r = &a->roles[i];
     r->masters = mem->malloc(n * sizeof(uint32_t), mem->user);
+    if (!r->masters) {
+      return DLCP_ERR_NOMEM;
+    }
     for (uint32_t t = 0; t < ntrees; t++) {
       r->children[t] = mem->malloc(a->nroles * sizeof(uint32_t), mem->user);
       if (!r->children[t]) {
         return DLCP_ERR_NOMEM;
       }
     }
-    r->slot_group = mem->malloc(CHAIN_SLOTS * sizeof(uint32_t), mem->user);
-    r->slot_state = mem->calloc(CHAIN_SLOTS, 1, mem->user);
-    r->slot_final = mem->malloc(CHAIN_SLOTS * a->final_len, mem->user);
-    if (!r->masters || !r->slot_group || !r->slot_state || !r->slot_final) {
-      return DLCP_ERR_NOMEM;
-    }
-    memset(r->slot_group, 0xff, CHAIN_SLOTS * sizeof(uint32_t));
   }
   for (uint32_t k = 0; k < n; k++) {
     uint32_t pos = dlcp_sim_agg_position(
@@ -761,6 +605,26 @@ int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
         sim, dlcp_sim_host_nic(&sim->net, hosts[k])->peer);
     tor_world[k] = a->roles[pos].world;
   }
+  /* Now that every switch's rank at its parent is known, each core is
+   * made again with its parent and place in every tree it is in. */
+  for (uint32_t i = 0; i < a->nroles; i++) {
+    agg_role *r = &a->roles[i];
+    for (uint32_t t = 0; t < ntrees; t++) {
+      uint32_t up = r->parent[t];
+      bool has = up != DLCP_SIM_NONE && c->member[t][i];
+      r->cfg.has_parent[t] = has;
+      r->cfg.parent_addr[t] = has ? SWITCH_COOKIE + up : 0;
+      r->cfg.parent_place[t] =
+          has ? DLCP_AGG_CHAIN_PLACE(r->child_rank[t], a->roles[up].world)
+              : 0;
+    }
+    dlcp_agg_del(r->core);
+    r->core = NULL;
+    int rv = dlcp_agg_new(&r->core, &r->cfg, mem, 0);
+    if (rv != 0) {
+      return rv;
+    }
+  }
   return 0;
 }
 
@@ -794,12 +658,6 @@ bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,
   return true;
 }
 
-void dlcp_sim_agg_chain_stats(const dlcp_sim *sim, uint64_t *forwards,
-                              uint64_t *nacks) {
-  *forwards = sim->agg ? sim->agg->chain_forwards : 0;
-  *nacks = sim->agg ? sim->agg->chain_nacks : 0;
-}
-
 void dlcp_sim_agg_free(dlcp_sim *sim) {
   struct dlcp_sim_agg *a = sim->agg;
   if (!a) {
@@ -815,9 +673,6 @@ void dlcp_sim_agg_free(dlcp_sim *sim) {
     for (uint32_t t = 0; t < DLCP_SIM_AGG_MAX_TREES; t++) {
       mem->free(r->children[t], mem->user);
     }
-    mem->free(r->slot_group, mem->user);
-    mem->free(r->slot_state, mem->user);
-    mem->free(r->slot_final, mem->user);
   }
   for (uint32_t i = 0; i < a->nslots; i++) {
     mem->free(a->slots[i].bytes, mem->user);

@@ -319,17 +319,18 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   dlcp_agg_stats as;
   uint64_t qdrops;
   if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
-    uint64_t fwd, cnacks;
-    dlcp_sim_agg_chain_stats(sim, &fwd, &cnacks);
     fprintf(f, "  \"aggregation\": {\"switch\": \"%s\", \"chain\": %u, "
-               "\"chain_forwards\": %llu, \"aggregators\": "
+               "\"chain_forwards\": %llu, \"chain_forward_resends\": %llu, "
+               "\"parent_nacks\": %llu, \"aggregators\": "
                "%u, \"contributions\": %llu, \"claims\": %llu, "
                "\"ring_verdicts\": %llu, \"results_sent\": %llu, "
                "\"resent\": %llu, \"freed\": %llu, \"nacks_sent\": %llu, "
                "\"malformed\": %llu, \"foreign\": %llu, "
                "\"queue_drops\": %llu},\n",
             sim->cfg.agg.node, sim->cfg.agg.nchain,
-            (unsigned long long)fwd, as.aggs_total,
+            (unsigned long long)as.forwards,
+            (unsigned long long)as.forward_resends,
+            (unsigned long long)as.parent_nacks, as.aggs_total,
             (unsigned long long)as.contrib, (unsigned long long)as.claims,
             (unsigned long long)as.ring_verdicts,
             (unsigned long long)as.results_sent,
@@ -650,18 +651,18 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
   if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
     const dlcp_sim_agg_config *ac = &sim->cfg.agg;
     if (ac->nchain) {
-      uint64_t fwd, cnacks;
-      dlcp_sim_agg_chain_stats(sim, &fwd, &cnacks);
       uint32_t root = 0;
       while (ac->parent[0][root] != DLCP_SIM_NONE) {
         root = ac->parent[0][root];
       }
       const char *kind = ac->trees ? "trees" : ac->tree ? "tree" : "chain";
       fprintf(f, "%-11s%s -> ... -> %s%s (%u switches): %llu partial "
-                 "sums passed up, %llu refused\n",
+                 "sums passed up (%llu re-sent), %llu NACKs from parents\n",
               kind, ac->tree || ac->trees ? "leaves" : ac->chain[0],
               ac->chain[root], ac->trees ? ", ..." : "", ac->nchain,
-              (unsigned long long)fwd, (unsigned long long)cnacks);
+              (unsigned long long)as.forwards,
+              (unsigned long long)as.forward_resends,
+              (unsigned long long)as.parent_nacks);
     }
     fprintf(f, "aggregation %s%s: %u aggregators, %llu contributions, %llu "
                "claims, %llu ring verdicts, %llu results (%llu re-sent), "

@@ -788,17 +788,13 @@ uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim);
  * DLCP_ERR_INVALID_ARGUMENT if there is no chain or tree or a job already,
  * a host is not below one of its switches, a switch of a chain or a leaf
  * of a tree has no master, a switch with masters is not in every tree, a
- * switch's world differs between trees or exceeds DLCP_AGG_MAX_WORLD;
- * DLCP_ERR_NOMEM.
+ * switch's world differs between trees or exceeds DLCP_AGG_MAX_WORLD, or
+ * a group does not fit a datagram; DLCP_ERR_NOMEM.  Each switch's core is
+ * made again then, with its parent and place in every tree.
  */
 int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
                            size_t group_bytes, uint32_t *tor_rank,
                            uint32_t *tor_world);
-/* Partial sums switches passed up (to the next on a chain, to the parent
- * in a tree), and NACKs a switch got from its parent (the run fails on
- * the first). */
-void dlcp_sim_agg_chain_stats(const dlcp_sim *sim, uint64_t *forwards,
-                              uint64_t *nacks);
 /* Copies the core's counters and the packets dropped because the
  * processor's queue was full; false if there is no aggregation switch. */
 bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,

@@ -11,15 +11,21 @@
  *   2 ....    a well-formed ACK: job, group, rank, world, low
  *   3 L ...   a raw datagram of L bytes
  *   4 ....    a well-formed CLAIM: as CONTRIB, without the payload
- *   5 ....    a well-formed RESULT from the switch's parent (the chain
- *             of CINA): job, group, rank, world, nblocks, the value; or,
- *             bit 1 of the flags byte, a NACK BUSY from the parent
+ *   5 ....    a well-formed RESULT from the parent of the group's tree
+ *             (bit 2 of the flags byte: from the other tree's): job,
+ *             group, rank, world, nblocks, the value; or, bit 1 of the
+ *             flags byte, a NACK BUSY from that parent
+ *
+ * The switch is in two trees (MTINA; even groups in tree 0, odd ones in
+ * tree 1): in tree 0 its parent is PARENT and its place is the one the
+ * jobs name (CINA's chain in the runtime), in tree 1 its parent is
+ * PARENT2 and its place is configured, rank 2 of 3 (a static tree's).
  *
  * Invariants (abort on violation): nothing crashes or leaks; every packet
  * is counted in exactly one outcome; aggregators in use never exceed the
  * pool; every datagram the switch writes decodes and is a RESULT, a
- * NACK or a GRANT, or to the parent a CONTRIB (without a chain place) or
- * an ACK; a result of contributions that all carried value v in
+ * NACK or a GRANT, or to the parent of its group's tree a CONTRIB
+ * (without a chain place) or an ACK; a result of contributions that all carried value v in
  * every element holds k * v; a TOO_BIG refusal names the pool of 8 and
  * answers only a group larger than it; after the timers and a dry poll,
  * the deadline lies in the future.
@@ -34,7 +40,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { ELEMS = 4, NAGGS = 8, PARENT = 99 };
+enum { ELEMS = 4, NAGGS = 8, PARENT = 99, PARENT2 = 98 };
+
+/* The parent of |group|'s tree. */
+static uint64_t parent_of(uint32_t group) {
+  return group % 2u ? PARENT2 : PARENT;
+}
 
 static uint8_t take(const uint8_t **p, const uint8_t *end) {
   return *p < end ? *(*p)++ : 0;
@@ -56,7 +67,8 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
     bool up = h.type == DLCP_AGG_CONTRIB || h.type == DLCP_AGG_ACK;
     if ((h.type != DLCP_AGG_RESULT && h.type != DLCP_AGG_NACK &&
          h.type != DLCP_AGG_GRANT && !up) ||
-        up != (s.addr == PARENT) ||
+        up != (s.addr == PARENT || s.addr == PARENT2) ||
+        (up && s.addr != parent_of(h.group)) ||
         (h.type == DLCP_AGG_CONTRIB && h.aux != 0)) {
       abort();
     }
@@ -93,14 +105,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.max_resends = 3;
   cfg.lease_ns = 50000;
   cfg.out_queue = 16;
-  cfg.has_parent = true;
-  cfg.parent_addr = PARENT;
+  cfg.ntrees = 2;
+  cfg.has_parent[0] = true;
+  cfg.parent_addr[0] = PARENT;
+  cfg.has_parent[1] = true;
+  cfg.parent_addr[1] = PARENT2;
+  cfg.parent_place[1] = DLCP_AGG_CHAIN_PLACE(2, 3);
   if (dlcp_agg_new(&a, &cfg, NULL, now) != 0) {
     abort();
   }
   while (p < end) {
     uint8_t op = take(&p, end) % 6;
     uint16_t place = 0;
+    uint64_t from_parent = PARENT;
     dlcp_agg_hdr h;
     size_t len = DLCP_AGG_HDR_LEN;
 
@@ -151,6 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     : 0;
       h.aux = op == 1 ? place
               : h.type == DLCP_AGG_NACK ? DLCP_AGG_NACK_BUSY : 0;
+      from_parent = parent_of(h.group + ((f & 4u) ? 1u : 0u));
       len += dlcp_agg_payload_len(&h);
       for (size_t i = DLCP_AGG_HDR_LEN; i < len; i += 4) {
         dlcp_put_u32(pkt + i, v);
@@ -166,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
     }
     (void)dlcp_agg_on_packet(a, pkt, len, take(&p, end) & 3u,
-                             op == 5 ? PARENT : h.rank, now);
+                             op == 5 ? from_parent : h.rank, now);
     check(a, now);
   }
   dlcp_agg_del(a);
