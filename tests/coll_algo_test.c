@@ -59,6 +59,8 @@ typedef struct spec {
   double alpha;
   dlcp_duration step_hint, trans_hint;
   dlcp_duration compute_ns, jitter_ns, note_jitter_ns;
+  /* a group: operation i runs as the harness's rank members[i] */
+  const uint32_t *members;
 } spec;
 
 typedef struct outcome {
@@ -322,10 +324,12 @@ static void run_spec(const spec *s, outcome *o) {
     p.bypass_alpha = s->alpha;
     p.bypass_step_hint_ns = s->step_hint;
     p.bypass_trans_hint_ns = s->trans_hint;
+    p.members = s->members;
     switch (s->kind) {
     case DLCP_COLL_ALLREDUCE:
     case DLCP_COLL_REDUCE_SCATTER:
     case DLCP_COLL_BROADCAST:
+    case DLCP_COLL_REDUCE:
       if (s->in_place) {
         memcpy(out[r], in[r], bytes);
         p.sendbuf = out[r];
@@ -348,7 +352,7 @@ static void run_spec(const spec *s, outcome *o) {
     }
     int rv = dlcp_coll_new(&op[r], &p, NULL, 0);
     assert_int_equal(rv, 0);
-    collsim_set_op(cs, r, op[r]);
+    collsim_set_op(cs, s->members ? s->members[r] : r, op[r]);
   }
   if (collsim_run(cs) != 0) {
     fail_msg("%s %s n=%u count=%llu %s: %s", dlcp_coll_kind_name(s->kind),
@@ -367,6 +371,7 @@ static void run_spec(const spec *s, outcome *o) {
   switch (s->kind) {
   case DLCP_COLL_ALLREDUCE:
   case DLCP_COLL_REDUCE_SCATTER:
+  case DLCP_COLL_REDUCE:
     memcpy(ref, in[0], bytes);
     for (uint32_t r = 1; r < n; r++) {
       assert_int_equal(dlcp_reduce(ref, in[r], (size_t)s->count, s->dtype,
@@ -452,8 +457,9 @@ static void run_spec(const spec *s, outcome *o) {
         assert_int_equal(out[r][len * esz], 0xab);
       }
     }
-    if (s->kind == DLCP_COLL_BARRIER) {
-      continue;
+    if (s->kind == DLCP_COLL_BARRIER ||
+        (s->kind == DLCP_COLL_REDUCE && r != s->root)) {
+      continue; /* elsewhere a reduce leaves partial sums */
     }
     for (uint64_t e = lo; e < hi; e++) {
       const unsigned char *got = out[r] + (e - out_first) * esz;
@@ -683,6 +689,91 @@ static void test_reduce_scatter_allgather_broadcast(void **state) {
       }
     }
   }
+}
+
+/* REDUCE (the chain to the root, pipelined): every world, root, count,
+ * dtype and op, in and out of place, in one segment and in several; the
+ * root has the reduction. */
+static void test_reduce(void **state) {
+  (void)state;
+  const uint32_t worlds[] = {1, 2, 3, 4, 5, 8};
+  unsigned combo = 0;
+  for (size_t w = 0; w < 6; w++) {
+    uint64_t counts[5];
+    counts_for(worlds[w], counts);
+    for (size_t c = 0; c < 5; c++) {
+      for (int ip = 0; ip < 2; ip++) {
+        for (uint32_t k = 0; k < 3; k++) {
+          spec s;
+          outcome o;
+          spec_init(&s);
+          s.kind = DLCP_COLL_REDUCE;
+          s.world = worlds[w];
+          s.count = counts[c];
+          s.in_place = ip;
+          s.chunk = k == 0 ? 0 : s.count < 1000 ? 8 : 1024;
+          s.root = k == 2 ? worlds[w] - 1 : (uint32_t)(combo % worlds[w]);
+          s.algo = k == 1 ? DLCP_ALGO_AUTO : DLCP_ALGO_RING;
+          s.dtype = all_dtypes[combo % 5];
+          s.op = all_ops[(combo / 5) % 4];
+          s.seed = ++combo;
+          run_spec(&s, &o);
+        }
+      }
+    }
+  }
+}
+
+/* A group of a larger communicator: operation i runs as rank members[i]
+ * (a permutation here, so every transfer crosses the renaming), for a
+ * reduce, a broadcast and the ring all-reduce; and what cannot run in a
+ * group is refused. */
+static void test_members(void **state) {
+  (void)state;
+  static const uint32_t perm[] = {4, 0, 3, 1, 2};
+  const dlcp_coll_kind kinds[] = {DLCP_COLL_REDUCE, DLCP_COLL_BROADCAST,
+                                  DLCP_COLL_ALLREDUCE};
+  for (size_t k = 0; k < 3; k++) {
+    for (uint32_t root = 0; root < 5; root += 2) {
+      spec s;
+      outcome o;
+      spec_init(&s);
+      s.kind = kinds[k];
+      s.world = 5;
+      s.count = 4099;
+      s.chunk = 1024;
+      s.root = root;
+      s.members = perm;
+      s.seed = 40u + k * 5u + root;
+      run_spec(&s, &o);
+    }
+  }
+  dlcp_coll_params p;
+  dlcp_coll *op;
+  int32_t buf[8] = {0};
+  dlcp_coll_params_default(&p);
+  p.world = 5;
+  p.rank = 1;
+  p.count = 8;
+  p.dtype = DLCP_INT32;
+  p.recvbuf = buf;
+  p.members = perm;
+  p.loss_bound = 0.1;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  p.loss_bound = 0.0;
+  p.algo = DLCP_ALGO_RING_BYPASS;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  p.algo = DLCP_ALGO_RING;
+  p.kind = DLCP_COLL_REDUCE;
+  p.root = 5;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  p.root = 4;
+  p.algo = DLCP_ALGO_PS;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
 }
 
 static void test_barrier(void **state) {
@@ -1282,6 +1373,22 @@ static void test_golden_plans(void **state) {
   p.root = 1;
   p.count = 6;
   check_golden("broadcast_binomial_n5_r2", &p);
+  /* The chain to root 3 of a group of 4: rank 1 (the communicator's rank
+   * 2) is second on it, after rank 0 (7), before rank 2 (5); two scratch
+   * slots alternate. */
+  static const uint32_t group[4] = {7, 2, 5, 3};
+  dlcp_coll_params_default(&p);
+  p.kind = DLCP_COLL_REDUCE;
+  p.algo = DLCP_ALGO_RING;
+  p.world = 4;
+  p.rank = 1;
+  p.root = 3;
+  p.count = 10;
+  p.dtype = DLCP_INT32;
+  p.op = DLCP_AVG;
+  p.chunk_bytes = 12;
+  p.members = group;
+  check_golden("reduce_ring_group_n4_r1", &p);
   dlcp_coll_params_default(&p);
   p.kind = DLCP_COLL_BARRIER;
   p.world = 5;
@@ -1566,6 +1673,8 @@ int main(void) {
       cmocka_unit_test(test_random_floats_tolerance),
       cmocka_unit_test(test_order_sensitive_values),
       cmocka_unit_test(test_reduce_scatter_allgather_broadcast),
+      cmocka_unit_test(test_reduce),
+      cmocka_unit_test(test_members),
       cmocka_unit_test(test_barrier),
       cmocka_unit_test(test_awaited_note_names_the_round_peer),
       cmocka_unit_test(test_rat_topologies),

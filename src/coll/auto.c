@@ -163,6 +163,9 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
       return -1;
     }
     return -1;
+  case DLCP_COLL_REDUCE:
+    /* The chain to the root (ring.c); nothing else builds a reduce. */
+    return a == DLCP_ALGO_AUTO || a == DLCP_ALGO_RING ? DLCP_ALGO_RING : -1;
   case DLCP_COLL_BROADCAST:
     switch (a) {
     case DLCP_ALGO_AUTO:

@@ -356,6 +356,7 @@ static int setup_buffers(dlcp_coll *op) {
   bool overlap = !in_place && in < out + bytes && out < in + bytes;
   switch (g->kind) {
   case DLCP_COLL_ALLREDUCE:
+  case DLCP_COLL_REDUCE:
     op->base[COLL_BUF_WORK] = p->recvbuf;
     if (!in_place && !overlap) {
       uint64_t granules = (bytes + LAZY_GRANULE - 1) / LAZY_GRANULE;
@@ -651,6 +652,13 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
   op->g.topo = NULL;
   if (rv != 0) {
     goto fail;
+  }
+  if (op->p.members) {
+    rv = coll_plan_map_peers(&op->plan, op->p.members, op->g.world);
+    op->p.members = NULL;
+    if (rv != 0) {
+      goto fail;
+    }
   }
   if (op->g.algo == DLCP_ALGO_RING_BYPASS && op->plan.ring.recv) {
     /* Room for the one extra receive a bypassed slot may add. */
@@ -1100,6 +1108,9 @@ dlcp_ssize dlcp_coll_plan_dump(const dlcp_coll_params *p, char *buf,
   coll_plan plan;
   coll_plan_init(&plan, NULL);
   rv = coll_plan_build(&plan, &g);
+  if (rv == 0 && p->members) {
+    rv = coll_plan_map_peers(&plan, p->members, g.world);
+  }
   dlcp_ssize n = rv != 0 ? rv : coll_plan_format(&plan, &g, buf, buflen);
   coll_plan_free(&plan);
   return n;

@@ -56,7 +56,8 @@ typedef enum dlcp_coll_kind {
   DLCP_COLL_REDUCE_SCATTER,
   DLCP_COLL_ALLGATHER,
   DLCP_COLL_BROADCAST,
-  DLCP_COLL_BARRIER
+  DLCP_COLL_BARRIER,
+  DLCP_COLL_REDUCE
 } dlcp_coll_kind;
 
 /* dlcp_algo (the algorithm names) is public: include/dlcp/dlcp_types.h. */
@@ -159,6 +160,14 @@ enum {
  *   BROADCAST       recvbuf: count elements on every rank; on |root| the
  *                   data comes from sendbuf (copied into recvbuf unless
  *                   they are equal or sendbuf is NULL).
+ *   REDUCE          sendbuf: count elements; recvbuf: count elements, on
+ *                   |root| the reduction, elsewhere a partial one (the
+ *                   ranks before it on the way to the root).  In place
+ *                   as ALLREDUCE.  RING only: a chain through the ranks
+ *                   after the root in ring order, ending at the root,
+ *                   pipelined in segments (the RA-INA/CINA seed's
+ *                   reduce inside a host: n + k - 2 steps of k
+ *                   segments).
  *   BARRIER         no buffers; count ignored.
  * sendbuf is only read; recvbuf is written.  Both are borrowed: they must
  * stay valid, and sendbuf unchanged, until DONE has been polled or the
@@ -174,7 +183,7 @@ typedef struct dlcp_coll_params {
   uint64_t count;      /* elements; see above */
   dlcp_dtype dtype;
   dlcp_redop op;       /* ALLREDUCE and REDUCE_SCATTER only */
-  uint32_t root;       /* BROADCAST only */
+  uint32_t root;       /* BROADCAST and REDUCE only */
   uint64_t chunk_bytes; /* pipelining: the largest transfer of the plan is
                            about this many bytes; 0 = by size (a quarter
                            of the algorithm's chunk, within
@@ -207,6 +216,13 @@ typedef struct dlcp_coll_params {
    * within p (up to rounding holes outward to whole elements).  With p > 0
    * the operation ends with an agreement on missing ranges. */
   double loss_bound;
+  /* A group of a larger communicator: NULL, or the operation runs among
+   * the |world| ranks members[0..world-1] of it (distinct), |rank| and
+   * |root| index this list, and every action's and event's |peer| is the
+   * communicator's rank members[i].  Needs loss_bound 0 and no
+   * RING_BYPASS (their agreements and requests are among ranks 0..world-1).
+   * Borrowed until dlcp_coll_new returns (it is applied to the plan). */
+  const uint32_t *members;
 } dlcp_coll_params;
 
 /* A range of bytes (transfer level) or elements (result level). */

@@ -235,6 +235,7 @@ int coll_build_hd(coll_plan *plan, const coll_geom *g) {
   case DLCP_COLL_REDUCE_SCATTER:
   case DLCP_COLL_ALLGATHER:
   case DLCP_COLL_BARRIER:
+  case DLCP_COLL_REDUCE:
     break;
   }
   return DLCP_ERR_INVALID_ARGUMENT;

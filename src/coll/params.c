@@ -41,6 +41,8 @@ const char *dlcp_coll_kind_name(dlcp_coll_kind kind) {
     return "broadcast";
   case DLCP_COLL_BARRIER:
     return "barrier";
+  case DLCP_COLL_REDUCE:
+    return "reduce";
   }
   return "?";
 }
@@ -48,7 +50,7 @@ const char *dlcp_coll_kind_name(dlcp_coll_kind kind) {
 static bool kind_valid(dlcp_coll_kind k) {
   return k == DLCP_COLL_ALLREDUCE || k == DLCP_COLL_REDUCE_SCATTER ||
          k == DLCP_COLL_ALLGATHER || k == DLCP_COLL_BROADCAST ||
-         k == DLCP_COLL_BARRIER;
+         k == DLCP_COLL_BARRIER || k == DLCP_COLL_REDUCE;
 }
 
 static bool algo_valid(dlcp_algo a) {
@@ -70,13 +72,18 @@ int coll_params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
   if (p->kind != DLCP_COLL_BARRIER && esz == 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  if ((p->kind == DLCP_COLL_ALLREDUCE ||
+  bool rooted = p->kind == DLCP_COLL_BROADCAST || p->kind == DLCP_COLL_REDUCE;
+  if ((p->kind == DLCP_COLL_ALLREDUCE || p->kind == DLCP_COLL_REDUCE ||
        p->kind == DLCP_COLL_REDUCE_SCATTER) &&
       !(p->op == DLCP_SUM || p->op == DLCP_AVG || p->op == DLCP_MIN ||
         p->op == DLCP_MAX)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  if (p->kind == DLCP_COLL_BROADCAST && p->root >= p->world) {
+  if (rooted && p->root >= p->world) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (p->members && (p->loss_bound != 0.0 ||
+                     p->algo == DLCP_ALGO_RING_BYPASS)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   /* Byte offsets must fit both uint64_t arithmetic and size_t. */
@@ -101,7 +108,7 @@ int coll_params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
   g->algo = (dlcp_algo)algo;
   g->rank = p->rank;
   g->world = p->world;
-  g->root = p->kind == DLCP_COLL_BROADCAST ? p->root : 0;
+  g->root = rooted ? p->root : 0;
   g->count = count;
   g->esz = esz ? esz : 1;
   g->dtype = p->dtype;

@@ -196,6 +196,30 @@ uint32_t coll_plan_tag(uint32_t phase_step, uint32_t nseg, uint32_t seg) {
   return DLCP_COLL_TAG(DLCP_COLL_TAG_PLAN, phase_step * nseg + seg);
 }
 
+int coll_plan_map_peers(coll_plan *plan, const uint32_t *members,
+                        uint32_t world) {
+  for (uint32_t i = 0; i < plan->nsteps; i++) {
+    coll_step *st = &plan->steps[i];
+    switch ((coll_step_kind)st->kind) {
+    case COLL_STEP_SEND:
+    case COLL_STEP_RECV:
+    case COLL_STEP_NOTE:
+    case COLL_STEP_WAIT_NOTE:
+      if (st->peer >= world) {
+        return DLCP_ERR_INVALID_ARGUMENT;
+      }
+      st->peer = members[st->peer];
+      break;
+    case COLL_STEP_NOP:
+    case COLL_STEP_REDUCE:
+    case COLL_STEP_COPY:
+    case COLL_STEP_FINISH:
+      break;
+    }
+  }
+  return 0;
+}
+
 int coll_plan_build(coll_plan *plan, const coll_geom *g) {
   int rv = DLCP_ERR_INVALID_ARGUMENT;
   if (g->kind == DLCP_COLL_BARRIER) {

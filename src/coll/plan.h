@@ -161,6 +161,12 @@ int coll_build_rd(coll_plan *plan, const coll_geom *g);
 /* coll_plan_build dispatches to the builder of g->kind and g->algo. */
 int coll_plan_build(coll_plan *plan, const coll_geom *g);
 
+/* coll_plan_map_peers renames every peer of |plan| p to members[p]
+ * (dlcp_coll_params.members).  Returns 0, or DLCP_ERR_INVALID_ARGUMENT if
+ * a peer is not below |world|. */
+int coll_plan_map_peers(coll_plan *plan, const uint32_t *members,
+                        uint32_t world);
+
 /* coll_plan_format writes |plan| as text (see dlcp_coll_plan_dump). */
 dlcp_ssize coll_plan_format(const coll_plan *plan, const coll_geom *g,
                             char *buf, size_t buflen);

@@ -172,6 +172,7 @@ int coll_build_ps(coll_plan *plan, const coll_geom *g) {
     break;
   case DLCP_COLL_BROADCAST:
   case DLCP_COLL_BARRIER:
+  case DLCP_COLL_REDUCE:
     break;
   }
   mem->free(push, mem->user);

@@ -296,6 +296,51 @@ static int ring_broadcast(coll_plan *plan, const coll_geom *g) {
   return plan->err;
 }
 
+/* REDUCE: a chain through the ranks after the root, in ring order, ending
+ * at the root, pipelined in segments: a rank receives segment j of the
+ * partial sum from its predecessor into a scratch slot, adds it into its
+ * own, and passes the sum on (the root keeps it).  Two slots alternate,
+ * so segment j + 2 is received only once segment j is added. */
+static int ring_reduce(coll_plan *plan, const coll_geom *g) {
+  uint32_t n = g->world;
+  uint32_t pos = ring_add(g->rank, -(int64_t)g->root - 1, n);
+  uint32_t nseg = coll_plan_nseg(g, g->count, 1);
+  plan->nseg = nseg;
+  if (n == 1) {
+    return 0; /* AVG over one rank divides by 1 */
+  }
+  uint64_t seg_max = (g->count + nseg - 1) / nseg * g->esz;
+  uint32_t next = ring_add(g->rank, 1, n), prev = ring_add(g->rank, -1, n);
+  uint32_t added[2] = {COLL_NO_STEP, COLL_NO_STEP};
+  plan->scratch_bytes = pos > 0 ? 2 * seg_max : 0;
+  for (uint32_t j = 0; j < nseg; j++) {
+    uint64_t off, len;
+    dlcp_coll_shard(g->count, nseg, j, &off, &len);
+    uint32_t tag = coll_plan_tag(0, nseg, j);
+    uint32_t add = COLL_NO_STEP;
+    if (pos > 0) {
+      uint64_t slot = (j % 2) * seg_max;
+      uint32_t rcv = coll_plan_recv(plan, prev, tag, COLL_BUF_SCRATCH, slot,
+                                    len * g->esz, off);
+      coll_plan_dep(plan, added[j % 2], rcv);
+      add = coll_plan_reduce(plan, COLL_BUF_WORK, off * g->esz,
+                             COLL_BUF_SCRATCH, slot, len * g->esz);
+      coll_plan_dep(plan, rcv, add);
+      added[j % 2] = add;
+    }
+    if (pos + 1 < n) {
+      uint32_t snd = coll_plan_send(plan, next, tag, COLL_BUF_WORK,
+                                    off * g->esz, len * g->esz);
+      coll_plan_dep(plan, add, snd);
+    } else if (g->op == DLCP_AVG) {
+      uint32_t fin = coll_plan_finish(plan, COLL_BUF_WORK, off * g->esz,
+                                      len * g->esz);
+      coll_plan_dep(plan, add, fin);
+    }
+  }
+  return plan->err;
+}
+
 int coll_build_ring(coll_plan *plan, const coll_geom *g, bool bypass) {
   switch (g->kind) {
   case DLCP_COLL_ALLREDUCE:
@@ -305,6 +350,8 @@ int coll_build_ring(coll_plan *plan, const coll_geom *g, bool bypass) {
     return ring_allgather(plan, g);
   case DLCP_COLL_BROADCAST:
     return ring_broadcast(plan, g);
+  case DLCP_COLL_REDUCE:
+    return ring_reduce(plan, g);
   case DLCP_COLL_BARRIER:
     break;
   }
