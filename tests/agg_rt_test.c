@@ -390,8 +390,12 @@ static int ina_once(dlcp_comm *comm, dlcp_algo algo, dlcp_coll_info *info);
 /* CINA: |nsw| switches chained leaf first (each started with --parent
  * the next), ranks split |per[0]|, |per[1]|, ... over them: every plain
  * INA all-reduce of rank_main is exact, every switch but the root
- * forwarded partial sums and took finals, and RA-INA is refused. */
-static void run_chain(const uint32_t *per, uint32_t nsw) {
+ * forwarded partial sums and took finals, and RA-INA is refused.  The
+ * ranks at a switch share this host, so with |host_reduce| (the default)
+ * they reduce to their master first and each switch sums one
+ * contribution per group (two with the switch below); without, one per
+ * rank. */
+static void run_chain(const uint32_t *per, uint32_t nsw, bool host_reduce) {
   static char addr[3][64]; /* rank_switch points here */
   switchd d[3];
   char chain[200] = "";
@@ -411,9 +415,11 @@ static void run_chain(const uint32_t *per, uint32_t nsw) {
     }
   }
   setenv("DLCP_INA_CHAIN", chain, 1);
+  setenv("DLCP_INA_HOST_REDUCE", host_reduce ? "1" : "0", 1);
   plain_only = true;
   fork_ranks(world, rank_main, 16);
   plain_only = false;
+  unsetenv("DLCP_INA_HOST_REDUCE");
 
   setenv("DLCP_SWITCH", addr[0], 1);
   dlcp_comm *comm = one_rank_comm(20000);
@@ -430,6 +436,10 @@ static void run_chain(const uint32_t *per, uint32_t nsw) {
     assert_non_null(err);
     assert_int_equal(switchd_stat(err, "foreign"), 0);
     assert_int_equal(switchd_stat(err, "malformed"), 0);
+    uint64_t workers = (host_reduce ? 1u : per[i]) + (i > 0);
+    assert_true(switchd_stat(err, "claims") > 0);
+    assert_int_equal(switchd_stat(err, "contrib"),
+                     workers * switchd_stat(err, "claims"));
     if (i + 1 < nsw) {
       assert_true(switchd_stat(err, "forwards") > 0);
       assert_true(switchd_stat(err, "finals") > 0);
@@ -442,8 +452,9 @@ static void run_chain(const uint32_t *per, uint32_t nsw) {
 static void test_cina_chain(void **state) {
   static const uint32_t two[] = {2, 3}, three[] = {1, 2, 1};
   (void)state;
-  run_chain(two, 2);
-  run_chain(three, 3);
+  run_chain(two, 2, true);
+  run_chain(three, 3, true);
+  run_chain(two, 2, false);
   /* a rank's switch missing from the chain, and an empty entry, are
    * refused naming the variables */
   static const char *const bad[][2] = {
@@ -463,6 +474,16 @@ static void test_cina_chain(void **state) {
     dlcp_comm_destroy(comm);
   }
   unsetenv("DLCP_INA_CHAIN");
+  dlcp_coll_info info;
+  setenv("DLCP_INA_HOST_REDUCE", "yes", 1);
+  dlcp_comm *comm = one_rank_comm(20000);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  if (strstr(info.error, "DLCP_INA_HOST_REDUCE=yes: expected 0 or 1") ==
+      NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_comm_destroy(comm);
+  unsetenv("DLCP_INA_HOST_REDUCE");
 }
 
 static void test_overlap(void **state) {

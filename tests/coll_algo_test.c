@@ -724,6 +724,72 @@ static void test_reduce(void **state) {
   }
 }
 
+/* The root of a REDUCE (rank 9 of a group {4, 9}) learns its result
+ * segment by segment: dlcp_coll_final_prefix grows with each summed
+ * segment, in order, and is the whole vector once DONE. */
+static void test_reduce_final_prefix(void **state) {
+  (void)state;
+  static const uint32_t group[2] = {4, 9};
+  enum { N = 1024 };
+  static int32_t in[N], out[N];
+  for (int i = 0; i < N; i++) {
+    in[i] = i;
+  }
+  dlcp_coll_params p;
+  dlcp_coll *op;
+  dlcp_coll_action a, recv[8];
+  size_t nrecv = 0;
+  bool done = false;
+  dlcp_coll_params_default(&p);
+  p.kind = DLCP_COLL_REDUCE;
+  p.world = 2;
+  p.rank = 1;
+  p.root = 1;
+  p.count = N;
+  p.dtype = DLCP_INT32;
+  p.sendbuf = in;
+  p.recvbuf = out;
+  p.chunk_bytes = N; /* 4 segments of 256 elements */
+  p.members = group;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0), 0);
+  assert_int_equal(dlcp_coll_final_prefix(op), 0);
+  uint64_t want = 0;
+  for (int round = 0; round < 8 && want < N; round++) {
+    while (dlcp_coll_poll(op, &a, 0) == 0 &&
+           a.type == DLCP_COLL_ACT_RECV) {
+      assert_int_equal(a.peer, 4);
+      recv[nrecv++] = a;
+    }
+    assert_true(nrecv > 0);
+    /* the oldest receive: the predecessor's partial sum, all ones */
+    dlcp_coll_action r = recv[0];
+    memmove(recv, recv + 1, --nrecv * sizeof(recv[0]));
+    for (uint64_t i = 0; i < r.bytes / 4; i++) {
+      ((int32_t *)r.recv_buf)[i] = 1;
+    }
+    assert_int_equal(dlcp_coll_on_received(op, r.peer, r.tag, 0, NULL, 0, 0),
+                     0);
+    want += N / 4;
+    (void)dlcp_coll_poll(op, &a, 0); /* runs the reduce */
+    if (a.type == DLCP_COLL_ACT_RECV) {
+      recv[nrecv++] = a;
+    }
+    done |= a.type == DLCP_COLL_ACT_DONE;
+    assert_int_equal(dlcp_coll_final_prefix(op), want);
+    for (uint64_t i = want - N / 4; i < want; i++) {
+      assert_int_equal(out[i], (int32_t)i + 1);
+    }
+  }
+  assert_int_equal(want, N);
+  while (!done && dlcp_coll_poll(op, &a, 0) == 0 &&
+         a.type != DLCP_COLL_ACT_NONE) {
+    done = a.type == DLCP_COLL_ACT_DONE;
+  }
+  assert_true(done);
+  assert_int_equal(dlcp_coll_final_prefix(op), N);
+  dlcp_coll_del(op);
+}
+
 /* A group of a larger communicator: operation i runs as rank members[i]
  * (a permutation here, so every transfer crosses the renaming), for a
  * reduce, a broadcast and the ring all-reduce; and what cannot run in a
@@ -1675,6 +1741,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_scatter_allgather_broadcast),
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_members),
+      cmocka_unit_test(test_reduce_final_prefix),
       cmocka_unit_test(test_barrier),
       cmocka_unit_test(test_awaited_note_names_the_round_peer),
       cmocka_unit_test(test_rat_topologies),

@@ -656,6 +656,7 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
   if (op->p.members) {
     rv = coll_plan_map_peers(&op->plan, op->p.members, op->g.world);
     op->p.members = NULL;
+    op->grouped = true;
     if (rv != 0) {
       goto fail;
     }
@@ -1010,7 +1011,9 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
   op->progress_ns = now;
   uint64_t kind = value >> DLCP_COLL_NOTE_KIND_SHIFT;
   uint64_t arg = value & DLCP_COLL_NOTE_ARG_MASK;
-  if (peer >= op->g.world) {
+  if (op->grouped ? kind != DLCP_COLL_NOTE_BARRIER &&
+                        kind != DLCP_COLL_NOTE_ABORT
+                  : peer >= op->g.world) {
     return DLCP_ERR_BAD_TYPE;
   }
   switch (kind) {
@@ -1053,6 +1056,31 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
   default:
     return DLCP_ERR_BAD_TYPE;
   }
+}
+
+uint64_t dlcp_coll_final_prefix(const dlcp_coll *op) {
+  if (op->phase >= COLL_PHASE_FINISHED) {
+    return op->status == 0 ? op->g.count : 0;
+  }
+  if (op->g.kind != DLCP_COLL_REDUCE || op->g.rank != op->g.root) {
+    return 0;
+  }
+  /* The root's steps write its segments in order, each summed (and, for
+   * AVG, divided) in place: the prefix ends where the first write that
+   * is not done begins. */
+  uint64_t done = 0;
+  for (uint32_t i = 0; i < op->plan.nsteps; i++) {
+    const coll_step *st = &op->plan.steps[i];
+    if ((st->kind != COLL_STEP_REDUCE && st->kind != COLL_STEP_FINISH) ||
+        st->buf != COLL_BUF_WORK) {
+      continue;
+    }
+    if (op->state[i] != COLL_ST_DONE) {
+      return (st->off < done ? st->off : done) / op->g.esz;
+    }
+    done = st->off + st->bytes;
+  }
+  return done / op->g.esz;
 }
 
 bool dlcp_coll_awaited_note(const dlcp_coll *op, uint32_t *peer,

@@ -365,6 +365,15 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
 dlcp_tstamp dlcp_coll_next_deadline(const dlcp_coll *op);
 
 /*
+ * dlcp_coll_final_prefix returns how many leading elements of the result
+ * are final: for a REDUCE at its root, the segments of the chain summed
+ * so far, in order (the RA-INA/CINA seed's overlap: a host's master sends
+ * the first reduced chunk on while the rest is reduced); for any other
+ * operation, |count| once DONE can be polled, else 0.
+ */
+uint64_t dlcp_coll_final_prefix(const dlcp_coll *op);
+
+/*
  * dlcp_coll_awaited_note tells whether |op| is held up by a control note
  * that has not come (a barrier round's, or the loss agreement's list
  * from a child or the parent) rather than by a transfer, which has its

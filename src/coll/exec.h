@@ -116,6 +116,9 @@ struct dlcp_coll {
   dlcp_tstamp start_ns, end_ns;
   dlcp_tstamp progress_ns;  /* last step done or event taken */
   uint32_t awaited_note;    /* the WAIT_NOTE made ACTIVE last, or NO_STEP */
+  /* A group (dlcp_coll_params.members): peers are the communicator's
+   * ranks, not 0..world-1; no bypass or agreement runs. */
+  bool grouped;
 };
 
 /* Queues |act| (copied) to be returned by poll before any plan step. */

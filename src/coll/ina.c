@@ -153,7 +153,8 @@ static int encode_group(const dlcp_ina *h, uint32_t g, uint8_t *dst) {
   } else {
     int s = shift_of(h->exps[g], h->clog2);
     double scale = ldexp(1.0, s);
-    double lim = ldexp(1.0, 30 - (int)h->clog2);
+    double lim = ldexp(h->p.inputs > 1 ? (double)h->p.inputs : 1.0,
+                       30 - (int)h->clog2);
 
     for (uint32_t i = 0; i < n; i++) {
       float x;
@@ -728,6 +729,7 @@ static int params_check(const dlcp_ina_params *p) {
       (p->claim != DLCP_INA_CLAIM_NEVER &&
        p->mode != DLCP_INA_RING_FALLBACK) ||
       p->scale_world > DLCP_INA_MAX_SCALE_WORLD ||
+      p->inputs > (p->scale_world != 0 ? p->scale_world : p->world) ||
       (p->chain_place != 0 &&
        (p->mode != DLCP_INA_WAIT ||
         DLCP_AGG_CHAIN_WORLD(p->chain_place) > DLCP_AGG_MAX_WORLD ||

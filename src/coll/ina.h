@@ -114,6 +114,12 @@ typedef struct dlcp_ina_params {
    * contributions than one switch's world: every contributor must scale
    * for all of them, 1..DLCP_INA_MAX_SCALE_WORLD.  AVG divides by it. */
   uint32_t scale_world;
+  /* How many ranks' inputs this rank's vector sums (a host's master in
+   * CINA: its host's ranks, reduced before), so its values may be that
+   * many times one input's bound under the agreed exponents; 0 or 1: its
+   * own input.  At most the contributions summed (scale_world, or
+   * world). */
+  uint32_t inputs;
   /* CINA: the place of this rank's switch at its parent in the chain
    * (DLCP_AGG_CHAIN_PLACE(rank, world) there), carried in every
    * contribution; 0 when the switch's sums are final. */

@@ -951,6 +951,13 @@ void dlcp_rt_coll_drop(dlcp_comm *c, dlcp_request *req) {
   free(req);
 }
 
+uint64_t dlcp_rt_coll_final_prefix(const dlcp_request *req) {
+  if (req->run) {
+    return dlcp_coll_final_prefix(req->run->op);
+  }
+  return req->done && req->info.status == 0 ? UINT64_MAX : 0;
+}
+
 void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req) {
   pthread_mutex_lock(&c->mu);
   if (req->run) {

@@ -245,6 +245,9 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
                               const dlcp_coll_opts *opts, uint32_t id,
                               dlcp_request **preq);
 void dlcp_rt_coll_drop(dlcp_comm *c, dlcp_request *req);
+/* With |mu| held: dlcp_coll_final_prefix of |req|'s run while it runs;
+ * once the request is done UINT64_MAX (all), or 0 if it failed. */
+uint64_t dlcp_rt_coll_final_prefix(const dlcp_request *req);
 void dlcp_rt_coll_finish_request(dlcp_comm *c, dlcp_request *req);
 void dlcp_rt_coll_cancel(dlcp_comm *c, dlcp_request *req);
 void dlcp_rt_coll_await(dlcp_comm *c, dlcp_request *req,

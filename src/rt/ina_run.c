@@ -26,8 +26,12 @@
  * contributes to its own switch as rank m of the ranks there (plus the
  * switch below, if any), scaled for the whole world, naming its switch's
  * place at the next one (src/proto/agg.h, "Chains"); the switches pass
- * partial sums up and the final down.  Each rank is a master of its own:
- * the seed's ring-reduce inside a host first is not done here.
+ * partial sums up and the final down.  As the seed's CINA, the ranks on
+ * one host (one address, one switch) first reduce to the host's master,
+ * the last of them, along a pipelined chain (a REDUCE of the group, src/
+ * coll), only masters contribute to the switch, and each master
+ * broadcasts the final sum to its host's ranks (DLCP_INA_HOST_REDUCE=0:
+ * every rank a master of its own).
  * Group numbers continue from one operation to the next; operations in
  * flight together announce the low-water mark of the oldest one that
  * still needs the switch (dlcp_ina_cap_low), or the switch would slide
@@ -42,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,7 +60,9 @@
 #include "rt/request.h"
 #include "wire/agg_wire.h"
 
-enum { PH_AGREE, PH_SWITCH, PH_RING };
+/* An operation's phases, in order; LOCAL and BCAST only for a chain with
+ * several ranks on this host, RING only for RA-INA's ring groups. */
+enum { PH_AGREE, PH_LOCAL, PH_SWITCH, PH_RING, PH_BCAST };
 
 struct dlcp_rt_ina_op {
   dlcp_rt_ina_op *next;
@@ -73,6 +80,10 @@ struct dlcp_rt_ina_op {
   uint32_t ring_id;    /* RA-INA: the reserved run id of the ring part */
   void *ring;
   dlcp_request *ring_req;
+  /* CINA: the reserved run ids of the reduce to the host's master and of
+   * the broadcast back, and the one running */
+  uint32_t local_id, bcast_id;
+  dlcp_request *local_req;
 };
 
 struct dlcp_rt_ina {
@@ -88,6 +99,12 @@ struct dlcp_rt_ina {
   char below[128];        /* the switch before this one, for messages */
   int32_t *places;
   dlcp_request *places_req;
+  /* The ranks on this rank's host at its switch (same address, same
+   * place), ascending, the last the host's master; just this rank with
+   * DLCP_INA_HOST_REDUCE=0.  NULL until the places are known. */
+  bool host_reduce;
+  uint32_t *host;
+  uint32_t nhost, host_index;
   bool have_id;
   int id_status;          /* its failure, for every operation */
   char id_error[160];
@@ -109,6 +126,7 @@ void dlcp_rt_ina_free(dlcp_rt_ina *s) {
   }
   free(s->buf);
   free(s->places);
+  free(s->host);
   free(s);
 }
 
@@ -144,6 +162,9 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   }
   if (iop->ring_req != NULL) {
     dlcp_rt_coll_drop(c, iop->ring_req);
+  }
+  if (iop->local_req != NULL) {
+    dlcp_rt_coll_drop(c, iop->local_req);
   }
   dlcp_flight *fr = dlcp_rt_coll_flight(c);
   if (fr) {
@@ -183,15 +204,39 @@ static uint64_t missing_ranks(const dlcp_rt_ina_op *iop) {
   return r.missing;
 }
 
-/* The communicator's rank that is worker |w| of this rank's switch, or
- * UINT32_MAX for the switch below it in a chain. */
+/* The address rank |r| is reached at (its host). */
+static uint32_t host_addr(const dlcp_comm *c, uint32_t r) {
+  struct in_addr a;
+  if (r != c->env.rank) {
+    return c->peers[r].udp[0].sin_addr.s_addr;
+  }
+  return inet_pton(AF_INET, c->local_ip, &a) == 1 ? a.s_addr : 0;
+}
+
+/* Whether rank |r| contributes to its switch: the last rank of its host
+ * at its switch (every rank without the host reduce).  Needs the places. */
+static bool is_master(const dlcp_comm *c, const dlcp_rt_ina *s, uint32_t r) {
+  if (!s->host_reduce) {
+    return true;
+  }
+  for (uint32_t q = r + 1; q < c->env.world_size; q++) {
+    if (s->places[q] == s->places[r] && host_addr(c, q) == host_addr(c, r)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The communicator's rank that is worker |w| of this rank's switch (its
+ * w-th master), or UINT32_MAX for the switch below it in a chain. */
 static uint32_t comm_rank_of(const dlcp_comm *c, const dlcp_rt_ina *s,
                              uint32_t w) {
   if (s->chain_len == 0) {
     return w;
   }
   for (uint32_t r = 0; r < c->env.world_size; r++) {
-    if ((uint32_t)s->places[r] == s->chain_pos + 1u && w-- == 0) {
+    if ((uint32_t)s->places[r] == s->chain_pos + 1u && is_master(c, s, r) &&
+        w-- == 0) {
       return r;
     }
   }
@@ -282,7 +327,7 @@ void dlcp_rt_ina_fail_all(dlcp_comm *c, int status, const char *reason,
  * (NULL: none does). */
 static const uint32_t *job_low(const dlcp_rt_ina *s, uint32_t *low) {
   for (const dlcp_rt_ina_op *iop = s->ops; iop; iop = iop->next) {
-    if (iop->phase == PH_AGREE) {
+    if (iop->phase == PH_AGREE || iop->phase == PH_LOCAL) {
       *low = iop->p.first_group;
       return low;
     }
@@ -407,6 +452,12 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
     s->claim = (dlcp_ina_claim)i;
   }
   s->cc = cc != NULL && strcmp(cc, "panama") == 0;
+  const char *hr = getenv("DLCP_INA_HOST_REDUCE");
+  if (hr != NULL && strcmp(hr, "0") != 0 && strcmp(hr, "1") != 0) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_INA_HOST_REDUCE=%.40s: expected 0 or 1", hr);
+  }
+  s->host_reduce = hr == NULL || strcmp(hr, "1") == 0;
   return 0;
 }
 
@@ -660,6 +711,10 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   if (iop->ra) {
     iop->ring_id = dlcp_rt_coll_reserve_id(c);
   }
+  if (s->chain_len > 0) {
+    iop->local_id = dlcp_rt_coll_reserve_id(c);
+    iop->bcast_id = dlcp_rt_coll_reserve_id(c);
+  }
   return 0;
 }
 
@@ -749,7 +804,7 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
 /* CINA: |p|'s rank and world at this rank's switch, the scaling for the
  * whole world and the switch's place at the next one, from every rank's
  * place.  Returns 0 or fails with a message in |err|. */
-static int chain_params(const dlcp_comm *c, const dlcp_rt_ina *s,
+static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
                         dlcp_ina_params *p, char *err, size_t errlen) {
   uint32_t n[DLCP_AGG_MAX_WORLD] = {0};
   uint32_t me = dlcp_comm_rank(c), local = 0;
@@ -760,14 +815,33 @@ static int chain_params(const dlcp_comm *c, const dlcp_rt_ina *s,
                "DLCP_INA_CHAIN differs)", r);
       return DLCP_ERR_CONFIG;
     }
-    local += r < me && pos == s->chain_pos;
-    n[pos]++;
+    if (is_master(c, s, r)) {
+      local += r < me && pos == s->chain_pos;
+      n[pos]++;
+    }
   }
   for (uint32_t q = 0; q < s->chain_len; q++) {
     if (n[q] == 0 || n[q] + (q > 0) > DLCP_AGG_MAX_WORLD) {
-      dlcp_fmt(err, errlen, "switch %u of the chain has %u ranks of this "
-               "job: expected 1 to %u", q, n[q], DLCP_AGG_MAX_WORLD - 1u);
+      dlcp_fmt(err, errlen, "switch %u of the chain has %u %s of this "
+               "job: expected 1 to %u", q, n[q],
+               s->host_reduce ? "hosts" : "ranks", DLCP_AGG_MAX_WORLD - 1u);
       return DLCP_ERR_CONFIG;
+    }
+  }
+  if (s->host == NULL) {
+    s->host = calloc(c->env.world_size, sizeof(*s->host));
+    if (s->host == NULL) {
+      dlcp_fmt(err, errlen, "out of memory");
+      return DLCP_ERR_NOMEM;
+    }
+    for (uint32_t r = 0; r < c->env.world_size; r++) {
+      bool mine = s->host_reduce ? s->places[r] == s->places[me] &&
+                                       host_addr(c, r) == host_addr(c, me)
+                                 : r == me;
+      if (mine) {
+        s->host_index = r == me ? s->nhost : s->host_index;
+        s->host[s->nhost++] = r;
+      }
     }
   }
   p->rank = local;
@@ -780,10 +854,53 @@ static int chain_params(const dlcp_comm *c, const dlcp_rt_ina *s,
   return 0;
 }
 
+/* Starts the collective of |iop| among the ranks of this host at its
+ * switch: the REDUCE of the inputs to the master (the last of them, the
+ * seed's pipelined chain) or the BROADCAST of the final sum from it. */
+static int start_in_host(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                         dlcp_coll_kind kind) {
+  bool reduce = kind == DLCP_COLL_REDUCE;
+  dlcp_coll_params cp;
+  dlcp_coll_opts o;
+  dlcp_coll_opts_default(&o);
+  o.algo = DLCP_ALGO_RING;
+  dlcp_rt_coll_params_for(c, &cp, kind,
+                          reduce ? iop->p.sendbuf : iop->p.recvbuf,
+                          iop->p.recvbuf, iop->p.count, iop->p.dtype,
+                          DLCP_SUM, s->nhost - 1u, &o);
+  cp.rank = s->host_index;
+  cp.world = s->nhost;
+  cp.members = s->host;
+  cp.topo = NULL;
+  cp.topo_levels = 0;
+  cp.same_host = true;
+  return dlcp_rt_coll_start_locked(c, &cp, &o,
+                                   reduce ? iop->local_id : iop->bcast_id,
+                                   &iop->local_req);
+}
+
+/* The switch's part: the host core with the agreed scale.  Returns true
+ * (the operation is in SWITCH), or false if it failed and is gone. */
+static bool switch_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                         dlcp_tstamp now) {
+  iop->p.exps = iop->exps;
+  int rv = dlcp_ina_new(&iop->h, &iop->p, NULL, now);
+  iop->p.exps = NULL;
+  if (rv != 0) {
+    iop->h = NULL;
+    fail_op(c, s, iop, rv, "INA: %s", dlcp_strerror(rv));
+    return false;
+  }
+  iop->phase = PH_SWITCH;
+  iop->last_progress = now;
+  return true;
+}
+
 /* AGREE: the identity and the exponents.  Returns whether the operation
- * moved on to SWITCH (false: it waits, or it failed and is gone). */
+ * moved on to SWITCH (false: it waits, it moved on to LOCAL, setting
+ * |*started|, or it failed and is gone). */
 static bool agree(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
-                  dlcp_tstamp now) {
+                  dlcp_tstamp now, bool *started) {
   int rv;
 
   if (s->id_status != 0) {
@@ -810,7 +927,6 @@ static bool agree(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
         return false;
       }
     }
-    iop->p.exps = iop->exps;
   }
   iop->p.job = s->job;
   iop->p.token = s->token;
@@ -822,16 +938,78 @@ static bool agree(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
       return false;
     }
   }
-  rv = dlcp_ina_new(&iop->h, &iop->p, NULL, now);
-  iop->p.exps = NULL;
-  if (rv != 0) {
-    iop->h = NULL;
-    fail_op(c, s, iop, rv, "INA: %s", dlcp_strerror(rv));
+  if (s->nhost > 1) {
+    rv = start_in_host(c, s, iop, DLCP_COLL_REDUCE);
+    if (rv != 0) {
+      fail_op(c, s, iop, rv, "INA: the reduce to the host's master: %s",
+              dlcp_strerror(rv));
+      return false;
+    }
+    *started = true;
+    if (s->host_index + 1 < s->nhost) {
+      iop->phase = PH_LOCAL; /* then the broadcast from the master */
+      return false;
+    }
+    /* The master: its host's sum goes to the switch group by group as
+     * the chain delivers it (drive releases them), the seed's overlap. */
+    iop->p.sendbuf = iop->p.recvbuf;
+    iop->p.inputs = s->nhost;
+    iop->p.ready_groups = 0;
+  }
+  return switch_begin(c, s, iop, now);
+}
+
+/* The reduce to the host's master: whether it ended, failing |iop| if it
+ * failed (false then, and |iop| is gone). */
+static bool reduced(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                    bool *failed) {
+  int rv = iop->local_req->info.status;
+  *failed = false;
+  if (!iop->local_req->done) {
     return false;
   }
-  iop->phase = PH_SWITCH;
-  iop->last_progress = now;
+  if (rv != 0) {
+    fail_op(c, s, iop, rv, "INA: the reduce to the host's master: %.180s",
+            iop->local_req->info.error);
+    *failed = true;
+    return false;
+  }
+  dlcp_rt_coll_drop(c, iop->local_req);
+  iop->local_req = NULL;
   return true;
+}
+
+/* LOCAL (a rank of a host but its master): its part of the host's sum is
+ * on its way; then it waits for the broadcast of the final sum. */
+static void local_done(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                       bool *started) {
+  bool failed;
+  if (!reduced(c, s, iop, &failed)) {
+    return;
+  }
+  int rv = start_in_host(c, s, iop, DLCP_COLL_BROADCAST);
+  if (rv != 0) {
+    fail_op(c, s, iop, rv, "INA: the broadcast from the host's master: %s",
+            dlcp_strerror(rv));
+    return;
+  }
+  iop->phase = PH_BCAST;
+  *started = true;
+}
+
+/* BCAST: the final sum from the host's master. */
+static void bcast_done(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
+                       dlcp_tstamp now) {
+  int rv = iop->local_req->info.status;
+  if (!iop->local_req->done) {
+    return;
+  }
+  if (rv != 0) {
+    fail_op(c, s, iop, rv, "INA: the broadcast from the host's master: "
+            "%.180s", iop->local_req->info.error);
+    return;
+  }
+  finish(c, s, iop, now);
 }
 
 /* SWITCH: sends what the core has to send and looks at how it stands.
@@ -845,6 +1023,22 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
 
   if (low != NULL) {
     dlcp_ina_cap_low(iop->h, *low);
+  }
+  if (iop->local_req != NULL) {
+    /* A master: release the groups the host's chain has summed.  The
+     * chain has its own stall detection; the switch is not late for
+     * groups not yet sent. */
+    uint64_t elems = dlcp_rt_coll_final_prefix(iop->local_req);
+    bool failed;
+    if (reduced(c, s, iop, &failed)) {
+      elems = UINT64_MAX;
+    } else if (failed) {
+      return false;
+    }
+    uint64_t ge = (uint64_t)iop->p.block_elems * iop->p.group_blocks;
+    uint64_t g = elems >= iop->p.count ? iop->ngroups : elems / ge;
+    dlcp_ina_release(iop->h, (uint32_t)g);
+    iop->last_progress = now;
   }
   for (;;) {
     (void)dlcp_ina_poll(iop->h, &act, s->buf, DLCP_AGG_DGRAM_MAX, now);
@@ -890,6 +1084,16 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     dlcp_coll_opts o;
     int rv;
 
+    if (n == 0 && s->nhost > 1) {
+      int rv2 = start_in_host(c, s, iop, DLCP_COLL_BROADCAST);
+      if (rv2 != 0) {
+        fail_op(c, s, iop, rv2, "INA: the broadcast from the host's "
+                "master: %s", dlcp_strerror(rv2));
+        return false;
+      }
+      iop->phase = PH_BCAST;
+      return true;
+    }
     if (n == 0) {
       finish(c, s, iop, now);
       return false;
@@ -999,13 +1203,17 @@ bool dlcp_rt_ina_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   low = job_low(s, &low_buf);
   for (dlcp_rt_ina_op *iop = s->ops, *following; iop; iop = following) {
     following = iop->next;
-    if (iop->phase == PH_AGREE && !agree(c, s, iop, now)) {
+    if (iop->phase == PH_AGREE && !agree(c, s, iop, now, &started)) {
       continue;
     }
-    if (iop->phase == PH_SWITCH) {
+    if (iop->phase == PH_LOCAL) {
+      local_done(c, s, iop, &started);
+    } else if (iop->phase == PH_SWITCH) {
       started |= drive(c, s, iop, low, now, next);
     } else if (iop->phase == PH_RING) {
       ring_done(c, s, iop, now);
+    } else if (iop->phase == PH_BCAST) {
+      bcast_done(c, s, iop, now);
     }
   }
   return started;
