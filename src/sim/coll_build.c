@@ -230,15 +230,27 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
    * out (docs/simulator.md). */
   job->ina_exps = dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
   int32_t *mine = dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
-  for (uint32_t r = 0; rv == 0 && r < job->n; r++) {
+  /* CINA: over every GPU's input, as the runtime agrees over every
+   * rank's before its hosts reduce (a master's sum may then be |gpus|
+   * times one input's bound: dlcp_ina_params.inputs). */
+  uint32_t gpus = job->spec.cina && job->spec.cina_gpus > 1
+                      ? job->spec.cina_gpus : 1;
+  for (uint32_t v = 0; rv == 0 && v < job->n * gpus; v++) {
+    coll_rank *rk = &job->ranks[v / gpus];
     if (!job->ina_exps || !mine) {
       rv = DLCP_ERR_NOMEM;
       break;
     }
-    dlcp_sim_coll_fill_input(job, &job->ranks[r]);
-    rv = dlcp_ina_exponents(job->ranks[r].buf, job->count, gelems, mine);
+    if (gpus > 1) {
+      for (uint64_t j = 0; j < job->count; j++) {
+        rk->buf[j] = dlcp_sim_coll_input(v, j);
+      }
+    } else {
+      dlcp_sim_coll_fill_input(job, rk);
+    }
+    rv = dlcp_ina_exponents(rk->buf, job->count, gelems, mine);
     for (uint32_t g = 0; rv == 0 && g < job->ina_ngroups; g++) {
-      if (r == 0 || mine[g] > job->ina_exps[g]) {
+      if (v == 0 || mine[g] > job->ina_exps[g]) {
         job->ina_exps[g] = mine[g];
       }
     }

@@ -21,8 +21,9 @@
  * (CINA), .tree (HINA) or .trees (MTINA) as rank tor_rank of a core of
  * world tor_world (agg_switch.c runs the chain or trees); the final sum
  * comes back as that core's RESULT.  Every master scales its block
- * floating point for all the masters of the job (scale_world), since the
- * switches add all of them.  The final sum then
+ * floating point for all the GPUs of the job (scale_world; the exponents
+ * are agreed over every GPU's input), its sum counting as its GPUs'
+ * inputs, as the runtime's masters do.  The final sum then
  * reaches the other GPUs of the host through shared memory, which is not
  * timed (the seed's formula ends when the masters hold it too).
  *
@@ -64,10 +65,10 @@ int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen) {
   }
   size_t group_bytes =
       4u * (size_t)sim->cfg.agg.block_elems * job->ina_group_blocks;
-  /* A switch must never refuse a child switch (agg_switch.c has no retry
-   * for it): its pool holds every group the masters can have in flight,
-   * two windows (a master is at most a window ahead of the slowest, which
-   * is at most a window ahead of its own low mark). */
+  /* The seed's switches never refuse a child switch (a refusal would
+   * cost a re-send interval): a pool holds every group the masters can
+   * have in flight, two windows (a master is at most a window ahead of
+   * the slowest, which is at most a window ahead of its own low mark). */
   uint32_t window = s->ina_window ? s->ina_window : 64u;
   uint64_t aggs = sim->cfg.agg.mem_bytes / (4ull * sim->cfg.agg.block_elems);
   if (aggs < 2ull * window * job->ina_group_blocks) {
@@ -109,7 +110,12 @@ void dlcp_sim_coll_cina_params(coll_rank *rk, dlcp_ina_params *p) {
   coll_job *job = rk->job;
   p->rank = job->cina_tor_rank[rk->rank];
   p->world = job->cina_tor_world[rk->rank];
-  p->scale_world = job->n;
+  /* Scaled for every GPU of the job, each master's sum counting as its
+   * host's GPUs' inputs, as the runtime's masters (src/rt/ina_run.c);
+   * AVG divides by all of them. */
+  uint32_t gpus = job->spec.cina_gpus > 1 ? job->spec.cina_gpus : 1;
+  p->scale_world = job->n * gpus;
+  p->inputs = gpus;
   if (job->spec.cina_gpus > 1) {
     p->ready_groups = 0;
     memset(rk->buf, 0, job->count * sizeof(float));
