@@ -8,7 +8,7 @@
  * picosecond, the one scheduled first runs first, so a run depends only on
  * its configuration and seed, never on heap layout.  The heap's push and
  * pop are O(log n); the calendar's are O(1) plus a short sorted insert
- * (a bucket holds 8 ns of events) and a bitmap scan to the next bucket.  Handlers that hit an
+ * (a bucket holds 0.256 ns of events) and a bitmap scan to the next bucket.  Handlers that hit an
  * allocation failure record it in the engine rather than returning it
  * through every layer; the run loop stops at the next step and reports it.
  *

@@ -53,6 +53,7 @@ int dlcp_sim_net_init(dlcp_sim_net *net, dlcp_sim_engine *engine,
 static void routes_free(const dlcp_mem *mem, struct dlcp_sim_routes *r) {
   mem->free(r->cells, mem->user);
   mem->free(r->ports, mem->user);
+  mem->free(r->host_up, mem->user);
   memset(r, 0, sizeof(*r));
 }
 
@@ -69,6 +70,10 @@ void dlcp_sim_net_free(dlcp_sim_net *net) {
   mem->free(net->hosts, mem->user);
   mem->free(net->node_ports, mem->user);
   mem->free(net->pfc_in, mem->user);
+  mem->free(net->host_class, mem->user);
+  mem->free(net->host_attach, mem->user);
+  mem->free(net->host_port, mem->user);
+  mem->free(net->class_node, mem->user);
   routes_free(mem, &net->live);
   routes_free(mem, &net->fixed);
   memset(net, 0, sizeof(*net));
@@ -161,20 +166,67 @@ uint32_t dlcp_sim_net_host_rack(const dlcp_sim_net *net, uint32_t host) {
   return net->nodes[nic->peer].group;
 }
 
+/* The destination classes (net.h, "Routing"): each host's attachment
+ * node, and that node's port to it. */
+static int classes_compute(dlcp_sim_net *net) {
+  const dlcp_mem *mem = net->mem;
+  uint32_t *class_of_node = mem->malloc(net->nnodes * sizeof(uint32_t),
+                                        mem->user);
+  net->host_class = mem->malloc((net->nhosts + 1) * sizeof(uint32_t),
+                                mem->user);
+  net->host_attach = mem->malloc((net->nhosts + 1) * sizeof(uint32_t),
+                                 mem->user);
+  net->host_port = mem->malloc((net->nhosts + 1) * sizeof(uint32_t),
+                               mem->user);
+  net->class_node = mem->malloc((net->nhosts + 1) * sizeof(uint32_t),
+                                mem->user);
+  if (!class_of_node || !net->host_class || !net->host_attach ||
+      !net->host_port || !net->class_node) {
+    mem->free(class_of_node, mem->user);
+    return DLCP_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < net->nnodes; i++) {
+    class_of_node[i] = DLCP_SIM_NONE;
+  }
+  net->nclasses = 0;
+  for (uint32_t h = 0; h < net->nhosts; h++) {
+    const dlcp_sim_node *n = &net->nodes[net->hosts[h]];
+    const dlcp_sim_port *nic = &net->ports[net->node_ports[n->first_port]];
+    uint32_t a = nic->peer;
+    if (class_of_node[a] == DLCP_SIM_NONE) {
+      class_of_node[a] = net->nclasses;
+      net->class_node[net->nclasses++] = a;
+    }
+    net->host_class[h] = class_of_node[a];
+    net->host_attach[h] = a;
+    net->host_port[h] = nic->reverse;
+  }
+  mem->free(class_of_node, mem->user);
+  return 0;
+}
+
 /*
- * Recomputes |r|: for every destination host, a BFS over up links (or all
- * links if |all_links|) gives each node's distance to it; a node's
- * candidates are its ports whose peer is one hop closer.
+ * Recomputes |r|: for every destination class, a BFS from its attachment
+ * node over up links (or all links if |all_links|) gives each node's
+ * distance to it; a node's candidates are its ports whose peer is one hop
+ * closer.  (Hosts do not forward, so every path to a host runs through
+ * its attachment node: the candidates are those towards the host.)
  */
 static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
                           bool all_links) {
   const dlcp_mem *mem = net->mem;
-  size_t cells = (size_t)net->nnodes * net->nhosts;
+  size_t cells = (size_t)net->nnodes * net->nclasses;
   if (!r->cells) {
-    r->cells = mem->malloc(cells * sizeof(*r->cells), mem->user);
-    if (!r->cells) {
+    r->cells = mem->malloc((cells + 1) * sizeof(*r->cells), mem->user);
+    r->host_up = mem->malloc(net->nhosts + 1, mem->user);
+    if (!r->cells || !r->host_up) {
       return DLCP_ERR_NOMEM;
     }
+  }
+  for (uint32_t h = 0; h < net->nhosts; h++) {
+    const dlcp_sim_node *n = &net->nodes[net->hosts[h]];
+    r->host_up[h] =
+        all_links || net->ports[net->node_ports[n->first_port]].up;
   }
   uint32_t *dist = mem->malloc(net->nnodes * sizeof(*dist), mem->user);
   uint32_t *fifo = mem->malloc(net->nnodes * sizeof(*fifo), mem->user);
@@ -185,8 +237,8 @@ static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
   }
   int rv = 0;
   r->nports = 0;
-  for (uint32_t h = 0; h < net->nhosts; h++) {
-    uint32_t dst = net->hosts[h];
+  for (uint32_t c = 0; c < net->nclasses; c++) {
+    uint32_t dst = net->class_node[c];
     for (uint32_t i = 0; i < net->nnodes; i++) {
       dist[i] = UINT32_MAX;
     }
@@ -209,7 +261,7 @@ static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
     }
     for (uint32_t n = 0; n < net->nnodes; n++) {
       const dlcp_sim_node *nn = &net->nodes[n];
-      size_t cell = (size_t)n * net->nhosts + h;
+      size_t cell = (size_t)n * net->nclasses + c;
       r->cells[cell].off = r->nports;
       r->cells[cell].cnt = 0;
       if (nn->kind != DLCP_SIM_NODE_SWITCH || dist[n] == UINT32_MAX) {
@@ -296,7 +348,10 @@ int dlcp_sim_net_finalize(dlcp_sim_net *net) {
     p->ser_r = 8ull * DLCP_SIM_PS_PER_S % p->rate_bps;
   }
   net->finalized = true;
-  int rv = routes_compute(net, &net->fixed, true);
+  int rv = classes_compute(net);
+  if (rv == 0) {
+    rv = routes_compute(net, &net->fixed, true);
+  }
   if (rv != 0) {
     return rv;
   }

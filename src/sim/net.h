@@ -195,19 +195,32 @@ typedef struct dlcp_sim_net {
   uint32_t *hosts; /* host index -> node id */
   uint32_t nhosts;
   uint32_t *node_ports; /* egress port ids grouped by node */
-  /* Routing: for node n and destination host h, the equal-cost egress
-   * ports are route_ports[off .. off+cnt) with off = route_off[n*H+h].
-   * |live| skips downed links and is recomputed on every link change;
-   * |fixed| is computed once with every link up, and is what source
-   * routing follows, so a source-routed packet sent towards a dead link is
-   * lost rather than silently rerouted. */
+  /* Routing.  Every host has one link, to its attachment node (its ToR):
+   * the paths to a host are the paths to its attachment node and that
+   * link, so routes are kept per attachment node, a destination class
+   * shared by the hosts on one ToR (a table of nodes x ToRs instead of
+   * nodes x hosts: at 1,024 hosts 8x smaller, most of it in cache).  For
+   * node n and class c the equal-cost egress ports are ports[off ..
+   * off+cnt) with off, cnt = cells[n * nclasses + c]; at the attachment
+   * node itself the port is host_port[h].  |live| skips downed links and
+   * is recomputed on every link change (a host whose link is down is
+   * unreachable from everywhere, host_up); |fixed| is computed once with
+   * every link up, and is what source routing follows, so a source-routed
+   * packet sent towards a dead link is lost rather than silently
+   * rerouted. */
+  uint32_t *host_class;  /* per host: its class */
+  uint32_t *host_attach; /* per host: its attachment node */
+  uint32_t *host_port;   /* per host: the attachment node's port to it */
+  uint32_t *class_node;  /* per class: the attachment node */
+  uint32_t nclasses;
   struct dlcp_sim_routes {
     struct dlcp_sim_route_cell {
       uint32_t off;
       uint32_t cnt;
-    } *cells; /* one 8-byte cell per (node, host): one cache miss */
+    } *cells; /* one 8-byte cell per (node, class) */
     uint32_t *ports;
     uint32_t nports, ports_cap;
+    uint8_t *host_up; /* per host: its link is up (always, in |fixed|) */
   } live, fixed;
   dlcp_sim_port_config switch_port_cfg;
   dlcp_sim_port_config host_port_cfg;

@@ -30,8 +30,15 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
                                dlcp_sim_packet *pkt) {
   const struct dlcp_sim_routes *r =
       pkt->lb == DLCP_SIM_LB_SOURCE ? &net->fixed : &net->live;
+  uint32_t dst = pkt->dst;
+  if (!r->host_up[dst]) {
+    return DLCP_SIM_NONE;
+  }
+  if (node == net->host_attach[dst]) {
+    return net->host_port[dst];
+  }
   const struct dlcp_sim_route_cell *cell =
-      &r->cells[(size_t)node * net->nhosts + pkt->dst];
+      &r->cells[(size_t)node * net->nclasses + net->host_class[dst]];
   uint32_t cnt = cell->cnt;
   if (cnt == 0) {
     return DLCP_SIM_NONE;
