@@ -655,9 +655,67 @@ static int missing_main(uint32_t rank, uint32_t world, uint16_t port,
   return 0;
 }
 
+/* CINA with the host's reduce (one switch as the chain, the 3 ranks one
+ * host): rank 0 stays alive but never starts the second all-reduce, so
+ * the host's reduce waits on it; ranks 1 and 2 (the master) fail within
+ * the timeout + 1 s naming rank 0, not the switch. */
+static int missing_host_main(uint32_t rank, uint32_t world, uint16_t port,
+                             report *rep) {
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  dlcp_coll_opts o;
+  dlcp_request *req;
+  float x[4096];
+  char err[256];
+
+  setenv("DLCP_INA_CHAIN", getenv("DLCP_SWITCH"), 1);
+  if (make_comm(&comm, rank, world, port, MISSING_TIMEOUT_MS, err,
+                sizeof(err)) != 0) {
+    snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
+    return 1;
+  }
+  dlcp_coll_opts_default(&o);
+  o.algo = DLCP_ALGO_INA;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 4096; i++) {
+      x[i] = (float)(rank + 1u);
+    }
+    if (round == 1 && rank == 0) {
+      usleep((MISSING_TIMEOUT_MS + 1500) * 1000);
+      break;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rv = dlcp_allreduce(comm, x, x, 4096, DLCP_FLOAT32, DLCP_SUM, &o,
+                            &req);
+    if (rv == 0) {
+      rv = dlcp_wait(req, -1, &info);
+      dlcp_request_free(req);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) +
+               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (round == 0 && (rv != 0 || x[0] != 6.0f || x[4095] != 6.0f)) {
+      snprintf(rep->error, sizeof(rep->error), "first: %d %.200s", rv,
+               info.error);
+      return 1;
+    }
+    if (round == 1 && (rv == 0 || strstr(info.error, "rank 0 (") == NULL ||
+                       s > MISSING_TIMEOUT_MS / 1000.0 + 1.0)) {
+      snprintf(rep->error, sizeof(rep->error),
+               "second: %d after %.2f s: %.200s", rv, s, info.error);
+      return 1;
+    }
+  }
+  rep->checks++;
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
 static void test_missing_rank_named(void **state) {
   (void)state;
   run_ranks(3, "4M", missing_main, 1);
+  run_ranks(3, "4M", missing_host_main, 1);
 }
 
 /* PANAMA's window and RA-INA's header-only claims in the runtime
