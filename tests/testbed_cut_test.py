@@ -54,9 +54,16 @@ def run_and_cut(tb_id, dlcp_bench, cut, algo):
         p.kill()
         p.wait()
         t.join()
+        # Which rank is still running: each rank's last lines (the flight
+        # dumps of the others would fill a plain tail).
+        last = []
+        for r in range(4):
+            mine = [f"{at - t_cut:+.2f} s {l}" for at, l in lines
+                    if l.startswith(f"[rank {r}]")]
+            last.append(f"rank {r}, {len(mine)} lines, the last:")
+            last.extend("  " + l for l in mine[-4:])
         ts.fail(f"the job did not end within {TIMEOUT_MS / 1000 + 20:.0f} s "
-                f"of cutting host {cut}:\n" +
-                "\n".join(l for _, l in lines[-40:]))
+                f"of cutting host {cut}:\n" + "\n".join(last))
     t_end = time.monotonic()
     t.join()
     ts.testbed("set", tb_id, "--link-loss", f"h{cut}=0")
