@@ -15,12 +15,22 @@ testbed:
   RA-INA    -a ra_ina through rack 0's switch alone (a chain has no
             RA-INA)
 
+With --ranks-per-host N (N > 1) every host runs N ranks (RANK * N + i
+of WORLD_SIZE * N), as the seed's hosts of several GPUs, and the
+configurations are:
+
+  ring      -a ring
+  CINA      -a ina over the chain, the ranks of each host reduced to its
+            master first (DLCP_INA_HOST_REDUCE=1, the default)
+  CINA, no  -a ina over the chain, every rank contributing to its
+  host reduce  rack's switch itself (DLCP_INA_HOST_REDUCE=0)
+
 Per configuration and size: the median all-reduce time over the rounds'
 medians, and the bus bandwidth (every result checked, dlcp-bench -c 1).
 Usage:
 
     scripts/bench-cina.py BUILD [--rounds N] [--sizes 4m,64m] [--iters N]
-                          [--out DIR]
+                          [--ranks-per-host N] [--out DIR]
 
 Needs root (namespaces).  Prints a table and writes DIR/cina.json.
 """
@@ -45,13 +55,26 @@ CONFIGS = (("ring", "ring", {}),
                                        "DLCP_INA_CHAIN": ""}),
            ("RA-INA, one switch", "ra_ina", {"DLCP_SWITCH": RACK0,
                                              "DLCP_INA_CHAIN": ""}))
+HOST_CONFIGS = (("ring", "ring", {}),
+                ("CINA", "ina", {"DLCP_INA_HOST_REDUCE": "1"}),
+                ("CINA, no host reduce", "ina",
+                 {"DLCP_INA_HOST_REDUCE": "0"}))
+# Runs "$@" as $1 ranks of this host: RANK * n + i of WORLD_SIZE * n;
+# fails if any of them does.
+PER_HOST = ('n=$1; shift; r=$RANK; w=$WORLD_SIZE; pids=""; i=0; '
+            'while [ $i -lt $n ]; do '
+            'RANK=$((r * n + i)) WORLD_SIZE=$((w * n)) "$@" & '
+            'pids="$pids $!"; i=$((i + 1)); done; '
+            'rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc')
 
 
-def run_one(build, tb, algo, env, size, iters, out, log_path):
-    argv = [TESTBED, "run", "--id", tb, "--stats", "none", "--",
-            os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
-            "-e", str(size), "-n", str(iters), "-w", "2", "-a", algo,
-            "-c", "1", "-J", out]
+def run_one(build, tb, algo, env, size, iters, out, log_path, per_host):
+    bench = [os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
+             "-e", str(size), "-n", str(iters), "-w", "2", "-a", algo,
+             "-c", "1", "-J", out]
+    if per_host > 1:
+        bench = ["sh", "-c", PER_HOST, "sh", str(per_host)] + bench
+    argv = [TESTBED, "run", "--id", tb, "--stats", "none", "--"] + bench
     with open(log_path, "w") as log:
         rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, **env)).returncode
@@ -72,12 +95,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sizes", default="4m,64m")
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--ranks-per-host", type=int, default=1)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench-cina: needs root (network namespaces)")
     sizes = [common.parse_bytes(s) for s in a.sizes.split(",")]
-    outdir = a.out or os.path.join(a.build, "bench-cina")
+    per_host = a.ranks_per_host
+    if per_host < 1:
+        sys.exit("bench-cina: --ranks-per-host: expected 1 or more")
+    configs = HOST_CONFIGS if per_host > 1 else CONFIGS
+    world = 4 * per_host
+    outdir = a.out or os.path.join(
+        a.build, "bench-cina" if per_host == 1 else f"bench-cina-{per_host}")
     os.makedirs(outdir, exist_ok=True)
     up = subprocess.run(
         [TESTBED, "up", "-n", "4", "--racks", "2", "--rate", "10gbit",
@@ -89,12 +119,12 @@ def main():
     try:
         for rnd in range(1, a.rounds + 1):
             for size in sizes:
-                for label, algo, env in CONFIGS:
+                for label, algo, env in configs:
                     tag = f"{algo}-{label.split(',')[-1].strip()}-{size}-r{rnd}"
                     tag = tag.replace(" ", "_")
                     r = run_one(a.build, tb, algo, env, size, a.iters,
                                 os.path.join(outdir, tag + ".json"),
-                                os.path.join(outdir, tag + ".log"))
+                                os.path.join(outdir, tag + ".log"), per_host)
                     medians.setdefault((size, label), []).append(
                         r["p50_us"] / 1e3)
                     print(f"# round {rnd}, {size >> 20} MiB, {label}: "
@@ -103,21 +133,22 @@ def main():
         subprocess.run([TESTBED, "down", tb], check=False,
                        capture_output=True)
     rows = []
-    print("\nsize | " + " | ".join(c[0] for c in CONFIGS))
+    print(f"\n{world} ranks, {per_host} per host")
+    print("size | " + " | ".join(c[0] for c in configs))
     for size in sizes:
         cells = []
-        for label, _, _ in CONFIGS:
+        for label, _, _ in configs:
             ms = statistics.median(medians[(size, label)])
-            # a 4-rank all-reduce moves 2 (n - 1) / n of the vector per rank
-            busbw = size * 2 * 3 / 4 / (ms / 1e3) / 1e9
+            # an all-reduce moves 2 (n - 1) / n of the vector per rank
+            busbw = size * 2 * (world - 1) / world / (ms / 1e3) / 1e9
             rows.append({"bytes": size, "config": label, "median_ms": ms,
                          "busbw_GBps": busbw,
                          "rounds_ms": medians[(size, label)]})
             cells.append(f"{ms:.1f} ms ({busbw:.2f} GB/s)")
         print(f"{size >> 20} MiB | " + " | ".join(cells))
     with open(os.path.join(outdir, "cina.json"), "w") as f:
-        json.dump({"rounds": a.rounds, "iters": a.iters, "rows": rows}, f,
-                  indent=1)
+        json.dump({"rounds": a.rounds, "iters": a.iters,
+                   "ranks_per_host": per_host, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
