@@ -1058,7 +1058,7 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
   }
 }
 
-uint64_t dlcp_coll_final_prefix(const dlcp_coll *op) {
+uint64_t dlcp_coll_final_prefix(dlcp_coll *op) {
   if (op->phase >= COLL_PHASE_FINISHED) {
     return op->status == 0 ? op->g.count : 0;
   }
@@ -1067,20 +1067,24 @@ uint64_t dlcp_coll_final_prefix(const dlcp_coll *op) {
   }
   /* The root's steps write its segments in order, each summed (and, for
    * AVG, divided) in place: the prefix ends where the first write that
-   * is not done begins. */
-  uint64_t done = 0;
-  for (uint32_t i = 0; i < op->plan.nsteps; i++) {
+   * is not done begins.  It only grows, so the scan resumes where the
+   * last call stopped. */
+  uint32_t i = op->prefix_step;
+  for (; i < op->plan.nsteps; i++) {
     const coll_step *st = &op->plan.steps[i];
     if ((st->kind != COLL_STEP_REDUCE && st->kind != COLL_STEP_FINISH) ||
         st->buf != COLL_BUF_WORK) {
       continue;
     }
     if (op->state[i] != COLL_ST_DONE) {
-      return (st->off < done ? st->off : done) / op->g.esz;
+      op->prefix_step = i;
+      uint64_t end = st->off < op->prefix_bytes ? st->off : op->prefix_bytes;
+      return end / op->g.esz;
     }
-    done = st->off + st->bytes;
+    op->prefix_bytes = st->off + st->bytes;
   }
-  return done / op->g.esz;
+  op->prefix_step = i;
+  return op->prefix_bytes / op->g.esz;
 }
 
 bool dlcp_coll_awaited_note(const dlcp_coll *op, uint32_t *peer,

@@ -371,7 +371,7 @@ dlcp_tstamp dlcp_coll_next_deadline(const dlcp_coll *op);
  * the first reduced chunk on while the rest is reduced); for any other
  * operation, |count| once DONE can be polled, else 0.
  */
-uint64_t dlcp_coll_final_prefix(const dlcp_coll *op);
+uint64_t dlcp_coll_final_prefix(dlcp_coll *op);
 
 /*
  * dlcp_coll_awaited_note tells whether |op| is held up by a control note

@@ -119,6 +119,10 @@ struct dlcp_coll {
   /* A group (dlcp_coll_params.members): peers are the communicator's
    * ranks, not 0..world-1; no bypass or agreement runs. */
   bool grouped;
+  /* dlcp_coll_final_prefix's progress: the step its scan resumes at, and
+   * the end of the last write found done before it */
+  uint32_t prefix_step;
+  uint64_t prefix_bytes;
 };
 
 /* Queues |act| (copied) to be returned by poll before any plan step. */

@@ -101,10 +101,12 @@ struct dlcp_rt_ina {
   dlcp_request *places_req;
   /* The ranks on this rank's host at its switch (same address, same
    * place), ascending, the last the host's master; just this rank with
-   * DLCP_INA_HOST_REDUCE=0.  NULL until the places are known. */
+   * DLCP_INA_HOST_REDUCE=0.  And per rank whether it is a master (it
+   * contributes to its switch).  NULL until the places are known. */
   bool host_reduce;
   uint32_t *host;
   uint32_t nhost, host_index;
+  bool *master;
   bool have_id;
   int id_status;          /* its failure, for every operation */
   char id_error[160];
@@ -127,6 +129,7 @@ void dlcp_rt_ina_free(dlcp_rt_ina *s) {
   free(s->buf);
   free(s->places);
   free(s->host);
+  free(s->master);
   free(s);
 }
 
@@ -213,18 +216,42 @@ static uint32_t host_addr(const dlcp_comm *c, uint32_t r) {
   return inet_pton(AF_INET, c->local_ip, &a) == 1 ? a.s_addr : 0;
 }
 
-/* Whether rank |r| contributes to its switch: the last rank of its host
- * at its switch (every rank without the host reduce).  Needs the places. */
-static bool is_master(const dlcp_comm *c, const dlcp_rt_ina *s, uint32_t r) {
-  if (!s->host_reduce) {
-    return true;
+/* Sorts the ranks into hosts, once the places are known (s->host,
+ * s->master): a rank is its host's master if no later rank has its
+ * address and place (every rank is, without the host reduce).  Returns 0
+ * or DLCP_ERR_NOMEM. */
+static int host_groups(dlcp_comm *c, dlcp_rt_ina *s) {
+  uint32_t world = c->env.world_size, me = c->env.rank;
+  uint32_t *addr = calloc(world, sizeof(*addr));
+  s->host = calloc(world, sizeof(*s->host));
+  s->master = calloc(world, sizeof(*s->master));
+  if (addr == NULL || s->host == NULL || s->master == NULL) {
+    free(addr);
+    free(s->host);
+    free(s->master);
+    s->host = NULL;
+    s->master = NULL;
+    return DLCP_ERR_NOMEM;
   }
-  for (uint32_t q = r + 1; q < c->env.world_size; q++) {
-    if (s->places[q] == s->places[r] && host_addr(c, q) == host_addr(c, r)) {
-      return false;
+  for (uint32_t r = 0; r < world; r++) {
+    addr[r] = host_addr(c, r);
+  }
+  for (uint32_t r = 0; r < world; r++) {
+    bool same = s->places[r] == s->places[me] && addr[r] == addr[me];
+    if (s->host_reduce ? same : r == me) {
+      s->host_index = r == me ? s->nhost : s->host_index;
+      s->host[s->nhost++] = r;
+    }
+    s->master[r] = true;
+    for (uint32_t q = r + 1; s->host_reduce && q < world; q++) {
+      if (s->places[q] == s->places[r] && addr[q] == addr[r]) {
+        s->master[r] = false;
+        break;
+      }
     }
   }
-  return true;
+  free(addr);
+  return 0;
 }
 
 /* The communicator's rank that is worker |w| of this rank's switch (its
@@ -235,7 +262,7 @@ static uint32_t comm_rank_of(const dlcp_comm *c, const dlcp_rt_ina *s,
     return w;
   }
   for (uint32_t r = 0; r < c->env.world_size; r++) {
-    if ((uint32_t)s->places[r] == s->chain_pos + 1u && is_master(c, s, r) &&
+    if ((uint32_t)s->places[r] == s->chain_pos + 1u && s->master[r] &&
         w-- == 0) {
       return r;
     }
@@ -808,6 +835,10 @@ static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
                         dlcp_ina_params *p, char *err, size_t errlen) {
   uint32_t n[DLCP_AGG_MAX_WORLD] = {0};
   uint32_t me = dlcp_comm_rank(c), local = 0;
+  if (s->master == NULL && host_groups(c, s) != 0) {
+    dlcp_fmt(err, errlen, "out of memory");
+    return DLCP_ERR_NOMEM;
+  }
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     uint32_t pos = (uint32_t)s->places[r] - 1u;
     if (pos >= s->chain_len) {
@@ -815,7 +846,7 @@ static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
                "DLCP_INA_CHAIN differs)", r);
       return DLCP_ERR_CONFIG;
     }
-    if (is_master(c, s, r)) {
+    if (s->master[r]) {
       local += r < me && pos == s->chain_pos;
       n[pos]++;
     }
@@ -826,22 +857,6 @@ static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
                "job: expected 1 to %u", q, n[q],
                s->host_reduce ? "hosts" : "ranks", DLCP_AGG_MAX_WORLD - 1u);
       return DLCP_ERR_CONFIG;
-    }
-  }
-  if (s->host == NULL) {
-    s->host = calloc(c->env.world_size, sizeof(*s->host));
-    if (s->host == NULL) {
-      dlcp_fmt(err, errlen, "out of memory");
-      return DLCP_ERR_NOMEM;
-    }
-    for (uint32_t r = 0; r < c->env.world_size; r++) {
-      bool mine = s->host_reduce ? s->places[r] == s->places[me] &&
-                                       host_addr(c, r) == host_addr(c, me)
-                                 : r == me;
-      if (mine) {
-        s->host_index = r == me ? s->nhost : s->host_index;
-        s->host[s->nhost++] = r;
-      }
     }
   }
   p->rank = local;
