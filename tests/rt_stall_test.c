@@ -364,6 +364,18 @@ static void test_frozen_rank_world5_barrier(void **state) {
   }
 }
 
+/* World 2: no third rank answers the survivor's inquiry, which its
+ * barrier starts on its own (a rank cut off during a barrier, as in
+ * testbed_cut, is in the same position with its retransmissions
+ * settled). */
+static void test_frozen_rank_world2_barrier(void **state) {
+  workload w = {.barrier = true, .algo = DLCP_ALGO_AUTO};
+  (void)state;
+  for (int run = 0; run < RUNS / 2; run++) {
+    one_run(2, w, (uint32_t)run % 2, run);
+  }
+}
+
 /* ---- under dlcp-run: the launcher's report names the frozen rank -------- */
 
 static char tool_dir[PATH_MAX - 64];
@@ -497,6 +509,7 @@ int main(void) {
       cmocka_unit_test(test_frozen_rank_world4_ring),
       cmocka_unit_test(test_frozen_rank_world8_tree),
       cmocka_unit_test(test_frozen_rank_world5_barrier),
+      cmocka_unit_test(test_frozen_rank_world2_barrier),
       cmocka_unit_test(test_frozen_rank_worlds_3_6_7),
       cmocka_unit_test(test_dlcp_run_names_the_frozen_rank),
   };

@@ -559,12 +559,6 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   }
   stall_conclude(c, now);
   settle_finish(c, now, false);
-  if (dlcp_stall_deadline(&c->coll->stall) < *next) {
-    *next = dlcp_stall_deadline(&c->coll->stall);
-  }
-  if (c->coll->settle_until < *next) {
-    *next = c->coll->settle_until;
-  }
   coll_run *run = c->coll->runs;
   while (run) {
     coll_run *following = run->next;
@@ -596,6 +590,15 @@ bool dlcp_rt_coll_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
    * started (its agreements, its ring part) have just finished, and the
    * ring part it may start is run on the next round (|posted|). */
   posted |= dlcp_rt_ina_service(c, now, next);
+  /* Last, as the runs may have just started an inquiry (watch_notes): a
+   * rank cut off from everybody has nothing else to wake it (issue 19,
+   * testbed_cut). */
+  if (dlcp_stall_deadline(&c->coll->stall) < *next) {
+    *next = dlcp_stall_deadline(&c->coll->stall);
+  }
+  if (c->coll->settle_until < *next) {
+    *next = c->coll->settle_until;
+  }
   return posted;
 }
 

@@ -290,6 +290,12 @@ void dlcp_rt_service(dlcp_comm *c) {
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     if (r != c->env.rank) {
       peer *p = &c->peers[r];
+      if (p->wlen > p->woff && p->dead_status == 0) {
+        /* Control the collectives queued after this peer's service (a
+         * stall inquiry's PROBE, a PEER_LOST): nothing else may come to
+         * send it. */
+        (void)dlcp_rt_ctrl_flush(c, p, now);
+      }
       dlcp_tstamp d = dlcp_mlt_next_deadline(p->conn);
       if (p->shm.hdr && p->wlen > p->woff) {
         d = now + SHM_CONTROL_RETRY_NS; /* its ring was full */
