@@ -245,6 +245,11 @@ static int matrix_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
   dlcp_request_free(req);
   if (dlcp_barrier(comm, &req) == 0 && wait_req(req, &info, rep) == 0) {
     rep->checks++;
+    if (strcmp(info.algo_name, "dissemination") != 0) {
+      rep->wrong++;
+      snprintf(rep->first_wrong, sizeof(rep->first_wrong),
+               "barrier reported as %.40s", info.algo_name);
+    }
   }
   dlcp_request_free(req);
   free(fin);

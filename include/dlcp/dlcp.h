@@ -316,7 +316,7 @@ typedef struct dlcp_coll_info {
   int status;              /* 0 or a negative DLCP_ERR_* */
   char error[224];         /* status != 0: what failed, naming the rank */
   dlcp_algo algo;          /* the algorithm that ran (auto resolved) */
-  const char *algo_name;   /* static string */
+  const char *algo_name;   /* static string; "dissemination" for a barrier */
   double delivered_fraction;
   /* Element ranges of the result that are missing (zero), identical on
    * every rank.  Owned by the request: valid until dlcp_request_free. */

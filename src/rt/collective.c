@@ -181,7 +181,7 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   memset(info, 0, sizeof(*info));
   info->status = run->fail_status ? run->fail_status : res.status;
   info->algo = res.algo;
-  info->algo_name = dlcp_algo_name(res.algo);
+  info->algo_name = run->algo;
   info->delivered_fraction = res.delivered_fraction;
   info->bypasses = res.bypasses;
   info->elapsed_ns = now - req->started_ns;
@@ -902,7 +902,11 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
   run->id = id;
   run->kind = dlcp_coll_kind_name(p->kind);
   run->stalled_peer = DLCP_STALL_NOBODY;
-  run->algo = dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(p));
+  /* A barrier is the dissemination barrier whatever the options say:
+   * errors and flight records name what ran. */
+  run->algo = p->kind == DLCP_COLL_BARRIER
+                  ? "dissemination"
+                  : dlcp_algo_name((dlcp_algo)dlcp_coll_resolve_algo(p));
   run->bytes = bytes;
   dlcp_flight *fr = dlcp_rt_coll_flight(c);
   if (fr) {
