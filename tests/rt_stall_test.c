@@ -65,6 +65,7 @@ static uint16_t free_port(void) {
 typedef struct workload {
   bool barrier;
   dlcp_algo algo;
+  uint32_t count; /* elements per all-reduce; 0: COUNT */
 } workload;
 
 static void run_rank(uint32_t rank, uint32_t world, uint16_t port,
@@ -96,7 +97,8 @@ static void run_rank(uint32_t rank, uint32_t world, uint16_t port,
     dlcp_coll_opts_default(&opts);
     opts.algo = w.algo;
     rv = w.barrier ? dlcp_barrier(comm, &req)
-                   : dlcp_allreduce(comm, buf, buf, COUNT, DLCP_FLOAT32,
+                   : dlcp_allreduce(comm, buf, buf, w.count ? w.count : COUNT,
+                                    DLCP_FLOAT32,
                                     DLCP_SUM, &opts, &req);
     if (rv == 0) {
       rv = dlcp_wait(req, -1, &info);
@@ -364,6 +366,20 @@ static void test_frozen_rank_world5_barrier(void **state) {
   }
 }
 
+/* Recursive doubling on one element: every receive of the operation is
+ * posted at once, so a survivor waits on the frozen rank (its first
+ * step) and on a survivor (a later step) alike.  It must name the first:
+ * following the later one led two survivors to name each other (a cycle)
+ * when a testbed host was cut. */
+static void test_frozen_rank_world4_rd(void **state) {
+  workload w = {.barrier = false, .algo = DLCP_ALGO_RECURSIVE_DOUBLING,
+                .count = 1};
+  (void)state;
+  for (int run = 0; run < RUNS / 2; run++) {
+    one_run(4, w, (uint32_t)run % 4, run);
+  }
+}
+
 /* World 2: no third rank answers the survivor's inquiry, which its
  * barrier starts on its own (a rank cut off during a barrier, as in
  * testbed_cut, is in the same position with its retransmissions
@@ -510,6 +526,7 @@ int main(void) {
       cmocka_unit_test(test_frozen_rank_world8_tree),
       cmocka_unit_test(test_frozen_rank_world5_barrier),
       cmocka_unit_test(test_frozen_rank_world2_barrier),
+      cmocka_unit_test(test_frozen_rank_world4_rd),
       cmocka_unit_test(test_frozen_rank_worlds_3_6_7),
       cmocka_unit_test(test_dlcp_run_names_the_frozen_rank),
   };

@@ -4,9 +4,12 @@
 (`dlcp-testbed set --link-loss hN=100%`) while the process keeps running.
 Every other rank must fail within the operation timeout + 1 s of the cut
 naming the cut rank, and the job must end (no rank waits on the leaving
-barrier or the rendezvous for longer).  Three runs, the cut moving from
-host 1 to host 3 to host 0 (which also serves the rendezvous), ring and
-halving-doubling.
+barrier or the rendezvous for longer).  Four runs, the cut moving from
+host 1 to host 3 to host 0 (which also serves the rendezvous) to host 2,
+ring and halving-doubling on 256 KiB, then 4-byte all-reduces, whose
+iterations are as short as the barrier between them, so that the cut
+often comes during a barrier: the cut rank then waits on a note, with
+no transfer of its own to time out (a rank cut there once never failed).
 
 usage: testbed_cut_test.py DLCP_BENCH"""
 
@@ -23,7 +26,7 @@ TIMEOUT_MS = 2000
 SLACK_S = 1.0
 
 
-def run_and_cut(tb_id, dlcp_bench, cut, algo):
+def run_and_cut(tb_id, dlcp_bench, cut, algo, size):
     """Starts an endless all-reduce loop on every host, cuts host |cut|'s
     link once every rank has run a few operations, and returns (cut time,
     {rank: (time, line)} of each rank's failure line, end time)."""
@@ -31,7 +34,7 @@ def run_and_cut(tb_id, dlcp_bench, cut, algo):
     # The ranks ignore SIGTERM (inherited across exec), so that the first
     # rank to fail does not stop the others before they fail themselves.
     cmd = ["sh", "-c", 'trap "" TERM; exec "$@"', "sh", dlcp_bench,
-           "-b", "256K", "-e", "256K", "-a", algo, "-n", "100000",
+           "-b", size, "-e", size, "-a", algo, "-n", "100000",
            "-w", "0", "-c", "0"]
     p = subprocess.Popen([ts.TESTBED, "run", "--id", tb_id, "--stats",
                           "none", "--grace-ms", "30000", "--"] + cmd,
@@ -80,9 +83,11 @@ def main():
     ts.require_root()
     dlcp_bench = sys.argv[1]
     with ts.testbed_up("-n", "4", "--rate", "1gbit") as tb_id:
-        for cut, algo in ((1, "ring"), (3, "halving_doubling"), (0, "ring")):
+        for cut, algo, size in ((1, "ring", "256K"),
+                                (3, "halving_doubling", "256K"),
+                                (0, "ring", "256K"), (2, "auto", "4")):
             t_cut, failures, t_end, lines = run_and_cut(tb_id, dlcp_bench,
-                                                        cut, algo)
+                                                        cut, algo, size)
             survivors = [r for r in range(4) if r != cut]
             detail = "\n".join(l for _, l in lines[-40:])
             for r in survivors:

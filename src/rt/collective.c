@@ -355,7 +355,11 @@ static void send_note(dlcp_comm *c, uint32_t to, uint32_t note_op,
 
 /* run_blocked_on: the peer |run| waits on: the oldest outstanding
  * receive's sender, else the oldest outstanding send's receiver, else the
- * rank whose control note it awaits. */
+ * rank whose control note it awaits.  Of transfers posted together (an
+ * algorithm that posts every receive at once), the first posted: its
+ * earliest step, which the later ones wait for.  A later step's partner
+ * may itself wait on this rank, and following it made two survivors name
+ * each other (a cycle) instead of a cut rank. */
 static uint32_t run_blocked_on(const coll_run *run, dlcp_tstamp *since) {
   const op *best = NULL;
   uint32_t noter;
@@ -369,7 +373,8 @@ static uint32_t run_blocked_on(const coll_run *run, dlcp_tstamp *since) {
   for (const op *o = run->xfers; o; o = o->coll_next) {
     if (best == NULL ||
         (o->kind == OP_RECV && best->kind == OP_SEND) ||
-        (o->kind == best->kind && o->posted_ns < best->posted_ns)) {
+        /* |xfers| is newest first: "<=" keeps the first posted. */
+        (o->kind == best->kind && o->posted_ns <= best->posted_ns)) {
       best = o;
     }
   }
@@ -606,8 +611,21 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
                                 const dlcp_mlt_completion *mc, int status,
                                 dlcp_tstamp now) {
   coll_run *run = o->coll;
-  unlink_xfer(run, o);
   peer *p = &c->peers[o->peer];
+  bool no_progress = (status == DLCP_ERR_TIMEOUT ||
+                      status == DLCP_ERR_NO_PROGRESS) &&
+                     c->lost_status == 0 && p->dead_status == 0;
+  if (no_progress && run->stalled_peer == DLCP_STALL_NOBODY) {
+    /* The rank the run waits on, among every transfer it still has (this
+     * one included): the first of a batch timed out together need not
+     * be the one the others wait for. */
+    run->stalled_peer = run_blocked_on(run, &run->stalled_since);
+    if (run->stalled_peer == DLCP_STALL_NOBODY) {
+      run->stalled_peer = o->peer; /* (|o| is on the list: not reached) */
+      run->stalled_since = o->posted_ns;
+    }
+  }
+  unlink_xfer(run, o);
   if (mc) {
     c->stats.retransmissions += mc->retransmissions;
   }
@@ -618,16 +636,11 @@ void dlcp_rt_coll_transfer_done(dlcp_comm *c, op *o,
                                      : 0,
                          0);
   }
-  if ((status == DLCP_ERR_TIMEOUT || status == DLCP_ERR_NO_PROGRESS) &&
-      c->lost_status == 0 && p->dead_status == 0) {
+  if (no_progress) {
     /* No progress with |p|: not necessarily |p|'s fault.  Find the rank
      * everybody waits on first; the verdict fails this run with the rest
      * (stall_conclude). */
-    if (run->stalled_peer == DLCP_STALL_NOBODY) {
-      run->stalled_peer = o->peer;
-      run->stalled_since = o->posted_ns;
-    }
-    stall_begin(c, run, o->peer, now);
+    stall_begin(c, run, run->stalled_peer, now);
     free(o);
     return;
   }
