@@ -253,6 +253,81 @@ static void test_hina_fat_tree(void **state) {
   dlcp_sim_del(sim);
 }
 
+#define MT_TREES                                                             \
+  "[[[tor0, spine0], [tor1, spine0], [tor2, spine0], [tor3, spine0]],"       \
+  " [[tor0, spine1], [tor1, spine1], [tor2, spine1], [tor3, spine1]]]"
+
+/* Two MTINA jobs sharing the trees (|memory| per switch): job 0 on the
+ * first two hosts of each ToR, job 1 on |hosts1|. */
+static void two_jobs_yaml(char *yaml, size_t len, const char *memory,
+                          const char *hosts1) {
+  snprintf(yaml, len,
+           "topology: {kind: leaf_spine, tors: 4, spines: 2, "
+           "hosts_per_tor: 4, link_rate: 100Gbps, link_delay: 1us}\n"
+           "aggregation: {trees: %s, memory: %s}\n"
+           "workload:\n"
+           "  collective:\n"
+           "    - {algo: mtina, bytes: 1MB, iterations: 2, window: 256,\n"
+           "       hosts: [h0, h1, h4, h5, h8, h9, h12, h13]}\n"
+           "    - {algo: mtina, bytes: 1MB, iterations: 2, window: 256,\n"
+           "       hosts: %s}\n",
+           MT_TREES, memory, hosts1);
+}
+
+/* Several jobs share the trees and the switches' pools (PANAMA's shared
+ * cluster): both exact, every group of each through one tree. */
+static void test_mtina_two_jobs(void **state) {
+  char yaml[2048];
+  (void)state;
+  two_jobs_yaml(yaml, sizeof(yaml), "1MiB",
+                "[h2, h3, h6, h7, h10, h11, h14, h15]");
+  dlcp_sim *sim = simtest_load(yaml, NULL, 0);
+  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  assert_true(dlcp_sim_finished(sim));
+  for (uint32_t j = 0; j < 2; j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    assert_int_equal(r.status, 0);
+    assert_true(r.done);
+    assert_int_equal(r.verify_errors, 0);
+    assert_string_equal(r.algo_name, "mtina");
+    assert_int_equal(r.ina_groups, 2ull * GROUPS_1MB);
+  }
+  dlcp_agg_stats st;
+  uint64_t qdrops;
+  assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+  uint64_t groups = 2u * 2ull * GROUPS_1MB; /* 2 jobs, 2 iterations */
+  assert_int_equal(st.claims, 5u * groups);
+  assert_int_equal(st.forwards, 4u * groups);
+  assert_int_equal(st.contrib, (8u + 4u) * groups);
+  assert_int_equal(st.parent_nacks, 0);
+  assert_int_equal(st.abandoned, 0);
+  dlcp_sim_del(sim);
+}
+
+/* The second job's masters per switch differ from the first's (the
+ * switches' places in the trees are set once), or the pools cannot hold
+ * both jobs' windows. */
+static void test_mtina_two_jobs_errors(void **state) {
+  char yaml[2048];
+  (void)state;
+  two_jobs_yaml(yaml, sizeof(yaml), "1MiB", "[h2, h3, h6, h7, h10, h11, h14]");
+  simtest_expect_error(
+      yaml,
+      "test.yaml:7: field 'workload.collective[1].hosts': expected hosts "
+      "below the aggregating switches: one or more below each switch of a "
+      "chain and each leaf of a tree, a switch with hosts in every tree, at "
+      "most 64 workers per switch, and as many below each switch as the "
+      "first such job");
+  two_jobs_yaml(yaml, sizeof(yaml), "768KiB",
+                "[h2, h3, h6, h7, h10, h11, h14, h15]");
+  simtest_expect_error(
+      yaml,
+      "test.yaml:2: field 'aggregation.memory': expected room for two "
+      "windows of groups of every job at each aggregating switch (this "
+      "job: 2048 blocks of 64 int32 for window 256)");
+}
+
 static void test_cina_errors(void **state) {
   (void)state;
   /* The default topology: 2 ToRs of 2 hosts each. */
@@ -299,13 +374,14 @@ static void test_cina_errors(void **state) {
       "test.yaml:3: field 'workload.collective.hosts': expected hosts below "
       "the aggregating switches: one or more below each switch of a chain "
       "and each leaf of a tree, a switch with hosts in every tree, at most "
-      "64 workers per switch (and one such job)");
+      "64 workers per switch, and as many below each switch as the first "
+      "such job");
   simtest_expect_error(
       "aggregation: {chain: [tor0, tor1], memory: 64KiB}\n"
       "workload:\n  collective: {algo: cina, bytes: 1MB}\n",
       "test.yaml:1: field 'aggregation.memory': expected room for two "
-      "windows of groups at each aggregating switch (512 blocks of 64 "
-      "int32 for window 64)");
+      "windows of groups of every job at each aggregating switch (this "
+      "job: 512 blocks of 64 int32 for window 64)");
   simtest_expect_error(
       "aggregation: {tree: [[tor0, spine0], [tor1, tor0], [spine0, tor1]]}\n",
       "test.yaml:1: field 'aggregation.tree': expected a tree, got a cycle "
@@ -354,7 +430,8 @@ static void test_cina_errors(void **state) {
       "test.yaml:3: field 'workload.collective.hosts': expected hosts below "
       "the aggregating switches: one or more below each switch of a chain "
       "and each leaf of a tree, a switch with hosts in every tree, at most "
-      "64 workers per switch (and one such job)");
+      "64 workers per switch, and as many below each switch as the first "
+      "such job");
 }
 
 int main(void) {
@@ -366,6 +443,8 @@ int main(void) {
       cmocka_unit_test(test_hina_leaf_spine),
       cmocka_unit_test(test_hina_fat_tree),
       cmocka_unit_test(test_mtina_leaf_spine),
+      cmocka_unit_test(test_mtina_two_jobs),
+      cmocka_unit_test(test_mtina_two_jobs_errors),
       cmocka_unit_test(test_cina_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,6 +90,9 @@ struct dlcp_sim_agg {
   uint8_t chain_prio; /* the queue of the chain's hops (the job's) */
   ina_slot *slots;
   uint32_t nslots, slots_cap, free_slot;
+  /* Blocks the chain jobs registered so far may hold at each switch at
+   * once (dlcp_sim_agg_chain_job). */
+  uint64_t reserved_blocks;
 };
 
 /* ---- bytes of INA packets ---------------------------------------------- */
@@ -525,18 +528,58 @@ uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim) {
   return sim->agg ? sim->cfg.agg.nchain : 0;
 }
 
-int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
-                           size_t group_bytes, uint32_t *tor_rank,
+/* A job after the first: the switches' places in the trees were set for
+ * the first, so it must have as many masters below each switch. */
+static int later_chain_job(struct dlcp_sim_agg *a, const uint32_t *hosts,
+                           uint32_t n, uint32_t *tor_rank,
                            uint32_t *tor_world) {
+  dlcp_sim *sim = a->sim;
+  const dlcp_mem *mem = sim->mem;
+  uint32_t *count = mem->calloc(a->nroles, sizeof(uint32_t), mem->user);
+  if (!count) {
+    return DLCP_ERR_NOMEM;
+  }
+  int rv = 0;
+  for (uint32_t k = 0; rv == 0 && k < n; k++) {
+    uint32_t pos = dlcp_sim_agg_position(
+        sim, dlcp_sim_host_nic(&sim->net, hosts[k])->peer);
+    if (pos == DLCP_SIM_NONE) {
+      rv = DLCP_ERR_INVALID_ARGUMENT;
+    } else {
+      tor_rank[k] = count[pos]++;
+      tor_world[k] = a->roles[pos].world;
+    }
+  }
+  for (uint32_t i = 0; rv == 0 && i < a->nroles; i++) {
+    if (count[i] != a->roles[i].nmasters) {
+      rv = DLCP_ERR_INVALID_ARGUMENT;
+    }
+  }
+  mem->free(count, mem->user);
+  return rv;
+}
+
+int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
+                           size_t group_bytes, uint64_t blocks,
+                           uint32_t *tor_rank, uint32_t *tor_world) {
   struct dlcp_sim_agg *a = sim->agg;
   const dlcp_mem *mem = sim->mem;
-  if (!a || !is_multi(a) || a->roles[0].masters) {
+  if (!a || !is_multi(a) || group_bytes + DLCP_AGG_HDR_LEN > a->out_cap) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  uint64_t pool = sim->cfg.agg.mem_bytes / (4ull * sim->cfg.agg.block_elems);
+  if (a->reserved_blocks + blocks > pool) {
+    return DLCP_ERR_LIMIT;
+  }
+  if (a->roles[0].masters) {
+    int rv = later_chain_job(a, hosts, n, tor_rank, tor_world);
+    if (rv == 0) {
+      a->reserved_blocks += blocks;
+    }
+    return rv;
+  }
+  a->reserved_blocks += blocks;
   uint32_t ntrees = sim->cfg.agg.ntrees;
-  if (group_bytes + DLCP_AGG_HDR_LEN > a->out_cap) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
   for (uint32_t i = 0; i < a->nroles; i++) {
     agg_role *r = &a->roles[i];
     r->masters = mem->malloc(n * sizeof(uint32_t), mem->user);

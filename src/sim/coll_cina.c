@@ -68,29 +68,29 @@ int dlcp_sim_coll_cina_setup(coll_job *job, char *err, size_t errlen) {
   /* The seed's switches never refuse a child switch (a refusal would
    * cost a re-send interval): a pool holds every group the masters can
    * have in flight, two windows (a master is at most a window ahead of
-   * the slowest, which is at most a window ahead of its own low mark). */
+   * the slowest, which is at most a window ahead of its own low mark),
+   * for every job sharing the switches. */
   uint32_t window = s->ina_window ? s->ina_window : 64u;
-  uint64_t aggs = sim->cfg.agg.mem_bytes / (4ull * sim->cfg.agg.block_elems);
-  if (aggs < 2ull * window * job->ina_group_blocks) {
-    snprintf(err, errlen,
-             "%s: field '%s.memory': expected room for two windows of "
-             "groups at each aggregating switch (%llu blocks of %u int32 "
-             "for window %u)",
-             sim->cfg.agg.where, sim->cfg.agg.field,
-             (unsigned long long)(2ull * window * job->ina_group_blocks),
-             sim->cfg.agg.block_elems, window);
-    sim->mem->free(hosts, sim->mem->user);
-    return DLCP_ERR_CONFIG;
-  }
-  int rv = dlcp_sim_agg_chain_job(sim, hosts, job->n, group_bytes,
+  uint64_t blocks = 2ull * window * job->ina_group_blocks;
+  int rv = dlcp_sim_agg_chain_job(sim, hosts, job->n, group_bytes, blocks,
                                   job->cina_tor_rank, job->cina_tor_world);
   sim->mem->free(hosts, sim->mem->user);
+  if (rv == DLCP_ERR_LIMIT) {
+    snprintf(err, errlen,
+             "%s: field '%s.memory': expected room for two windows of "
+             "groups of every job at each aggregating switch (this job: "
+             "%llu blocks of %u int32 for window %u)",
+             sim->cfg.agg.where, sim->cfg.agg.field,
+             (unsigned long long)blocks, sim->cfg.agg.block_elems, window);
+    return DLCP_ERR_CONFIG;
+  }
   if (rv == DLCP_ERR_INVALID_ARGUMENT) {
     snprintf(err, errlen,
              "%s: field '%s.hosts': expected hosts below the aggregating "
              "switches: one or more below each switch of a chain and each "
              "leaf of a tree, a switch with hosts in every tree, at most 64 "
-             "workers per switch (and one such job)",
+             "workers per switch, and as many below each switch as the "
+             "first such job",
              s->where, s->field);
     return DLCP_ERR_CONFIG;
   }

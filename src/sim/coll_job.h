@@ -65,6 +65,7 @@ typedef struct coll_job {
   int32_t *ina_exps; /* INA: the agreed exponent of every group */
   uint32_t ina_ngroups, ina_group_blocks;
   uint64_t ina_groups, ring_groups, ina_retransmits;
+  uint64_t ina_results, ina_marked, ina_cuts; /* summed over ranks */
   /* CINA: each rank's rank and world at its switch of the chain */
   uint32_t *cina_tor_rank, *cina_tor_world;
   uint32_t ranks_finished;

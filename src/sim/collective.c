@@ -473,6 +473,9 @@ void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
   dlcp_ina_result res;
   dlcp_ina_get_result(op, &res);
   job->ina_retransmits += res.retransmits;
+  job->ina_results += res.results;
+  job->ina_marked += res.ecn_marked;
+  job->ina_cuts += res.cwnd_cuts;
   if (rank == 0) {
     job->ina_groups += res.ina_groups;
     job->ring_groups += res.ring_groups;
@@ -756,6 +759,9 @@ void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,
   r->ina_groups = job->ina_groups;
   r->ring_groups = job->ring_groups;
   r->ina_retransmits = job->ina_retransmits;
+  r->ina_results = job->ina_results;
+  r->ina_results_marked = job->ina_marked;
+  r->ina_cwnd_cuts = job->ina_cuts;
   r->status = job->status;
   r->failed_rank = job->failed_rank;
   r->done = job->done && job->status == 0;

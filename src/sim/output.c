@@ -296,10 +296,14 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
             (unsigned long long)r.verify_errors, r.min_delivered, r.bypasses);
     if (r.algo == DLCP_ALGO_INA || r.algo == DLCP_ALGO_RA_INA) {
       fprintf(f, "\"ina_groups\": %llu, \"ring_groups\": %llu, "
-                 "\"ina_retransmits\": %llu, ",
+                 "\"ina_retransmits\": %llu, \"ina_results\": %llu, "
+                 "\"ina_results_marked\": %llu, \"ina_cwnd_cuts\": %llu, ",
               (unsigned long long)r.ina_groups,
               (unsigned long long)r.ring_groups,
-              (unsigned long long)r.ina_retransmits);
+              (unsigned long long)r.ina_retransmits,
+              (unsigned long long)r.ina_results,
+              (unsigned long long)r.ina_results_marked,
+              (unsigned long long)r.ina_cwnd_cuts);
     }
     fprintf(f, "\"iterations\": [");
     for (uint32_t i = 0; i < r.iterations; i++) {

@@ -756,6 +756,9 @@ typedef struct dlcp_sim_coll_report {
    * verdict (rank 0's count, the same on every rank), and contributions
    * re-sent after a timeout (summed over ranks), over all iterations. */
   uint64_t ina_groups, ring_groups, ina_retransmits;
+  /* RESULTs the ranks took, those congestion-marked, and the windows cut
+   * for marks (cc), each summed over ranks. */
+  uint64_t ina_results, ina_results_marked, ina_cwnd_cuts;
   int status;             /* 0, or the first failure */
   int32_t failed_rank;    /* rank that reported it, or -1 */
   bool done;
@@ -781,20 +784,26 @@ void dlcp_sim_agg_free(dlcp_sim *sim);
 uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node);
 uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim);
 /*
- * dlcp_sim_agg_chain_job registers the CINA / HINA / MTINA job whose
+ * dlcp_sim_agg_chain_job registers a CINA / HINA / MTINA job whose
  * masters are |hosts| (|n|, each attached to a switch of the chain or
- * trees) and whose RESULT payload is |group_bytes|, and writes each
- * master's rank and world at its switch into |tor_rank| and |tor_world|.
- * DLCP_ERR_INVALID_ARGUMENT if there is no chain or tree or a job already,
- * a host is not below one of its switches, a switch of a chain or a leaf
- * of a tree has no master, a switch with masters is not in every tree, a
- * switch's world differs between trees or exceeds DLCP_AGG_MAX_WORLD, or
- * a group does not fit a datagram; DLCP_ERR_NOMEM.  Each switch's core is
- * made again then, with its parent and place in every tree.
+ * trees), whose RESULT payload is |group_bytes| and whose window may hold
+ * |blocks| aggregators at a switch at once, and writes each master's rank
+ * and world at its switch into |tor_rank| and |tor_world|.  The first
+ * job's masters set the switches' places in the trees, and each switch's
+ * core is made again then, with its parent and place in every tree; a
+ * later job (several jobs share the chain or trees, and every switch's
+ * pool) must have as many masters below each switch.
+ * DLCP_ERR_LIMIT if the jobs' blocks together exceed a switch's pool;
+ * DLCP_ERR_INVALID_ARGUMENT if there is no chain or tree, a host is not
+ * below one of its switches, a later job's masters per switch differ from
+ * the first's, a switch of a chain or a leaf of a tree has no master, a
+ * switch with masters is not in every tree, a switch's world differs
+ * between trees or exceeds DLCP_AGG_MAX_WORLD, or a group does not fit a
+ * datagram; DLCP_ERR_NOMEM.
  */
 int dlcp_sim_agg_chain_job(dlcp_sim *sim, const uint32_t *hosts, uint32_t n,
-                           size_t group_bytes, uint32_t *tor_rank,
-                           uint32_t *tor_world);
+                           size_t group_bytes, uint64_t blocks,
+                           uint32_t *tor_rank, uint32_t *tor_world);
 /* Copies the core's counters and the packets dropped because the
  * processor's queue was full; false if there is no aggregation switch. */
 bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,
