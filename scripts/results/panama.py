@@ -349,19 +349,44 @@ def shared_report(rows, build):
                         mtina[0] / pan[0], ring[1] / pan[1],
                         hina[1] / pan[1], mtina[1] / pan[1], SEED_TIME,
                         SEED_P99), ""]
+    marks = {label: marked(find(rows, algo, cc, "shared"))
+             for algo, cc, label in MT_VARIANTS if cc}
+    ranks = SH_RACKS * SH_HOSTS // SH_JOBS
     md += ["Read together: with one tree every job's partial sums and "
            "finals share spine0's links, and the short flows crossing them "
            "wait behind it (p99 x%.2f a tree per spine's); trees under "
            "every spine spread that load, which is the seed's short-flow "
            "gain, while the job time moves x%.2f.  PANAMA's window on the "
            "same trees changes the short flows' p99 x%.2f and the job time "
-           "x%.2f: a group's result carries the OR of the marks of every "
-           "link its %d contributions and its final crossed, so with "
-           "background traffic on most of them nearly every result is "
-           "marked and the windows stay near their floor." % (
+           "x%.2f.  A group's result carries the OR of the marks of every "
+           "link its %d contributions and its final crossed: %.0f %% of "
+           "the results were marked with one tree, %.0f %% with a tree per "
+           "spine and a fixed window (the job's own queues), %.0f %% with "
+           "PANAMA's window, which was cut %.0f times per rank in %.0f "
+           "results, once every %.1f: a DCTCP window in equilibrium near "
+           "2 / (marked fraction) groups, against the fixed window's %d." % (
                hina[1] / mtina[1], mtina[0] / hina[0], pan[1] / mtina[1],
-               pan[0] / mtina[0], SH_RACKS * SH_HOSTS // SH_JOBS), ""]
+               pan[0] / mtina[0], ranks,
+               100 * marks[labels[1]][0], 100 * marks[labels[2]][0],
+               100 * marks[labels[3]][0],
+               marks[labels[3]][1] / (SH_RACKS * SH_HOSTS),
+               marks[labels[3]][2] / (SH_RACKS * SH_HOSTS),
+               marks[labels[3]][2] / max(1.0, marks[labels[3]][1]),
+               WINDOW), ""]
     return md
+
+
+def marked(r):
+    """(marked fraction of results, window cuts, results) over the jobs of
+    run |r|."""
+    res = cuts = mk = 0.0
+    for j in range(SH_JOBS):
+        res += common.num(r, "coll%d.ina_results" % j) if r else float("nan")
+        mk += (common.num(r, "coll%d.ina_results_marked" % j) if r
+               else float("nan"))
+        cuts += common.num(r, "coll%d.ina_cwnd_cuts" % j) if r else float(
+            "nan")
+    return mk / res if res else float("nan"), cuts, res
 
 
 def differences(table):
