@@ -48,8 +48,9 @@ static void usage(FILE *f) {
           "\n"
           "Each output line of rank R is prefixed with \"[rank R] \".  If a "
           "rank\n"
-          "exits non-zero or is killed, the other ranks are terminated and\n"
-          "dlcp-run exits with that rank's status (128+signal if killed).\n"
+          "exits non-zero or is killed, the other ranks are terminated (if\n"
+          "they have not ended within a second) and dlcp-run exits with\n"
+          "that rank's status (128+signal if killed).\n"
           "SIGINT/SIGTERM/SIGHUP are forwarded to all ranks.  Ranks read\n"
           "standard input from /dev/null.\n",
           DLCP_LAUNCH_MAX_RANKS, MAX_GRACE_MS, DEFAULT_GRACE_MS);

@@ -7,7 +7,10 @@
  * signal can never be lost between checking a flag and going to sleep.
  * The loop has three phases:
  *   running      ranks are up; output is copied line by line;
- *   terminating  a rank failed or we were signalled: every rank's process
+ *   settling     a rank failed: the others get SETTLE_MS to end on their
+ *                own (a collective's failure reaches every rank, and each
+ *                says why and writes its flight record as it fails);
+ *   terminating  they did not, or we were signalled: every rank's process
  *                group got SIGTERM and gets SIGKILL when grace_ms is up;
  *   draining     every rank has been reaped; remaining output is copied
  *                until the pipes close or grace_ms passes (a background
@@ -58,6 +61,12 @@ static const char *const rank_env_names[ENV_COUNT] = {
     "LOCAL_RANK",  "WORLD_SIZE",  "LOCAL_WORLD_SIZE",
     "GROUP_RANK",  "ROLE_RANK",   "ROLE_WORLD_SIZE", "DLCP_FLIGHT_DIR"};
 
+/* After a rank failed, how long the others may take to end on their own
+ * before SIGTERM.  A SIGTERM that came sooner killed a rank that was
+ * writing its flight record, and the report lost the rank everyone waited
+ * on (rt_stall_test, dlcp-run naming a frozen rank). */
+#define SETTLE_MS 1000u
+
 typedef struct rank_slot {
   dlcp_proc proc;
   dlcp_lineprefix out;
@@ -78,6 +87,7 @@ typedef struct launcher {
   int term_sig;        /* SIGTERM, or the signal we were asked to forward */
   int killed;          /* SIGKILL sent to every group */
   dlcp_tstamp kill_at; /* when to escalate to SIGKILL */
+  dlcp_tstamp term_at; /* a rank failed: SIGTERM the others then */
   dlcp_tstamp drain_until;
   int cpus[CPU_SETSIZE]; /* with bind_core: the CPUs, in order */
   int ncpus;
@@ -154,18 +164,22 @@ static void on_rank_exit(launcher *l, uint32_t r, int wstatus) {
     (void)dlcp_proc_signal(&s->proc, l->killed ? SIGKILL : l->term_sig);
     return;
   }
+  if (l->term_at != DLCP_TSTAMP_NEVER) {
+    return; /* failing too, after the first: that one is reported */
+  }
   l->res->failed_rank = (int64_t)r;
   l->res->failed_status = wstatus;
   dlcp_proc_status_format(how, sizeof(how), wstatus);
   if (l->nrunning > 0) {
     note(l,
          "rank %" PRIu32 " (pid %ld) %s; terminating the other %" PRIu32
-         " running rank%s",
-         r, (long)s->proc.pid, how, l->nrunning, l->nrunning == 1 ? "" : "s");
+         " running rank%s (SIGTERM in %u ms unless they end first)",
+         r, (long)s->proc.pid, how, l->nrunning, l->nrunning == 1 ? "" : "s",
+         SETTLE_MS);
   } else {
     note(l, "rank %" PRIu32 " (pid %ld) %s", r, (long)s->proc.pid, how);
   }
-  start_terminating(l, SIGTERM);
+  l->term_at = dlcp_rt_deadline_after(SETTLE_MS);
 }
 
 /* reap collects every exited child.  The launcher is a child subreaper,
@@ -283,6 +297,14 @@ static void supervise(launcher *l) {
     nfds_t n;
     nfds_t i;
 
+    if (!l->terminating && l->term_at != DLCP_TSTAMP_NEVER &&
+        l->nrunning > 0) {
+      if (now >= l->term_at) {
+        start_terminating(l, SIGTERM);
+      } else {
+        wake = l->term_at;
+      }
+    }
     if (l->terminating && !l->killed) {
       if (now >= l->kill_at) {
         if (l->nrunning > 0) {
@@ -551,6 +573,7 @@ int dlcp_launch_run(const dlcp_launch_opts *opts, dlcp_launch_result *res,
   l.sigfd = -1;
   l.drain_until = DLCP_TSTAMP_NEVER;
   l.kill_at = DLCP_TSTAMP_NEVER;
+  l.term_at = DLCP_TSTAMP_NEVER;
   if (opts->bind_core) {
     list_cpus(&l);
   }

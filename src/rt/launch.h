@@ -48,8 +48,9 @@ typedef struct dlcp_launch_result {
  * copied to out_fd/err_fd prefixed with "[rank R] ".
  *
  * The first rank to exit non-zero or by a signal makes the launcher report
- * it on err_fd, send SIGTERM (and SIGCONT, for stopped ranks) to the
- * other ranks' process groups, and SIGKILL after grace_ms.
+ * it on err_fd and, unless the other ranks end on their own within a
+ * second, send SIGTERM (and SIGCONT, for stopped ranks) to their process
+ * groups, and SIGKILL after grace_ms.
  *
  * Flight records: every rank gets DLCP_FLIGHT_DIR (the caller's, or a
  * temporary directory the launcher removes when the run succeeds), where
