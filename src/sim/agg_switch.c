@@ -42,7 +42,10 @@
  * under an aggregation and core tier without masters.  The hops between
  * switches ride a lossless class (the seed assumes a lossless fabric, as
  * PFC gives); a switch's cookie for another switch is SWITCH_COOKIE plus
- * its index, the hosts' their host index.
+ * its index, the hosts' their host index.  Several jobs may share the
+ * chain or trees (and every switch's pool): the first job's masters set
+ * each switch's world and place, and a later job must have as many
+ * masters below each switch (dlcp_sim_agg_chain_job).
  *
  * Bytes.  A simulated packet is a fixed record, so an INA datagram's bytes
  * (header and int32 payload, which the core and the hosts really add up)
