@@ -13,6 +13,11 @@ import time
 AGG_PORT = 9555
 
 
+# After a rank failed, how long the others may take to end on their own
+# before SIGTERM (dlcp-run's SETTLE_MS).
+SETTLE_S = 1.0
+
+
 def agg_address(rack):
     """The address:port of rack |rack|'s aggregation switch."""
     return f"10.0.{rack}.254:{AGG_PORT}"
@@ -147,8 +152,11 @@ class Ranks:
 
     def supervise(self, stop_requested):
         """Copies output until every job exited; returns (index of the
-        failed job or None, its status).  The first rank to fail stops the others, as
-        does stop_requested() turning true (a signal)."""
+        failed job or None, its status).  The first rank to fail stops the
+        others if they have not ended SETTLE_S later (a collective's
+        failure reaches every rank, and each says why as it fails, as with
+        dlcp-run); stop_requested() turning true (a signal) stops them at
+        once."""
         sel = selectors.DefaultSelector()
         partial = {}
         for r, p in enumerate(self.procs):
@@ -156,7 +164,7 @@ class Ranks:
                 os.set_blocking(f.fileno(), False)
                 sel.register(f, selectors.EVENT_READ, (r, out))
                 partial[f] = b""
-        failed, status, stopping = None, 0, False
+        failed, status, stopping, failed_at = None, 0, False, None
         while sel.get_map():
             for key, _ in sel.select(timeout=0.1):
                 r, out = key.data
@@ -178,7 +186,10 @@ class Ranks:
                 rc = p.poll()
                 if rc not in (None, 0) and failed is None and not stopping:
                     failed, status = r, rc
-            if (failed is not None or stop_requested()) and not stopping:
+                    failed_at = time.monotonic()
+            settled = (failed is not None and
+                       time.monotonic() > failed_at + SETTLE_S)
+            if (settled or stop_requested()) and not stopping:
                 stopping = True
                 self.signal(signal.SIGTERM)
                 kill_at = time.monotonic() + self.grace_s
