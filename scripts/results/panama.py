@@ -116,50 +116,25 @@ def runs(scale):
     return out
 
 
-def spine_tree(spine, racks=MT_RACKS):
+def spine_tree(spine, racks):
     return "[%s]" % ", ".join("[tor%d, spine%d]" % (t, spine)
                               for t in range(racks))
 
 
-def mt_runs(scale):
+def tree_runs(scale, tag, racks, spines, hosts_per_tor, jobs, load):
+    """The variants of MT_VARIANTS on a leaf-spine of |racks| x
+    |hosts_per_tor| hosts under |spines| spines: |jobs| jobs, each with
+    hosts_per_tor / jobs ranks in every rack, on trees under every spine
+    (one for HINA), beside web-search traffic at |load|.  Run ids start
+    with |tag|, which is also their "load" parameter."""
     b, compute = model(scale)
+    per_job = hosts_per_tor // jobs
     out = []
     for algo, cc, _ in MT_VARIANTS:
-        fields = ["algo: %s" % algo, "bytes: %d" % b,
-                  "iterations: %d" % ITERATIONS,
-                  "compute_time: %.3fus" % compute]
-        sets = ["topology={kind: leaf_spine, tors: %d, spines: %d, "
-                "hosts_per_tor: %d, link_rate: 100Gbps, link_delay: 1us}" % (
-                    MT_RACKS, MT_SPINES, MT_HOSTS)]
-        if cc:
-            fields += ["window: %d" % WINDOW, "gpus_per_host: 1",
-                       "cc: %s" % cc]
-            trees = ("tree: " + spine_tree(0) if algo == "hina" else
-                     "trees: [%s]" % ", ".join(spine_tree(sp)
-                                               for sp in range(MT_SPINES)))
-            sets.append("aggregation={%s, memory: 4MiB, block_elems: 64}"
-                        % trees)
-        bg = ("{distribution: websearch, load: %g, start: 0us, "
-              "duration: %dms}" % (MT_LOAD, BACKGROUND_MS))
-        sets += ["workload.collective={%s}" % ", ".join(fields),
-                 "workload.background=" + bg]
-        out.append({"id": "mt-%s-%s" % (algo, cc or "dctcp"), "set": sets,
-                    "params": {"algo": algo, "cc": cc or "", "pfc": "",
-                               "load": "mt"}})
-    return out
-
-
-def sh_runs(scale):
-    """The shared cluster: SH_JOBS jobs, each with SH_HOSTS / SH_JOBS ranks
-    in every rack, on trees under every spine (one for HINA)."""
-    b, compute = model(scale)
-    per_job = SH_HOSTS // SH_JOBS
-    out = []
-    for algo, cc, _ in MT_VARIANTS:
-        jobs = []
-        for j in range(SH_JOBS):
-            hosts = ["h%d" % (t * SH_HOSTS + j * per_job + k)
-                     for t in range(SH_RACKS) for k in range(per_job)]
+        specs = []
+        for j in range(jobs):
+            hosts = ["h%d" % (t * hosts_per_tor + j * per_job + k)
+                     for t in range(racks) for k in range(per_job)]
             fields = ["algo: %s" % algo, "bytes: %d" % b,
                       "iterations: %d" % ITERATIONS,
                       "compute_time: %.3fus" % compute,
@@ -167,28 +142,30 @@ def sh_runs(scale):
             if cc:
                 fields += ["window: %d" % WINDOW, "gpus_per_host: 1",
                            "cc: %s" % cc]
-            jobs.append("{%s}" % ", ".join(fields))
+            specs.append("{%s}" % ", ".join(fields))
         sets = ["topology={kind: leaf_spine, tors: %d, spines: %d, "
                 "hosts_per_tor: %d, link_rate: 100Gbps, link_delay: 1us}" % (
-                    SH_RACKS, SH_SPINES, SH_HOSTS)]
+                    racks, spines, hosts_per_tor)]
         if cc:
-            trees = ("tree: " + spine_tree(0, SH_RACKS) if algo == "hina"
+            trees = ("tree: " + spine_tree(0, racks) if algo == "hina"
                      else "trees: [%s]" % ", ".join(
-                         spine_tree(sp, SH_RACKS) for sp in range(SH_SPINES)))
-            sets.append("aggregation={%s, memory: %dMiB, block_elems: 64}"
-                        % (trees, 2 * SH_JOBS))
+                         spine_tree(sp, racks) for sp in range(spines)))
+            # Two windows of groups of two jobs at most.
+            sets.append("aggregation={%s, memory: 4MiB, block_elems: 64}"
+                        % trees)
         bg = ("{distribution: websearch, load: %g, start: 0us, "
-              "duration: %dms}" % (SH_LOAD, BACKGROUND_MS))
-        sets += ["workload.collective=[%s]" % ", ".join(jobs),
+              "duration: %dms}" % (load, BACKGROUND_MS))
+        sets += ["workload.collective=[%s]" % ", ".join(specs),
                  "workload.background=" + bg]
-        out.append({"id": "sh-%s-%s" % (algo, cc or "dctcp"), "set": sets,
+        out.append({"id": "%s-%s-%s" % (tag, algo, cc or "dctcp"),
+                    "set": sets,
                     "params": {"algo": algo, "cc": cc or "", "pfc": "",
-                               "load": "shared"}})
+                               "load": tag}})
     return out
 
 
 def find(rows, algo, cc, load, pfc=False):
-    want = load if load in ("mt", "shared") else "%g" % load
+    want = load if load in ("mt", "sh") else "%g" % load
     for r in rows:
         if ((r["algo"], r["cc"], r["load"], r.get("pfc", "")) ==
                 (algo, cc or "", want, "1" if pfc else "")):
@@ -327,7 +304,7 @@ def shared_report(rows, build):
     body = []
     sh = {}
     for algo, cc, label in MT_VARIANTS:
-        r = find(rows, algo, cc, "shared")
+        r = find(rows, algo, cc, "sh")
         its = [iteration_ms(r, j) for j in range(SH_JOBS)]
         it = sum(its) / len(its)
         mean, p99 = short_flows(build, r["id"]) if r else (
@@ -349,7 +326,7 @@ def shared_report(rows, build):
                         mtina[0] / pan[0], ring[1] / pan[1],
                         hina[1] / pan[1], mtina[1] / pan[1], SEED_TIME,
                         SEED_P99), ""]
-    marks = {label: marked(find(rows, algo, cc, "shared"))
+    marks = {label: marked(find(rows, algo, cc, "sh"))
              for algo, cc, label in MT_VARIANTS if cc}
     ranks = SH_RACKS * SH_HOSTS // SH_JOBS
     md += ["Read together: with one tree every job's partial sums and "
@@ -379,14 +356,12 @@ def shared_report(rows, build):
 def marked(r):
     """(marked fraction of results, window cuts, results) over the jobs of
     run |r|."""
-    res = cuts = mk = 0.0
-    for j in range(SH_JOBS):
-        res += common.num(r, "coll%d.ina_results" % j) if r else float("nan")
-        mk += (common.num(r, "coll%d.ina_results_marked" % j) if r
-               else float("nan"))
-        cuts += common.num(r, "coll%d.ina_cwnd_cuts" % j) if r else float(
-            "nan")
-    return mk / res if res else float("nan"), cuts, res
+    def total(key):
+        return sum(common.num(r, "coll%d.%s" % (j, key)) if r
+                   else float("nan") for j in range(SH_JOBS))
+    res = total("ina_results")
+    return (total("ina_results_marked") / res if res else float("nan"),
+            total("ina_cwnd_cuts"), res)
 
 
 def differences(table):
@@ -422,6 +397,10 @@ def main(build, jobs, full):
         return min(scale, 1.0 / 16)
     return common.experiment(
         NAME, build, jobs, full,
-        lambda s: runs(capped(s)) + mt_runs(capped(s)) + sh_runs(capped(s)),
+        lambda s: (runs(capped(s)) +
+                   tree_runs(capped(s), "mt", MT_RACKS, MT_SPINES, MT_HOSTS,
+                             1, MT_LOAD) +
+                   tree_runs(capped(s), "sh", SH_RACKS, SH_SPINES, SH_HOSTS,
+                             SH_JOBS, SH_LOAD)),
         lambda rows, s, b: report(rows, capped(s), b),
         scenario_text=SCENARIO)
