@@ -364,6 +364,18 @@ static void on_wakeup(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* The thread that slept in epoll runs this iteration's callbacks itself:
+ * the deadlines they set need no timerfd to wake it (re-arming it from
+ * inside the callbacks cost 4 % of the CPU of a 64 MiB all-reduce on the
+ * 10 Gbit/s testbed, a hypervisor exit per call). */
+static void on_woken(dlcp_loop *loop, void *user) {
+  (void)loop;
+  dlcp_comm *c = user;
+  pthread_mutex_lock(&c->mu);
+  c->sleeping = false;
+  pthread_mutex_unlock(&c->mu);
+}
+
 static void on_timer(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   (void)loop;
   (void)events;
@@ -488,6 +500,7 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
     c->armed_ns = DLCP_TSTAMP_NEVER;
     c->next_ns = DLCP_TSTAMP_NEVER;
     c->sleep_until_ns = DLCP_TSTAMP_NEVER;
+    dlcp_loop_set_wake_cb(c->loop, on_woken, c);
     if (c->efd < 0 || c->tfd < 0 ||
         dlcp_loop_add_fd(c->loop, c->efd, DLCP_LOOP_READ, on_wakeup, c) != 0 ||
         dlcp_loop_add_fd(c->loop, c->tfd, DLCP_LOOP_READ, on_timer, c) != 0) {

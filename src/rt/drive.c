@@ -100,9 +100,8 @@ static void block_in_loop(dlcp_comm *c, dlcp_tstamp deadline) {
   c->sleeping = sleep;
   c->sleep_until_ns = until;
   pthread_mutex_unlock(&c->mu);
-  dlcp_loop_run_once(c->loop, sleep ? until : 0);
+  dlcp_loop_run_once(c->loop, sleep ? until : 0); /* on_woken: !sleeping */
   pthread_mutex_lock(&c->mu);
-  c->sleeping = false;
   dlcp_rt_service_if_due(c);
   pthread_mutex_unlock(&c->mu);
 }

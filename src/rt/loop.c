@@ -37,6 +37,8 @@ struct dlcp_loop {
    * |next| are still to come (dlcp_loop_take_ready). */
   struct epoll_event *ready;
   int nready, next;
+  dlcp_loop_wake_cb wake_cb;
+  void *wake_user;
 };
 
 /* ---- descriptors ----------------------------------------------------- */
@@ -158,6 +160,9 @@ static int wait_events(dlcp_loop *loop, struct epoll_event *events,
 int dlcp_loop_run_once(dlcp_loop *loop, dlcp_tstamp until) {
   struct epoll_event events[EVENTS_PER_WAIT];
   int n = wait_events(loop, events, until);
+  if (loop->wake_cb != NULL) {
+    loop->wake_cb(loop, loop->wake_user);
+  }
   if (n < 0) {
     if (errno != EINTR) {
       return -errno;
@@ -177,6 +182,12 @@ int dlcp_loop_run_once(dlcp_loop *loop, dlcp_tstamp until) {
   loop->nready = 0;
   bury(loop);
   return 0;
+}
+
+void dlcp_loop_set_wake_cb(dlcp_loop *loop, dlcp_loop_wake_cb cb,
+                           void *user) {
+  loop->wake_cb = cb;
+  loop->wake_user = user;
 }
 
 bool dlcp_loop_take_ready(dlcp_loop *loop, int fd) {

@@ -76,4 +76,14 @@ int dlcp_loop_run_once(dlcp_loop *loop, dlcp_tstamp until);
  */
 bool dlcp_loop_take_ready(dlcp_loop *loop, int fd);
 
+typedef void (*dlcp_loop_wake_cb)(dlcp_loop *loop, void *user);
+
+/*
+ * dlcp_loop_set_wake_cb makes |cb| run each time a wait in epoll ends
+ * (woken by an event, the deadline, a signal or an error), before that
+ * iteration's callbacks: a driver that tracks whether a thread is asleep
+ * in the loop learns that it no longer is.  NULL removes it.
+ */
+void dlcp_loop_set_wake_cb(dlcp_loop *loop, dlcp_loop_wake_cb cb, void *user);
+
 #endif /* DLCP_RT_LOOP_H */
