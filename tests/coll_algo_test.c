@@ -61,6 +61,7 @@ typedef struct spec {
   dlcp_duration compute_ns, jitter_ns, note_jitter_ns;
   /* a group: operation i runs as the harness's rank members[i] */
   const uint32_t *members;
+  bool fuse; /* reduce_on_arrival */
 } spec;
 
 typedef struct outcome {
@@ -325,6 +326,7 @@ static void run_spec(const spec *s, outcome *o) {
     p.bypass_step_hint_ns = s->step_hint;
     p.bypass_trans_hint_ns = s->trans_hint;
     p.members = s->members;
+    p.reduce_on_arrival = s->fuse;
     switch (s->kind) {
     case DLCP_COLL_ALLREDUCE:
     case DLCP_COLL_REDUCE_SCATTER:
@@ -531,6 +533,7 @@ static void test_allreduce_matrix(void **state) {
           s.seed = combo;
           s.topo = rack_of_pairs;
           s.levels = 1;
+          s.fuse = (combo / 20) % 2;
           outcome o;
           run_spec(&s, &o);
         }
@@ -603,6 +606,7 @@ static void test_random_floats_tolerance(void **state) {
         s.chunk = 512;
         s.topo = rack_of_pairs;
         s.levels = 1;
+        s.fuse = (n + d) % 2;
         outcome o;
         run_spec(&s, &o);
       }
@@ -632,6 +636,7 @@ static void test_order_sensitive_values(void **state) {
           s.op = all_ops[k];
           s.order_sensitive = true;
           s.in_place = (w + k) % 2;
+          s.fuse = (w + d) % 2;
           s.chunk = 128;
           s.seed = 1 + a * 100 + w * 10 + d + k;
           s.topo = rack_of_pairs;
@@ -1031,11 +1036,18 @@ static void test_loss_bounded(void **state) {
       s.topo = rack_of_pairs;
       s.levels = 1;
       s.seed = 77 + a;
-      outcome o;
+      outcome o, fused;
       run_spec(&s, &o);
       assert_true(o.lost_bytes > 0); /* the case really lost data */
       assert_true(o.nmissing > 0);
       assert_true(o.delivered >= 0.95 && o.delivered < 1.0);
+      /* Reduced on arrival: the same holes, the same result. */
+      s.fuse = true;
+      run_spec(&s, &fused);
+      assert_int_equal(fused.lost_bytes, o.lost_bytes);
+      assert_int_equal(fused.nmissing, o.nmissing);
+      assert_true(fused.delivered == o.delivered);
+      s.fuse = false;
       /* The same lossy network with loss bound 0: every transfer must be
        * delivered whole, and the result is exact (run_spec checks). */
       s.loss = 0.0;
@@ -1728,6 +1740,98 @@ static void test_holes_without_loss_bound_fail(void **state) {
   dlcp_coll_del(op);
 }
 
+/* Runs PS rank 2 of 3 alone: its shard is its own 1e8, then peer 0's
+ * 1.0, then peer 1's -1e8, summed in that order (float: 0; the other
+ * order would give 1).  Peer 1's first half arrives before peer 0's
+ * receive is over and, fused, must wait in scratch until the reduce of
+ * peer 0's is done; its second half comes after and is reduced straight
+ * in.  Returns the shard's first element as the peers are sent it, after
+ * checking every element equals it. */
+static float ps_chain_result(bool fuse) {
+  enum { COUNT = 3 * 700 };
+  static float buf[COUNT];
+  for (size_t i = 0; i < COUNT; i++) {
+    buf[i] = 1e8f;
+  }
+  dlcp_coll *op;
+  dlcp_coll_params p;
+  dlcp_coll_params_default(&p);
+  p.algo = DLCP_ALGO_PS;
+  p.rank = 2;
+  p.world = 3;
+  p.count = COUNT;
+  p.dtype = DLCP_FLOAT32;
+  p.recvbuf = buf;
+  p.sendbuf = buf;
+  p.chunk_bytes = 1 << 20; /* one transfer per peer */
+  p.reduce_on_arrival = fuse;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0), 0);
+  dlcp_coll_action acts[64], from[2];
+  size_t k = drain(op, acts, 64, 0);
+  int have[2] = {0, 0};
+  for (size_t i = 0; i < k; i++) {
+    if (acts[i].type == DLCP_COLL_ACT_RECV) {
+      assert_true(acts[i].peer < 2 && !have[acts[i].peer]);
+      from[acts[i].peer] = acts[i];
+      have[acts[i].peer] = 1;
+    }
+  }
+  assert_true(have[0] && have[1]);
+  size_t bytes = (size_t)from[0].bytes, half = bytes / 2 / 4 * 4;
+  assert_int_equal(from[1].bytes, bytes);
+  static float one[COUNT], minus[COUNT];
+  for (size_t i = 0; i < COUNT; i++) {
+    one[i] = 1.0f;
+    minus[i] = -1e8f;
+  }
+  /* What a driver does with a piece: place it, or copy it. */
+  uint8_t *d1 = from[1].recv_buf, *d0 = from[0].recv_buf;
+  assert_true((from[0].recv_place != NULL) == fuse);
+  assert_true((from[1].recv_place != NULL) == fuse);
+  if (fuse) {
+    assert_int_equal(from[0].recv_place_unit, 4);
+    from[1].recv_place(from[1].recv_place_user, d1, (uint8_t *)minus, half);
+    from[0].recv_place(from[0].recv_place_user, d0, (uint8_t *)one, bytes);
+  } else {
+    memcpy(d1, minus, half);
+    memcpy(d0, one, bytes);
+  }
+  assert_int_equal(dlcp_coll_on_received(op, 0, from[0].tag, 0, NULL, 0, 1),
+                   0);
+  assert_int_equal(drain(op, acts, 64, 1), 0);
+  if (fuse) {
+    from[1].recv_place(from[1].recv_place_user, d1 + half,
+                       (uint8_t *)minus + half, bytes - half);
+  } else {
+    memcpy(d1 + half, (uint8_t *)minus + half, bytes - half);
+  }
+  assert_int_equal(dlcp_coll_on_received(op, 1, from[1].tag, 0, NULL, 0, 2),
+                   0);
+  k = drain(op, acts, 64, 2);
+  const float *shard = NULL;
+  for (size_t i = 0; i < k; i++) {
+    if (acts[i].type == DLCP_COLL_ACT_SEND) {
+      shard = acts[i].send_buf;
+      assert_int_equal(acts[i].bytes, bytes);
+    }
+  }
+  assert_non_null(shard);
+  float v = shard[0];
+  for (size_t i = 0; i < bytes / 4; i++) {
+    assert_true(shard[i] == v);
+  }
+  dlcp_coll_del(op);
+  return v;
+}
+
+/* Reduced on arrival, a receive whose reduce waits for another still sums
+ * in the plan's order, bit for bit as without. */
+static void test_reduce_on_arrival_keeps_order(void **state) {
+  (void)state;
+  assert_true(ps_chain_result(false) == 0.0f);
+  assert_true(ps_chain_result(true) == 0.0f);
+}
+
 int main(void) {
   for (uint32_t r = 0; r < MAXR; r++) {
     rack_of_pairs[r] = r / 2;
@@ -1758,6 +1862,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_params),
       cmocka_unit_test(test_failure_names_peer_everywhere),
       cmocka_unit_test(test_holes_without_loss_bound_fail),
+      cmocka_unit_test(test_reduce_on_arrival_keeps_order),
       cmocka_unit_test(test_send_stages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

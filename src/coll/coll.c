@@ -57,8 +57,8 @@ static void lazy_mark(dlcp_coll *op, uint64_t gr) {
  * except those a step about to overwrite them whole (|overwrite|) covers
  * entirely.  A granule is only ever copied while untouched, so no posted
  * receive can be in it. */
-static void work_ready(dlcp_coll *op, uint8_t buf, uint64_t off,
-                       uint64_t bytes, bool overwrite) {
+void coll_exec_work_ready(dlcp_coll *op, uint8_t buf, uint64_t off,
+                          uint64_t bytes, bool overwrite) {
   if (!op->lazy_in || buf != COLL_BUF_WORK || bytes == 0) {
     return;
   }
@@ -91,12 +91,13 @@ static const unsigned char *send_source(dlcp_coll *op, const coll_step *st) {
     if (untouched) {
       return op->lazy_in + st->off;
     }
-    work_ready(op, st->buf, st->off, st->bytes, false);
+    coll_exec_work_ready(op, st->buf, st->off, st->bytes, false);
   }
   return op->base[st->buf] + st->off;
 }
 
-static unsigned char *buf_ptr(dlcp_coll *op, uint8_t buf, uint64_t off) {
+unsigned char *coll_exec_buf_ptr(const dlcp_coll *op, uint8_t buf,
+                                 uint64_t off) {
   if (buf == COLL_BUF_EXTRA) {
     return op->extra[off];
   }
@@ -168,6 +169,8 @@ static void complete(dlcp_coll *op, uint32_t idx, dlcp_tstamp now) {
       uint32_t d = op->out_list[e];
       if (op->state[d] == COLL_ST_PENDING && --op->ndeps[d] == 0) {
         ready_push(op, d);
+      } else if (op->fuse) {
+        coll_fuse_on_release(op, d);
       }
     }
   }
@@ -588,6 +591,10 @@ static int setup_exec(dlcp_coll *op) {
   if (rv != 0) {
     return rv;
   }
+  if (op->p.reduce_on_arrival && op->g.algo != DLCP_ALGO_RING_BYPASS &&
+      (rv = coll_fuse_setup(op)) != 0) {
+    return rv;
+  }
   for (uint32_t i = 0; i < pl->nsteps; i++) {
     if (op->ndeps[i] == 0) {
       ready_push(op, i);
@@ -722,6 +729,7 @@ void dlcp_coll_del(dlcp_coll *op) {
   mem->free(op->ndeps, mem->user);
   mem->free(op->stage, mem->user);
   mem->free(op->dyn_dependent, mem->user);
+  coll_fuse_free(op);
   mem->free(op->ready, mem->user);
   mem->free(op->out_begin, mem->user);
   mem->free(op->out_list, mem->user);
@@ -773,7 +781,7 @@ void coll_exec_finalize(dlcp_coll *op, dlcp_tstamp now) {
 /* The plan is done: agree on missing ranges if losses were allowed. */
 static int plan_done(dlcp_coll *op, dlcp_tstamp now) {
   /* What no step touched is still the input's. */
-  work_ready(op, COLL_BUF_WORK, 0, op->lazy_bytes, false);
+  coll_exec_work_ready(op, COLL_BUF_WORK, 0, op->lazy_bytes, false);
   if (op->p.loss_bound > 0.0 && op->g.world > 1 && op->g.count > 0) {
     op->phase = COLL_PHASE_AGREE;
     return coll_agree_start(op, now);
@@ -819,17 +827,18 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
     if (st->kind == COLL_STEP_SEND) {
       act->type = DLCP_COLL_ACT_SEND;
       act->send_buf = st->buf == COLL_BUF_EXTRA
-                          ? buf_ptr(op, st->buf, st->off)
+                          ? coll_exec_buf_ptr(op, st->buf, st->off)
                           : send_source(op, st);
     } else {
       act->type = DLCP_COLL_ACT_RECV;
-      work_ready(op, st->buf, st->off, st->bytes, true);
-      act->recv_buf = buf_ptr(op, st->buf, st->off);
+      coll_exec_work_ready(op, st->buf, st->off, st->bytes, true);
+      act->recv_buf = coll_exec_buf_ptr(op, st->buf, st->off);
+      coll_fuse_recv(op, idx, act);
     }
     return 1;
   case COLL_STEP_REDUCE:
-    if (!(op->flags[idx] & COLL_SF_SKIP)) {
-      work_ready(op, st->src_buf, st->src_off, st->bytes, false);
+    if (!(op->flags[idx] & COLL_SF_SKIP) && !coll_fuse_reduce(op, idx)) {
+      coll_exec_work_ready(op, st->src_buf, st->src_off, st->bytes, false);
       /* Piece by piece along the lazy copy's granules, so a granule the
        * copy brings in is reduced while it is still in cache. */
       uint64_t piece = op->lazy_in && st->buf == COLL_BUF_WORK
@@ -844,13 +853,13 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
         uint64_t len = st->bytes - done < piece ? st->bytes - done : piece;
         len = len > block ? block - block % g->esz : len;
         size_t n = (size_t)(len / g->esz);
-        unsigned char *dst = buf_ptr(op, st->buf, st->off) + done;
-        work_ready(op, st->buf, st->off + done, len, false);
-        (void)dlcp_reduce(dst, buf_ptr(op, st->src_buf, st->src_off) + done,
+        unsigned char *dst = coll_exec_buf_ptr(op, st->buf, st->off) + done;
+        coll_exec_work_ready(op, st->buf, st->off + done, len, false);
+        (void)dlcp_reduce(dst, coll_exec_buf_ptr(op, st->src_buf, st->src_off) + done,
                           n, g->dtype, g->op);
         if (st->value) {
           const coll_step *x = &op->plan.steps[st->value - 1];
-          (void)dlcp_reduce(dst, buf_ptr(op, x->buf, x->off) + done, n,
+          (void)dlcp_reduce(dst, coll_exec_buf_ptr(op, x->buf, x->off) + done, n,
                             g->dtype, g->op);
         }
         done += len;
@@ -860,15 +869,15 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
     complete(op, idx, now);
     return 0;
   case COLL_STEP_COPY:
-    work_ready(op, st->src_buf, st->src_off, st->bytes, false);
-    work_ready(op, st->buf, st->off, st->bytes, true);
-    memmove(buf_ptr(op, st->buf, st->off),
-            buf_ptr(op, st->src_buf, st->src_off), (size_t)st->bytes);
+    coll_exec_work_ready(op, st->src_buf, st->src_off, st->bytes, false);
+    coll_exec_work_ready(op, st->buf, st->off, st->bytes, true);
+    memmove(coll_exec_buf_ptr(op, st->buf, st->off),
+            coll_exec_buf_ptr(op, st->src_buf, st->src_off), (size_t)st->bytes);
     complete(op, idx, now);
     return 0;
   case COLL_STEP_FINISH:
-    work_ready(op, st->buf, st->off, st->bytes, false);
-    (void)dlcp_reduce_finish(buf_ptr(op, st->buf, st->off),
+    coll_exec_work_ready(op, st->buf, st->off, st->bytes, false);
+    (void)dlcp_reduce_finish(coll_exec_buf_ptr(op, st->buf, st->off),
                              (size_t)(st->bytes / g->esz), g->dtype, g->op,
                              g->world);
     complete(op, idx, now);

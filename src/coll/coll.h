@@ -223,6 +223,12 @@ typedef struct dlcp_coll_params {
    * RING_BYPASS (their agreements and requests are among ranks 0..world-1).
    * Borrowed until dlcp_coll_new returns (it is applied to the plan). */
   const uint32_t *members;
+  /* The driver applies RECV actions' |recv_place| (see dlcp_coll_action):
+   * a receive whose bytes are only reduced into another range may then
+   * reduce them on arrival, piece by piece while they are in cache,
+   * instead of being written to scratch and read again by a later pass.
+   * Not with RING_BYPASS. */
+  bool reduce_on_arrival;
 } dlcp_coll_params;
 
 /* A range of bytes (transfer level) or elements (result level). */
@@ -245,7 +251,11 @@ typedef enum dlcp_coll_act_type {
  * into the caller's buffers or the operation's scratch) and must not be
  * written; it stays valid until dlcp_coll_on_sent for (peer, tag).  RECV:
  * the driver may write |recv_buf| until it calls dlcp_coll_on_received for
- * (peer, tag), never after.  CANCEL_RECV: stop writing the RECV (peer,
+ * (peer, tag), never after; with |recv_place| set, every piece of payload
+ * that arrives (once each, whole elements) goes through
+ * recv_place(recv_place_user, dst, payload, len), dst being where it
+ * belongs in |recv_buf|, and missing ranges are left as they are (not
+ * zero-filled).  CANCEL_RECV: stop writing the RECV (peer,
  * tag) at once and never report it.  NOTE: |value| to |peer|, reliably and
  * in order per peer.  |bytes| may be 0 only for none of them: the plan
  * drops empty transfers on both sides.
@@ -256,6 +266,14 @@ typedef struct dlcp_coll_action {
   uint32_t tag;
   const void *send_buf; /* SEND */
   void *recv_buf;       /* RECV */
+  /* RECV, only with dlcp_coll_params.reduce_on_arrival: NULL (copy the
+   * payload into recv_buf), or the operation's reduction, which the driver
+   * hands each arriving piece to.  |recv_place_unit| (the element size)
+   * divides every piece's offset and length. */
+  void (*recv_place)(void *user, uint8_t *dst, const uint8_t *payload,
+                     size_t len);
+  void *recv_place_user;
+  uint32_t recv_place_unit;
   uint64_t bytes;       /* SEND, RECV */
   double loss_bound;    /* SEND, RECV: p for this transfer */
   uint32_t stage;       /* SEND, RECV: receives this rank completes before

@@ -61,6 +61,7 @@ typedef struct coll_agree {
 } coll_agree;
 
 typedef struct coll_bypass coll_bypass;
+typedef struct coll_fuse coll_fuse;
 
 struct dlcp_coll {
   const dlcp_mem *mem;
@@ -84,6 +85,11 @@ struct dlcp_coll {
   uint32_t *ndeps;
   uint32_t *stage; /* receives on the longest chain of dependencies */
   uint32_t *dyn_dependent; /* one extra dependent (dynamic steps) */
+  /* Receives reduced on arrival (fuse.c); fuse_of maps a static step (the
+   * RECV and its REDUCE) to its entry, or COLL_NO_STEP.  NULL without. */
+  coll_fuse *fuse;
+  uint32_t nfuse;
+  uint32_t *fuse_of;
   uint32_t *out_begin, *out_list; /* static dependents, CSR */
   uint32_t nstatic;
   uint32_t ndone;
@@ -155,8 +161,30 @@ void coll_exec_fail(dlcp_coll *op, int status, int32_t peer);
 /* Zeroes the agreed missing ranges (op->missing) in the output and makes
  * the result final; DONE follows at the next poll. */
 void coll_exec_finalize(dlcp_coll *op, dlcp_tstamp now);
+/* Before a step uses |buf|[off, off + bytes): makes WORK hold what it
+ * should there (the lazy copy of the input); |overwrite|: the step
+ * overwrites the range whole. */
+void coll_exec_work_ready(dlcp_coll *op, uint8_t buf, uint64_t off,
+                          uint64_t bytes, bool overwrite);
+/* Where |off| of buffer |buf| is. */
+unsigned char *coll_exec_buf_ptr(const dlcp_coll *op, uint8_t buf,
+                                 uint64_t off);
 /* Sorts and merges |r| in place; returns the new count. */
 size_t coll_ranges_normalize(dlcp_coll_range *r, size_t n);
+
+/* fuse.c: receives reduced on arrival (dlcp_coll_params.reduce_on_arrival).
+ * Setup after the dependents lists are built: finds the RECV/REDUCE
+ * pairs; 0 or DLCP_ERR_NOMEM. */
+int coll_fuse_setup(dlcp_coll *op);
+void coll_fuse_free(dlcp_coll *op);
+/* A RECV about to be handed to the driver: sets its place function if it
+ * is fused. */
+void coll_fuse_recv(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act);
+/* A dependency of PENDING step |idx| completed (its count is lowered). */
+void coll_fuse_on_release(dlcp_coll *op, uint32_t idx);
+/* A REDUCE about to run: if fused, reduces in what its RECV left in its
+ * buffer and returns true (nothing else to do); false otherwise. */
+bool coll_fuse_reduce(dlcp_coll *op, uint32_t idx);
 
 /* step_table.c: the waiting steps by (direction, peer, tag or note
  * value).  A SEND and a RECV with the same peer and tag are different

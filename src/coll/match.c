@@ -161,6 +161,9 @@ coll_match_result coll_match_post(coll_match *m, uint32_t job, uint32_t iter,
   } else {
     x->has_recv = true;
     x->recv_buf = a->recv_buf;
+    x->recv_place = a->recv_place;
+    x->recv_place_user = a->recv_place_user;
+    x->recv_place_unit = a->recv_place_unit;
     x->loss_bound = a->loss_bound;
   }
   if (!(x->has_send && x->has_recv)) {
@@ -168,6 +171,32 @@ coll_match_result coll_match_post(coll_match *m, uint32_t job, uint32_t iter,
   }
   x->state = COLL_XFER_RUNNING;
   return COLL_MATCH_READY;
+}
+
+void coll_match_deliver(const coll_xfer *x, const dlcp_coll_range *holes,
+                        size_t nholes) {
+  uint8_t *dst = x->recv_buf;
+  const uint8_t *src = x->send_buf;
+  if (!x->recv_place) {
+    memcpy(dst, src, (size_t)x->bytes);
+    for (size_t i = 0; i < nholes; i++) {
+      memset(dst + holes[i].offset, 0, (size_t)holes[i].len);
+    }
+    return;
+  }
+  uint64_t unit = x->recv_place_unit, at = 0;
+  for (size_t i = 0; i <= nholes; i++) {
+    uint64_t end = i < nholes ? holes[i].offset / unit * unit : x->bytes;
+    if (end > at) {
+      x->recv_place(x->recv_place_user, dst + at, src + at,
+                    (size_t)(end - at));
+    }
+    if (i < nholes) {
+      uint64_t past = holes[i].offset + holes[i].len;
+      past = (past + unit - 1) / unit * unit;
+      at = past > at ? past : at;
+    }
+  }
 }
 
 void coll_match_remove(coll_match *m, uint32_t i) {

@@ -43,6 +43,10 @@ typedef struct coll_xfer {
   bool has_send, has_recv;
   const void *send_buf;
   void *recv_buf;
+  void (*recv_place)(void *user, uint8_t *dst, const uint8_t *payload,
+                     size_t len); /* the RECV's (dlcp_coll_action) */
+  void *recv_place_user;
+  uint32_t recv_place_unit;
   uint64_t bytes;    /* as the first end posted it */
   double loss_bound; /* the receiver's */
   uint32_t stage;    /* the sender's */
@@ -98,6 +102,14 @@ int coll_match_cancel(coll_match *m, uint32_t job, uint32_t iter,
 
 /* coll_match_remove frees record |i|; its key may be posted again. */
 void coll_match_remove(coll_match *m, uint32_t i);
+
+/* coll_match_deliver puts what the network carried for running transfer
+ * |x| into its receive buffer: the sender's bytes, with |holes| (sorted
+ * byte ranges that did not arrive) zero-filled; or, for a RECV with a
+ * recv_place, every arrived range handed to it, whole elements only (an
+ * element a hole touches is left as it is, and reported missing). */
+void coll_match_deliver(const coll_xfer *x, const dlcp_coll_range *holes,
+                        size_t nholes);
 
 /* coll_match_retire marks record |i| DONE and keeps it, so a later post of
  * its key is reported as REUSED (for drivers that check the contract). */

@@ -132,6 +132,8 @@ struct mlt_xfer {
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
+  dlcp_mlt_place_fn place; /* NULL: payloads are copied into rbuf */
+  void *place_user;
   bool counted;         /* in the connection's and host's active receives */
   uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
   uint32_t ack_ce;
@@ -1200,6 +1202,15 @@ static void on_stop(dlcp_mlt_conn *conn, const dlcp_wire_stop *s,
 
 /* --- receiver ----------------------------------------------------------- */
 
+static void place_payload(const mlt_xfer *x, uint8_t *dst,
+                          const uint8_t *payload, size_t len) {
+  if (x->place) {
+    x->place(x->place_user, dst, payload, len);
+  } else {
+    memcpy(dst, payload, len);
+  }
+}
+
 /* An eager receive is complete once the message's bytes are in: the
  * sender already completed, so nothing goes back. */
 static void eager_deliver(dlcp_mlt_conn *conn, mlt_xfer *x,
@@ -1209,7 +1220,7 @@ static void eager_deliver(dlcp_mlt_conn *conn, mlt_xfer *x,
     return;
   }
   if (len > 0) {
-    memcpy(x->rbuf, data, (size_t)len);
+    place_payload(x, x->rbuf, data, (size_t)len);
   }
   x->have_bytes = len;
   x->have_segs = x->nsegs;
@@ -1241,6 +1252,8 @@ static int post_eager_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->nsegs = 1;
   x->seg_size = conn->cfg.segment_size;
   x->rbuf = req->buf;
+  x->place = req->place;
+  x->place_user = req->place_user;
   x->needed_bytes = req->len;
   x->start_ns = now;
   x->last_progress_ns = now;
@@ -1273,6 +1286,10 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   uint32_t seg_size = conn->cfg.segment_size;
+  if (req->place && (req->place_unit == 0 || seg_size % req->place_unit ||
+                     req->len % req->place_unit)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
   if ((req->len + seg_size - 1) / seg_size > UINT32_MAX) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
@@ -1306,7 +1323,9 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->size = req->len;
   x->seg_size = seg_size;
   x->rbuf = req->buf;
-  x->keep_previous = req->keep_previous;
+  x->place = req->place;
+  x->place_user = req->place_user;
+  x->keep_previous = req->keep_previous || req->place;
   if (x->nsegs > 0) {
     x->counted = true;
     if (conn->rx_active++ == 0 && conn->cfg.rx_share) {
@@ -1372,7 +1391,8 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
     return NULL;
   }
   mlt_xfer *x = data_target(conn, &d, false, &rv);
-  if (!x || bit_get(x->have_bits, (uint32_t)(d.offset / x->seg_size))) {
+  if (!x || x->place ||
+      bit_get(x->have_bits, (uint32_t)(d.offset / x->seg_size))) {
     return NULL;
   }
   return x->rbuf + d.offset;
@@ -1409,7 +1429,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   if (!bit_get(x->have_bits, seg)) {
     bit_set(x->have_bits, seg);
     if (payload) {
-      memcpy(x->rbuf + d.offset, payload, d.payload_len);
+      place_payload(x, x->rbuf + d.offset, payload, d.payload_len);
     }
     x->have_segs++;
     x->have_bytes += d.payload_len;

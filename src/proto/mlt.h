@@ -201,6 +201,12 @@ typedef struct dlcp_mlt_send {
   uint64_t user_data; /* returned in the completion */
 } dlcp_mlt_send;
 
+/* Puts |len| payload bytes that arrived for a receive at |dst| (inside the
+ * posted buffer) in the receiver's own way, e.g. reduces them into what
+ * |dst| holds (see dlcp_mlt_recv.place). */
+typedef void (*dlcp_mlt_place_fn)(void *user, uint8_t *dst,
+                                  const uint8_t *payload, size_t len);
+
 typedef struct dlcp_mlt_recv {
   uint32_t tensor;
   void *buf;          /* borrowed: written until the completion is polled,
@@ -212,6 +218,18 @@ typedef struct dlcp_mlt_recv {
                          its previous values (the seed's rule for
                          parameters) instead of being zero-filled (the
                          rule for gradients, the default) */
+  /* NULL: payloads are copied into |buf|.  Otherwise each segment's
+   * payload is handed to place(place_user, buf + offset, payload, len)
+   * exactly once (never a duplicate), and missing ranges are left as they
+   * were (as with keep_previous): the caller reduces on arrival instead of
+   * receiving into a scratch buffer and reducing it afterwards, one pass
+   * over memory instead of three.  |place_unit| (> 0) must divide the
+   * connection's segment size and |len|, so every piece is whole elements;
+   * dlcp_mlt_post_recv returns DLCP_ERR_INVALID_ARGUMENT otherwise.  The
+   * zero-copy path (dlcp_mlt_data_dest) is not used for such a receive. */
+  dlcp_mlt_place_fn place;
+  void *place_user;
+  uint32_t place_unit;
   uint64_t user_data;
 } dlcp_mlt_recv;
 
@@ -416,8 +434,9 @@ void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now);
  * Zero-copy receive.  dlcp_mlt_data_dest looks at the first |hdr_len| bytes
  * (at least the 44-byte DATA header) of a datagram of |dgram_len| bytes
  * that the driver has not read yet (MSG_PEEK): if it is valid DATA for a
- * receive in progress whose segment is not held yet, it returns where the
- * payload belongs in the posted buffer, else NULL.  It changes nothing.
+ * receive in progress whose segment is not held yet and whose payloads are
+ * copied (no dlcp_mlt_recv.place), it returns where the payload belongs in
+ * the posted buffer, else NULL.  It changes nothing.
  * The driver then reads the payload straight there and calls
  * dlcp_mlt_on_data_placed with the header, before any other call into the
  * connection; on NULL it reads the datagram whole and calls

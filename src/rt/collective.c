@@ -260,6 +260,9 @@ static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
   o->opts.f32_importance = run->f32_importance;
   o->loss_bound = a->loss_bound;
   o->stage = a->stage;
+  o->place = a->recv_place;
+  o->place_user = a->recv_place_user;
+  o->place_unit = a->recv_place_unit;
   o->posted_ns = now;
   if (c->coll->flight) {
     dlcp_flight_transfer(c->coll->flight, run->id, a->peer,

@@ -342,6 +342,9 @@ void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now) {
                        .buf = o->t.data,
                        .len = o->t.bytes,
                        .loss_bound = o->loss_bound,
+                       .place = o->place,
+                       .place_user = o->place_user,
+                       .place_unit = o->place_unit,
                        .user_data = (uint64_t)(uintptr_t)o};
     rv = dlcp_mlt_post_recv(p->conn, &r, now);
   }

@@ -47,6 +47,11 @@ typedef struct op {
   dlcp_send_opts opts;
   double loss_bound;
   uint32_t stage; /* a collective's: sent below earlier stages */
+  /* A collective's receive reduced on arrival (dlcp_coll_action's
+   * recv_place), or NULL */
+  dlcp_mlt_place_fn place;
+  void *place_user;
+  uint32_t place_unit;
   dlcp_cq *cq;
   uint64_t user_data;
   dlcp_tstamp posted_ns;
@@ -119,6 +124,10 @@ struct dlcp_comm {
   dlcp_tstamp started_ns;
   bool paused_once;
   bool rx_in_place; /* DATA payloads are read straight into the tensor */
+  /* Every connection's segment holds whole elements of every dtype, so
+   * collectives reduce received bytes on arrival
+   * (dlcp_coll_params.reduce_on_arrival). */
+  bool reduce_on_arrival;
   dlcp_comm_stats stats;
   struct dlcp_rt_colls *coll; /* the collectives (collective.c) */
   int lost_status;          /* the first lost rank, however learnt */

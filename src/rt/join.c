@@ -77,6 +77,8 @@ static int local_ip_towards(const char *host, char *out, size_t outlen,
 /* Payload bytes per datagram towards |to|: the path MTU less the IPv4,
  * UDP and MLT headers and |trailer| bytes of the runtime's own, clamped
  * to what the wire format allows. */
+#define SEGMENT_ALIGN 8u /* the largest dtype's size */
+
 static uint32_t segment_for(const struct sockaddr_in *to, uint32_t trailer) {
   int mtu = 1500;
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -95,7 +97,9 @@ static uint32_t segment_for(const struct sockaddr_in *to, uint32_t trailer) {
   if (seg < (long)DLCP_WIRE_MIN_SEG) {
     seg = DLCP_WIRE_MIN_SEG;
   }
-  return (uint32_t)seg;
+  /* Whole elements of every dtype in a segment: received bytes can be
+   * reduced as they arrive (dlcp_coll_params.reduce_on_arrival). */
+  return (uint32_t)(seg - seg % SEGMENT_ALIGN);
 }
 
 static int parse_record(addr_record *r, const char *text, uint32_t rank,
@@ -478,6 +482,7 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
    * none is read into a tensor before its trailer. */
   uint32_t trailer = c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0;
   c->rx_in_place = c->env.world_size > 1 && trailer == 0;
+  c->reduce_on_arrival = true;
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     if (r == c->env.rank) {
       continue;
@@ -495,6 +500,9 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     dlcp_mlt_config_tune_segment(&cfg, seg);
     if (cfg.segment_size < RX_IN_PLACE_MIN_SEGMENT) {
       c->rx_in_place = false;
+    }
+    if (cfg.segment_size % SEGMENT_ALIGN != 0) {
+      c->reduce_on_arrival = false; /* a DLCP_SEGMENT of odd size */
     }
     cfg.npaths = c->env.paths;
     double gbps = c->env.rate_gbps;

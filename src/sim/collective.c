@@ -621,13 +621,10 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
   dlcp_sim_ps at = now;
   if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
     /* What the network carried, as the runtime's receive buffer would
-     * hold it: the sender's bytes, zeros in the holes.  Copied now: the
+     * hold it: the sender's bytes, zeros in the holes (or reduced in on
+     * arrival, the holes left as they were).  Copied now: the
      * sender may reuse its buffer once its side completes. */
-    memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
-    for (size_t i = 0; i < x->nholes; i++) {
-      memset((uint8_t *)x->m.recv_buf + x->holes[i].offset, 0,
-             (size_t)x->holes[i].len);
-    }
+    coll_match_deliver(&x->m, x->holes, x->nholes);
     at = cpu_done_at(rk, now);
   }
   if (at > now) {

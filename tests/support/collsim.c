@@ -226,10 +226,10 @@ static void start_xfer(collsim *cs, uint32_t xi, dlcp_tstamp now) {
   cs->st.bytes += x->bytes;
 }
 
-/* Copies the payload, punching the seeded holes a lossy transfer gets. */
+/* Delivers the payload with the seeded holes a lossy transfer gets. */
 static void deliver(collsim *cs, xfer *x) {
-  memcpy(x->m.recv_buf, x->m.send_buf, (size_t)x->m.bytes);
   if (!(x->m.loss_bound > 0.0) || !(cs->cfg.segment_loss > 0.0)) {
+    coll_match_deliver(&x->m, NULL, 0);
     return;
   }
   uint64_t seg = cs->cfg.loss_segment_bytes;
@@ -242,7 +242,6 @@ static void deliver(collsim *cs, xfer *x) {
     budget--;
     uint64_t off = i * seg;
     uint64_t len = x->m.bytes - off < seg ? x->m.bytes - off : seg;
-    memset((unsigned char *)x->m.recv_buf + off, 0, (size_t)len);
     if (x->nmissing > 0 &&
         x->missing[x->nmissing - 1].offset + x->missing[x->nmissing - 1].len ==
             off) {
@@ -259,6 +258,7 @@ static void deliver(collsim *cs, xfer *x) {
     }
     cs->st.lost_bytes += len;
   }
+  coll_match_deliver(&x->m, x->missing, x->nmissing);
   if (x->nmissing) {
     cs->st.lossy_transfers++;
   }
