@@ -375,6 +375,7 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   p.topo = job->labels;
   p.topo_levels = job->levels;
   p.loss_bound = job->spec.loss_bound;
+  p.reduce_on_arrival = true; /* as the runtime: the same plan's execution */
   if (job->spec.bypass_alpha > 0.0) {
     p.bypass_alpha = job->spec.bypass_alpha;
   }
