@@ -5,12 +5,18 @@
  *       the sans-I/O core alone on one thread: 4 workers' contributions
  *       (pre-encoded) in, 4 results encoded out, 4 ACKs in, per group, with
  *       fresh group numbers; 256 B and 1 KiB of gradient per datagram.
- *   bench-agg_switch udp HOST PORT [SECONDS] [WORKERS]
+ *   bench-agg_switch udp HOST PORT [SECONDS] [WORKERS] [GSO]
  *       a load generator on one thread against a running dlcp-switch:
  *       WORKERS (default 4) sockets, each sending its contribution to a
  *       batch of 64 groups with sendmmsg, reading the 64 results with
- *       recvmmsg and acknowledging each at once; a group not answered within 20 ms
- *       is re-sent.  256 B and 1 KiB per datagram.
+ *       recvmmsg and acknowledging each at once; a group not answered
+ *       within 20 ms is re-sent.  256 B and 1 KiB per datagram.  GSO > 1
+ *       (default 1):
+ *       contributions and ACKs go in runs of up to GSO datagrams per
+ *       message (UDP_SEGMENT) and results are read with UDP_GRO, as
+ *       dlcp-switch sends and reads them; on loopback a run reaches one
+ *       switch thread whole, so use it against --threads 1.  BYTES (256
+ *       or 1024) runs one size only.
  *
  * Prints, per size: groups/s, contributions/s (Mpps into the switch),
  * datagrams/s handled by the switch (contributions + results + ACKs), and
@@ -22,11 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "proto/agg.h"
+#include "rt/net.h"
 #include "wire/agg_wire.h"
 #include "wire/bytes.h"
 
@@ -152,17 +160,42 @@ static int bench_core(double seconds) {
 
 /* ---- udp ---------------------------------------------------------------- */
 
+#define RSLOT 65536 /* a result, or with UDP_GRO a run of them */
+
+typedef union gso_ctl {
+  struct cmsghdr align;
+  char buf[DLCP_NET_GSO_CTL];
+} gso_ctl;
+
+/* Sends iov[0..n) on connected socket |fd|: with |gso| > 1 as runs of up
+ * to |gso| datagrams per UDP_SEGMENT message.  Errors are dropped
+ * datagrams: the switch's answers tell. */
+static void send_runs(int fd, struct iovec *iov, uint32_t n, uint32_t gso) {
+  struct mmsghdr msg[BATCH];
+  gso_ctl ctl[BATCH];
+  uint32_t m = 0;
+
+  for (uint32_t i = 0; i < n; m++) {
+    size_t count = dlcp_net_gso_run(&iov[i], n - i < gso ? n - i : gso);
+
+    dlcp_net_gso_message(&msg[m].msg_hdr, NULL, &iov[i], count, 0,
+                         ctl[m].buf);
+    i += (uint32_t)count;
+  }
+  (void)sendmmsg(fd, msg, m, 0);
+}
+
 static int bench_udp(const char *host, uint16_t port, double seconds,
-                     uint32_t world) {
+                     uint32_t world, uint32_t gso, uint32_t only_bytes) {
   struct sockaddr_in sw;
   int fd[MAXW];
   static uint8_t buf[MAXW][BATCH][2048];
-  static uint8_t rbuf[BATCH][2048];
-  static uint8_t abuf[BATCH][DLCP_AGG_HDR_LEN];
-  struct mmsghdr amsg[BATCH];
-  struct iovec aiov[BATCH];
+  static uint8_t rbuf[BATCH][RSLOT];
+  static uint8_t abuf[BATCH * DLCP_NET_GSO_MAX][DLCP_AGG_HDR_LEN];
+  struct iovec aiov[BATCH * DLCP_NET_GSO_MAX];
   struct mmsghdr msg[BATCH];
   struct iovec iov[BATCH];
+  gso_ctl rctl[BATCH];
   uint64_t token = (uint64_t)time(NULL) * 2654435761u;
 
   memset(&sw, 0, sizeof(sw));
@@ -183,8 +216,16 @@ static int bench_udp(const char *host, uint16_t port, double seconds,
     }
     (void)setsockopt(fd[r], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
     (void)setsockopt(fd[r], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (gso > 1) {
+      int one = 1;
+
+      (void)setsockopt(fd[r], SOL_UDP, UDP_GRO, &one, sizeof(one));
+    }
   }
   for (uint32_t nblocks = 1; nblocks <= 4; nblocks *= 4) {
+    if (only_bytes != 0 && only_bytes != 64u * nblocks * 4u) {
+      continue;
+    }
     uint32_t g0 = 0;
     double t0 = now_s(), t;
     uint64_t retx = 0;
@@ -212,15 +253,12 @@ static int bench_udp(const char *host, uint16_t port, double seconds,
             if ((got[r] >> k & 1u) == 0) {
               iov[n].iov_base = buf[r][k];
               iov[n].iov_len = len;
-              memset(&msg[n], 0, sizeof(msg[n]));
-              msg[n].msg_hdr.msg_iov = &iov[n];
-              msg[n].msg_hdr.msg_iovlen = 1;
               n++;
             }
           }
           if (n > 0) {
             retx += attempt > 0 ? n : 0;
-            (void)sendmmsg(fd[r], msg, n, 0);
+            send_runs(fd[r], iov, n, gso);
           }
         }
         for (uint32_t r = 0; r < world; r++) {
@@ -233,6 +271,8 @@ static int bench_udp(const char *host, uint16_t port, double seconds,
               memset(&msg[i], 0, sizeof(msg[i]));
               msg[i].msg_hdr.msg_iov = &iov[i];
               msg[i].msg_hdr.msg_iovlen = 1;
+              msg[i].msg_hdr.msg_control = rctl[i].buf;
+              msg[i].msg_hdr.msg_controllen = sizeof(rctl[i].buf);
             }
             k = recvmmsg(fd[r], msg, BATCH, MSG_WAITFORONE, NULL);
             if (k <= 0) {
@@ -241,37 +281,40 @@ static int bench_udp(const char *host, uint16_t port, double seconds,
             {
               uint32_t na = 0;
 
-              for (int i = 0; i < k; i++) {
-                dlcp_agg_hdr h;
-                const uint8_t *p;
+              for (int j = 0; j < k; j++) {
+                size_t mlen = msg[j].msg_len;
+                size_t seg = dlcp_net_gro_size_of(&msg[j].msg_hdr);
+                seg = seg > 0 ? seg : mlen;
+                for (size_t off = 0; off < mlen; off += seg) {
+                  dlcp_agg_hdr h;
+                  const uint8_t *p;
+                  size_t dlen = mlen - off < seg ? mlen - off : seg;
 
-                if (dlcp_agg_decode(&h, &p, rbuf[i], msg[i].msg_len) != 0) {
-                  continue;
+                  if (dlcp_agg_decode(&h, &p, rbuf[j] + off, dlen) != 0) {
+                    continue;
+                  }
+                  if (h.type == DLCP_AGG_NACK) {
+                    fprintf(stderr, "bench-agg_switch: NACK %u for group %u\n",
+                            h.aux, h.group);
+                    return 1;
+                  }
+                  if (h.type != DLCP_AGG_RESULT || h.group - g0 >= BATCH) {
+                    continue;
+                  }
+                  /* acknowledge at once, as a host does (duplicates too) */
+                  got[r] |= UINT64_C(1) << (h.group - g0);
+                  h.type = DLCP_AGG_ACK;
+                  h.flags = 0;
+                  h.aux = 0;
+                  h.low = g0;
+                  (void)dlcp_agg_hdr_encode(abuf[na], sizeof(abuf[na]), &h);
+                  aiov[na].iov_base = abuf[na];
+                  aiov[na].iov_len = DLCP_AGG_HDR_LEN;
+                  na++;
                 }
-                if (h.type == DLCP_AGG_NACK) {
-                  fprintf(stderr, "bench-agg_switch: NACK %u for group %u\n",
-                          h.aux, h.group);
-                  return 1;
-                }
-                if (h.type != DLCP_AGG_RESULT || h.group - g0 >= BATCH) {
-                  continue;
-                }
-                /* acknowledge at once, as a host does (duplicates too) */
-                got[r] |= UINT64_C(1) << (h.group - g0);
-                h.type = DLCP_AGG_ACK;
-                h.flags = 0;
-                h.aux = 0;
-                h.low = g0;
-                (void)dlcp_agg_hdr_encode(abuf[na], sizeof(abuf[na]), &h);
-                aiov[na].iov_base = abuf[na];
-                aiov[na].iov_len = DLCP_AGG_HDR_LEN;
-                memset(&amsg[na], 0, sizeof(amsg[na]));
-                amsg[na].msg_hdr.msg_iov = &aiov[na];
-                amsg[na].msg_hdr.msg_iovlen = 1;
-                na++;
               }
-              if (na > 0) {
-                (void)sendmmsg(fd[r], amsg, na, 0);
+              for (uint32_t i = 0; i < na; i += BATCH) {
+                send_runs(fd[r], aiov + i, na - i < BATCH ? na - i : BATCH, gso);
               }
             }
           }
@@ -307,16 +350,28 @@ int main(int argc, char **argv) {
   }
   if (argc >= 4 && strcmp(argv[1], "udp") == 0) {
     uint32_t w = argc > 5 ? (uint32_t)atoi(argv[5]) : 4;
+    int gso = argc > 6 ? atoi(argv[6]) : 1;
+    int bytes = argc > 7 ? atoi(argv[7]) : 0;
 
     if (w < 1 || w > MAXW) {
       fprintf(stderr, "bench-agg_switch: WORKERS must be 1..%d\n", MAXW);
       return 2;
     }
+    if (gso < 1 || gso > DLCP_NET_GSO_MAX) {
+      fprintf(stderr, "bench-agg_switch: GSO must be 1..%d\n",
+              DLCP_NET_GSO_MAX);
+      return 2;
+    }
+    if (bytes != 0 && bytes != 256 && bytes != 1024) {
+      fprintf(stderr, "bench-agg_switch: BYTES must be 256 or 1024\n");
+      return 2;
+    }
     return bench_udp(argv[2], (uint16_t)atoi(argv[3]),
-                     argc > 4 ? atof(argv[4]) : 2.0, w);
+                     argc > 4 ? atof(argv[4]) : 2.0, w, (uint32_t)gso,
+                     (uint32_t)bytes);
   }
   fprintf(stderr, "usage: bench-agg_switch core [SECONDS]\n"
                   "       bench-agg_switch udp HOST PORT [SECONDS] "
-                  "[WORKERS]\n");
+                  "[WORKERS] [GSO] [BYTES]\n");
   return 2;
 }

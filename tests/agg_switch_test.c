@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -31,8 +32,11 @@
 
 #include "coll/ina.h"
 #include "proto/rng.h"
+#include "rt/net.h"
 #include "switchd.h"
 #include "wire/agg_wire.h"
+
+#define GRO_MAX 65536 /* a datagram, or a UDP_GRO run of them */
 
 static dlcp_tstamp now_ns(void) {
   struct timespec ts;
@@ -69,6 +73,10 @@ typedef struct tcase {
   uint32_t group_blocks;
   uint64_t count;
   uint64_t seed;
+  /* the rank sends runs of equal datagrams as one UDP_SEGMENT message and
+   * reads with UDP_GRO, as dlcp-switch does (a one-thread switch: on
+   * loopback a run reaches one thread whole) */
+  bool runs;
 } tcase;
 
 static void gen_input(const tcase *c, uint32_t rank, void *x) {
@@ -87,6 +95,62 @@ static void gen_input(const tcase *c, uint32_t rank, void *x) {
 
 /* Runs rank |rank| of case |c| against the switch on |port|; returns the
  * process exit status (0 = exact). */
+/* The datagrams a rank's core produced in one poll, to send as runs. */
+typedef struct pending {
+  uint8_t *buf; /* n slots of DLCP_AGG_DGRAM_MAX */
+  struct iovec iov[DLCP_NET_GSO_MAX];
+  uint32_t n;
+} pending;
+
+/* Sends |q|'s datagrams in order, each run of one length (the last may be
+ * shorter) as one UDP_SEGMENT message. */
+static void send_runs(int fd, pending *q) {
+  for (uint32_t i = 0; i < q->n;) {
+    union {
+      struct cmsghdr align;
+      char buf[DLCP_NET_GSO_CTL];
+    } ctl;
+    struct msghdr m;
+    size_t count = dlcp_net_gso_run(&q->iov[i], q->n - i);
+
+    dlcp_net_gso_message(&m, NULL, &q->iov[i], count, 0, ctl.buf);
+    (void)sendmsg(fd, &m, 0);
+    i += (uint32_t)count;
+  }
+  q->n = 0;
+}
+
+/* Reads what |fd| holds into the core, splitting UDP_GRO runs. */
+static void receive_all(int fd, dlcp_ina *h, uint8_t *buf, size_t cap) {
+  for (;;) {
+    union {
+      struct cmsghdr align;
+      char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct iovec iov = {buf, cap};
+    struct msghdr m;
+    ssize_t k;
+    size_t seg;
+
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.buf;
+    m.msg_controllen = sizeof(ctl.buf);
+    k = recvmsg(fd, &m, MSG_DONTWAIT);
+    if (k <= 0) {
+      return;
+    }
+    seg = dlcp_net_gro_size_of(&m);
+    seg = seg > 0 ? seg : (size_t)k;
+    for (size_t off = 0; off < (size_t)k; off += seg) {
+      size_t n = (size_t)k - off < seg ? (size_t)k - off : seg;
+
+      (void)dlcp_ina_on_packet(h, buf + off, n, 0, now_ns());
+    }
+  }
+}
+
 static int rank_main(const tcase *c, uint32_t rank, uint16_t port,
                      int ready_fd) {
   uint32_t ge = 64u * c->group_blocks;
@@ -96,7 +160,9 @@ static int rank_main(const tcase *c, uint32_t rank, uint16_t port,
   double *exact = calloc(c->count + 1, sizeof(double));
   uint32_t *iexact = calloc(c->count + 1, sizeof(uint32_t));
   int32_t *exps = malloc((ng + 1u) * 4u), *loc = malloc((ng + 1u) * 4u);
-  uint8_t *buf = malloc(DLCP_AGG_DGRAM_MAX);
+  uint8_t *buf = malloc(GRO_MAX);
+  pending q = {malloc((size_t)DLCP_NET_GSO_MAX * DLCP_AGG_DGRAM_MAX), {{0}},
+               0};
   dlcp_ina_params p;
   dlcp_ina *h;
   dlcp_ina_result res;
@@ -106,8 +172,16 @@ static int rank_main(const tcase *c, uint32_t rank, uint16_t port,
   bool done = false;
 
   if (in == NULL || out == NULL || other == NULL || exact == NULL ||
-      iexact == NULL || exps == NULL || loc == NULL || buf == NULL || fd < 0) {
+      iexact == NULL || exps == NULL || loc == NULL || buf == NULL ||
+      q.buf == NULL || fd < 0) {
     return 2;
+  }
+  if (c->runs) {
+    int one = 1;
+
+    if (setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) != 0) {
+      return 2;
+    }
   }
   for (uint32_t g = 0; g < ng; g++) {
     exps[g] = DLCP_INA_EXP_ZERO;
@@ -161,25 +235,33 @@ static int rank_main(const tcase *c, uint32_t rank, uint16_t port,
     dlcp_ina_action act;
     struct pollfd pfd = {fd, POLLIN, 0};
     dlcp_tstamp dl;
-    ssize_t k;
 
     for (;;) {
-      (void)dlcp_ina_poll(h, &act, buf, DLCP_AGG_DGRAM_MAX, now_ns());
-      if (act.type == DLCP_INA_ACT_SEND) {
-        (void)send(fd, buf, act.len, 0);
-      } else {
+      uint8_t *slot = q.buf + (size_t)q.n * DLCP_AGG_DGRAM_MAX;
+
+      (void)dlcp_ina_poll(h, &act, c->runs ? slot : buf, DLCP_AGG_DGRAM_MAX,
+                          now_ns());
+      if (act.type != DLCP_INA_ACT_SEND) {
         done = act.type == DLCP_INA_ACT_DONE;
         break;
       }
+      if (!c->runs) {
+        (void)send(fd, buf, act.len, 0);
+        continue;
+      }
+      q.iov[q.n].iov_base = slot;
+      q.iov[q.n].iov_len = act.len;
+      if (++q.n == DLCP_NET_GSO_MAX) {
+        send_runs(fd, &q);
+      }
     }
+    send_runs(fd, &q);
     if (done) {
       break;
     }
     dl = dlcp_ina_next_deadline(h);
     (void)poll(&pfd, 1, dl == DLCP_TSTAMP_NEVER ? 100 : 1);
-    while ((k = recv(fd, buf, DLCP_AGG_DGRAM_MAX, MSG_DONTWAIT)) > 0) {
-      (void)dlcp_ina_on_packet(h, buf, (size_t)k, 0, now_ns());
-    }
+    receive_all(fd, h, buf, GRO_MAX);
     dlcp_ina_get_result(h, &res);
     if (ready_fd >= 0 && res.done_below >= 2) {
       /* groups 0 and 1 are done: every switch thread knows the job */
@@ -328,21 +410,33 @@ static void run_daemon_cases(const char *threads) {
   daemon_start(&d, threads, "4M");
   for (size_t w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
     tcase c = {job++, worlds[w], DLCP_FLOAT32, DLCP_SUM, DLCP_INA_WAIT, 4,
-               50000 + w, w};
+               50000 + w, w, false};
 
     run_case(&c, &d, false);
     c = (tcase){job++, worlds[w], DLCP_INT32, DLCP_SUM,
-                DLCP_INA_RING_FALLBACK, worlds[w], 12345, 10 + w};
+                DLCP_INA_RING_FALLBACK, worlds[w], 12345, 10 + w, false};
     run_case(&c, &d, false);
     c = (tcase){job++, worlds[w], DLCP_FLOAT32, DLCP_AVG, DLCP_INA_WAIT, 2,
-                7777, 20 + w};
+                7777, 20 + w, false};
     run_case(&c, &d, false);
     c = (tcase){job++, worlds[w], DLCP_INT32, DLCP_AVG, DLCP_INA_WAIT, 1,
-                3000, 30 + w};
+                3000, 30 + w, false};
+    run_case(&c, &d, false);
+  }
+  if (threads[0] == '1') {
+    /* Contributions and ACKs in UDP_SEGMENT runs, results read with
+     * UDP_GRO: the switch splits the runs it receives. */
+    tcase c = {job++, 4, DLCP_FLOAT32, DLCP_SUM, DLCP_INA_WAIT, 4, 300000,
+               40, true};
+
+    run_case(&c, &d, false);
+    c = (tcase){job++, 8, DLCP_INT32, DLCP_SUM, DLCP_INA_WAIT, 2, 100000, 41,
+                true};
     run_case(&c, &d, false);
   }
   {
-    tcase c = {job++, 4, DLCP_INT32, DLCP_SUM, DLCP_INA_WAIT, 4, 400000, 99};
+    tcase c = {job++, 4, DLCP_INT32, DLCP_SUM, DLCP_INA_WAIT, 4, 400000, 99,
+               false};
 
     run_case(&c, &d, true);
   }
@@ -370,7 +464,8 @@ static void test_switch_two_threads(void **state) {
 /* A too-small pool with plain INA: groups wait their turn, all exact. */
 static void test_switch_small_pool(void **state) {
   daemon_proc d;
-  tcase c = {300, 4, DLCP_FLOAT32, DLCP_SUM, DLCP_INA_WAIT, 4, 200000, 5};
+  tcase c = {300, 4, DLCP_FLOAT32, DLCP_SUM, DLCP_INA_WAIT, 4, 200000, 5,
+             false};
   const char *err;
 
   (void)state;

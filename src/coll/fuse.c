@@ -60,8 +60,7 @@ int coll_fuse_setup(dlcp_coll *op) {
     return 0;
   }
   op->fuse = mem->calloc(n, sizeof(coll_fuse), mem->user);
-  op->fuse_of = mem->malloc((size_t)pl->nsteps * sizeof(uint32_t),
-                            mem->user);
+  op->fuse_of = mem->malloc((size_t)pl->nsteps * sizeof(uint32_t), mem->user);
   if (!op->fuse || !op->fuse_of) {
     return DLCP_ERR_NOMEM;
   }
@@ -142,8 +141,8 @@ static void place(void *user, uint8_t *dst, const uint8_t *payload,
   }
   if (f->nheld == f->capheld) {
     size_t ncap = f->capheld ? f->capheld * 2 : 8;
-    dlcp_coll_range *n = op->mem->realloc(f->held, ncap * sizeof(*n),
-                                          op->mem->user);
+    dlcp_coll_range *n =
+        op->mem->realloc(f->held, ncap * sizeof(*n), op->mem->user);
     if (!n) {
       /* No room to remember it: reduce the held ranges and this piece
        * now would break the order, so fail the operation instead. */

@@ -12,6 +12,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -203,6 +204,62 @@ uint8_t dlcp_net_ecn_of(const struct msghdr *m) {
       uint8_t tos;
       memcpy(&tos, CMSG_DATA(c), 1);
       return (uint8_t)(tos & 3u);
+    }
+  }
+  return 0;
+}
+
+size_t dlcp_net_gso_run(const struct iovec *iov, size_t n) {
+  size_t count = 1, seg = iov[0].iov_len, bytes = seg;
+  while (count < n && count < DLCP_NET_GSO_MAX &&
+         iov[count - 1].iov_len == seg && iov[count].iov_len <= seg &&
+         bytes + iov[count].iov_len <= DLCP_NET_GSO_BYTES) {
+    bytes += iov[count].iov_len;
+    count++;
+  }
+  return count;
+}
+
+static struct cmsghdr *put_cmsg(struct cmsghdr *c, int level, int type,
+                                const void *data, size_t len) {
+  c->cmsg_level = level;
+  c->cmsg_type = type;
+  c->cmsg_len = CMSG_LEN(len);
+  memcpy(CMSG_DATA(c), data, len);
+  return (struct cmsghdr *)(void *)((char *)c + CMSG_SPACE(len));
+}
+
+void dlcp_net_gso_message(struct msghdr *m, const struct sockaddr_in *name,
+                          struct iovec *iov, size_t count, int tos,
+                          void *ctl) {
+  memset(m, 0, sizeof(*m));
+  m->msg_name = (void *)(uintptr_t)name;
+  m->msg_namelen = name ? sizeof(*name) : 0;
+  m->msg_iov = iov;
+  m->msg_iovlen = count;
+  if (tos == 0 && count < 2) {
+    return;
+  }
+  struct cmsghdr *c = ctl;
+  if (tos != 0) {
+    c = put_cmsg(c, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+  }
+  if (count > 1) {
+    uint16_t seg = (uint16_t)iov[0].iov_len;
+    c = put_cmsg(c, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+  }
+  m->msg_control = ctl;
+  m->msg_controllen = (size_t)((char *)c - (char *)ctl);
+}
+
+size_t dlcp_net_gro_size_of(const struct msghdr *m) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
+       c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
+    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int size;
+      memcpy(&size, CMSG_DATA(c), sizeof(size));
+      return size > 0 ? (size_t)size : 0;
     }
   }
   return 0;

@@ -79,6 +79,37 @@ int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline);
  * or its control data was truncated. */
 uint8_t dlcp_net_ecn_of(const struct msghdr *m);
 
+/* Datagrams of one UDP GSO send (UDP_SEGMENT; the kernel's
+ * UDP_MAX_SEGMENTS), and the most bytes it may carry. */
+#define DLCP_NET_GSO_MAX 64
+#define DLCP_NET_GSO_BYTES 65000
+
+/* Room for the ancillary data of dlcp_net_gso_message: IP_TOS and
+ * UDP_SEGMENT. */
+#define DLCP_NET_GSO_CTL (2 * CMSG_SPACE(sizeof(int)))
+
+/* dlcp_net_gso_run returns how many of the datagrams iov[0..n) (n > 0)
+ * can go as one UDP GSO message: those of the first's length that follow
+ * it (and one shorter last), at most DLCP_NET_GSO_MAX and
+ * DLCP_NET_GSO_BYTES in all. */
+size_t dlcp_net_gso_run(const struct iovec *iov, size_t n);
+
+/* dlcp_net_gso_message makes |m| (zeroed first; |name| may be NULL on a
+ * connected socket) send iov[0..count) as one message: with count > 1 a
+ * UDP_SEGMENT of iov[0]'s length, so the kernel cuts it into those
+ * datagrams, and with |tos| != 0 an IP_TOS; the control data goes in
+ * |ctl|, DLCP_NET_GSO_CTL bytes aligned as a struct cmsghdr that must live
+ * until the send. */
+void dlcp_net_gso_message(struct msghdr *m, const struct sockaddr_in *name,
+                          struct iovec *iov, size_t count, int tos,
+                          void *ctl);
+
+/* dlcp_net_gro_size_of returns the segment size of the UDP_GRO ancillary
+ * datum of a message received on a socket with UDP_GRO set: the message
+ * holds datagrams of that size (the last may be shorter) the kernel kept
+ * together; 0 if it carries none (one datagram). */
+size_t dlcp_net_gro_size_of(const struct msghdr *m);
+
 /*
  * dlcp_net_free_port finds a currently unused TCP port on |host|: a
  * random one outside the kernel's ephemeral range (so no connect() can

@@ -118,9 +118,9 @@ static struct cmsghdr *put_cmsg(struct cmsghdr *c, int level, int type,
  * and holds |count| datagrams of |bytes| so far. */
 static bool joins_run(const dlcp_udp_out *o, size_t i, size_t j,
                       uint32_t count, size_t bytes) {
-  return count < DLCP_UDP_GSO_MAX && o->len[j] <= o->len[i] &&
+  return count < DLCP_NET_GSO_MAX && o->len[j] <= o->len[i] &&
          o->len[j - 1] == o->len[i] &&
-         bytes + o->len[j] <= DLCP_UDP_GSO_BYTES && o->tos[j] == o->tos[i] &&
+         bytes + o->len[j] <= DLCP_NET_GSO_BYTES && o->tos[j] == o->tos[i] &&
          o->to[j].sin_addr.s_addr == o->to[i].sin_addr.s_addr &&
          o->to[j].sin_port == o->to[i].sin_port;
 }

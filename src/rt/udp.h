@@ -17,6 +17,7 @@
 #include "dlcp/dlcp_types.h"
 #include "proto/mlt.h"
 #include "rt/env.h"
+#include "rt/net.h"
 #include "rt/errbuf.h"
 
 #define DLCP_UDP_BATCH 32
@@ -24,10 +25,6 @@
 #define DLCP_UDP_TRAILER_LEN 24 /* an auth trailer (rt/auth.h) */
 #define DLCP_UDP_RX_BUF 65536
 
-/* Datagrams of one UDP GSO send (the kernel's UDP_MAX_SEGMENTS), and the
- * most bytes it may carry. */
-#define DLCP_UDP_GSO_MAX 64
-#define DLCP_UDP_GSO_BYTES 65000
 
 typedef struct dlcp_udp_out {
   size_t n;
