@@ -1556,6 +1556,97 @@ static void test_data_placed_in_buffer(void **state) {
   free(dst);
 }
 
+/* A receive with a place function: every segment's payload goes to it
+ * exactly once (a duplicate does not), at its offset in the buffer,
+ * whether the datagram comes whole or with its payload apart (a shared
+ * memory ring); the zero-copy path offers it no place; a unit that does
+ * not divide the segment or the length is refused. */
+typedef struct placed_log {
+  uint8_t *base;
+  uint32_t calls;
+} placed_log;
+
+static void add_bytes(void *user, uint8_t *dst, const uint8_t *payload,
+                      size_t len) {
+  placed_log *log = user;
+  assert_int_equal((size_t)(dst - log->base) % 4, 0);
+  assert_int_equal(len % 4, 0);
+  for (size_t i = 0; i < len; i++) {
+    dst[i] = (uint8_t)(dst[i] + payload[i]);
+  }
+  log->calls++;
+}
+
+static void test_place_on_arrival(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 43);
+  cfg.segment_size = 1000;
+  dlcp_mlt_conn *rx;
+  assert_int_equal(dlcp_mlt_conn_new(&rx, &cfg, NULL, 0), 0);
+  uint8_t *src = pattern(2500, 5), *dst = pattern(2500, 6),
+          *want = pattern(2500, 6);
+  for (size_t i = 0; i < 2500; i++) {
+    want[i] = (uint8_t)(want[i] + src[i]);
+  }
+  placed_log log = {dst, 0};
+  dlcp_mlt_recv r = {.tensor = 4, .buf = dst, .len = 2500, .user_data = 1,
+                     .place = add_bytes, .place_user = &log,
+                     .place_unit = 3};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  r.place_unit = 4;
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r, 0), 0);
+  uint8_t *buf = malloc(DLCP_WIRE_CTRL_MAX);
+  dlcp_mlt_action a;
+  assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 0), 0);
+  assert_int_equal(a.type, DLCP_MLT_ACT_CONTROL);
+  uint32_t job, n;
+  assert_int_equal(dlcp_wire_start_decode(&job, &n, buf, a.len), 0);
+  dlcp_wire_start_entry e;
+  dlcp_wire_start_entry_get(&e, buf, 0);
+  uint8_t dgram[DLCP_WIRE_DATA_HDR_LEN + 1000];
+  /* segment 0 apart, again (a duplicate), 1 whole, 2 apart */
+  static const uint32_t order[] = {0, 0, 1, 2};
+  for (uint32_t k = 0; k < 4; k++) {
+    uint32_t seg = order[k];
+    uint16_t len = seg < 2 ? 1000 : 500;
+    dlcp_wire_data d = {.job = cfg.job, .xfer = e.xfer, .tensor = 4,
+                        .seq = k, .offset = seg * 1000u, .payload_len = len};
+    assert_int_equal(dlcp_wire_data_encode(dgram, sizeof(dgram), &d),
+                     DLCP_WIRE_DATA_HDR_LEN);
+    memcpy(dgram + DLCP_WIRE_DATA_HDR_LEN, src + seg * 1000u, len);
+    size_t total = DLCP_WIRE_DATA_HDR_LEN + len;
+    assert_null(dlcp_mlt_data_dest(rx, dgram, DLCP_WIRE_DATA_HDR_LEN, total));
+    if (k == 2) {
+      assert_int_equal(dlcp_mlt_on_datagram(rx, dgram, total, 1), 0);
+    } else {
+      assert_int_equal(dlcp_mlt_on_data_apart(rx, dgram,
+                                              DLCP_WIRE_DATA_HDR_LEN,
+                                              src + seg * 1000u, total, 1),
+                       0);
+    }
+    assert_int_equal(log.calls, k < 2 ? 1 : k);
+  }
+  assert_int_equal(log.calls, 3);
+  assert_memory_equal(dst, want, 2500);
+  bool completed = false;
+  for (int i = 0; i < 8 && !completed; i++) {
+    assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 2), 0);
+    if (a.type == DLCP_MLT_ACT_COMPLETE) {
+      completed = true;
+      assert_int_equal(a.completion.status, 0);
+      assert_int_equal(a.completion.delivered_bytes, 2500);
+    }
+  }
+  assert_true(completed);
+  dlcp_mlt_conn_del(rx);
+  free(buf);
+  free(src);
+  free(dst);
+  free(want);
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   dlcp_mlt_config cfg;
@@ -1618,6 +1709,7 @@ int main(void) {
       cmocka_unit_test(test_eager_cancel_mismatch_timeout),
       cmocka_unit_test(test_eager_cancel_unsent_leaves_no_tomb),
       cmocka_unit_test(test_data_placed_in_buffer),
+      cmocka_unit_test(test_place_on_arrival),
       cmocka_unit_test(test_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1706,6 +1706,18 @@ int dlcp_mlt_on_data_placed_arrived(dlcp_mlt_conn *conn, const uint8_t *hdr,
                  now);
 }
 
+int dlcp_mlt_on_data_apart(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                           size_t hdr_len, const uint8_t *payload,
+                           size_t dgram_len, dlcp_tstamp now) {
+  dlcp_wire_data d;
+  int rv = dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len);
+  if (rv != 0) {
+    conn->stats.dropped_malformed++;
+    return rv;
+  }
+  return on_data(conn, &d, payload, false, now, now);
+}
+
 static void free_tomb(dlcp_mlt_conn *conn, mlt_xfer *x) {
   unlink_xfer(conn, x);
   conn->ntombs--;

@@ -455,6 +455,18 @@ int dlcp_mlt_on_data_placed_arrived(dlcp_mlt_conn *conn, const uint8_t *hdr,
                                     const dlcp_mlt_arrival *arr,
                                     dlcp_tstamp now);
 
+/*
+ * dlcp_mlt_on_data_apart takes a DATA datagram of |dgram_len| bytes whose
+ * header (the first |hdr_len| >= 44 bytes, a copy the sender can no longer
+ * change) and payload (the rest, at |payload|) lie apart: the payload may
+ * be in memory the sender still writes (a shared-memory ring), as it is
+ * only copied into the posted buffer or handed to its place function,
+ * never interpreted.  Returns as dlcp_mlt_on_datagram.
+ */
+int dlcp_mlt_on_data_apart(dlcp_mlt_conn *conn, const uint8_t *hdr,
+                           size_t hdr_len, const uint8_t *payload,
+                           size_t dgram_len, dlcp_tstamp now);
+
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 

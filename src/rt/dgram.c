@@ -168,18 +168,20 @@ static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
 }
 
 /* A datagram from |p|'s ring, where |p| may still write: the header is
- * copied before it is judged, DATA payloads go straight to the tensor,
- * anything else is decoded from a private copy. */
+ * copied before it is judged, DATA payloads go straight from the ring to
+ * the tensor (or its reduction), anything else is decoded from a private
+ * copy. */
 static void deliver_from_ring(dlcp_comm *c, peer *p, const uint8_t *d,
                               size_t len, dlcp_tstamp now) {
   c->stats.datagrams_received++;
   uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
+  dlcp_wire_preamble pre;
   if (len > sizeof(hdr)) {
     memcpy(hdr, d, sizeof(hdr));
-    uint8_t *dest = dlcp_mlt_data_dest(p->conn, hdr, sizeof(hdr), len);
-    if (dest) {
-      memcpy(dest, d + sizeof(hdr), len - sizeof(hdr));
-      dlcp_mlt_on_data_placed(p->conn, hdr, sizeof(hdr), len, now);
+    if (dlcp_wire_peek(&pre, hdr, sizeof(hdr)) == 0 &&
+        pre.type == DLCP_WIRE_DATA) {
+      dlcp_mlt_on_data_apart(p->conn, hdr, sizeof(hdr), d + sizeof(hdr), len,
+                             now);
       return;
     }
   }
