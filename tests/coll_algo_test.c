@@ -939,10 +939,9 @@ static void test_auto_rule(void **state) {
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 16385;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
-  /* Ranks sharing memory: DIRECT while a rank sends at most 24 KiB, RD to
-   * 4 KiB, HD to 128 KiB, PS on up to 4 ranks while a share is at most
-   * 64 KiB, RD to 512 KiB (powers of two), HD to 1 MiB, then PS on up to
-   * 8 ranks, HD beyond. */
+  /* Ranks sharing memory: DIRECT while a rank sends at most 24 KiB; on a
+   * power-of-two world RD to 4 KiB and HD above; on others HD to 512 KiB
+   * and the ring above. */
   p.same_host = true;
   p.world = 4;
   p.count = 2048; /* 8 KiB, 24 KiB sent */
@@ -952,39 +951,28 @@ static void test_auto_rule(void **state) {
   p.world = 8;
   p.count = 1024; /* 4 KiB, 28 KiB sent */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.world = 4;
-  p.count = 32768; /* 128 KiB: HD's halves still go eager */
+  p.count = 1025;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
-  p.count = 32769;
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.count = 65536; /* 256 KiB: 64 KiB shares */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.count = 65537;
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.world = 8; /* 8 ranks on two cores: PS's incast loses (1.3-2x RD) */
-  p.count = 65536;
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
   p.world = 4;
-  p.count = 131072; /* 512 KiB */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.count = 131073;
+  const uint64_t pow2_counts[] = {65536, 131072, 262144, 4u << 20, 32u << 20};
+  for (size_t i = 0; i < sizeof(pow2_counts) / sizeof(pow2_counts[0]); i++) {
+    p.count = pow2_counts[i]; /* 256 KiB .. 128 MiB */
+    assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  }
+  p.world = 16;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.world = 5;
-  p.count = 65536; /* 256 KiB, not a power of two */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 1536; /* 6 KiB, 24 KiB sent */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
   p.count = 2048; /* 8 KiB, not a power of two: HD's fold */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
-  p.count = 262144; /* 1 MiB */
+  p.count = 131072; /* 512 KiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
-  p.count = 262145; /* 1 MiB + 4 B */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.world = 8;
+  p.count = 131073;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
+  p.world = 3;
   p.count = 4u << 20; /* 16 MiB */
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.world = 16;
-  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.world = 8;
   p.same_host = false;
   p.topo = rack_of_pairs;
