@@ -2,8 +2,10 @@
 # `make bench-ina`: throughput of the aggregation switch (docs/ina.md).
 #   1. bench-agg_switch core: the sans-I/O core alone, one thread;
 #   2. bench-agg_switch udp against dlcp-switch on loopback with 1 and 2
-#      worker threads; the daemon's exit line gives its CPU time and the
-#      gradient per CPU second (the per-core figure on a shared machine);
+#      worker threads, and with the generator sending runs of 64
+#      datagrams (UDP_SEGMENT) to one thread, per size; the daemon's exit
+#      line gives its CPU time and the gradient per CPU second (the
+#      per-core figure on a shared machine);
 #   3. bench-udp_floor: the kernel's own UDP cost per datagram at 256 B
 #      and 1 KiB of gradient, the ceiling of any daemon over sockets.
 # Usage: scripts/bench-ina.sh BUILD_DIR [SECONDS]
@@ -12,9 +14,14 @@ build=${1:-build}
 secs=${2:-3}
 echo "== bench-agg_switch core (the core alone, one thread) =="
 "$build/bin/bench-agg_switch" core "$secs"
-for threads in 1 2; do
+# threads:generator GSO; the generator's runs reach a loopback switch's
+# threads whole, so they go to one thread only
+for cfg in 1:1 2:1 1:64; do
+  threads=${cfg%:*}
+  gso=${cfg#*:}
+  for bytes in 256 1024; do
   echo
-  echo "== bench-agg_switch udp against dlcp-switch --threads $threads (loopback) =="
+  echo "== bench-agg_switch udp, $bytes B, runs of $gso, against dlcp-switch --threads $threads (loopback) =="
   out=$(mktemp)
   err=$(mktemp)
   "$build/bin/dlcp-switch" --bind 127.0.0.1 --port 0 --threads "$threads" \
@@ -33,12 +40,14 @@ for threads in 1 2; do
     exit 1
   fi
   rc=0
-  "$build/bin/bench-agg_switch" udp 127.0.0.1 "$port" "$secs" 4 || rc=$?
+  "$build/bin/bench-agg_switch" udp 127.0.0.1 "$port" "$secs" 4 "$gso" \
+    "$bytes" || rc=$?
   kill -INT "$pid"
   wait "$pid" || rc=$?
-  cat "$err"
+  grep 'exit: cpu' "$err" || cat "$err"
   rm -f "$out" "$err"
   [ $rc -eq 0 ] || exit $rc
+  done
 done
 for bytes in 288 1056; do
   echo
