@@ -9,7 +9,10 @@
  *
  * Invariants checked (abort on violation): nothing crashes or leaks; a
  * receiver that completes successfully holds exactly the sender's bytes
- * wherever it reports delivery and zeros elsewhere; after a connection has
+ * wherever it reports delivery and zeros elsewhere (odd tensors are
+ * received through a place function that XORs each payload into the
+ * buffer's 0xEE bytes: delivered bytes hold 0xEE ^ the sender's, so a
+ * segment placed twice shows, and missing ones keep 0xEE); after a connection has
  * been polled dry its deadline lies in the future (it never claims work it
  * does not do).
  */
@@ -96,14 +99,15 @@ static void check_completion(world *w, int side,
       if (end < pos || end > s->len) {
         abort();
       }
+      uint8_t placed = s->tensor & 1u ? 0xEE : 0;
       for (uint64_t b = pos; b < end; b++) {
-        if (s->buf[b] != pattern_byte(s->tensor, s->len, b)) {
+        if (s->buf[b] != (pattern_byte(s->tensor, s->len, b) ^ placed)) {
           abort();
         }
       }
       if (i < c->nmissing) {
         for (uint64_t b = end; b < end + c->missing[i].len; b++) {
-          if (s->buf[b] != 0) {
+          if (s->buf[b] != (s->tensor & 1u ? 0xEE : 0)) {
             abort();
           }
         }
@@ -163,6 +167,14 @@ static void deliver(world *w, int from) {
   free(m.bytes);
 }
 
+static void xor_into(void *user, uint8_t *dst, const uint8_t *payload,
+                     size_t len) {
+  (void)user;
+  for (size_t i = 0; i < len; i++) {
+    dst[i] ^= payload[i];
+  }
+}
+
 static int post(world *w, int side, uint32_t tensor, uint64_t len, double p,
                 int importance) {
   slot *table = side == 1 ? w->recv : w->send;
@@ -182,6 +194,10 @@ static int post(world *w, int side, uint32_t tensor, uint64_t len, double p,
       memset(s->buf, 0xEE, len);
       dlcp_mlt_recv r = {.tensor = tensor, .buf = s->buf, .len = len,
                          .loss_bound = p, .user_data = (uint64_t)i};
+      if (tensor & 1u) {
+        r.place = xor_into;
+        r.place_unit = 1;
+      }
       rv = dlcp_mlt_post_recv(w->conn[1], &r, w->now);
     } else {
       for (uint64_t b = 0; b < len; b++) {
