@@ -679,6 +679,7 @@ static void test_reduce_scatter_allgather_broadcast(void **state) {
           s.dtype = all_dtypes[combo % 5];
           s.op = all_ops[(combo / 5) % 4];
           s.seed = ++combo;
+          s.fuse = combo % 2;
           run_spec(&s, &o);
           s.kind = DLCP_COLL_ALLGATHER;
           s.algo = ag_algos[a];
@@ -722,6 +723,7 @@ static void test_reduce(void **state) {
           s.dtype = all_dtypes[combo % 5];
           s.op = all_ops[(combo / 5) % 4];
           s.seed = ++combo;
+          s.fuse = combo % 2;
           run_spec(&s, &o);
         }
       }
