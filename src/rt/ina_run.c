@@ -60,6 +60,8 @@
 #include "rt/request.h"
 #include "wire/agg_wire.h"
 
+#define INA_SEND_BATCH 64 /* datagrams to the switch per sendmmsg */
+
 /* An operation's phases, in order; LOCAL and BCAST only for a chain with
  * several ranks on this host, RING only for RA-INA's ring groups. */
 enum { PH_AGREE, PH_LOCAL, PH_SWITCH, PH_RING, PH_BCAST };
@@ -112,7 +114,7 @@ struct dlcp_rt_ina {
   char id_error[160];
   uint32_t next_group;
   char name[128]; /* the switch, for messages */
-  uint8_t *buf;   /* one datagram */
+  uint8_t *buf;   /* a received datagram, or INA_SEND_BATCH to send */
   uint32_t mtu;   /* of the path to the switch */
   bool cc;        /* DLCP_INA_CC=panama: PANAMA's window (coll/ina_cc.h) */
   dlcp_ina_claim claim; /* DLCP_INA_CLAIM: RA-INA's header-only claims */
@@ -394,6 +396,20 @@ static void on_datagram(dlcp_rt_ina *s, size_t len, uint8_t ecn,
 
 #define INA_RECV_BATCH 256
 
+/* Sends iov[0..n) to the switch, one system call for the lot.  Never
+ * blocks under |mu|; a datagram not sent is re-sent by the protocol. */
+static void send_batch(dlcp_rt_ina *s, struct iovec *iov, uint32_t n) {
+  struct mmsghdr msg[INA_SEND_BATCH];
+  for (uint32_t i = 0; i < n; i++) {
+    memset(&msg[i], 0, sizeof(msg[i]));
+    msg[i].msg_hdr.msg_iov = &iov[i];
+    msg[i].msg_hdr.msg_iovlen = 1;
+  }
+  if (n > 0) {
+    (void)sendmmsg(s->fd, msg, n, MSG_DONTWAIT);
+  }
+}
+
 static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   dlcp_comm *c = user;
   dlcp_rt_ina *s;
@@ -580,7 +596,9 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
                      "INA: DLCP_SWITCH=%s: cannot resolve %s", env, host);
   }
   s = calloc(1, sizeof(*s));
-  if (s == NULL || (s->buf = malloc(DLCP_AGG_DGRAM_MAX)) == NULL) {
+  if (s == NULL ||
+      (s->buf = malloc((size_t)INA_SEND_BATCH * DLCP_AGG_DGRAM_MAX)) ==
+          NULL) {
     freeaddrinfo(ai);
     free(s);
     return fail_info(info, DLCP_ERR_NOMEM, "INA: out of memory");
@@ -1055,14 +1073,22 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     dlcp_ina_release(iop->h, (uint32_t)g);
     iop->last_progress = now;
   }
+  struct iovec out[INA_SEND_BATCH];
+  uint32_t nout = 0;
   for (;;) {
-    (void)dlcp_ina_poll(iop->h, &act, s->buf, DLCP_AGG_DGRAM_MAX, now);
+    uint8_t *slot = s->buf + (size_t)nout * DLCP_AGG_DGRAM_MAX;
+    (void)dlcp_ina_poll(iop->h, &act, slot, DLCP_AGG_DGRAM_MAX, now);
     if (act.type != DLCP_INA_ACT_SEND) {
       break;
     }
-    /* never blocks under |mu|; a datagram not sent is re-sent */
-    (void)send(s->fd, s->buf, act.len, MSG_DONTWAIT);
+    out[nout].iov_base = slot;
+    out[nout].iov_len = act.len;
+    if (++nout == INA_SEND_BATCH) {
+      send_batch(s, out, nout);
+      nout = 0;
+    }
   }
+  send_batch(s, out, nout);
   dlcp_ina_get_result(iop->h, &r);
   if (r.status == DLCP_ERR_TIMEOUT) {
     fail_op(c, s, iop, r.status,
