@@ -370,31 +370,34 @@ static const uint32_t *job_low(const dlcp_rt_ina *s, uint32_t *low) {
 
 /* Hands one datagram from the switch to the operation whose group it is;
  * a result of no operation in flight is acknowledged. */
-static void on_datagram(dlcp_rt_ina *s, size_t len, uint8_t ecn,
-                        dlcp_tstamp now) {
+static void on_datagram(dlcp_rt_ina *s, const uint8_t *d, size_t len,
+                        uint8_t ecn, dlcp_tstamp now) {
   dlcp_agg_hdr h;
   const uint8_t *payload;
   uint8_t ack[DLCP_AGG_HDR_LEN];
   uint32_t low;
   dlcp_ssize n;
 
-  if (dlcp_agg_decode(&h, &payload, s->buf, len) != 0) {
+  if (dlcp_agg_decode(&h, &payload, d, len) != 0) {
     return;
   }
   for (dlcp_rt_ina_op *iop = s->ops; iop; iop = iop->next) {
     if (iop->h != NULL && h.group - iop->p.first_group < iop->ngroups) {
-      (void)dlcp_ina_on_packet(iop->h, s->buf, len, ecn, now);
+      (void)dlcp_ina_on_packet(iop->h, d, len, ecn, now);
       return;
     }
   }
-  n = dlcp_ina_ack_for(ack, sizeof(ack), s->buf, len, s->job, s->token,
+  n = dlcp_ina_ack_for(ack, sizeof(ack), d, len, s->job, s->token,
                        job_low(s, &low));
   if (n > 0) {
     (void)send(s->fd, ack, (size_t)n, MSG_DONTWAIT);
   }
 }
 
-#define INA_RECV_BATCH 256
+/* Datagrams read per system call, and batches per wake-up (the loop
+ * reports the rest). */
+#define INA_RECV_BATCH 32
+#define INA_RECV_ROUNDS 8
 
 /* Sends iov[0..n) to the switch, one system call for the lot.  Never
  * blocks under |mu|; a datagram not sent is re-sent by the protocol. */
@@ -419,20 +422,40 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   (void)events;
   pthread_mutex_lock(&c->mu);
   s = *dlcp_rt_coll_ina(c);
-  /* Read until dry, or a bounded batch (the loop reports the rest); an
-   * error an ICMP message queued (the switch's port unreachable) is read
-   * like a datagram and dropped: a lost datagram is re-sent by either
-   * end, and a switch that never answers is the timeout's to report.
-   * The IP header's ECN bits come along (IP_RECVTOS, set with cc). */
-  for (int i = 0; i < INA_RECV_BATCH; i++) {
-    char ctl[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {.iov_base = s->buf, .iov_len = DLCP_AGG_DGRAM_MAX};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                       .msg_controllen = sizeof(ctl)};
-    k = recvmsg(fd, &m, MSG_DONTWAIT);
-    if (k > 0) {
-      on_datagram(s, (size_t)k, dlcp_net_ecn_of(&m), dlcp_rt_now());
-    } else if (k == 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
+  /* Read until dry, or a bounded number of batches (the loop reports the
+   * rest); an error an ICMP message queued (the switch's port
+   * unreachable) ends the batch and is dropped: a lost datagram is re-sent
+   * by either end, and a switch that never answers is the timeout's to
+   * report.  The IP header's ECN bits come along (IP_RECVTOS, set with
+   * cc). */
+  for (int round = 0; round < INA_RECV_ROUNDS; round++) {
+    union {
+      struct cmsghdr align;
+      char buf[CMSG_SPACE(sizeof(int))];
+    } ctl[INA_RECV_BATCH];
+    struct iovec iov[INA_RECV_BATCH];
+    struct mmsghdr msg[INA_RECV_BATCH];
+    for (int i = 0; i < INA_RECV_BATCH; i++) {
+      iov[i].iov_base = s->buf + (size_t)i * DLCP_AGG_DGRAM_MAX;
+      iov[i].iov_len = DLCP_AGG_DGRAM_MAX;
+      memset(&msg[i], 0, sizeof(msg[i]));
+      msg[i].msg_hdr.msg_iov = &iov[i];
+      msg[i].msg_hdr.msg_iovlen = 1;
+      msg[i].msg_hdr.msg_control = ctl[i].buf;
+      msg[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+    }
+    k = recvmmsg(fd, msg, INA_RECV_BATCH, MSG_DONTWAIT, NULL);
+    if (k <= 0) {
+      break;
+    }
+    dlcp_tstamp now = dlcp_rt_now();
+    for (int i = 0; i < k; i++) {
+      if (msg[i].msg_len > 0) {
+        on_datagram(s, iov[i].iov_base, msg[i].msg_len,
+                    dlcp_net_ecn_of(&msg[i].msg_hdr), now);
+      }
+    }
+    if (k < INA_RECV_BATCH) {
       break;
     }
   }
