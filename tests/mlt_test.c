@@ -1479,6 +1479,35 @@ static void test_eager_cancel_unsent_leaves_no_tomb(void **state) {
   netsim_del(ns);
 }
 
+/* The receiver's START for its one posted receive: polled from |rx|
+ * (into |buf|, DLCP_WIRE_CTRL_MAX bytes) and decoded. */
+static dlcp_wire_start_entry first_start(dlcp_mlt_conn *rx, uint8_t *buf) {
+  dlcp_mlt_action a;
+  assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 0), 0);
+  assert_int_equal(a.type, DLCP_MLT_ACT_CONTROL);
+  uint32_t job, n;
+  assert_int_equal(dlcp_wire_start_decode(&job, &n, buf, a.len), 0);
+  dlcp_wire_start_entry e;
+  dlcp_wire_start_entry_get(&e, buf, 0);
+  return e;
+}
+
+/* Polls |rx| until its receive completes, successfully with all |bytes|. */
+static void assert_completes_whole(dlcp_mlt_conn *rx, uint8_t *buf,
+                                   uint64_t bytes) {
+  dlcp_mlt_action a;
+  bool completed = false;
+  for (int i = 0; i < 8 && !completed; i++) {
+    assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 2), 0);
+    if (a.type == DLCP_MLT_ACT_COMPLETE) {
+      completed = true;
+      assert_int_equal(a.completion.status, 0);
+      assert_int_equal(a.completion.delivered_bytes, bytes);
+    }
+  }
+  assert_true(completed);
+}
+
 /* Zero-copy receive: the driver asks where a DATA payload belongs before
  * reading it, reads it there, and reports it placed.  Duplicates, foreign
  * and stale packets get no place (the driver reads them whole and the
@@ -1494,13 +1523,7 @@ static void test_data_placed_in_buffer(void **state) {
   dlcp_mlt_recv r = {.tensor = 4, .buf = dst, .len = 2500, .user_data = 1};
   assert_int_equal(dlcp_mlt_post_recv(rx, &r, 0), 0);
   uint8_t *buf = malloc(DLCP_WIRE_CTRL_MAX);
-  dlcp_mlt_action a;
-  assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 0), 0);
-  assert_int_equal(a.type, DLCP_MLT_ACT_CONTROL);
-  uint32_t job, n;
-  assert_int_equal(dlcp_wire_start_decode(&job, &n, buf, a.len), 0);
-  dlcp_wire_start_entry e;
-  dlcp_wire_start_entry_get(&e, buf, 0);
+  dlcp_wire_start_entry e = first_start(rx, buf);
   uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
   for (uint32_t seg = 0; seg < 3; seg++) {
     uint16_t len = seg < 2 ? 1000 : 500;
@@ -1535,16 +1558,7 @@ static void test_data_placed_in_buffer(void **state) {
       assert_null(dlcp_mlt_data_dest(rx, hdr, sizeof(hdr), dgram));
     }
   }
-  bool completed = false;
-  for (int i = 0; i < 8 && !completed; i++) {
-    assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 2), 0);
-    if (a.type == DLCP_MLT_ACT_COMPLETE) {
-      completed = true;
-      assert_int_equal(a.completion.status, 0);
-      assert_int_equal(a.completion.delivered_bytes, 2500);
-    }
-  }
-  assert_true(completed);
+  assert_completes_whole(rx, buf, 2500);
   assert_memory_equal(src, dst, 2500);
   dlcp_mlt_stats st;
   dlcp_mlt_get_stats(rx, &st);
@@ -1598,13 +1612,7 @@ static void test_place_on_arrival(void **state) {
   r.place_unit = 4;
   assert_int_equal(dlcp_mlt_post_recv(rx, &r, 0), 0);
   uint8_t *buf = malloc(DLCP_WIRE_CTRL_MAX);
-  dlcp_mlt_action a;
-  assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 0), 0);
-  assert_int_equal(a.type, DLCP_MLT_ACT_CONTROL);
-  uint32_t job, n;
-  assert_int_equal(dlcp_wire_start_decode(&job, &n, buf, a.len), 0);
-  dlcp_wire_start_entry e;
-  dlcp_wire_start_entry_get(&e, buf, 0);
+  dlcp_wire_start_entry e = first_start(rx, buf);
   uint8_t dgram[DLCP_WIRE_DATA_HDR_LEN + 1000];
   /* segment 0 apart, again (a duplicate), 1 whole, 2 apart */
   static const uint32_t order[] = {0, 0, 1, 2};
@@ -1630,16 +1638,7 @@ static void test_place_on_arrival(void **state) {
   }
   assert_int_equal(log.calls, 3);
   assert_memory_equal(dst, want, 2500);
-  bool completed = false;
-  for (int i = 0; i < 8 && !completed; i++) {
-    assert_int_equal(dlcp_mlt_poll(rx, &a, buf, DLCP_WIRE_CTRL_MAX, 2), 0);
-    if (a.type == DLCP_MLT_ACT_COMPLETE) {
-      completed = true;
-      assert_int_equal(a.completion.status, 0);
-      assert_int_equal(a.completion.delivered_bytes, 2500);
-    }
-  }
-  assert_true(completed);
+  assert_completes_whole(rx, buf, 2500);
   dlcp_mlt_conn_del(rx);
   free(buf);
   free(src);

@@ -220,8 +220,8 @@ size_t dlcp_net_gso_run(const struct iovec *iov, size_t n) {
   return count;
 }
 
-static struct cmsghdr *put_cmsg(struct cmsghdr *c, int level, int type,
-                                const void *data, size_t len) {
+struct cmsghdr *dlcp_net_put_cmsg(struct cmsghdr *c, int level, int type,
+                                  const void *data, size_t len) {
   c->cmsg_level = level;
   c->cmsg_type = type;
   c->cmsg_len = CMSG_LEN(len);
@@ -242,11 +242,11 @@ void dlcp_net_gso_message(struct msghdr *m, const struct sockaddr_in *name,
   }
   struct cmsghdr *c = ctl;
   if (tos != 0) {
-    c = put_cmsg(c, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    c = dlcp_net_put_cmsg(c, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
   }
   if (count > 1) {
     uint16_t seg = (uint16_t)iov[0].iov_len;
-    c = put_cmsg(c, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+    c = dlcp_net_put_cmsg(c, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
   }
   m->msg_control = ctl;
   m->msg_controllen = (size_t)((char *)c - (char *)ctl);

@@ -84,6 +84,12 @@ uint8_t dlcp_net_ecn_of(const struct msghdr *m);
 #define DLCP_NET_GSO_MAX 64
 #define DLCP_NET_GSO_BYTES 65000
 
+/* dlcp_net_put_cmsg fills ancillary data item |c| (level, type, |len|
+ * bytes of |data|) and returns where the next item goes; the caller's
+ * control buffer must have room for both (CMSG_SPACE each). */
+struct cmsghdr *dlcp_net_put_cmsg(struct cmsghdr *c, int level, int type,
+                                  const void *data, size_t len);
+
 /* Room for the ancillary data of dlcp_net_gso_message: IP_TOS and
  * UDP_SEGMENT. */
 #define DLCP_NET_GSO_CTL (2 * CMSG_SPACE(sizeof(int)))

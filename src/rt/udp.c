@@ -104,16 +104,6 @@ int dlcp_udp_tos(uint8_t priority, bool ect) {
   return dscp << 2 | (ect ? 0x2 : 0x0);
 }
 
-/* Fills ancillary data item |c| and returns it. */
-static struct cmsghdr *put_cmsg(struct cmsghdr *c, int level, int type,
-                                const void *data, size_t len) {
-  c->cmsg_level = level;
-  c->cmsg_type = type;
-  c->cmsg_len = CMSG_LEN(len);
-  memcpy(CMSG_DATA(c), data, len);
-  return c;
-}
-
 /* Whether queued datagram |j| may join the GSO run that starts at |i|
  * and holds |count| datagrams of |bytes| so far. */
 static bool joins_run(const dlcp_udp_out *o, size_t i, size_t j,
@@ -152,9 +142,9 @@ static size_t merge_runs(dlcp_udp_out *o) {
       m->msg_control = o->gctl[nmsg].buf;
       m->msg_controllen = sizeof(o->gctl[nmsg].buf);
       uint16_t seg = (uint16_t)o->len[i];
-      struct cmsghdr *c = put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS,
-                                   &o->tos[i], sizeof(int));
-      put_cmsg(CMSG_NXTHDR(m, c), SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+      struct cmsghdr *c = dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP,
+                                            IP_TOS, &o->tos[i], sizeof(int));
+      dlcp_net_put_cmsg(c, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
     }
     o->gcount[nmsg++] = count;
     i += count;
@@ -281,7 +271,7 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   m->msg_iovlen = niov;
   m->msg_control = o->ctl[i].buf;
   m->msg_controllen = sizeof(o->ctl[i].buf);
-  put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+  dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
   if (whole) {
     flush_one(u, path); /* in order, after what was queued before it */
   }
