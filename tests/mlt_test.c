@@ -1035,6 +1035,62 @@ static void test_stage_lowers_priority(void **state) {
   }
 }
 
+/* Records side 0's send class as each of its DATA packets leaves. */
+typedef struct class_log {
+  dlcp_mlt_conn *conn;
+  uint32_t cls[128];
+  size_t n;
+} class_log;
+
+static bool log_class(void *user, int from, const uint8_t *hdr, size_t len,
+                      uint64_t index) {
+  (void)index;
+  class_log *lg = user;
+  dlcp_wire_preamble pre;
+  if (from == 0 && dlcp_wire_peek(&pre, hdr, len) == 0 &&
+      pre.type == DLCP_WIRE_DATA && lg->n < 128) {
+    lg->cls[lg->n++] = dlcp_mlt_send_class(lg->conn);
+  }
+  return true;
+}
+
+/* The send class is the bit length of the bytes the first round has left:
+ * 100,000 bytes in 1456-byte segments go 17 (98,544 left after the first
+ * packet) down through 16, 15 ... to 10 (992 bytes left); none before the
+ * send is matched, once its round is out (it waits for the receiver) and
+ * after it completes. */
+static void test_send_class_counts_down(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 23);
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 23);
+  static uint8_t src[100000], dst[100000];
+  class_log lg = {.conn = netsim_conn(ns, 0)};
+  netsim_set_filter(ns, log_class, &lg);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = sizeof(dst)};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = sizeof(src)};
+  assert_int_equal(dlcp_mlt_send_class(lg.conn), UINT32_MAX);
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(lg.conn, &s, 0), 0);
+  assert_int_equal(dlcp_mlt_send_class(lg.conn), UINT32_MAX); /* no START */
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_int_equal(lg.n, 69); /* ceil(100000 / 1456), no loss */
+  for (size_t i = 0; i + 1 < lg.n; i++) {
+    uint64_t left = 100000 - (uint64_t)(i + 1) * 1456;
+    uint32_t want = 0;
+    for (uint64_t v = left; v; v >>= 1) {
+      want++;
+    }
+    assert_int_equal(lg.cls[i], want);
+  }
+  assert_int_equal(lg.cls[0], 17);
+  assert_int_equal(lg.cls[lg.n - 2], 10); /* 992 bytes */
+  assert_int_equal(lg.cls[lg.n - 1], UINT32_MAX);
+  assert_int_equal(dlcp_mlt_send_class(lg.conn), UINT32_MAX);
+  netsim_del(ns);
+}
+
 /* An adversary for the window's ACKs: side 1's ACKs are dropped unless
  * they acknowledge the newest DATA packet side 0 has sent. */
 typedef struct newest_ack_only {
@@ -1696,6 +1752,7 @@ int main(void) {
       cmocka_unit_test(test_retransmission_is_important),
       cmocka_unit_test(test_priority_function),
       cmocka_unit_test(test_stage_lowers_priority),
+      cmocka_unit_test(test_send_class_counts_down),
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),

@@ -260,6 +260,60 @@ static void test_recovers_fast_after_a_pause(void **state) {
   assert_rate(&r, cut + ALPHA);
 }
 
+static dlcp_rate_move ack_granted(dlcp_rate *r, dlcp_duration rtt,
+                                  uint32_t ce, uint64_t grant,
+                                  dlcp_tstamp now) {
+  dlcp_rate_ack a = {.rtt_ns = rtt, .acked_pkts = 10, .ce_pkts = ce,
+                     .inflight_bytes = BIG, .grant_bytes = grant};
+  return dlcp_rate_on_ack(r, &a, now);
+}
+
+/* A receiver's grant is two BDPs of its link over its senders: once the
+ * path has been calm for a base RTT, a rate below grant / (2 base RTT)
+ * starts there; not before, not on a mark, and never downwards. */
+static void test_rises_to_the_receivers_share(void **state) {
+  (void)state;
+  dlcp_rate r = make(1e9);
+  r.params.min_window_bytes = 1; /* the window's floor out of the way */
+  /* 25,000 bytes over 2 x 20 us: a 5 Gbps share (one of two senders). */
+  uint64_t grant = 25000;
+  double share = 25000.0 * 8e9 / 40000.0;
+  /* The first ACK sets the base RTT and starts the calm: no rise. */
+  assert_int_equal(ack_granted(&r, 20000, 0, grant, 0), DLCP_RATE_INCREASE);
+  assert_rate(&r, 1e9 + ALPHA);
+  assert_int_equal(ack_granted(&r, 20000, 0, grant, 19999),
+                   DLCP_RATE_INCREASE);
+  assert_rate(&r, 1e9 + 2 * ALPHA);
+  /* A base RTT of calm: the share. */
+  assert_int_equal(ack_granted(&r, 20000, 0, grant, 20000),
+                   DLCP_RATE_INCREASE);
+  assert_rate(&r, share);
+  /* A mark cuts and restarts the calm; the share waits another base RTT
+   * (the queue at 5 us above base is below T_low: calm again). */
+  assert_int_equal(ack_granted(&r, 20000, 1, grant, 30000),
+                   DLCP_RATE_DECREASE_ECN);
+  double cut = r.rate_bps;
+  assert_true(cut < share);
+  assert_int_equal(ack_granted(&r, 25000, 0, grant, 49999),
+                   DLCP_RATE_INCREASE);
+  assert_rate(&r, cut + ALPHA);
+  assert_int_equal(ack_granted(&r, 25000, 0, grant, 50000),
+                   DLCP_RATE_INCREASE);
+  assert_rate(&r, share);
+  /* A quarter of that grant (eight senders now) is below the rate: only
+   * the usual increase. */
+  assert_int_equal(ack_granted(&r, 20000, 0, grant / 4, 60000),
+                   DLCP_RATE_INCREASE);
+  assert_rate(&r, share + ALPHA);
+  /* No grant (the runtime's receivers): no rise, however calm. */
+  dlcp_rate q = make(1e9);
+  q.params.min_window_bytes = 1;
+  for (dlcp_tstamp t = 0; t <= 100000; t += 20000) {
+    ack_granted(&q, 20000, 0, 0, t);
+  }
+  assert_true(q.rate_bps < 2e9);
+}
+
 /* Under marks a flow still gains a packet of window per RTT (DCTCP's
  * congestion avoidance) when that is more than the seed's alpha. */
 static void test_congestion_avoidance_floor(void **state) {
@@ -372,6 +426,7 @@ int main(void) {
       cmocka_unit_test(test_window_covers_smoothed_rtt),
       cmocka_unit_test(test_recovers_fast_after_a_pause),
       cmocka_unit_test(test_congestion_avoidance_floor),
+      cmocka_unit_test(test_rises_to_the_receivers_share),
       cmocka_unit_test(test_window_slow_start_and_restart),
       cmocka_unit_test(test_clamped_to_line_and_floor),
       cmocka_unit_test(test_tx_time_rounds_up),

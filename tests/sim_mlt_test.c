@@ -322,6 +322,70 @@ static void test_determinism(void **state) {
  * finishes within 1.2x the ideal (32 MB of wire bytes at line rate plus
  * two base RTTs).
  */
+/*
+ * A host's NIC serves its waiting connections shortest remaining first:
+ * h0 starts three 1 MB flows and a 100 KB one to four idle hosts at once,
+ * so its own link is the only bottleneck.  The 100 KB flow ends within
+ * 1.5x of its time alone (shared in turn it would take about 4x), the
+ * 1 MB flows one after another (the first before 0.6x of the last, where
+ * a round robin ends them together), and the last within 1.2x of the
+ * host's whole output at line rate plus the base RTT (12 us): nothing is
+ * held back.
+ */
+static const char fanout_yaml[] =
+    "topology: {kind: leaf_spine, tors: 1, hosts_per_tor: 5,\n"
+    "           host_rate: 100Gbps, link_delay: 3us}\n"
+    "transport: {kind: mlt, loss_bound: 0}\n"
+    "workload:\n"
+    "  flows: [{src: h0, dst: h1, size: 1MB}, {src: h0, dst: h2, size: 1MB},\n"
+    "          {src: h0, dst: h3, size: 100KB},\n"
+    "          {src: h0, dst: h4, size: 1MB}]\n";
+
+static const char alone_yaml[] =
+    "topology: {kind: leaf_spine, tors: 1, hosts_per_tor: 5,\n"
+    "           host_rate: 100Gbps, link_delay: 3us}\n"
+    "transport: {kind: mlt, loss_bound: 0}\n"
+    "workload:\n"
+    "  flows: [{src: h0, dst: h3, size: 100KB}]\n";
+
+static double fct_us(const dlcp_sim_flow *f) {
+  assert_int_equal(f->status, 0);
+  assert_int_equal(f->delivered_bytes, f->size_bytes);
+  return dlcp_sim_time_to_us(f->finish_ps - f->start_ps);
+}
+
+static void test_host_serves_shortest_first(void **state) {
+  (void)state;
+  dlcp_sim *alone = build_yaml(alone_yaml, NULL, 0);
+  run_all(alone);
+  double small_alone = fct_us(&alone->flows[0]);
+  dlcp_sim_del(alone);
+
+  dlcp_sim *sim = build_yaml(fanout_yaml, NULL, 0);
+  run_all(sim);
+  double small = fct_us(&sim->flows[2]);
+  double big[3] = {fct_us(&sim->flows[0]), fct_us(&sim->flows[1]),
+                   fct_us(&sim->flows[3])};
+  double first = big[0], last = big[0];
+  for (int i = 1; i < 3; i++) {
+    first = big[i] < first ? big[i] : first;
+    last = big[i] > last ? big[i] : last;
+  }
+  uint64_t seg = 1500 - 28 - 44;
+  uint64_t bytes = 3 * 1000000ull + 100000;
+  uint64_t npkts = 3 * ((1000000 + seg - 1) / seg) + (100000 + seg - 1) / seg;
+  double ideal = dlcp_sim_time_to_us(dlcp_sim_serialization_ps(
+                     bytes + npkts * (28 + 44), GBPS100)) +
+                 12.0;
+  print_message("fan-out: 100 KB %.1f us (alone %.1f), 1 MB first %.1f, "
+                "last %.1f us, ideal %.1f us\n",
+                small, small_alone, first, last, ideal);
+  assert_true(small <= 1.5 * small_alone);
+  assert_true(first <= 0.6 * last);
+  assert_true(last <= 1.2 * ideal);
+  dlcp_sim_del(sim);
+}
+
 static const char incast32_yaml[] =
     "topology: {kind: leaf_spine, tors: 1, hosts_per_tor: 33,\n"
     "           host_rate: 100Gbps, link_delay: 3us}\n"
@@ -374,6 +438,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clean_fct),
       cmocka_unit_test(test_incast_32_to_1),
+      cmocka_unit_test(test_host_serves_shortest_first),
       cmocka_unit_test(test_loss_no_timeout_tail),
       cmocka_unit_test(test_reliable_p0),
       cmocka_unit_test(test_paths_spread_over_spines),

@@ -842,15 +842,36 @@ static void on_start_entry(dlcp_mlt_conn *conn,
   conn->nsends++;
 }
 
-static void choose_sending(dlcp_mlt_conn *conn) {
+/* The active send of the highest priority (the lowest number), first
+ * posted among equals; NULL if none. */
+static mlt_xfer *best_send(const dlcp_mlt_conn *conn) {
   mlt_xfer *best = NULL;
   for (mlt_xfer *x = conn->sends; x; x = x->next) {
     if (x->state == X_ACTIVE && (!best || x->prio < best->prio)) {
       best = x;
     }
   }
-  conn->sending = best;
+  return best;
+}
+
+static void choose_sending(dlcp_mlt_conn *conn) {
+  conn->sending = best_send(conn);
   conn->resched = false;
+}
+
+uint32_t dlcp_mlt_send_class(const dlcp_mlt_conn *conn) {
+  const mlt_xfer *x = conn->resched ? best_send(conn) : conn->sending;
+  if (!x) {
+    return UINT32_MAX;
+  }
+  uint64_t done = x->retx_round ? x->size : (uint64_t)x->next_seg * x->seg_size;
+  uint64_t left = done < x->size ? x->size - done : 0;
+  uint32_t cls = 0;
+  while (left) {
+    cls++;
+    left >>= 1;
+  }
+  return cls;
 }
 
 /* The next segment of the current round, or false if the round is over. */
@@ -1115,7 +1136,8 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                       .ce_pkts = a->ce,
                       .inflight_bytes = inflight_before * full_pkt_bytes(conn),
                       .acked_bytes = (uint64_t)a->covered *
-                                     full_pkt_bytes(conn)};
+                                     full_pkt_bytes(conn),
+                      .grant_bytes = a->grant};
   dlcp_rate_move move = dlcp_rate_on_ack(&conn->rate, &ra, now);
   conn->stats.cuts_ecn += move == DLCP_RATE_DECREASE_ECN;
   conn->stats.cuts_delay += move == DLCP_RATE_DECREASE_DELAY;
@@ -2231,8 +2253,9 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
   return 0;
 }
 
-int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
-                  size_t buflen, dlcp_tstamp now) {
+static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
+                        uint8_t *buf, size_t buflen, bool data,
+                        dlcp_tstamp now) {
   memset(act, 0, sizeof(*act));
   if (buflen < DLCP_MLT_MIN_BUF) {
     return DLCP_ERR_BUFFER_TOO_SMALL;
@@ -2306,11 +2329,21 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   if (conn->resched) {
     choose_sending(conn);
   }
-  if (conn->sending && now >= conn->next_send_ns &&
+  if (data && conn->sending && now >= conn->next_send_ns &&
       window_admits(conn, now)) {
     return emit_data(conn, act, buf, buflen, now);
   }
   return 0;
+}
+
+int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
+                  size_t buflen, dlcp_tstamp now) {
+  return poll_actions(conn, act, buf, buflen, true, now);
+}
+
+int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
+                          uint8_t *buf, size_t buflen, dlcp_tstamp now) {
+  return poll_actions(conn, act, buf, buflen, false, now);
 }
 
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {

@@ -387,10 +387,30 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now);
 
 /*
+ * dlcp_mlt_poll_control is dlcp_mlt_poll without DATA packets: ACKs,
+ * control messages and completions only, for a driver whose NIC has no
+ * room for data now (the data waits; dlcp_mlt_next_deadline still says it
+ * is due).  Same returns as dlcp_mlt_poll.
+ */
+int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
+                          uint8_t *buf, size_t buflen, dlcp_tstamp now);
+
+/*
  * dlcp_mlt_next_deadline returns when dlcp_mlt_poll next has work: |now| or
  * earlier if it has work already, DLCP_TSTAMP_NEVER if it is idle.
  */
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn);
+
+/*
+ * dlcp_mlt_send_class ranks the data |conn| sends next, for a driver whose
+ * connections share one NIC and serves the lowest class first (shortest
+ * remaining first, in powers of two): the bit length of the bytes left in
+ * the first round of the send it is on, so 0 once only retransmissions
+ * remain, 17 for 64-128 KiB left.  UINT32_MAX when it has nothing to
+ * send.  Transfers of equal classes make it a tie: the driver breaks it in
+ * an order of its own, not by the bytes sent so far (docs/protocol.md).
+ */
+uint32_t dlcp_mlt_send_class(const dlcp_mlt_conn *conn);
 
 /*
  * dlcp_mlt_cancel_recv abandons the posted receive whose user_data is

@@ -128,6 +128,19 @@ static dlcp_rate_move increase(dlcp_rate *r, const dlcp_rate_ack *ack,
   return DLCP_RATE_INCREASE;
 }
 
+/* The receiver's fair share, from its grant of two BDPs divided among its
+ * senders, taken at once when the path has been calm for a base RTT. */
+static void rise_to_share(dlcp_rate *r, uint64_t grant_bytes,
+                          dlcp_tstamp now) {
+  if (grant_bytes == 0 || now < r->calm_since_ns + r->base_rtt_ns) {
+    return;
+  }
+  double share = (double)grant_bytes * 8e9 / (2.0 * (double)r->base_rtt_ns);
+  if (share > r->rate_bps) {
+    r->rate_bps = share;
+  }
+}
+
 /* The RTT the window covers: the smoothed RTT, but no more than the base
  * plus T_high.  On a host stack (loopback, a VM) the base RTT is a lucky
  * minimum and the typical RTT several times it; a window of rate x base
@@ -209,6 +222,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
     }
   } else if (q < p->t_low_ns || !rising) {
     move = increase(r, ack, acked_pkts, now);
+    rise_to_share(r, ack->grant_bytes, now);
   }
   if (move == DLCP_RATE_DECREASE_ECN || move == DLCP_RATE_DECREASE_DELAY) {
     /* The next sample that can show this cut's effect is one RTT away. */

@@ -42,6 +42,14 @@
  *            pause within a few RTTs instead of creeping back from the
  *            floor at alpha per ACK, while a flow sharing a marking queue
  *            stays additive (TIMELY's hyper-active increase, in RTTs).
+ *   share    a receiver that grants windows (dlcp_mlt_rx_share) grants
+ *            each sender two BDPs of its downlink divided among the
+ *            connections sending to it, so grant / (2 x base RTT) is its
+ *            fair share of that link.  Once the path has been calm for a
+ *            base RTT, a rate below that share jumps to it: a flow its
+ *            host served last (shortest remaining first) or that was cut
+ *            while many shared the receiver would otherwise creep back
+ *            from a few Gbit/s after the others ended (docs/protocol.md).
  *   window   bytes in flight are bounded by a window that starts at
  *            initial_window_bytes, grows by the bytes each ACK covers
  *            (doubling per RTT, as TCP's slow start) while at least half
@@ -135,6 +143,7 @@ typedef struct dlcp_rate_ack {
   uint64_t inflight_bytes; /* the sender's bytes in flight when the ACK
                               came: whether the window is in use */
   uint64_t acked_bytes;    /* bytes the ACK covers: the window's growth */
+  uint64_t grant_bytes;    /* the receiver's window grant; 0: none */
 } dlcp_rate_ack;
 
 /* dlcp_rate_on_ack applies one ACK at |now| and returns what it did. */

@@ -32,9 +32,13 @@
  * like any other, and the core recovers them.
  *
  * Each host's connections share one NIC: a connection whose data finds
- * the NIC queue holding MLT_NIC_BACKLOG_BYTES waits, and waiting
- * connections are served one packet each in turn as it drains (a real
- * sender's socket buffer blocks the same way).  They also share one
+ * the NIC queue holding MLT_NIC_BACKLOG_BYTES waits (a real sender's
+ * socket buffer blocks the same way), and as the NIC drains the waiting
+ * connections are served one packet at a time, the lowest
+ * dlcp_mlt_send_class first (shortest remaining first, as pFabric's and
+ * Homa's senders), equal classes in a fixed pseudo-random order of peers
+ * per host (drawn from the scenario's seed; docs/protocol.md says why
+ * neither round robin nor the bytes sent so far).  They also share one
  * dlcp_mlt_rx_share: the receiver grants of src/proto.
  *
  * Completions feed the per-flow records DCTCP uses: the sender's completion
@@ -97,8 +101,10 @@ typedef struct mlt_peer {
   uint32_t peer; /* host index of the other end */
   dlcp_mlt_conn *conn;
   dlcp_sim_conn_timer timer;
-  struct mlt_peer *blocked_next; /* in the host's blocked FIFO */
+  struct mlt_peer *blocked_next; /* in the host's waiting list */
   bool blocked;
+  uint32_t send_class; /* dlcp_mlt_send_class when it began to wait */
+  uint64_t tie;        /* its rank among equal classes on this host */
 } mlt_peer;
 
 /* A host's connections, in an open-addressing table keyed by peer, and
@@ -108,7 +114,7 @@ typedef struct mlt_host {
   uint32_t host;
   mlt_peer **slots;
   uint32_t cap, count; /* cap is a power of two or 0 */
-  mlt_peer *blocked_head, *blocked_tail;
+  mlt_peer *blocked; /* connections waiting for the NIC, unordered */
   dlcp_sim_timer nic_timer;
   dlcp_mlt_rx_share rx_share; /* its connections' receiver grants */
 } mlt_host;
@@ -401,6 +407,7 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   }
   p->host = h;
   p->peer = peer;
+  p->tie = mix64(cfg.seed ^ 0x7E5EED5ull);
   dlcp_sim_conn_timer_init(&p->timer, sim, h->host, p);
   h->slots[slot_of(h, peer)] = p;
   h->count++;
@@ -553,45 +560,58 @@ static void block(mlt_peer *p, dlcp_sim_ps now) {
   dlcp_sim_timer_cancel(&p->timer.timer);
   if (!p->blocked) {
     p->blocked = true;
-    p->blocked_next = NULL;
-    if (h->blocked_tail) {
-      h->blocked_tail->blocked_next = p;
-    } else {
-      h->blocked_head = p;
-    }
-    h->blocked_tail = p;
+    p->send_class = dlcp_mlt_send_class(p->conn);
+    p->blocked_next = h->blocked;
+    h->blocked = p;
   }
   nic_wait(h, now);
 }
 
-static void service(mlt_peer *p, dlcp_sim_ps now);
+/* Takes the waiting connection to serve next out of the list: the lowest
+ * send class, then the lowest tie rank. */
+static mlt_peer *unblock_next(mlt_host *h) {
+  mlt_peer **best = &h->blocked;
+  for (mlt_peer **pp = &(*best)->blocked_next; *pp; pp = &(*pp)->blocked_next) {
+    const mlt_peer *q = *pp, *b = *best;
+    if (q->send_class < b->send_class ||
+        (q->send_class == b->send_class && q->tie < b->tie)) {
+      best = pp;
+    }
+  }
+  mlt_peer *p = *best;
+  *best = p->blocked_next;
+  p->blocked = false;
+  return p;
+}
 
-/* The NIC drained: the waiting connections go on, one packet each in
- * turn (the round robin of a NIC's transmit queues), until it fills
- * again. */
+static void service_turn(mlt_peer *p, dlcp_sim_ps now, bool turn);
+
+static void service(mlt_peer *p, dlcp_sim_ps now) {
+  service_turn(p, now, false);
+}
+
+/* The NIC drained: the waiting connections go on, one packet at a time,
+ * the lowest class first, until it fills again. */
 static void nic_ready(void *obj, dlcp_sim_ps now) {
   mlt_host *h = obj;
-  while (h->blocked_head && !nic_full(h)) {
-    mlt_peer *p = h->blocked_head;
-    h->blocked_head = p->blocked_next;
-    if (!h->blocked_head) {
-      h->blocked_tail = NULL;
-    }
-    p->blocked = false;
-    service(p, now);
+  while (h->blocked && !nic_full(h)) {
+    service_turn(unblock_next(h), now, true);
     if (h->sim->engine.error) {
       return;
     }
   }
-  if (h->blocked_head) {
+  if (h->blocked) {
     nic_wait(h, now);
   }
 }
 
-/* Polls |p|'s connection until it is quiet, then arms its timer; a
- * connection whose data finds the NIC full waits for it instead. */
-static void service(mlt_peer *p, dlcp_sim_ps now) {
-  dlcp_sim *sim = p->host->sim;
+/* Polls |p|'s connection until it is quiet, then arms its timer.  While
+ * the NIC is full or other connections wait for it, the connection's
+ * data waits with them (its ACKs and control go at once), except on its
+ * turn: one data packet, then it waits again if it has more due. */
+static void service_turn(mlt_peer *p, dlcp_sim_ps now, bool turn) {
+  mlt_host *h = p->host;
+  dlcp_sim *sim = h->sim;
   mlt_sim *m = shared(sim);
   uint64_t now_ns = ns_of(now);
   if (p->blocked) {
@@ -599,7 +619,11 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
   }
   for (;;) {
     dlcp_mlt_action act;
-    int rv = dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF, now_ns);
+    bool hold = !turn && (nic_full(h) || h->blocked);
+    int rv = hold ? dlcp_mlt_poll_control(p->conn, &act, m->poll_buf,
+                                          MLT_POLL_BUF, now_ns)
+                  : dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF,
+                                  now_ns);
     if (rv != 0) {
       dlcp_sim_engine_fail(&sim->engine, rv);
       return;
@@ -617,13 +641,8 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
         break;
       }
       send_datagram(p, &act, m->poll_buf, now);
-      /* One data packet, then the others waiting for the NIC go first. */
-      if (act.payload_len > 0 &&
-          (nic_full(p->host) || p->host->blocked_head)) {
-        if (dlcp_mlt_next_deadline(p->conn) <= ns_of(now)) {
-          block(p, now);
-          return;
-        }
+      if (act.payload_len > 0) {
+        turn = false;
       }
       break;
     case DLCP_MLT_ACT_CONTROL:
@@ -641,6 +660,11 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
     if (sim->engine.error) {
       return;
     }
+  }
+  if ((nic_full(h) || h->blocked) &&
+      dlcp_mlt_next_deadline(p->conn) <= now_ns) {
+    block(p, now); /* data due, and no room for it */
+    return;
   }
   if (dlcp_sim_timer_follow(&p->timer.timer,
                             dlcp_mlt_next_deadline(p->conn), now)) {
