@@ -17,9 +17,9 @@
  *      the receiver learns of the loss at once.
  * A queue's byte count includes the packet being serialized from it,
  * because that packet still occupies buffer until its last bit leaves.
- * Packets flagged LOSSLESS (MLT's control channel) skip steps 1 and 2: they
- * model a PFC-protected class whose few bytes always find headroom, and
- * are only CE-marked.  Step 1 may instead be RED with min < max and a
+ * Packets flagged LOSSLESS (collective NOTEs, aggregation chains) skip
+ * steps 1 and 2: they model a PFC-protected class whose few bytes always
+ * find headroom, and are only CE-marked.  Step 1 may instead be RED with min < max and a
  * marking probability (red_max_bytes > 0).  Packets of a priority that
  * switch PFC makes lossless (pfc.c) skip the selective drop, and step 2 is
  * their ingress headroom check instead of the egress buffer.
