@@ -274,6 +274,7 @@ static dlcp_rate_move ack_granted(dlcp_rate *r, dlcp_duration rtt,
 static void test_rises_to_the_receivers_share(void **state) {
   (void)state;
   dlcp_rate r = make(1e9);
+  r.params.rise_to_share = true;
   r.params.min_window_bytes = 1; /* the window's floor out of the way */
   /* 25,000 bytes over 2 x 20 us: a 5 Gbps share (one of two senders). */
   uint64_t grant = 25000;
@@ -305,13 +306,17 @@ static void test_rises_to_the_receivers_share(void **state) {
   assert_int_equal(ack_granted(&r, 20000, 0, grant / 4, 60000),
                    DLCP_RATE_INCREASE);
   assert_rate(&r, share + ALPHA);
-  /* No grant (the runtime's receivers): no rise, however calm. */
-  dlcp_rate q = make(1e9);
-  q.params.min_window_bytes = 1;
-  for (dlcp_tstamp t = 0; t <= 100000; t += 20000) {
-    ack_granted(&q, 20000, 0, 0, t);
+  /* No grant (the runtime's receivers), or the rule off (the default):
+   * no rise, however calm. */
+  for (int off = 0; off < 2; off++) {
+    dlcp_rate q = make(1e9);
+    q.params.rise_to_share = off == 0;
+    q.params.min_window_bytes = 1;
+    for (dlcp_tstamp t = 0; t <= 100000; t += 20000) {
+      ack_granted(&q, 20000, 0, off ? grant : 0, t);
+    }
+    assert_true(q.rate_bps < 2e9);
   }
-  assert_true(q.rate_bps < 2e9);
 }
 
 /* Under marks a flow still gains a packet of window per RTT (DCTCP's

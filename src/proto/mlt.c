@@ -522,6 +522,7 @@ static void rate_params_of(dlcp_rate_params *rp, const dlcp_mlt_config *cfg) {
   rp->ack_every = cfg->ack_every;
   rp->min_window_bytes = cfg->min_window_bytes;
   rp->initial_window_bytes = cfg->initial_window_bytes;
+  rp->rise_to_share = cfg->rise_to_share;
   if (rp->initial_window_bytes == 0) {
     double bdp = (double)cfg->line_rate_bps * (double)cfg->initial_rtt_ns / 8e9;
     rp->initial_window_bytes = bdp < 1.0 ? 1 : bdp >= 1.8e19 ? UINT64_MAX
@@ -2346,7 +2347,7 @@ int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
   return poll_actions(conn, act, buf, buflen, false, now);
 }
 
-dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
+dlcp_tstamp dlcp_mlt_next_control_deadline(const dlcp_mlt_conn *conn) {
   if (conn->pend_head || conn->notes_head) {
     return 0;
   }
@@ -2354,6 +2355,14 @@ dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
   if (conn->ctl_on) {
     dlcp_tstamp c = dlcp_ctlchan_deadline(&conn->ctl);
     t = c < t ? c : t;
+  }
+  return t;
+}
+
+dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
+  dlcp_tstamp t = dlcp_mlt_next_control_deadline(conn);
+  if (t == 0) {
+    return 0;
   }
   bool can_send = conn->resched ? false : conn->sending != NULL;
   if (conn->resched) {

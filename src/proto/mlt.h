@@ -101,6 +101,9 @@ typedef struct dlcp_mlt_config {
   uint64_t initial_window_bytes; /* in-flight bound before the first RTT
                                     sample; 0 = line rate x initial_rtt_ns
                                     (the seed's start at line rate) */
+  bool rise_to_share;      /* a calm sender rises to the rate its
+                              receiver's grant shares out (rate.h);
+                              false */
   uint32_t ack_every;      /* receiver ACKs every this many packets of the
                               connection (10), and a round's last packet
                               when the transfer goes on */
@@ -390,7 +393,8 @@ int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
  * dlcp_mlt_poll_control is dlcp_mlt_poll without DATA packets: ACKs,
  * control messages and completions only, for a driver whose NIC has no
  * room for data now (the data waits; dlcp_mlt_next_deadline still says it
- * is due).  Same returns as dlcp_mlt_poll.
+ * is due, dlcp_mlt_next_control_deadline when this has work).  Same
+ * returns as dlcp_mlt_poll.
  */
 int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
                           uint8_t *buf, size_t buflen, dlcp_tstamp now);
@@ -400,6 +404,13 @@ int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
  * earlier if it has work already, DLCP_TSTAMP_NEVER if it is idle.
  */
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn);
+
+/*
+ * dlcp_mlt_next_control_deadline returns when dlcp_mlt_poll_control next
+ * has work (timers, ACKs, control): the same as dlcp_mlt_next_deadline
+ * without the data the connection has to send.
+ */
+dlcp_tstamp dlcp_mlt_next_control_deadline(const dlcp_mlt_conn *conn);
 
 /*
  * dlcp_mlt_send_class ranks the data |conn| sends next, for a driver whose

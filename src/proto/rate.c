@@ -20,6 +20,7 @@ void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps) {
   p->hai_after = 5;
   p->delay_filter = 4;
   p->min_window_bytes = 2 * 1500;
+  p->rise_to_share = false;
   /* One RTT at line rate (the seed's start), over a 50 us RTT; without
    * overflow: line_rate_bps * 50e-6 / 8. */
   uint64_t iw = line_rate_bps / 160000;
@@ -132,7 +133,8 @@ static dlcp_rate_move increase(dlcp_rate *r, const dlcp_rate_ack *ack,
  * senders, taken at once when the path has been calm for a base RTT. */
 static void rise_to_share(dlcp_rate *r, uint64_t grant_bytes,
                           dlcp_tstamp now) {
-  if (grant_bytes == 0 || now < r->calm_since_ns + r->base_rtt_ns) {
+  if (!r->params.rise_to_share || grant_bytes == 0 ||
+      now < r->calm_since_ns + r->base_rtt_ns) {
     return;
   }
   double share = (double)grant_bytes * 8e9 / (2.0 * (double)r->base_rtt_ns);

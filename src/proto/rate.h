@@ -42,7 +42,8 @@
  *            pause within a few RTTs instead of creeping back from the
  *            floor at alpha per ACK, while a flow sharing a marking queue
  *            stays additive (TIMELY's hyper-active increase, in RTTs).
- *   share    a receiver that grants windows (dlcp_mlt_rx_share) grants
+ *   share    (rise_to_share only) a receiver that grants windows
+ *            (dlcp_mlt_rx_share) grants
  *            each sender two BDPs of its downlink divided among the
  *            connections sending to it, so grant / (2 x base RTT) is its
  *            fair share of that link.  Once the path has been calm for a
@@ -73,6 +74,7 @@
 #ifndef DLCP_PROTO_RATE_H
 #define DLCP_PROTO_RATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dlcp/dlcp_types.h"
@@ -95,6 +97,7 @@ typedef struct dlcp_rate_params {
                               (1 = every sample on its own) */
   uint64_t min_window_bytes;     /* floor of the in-flight bound, > 0 */
   uint64_t initial_window_bytes; /* bound before the first RTT sample, > 0 */
+  bool rise_to_share;      /* the "share" rule above; default off */
 } dlcp_rate_params;
 
 /* What an ACK did to the rate (for tests and counters). */

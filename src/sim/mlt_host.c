@@ -34,12 +34,13 @@
  * Each host's connections share one NIC: a connection whose data finds
  * the NIC queue holding MLT_NIC_BACKLOG_BYTES waits (a real sender's
  * socket buffer blocks the same way), and as the NIC drains the waiting
- * connections are served one packet at a time, the lowest
- * dlcp_mlt_send_class first (shortest remaining first, as pFabric's and
- * Homa's senders), equal classes in a fixed pseudo-random order of peers
- * per host (drawn from the scenario's seed; docs/protocol.md says why
- * neither round robin nor the bytes sent so far).  They also share one
- * dlcp_mlt_rx_share: the receiver grants of src/proto.
+ * connections are served one packet each in turn; with the scenario's
+ * transport.srpt, the lowest dlcp_mlt_send_class first (shortest
+ * remaining first, as pFabric's and Homa's senders), equal classes in a
+ * fixed pseudo-random order of peers per host (drawn from the scenario's
+ * seed; docs/protocol.md says why not the bytes sent so far, and why the
+ * option is off by default).  They also share one dlcp_mlt_rx_share: the
+ * receiver grants of src/proto.
  *
  * Completions feed the per-flow records DCTCP uses: the sender's completion
  * (STOP received) is the flow's finish, so FCT runs from the flow's start
@@ -91,6 +92,7 @@ typedef struct mlt_sim {
                        magnitude tagging needs real gradients */
   uint8_t *grad;    /* synthetic float32 gradients, or NULL */
   uint64_t bdp_bytes; /* a host link's rate x base RTT: receiver grants */
+  bool srpt;          /* NICs serve shortest remaining first, else in turn */
   uint64_t max_flow;
   ctrl_msg *msgs;
   uint32_t nmsgs, msgs_cap, free_msg;
@@ -114,7 +116,8 @@ typedef struct mlt_host {
   uint32_t host;
   mlt_peer **slots;
   uint32_t cap, count; /* cap is a power of two or 0 */
-  mlt_peer *blocked; /* connections waiting for the NIC, unordered */
+  mlt_peer *blocked, *blocked_tail; /* waiting for the NIC, in the order
+                                       they began to wait */
   dlcp_sim_timer nic_timer;
   dlcp_mlt_rx_share rx_share; /* its connections' receiver grants */
 } mlt_host;
@@ -230,6 +233,8 @@ static int mlt_init(dlcp_sim *sim) {
    * carry it: the host stacks' 1 ms default is 100 fabric RTTs here, and a
    * lost control message's RTO would be as long. */
   b->control_ack_delay_ns = b->initial_rtt_ns;
+  b->rise_to_share = mc->srpt;
+  m->srpt = mc->srpt;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
   }
@@ -555,47 +560,58 @@ static void nic_wait(mlt_host *h, dlcp_sim_ps now) {
   }
 }
 
+/* |p| has data due and no room for it: it waits for the NIC's turn. */
 static void block(mlt_peer *p, dlcp_sim_ps now) {
   mlt_host *h = p->host;
-  dlcp_sim_timer_cancel(&p->timer.timer);
-  if (!p->blocked) {
-    p->blocked = true;
-    p->send_class = dlcp_mlt_send_class(p->conn);
-    p->blocked_next = h->blocked;
+  if (!shared(h->sim)->srpt) {
+    dlcp_sim_timer_cancel(&p->timer.timer); /* its turn comes soon */
+  }
+  p->blocked = true;
+  p->send_class = dlcp_mlt_send_class(p->conn);
+  p->blocked_next = NULL;
+  if (h->blocked_tail) {
+    h->blocked_tail->blocked_next = p;
+  } else {
     h->blocked = p;
   }
+  h->blocked_tail = p;
   nic_wait(h, now);
 }
 
-/* Takes the waiting connection to serve next out of the list: the lowest
- * send class, then the lowest tie rank. */
+/* Takes the waiting connection to serve next out of the list: the one
+ * that has waited longest (in turn), or with srpt the lowest send class,
+ * then the lowest tie rank. */
 static mlt_peer *unblock_next(mlt_host *h) {
-  mlt_peer **best = &h->blocked;
-  for (mlt_peer **pp = &(*best)->blocked_next; *pp; pp = &(*pp)->blocked_next) {
-    const mlt_peer *q = *pp, *b = *best;
-    if (q->send_class < b->send_class ||
-        (q->send_class == b->send_class && q->tie < b->tie)) {
-      best = pp;
+  mlt_peer **best = &h->blocked, *prev = NULL, *best_prev = NULL;
+  if (shared(h->sim)->srpt) {
+    for (mlt_peer **pp = &(*best)->blocked_next; *pp;
+         pp = &(*pp)->blocked_next) {
+      const mlt_peer *q = *pp, *b = *best;
+      prev = prev ? prev->blocked_next : h->blocked;
+      if (q->send_class < b->send_class ||
+          (q->send_class == b->send_class && q->tie < b->tie)) {
+        best = pp;
+        best_prev = prev;
+      }
     }
   }
   mlt_peer *p = *best;
   *best = p->blocked_next;
+  if (h->blocked_tail == p) {
+    h->blocked_tail = best_prev;
+  }
   p->blocked = false;
   return p;
 }
 
-static void service_turn(mlt_peer *p, dlcp_sim_ps now, bool turn);
-
-static void service(mlt_peer *p, dlcp_sim_ps now) {
-  service_turn(p, now, false);
-}
+static void service(mlt_peer *p, dlcp_sim_ps now);
 
 /* The NIC drained: the waiting connections go on, one packet at a time,
  * the lowest class first, until it fills again. */
 static void nic_ready(void *obj, dlcp_sim_ps now) {
   mlt_host *h = obj;
   while (h->blocked && !nic_full(h)) {
-    service_turn(unblock_next(h), now, true);
+    service(unblock_next(h), now);
     if (h->sim->engine.error) {
       return;
     }
@@ -605,22 +621,24 @@ static void nic_ready(void *obj, dlcp_sim_ps now) {
   }
 }
 
-/* Polls |p|'s connection until it is quiet, then arms its timer.  While
- * the NIC is full or other connections wait for it, the connection's
- * data waits with them (its ACKs and control go at once), except on its
- * turn: one data packet, then it waits again if it has more due. */
-static void service_turn(mlt_peer *p, dlcp_sim_ps now, bool turn) {
+/* Polls |p|'s connection until it is quiet, then arms its timer.  A data
+ * packet that finds the NIC full or other connections waiting is the
+ * connection's last until its turn, if it has more due.  Served in turn,
+ * a waiting connection's turn comes within a few packets and it is left
+ * alone until then; with srpt a long transfer may wait for many others,
+ * so its ACKs, control and timers go on meanwhile (its peer must not read
+ * the silence as a stalled transfer). */
+static void service(mlt_peer *p, dlcp_sim_ps now) {
   mlt_host *h = p->host;
   dlcp_sim *sim = h->sim;
   mlt_sim *m = shared(sim);
   uint64_t now_ns = ns_of(now);
-  if (p->blocked) {
+  if (p->blocked && !m->srpt) {
     return;
   }
   for (;;) {
     dlcp_mlt_action act;
-    bool hold = !turn && (nic_full(h) || h->blocked);
-    int rv = hold ? dlcp_mlt_poll_control(p->conn, &act, m->poll_buf,
+    int rv = p->blocked ? dlcp_mlt_poll_control(p->conn, &act, m->poll_buf,
                                           MLT_POLL_BUF, now_ns)
                   : dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF,
                                   now_ns);
@@ -641,8 +659,12 @@ static void service_turn(mlt_peer *p, dlcp_sim_ps now, bool turn) {
         break;
       }
       send_datagram(p, &act, m->poll_buf, now);
-      if (act.payload_len > 0) {
-        turn = false;
+      if (act.payload_len > 0 && (nic_full(h) || h->blocked) &&
+          dlcp_mlt_next_deadline(p->conn) <= now_ns) {
+        block(p, now);
+        if (!m->srpt) {
+          return;
+        }
       }
       break;
     case DLCP_MLT_ACT_CONTROL:
@@ -661,13 +683,9 @@ static void service_turn(mlt_peer *p, dlcp_sim_ps now, bool turn) {
       return;
     }
   }
-  if ((nic_full(h) || h->blocked) &&
-      dlcp_mlt_next_deadline(p->conn) <= now_ns) {
-    block(p, now); /* data due, and no room for it */
-    return;
-  }
-  if (dlcp_sim_timer_follow(&p->timer.timer,
-                            dlcp_mlt_next_deadline(p->conn), now)) {
+  dlcp_tstamp next = p->blocked ? dlcp_mlt_next_control_deadline(p->conn)
+                                : dlcp_mlt_next_deadline(p->conn);
+  if (dlcp_sim_timer_follow(&p->timer.timer, next, now)) {
     dlcp_sim_timer_arm(&p->timer.timer, now);
   }
 }

@@ -227,7 +227,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       "importance",   "layers",      "segment_size",     "t_low",
       "t_high",       "ack_every",   "burst",            "probe_timeout",
       "min_drain",    "pias",        "pfabric",          "ndp",
-      NULL};
+      "srpt",         NULL};
   const char *p = "transport";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -273,7 +273,8 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       (rv = dlcp_scn_get_u32(s, n, p, "burst", &m->burst_pkts, 1, 1000000)) ||
       (rv =
            dlcp_scn_get_time(s, n, p, "probe_timeout", &m->probe_timeout_ps)) ||
-      (rv = dlcp_scn_get_time(s, n, p, "min_drain", &m->min_drain_ps))) {
+      (rv = dlcp_scn_get_time(s, n, p, "min_drain", &m->min_drain_ps)) ||
+      (rv = dlcp_scn_get_bool(s, n, p, "srpt", &m->srpt))) {
     return rv;
   }
   m->importance = (dlcp_sim_mlt_importance)imp;

@@ -189,6 +189,10 @@ typedef struct dlcp_sim_mlt_config {
   uint32_t burst_pkts;   /* 16 */
   dlcp_sim_ps probe_timeout_ps; /* 1 ms */
   dlcp_sim_ps min_drain_ps;     /* 20 us */
+  /* Hosts serve the connections waiting for their NIC shortest remaining
+   * first (else in turn), and calm senders rise to their receiver's share
+   * (dlcp_mlt_config.rise_to_share); off by default (docs/protocol.md). */
+  bool srpt;
 } dlcp_sim_mlt_config;
 
 typedef struct dlcp_sim_transport_config {
