@@ -92,7 +92,6 @@ typedef struct mlt_sim {
                        magnitude tagging needs real gradients */
   uint8_t *grad;    /* synthetic float32 gradients, or NULL */
   uint64_t bdp_bytes; /* a host link's rate x base RTT: receiver grants */
-  bool srpt;          /* NICs serve shortest remaining first, else in turn */
   uint64_t max_flow;
   ctrl_msg *msgs;
   uint32_t nmsgs, msgs_cap, free_msg;
@@ -124,6 +123,11 @@ typedef struct mlt_host {
 
 static mlt_sim *shared(const dlcp_sim *sim) {
   return sim->transport;
+}
+
+/* NICs serve shortest remaining first (transport.srpt), else in turn. */
+static bool srpt(const dlcp_sim *sim) {
+  return sim->cfg.transport.mlt.srpt;
 }
 
 static uint64_t mix64(uint64_t z) {
@@ -234,7 +238,6 @@ static int mlt_init(dlcp_sim *sim) {
    * lost control message's RTO would be as long. */
   b->control_ack_delay_ns = b->initial_rtt_ns;
   b->rise_to_share = mc->srpt;
-  m->srpt = mc->srpt;
   if (dlcp_mlt_config_check(b) != 0) {
     return DLCP_ERR_CONFIG;
   }
@@ -563,11 +566,12 @@ static void nic_wait(mlt_host *h, dlcp_sim_ps now) {
 /* |p| has data due and no room for it: it waits for the NIC's turn. */
 static void block(mlt_peer *p, dlcp_sim_ps now) {
   mlt_host *h = p->host;
-  if (!shared(h->sim)->srpt) {
+  if (srpt(h->sim)) {
+    p->send_class = dlcp_mlt_send_class(p->conn);
+  } else {
     dlcp_sim_timer_cancel(&p->timer.timer); /* its turn comes soon */
   }
   p->blocked = true;
-  p->send_class = dlcp_mlt_send_class(p->conn);
   p->blocked_next = NULL;
   if (h->blocked_tail) {
     h->blocked_tail->blocked_next = p;
@@ -582,32 +586,33 @@ static void block(mlt_peer *p, dlcp_sim_ps now) {
  * that has waited longest (in turn), or with srpt the lowest send class,
  * then the lowest tie rank. */
 static mlt_peer *unblock_next(mlt_host *h) {
-  mlt_peer **best = &h->blocked, *prev = NULL, *best_prev = NULL;
-  if (shared(h->sim)->srpt) {
-    for (mlt_peer **pp = &(*best)->blocked_next; *pp;
-         pp = &(*pp)->blocked_next) {
-      const mlt_peer *q = *pp, *b = *best;
-      prev = prev ? prev->blocked_next : h->blocked;
-      if (q->send_class < b->send_class ||
-          (q->send_class == b->send_class && q->tie < b->tie)) {
-        best = pp;
+  mlt_peer *best = h->blocked, *best_prev = NULL;
+  if (srpt(h->sim)) {
+    for (mlt_peer *prev = best, *q = best->blocked_next; q;
+         prev = q, q = q->blocked_next) {
+      if (q->send_class < best->send_class ||
+          (q->send_class == best->send_class && q->tie < best->tie)) {
+        best = q;
         best_prev = prev;
       }
     }
   }
-  mlt_peer *p = *best;
-  *best = p->blocked_next;
-  if (h->blocked_tail == p) {
+  if (best_prev) {
+    best_prev->blocked_next = best->blocked_next;
+  } else {
+    h->blocked = best->blocked_next;
+  }
+  if (h->blocked_tail == best) {
     h->blocked_tail = best_prev;
   }
-  p->blocked = false;
-  return p;
+  best->blocked = false;
+  return best;
 }
 
 static void service(mlt_peer *p, dlcp_sim_ps now);
 
-/* The NIC drained: the waiting connections go on, one packet at a time,
- * the lowest class first, until it fills again. */
+/* The NIC drained: the waiting connections go on, one packet at a time
+ * in unblock_next's order, until it fills again. */
 static void nic_ready(void *obj, dlcp_sim_ps now) {
   mlt_host *h = obj;
   while (h->blocked && !nic_full(h)) {
@@ -633,15 +638,16 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
   mlt_sim *m = shared(sim);
   uint64_t now_ns = ns_of(now);
-  if (p->blocked && !m->srpt) {
+  if (p->blocked && !srpt(sim)) {
     return;
   }
   for (;;) {
     dlcp_mlt_action act;
-    int rv = p->blocked ? dlcp_mlt_poll_control(p->conn, &act, m->poll_buf,
-                                          MLT_POLL_BUF, now_ns)
-                  : dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF,
-                                  now_ns);
+    int rv = p->blocked
+                 ? dlcp_mlt_poll_control(p->conn, &act, m->poll_buf,
+                                         MLT_POLL_BUF, now_ns)
+                 : dlcp_mlt_poll(p->conn, &act, m->poll_buf, MLT_POLL_BUF,
+                                 now_ns);
     if (rv != 0) {
       dlcp_sim_engine_fail(&sim->engine, rv);
       return;
@@ -662,7 +668,7 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
       if (act.payload_len > 0 && (nic_full(h) || h->blocked) &&
           dlcp_mlt_next_deadline(p->conn) <= now_ns) {
         block(p, now);
-        if (!m->srpt) {
+        if (!srpt(sim)) {
           return;
         }
       }
