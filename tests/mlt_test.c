@@ -994,6 +994,117 @@ static void test_receiver_asks_at_the_end_of_a_round(void **state) {
   netsim_del(ns);
 }
 
+/* A drain interval that packets held long in a queue have inflated (here:
+ * a first transfer over a 2 ms path) must not hold the next transfer's
+ * PROBE once the ACK of its last packet is in: one packet lost within the
+ * loss bound, the receiver stops at a PROBE sent a reordering window after
+ * that ACK, not srtt + 4 rttvar (over 1 ms) after the last packet. */
+static void test_probe_follows_the_last_packets_ack(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 25);
+  netsim_link slow = make_link(0.0, 0.0, 0.0);
+  slow.delay_ns = 2000000;
+  netsim_link fast = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &slow, &fast, 25);
+  exact_transfer(ns, 100000, 3, 1000000000);
+  dlcp_mlt_stats tx;
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+  assert_true(tx.srtt_ns > 1000000);
+  uint64_t retx_before = tx.data_retx;
+
+  netsim_set_link(ns, 0, &fast);
+  uint64_t drop = 3;
+  netsim_set_filter(ns, drop_one_data, &drop);
+  enum { LEN = 20 * 1456 };
+  uint8_t *src = pattern(LEN, 4), *dst = calloc(1, LEN);
+  dlcp_tstamp start = netsim_now(ns);
+  dlcp_mlt_recv r = {.tensor = 2, .buf = dst, .len = LEN,
+                     .loss_bound = 0.1, .user_data = 3};
+  dlcp_mlt_send s = {.tensor = 2, .buf = src, .len = LEN, .user_data = 4};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, start), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, start), 0);
+  assert_int_equal(netsim_run(ns, 4, start + 1000000000), 4);
+  const netsim_completion *cs = netsim_find(ns, 0, 4);
+  const netsim_completion *cr = netsim_find(ns, 1, 3);
+  assert_int_equal(cs->c.status, 0);
+  assert_int_equal(cr->c.status, 0);
+  assert_int_equal(cr->c.delivered_bytes, LEN - 1456);
+  assert_exact(src, dst, LEN, &cr->c);
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+  assert_int_equal(tx.data_retx, retx_before);
+  /* 20 packets at 10 Gbit/s (24 us), the ACK's way back and the PROBE's
+   * (22 us), a 20 us reordering window and the STOP: about 100 us. */
+  assert_true(cs->c.end_ns - start < 200000);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
+/* Drops every retransmitted DATA packet of side 0 sent at a priority
+ * numerically above |*floor|, and counts the retransmissions by
+ * priority. */
+typedef struct starve_watch {
+  uint8_t floor;
+  uint32_t retx_by_prio[8];
+  bool dropped_first;
+} starve_watch;
+
+static bool starve_low_retx(void *user, int from, const uint8_t *hdr,
+                            size_t len, uint64_t index) {
+  starve_watch *w = user;
+  dlcp_wire_preamble pre;
+  (void)index;
+  if (from != 0 || dlcp_wire_peek(&pre, hdr, len) != 0 ||
+      pre.type != DLCP_WIRE_DATA) {
+    return true;
+  }
+  uint8_t prio = hdr[16] & DLCP_WIRE_PRIO_MASK;
+  if (!(hdr[16] & DLCP_WIRE_FLAG_RETX)) {
+    if (!w->dropped_first) {
+      w->dropped_first = true;
+      return false;
+    }
+    return true;
+  }
+  w->retx_by_prio[prio]++;
+  return prio <= w->floor;
+}
+
+/* A retransmission that gets nothing through (a strict-priority queue
+ * starving its layer's priority) climbs one priority per round without
+ * progress, and gets through instead of failing the send with
+ * DLCP_ERR_NO_PROGRESS after max_rounds_without_progress. */
+static void test_starved_retransmission_climbs(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 26);
+  cfg.max_rounds_without_progress = 4;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 26);
+  starve_watch w = {.floor = 3};
+  netsim_set_filter(ns, starve_low_retx, &w);
+  enum { LEN = 10 * 1456 };
+  uint8_t *src = pattern(LEN, 5), *dst = calloc(1, LEN);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = LEN, .user_data = 1};
+  /* Layer 6 of 8: priority 6. */
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = LEN, .layer = 6,
+                     .nlayers = 8, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  assert_int_equal(netsim_find(ns, 0, 2)->c.status, 0);
+  assert_int_equal(netsim_find(ns, 1, 1)->c.status, 0);
+  assert_memory_equal(src, dst, LEN);
+  /* The lost packet went again at 6 (the round after the first BITMAP,
+   * which showed progress), then at 5, 4 and 3, one round each. */
+  uint32_t want[8] = {0, 0, 0, 1, 1, 1, 1, 0};
+  assert_memory_equal(w.retx_by_prio, want, sizeof(want));
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
 /* Counts side 0's DATA packets by priority. */
 static bool count_prio(void *user, int from, const uint8_t *hdr, size_t len,
                        uint64_t index) {
@@ -1756,6 +1867,8 @@ int main(void) {
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
+      cmocka_unit_test(test_probe_follows_the_last_packets_ack),
+      cmocka_unit_test(test_starved_retransmission_climbs),
       cmocka_unit_test(test_window_reopens_after_lost_acks),
       cmocka_unit_test(test_grant_shared_by_connections),
       cmocka_unit_test(test_deterministic),

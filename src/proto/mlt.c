@@ -241,6 +241,11 @@ static uint8_t lowered(const dlcp_mlt_conn *conn, uint8_t prio,
   return (uint8_t)(p < conn->cfg.nprio ? p : conn->cfg.nprio - 1);
 }
 
+/* Priority |prio| raised by |levels|, at most to the most urgent (0). */
+static uint8_t raised(uint8_t prio, uint32_t levels) {
+  return (uint8_t)(levels < prio ? prio - levels : 0);
+}
+
 static uint64_t needed_bytes(uint64_t size, uint32_t loss_ppm) {
   uint64_t whole = size / DLCP_WIRE_PPM, frac = size % DLCP_WIRE_PPM;
   uint64_t may_lose = whole * loss_ppm + frac * loss_ppm / DLCP_WIRE_PPM;
@@ -1018,6 +1023,13 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     prio = lowered(conn, x->prio_fn(x->prio_user, x->tensor, x->layer,
                                     offset, len), x->stage);
   }
+  /* A retransmission that got nothing through last round climbs one level
+   * per such round: a strict-priority queue that more urgent layers keep
+   * full would otherwise starve it until max_rounds_without_progress
+   * fails the send (a Transformer PS job's 128-byte pulls at priority 6). */
+  if (x->retx_round) {
+    prio = raised(prio, x->noprog_rounds);
+  }
   /* A segment the receiver asked for again is important whatever its
    * gradients: dropped once already, it must not be dropped again for
    * being unimportant, or a starved low-priority queue that drops every
@@ -1116,6 +1128,20 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
     conn->inflight_pkts =
         delta < conn->inflight_pkts ? conn->inflight_pkts - delta : 0;
     conn->window_since_ns = now;
+  }
+  /* The round's last packet has arrived: only packets it overtook can
+   * still be on their way, so the PROBE waits for the reordering window
+   * (measured on this connection) instead of the rest of the drain
+   * interval.  The drain interval, srtt + 4 rttvar, is as long as the
+   * slowest queue this connection's packets sat in: data of a low layer
+   * starved in a strict-priority queue for ms made it 12 ms, and every
+   * round of that connection waited as long after its last packet had
+   * arrived (gray experiment, docs/protocol.md). */
+  if (x && x->state == X_DRAIN && upto == x->seq) {
+    dlcp_tstamp probe_at = add_sat(now, reorder_guard(conn));
+    if (probe_at < x->timer_ns) {
+      set_timer(conn, x, probe_at);
+    }
   }
   conn->peer_grant = a->grant;
   if (a->echo_ts > arrived) {

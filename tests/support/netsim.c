@@ -151,6 +151,10 @@ void netsim_set_filter(netsim *ns, netsim_filter_fn fn, void *user) {
   ns->filter_user = user;
 }
 
+void netsim_set_link(netsim *ns, int side, const netsim_link *link) {
+  ns->link[side] = *link;
+}
+
 static uint8_t *copy_message(const dlcp_mlt_action *act, const uint8_t *buf) {
   uint8_t *p = malloc(act->len + act->payload_len + 1);
   if (!p) {

@@ -72,6 +72,9 @@ void netsim_del(netsim *ns);
 dlcp_mlt_conn *netsim_conn(netsim *ns, int side);
 dlcp_tstamp netsim_now(const netsim *ns);
 void netsim_set_filter(netsim *ns, netsim_filter_fn fn, void *user);
+/* Datagrams side |side| sends from now on travel over |link| (copied);
+ * those already on their way keep their delivery times. */
+void netsim_set_link(netsim *ns, int side, const netsim_link *link);
 
 /*
  * netsim_run moves virtual time forward, delivering messages and firing
