@@ -249,6 +249,41 @@ static void test_bound_never_spent_on_reordered_data(void **state) {
   }
 }
 
+/* Nor on data queued behind a slower link: the sender bursts 20 packets
+ * at 10 Gbit/s into a 1 Gbit/s link (240 us to drain), its PROBE takes
+ * the faster control path and finds three quarters there, within the
+ * bound of one half.  The receiver waits until the packets stop coming,
+ * and everything arrives: no byte given up, none sent twice. */
+static void test_bound_never_spent_on_queued_data(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 27);
+  netsim_link slow = make_link(0.0, 0.0, 0.0);
+  slow.rate_bps = 1000000000ull;
+  netsim_link back = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &slow, &back, 27);
+  enum { LEN = 20 * 1456 };
+  uint8_t *src = pattern(LEN, 6), *dst = calloc(1, LEN);
+  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = LEN,
+                     .loss_bound = 0.5, .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = LEN, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
+  const netsim_completion *cr = netsim_find(ns, 1, 1);
+  assert_int_equal(cr->c.status, 0);
+  assert_int_equal(cr->c.delivered_bytes, LEN);
+  assert_memory_equal(src, dst, LEN);
+  dlcp_mlt_stats rx, tx;
+  dlcp_mlt_get_stats(netsim_conn(ns, 1), &rx);
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+  assert_int_equal(rx.stops_deferred, 1);
+  assert_int_equal(tx.data_retx, 0);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
 /* Parameters: the missing ranges of a receive with keep_previous hold the
  * buffer's previous bytes instead of zeros. */
 static void test_keep_previous_values(void **state) {
@@ -1846,6 +1881,7 @@ int main(void) {
       cmocka_unit_test(test_lossless_single_round),
       cmocka_unit_test(test_bounded_loss_stops_without_retransmission),
       cmocka_unit_test(test_bound_never_spent_on_reordered_data),
+      cmocka_unit_test(test_bound_never_spent_on_queued_data),
       cmocka_unit_test(test_keep_previous_values),
       cmocka_unit_test(test_control_datagrams_through_loss),
       cmocka_unit_test(test_notes_through_the_control_channel),

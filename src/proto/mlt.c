@@ -129,6 +129,10 @@ struct mlt_xfer {
                               reached this host */
   dlcp_tstamp nack_at;     /* receiver: ask for the missing segments then
                               (unprompted BITMAP); 0 = not armed */
+  dlcp_tstamp stop_at;     /* receiver: a PROBE found the bound met while
+                              data was still arriving; stop then, if it
+                              has stopped arriving (0 = not armed) */
+  dlcp_tstamp last_data_at; /* when the last DATA packet arrived */
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
@@ -1471,6 +1475,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   }
   release_start_grant(conn);
   x->last_progress_ns = now;
+  x->last_data_at = arrived;
   conn->ce_since_ack += ce;
   conn->stats.ce_received += ce;
   bool regular_ack = ++conn->rx_since_ack >= conn->cfg.ack_every ||
@@ -1531,6 +1536,27 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
   return 0;
 }
 
+/* Ends a receive that holds (1 - p) with the missing within the bound,
+ * unless its data is still arriving: then once none has come for the
+ * reordering window.  The PROBE may overtake a round's packets queued on
+ * other paths: in the default scenario a pull's PROBE, sent a drain
+ * interval after its last packet, arrived while that round's packets were
+ * still coming in every 0.3-3 us, before its last one, and the pull gave
+ * up 1.5 % of its data with no drop anywhere. */
+static void stop_when_quiet(dlcp_mlt_conn *conn, mlt_xfer *x,
+                            dlcp_tstamp now) {
+  dlcp_tstamp quiet_at = add_sat(x->last_data_at, reorder_guard(conn));
+  if (x->rx_pkts > 0 && quiet_at > now) {
+    if (x->stop_at == 0) {
+      conn->stats.stops_deferred++;
+    }
+    x->stop_at = quiet_at;
+    set_timer(conn, x, quiet_at);
+    return;
+  }
+  finish(conn, x, 0, PEND_STOP, now);
+}
+
 static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
                      dlcp_tstamp now) {
   mlt_xfer *x = find_recv(conn, p->xfer);
@@ -1543,7 +1569,7 @@ static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
    * tail off every tensor on a clean network.  Used this way it replaces
    * retransmission rounds, never first transmissions. */
   if (x->have_bytes >= x->needed_bytes) {
-    finish(conn, x, 0, PEND_STOP, now);
+    stop_when_quiet(conn, x, now);
     return;
   }
   x->bitmap_round = p->round;
@@ -2018,7 +2044,9 @@ static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
   if (!x->is_send && x->state == X_ACTIVE) {
     dlcp_tstamp stall = add_sat(x->last_progress_ns,
                                 conn->cfg.stall_timeout_ns);
-    return x->nack_at != 0 && x->nack_at < stall ? x->nack_at : stall;
+    dlcp_tstamp t = x->nack_at != 0 && x->nack_at < stall ? x->nack_at
+                                                          : stall;
+    return x->stop_at != 0 && x->stop_at < t ? x->stop_at : t;
   }
   return x->timer_ns;
 }
@@ -2061,6 +2089,10 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     set_timer(conn, x, add_sat(now, x->probe_rto));
     break;
   case X_ACTIVE:
+    if (!x->is_send && x->stop_at != 0 && x->stop_at <= now) {
+      stop_when_quiet(conn, x, now);
+      return;
+    }
     if (!x->is_send && x->nack_at != 0 && x->nack_at <= now) {
       fire_nack(conn, x);
       return;

@@ -304,6 +304,9 @@ typedef struct dlcp_mlt_stats {
   uint64_t cuts_ecn, cuts_delay; /* rate decreases by cause */
   uint64_t bitmaps_unprompted; /* receiver: BITMAPs sent on a round's last
                                   packet, before any PROBE */
+  uint64_t stops_deferred;    /* receiver: PROBEs that found the bound met
+                                 while the transfer's data still arrived
+                                 (the STOP waited for it to stop) */
   double rate_bps;            /* the rate controller's current rate */
   uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;
