@@ -1267,6 +1267,53 @@ static void test_bitmap_windowing(void **state) {
   free(w);
 }
 
+/* A window bounded by the caller (an early BITMAP: the holes below the
+ * segments every path has passed) lists exactly the missing segments in
+ * [first, end) and ends there, whatever lies beyond. */
+static void test_bitmap_bounded_window(void **state) {
+  (void)state;
+  uint32_t nsegs = 200;
+  uint64_t *w = words_all_held(nsegs);
+  uint8_t buf[256];
+  bit_clear(w, 3);
+  bit_clear(w, 40);
+  bit_clear(w, 41);
+  bit_clear(w, 150);
+  dlcp_wire_bitmap h = {.job = 1, .xfer = 2, .round = 0, .nsegs = nsegs,
+                        .first = 10, .end = 100, .have = nsegs - 4};
+  dlcp_ssize n = dlcp_wire_bitmap_encode_words(buf, sizeof(buf), &h, w);
+  assert_true(n > 0);
+  dlcp_wire_bitmap b;
+  assert_int_equal(dlcp_wire_bitmap_decode(&b, buf, (size_t)n), 0);
+  assert_int_equal(b.first, 10);
+  assert_int_equal(b.end, 100);
+  assert_int_equal(b.nranges, 1);
+  size_t cursor = 0;
+  uint32_t prev = b.first;
+  dlcp_wire_range r;
+  assert_int_equal(dlcp_wire_bitmap_next(&b, &cursor, &prev, &r), 1);
+  assert_int_equal(r.start, 40);
+  assert_int_equal(r.count, 2);
+  assert_int_equal(dlcp_wire_bitmap_next(&b, &cursor, &prev, &r), 0);
+  /* The decoder's rule for a window short of nsegs holds: nothing missing
+   * in it, or a missing segment at its end, is refused. */
+  h.first = 50;
+  assert_int_equal(dlcp_wire_bitmap_encode_words(buf, sizeof(buf), &h, w),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  h.first = 10;
+  h.end = 41;
+  assert_int_equal(dlcp_wire_bitmap_encode_words(buf, sizeof(buf), &h, w),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  /* A bound below first, or past nsegs, is refused. */
+  h.end = 40;
+  assert_int_equal(dlcp_wire_bitmap_encode_words(buf, sizeof(buf), &h, w),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  h.end = nsegs + 1;
+  assert_int_equal(dlcp_wire_bitmap_encode_words(buf, sizeof(buf), &h, w),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  free(w);
+}
+
 /* Builds a BITMAP by hand: header fields plus raw range bytes. */
 static size_t bitmap_raw(uint8_t *buf, uint32_t nsegs, uint32_t first,
                          uint32_t end, uint32_t have, uint32_t nranges,
@@ -1667,6 +1714,7 @@ int main(void) {
       cmocka_unit_test(test_bitmap_patterns),
       cmocka_unit_test(test_bitmap_gib_fits),
       cmocka_unit_test(test_bitmap_windowing),
+      cmocka_unit_test(test_bitmap_bounded_window),
       cmocka_unit_test(test_bitmap_decode_errors),
       cmocka_unit_test(test_bitmap_walk_matches_words),
       cmocka_unit_test(test_strerror),

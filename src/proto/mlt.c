@@ -45,6 +45,9 @@
 #include "proto/tag.h"
 #include "wire/wire.h"
 
+/* Early BITMAPs follow up to this many paths (npaths above: off). */
+#define MLT_EARLY_PATHS 8
+
 enum xfer_state {
   X_WAIT_START, /* sender: posted, no START yet */
   X_UNMATCHED,  /* sender: START arrived, not posted yet */
@@ -133,6 +136,20 @@ struct mlt_xfer {
                               data was still arriving; stop then, if it
                               has stopped arriving (0 = not armed) */
   dlcp_tstamp last_data_at; /* when the last DATA packet arrived */
+  /* Early BITMAPs.  A path delivers in order and the first round sends
+   * the segments in order, so a segment missing below what the first
+   * round has passed on every path (seen_end, the least of path_end) is
+   * lost, or overtaken within a path by the reordering window.  Holes
+   * below nacked_end have been asked for; those below early_end will be
+   * at early_at (0 = not armed); lost_bytes counts the holes [0, seen_end)
+   * had when seen_end passed them. */
+  uint32_t path_end[MLT_EARLY_PATHS];
+  uint32_t seen_end, nacked_end, early_end;
+  uint64_t lost_bytes;
+  bool no_early; /* a path id beyond npaths: early BITMAPs off */
+  uint32_t nack_from; /* the end-of-round BITMAP's window starts here */
+  dlcp_tstamp early_at;
+  uint32_t bitmap_first, bitmap_end; /* the pending BITMAP's window */
   uint32_t ack_rx_pkts;
   uint32_t ack_seq;
   bool keep_previous;   /* missing ranges keep the buffer's old bytes */
@@ -254,6 +271,48 @@ static uint64_t needed_bytes(uint64_t size, uint32_t loss_ppm) {
   uint64_t whole = size / DLCP_WIRE_PPM, frac = size % DLCP_WIRE_PPM;
   uint64_t may_lose = whole * loss_ppm + frac * loss_ppm / DLCP_WIRE_PPM;
   return size - may_lose;
+}
+
+/* Whether the holes the first round has passed on every path are more
+ * than the loss bound lets the receive give up. */
+static bool holes_beyond_bound(const mlt_xfer *x) {
+  return x->lost_bytes > x->size - x->needed_bytes;
+}
+
+/* A BITMAP of every missing segment is on its way: no early one need ask
+ * for the holes it names. */
+static void covered_by_full_bitmap(mlt_xfer *x) {
+  x->nacked_end = x->nsegs;
+  x->early_at = 0;
+}
+
+/* A first-round packet of segment |seg| came on |path|: whether the
+ * segments every path has passed (seen_end) went further, the holes they
+ * passed counted in lost_bytes. */
+static bool passed_on_every_path(const dlcp_mlt_conn *conn, mlt_xfer *x,
+                                 uint32_t seg, uint8_t path) {
+  uint32_t npaths = conn->cfg.npaths;
+  if (x->no_early || npaths > MLT_EARLY_PATHS || path >= npaths) {
+    x->no_early = true;
+    return false;
+  }
+  if (seg + 1 > x->path_end[path]) {
+    x->path_end[path] = seg + 1;
+  }
+  uint32_t passed = x->path_end[0];
+  for (uint32_t p = 1; p < npaths; p++) {
+    passed = x->path_end[p] < passed ? x->path_end[p] : passed;
+  }
+  if (passed <= x->seen_end) {
+    return false;
+  }
+  for (uint32_t s = x->seen_end; s < passed; s++) {
+    if (!bit_get(x->have_bits, s)) {
+      x->lost_bytes += seg_len(x, s);
+    }
+  }
+  x->seen_end = passed;
+  return true;
 }
 
 static void set_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp t) {
@@ -884,9 +943,12 @@ uint32_t dlcp_mlt_send_class(const dlcp_mlt_conn *conn) {
   return cls;
 }
 
-/* The next segment of the current round, or false if the round is over. */
-static bool next_segment(mlt_xfer *x, uint32_t *seg) {
-  if (!x->retx_round) {
+/* The next segment of the current round, or false if the round is over;
+ * |*again| tells a retransmission.  The first round sends the segments the
+ * receiver asked for early (x->retx) before its next new one. */
+static bool next_segment(mlt_xfer *x, uint32_t *seg, bool *again) {
+  *again = x->retx_round || x->retx_idx < x->nretx;
+  if (!x->retx_round && x->retx_idx >= x->nretx) {
     if (x->next_seg >= x->nsegs) {
       return false;
     }
@@ -909,7 +971,7 @@ static bool next_segment(mlt_xfer *x, uint32_t *seg) {
 }
 
 static bool round_done(const mlt_xfer *x) {
-  return x->retx_round ? x->retx_idx >= x->nretx : x->next_seg >= x->nsegs;
+  return x->retx_idx >= x->nretx && (x->retx_round || x->next_seg >= x->nsegs);
 }
 
 static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
@@ -1017,7 +1079,8 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                      size_t buflen, dlcp_tstamp now) {
   mlt_xfer *x = conn->sending;
   uint32_t seg;
-  if (!next_segment(x, &seg)) {
+  bool again;
+  if (!next_segment(x, &seg, &again)) {
     return 0; /* cannot happen: a finished round leaves ACTIVE below */
   }
   uint64_t offset = (uint64_t)seg * x->seg_size;
@@ -1031,7 +1094,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
    * per such round: a strict-priority queue that more urgent layers keep
    * full would otherwise starve it until max_rounds_without_progress
    * fails the send (a Transformer PS job's 128-byte pulls at priority 6). */
-  if (x->retx_round) {
+  if (again) {
     prio = raised(prio, x->noprog_rounds);
   }
   /* A segment the receiver asked for again is important whatever its
@@ -1040,7 +1103,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
    * unimportant packet keeps the transfer from progressing at all. */
   bool important = x->importance == DLCP_MLT_IMPORTANCE_ALL ||
                    (x->importance == DLCP_MLT_IMPORTANCE_F32_MAGNITUDE &&
-                    (x->retx_round || bit_get(x->important_bits, seg)));
+                    (again || bit_get(x->important_bits, seg)));
   bool last = round_done(x);
   /* The packet that closes the window asks too: if the ACK asked for
    * before it is lost, this one's (cumulative by seq) reopens the window,
@@ -1056,7 +1119,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
       .job = conn->cfg.job,
       .xfer = x->id,
       .flags = (uint8_t)(prio | (important ? DLCP_WIRE_FLAG_IMPORTANT : 0) |
-                         (x->retx_round ? DLCP_WIRE_FLAG_RETX : 0) |
+                         (again ? DLCP_WIRE_FLAG_RETX : 0) |
                          (last ? DLCP_WIRE_FLAG_LAST : 0) |
                          (ack_req ? DLCP_WIRE_FLAG_ACK_REQ : 0)),
       .path = (uint8_t)(conn->path_rr % conn->cfg.npaths),
@@ -1083,7 +1146,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   }
   conn->last_send_ns = now;
   conn->stats.data_sent++;
-  if (x->retx_round) {
+  if (again) {
     x->retx_sent++;
     conn->stats.data_retx++;
   }
@@ -1180,9 +1243,58 @@ static void send_fail(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
   finish(conn, x, status, PEND_FINISH, now);
 }
 
+/* Appends the missing ranges of |b| to |x|'s retransmissions. */
+static int add_retx(dlcp_mlt_conn *conn, mlt_xfer *x,
+                    const dlcp_wire_bitmap *b) {
+  if (x->retx_idx >= x->nretx) {
+    x->nretx = x->retx_idx = x->retx_pos = 0;
+  }
+  if (b->nranges > x->retx_cap - x->nretx) {
+    size_t cap = (size_t)x->nretx + b->nranges;
+    void *p = conn->mem->realloc(x->retx, cap * sizeof(*x->retx),
+                                 conn->mem->user);
+    if (!p) {
+      return DLCP_ERR_NOMEM;
+    }
+    x->retx = p;
+    x->retx_cap = (uint32_t)cap;
+  }
+  size_t cursor = 0;
+  uint32_t prev_end = b->first;
+  uint32_t n = 0;
+  while (n < b->nranges && dlcp_wire_bitmap_next(b, &cursor, &prev_end,
+                                                 &x->retx[x->nretx + n])) {
+    n++;
+  }
+  x->nretx += n;
+  return 0;
+}
+
+/* A receiver's early BITMAP: holes below the highest segment it has seen
+ * of a first round still being sent.  They go out before the round's next
+ * new segment; the round, its PROBE and its accounting go on as they
+ * were. */
+static void on_early_bitmap(dlcp_mlt_conn *conn, mlt_xfer *x,
+                            const dlcp_wire_bitmap *b, dlcp_tstamp now) {
+  if (b->nsegs != x->nsegs || b->end > x->next_seg) {
+    conn->stats.dropped_invalid++;
+    return;
+  }
+  int rv = add_retx(conn, x, b);
+  if (rv != 0) {
+    send_fail(conn, x, rv, now);
+    return;
+  }
+  conn->resched = true;
+}
+
 static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
                       dlcp_tstamp now) {
   mlt_xfer *x = find_send(conn, b->xfer);
+  if (x && b->round == 0 && x->state == X_ACTIVE && !x->retx_round) {
+    on_early_bitmap(conn, x, b, now);
+    return;
+  }
   /* Round 0: the receiver saw the end of a round with segments missing
    * and asks unprompted; it answers a round that has been sent. */
   bool unprompted_ok = x && b->round == 0 &&
@@ -1206,26 +1318,12 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
     send_fail(conn, x, DLCP_ERR_NO_PROGRESS, now);
     return;
   }
-  if (b->nranges > x->retx_cap) {
-    void *p = conn->mem->realloc(x->retx, b->nranges * sizeof(*x->retx),
-                                 conn->mem->user);
-    if (!p) {
-      send_fail(conn, x, DLCP_ERR_NOMEM, now);
-      return;
-    }
-    x->retx = p;
-    x->retx_cap = b->nranges;
+  x->nretx = x->retx_idx = x->retx_pos = 0;
+  int rv = add_retx(conn, x, b);
+  if (rv != 0) {
+    send_fail(conn, x, rv, now);
+    return;
   }
-  size_t cursor = 0;
-  uint32_t prev_end = b->first;
-  uint32_t n = 0;
-  while (n < b->nranges &&
-         dlcp_wire_bitmap_next(b, &cursor, &prev_end, &x->retx[n])) {
-    n++;
-  }
-  x->nretx = n;
-  x->retx_idx = 0;
-  x->retx_pos = 0;
   x->retx_round = true;
   start_round(conn, x, now);
 }
@@ -1499,6 +1597,18 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
    * interval (srtt + 4 rttvar) after the last packet, decides. */
   bool last = (d.flags & DLCP_WIRE_FLAG_LAST) != 0;
   bool done = x->have_bytes == x->size;
+  /* First transmissions go out in segment order, so a hole below one
+   * that arrived was lost or overtaken: once more is missing than the
+   * bound allows, ask for it a reordering window later, while the round
+   * goes on, rather than after its last packet. */
+  if (!done && !(d.flags & DLCP_WIRE_FLAG_RETX) &&
+      passed_on_every_path(conn, x, seg, d.path)) {
+    if (!last && x->early_at == 0 && holes_beyond_bound(x)) {
+      x->early_end = x->seen_end;
+      x->early_at = add_sat(now, reorder_guard(conn));
+      set_timer(conn, x, x->early_at);
+    }
+  }
   /* The round's last packet with more missing than the bound allows: a
    * retransmission round is certain, so ask for it (an unprompted
    * BITMAP) once the packets this one may have overtaken had time to
@@ -1506,6 +1616,9 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
    * later.  Asking early costs at worst a duplicate; stopping early
    * (within the bound) is left to the PROBE, which may give up data. */
   if (last && !done && x->have_bytes < x->needed_bytes) {
+    /* After a first round, the holes early BITMAPs asked for are being
+     * sent again: ask only for the others. */
+    x->nack_from = d.flags & DLCP_WIRE_FLAG_RETX ? 0 : x->nacked_end;
     x->nack_at = add_sat(now, reorder_guard(conn));
     set_timer(conn, x, x->nack_at);
   }
@@ -1573,6 +1686,8 @@ static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
     return;
   }
   x->bitmap_round = p->round;
+  x->bitmap_first = x->bitmap_end = 0;
+  covered_by_full_bitmap(x);
   x->last_progress_ns = now;
   x->nack_at = 0; /* this BITMAP answers for the round */
   pend(conn, x, PEND_BITMAP);
@@ -2046,17 +2161,60 @@ static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
                                 conn->cfg.stall_timeout_ns);
     dlcp_tstamp t = x->nack_at != 0 && x->nack_at < stall ? x->nack_at
                                                           : stall;
+    t = x->early_at != 0 && x->early_at < t ? x->early_at : t;
     return x->stop_at != 0 && x->stop_at < t ? x->stop_at : t;
   }
   return x->timer_ns;
+}
+
+/* Whether a segment in [from, to) is missing. */
+static bool missing_in(const mlt_xfer *x, uint32_t from, uint32_t to) {
+  for (uint32_t s = from; s < to; s++) {
+    if (!bit_get(x->have_bits, s)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* An early BITMAP is due: it asks for the holes below early_end not asked
+ * for yet, unless a BITMAP is on its way already; holes the round has
+ * passed since arm the next one. */
+static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
+  x->early_at = 0;
+  /* Packets overtaken within a path may have filled holes since. */
+  x->lost_bytes = 0;
+  for (uint32_t s = 0; s < x->seen_end; s++) {
+    if (!bit_get(x->have_bits, s)) {
+      x->lost_bytes += seg_len(x, s);
+    }
+  }
+  if (!(x->pend & PEND_BITMAP) && holes_beyond_bound(x) &&
+      missing_in(x, x->nacked_end, x->early_end)) {
+    x->bitmap_round = 0;
+    x->bitmap_first = x->nacked_end;
+    x->bitmap_end = x->early_end;
+    x->nacked_end = x->early_end;
+    conn->stats.bitmaps_early++;
+    pend(conn, x, PEND_BITMAP);
+  }
+  if (x->seen_end > x->early_end && holes_beyond_bound(x)) {
+    x->early_end = x->seen_end;
+    x->early_at = add_sat(now, reorder_guard(conn));
+  }
+  x->timer_ns = xfer_deadline(conn, x);
 }
 
 /* A receiver's unprompted BITMAP is due: sent if the bound is still not
  * met and no answer to a PROBE is already on its way. */
 static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
   x->nack_at = 0;
-  if (x->have_bytes < x->needed_bytes && !(x->pend & PEND_BITMAP)) {
+  if (x->have_bytes < x->needed_bytes && !(x->pend & PEND_BITMAP) &&
+      missing_in(x, x->nack_from, x->nsegs)) {
     x->bitmap_round = 0;
+    x->bitmap_first = x->nack_from;
+    x->bitmap_end = 0;
+    covered_by_full_bitmap(x);
     conn->stats.bitmaps_unprompted++;
     pend(conn, x, PEND_BITMAP);
   }
@@ -2095,6 +2253,10 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     }
     if (!x->is_send && x->nack_at != 0 && x->nack_at <= now) {
       fire_nack(conn, x);
+      return;
+    }
+    if (!x->is_send && x->early_at != 0 && x->early_at <= now) {
+      fire_early(conn, x, now);
       return;
     }
     if (!x->is_send) {
@@ -2267,8 +2429,11 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
   } else if (x->pend & PEND_BITMAP) {
     x->pend &= ~(uint32_t)PEND_BITMAP;
     dlcp_wire_bitmap b = {.job = job, .xfer = x->id, .round = x->bitmap_round,
-                          .nsegs = x->nsegs, .first = 0,
-                          .have = x->have_segs};
+                          .nsegs = x->nsegs, .first = x->bitmap_first,
+                          .end = x->bitmap_end, .have = x->have_segs};
+    if (b.end != 0 && !missing_in(x, b.first, b.end)) {
+      return 0; /* an early BITMAP's holes filled since: nothing to ask */
+    }
     len = dlcp_wire_bitmap_encode_words(buf, buflen, &b, x->have_bits);
     act->type = DLCP_MLT_ACT_CONTROL;
   } else if (x->pend & PEND_STOP) {

@@ -789,6 +789,7 @@ dlcp_ssize dlcp_wire_bitmap_encode_words(uint8_t *buf, size_t buflen,
   uint8_t *p;
 
   if (hdr == NULL || hdr->xfer == 0 || hdr->first > hdr->nsegs ||
+      hdr->end > hdr->nsegs || (hdr->end != 0 && hdr->end < hdr->first) ||
       hdr->have > hdr->nsegs || (words == NULL && hdr->first < hdr->nsegs)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
@@ -799,18 +800,20 @@ dlcp_ssize dlcp_wire_bitmap_encode_words(uint8_t *buf, size_t buflen,
   }
   nsegs = hdr->nsegs;
   prev = hdr->first;
-  end = nsegs;
-  while (prev < nsegs) {
-    uint32_t start = next_missing(words, prev, nsegs);
+  /* The window ends at the caller's bound, or the tensor's end. */
+  uint32_t limit = hdr->end != 0 ? hdr->end : nsegs;
+  end = limit;
+  while (prev < limit) {
+    uint32_t start = next_missing(words, prev, limit);
     uint32_t stop;
     uint32_t gap;
     uint32_t run;
 
-    if (start == nsegs) {
+    if (start == limit) {
       break;
     }
-    /* start < nsegs <= UINT32_MAX, so start + 1 cannot wrap. */
-    stop = next_held(words, start + 1, nsegs);
+    /* start < limit <= UINT32_MAX, so start + 1 cannot wrap. */
+    stop = next_held(words, start + 1, limit);
     gap = start - prev;
     run = stop - start;
     if (varint_len(gap) + varint_len(run) > cap - pos) {
@@ -825,7 +828,12 @@ dlcp_ssize dlcp_wire_bitmap_encode_words(uint8_t *buf, size_t buflen,
     ++nranges;
     prev = stop;
   }
-  if (end < nsegs && nranges == 0) {
+  if (limit < nsegs && end == limit && (nranges == 0 || prev == limit)) {
+    /* The decoder's rule for a window short of nsegs: a range in it, and
+     * a held segment before its end. */
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (end < limit && nranges == 0) {
     /* An empty window would not move the sender forward. */
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }

@@ -426,7 +426,12 @@ int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
  * (bit i of words[i / 64] set = segment i held).  It encodes as many missing
  * ranges as fit in |buflen| and sets the window end accordingly, so a
  * caller with a small buffer still makes progress.  |hdr| supplies job,
- * xfer, round, nsegs, first and have; end and nranges are computed.
+ * xfer, round, nsegs, first and have, and end: 0 for a window up to
+ * nsegs, else a bound on it (first <= end <= nsegs: segments from end on
+ * are left out, as a receiver asking for the holes below the segments it
+ * has seen does: such a window must hold a missing segment and end after
+ * a held one, or DLCP_ERR_INVALID_ARGUMENT); the window's end and nranges
+ * are computed.
  * |buflen| is capped at DLCP_WIRE_CTRL_MAX so the result always decodes.
  * |words| holds at least ceil(nsegs / 64) words (it may be NULL when
  * first == nsegs); padding bits past nsegs are ignored.
