@@ -2221,6 +2221,31 @@ static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
   x->timer_ns = xfer_deadline(conn, x);
 }
 
+/* Runs every timer of an active receive that is due, all of them: one
+ * left due would have the connection claim work its next poll does not
+ * do.  Returns false when none was (the stall timeout is). */
+static bool fire_receive_timers(dlcp_mlt_conn *conn, mlt_xfer *x,
+                                dlcp_tstamp now) {
+  bool fired = false;
+  if (x->stop_at != 0 && x->stop_at <= now) {
+    stop_when_quiet(conn, x, now);
+    if (x->state != X_ACTIVE) {
+      return true;
+    }
+    fired = true;
+  }
+  if (x->nack_at != 0 && x->nack_at <= now) {
+    fire_nack(conn, x);
+    fired = true;
+  }
+  if (x->early_at != 0 && x->early_at <= now) {
+    fire_early(conn, x, now);
+    fired = true;
+  }
+  x->timer_ns = xfer_deadline(conn, x);
+  return fired;
+}
+
 static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
   const dlcp_mlt_config *cfg = &conn->cfg;
   switch ((enum xfer_state)x->state) {
@@ -2247,16 +2272,7 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     set_timer(conn, x, add_sat(now, x->probe_rto));
     break;
   case X_ACTIVE:
-    if (!x->is_send && x->stop_at != 0 && x->stop_at <= now) {
-      stop_when_quiet(conn, x, now);
-      return;
-    }
-    if (!x->is_send && x->nack_at != 0 && x->nack_at <= now) {
-      fire_nack(conn, x);
-      return;
-    }
-    if (!x->is_send && x->early_at != 0 && x->early_at <= now) {
-      fire_early(conn, x, now);
+    if (!x->is_send && fire_receive_timers(conn, x, now)) {
       return;
     }
     if (!x->is_send) {
