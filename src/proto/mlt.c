@@ -112,6 +112,7 @@ struct mlt_xfer {
   uint32_t noprog_rounds;
   dlcp_duration probe_rto;
   uint64_t pkts_sent, retx_sent;
+  dlcp_tstamp round_end_ns; /* sender: the last round's last packet left */
   uint64_t acked_pkts; /* of pkts_sent (seq order), out of the window */
   uint64_t peer_bytes; /* from STOP */
   bool stop_seen;      /* UNMATCHED: STOP arrived before the post */
@@ -1169,6 +1170,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
       base + dlcp_rate_tx_time(&conn->rate, (uint64_t)n + len);
 
   if (last) {
+    x->round_end_ns = now;
     x->state = X_DRAIN;
     set_timer(conn, x, add_sat(now, drain_interval(conn)));
     conn->resched = true;
@@ -1270,6 +1272,50 @@ static int add_retx(dlcp_mlt_conn *conn, mlt_xfer *x,
   return 0;
 }
 
+/* The segments |x|'s retransmission ranges hold. */
+static uint64_t retx_segments(const mlt_xfer *x) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < x->nretx; i++) {
+    n += x->retx[i].count;
+  }
+  return n;
+}
+
+/* Takes the segments of |prev| (|nprev| ranges in order) out of |x|'s
+ * retransmissions. */
+static int drop_in_flight(dlcp_mlt_conn *conn, mlt_xfer *x,
+                          const dlcp_wire_range *prev, uint32_t nprev) {
+  size_t cap = (size_t)x->nretx + nprev;
+  dlcp_wire_range *out = conn->mem->realloc(NULL, cap * sizeof(*out),
+                                            conn->mem->user);
+  if (!out) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint32_t n = 0, j = 0;
+  for (uint32_t i = 0; i < x->nretx; i++) {
+    uint32_t s = x->retx[i].start, e = s + x->retx[i].count;
+    while (j < nprev && prev[j].start + prev[j].count <= s) {
+      j++;
+    }
+    for (uint32_t k = j; s < e; k++) {
+      if (k >= nprev || prev[k].start >= e) {
+        out[n++] = (dlcp_wire_range){s, e - s};
+        break;
+      }
+      if (prev[k].start > s) {
+        out[n++] = (dlcp_wire_range){s, prev[k].start - s};
+      }
+      uint32_t past = prev[k].start + prev[k].count;
+      s = past > s ? past : s;
+    }
+  }
+  conn->mem->free(x->retx, conn->mem->user);
+  x->retx = out;
+  x->retx_cap = (uint32_t)cap;
+  x->nretx = n;
+  return 0;
+}
+
 /* A receiver's early BITMAP: holes below the highest segment it has seen
  * of a first round still being sent.  They go out before the round's next
  * new segment; the round, its PROBE and its accounting go on as they
@@ -1309,17 +1355,46 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
     return;
   }
   settle(conn, x);
+  /* A request that comes less than a base RTT after the last round ended
+   * cannot know that round's fate: it was sent before the round's packets
+   * arrived (a retransmission round's last packet asks for the holes an
+   * early BITMAP's answer is still filling).  Those packets are not sent
+   * again, and the request says nothing about progress; if they are lost,
+   * a later request asks for them. */
+  bool blind = x->retx_round && x->nretx > 0 && conn->rate.base_rtt_ns > 0 &&
+               now < add_sat(x->round_end_ns, conn->rate.base_rtt_ns);
   if (b->have > x->last_have) {
     x->last_have = b->have;
     x->last_progress_ns = now;
     x->noprog_rounds = 0;
     x->probe_rto = conn->cfg.probe_timeout_ns;
-  } else if (++x->noprog_rounds >= conn->cfg.max_rounds_without_progress) {
+  } else if (!blind &&
+             ++x->noprog_rounds >= conn->cfg.max_rounds_without_progress) {
     send_fail(conn, x, DLCP_ERR_NO_PROGRESS, now);
     return;
   }
+  dlcp_wire_range *prev = NULL;
+  uint32_t nprev = 0;
+  if (blind) {
+    prev = conn->mem->realloc(NULL, x->nretx * sizeof(*prev),
+                              conn->mem->user);
+    if (!prev) {
+      send_fail(conn, x, DLCP_ERR_NOMEM, now);
+      return;
+    }
+    memcpy(prev, x->retx, x->nretx * sizeof(*prev));
+    nprev = x->nretx;
+  }
   x->nretx = x->retx_idx = x->retx_pos = 0;
   int rv = add_retx(conn, x, b);
+  if (rv == 0 && prev) {
+    uint64_t asked = retx_segments(x);
+    rv = drop_in_flight(conn, x, prev, nprev);
+    conn->stats.retx_in_flight_skipped += rv == 0 && retx_segments(x) < asked;
+  }
+  if (prev) {
+    conn->mem->free(prev, conn->mem->user);
+  }
   if (rv != 0) {
     send_fail(conn, x, rv, now);
     return;

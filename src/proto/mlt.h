@@ -302,6 +302,9 @@ typedef struct dlcp_mlt_stats {
   uint64_t ce_received;       /* data packets that arrived CE marked */
   uint64_t ce_echoed;         /* CE marks the peer's ACKs reported */
   uint64_t cuts_ecn, cuts_delay; /* rate decreases by cause */
+  uint64_t retx_in_flight_skipped; /* sender: requests made before the
+                                      round just sent could arrive, whose
+                                      ranges of that round were left out */
   uint64_t bitmaps_early;     /* receiver: BITMAPs asking for a first
                                  round's holes while it is still sent */
   uint64_t bitmaps_unprompted; /* receiver: BITMAPs sent on a round's last
