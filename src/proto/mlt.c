@@ -287,6 +287,17 @@ static void covered_by_full_bitmap(mlt_xfer *x) {
   x->early_at = 0;
 }
 
+/* The bytes of the segments missing in [from, to). */
+static uint64_t missing_bytes(const mlt_xfer *x, uint32_t from, uint32_t to) {
+  uint64_t n = 0;
+  for (uint32_t s = from; s < to; s++) {
+    if (!bit_get(x->have_bits, s)) {
+      n += seg_len(x, s);
+    }
+  }
+  return n;
+}
+
 /* A first-round packet of segment |seg| came on |path|: whether the
  * segments every path has passed (seen_end) went further, the holes they
  * passed counted in lost_bytes. */
@@ -307,11 +318,7 @@ static bool passed_on_every_path(const dlcp_mlt_conn *conn, mlt_xfer *x,
   if (passed <= x->seen_end) {
     return false;
   }
-  for (uint32_t s = x->seen_end; s < passed; s++) {
-    if (!bit_get(x->have_bits, s)) {
-      x->lost_bytes += seg_len(x, s);
-    }
-  }
+  x->lost_bytes += missing_bytes(x, x->seen_end, passed);
   x->seen_end = passed;
   return true;
 }
@@ -1373,17 +1380,14 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
     send_fail(conn, x, DLCP_ERR_NO_PROGRESS, now);
     return;
   }
+  /* The last round's ranges, kept aside while the new ones are read. */
   dlcp_wire_range *prev = NULL;
   uint32_t nprev = 0;
   if (blind) {
-    prev = conn->mem->realloc(NULL, x->nretx * sizeof(*prev),
-                              conn->mem->user);
-    if (!prev) {
-      send_fail(conn, x, DLCP_ERR_NOMEM, now);
-      return;
-    }
-    memcpy(prev, x->retx, x->nretx * sizeof(*prev));
+    prev = x->retx;
     nprev = x->nretx;
+    x->retx = NULL;
+    x->retx_cap = 0;
   }
   x->nretx = x->retx_idx = x->retx_pos = 0;
   int rv = add_retx(conn, x, b);
@@ -2258,12 +2262,7 @@ static bool missing_in(const mlt_xfer *x, uint32_t from, uint32_t to) {
 static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
   x->early_at = 0;
   /* Packets overtaken within a path may have filled holes since. */
-  x->lost_bytes = 0;
-  for (uint32_t s = 0; s < x->seen_end; s++) {
-    if (!bit_get(x->have_bits, s)) {
-      x->lost_bytes += seg_len(x, s);
-    }
-  }
+  x->lost_bytes = missing_bytes(x, 0, x->seen_end);
   if (!(x->pend & PEND_BITMAP) && holes_beyond_bound(x) &&
       missing_in(x, x->nacked_end, x->early_end)) {
     x->bitmap_round = 0;
