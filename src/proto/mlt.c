@@ -43,6 +43,7 @@
 #include "proto/rng.h"
 #include "proto/rtt.h"
 #include "proto/tag.h"
+#include "wire/bits.h"
 #include "wire/wire.h"
 
 /* Early BITMAPs follow up to this many paths (npaths above: off). */
@@ -254,6 +255,24 @@ static uint32_t seg_len(const mlt_xfer *x, uint32_t seg) {
   return rem < x->seg_size ? (uint32_t)rem : x->seg_size;
 }
 
+/* The receiver's next hole at or after segment |s| and below |to|: the
+ * missing segments [*start, *stop).  False when there is none. */
+static bool next_hole(const mlt_xfer *x, uint32_t s, uint32_t to,
+                      uint32_t *start, uint32_t *stop) {
+  *start = dlcp_bits_next_missing(x->have_bits, s, to);
+  if (*start == to) {
+    return false;
+  }
+  *stop = dlcp_bits_next_held(x->have_bits, *start + 1, to);
+  return true;
+}
+
+/* Byte offset of segment |seg|, or the tensor's size for the end. */
+static uint64_t seg_offset(const mlt_xfer *x, uint32_t seg) {
+  uint64_t off = (uint64_t)seg * x->seg_size;
+  return off < x->size ? off : x->size;
+}
+
 /* Bytes the receiver must hold before it may stop: size - floor(p * size),
  * computed without overflowing 64 bits. */
 /* Priority |prio| lowered by |stage| levels, at most to the lowest. */
@@ -290,10 +309,10 @@ static void covered_by_full_bitmap(mlt_xfer *x) {
 /* The bytes of the segments missing in [from, to). */
 static uint64_t missing_bytes(const mlt_xfer *x, uint32_t from, uint32_t to) {
   uint64_t n = 0;
-  for (uint32_t s = from; s < to; s++) {
-    if (!bit_get(x->have_bits, s)) {
-      n += seg_len(x, s);
-    }
+  uint32_t start;
+  uint32_t stop;
+  for (uint32_t s = from; next_hole(x, s, to, &start, &stop); s = stop) {
+    n += seg_offset(x, stop) - seg_offset(x, start);
   }
   return n;
 }
@@ -415,19 +434,11 @@ static void settle(dlcp_mlt_conn *conn, mlt_xfer *x) {
  * is certainly still posted: after this the connection never touches it
  * again, even if the completion is polled much later. */
 static void zero_missing(mlt_xfer *x) {
-  uint32_t s = 0;
-  while (s < x->nsegs) {
-    if (bit_get(x->have_bits, s)) {
-      s++;
-      continue;
-    }
-    uint32_t start = s;
-    while (s < x->nsegs && !bit_get(x->have_bits, s)) {
-      s++;
-    }
-    uint64_t off = (uint64_t)start * x->seg_size;
-    uint64_t end = (uint64_t)s * x->seg_size;
-    memset(x->rbuf + off, 0, (size_t)((end > x->size ? x->size : end) - off));
+  uint32_t start;
+  uint32_t stop;
+  for (uint32_t s = 0; next_hole(x, s, x->nsegs, &start, &stop); s = stop) {
+    uint64_t off = seg_offset(x, start);
+    memset(x->rbuf + off, 0, (size_t)(seg_offset(x, stop) - off));
   }
 }
 
@@ -1789,16 +1800,9 @@ static void on_finish(dlcp_mlt_conn *conn, const dlcp_wire_finish *f,
  * scratch array (finish() already zero-filled them). */
 static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
   size_t n = 0;
-  uint32_t s = 0;
-  while (s < x->nsegs) {
-    if (bit_get(x->have_bits, s)) {
-      s++;
-      continue;
-    }
-    uint32_t start = s;
-    while (s < x->nsegs && !bit_get(x->have_bits, s)) {
-      s++;
-    }
+  uint32_t start;
+  uint32_t stop;
+  for (uint32_t s = 0; next_hole(x, s, x->nsegs, &start, &stop); s = stop) {
     if (n == conn->missing_cap) {
       size_t cap = conn->missing_cap ? conn->missing_cap * 2 : 16;
       void *p = conn->mem->realloc(conn->missing, cap * sizeof(*conn->missing),
@@ -1809,13 +1813,9 @@ static int collect_missing(dlcp_mlt_conn *conn, mlt_xfer *x) {
       conn->missing = p;
       conn->missing_cap = cap;
     }
-    uint64_t off = (uint64_t)start * x->seg_size;
-    uint64_t end = (uint64_t)s * x->seg_size;
-    if (end > x->size) {
-      end = x->size;
-    }
+    uint64_t off = seg_offset(x, start);
     conn->missing[n].offset = off;
-    conn->missing[n].len = end - off;
+    conn->missing[n].len = seg_offset(x, stop) - off;
     n++;
   }
   return (int)n;
@@ -2248,12 +2248,7 @@ static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
 
 /* Whether a segment in [from, to) is missing. */
 static bool missing_in(const mlt_xfer *x, uint32_t from, uint32_t to) {
-  for (uint32_t s = from; s < to; s++) {
-    if (!bit_get(x->have_bits, s)) {
-      return true;
-    }
-  }
-  return false;
+  return dlcp_bits_next_missing(x->have_bits, from, to) < to;
 }
 
 /* An early BITMAP is due: it asks for the holes below early_end not asked

@@ -23,6 +23,7 @@
 
 #include <string.h>
 
+#include "wire/bits.h"
 #include "wire/bytes.h"
 
 /* Offsets of the preamble fields. */
@@ -733,50 +734,6 @@ static size_t varint_get(uint32_t *v, const uint8_t *p, size_t avail) {
   return 0;
 }
 
-/* Index of the first clear bit (missing segment) at or after |p| in the
- * first |n| bits of |words|, or |n| if none.  Works a word at a time. */
-static uint32_t next_missing(const uint64_t *words, uint32_t p, uint32_t n) {
-  uint64_t nw = ((uint64_t)n + 63) / 64;
-  uint64_t i = p / 64;
-  uint64_t w;
-  uint64_t idx;
-
-  if (p >= n) {
-    return n;
-  }
-  w = ~words[i] & (~(uint64_t)0 << (p % 64));
-  while (w == 0) {
-    if (++i >= nw) {
-      return n;
-    }
-    w = ~words[i];
-  }
-  idx = i * 64 + (uint64_t)__builtin_ctzll(w);
-  /* Bits past n in the last word are padding, whatever their value. */
-  return idx < n ? (uint32_t)idx : n;
-}
-
-/* Index of the first set bit (held segment) at or after |p|, or |n|. */
-static uint32_t next_held(const uint64_t *words, uint32_t p, uint32_t n) {
-  uint64_t nw = ((uint64_t)n + 63) / 64;
-  uint64_t i = p / 64;
-  uint64_t w;
-  uint64_t idx;
-
-  if (p >= n) {
-    return n;
-  }
-  w = words[i] & (~(uint64_t)0 << (p % 64));
-  while (w == 0) {
-    if (++i >= nw) {
-      return n;
-    }
-    w = words[i];
-  }
-  idx = i * 64 + (uint64_t)__builtin_ctzll(w);
-  return idx < n ? (uint32_t)idx : n;
-}
-
 dlcp_ssize dlcp_wire_bitmap_encode_words(uint8_t *buf, size_t buflen,
                                          const dlcp_wire_bitmap *hdr,
                                          const uint64_t *words) {
@@ -804,7 +761,7 @@ dlcp_ssize dlcp_wire_bitmap_encode_words(uint8_t *buf, size_t buflen,
   uint32_t limit = hdr->end != 0 ? hdr->end : nsegs;
   end = limit;
   while (prev < limit) {
-    uint32_t start = next_missing(words, prev, limit);
+    uint32_t start = dlcp_bits_next_missing(words, prev, limit);
     uint32_t stop;
     uint32_t gap;
     uint32_t run;
@@ -813,7 +770,7 @@ dlcp_ssize dlcp_wire_bitmap_encode_words(uint8_t *buf, size_t buflen,
       break;
     }
     /* start < limit <= UINT32_MAX, so start + 1 cannot wrap. */
-    stop = next_held(words, start + 1, limit);
+    stop = dlcp_bits_next_held(words, start + 1, limit);
     gap = start - prev;
     run = stop - start;
     if (varint_len(gap) + varint_len(run) > cap - pos) {
