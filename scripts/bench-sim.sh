@@ -19,8 +19,11 @@
 #    (bench/ns3/dctcp_star.cc, built with g++ against Debian's libns3-dev
 #    3.37 by bench/ns3/build.sh) and dlcp-sim both run it; the script prints
 #    the wall-time ratio and both FCT distributions (mean, p50, p99).
-#    Packets are the same size on both: 1448-byte segments in 1500-byte IP
-#    packets plus ns-3's 2-byte PPP header (dlcp-sim: mss 1448, header 54).
+#    Packets are the same size on both: 1460-byte segments in 1500-byte IP
+#    packets plus ns-3's 2-byte PPP header (dlcp-sim: mss 1460, header 42;
+#    ns-3 without the timestamp option, bench/ns3/dctcp_defaults.h says
+#    why).  dlcp-sim runs with cwr_fast_retransmit: false, as ns-3's TCP
+#    starts no fast retransmit while in CWR (docs/performance-sim.md).
 # 3. The 144-host leaf-spine: dlcp-sim's default scenario (PS traffic,
 #    15,552 flows) with the star's packet sizes and a 341-packet (512 KB)
 #    port buffer, beside bench/ns3/dctcp_leaf_spine_ps.cc, which builds
@@ -107,8 +110,9 @@ awk -v hosts=$hosts 'BEGIN {
   done
   echo "switch: {queues: 1, port_buffer: 341pkts, ecn_threshold: 65pkts}"
   echo "host: {nic_buffer: 5400pkts}"
-  echo "transport: {kind: dctcp, mss: 1448, header: 54, ack_size: 54,"
-  echo "            init_cwnd: 20, rto_min: 1ms, delayed_ack: false}"
+  echo "transport: {kind: dctcp, mss: 1460, header: 42, ack_size: 42,"
+  echo "            init_cwnd: 20, rto_min: 1ms, delayed_ack: false,"
+  echo "            cwr_fast_retransmit: false}"
   echo "workload:"
   echo "  flows:"
   awk '{ printf "    - {src: h%d, dst: h%d, size: %d, start: %dus}\n", $1, $2, $3, $4 }' "$work/flows.txt"
@@ -153,9 +157,9 @@ awk -v dw="$d_wall" -v nw="$ns3_wall" -v dn="$d_n" -v nn="$n_n" \
 
 # ---- the 144-host leaf-spine PS scenario ------------------------------------
 case " $parts " in *" leaf-spine "*)
-ls_sets="--set transport.mss=1448 --set transport.header=54
-  --set transport.ack_size=54 --set switch.port_buffer=341pkts
-  --set host.nic_buffer=5400pkts"
+ls_sets="--set transport.mss=1460 --set transport.header=42
+  --set transport.ack_size=42 --set switch.port_buffer=341pkts
+  --set host.nic_buffer=5400pkts --set transport.cwr_fast_retransmit=false"
 echo
 echo "== dlcp-sim, 144-host leaf-spine PS ($runs runs) =="
 # shellcheck disable=SC2086  # ls_sets is a list of arguments

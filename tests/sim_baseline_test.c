@@ -127,6 +127,46 @@ static void test_tcp_newreno(void **state) {
   dlcp_sim_config_free(&cfg);
 }
 
+/* An incast under DCTCP: 32 senders of 300 KB into a 512 KB port that
+ * marks at 65 packets, so flows lose packets while an ECN cut's window is
+ * in flight (CWR).  With cwr_fast_retransmit (Linux) their duplicate ACKs
+ * start fast retransmits; without it (ns-3 3.37) only timeouts repair
+ * those losses: more flows time out and the incast ends later.  Every
+ * byte arrives either way. */
+static void incast_timeouts(bool cwr_fast_retransmit, uint32_t *flows_timed_out,
+                            dlcp_sim_ps *end) {
+  dlcp_sim_config cfg;
+  one_rack(&cfg, DLCP_SIM_TRANSPORT_DCTCP, 33);
+  cfg.transport.dctcp.cwr_fast_retransmit = cwr_fast_retransmit;
+  add_incast(&cfg, 32, 300000);
+  dlcp_sim *sim = build(&cfg);
+  run_all(sim);
+  *flows_timed_out = 0;
+  *end = 0;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    assert_int_equal(f->delivered_bytes, 300000);
+    *flows_timed_out += f->timeouts > 0;
+    *end = f->finish_ps > *end ? f->finish_ps : *end;
+  }
+  assert_true(net_totals(sim).drops_buffer > 0);
+  dlcp_sim_del(sim);
+  dlcp_sim_config_free(&cfg);
+}
+
+static void test_dctcp_fast_retransmit_in_cwr(void **state) {
+  (void)state;
+  uint32_t linux_timeouts, ns3_timeouts;
+  dlcp_sim_ps linux_end, ns3_end;
+  incast_timeouts(true, &linux_timeouts, &linux_end);
+  incast_timeouts(false, &ns3_timeouts, &ns3_end);
+  print_message("flows timed out: %u with, %u without; end %.1f / %.1f us\n",
+                linux_timeouts, ns3_timeouts, dlcp_sim_time_to_us(linux_end),
+                dlcp_sim_time_to_us(ns3_end));
+  assert_true(ns3_timeouts > linux_timeouts);
+  assert_true(ns3_end > linux_end);
+}
+
 /* PIAS tags a 3 MB flow's segments by the bytes sent before them with
  * thresholds 100 KB and 1 MB: segment s (offset 1460 s) joins queue 0
  * while 1460 s < 100000 (s <= 68: 69 packets), queue 1 while
@@ -404,6 +444,7 @@ static void test_all_baselines_ps(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tcp_newreno),
+      cmocka_unit_test(test_dctcp_fast_retransmit_in_cwr),
       cmocka_unit_test(test_pias_demotion),
       cmocka_unit_test(test_pias_short_first),
       cmocka_unit_test(test_pfabric_port),

@@ -10,8 +10,8 @@
  * dctcp_star.cc (instantaneous queue, MinTh = MaxTh = K packets, ECN marks
  * instead of drops, tail drop at the port buffer); host NICs a deep FIFO.
  * With --bytes=1 the port buffer and the threshold are counted in bytes
- * (packets x (mss + 54)), as dlcp-sim counts them; by default in packets,
- * as dctcp_star.cc does, where a 54-byte ACK takes a full packet's slot.
+ * (packets x (mss + 42)), as dlcp-sim counts them; by default in packets,
+ * as dctcp_star.cc does, where a 42-byte ACK takes a full packet's slot.
  * TCP is ns-3's TcpDctcp with the star comparison's settings.
  *
  * Load balancing is per-flow ECMP: ns-3 3.37's Ipv4GlobalRouting only
@@ -406,7 +406,7 @@ int main(int argc, char **argv) {
   uint32_t buffer_pkts = 341; /* 512 KB of 1502-byte packets */
   uint32_t ecn_pkts = 65;
   bool in_bytes = false;
-  uint32_t mss = 1448;      /* 1500-byte IP packets with timestamps */
+  uint32_t mss = 1460;      /* 1500-byte IP packets */
   uint32_t nic_pkts = 5400; /* 8 MB */
   uint32_t warmup_gap_ns = 100;
   uint64_t salt = 1;
@@ -426,7 +426,7 @@ int main(int argc, char **argv) {
   cmd.AddValue("ecn", "ECN marking threshold in packets", ecn_pkts);
   cmd.AddValue("bytes",
                "count the switch buffer and ECN threshold in bytes "
-               "(packets x (mss + 54)), as dlcp-sim does, not in packets",
+               "(packets x (mss + 42)), as dlcp-sim does, not in packets",
                in_bytes);
   cmd.AddValue("mss", "TCP segment size", mss);
   cmd.AddValue("salt", "ECMP hash salt", salt);
@@ -445,7 +445,7 @@ int main(int argc, char **argv) {
 
   SetDctcpDefaults(mss);
   /* RED compares its thresholds with the queue in the queue's own unit. */
-  const uint32_t wire_bytes = mss + 54;
+  const uint32_t wire_bytes = mss + kWireHeaderBytes;
   double ecn_th = static_cast<double>(ecn_pkts) * (in_bytes ? wire_bytes : 1);
   std::string port_size =
       in_bytes ? std::to_string(buffer_pkts * wire_bytes) + "B"

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
   std::string delay = "6us";
   uint32_t buffer_pkts = 341; /* 512 KB of 1502-byte packets */
   uint32_t ecn_pkts = 65;
-  uint32_t mss = 1448;       /* 1500-byte IP packets with timestamps */
+  uint32_t mss = 1460;       /* 1500-byte IP packets */
   uint32_t nic_pkts = 5400;  /* 8 MB */
   CommandLine cmd;
   cmd.AddValue("flows", "flow list: src dst bytes start_us per line",

@@ -5,10 +5,12 @@
  * Sender: segments of mss bytes numbered from 0 (sequence numbers count
  * segments, not bytes); slow start from init_cwnd_pkts, then additive
  * increase of one segment per window; NewReno fast retransmit after
- * dupack_threshold duplicate ACKs with one retransmission per partial ACK;
- * a retransmission timeout (RFC 6298 estimator, floored at rto_min, doubled
- * per consecutive timeout up to rto_max) goes back to snd_una with a window
- * of one segment.  DCTCP proper: every packet is ECN-capable (ACKs too, as
+ * dupack_threshold duplicate ACKs with one retransmission per partial ACK,
+ * only the first of which restarts the timer (RFC 6582's "impatient"
+ * variant, as ns-3); a retransmission timeout (RFC 6298 estimator, floored
+ * at rto_min, doubled per consecutive timeout up to rto_max) goes back to
+ * snd_una with a window of one segment, and no fast retransmit follows
+ * until everything sent before it is ACKed (RFC 6582, section 4.1).  DCTCP proper: every packet is ECN-capable (ACKs too, as
  * Linux sets ECT on all DCTCP packets, so ECN-marking switches never drop
  * them for being non-ECT); once per window of data the sender updates
  *   alpha = (1 - g) * alpha + g * F,
@@ -69,7 +71,9 @@ typedef struct dctcp_tx {
   uint64_t cwr_end;   /* no ECN cut until snd_una passes this */
   uint32_t dupacks;
   bool in_recovery;
-  uint64_t recover; /* NewReno: recovery ends when this is ACKed */
+  bool partial_acked; /* this recovery has seen a partial ACK */
+  uint64_t recover; /* NewReno: recovery (or a timeout's go-back-N) ends
+                       when this is ACKed */
   bool have_rtt;
   dlcp_sim_ps srtt;
   dlcp_sim_ps rttvar;
@@ -242,6 +246,7 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
   }
   if (ack > tx->snd_una) {
     uint64_t newly = ack - tx->snd_una;
+    bool keep_timer = false;
     if (now >= pkt->echo_ps) {
       rtt_sample(sim, tx, now - pkt->echo_ps);
     }
@@ -261,8 +266,13 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
         tx->cwnd = tx->ssthresh;
         tx->dupacks = 0;
       } else {
-        /* NewReno partial ACK: the next hole is lost too. */
+        /* NewReno partial ACK: the next hole is lost too.  Only the first
+         * one restarts the timer (RFC 6582, step 5): a recovery with many
+         * holes, one per RTT, ends in a timeout instead of lasting as many
+         * round trips. */
         send_segment(h, tx, tx->snd_una, now);
+        keep_timer = tx->partial_acked;
+        tx->partial_acked = true;
       }
     } else {
       tx->dupacks = 0;
@@ -288,14 +298,25 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
       dlcp_sim_flow_finished(sim, flow, now);
       return;
     }
-    dlcp_sim_timer_arm(&tx->rto_timer.timer, now + tx->rto);
+    if (!keep_timer) {
+      dlcp_sim_timer_arm(&tx->rto_timer.timer, now + tx->rto);
+    }
   } else if (ack == tx->snd_una && tx->snd_una < tx->snd_nxt) {
     tx->dupacks++;
     if (ece) {
       ecn_cut(tx);
     }
-    if (!tx->in_recovery && tx->dupacks == dcfg(sim)->dupack_threshold) {
+    /* RFC 6582, section 4.1: duplicate ACKs below |recover| after a
+     * timeout answer its go-back-N retransmissions and start no fast
+     * retransmit (ns-3's CA_LOSS and Linux's Loss state alike): a second
+     * loss among them waits for the next timeout.  ns-3 3.37 also starts
+     * none while in CWR (its DupAck handles Open, Disorder and Recovery
+     * only); cwr_fast_retransmit: false does the same. */
+    if (!tx->in_recovery && tx->dupacks == dcfg(sim)->dupack_threshold &&
+        ack >= tx->recover &&
+        (dcfg(sim)->cwr_fast_retransmit || tx->snd_una >= tx->cwr_end)) {
       tx->in_recovery = true;
+      tx->partial_acked = false;
       tx->recover = tx->snd_nxt;
       double half = tx->cwnd / 2.0;
       tx->ssthresh = half < 2.0 ? 2.0 : half;
@@ -316,6 +337,7 @@ static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
   tx->ssthresh = half < 2.0 ? 2.0 : half;
   tx->cwnd = 1.0;
   tx->snd_nxt = tx->snd_una;
+  tx->recover = tx->high_tx;
   tx->in_recovery = false;
   tx->dupacks = 0;
   tx->cwr_end = tx->snd_una;

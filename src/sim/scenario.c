@@ -227,7 +227,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       "importance",   "layers",      "segment_size",     "t_low",
       "t_high",       "ack_every",   "burst",            "probe_timeout",
       "min_drain",    "pias",        "pfabric",          "ndp",
-      "srpt",         NULL};
+      "srpt",         "cwr_fast_retransmit", NULL};
   const char *p = "transport";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -254,6 +254,8 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       (rv = dlcp_scn_get_u32(s, n, p, "dupack_threshold", &d->dupack_threshold,
                              1, 1000)) ||
       (rv = dlcp_scn_get_bool(s, n, p, "delayed_ack", &d->delayed_ack)) ||
+      (rv = dlcp_scn_get_bool(s, n, p, "cwr_fast_retransmit",
+                              &d->cwr_fast_retransmit)) ||
       (rv = dlcp_scn_get_time(s, n, p, "delayed_ack_timeout",
                               &d->delayed_ack_ps)) ||
       (rv = dlcp_scn_get_double(s, n, p, "g", &d->g, 0.0, 1.0)) ||

@@ -49,6 +49,7 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   d->init_cwnd_pkts = 20;
   d->dupack_threshold = 3;
   d->delayed_ack = false;
+  d->cwr_fast_retransmit = true;
   d->delayed_ack_ps = dlcp_sim_time_from_us(40);
   d->g = 1.0 / 16.0;
   d->alpha_init = 1.0;

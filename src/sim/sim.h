@@ -107,6 +107,10 @@ typedef struct dlcp_sim_dctcp_config {
   uint32_t init_cwnd_pkts; /* default 20 (MLT seed) */
   uint32_t dupack_threshold; /* default 3 */
   bool delayed_ack;          /* default off (MLT seed) */
+  /* Duplicate ACKs may start a fast retransmit while an ECN cut's window
+   * is in flight (CWR), as Linux; default on.  Off: as ns-3 3.37, whose
+   * TCP starts none in CWR (the ns-3 comparison, docs/performance-sim.md). */
+  bool cwr_fast_retransmit;
   dlcp_sim_ps delayed_ack_ps; /* delayed-ACK timeout; default 40 us */
   double g;                   /* alpha gain, default 1/16 */
   double alpha_init;          /* default 1 (Linux dctcp_alpha_on_init) */
