@@ -80,21 +80,40 @@ static void assert_exact(const uint8_t *sent, const uint8_t *got,
 }
 
 /* One transfer of |len| pattern bytes (seed |seed|) from side 0 to side
- * 1 of |ns| as tensor 1 (completions 2 and 1), run until both ends
- * complete (by |until|) and checked byte for byte; returns when the
- * receive completed.  The connections stay, for their stats. */
-static dlcp_tstamp exact_transfer(netsim *ns, uint64_t len, uint64_t seed,
+ * 1 of |ns| as tensor |tensor| under loss bound |p| (completions 2 tensor
+ * for the send, 2 tensor - 1 for the receive), posted now and run until
+ * both ends complete (within |until| of now).  Both succeed, and every
+ * byte delivered is the one sent (missing ranges zero).  Returns the
+ * receive's completion; the connections stay, for their stats. */
+static netsim_completion transfer(netsim *ns, uint32_t tensor, uint64_t len,
+                                  uint64_t seed, double p,
                                   dlcp_tstamp until) {
-  uint8_t *src = pattern(len, seed), *dst = malloc(len);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = len, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = len, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(ns, 2, until), 2);
-  assert_memory_equal(src, dst, len);
+  uint8_t *src = pattern(len, seed), *dst = calloc(1, len ? len : 1);
+  dlcp_tstamp start = netsim_now(ns);
+  dlcp_mlt_recv r = {.tensor = tensor, .buf = dst, .len = len,
+                     .loss_bound = p, .user_data = 2 * tensor - 1};
+  dlcp_mlt_send s = {.tensor = tensor, .buf = src, .len = len,
+                     .user_data = 2 * tensor};
+  size_t want = netsim_ncompletions(ns) + 2;
+  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, start), 0);
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, start), 0);
+  assert_int_equal(netsim_run(ns, want, start + until), (int)want);
+  assert_int_equal(netsim_find(ns, 0, s.user_data)->c.status, 0);
+  netsim_completion cr = *netsim_find(ns, 1, r.user_data);
+  assert_int_equal(cr.c.status, 0);
+  assert_exact(src, dst, len, &cr.c);
   free(src);
   free(dst);
-  return netsim_find(ns, 1, 1)->c.end_ns;
+  return cr;
+}
+
+/* transfer() of tensor 1 without a loss bound: every byte arrives.
+ * Returns when the receive completed. */
+static dlcp_tstamp exact_transfer(netsim *ns, uint64_t len, uint64_t seed,
+                                  dlcp_tstamp until) {
+  netsim_completion cr = transfer(ns, 1, len, seed, 0.0, until);
+  assert_int_equal(cr.c.delivered_bytes, len);
+  return cr.c.end_ns;
 }
 
 typedef struct scenario {
@@ -263,24 +282,13 @@ static void test_bound_never_spent_on_queued_data(void **state) {
   netsim_link back = make_link(0.0, 0.0, 0.0);
   netsim *ns = netsim_new(&cfg, &cfg, &slow, &back, 27);
   enum { LEN = 20 * 1456 };
-  uint8_t *src = pattern(LEN, 6), *dst = calloc(1, LEN);
-  dlcp_mlt_recv r = {.tensor = 1, .buf = dst, .len = LEN,
-                     .loss_bound = 0.5, .user_data = 1};
-  dlcp_mlt_send s = {.tensor = 1, .buf = src, .len = LEN, .user_data = 2};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, 0), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, 0), 0);
-  assert_int_equal(netsim_run(ns, 2, 1000000000), 2);
-  const netsim_completion *cr = netsim_find(ns, 1, 1);
-  assert_int_equal(cr->c.status, 0);
-  assert_int_equal(cr->c.delivered_bytes, LEN);
-  assert_memory_equal(src, dst, LEN);
+  netsim_completion cr = transfer(ns, 1, LEN, 6, 0.5, 1000000000);
+  assert_int_equal(cr.c.delivered_bytes, LEN);
   dlcp_mlt_stats rx, tx;
   dlcp_mlt_get_stats(netsim_conn(ns, 1), &rx);
   dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
   assert_int_equal(rx.stops_deferred, 1);
   assert_int_equal(tx.data_retx, 0);
-  free(src);
-  free(dst);
   netsim_del(ns);
 }
 
@@ -1076,27 +1084,15 @@ static void test_probe_follows_the_last_packets_ack(void **state) {
   uint64_t drop = 3;
   netsim_set_filter(ns, drop_one_data, &drop);
   enum { LEN = 20 * 1456 };
-  uint8_t *src = pattern(LEN, 4), *dst = calloc(1, LEN);
   dlcp_tstamp start = netsim_now(ns);
-  dlcp_mlt_recv r = {.tensor = 2, .buf = dst, .len = LEN,
-                     .loss_bound = 0.1, .user_data = 3};
-  dlcp_mlt_send s = {.tensor = 2, .buf = src, .len = LEN, .user_data = 4};
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, start), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, start), 0);
-  assert_int_equal(netsim_run(ns, 4, start + 1000000000), 4);
+  netsim_completion cr = transfer(ns, 2, LEN, 4, 0.1, 1000000000);
+  assert_int_equal(cr.c.delivered_bytes, LEN - 1456);
   const netsim_completion *cs = netsim_find(ns, 0, 4);
-  const netsim_completion *cr = netsim_find(ns, 1, 3);
-  assert_int_equal(cs->c.status, 0);
-  assert_int_equal(cr->c.status, 0);
-  assert_int_equal(cr->c.delivered_bytes, LEN - 1456);
-  assert_exact(src, dst, LEN, &cr->c);
   dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
   assert_int_equal(tx.data_retx, retx_before);
   /* 20 packets at 10 Gbit/s (24 us), the ACK's way back and the PROBE's
    * (22 us), a 20 us reordering window and the STOP: about 100 us. */
   assert_true(cs->c.end_ns - start < 200000);
-  free(src);
-  free(dst);
   netsim_del(ns);
 }
 
