@@ -1119,6 +1119,89 @@ static void test_in_flight_retransmissions_not_sent_twice(void **state) {
   assert_true(skipped > 0);
 }
 
+/* Watches a window lost whole: once side 0 has sent |from| data packets,
+ * every data packet it sends is dropped until one leaves more than
+ * |quiet_ns| after the one before (the sender presumed the window
+ * drained); records side 1's last ACK before that, the resumption, and
+ * the sender's RTT estimate then. */
+typedef struct lost_window {
+  netsim *ns;
+  uint64_t from, sent;
+  dlcp_duration quiet_ns;
+  dlcp_tstamp last_data, last_ack, resumed;
+  dlcp_mlt_stats at_resume;
+} lost_window;
+
+static bool lose_a_window(void *user, int from, const uint8_t *hdr,
+                          size_t len, uint64_t index) {
+  (void)index;
+  lost_window *w = user;
+  dlcp_wire_preamble pre;
+  if (w->resumed || dlcp_wire_peek(&pre, hdr, len) != 0) {
+    return true;
+  }
+  dlcp_tstamp now = netsim_now(w->ns);
+  if (from == 1) {
+    if (pre.type == DLCP_WIRE_ACK) {
+      w->last_ack = now;
+    }
+    return true;
+  }
+  if (pre.type != DLCP_WIRE_DATA || w->sent++ < w->from) {
+    w->last_data = now;
+    return true;
+  }
+  if (w->sent > w->from + 1 && now - w->last_data > w->quiet_ns) {
+    w->resumed = now;
+    dlcp_mlt_get_stats(netsim_conn(w->ns, 0), &w->at_resume);
+    return true;
+  }
+  w->last_data = now;
+  return false;
+}
+
+/* A window lost whole resumes a smoothed RTT and a drain interval after
+ * its last ACK arrived, not two drain intervals: here the RTT estimate
+ * swung from a 2 ms path to a 20 us one (as when starved packets of a low
+ * priority are ACKed among prompt ones), its variation is large, and the
+ * old wait would have been milliseconds longer. */
+static void test_lost_window_resumes_after_srtt_and_a_drain(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 28);
+  cfg.max_inflight_bytes = 8 * 1500;
+  netsim_link slow = make_link(0.0, 0.0, 0.0);
+  slow.delay_ns = 2000000;
+  netsim_link fast = make_link(0.0, 0.0, 0.0);
+  fast.rate_bps = 0; /* an ACK arrives exactly delay_ns after it leaves */
+  netsim *ns = netsim_new(&cfg, &cfg, &slow, &fast, 28);
+  exact_transfer(ns, 50000, 5, 1000000000);
+
+  dlcp_mlt_stats before;
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &before);
+  netsim_set_link(ns, 0, &fast);
+  lost_window w = {.ns = ns, .from = 40, .quiet_ns = 100000};
+  netsim_set_filter(ns, lose_a_window, &w);
+  transfer(ns, 2, 300000, 6, 0.0, 1000000000);
+  assert_true(w.resumed > 0);
+  const dlcp_mlt_stats *st = &w.at_resume;
+  assert_int_equal(st->window_timeouts, before.window_timeouts + 1);
+  dlcp_duration drain = st->srtt_ns + 4 * st->rttvar_ns;
+  if (drain < cfg.min_drain_ns) {
+    drain = cfg.min_drain_ns;
+  }
+  dlcp_tstamp ack_arrived = w.last_ack + fast.delay_ns;
+  print_message("srtt %llu us, rttvar %llu us: resumed %llu us after the "
+                "last ACK (two drain intervals: %llu us)\n",
+                (unsigned long long)st->srtt_ns / 1000,
+                (unsigned long long)st->rttvar_ns / 1000,
+                (unsigned long long)(w.resumed - ack_arrived) / 1000,
+                (unsigned long long)(2 * drain) / 1000);
+  assert_int_equal(w.resumed - ack_arrived, st->srtt_ns + drain);
+  assert_true(st->srtt_ns + drain + 1000000 < 2 * drain);
+  netsim_del(ns);
+}
+
 /* Drops every retransmitted DATA packet of side 0 sent at a priority
  * numerically above |*floor|, and counts the retransmissions by
  * priority. */
@@ -1950,6 +2033,7 @@ int main(void) {
       cmocka_unit_test(test_probe_follows_the_last_packets_ack),
       cmocka_unit_test(test_starved_retransmission_climbs),
       cmocka_unit_test(test_in_flight_retransmissions_not_sent_twice),
+      cmocka_unit_test(test_lost_window_resumes_after_srtt_and_a_drain),
       cmocka_unit_test(test_window_reopens_after_lost_acks),
       cmocka_unit_test(test_grant_shared_by_connections),
       cmocka_unit_test(test_deterministic),

@@ -1033,11 +1033,16 @@ static void note_reordering(dlcp_mlt_conn *conn, dlcp_duration late) {
 
 /* The in-flight window.  ACKs come every ack_every packets and the last
  * few of a round never get one, and ACKs can be lost: so a window that
- * has seen no ACK for a while (the time an ACK should take, with margin)
- * is presumed drained, and sending resumes.  Rounds and STOPs settle the
- * count exactly. */
+ * has seen no ACK for as long as its last packet's ACK can take is
+ * presumed drained, and sending resumes.  That is a smoothed RTT (the
+ * window's packets leave over about one: it is a rate times an RTT) and a
+ * drain interval (the last one's RTO).  Twice the drain interval, as
+ * before, stalled a connection for 10 ms: starved low-priority packets had
+ * raised its RTT variation, and a window lost whole waited out eight of
+ * it (Fig. 14's GoogleNet at 144 hosts, docs/protocol.md).  Rounds and
+ * STOPs settle the count exactly. */
 static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
-  return 2 * drain_interval(conn);
+  return conn->srtt_ns + drain_interval(conn);
 }
 
 static uint64_t full_pkt_bytes(const dlcp_mlt_conn *conn) {
@@ -1089,6 +1094,7 @@ static bool window_admits(dlcp_mlt_conn *conn, dlcp_tstamp now) {
   }
   if (now >= conn->window_since_ns + window_timeout(conn)) {
     conn->inflight_pkts = 0;
+    conn->stats.window_timeouts++;
     return true;
   }
   return false;
@@ -2701,6 +2707,7 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->window_bytes = dlcp_rate_window_bytes(&conn->rate);
   st->srtt_ns = conn->srtt_ns;
   st->base_rtt_ns = conn->rate.base_rtt_ns;
+  st->rttvar_ns = conn->rttvar_ns;
   st->control_retx = conn->ctl.retransmissions;
   st->control_duplicates = conn->ctl.duplicates;
 }

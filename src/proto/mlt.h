@@ -312,9 +312,12 @@ typedef struct dlcp_mlt_stats {
   uint64_t stops_deferred;    /* receiver: PROBEs that found the bound met
                                  while the transfer's data still arrived
                                  (the STOP waited for it to stop) */
+  uint64_t window_timeouts;   /* sender: full windows presumed drained
+                                 after no ACK for srtt + a drain interval */
   double rate_bps;            /* the rate controller's current rate */
   uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;
+  dlcp_duration rttvar_ns;
   dlcp_duration base_rtt_ns;  /* smallest RTT seen; 0 before the first */
 } dlcp_mlt_stats;
 
