@@ -210,7 +210,6 @@ struct dlcp_mlt_conn {
   uint32_t since_ack_req;     /* data packets sent since one asked for an
                                  ACK */
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
-  bool window_probed;          /* a probe went since window_since_ns */
   dlcp_tstamp last_send_ns;    /* the last data packet */
   uint32_t rx_active;          /* receives in progress, for grants */
   uint64_t peer_grant;         /* the peer's latest window grant; 0 none */
@@ -1035,24 +1034,11 @@ static void note_reordering(dlcp_mlt_conn *conn, dlcp_duration late) {
 /* The in-flight window.  ACKs come every ack_every packets and the last
  * few of a round never get one, and ACKs can be lost: so a window that
  * has seen no ACK for two drain intervals is presumed drained, and
- * sending resumes.  Rounds and STOPs settle the count exactly. */
+ * sending resumes.  Rounds and STOPs settle the count exactly.  Shorter
+ * waits and a tail loss probe were measured and not kept
+ * (docs/protocol.md, "The window's timeout"). */
 static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
   return 2 * drain_interval(conn);
-}
-
-/* Before that, once the window has seen no ACK for as long as its last
- * packet's ACK can take, one more packet goes as a probe, as TCP's tail
- * loss probe (RFC 8985): that is a smoothed RTT (the window's packets
- * leave over about one, it being a rate times an RTT) and a drain interval
- * (the last one's RTO).  The probe asks for an ACK, which, cumulative by
- * seq, takes every packet before it out of flight, lost or not.  Without
- * it a window lost whole stalled a connection for 10 ms: starved
- * low-priority packets had raised its RTT variation (Fig. 14's GoogleNet
- * at 144 hosts, docs/protocol.md); releasing the whole window at that
- * time instead of one packet overflowed ports where the packets were
- * only late (the gray-failure experiment at 0.1 % loss). */
-static dlcp_duration window_probe_timeout(const dlcp_mlt_conn *conn) {
-  return conn->srtt_ns + drain_interval(conn);
 }
 
 static uint64_t full_pkt_bytes(const dlcp_mlt_conn *conn) {
@@ -1105,12 +1091,6 @@ static bool window_admits(dlcp_mlt_conn *conn, dlcp_tstamp now) {
   if (now >= conn->window_since_ns + window_timeout(conn)) {
     conn->inflight_pkts = 0;
     conn->stats.window_timeouts++;
-    return true;
-  }
-  if (!conn->window_probed &&
-      now >= conn->window_since_ns + window_probe_timeout(conn)) {
-    conn->window_probed = true;
-    conn->stats.window_probes++;
     return true;
   }
   return false;
@@ -1184,7 +1164,6 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
       dlcp_rate_restart(&conn->rate);
     }
     conn->window_since_ns = now;
-    conn->window_probed = false;
   }
   conn->last_send_ns = now;
   conn->stats.data_sent++;
@@ -1238,7 +1217,6 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
     conn->inflight_pkts =
         delta < conn->inflight_pkts ? conn->inflight_pkts - delta : 0;
     conn->window_since_ns = now;
-    conn->window_probed = false;
   }
   /* The round's last packet has arrived: only packets it overtook can
    * still be on their way, so the PROBE waits for the reordering window
@@ -2709,9 +2687,7 @@ dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
     dlcp_tstamp at = conn->next_send_ns;
     if (window_full(conn)) {
       /* Window full: an ACK wakes us, or else its timeout. */
-      dlcp_tstamp w = conn->window_since_ns +
-                      (conn->window_probed ? window_timeout(conn)
-                                           : window_probe_timeout(conn));
+      dlcp_tstamp w = conn->window_since_ns + window_timeout(conn);
       at = w > at ? w : at;
     }
     if (at < t) {

@@ -312,9 +312,6 @@ typedef struct dlcp_mlt_stats {
   uint64_t stops_deferred;    /* receiver: PROBEs that found the bound met
                                  while the transfer's data still arrived
                                  (the STOP waited for it to stop) */
-  uint64_t window_probes;     /* sender: packets sent past a full window
-                                 that saw no ACK for srtt + a drain
-                                 interval (tail loss probes) */
   uint64_t window_timeouts;   /* sender: full windows presumed drained
                                  after no ACK for two drain intervals */
   double rate_bps;            /* the rate controller's current rate */
