@@ -1306,8 +1306,8 @@ static uint64_t retx_segments(const mlt_xfer *x) {
 static int drop_in_flight(dlcp_mlt_conn *conn, mlt_xfer *x,
                           const dlcp_wire_range *prev, uint32_t nprev) {
   size_t cap = (size_t)x->nretx + nprev;
-  dlcp_wire_range *out = conn->mem->realloc(NULL, cap * sizeof(*out),
-                                            conn->mem->user);
+  dlcp_wire_range *out = conn->mem->malloc(cap * sizeof(*out),
+                                           conn->mem->user);
   if (!out) {
     return DLCP_ERR_NOMEM;
   }
@@ -1336,10 +1336,9 @@ static int drop_in_flight(dlcp_mlt_conn *conn, mlt_xfer *x,
   return 0;
 }
 
-/* A receiver's early BITMAP: holes below the highest segment it has seen
- * of a first round still being sent.  They go out before the round's next
- * new segment; the round, its PROBE and its accounting go on as they
- * were. */
+/* A receiver's early BITMAP: holes that a first round still being sent
+ * has passed on every path.  They go out before the round's next new
+ * segment; the round, its PROBE and its accounting go on as they were. */
 static void on_early_bitmap(dlcp_mlt_conn *conn, mlt_xfer *x,
                             const dlcp_wire_bitmap *b, dlcp_tstamp now) {
   if (b->nsegs != x->nsegs || b->end > x->next_seg) {
@@ -2273,7 +2272,6 @@ static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
     x->early_end = x->seen_end;
     x->early_at = add_sat(now, reorder_guard(conn));
   }
-  x->timer_ns = xfer_deadline(conn, x);
 }
 
 /* A receiver's unprompted BITMAP is due: sent if the bound is still not
@@ -2289,7 +2287,6 @@ static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
     conn->stats.bitmaps_unprompted++;
     pend(conn, x, PEND_BITMAP);
   }
-  x->timer_ns = xfer_deadline(conn, x);
 }
 
 /* Runs every timer of an active receive that is due, all of them: one

@@ -10,7 +10,8 @@
  * variant, as ns-3); a retransmission timeout (RFC 6298 estimator, floored
  * at rto_min, doubled per consecutive timeout up to rto_max) goes back to
  * snd_una with a window of one segment, and no fast retransmit follows
- * until everything sent before it is ACKed (RFC 6582, section 4.1).  DCTCP proper: every packet is ECN-capable (ACKs too, as
+ * until everything sent before it is ACKed (RFC 6582, section 4.1).
+ * DCTCP proper: every packet is ECN-capable (ACKs too, as
  * Linux sets ECT on all DCTCP packets, so ECN-marking switches never drop
  * them for being non-ECT); once per window of data the sender updates
  *   alpha = (1 - g) * alpha + g * F,
