@@ -346,14 +346,23 @@ static void fork_ranks(uint32_t world,
       _exit(main_fn(r, world, port, &rep[r]));
     }
   }
-  for (uint32_t r = 0; r < world; r++) {
-    int st;
+  int status[MAX_RANKS];
+  bool failed = false;
 
-    assert_int_equal(waitpid(pids[r], &st, 0), pids[r]);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      fail_msg("world %u rank %u exited with 0x%x: %s", world, r, st,
-               rep[r].error);
+  /* Every rank is reaped and every failing rank's error printed: the
+   * first to fail is often only reporting another's. */
+  for (uint32_t r = 0; r < world; r++) {
+    assert_int_equal(waitpid(pids[r], &status[r], 0), pids[r]);
+    if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) {
+      print_error("world %u rank %u exited with 0x%x: %s\n", world, r,
+                  status[r], rep[r].error);
+      failed = true;
     }
+  }
+  if (failed) {
+    fail_msg("world %u: a rank failed", world);
+  }
+  for (uint32_t r = 0; r < world; r++) {
     assert_int_equal(rep[r].checks, checks);
   }
   munmap(rep, sizeof(report) * MAX_RANKS);

@@ -8,6 +8,13 @@
  * joins only after rank 0 has seen it pending (a pipe orders the two, no
  * sleeps), then one that rank 1 never joins: rank 0's wait loop must end
  * with a failure, which later waits keep returning.
+ *
+ * And a completion produced by another thread than the waiter's wakes
+ * the waiter.  A thread blocked in dlcp_wait_cq drives the loop and
+ * sleeps in epoll; a send that completes within another thread's post
+ * (an eager one), or a receive the loop thread's first pass completes,
+ * is no event of the loop: the waiter slept on until its deadline (seen
+ * in agg_rt_test as a token that took 19.5 s to arrive).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +23,10 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +47,11 @@ typedef struct report {
   int failed_again;    /* a wait after the failure */
   int waits;           /* waits until it ended */
   float value;         /* rank 0: an element of the joined result */
+  int woken;           /* the waiting thread's dlcp_wait_cq return */
+  int woken_late;      /* ... came at its deadline, not with the send */
+  int woken_status;    /* the completion it returned: status, */
+  uint64_t woken_user; /* user data */
+  uint32_t token;      /* rank 1: what it received */
   char error[256];
 } report;
 
@@ -164,9 +178,141 @@ static void test_pending_is_not_a_failure(void **state) {
   munmap(rep, 2 * sizeof(report));
 }
 
+typedef struct waiter {
+  dlcp_cq *cq;
+  dlcp_completion cmp;
+  int rv;
+  double waited_ms;
+} waiter;
+
+/* Far above what the send takes, far below a test's patience.  A waiter
+ * that is not woken returns the completion all the same, at its
+ * deadline: only the time it took tells (no speed is measured: the two
+ * outcomes are 100 ms and 20 s apart). */
+#define WAKE_WAIT_MS 20000
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *wait_thread(void *arg) {
+  waiter *w = arg;
+  double t0 = now_ms();
+  w->rv = dlcp_wait_cq(w->cq, &w->cmp, WAKE_WAIT_MS);
+  w->waited_ms = now_ms() - t0;
+  return NULL;
+}
+
+static int make_patient_comm(uint32_t rank, uint16_t port, dlcp_comm **comm,
+                             report *rep) {
+  dlcp_comm_config cfg;
+  dlcp_comm_config_default(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = 2;
+  cfg.master_addr = "127.0.0.1";
+  cfg.master_port = port;
+  cfg.timeout_ms = 2 * WAKE_WAIT_MS;
+  cfg.rdzv_timeout_ms = 20000;
+  return dlcp_comm_create(comm, &cfg, rep->error, sizeof(rep->error));
+}
+
+/* Rank 0: one thread waits on the queue; once it is (very likely) asleep
+ * in epoll, this thread posts a 4-byte send, which completes within the
+ * post.  The waiter must return it, not its timeout. */
+static int wake_rank0(uint16_t port, int done_fd, report *rep) {
+  dlcp_comm *comm;
+  waiter w = {0};
+  pthread_t t;
+  uint32_t token = 7;
+  dlcp_tensor tensor = {1, &token, sizeof(token)};
+  struct timespec settle = {0, 100 * 1000000L};
+
+  if (make_patient_comm(0, port, &comm, rep) != 0 ||
+      dlcp_cq_create(comm, &w.cq) != 0 ||
+      pthread_create(&t, NULL, wait_thread, &w) != 0) {
+    return 1;
+  }
+  nanosleep(&settle, NULL);
+  if (dlcp_post_send(comm, 1, &tensor, NULL, w.cq, 42) != 0) {
+    return 1;
+  }
+  pthread_join(t, NULL);
+  rep->woken = w.rv;
+  rep->woken_late = w.waited_ms >= WAKE_WAIT_MS / 2;
+  rep->woken_status = w.cmp.status;
+  rep->woken_user = w.cmp.user_data;
+  (void)!write(done_fd, "d", 1);
+  dlcp_cq_destroy(w.cq);
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static int wake_rank1(uint16_t port, int done_fd, report *rep) {
+  dlcp_comm *comm;
+  dlcp_cq *cq;
+  dlcp_completion cmp;
+  uint32_t token = 0;
+  dlcp_tensor tensor = {1, &token, sizeof(token)};
+  char ch;
+
+  if (make_patient_comm(1, port, &comm, rep) != 0 ||
+      dlcp_cq_create(comm, &cq) != 0 ||
+      dlcp_post_recv(comm, 0, &tensor, 0.0, cq, 0) != 0 ||
+      dlcp_wait_cq(cq, &cmp, -1) != 1) {
+    return 1;
+  }
+  rep->woken_status = cmp.status;
+  rep->token = token;
+  if (read(done_fd, &ch, 1) != 1) {
+    return 1;
+  }
+  dlcp_cq_destroy(cq);
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static void test_completion_wakes_the_waiter(void **state) {
+  (void)state;
+  report *rep = mmap(NULL, 2 * sizeof(report), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(rep != MAP_FAILED);
+  memset(rep, 0, 2 * sizeof(report));
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  int done[2];
+  assert_int_equal(pipe(done), 0);
+  pid_t pid[2];
+  for (uint32_t r = 0; r < 2; r++) {
+    pid[r] = fork();
+    assert_true(pid[r] >= 0);
+    if (pid[r] == 0) {
+      _exit(r == 0 ? wake_rank0(port, done[1], &rep[0])
+                   : wake_rank1(port, done[0], &rep[1]));
+    }
+  }
+  for (uint32_t r = 0; r < 2; r++) {
+    int st;
+    assert_int_equal(waitpid(pid[r], &st, 0), pid[r]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fail_msg("rank %u exited with 0x%x: %s", r, st, rep[r].error);
+    }
+  }
+  assert_int_equal(rep[0].woken, 1);
+  assert_false(rep[0].woken_late);
+  assert_int_equal(rep[0].woken_status, 0);
+  assert_int_equal(rep[0].woken_user, 42);
+  assert_int_equal(rep[1].woken_status, 0);
+  assert_int_equal(rep[1].token, 7);
+  munmap(rep, 2 * sizeof(report));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pending_is_not_a_failure),
+      cmocka_unit_test(test_completion_wakes_the_waiter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

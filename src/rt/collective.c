@@ -963,6 +963,7 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
 void dlcp_rt_coll_finish_request(dlcp_comm *c, dlcp_request *req) {
   req->done = true;
   pthread_cond_broadcast(&c->coll->req_cv);
+  dlcp_rt_completed(c);
 }
 
 void dlcp_rt_coll_drop(dlcp_comm *c, dlcp_request *req) {

@@ -101,6 +101,7 @@ static void deliver_completion(dlcp_comm *c, peer *p, op *o,
   }
   dlcp_cq_push(o->cq, &out, missing);
   free(o);
+  dlcp_rt_completed(c);
 }
 
 /* A transfer is over: the application's go to its queue, a collective's
@@ -376,6 +377,7 @@ static void on_woken(dlcp_loop *loop, void *user) {
   dlcp_comm *c = user;
   pthread_mutex_lock(&c->mu);
   c->sleeping = false;
+  c->sleeper_waits = false;
   pthread_mutex_unlock(&c->mu);
 }
 

@@ -112,7 +112,12 @@ struct dlcp_comm {
    * a second, a hypervisor exit each). */
   dlcp_tstamp next_ns;
   bool sleeping;          /* a thread is in epoll until sleep_until_ns */
+  bool sleeper_waits;     /* ... an application thread, for a completion */
   dlcp_tstamp sleep_until_ns;
+  /* Completions handed to the application so far (under mu): a waiter
+   * about to sleep in epoll sees whether one came since it last looked
+   * (dlcp_rt_completed). */
+  uint64_t completions;
   int tfd;                /* timerfd, for that thread */
   dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
   uint8_t *scratch;
@@ -193,6 +198,12 @@ void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user);
 /* drive.c: the loop thread's body, and its wake-up. */
 void *dlcp_rt_loop_main(void *arg);
 void dlcp_rt_kick(dlcp_comm *c);
+/* A completion was just handed to the application (a queue entry, a
+ * finished request), under mu.  The thread that produced it need not be
+ * the one waiting for it: an application thread's post or the loop
+ * thread's first pass serve the connections too, while the waiter drives
+ * the loop asleep in epoll; it is woken. */
+void dlcp_rt_completed(dlcp_comm *c);
 
 /* join.c: joining the job, then one MLT connection per peer.  Both
  * return 0 or an error with |eb| saying what failed. */

@@ -88,16 +88,23 @@ static bool poll_rings(dlcp_comm *c) {
 /* Runs the loop once, sleeping until |deadline| or the communicator's
  * own deadline if nothing happens, and serves the latter if it passed;
  * first tells the peers on this host to ring (and serves what their rings
- * hold if that raced with a write). */
-static void block_in_loop(dlcp_comm *c, dlcp_tstamp deadline) {
+ * hold if that raced with a write).  |seen| (NULL for the loop thread):
+ * the completions counted when the waiting caller last found its
+ * condition false.  If another thread produced one since (a post's
+ * service pass, the loop thread's first), the caller looks again instead
+ * of sleeping until its deadline, as a waiter's condition is no event of
+ * the loop; one produced while it sleeps kicks it (dlcp_rt_completed). */
+static void block_in_loop(dlcp_comm *c, dlcp_tstamp deadline,
+                          const uint64_t *seen) {
   pthread_mutex_lock(&c->mu);
-  bool sleep = true;
-  if (c->shm_in.hdr && !dlcp_shm_try_sleep(&c->shm_in)) {
+  bool sleep = seen == NULL || c->completions == *seen;
+  if (sleep && c->shm_in.hdr && !dlcp_shm_try_sleep(&c->shm_in)) {
     sleep = false;
     dlcp_rt_service(c);
   }
   dlcp_tstamp until = c->next_ns < deadline ? c->next_ns : deadline;
   c->sleeping = sleep;
+  c->sleeper_waits = sleep && seen != NULL;
   c->sleep_until_ns = until;
   pthread_mutex_unlock(&c->mu);
   dlcp_loop_run_once(c->loop, sleep ? until : 0); /* on_woken: !sleeping */
@@ -142,7 +149,7 @@ void *dlcp_rt_loop_main(void *arg) {
     }
     c->driver = DRIVER_LOOP_THREAD;
     pthread_mutex_unlock(&c->pmu);
-    block_in_loop(c, DLCP_TSTAMP_NEVER);
+    block_in_loop(c, DLCP_TSTAMP_NEVER, NULL);
     pthread_mutex_lock(&c->pmu);
     c->driver = DRIVER_NONE;
     if (c->app_wants > 0) {
@@ -157,6 +164,25 @@ void dlcp_rt_kick(dlcp_comm *c) {
   uint64_t one = 1;
   while (write(c->efd, &one, sizeof(one)) < 0 && errno == EINTR) {
   }
+}
+
+void dlcp_rt_completed(dlcp_comm *c) {
+  c->completions++;
+  /* The driver's own callbacks run after on_woken: |sleeping| is then
+   * false, and only another thread kicks.  The loop thread waits for no
+   * completion: an eager send completing in its poster's call does not
+   * wake it. */
+  if (c->sleeping && c->sleeper_waits) {
+    dlcp_rt_kick(c);
+  }
+}
+
+/* The completions so far, read before a waiter tests its condition. */
+static uint64_t completions(dlcp_comm *c) {
+  pthread_mutex_lock(&c->mu);
+  uint64_t n = c->completions;
+  pthread_mutex_unlock(&c->mu);
+  return n;
 }
 
 /* Makes the calling thread the loop's driver, parking the loop thread;
@@ -228,7 +254,11 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
         sched_yield();
       }
     } else {
-      block_in_loop(c, deadline);
+      uint64_t seen = completions(c);
+      if (ready(arg)) {
+        break;
+      }
+      block_in_loop(c, deadline, &seen);
     }
     now = dlcp_rt_now();
   }
