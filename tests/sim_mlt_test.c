@@ -1,7 +1,9 @@
 /*
  * sim_mlt_test.c: MLT running through the src/proto core inside the
  * simulator (src/sim/mlt_host.c): FCT on a clean fabric against the closed
- * form, no timeout tail under random loss where DCTCP has one, full
+ * form, a pushed flow shortened by half a round trip when its server
+ * posts the receive ahead, no timeout tail under random loss where DCTCP
+ * has one, full
  * delivery at p = 0, loss-bounded delivery at p > 0, path ids spreading
  * packets across spines, selective dropping of unimportant packets, the
  * control channel's own priority, and determinism.
@@ -94,6 +96,67 @@ static void test_clean_fct(void **state) {
   assert_true(fct >= ideal);
   assert_true(ratio < 1.02);
   dlcp_sim_del(sim);
+}
+
+/*
+ * A server that posts its receives ahead (workload.ps.post_ahead, the
+ * default) has its START at the worker before the push begins, so the
+ * push's data leaves at once: its FCT is the one without posting ahead
+ * less the START's one-way trip (12 us of propagation and the START's
+ * store-and-forward at each of 4 hops, under a full packet's).  The
+ * pulls, whose receives the worker posts when they start, are the same
+ * to the picosecond.
+ */
+static const char ahead_yaml[] =
+    "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 1, spines: 2,\n"
+    "           link_delay: 3us}\n"
+    "transport: {kind: mlt, loss_bound: 0, paths: 2,\n"
+    "            load_balancing: source}\n"
+    "workload:\n"
+    "  ps: {workers: 1, servers: 1, model_size: 256KB, iterations: 3,\n"
+    "       compute_time: 20us, start: 50us}\n";
+
+static void ps_fcts(const dlcp_sim *sim, dlcp_sim_flow_group g,
+                    dlcp_sim_ps *fct) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    if (f->group == g) {
+      assert_int_equal(f->status, 0);
+      assert_int_not_equal(f->finish_ps, DLCP_SIM_PS_NEVER);
+      fct[f->iteration] = f->finish_ps - f->start_ps;
+      n++;
+    }
+  }
+  assert_int_equal(n, 3);
+}
+
+static void test_server_posts_ahead(void **state) {
+  (void)state;
+  const char *off[] = {"workload.ps.post_ahead=false"};
+  dlcp_sim *ahead = build_yaml(ahead_yaml, NULL, 0);
+  dlcp_sim *late = build_yaml(ahead_yaml, off, 1);
+  run_all(ahead);
+  run_all(late);
+  dlcp_sim_ps push_a[3], push_l[3], pull_a[3], pull_l[3];
+  ps_fcts(ahead, DLCP_SIM_GROUP_PS_PUSH, push_a);
+  ps_fcts(late, DLCP_SIM_GROUP_PS_PUSH, push_l);
+  ps_fcts(ahead, DLCP_SIM_GROUP_PS_PULL, pull_a);
+  ps_fcts(late, DLCP_SIM_GROUP_PS_PULL, pull_l);
+  for (int it = 0; it < 3; it++) {
+    print_message("iteration %d: push %.3f / %.3f us, pull %.3f / %.3f us "
+                  "(ahead / not)\n", it, dlcp_sim_time_to_us(push_a[it]),
+                  dlcp_sim_time_to_us(push_l[it]),
+                  dlcp_sim_time_to_us(pull_a[it]),
+                  dlcp_sim_time_to_us(pull_l[it]));
+    dlcp_sim_ps one_way = dlcp_sim_time_from_us(12);
+    assert_true(push_l[it] - push_a[it] >= one_way);
+    assert_true(push_l[it] - push_a[it] <
+                one_way + 4 * dlcp_sim_serialization_ps(1500, GBPS100));
+    assert_int_equal(pull_a[it], pull_l[it]);
+  }
+  dlcp_sim_del(ahead);
+  dlcp_sim_del(late);
 }
 
 /* Eight 1 MB flows between two racks over 4 spines (no oversubscription),
@@ -438,6 +501,7 @@ static void test_incast_32_to_1(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clean_fct),
+      cmocka_unit_test(test_server_posts_ahead),
       cmocka_unit_test(test_incast_32_to_1),
       cmocka_unit_test(test_host_serves_shortest_first),
       cmocka_unit_test(test_loss_no_timeout_tail),

@@ -45,7 +45,10 @@
  * Completions feed the per-flow records DCTCP uses: the sender's completion
  * (STOP received) is the flow's finish, so FCT runs from the flow's start
  * to the STOP; the receiver's completion gives rx_done and the delivered
- * byte count.  FCT therefore includes the half round trip of the START.
+ * byte count.  FCT therefore includes the half round trip of the START,
+ * unless the receiver posted the receive ahead (flow_expect: a parameter
+ * server's pushes, workload.ps.post_ahead), whose START then precedes the
+ * flow.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -711,24 +714,44 @@ static uint8_t layer_prio(void *user, uint32_t tensor, uint32_t layer,
   return (uint8_t)(l * m->base.nprio / layers);
 }
 
-static int mlt_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
-  mlt_host *h = state;
-  dlcp_sim *sim = h->sim;
+/* Posts |flow|'s receive on its receiver, which then sends START. */
+static int post_receive(dlcp_sim *sim, dlcp_sim_flow *flow, dlcp_sim_ps now) {
   mlt_sim *m = shared(sim);
   const dlcp_sim_mlt_config *mc = &sim->cfg.transport.mlt;
   mlt_peer *rx = peer_get(sim->host_state[flow->dst], flow->src);
-  mlt_peer *tx = peer_get(h, flow->dst);
-  if (!rx || !tx) {
+  if (!rx) {
     return DLCP_ERR_NOMEM;
   }
-  uint64_t now_ns = ns_of(now);
   dlcp_mlt_recv r = {.tensor = flow->id,
                      .buf = m->sink,
                      .len = flow->size_bytes,
                      .loss_bound = flow->loss_bound >= 0.0 ? flow->loss_bound
                                                            : mc->loss_bound,
                      .user_data = flow->id};
-  int rv = dlcp_mlt_post_recv(rx->conn, &r, now_ns);
+  int rv = dlcp_mlt_post_recv(rx->conn, &r, ns_of(now));
+  if (rv == 0) {
+    service(rx, now);
+  }
+  return rv;
+}
+
+static int mlt_flow_expect(void *state, dlcp_sim_flow *flow,
+                           dlcp_sim_ps now) {
+  mlt_host *h = state;
+  return post_receive(h->sim, flow, now);
+}
+
+static int mlt_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
+  mlt_host *h = state;
+  dlcp_sim *sim = h->sim;
+  mlt_sim *m = shared(sim);
+  const dlcp_sim_mlt_config *mc = &sim->cfg.transport.mlt;
+  mlt_peer *tx = peer_get(h, flow->dst);
+  if (!tx) {
+    return DLCP_ERR_NOMEM;
+  }
+  uint64_t now_ns = ns_of(now);
+  int rv = flow->expected ? 0 : post_receive(sim, flow, now);
   if (rv != 0) {
     return rv;
   }
@@ -752,7 +775,6 @@ static int mlt_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
   if (rv != 0) {
     return rv;
   }
-  service(rx, now);
   service(tx, now);
   return 0;
 }
@@ -821,6 +843,7 @@ const dlcp_sim_transport_ops dlcp_sim_mlt_ops = {
     .host_new = mlt_host_new,
     .host_del = mlt_host_del,
     .flow_start = mlt_flow_start,
+    .flow_expect = mlt_flow_expect,
     .on_packet = mlt_on_packet,
     .on_timer = mlt_on_timer,
     .flow_free = mlt_flow_free};

@@ -176,6 +176,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
                                      "layer_priorities",
                                      "profile_scale",
                                      "compression",
+                                     "post_ahead",
                                      NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
@@ -195,6 +196,10 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   ps->partition_bytes = 4000000;
   ps->profile_scale = 1.0;
   ps->compression = 1.0;
+  ps->post_ahead = true;
+  if ((rv = dlcp_scn_get_bool(s, n, path, "post_ahead", &ps->post_ahead))) {
+    return rv;
+  }
   const dlcp_scn_node *prof = dlcp_scn_map_get(n, "profile");
   if (prof && (dlcp_scn_map_get(n, "model_size") ||
                dlcp_scn_map_get(n, "compute_time"))) {

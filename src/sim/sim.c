@@ -207,6 +207,24 @@ static void host_rx(void *ctx, uint32_t host, dlcp_sim_packet *pkt,
   sim->ops->on_packet(sim->host_state[host], pkt, now);
 }
 
+/* The receiver of |flow| learns that it will come, once. */
+static void expect(dlcp_sim *sim, dlcp_sim_flow *flow, dlcp_sim_ps now) {
+  if (flow->expected || flow->start_ps != DLCP_SIM_PS_NEVER ||
+      !sim->ops->flow_expect) {
+    return;
+  }
+  flow->expected = true;
+  int rv = sim->ops->flow_expect(sim->host_state[flow->dst], flow, now);
+  if (rv != 0) {
+    dlcp_sim_engine_fail(&sim->engine, rv);
+  }
+}
+
+static void expect_event(void *obj, void *arg, dlcp_sim_ps now) {
+  dlcp_sim *sim = obj;
+  expect(sim, &sim->flows[(uintptr_t)arg], now);
+}
+
 static void flow_start_event(void *obj, void *arg, dlcp_sim_ps now) {
   dlcp_sim *sim = obj;
   dlcp_sim_flow *flow = &sim->flows[(uintptr_t)arg];
@@ -214,6 +232,10 @@ static void flow_start_event(void *obj, void *arg, dlcp_sim_ps now) {
   int rv = sim->ops->flow_start(sim->host_state[flow->src], flow, now);
   if (rv != 0) {
     dlcp_sim_engine_fail(&sim->engine, rv);
+    return;
+  }
+  if (flow->expect_next != DLCP_SIM_NONE) {
+    expect(sim, &sim->flows[flow->expect_next], now);
   }
 }
 
@@ -474,6 +496,10 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
     }
   }
   for (uint32_t i = 0; i < sim->nflows; i++) {
+    if (sim->flows[i].expect_at_start) {
+      dlcp_sim_engine_at_cold(&sim->engine, 0, expect_event, sim,
+                              (void *)(uintptr_t)i);
+    }
     if (sim->flows[i].release_ps != DLCP_SIM_PS_NEVER) {
       schedule_flow(sim, i, sim->flows[i].release_ps);
     }

@@ -306,6 +306,15 @@ typedef struct dlcp_sim_ps_spec {
    * prio + t * layer_priorities / ntensors, front layers most urgent
    * (the MLT seed's gradient-aware queueing); 0: every flow gets prio. */
   uint32_t layer_priorities;
+  /* Servers post their receives ahead (default true): a worker's first
+   * push of a partition when the job starts, its next one when the server
+   * starts the pull before it; the transport may use it (MLT's START then
+   * precedes the data, as a server that knows its model posts).  Workers
+   * post a pull's receive when it starts: posted at the push, they took
+   * shares of the receiver's grant pool from the pulls in progress
+   * (docs/simulator.md).  False: every receive is posted when its flow
+   * starts. */
+  bool post_ahead;
   /* Every tensor's size (rounded up to whole float32s) and every compute
    * time times |profile_scale|: the profile's pattern, and its ratio of
    * communication to computation, at a size simulated in seconds.
@@ -536,6 +545,13 @@ typedef struct dlcp_sim_flow {
   dlcp_sim_ps finish_ps;  /* NEVER until finished */
   dlcp_sim_ps rx_done_ps; /* receiver held every byte; NEVER until then */
   uint32_t barrier;       /* barrier notified on finish, or DLCP_SIM_NONE */
+  /* Receives posted ahead (workload.ps.post_ahead): the flow whose
+   * receiver learns it will come when this one starts (a PS pull's next
+   * push), or DLCP_SIM_NONE; whether the receiver learns of this one when
+   * the job starts (a first push); whether it did. */
+  uint32_t expect_next;
+  bool expect_at_start;
+  bool expected;
   uint32_t xfer;          /* collective transfer carried, or DLCP_SIM_NONE */
   double loss_bound;      /* MLT receiver's p; < 0: transport.loss_bound */
   /* Transport statistics. */
@@ -582,6 +598,9 @@ typedef struct dlcp_sim_transport_ops {
   int (*host_new)(dlcp_sim *sim, uint32_t host, void **pstate);
   void (*host_del)(dlcp_sim *sim, void *state);
   int (*flow_start)(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now);
+  /* Optional: the receiving host learns that |flow| will come (its
+   * receive may be posted ahead); called before its flow_start. */
+  int (*flow_expect)(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now);
   void (*on_packet)(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now);
   void (*on_timer)(void *state, void *conn, dlcp_sim_ps now);
   void (*flow_free)(dlcp_sim *sim, dlcp_sim_flow *flow);

@@ -76,6 +76,7 @@ uint32_t dlcp_sim_flow_add(dlcp_sim *sim, uint32_t src, uint32_t dst,
   flow->finish_ps = DLCP_SIM_PS_NEVER;
   flow->rx_done_ps = DLCP_SIM_PS_NEVER;
   flow->barrier = DLCP_SIM_NONE;
+  flow->expect_next = DLCP_SIM_NONE;
   flow->xfer = DLCP_SIM_NONE;
   flow->loss_bound = -1.0;
   return sim->nflows++;
@@ -316,6 +317,51 @@ static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
 }
 
 /*
+ * Receives posted ahead (dlcp_sim_ps_spec.post_ahead): a server learns of
+ * a worker's push of a partition when the job starts (the first) or when
+ * it starts that partition's pull to the worker (the next iteration's).
+ * |pull| holds, per (worker, partition) pair, the last pull added
+ * (DLCP_SIM_NONE before the first).
+ */
+typedef struct ps_links {
+  uint32_t *pull;
+} ps_links;
+
+static int ps_links_init(dlcp_sim *sim, ps_links *l, uint32_t workers,
+                         uint32_t parts) {
+  size_t n = (size_t)workers * parts;
+  l->pull = sim->mem->malloc(n * sizeof(*l->pull), sim->mem->user);
+  if (!l->pull) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    l->pull[i] = DLCP_SIM_NONE;
+  }
+  return 0;
+}
+
+static void ps_links_free(dlcp_sim *sim, ps_links *l) {
+  if (l->pull) {
+    sim->mem->free(l->pull, sim->mem->user);
+  }
+  l->pull = NULL;
+}
+
+/* A push of pair |k| was added: a first push, or the pull before it
+ * leads to it. */
+static void ps_link_push(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
+                         const ps_links *l, size_t k, uint32_t push) {
+  if (!s->post_ahead) {
+    return;
+  }
+  if (l->pull[k] == DLCP_SIM_NONE) {
+    sim->flows[push].expect_at_start = true;
+  } else {
+    sim->flows[l->pull[k]].expect_next = push;
+  }
+}
+
+/*
  * PS driven by a training profile (see dlcp_sim_ps_spec): per iteration
  * and partition c, every worker pushes c to server c mod S once its layer's
  * backward pass is done; server c mod S pulls c back to every worker when
@@ -328,6 +374,10 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   ps_parts parts = {0, NULL, NULL, NULL};
   int rv = ps_partition(sim, s, &parts);
   uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
+  ps_links links = {NULL};
+  if (rv == 0) {
+    rv = ps_links_init(sim, &links, W, parts.n);
+  }
   for (uint32_t it = 0; it < s->iterations && rv == 0; it++) {
     uint32_t part_barrier0 = sim->nbarriers;
     for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
@@ -354,6 +404,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
         f->iteration = it;
         f->barrier = part_barrier0 + c;
         f->release_offset_ps = parts.ready[c];
+        ps_link_push(sim, s, &links, i * parts.n + c, id);
         if (it > 0) {
           rv = add_release(sim, id);
           sim->barriers[prev_worker_barrier0 + i].count++;
@@ -372,12 +423,14 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
         }
         sim->flows[id].iteration = it;
         sim->flows[id].barrier = worker_barrier0 + i;
+        links.pull[i * parts.n + c] = id;
         rv = add_release(sim, id);
         sim->barriers[part_barrier0 + c].count++;
       }
     }
     prev_worker_barrier0 = worker_barrier0;
   }
+  ps_links_free(sim, &links);
   sim->mem->free(parts.bytes, sim->mem->user);
   sim->mem->free(parts.ready, sim->mem->user);
   sim->mem->free(parts.prio, sim->mem->user);
@@ -410,6 +463,7 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
   }
   uint32_t *order = sim->mem->malloc(net->nhosts * sizeof(*order),
                                      sim->mem->user);
+  ps_links links = {NULL};
   if (!order) {
     return DLCP_ERR_NOMEM;
   }
@@ -427,6 +481,10 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
   uint64_t base = s->model_bytes / S, extra = s->model_bytes % S;
   /* Barrier ids of the previous iteration's per-worker "all pulls in". */
   uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
+  rv = ps_links_init(sim, &links, W, S);
+  if (rv != 0) {
+    goto done;
+  }
   for (uint32_t it = 0; it < s->iterations && rv == 0; it++) {
     uint32_t server_barrier0 = sim->nbarriers;
     for (uint32_t j = 0; j < S; j++) {
@@ -459,6 +517,7 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
         }
         sim->flows[id].iteration = it;
         sim->flows[id].barrier = server_barrier0 + j;
+        ps_link_push(sim, s, &links, i * S + j, id);
         if (it > 0) {
           rv = add_release(sim, id);
           if (rv != 0) {
@@ -482,6 +541,7 @@ static int build_ps(dlcp_sim *sim, const dlcp_sim_ps_spec *s, char *err,
         }
         sim->flows[id].iteration = it;
         sim->flows[id].barrier = worker_barrier0 + i;
+        links.pull[i * S + j] = id;
         rv = add_release(sim, id);
         if (rv != 0) {
           goto done;
@@ -496,6 +556,7 @@ iterations:
     sim->ps_iterations = s->iterations;
   }
 done:
+  ps_links_free(sim, &links);
   sim->mem->free(order, sim->mem->user);
   return rv;
 }
