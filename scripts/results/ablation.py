@@ -8,8 +8,12 @@ orders, A (bounded loss), A+B, A+B+C and C, C+B, C+B+A, where
   C  per-packet load balancing: path ids over 4 spines (off: flow ECMP);
 and the loss bound at 1, 10, 20 and 30 % with all three on.  Set-up: the
 Fig. 14 set-up at 48 hosts with ResNet50's profile; metrics: mean and p99
-FCT and the iteration time.
+FCT and the iteration time, each the median over SEEDS (one run's
+iteration can take half as long again when a window is dropped whole:
+docs/protocol.md, "The window's timeout").
 """
+
+import statistics
 
 import common
 
@@ -17,6 +21,7 @@ NAME = "ablation"
 TORS = 3
 COMBOS = ("A", "A+B", "A+B+C", "C", "C+B", "C+B+A")
 BOUNDS = (0.01, 0.1, 0.2, 0.3)
+SEEDS = (1, 2, 3, 4, 5)
 
 
 def mlt_sets(parts, bound):
@@ -40,12 +45,38 @@ def runs(scale):
             "workload.ps.profile=resnet50",
             "workload.ps.profile_scale=%g" % scale,
             "host.nic_buffer=256MB", "stop_at=2s"]
-    out = [{"id": "combo-" + c.replace("+", ""), "set": base +
-            mlt_sets(set(c.split("+")), 0.1),
-            "params": {"combo": c, "loss_bound": 0.1 if "A" in c else 0}}
-           for c in COMBOS]
-    out += [{"id": "bound-%g" % b, "set": base + mlt_sets({"A", "B", "C"}, b),
-             "params": {"combo": "A+B+C", "loss_bound": b}} for b in BOUNDS]
+    configs = [("combo-" + c.replace("+", ""), c,
+                0.1 if "A" in c else 0, mlt_sets(set(c.split("+")), 0.1))
+               for c in COMBOS]
+    configs += [("bound-%g" % b, "A+B+C", b, mlt_sets({"A", "B", "C"}, b))
+                for b in BOUNDS]
+    return [{"id": "%s-s%d" % (name, seed),
+             "set": ["seed=%d" % seed] + base + sets,
+             "params": {"config": name, "combo": combo, "loss_bound": bound,
+                        "seed": seed}}
+            for name, combo, bound, sets in configs for seed in SEEDS]
+
+
+def summarize(rows):
+    """One row per configuration, in run order: the medians over its seeds
+    of mean FCT, p99 FCT and iteration (us), the lowest delivered
+    fraction, and how many of its runs finished."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["config"], []).append(r)
+    out = []
+    for name, rs in by.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        med = {k: statistics.median(common.num(r, k) for r in ok)
+               if ok else float("nan")
+               for k in ("fct.all.mean_us", "fct.all.p99_us",
+                         "iteration_mean_us")}
+        out.append({"config": name, "combo": rs[0]["combo"],
+                    "loss_bound": rs[0]["loss_bound"], "ok": len(ok),
+                    "runs": len(rs), "med": med,
+                    "min_delivered": min((common.num(
+                        r, "delivery.min_fraction") for r in ok),
+                        default=float("nan"))})
     return out
 
 
@@ -53,23 +84,26 @@ def report(rows, scale, build):
     md = ["## MLT ablation and loss bound (MLT seed section 6.2)", "",
           "Command: `scripts/results/run.py --only ablation`.  The Fig. 14 "
           "set-up at %d hosts, ResNet50 (profile scaled by %g), MLT with "
-          "its components switched as the seed's ablation." % (
-              16 * TORS, scale), ""]
+          "its components switched as the seed's ablation; each figure "
+          "is the median over seeds %s (the lowest delivered fraction: "
+          "the lowest of them)." % (
+              16 * TORS, scale, ", ".join(str(s) for s in SEEDS)), ""]
     head = ["components", "loss bound", "mean FCT (us)", "p99 FCT (us)",
             "iteration (ms)", "min delivered"]
     body = []
-    for r in rows:
-        ok = r["status"] == "ok"
-        body.append([r["combo"], r["loss_bound"],
-                     "%.0f" % common.num(r, "fct.all.mean_us") if ok else
-                     "not finished",
-                     "%.0f" % common.num(r, "fct.all.p99_us") if ok else "",
-                     "%.2f" % (common.num(r, "iteration_mean_us") / 1e3)
-                     if ok else "",
-                     r.get("delivery.min_fraction", "")])
+    conf = summarize(rows)
+    for c in conf:
+        done = c["ok"] == c["runs"]
+        body.append([c["combo"], c["loss_bound"],
+                     "%.0f" % c["med"]["fct.all.mean_us"] if done else
+                     "%d of %d finished" % (c["ok"], c["runs"]),
+                     "%.0f" % c["med"]["fct.all.p99_us"] if done else "",
+                     "%.2f" % (c["med"]["iteration_mean_us"] / 1e3)
+                     if done else "",
+                     "%.6f" % c["min_delivered"] if done else ""])
     md += [common.table(head, body), ""]
-    mean = {r["combo"]: common.num(r, "fct.all.mean_us") for r in rows
-            if r["status"] == "ok" and r["id"].startswith("combo-")}
+    mean = {c["combo"]: c["med"]["fct.all.mean_us"] for c in conf
+            if c["ok"] == c["runs"] and c["config"].startswith("combo-")}
     for order in (("A", "A+B", "A+B+C"), ("C", "C+B", "C+B+A")):
         if all(o in mean for o in order):
             md.append("Adding components in the order %s: mean FCT %s us "
@@ -82,14 +116,14 @@ def report(rows, scale, build):
     md.append("")
     plt = common.pyplot()
     fig, ax = plt.subplots(figsize=(8, 3.4))
-    ok = [r for r in rows if r["status"] == "ok"]
-    labels = ["%s%s" % (r["combo"], "" if r["id"].startswith("combo-") else
-                        "\np=%s" % r["loss_bound"]) for r in ok]
+    ok = [c for c in conf if c["ok"] == c["runs"]]
+    labels = ["%s%s" % (c["combo"], "" if c["config"].startswith("combo-")
+                        else "\np=%s" % c["loss_bound"]) for c in ok]
     x = range(len(ok))
-    ax.bar([i - 0.2 for i in x], [common.num(r, "fct.all.mean_us")
-                                  for r in ok], 0.4, label="mean FCT")
-    ax.bar([i + 0.2 for i in x], [common.num(r, "fct.all.p99_us") / 10
-                                  for r in ok], 0.4, label="p99 FCT / 10")
+    ax.bar([i - 0.2 for i in x], [c["med"]["fct.all.mean_us"] for c in ok],
+           0.4, label="mean FCT")
+    ax.bar([i + 0.2 for i in x], [c["med"]["fct.all.p99_us"] / 10
+                                  for c in ok], 0.4, label="p99 FCT / 10")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, fontsize=7)
     ax.set_ylabel("us")
