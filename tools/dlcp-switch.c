@@ -58,6 +58,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,11 +105,15 @@ typedef struct worker {
   uint32_t reported; /* invalid datagrams reported on stderr */
 } worker;
 
-static volatile sig_atomic_t stopping;
+/* Set by a signal, read by every worker thread: an atomic (lock-free,
+ * so safe in a handler), where volatile sig_atomic_t orders nothing
+ * between threads. */
+static atomic_int stopping;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a lock-free flag for the handler");
 
 static void on_signal(int sig) {
   (void)sig;
-  stopping = 1;
+  atomic_store(&stopping, 1);
 }
 
 static dlcp_tstamp now_ns(void) {
@@ -522,7 +527,7 @@ static void *worker_main(void *arg) {
     w->error = 1;
     goto done;
   }
-  while (!stopping) {
+  while (!atomic_load(&stopping)) {
     dlcp_tstamp now = now_ns();
     dlcp_tstamp dl = dlcp_agg_next_deadline(w->agg);
     int timeout_ms = 100;
@@ -749,7 +754,7 @@ int main(int argc, char **argv) {
     if (pthread_create(&ws[started].tid, NULL, worker_main, &ws[started]) !=
         0) {
       fprintf(stderr, "dlcp-switch: pthread_create failed\n");
-      stopping = 1;
+      atomic_store(&stopping, 1);
       status = 1;
       break;
     }
@@ -757,7 +762,7 @@ int main(int argc, char **argv) {
   {
     dlcp_tstamp last = now_ns();
 
-    while (!stopping) {
+    while (!atomic_load(&stopping)) {
       struct timespec ts = {0, 100000000};
 
       nanosleep(&ts, NULL);
