@@ -10,6 +10,8 @@ and per-queue thresholds.  PS traffic of the model's profile with workers
 and servers 3:1 on every rack.  Scales: T = 3, 6, 9 (48, 96, 144 hosts).
 """
 
+import statistics
+
 import common
 
 NAME = "fig14"
@@ -20,6 +22,12 @@ BASELINES = ("dctcp", "pias", "pfabric", "ndp")
 # MLT with every layer at one priority: not in the tables; it tells how
 # much of MLT's lead over NDP its layer priorities make (ndp_note).
 FLAT = "mlt_flat"
+# Every figure is the median over these seeds (placement of the job's
+# hosts and the transports' draws).
+SEEDS = (1, 2, 3)
+# The fields the report reads, each the median over SEEDS.
+FIELDS = ("fct.all.mean_us", "fct.all.p50_us", "fct.all.p99_us",
+          "counters.drops_buffer", "counters.trims", "counters.timeouts")
 # The seed's "up to" reductions of MLT's FCT against each baseline, %.
 SEED = {
     "resnet50": {"mean": (43.1, 44.8, 35.5, 6.7),
@@ -33,9 +41,10 @@ def runs(scale):
     out = []
     for model in MODELS:
         th = common.pias_thresholds(common.partitions(model, scale))
-        for tors in TORS:
-            for kind in TRANSPORTS + (FLAT,):
-                sets = ["topology.tors=%d" % tors,
+        for tors, kind, seed in [(t, k, s) for t in TORS
+                                 for k in TRANSPORTS + (FLAT,)
+                                 for s in SEEDS]:
+                sets = ["seed=%d" % seed, "topology.tors=%d" % tors,
                         "workload.ps.workers=%d" % (12 * tors),
                         "workload.ps.servers=%d" % (4 * tors),
                         "workload.ps.profile=%s" % model,
@@ -46,11 +55,12 @@ def runs(scale):
                     "mlt" if kind == FLAT else kind, pias_thresholds=th)
                 if kind == "mlt":
                     sets.append("workload.ps.layer_priorities=7")
-                out.append({"id": "%s-%dtors-%s" % (model, tors, kind),
+                out.append({"id": "%s-%dtors-%s-s%d" % (model, tors, kind,
+                                                         seed),
                             "set": sets,
                             "params": {"model": model, "tors": tors,
                                        "hosts": 16 * tors,
-                                       "transport": kind}})
+                                       "transport": kind, "seed": seed}})
     return out
 
 
@@ -146,8 +156,25 @@ def ndp_note(by):
                 span("ndp", "counters.timeouts"), no_drop), ""]
 
 
+def merge(rows):
+    """(model, tors, transport) -> a row of FIELDS, each the median over
+    the seeds' runs, with status "ok" only if every one finished."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["model"], int(r["tors"]), r["transport"]),
+                          []).append(r)
+    by = {}
+    for key, rs in groups.items():
+        ok = all(r["status"] == "ok" for r in rs)
+        m = {"status": "ok" if ok else "not finished"}
+        for f in FIELDS:
+            m[f] = str(statistics.median(common.num(r, f) for r in rs))
+        by[key] = m
+    return by
+
+
 def report(rows, scale, build):
-    by = {(r["model"], int(r["tors"]), r["transport"]): r for r in rows}
+    by = merge(rows)
     md = ["## MLT seed Fig. 14: FCT of MLT vs DCTCP, PIAS, pFabric, NDP", "",
           "Command: `make results` (or `scripts/results/run.py --only "
           "fig14`).  Set-up: the seed's section 5.4.2 (`scripts/results/"
@@ -156,9 +183,11 @@ def report(rows, scale, build):
           "IW 20; one PS iteration of the model's profile "
           "(`workloads/profiles`), workers:servers 3:1 on every rack, "
           "tensors and compute times scaled by %g%s.  FCT covers every "
-          "push and pull partition." % (
+          "push and pull partition; every figure below is the median "
+          "over seeds %s." % (
               scale, "" if scale == 1 else
-              " (`--full` runs the real sizes)"), ""]
+              " (`--full` runs the real sizes)",
+              ", ".join(str(s) for s in SEEDS)), ""]
     plt = common.pyplot()
     fig, axes = plt.subplots(len(MODELS), 2, figsize=(11, 3.6 * len(MODELS)))
     for mi, model in enumerate(MODELS):
