@@ -10,12 +10,17 @@ compression 4.2 KB of spurious retransmissions and 0.97 % loss on the tail
 flows.
 """
 
+import statistics
+
 import common
 
 NAME = "rto"
 RTOS = ("25us", "100us", "500us", "1ms")
 COMPRESSION = (1, 8, 32)
 TORS = 3
+# Every figure is the median over these seeds.
+SEEDS = (1, 2, 3)
+FIELDS = ("fct.all.p99_us", "counters.timeouts", "counters.retransmits")
 
 
 def base_sets(scale, c):
@@ -31,31 +36,49 @@ def base_sets(scale, c):
 def runs(scale):
     out = []
     for c in COMPRESSION:
-        for r in RTOS:
-            out.append({"id": "dctcp-%s-%dx" % (r, c),
-                        "set": base_sets(scale, c) +
-                        common.transport_sets("dctcp") +
-                        ["transport.rto_min=%s" % r],
-                        "params": {"transport": "dctcp", "rto_min": r,
-                                   "compression": c}})
-        out.append({"id": "mlt-%dx" % c,
-                    "set": base_sets(scale, c) +
-                    common.transport_sets("mlt") +
-                    ["workload.ps.layer_priorities=7"],
-                    "params": {"transport": "mlt", "rto_min": "",
-                               "compression": c}})
+        for seed in SEEDS:
+            for r in RTOS:
+                out.append({"id": "dctcp-%s-%dx-s%d" % (r, c, seed),
+                            "set": ["seed=%d" % seed] + base_sets(scale, c) +
+                            common.transport_sets("dctcp") +
+                            ["transport.rto_min=%s" % r],
+                            "params": {"transport": "dctcp", "rto_min": r,
+                                       "compression": c, "seed": seed}})
+            out.append({"id": "mlt-%dx-s%d" % (c, seed),
+                        "set": ["seed=%d" % seed] + base_sets(scale, c) +
+                        common.transport_sets("mlt") +
+                        ["workload.ps.layer_priorities=7"],
+                        "params": {"transport": "mlt", "rto_min": "",
+                                   "compression": c, "seed": seed}})
     return out
 
 
+def merge(rows):
+    """(transport, rto_min, compression) -> a row of FIELDS, each the
+    median over the seeds' runs, "ok" only if every one finished."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["transport"], r["rto_min"],
+                           int(r["compression"])), []).append(r)
+    by = {}
+    for key, rs in groups.items():
+        m = {"status": "ok" if all(r["status"] == "ok" for r in rs)
+             else "not finished"}
+        for f in FIELDS:
+            m[f] = "%.0f" % statistics.median(common.num(r, f) for r in rs)
+        by[key] = m
+    return by
+
+
 def report(rows, scale, build):
-    by = {(r["transport"], r["rto_min"], int(r["compression"])): r
-          for r in rows}
+    by = merge(rows)
     md = ["## RTO_min and gradient compression (MLT seed Fig. 19)", "",
           "Command: `scripts/results/run.py --only rto`.  The Fig. 14 "
           "set-up at %d hosts, ResNet50 (profile scaled by %g), DCTCP with "
           "each RTO_min, and MLT (10%% loss bound); p99 FCT in us, with "
-          "DCTCP's timeouts and retransmitted packets." % (16 * TORS, scale),
-          ""]
+          "DCTCP's timeouts and retransmitted packets, each the median over "
+          "seeds %s." % (16 * TORS, scale,
+                         ", ".join(str(s) for s in SEEDS)), ""]
     head = ["compression"] + ["DCTCP RTO_min %s" % r for r in RTOS] + ["MLT"]
     body = []
     for c in COMPRESSION:
