@@ -178,6 +178,11 @@ bool dlcp_rt_ctrl_reserve(dlcp_comm *c, peer *p, size_t more,
                           dlcp_tstamp now);
 /* Handles every whole message of |p|'s input buffer. */
 void dlcp_rt_ctrl_parse(dlcp_comm *c, peer *p, dlcp_tstamp now);
+/* Handles |len| more bytes of |p|'s control stream (a piece of its ring,
+ * which may be released on return): whole messages where they lie when
+ * nothing is buffered, the rest kept for the next piece. */
+void dlcp_rt_ctrl_take(dlcp_comm *c, peer *p, const uint8_t *piece,
+                       size_t len, dlcp_tstamp now);
 /* The loop callback of a control connection (user: its peer). */
 void dlcp_rt_on_tcp(dlcp_loop *loop, int fd, uint32_t events, void *user);
 

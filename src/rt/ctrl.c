@@ -143,38 +143,71 @@ bool dlcp_rt_ctrl_reserve(dlcp_comm *c, peer *p, size_t more,
   return true;
 }
 
-/* Handles every whole control message |p|'s buffer holds, keeping a
- * partial one for later. */
-void dlcp_rt_ctrl_parse(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+/* Handles every whole control message of |buf| (|len| bytes of |p|'s
+ * stream); returns the bytes they took (a partial message is left), or 0
+ * once |p| has failed. */
+static size_t parse(dlcp_comm *c, peer *p, const uint8_t *buf, size_t len,
+                    dlcp_tstamp now) {
   size_t off = 0;
-  while (p->rlen - off >= DLCP_WIRE_PREAMBLE_LEN) {
+  while (len - off >= DLCP_WIRE_PREAMBLE_LEN) {
     dlcp_wire_preamble pre;
-    int rv = dlcp_wire_peek(&pre, p->rbuf + off, p->rlen - off);
+    int rv = dlcp_wire_peek(&pre, buf + off, len - off);
     if (rv != 0 || pre.type < DLCP_WIRE_START) {
       /* A byte stream that stops parsing cannot be resynchronised. */
       char why[128];
       snprintf(why, sizeof(why), "sent a malformed control message (%s)",
                dlcp_strerror(rv != 0 ? rv : DLCP_ERR_BAD_TYPE));
       dlcp_rt_peer_fail(c, p, DLCP_ERR_PEER_ABORTED, why, now);
-      return;
+      return 0;
     }
     size_t trailer = c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0;
-    if (p->rlen - off < pre.len + trailer) {
+    if (len - off < pre.len + trailer) {
       break;
     }
-    bool genuine = !trailer || control_authentic(c, p, p->rbuf + off, pre.len);
+    bool genuine = !trailer || control_authentic(c, p, buf + off, pre.len);
     if (genuine && pre.type == DLCP_WIRE_NOTE) {
-      dlcp_rt_coll_note(c, p, p->rbuf + off, pre.len, now);
+      dlcp_rt_coll_note(c, p, buf + off, pre.len, now);
     } else if (genuine) {
-      dlcp_mlt_on_control(p->conn, p->rbuf + off, pre.len, now);
+      dlcp_mlt_on_control(p->conn, buf + off, pre.len, now);
     }
     off += pre.len + trailer;
+    if (p->dead_status != 0) {
+      return 0;
+    }
+  }
+  return off;
+}
+
+/* Handles every whole control message |p|'s buffer holds, keeping a
+ * partial one for later. */
+void dlcp_rt_ctrl_parse(dlcp_comm *c, peer *p, dlcp_tstamp now) {
+  size_t off = parse(c, p, p->rbuf, p->rlen, now);
+  if (p->dead_status != 0) {
+    return;
+  }
+  memmove(p->rbuf, p->rbuf + off, p->rlen - off);
+  p->rlen -= off;
+}
+
+void dlcp_rt_ctrl_take(dlcp_comm *c, peer *p, const uint8_t *piece,
+                       size_t len, dlcp_tstamp now) {
+  size_t off = 0;
+  if (p->rlen == 0) {
+    /* The usual case: the piece begins with a message.  Whole messages
+     * are handled where they lie (a 4 KiB eager tensor is then copied
+     * once less), and only a partial one is kept. */
+    off = parse(c, p, piece, len, now);
     if (p->dead_status != 0) {
       return;
     }
   }
-  memmove(p->rbuf, p->rbuf + off, p->rlen - off);
-  p->rlen -= off;
+  if (off < len && dlcp_rt_ctrl_reserve(c, p, len - off, now)) {
+    memcpy(p->rbuf + p->rlen, piece + off, len - off);
+    p->rlen += len - off;
+    if (off == 0) {
+      dlcp_rt_ctrl_parse(c, p, now);
+    }
+  }
 }
 
 /* Reads and handles what the peer's control connection holds: until a

@@ -203,10 +203,8 @@ void dlcp_rt_drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
     }
     if (kind == DLCP_SHM_DATAGRAM) {
       deliver_from_ring(c, p, d, len, now);
-    } else if (dlcp_rt_ctrl_reserve(c, p, len, now)) {
-      memcpy(p->rbuf + p->rlen, d, len);
-      p->rlen += len;
-      dlcp_rt_ctrl_parse(c, p, now);
+    } else {
+      dlcp_rt_ctrl_take(c, p, d, len, now);
     }
     dlcp_shm_release(&c->shm_in, p->rank);
   }
