@@ -139,8 +139,14 @@ static int rank1(uint16_t port, int go_fd, int done_fd, report *rep) {
   return 0;
 }
 
-static void test_pending_is_not_a_failure(void **state) {
-  (void)state;
+/* A rank's body: rank 0 gets the pipes' write ends, rank 1 their read
+ * ends (rank 0 says "go" and "done"). */
+typedef int (*rank_fn)(uint16_t port, int go_fd, int done_fd, report *rep);
+
+/* Forks the two ranks on a free port, waits for both and fails the test
+ * naming a rank that did not exit 0.  Returns their two reports, in
+ * shared memory the caller unmaps. */
+static report *run_pair(rank_fn rank0_fn, rank_fn rank1_fn) {
   report *rep = mmap(NULL, 2 * sizeof(report), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   assert_true(rep != MAP_FAILED);
@@ -156,8 +162,8 @@ static void test_pending_is_not_a_failure(void **state) {
     pid[r] = fork();
     assert_true(pid[r] >= 0);
     if (pid[r] == 0) {
-      _exit(r == 0 ? rank0(port, go[1], done[1], &rep[0])
-                   : rank1(port, go[0], done[0], &rep[1]));
+      _exit(r == 0 ? rank0_fn(port, go[1], done[1], &rep[0])
+                   : rank1_fn(port, go[0], done[0], &rep[1]));
     }
   }
   for (uint32_t r = 0; r < 2; r++) {
@@ -167,6 +173,12 @@ static void test_pending_is_not_a_failure(void **state) {
       fail_msg("rank %u exited with 0x%x: %s", r, st, rep[r].error);
     }
   }
+  return rep;
+}
+
+static void test_pending_is_not_a_failure(void **state) {
+  (void)state;
+  report *rep = run_pair(rank0, rank1);
   assert_int_equal(rep[0].pending_first, DLCP_ERR_PENDING);
   assert_int_equal(rep[0].joined, 0);
   assert_true(rep[0].value == 3.0f);
@@ -221,7 +233,7 @@ static int make_patient_comm(uint32_t rank, uint16_t port, dlcp_comm **comm,
 /* Rank 0: one thread waits on the queue; once it is (very likely) asleep
  * in epoll, this thread posts a 4-byte send, which completes within the
  * post.  The waiter must return it, not its timeout. */
-static int wake_rank0(uint16_t port, int done_fd, report *rep) {
+static int wake_rank0(uint16_t port, int go_fd, int done_fd, report *rep) {
   dlcp_comm *comm;
   waiter w = {0};
   pthread_t t;
@@ -229,6 +241,7 @@ static int wake_rank0(uint16_t port, int done_fd, report *rep) {
   dlcp_tensor tensor = {1, &token, sizeof(token)};
   struct timespec settle = {0, 100 * 1000000L};
 
+  (void)go_fd;
   if (make_patient_comm(0, port, &comm, rep) != 0 ||
       dlcp_cq_create(comm, &w.cq) != 0 ||
       pthread_create(&t, NULL, wait_thread, &w) != 0) {
@@ -249,7 +262,7 @@ static int wake_rank0(uint16_t port, int done_fd, report *rep) {
   return 0;
 }
 
-static int wake_rank1(uint16_t port, int done_fd, report *rep) {
+static int wake_rank1(uint16_t port, int go_fd, int done_fd, report *rep) {
   dlcp_comm *comm;
   dlcp_cq *cq;
   dlcp_completion cmp;
@@ -257,6 +270,7 @@ static int wake_rank1(uint16_t port, int done_fd, report *rep) {
   dlcp_tensor tensor = {1, &token, sizeof(token)};
   char ch;
 
+  (void)go_fd;
   if (make_patient_comm(1, port, &comm, rep) != 0 ||
       dlcp_cq_create(comm, &cq) != 0 ||
       dlcp_post_recv(comm, 0, &tensor, 0.0, cq, 0) != 0 ||
@@ -275,31 +289,7 @@ static int wake_rank1(uint16_t port, int done_fd, report *rep) {
 
 static void test_completion_wakes_the_waiter(void **state) {
   (void)state;
-  report *rep = mmap(NULL, 2 * sizeof(report), PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  assert_true(rep != MAP_FAILED);
-  memset(rep, 0, 2 * sizeof(report));
-  uint16_t port = 0;
-  dlcp_errbuf eb;
-  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
-  int done[2];
-  assert_int_equal(pipe(done), 0);
-  pid_t pid[2];
-  for (uint32_t r = 0; r < 2; r++) {
-    pid[r] = fork();
-    assert_true(pid[r] >= 0);
-    if (pid[r] == 0) {
-      _exit(r == 0 ? wake_rank0(port, done[1], &rep[0])
-                   : wake_rank1(port, done[0], &rep[1]));
-    }
-  }
-  for (uint32_t r = 0; r < 2; r++) {
-    int st;
-    assert_int_equal(waitpid(pid[r], &st, 0), pid[r]);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      fail_msg("rank %u exited with 0x%x: %s", r, st, rep[r].error);
-    }
-  }
+  report *rep = run_pair(wake_rank0, wake_rank1);
   assert_int_equal(rep[0].woken, 1);
   assert_false(rep[0].woken_late);
   assert_int_equal(rep[0].woken_status, 0);

@@ -10,6 +10,7 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -138,6 +139,23 @@ def num(row, key):
         return float(v)
     except ValueError:
         return float("nan")
+
+
+def seed_medians(rows, key, fields):
+    """Runs of one configuration over several seeds, merged: key(row) ->
+    a row holding each of |fields| as the median over the configuration's
+    runs, and status "ok" only if every one finished."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    by = {}
+    for k, rs in groups.items():
+        m = {"status": "ok" if all(r["status"] == "ok" for r in rs)
+             else "not finished"}
+        for f in fields:
+            m[f] = str(statistics.median(num(r, f) for r in rs))
+        by[k] = m
+    return by
 
 
 def table(headers, rows):

@@ -10,8 +10,6 @@ and per-queue thresholds.  PS traffic of the model's profile with workers
 and servers 3:1 on every rack.  Scales: T = 3, 6, 9 (48, 96, 144 hosts).
 """
 
-import statistics
-
 import common
 
 NAME = "fig14"
@@ -156,25 +154,10 @@ def ndp_note(by):
                 span("ndp", "counters.timeouts"), no_drop), ""]
 
 
-def merge(rows):
-    """(model, tors, transport) -> a row of FIELDS, each the median over
-    the seeds' runs, with status "ok" only if every one finished."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["model"], int(r["tors"]), r["transport"]),
-                          []).append(r)
-    by = {}
-    for key, rs in groups.items():
-        ok = all(r["status"] == "ok" for r in rs)
-        m = {"status": "ok" if ok else "not finished"}
-        for f in FIELDS:
-            m[f] = str(statistics.median(common.num(r, f) for r in rs))
-        by[key] = m
-    return by
-
-
 def report(rows, scale, build):
-    by = merge(rows)
+    by = common.seed_medians(
+        rows, lambda r: (r["model"], int(r["tors"]), r["transport"]),
+        FIELDS)
     md = ["## MLT seed Fig. 14: FCT of MLT vs DCTCP, PIAS, pFabric, NDP", "",
           "Command: `make results` (or `scripts/results/run.py --only "
           "fig14`).  Set-up: the seed's section 5.4.2 (`scripts/results/"

@@ -10,8 +10,6 @@ compression 4.2 KB of spurious retransmissions and 0.97 % loss on the tail
 flows.
 """
 
-import statistics
-
 import common
 
 NAME = "rto"
@@ -53,25 +51,10 @@ def runs(scale):
     return out
 
 
-def merge(rows):
-    """(transport, rto_min, compression) -> a row of FIELDS, each the
-    median over the seeds' runs, "ok" only if every one finished."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["transport"], r["rto_min"],
-                           int(r["compression"])), []).append(r)
-    by = {}
-    for key, rs in groups.items():
-        m = {"status": "ok" if all(r["status"] == "ok" for r in rs)
-             else "not finished"}
-        for f in FIELDS:
-            m[f] = "%.0f" % statistics.median(common.num(r, f) for r in rs)
-        by[key] = m
-    return by
-
-
 def report(rows, scale, build):
-    by = merge(rows)
+    by = common.seed_medians(
+        rows, lambda r: (r["transport"], r["rto_min"],
+                         int(r["compression"])), FIELDS)
     md = ["## RTO_min and gradient compression (MLT seed Fig. 19)", "",
           "Command: `scripts/results/run.py --only rto`.  The Fig. 14 "
           "set-up at %d hosts, ResNet50 (profile scaled by %g), DCTCP with "
@@ -86,10 +69,10 @@ def report(rows, scale, build):
         for r in RTOS:
             x = by.get(("dctcp", r, c))
             line.append("not finished" if not x or x["status"] != "ok" else
-                        "%.0f (%s timeouts, %s retx)" % (
+                        "%.0f (%.0f timeouts, %.0f retx)" % (
                             common.num(x, "fct.all.p99_us"),
-                            x.get("counters.timeouts", "?"),
-                            x.get("counters.retransmits", "?")))
+                            common.num(x, "counters.timeouts"),
+                            common.num(x, "counters.retransmits")))
         m = by.get(("mlt", "", c))
         line.append("not finished" if not m or m["status"] != "ok" else
                     "%.0f" % common.num(m, "fct.all.p99_us"))

@@ -191,22 +191,25 @@ void dlcp_rt_ctrl_parse(dlcp_comm *c, peer *p, dlcp_tstamp now) {
 
 void dlcp_rt_ctrl_take(dlcp_comm *c, peer *p, const uint8_t *piece,
                        size_t len, dlcp_tstamp now) {
-  size_t off = 0;
-  if (p->rlen == 0) {
+  bool buffered = p->rlen > 0;
+  if (!buffered) {
     /* The usual case: the piece begins with a message.  Whole messages
      * are handled where they lie (a 4 KiB eager tensor is then copied
-     * once less), and only a partial one is kept. */
-    off = parse(c, p, piece, len, now);
+     * once less); what is left is the start of a partial one. */
+    size_t off = parse(c, p, piece, len, now);
     if (p->dead_status != 0) {
       return;
     }
+    piece += off;
+    len -= off;
   }
-  if (off < len && dlcp_rt_ctrl_reserve(c, p, len - off, now)) {
-    memcpy(p->rbuf + p->rlen, piece + off, len - off);
-    p->rlen += len - off;
-    if (off == 0) {
-      dlcp_rt_ctrl_parse(c, p, now);
-    }
+  if (len == 0 || !dlcp_rt_ctrl_reserve(c, p, len, now)) {
+    return;
+  }
+  memcpy(p->rbuf + p->rlen, piece, len);
+  p->rlen += len;
+  if (buffered) {
+    dlcp_rt_ctrl_parse(c, p, now);
   }
 }
 
