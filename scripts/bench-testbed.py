@@ -285,6 +285,7 @@ def summary(cell):
     n = len(t)
     return {"n": n, "p50": t[n // 2] / 1e3,
             "p90": t[max(0, (9 * n + 9) // 10 - 1)] / 1e3, "max": t[-1] / 1e3,
+            "mean": sum(t) / n / 1e3,
             "delivered": (sum(cell["delivered"]) / len(cell["delivered"])
                           if cell["delivered"] else 1.0)}
 
@@ -297,6 +298,54 @@ def head_commit():
     return subprocess.run(["git", "-C", HERE, "rev-parse", "--short",
                            "HEAD"], capture_output=True,
                           text=True).stdout.strip()
+
+
+def targets(b):
+    """Issue 14's testbed targets, each figure beside its target, from the
+    cells measured (an empty list when a target's cells were not)."""
+    def cell(profile, loss, size, impl):
+        c = b.cells.get((profile, loss, size, impl))
+        return summary(c) if c else None
+
+    out = []
+    cells = [(p, size) for p in b.profiles for size, _, _ in b.sizes]
+    label = {p: PROFILES[p]["label"].split(",")[0] for p in b.profiles}
+    ratios = []
+    for p, size in cells:
+        d, g = cell(p, 0.0, size, "dlcp"), cell(p, 0.0, size, "gloo")
+        if d and g:
+            ratios.append(f"{label[p]} {size // MIB} MiB "
+                          f"{d['p50'] / g['p50']:.2f}x")
+    if ratios:
+        out.append("- 0 % loss, dlcp's median over Gloo's (target "
+                   "≤ 1.05x): " + ", ".join(ratios) + ".")
+    ratios = []
+    for size, _, _ in b.sizes:
+        d, g = cell("10g", 0.01, size, "dlcp"), cell("10g", 0.01, size, "gloo")
+        if d and g:
+            ratios.append(f"{size // MIB} MiB {d['mean']:,.1f} ms against "
+                          f"{g['mean']:,.1f} ({g['mean'] / d['mean']:.2f}x)")
+    if ratios:
+        out.append("- 1 % loss at 10 Gbit/s, dlcp's mean against Gloo's "
+                   "(target: 1.5x faster): " + "; ".join(ratios) + ".")
+    ratios = []
+    bounded = b.name("dlcp_p")
+    for p, size in cells:
+        base = cell(p, 0.0, size, "dlcp_p")
+        lossy = cell(p, 0.01, size, "dlcp_p")
+        if base and lossy:
+            ratios.append(
+                f"{label[p]} {size // MIB} MiB {lossy['p90'] / base['p50']:.2f}x"
+                f" / {lossy['max'] / base['p50']:.2f}x (lossless: "
+                f"{base['p90'] / base['p50']:.2f}x / "
+                f"{base['max'] / base['p50']:.2f}x)")
+    if ratios:
+        out.append(f"- 1 % loss, {bounded}: p90 / max over its own lossless "
+                   f"median (target ≤ 1.2x), and the lossless cell's own "
+                   f"p90 / max beside it: " + "; ".join(ratios) + ".")
+    if out:
+        out = ["## Against issue 14's targets", ""] + out + [""]
+    return out
 
 
 def write_report(b, md_path, png_path):
@@ -338,6 +387,7 @@ def write_report(b, md_path, png_path):
         "checked iterations; drops = packets the links dropped during the "
         "cell's runs (random loss / queue overflow).",
         ""]
+    lines += targets(b)
     for profile in b.profiles:
         pr = PROFILES[profile]
         for size, _, _ in b.sizes:

@@ -187,6 +187,17 @@ typedef struct dlcp_comm_stats {
                               with a secret only) */
   uint64_t auth_replayed;  /* dropped: a correctly tagged message seen
                               before, or too old to tell */
+  /* Where a transfer's time went, summed over peers: what to read first
+   * when an iteration takes longer than its data needs. */
+  uint64_t data_reordered;     /* data packets that arrived after one sent
+                                  later than them (other paths, queues) */
+  uint64_t bitmaps_early;      /* requests for holes of a first round still
+                                  being sent */
+  uint64_t bitmaps_unprompted; /* requests for holes sent on a round's last
+                                  packet, before the sender probed */
+  uint64_t window_timeouts;    /* full send windows presumed drained after
+                                  no ACK for two drain intervals (each
+                                  stalls its peer for that long) */
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -77,7 +77,10 @@ class CommStats(ctypes.Structure):
         "doorbells")] + [("min_rate_gbps", c_double), ("max_srtt_ns", c_u64),
                          ("ce_received", c_u64), ("cuts_ecn", c_u64),
                          ("cuts_delay", c_u64), ("control_retx", c_u64),
-                         ("auth_forged", c_u64), ("auth_replayed", c_u64)]
+                         ("auth_forged", c_u64), ("auth_replayed", c_u64),
+                         ("data_reordered", c_u64), ("bitmaps_early", c_u64),
+                         ("bitmaps_unprompted", c_u64),
+                         ("window_timeouts", c_u64)]
 
 
 class CollOpts(ctypes.Structure):

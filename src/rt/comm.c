@@ -708,6 +708,10 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
     st->cuts_ecn += ms.cuts_ecn;
     st->cuts_delay += ms.cuts_delay;
     st->control_retx += ms.control_retx;
+    st->data_reordered += ms.data_reordered;
+    st->bitmaps_early += ms.bitmaps_early;
+    st->bitmaps_unprompted += ms.bitmaps_unprompted;
+    st->window_timeouts += ms.window_timeouts;
     double gbps = ms.rate_bps / 1e9;
     if (st->min_rate_gbps == 0 || gbps < st->min_rate_gbps) {
       st->min_rate_gbps = gbps;
