@@ -317,44 +317,37 @@ static void test_bit_exact_dup_and_reorder(void **state) {
   munmap(sh, 2 * sizeof(shared));
 }
 
-/* p = 0.1 under 5% loss: at least 90% delivered, exact, and no
- * retransmission tail: within 1.5x of a lossless run of the same size in
- * the same test (each the best of 21 in three alternating rounds, against
- * machine noise). */
+/* p = 0.1 under 5% loss: at least 90% delivered, exact, and no repair
+ * round: each transfer loses about 5% of its packets, within its bound,
+ * so the receiver stops it when its last round is in and nothing is ever
+ * sent again.  That is what keeps a bounded transfer free of a
+ * retransmission tail, asserted here by the protocol's counters rather
+ * than by timing (how long it takes is make bench-testbed's business). */
 static void test_bounded_loss_has_no_tail(void **state) {
   (void)state;
-  enum { RUNS = 7, ROUNDS = 3 };
-  scenario clean = {.nsizes = RUNS};
+  enum { RUNS = 7 };
+  scenario s = {.nsizes = RUNS, .p = 0.1, .drop = 0.05};
   for (int i = 0; i < RUNS; i++) {
-    clean.sizes[i] = 32u << 20;
+    s.sizes[i] = 32u << 20;
   }
-  scenario lossy = clean;
-  lossy.p = 0.1;
-  lossy.drop = 0.05;
-  /* Clean and lossy pairs alternate, so both see the same machine (the
-   * sanitizer build's timings drift by 2x between phases). */
-  uint64_t best_clean = UINT64_MAX, best_lossy = UINT64_MAX;
-  for (int round = 0; round < ROUNDS; round++) {
-    shared *a = run_pair(&clean);
-    shared *b = run_pair(&lossy);
-    check_exact(&clean, a);
-    check_exact(&lossy, b);
-    for (int i = 0; i < RUNS; i++) {
-      if (a[0].r[i].elapsed_ns < best_clean) {
-        best_clean = a[0].r[i].elapsed_ns;
-      }
-      if (b[0].r[i].elapsed_ns < best_lossy) {
-        best_lossy = b[0].r[i].elapsed_ns;
-      }
-      assert_true(b[1].r[i].delivered >= 0.9);
-    }
-    munmap(a, 2 * sizeof(shared));
-    munmap(b, 2 * sizeof(shared));
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  for (int i = 0; i < RUNS; i++) {
+    assert_true(sh[1].r[i].delivered >= 0.9);
   }
-  print_message("lossless %.2f ms, p=0.1 at 5%% loss %.2f ms (ratio %.2f)\n",
-                (double)best_clean / 1e6, (double)best_lossy / 1e6,
-                (double)best_lossy / (double)best_clean);
-  assert_true((double)best_lossy <= 1.5 * (double)best_clean);
+  print_message("p=0.1 at 5%% loss: %llu datagrams dropped, %llu "
+                "retransmitted; receiver's requests: %llu early, %llu "
+                "unprompted; %llu window timeouts; %llu ring full, %llu shm peers\n",
+                (unsigned long long)sh[0].stats.fault_dropped,
+                (unsigned long long)sh[0].stats.retransmissions,
+                (unsigned long long)sh[1].stats.bitmaps_early,
+                (unsigned long long)sh[1].stats.bitmaps_unprompted,
+                (unsigned long long)sh[0].stats.window_timeouts,
+                (unsigned long long)sh[0].stats.shm_full,
+                (unsigned long long)sh[0].stats.shm_peers);
+  assert_true(sh[0].stats.fault_dropped > 0);
+  assert_int_equal(sh[0].stats.retransmissions, 0);
+  munmap(sh, 2 * sizeof(shared));
 }
 
 /* A rank killed mid-transfer: the survivor's operation fails, naming the

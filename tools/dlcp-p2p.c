@@ -163,6 +163,10 @@ int main(int argc, char **argv) {
            (unsigned long long)st.fault_duplicated,
            (unsigned long long)st.fault_delayed, st.min_rate_gbps,
            (double)st.max_srtt_ns / 1e3);
+    printf("%llu send windows timed out; %llu datagrams dropped on a full "
+           "ring\n",
+           (unsigned long long)st.window_timeouts,
+           (unsigned long long)st.shm_full);
   }
   dlcp_comm_destroy(comm);
   dlcp_cq_destroy(cq);

@@ -174,7 +174,8 @@ typedef struct dlcp_comm_stats {
   uint64_t retransmissions;
   uint64_t shm_peers;      /* peers reached through shared memory */
   uint64_t shm_sent;       /* datagrams written to their rings */
-  uint64_t shm_full;       /* dropped: the peer's ring was full */
+  uint64_t shm_full;       /* dropped: the peer's ring was full (an ACK or
+                              control datagram; data waits for room) */
   uint64_t doorbells;      /* wake-ups sent to sleeping peers */
   double min_rate_gbps;    /* the slowest peer's current MLT send rate */
   uint64_t max_srtt_ns;    /* the largest smoothed RTT over peers */

@@ -66,6 +66,7 @@ typedef struct peer {
   int tcp_fd;
   dlcp_mlt_conn *conn;
   dlcp_shm_out shm; /* its ring for us when it is on this host */
+  bool shm_held;    /* data held back last service: its ring was full */
   bool both_rings;  /* both ends published rings on loopback: the control
                        stream rides them, never TCP (join.c) */
   uint8_t *rbuf;

@@ -183,6 +183,12 @@ void dlcp_shm_out_close(dlcp_shm_out *out) {
   memset(out, 0, sizeof(*out));
 }
 
+uint32_t dlcp_shm_free_slots(const dlcp_shm_out *out) {
+  uint64_t head = atomic_load_explicit(&out->ring->head, memory_order_acquire);
+  uint64_t used = out->tail - head;
+  return used < DLCP_SHM_SLOTS ? (uint32_t)(DLCP_SHM_SLOTS - used) : 0u;
+}
+
 bool dlcp_shm_put(dlcp_shm_out *out, dlcp_shm_kind kind, const uint8_t *hdr,
                   size_t hdr_len, const void *payload, size_t payload_len) {
   struct dlcp_shm_ring *r = out->ring;

@@ -9,8 +9,10 @@
  * a peer on the same host maps it (through /proc/PID/fd/FD, both published
  * in the rendezvous address record) and writes its datagrams there: two
  * user-space copies, no system call per datagram.  Everything above is
- * unchanged: MLT still numbers, acknowledges and retransmits (a full ring
- * drops like a full socket buffer), and fault injection still applies.
+ * unchanged: MLT still numbers, acknowledges and retransmits, and fault
+ * injection still applies.  A full ring holds the sender's data back
+ * (dlcp_shm_free_slots) rather than drop it: a drop here is no network
+ * loss, and would count against a transfer's loss bound.
  *
  * The consumer may sleep in epoll: it raises a flag in its segment before
  * it stops looking, and a producer that finds the flag raised after
@@ -85,6 +87,10 @@ typedef enum dlcp_shm_kind {
  * wait). */
 bool dlcp_shm_put(dlcp_shm_out *out, dlcp_shm_kind kind, const uint8_t *hdr,
                   size_t hdr_len, const void *payload, size_t payload_len);
+
+/* dlcp_shm_free_slots returns how many more datagrams or control pieces
+ * the ring takes now (the consumer may free more at any time). */
+uint32_t dlcp_shm_free_slots(const dlcp_shm_out *out);
 
 /* dlcp_shm_needs_doorbell is called after a batch of puts: whether the
  * consumer may be asleep and must be woken (it clears the flag, so only
