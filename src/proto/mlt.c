@@ -2727,6 +2727,10 @@ bool dlcp_mlt_control_settled(const dlcp_mlt_conn *conn) {
                            !dlcp_ctlchan_owes_ack(&conn->ctl));
 }
 
+uint64_t dlcp_mlt_window_timeouts(const dlcp_mlt_conn *conn) {
+  return conn->stats.window_timeouts;
+}
+
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn) {
   size_t n = 0;
   for (const mlt_xfer *x = conn->sends; x; x = x->next) {

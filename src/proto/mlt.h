@@ -512,6 +512,11 @@ int dlcp_mlt_on_data_apart(dlcp_mlt_conn *conn, const uint8_t *hdr,
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 
+/* dlcp_mlt_window_timeouts returns stats.window_timeouts without copying
+ * the rest: a driver that reads it per packet to charge a timeout to the
+ * transfer whose packet it released. */
+uint64_t dlcp_mlt_window_timeouts(const dlcp_mlt_conn *conn);
+
 /* dlcp_mlt_outstanding returns the number of transfers not yet completed. */
 size_t dlcp_mlt_outstanding(const dlcp_mlt_conn *conn);
 

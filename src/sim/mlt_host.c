@@ -109,6 +109,7 @@ typedef struct mlt_peer {
   bool blocked;
   uint32_t send_class; /* dlcp_mlt_send_class when it began to wait */
   uint64_t tie;        /* its rank among equal classes on this host */
+  uint64_t window_timeouts; /* the core's count when last charged */
 } mlt_peer;
 
 /* A host's connections, in an open-addressing table keyed by peer, and
@@ -465,6 +466,11 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
       pkt->lb = f->lb;
       pkt->path = f->path + act->path;
       f->pkts_sent++;
+      /* A window that timed out is what let this packet go: the wait is
+       * charged to its flow as a timeout, as DCTCP's RTOs are. */
+      uint64_t wt = dlcp_mlt_window_timeouts(p->conn);
+      f->timeouts += wt - p->window_timeouts;
+      p->window_timeouts = wt;
       if (hdr[16] & DLCP_WIRE_FLAG_RETX) {
         pkt->flags |= DLCP_SIM_PKT_F_RETX;
         f->retransmits++;
