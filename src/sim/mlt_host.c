@@ -343,6 +343,30 @@ static int mlt_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   return 0;
 }
 
+bool dlcp_sim_mlt_sum(const dlcp_sim *sim, dlcp_sim_mlt_counters *c) {
+  memset(c, 0, sizeof(*c));
+  if (sim->ops != &dlcp_sim_mlt_ops || !sim->host_state) {
+    return false;
+  }
+  for (uint32_t host = 0; host < sim->net.nhosts; host++) {
+    const mlt_host *h = sim->host_state[host];
+    for (uint32_t i = 0; h && i < h->cap; i++) {
+      const mlt_peer *p = h->slots[i];
+      if (p) {
+        dlcp_mlt_stats st;
+        dlcp_mlt_get_stats(p->conn, &st);
+        c->window_timeouts += st.window_timeouts;
+        c->bitmaps_early += st.bitmaps_early;
+        c->bitmaps_unprompted += st.bitmaps_unprompted;
+        c->control_retx += st.control_retx;
+        c->cuts_ecn += st.cuts_ecn;
+        c->cuts_delay += st.cuts_delay;
+      }
+    }
+  }
+  return true;
+}
+
 static void mlt_host_del(dlcp_sim *sim, void *state) {
   mlt_host *h = state;
   for (uint32_t i = 0; i < h->cap; i++) {

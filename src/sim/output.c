@@ -485,6 +485,19 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
           (unsigned long long)t.noroute, (unsigned long long)t.trims,
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts,
           (unsigned long long)sim->pool.peak);
+  dlcp_sim_mlt_counters m;
+  if (dlcp_sim_mlt_sum(sim, &m)) {
+    fprintf(f, "  ,\"mlt\": {\"window_timeouts\": %llu, "
+               "\"bitmaps_early\": %llu, \"bitmaps_unprompted\": %llu, "
+               "\"control_retx\": %llu, \"cuts_ecn\": %llu, "
+               "\"cuts_delay\": %llu}\n",
+            (unsigned long long)m.window_timeouts,
+            (unsigned long long)m.bitmaps_early,
+            (unsigned long long)m.bitmaps_unprompted,
+            (unsigned long long)m.control_retx,
+            (unsigned long long)m.cuts_ecn,
+            (unsigned long long)m.cuts_delay);
+  }
   fprintf(f, "}\n");
 }
 
@@ -701,6 +714,19 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           (unsigned long long)t.noroute, (unsigned long long)t.trims);
   fprintf(f, "transport  %llu retransmissions, %llu timeouts\n",
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
+  dlcp_sim_mlt_counters m;
+  if (dlcp_sim_mlt_sum(sim, &m)) {
+    fprintf(f, "mlt        %llu window timeouts; holes asked for %llu "
+               "times early, %llu on a round's last packet; %llu control "
+               "datagrams sent again; rate cuts %llu for ECN, %llu for "
+               "delay\n",
+            (unsigned long long)m.window_timeouts,
+            (unsigned long long)m.bitmaps_early,
+            (unsigned long long)m.bitmaps_unprompted,
+            (unsigned long long)m.control_retx,
+            (unsigned long long)m.cuts_ecn,
+            (unsigned long long)m.cuts_delay);
+  }
   delivery d = delivery_of(sim);
   if (d.partial || d.failed) {
     fprintf(f, "delivery   %u flows partly delivered (lowest %.4f), %u "
