@@ -205,6 +205,16 @@ static void test_loss_no_timeout_tail(void **state) {
     assert_true(f->delivered_bytes < f->size_bytes);
   }
   double mlt_p99 = p99_us(mlt);
+  /* The connections' window timeouts are charged to the flows whose
+   * packets they let go (one that let none go is charged to none). */
+  dlcp_sim_mlt_counters mc;
+  uint64_t charged = 0;
+  assert_true(dlcp_sim_mlt_sum(mlt, &mc));
+  for (uint32_t i = 0; i < mlt->nflows; i++) {
+    charged += mlt->flows[i].timeouts;
+  }
+  assert_true(mc.window_timeouts >= charged);
+  assert_int_equal(mc.bitmaps_early + mc.bitmaps_unprompted, 0);
 
   const char *dctcp_set[] = {"transport.kind=dctcp"};
   dlcp_sim *tcp = build_yaml(loss_yaml, dctcp_set, 1);
@@ -223,6 +233,7 @@ static void test_loss_no_timeout_tail(void **state) {
   assert_true(mlt_p99 < 250.0);
   assert_true(timeouts > 0);
   assert_true(tcp_p99 > 10.0 * mlt_p99);
+  assert_false(dlcp_sim_mlt_sum(tcp, &mc)); /* not MLT */
   dlcp_sim_del(mlt);
   dlcp_sim_del(tcp);
 }
