@@ -207,7 +207,7 @@ static void test_loss_no_timeout_tail(void **state) {
   double mlt_p99 = p99_us(mlt);
   /* The connections' window timeouts are charged to the flows whose
    * packets they let go (one that let none go is charged to none). */
-  dlcp_sim_mlt_counters mc;
+  dlcp_mlt_stats mc;
   uint64_t charged = 0;
   assert_true(dlcp_sim_mlt_sum(mlt, &mc));
   for (uint32_t i = 0; i < mlt->nflows; i++) {

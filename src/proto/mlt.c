@@ -2727,6 +2727,33 @@ bool dlcp_mlt_control_settled(const dlcp_mlt_conn *conn) {
                            !dlcp_ctlchan_owes_ack(&conn->ctl));
 }
 
+void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st) {
+  sum->data_sent += st->data_sent;
+  sum->data_retx += st->data_retx;
+  sum->data_received += st->data_received;
+  sum->data_duplicate += st->data_duplicate;
+  sum->data_reordered += st->data_reordered;
+  sum->acks_sent += st->acks_sent;
+  sum->acks_received += st->acks_received;
+  sum->control_sent += st->control_sent;
+  sum->control_received += st->control_received;
+  sum->control_retx += st->control_retx;
+  sum->control_duplicates += st->control_duplicates;
+  sum->dropped_malformed += st->dropped_malformed;
+  sum->dropped_foreign += st->dropped_foreign;
+  sum->dropped_stale += st->dropped_stale;
+  sum->dropped_invalid += st->dropped_invalid;
+  sum->ce_received += st->ce_received;
+  sum->ce_echoed += st->ce_echoed;
+  sum->cuts_ecn += st->cuts_ecn;
+  sum->cuts_delay += st->cuts_delay;
+  sum->retx_in_flight_skipped += st->retx_in_flight_skipped;
+  sum->bitmaps_early += st->bitmaps_early;
+  sum->bitmaps_unprompted += st->bitmaps_unprompted;
+  sum->stops_deferred += st->stops_deferred;
+  sum->window_timeouts += st->window_timeouts;
+}
+
 uint64_t dlcp_mlt_window_timeouts(const dlcp_mlt_conn *conn) {
   return conn->stats.window_timeouts;
 }

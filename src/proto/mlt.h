@@ -512,6 +512,11 @@ int dlcp_mlt_on_data_apart(dlcp_mlt_conn *conn, const uint8_t *hdr,
 /* dlcp_mlt_get_stats copies the connection's counters into |st|. */
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 
+/* dlcp_mlt_stats_add adds |st|'s counters to |sum|'s, for a driver that
+ * totals its connections; the gauges (rate_bps, window_bytes and the RTTs)
+ * of |sum| are left as they are. */
+void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st);
+
 /* dlcp_mlt_window_timeouts returns stats.window_timeouts without copying
  * the rest: a driver that reads it per packet to charge a timeout to the
  * transfer whose packet it released. */

@@ -716,24 +716,15 @@ uint32_t dlcp_comm_size(const dlcp_comm *c) {
 void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   pthread_mutex_lock(&c->mu);
   *st = c->stats;
+  dlcp_mlt_stats sum;
+  memset(&sum, 0, sizeof(sum));
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     if (r == c->env.rank) {
       continue;
     }
     dlcp_mlt_stats ms;
     dlcp_mlt_get_stats(c->peers[r].conn, &ms);
-    st->dropped_malformed += ms.dropped_malformed;
-    st->dropped_foreign += ms.dropped_foreign;
-    st->dropped_stale += ms.dropped_stale;
-    st->dropped_invalid += ms.dropped_invalid;
-    st->ce_received += ms.ce_received;
-    st->cuts_ecn += ms.cuts_ecn;
-    st->cuts_delay += ms.cuts_delay;
-    st->control_retx += ms.control_retx;
-    st->data_reordered += ms.data_reordered;
-    st->bitmaps_early += ms.bitmaps_early;
-    st->bitmaps_unprompted += ms.bitmaps_unprompted;
-    st->window_timeouts += ms.window_timeouts;
+    dlcp_mlt_stats_add(&sum, &ms);
     double gbps = ms.rate_bps / 1e9;
     if (st->min_rate_gbps == 0 || gbps < st->min_rate_gbps) {
       st->min_rate_gbps = gbps;
@@ -743,6 +734,18 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
     }
   }
   pthread_mutex_unlock(&c->mu);
+  st->dropped_malformed += sum.dropped_malformed;
+  st->dropped_foreign += sum.dropped_foreign;
+  st->dropped_stale += sum.dropped_stale;
+  st->dropped_invalid += sum.dropped_invalid;
+  st->ce_received += sum.ce_received;
+  st->cuts_ecn += sum.cuts_ecn;
+  st->cuts_delay += sum.cuts_delay;
+  st->control_retx += sum.control_retx;
+  st->data_reordered += sum.data_reordered;
+  st->bitmaps_early += sum.bitmaps_early;
+  st->bitmaps_unprompted += sum.bitmaps_unprompted;
+  st->window_timeouts += sum.window_timeouts;
 }
 
 uint16_t dlcp_comm_udp_port(const dlcp_comm *c, uint32_t path) {

@@ -195,8 +195,7 @@ bool dlcp_shm_put(dlcp_shm_out *out, dlcp_shm_kind kind, const uint8_t *hdr,
   if (hdr_len + payload_len > DLCP_SHM_SLOT_DATA) {
     return false;
   }
-  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-  if (out->tail - head >= DLCP_SHM_SLOTS) {
+  if (dlcp_shm_free_slots(out) == 0) {
     return false;
   }
   uint8_t *slot = slot_of(r, out->tail);

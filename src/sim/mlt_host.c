@@ -343,7 +343,7 @@ static int mlt_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
   return 0;
 }
 
-bool dlcp_sim_mlt_sum(const dlcp_sim *sim, dlcp_sim_mlt_counters *c) {
+bool dlcp_sim_mlt_sum(const dlcp_sim *sim, dlcp_mlt_stats *c) {
   memset(c, 0, sizeof(*c));
   if (sim->ops != &dlcp_sim_mlt_ops || !sim->host_state) {
     return false;
@@ -355,12 +355,7 @@ bool dlcp_sim_mlt_sum(const dlcp_sim *sim, dlcp_sim_mlt_counters *c) {
       if (p) {
         dlcp_mlt_stats st;
         dlcp_mlt_get_stats(p->conn, &st);
-        c->window_timeouts += st.window_timeouts;
-        c->bitmaps_early += st.bitmaps_early;
-        c->bitmaps_unprompted += st.bitmaps_unprompted;
-        c->control_retx += st.control_retx;
-        c->cuts_ecn += st.cuts_ecn;
-        c->cuts_delay += st.cuts_delay;
+        dlcp_mlt_stats_add(c, &st);
       }
     }
   }

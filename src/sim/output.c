@@ -477,7 +477,7 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
              "\"drops_loss\": %llu, \"drops_link_down\": %llu, "
              "\"drops_no_route\": %llu, \"trims\": %llu, "
              "\"retransmits\": %llu, \"timeouts\": %llu, "
-             "\"peak_packets\": %llu}\n",
+             "\"peak_packets\": %llu}",
           (unsigned long long)t.tx_bytes, (unsigned long long)t.marks,
           (unsigned long long)t.drops_selective,
           (unsigned long long)t.drops_buffer,
@@ -485,12 +485,12 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
           (unsigned long long)t.noroute, (unsigned long long)t.trims,
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts,
           (unsigned long long)sim->pool.peak);
-  dlcp_sim_mlt_counters m;
+  dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
-    fprintf(f, "  ,\"mlt\": {\"window_timeouts\": %llu, "
+    fprintf(f, ",\n  \"mlt\": {\"window_timeouts\": %llu, "
                "\"bitmaps_early\": %llu, \"bitmaps_unprompted\": %llu, "
                "\"control_retx\": %llu, \"cuts_ecn\": %llu, "
-               "\"cuts_delay\": %llu}\n",
+               "\"cuts_delay\": %llu}",
             (unsigned long long)m.window_timeouts,
             (unsigned long long)m.bitmaps_early,
             (unsigned long long)m.bitmaps_unprompted,
@@ -498,7 +498,7 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
             (unsigned long long)m.cuts_ecn,
             (unsigned long long)m.cuts_delay);
   }
-  fprintf(f, "}\n");
+  fprintf(f, "\n}\n");
 }
 
 typedef void (*writer_fn)(const dlcp_sim *sim, FILE *f);
@@ -714,7 +714,7 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           (unsigned long long)t.noroute, (unsigned long long)t.trims);
   fprintf(f, "transport  %llu retransmissions, %llu timeouts\n",
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
-  dlcp_sim_mlt_counters m;
+  dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
     fprintf(f, "mlt        %llu window timeouts; holes asked for %llu "
                "times early, %llu on a round's last packet; %llu control "

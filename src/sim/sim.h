@@ -21,6 +21,7 @@
 #include "coll/ina.h"
 #include "dlcp/dlcp_types.h"
 #include "proto/agg.h"
+#include "proto/mlt.h"
 #include "sim/engine.h"
 #include "sim/net.h"
 #include "sim/packet.h"
@@ -847,19 +848,10 @@ const uint8_t *dlcp_sim_ina_packet_bytes(const dlcp_sim *sim,
                                          const dlcp_sim_packet *pkt,
                                          size_t *len);
 
-/* What MLT's connections did, summed over every connection of a run
- * (dlcp_mlt_stats' counters; the summary's "mlt" line and object). */
-typedef struct dlcp_sim_mlt_counters {
-  uint64_t window_timeouts;    /* full windows presumed drained */
-  uint64_t bitmaps_early;      /* requests for a first round's holes */
-  uint64_t bitmaps_unprompted; /* requests on a round's last packet */
-  uint64_t control_retx;       /* control datagrams sent again */
-  uint64_t cuts_ecn, cuts_delay;
-} dlcp_sim_mlt_counters;
-
-/* dlcp_sim_mlt_sum fills |c| from |sim|'s MLT connections; false (|c|
- * zeroed) if |sim| does not run MLT. */
-bool dlcp_sim_mlt_sum(const dlcp_sim *sim, dlcp_sim_mlt_counters *c);
+/* dlcp_sim_mlt_sum fills |c| with the counters of every MLT connection
+ * of the run, summed (the summary's "mlt" line and object; gauges zero);
+ * false (|c| zeroed) if |sim| does not run MLT. */
+bool dlcp_sim_mlt_sum(const dlcp_sim *sim, dlcp_mlt_stats *c);
 
 /* Transports (dctcp.c, mlt_host.c, pfabric.c, ndp.c). */
 extern const dlcp_sim_transport_ops dlcp_sim_dctcp_ops;
