@@ -725,6 +725,7 @@ typedef struct tag_watch {
   int bad_importance;
   uint8_t want_prio;
   uint32_t npaths;
+  uint32_t path_burst;
   const float *grads;
   uint32_t seg_floats;
   uint32_t nfloats;
@@ -746,7 +747,7 @@ static bool watch_tags(void *user, int from, const uint8_t *hdr, size_t len,
   if ((flags & DLCP_WIRE_PRIO_MASK) != w->want_prio) {
     w->bad_prio++;
   }
-  if (path != w->seen % w->npaths) {
+  if (path != w->seen / w->path_burst % w->npaths) {
     w->bad_path++;
   }
   uint32_t first = (uint32_t)(offset / sizeof(float));
@@ -770,11 +771,14 @@ static bool watch_tags(void *user, int from, const uint8_t *hdr, size_t len,
   return true;
 }
 
-static void test_tagging_on_the_wire(void **state) {
-  (void)state;
+/* Every packet of a 100,000-float tensor carries the layer's priority, the
+ * path of its place in the round robin (|path_burst| consecutive packets a
+ * path) and its importance from the sampled median magnitude. */
+static void check_tags_on_the_wire(uint32_t path_burst) {
   dlcp_mlt_config cfg;
   base_config(&cfg, 19);
   cfg.npaths = 3;
+  cfg.path_burst = path_burst;
   cfg.segment_size = 400; /* 100 floats per packet */
   netsim_link l = make_link(0.0, 0.0, 0.0);
   netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 19);
@@ -787,7 +791,8 @@ static void test_tagging_on_the_wire(void **state) {
     g[i] = (i % 2) ? -mag : mag;
   }
   float *dst = malloc(NF * sizeof(float));
-  tag_watch w = {.want_prio = 5 * 8 / 20, .npaths = 3, .grads = g,
+  tag_watch w = {.want_prio = 5 * 8 / 20, .npaths = 3,
+                 .path_burst = path_burst, .grads = g,
                  .seg_floats = 100, .nfloats = NF,
                  .threshold_lo = 1000 * 0.45f, .threshold_hi = 1000 * 0.55f};
   netsim_set_filter(ns, watch_tags, &w);
@@ -809,6 +814,25 @@ static void test_tagging_on_the_wire(void **state) {
   free(g);
   free(dst);
   netsim_del(ns);
+}
+
+static void test_tagging_on_the_wire(void **state) {
+  (void)state;
+  check_tags_on_the_wire(1);
+}
+
+/* The runtime's paths take a send batch of packets each (path_burst): the
+ * round robin moves on every path_burst packets, and a burst of 0 is no
+ * configuration. */
+static void test_path_bursts_on_the_wire(void **state) {
+  (void)state;
+  check_tags_on_the_wire(7);
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 19);
+  cfg.path_burst = 0;
+  assert_int_equal(dlcp_mlt_config_check(&cfg), DLCP_ERR_CONFIG);
+  cfg.path_burst = 65537;
+  assert_int_equal(dlcp_mlt_config_check(&cfg), DLCP_ERR_CONFIG);
 }
 
 /* Drops the first transmission of the segment at offset 0 and records the
@@ -2020,6 +2044,7 @@ int main(void) {
       cmocka_unit_test(test_abort_fails_everything),
       cmocka_unit_test(test_malformed_datagrams_are_dropped),
       cmocka_unit_test(test_tagging_on_the_wire),
+      cmocka_unit_test(test_path_bursts_on_the_wire),
       cmocka_unit_test(test_retransmission_is_important),
       cmocka_unit_test(test_priority_function),
       cmocka_unit_test(test_stage_lowers_priority),

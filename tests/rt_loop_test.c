@@ -74,60 +74,9 @@ static void test_fd_callbacks_and_removal(void **state) {
   close(c.pipe_b[1]);
 }
 
-/* Whichever of the two pipes is dispatched first serves both: it takes the
- * other (ready, still to come) and reads it; a third pipe with nothing in
- * it is not ready and cannot be taken. */
-typedef struct take_ctx {
-  int pipe[3][2];
-  int calls;
-  int took;
-} take_ctx;
-
-static void on_either(dlcp_loop *loop, int fd, uint32_t events, void *user) {
-  take_ctx *c = user;
-  char buf[16];
-  (void)events;
-  assert_true(read(fd, buf, sizeof(buf)) > 0);
-  c->calls++;
-  int other = fd == c->pipe[0][0] ? c->pipe[1][0] : c->pipe[0][0];
-  if (dlcp_loop_take_ready(loop, other)) {
-    c->took++;
-    assert_true(read(other, buf, sizeof(buf)) > 0);
-  }
-  assert_false(dlcp_loop_take_ready(loop, c->pipe[2][0]));
-  assert_false(dlcp_loop_take_ready(loop, fd)); /* dispatched already */
-}
-
-static void test_take_ready(void **state) {
-  dlcp_loop *loop;
-  take_ctx c;
-  (void)state;
-  memset(&c, 0, sizeof(c));
-  assert_int_equal(dlcp_loop_new(&loop), 0);
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(pipe2(c.pipe[i], O_NONBLOCK | O_CLOEXEC), 0);
-    assert_int_equal(
-        dlcp_loop_add_fd(loop, c.pipe[i][0], DLCP_LOOP_READ, on_either, &c),
-        0);
-  }
-  assert_int_equal(write(c.pipe[0][1], "x", 1), 1);
-  assert_int_equal(write(c.pipe[1][1], "y", 1), 1);
-  assert_int_equal(dlcp_loop_run_once(loop, dlcp_rt_deadline_after(1000)), 0);
-  assert_int_equal(c.calls, 1);
-  assert_int_equal(c.took, 1);
-  /* Outside a dispatch nothing is ready to take. */
-  assert_false(dlcp_loop_take_ready(loop, c.pipe[0][0]));
-  dlcp_loop_del(loop);
-  for (int i = 0; i < 3; i++) {
-    close(c.pipe[i][0]);
-    close(c.pipe[i][1]);
-  }
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fd_callbacks_and_removal),
-      cmocka_unit_test(test_take_ready),
   };
   alarm(60);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -190,6 +190,47 @@ static void test_arrival_is_read(void **state) {
   dlcp_udp_close(&u);
 }
 
+/* Datagrams queued on several paths' sockets towards one address leave in
+ * the order they were queued, each from its path's socket (its source port,
+ * which an ECMP network hashes): a path's batch never overtakes another's. */
+static void test_paths_leave_in_queued_order(void **state) {
+  (void)state;
+  dlcp_udp u;
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_udp_open(&u, "127.0.0.1", 3, &eb), 0);
+  struct sockaddr_in to = {.sin_family = AF_INET,
+                           .sin_port = htons(u.port[0]),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  enum { N = 8 };
+  const uint32_t path[N] = {0, 0, 1, 1, 2, 0, 1, 1};
+  uint8_t hdr[N][HDR_LEN], payload[PAYLOAD_LEN];
+  memset(payload, 0x55, sizeof(payload));
+  for (int k = 0; k < N; k++) {
+    memset(hdr[k], 0x10 + k, HDR_LEN);
+    dlcp_udp_queue(&u, path[k], &to, hdr[k], HDR_LEN, payload, PAYLOAD_LEN,
+                   NULL, 0);
+  }
+  dlcp_udp_flush(&u);
+  struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
+  int got = 0;
+  while (got < N && poll(&pfd, 1, 1000) == 1) {
+    int n = dlcp_udp_recv(&u, 0);
+    for (int i = 0; i < n && got + i < N; i++) {
+      size_t len;
+      const struct sockaddr_in *from;
+      const uint8_t *d = dlcp_udp_rx_data(&u, i, &len, &from);
+      assert_int_equal(len, HDR_LEN + PAYLOAD_LEN);
+      assert_int_equal(d[0], 0x10 + got + i);
+      assert_int_equal(ntohs(from->sin_port), u.port[path[got + i]]);
+    }
+    got += n;
+  }
+  assert_int_equal(got, N);
+  assert_int_equal(u.sent, N);
+  assert_int_equal(u.send_errors, 0);
+  dlcp_udp_close(&u);
+}
+
 /* Towards this host, the path is memory: the local rate, whether the peer
  * is addressed on loopback or by one of this host's own addresses. */
 static void test_path_rate_towards_this_host(void **state) {
@@ -218,6 +259,7 @@ int main(void) {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
       cmocka_unit_test(test_runs_of_equal_datagrams_arrive_one_by_one),
       cmocka_unit_test(test_arrival_is_read),
+      cmocka_unit_test(test_paths_leave_in_queued_order),
       cmocka_unit_test(test_path_rate_towards_this_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

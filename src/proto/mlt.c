@@ -571,6 +571,7 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->job = 1;
   cfg->segment_size = 1456; /* 1500-byte MTU - IPv4 - UDP - MLT header */
   cfg->npaths = 4;
+  cfg->path_burst = 1;
   cfg->nprio = 8;
   cfg->line_rate_bps = rp.line_rate_bps;
   cfg->min_rate_bps = rp.min_rate_bps;
@@ -625,7 +626,8 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
       cfg->segment_size > DLCP_WIRE_MAX_SEG ||
       cfg->datagram_max > DLCP_WIRE_DGRAM_MAX ||
       cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN > cfg->datagram_max ||
-      cfg->npaths == 0 || cfg->npaths > 256 || cfg->nprio == 0 ||
+      cfg->npaths == 0 || cfg->npaths > 256 || cfg->path_burst == 0 ||
+      cfg->path_burst > 65536 || cfg->nprio == 0 ||
       cfg->nprio > DLCP_WIRE_PRIO_MASK + 1 || cfg->ack_every == 0 ||
       cfg->burst_pkts == 0 || cfg->initial_rtt_ns == 0 ||
       cfg->probe_timeout_ns == 0 ||
@@ -1143,7 +1145,8 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                          (again ? DLCP_WIRE_FLAG_RETX : 0) |
                          (last ? DLCP_WIRE_FLAG_LAST : 0) |
                          (ack_req ? DLCP_WIRE_FLAG_ACK_REQ : 0)),
-      .path = (uint8_t)(conn->path_rr % conn->cfg.npaths),
+      .path = (uint8_t)(conn->path_rr / conn->cfg.path_burst %
+                        conn->cfg.npaths),
       .layer = (uint16_t)(x->layer > UINT16_MAX ? UINT16_MAX : x->layer),
       .tensor = x->tensor,
       .seq = x->seq++,

@@ -86,6 +86,11 @@ typedef struct dlcp_mlt_config {
   uint32_t segment_size; /* payload bytes per DATA packet, chosen by the
                             receiver and announced in START (64..65463) */
   uint32_t npaths;       /* K paths, path ids 0..K-1, round-robin; 1..256 */
+  uint32_t path_burst;   /* consecutive packets on one path before the next
+                            (1, the seed's per-packet spraying; a driver
+                            that sends a path's packets in one batch sets
+                            its batch, so the batches leave in sequence
+                            order); 1..65536 */
   uint32_t nprio;        /* P switch priorities for layer tagging; 1..8 */
   uint64_t line_rate_bps;  /* start rate and ceiling of the rate control:
                               the path's line rate */

@@ -546,8 +546,9 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
       (void)dlcp_sigdump_register(c->dump_fd);
     }
   }
-  for (uint32_t k = 0; rv == 0 && k < c->udp.k; k++) {
-    rv = dlcp_loop_add_fd(c->loop, c->udp.fd[k], DLCP_LOOP_READ, dlcp_rt_on_udp, c);
+  if (rv == 0) {
+    rv = dlcp_loop_add_fd(c->loop, c->udp.fd[DLCP_UDP_RX_PATH],
+                          DLCP_LOOP_READ, dlcp_rt_on_udp, c);
   }
   for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {
     if (r != env->rank) {

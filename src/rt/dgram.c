@@ -58,7 +58,8 @@ void dlcp_rt_flush_datagrams(dlcp_comm *c) {
     peer *p = &c->peers[r];
     if (p->shm.hdr && dlcp_shm_needs_doorbell(&p->shm)) {
       c->stats.doorbells++;
-      dlcp_udp_queue(&c->udp, 0, &p->udp[0], c->scratch, 0, NULL, 0, NULL, 0);
+      dlcp_udp_queue(&c->udp, 0, &p->udp[DLCP_UDP_RX_PATH], c->scratch, 0,
+                     NULL, 0, NULL, 0);
     }
   }
   dlcp_udp_flush(&c->udp);
@@ -67,7 +68,7 @@ void dlcp_rt_flush_datagrams(dlcp_comm *c) {
 void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
                           dlcp_tstamp now) {
   uint32_t path = a->path % c->udp.k;
-  const struct sockaddr_in *to = &p->udp[path % p->udp_k];
+  const struct sockaddr_in *to = &p->udp[DLCP_UDP_RX_PATH];
   int tos = dlcp_udp_tos(a->priority, a->ect);
   dlcp_duration hold = 0;
   dlcp_fault_verdict v = dlcp_fault_decide(&c->fault, &hold);
@@ -237,7 +238,8 @@ bool dlcp_rt_drain_rings(dlcp_comm *c) {
  * tensor (MLT's data_dest), saving the copy out of a receive buffer: two
  * system calls a datagram instead of one per batch, which pays only when
  * datagrams are large (see rx_in_place).  Bounded like the batch path. */
-static void receive_in_place(dlcp_comm *c, uint32_t path) {
+static void receive_in_place(dlcp_comm *c) {
+  const uint32_t path = DLCP_UDP_RX_PATH;
   for (int i = 0; i < 16 * DLCP_UDP_BATCH; i++) {
     uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
     struct sockaddr_in from;
@@ -267,10 +269,10 @@ static void receive_in_place(dlcp_comm *c, uint32_t path) {
   }
 }
 
-/* Reads what path |path|'s socket holds, in batches.  Bounded: a flood on
- * one socket must not starve timers and the other sockets; epoll reports
- * the rest again. */
-static void receive_batches(dlcp_comm *c, uint32_t path) {
+/* Reads what the receiving socket holds, in batches.  Bounded: a flood
+ * must not starve timers and the rings; epoll reports the rest again. */
+static void receive_batches(dlcp_comm *c) {
+  const uint32_t path = DLCP_UDP_RX_PATH;
   for (int batch = 0; batch < 16; batch++) {
     int n = dlcp_udp_recv(&c->udp, path);
     if (n == 0) {
@@ -291,28 +293,15 @@ static void receive_batches(dlcp_comm *c, uint32_t path) {
 }
 
 void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user) {
+  (void)loop;
+  (void)fd;
   (void)events;
   dlcp_comm *c = user;
-  uint32_t first = 0;
-  while (first < c->udp.k && c->udp.fd[first] != fd) {
-    first++;
-  }
   pthread_mutex_lock(&c->mu);
-  /* This socket and every other path's socket that is ready too, before
-   * the service pass: a transfer's packets are spread over all of them,
-   * and the core must see those that have arrived before its timers run,
-   * or the receiver takes a packet still in another socket for lost (its
-   * unprompted BITMAP).  Sockets that are not ready cost no call. */
-  for (uint32_t i = 0; i < c->udp.k; i++) {
-    uint32_t path = (first + i) % c->udp.k;
-    if (i > 0 && !dlcp_loop_take_ready(loop, c->udp.fd[path])) {
-      continue;
-    }
-    if (c->rx_in_place) {
-      receive_in_place(c, path);
-    } else {
-      receive_batches(c, path);
-    }
+  if (c->rx_in_place) {
+    receive_in_place(c);
+  } else {
+    receive_batches(c);
   }
   dlcp_rt_service(c);
   pthread_mutex_unlock(&c->mu);

@@ -33,10 +33,6 @@ struct dlcp_loop {
   watch **by_fd; /* indexed by fd */
   size_t by_fd_cap;
   watch *graveyard;
-  /* This iteration's ready list while it is dispatched: entries after
-   * |next| are still to come (dlcp_loop_take_ready). */
-  struct epoll_event *ready;
-  int nready, next;
   dlcp_loop_wake_cb wake_cb;
   void *wake_user;
 };
@@ -169,17 +165,12 @@ int dlcp_loop_run_once(dlcp_loop *loop, dlcp_tstamp until) {
     }
     n = 0;
   }
-  loop->ready = events;
-  loop->nready = n;
-  for (loop->next = 0; loop->next < n;) {
-    struct epoll_event *e = &events[loop->next++];
-    watch *w = e->data.ptr;
-    if (w != NULL && !w->dead) {
-      w->cb(loop, w->fd, e->events, w->user);
+  for (int i = 0; i < n; i++) {
+    watch *w = events[i].data.ptr;
+    if (!w->dead) {
+      w->cb(loop, w->fd, events[i].events, w->user);
     }
   }
-  loop->ready = NULL;
-  loop->nready = 0;
   bury(loop);
   return 0;
 }
@@ -188,17 +179,6 @@ void dlcp_loop_set_wake_cb(dlcp_loop *loop, dlcp_loop_wake_cb cb,
                            void *user) {
   loop->wake_cb = cb;
   loop->wake_user = user;
-}
-
-bool dlcp_loop_take_ready(dlcp_loop *loop, int fd) {
-  for (int i = loop->next; i < loop->nready; i++) {
-    watch *w = loop->ready[i].data.ptr;
-    if (w != NULL && !w->dead && w->fd == fd) {
-      loop->ready[i].data.ptr = NULL;
-      return true;
-    }
-  }
-  return false;
 }
 
 int dlcp_loop_new(dlcp_loop **ploop) {

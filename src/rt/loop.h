@@ -68,14 +68,6 @@ int dlcp_loop_del_fd(dlcp_loop *loop, int fd);
  */
 int dlcp_loop_run_once(dlcp_loop *loop, dlcp_tstamp until);
 
-/*
- * dlcp_loop_take_ready, called from a callback, says whether |fd| is ready
- * in this iteration with its callback still to come, and if so cancels
- * that callback: the caller serves |fd| itself (a driver that must read
- * several sockets before acting on any).  False otherwise.
- */
-bool dlcp_loop_take_ready(dlcp_loop *loop, int fd);
-
 typedef void (*dlcp_loop_wake_cb)(dlcp_loop *loop, void *user);
 
 /*

@@ -234,6 +234,13 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
                     size_t payload_len, const uint8_t *trailer, int tos) {
   path %= u->k;
+  /* Datagrams leave in the order they were queued: what waits for another
+   * socket goes first, so one path's batch never overtakes another's
+   * (which a receiver would measure as reordering, and wait out). */
+  if (path != u->last_path && u->out[u->last_path].n > 0) {
+    flush_one(u, u->last_path);
+  }
+  u->last_path = path;
   dlcp_udp_out *o = &u->out[path];
   if (o->n == DLCP_UDP_BATCH) {
     flush_one(u, path);

@@ -1,6 +1,9 @@
 /*
- * udp.h: the datagram side of a communicator: K UDP sockets (one per path,
- * so each path is its own 4-tuple and an ECMP network hashes them apart),
+ * udp.h: the datagram side of a communicator: K UDP sockets (one per path:
+ * each sends from its own port, so each path is its own 4-tuple and an
+ * ECMP network hashes them apart; every datagram is addressed to the
+ * peer's first socket, DLCP_UDP_RX_PATH, the only one read, so a receiver
+ * reads its datagrams in the order they arrived),
  * batched sends with a per-packet TOS byte (DSCP from the MLT priority,
  * ECT(0) for important packets), and batched receives.
  */
@@ -21,6 +24,7 @@
 #include "rt/errbuf.h"
 
 #define DLCP_UDP_BATCH 32
+#define DLCP_UDP_RX_PATH 0u
 #define DLCP_UDP_HDR_MAX 64
 #define DLCP_UDP_TRAILER_LEN 24 /* an auth trailer (rt/auth.h) */
 #define DLCP_UDP_RX_BUF 65536
@@ -55,6 +59,7 @@ typedef struct dlcp_udp {
   int fd[DLCP_ENV_MAX_PATHS];
   uint16_t port[DLCP_ENV_MAX_PATHS];
   dlcp_udp_out *out; /* one batch per socket */
+  uint32_t last_path; /* the socket of the last datagram queued */
   uint8_t *rx;       /* DLCP_UDP_BATCH receive buffers */
   struct mmsghdr rx_msg[DLCP_UDP_BATCH];
   struct iovec rx_iov[DLCP_UDP_BATCH];
