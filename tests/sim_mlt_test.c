@@ -262,14 +262,17 @@ static void test_reliable_p0(void **state) {
 /*
  * The core's path ids, round-robin over 4 paths, select the spine by
  * source routing: one flow over 4 spines puts a quarter of its bytes on
- * each ToR uplink (within 5%); per-packet spraying does too, and flow ECMP
- * keeps the flow on one spine.
+ * each ToR uplink (within 5%), packet by packet or 32 packets a path (the
+ * runtime's path_burst); per-packet spraying does too, and flow ECMP keeps
+ * the flow on one spine.
  */
-static void spine_shares(const char *lb, double *max_dev, int *used) {
-  char set[64];
+static void spine_shares(const char *lb, uint32_t path_burst,
+                         double *max_dev, int *used) {
+  char set[64], burst[64];
   snprintf(set, sizeof(set), "transport.load_balancing=%s", lb);
-  const char *sets[] = {set, "topology.spines=4"};
-  dlcp_sim *sim = build_yaml(clean_yaml, sets, 2);
+  snprintf(burst, sizeof(burst), "transport.path_burst=%u", path_burst);
+  const char *sets[] = {set, "topology.spines=4", burst};
+  dlcp_sim *sim = build_yaml(clean_yaml, sets, 3);
   run_all(sim);
   uint64_t bytes[4], total = 0;
   for (int s = 0; s < 4; s++) {
@@ -294,15 +297,20 @@ static void test_paths_spread_over_spines(void **state) {
   (void)state;
   double dev;
   int used;
-  spine_shares("source", &dev, &used);
+  spine_shares("source", 1, &dev, &used);
   print_message("source routing: max deviation %.2f%%\n", dev * 100);
   assert_int_equal(used, 4);
   assert_true(dev < 0.05);
-  spine_shares("spray", &dev, &used);
+  spine_shares("source", 32, &dev, &used);
+  print_message("source routing, 32 packets a path: max deviation %.2f%%\n",
+                dev * 100);
+  assert_int_equal(used, 4);
+  assert_true(dev < 0.05);
+  spine_shares("spray", 1, &dev, &used);
   print_message("spraying: max deviation %.2f%%\n", dev * 100);
   assert_int_equal(used, 4);
   assert_true(dev < 0.05);
-  spine_shares("ecmp", &dev, &used);
+  spine_shares("ecmp", 1, &dev, &used);
   assert_int_equal(used, 1);
 }
 

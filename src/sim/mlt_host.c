@@ -205,6 +205,7 @@ static int mlt_init(dlcp_sim *sim) {
    * the scenario's thresholds then override. */
   dlcp_mlt_config_tune_segment(b, segment_bytes(cfg));
   b->npaths = mc->npaths;
+  b->path_burst = mc->path_burst;
   b->nprio = cfg->sw.nqueues > 1 ? cfg->sw.nqueues - 1 : 1;
   /* The core paces header + payload; the wire also carries IPv4/UDP.  Pace
    * at the share of the host's rate that makes a full packet leave exactly

@@ -227,7 +227,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       "importance",   "layers",      "segment_size",     "t_low",
       "t_high",       "ack_every",   "burst",            "probe_timeout",
       "min_drain",    "pias",        "pfabric",          "ndp",
-      "srpt",         "cwr_fast_retransmit", NULL};
+      "srpt",         "cwr_fast_retransmit", "path_burst", NULL};
   const char *p = "transport";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -264,6 +264,8 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       (rv = dlcp_scn_get_double(s, n, p, "loss_bound", &m->loss_bound, 0.0,
                                 0.999999)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "paths", &m->npaths, 1, 256)) ||
+      (rv = dlcp_scn_get_u32(s, n, p, "path_burst", &m->path_burst, 1,
+                             65536)) ||
       (rv = dlcp_scn_get_enum(s, n, p, "importance", importance, &imp)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "layers", &m->layers, 0, 65535)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "segment_size", &m->segment_bytes, 0,

@@ -56,6 +56,7 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   dlcp_sim_mlt_config *m = &cfg->transport.mlt;
   m->loss_bound = 0.0;
   m->npaths = 4;
+  m->path_burst = 1;
   m->segment_bytes = 0;
   m->importance = DLCP_SIM_MLT_IMPORTANT_ALL;
   m->layers = 0;

@@ -181,6 +181,8 @@ typedef enum dlcp_sim_mlt_importance {
 typedef struct dlcp_sim_mlt_config {
   double loss_bound;      /* p in [0, 1) granted by every receiver; 0 */
   uint32_t npaths;        /* path ids 0..npaths-1, round-robin; 4 */
+  uint32_t path_burst;    /* packets a path before the next; 1 (the seed's
+                             per-packet spraying; the runtime sends 32) */
   uint32_t segment_bytes; /* payload per DATA packet; 0 = the MTU
                              (mss + header) minus IPv4/UDP and MLT headers */
   dlcp_sim_mlt_importance importance; /* default ALL */
