@@ -1085,6 +1085,68 @@ static void test_receiver_asks_at_the_end_of_a_round(void **state) {
   assert_true(end < 2000000);
 }
 
+/* Drops the first transmission of every tenth data packet side 0 sends
+ * among the first 500 and among the 900th to 950th (counting first
+ * transmissions), and counts the retransmissions. */
+typedef struct tenth_loss {
+  uint64_t first;
+  uint64_t dropped;
+  uint64_t retx;
+} tenth_loss;
+
+static bool drop_every_tenth(void *user, int from, const uint8_t *hdr,
+                             size_t len, uint64_t index) {
+  (void)index;
+  dlcp_wire_preamble pre;
+  tenth_loss *t = user;
+  if (from != 0 || dlcp_wire_peek(&pre, hdr, len) != 0 ||
+      pre.type != DLCP_WIRE_DATA) {
+    return true;
+  }
+  if (hdr[16] & DLCP_WIRE_FLAG_RETX) {
+    t->retx++;
+    return true;
+  }
+  uint64_t i = t->first++;
+  if (i % 10 == 9 && (i < 500 || (i >= 900 && i < 950))) {
+    t->dropped++;
+    return false;
+  }
+  return true;
+}
+
+/* 1000 packets, p = 0.05: the first half of the round loses 50 (all the
+ * bound allows), the 900th to 950th 5 more.  The bound covers the first
+ * 50 holes and only the 5 in excess are sent again (it used to be every
+ * hole seen when the bound was found exceeded: 51 here, as if p were 0),
+ * and the receive ends at the retransmission round's last packet, not at
+ * a PROBE after it (which the sender's drain interval holds 2 ms: the
+ * transfer takes under one). */
+static void test_only_the_excess_is_asked_for(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 25);
+  cfg.segment_size = 1000;
+  dlcp_mlt_config slow_probe = cfg;
+  slow_probe.min_drain_ns = 2000000;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new(&slow_probe, &cfg, &l, &l, 25);
+  tenth_loss t = {0};
+  netsim_set_filter(ns, drop_every_tenth, &t);
+  netsim_completion cr = transfer(ns, 1, 1000 * 1000, 3, 0.05, 1000000000);
+  assert_int_equal(t.first, 1000);
+  assert_int_equal(t.dropped, 55);
+  assert_int_equal(t.retx, 5);
+  assert_int_equal(cr.c.delivered_bytes, 950 * 1000);
+  dlcp_mlt_stats rx, tx;
+  dlcp_mlt_get_stats(netsim_conn(ns, 1), &rx);
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+  assert_int_equal(tx.data_retx, 5);
+  assert_int_equal(rx.data_duplicate, 0);
+  assert_true(cr.c.end_ns < 2000000);
+  netsim_del(ns);
+}
+
 /* A drain interval that packets held long in a queue have inflated (here:
  * a first transfer over a 2 ms path) must not hold the next transfer's
  * PROBE once the ACK of its last packet is in: one packet lost within the
@@ -2053,6 +2115,7 @@ int main(void) {
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_receiver_asks_during_the_round),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
+      cmocka_unit_test(test_only_the_excess_is_asked_for),
       cmocka_unit_test(test_probe_follows_the_last_packets_ack),
       cmocka_unit_test(test_starved_retransmission_climbs),
       cmocka_unit_test(test_in_flight_retransmissions_not_sent_twice),

@@ -299,6 +299,33 @@ static bool holes_beyond_bound(const mlt_xfer *x) {
   return x->lost_bytes > x->size - x->needed_bytes;
 }
 
+/* The first segment a request for holes must start at: the holes before
+ * it add up to no more than the loss bound lets the receive give up, so
+ * once every hole from there on has arrived the receive holds (1 - p).
+ * The bound is spent on the first holes, and only the excess is asked
+ * for: asking for every hole once the bound was exceeded, a transfer that
+ * lost a little more than p (half of them where the loss rate is p)
+ * retransmitted all it lost, after the round, as if p were 0
+ * (docs/protocol.md, "Only the excess").  0 with p = 0. */
+static uint32_t first_hole_beyond_bound(const mlt_xfer *x) {
+  uint64_t may_lose = x->size - x->needed_bytes;
+  uint64_t lost = 0;
+  uint32_t start;
+  uint32_t stop;
+  if (may_lose == 0) {
+    return 0;
+  }
+  for (uint32_t s = 0; next_hole(x, s, x->nsegs, &start, &stop); s = stop) {
+    for (uint32_t k = start; k < stop; k++) {
+      lost += seg_offset(x, k + 1) - seg_offset(x, k);
+      if (lost > may_lose) {
+        return k;
+      }
+    }
+  }
+  return x->nsegs;
+}
+
 /* A BITMAP of every missing segment is on its way: no early one need ask
  * for the holes it names. */
 static void covered_by_full_bitmap(mlt_xfer *x) {
@@ -1715,6 +1742,18 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
     x->nack_from = d.flags & DLCP_WIRE_FLAG_RETX ? 0 : x->nacked_end;
     x->nack_at = add_sat(now, reorder_guard(conn));
     set_timer(conn, x, x->nack_at);
+  } else if (last && !done && (d.flags & DLCP_WIRE_FLAG_RETX) &&
+             x->have_bytes >= x->needed_bytes) {
+    /* A retransmission round's last packet with the bound met: the round
+     * carried only holes this receiver asked for, those it did not ask
+     * for were judged lost a reordering window after packets sent later
+     * had come, so nothing the bound needs is still on its way but the
+     * round's own packets that this one overtook.  End once they had the
+     * reordering window to land, rather than a PROBE later (about an RTT
+     * more).  A first round still waits for its PROBE (below, "Never on
+     * data still in flight"). */
+    x->stop_at = add_sat(x->last_data_at, reorder_guard(conn));
+    set_timer(conn, x, x->stop_at);
   }
   /* ACK every ack_every packets of the connection (not of the transfer:
    * a stream of small transfers must still feed the rate control and the
@@ -1780,7 +1819,8 @@ static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
     return;
   }
   x->bitmap_round = p->round;
-  x->bitmap_first = x->bitmap_end = 0;
+  x->bitmap_first = first_hole_beyond_bound(x);
+  x->bitmap_end = 0;
   covered_by_full_bitmap(x);
   x->last_progress_ns = now;
   x->nack_at = 0; /* this BITMAP answers for the round */
@@ -2262,10 +2302,12 @@ static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
   x->early_at = 0;
   /* Packets overtaken within a path may have filled holes since. */
   x->lost_bytes = missing_bytes(x, 0, x->seen_end);
+  uint32_t cut = first_hole_beyond_bound(x);
+  uint32_t first = cut > x->nacked_end ? cut : x->nacked_end;
   if (!(x->pend & PEND_BITMAP) && holes_beyond_bound(x) &&
-      missing_in(x, x->nacked_end, x->early_end)) {
+      missing_in(x, first, x->early_end)) {
     x->bitmap_round = 0;
-    x->bitmap_first = x->nacked_end;
+    x->bitmap_first = first;
     x->bitmap_end = x->early_end;
     x->nacked_end = x->early_end;
     conn->stats.bitmaps_early++;
@@ -2281,10 +2323,12 @@ static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
  * met and no answer to a PROBE is already on its way. */
 static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
   x->nack_at = 0;
+  uint32_t cut = first_hole_beyond_bound(x);
+  uint32_t first = cut > x->nack_from ? cut : x->nack_from;
   if (x->have_bytes < x->needed_bytes && !(x->pend & PEND_BITMAP) &&
-      missing_in(x, x->nack_from, x->nsegs)) {
+      missing_in(x, first, x->nsegs)) {
     x->bitmap_round = 0;
-    x->bitmap_first = x->nack_from;
+    x->bitmap_first = first;
     x->bitmap_end = 0;
     covered_by_full_bitmap(x);
     conn->stats.bitmaps_unprompted++;
