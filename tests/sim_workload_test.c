@@ -127,6 +127,64 @@ static void test_ps_profile(void **state) {
   dlcp_sim_config_free(&cfg);
 }
 
+/* With forward_overlap a pull carries the share of the forward pass from
+ * its layer on (all of it for the front layer, the last layer's own for
+ * the last), and a worker's next iteration begins when the latest of its
+ * pulls plus that share is reached: its first push (the last layer's)
+ * starts there plus the last layer's backward time, and no later than it
+ * would after the last pull and a whole forward pass. */
+static void test_forward_overlap(void **state) {
+  (void)state;
+  dlcp_sim_config cfg;
+  load(&cfg, "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4,\n"
+             "           spines: 2}\n"
+             "workload:\n"
+             "  ps: {workers: 6, servers: 2, profile: googlenet,\n"
+             "       iterations: 2, start: 10us, forward_overlap: true}\n");
+  const dlcp_sim_ps_spec *ps = &cfg.ps[0];
+  dlcp_sim_ps bwd_total = 0;
+  for (uint32_t t = 0; t < ps->ntensors; t++) {
+    bwd_total += ps->tensor_bwd_ps[t];
+  }
+  dlcp_sim_ps fwd = ps->forward_ps;
+  dlcp_sim_ps last_bwd = ps->tensor_bwd_ps[ps->ntensors - 1];
+  dlcp_sim_ps last_share = (dlcp_sim_ps)((double)fwd * (double)last_bwd /
+                                         (double)bwd_total);
+  dlcp_sim *sim = build(&cfg);
+  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  assert_int_equal(sim->flows_done, sim->nflows);
+  uint32_t worker = DLCP_SIM_NONE;
+  dlcp_sim_ps due = 0, last_pull = 0, first_push = DLCP_SIM_PS_NEVER;
+  dlcp_sim_ps least = DLCP_SIM_PS_NEVER, most = 0;
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    if (f->group == DLCP_SIM_GROUP_PS_PUSH && f->iteration == 1) {
+      worker = worker == DLCP_SIM_NONE ? f->src : worker;
+      if (f->src == worker && f->start_ps < first_push) {
+        first_push = f->start_ps;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    if (f->group == DLCP_SIM_GROUP_PS_PULL && f->iteration == 0) {
+      least = f->barrier_offset_ps < least ? f->barrier_offset_ps : least;
+      most = f->barrier_offset_ps > most ? f->barrier_offset_ps : most;
+      if (f->dst == worker) {
+        dlcp_sim_ps d = f->finish_ps + f->barrier_offset_ps;
+        due = d > due ? d : due;
+        last_pull = f->finish_ps > last_pull ? f->finish_ps : last_pull;
+      }
+    }
+  }
+  assert_int_equal(most, fwd);
+  assert_true(least + 1 >= last_share && least <= last_share + 1);
+  assert_int_equal(first_push, due + last_bwd);
+  assert_true(first_push <= last_pull + fwd + last_bwd);
+  dlcp_sim_del(sim);
+  dlcp_sim_config_free(&cfg);
+}
+
 /* Background web-search traffic at load 0.3 on 8 hosts for 0.5 s: the
  * offered bytes are within 6% of 0.3 x 8 x 100 Gbps x 0.5 s, the sizes
  * follow the CDF (15% <= 10 KB, 70% <= 1 MB, within 2 points), every
@@ -240,7 +298,11 @@ static void test_errors(void **state) {
   expect_error("workload:\n  ps: {workers: 3, servers: 1, model_size: 1MB,\n"
                "       compression: 4}\n",
                "t.yaml:3: field 'workload.ps.compression': expected a "
-               "profile (this field shapes its tensors)");
+               "profile (this field acts on its tensors)");
+  expect_error("workload:\n  ps: {workers: 3, servers: 1, model_size: 1MB,\n"
+               "       compute_time: 1us, forward_overlap: true}\n",
+               "t.yaml:3: field 'workload.ps.forward_overlap': expected a "
+               "profile (this field acts on its tensors)");
   expect_error("workload:\n  background: {distribution: web, load: 0.3,\n"
                "               duration: 1ms}\n",
                "t.yaml:2: field 'workload.background.distribution': "
@@ -255,6 +317,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_profiles_load),
       cmocka_unit_test(test_ps_profile),
+      cmocka_unit_test(test_forward_overlap),
       cmocka_unit_test(test_profile_knobs),
       cmocka_unit_test(test_background),
       cmocka_unit_test(test_errors),

@@ -177,6 +177,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
                                      "profile_scale",
                                      "compression",
                                      "post_ahead",
+                                     "forward_overlap",
                                      NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
@@ -197,7 +198,9 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   ps->profile_scale = 1.0;
   ps->compression = 1.0;
   ps->post_ahead = true;
-  if ((rv = dlcp_scn_get_bool(s, n, path, "post_ahead", &ps->post_ahead))) {
+  if ((rv = dlcp_scn_get_bool(s, n, path, "post_ahead", &ps->post_ahead)) ||
+      (rv = dlcp_scn_get_bool(s, n, path, "forward_overlap",
+                              &ps->forward_overlap))) {
     return rv;
   }
   const dlcp_scn_node *prof = dlcp_scn_map_get(n, "profile");
@@ -213,14 +216,15 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
     return rv;
   }
   static const char *const needs_profile[] = {
-      "partition", "layer_priorities", "profile_scale", "compression", NULL};
+      "partition", "layer_priorities", "profile_scale", "compression",
+      "forward_overlap", NULL};
   for (const char *const *k = needs_profile; !prof && *k; k++) {
     if (dlcp_scn_map_get(n, *k)) {
       char field[256];
       dlcp_scn_join(field, sizeof(field), path, *k);
       return dlcp_scn_fail(
           s, dlcp_scn_map_get(n, *k), field,
-          "expected a profile (this field shapes its tensors)");
+          "expected a profile (this field acts on its tensors)");
     }
   }
   if ((rv = dlcp_scn_get_size(s, n, path, "partition", &ps->partition_bytes, 1,

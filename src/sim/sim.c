@@ -276,13 +276,15 @@ void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
     return;
   }
   dlcp_sim_barrier *b = &sim->barriers[flow->barrier];
+  dlcp_sim_ps due = now + flow->barrier_offset_ps;
+  b->due_ps = due > b->due_ps ? due : b->due_ps;
   if (--b->remaining > 0) {
     return;
   }
   for (uint32_t i = 0; i < b->count; i++) {
     uint32_t id = sim->release[b->first + i];
     schedule_flow(sim, id,
-                  now + b->delay_ps + sim->flows[id].release_offset_ps);
+                  b->due_ps + b->delay_ps + sim->flows[id].release_offset_ps);
   }
 }
 

@@ -318,6 +318,14 @@ typedef struct dlcp_sim_ps_spec {
    * (docs/simulator.md).  False: every receive is posted when its flow
    * starts. */
   bool post_ahead;
+  /* A worker's next forward pass runs layer by layer as the pulls come
+   * back (P3, ByteScheduler, BytePS; the MLT seed's front layers first
+   * "to speed up the training pipeline"): the forward of tensor t starts
+   * once t's partitions are back and the forward of t - 1 is done.
+   * False (default): it starts when every partition is back.  A tensor's
+   * forward time is its share of the backward pass's (the profiles'
+   * backward is twice the forward, row by row). */
+  bool forward_overlap;
   /* Every tensor's size (rounded up to whole float32s) and every compute
    * time times |profile_scale|: the profile's pattern, and its ratio of
    * communication to computation, at a size simulated in seconds.
@@ -544,6 +552,10 @@ typedef struct dlcp_sim_flow {
   /* Added to the barrier's delay when a barrier releases the flow (a
    * profile-driven PS push waits for its layer's backward pass). */
   dlcp_sim_ps release_offset_ps;
+  /* Added to the finish when the barrier counts it: the compute that
+   * must follow this flow before the barrier's work may start (the rest
+   * of a forward pass after a pull's layer). */
+  dlcp_sim_ps barrier_offset_ps;
   dlcp_sim_ps start_ps;   /* NEVER until started */
   dlcp_sim_ps finish_ps;  /* NEVER until finished */
   dlcp_sim_ps rx_done_ps; /* receiver held every byte; NEVER until then */
@@ -572,11 +584,13 @@ typedef struct dlcp_sim_flow {
   void *rx;            /* receiver-side transport state */
 } dlcp_sim_flow;
 
-/* Waits for |remaining| flows to finish, then starts a set of flows after
- * |delay_ps|: how PS iterations chain pushes, pulls and compute time. */
+/* Waits for |remaining| flows to finish, then starts a set of flows
+ * |delay_ps| after the latest finish (plus its barrier_offset_ps): how PS
+ * iterations chain pushes, pulls and compute time. */
 typedef struct dlcp_sim_barrier {
   uint32_t remaining;
   dlcp_sim_ps delay_ps;
+  dlcp_sim_ps due_ps; /* the latest finish + barrier_offset_ps so far */
   uint32_t first; /* into sim->release */
   uint32_t count;
 } dlcp_sim_barrier;

@@ -90,7 +90,7 @@ static uint32_t add_barrier(dlcp_sim *sim, uint32_t remaining,
     return DLCP_SIM_NONE;
   }
   sim->barriers = b;
-  b[sim->nbarriers] = (dlcp_sim_barrier){remaining, delay, 0, 0};
+  b[sim->nbarriers] = (dlcp_sim_barrier){remaining, delay, 0, 0, 0};
   return sim->nbarriers++;
 }
 
@@ -273,12 +273,14 @@ static int ps_host_order(const dlcp_sim *sim, uint32_t *order) {
 }
 
 /* A profile's partitions in the order backward propagation produces them
- * (last tensor first): sizes and when each is ready after the start of
- * the iteration's forward pass. */
+ * (last tensor first): sizes, when each is ready after the start of the
+ * iteration's forward pass, and how much of the forward pass is left
+ * from the start of its tensor's layer (forward_overlap). */
 typedef struct ps_parts {
   uint32_t n;
   uint64_t *bytes;
   dlcp_sim_ps *ready;
+  dlcp_sim_ps *fwd_left;
   uint8_t *prio;
 } ps_parts;
 
@@ -295,20 +297,33 @@ static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   p->n = (uint32_t)n;
   p->bytes = sim->mem->malloc(n * sizeof(*p->bytes), sim->mem->user);
   p->ready = sim->mem->malloc(n * sizeof(*p->ready), sim->mem->user);
+  p->fwd_left = sim->mem->malloc(n * sizeof(*p->fwd_left), sim->mem->user);
   p->prio = sim->mem->malloc(n * sizeof(*p->prio), sim->mem->user);
-  if (!p->bytes || !p->ready || !p->prio) {
+  if (!p->bytes || !p->ready || !p->fwd_left || !p->prio) {
     return DLCP_ERR_NOMEM;
+  }
+  double bwd_total = 0;
+  for (uint32_t t = 0; t < s->ntensors; t++) {
+    bwd_total += (double)s->tensor_bwd_ps[t];
   }
   uint32_t last = sim->cfg.sw.nqueues - 1;
   dlcp_sim_ps ready = s->forward_ps;
   uint32_t c = 0;
   for (uint32_t t = s->ntensors; t-- > 0;) {
     ready += s->tensor_bwd_ps[t];
+    /* Tensors t.. take the share of the forward pass that they take of
+     * the backward pass (all of it without backward times). */
+    dlcp_sim_ps fwd_left =
+        bwd_total > 0 ? (dlcp_sim_ps)llround((double)s->forward_ps *
+                                             (double)(ready - s->forward_ps) /
+                                             bwd_total)
+                      : s->forward_ps;
     uint64_t q = s->prio + (uint64_t)t * s->layer_priorities / s->ntensors;
     for (uint64_t left = s->tensor_bytes[t]; left > 0;) {
       uint64_t b = left < P ? left : P;
       p->bytes[c] = b;
       p->prio[c] = (uint8_t)(q < last ? q : last);
+      p->fwd_left[c] = fwd_left;
       p->ready[c++] = ready;
       left -= b;
     }
@@ -371,7 +386,7 @@ static void ps_link_push(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
 static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
                             const uint32_t *server, const uint32_t *worker) {
   uint32_t W = s->workers, S = s->servers;
-  ps_parts parts = {0, NULL, NULL, NULL};
+  ps_parts parts = {0, NULL, NULL, NULL, NULL};
   int rv = ps_partition(sim, s, &parts);
   uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
   ps_links links = {NULL};
@@ -403,7 +418,12 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
         dlcp_sim_flow *f = &sim->flows[id];
         f->iteration = it;
         f->barrier = part_barrier0 + c;
-        f->release_offset_ps = parts.ready[c];
+        /* With forward_overlap the worker's barrier is due when its
+         * forward pass ends (the pulls' barrier_offset_ps), so only the
+         * backward pass is left. */
+        f->release_offset_ps = s->forward_overlap
+                                   ? parts.ready[c] - s->forward_ps
+                                   : parts.ready[c];
         ps_link_push(sim, s, &links, i * parts.n + c, id);
         if (it > 0) {
           rv = add_release(sim, id);
@@ -423,6 +443,9 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
         }
         sim->flows[id].iteration = it;
         sim->flows[id].barrier = worker_barrier0 + i;
+        if (s->forward_overlap) {
+          sim->flows[id].barrier_offset_ps = parts.fwd_left[c];
+        }
         links.pull[i * parts.n + c] = id;
         rv = add_release(sim, id);
         sim->barriers[part_barrier0 + c].count++;
@@ -433,6 +456,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   ps_links_free(sim, &links);
   sim->mem->free(parts.bytes, sim->mem->user);
   sim->mem->free(parts.ready, sim->mem->user);
+  sim->mem->free(parts.fwd_left, sim->mem->user);
   sim->mem->free(parts.prio, sim->mem->user);
   return rv;
 }
