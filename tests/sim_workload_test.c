@@ -72,6 +72,29 @@ static void test_profiles_load(void **state) {
   }
 }
 
+/* A GoogleNet PS job of 6 workers and 2 servers on 8 hosts, 2 iterations
+ * from 10 us, with |extra| (more fields of workload.ps, or "") added. */
+static void load_googlenet_ps(dlcp_sim_config *cfg, const char *extra) {
+  char text[512];
+  snprintf(text, sizeof(text),
+           "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4,\n"
+           "           spines: 2}\n"
+           "workload:\n"
+           "  ps: {workers: 6, servers: 2, profile: googlenet,\n"
+           "       iterations: 2, start: 10us%s}\n",
+           extra);
+  load(cfg, text);
+}
+
+/* The backward time summed over a profile's tensors. */
+static dlcp_sim_ps backward_total(const dlcp_sim_ps_spec *ps) {
+  dlcp_sim_ps bwd_total = 0;
+  for (uint32_t t = 0; t < ps->ntensors; t++) {
+    bwd_total += ps->tensor_bwd_ps[t];
+  }
+  return bwd_total;
+}
+
 /* A profile-driven PS job: per iteration, every worker pushes every
  * partition (<= 4 MB, assigned round-robin in backward order) and gets it
  * back, so a worker's pushes of one iteration sum to the model; iteration
@@ -82,18 +105,13 @@ static void test_profiles_load(void **state) {
 static void test_ps_profile(void **state) {
   (void)state;
   dlcp_sim_config cfg;
-  load(&cfg, "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4,\n"
-             "           spines: 2}\n"
-             "workload:\n"
-             "  ps: {workers: 6, servers: 2, profile: googlenet,\n"
-             "       iterations: 2, start: 10us}\n");
+  load_googlenet_ps(&cfg, "");
   const dlcp_sim_ps_spec *ps = &cfg.ps[0];
   uint32_t parts = 0;
-  dlcp_sim_ps bwd_total = 0;
   for (uint32_t t = 0; t < ps->ntensors; t++) {
     parts += (uint32_t)((ps->tensor_bytes[t] + 3999999) / 4000000);
-    bwd_total += ps->tensor_bwd_ps[t];
   }
+  dlcp_sim_ps bwd_total = backward_total(ps);
   dlcp_sim_ps fwd = ps->forward_ps;
   dlcp_sim_ps last_bwd = ps->tensor_bwd_ps[ps->ntensors - 1];
   uint64_t model = ps->model_bytes;
@@ -136,16 +154,9 @@ static void test_ps_profile(void **state) {
 static void test_forward_overlap(void **state) {
   (void)state;
   dlcp_sim_config cfg;
-  load(&cfg, "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4,\n"
-             "           spines: 2}\n"
-             "workload:\n"
-             "  ps: {workers: 6, servers: 2, profile: googlenet,\n"
-             "       iterations: 2, start: 10us, forward_overlap: true}\n");
+  load_googlenet_ps(&cfg, ", forward_overlap: true");
   const dlcp_sim_ps_spec *ps = &cfg.ps[0];
-  dlcp_sim_ps bwd_total = 0;
-  for (uint32_t t = 0; t < ps->ntensors; t++) {
-    bwd_total += ps->tensor_bwd_ps[t];
-  }
+  dlcp_sim_ps bwd_total = backward_total(ps);
   dlcp_sim_ps fwd = ps->forward_ps;
   dlcp_sim_ps last_bwd = ps->tensor_bwd_ps[ps->ntensors - 1];
   dlcp_sim_ps last_share = (dlcp_sim_ps)((double)fwd * (double)last_bwd /
