@@ -299,31 +299,32 @@ static bool holes_beyond_bound(const mlt_xfer *x) {
   return x->lost_bytes > x->size - x->needed_bytes;
 }
 
-/* The first segment a request for holes must start at: the holes before
- * it add up to no more than the loss bound lets the receive give up, so
- * once every hole from there on has arrived the receive holds (1 - p).
- * The bound is spent on the first holes, and only the excess is asked
- * for: asking for every hole once the bound was exceeded, a transfer that
- * lost a little more than p (half of them where the loss rate is p)
+/* Where a request for holes not asked for before |from| starts: at
+ * |from|, or later, at the first hole the loss bound does not cover.  The
+ * holes before that add up to no more than the bound lets the receive give
+ * up, so once every hole from there on has arrived the receive holds
+ * (1 - p).  The bound is spent on the first holes, and only the excess is
+ * asked for: asking for every hole once the bound was exceeded, a transfer
+ * that lost a little more than p (half of them where the loss rate is p)
  * retransmitted all it lost, after the round, as if p were 0
- * (docs/protocol.md, "Only the excess").  0 with p = 0. */
-static uint32_t first_hole_beyond_bound(const mlt_xfer *x) {
+ * (docs/protocol.md, "Only the excess").  |from| with p = 0. */
+static uint32_t first_hole_to_ask(const mlt_xfer *x, uint32_t from) {
   uint64_t may_lose = x->size - x->needed_bytes;
   uint64_t lost = 0;
   uint32_t start;
   uint32_t stop;
   if (may_lose == 0) {
-    return 0;
+    return from;
   }
   for (uint32_t s = 0; next_hole(x, s, x->nsegs, &start, &stop); s = stop) {
     for (uint32_t k = start; k < stop; k++) {
       lost += seg_offset(x, k + 1) - seg_offset(x, k);
       if (lost > may_lose) {
-        return k;
+        return k > from ? k : from;
       }
     }
   }
-  return x->nsegs;
+  return x->nsegs > from ? x->nsegs : from;
 }
 
 /* A BITMAP of every missing segment is on its way: no early one need ask
@@ -1819,7 +1820,7 @@ static void on_probe(dlcp_mlt_conn *conn, const dlcp_wire_probe *p,
     return;
   }
   x->bitmap_round = p->round;
-  x->bitmap_first = first_hole_beyond_bound(x);
+  x->bitmap_first = first_hole_to_ask(x, 0);
   x->bitmap_end = 0;
   covered_by_full_bitmap(x);
   x->last_progress_ns = now;
@@ -2302,16 +2303,16 @@ static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
   x->early_at = 0;
   /* Packets overtaken within a path may have filled holes since. */
   x->lost_bytes = missing_bytes(x, 0, x->seen_end);
-  uint32_t cut = first_hole_beyond_bound(x);
-  uint32_t first = cut > x->nacked_end ? cut : x->nacked_end;
-  if (!(x->pend & PEND_BITMAP) && holes_beyond_bound(x) &&
-      missing_in(x, first, x->early_end)) {
-    x->bitmap_round = 0;
-    x->bitmap_first = first;
-    x->bitmap_end = x->early_end;
-    x->nacked_end = x->early_end;
-    conn->stats.bitmaps_early++;
-    pend(conn, x, PEND_BITMAP);
+  if (!(x->pend & PEND_BITMAP) && holes_beyond_bound(x)) {
+    uint32_t first = first_hole_to_ask(x, x->nacked_end);
+    if (missing_in(x, first, x->early_end)) {
+      x->bitmap_round = 0;
+      x->bitmap_first = first;
+      x->bitmap_end = x->early_end;
+      x->nacked_end = x->early_end;
+      conn->stats.bitmaps_early++;
+      pend(conn, x, PEND_BITMAP);
+    }
   }
   if (x->seen_end > x->early_end && holes_beyond_bound(x)) {
     x->early_end = x->seen_end;
@@ -2323,10 +2324,11 @@ static void fire_early(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
  * met and no answer to a PROBE is already on its way. */
 static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
   x->nack_at = 0;
-  uint32_t cut = first_hole_beyond_bound(x);
-  uint32_t first = cut > x->nack_from ? cut : x->nack_from;
-  if (x->have_bytes < x->needed_bytes && !(x->pend & PEND_BITMAP) &&
-      missing_in(x, first, x->nsegs)) {
+  if (x->have_bytes >= x->needed_bytes || (x->pend & PEND_BITMAP)) {
+    return;
+  }
+  uint32_t first = first_hole_to_ask(x, x->nack_from);
+  if (missing_in(x, first, x->nsegs)) {
     x->bitmap_round = 0;
     x->bitmap_first = first;
     x->bitmap_end = 0;

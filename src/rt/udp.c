@@ -42,7 +42,7 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
     u->fd[i] = -1;
   }
   u->k = k;
-  u->out = calloc(k, sizeof(*u->out));
+  u->out = calloc(1, sizeof(*u->out));
   u->rx = malloc((size_t)DLCP_UDP_BATCH * DLCP_UDP_RX_BUF);
   if (!u->out || !u->rx) {
     dlcp_udp_close(u);
@@ -176,8 +176,9 @@ static void send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
   }
 }
 
-static void flush_one(dlcp_udp *u, uint32_t path) {
-  dlcp_udp_out *o = &u->out[path];
+static void flush_batch(dlcp_udp *u) {
+  dlcp_udp_out *o = u->out;
+  uint32_t path = u->out_path;
   size_t nmsg = u->gso_off ? o->n : merge_runs(o);
   if (u->gso_off || nmsg == o->n) {
     send_msgs(u, path, o->msg, NULL, o->n);
@@ -223,10 +224,8 @@ static void flush_one(dlcp_udp *u, uint32_t path) {
 }
 
 void dlcp_udp_flush(dlcp_udp *u) {
-  for (uint32_t p = 0; p < u->k; p++) {
-    if (u->out[p].n > 0) {
-      flush_one(u, p);
-    }
+  if (u->out->n > 0) {
+    flush_batch(u);
   }
 }
 
@@ -234,17 +233,14 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
                     size_t payload_len, const uint8_t *trailer, int tos) {
   path %= u->k;
+  dlcp_udp_out *o = u->out;
   /* Datagrams leave in the order they were queued: what waits for another
    * socket goes first, so one path's batch never overtakes another's
    * (which a receiver would measure as reordering, and wait out). */
-  if (path != u->last_path && u->out[u->last_path].n > 0) {
-    flush_one(u, u->last_path);
+  if (o->n == DLCP_UDP_BATCH || (o->n > 0 && path != u->out_path)) {
+    flush_batch(u);
   }
-  u->last_path = path;
-  dlcp_udp_out *o = &u->out[path];
-  if (o->n == DLCP_UDP_BATCH) {
-    flush_one(u, path);
-  }
+  u->out_path = path;
   size_t i = o->n++;
   /* A datagram with no separate payload and more than a header (a control
    * datagram, CDATA, up to 64 KB) is not copied but sent at once, below,
@@ -280,7 +276,7 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   m->msg_controllen = sizeof(o->ctl[i].buf);
   dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
   if (whole) {
-    flush_one(u, path); /* in order, after what was queued before it */
+    flush_batch(u); /* in order, after what was queued before it */
   }
 }
 

@@ -58,8 +58,10 @@ typedef struct dlcp_udp {
   uint32_t k;
   int fd[DLCP_ENV_MAX_PATHS];
   uint16_t port[DLCP_ENV_MAX_PATHS];
-  dlcp_udp_out *out; /* one batch per socket */
-  uint32_t last_path; /* the socket of the last datagram queued */
+  /* The send batch, for one socket at a time: a datagram for another
+   * socket sends it first, so datagrams leave in the order queued. */
+  dlcp_udp_out *out;
+  uint32_t out_path; /* the batch's socket */
   uint8_t *rx;       /* DLCP_UDP_BATCH receive buffers */
   struct mmsghdr rx_msg[DLCP_UDP_BATCH];
   struct iovec rx_iov[DLCP_UDP_BATCH];
