@@ -1034,20 +1034,22 @@ static bool drop_one_data(void *user, int from, const uint8_t *hdr,
   return (*left)-- != 0;
 }
 
-/* One data packet of a 1 MB transfer (687 segments) lost, the
- * (|drop| + 1)th; the receiver's and sender's stats and when the
- * transfer ended.  The sender's drain interval is far longer than the way
- * back: a request that waited for its PROBE would come 2 ms late. */
-static dlcp_tstamp lose_one(uint64_t drop, dlcp_mlt_stats *rx,
-                            dlcp_mlt_stats *tx) {
+/* One data packet of a transfer of |size| bytes (687 segments a MB) lost,
+ * the (|drop| + 1)th, the packets sent in bursts of |path_burst| per
+ * path; the receiver's and sender's stats and when the transfer ended.
+ * The sender's drain interval is far longer than the way back: a request
+ * that waited for its PROBE would come 2 ms late. */
+static dlcp_tstamp lose_one(uint64_t size, uint64_t drop, uint32_t path_burst,
+                            dlcp_mlt_stats *rx, dlcp_mlt_stats *tx) {
   dlcp_mlt_config cfg;
   base_config(&cfg, 24);
+  cfg.path_burst = path_burst;
   dlcp_mlt_config slow_probe = cfg;
   slow_probe.min_drain_ns = 2000000;
   netsim_link l = make_link(0.0, 0.0, 0.0);
   netsim *ns = netsim_new(&slow_probe, &cfg, &l, &l, 24);
   netsim_set_filter(ns, drop_one_data, &drop);
-  dlcp_tstamp end = exact_transfer(ns, 1000000, 2, 1000000000);
+  dlcp_tstamp end = exact_transfer(ns, size, 2, 1000000000);
   dlcp_mlt_get_stats(netsim_conn(ns, 1), rx);
   dlcp_mlt_get_stats(netsim_conn(ns, 0), tx);
   netsim_del(ns);
@@ -1061,9 +1063,25 @@ static dlcp_tstamp lose_one(uint64_t drop, dlcp_mlt_stats *rx,
 static void test_receiver_asks_during_the_round(void **state) {
   (void)state;
   dlcp_mlt_stats rx, tx;
-  dlcp_tstamp lossless = lose_one(UINT64_MAX, &rx, &tx);
+  dlcp_tstamp lossless = lose_one(1000000, UINT64_MAX, 1, &rx, &tx);
   assert_int_equal(tx.data_retx, 0);
-  dlcp_tstamp end = lose_one(5, &rx, &tx);
+  dlcp_tstamp end = lose_one(1000000, 5, 1, &rx, &tx);
+  assert_int_equal(end, lossless);
+  assert_int_equal(rx.bitmaps_early, 1);
+  assert_int_equal(rx.bitmaps_unprompted, 0);
+  assert_int_equal(tx.data_retx, 1);
+  assert_int_equal(rx.data_duplicate, 0);
+}
+
+/* The same with the runtime's bursts of 32 packets per path and 69
+ * segments: the 6th packet is asked for once the 7th, on the same path,
+ * has come.  Waiting until every path had carried a later one, the
+ * receiver asked at the round's end (the 4th path carries nothing). */
+static void test_receiver_asks_during_bursts(void **state) {
+  (void)state;
+  dlcp_mlt_stats rx, tx;
+  dlcp_tstamp lossless = lose_one(100000, UINT64_MAX, 32, &rx, &tx);
+  dlcp_tstamp end = lose_one(100000, 5, 32, &rx, &tx);
   assert_int_equal(end, lossless);
   assert_int_equal(rx.bitmaps_early, 1);
   assert_int_equal(rx.bitmaps_unprompted, 0);
@@ -1077,7 +1095,7 @@ static void test_receiver_asks_during_the_round(void **state) {
 static void test_receiver_asks_at_the_end_of_a_round(void **state) {
   (void)state;
   dlcp_mlt_stats rx, tx;
-  dlcp_tstamp end = lose_one(685, &rx, &tx);
+  dlcp_tstamp end = lose_one(1000000, 685, 1, &rx, &tx);
   assert_int_equal(rx.bitmaps_early, 0);
   assert_int_equal(rx.bitmaps_unprompted, 1);
   assert_int_equal(tx.data_retx, 1);
@@ -2114,6 +2132,7 @@ int main(void) {
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_receiver_asks_during_the_round),
+      cmocka_unit_test(test_receiver_asks_during_bursts),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
       cmocka_unit_test(test_only_the_excess_is_asked_for),
       cmocka_unit_test(test_probe_follows_the_last_packets_ack),

@@ -46,7 +46,8 @@
 #include "wire/bits.h"
 #include "wire/wire.h"
 
-/* Early BITMAPs follow up to this many paths (npaths above: off). */
+/* Early BITMAPs of sprayed packets follow up to this many paths (npaths
+ * above: off). */
 #define MLT_EARLY_PATHS 8
 
 enum xfer_state {
@@ -140,8 +141,9 @@ struct mlt_xfer {
   dlcp_tstamp last_data_at; /* when the last DATA packet arrived */
   /* Early BITMAPs.  A path delivers in order and the first round sends
    * the segments in order, so a segment missing below what the first
-   * round has passed on every path (seen_end, the least of path_end) is
-   * lost, or overtaken within a path by the reordering window.  Holes
+   * round has passed (seen_end: on every path, the least of path_end, or
+   * in bursts the highest segment that arrived) is lost, or overtaken by
+   * the reordering window.  Holes
    * below nacked_end have been asked for; those below early_end will be
    * at early_at (0 = not armed); lost_bytes counts the holes [0, seen_end)
    * had when seen_end passed them. */
@@ -293,7 +295,7 @@ static uint64_t needed_bytes(uint64_t size, uint32_t loss_ppm) {
   return size - may_lose;
 }
 
-/* Whether the holes the first round has passed on every path are more
+/* Whether the holes the first round has passed are more
  * than the loss bound lets the receive give up. */
 static bool holes_beyond_bound(const mlt_xfer *x) {
   return x->lost_bytes > x->size - x->needed_bytes;
@@ -346,21 +348,33 @@ static uint64_t missing_bytes(const mlt_xfer *x, uint32_t from, uint32_t to) {
 }
 
 /* A first-round packet of segment |seg| came on |path|: whether the
- * segments every path has passed (seen_end) went further, the holes they
- * passed counted in lost_bytes. */
-static bool passed_on_every_path(const dlcp_mlt_conn *conn, mlt_xfer *x,
-                                 uint32_t seg, uint8_t path) {
+ * segments the first round has passed (seen_end) went further, the holes
+ * they passed counted in lost_bytes.  Sprayed a packet per path
+ * (path_burst 1), the paths overtake one another all the time, so a
+ * segment is passed once every path has delivered a later one.  Sent in
+ * bursts (the runtime's send batches, docs/runtime.md "Paths"), paths
+ * overtake one another only where a burst ends, which the reordering
+ * window covers, so the segments below the highest one that arrived are
+ * passed: the least of the paths' ends waits (npaths - 1) bursts for a
+ * path's next one, which left a transfer of a few hundred packets no hole
+ * asked for before its round's end (docs/protocol.md, "Early BITMAPs and
+ * path bursts"). */
+static bool passed_by_first_round(const dlcp_mlt_conn *conn, mlt_xfer *x,
+                                  uint32_t seg, uint8_t path) {
   uint32_t npaths = conn->cfg.npaths;
-  if (x->no_early || npaths > MLT_EARLY_PATHS || path >= npaths) {
-    x->no_early = true;
-    return false;
-  }
-  if (seg + 1 > x->path_end[path]) {
-    x->path_end[path] = seg + 1;
-  }
-  uint32_t passed = x->path_end[0];
-  for (uint32_t p = 1; p < npaths; p++) {
-    passed = x->path_end[p] < passed ? x->path_end[p] : passed;
+  uint32_t passed = seg + 1;
+  if (conn->cfg.path_burst == 1) {
+    if (x->no_early || npaths > MLT_EARLY_PATHS || path >= npaths) {
+      x->no_early = true;
+      return false;
+    }
+    if (seg + 1 > x->path_end[path]) {
+      x->path_end[path] = seg + 1;
+    }
+    passed = x->path_end[0];
+    for (uint32_t p = 1; p < npaths; p++) {
+      passed = x->path_end[p] < passed ? x->path_end[p] : passed;
+    }
   }
   if (passed <= x->seen_end) {
     return false;
@@ -1724,7 +1738,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
    * bound allows, ask for it a reordering window later, while the round
    * goes on, rather than after its last packet. */
   if (!done && !(d.flags & DLCP_WIRE_FLAG_RETX) &&
-      passed_on_every_path(conn, x, seg, d.path)) {
+      passed_by_first_round(conn, x, seg, d.path)) {
     if (!last && x->early_at == 0 && holes_beyond_bound(x)) {
       x->early_end = x->seen_end;
       x->early_at = add_sat(now, reorder_guard(conn));
