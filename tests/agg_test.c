@@ -521,8 +521,9 @@ static void int32_params(dlcp_ina_params *p, const int32_t *in, int32_t *out,
 }
 
 /* A group's result that takes 5000 against a configured RTO of 1000 makes
- * the RTO srtt + 4 rttvar = 15000 (RFC 6298's first sample); a group sent
- * twice is no sample (Karn). */
+ * the RTO srtt + 4 rttvar = 15000 (RFC 6298's first sample); a timeout
+ * doubles it for the re-send, and a group sent twice is no sample (Karn),
+ * so it stays doubled. */
 static void test_ina_rto_follows_the_switch(void **state) {
   dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
   dlcp_ina *h;
@@ -544,13 +545,105 @@ static void test_ina_rto_follows_the_switch(void **state) {
   dlcp_agg_send s;
   assert_int_equal(dlcp_agg_poll(a, &s, drop, sizeof(drop), 5000), 1);
   contrib_from(h, a, 20000);
-  assert_int_equal(dlcp_ina_next_deadline(h), 20000 + 15000);
+  assert_int_equal(dlcp_ina_next_deadline(h), 20000 + 2 * 15000);
   result_to(a, h, 30000);
   dlcp_ina_result r;
   dlcp_ina_get_result(h, &r);
   assert_int_equal(r.ina_groups, 2);
   assert_int_equal(r.retransmits, 1);
   assert_memory_equal(in, out, sizeof(in));
+  dlcp_ina_del(h);
+  dlcp_agg_del(a);
+}
+
+/* Polls |h| for its next datagram, which is lost. */
+static void send_lost(dlcp_ina *h, dlcp_tstamp now) {
+  dlcp_ina_action act;
+  static uint8_t b[BUF];
+
+  assert_int_equal(dlcp_ina_poll(h, &act, b, sizeof(b), now), 0);
+  assert_int_equal(act.type, DLCP_INA_ACT_SEND);
+}
+
+/* A switch that answers nothing: the first timeout doubles the RTO of
+ * 1000 and re-sends group 0; group 1, sent with it, times out at 2000
+ * without doubling it again; group 0's re-send, unanswered, doubles it to
+ * 4000.  Answers to groups sent more than once leave the back-off (Karn),
+ * and the first answer to a group sent once ends it, its 500 making the
+ * RTO 500 + 4 x 250. */
+static void test_ina_rto_backs_off(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_ina *h;
+  dlcp_ina_params p;
+  int32_t in[4 * ELEMS] = {1, 2, 3, 4, 5, 6, 7, 8}, out[4 * ELEMS];
+
+  (void)state;
+  int32_params(&p, in, out, 4 * ELEMS);
+  p.window = 2;
+  p.rto_ns = 1000;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  send_lost(h, 0); /* groups 0 and 1 */
+  send_lost(h, 0);
+  assert_int_equal(dlcp_ina_next_deadline(h), 1000);
+  send_lost(h, 1000); /* group 0 again */
+  assert_int_equal(dlcp_ina_next_deadline(h), 0 + 2000);
+  send_lost(h, 2000); /* group 1 again */
+  assert_int_equal(dlcp_ina_next_deadline(h), 1000 + 2000);
+  contrib_from(h, a, 3000); /* group 0's third send gets through */
+  assert_int_equal(dlcp_ina_next_deadline(h), 2000 + 4000);
+  result_to(a, h, 3500);
+  assert_int_equal(dlcp_ina_next_deadline(h), 2000 + 4000);
+  contrib_from(h, a, 6000); /* group 0's ACK, group 1's third send */
+  result_to(a, h, 6500);
+  contrib_from(h, a, 6500); /* group 1's ACK, group 2 */
+  assert_int_equal(dlcp_ina_next_deadline(h), 6500 + 4000);
+  result_to(a, h, 7000);
+  contrib_from(h, a, 7000); /* group 2's ACK, group 3 */
+  assert_int_equal(dlcp_ina_next_deadline(h), 7000 + 1500);
+  result_to(a, h, 7200);
+  dlcp_ina_result r;
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.ina_groups, 4);
+  assert_int_equal(r.retransmits, 4);
+  assert_memory_equal(in, out, sizeof(in));
+  dlcp_ina_del(h);
+  dlcp_agg_del(a);
+}
+
+/* A switch in a chain holds a group whose sum went up to its parent: a
+ * re-sent contribution is answered WAITING, missing no rank here, so the
+ * host knows the switch holds it and its RTO, doubled by the timeout of
+ * the first send, is back to the configured one. */
+static void test_switch_holds_group_sent_up(void **state) {
+  dlcp_agg_config c;
+  dlcp_agg *a;
+  dlcp_ina *h;
+  dlcp_ina_params p;
+  int32_t in[ELEMS] = {1, 2, 3}, out[ELEMS];
+  dlcp_agg_send s;
+  uint8_t b[BUF];
+  dlcp_ina_result r;
+
+  (void)state;
+  dlcp_agg_config_default(&c);
+  c.block_elems = ELEMS;
+  c.has_parent[0] = true;
+  c.parent_addr[0] = 999;
+  assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
+  int32_params(&p, in, out, ELEMS);
+  p.rto_ns = 1000;
+  p.chain_place = DLCP_AGG_CHAIN_PLACE(0, 2);
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  contrib_from(h, a, 0);
+  assert_int_equal(dlcp_agg_poll(a, &s, b, sizeof(b), 0), 1);
+  assert_int_equal(s.addr, 999); /* the partial sum, up */
+  contrib_from(h, a, 1000); /* no final yet: the host re-sends */
+  assert_int_equal(dlcp_ina_next_deadline(h), 1000 + 2000);
+  result_to(a, h, 1100);
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.waiting, 1);
+  assert_int_equal(r.missing, 0);
+  assert_int_equal(dlcp_ina_next_deadline(h), 1100 + 1000);
   dlcp_ina_del(h);
   dlcp_agg_del(a);
 }
@@ -1755,6 +1848,8 @@ int main(void) {
       cmocka_unit_test(test_switch_resend_timer_and_lease),
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
+      cmocka_unit_test(test_ina_rto_backs_off),
+      cmocka_unit_test(test_switch_holds_group_sent_up),
       cmocka_unit_test(test_ina_names_missing_rank),
       cmocka_unit_test(test_ra_ina_claims),
       cmocka_unit_test(test_ina_cc_marks_both_ways),

@@ -624,20 +624,22 @@ static int on_contrib(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
     queue_result(a, s, h->rank, true); /* its result was lost */
     return 0;
   }
-  if (g->state == G_UP) {
-    return 0; /* the final sum is on its way, or the timer re-asks */
-  }
-  if (g->state == G_COLLECTING) {
+  if (g->state == G_COLLECTING || g->state == G_UP) {
     /* The sender re-sent it because no result came: say whom the group
-     * still waits for.  A group its workers still ask about is not idle:
-     * the lease runs from the last of them, so the hosts' timeout, which
-     * can name the missing ranks, ends it first. */
+     * still waits for (no one here once its sum went up the chain: the
+     * final is on its way, or the timer re-asks the parent), so that the
+     * sender knows it holds the contribution and does not back off as if
+     * the switch were gone.  A collecting group its workers still ask
+     * about is not idle: the lease runs from the last of them, so the
+     * hosts' timeout, which can name the missing ranks, ends it first. */
     agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks,
                  DLCP_AGG_NACK_WAITING, h->job, h->group, NONE, 0, 0,
                  h->token, addr, g->seen};
-    g->touched = now;
-    list_unlink(a, L_COLLECTING, s);
-    list_append(a, L_COLLECTING, s);
+    if (g->state == G_COLLECTING) {
+      g->touched = now;
+      list_unlink(a, L_COLLECTING, s);
+      list_append(a, L_COLLECTING, s);
+    }
     queue_out(a, &o);
     return 0;
   }
