@@ -1056,21 +1056,32 @@ static dlcp_tstamp lose_one(uint64_t size, uint64_t drop, uint32_t path_burst,
   return end;
 }
 
+/* The 6th packet of a transfer of |size| bytes in bursts of |path_burst|
+ * lost: the receiver asks for it once, early, the sender sends it once
+ * more, and the transfer ends when a lossless one does, whose sender's
+ * stats go to |lossless_tx|. */
+static void asks_once_during_the_round(uint64_t size, uint32_t path_burst,
+                                       dlcp_mlt_stats *lossless_tx) {
+  dlcp_mlt_stats rx, tx;
+  dlcp_tstamp lossless = lose_one(size, UINT64_MAX, path_burst, &rx,
+                                  lossless_tx);
+  dlcp_tstamp end = lose_one(size, 5, path_burst, &rx, &tx);
+  assert_int_equal(end, lossless);
+  assert_int_equal(rx.bitmaps_early, 1);
+  assert_int_equal(rx.bitmaps_unprompted, 0);
+  assert_int_equal(tx.data_retx, 1);
+  assert_int_equal(rx.data_duplicate, 0);
+}
+
 /* The 6th packet lost: the receiver asks for it once the 7th has come and
  * a reordering window has passed (an early BITMAP), the sender sends it
  * again before its next new segment, and the transfer ends when a
  * lossless one does (846 us; asked for after the round, 888 us). */
 static void test_receiver_asks_during_the_round(void **state) {
   (void)state;
-  dlcp_mlt_stats rx, tx;
-  dlcp_tstamp lossless = lose_one(1000000, UINT64_MAX, 1, &rx, &tx);
-  assert_int_equal(tx.data_retx, 0);
-  dlcp_tstamp end = lose_one(1000000, 5, 1, &rx, &tx);
-  assert_int_equal(end, lossless);
-  assert_int_equal(rx.bitmaps_early, 1);
-  assert_int_equal(rx.bitmaps_unprompted, 0);
-  assert_int_equal(tx.data_retx, 1);
-  assert_int_equal(rx.data_duplicate, 0);
+  dlcp_mlt_stats lossless_tx;
+  asks_once_during_the_round(1000000, 1, &lossless_tx);
+  assert_int_equal(lossless_tx.data_retx, 0);
 }
 
 /* The same with the runtime's bursts of 32 packets per path and 69
@@ -1079,14 +1090,8 @@ static void test_receiver_asks_during_the_round(void **state) {
  * receiver asked at the round's end (the 4th path carries nothing). */
 static void test_receiver_asks_during_bursts(void **state) {
   (void)state;
-  dlcp_mlt_stats rx, tx;
-  dlcp_tstamp lossless = lose_one(100000, UINT64_MAX, 32, &rx, &tx);
-  dlcp_tstamp end = lose_one(100000, 5, 32, &rx, &tx);
-  assert_int_equal(end, lossless);
-  assert_int_equal(rx.bitmaps_early, 1);
-  assert_int_equal(rx.bitmaps_unprompted, 0);
-  assert_int_equal(tx.data_retx, 1);
-  assert_int_equal(rx.data_duplicate, 0);
+  dlcp_mlt_stats lossless_tx;
+  asks_once_during_the_round(100000, 32, &lossless_tx);
 }
 
 /* The second-to-last packet lost: only the round's last packet shows the

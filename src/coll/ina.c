@@ -9,15 +9,15 @@
  * when that is longer, srtt + 4 rttvar of the contribution-to-result times
  * of groups sent once (RFC 6298 with Karn's rule), doubled (up to
  * MAX_BACKOFF times) by the timeout of a datagram the switch did not
- * answer at all and was sent since the last doubling, until the switch
- * answers a datagram sent once (RFC 6298's back-off).  A switch or hosts
- * slower than |rto_ns| (twelve ranks and the daemon on two loaded cores)
- * otherwise get every group again and again, each duplicate makes the
- * switch answer again, and the load feeds itself: three jobs' all-reduces
- * took 1.6-1.9 s instead of 0.2 (docs/ina.md, "Three jobs on the
- * testbed").  Only unanswered datagrams back off: a group the switch
+ * answer at all and was sent since the last doubling, until an answer
+ * that can only be to a group's last send (RFC 6298's back-off).  A
+ * switch or hosts slower than |rto_ns| (twelve ranks and the daemon on two
+ * loaded cores) otherwise get every group again and again, each duplicate
+ * makes the switch answer again, and the load feeds itself: three jobs'
+ * all-reduces took 1.6-1.9 s instead of 0.2 (docs/ina.md, "Three jobs on
+ * the testbed").  Only unanswered datagrams back off: a group the switch
  * answered BUSY, or holds (WAITING) while other ranks are late, is retried
- * at the RTO as before.  Other ranks wait for those retries, so backing
+ * at the RTO, not backed off.  Other ranks wait for those retries, so backing
  * them off too lengthened their contribution-to-result times, and through
  * them their RTOs, which lengthened the retries: with a pool smaller than
  * the jobs' demand, RTOs grew to tens of seconds.
@@ -842,9 +842,9 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
     h->exps = mem->malloc((ng + 1u) * sizeof(*h->exps), mem->user);
   }
   if (h->state == NULL || h->tries == NULL || h->unanswered == NULL ||
-      h->sent_at == NULL ||
-      h->prev == NULL || h->next == NULL || h->acks == NULL ||
-      h->granted == NULL || (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
+      h->sent_at == NULL || h->prev == NULL || h->next == NULL ||
+      h->acks == NULL || h->granted == NULL ||
+      (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
     dlcp_ina_del(h);
     return DLCP_ERR_NOMEM;
   }

@@ -143,10 +143,9 @@ struct mlt_xfer {
    * the segments in order, so a segment missing below what the first
    * round has passed (seen_end: on every path, the least of path_end, or
    * in bursts the highest segment that arrived) is lost, or overtaken by
-   * the reordering window.  Holes
-   * below nacked_end have been asked for; those below early_end will be
-   * at early_at (0 = not armed); lost_bytes counts the holes [0, seen_end)
-   * had when seen_end passed them. */
+   * the reordering window.  Holes below nacked_end have been asked for;
+   * those below early_end will be at early_at (0 = not armed); lost_bytes
+   * counts the holes [0, seen_end) had when seen_end passed them. */
   uint32_t path_end[MLT_EARLY_PATHS];
   uint32_t seen_end, nacked_end, early_end;
   uint64_t lost_bytes;
@@ -361,9 +360,9 @@ static uint64_t missing_bytes(const mlt_xfer *x, uint32_t from, uint32_t to) {
  * path bursts"). */
 static bool passed_by_first_round(const dlcp_mlt_conn *conn, mlt_xfer *x,
                                   uint32_t seg, uint8_t path) {
-  uint32_t npaths = conn->cfg.npaths;
   uint32_t passed = seg + 1;
   if (conn->cfg.path_burst == 1) {
+    uint32_t npaths = conn->cfg.npaths;
     if (x->no_early || npaths > MLT_EARLY_PATHS || path >= npaths) {
       x->no_early = true;
       return false;
