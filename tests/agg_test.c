@@ -450,6 +450,51 @@ static void test_switch_claims_and_verdicts(void **state) {
   dlcp_agg_del(a);
 }
 
+/* A static partition holds its job's lowest groups only: a group beyond
+ * the span the partition can hold, counted from the slowest worker's
+ * low-water mark, is refused BUSY even when room is free, and every BUSY
+ * names the partition, so that the hosts size their windows to it. */
+static void test_switch_partition_span(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_STATIC, 2); /* partitions of 4 */
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_hdr h;
+
+  (void)state;
+  /* 2-block groups: the partition holds groups 0 and 1 */
+  assert_int_equal(contrib(a, 2, 0, 2, 2, 0, 1, 0, 0), 0);
+  h = poll1(a, &s, &p, 0);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(h.low, 4);
+  assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(poll1(a, &s, &p, 0).type, 0); /* claimed */
+  /* RA-INA's groups are not held back: they get aggregators or a verdict */
+  assert_int_equal(contrib(a, 3, 0, 2, 2, DLCP_AGG_FLAG_RING, 1, 0, 0), 0);
+  assert_int_equal(poll1(a, &s, &p, 0).type, 0);
+  /* a full partition's BUSY names it too */
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
+  h = poll1(a, &s, &p, 0);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(h.low, 4);
+  dlcp_agg_del(a);
+}
+
+/* A shared pool holds nothing that is one job's own: its BUSY says 0. */
+static void test_switch_shared_busy_names_nothing(void **state) {
+  dlcp_agg *a = small_switch(2, DLCP_AGG_SHARED, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_hdr h;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 5, 0, 2, 2, 0, 1, 0, 0), 0);
+  h = poll1(a, &s, &p, 0);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(h.low, 0);
+  dlcp_agg_del(a);
+}
+
 static void test_switch_static_partitions(void **state) {
   dlcp_agg *a = small_switch(4, DLCP_AGG_STATIC, 2);
   uint8_t b[BUF];
@@ -1686,6 +1731,40 @@ static void test_jobs_share_small_pool(void **state) {
   }
 }
 
+/* Plain INA on a static partition smaller than its window: the hosts
+ * learn the partition from the first BUSY and keep no more groups out than
+ * half of it holds, so the switch answers BUSY about once per group of the
+ * first window, not again and again: 27-29 BUSY answers per rank over 200
+ * groups, where the window of 16 on a partition of 4 groups drew 418 and
+ * took 2.6x as long. */
+static void test_ina_window_fits_partition(void **state) {
+  dlcp_agg *sw = net_switch(32u * 256u, DLCP_AGG_STATIC, 2);
+  inanet_config c;
+  inanet *n;
+  job j;
+
+  (void)state;
+  inanet_config_default(&c);
+  c.seed = 11;
+  c.jitter_ns = 3000;
+  n = inanet_new(&c, sw);
+  job_init(&j, 1, 4, DLCP_INA_WAIT, DLCP_FLOAT32, 64u * 4u * 200u, 11);
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), 4);
+  job_check(&j);
+  for (uint32_t r = 0; r < 4; r++) {
+    dlcp_ina_result res;
+
+    assert_int_equal(inanet_host_status(n, j.host[r]), 0);
+    dlcp_ina_get_result(j.h[r], &res);
+    assert_int_equal(res.cwnd, 2); /* 16 aggregators, 4-block groups */
+    assert_true(res.busy <= 2 * j.window);
+  }
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
 /* A group of more blocks than the switch has aggregators (or than the
  * job's static partition holds) can never be aggregated.  Plain INA fails
  * at the first answer, one round trip in, naming the pool, instead of
@@ -1857,6 +1936,8 @@ int main(void) {
       cmocka_unit_test(test_ina_cc_limits_outstanding),
       cmocka_unit_test(test_switch_forged_and_config),
       cmocka_unit_test(test_switch_claims_and_verdicts),
+      cmocka_unit_test(test_switch_partition_span),
+      cmocka_unit_test(test_switch_shared_busy_names_nothing),
       cmocka_unit_test(test_switch_static_partitions),
       cmocka_unit_test(test_scaling_bound_and_bad_input),
       cmocka_unit_test(test_ina_clean_worlds),
@@ -1868,6 +1949,7 @@ int main(void) {
       cmocka_unit_test(test_tree_config),
       cmocka_unit_test(test_ina_ecn),
       cmocka_unit_test(test_jobs_share_small_pool),
+      cmocka_unit_test(test_ina_window_fits_partition),
       cmocka_unit_test(test_group_bigger_than_pool),
       cmocka_unit_test(test_forged_packet_rejected),
       cmocka_unit_test(test_consecutive_operations),

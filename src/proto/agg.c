@@ -257,7 +257,7 @@ static void queue_out(dlcp_agg *a, const agg_out *o) {
 }
 
 /* Queues a NACK answering the packet |h| from |addr|; |low| is the
- * header's low field (nonzero only for TOO_BIG). */
+ * header's low field (nonzero only for TOO_BIG and BUSY). */
 static void queue_nack_low(dlcp_agg *a, const dlcp_agg_hdr *h, uint64_t addr,
                            uint16_t reason, uint32_t low) {
   agg_out o = {DLCP_AGG_NACK, h->rank, h->world, h->nblocks, reason,
@@ -404,6 +404,24 @@ static uint32_t job_pool(const dlcp_agg *a) {
                                           : a->naggs;
 }
 
+/* The aggregators the job at |jslot| may hold: its partition (STATIC),
+ * or those it holds and its share of the free ones (SHARED), lowered to
+ * the cap its parent's last final carried in a chain (each switch on the
+ * way down lowers it to its own). */
+static uint32_t job_cap(const dlcp_agg *a, uint32_t jslot) {
+  const agg_job *j = &a->job[jslot];
+  uint32_t free_ = a->naggs - a->st.aggs_used;
+  uint32_t c = a->cfg.policy == DLCP_AGG_STATIC
+                   ? job_pool(a)
+                   : j->held + free_ / (a->st.jobs_active ? a->st.jobs_active
+                                                          : 1u);
+
+  if (j->chained && j->up_cap < c) {
+    c = j->up_cap;
+  }
+  return c;
+}
+
 static uint32_t group_find(const dlcp_agg *a, uint32_t job, uint32_t group) {
   for (uint32_t s = a->bucket[hash_of(a, job, group)]; s != NONE;
        s = a->slot[s].hnext) {
@@ -537,6 +555,20 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
   return 0;
 }
 
+/* Whether plain INA's group |h| lies beyond the groups of its size the
+ * job's partition holds, counted from the job's slowest worker.  Such a
+ * group may not claim: held by workers whose windows reach it, the
+ * partition could fill with groups the slowest cannot send yet (its hosts
+ * size their windows to the partition), while the group it waits for on
+ * is refused BUSY, for ever.  With every claim inside that span, every
+ * worker has sent, or keeps re-sending, each group the partition holds. */
+static bool beyond_partition(const dlcp_agg *a, const agg_job *j,
+                             const dlcp_agg_hdr *h) {
+  return a->cfg.policy == DLCP_AGG_STATIC &&
+         (h->flags & DLCP_AGG_FLAG_RING) == 0 &&
+         h->group - j->base >= job_pool(a) / h->nblocks;
+}
+
 /* The group |h| addresses, claiming its aggregators if it is new and
  * has no verdict yet; or NONE with the NACK that answers |h| queued (gone,
  * ahead of the window, a ring verdict, busy, too big). */
@@ -568,7 +600,9 @@ static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
                v == V_RING ? DLCP_AGG_NACK_RING : DLCP_AGG_NACK_GONE);
     return NONE;
   }
-  s = h->nblocks <= job_pool(a) ? group_claim(a, jslot, h, now) : NONE;
+  s = h->nblocks <= job_pool(a) && !beyond_partition(a, j, h)
+          ? group_claim(a, jslot, h, now)
+          : NONE;
   if (s == NONE) {
     a->st.claim_failures++;
     a->st.nacked++;
@@ -582,7 +616,13 @@ static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
       a->st.too_big++;
       queue_nack_low(a, h, addr, DLCP_AGG_NACK_TOO_BIG, job_pool(a));
     } else {
-      queue_nack(a, h, addr, DLCP_AGG_NACK_BUSY);
+      /* With a partition's size, so that the job's hosts stop asking for
+       * more groups than it holds: a window three times the partition
+       * drew about 50 BUSY answers per group on the testbed.  A shared
+       * pool holds nothing that is the job's own, so its BUSY says 0. */
+      queue_nack_low(a, h, addr, DLCP_AGG_NACK_BUSY,
+                     a->cfg.policy == DLCP_AGG_STATIC ? job_cap(a, jslot)
+                                                      : 0);
     }
     return NONE;
   }
@@ -872,18 +912,10 @@ dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a) {
 
 /* ---- actions out ------------------------------------------------------ */
 
-/* PANAMA's cwnd_cap for the job at slot |jslot|: the aggregators it may
- * hold, those it holds and its share of the free ones (saturating),
- * lowered to the cap its parent's last final carried in a chain (each
- * switch on the way down lowers it to its own). */
+/* PANAMA's cwnd_cap for the job at slot |jslot|: job_cap, saturating. */
 static uint16_t cap_for(const dlcp_agg *a, uint32_t jslot) {
-  const agg_job *j = &a->job[jslot];
-  uint32_t free_ = a->naggs - a->st.aggs_used;
-  uint64_t c = j->held + free_ / (a->st.jobs_active ? a->st.jobs_active : 1u);
+  uint32_t c = job_cap(a, jslot);
 
-  if (j->chained && j->up_cap < c) {
-    c = j->up_cap;
-  }
   return (uint16_t)(c > UINT16_MAX ? UINT16_MAX : c);
 }
 

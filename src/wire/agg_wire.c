@@ -64,10 +64,12 @@ static int hdr_check(const dlcp_agg_hdr *h) {
         h->aux > DLCP_AGG_NACK_WAITING) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
-    /* Only a TOO_BIG refusal carries a number: the pool it was measured
-     * against, which is smaller than the group it refuses. */
+    /* Only TOO_BIG and BUSY carry a number: the pool the refusal was
+     * measured against, which is smaller than the group it refuses
+     * (TOO_BIG), or the job's partition (BUSY; 0 for a shared pool). */
     if (h->aux == DLCP_AGG_NACK_TOO_BIG ? h->low == 0 || h->low >= h->nblocks
-                                        : h->low != 0) {
+                                        : h->aux != DLCP_AGG_NACK_BUSY &&
+                                              h->low != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
     break;

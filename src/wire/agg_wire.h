@@ -24,8 +24,10 @@
  *                     group below it has its result or its verdict);
  *                     NACK TOO_BIG: the most consecutive aggregators the
  *                     switch can ever give the job (its pool, or the job's
- *                     partition), 1..nblocks-1; RESULT, GRANT, other
- *                     NACKs: zero
+ *                     partition), 1..nblocks-1; NACK BUSY: the job's
+ *                     static partition (aggregators), so that its hosts
+ *                     size their windows to it, or zero (a shared pool);
+ *                     RESULT, GRANT, other NACKs: zero
  *   24  1    rank     CONTRIB, CLAIM, ACK: the sender; RESULT, NACK, GRANT:
  *                     the receiver
  *   25  1    world    workers in the job, 1..DLCP_AGG_MAX_WORLD
@@ -119,7 +121,8 @@ typedef enum dlcp_agg_nack {
    * group gets the same verdict. */
   DLCP_AGG_NACK_RING = 1,
   /* Plain INA: no aggregators free now (or the job's partition is full):
-   * retry the contribution later. */
+   * retry the contribution later, with no more groups outstanding than
+   * the NACK's |low| aggregators hold (a partition; 0: no limit). */
   DLCP_AGG_NACK_BUSY = 2,
   /* The group was aggregated and freed (every worker acknowledged it), or
    * lies below every worker's low-water mark: the packet is stale.  A host
@@ -156,7 +159,7 @@ typedef struct dlcp_agg_hdr {
   uint32_t job;
   uint64_t token;
   uint32_t group;
-  uint32_t low;  /* NACK TOO_BIG: the aggregators the job can have */
+  uint32_t low;  /* NACK TOO_BIG, BUSY: the aggregators the job can have */
   uint8_t rank;
   uint8_t world;
   uint8_t nblocks;
