@@ -184,6 +184,12 @@ static void test_wire_roundtrip_and_rejects(void **state) {
   b[20] = 4; /* low = nblocks on the wire */
   assert_int_equal(dlcp_agg_decode(&d, &payload, b, 32),
                    DLCP_ERR_INVALID_ARGUMENT);
+  /* ACK: RETX only (it acknowledges a result that came again) */
+  h = hdr(DLCP_AGG_ACK, 1, 0, 2, 1);
+  h.flags = DLCP_AGG_FLAG_RETX;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_AGG_HDR_LEN);
+  h.flags = DLCP_AGG_FLAG_RING;
+  assert_int_equal(dlcp_agg_hdr_encode(b, BUF, &h), DLCP_ERR_INVALID_ARGUMENT);
   /* WAITING: 8 bytes of bitmap, no bit at or above world */
   h = hdr(DLCP_AGG_NACK, 1, 0, 2, 1);
   h.aux = DLCP_AGG_NACK_WAITING;
@@ -1765,6 +1771,47 @@ static void test_ina_window_fits_partition(void **state) {
   dlcp_agg_del(sw);
 }
 
+/* Results are acknowledged by the low-water mark of the next
+ * contribution: on a network that reorders but loses nothing, a rank sends
+ * an ACK of its own only for the results after its last contribution (at
+ * most a window; a result ahead of an earlier one waits for the mark), the
+ * switch frees every group, and nothing is re-sent or taken for a
+ * needless re-send. */
+static void test_acks_ride_the_low_water_mark(void **state) {
+  dlcp_agg *sw = net_switch(1u << 20, DLCP_AGG_SHARED, 1);
+  inanet_config c;
+  inanet *n;
+  dlcp_agg_stats st;
+  job j;
+
+  (void)state;
+  inanet_config_default(&c);
+  c.seed = 12;
+  c.jitter_ns = 3000;
+  n = inanet_new(&c, sw);
+  job_init(&j, 1, 4, DLCP_INA_WAIT, DLCP_FLOAT32, 64u * 4u * 200u, 12);
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), 4);
+  job_check(&j);
+  (void)inanet_drain(n);
+  dlcp_agg_get_stats(sw, &st);
+  /* 800 results: ACKs only for each rank's last window */
+  assert_true(inanet_stats_of(n)->sent[DLCP_AGG_ACK] <= 4u * j.window);
+  assert_int_equal(st.freed, 200);
+  assert_int_equal(st.resent, 0);
+  assert_int_equal(st.resend_backoffs, 0);
+  assert_int_equal(st.aggs_used, 0);
+  for (uint32_t r = 0; r < 4; r++) {
+    dlcp_ina_result res;
+
+    dlcp_ina_get_result(j.h[r], &res);
+    assert_true(res.acks_implied >= 200u - j.window);
+  }
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
 /* A group of more blocks than the switch has aggregators (or than the
  * job's static partition holds) can never be aggregated.  Plain INA fails
  * at the first answer, one round trip in, naming the pool, instead of
@@ -1950,6 +1997,7 @@ int main(void) {
       cmocka_unit_test(test_ina_ecn),
       cmocka_unit_test(test_jobs_share_small_pool),
       cmocka_unit_test(test_ina_window_fits_partition),
+      cmocka_unit_test(test_acks_ride_the_low_water_mark),
       cmocka_unit_test(test_group_bigger_than_pool),
       cmocka_unit_test(test_forged_packet_rejected),
       cmocka_unit_test(test_consecutive_operations),

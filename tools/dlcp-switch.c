@@ -640,6 +640,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.forwards += s.forwards;
     t.forward_resends += s.forward_resends;
     t.acks_up += s.acks_up;
+    t.acks_implied += s.acks_implied;
     t.freed += s.freed;
     t.reclaimed += s.reclaimed;
     t.abandoned += s.abandoned;
@@ -652,7 +653,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "nacked %llu malformed %llu foreign %llu stale_acks %llu "
           "claims_granted %llu | claims "
           "%llu claim_failures %llu ring_verdicts %llu too_big %llu results "
-          "%llu resent %llu backoffs %llu freed %llu reclaimed %llu "
+          "%llu resent %llu backoffs %llu acks_implied %llu freed %llu "
+          "reclaimed %llu "
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
           "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
           "aggregators %u/%u in use\n",
@@ -665,7 +667,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.ring_verdicts,
           (unsigned long long)t.too_big,
           (unsigned long long)t.results_sent, (unsigned long long)t.resent,
-          (unsigned long long)t.resend_backoffs, (unsigned long long)t.freed,
+          (unsigned long long)t.resend_backoffs,
+          (unsigned long long)t.acks_implied, (unsigned long long)t.freed,
           (unsigned long long)t.reclaimed, (unsigned long long)t.abandoned,
           (unsigned long long)t.queue_drops, (unsigned long long)t.forwards,
           (unsigned long long)t.forward_resends,

@@ -74,7 +74,11 @@ struct dlcp_ina {
   double ring_share; /* average of recent verdicts, RING 1, INA 0 */
   uint32_t ndone;
   uint32_t *acks;    /* groups to acknowledge */
+  uint8_t *ack_again; /* per entry of |acks|: its result came again */
   uint32_t ahead, acount, acap;
+  bool announced;    /* a datagram went out, with |low_sent| */
+  bool acks_due;     /* a BUSY came: send every ACK, even one above low */
+  uint32_t low_sent; /* its low-water mark (absolute group number) */
   dlcp_duration srtt, rttvar; /* 0: no sample yet */
   dlcp_duration rto;          /* before the back-off */
   uint32_t backoff;           /* 1..MAX_BACKOFF */
@@ -268,9 +272,11 @@ static void fail(dlcp_ina *h, int status) {
   }
 }
 
-static void queue_ack(dlcp_ina *h, uint32_t g) {
+/* Queues the ACK of group |g|'s result; |again|: the switch re-sent it. */
+static void queue_ack(dlcp_ina *h, uint32_t g, bool again) {
   if (h->acount < h->acap) {
     h->acks[(h->ahead + h->acount) % h->acap] = g;
+    h->ack_again[(h->ahead + h->acount) % h->acap] = again;
     h->acount++;
   }
 }
@@ -371,6 +377,7 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     if (a->low != 0) {
       h->pool_groups = pool_groups_of(h, a->low);
     }
+    h->acks_due = true; /* room may be held by results it has */
     /* fall through */
   case DLCP_AGG_NACK_AHEAD:
     answered(h, g, false, false, now);
@@ -460,7 +467,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   if (h->state[g] == GS_INA) {
     h->r.dup_results++;
-    queue_ack(h, g); /* the switch re-sent it: our ACK was lost */
+    queue_ack(h, g, true); /* the switch re-sent it: our ACK was lost */
     return 0;
   }
   if (h->state[g] != GS_SENT) {
@@ -492,11 +499,21 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   if (h->r.missing != 0 && h->r.waiting_group == h->p.first_group + g) {
     h->r.missing = 0; /* whoever it waited for came */
   }
-  queue_ack(h, g);
+  queue_ack(h, g, false);
   return 0;
 }
 
 /* ---- actions out ------------------------------------------------------ */
+
+/* The low-water mark a datagram sent now announces. */
+static uint32_t announced_low(const dlcp_ina *h) {
+  uint32_t low = h->p.first_group + h->low;
+
+  if (h->capped && (int32_t)(h->low_cap - low) < 0) {
+    low = h->low_cap; /* an older operation still needs the switch */
+  }
+  return low;
+}
 
 static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
                      uint32_t g) {
@@ -505,10 +522,7 @@ static void make_hdr(const dlcp_ina *h, dlcp_agg_hdr *a, uint8_t type,
   a->job = h->p.job;
   a->token = h->p.token;
   a->group = h->p.first_group + g;
-  a->low = h->p.first_group + h->low;
-  if (h->capped && (int32_t)(h->low_cap - a->low) < 0) {
-    a->low = h->low_cap; /* an older operation still needs the switch */
-  }
+  a->low = announced_low(h);
   a->rank = (uint8_t)h->p.rank;
   a->world = (uint8_t)h->p.world;
   a->nblocks = (uint8_t)h->p.group_blocks;
@@ -533,6 +547,8 @@ static void record_send(dlcp_ina *h, dlcp_ina_action *act, uint32_t g,
   }
   h->sent_at[g] = now;
   sent_append(h, g);
+  h->announced = true;
+  h->low_sent = announced_low(h);
   act->type = DLCP_INA_ACT_SEND;
   act->len = len;
 }
@@ -600,20 +616,6 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now) {
   act->type = DLCP_INA_ACT_NONE;
   act->len = 0;
-  if (h->r.status == 0 && h->acount > 0) {
-    dlcp_agg_hdr a;
-
-    if (buflen < DLCP_AGG_HDR_LEN) {
-      return DLCP_ERR_BUFFER_TOO_SMALL;
-    }
-    make_hdr(h, &a, DLCP_AGG_ACK, h->acks[h->ahead]);
-    (void)dlcp_agg_hdr_encode(buf, buflen, &a);
-    h->ahead = (h->ahead + 1u) % h->acap;
-    h->acount--;
-    act->type = DLCP_INA_ACT_SEND;
-    act->len = DLCP_AGG_HDR_LEN;
-    return 0;
-  }
   if (h->r.status == 0 && h->head != NONE &&
       h->sent_at[h->head] + rto_now(h) <= now) {
     uint32_t g = h->head;
@@ -647,6 +649,42 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
       h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
       h->next_new - h->low < h->p.window) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
+  }
+  /* ACKs go last: a datagram sent first carries the low-water mark, which
+   * acknowledges every result below it, so while contributions flow most
+   * ACKs are never sent.  A result that came before an earlier group's
+   * waits for the mark to pass it too while groups remain to be sent, and
+   * goes out once none do, or at once when the switch has been short of
+   * room (a BUSY): then its aggregators are wanted back.  A result
+   * the switch sent again is acknowledged all the same: only an ACK shows
+   * the switch that a re-send was needless. */
+  while (h->acount > 0 && !h->ack_again[h->ahead] && h->announced &&
+         (int32_t)(h->p.first_group + h->acks[h->ahead] - h->low_sent) < 0) {
+    h->ahead = (h->ahead + 1u) % h->acap;
+    h->acount--;
+    h->r.acks_implied++;
+  }
+  bool ack_waits = h->acount > 0 && !h->ack_again[h->ahead] &&
+                   h->acks[h->ahead] > h->low && h->next_new < h->ngroups &&
+                   !h->acks_due;
+  if (h->r.status == 0 && h->acount > 0 && !ack_waits) {
+    dlcp_agg_hdr a;
+
+    if (buflen < DLCP_AGG_HDR_LEN) {
+      return DLCP_ERR_BUFFER_TOO_SMALL;
+    }
+    make_hdr(h, &a, DLCP_AGG_ACK, h->acks[h->ahead]);
+    if (h->ack_again[h->ahead]) {
+      a.flags = DLCP_AGG_FLAG_RETX;
+    }
+    (void)dlcp_agg_hdr_encode(buf, buflen, &a);
+    h->ahead = (h->ahead + 1u) % h->acap;
+    h->acount--;
+    h->announced = true;
+    h->low_sent = a.low;
+    act->type = DLCP_INA_ACT_SEND;
+    act->len = DLCP_AGG_HDR_LEN;
+    return 0;
   }
   if (!h->reported && (h->r.status != 0 || h->ndone == h->ngroups)) {
     h->reported = true;
@@ -795,6 +833,7 @@ void dlcp_ina_del(dlcp_ina *h) {
   h->mem->free(h->prev, h->mem->user);
   h->mem->free(h->next, h->mem->user);
   h->mem->free(h->acks, h->mem->user);
+  h->mem->free(h->ack_again, h->mem->user);
   h->mem->free(h->granted, h->mem->user);
   h->mem->free(h, h->mem->user);
 }
@@ -867,13 +906,14 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->prev = mem->malloc((ng + 1u) * sizeof(*h->prev), mem->user);
   h->next = mem->malloc((ng + 1u) * sizeof(*h->next), mem->user);
   h->acks = mem->malloc(h->acap * sizeof(*h->acks), mem->user);
+  h->ack_again = mem->malloc(h->acap, mem->user);
   h->granted = mem->malloc(p->window * sizeof(*h->granted), mem->user);
   if (p->dtype == DLCP_FLOAT32) {
     h->exps = mem->malloc((ng + 1u) * sizeof(*h->exps), mem->user);
   }
   if (h->state == NULL || h->tries == NULL || h->unanswered == NULL ||
       h->sent_at == NULL || h->prev == NULL || h->next == NULL ||
-      h->acks == NULL || h->granted == NULL ||
+      h->acks == NULL || h->ack_again == NULL || h->granted == NULL ||
       (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
     dlcp_ina_del(h);
     return DLCP_ERR_NOMEM;

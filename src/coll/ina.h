@@ -154,6 +154,8 @@ typedef struct dlcp_ina_result {
   uint64_t missing;
   uint64_t results;      /* RESULT datagrams taken */
   uint64_t dup_results;  /* RESULTs of groups already done (re-ACKed) */
+  uint64_t acks_implied; /* results acknowledged by the low-water mark of
+                            a later datagram, with no ACK of their own */
   uint64_t rejected;     /* datagrams dropped: malformed, foreign, unknown */
   uint64_t ecn_marked;   /* RESULTs marked: CE in their ECN bits (on the
                             way up) or in their IP header (down) */

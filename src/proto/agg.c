@@ -528,23 +528,12 @@ static void group_add(dlcp_agg *a, uint32_t s, uint8_t rank,
   }
 }
 
-/* ---- packets in ------------------------------------------------------- */
+/* |rank| has the result of the complete group at |s|; the group is freed
+ * once every worker has it. */
+static void group_acked(dlcp_agg *a, uint32_t s, uint8_t rank) {
+  agg_slot *g = &a->slot[s];
 
-static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
-  uint32_t s = group_find(a, jslot, h->group);
-  agg_slot *g;
-
-  if (s == NONE || a->slot[s].state != G_COMPLETE) {
-    a->st.stale_acks++;
-    resend_needless(a);
-    return DLCP_ERR_UNKNOWN_TRANSFER;
-  }
-  g = &a->slot[s];
-  if (g->acked & (UINT64_C(1) << h->rank)) {
-    resend_needless(a);
-  }
-  g->acked |= UINT64_C(1) << h->rank;
-  a->st.acks++;
+  g->acked |= UINT64_C(1) << rank;
   if (g->acked == all_workers(g->world)) {
     if (g->resends == 0) {
       resend_sufficed(a);
@@ -552,6 +541,51 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h) {
     group_free(a, s);
     a->st.freed++;
   }
+}
+
+/* Every group below a worker's low-water mark has its result there: a
+ * mark that rose from |from| to |to| acknowledges the complete groups in
+ * between, so a host need not send an ACK of its own while its
+ * contributions keep coming (an ACK is a third of the datagrams a software
+ * switch handles per group).  Groups are held only inside the verdict
+ * window, which starts at or below |from|. */
+static void acks_implied_by(dlcp_agg *a, uint32_t jslot, uint8_t rank,
+                            uint32_t from, uint32_t to) {
+  for (uint32_t d = 0; d < to - from && d < a->cfg.window_groups; d++) {
+    uint32_t s = group_find(a, jslot, from + d);
+
+    if (s != NONE && a->slot[s].state == G_COMPLETE &&
+        (a->slot[s].acked & (UINT64_C(1) << rank)) == 0) {
+      a->st.acks_implied++;
+      group_acked(a, s, rank);
+    }
+  }
+}
+
+/* ---- packets in ------------------------------------------------------- */
+
+/* An ACK from a rank whose mark was |mark| before it.  One of a group
+ * below the mark, not of a result that came again (RETX), came after the
+ * datagram that set the mark (reordered): only the others show a needless
+ * re-send. */
+static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
+                  uint32_t mark) {
+  uint32_t s = group_find(a, jslot, h->group);
+  bool reordered = (h->flags & DLCP_AGG_FLAG_RETX) == 0 &&
+                   (int32_t)(h->group - mark) < 0;
+
+  if (s == NONE || a->slot[s].state != G_COMPLETE) {
+    a->st.stale_acks++;
+    if (!reordered) {
+      resend_needless(a);
+    }
+    return DLCP_ERR_UNKNOWN_TRANSFER;
+  }
+  if ((a->slot[s].acked & (UINT64_C(1) << h->rank)) && !reordered) {
+    resend_needless(a);
+  }
+  a->st.acks++;
+  group_acked(a, s, h->rank);
   return 0;
 }
 
@@ -833,10 +867,17 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
   }
   j->touched = now;
   j->addr[h.rank] = addr;
+  uint32_t prev_low = j->low[h.rank];
   job_set_low(a, j, h.rank, h.low);
   if (h.type == DLCP_AGG_ACK) {
-    return on_ack(a, jslot, &h);
+    /* Its own group first: an ACK's mark lies above the group it
+     * acknowledges, and that group freed by the mark would make the ACK
+     * look stale, the sign of a needless re-send. */
+    rv = on_ack(a, jslot, &h, prev_low);
+    acks_implied_by(a, jslot, h.rank, prev_low, j->low[h.rank]);
+    return rv;
   }
+  acks_implied_by(a, jslot, h.rank, prev_low, j->low[h.rank]);
   if (h.type == DLCP_AGG_CLAIM) {
     return on_claim(a, jslot, &h, addr, now);
   }

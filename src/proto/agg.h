@@ -21,7 +21,10 @@
  * re-send interval (|resend_ns|, doubled by each acknowledgement that shows
  * a re-send was needless, up to 64 times, and eased back by groups freed
  * without one) is re-sent to the workers that have not acknowledged; the
- * group is freed when all have.
+ * group is freed when all have.  A worker acknowledges a result with an
+ * ACK, or with any later packet whose low-water mark lies above the group
+ * (every group below the mark has its result there), which spares the ACK
+ * while its contributions keep coming.
  *
  * Verdicts.  Every job has a window of |window_groups| groups starting at
  * the lowest low-water mark of its workers.  Each group in it has a
@@ -149,6 +152,8 @@ typedef struct dlcp_agg_stats {
   uint64_t forwards;       /* partial sums sent to the parent (CONTRIB) */
   uint64_t forward_resends; /* of which re-sent: no final came in time */
   uint64_t acks_up;        /* ACKs of finals sent to the parent */
+  uint64_t acks_implied;   /* results acknowledged by a worker's
+                              low-water mark, without an ACK */
   uint64_t freed;          /* groups freed after every acknowledgement */
   uint64_t reclaimed;      /* groups reclaimed after the lease */
   uint64_t abandoned;      /* groups dropped after max_resends */

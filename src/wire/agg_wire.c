@@ -45,7 +45,7 @@ static int hdr_check(const dlcp_agg_hdr *h) {
     }
     break;
   case DLCP_AGG_ACK:
-    if (h->flags != 0 || h->aux != 0) {
+    if ((h->flags & ~DLCP_AGG_FLAG_RETX) != 0 || h->aux != 0) {
       return DLCP_ERR_INVALID_ARGUMENT;
     }
     break;

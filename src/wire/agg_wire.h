@@ -41,8 +41,10 @@
  *                     bit 2 RING (CONTRIB, CLAIM: the sender runs RA-INA:
  *                     if no aggregators are free, give the group a ring
  *                     verdict instead of asking to retry); bit 3 RETX
- *                     (CONTRIB, CLAIM: a retransmission, informational);
- *                     rest zero; GRANT: zero
+ *                     (CONTRIB, CLAIM: a retransmission, informational;
+ *                     ACK: of a result that came again, which shows the
+ *                     switch its re-send was needless); rest zero; ACK:
+ *                     RETX only; GRANT: zero
  *   28  2    elems    int32 elements per block, 1..DLCP_AGG_MAX_BLOCK_ELEMS;
  *                     must equal the switch's block size
  *   30  2    aux      RESULT: cap, the aggregators the job may hold:
