@@ -22,7 +22,9 @@
  * them their RTOs, which lengthened the retries: with a pool smaller than
  * the jobs' demand, RTOs grew to tens of seconds.
  * ACKs wait in a small ring (an ACK that does not fit is dropped: the
- * switch re-sends the result and the rank acknowledges it again).  Groups
+ * switch re-sends the result and the rank acknowledges it again) and go
+ * out first, unless a datagram sent since has carried a low-water mark
+ * above their group (the mark acknowledges every result below it).  Groups
  * are sent in order from the low-water mark |low| (the first group not yet
  * done) and never more than |window| ahead of it, which keeps every rank
  * inside the switch's verdict window.
@@ -77,7 +79,6 @@ struct dlcp_ina {
   uint8_t *ack_again; /* per entry of |acks|: its result came again */
   uint32_t ahead, acount, acap;
   bool announced;    /* a datagram went out, with |low_sent| */
-  bool acks_due;     /* a BUSY came: send every ACK, even one above low */
   uint32_t low_sent; /* its low-water mark (absolute group number) */
   dlcp_duration srtt, rttvar; /* 0: no sample yet */
   dlcp_duration rto;          /* before the back-off */
@@ -377,7 +378,6 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     if (a->low != 0) {
       h->pool_groups = pool_groups_of(h, a->low);
     }
-    h->acks_due = true; /* room may be held by results it has */
     /* fall through */
   case DLCP_AGG_NACK_AHEAD:
     answered(h, g, false, false, now);
@@ -616,6 +616,38 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now) {
   act->type = DLCP_INA_ACT_NONE;
   act->len = 0;
+  /* ACKs first, so that the switch frees their aggregators before the
+   * contributions they made room for arrive (the small ACK overtakes
+   * them).  Each carries the low-water mark, which acknowledges every
+   * result below it: the ACKs queued behind it that it covers are not
+   * sent (results mostly come in batches).  A result the switch sent again
+   * is acknowledged all the same: only an ACK shows the switch that a
+   * re-send was needless. */
+  while (h->acount > 0 && !h->ack_again[h->ahead] && h->announced &&
+         (int32_t)(h->p.first_group + h->acks[h->ahead] - h->low_sent) < 0) {
+    h->ahead = (h->ahead + 1u) % h->acap;
+    h->acount--;
+    h->r.acks_implied++;
+  }
+  if (h->r.status == 0 && h->acount > 0) {
+    dlcp_agg_hdr a;
+
+    if (buflen < DLCP_AGG_HDR_LEN) {
+      return DLCP_ERR_BUFFER_TOO_SMALL;
+    }
+    make_hdr(h, &a, DLCP_AGG_ACK, h->acks[h->ahead]);
+    if (h->ack_again[h->ahead]) {
+      a.flags = DLCP_AGG_FLAG_RETX;
+    }
+    (void)dlcp_agg_hdr_encode(buf, buflen, &a);
+    h->ahead = (h->ahead + 1u) % h->acap;
+    h->acount--;
+    h->announced = true;
+    h->low_sent = a.low;
+    act->type = DLCP_INA_ACT_SEND;
+    act->len = DLCP_AGG_HDR_LEN;
+    return 0;
+  }
   if (h->r.status == 0 && h->head != NONE &&
       h->sent_at[h->head] + rto_now(h) <= now) {
     uint32_t g = h->head;
@@ -649,42 +681,6 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
       h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
       h->next_new - h->low < h->p.window) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
-  }
-  /* ACKs go last: a datagram sent first carries the low-water mark, which
-   * acknowledges every result below it, so while contributions flow most
-   * ACKs are never sent.  A result that came before an earlier group's
-   * waits for the mark to pass it too while groups remain to be sent, and
-   * goes out once none do, or at once when the switch has been short of
-   * room (a BUSY): then its aggregators are wanted back.  A result
-   * the switch sent again is acknowledged all the same: only an ACK shows
-   * the switch that a re-send was needless. */
-  while (h->acount > 0 && !h->ack_again[h->ahead] && h->announced &&
-         (int32_t)(h->p.first_group + h->acks[h->ahead] - h->low_sent) < 0) {
-    h->ahead = (h->ahead + 1u) % h->acap;
-    h->acount--;
-    h->r.acks_implied++;
-  }
-  bool ack_waits = h->acount > 0 && !h->ack_again[h->ahead] &&
-                   h->acks[h->ahead] > h->low && h->next_new < h->ngroups &&
-                   !h->acks_due;
-  if (h->r.status == 0 && h->acount > 0 && !ack_waits) {
-    dlcp_agg_hdr a;
-
-    if (buflen < DLCP_AGG_HDR_LEN) {
-      return DLCP_ERR_BUFFER_TOO_SMALL;
-    }
-    make_hdr(h, &a, DLCP_AGG_ACK, h->acks[h->ahead]);
-    if (h->ack_again[h->ahead]) {
-      a.flags = DLCP_AGG_FLAG_RETX;
-    }
-    (void)dlcp_agg_hdr_encode(buf, buflen, &a);
-    h->ahead = (h->ahead + 1u) % h->acap;
-    h->acount--;
-    h->announced = true;
-    h->low_sent = a.low;
-    act->type = DLCP_INA_ACT_SEND;
-    act->len = DLCP_AGG_HDR_LEN;
-    return 0;
   }
   if (!h->reported && (h->r.status != 0 || h->ndone == h->ngroups)) {
     h->reported = true;
