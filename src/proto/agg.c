@@ -545,10 +545,11 @@ static void group_acked(dlcp_agg *a, uint32_t s, uint8_t rank) {
 
 /* Every group below a worker's low-water mark has its result there: a
  * mark that rose from |from| to |to| acknowledges the complete groups in
- * between, so a host need not send an ACK of its own while its
- * contributions keep coming (an ACK is a third of the datagrams a software
- * switch handles per group).  Groups are held only inside the verdict
- * window, which starts at or below |from|. */
+ * between.  So a lost ACK is made good by the worker's next datagram, and
+ * one ACK serves the results that reached the worker together (ACKs were
+ * a third of the datagrams a software switch handles per group).  Groups
+ * are held only inside the verdict window, which starts at or below
+ * |from|. */
 static void acks_implied_by(dlcp_agg *a, uint32_t jslot, uint8_t rank,
                             uint32_t from, uint32_t to) {
   for (uint32_t d = 0; d < to - from && d < a->cfg.window_groups; d++) {
@@ -590,12 +591,12 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
 }
 
 /* Whether plain INA's group |h| lies beyond the groups of its size the
- * job's partition holds, counted from the job's slowest worker.  Such a
- * group may not claim: held by workers whose windows reach it, the
- * partition could fill with groups the slowest cannot send yet (its hosts
- * size their windows to the partition), while the group it waits for on
- * is refused BUSY, for ever.  With every claim inside that span, every
- * worker has sent, or keeps re-sending, each group the partition holds. */
+ * job's partition holds, counted from the job's slowest worker's mark.
+ * Such a group may not claim.  Otherwise faster workers, whose windows
+ * reach further, could fill the partition with groups the slowest has not
+ * sent yet, while the group it needs is refused BUSY for ever.  With every
+ * claim inside that span, a partition that holds neither the lowest group
+ * nor any below it has room for it. */
 static bool beyond_partition(const dlcp_agg *a, const agg_job *j,
                              const dlcp_agg_hdr *h) {
   return a->cfg.policy == DLCP_AGG_STATIC &&
