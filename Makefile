@@ -14,7 +14,8 @@
 # emulated 4-host cluster, root), make results (the seeds' simulated
 # experiments, regenerating docs/results.md), make train-fashion-mnist (the
 # PyTorch example: Gloo vs dlcp), make bench-ina (the aggregation switch),
-# make bench-ina-jobs and bench-cina (INA on the testbed, root),
+# make bench-ina-single, bench-ina-jobs and bench-cina (INA on the testbed,
+# root),
 # make clean.
 
 BUILD      ?= build
@@ -40,7 +41,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan tsan fuzz bench bench-allreduce \
-        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-jobs bench-cina results \
+        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-single bench-ina-jobs bench-cina results \
         soak train-fashion-mnist clean
 
 all: build
@@ -144,6 +145,10 @@ train-fashion-mnist: python
 
 bench-ina: build
 	@./scripts/bench-ina.sh $(BUILD)
+
+bench-ina-single: build
+	@./scripts/install-deps.sh python3
+	@/usr/bin/python3 scripts/bench-ina-single.py $(BUILD)
 
 bench-ina-jobs: build
 	@./scripts/install-deps.sh python3
