@@ -78,15 +78,15 @@ struct dlcp_ina {
   uint32_t *acks;    /* groups to acknowledge */
   uint8_t *ack_again; /* per entry of |acks|: its result came again */
   uint32_t ahead, acount, acap;
-  bool announced;    /* a datagram went out, with |low_sent| */
-  uint32_t low_sent; /* its low-water mark (absolute group number) */
+  uint32_t low_sent; /* the last datagram's low-water mark (absolute
+                        group number; first_group before any) */
   dlcp_duration srtt, rttvar; /* 0: no sample yet */
   dlcp_duration rto;          /* before the back-off */
   uint32_t backoff;           /* 1..MAX_BACKOFF */
   dlcp_tstamp backoff_at;     /* when it last doubled */
   /* Half the groups the job's partition of the switch holds, from a BUSY
-   * answer and, once one came, the results' caps; UINT32_MAX: none yet
-   * (or a shared pool).  The window never exceeds it.  A window three
+   * answer (a partition never changes size); UINT32_MAX: none yet (or a
+   * shared pool).  The window never exceeds it.  A window three
    * times a partition drew about 50 BUSY answers per group on the
    * testbed.  One of the whole partition still drew one per group: a
    * group's aggregators are freed only once every rank has acknowledged
@@ -461,10 +461,6 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
     return 0; /* or a copy of a grant already taken */
   }
   h->r.last_cap = a.aux;
-  if (h->pool_groups != UINT32_MAX) {
-    h->pool_groups = a.aux == UINT16_MAX ? UINT32_MAX
-                                         : pool_groups_of(h, a.aux);
-  }
   if (h->state[g] == GS_INA) {
     h->r.dup_results++;
     queue_ack(h, g, true); /* the switch re-sent it: our ACK was lost */
@@ -547,7 +543,6 @@ static void record_send(dlcp_ina *h, dlcp_ina_action *act, uint32_t g,
   }
   h->sent_at[g] = now;
   sent_append(h, g);
-  h->announced = true;
   h->low_sent = announced_low(h);
   act->type = DLCP_INA_ACT_SEND;
   act->len = len;
@@ -623,7 +618,7 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
    * sent (results mostly come in batches).  A result the switch sent again
    * is acknowledged all the same: only an ACK shows the switch that a
    * re-send was needless. */
-  while (h->acount > 0 && !h->ack_again[h->ahead] && h->announced &&
+  while (h->acount > 0 && !h->ack_again[h->ahead] &&
          (int32_t)(h->p.first_group + h->acks[h->ahead] - h->low_sent) < 0) {
     h->ahead = (h->ahead + 1u) % h->acap;
     h->acount--;
@@ -642,7 +637,6 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     (void)dlcp_agg_hdr_encode(buf, buflen, &a);
     h->ahead = (h->ahead + 1u) % h->acap;
     h->acount--;
-    h->announced = true;
     h->low_sent = a.low;
     act->type = DLCP_INA_ACT_SEND;
     act->len = DLCP_AGG_HDR_LEN;
@@ -883,6 +877,7 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->rto = p->rto_ns;
   h->backoff = 1;
   h->pool_groups = UINT32_MAX;
+  h->low_sent = p->first_group;
   if (p->cc) {
     dlcp_ina_cc_init(&h->cc, p->cc_init ? p->cc_init : 10u, p->window);
   }
