@@ -486,18 +486,31 @@ static void test_switch_partition_span(void **state) {
 }
 
 /* A shared pool holds nothing that is one job's own: its BUSY says 0. */
-static void test_switch_shared_busy_names_nothing(void **state) {
-  dlcp_agg *a = small_switch(2, DLCP_AGG_SHARED, 1);
+/* A shared pool's BUSY names the job's share of it, the pool over the
+ * active jobs, so that its hosts size their windows to it. */
+static void test_switch_shared_busy_names_share(void **state) {
+  dlcp_agg *a = small_switch(4, DLCP_AGG_SHARED, 1);
+  uint8_t b[BUF];
   dlcp_agg_send s;
   const uint8_t *p;
   dlcp_agg_hdr h;
 
   (void)state;
   assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
-  assert_int_equal(contrib(a, 5, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 2, 0, 2, 2, 0, 1, 0, 0), 0);
   h = poll1(a, &s, &p, 0);
   assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
-  assert_int_equal(h.low, 0);
+  assert_int_equal(h.low, 4); /* alone: the whole pool */
+  /* a second job finds the pool full: each has half of it */
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 2);
+  h.job = 8;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 1), 0);
+  h = poll1(a, &s, &p, 1);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(h.low, 2);
+  assert_int_equal(contrib(a, 2, 0, 2, 2, 0, 1, 0, 2), 0);
+  assert_int_equal(poll1(a, &s, &p, 2).low, 2);
   dlcp_agg_del(a);
 }
 
@@ -2013,7 +2026,7 @@ int main(void) {
       cmocka_unit_test(test_switch_forged_and_config),
       cmocka_unit_test(test_switch_claims_and_verdicts),
       cmocka_unit_test(test_switch_partition_span),
-      cmocka_unit_test(test_switch_shared_busy_names_nothing),
+      cmocka_unit_test(test_switch_shared_busy_names_share),
       cmocka_unit_test(test_switch_static_partitions),
       cmocka_unit_test(test_scaling_bound_and_bad_input),
       cmocka_unit_test(test_ina_clean_worlds),

@@ -5,8 +5,8 @@
     SwitchML-style static partitioning (plain INA in a third of the pool
     each, the window sized to the partition, as SwitchML sizes its slots)
     and against ring all-reduce, over a sweep of the switch's memory; plain
-    INA on the shared pool (first come, first served, busy groups wait) is
-    shown too.
+    INA on the shared pool (first come, first served, busy groups wait,
+    the window sized to the share a BUSY names) is shown too.
 (b) One job of 4 ranks: busbw of INA and RA-INA against ring and PS.
 The switch runs src/proto/agg, the hosts src/coll/ina (docs/ina.md); the
 ring and PS baselines run src/coll over DCTCP.  Models: VGG19 and ResNet50
@@ -179,10 +179,12 @@ def differences(rows):
         "back to ring, RA-INA sends more than ring does, and at %d KiB "
         "its mean JCT is %s ring's (%+.1f %%).  The SwitchML-style "
         "baseline sizes each job's "
-        "window to its partition, as SwitchML sizes its slots; with a "
-        "window larger than its partition plain INA waits out BUSY answers "
-        "(the \"INA shared FCFS\" column shows that cost on the shared "
-        "pool).  JCT includes each model's compute time (scaled with its "
+        "window to its partition, as SwitchML sizes its slots.  Plain INA "
+        "on the shared pool (\"INA shared FCFS\", window 64) learns its "
+        "share of the pool (the pool over the active jobs) from the "
+        "switch's first BUSY answer in every all-reduce and keeps half of "
+        "it outstanding from then on; the answers it waits out before "
+        "are its cost against the partitions.  JCT includes each model's compute time (scaled with its "
         "bytes), which dominates at 100 Gbps and dilutes every difference; "
         "the second table shows the all-reduces alone.  A software switch "
         "would add a per-packet cost (aggregation.per_packet), which this "

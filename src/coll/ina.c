@@ -84,9 +84,9 @@ struct dlcp_ina {
   dlcp_duration rto;          /* before the back-off */
   uint32_t backoff;           /* 1..MAX_BACKOFF */
   dlcp_tstamp backoff_at;     /* when it last doubled */
-  /* Half the groups the job's partition of the switch holds, from a BUSY
-   * answer (a partition never changes size); UINT32_MAX: none yet (or a
-   * shared pool).  The window never exceeds it.  A window three
+  /* Half the groups the job's partition or share of the switch holds,
+   * from the last BUSY answer; UINT32_MAX: none yet.  The window never
+   * exceeds it.  A window three
    * times a partition drew about 50 BUSY answers per group on the
    * testbed.  One of the whole partition still drew one per group: a
    * group's aggregators are freed only once every rank has acknowledged

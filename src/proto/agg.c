@@ -404,6 +404,12 @@ static uint32_t job_pool(const dlcp_agg *a) {
                                           : a->naggs;
 }
 
+/* |c| lowered to the cap in the last final of the job's parent switch,
+ * if the job is chained here. */
+static uint32_t below_parent_cap(const agg_job *j, uint32_t c) {
+  return j->chained && j->up_cap < c ? j->up_cap : c;
+}
+
 /* The aggregators the job at |jslot| may hold: its partition (STATIC),
  * or those it holds and its share of the free ones (SHARED), lowered to
  * the cap its parent's last final carried in a chain (each switch on the
@@ -411,15 +417,23 @@ static uint32_t job_pool(const dlcp_agg *a) {
 static uint32_t job_cap(const dlcp_agg *a, uint32_t jslot) {
   const agg_job *j = &a->job[jslot];
   uint32_t free_ = a->naggs - a->st.aggs_used;
-  uint32_t c = a->cfg.policy == DLCP_AGG_STATIC
-                   ? job_pool(a)
-                   : j->held + free_ / (a->st.jobs_active ? a->st.jobs_active
-                                                          : 1u);
 
-  if (j->chained && j->up_cap < c) {
-    c = j->up_cap;
-  }
-  return c;
+  return below_parent_cap(
+      j, a->cfg.policy == DLCP_AGG_STATIC
+             ? job_pool(a)
+             : j->held + free_ / (a->st.jobs_active ? a->st.jobs_active
+                                                    : 1u));
+}
+
+/* The aggregators that are each job's own: its partition (STATIC), or
+ * its fair share of the pool, the pool over the active jobs (SHARED, as
+ * PANAMA's cwnd_cap divides the packet memory by the jobs).  Not
+ * job_cap's share of the free aggregators: when a BUSY is due none are
+ * free, and a job that came first would be told to keep all it holds. */
+static uint32_t job_share(const dlcp_agg *a) {
+  return a->cfg.policy == DLCP_AGG_STATIC
+             ? job_pool(a)
+             : a->naggs / (a->st.jobs_active ? a->st.jobs_active : 1u);
 }
 
 static uint32_t group_find(const dlcp_agg *a, uint32_t job, uint32_t group) {
@@ -591,17 +605,20 @@ static int on_ack(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
 }
 
 /* Whether plain INA's group |h| lies beyond the groups of its size the
- * job's partition holds, counted from the job's slowest worker's mark.
- * Such a group may not claim.  Otherwise faster workers, whose windows
- * reach further, could fill the partition with groups the slowest has not
- * sent yet, while the group it needs is refused BUSY for ever.  With every
- * claim inside that span, a partition that holds neither the lowest group
- * nor any below it has room for it. */
-static bool beyond_partition(const dlcp_agg *a, const agg_job *j,
-                             const dlcp_agg_hdr *h) {
-  return a->cfg.policy == DLCP_AGG_STATIC &&
-         (h->flags & DLCP_AGG_FLAG_RING) == 0 &&
-         h->group - j->base >= job_pool(a) / h->nblocks;
+ * job's share of the pool holds (job_share; at least one), counted from
+ * the job's slowest worker's mark.  Such a group may not claim.
+ * Otherwise faster workers, whose windows reach further, could fill the
+ * pool with groups the slowest has not sent yet (its window sized to a
+ * BUSY's share), while the group it needs is refused BUSY for ever.
+ * With every claim inside that span, a partition that holds neither the
+ * lowest group nor any below it has room for it; so does a shared pool
+ * whose other jobs keep to their shares. */
+static bool beyond_share(const dlcp_agg *a, const agg_job *j,
+                         const dlcp_agg_hdr *h) {
+  uint32_t span = job_share(a) / h->nblocks;
+
+  return (h->flags & DLCP_AGG_FLAG_RING) == 0 &&
+         h->group - j->base >= (span > 0 ? span : 1u);
 }
 
 /* The group |h| addresses, claiming its aggregators if it is new and
@@ -635,7 +652,7 @@ static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
                v == V_RING ? DLCP_AGG_NACK_RING : DLCP_AGG_NACK_GONE);
     return NONE;
   }
-  s = h->nblocks <= job_pool(a) && !beyond_partition(a, j, h)
+  s = h->nblocks <= job_pool(a) && !beyond_share(a, j, h)
           ? group_claim(a, jslot, h, now)
           : NONE;
   if (s == NONE) {
@@ -651,13 +668,11 @@ static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
       a->st.too_big++;
       queue_nack_low(a, h, addr, DLCP_AGG_NACK_TOO_BIG, job_pool(a));
     } else {
-      /* With a partition's size, so that the job's hosts stop asking for
-       * more groups than it holds: a window three times the partition
-       * drew about 50 BUSY answers per group on the testbed.  A shared
-       * pool holds nothing that is the job's own, so its BUSY says 0. */
+      /* With the job's share, so that its hosts stop asking for more
+       * groups than it can hold: a window three times a static partition
+       * drew about 50 BUSY answers per group on the testbed. */
       queue_nack_low(a, h, addr, DLCP_AGG_NACK_BUSY,
-                     a->cfg.policy == DLCP_AGG_STATIC ? job_cap(a, jslot)
-                                                      : 0);
+                     below_parent_cap(j, job_share(a)));
     }
     return NONE;
   }

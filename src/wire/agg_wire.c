@@ -66,7 +66,7 @@ static int hdr_check(const dlcp_agg_hdr *h) {
     }
     /* Only TOO_BIG and BUSY carry a number: the pool the refusal was
      * measured against, which is smaller than the group it refuses
-     * (TOO_BIG), or the job's partition (BUSY; 0 for a shared pool). */
+     * (TOO_BIG), or the job's partition or share of the pool (BUSY). */
     if (h->aux == DLCP_AGG_NACK_TOO_BIG ? h->low == 0 || h->low >= h->nblocks
                                         : h->aux != DLCP_AGG_NACK_BUSY &&
                                               h->low != 0) {

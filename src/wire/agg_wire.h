@@ -25,8 +25,9 @@
  *                     NACK TOO_BIG: the most consecutive aggregators the
  *                     switch can ever give the job (its pool, or the job's
  *                     partition), 1..nblocks-1; NACK BUSY: the job's
- *                     static partition (aggregators), so that its hosts
- *                     size their windows to it, or zero (a shared pool);
+ *                     static partition, or its share of a shared pool
+ *                     (the pool over the active jobs), in aggregators, so
+ *                     that its hosts size their windows to it;
  *                     RESULT, GRANT, other NACKs: zero
  *   24  1    rank     CONTRIB, CLAIM, ACK: the sender; RESULT, NACK, GRANT:
  *                     the receiver
