@@ -69,24 +69,15 @@ PER_HOST = ('n=$1; shift; r=$RANK; w=$WORLD_SIZE; pids=""; i=0; '
 
 
 def run_one(build, tb, algo, env, size, iters, out, log_path, per_host):
-    bench = [os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
-             "-e", str(size), "-n", str(iters), "-w", "2", "-a", algo,
-             "-c", "1", "-J", out]
+    bench = common.bench_argv(build, size, iters, 2, algo, out)
     if per_host > 1:
         bench = ["sh", "-c", PER_HOST, "sh", str(per_host)] + bench
     argv = [TESTBED, "run", "--id", tb, "--stats", "none", "--"] + bench
     with open(log_path, "w") as log:
         rc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
                             env=dict(os.environ, **env)).returncode
-    if rc != 0:
-        sys.exit(f"bench-cina: {algo} at {size} B failed (exit {rc}); see "
-                 f"{log_path}")
-    with open(out) as f:
-        r = json.load(f)
-    if r.get("wrong", 0) != 0:
-        sys.exit(f"bench-cina: {algo} at {size} B: {r['wrong']} wrong "
-                 f"results; see {log_path}")
-    return r
+    return common.bench_result("bench-cina", f"{algo} at {size} B", rc, out,
+                               log_path)
 
 
 def main():

@@ -70,10 +70,8 @@ def run_jobs(build, tb, algo, sizes, iters, outdir, tag):
         log = open(os.path.join(outdir, f"{tag}-job{j}.log"), "w")
         env = dict(os.environ, DLCP_JOB=str(1000 + j))
         argv = [TESTBED, "run", "--id", tb, "--port", str(BASE_PORT + j),
-                "--stats", "none", "--",
-                os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
-                "-e", str(size), "-n", str(iters), "-w", "1", "-a", algo,
-                "-c", "1", "-J", out]
+                "--stats", "none", "--"] + common.bench_argv(
+                    build, size, iters, 1, algo, out)
         procs.append((subprocess.Popen(argv, stdout=log,
                                        stderr=subprocess.STDOUT, env=env),
                       out, log))
@@ -81,14 +79,8 @@ def run_jobs(build, tb, algo, sizes, iters, outdir, tag):
     for p, out, log in procs:
         rc = p.wait()
         log.close()
-        if rc != 0:
-            sys.exit(f"bench-ina-jobs: a job of {tag} failed (exit {rc}); "
-                     f"see {log.name}")
-        with open(out) as f:
-            r = json.load(f)
-        if r.get("wrong", 0) != 0:
-            sys.exit(f"bench-ina-jobs: {tag}: {r['wrong']} wrong results")
-        results.append(r)
+        results.append(common.bench_result(
+            "bench-ina-jobs", f"a job of {tag}", rc, out, log.name))
     return results
 
 

@@ -48,20 +48,13 @@ def iterations(size):
 
 def run_one(build, tb, algo, size, outdir, tag):
     out = os.path.join(outdir, f"{tag}.json")
-    with open(os.path.join(outdir, f"{tag}.log"), "w") as log:
+    log_path = os.path.join(outdir, f"{tag}.log")
+    with open(log_path, "w") as log:
         rc = subprocess.run(
-            [TESTBED, "run", "--id", tb, "--stats", "none", "--",
-             os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
-             "-e", str(size), "-n", str(iterations(size)), "-w", "1",
-             "-a", algo, "-c", "1", "-J", out],
+            [TESTBED, "run", "--id", tb, "--stats", "none", "--"] +
+            common.bench_argv(build, size, iterations(size), 1, algo, out),
             stdout=log, stderr=subprocess.STDOUT).returncode
-    if rc != 0:
-        sys.exit(f"bench-ina-single: {tag} failed (exit {rc}); see "
-                 f"{log.name}")
-    with open(out) as f:
-        r = json.load(f)
-    if r.get("wrong", 0) != 0:
-        sys.exit(f"bench-ina-single: {tag}: {r['wrong']} wrong results")
+    r = common.bench_result("bench-ina-single", tag, rc, out, log_path)
     return r["p50_us"] / 1e3
 
 

@@ -67,6 +67,29 @@ def parse_bytes(text):
     return int(digits) * mult
 
 
+def bench_argv(build, size, iters, warmup, algo, out):
+    """dlcp-bench timing |iters| checked all-reduces of |size| bytes by
+    |algo| after |warmup| more, its JSON summary written to |out| (the
+    testbed benchmarks of the aggregation switch run it so)."""
+    return [os.path.join(build, "bin", "dlcp-bench"), "-b", str(size),
+            "-e", str(size), "-n", str(iters), "-w", str(warmup),
+            "-a", algo, "-c", "1", "-J", out]
+
+
+def bench_result(prog, what, rc, out, log_path):
+    """The JSON a dlcp-bench run wrote to |out|.  Exits, naming |what| and
+    the run's log, if it failed (exit status |rc|) or checked a wrong
+    result."""
+    if rc != 0:
+        sys.exit(f"{prog}: {what} failed (exit {rc}); see {log_path}")
+    with open(out) as f:
+        r = json.load(f)
+    if r.get("wrong", 0) != 0:
+        sys.exit(f"{prog}: {what}: {r['wrong']} wrong results; see "
+                 f"{log_path}")
+    return r
+
+
 def read_profile(model):
     """(tensor bytes in forward order, header dict) of a profile CSV."""
     sizes, header = [], {}
