@@ -12,6 +12,9 @@ rendezvous port).  Configurations, taking turns round after round:
   RA-INA          dlcp-switch --policy shared, -a ra_ina (busy groups by ring)
   SwitchML-style  dlcp-switch --policy static (a third of the pool per
                   job), -a ina (plain INA, busy groups wait)
+  INA, shared FCFS  dlcp-switch --policy shared, -a ina (plain INA on the
+                  shared pool: busy groups wait, the window sized to the
+                  share of the pool a BUSY names)
   ring            no switch, -a ring
 
 for each switch memory.  Per job: the median all-reduce time (every
@@ -41,6 +44,7 @@ TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 MODELS = ("vgg19", "resnet50", "resnet50")
 CONFIGS = (("RA-INA", "ra_ina", "shared"),
            ("SwitchML-style", "ina", "static"),
+           ("INA, shared FCFS", "ina", "shared"),
            ("ring", "ring", None))
 SEED_VS_STATIC, SEED_VS_RING = -25.4, -18.1
 BASE_PORT = 29600
@@ -107,7 +111,8 @@ def main():
             for label, algo, policy in CONFIGS:
                 tb = testbed_up(a.build, mem, policy)
                 try:
-                    tag = f"{label.replace(' ', '_')}-{mem}-r{rnd}"
+                    tag = (f"{label.replace(' ', '_').replace(',', '')}"
+                           f"-{mem}-r{rnd}")
                     t0 = time.monotonic()
                     res = run_jobs(a.build, tb, algo, sizes, a.iters, outdir,
                                    tag)
