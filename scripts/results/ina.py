@@ -6,7 +6,7 @@
     each, the window sized to the partition, as SwitchML sizes its slots)
     and against ring all-reduce, over a sweep of the switch's memory; plain
     INA on the shared pool (first come, first served, busy groups wait,
-    the window sized to the share a BUSY names) is shown too.
+    the window kept inside the share a BUSY names) is shown too.
 (b) One job of 4 ranks: busbw of INA and RA-INA against ring and PS.
 The switch runs src/proto/agg, the hosts src/coll/ina (docs/ina.md); the
 ring and PS baselines run src/coll over DCTCP.  Models: VGG19 and ResNet50
@@ -182,9 +182,10 @@ def differences(rows):
         "window to its partition, as SwitchML sizes its slots.  Plain INA "
         "on the shared pool (\"INA shared FCFS\", window 64) learns its "
         "share of the pool (the pool over the active jobs) from the "
-        "switch's first BUSY answer in every all-reduce and keeps half of "
-        "it outstanding from then on; the answers it waits out before "
-        "are its cost against the partitions.  JCT includes each model's compute time (scaled with its "
+        "switch's first BUSY answer in every all-reduce, sends back the "
+        "groups it had out beyond it and keeps its window between half "
+        "the share and all of it (docs/ina.md, \"The hosts' window in "
+        "the pool\").  JCT includes each model's compute time (scaled with its "
         "bytes), which dominates at 100 Gbps and dilutes every difference; "
         "the second table shows the all-reduces alone.  A software switch "
         "would add a per-packet cost (aggregation.per_packet), which this "

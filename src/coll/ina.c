@@ -84,17 +84,24 @@ struct dlcp_ina {
   dlcp_duration rto;          /* before the back-off */
   uint32_t backoff;           /* 1..MAX_BACKOFF */
   dlcp_tstamp backoff_at;     /* when it last doubled */
-  /* Half the groups the job's partition or share of the switch holds,
-   * from the last BUSY answer; UINT32_MAX: none yet.  The window never
-   * exceeds it.  A window three
-   * times a partition drew about 50 BUSY answers per group on the
-   * testbed.  One of the whole partition still drew one per group: a
-   * group's aggregators are freed only once every rank has acknowledged
+  /* The switch's pool as its BUSY answers tell it (pool_busy): the
+   * groups the job's partition or share holds (share_groups; 0 before any
+   * BUSY), and the window inside it (pool_groups; UINT32_MAX before).
+   * Groups go only inside the span of pool_groups from the lowest group
+   * not done, at most that many out.  A BUSY naming a new share sets the
+   * window to it; a BUSY for a group inside the window takes it down by
+   * one, to half the share at the least, and each window's worth of
+   * results without one (calm_results) brings it back up by one.  Half:
+   * a group's aggregators are freed only once every rank has acknowledged
    * its result, after the rank that got it first has sent its next group
-   * (SwitchML keeps two copies of each slot for the same reason); in
-   * memory (test_ina_window_fits_partition) 200 groups took 3.23 ms with
-   * the whole partition, 1.08 ms with half, 2.79 ms with no limit. */
+   * (SwitchML keeps two copies of each slot).  A fixed half took three
+   * jobs' plain-INA all-reduces on a shared pool to 15.8 ms (`make
+   * results`, 16 KiB), this 6.2; a fixed whole took one job on a
+   * partition of 4 groups to 3.4 ms (test_ina_window_fits_partition),
+   * half 0.83, this 0.74. */
+  uint32_t share_groups;
   uint32_t pool_groups;
+  uint32_t calm_results;
   dlcp_ina_cc cc; /* p.cc only */
   bool reported;
   dlcp_ina_result r;
@@ -350,12 +357,54 @@ static void retry_later(dlcp_ina *h, uint32_t g, dlcp_tstamp now) {
   sent_append(h, g);
 }
 
-/* Half the groups |aggs| aggregators hold (at least one, so that the job
- * keeps probing). */
+/* The groups |aggs| aggregators hold (at least one, so that the job keeps
+ * probing). */
 static uint32_t pool_groups_of(const dlcp_ina *h, uint32_t aggs) {
-  uint32_t n = aggs / h->p.group_blocks / 2u;
+  uint32_t n = aggs / h->p.group_blocks;
 
   return n > 0 ? n : 1u;
+}
+
+/* Group |g| goes back to UNSENT, to go again in order (the new groups'
+ * path of dlcp_ina_poll). */
+static void unsend(dlcp_ina *h, uint32_t g) {
+  sent_unlink(h, g);
+  h->nsent--;
+  h->state[g] = GS_UNSENT;
+  if (g < h->next_new) {
+    h->next_new = g;
+  }
+}
+
+/* A BUSY answered group |g| and named the job's pool (|aggs|
+ * aggregators): the window follows (see share_groups), and the groups
+ * out beyond it go back to UNSENT, |g| too.  Retried at the RTO instead,
+ * every group beyond the window drew a BUSY per RTO until the groups
+ * before it were done (a whole first window, 64 groups against a share of
+ * 5, in `make results`' "INA shared FCFS"), and a rank whose one group
+ * out was a later one, which the others had sent back, kept out the group
+ * they all waited for.  Sent back, |g| goes again once a result opens the
+ * window, not an RTO later. */
+static void pool_busy(dlcp_ina *h, uint32_t g, uint32_t aggs) {
+  uint32_t share = pool_groups_of(h, aggs);
+
+  if (share != h->share_groups) {
+    h->share_groups = share;
+    h->pool_groups = share;
+  } else if (g - h->low < h->pool_groups &&
+             h->pool_groups > (share + 1u) / 2u) {
+    h->pool_groups--;
+    h->calm_results = 0;
+  }
+  for (uint32_t k = h->head; k != NONE;) {
+    uint32_t next = h->next[k];
+
+    if (h->state[k] == GS_SENT &&
+        (k == g || k - h->low >= h->pool_groups)) {
+      unsend(h, k);
+    }
+    k = next;
+  }
 }
 
 static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
@@ -376,7 +425,12 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     return 0;
   case DLCP_AGG_NACK_BUSY:
     if (a->low != 0) {
-      h->pool_groups = pool_groups_of(h, a->low);
+      pool_busy(h, g, a->low);
+    }
+    if (h->state[g] == GS_UNSENT) {
+      answered(h, g, false, false, now);
+      h->r.busy++;
+      return 0;
     }
     /* fall through */
   case DLCP_AGG_NACK_AHEAD:
@@ -489,6 +543,12 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
     uint32_t cap = a.aux == UINT16_MAX ? UINT32_MAX
                                        : a.aux / h->p.group_blocks;
     dlcp_ina_cc_on_result(&h->cc, marked, cap);
+  }
+  /* A window's worth of results without a BUSY inside it. */
+  if (h->pool_groups < h->share_groups &&
+      ++h->calm_results >= h->pool_groups) {
+    h->pool_groups++;
+    h->calm_results = 0;
   }
   decode_group(h, g, payload);
   group_done(h, g, GS_INA);
@@ -671,9 +731,15 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
       h->next_new - h->low < 2u * h->p.window) {
     return send_claim(h, act, buf, buflen, h->next_new++, false, now);
   }
+  /* Past the groups sent since unsend rewound next_new. */
+  while (!claim && h->next_new < h->ngroups &&
+         h->state[h->next_new] != GS_UNSENT) {
+    h->next_new++;
+  }
   if (h->r.status == 0 && !claim && h->next_new < h->ngroups &&
       h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
-      h->next_new - h->low < h->p.window) {
+      h->next_new - h->low < h->p.window &&
+      h->next_new - h->low < h->pool_groups) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
   }
   if (!h->reported && (h->r.status != 0 || h->ndone == h->ngroups)) {
