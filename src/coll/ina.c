@@ -366,10 +366,12 @@ static uint32_t pool_groups_of(const dlcp_ina *h, uint32_t aggs) {
 }
 
 /* Group |g| goes back to UNSENT, to go again in order (the new groups'
- * path of dlcp_ina_poll). */
+ * path of dlcp_ina_poll), its count of sends (max_retx) started afresh as
+ * for a group never sent: a BUSY answered the job. */
 static void unsend(dlcp_ina *h, uint32_t g) {
   sent_unlink(h, g);
   h->nsent--;
+  h->tries[g] = 0;
   h->state[g] = GS_UNSENT;
   if (g < h->next_new) {
     h->next_new = g;
