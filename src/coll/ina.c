@@ -429,16 +429,13 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     if (a->low != 0) {
       pool_busy(h, g, a->low);
     }
-    if (h->state[g] == GS_UNSENT) {
-      answered(h, g, false, false, now);
-      h->r.busy++;
-      return 0;
-    }
     /* fall through */
   case DLCP_AGG_NACK_AHEAD:
     answered(h, g, false, false, now);
     h->r.busy++;
-    retry_later(h, g, now);
+    if (h->state[g] != GS_UNSENT) { /* not sent back by pool_busy */
+      retry_later(h, g, now);
+    }
     return 0;
   case DLCP_AGG_NACK_WAITING: {
     if (h->state[g] != GS_SENT) {
