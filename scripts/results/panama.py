@@ -66,6 +66,10 @@ aggregation: {switch: tor0, memory: 4MiB, block_elems: 64}
 stop_at: 10s
 """
 
+# The job's size: 2, 4 and 8 ranks at one load, without PFC.
+SIZES = (2, 4, RANKS)
+SIZE_LOAD = 0.5
+
 MT_RACKS, MT_SPINES, MT_HOSTS = 4, 4, 4
 MT_LOAD = 0.5
 MT_VARIANTS = (("ring", None, "ring (no aggregation)"),
@@ -88,33 +92,40 @@ def model(scale):
     return 4 * int(sum(sizes) * scale / 4), compute * scale
 
 
-def runs(scale):
+def one_rack_run(scale, algo, cc, pfc, load, ranks, tag):
+    """A run of the one-ToR set-up: |ranks| ranks (h0...) synchronizing
+    by |algo| / |cc| beside web-search traffic at |load|; its id and its
+    "load" parameter are |tag|."""
     b, compute = model(scale)
-    min_bytes = int(PANAMA_MIN_BYTES * scale)
-    out = []
-    for load in LOADS:
-        for algo, cc, pfc, _ in VARIANTS:
-            fields = ["algo: %s" % algo, "bytes: %d" % b,
-                      "iterations: %d" % ITERATIONS,
-                      "compute_time: %.3fus" % compute,
-                      "hosts: [%s]" % ", ".join("h%d" % h
-                                                for h in range(RANKS))]
-            if cc:
-                fields += ["window: %d" % WINDOW,
-                           "rto: %s" % (LOSSLESS_RTO if pfc else RTO),
-                           "cc: %s" % cc, "min_bytes: %d" % min_bytes]
-            bg = ("{distribution: websearch, load: %g, start: 0us, "
-                  "duration: %dms}" % (load, BACKGROUND_MS))
-            sets = ["workload.collective={%s}" % ", ".join(fields),
-                    "workload.background=" + bg]
-            if pfc:
-                sets.append("switch.pfc=" + PFC)
-            out.append({"id": "%s-%s%s-%g" % (algo, cc or "dctcp",
-                                              "-pfc" if pfc else "", load),
-                        "set": sets,
-                        "params": {"algo": algo, "cc": cc or "",
-                                   "pfc": "1" if pfc else "",
-                                   "load": "%g" % load}})
+    fields = ["algo: %s" % algo, "bytes: %d" % b,
+              "iterations: %d" % ITERATIONS,
+              "compute_time: %.3fus" % compute,
+              "hosts: [%s]" % ", ".join("h%d" % h for h in range(ranks))]
+    if cc:
+        fields += ["window: %d" % WINDOW,
+                   "rto: %s" % (LOSSLESS_RTO if pfc else RTO),
+                   "cc: %s" % cc,
+                   "min_bytes: %d" % int(PANAMA_MIN_BYTES * scale)]
+    bg = ("{distribution: websearch, load: %g, start: 0us, "
+          "duration: %dms}" % (load, BACKGROUND_MS))
+    sets = ["workload.collective={%s}" % ", ".join(fields),
+            "workload.background=" + bg]
+    if pfc:
+        sets.append("switch.pfc=" + PFC)
+    return {"id": "%s-%s%s-%s" % (algo, cc or "dctcp",
+                                  "-pfc" if pfc else "", tag),
+            "set": sets,
+            "params": {"algo": algo, "cc": cc or "",
+                       "pfc": "1" if pfc else "", "load": tag}}
+
+
+def runs(scale):
+    out = [one_rack_run(scale, algo, cc, pfc, load, RANKS, "%g" % load)
+           for load in LOADS for algo, cc, pfc, _ in VARIANTS]
+    # The job's size at one load (its 8 ranks are the table above's).
+    out += [one_rack_run(scale, algo, cc, pfc, SIZE_LOAD, n, "n%d" % n)
+            for n in SIZES if n != RANKS
+            for algo, cc, pfc, _ in VARIANTS if not pfc]
     return out
 
 
@@ -167,7 +178,8 @@ def tree_runs(scale, tag, racks, spines, hosts_per_tor, jobs, load):
 
 
 def find(rows, algo, cc, load, pfc=False):
-    want = load if load in ("mt", "sh") else "%g" % load
+    """The run of |algo| / |cc| at |load| (a number, or a run tag)."""
+    want = load if isinstance(load, str) else "%g" % load
     for r in rows:
         if ((r["algo"], r["cc"], r["load"], r.get("pfc", "")) ==
                 (algo, cc or "", want, "1" if pfc else "")):
@@ -273,6 +285,7 @@ def report(rows, scale, build):
     fig.savefig(common.plot_path(NAME))
     plt.close(fig)
     md += ["![PANAMA](results/%s.png)" % NAME, ""]
+    md += size_report(rows, scale)
     md += ["### Across racks: a tree per spine", "",
            "%d racks of %d hosts under %d spines (100 Gbit/s, 1 us links); "
            "one job of %d ranks, one per host, the same gradient and "
@@ -313,6 +326,41 @@ def report(rows, scale, build):
     md += differences(table, marks, ring_marks)
     md += common.unfinished_note(rows)
     return "\n".join(md)
+
+
+def size_report(rows, scale):
+    """The job's size at SIZE_LOAD: PANAMA against the ring and the fixed
+    window with 2, 4 and 8 ranks."""
+    md = ["### The job's size", "",
+          "The one-ToR set-up at load %g with the job on h0 to h(n-1), "
+          "without PFC (the table above's %d-rank runs for n = %d); job "
+          "iteration in ms, %.2f ms of it compute." % (
+              SIZE_LOAD, RANKS, RANKS, model(scale)[1] / 1e3), ""]
+    body, by_n = [], {}
+    for n in SIZES:
+        tag = SIZE_LOAD if n == RANKS else "n%d" % n
+        its = [iteration_ms(find(rows, algo, cc, tag))
+               for algo, cc, pfc, _ in VARIANTS if not pfc]
+        by_n[n] = its
+        body.append(["%d" % n] + ["%.2f" % x for x in its] +
+                    ["%.2fx" % (its[0] / its[2])])
+    labels = [v[3] for v in VARIANTS if not v[2]]
+    md += [common.table(["ranks"] + labels + ["ring / PANAMA"], body), ""]
+    lead = [by_n[n][0] / by_n[n][2] for n in SIZES]
+    shrinks = all(a > b for a, b in zip(lead, lead[1:]))
+    md += ["PANAMA's lead over the ring %s as the job grows (ring / "
+           "PANAMA %s at %s ranks): every rank's window follows its own "
+           "links' marks, and a group's result waits for the last of the "
+           "n contributions, so the more ranks, the more often some rank's "
+           "window or queue holds every other rank's groups back.  The "
+           "fixed window keeps up to %d groups in flight per rank and was "
+           "faster than PANAMA's at %d of %d sizes." % (
+               "shrinks" if shrinks else "does not shrink steadily",
+               " / ".join("%.2fx" % x for x in lead),
+               " / ".join("%d" % n for n in SIZES), WINDOW,
+               sum(1 for n in SIZES if by_n[n][1] < by_n[n][2]),
+               len(SIZES)), ""]
+    return md
 
 
 def shared_report(rows, build):
