@@ -72,7 +72,7 @@ static int contrib(dlcp_agg *a, uint32_t group, uint8_t rank, uint8_t world,
 
 static int ack(dlcp_agg *a, uint32_t group, uint8_t rank, uint8_t world,
                dlcp_tstamp now) {
-  uint8_t b[DLCP_AGG_HDR_LEN];
+  static uint8_t b[BUF]; /* pkt writes the header only for an ACK */
   dlcp_agg_hdr h = hdr(DLCP_AGG_ACK, group, rank, world, 1);
 
   return dlcp_agg_on_packet(a, b, pkt(b, &h, 0), 0, 100u + rank, now);
