@@ -162,7 +162,7 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
   dlcp_comm *comm;
   char err[256];
   const uint64_t counts[] = {0, 1, 1000 + world, 30011};
-  uint32_t k = 0;
+  uint32_t k = 0, nonempty = 0;
 
   if (make_comm(&comm, rank, world, port, 20000, err, sizeof(err)) != 0) {
     snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
@@ -212,9 +212,22 @@ static int rank_main(uint32_t rank, uint32_t world, uint16_t port,
         rep->wrong++;
         return 1;
       }
+      nonempty += count > 0;
       free(in);
       free(out);
     }
+  }
+  /* Every non-empty operation's groups were counted, by the switch or
+   * (RA-INA) by the ring, on the last rank, which is its host's master
+   * (the ranks before it on its host reduce to it and never contribute). */
+  dlcp_comm_stats st;
+  dlcp_comm_get_stats(comm, &st);
+  if (rank == world - 1 && st.ina_groups + st.ina_ring_groups < nonempty) {
+    snprintf(rep->error, sizeof(rep->error),
+             "stats: %llu + %llu groups for %u operations",
+             (unsigned long long)st.ina_groups,
+             (unsigned long long)st.ina_ring_groups, nonempty);
+    return 1;
   }
   dlcp_comm_destroy(comm);
   return 0;
@@ -493,6 +506,20 @@ static void test_cina_chain(void **state) {
   }
   dlcp_comm_destroy(comm);
   unsetenv("DLCP_INA_HOST_REDUCE");
+  static const char *const windows[] = {"0", "2049", "64k", ""};
+  for (int i = 0; i < 4; i++) {
+    char msg[64];
+    setenv("DLCP_INA_WINDOW", windows[i], 1);
+    comm = one_rank_comm(20000);
+    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+    snprintf(msg, sizeof(msg), "DLCP_INA_WINDOW=%s: expected groups",
+             windows[i]);
+    if (strstr(info.error, msg) == NULL) {
+      fail_msg("error: %s", info.error);
+    }
+    dlcp_comm_destroy(comm);
+  }
+  unsetenv("DLCP_INA_WINDOW");
 }
 
 static void test_overlap(void **state) {
@@ -815,6 +842,10 @@ static void test_pool_smaller_than_group(void **state) {
   assert_int_equal(dlcp_wait(req, -1, &info), 0);
   dlcp_request_free(req);
   assert_true(x[0] == 1 && x[1] == 2 && x[2] == 3 && x[3] == 4);
+  dlcp_comm_stats st;
+  dlcp_comm_get_stats(comm, &st);
+  assert_int_equal(st.ina_ring_groups, 1);
+  assert_int_equal(st.ina_groups, 0);
   dlcp_comm_destroy(comm);
   /* one group, refused (twice if the machine delayed the answer past the
    * 2 ms RTO and the group went out again) */

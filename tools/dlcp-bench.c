@@ -543,6 +543,17 @@ int main(int argc, char **argv) {
            (unsigned long long)st.shm_peers, (unsigned long long)st.shm_sent,
            (unsigned long long)st.shm_full,
            (unsigned long long)st.doorbells);
+    if (st.ina_groups + st.ina_ring_groups > 0) {
+      printf("# rank 0: in-network aggregation: %llu groups by the switch, "
+             "%llu by the ring; %llu contributions sent again, %llu BUSY, "
+             "%llu WAITING, %llu results that came again\n",
+             (unsigned long long)st.ina_groups,
+             (unsigned long long)st.ina_ring_groups,
+             (unsigned long long)st.ina_resent,
+             (unsigned long long)st.ina_busy,
+             (unsigned long long)st.ina_waiting,
+             (unsigned long long)st.ina_dup_results);
+    }
   }
   if (json) {
     fclose(json);

@@ -199,6 +199,17 @@ typedef struct dlcp_comm_stats {
   uint64_t window_timeouts;    /* full send windows presumed drained after
                                   no ACK for two drain intervals (each
                                   stalls its peer for that long) */
+  /* In-network aggregation (DLCP_ALGO_INA, DLCP_ALGO_RA_INA), summed over
+   * this rank's operations that have ended: */
+  uint64_t ina_groups;      /* groups the switch reduced */
+  uint64_t ina_ring_groups; /* RA-INA groups sent through the ring */
+  uint64_t ina_resent;      /* contributions sent again after the RTO */
+  uint64_t ina_busy;        /* BUSY or AHEAD answers: no aggregators free
+                               for the group, or it ran ahead of the job */
+  uint64_t ina_waiting;     /* WAITING answers: the switch held the re-sent
+                               group, other ranks had not contributed */
+  uint64_t ina_dup_results; /* results of groups already done (a result
+                               the switch sent again) */
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -80,7 +80,10 @@ class CommStats(ctypes.Structure):
                          ("auth_forged", c_u64), ("auth_replayed", c_u64),
                          ("data_reordered", c_u64), ("bitmaps_early", c_u64),
                          ("bitmaps_unprompted", c_u64),
-                         ("window_timeouts", c_u64)]
+                         ("window_timeouts", c_u64),
+                         ("ina_groups", c_u64), ("ina_ring_groups", c_u64),
+                         ("ina_resent", c_u64), ("ina_busy", c_u64),
+                         ("ina_waiting", c_u64), ("ina_dup_results", c_u64)]
 
 
 class CollOpts(ctypes.Structure):

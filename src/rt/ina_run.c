@@ -106,6 +106,7 @@ struct dlcp_rt_ina {
    * DLCP_INA_HOST_REDUCE=0.  And per rank whether it is a master (it
    * contributes to its switch).  NULL until the places are known. */
   bool host_reduce;
+  uint32_t window; /* DLCP_INA_WINDOW: groups outstanding per rank */
   uint32_t *host;
   uint32_t nhost, host_index;
   bool *master;
@@ -175,6 +176,16 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   if (fr) {
     dlcp_flight_end(fr, iop->id, req->info.status,
                     req->info.status != 0 ? req->info.error : NULL, now);
+  }
+  if (iop->h != NULL) {
+    dlcp_ina_result r;
+    dlcp_ina_get_result(iop->h, &r);
+    c->stats.ina_groups += r.ina_groups;
+    c->stats.ina_ring_groups += r.ring_groups;
+    c->stats.ina_resent += r.retransmits;
+    c->stats.ina_busy += r.busy;
+    c->stats.ina_waiting += r.waiting;
+    c->stats.ina_dup_results += r.dup_results;
   }
   dlcp_ina_del(iop->h);
   free(iop->exps);
@@ -469,6 +480,8 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
  * DLCP_INA_CLAIM (never | always | auto; default auto) into |s|; 0, or
  * DLCP_ERR_CONFIG with |info| naming the variable. */
 /* The seed's PANAMA aggregates only reduce flows above 40 MB. */
+/* Groups outstanding per rank unless DLCP_INA_WINDOW says otherwise. */
+#define DLCP_RT_INA_WINDOW 64u
 #define PANAMA_MIN_BYTES UINT64_C(40000000)
 
 /* DLCP_INA_MIN_BYTES as a number into |*v|: 0, or -1 if malformed. */
@@ -524,6 +537,21 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
                      "INA: DLCP_INA_HOST_REDUCE=%.40s: expected 0 or 1", hr);
   }
   s->host_reduce = hr == NULL || strcmp(hr, "1") == 0;
+  const char *w = getenv("DLCP_INA_WINDOW");
+  s->window = DLCP_RT_INA_WINDOW;
+  if (w != NULL) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(w, &end, 10);
+    if (w[0] < '0' || w[0] > '9' || *end != '\0' || errno != 0 || x == 0 ||
+        x > DLCP_INA_MAX_WINDOW) {
+      return fail_info(info, DLCP_ERR_CONFIG,
+                       "INA: DLCP_INA_WINDOW=%.40s: expected groups "
+                       "outstanding per rank, 1 to %u", w,
+                       DLCP_INA_MAX_WINDOW);
+    }
+    s->window = (uint32_t)x;
+  }
   return 0;
 }
 
@@ -742,6 +770,7 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   p->world = dlcp_comm_size(c);
   p->mode = iop->ra ? DLCP_INA_RING_FALLBACK : DLCP_INA_WAIT;
   p->cc = s->cc;
+  p->window = s->window;
   p->claim = iop->ra ? s->claim : DLCP_INA_CLAIM_NEVER;
   p->group_blocks = iop->ra ? ra_group_blocks(s, p->block_elems, p->world)
                             : mtu_blocks(s, p->block_elems);
