@@ -247,6 +247,18 @@ static int encode_group(const dlcp_ina *h, uint32_t g, uint8_t *dst) {
   return 0;
 }
 
+/* Writes the |n| little-endian int32 at |src| times |unscale| as floats at
+ * |out| (the loop vectorizes). */
+static void unscale_ints(unsigned char *restrict out,
+                         const uint8_t *restrict src, size_t n,
+                         double unscale) {
+  for (size_t i = 0; i < n; i++) {
+    float y = (float)((double)(int32_t)dlcp_get_u32(src + 4 * i) * unscale);
+
+    memcpy(out + 4 * i, &y, 4);
+  }
+}
+
 /* Writes the group's sum |src| (little-endian int32) into the output. */
 static void decode_group(dlcp_ina *h, uint32_t g, const uint8_t *src) {
   uint32_t n = group_len(h, g);
@@ -270,12 +282,7 @@ static void decode_group(dlcp_ina *h, uint32_t g, const uint8_t *src) {
     if (avg) {
       unscale /= nsum;
     }
-    for (uint32_t i = 0; i < n; i++) {
-      float y = (float)((double)(int32_t)dlcp_get_u32(src + 4u * i) *
-                        unscale);
-
-      memcpy(h->out + 4u * (off + i), &y, 4);
-    }
+    unscale_ints(h->out + 4u * off, src, n, unscale);
   }
 }
 

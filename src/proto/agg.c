@@ -123,19 +123,10 @@ static void resend_sufficed(dlcp_agg *a) {
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* The payload is little-endian int32.  On a little-endian host a block is
- * copied or added with plain (vectorisable) loads; elsewhere byte by byte. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HOST_LE 1
-#else
-#define HOST_LE 0
-#endif
-
-static void le_copy_in(uint32_t *dst, const uint8_t *src, size_t n) {
-  if (HOST_LE) {
-    memcpy(dst, src, 4u * n);
-    return;
-  }
+/* The payload is little-endian int32.  The wire helpers are plain loads
+ * and stores on a little-endian host, so these loops vectorize. */
+static void le_copy_in(uint32_t *restrict dst, const uint8_t *restrict src,
+                       size_t n) {
   for (size_t i = 0; i < n; i++) {
     dst[i] = dlcp_get_u32(src + 4u * i);
   }
@@ -144,22 +135,12 @@ static void le_copy_in(uint32_t *dst, const uint8_t *src, size_t n) {
 static void le_add_in(uint32_t *restrict dst, const uint8_t *restrict src,
                       size_t n) {
   for (size_t i = 0; i < n; i++) {
-    uint32_t v;
-
-    if (HOST_LE) {
-      memcpy(&v, src + 4u * i, 4);
-    } else {
-      v = dlcp_get_u32(src + 4u * i);
-    }
-    dst[i] += v;
+    dst[i] += dlcp_get_u32(src + 4u * i);
   }
 }
 
-static void le_copy_out(uint8_t *dst, const uint32_t *src, size_t n) {
-  if (HOST_LE) {
-    memcpy(dst, src, 4u * n);
-    return;
-  }
+static void le_copy_out(uint8_t *restrict dst, const uint32_t *restrict src,
+                        size_t n) {
   for (size_t i = 0; i < n; i++) {
     dlcp_put_u32(dst + 4u * i, src[i]);
   }
