@@ -27,10 +27,36 @@ def bench(tb_id, dlcp_bench, algo, out):
         return json.loads(f.readline())
 
 
-def daemons():
-    ps = subprocess.run(["pgrep", "-f", "dlcp-switch --bind 10.0."],
-                        capture_output=True, text=True)
-    return ps.stdout.split()
+def daemons(tb_id, racks=1):
+    """The pids of the dlcp-switch processes in testbed |tb_id|'s rack
+    namespaces (not another testbed's on the same machine)."""
+    pids = []
+    for r in range(racks):
+        ps = subprocess.run(["ip", "netns", "pids", f"dlcptb-{tb_id}-r{r}"],
+                            capture_output=True, text=True)
+        for pid in ps.stdout.split():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == "dlcp-switch":
+                        pids.append(pid)
+            except OSError:
+                pass
+    return pids
+
+
+def alive(pids):
+    """Those of |pids| still running (an exited daemon that its parent,
+    init here, has not reaped yet is a zombie, not running)."""
+    running = []
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            running.append(p)
+    return running
 
 
 def main():
@@ -52,8 +78,9 @@ def main():
                 ts.check(r["wrong"] == 0, f"{algo}: every element exact")
                 ts.check(r["delivered_min"] == 1.0,
                          f"{algo}: everything delivered")
-        ts.check(len(daemons()) > 0, "the daemon runs while the testbed is up")
-    ts.check(daemons() == [], "the daemon is gone with the testbed")
+        pids = daemons(tb_id)
+        ts.check(len(pids) > 0, "the daemon runs while the testbed is up")
+    ts.check(alive(pids) == [], "the daemon is gone with the testbed")
     chain = "10.0.0.254:9555,10.0.1.254:9555"
     with ts.testbed_up("-n", "4", "--racks", "2", "--loss", "1%", "--rate",
                        "1gbit", "--agg-switch", dlcp_switch,
@@ -61,12 +88,13 @@ def main():
         rec = ts.record(tb_id)
         ts.check(rec.get("agg_switch") == chain,
                  f"the record names the chain ({rec.get('agg_switch')})")
-        ts.check(len(daemons()) == 2, "a daemon on each rack's switch")
+        pids = daemons(tb_id, racks=2)
+        ts.check(len(pids) == 2, "a daemon on each rack's switch")
         with tempfile.TemporaryDirectory() as d:
             r = bench(tb_id, dlcp_bench, "ina", os.path.join(d, "cina.json"))
             ts.check(r["wrong"] == 0, "CINA: every element exact")
             ts.check(r["delivered_min"] == 1.0, "CINA: everything delivered")
-    ts.check(daemons() == [], "the daemons are gone with the testbed")
+    ts.check(alive(pids) == [], "the daemons are gone with the testbed")
     alone = ts.testbed("up", "-n", "2", "--agg-switch", dlcp_switch,
                        "--agg-chain", check=False)
     ts.check(alone.returncode == 2 and "--agg-chain" in alone.stderr,
