@@ -476,13 +476,10 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
 
 /* --- starting --------------------------------------------------------- */
 
-/* options reads DLCP_INA_CC (none | panama; default none) and
- * DLCP_INA_CLAIM (never | always | auto; default auto) into |s|; 0, or
- * DLCP_ERR_CONFIG with |info| naming the variable. */
 /* The seed's PANAMA aggregates only reduce flows above 40 MB. */
+#define PANAMA_MIN_BYTES UINT64_C(40000000)
 /* Groups outstanding per rank unless DLCP_INA_WINDOW says otherwise. */
 #define DLCP_RT_INA_WINDOW 64u
-#define PANAMA_MIN_BYTES UINT64_C(40000000)
 
 /* DLCP_INA_MIN_BYTES as a number into |*v|: 0, or -1 if malformed. */
 static int min_bytes(uint64_t *v) {
@@ -503,6 +500,11 @@ bool dlcp_rt_ina_skips(uint64_t bytes) {
   return min_bytes(&v) == 0 && bytes < v;
 }
 
+/* options reads DLCP_INA_CC (none | panama; default none), DLCP_INA_CLAIM
+ * (never | always | auto; default auto), DLCP_INA_HOST_REDUCE (0 | 1;
+ * default 1) and DLCP_INA_WINDOW (1..DLCP_INA_MAX_WINDOW; default
+ * DLCP_RT_INA_WINDOW) into |s|, and checks DLCP_INA_MIN_BYTES; 0, or
+ * DLCP_ERR_CONFIG with |info| naming the variable. */
 static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
   const char *cc = getenv("DLCP_INA_CC");
   const char *claim = getenv("DLCP_INA_CLAIM");
