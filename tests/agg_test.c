@@ -2009,6 +2009,52 @@ static void test_scaling_bound_and_bad_input(void **state) {
   x[5] = INFINITY;
   assert_int_equal(dlcp_ina_exponents(x, 130, 64, e),
                    DLCP_ERR_INVALID_ARGUMENT);
+  x[5] = -INFINITY;
+  assert_int_equal(dlcp_ina_exponents(x, 130, 64, e),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  x[5] = NAN;
+  assert_int_equal(dlcp_ina_exponents(x, 130, 64, e),
+                   DLCP_ERR_INVALID_ARGUMENT);
+
+  /* Data beyond the exponents agreed for it (changed after the agreement)
+   * fails the send that would carry it; each value is rounded to the
+   * nearest multiple of 2^-s, ties to even. */
+  static const float ok[6] = {0.5f, -0.25f, 0.0f, 0x1p-29f, 0x1p-30f,
+                              0x3p-30f};
+  float bad[64] = {0}, out[64];
+  int32_t exps[1] = {0}; /* |x| < 1 */
+  uint8_t buf[DLCP_AGG_HDR_LEN + 4u * 64u];
+  dlcp_ina_params p;
+  dlcp_ina_action act;
+  dlcp_ina *h;
+  memcpy(bad, ok, sizeof(ok));
+  dlcp_ina_params_default(&p);
+  p.job = 1;
+  p.token = 2;
+  p.world = 2;
+  p.dtype = DLCP_FLOAT32;
+  p.op = DLCP_SUM;
+  p.sendbuf = bad;
+  p.recvbuf = out;
+  p.count = 64;
+  p.group_blocks = 1;
+  p.exps = exps;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  assert_int_equal(dlcp_ina_poll(h, &act, buf, sizeof(buf), 0), 0);
+  assert_int_equal(act.type, DLCP_INA_ACT_SEND);
+  /* n = 2, E = 0: s = 30 - 1 - 0 = 29 */
+  assert_int_equal((int32_t)dlcp_get_u32(buf + DLCP_AGG_HDR_LEN), 1 << 28);
+  assert_int_equal((int32_t)dlcp_get_u32(buf + DLCP_AGG_HDR_LEN + 4),
+                   -(1 << 27));
+  assert_int_equal((int32_t)dlcp_get_u32(buf + DLCP_AGG_HDR_LEN + 12), 1);
+  assert_int_equal((int32_t)dlcp_get_u32(buf + DLCP_AGG_HDR_LEN + 16), 0);
+  assert_int_equal((int32_t)dlcp_get_u32(buf + DLCP_AGG_HDR_LEN + 20), 2);
+  dlcp_ina_del(h);
+  bad[9] = 3.0f;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  assert_int_equal(dlcp_ina_poll(h, &act, buf, sizeof(buf), 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_ina_del(h);
 }
 
 int main(void) {
