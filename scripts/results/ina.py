@@ -26,6 +26,11 @@ WINDOW = 64          # src/coll/ina's default window (groups per rank)
 BLOCK_ELEMS = 64     # the seed's 64-element blocks
 RTO = "50us"         # about 10 RTTs of this network
 SINGLE_ALGOS = ("ring", "ps", "ina", "ra_ina")
+# The three jobs again on 10 Gbps links, where communication outweighs
+# compute as it does on the seed's testbeds; RA-INA, SwitchML-style, plain
+# INA and ring only, the hosts' RTO scaled with the serialization times.
+SLOW_RATE, SLOW_RTO = "10Gbps", "500us"
+SLOW_LABEL = "10 Gbps"
 MAX_SCALE = 1.0 / 16
 # dlcp's software switch: bench-agg_switch core handled 7.4-8.9 M datagrams
 # per second on one core at 1 KiB (docs/ina.md, "Measurements"), about
@@ -83,13 +88,16 @@ def static_window(kib):
     return max(1, aggs // len(JOBS) // 4)
 
 
-def runs(scale):
+def multi_runs(scale, configs, rate=None, rto=RTO):
+    """The three jobs with each of |configs| at every memory size, on the
+    scenario's links or on |rate| ones (then "part" is "multi-RATE")."""
     out = []
-    for algo, policy, label in MULTI:
+    part = "multi" if rate is None else "multi-" + rate
+    for algo, policy, label in configs:
         for kib in MEMORY_KIB if algo != "ring" else MEMORY_KIB[:1]:
             window = static_window(kib) if policy == "static" else WINDOW
             claim = {"claims": "always", "never": "never"}.get(policy)
-            jobs = [job(algo, m, h, scale, window, claim=claim)
+            jobs = [job(algo, m, h, scale, window, rto=rto, claim=claim)
                     for m, h in JOBS]
             sets = ["aggregation.memory=%dKiB" % kib,
                     "aggregation.policy=" +
@@ -97,10 +105,18 @@ def runs(scale):
                     "workload.collective=[%s]" % ", ".join(jobs)]
             if policy == "static":
                 sets.append("aggregation.static_parts=%d" % len(JOBS))
-            out.append({"id": "multi-%s-%s-%d" % (algo, policy, kib),
+            if rate is not None:
+                sets.append("topology.link_rate=" + rate)
+            out.append({"id": "%s-%s-%s-%d" % (part, algo, policy, kib),
                         "set": sets,
-                        "params": {"part": "multi", "algo": algo,
+                        "params": {"part": part, "algo": algo,
                                    "policy": policy, "memory_kib": kib}})
+    return out
+
+
+def runs(scale):
+    out = multi_runs(scale, MULTI)
+    out += multi_runs(scale, MULTI[:4], SLOW_RATE, SLOW_RTO)
     for algo in SINGLE_ALGOS:
         variants = [("shared", [], RTO)]
         if algo in ("ina", "ra_ina"):
@@ -222,6 +238,49 @@ def differences(rows):
         "PS here is src/coll's sharded PS co-located on the ranks.", ""]
 
 
+def slow_report(rows):
+    """The three jobs on SLOW_RATE links: JCT and all-reduce time."""
+    part = "multi-" + SLOW_RATE
+    ring_run = find(rows, part, "ring", "shared", 0)
+    ring, ring_ar = mean_jct_ms(ring_run), mean_allreduce_ms(ring_run)
+    head = ["switch memory", "RA-INA", "SwitchML-style", "INA shared FCFS",
+            "ring", "RA-INA vs SwitchML", "RA-INA vs ring",
+            "all-reduce: RA-INA vs SwitchML", "all-reduce: RA-INA vs ring"]
+    body, static, vs_static, vs_ring = [], [], [], []
+    for kib in MEMORY_KIB:
+        runs3 = [find(rows, part, a, p, kib) for a, p, _ in MULTI[:3]]
+        ra, st, fc = (mean_jct_ms(r) for r in runs3)
+        ra_ar, st_ar = (mean_allreduce_ms(r) for r in runs3[:2])
+        static.append(st)
+        vs_static.append(100 * (ra / st - 1))
+        vs_ring.append(100 * (ra / ring - 1))
+        body.append(["%d KiB" % kib, "%.2f" % ra, "%.2f" % st, "%.2f" % fc,
+                     "%.2f" % ring, common.pct(100 * (ra / st - 1)),
+                     common.pct(100 * (ra / ring - 1)),
+                     common.pct(100 * (ra_ar / st_ar - 1)),
+                     common.pct(100 * (ra_ar / ring_ar - 1))])
+    sizes = " / ".join("%d" % k for k in MEMORY_KIB)
+    return ["### The same three jobs on %s links: mean JCT (ms)" % SLOW_LABEL,
+            "",
+            "Everything as above but the links (and the hosts' RTO, %s); "
+            "the models' compute times are the same, so communication "
+            "weighs ten times as much in the JCT." % SLOW_RTO, "",
+            common.table(head, body), "",
+            "RA-INA against ring: %s at %s KiB (the seed: %+.1f %%).  "
+            "Against SwitchML-style: %s.  SwitchML-style's JCT hardly "
+            "moves with the memory here (%.2f-%.2f ms): at %s a job's "
+            "third of even the smallest pool keeps its links busy, so "
+            "static partitions cost nothing, while RA-INA still sends the "
+            "groups that find no free aggregators through the slower ring.  "
+            "RA-INA's lead over static partitions needs memory scarce "
+            "against the links' bandwidth-delay product, as at 100 Gbps "
+            "above." % (
+                " / ".join(common.pct(x) for x in vs_ring), sizes,
+                SEED_VS_RING,
+                " / ".join(common.pct(x) for x in vs_static),
+                min(static), max(static), SLOW_LABEL), ""]
+
+
 def report(rows, scale, build):
     models = ", ".join("%s %.1f MB / %.1f ms compute" % (
         (m,) + tuple(x / d for x, d in zip(model(m, scale), (1e6, 1e3))))
@@ -279,6 +338,7 @@ def report(rows, scale, build):
                      common.pct(100 * (nc / ring_ar - 1)), "%.3f" % cl,
                      common.pct(100 * (cl / ring_ar - 1))])
     md += [common.table(head, body), ""]
+    md += slow_report(rows)
     md += ["### One job of 4 ranks: busbw", ""]
     head = ["algorithm", "all-reduce (us)", "busbw (Gbit/s)", "vs ring"]
     body = []
