@@ -950,6 +950,64 @@ static void test_ina_cc_limits_outstanding(void **state) {
   dlcp_agg_del(a);
 }
 
+/* PANAMA per tree (cc_trees, MTINA): groups alternate between two trees,
+ * each with its own window; marks on tree 0's results cut tree 0's window
+ * alone, and a full window holds its tree's next group back while the
+ * other tree's has room. */
+static void test_ina_cc_per_tree(void **state) {
+  dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
+  dlcp_ina *h;
+  dlcp_ina_params p;
+  int32_t in[32 * ELEMS] = {1}, out[32 * ELEMS];
+  dlcp_ina_action act;
+  uint8_t b[BUF];
+  dlcp_agg_send s;
+  dlcp_ina_result r;
+
+  (void)state;
+  int32_params(&p, in, out, 32 * ELEMS);
+  p.cc = true;
+  p.cc_init = 2;
+  p.cc_trees = 2;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  /* two windows of 2: groups 0-3 go, 0 and 2 on tree 0, 1 and 3 on 1 */
+  int sent = 0;
+  while (dlcp_ina_poll(h, &act, b, sizeof(b), 0) == 0 &&
+         act.type == DLCP_INA_ACT_SEND) {
+    assert_int_equal(dlcp_agg_on_packet(a, b, act.len, 0, 100, 0), 0);
+    sent++;
+  }
+  assert_int_equal(sent, 4);
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.cwnd, 4);
+  /* results of groups 0-3, tree 0's (even) arriving CE */
+  for (uint32_t g = 0; g < 4; g++) {
+    assert_int_equal(dlcp_agg_poll(a, &s, b, sizeof(b), 1), 1);
+    uint32_t grp = dlcp_get_u32(b + 16);
+    assert_int_equal(dlcp_ina_on_packet(h, b, s.len,
+                                        grp % 2 == 0 ? DLCP_AGG_ECN_CE
+                                                     : DLCP_AGG_ECN_ECT0,
+                                        1),
+                     0);
+  }
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.cwnd_cuts, 1); /* tree 0's, once in its window */
+  /* tree 0: (2 + 1/2 + 1/2.5) * (1 - 1/2), 1 group; tree 1: slow start, 4 */
+  assert_int_equal(r.cwnd, 5);
+  /* Groups go in order: 4 (tree 0) and 5 (tree 1), then 6 (tree 0)
+   * waits for its window while 7 cannot pass it. */
+  sent = 0;
+  while (dlcp_ina_poll(h, &act, b, sizeof(b), 2) == 0 &&
+         act.type == DLCP_INA_ACT_SEND) {
+    if (act.len > DLCP_AGG_HDR_LEN) {
+      sent++;
+    }
+  }
+  assert_int_equal(sent, 2);
+  dlcp_ina_del(h);
+  dlcp_agg_del(a);
+}
+
 /* ---- whole all-reduces over the in-memory network ---------------------- */
 
 #define MAXW 8
@@ -2072,6 +2130,7 @@ int main(void) {
       cmocka_unit_test(test_ina_cc_marks_both_ways),
       cmocka_unit_test(test_ina_cc_moves),
       cmocka_unit_test(test_ina_cc_limits_outstanding),
+      cmocka_unit_test(test_ina_cc_per_tree),
       cmocka_unit_test(test_switch_forged_and_config),
       cmocka_unit_test(test_switch_claims_and_verdicts),
       cmocka_unit_test(test_switch_partition_span),

@@ -303,7 +303,10 @@ def report(rows, scale, build):
     md += ["### Across racks: a tree per spine", "",
            "%d racks of %d hosts under %d spines (100 Gbit/s, 1 us links); "
            "one job of %d ranks, one per host, the same gradient and "
-           "compute; web-search traffic between all hosts at load %g." % (
+           "compute; web-search traffic between all hosts at load %g.  "
+           "With PANAMA every rank keeps a window per tree (the seed runs "
+           "its congestion control per tree; the groups take the trees in "
+           "turn)." % (
                MT_RACKS, MT_HOSTS, MT_SPINES, MT_RACKS * MT_HOSTS, MT_LOAD),
            ""]
     body = []

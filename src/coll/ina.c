@@ -102,7 +102,11 @@ struct dlcp_ina {
   uint32_t share_groups;
   uint32_t pool_groups;
   uint32_t calm_results;
-  dlcp_ina_cc cc; /* p.cc only */
+  /* p.cc only: a window per tree (one without cc_trees), and the groups
+   * of each tree in SENT. */
+  dlcp_ina_cc cc[DLCP_INA_MAX_TREES];
+  uint32_t nsent_tree[DLCP_INA_MAX_TREES];
+  uint32_t ntrees;
   bool reported;
   dlcp_ina_result r;
 };
@@ -181,6 +185,12 @@ uint32_t dlcp_ina_ngroups(uint64_t count, uint32_t block_elems,
   uint64_t ge = (uint64_t)block_elems * group_blocks;
 
   return ge == 0 ? 0 : (uint32_t)((count + ge - 1u) / ge);
+}
+
+/* The tree group |g| takes (cc_trees: round-robin on the absolute group
+ * number, as the switches). */
+static uint32_t tree_of(const dlcp_ina *h, uint32_t g) {
+  return h->ntrees > 1 ? (h->p.first_group + g) % h->ntrees : 0;
 }
 
 /* Elements of group |g| that lie inside the vector. */
@@ -335,6 +345,7 @@ static void group_done(dlcp_ina *h, uint32_t g, int st) {
   if (h->state[g] == GS_SENT) {
     sent_unlink(h, g);
     h->nsent--;
+    h->nsent_tree[tree_of(h, g)]--;
   } else if (h->state[g] == GS_CLAIMING) {
     sent_unlink(h, g);
     h->nclaim--;
@@ -412,6 +423,7 @@ static uint32_t pool_groups_of(const dlcp_ina *h, uint32_t aggs) {
 static void unsend(dlcp_ina *h, uint32_t g) {
   sent_unlink(h, g);
   h->nsent--;
+  h->nsent_tree[tree_of(h, g)]--;
   h->tries[g] = 0;
   h->state[g] = GS_UNSENT;
   if (g < h->next_new) {
@@ -582,7 +594,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   if (h->p.cc) {
     uint32_t cap = a.aux == UINT16_MAX ? UINT32_MAX
                                        : a.aux / h->p.group_blocks;
-    dlcp_ina_cc_on_result(&h->cc, marked, cap);
+    dlcp_ina_cc_on_result(&h->cc[tree_of(h, g)], marked, cap);
   }
   /* A window's worth of results without a BUSY inside it. */
   if (h->pool_groups < h->share_groups &&
@@ -694,17 +706,36 @@ static int send_group(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
   if (!retx) {
     h->state[g] = GS_SENT;
     h->nsent++;
+    h->nsent_tree[tree_of(h, g)]++;
   }
   h->r.sent++;
   record_send(h, act, g, retx, len, now);
   return 0;
 }
 
-/* The groups that may be outstanding now. */
+/* The groups that may be outstanding now: the window (every tree's, with
+ * cc) within the pool's. */
 static uint32_t outstanding_limit(const dlcp_ina *h) {
-  uint32_t w = h->p.cc ? dlcp_ina_cc_window(&h->cc) : h->p.window;
+  uint32_t w = h->p.window;
 
+  if (h->p.cc) {
+    w = 0;
+    for (uint32_t t = 0; t < h->ntrees; t++) {
+      w += dlcp_ina_cc_window(&h->cc[t]);
+    }
+  }
   return w < h->pool_groups ? w : h->pool_groups;
+}
+
+/* Whether group |g| may go out now: its tree's window (cc) has room, and
+ * the groups outstanding stay inside the window and the pool's. */
+static bool may_send(const dlcp_ina *h, uint32_t g) {
+  uint32_t t = tree_of(h, g);
+
+  if (h->p.cc && h->nsent_tree[t] >= dlcp_ina_cc_window(&h->cc[t])) {
+    return false;
+  }
+  return h->nsent < outstanding_limit(h);
 }
 
 int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
@@ -756,7 +787,7 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     }
   }
   if (h->r.status == 0 && h->gcount > 0 &&
-      h->nsent < outstanding_limit(h)) {
+      may_send(h, h->granted[h->ghead])) {
     uint32_t g = h->granted[h->ghead];
     h->ghead = (h->ghead + 1u) % h->p.window;
     h->gcount--;
@@ -777,7 +808,7 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     h->next_new++;
   }
   if (h->r.status == 0 && !claim && h->next_new < h->ngroups &&
-      h->next_new < h->ready && h->nsent < outstanding_limit(h) &&
+      h->next_new < h->ready && may_send(h, h->next_new) &&
       h->next_new - h->low < h->p.window &&
       h->next_new - h->low < h->pool_groups) {
     return send_group(h, act, buf, buflen, h->next_new++, false, now);
@@ -817,7 +848,10 @@ void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
   r->ngroups = h->ngroups;
   r->done_below = h->low;
   r->cwnd = outstanding_limit(h);
-  r->cwnd_cuts = h->p.cc ? h->cc.cuts : 0;
+  r->cwnd_cuts = 0;
+  for (uint32_t t = 0; h->p.cc && t < h->ntrees; t++) {
+    r->cwnd_cuts += h->cc[t].cuts;
+  }
 }
 
 /* ---- the ring part of RA-INA ----------------------------------------- */
@@ -944,7 +978,8 @@ static int params_check(const dlcp_ina_params *p) {
       p->block_elems == 0 || p->block_elems > DLCP_AGG_MAX_BLOCK_ELEMS ||
       p->group_blocks == 0 || p->group_blocks > DLCP_AGG_MAX_BLOCKS ||
       DLCP_AGG_HDR_LEN + 4u * ge > DLCP_AGG_DGRAM_MAX || p->window == 0 ||
-      p->window > DLCP_INA_MAX_WINDOW || p->rto_ns == 0 ||
+      p->window > DLCP_INA_MAX_WINDOW || p->cc_trees > DLCP_INA_MAX_TREES ||
+      p->rto_ns == 0 ||
       p->max_retx > UINT16_MAX - 1u || (p->count > 0 && p->recvbuf == NULL) ||
       (unsigned)p->claim > DLCP_INA_CLAIM_AUTO ||
       (p->claim != DLCP_INA_CLAIM_NEVER &&
@@ -984,8 +1019,9 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->backoff = 1;
   h->pool_groups = UINT32_MAX;
   h->low_sent = p->first_group;
-  if (p->cc) {
-    dlcp_ina_cc_init(&h->cc, p->cc_init ? p->cc_init : 10u, p->window);
+  h->ntrees = p->cc_trees > 1 ? p->cc_trees : 1u;
+  for (uint32_t t = 0; p->cc && t < h->ntrees; t++) {
+    dlcp_ina_cc_init(&h->cc[t], p->cc_init ? p->cc_init : 10u, p->window);
   }
   h->p.exps = NULL;
   h->group_elems = p->block_elems * p->group_blocks;

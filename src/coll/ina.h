@@ -99,6 +99,11 @@ typedef struct dlcp_ina_params {
    * starting at |cc_init| (0: 10) groups.  false: always |window|. */
   bool cc;
   uint32_t cc_init;
+  /* cc: the aggregation trees the groups take round-robin (group g, in
+   * absolute numbering, through tree g mod cc_trees, as the switches'
+   * ntrees: MTINA); each tree has its own window, as PANAMA runs its
+   * congestion control per tree.  0 or 1: one window. */
+  uint32_t cc_trees;
   /* RA-INA only: which groups first go as a header-only CLAIM, their
    * payload following once the switch GRANTs them aggregators; a group
    * given a ring verdict then costs no upload.  Up to |window| claims run
@@ -133,6 +138,7 @@ typedef struct dlcp_ina_params {
 #define DLCP_INA_MAX_SCALE_WORLD (1u << 20)
 
 #define DLCP_INA_MAX_WINDOW 2048u
+#define DLCP_INA_MAX_TREES 8u /* cc_trees, as the switch's trees */
 
 typedef struct dlcp_ina_result {
   int status;            /* 0, or the failure */
@@ -161,8 +167,9 @@ typedef struct dlcp_ina_result {
                             way up) or in their IP header (down) */
   uint16_t last_cap;     /* the switch's last cap (aggregators the job
                             may hold) */
-  uint32_t cwnd;         /* cc: the window now, in groups; else window */
-  uint64_t cwnd_cuts;    /* cc: windows cut for ECN marks */
+  uint32_t cwnd;         /* cc: the windows now, in groups, summed over
+                            the trees; else window */
+  uint64_t cwnd_cuts;    /* cc: windows cut for ECN marks (all trees) */
   /* Failed with DLCP_ERR_CONFIG because the switch refused a group of
    * |group_blocks| blocks for good (NACK TOO_BIG): the most consecutive
    * aggregators it can give this job, its pool or partition; else 0. */

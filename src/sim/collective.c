@@ -426,6 +426,11 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
     p.window = job->spec.ina_window;
   }
   p.cc = job->spec.ina_cc;
+  /* MTINA: PANAMA's window per tree, the trees the switches take group by
+   * group. */
+  if (job->spec.mtina) {
+    p.cc_trees = job->sim->cfg.agg.ntrees;
+  }
   p.claim = job->spec.ina_claim;
   if (job->spec.ina_rto_ps) {
     p.rto_ns = ns_of(job->spec.ina_rto_ps);
