@@ -584,6 +584,21 @@ static void int32_params(dlcp_ina_params *p, const int32_t *in, int32_t *out,
   p->group_blocks = 1;
 }
 
+/* A host of INT32 groups of one block with PANAMA's window, starting at 2
+ * groups, one per tree of |trees| (0: one window). */
+static dlcp_ina *cc_host(const int32_t *in, int32_t *out, uint64_t count,
+                         uint32_t trees) {
+  dlcp_ina_params p;
+  dlcp_ina *h;
+
+  int32_params(&p, in, out, count);
+  p.cc = true;
+  p.cc_init = 2;
+  p.cc_trees = trees;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  return h;
+}
+
 /* A group's result that takes 5000 against a configured RTO of 1000 makes
  * the RTO srtt + 4 rttvar = 15000 (RFC 6298's first sample); a timeout
  * doubles it for the re-send, and a group sent twice is no sample (Karn),
@@ -837,19 +852,14 @@ static void test_ina_names_missing_rank(void **state) {
 static void test_ina_cc_marks_both_ways(void **state) {
   for (int way = 0; way < 2; way++) {
     dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
-    dlcp_ina *h;
-    dlcp_ina_params p;
     int32_t in[8 * ELEMS] = {1}, out[8 * ELEMS];
+    dlcp_ina *h = cc_host(in, out, 8 * ELEMS, 0);
     dlcp_ina_action act;
     uint8_t b[BUF];
     dlcp_agg_send s;
     dlcp_ina_result r;
 
     (void)state;
-    int32_params(&p, in, out, 8 * ELEMS);
-    p.cc = true;
-    p.cc_init = 2;
-    assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
     for (int k = 0; k < 2; k++) {
       assert_int_equal(dlcp_ina_poll(h, &act, b, sizeof(b), 0), 0);
       assert_int_equal(act.type, DLCP_INA_ACT_SEND);
@@ -919,7 +929,6 @@ static void test_ina_cc_moves(void **state) {
 static void test_ina_cc_limits_outstanding(void **state) {
   dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
   dlcp_ina *h;
-  dlcp_ina_params p;
   int32_t in[16 * ELEMS], out[16 * ELEMS];
   dlcp_ina_action act;
   uint8_t b[BUF];
@@ -929,11 +938,7 @@ static void test_ina_cc_limits_outstanding(void **state) {
   for (int i = 0; i < (int)(16 * ELEMS); i++) {
     in[i] = i;
   }
-  int32_params(&p, in, out, 16 * ELEMS);
-  p.window = 64;
-  p.cc = true;
-  p.cc_init = 2;
-  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  h = cc_host(in, out, 16 * ELEMS, 0); /* window 64, the default */
   int sent = 0;
   while (dlcp_ina_poll(h, &act, b, sizeof(b), 0) == 0 &&
          act.type == DLCP_INA_ACT_SEND) {
@@ -956,20 +961,14 @@ static void test_ina_cc_limits_outstanding(void **state) {
  * other tree's has room. */
 static void test_ina_cc_per_tree(void **state) {
   dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
-  dlcp_ina *h;
-  dlcp_ina_params p;
   int32_t in[32 * ELEMS] = {1}, out[32 * ELEMS];
+  dlcp_ina *h = cc_host(in, out, 32 * ELEMS, 2);
   dlcp_ina_action act;
   uint8_t b[BUF];
   dlcp_agg_send s;
   dlcp_ina_result r;
 
   (void)state;
-  int32_params(&p, in, out, 32 * ELEMS);
-  p.cc = true;
-  p.cc_init = 2;
-  p.cc_trees = 2;
-  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
   /* two windows of 2: groups 0-3 go, 0 and 2 on tree 0, 1 and 3 on 1 */
   int sent = 0;
   while (dlcp_ina_poll(h, &act, b, sizeof(b), 0) == 0 &&

@@ -213,13 +213,22 @@ def short_flows(build, run_id):
             fct[min(len(fct) - 1, int(0.99 * len(fct)))])
 
 
-def ring_marked_share(build, run_id):
-    """The share of the ring's DCTCP packets whose ACK echoed a CE mark."""
+def collective_flows(build, run_id):
+    """The rows of run |run_id|'s flows.csv that belong to the collective
+    (the ring's DCTCP flows); None if the file cannot be read."""
     path = os.path.join(build, "results", NAME, "runs", run_id, "flows.csv")
     try:
         with open(path) as f:
-            rows = [r for r in csv.DictReader(f) if r["group"] == "collective"]
+            return [r for r in csv.DictReader(f)
+                    if r["group"] == "collective"]
     except OSError:
+        return None
+
+
+def ring_marked_share(build, run_id):
+    """The share of the ring's DCTCP packets whose ACK echoed a CE mark."""
+    rows = collective_flows(build, run_id)
+    if rows is None:
         return float("nan")
     sent = sum(int(r["pkts_sent"]) for r in rows)
     return (sum(int(r["ecn_echoes"]) for r in rows) / sent if sent
@@ -348,11 +357,8 @@ def report(rows, scale, build):
 def ring_flows(build, run_id):
     """(flows, packets per flow) of the ring's DCTCP flows in run
     |run_id|."""
-    path = os.path.join(build, "results", NAME, "runs", run_id, "flows.csv")
-    try:
-        with open(path) as f:
-            rows = [r for r in csv.DictReader(f) if r["group"] == "collective"]
-    except OSError:
+    rows = collective_flows(build, run_id)
+    if rows is None:
         return 0, float("nan")
     pkts = sum(int(r["pkts_sent"]) for r in rows)
     return len(rows), pkts / len(rows) if rows else float("nan")
