@@ -13,7 +13,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "tools"))
 
-from testbed import cli, topology  # noqa: E402
+from testbed import cli, launch, topology  # noqa: E402
 
 
 class Topology(unittest.TestCase):
@@ -112,6 +112,37 @@ class Options(unittest.TestCase):
         self.assertEqual(s["h0:up"], (0.0, 0, 0))
         self.assertEqual(s["r0-s0:up"], (0.5, 10**10 // 8, 30000))
         self.assertEqual(s["r0-s0:down"], (0.0, 10**10 // 8, 30000))
+
+    def test_host_lists(self):
+        self.assertEqual(cli.parse_host_list("0-3"), [0, 1, 2, 3])
+        self.assertEqual(cli.parse_host_list("4,6-7"), [4, 6, 7])
+        self.assertEqual(cli.parse_host_list("5,2"), [5, 2])
+        for bad in ("", "a", "3-1", "-1", "1,,2", "0-2,2"):
+            with self.assertRaises(argparse.ArgumentTypeError):
+                cli.parse_host_list(bad)
+
+
+class Ranks(unittest.TestCase):
+    def test_a_job_on_some_hosts(self):
+        t = topology.build("p-", 6, 2, 1)
+        jobs = launch.rank_jobs(t, ["prog"], 29600, "10.0.0.254:9555",
+                                on=[4, 1])
+        self.assertEqual([(p, ns) for p, ns, _, _ in jobs],
+                         [("[rank 0] ", "p-h4"), ("[rank 1] ", "p-h1")])
+        env = jobs[0][3]
+        self.assertEqual((env["RANK"], env["WORLD_SIZE"], env["MASTER_ADDR"],
+                          env["MASTER_PORT"], env["DLCP_TOPO"]),
+                         ("0", "2", "10.0.1.2", "29600", "rack1"))
+        self.assertEqual(env["TESTBED_ADDRS"], "10.0.1.2,10.0.0.2")
+        self.assertEqual(env["DLCP_SWITCH"], "10.0.0.254:9555")
+        self.assertEqual(jobs[1][3]["RANK"], "1")
+
+    def test_every_host_by_default(self):
+        t = topology.build("p-", 3, 1, 0)
+        jobs = launch.rank_jobs(t, ["prog"], 29500)
+        self.assertEqual([j[3]["RANK"] for j in jobs], ["0", "1", "2"])
+        self.assertEqual(jobs[2][3]["TESTBED_ADDRS"],
+                         "10.0.0.1,10.0.0.2,10.0.0.3")
 
 
 if __name__ == "__main__":

@@ -103,6 +103,34 @@ def parse_link_loss(text):
     return spec, parse_prob(p)
 
 
+def parse_host_list(text):
+    """Host indices for run --on: comma-separated indices and a-b ranges,
+    each host once; checked against the testbed's size by check_on."""
+    out = []
+    for part in text.split(","):
+        lo, dash, hi = part.partition("-")
+        try:
+            a, b = int(lo), int(hi) if dash else int(lo)
+        except ValueError:
+            a, b = -1, -2
+        if a < 0 or b < a:
+            raise argparse.ArgumentTypeError(
+                f"'{text}': expected host indices and ranges, e.g. 0-3 or "
+                f"4,6,7")
+        out.extend(range(a, b + 1))
+    if len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(f"'{text}': a host is named twice")
+    return out
+
+
+def check_on(on, hosts):
+    """Dies unless every index of run --on names one of |hosts| hosts."""
+    bad = [i for i in on or () if i >= hosts]
+    if bad:
+        die(f"--on: host {bad[0]} does not exist (the testbed has hosts "
+            f"0..{hosts - 1})", 2)
+
+
 def int_range(lo, hi):
     def f(text):
         try:
@@ -194,6 +222,10 @@ def parser():
     add_topology_options(run)
     run.add_argument("--port", type=int_range(1, 65535), default=29500,
                      help="MASTER_PORT (default 29500)")
+    run.add_argument("--on", type=parse_host_list, default=None,
+                     metavar="HOSTS",
+                     help="only these hosts, ranks in this order: indices "
+                          "and ranges, e.g. 0-3 or 4,6,7 (default: all)")
     add_run_options(run)
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     mpi = sub.add_parser("mpirun", help="run an MPI program, one rank per host")
@@ -407,6 +439,8 @@ def cmd_run(a):
                   f"{rec['racks']} racks, {rec['spines']} spines (removed "
                   f"when the run ends)", file=sys.stderr, flush=True)
         t = topology_of(rec)
+        if a.cmd == "run":
+            check_on(a.on, len(t.hosts))
         before = snapshot(t, rec)
         flag["supervising"] = True
         if "sig" in flag:
@@ -415,7 +449,8 @@ def cmd_run(a):
             extra = [x for name, value in a.mca for x in ("--mca", name, value)]
             jobs = launch.mpirun_jobs(t, argv, extra)
         else:
-            jobs = launch.rank_jobs(t, argv, a.port, rec.get("agg_switch"))
+            jobs = launch.rank_jobs(t, argv, a.port, rec.get("agg_switch"),
+                                    a.on)
         ranks = launch.Ranks(jobs, a.grace_ms / 1000)
         try:
             failed, status = ranks.supervise(lambda: "sig" in flag)

@@ -60,12 +60,14 @@ def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
                      f"(see {log_path})")
 
 
-def rank_env(t, rank, port, base, agg_switch=None):
-    """torchrun's variables for |rank|; with |agg_switch| (ADDR:PORT, or
-    the comma-separated chain of every rack's switch) DLCP_SWITCH, its
-    rack's switch, and DLCP_INA_CHAIN for a chain, unless |base| sets
-    them."""
-    h = t.hosts[rank]
+def rank_env(hosts, rank, port, base, agg_switch=None):
+    """torchrun's variables for |rank| of a job on |hosts| (its ranks in
+    order), and TESTBED_ADDRS, every rank's address in rank order (for
+    programs that talk to their peers without a rendezvous); with
+    |agg_switch| (ADDR:PORT, or the comma-separated chain of every rack's
+    switch) DLCP_SWITCH, its rack's switch, and DLCP_INA_CHAIN for a chain,
+    unless |base| sets them."""
+    h = hosts[rank]
     env = dict(base)
     if agg_switch and "," in agg_switch:
         env.setdefault("DLCP_SWITCH", agg_switch.split(",")[h.rack])
@@ -73,12 +75,13 @@ def rank_env(t, rank, port, base, agg_switch=None):
     elif agg_switch:
         env.setdefault("DLCP_SWITCH", agg_switch)
     env.update({
-        "RANK": str(rank), "WORLD_SIZE": str(len(t.hosts)),
+        "RANK": str(rank), "WORLD_SIZE": str(len(hosts)),
         "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
         "GROUP_RANK": str(rank), "ROLE_RANK": str(rank),
-        "ROLE_WORLD_SIZE": str(len(t.hosts)),
-        "MASTER_ADDR": t.hosts[0].addr, "MASTER_PORT": str(port),
+        "ROLE_WORLD_SIZE": str(len(hosts)),
+        "MASTER_ADDR": hosts[0].addr, "MASTER_PORT": str(port),
         "DLCP_TOPO": f"rack{h.rack}",
+        "TESTBED_ADDRS": ",".join(x.addr for x in hosts),
     })
     return env
 
@@ -92,12 +95,15 @@ def describe(status):
     return f"exited with status {status}"
 
 
-def rank_jobs(t, argv, port, agg_switch=None):
-    """One job per host: (output prefix, namespace, argv, environment);
-    DLCP_SWITCH is |agg_switch| unless the caller's environment sets it."""
+def rank_jobs(t, argv, port, agg_switch=None, on=None):
+    """One job per host of |on| (indices into the testbed's hosts, all of
+    them if None), ranks numbered in that order: (output prefix,
+    namespace, argv, environment); DLCP_SWITCH is |agg_switch| unless the
+    caller's environment sets it."""
+    hosts = [t.hosts[i] for i in on] if on is not None else t.hosts
     return [(f"[rank {r}] ", h.ns, argv,
-             rank_env(t, r, port, os.environ, agg_switch))
-            for r, h in enumerate(t.hosts)]
+             rank_env(hosts, r, port, os.environ, agg_switch))
+            for r, h in enumerate(hosts)]
 
 
 MPI_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
