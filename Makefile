@@ -15,7 +15,8 @@
 # experiments, regenerating docs/results.md), make train-fashion-mnist (the
 # PyTorch example: Gloo vs dlcp), make bench-ina (the aggregation switch),
 # make bench-ina-single, bench-ina-jobs and bench-cina (INA on the testbed,
-# root),
+# root), make bench-background (dlcp's ring, Gloo, INA and PANAMA beside
+# background TCP flows on the testbed, root),
 # make clean.
 
 BUILD      ?= build
@@ -41,7 +42,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan tsan fuzz bench bench-allreduce \
-        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-single bench-ina-jobs bench-cina results \
+        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-single bench-ina-jobs bench-cina bench-background results \
         soak train-fashion-mnist clean
 
 all: build
@@ -157,6 +158,10 @@ bench-ina-jobs: build
 bench-cina: build
 	@./scripts/install-deps.sh python3
 	@/usr/bin/python3 scripts/bench-cina.py $(BUILD)
+
+bench-background: build
+	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
+	@/usr/bin/python3 scripts/bench-background.py $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -54,6 +54,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(HERE, "scripts", "results"))
+import common  # noqa: E402  (build_peers)
+
 TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 HOSTS = 4
 MIB = 1 << 20
@@ -69,28 +72,6 @@ def log(msg):
 
 def env_list(name, default):
     return [x for x in os.environ.get(name, default).split(",") if x]
-
-
-def build_peers(build):
-    """Compiles the Gloo and Open MPI programs into BUILD/peers when their
-    source is newer; returns their paths."""
-    peers = os.path.join(build, "peers")
-    os.makedirs(peers, exist_ok=True)
-    out = {}
-    for name, src, argv in (
-            ("gloo_allreduce", "bench/peers/gloo_allreduce.cc",
-             ["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-pthread"]),
-            ("mpi_allreduce", "bench/peers/mpi_allreduce.c",
-             ["mpicc", "-O2", "-Wall", "-Wextra"])):
-        dst = os.path.join(peers, name)
-        if not os.path.exists(dst) or os.path.getmtime(
-                os.path.join(HERE, src)) > os.path.getmtime(dst):
-            log(f"building {dst}")
-            libs = ["-lgloo"] if name == "gloo_allreduce" else []
-            subprocess.run(argv + [src, "-o", dst] + libs, cwd=HERE,
-                           check=True)
-        out[name] = dst
-    return out
 
 
 class Bench:
@@ -127,7 +108,7 @@ class Bench:
             return
         shutil.rmtree(self.raw, ignore_errors=True)
         os.makedirs(self.raw)
-        self.peers = build_peers(build)
+        self.peers = common.build_peers(build, log)
         self.dlcp_bench = os.path.join(build, "bin", "dlcp-bench")
         if not os.access(self.dlcp_bench, os.X_OK):
             sys.exit(f"bench-testbed: {self.dlcp_bench} missing (make build)")
@@ -137,18 +118,18 @@ class Bench:
 
     def command(self, tb, impl, size, iters, warmup, out):
         s = str(size)
-        common = ["-b", s, "-e", s, "-n", str(iters), "-w", str(warmup)]
+        size_args = ["-b", s, "-e", s, "-n", str(iters), "-w", str(warmup)]
         if impl in ("dlcp", "dlcp_p"):
             p = self.bound if impl == "dlcp_p" else 0
-            return (["run", "--id", tb, "--", self.dlcp_bench] + common +
+            return (["run", "--id", tb, "--", self.dlcp_bench] + size_args +
                     ["-p", f"{p:g}", "-c", "1", "-J", out], None)
         if impl == "gloo":
             store = tempfile.mkdtemp(prefix="dlcp-gloo-store.")
             return (["run", "--id", tb, "--", self.peers["gloo_allreduce"],
                      "--store", store, "--iface", "eth0", "-a",
-                     "ring_chunked", "--json", out] + common, store)
+                     "ring_chunked", "--json", out] + size_args, store)
         return (["mpirun", "--id", tb, "--", self.peers["mpi_allreduce"],
-                 "--json", out] + common, None)
+                 "--json", out] + size_args, None)
 
     def run_one(self, tb, profile, loss, impl, size, iters, warmup, rnd):
         tag = f"{profile}-loss{loss:g}-{size // MIB}M-{self.name(impl)}-r{rnd}"

@@ -13,7 +13,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "tools"))
 
-from testbed import cli, launch, topology  # noqa: E402
+from testbed import cli, flows, launch, topology  # noqa: E402
 
 
 class Topology(unittest.TestCase):
@@ -143,6 +143,25 @@ class Ranks(unittest.TestCase):
         self.assertEqual([j[3]["RANK"] for j in jobs], ["0", "1", "2"])
         self.assertEqual(jobs[2][3]["TESTBED_ADDRS"],
                          "10.0.0.1,10.0.0.2,10.0.0.3")
+
+
+class FlowSizes(unittest.TestCase):
+    """tools/testbed/flows.py's draws: the simulator's CDFs (src/sim/
+    workload.c), linearly interpolated."""
+
+    def test_websearch(self):
+        c = flows.CDFS["websearch"]
+        # the trapezoids of the CDF: sum of (p1 - p0)(b0 + b1) / 2
+        self.assertAlmostEqual(flows.cdf_mean(c), 1711250.0)
+        self.assertEqual(flows.cdf_draw(c, 0.0), 1)
+        self.assertEqual(flows.cdf_draw(c, 0.15), 10000)
+        self.assertEqual(flows.cdf_draw(c, 0.175), 15000)
+        self.assertEqual(flows.cdf_draw(c, 1.0), 30000000)
+
+    def test_datamining(self):
+        c = flows.CDFS["datamining"]
+        self.assertEqual(flows.cdf_draw(c, 0.5), 1100)
+        self.assertEqual(flows.cdf_draw(c, 0.99), 550000000)
 
 
 if __name__ == "__main__":

@@ -90,6 +90,31 @@ def bench_result(prog, what, rc, out, log_path):
     return r
 
 
+def build_peers(build, log, names=("gloo_allreduce", "mpi_allreduce")):
+    """Compiles the programs |names| of bench/peers (Gloo's, Open MPI's)
+    into BUILD/peers when their source is newer (saying so through |log|);
+    returns their paths by name."""
+    peers = os.path.join(build, "peers")
+    os.makedirs(peers, exist_ok=True)
+    out = {}
+    for name, src, argv in (
+            ("gloo_allreduce", "bench/peers/gloo_allreduce.cc",
+             ["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-pthread"]),
+            ("mpi_allreduce", "bench/peers/mpi_allreduce.c",
+             ["mpicc", "-O2", "-Wall", "-Wextra"])):
+        if name not in names:
+            continue
+        dst = os.path.join(peers, name)
+        if not os.path.exists(dst) or os.path.getmtime(
+                os.path.join(ROOT, src)) > os.path.getmtime(dst):
+            log(f"building {dst}")
+            libs = ["-lgloo"] if name == "gloo_allreduce" else []
+            subprocess.run(argv + [src, "-o", dst] + libs, cwd=ROOT,
+                           check=True)
+        out[name] = dst
+    return out
+
+
 def read_profile(model):
     """(tensor bytes in forward order, header dict) of a profile CSV."""
     sizes, header = [], {}
