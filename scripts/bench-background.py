@@ -65,6 +65,11 @@ def log(msg):
     print(f"bench-background: {msg}", file=sys.stderr, flush=True)
 
 
+def ecn_bytes(text):
+    """--ecn-k: a size as 15k, or 0 for a testbed that never marks."""
+    return 0 if text == "0" else common.parse_bytes(text)
+
+
 def testbed_up(a, with_switch):
     argv = [TESTBED, "up", "-n", str(a.hosts), "--rate", a.rate,
             "--queue", str(a.queue), "--ecn-k", str(a.ecn_k)]
@@ -197,8 +202,9 @@ def plot(rows, configs, loads, path):
 
 
 def report(a, rows, configs, loads):
+    ecn = f"ECN above {a.ecn_k >> 10} KiB" if a.ecn_k else "no ECN marking"
     print(f"\n{a.ranks} ranks of {a.hosts} hosts at {a.rate}, queue "
-          f"{a.queue >> 10} KiB, ECN above {a.ecn_k >> 10} KiB; "
+          f"{a.queue >> 10} KiB, {ecn}; "
           f"{a.size >> 20} MiB all-reduces; pooled over {a.rounds} rounds")
     print("load | configuration | job p50 / mean (ms) | flows (unfinished) "
           "| short flows: n, p50 / p99 (ms) | all flows mean (ms)")
@@ -242,7 +248,8 @@ def main():
     ap.add_argument("--size", type=common.parse_bytes, default=4 << 20)
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--queue", type=common.parse_bytes, default=128 << 10)
-    ap.add_argument("--ecn-k", type=common.parse_bytes, default=15 << 10)
+    ap.add_argument("--ecn-k", type=ecn_bytes, default=15 << 10,
+                    help="mark CE above this backlog (0: no marking)")
     ap.add_argument("--baseline-bench", default=None,
                     help="a dlcp-bench binary for ring_base")
     ap.add_argument("--out", default=None)

@@ -17,7 +17,8 @@ has them all; its completion time runs from connect() to the answer.
 The peers come from dlcp-testbed's variables (RANK, TESTBED_ADDRS).
 Arrivals stop at --duration seconds or once --stop-file exists; the
 instance then waits up to --drain seconds for its open flows and for its
-peers' flows into it, and writes DIR/flows-RANK.json: per flow its start
+peers' flows into it (each instance leaves a marker in DIR once its own
+flows ended), and writes DIR/flows-RANK.json: per flow its start
 (CLOCK_REALTIME, s, comparable across the testbed's namespaces), size,
 completion time (s; null if it did not finish) and destination rank, and
 the flows that failed with the reason.  --ecn turns on ECN for the
@@ -49,9 +50,6 @@ CDFS = {
 HEADER = 8
 ANSWER = b"\x01"
 STOP_POLL_S = 0.05
-# How long the server must have been idle, after this host's own flows
-# ended, before the instance exits (its peers stop at the same file).
-LINGER_S = 1.0
 
 
 def cdf_mean(cdf):
@@ -82,7 +80,6 @@ class Sink(asyncio.Protocol):
 
     def connection_lost(self, exc):
         self.server.open -= 1
-        self.server.idle_since = time.monotonic()
 
     def data_received(self, data):
         if self.need is None:
@@ -109,7 +106,6 @@ class Server:
         self.open = 0
         self.received = 0
         self.bad = 0
-        self.idle_since = time.monotonic()
 
 
 class Source(asyncio.Protocol):
@@ -148,6 +144,14 @@ async def one_flow(loop, addr, port, size, payload, record):
         record[2] = await done - t0
     finally:
         transport.close()
+
+
+def done_marker(out, rank):
+    """The file an instance leaves in the shared --out directory once its
+    own flows have ended: a peer's flow into this host may still be in
+    flight until every instance has left one (a SYN lost to a full queue
+    is sent again only after a second)."""
+    return os.path.join(out, f".flows-done-{rank}")
 
 
 async def generate(a, rank, addrs):
@@ -195,8 +199,10 @@ async def generate(a, rank, addrs):
                                                 time.monotonic()))
     for t in tasks:
         t.cancel()
-    while time.monotonic() < deadline and (
-            server.open or time.monotonic() - server.idle_since < LINGER_S):
+    open(done_marker(a.out, rank), "w").close()
+    while time.monotonic() < deadline and (server.open or not all(
+            os.path.exists(done_marker(a.out, r))
+            for r in range(len(addrs)))):
         await asyncio.sleep(STOP_POLL_S)
     srv.close()
     return records, failed, server
@@ -248,6 +254,8 @@ def main():
                 f.write("1")
         except OSError as e:
             sys.exit(f"flows: --ecn: net.ipv4.tcp_ecn: {e}")
+    if os.path.exists(done_marker(a.out, rank)):
+        os.remove(done_marker(a.out, rank))  # a run's before in this --out
     records, failed, server = asyncio.run(generate(a, rank, addrs))
     out = os.path.join(a.out, f"flows-{rank}.json")
     with open(out, "w") as f:
