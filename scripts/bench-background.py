@@ -42,7 +42,7 @@ import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(HERE, "scripts", "results"))
-import common  # noqa: E402  (bench_argv, bench_result, build_peers)
+import common  # noqa: E402  (bench_argv, bench_result, build_peers, percentile)
 
 TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 FLOWS = os.path.join(HERE, "tools", "testbed", "flows.py")
@@ -93,11 +93,6 @@ def job_argv(a, cfg, out, peers):
     if cfg == "ring_base":
         argv[0] = a.baseline_bench
     return argv
-
-
-def percentile(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def run_cell(a, tb, cfg, load, rnd, outdir, ref_s, peers):
@@ -160,7 +155,7 @@ def summarize(times, flows):
         "flows": len(flows), "unfinished": len(flows) - len(done),
         "short": len(short),
         "short_p50_ms": statistics.median(short) if short else None,
-        "short_p99_ms": percentile(short, 0.99) if short else None,
+        "short_p99_ms": common.percentile(short, 0.99) if short else None,
         "mean_ms": statistics.mean(done) if done else None}
 
 
@@ -230,7 +225,8 @@ def report(a, rows, configs, loads):
              ratio(rows, load, "ina", "panama", "short_p99_ms")),
             ("short p99 ring / PANAMA",
              ratio(rows, load, "ring", "panama", "short_p99_ms"))) if r]
-        print(f"load {load}: " + "; ".join(parts))
+        if parts:
+            print(f"load {load}: " + "; ".join(parts))
     if "panama" in configs:
         print(f"(PANAMA's seed: job up to {SEED_JOB}x shorter, short-flow "
               f"p99 up to {SEED_SHORT_P99}x better)")

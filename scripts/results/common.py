@@ -215,6 +215,13 @@ def table(headers, rows):
     return "\n".join(out)
 
 
+def percentile(xs, q):
+    """The nearest-rank |q| quantile of |xs| (at index int(q * n), at most
+    the last), as the FCT tails of the experiments take it."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
 def pct(x):
     return "n/a" if x != x else "%+.1f %%" % x
 

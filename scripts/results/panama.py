@@ -201,16 +201,15 @@ def short_flows(build, run_id):
     path = os.path.join(build, "results", NAME, "runs", run_id, "flows.csv")
     try:
         with open(path) as f:
-            fct = sorted(float(r["fct_us"]) for r in csv.DictReader(f)
-                         if r["group"] == "background" and
-                         int(r["size_bytes"]) < SHORT_BYTES and
-                         r["fct_us"] != "")
+            fct = [float(r["fct_us"]) for r in csv.DictReader(f)
+                   if r["group"] == "background" and
+                   int(r["size_bytes"]) < SHORT_BYTES and
+                   r["fct_us"] != ""]
     except (OSError, ValueError):
         return float("nan"), float("nan")
     if not fct:
         return float("nan"), float("nan")
-    return (sum(fct) / len(fct),
-            fct[min(len(fct) - 1, int(0.99 * len(fct)))])
+    return sum(fct) / len(fct), common.percentile(fct, 0.99)
 
 
 def collective_flows(build, run_id):

@@ -430,17 +430,18 @@ def cmd_run(a):
     install_signals(flag)
     made = None
     try:
+        on = getattr(a, "on", None)  # run's; mpirun has every host
         if a.id:
             rec = state.load(a.id)
+            check_on(on, rec["hosts"])
         else:
+            check_on(on, a.hosts)
             sweep_stale()
             rec = made = make(a, state.owner_token())
             print(f"dlcp-testbed: testbed {rec['id']}: {rec['hosts']} hosts, "
                   f"{rec['racks']} racks, {rec['spines']} spines (removed "
                   f"when the run ends)", file=sys.stderr, flush=True)
         t = topology_of(rec)
-        if a.cmd == "run":
-            check_on(a.on, len(t.hosts))
         before = snapshot(t, rec)
         flag["supervising"] = True
         if "sig" in flag:
@@ -450,7 +451,7 @@ def cmd_run(a):
             jobs = launch.mpirun_jobs(t, argv, extra)
         else:
             jobs = launch.rank_jobs(t, argv, a.port, rec.get("agg_switch"),
-                                    a.on)
+                                    on)
         ranks = launch.Ranks(jobs, a.grace_ms / 1000)
         try:
             failed, status = ranks.supervise(lambda: "sig" in flag)
