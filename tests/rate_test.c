@@ -65,6 +65,8 @@ static void test_defaults_are_the_seeds(void **state) {
   assert_int_equal(p.alpha_bps, 40000000);
   assert_true(p.beta == 0.8);
   assert_true(p.ecn_gain == 1.0 / 16.0);
+  assert_int_equal(p.queue_pkts, 16);
+  assert_int_equal(p.pkt_bytes, 1500);
   dlcp_rate r;
   dlcp_rate_init(&r, &p);
   assert_rate(&r, (double)LINE); /* starts at line rate */
@@ -98,6 +100,48 @@ static void test_thresholds_are_above_base(void **state) {
   /* A smaller RTT lowers the base. */
   ack(&r, 90000, 10, 0, 800000);
   assert_int_equal(r.base_rtt_ns, 90000);
+}
+
+/* The own-queue rule: at 100 Mbit/s the seed's 125 us is less than one
+ * 1500-byte packet, so T_high stretches to queue_pkts (here 8) of the
+ * flow's packets at its rate (960 us at 100 Mbit/s) and T_low to a tenth of that; the window
+ * covers the smoothed RTT up to the stretched T_high. */
+static void test_own_queue_stretches_thresholds(void **state) {
+  (void)state;
+  dlcp_rate r = make(1e8 - ALPHA);
+  r.params.queue_pkts = 8;
+  /* base 1 ms (the window's floor, 3000 B per RTT, is 24 Mbit/s) */
+  assert_int_equal(ack(&r, 1000000, 10, 0, 0), DLCP_RATE_INCREASE);
+  assert_rate(&r, 1e8);
+  /* q = 500 us, rising: within the band, hold (125 us would cut) */
+  assert_int_equal(ack(&r, 1500000, 10, 0, 1000), DLCP_RATE_HOLD);
+  assert_rate(&r, 1e8);
+  /* q = 1920 us, twice T_high: 1 - 0.8 (1 - 1/2) = 0.6 */
+  r.window_bytes = 1e15;
+  assert_int_equal(ack(&r, 2920000, 10, 0, 2000), DLCP_RATE_DECREASE_DELAY);
+  assert_rate(&r, 0.6e8);
+  /* srtt 1.29 ms is above base + 125 us but below base + 1600 us (T_high
+   * at 60 Mbit/s): the window is the rate over the whole srtt. */
+  assert_true(r.srtt_ns > 1125000 && r.srtt_ns < 2600000);
+  assert_true(r.window_bytes == 0.6e8 * (double)r.srtt_ns / 8e9);
+  /* At 60 Mbit/s T_low is 160 us, T_high 1600 us: q = 1000 us, once
+   * the cut's hold has passed, falling, is the band: increase. */
+  assert_int_equal(ack(&r, 2000000, 10, 0, 3000000), DLCP_RATE_INCREASE);
+  assert_rate(&r, 0.6e8 + ALPHA);
+
+  /* queue_pkts 0: the seed's thresholds, q = 500 us cuts. */
+  dlcp_rate s = make(1e8);
+  s.params.queue_pkts = 0;
+  ack(&s, 1000000, 10, 0, 0);
+  s.window_bytes = 1e15;
+  assert_int_equal(ack(&s, 1500000, 10, 0, 1000), DLCP_RATE_DECREASE_DELAY);
+  /* At 10 Gbit/s the default 16 packets are 19.2 us: the seed's
+   * thresholds hold. */
+  dlcp_rate f = make(1e10);
+  ack(&f, 1000000, 10, 0, 0);
+  f.window_bytes = 1e15;
+  assert_int_equal(ack(&f, 1200000, 10, 0, 1000), DLCP_RATE_DECREASE_DELAY);
+  assert_rate(&f, 1e10 * (1.0 - 0.8 * (1.0 - 125.0 / 200.0)));
 }
 
 /* With delay_filter 4 (the default) the delay signal is the smallest of
@@ -212,7 +256,8 @@ static void test_window_covers_smoothed_rtt(void **state) {
   /* 1.04 Gbps x srtt, not x 20 us */
   assert_int_equal(dlcp_rate_window_bytes(&r),
                    (uint64_t)(r.rate_bps * (double)r.srtt_ns / 8e9));
-  /* A 1 ms RTT (980 us above base) counts only up to base + T_high. */
+  /* A 1 ms RTT (980 us above base) counts only up to base + T_high; at
+   * 1 Gbit/s T_high is 16 packets of 1500 B, 192 us (own queue). */
   for (int i = 0; i < 80; i++) {
     r.rate_bps = 1e9;
     r.hold_until_ns = UINT64_MAX; /* no cuts: only the window matters */
@@ -222,7 +267,7 @@ static void test_window_covers_smoothed_rtt(void **state) {
   r.rate_bps = 1e9;
   ack(&r, 1000000, 10, 0, 400);
   assert_int_equal(dlcp_rate_window_bytes(&r),
-                   (uint64_t)(1e9 * 145000.0 / 8e9));
+                   (uint64_t)(1e9 * 212000.0 / 8e9));
 }
 
 /* After a pause cut the rate to the floor, a calm path (no mark, queue
@@ -406,6 +451,11 @@ static void test_params_checked(void **state) {
   p.t_high_ns = p.t_low_ns;
   assert_int_equal(dlcp_rate_params_check(&p), DLCP_ERR_CONFIG);
   dlcp_rate_params_default(&p, LINE);
+  p.pkt_bytes = 0;
+  assert_int_equal(dlcp_rate_params_check(&p), DLCP_ERR_CONFIG);
+  p.queue_pkts = 0; /* off: the packet size is not used */
+  assert_int_equal(dlcp_rate_params_check(&p), 0);
+  dlcp_rate_params_default(&p, LINE);
   p.beta = 1.5;
   assert_int_equal(dlcp_rate_params_check(&p), DLCP_ERR_CONFIG);
   dlcp_rate_params_default(&p, LINE);
@@ -433,6 +483,7 @@ int main(void) {
       cmocka_unit_test(test_congestion_avoidance_floor),
       cmocka_unit_test(test_rises_to_the_receivers_share),
       cmocka_unit_test(test_window_slow_start_and_restart),
+      cmocka_unit_test(test_own_queue_stretches_thresholds),
       cmocka_unit_test(test_clamped_to_line_and_floor),
       cmocka_unit_test(test_tx_time_rounds_up),
       cmocka_unit_test(test_params_checked),

@@ -46,6 +46,10 @@ static void test_defaults_world_of_one(void **state) {
   const char *dg[] = {"DLCP_CONTROL_DATAGRAMS", "0", NULL};
   assert_int_equal(dlcp_rt_env_load(&env, table_lookup, dg, NULL), 0);
   assert_false(env.control_datagrams);
+  assert_int_equal(env.queue_pkts, 16);
+  const char *q[] = {"DLCP_QUEUE_PKTS", "0", NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, q, NULL), 0);
+  assert_int_equal(env.queue_pkts, 0);
 }
 
 static void test_full_torchrun_env(void **state) {
@@ -168,6 +172,8 @@ static void test_invalid_values_named(void **state) {
       {{WORLD2, "DLCP_SHM", "2", NULL}, {"DLCP_SHM='2'", "0 or 1"}},
       {{WORLD2, "DLCP_CONTROL_DATAGRAMS", "on", NULL},
        {"DLCP_CONTROL_DATAGRAMS='on'", "0 or 1"}},
+      {{WORLD2, "DLCP_QUEUE_PKTS", "-1", NULL},
+       {"DLCP_QUEUE_PKTS='-1'", "packet count"}},
   };
 #undef WORLD2
   size_t i;

@@ -100,10 +100,15 @@ static void test_overrides(void **state) {
                      "1MB}\n";
   const char *sets[] = {"topology.spines=8", "switch.ecn_threshold=20pkts",
                         "workload.flows.0.size=2MB",
-                        "faults=[{link: \"*\", loss: 0.001}]", "seed=99"};
+                        "faults=[{link: \"*\", loss: 0.001}]", "seed=99",
+                        "transport.queue_pkts=4"};
   dlcp_sim_config cfg;
   char err[512];
-  assert_int_equal(load(&cfg, text, sets, 5, err, sizeof(err)), 0);
+  assert_int_equal(load(&cfg, text, NULL, 0, err, sizeof(err)), 0);
+  assert_int_equal(cfg.transport.mlt.queue_pkts, 16);
+  dlcp_sim_config_free(&cfg);
+  assert_int_equal(load(&cfg, text, sets, 6, err, sizeof(err)), 0);
+  assert_int_equal(cfg.transport.mlt.queue_pkts, 4);
   assert_int_equal(cfg.topo.spines, 8);
   assert_int_equal(cfg.sw.ecn_threshold_bytes[0], 20ull * 1500);
   assert_int_equal(cfg.sw.ecn_threshold_bytes[7], 20ull * 1500);

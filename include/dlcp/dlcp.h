@@ -143,8 +143,9 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
  * DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB, DLCP_RATE_GBPS, DLCP_WINDOW_BYTES,
  * DLCP_EAGER_BYTES, DLCP_SPIN_US, DLCP_SHM, DLCP_RTT_LOW_US,
  * DLCP_JOB_SECRET, DLCP_CONTROL_DATAGRAMS, DLCP_FLIGHT_DIR,
- * DLCP_RTT_HIGH_US, DLCP_TOPO and DLCP_FAULT_{DROP,DUP,REORDER,DELAY,
- * DELAY_US,SEED,PAUSE,STRAGGLE} (docs/runtime.md says what each does).
+ * DLCP_RTT_HIGH_US, DLCP_QUEUE_PKTS, DLCP_TOPO and
+ * DLCP_FAULT_{DROP,DUP,REORDER,DELAY,DELAY_US,SEED,PAUSE,STRAGGLE}
+ * (docs/runtime.md says what each does).
  * Returns what dlcp_comm_create returns; a malformed value fails with
  * DLCP_ERR_CONFIG and a message naming the variable, its value and what
  * was expected.

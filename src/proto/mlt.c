@@ -618,6 +618,7 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->min_rate_bps = rp.min_rate_bps;
   cfg->t_low_ns = rp.t_low_ns;
   cfg->t_high_ns = rp.t_high_ns;
+  cfg->queue_pkts = rp.queue_pkts;
   cfg->alpha_bps = rp.alpha_bps;
   cfg->beta = rp.beta;
   cfg->ecn_gain = rp.ecn_gain;
@@ -645,6 +646,8 @@ static void rate_params_of(dlcp_rate_params *rp, const dlcp_mlt_config *cfg) {
   rp->min_rate_bps = cfg->min_rate_bps;
   rp->t_low_ns = cfg->t_low_ns;
   rp->t_high_ns = cfg->t_high_ns;
+  rp->queue_pkts = cfg->queue_pkts;
+  rp->pkt_bytes = cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN;
   rp->alpha_bps = cfg->alpha_bps;
   rp->beta = cfg->beta;
   rp->ecn_gain = cfg->ecn_gain;

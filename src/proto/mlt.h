@@ -98,6 +98,10 @@ typedef struct dlcp_mlt_config {
   dlcp_duration t_low_ns;  /* rate control thresholds, queueing delay above
                               the measured base RTT (12.5 us, 125 us) */
   dlcp_duration t_high_ns;
+  uint32_t queue_pkts;     /* T_high is at least this many of the flow's
+                              own packets queued at its rate, T_low in
+                              proportion (rate.h, "own queue"); 0 = off;
+                              16 */
   uint64_t alpha_bps;      /* additive increase (40 Mbps) */
   double beta;             /* multiplicative decrease (0.8) */
   double ecn_gain;         /* DCTCP's g for the CE fraction (1/16) */

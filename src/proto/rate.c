@@ -20,6 +20,8 @@ void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps) {
   p->hai_after = 5;
   p->delay_filter = 4;
   p->min_window_bytes = 2 * 1500;
+  p->queue_pkts = 16;
+  p->pkt_bytes = 1500;
   p->rise_to_share = false;
   /* One RTT at line rate (the seed's start), over a 50 us RTT; without
    * overflow: line_rate_bps * 50e-6 / 8. */
@@ -34,7 +36,8 @@ int dlcp_rate_params_check(const dlcp_rate_params *p) {
       !(p->beta > 0.0 && p->beta <= 1.0) ||
       !(p->ecn_gain > 0.0 && p->ecn_gain <= 1.0) || p->ack_every == 0 ||
       p->delay_filter == 0 || p->delay_filter > DLCP_RATE_FILTER_MAX ||
-      p->min_window_bytes == 0 || p->initial_window_bytes == 0) {
+      p->min_window_bytes == 0 || p->initial_window_bytes == 0 ||
+      (p->queue_pkts > 0 && p->pkt_bytes == 0)) {
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -58,7 +61,20 @@ void dlcp_rate_init(dlcp_rate *r, const dlcp_rate_params *p) {
   r->window_bytes = (double)p->initial_window_bytes;
 }
 
-static dlcp_duration window_rtt(const dlcp_rate *r);
+static dlcp_duration window_rtt(const dlcp_rate *r, double scale);
+
+/* How far T_low and T_high stretch so that T_high holds queue_pkts of
+ * the flow's own packets at its current rate (the "own queue" rule). */
+static double threshold_scale(const dlcp_rate *r) {
+  const dlcp_rate_params *p = &r->params;
+  if (p->queue_pkts == 0) {
+    return 1.0;
+  }
+  double own_ns =
+      (double)p->queue_pkts * (double)p->pkt_bytes * 8e9 / r->rate_bps;
+  double scale = own_ns / (double)p->t_high_ns;
+  return scale > 1.0 ? scale : 1.0;
+}
 
 /* The rate stays within [min, line], and never below what the smallest
  * window sends per RTT: a pacer slower than the window's floor only
@@ -69,7 +85,9 @@ static dlcp_duration window_rtt(const dlcp_rate *r);
 static void clamp(dlcp_rate *r) {
   const dlcp_rate_params *p = &r->params;
   double lo = (double)p->min_rate_bps;
-  dlcp_duration rtt = window_rtt(r);
+  /* The seed's T_high, not the stretched one: stretched, the floor would
+   * fall with the rate it bounds. */
+  dlcp_duration rtt = window_rtt(r, 1.0);
   if (rtt > 0) {
     double window_floor = (double)p->min_window_bytes * 8e9 / (double)rtt;
     lo = window_floor > lo ? window_floor : lo;
@@ -144,13 +162,14 @@ static void rise_to_share(dlcp_rate *r, uint64_t grant_bytes,
 }
 
 /* The RTT the window covers: the smoothed RTT, but no more than the base
- * plus T_high.  On a host stack (loopback, a VM) the base RTT is a lucky
+ * plus T_high (stretched by |scale|, the own-queue rule).  On a host stack (loopback, a VM) the base RTT is a lucky
  * minimum and the typical RTT several times it; a window of rate x base
  * there caps the flow far below its rate (loopback 4-rank 64 MiB ring:
  * 160-340 ms against 113-125 ms).  Beyond base + T_high the excess is
  * queueing the rate control is cutting anyway. */
-static dlcp_duration window_rtt(const dlcp_rate *r) {
-  dlcp_duration cap = r->base_rtt_ns + r->params.t_high_ns;
+static dlcp_duration window_rtt(const dlcp_rate *r, double scale) {
+  dlcp_duration cap =
+      r->base_rtt_ns + (dlcp_duration)((double)r->params.t_high_ns * scale);
   return r->srtt_ns < cap ? r->srtt_ns : cap;
 }
 
@@ -158,7 +177,8 @@ static dlcp_duration window_rtt(const dlcp_rate *r) {
  * allows (a window per base RTT) if that is less.  The window only grows
  * while it is used, so it tracks what the flow achieves. */
 static void cut_from_window(dlcp_rate *r) {
-  double allowed = r->window_bytes * 8e9 / (double)window_rtt(r);
+  double allowed =
+      r->window_bytes * 8e9 / (double)window_rtt(r, threshold_scale(r));
   if (allowed < r->rate_bps) {
     r->rate_bps = allowed;
   }
@@ -196,6 +216,9 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
     sig = r->recent[i] < sig ? r->recent[i] : sig;
   }
   dlcp_duration q = sig - r->base_rtt_ns;
+  double scale = threshold_scale(r);
+  double t_low = (double)p->t_low_ns * scale;
+  double t_high = (double)p->t_high_ns * scale;
   /* The gradient needs two samples; the first counts as "not rising". */
   bool rising = r->samples > 0 && sig > r->prev_rtt_ns;
   r->prev_rtt_ns = sig;
@@ -204,7 +227,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
 
   dlcp_rate_move move = DLCP_RATE_HOLD;
   bool may_cut = now >= r->hold_until_ns;
-  if (ce_pkts > 0 || q >= p->t_low_ns) {
+  if (ce_pkts > 0 || (double)q >= t_low) {
     r->calm_since_ns = now;
   }
   if (ce_pkts > 0) {
@@ -213,16 +236,16 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
       r->rate_bps *= 1.0 - r->ecn_alpha / 2.0;
       move = DLCP_RATE_DECREASE_ECN;
     }
-  } else if (q > p->t_high_ns) {
+  } else if ((double)q > t_high) {
     /* Above T_high the queue is too long whatever its trend, so the
      * decrease is checked before the gradient (TIMELY's order). */
     if (may_cut) {
-      double ratio = (double)p->t_high_ns / (double)q;
+      double ratio = t_high / (double)q;
       cut_from_window(r);
       r->rate_bps *= 1.0 - p->beta * (1.0 - ratio);
       move = DLCP_RATE_DECREASE_DELAY;
     }
-  } else if (q < p->t_low_ns || !rising) {
+  } else if ((double)q < t_low || !rising) {
     move = increase(r, ack, acked_pkts, now);
     rise_to_share(r, ack->grant_bytes, now);
   }
@@ -235,7 +258,8 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
    * while at least half of it is in use (a flow held back by its host or
    * its application does not inflate it), and follows a lower target
    * down at once. */
-  double target = r->rate_bps * (double)window_rtt(r) / 8e9;
+  double target =
+      r->rate_bps * (double)window_rtt(r, threshold_scale(r)) / 8e9;
   bool used = (double)(ack->inflight_bytes + ack->acked_bytes) * 2.0 >=
               r->window_bytes;
   if (move != DLCP_RATE_DECREASE_ECN && move != DLCP_RATE_DECREASE_DELAY &&

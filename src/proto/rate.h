@@ -18,6 +18,17 @@
  *              q > T_high                     rate *= 1 - beta(1 - T_high/q)
  *              T_low..T_high, rtt not rising  increase (TIMELY: gradient <= 0)
  *              T_low..T_high, rtt rising      hold
+ *   own queue  T_low and T_high are stretched (in proportion) so that
+ *            T_high is at least queue_pkts of the flow's own packets at
+ *            its rate: a queue that holds fewer than that many of its
+ *            packets is not one its cut could drain.  At 100 Gbit/s the
+ *            seed's 125 us is hundreds of packets and nothing changes;
+ *            at 100 Mbit/s it is one packet, and beside TCP, which keeps
+ *            a queue standing at the marking threshold, every RTT cut
+ *            the rate again while TCP took the link (docs/protocol.md,
+ *            "Beside TCP").  In packets per flow this is TCP Vegas's
+ *            rule, and Swift's flow-based scaling of its target delay
+ *            for flows with small windows.
  *   ECN      ACKs echo how many of the packets they cover arrived CE
  *            marked.  The marked fraction F feeds DCTCP's estimate
  *            a = (1 - g) a + g F once per RTT, and an ACK that echoes any
@@ -55,8 +66,8 @@
  *            initial_window_bytes, grows by the bytes each ACK covers
  *            (doubling per RTT, as TCP's slow start) while at least half
  *            of it is in flight, up to rate x RTT (the smoothed RTT, at
- *            most base + T_high: on a host stack the base RTT is a lucky
- *            minimum)
+ *            most base + T_high, stretched by the own-queue rule: on a host
+ *            stack the base RTT is a lucky minimum)
  *            (a BDP at the current rate), and follows that target down
  *            at once when the rate is cut; never below min_window_bytes.
  *            After an idle spell (dlcp_rate_restart) it starts again from
@@ -97,6 +108,10 @@ typedef struct dlcp_rate_params {
                               (1 = every sample on its own) */
   uint64_t min_window_bytes;     /* floor of the in-flight bound, > 0 */
   uint64_t initial_window_bytes; /* bound before the first RTT sample, > 0 */
+  uint32_t queue_pkts;     /* the "own queue" rule above: the thresholds
+                              stand for at least this many of the flow's
+                              packets queued; 0 = off */
+  uint32_t pkt_bytes;      /* a packet on the wire, > 0 when queue_pkts */
   bool rise_to_share;      /* the "share" rule above; default off */
 } dlcp_rate_params;
 
@@ -127,8 +142,8 @@ typedef struct dlcp_rate {
 
 /* dlcp_rate_params_default fills the seed's defaults for a |line_rate_bps|
  * link (T_low 12.5 us, T_high 125 us above base, alpha 40 Mbps, beta 0.8),
- * DCTCP's g = 1/16, ack_every 10, TIMELY's hai_after 5, a window floor of
- * 2 full packets (of 1500 bytes) and an initial window of one BDP at line
+ * DCTCP's g = 1/16, ack_every 10, TIMELY's hai_after 5, queue_pkts 16 of
+ * 1500 bytes, a window floor of 2 full packets (of 1500 bytes) and an initial window of one BDP at line
  * rate over a 50 us RTT (the seed's start at line rate). */
 void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps);
 

@@ -34,7 +34,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
     "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE", "DLCP_FAULT_STRAGGLE",
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
-    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_WINDOW_BYTES",
+    "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_QUEUE_PKTS",
+    "DLCP_WINDOW_BYTES",
     "DLCP_EAGER_BYTES", "DLCP_SPIN_US",
     "DLCP_SHM",         "DLCP_FLIGHT_DIR",  "DLCP_CONTROL_DATAGRAMS",
     /* Read elsewhere: the INA runtime, the Python package and its build. */
@@ -528,6 +529,8 @@ int dlcp_rt_env_load(dlcp_rt_env *env, dlcp_rt_env_lookup lookup, void *user,
                      10000000, &env->rtt_low_us)) != 0 ||
       (rv = read_u32(&rd, "DLCP_RTT_HIGH_US", "a time in microseconds", 1,
                      10000000, &env->rtt_high_us)) != 0 ||
+      (rv = read_u32(&rd, "DLCP_QUEUE_PKTS", "a packet count (0 = off)", 0,
+                     1000000, &env->queue_pkts)) != 0 ||
       (rv = load_topo(&rd, env)) != 0 || (rv = load_fault(&rd, env)) != 0 ||
       (rv = load_secret(&rd, env)) != 0) {
     return rv;

@@ -542,6 +542,7 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     if (c->env.rtt_high_us) {
       cfg.t_high_ns = (dlcp_duration)c->env.rtt_high_us * 1000u;
     }
+    cfg.queue_pkts = c->env.queue_pkts;
     if (cfg.t_high_ns <= cfg.t_low_ns) {
       return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                              "DLCP_RTT_HIGH_US (%llu us) must exceed "

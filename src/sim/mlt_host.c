@@ -218,6 +218,7 @@ static int mlt_init(dlcp_sim *sim) {
   b->min_rate_bps = b->line_rate_bps / 1000 ? b->line_rate_bps / 1000 : 1;
   b->t_low_ns = ns_of(mc->t_low_ps);
   b->t_high_ns = ns_of(mc->t_high_ps);
+  b->queue_pkts = mc->queue_pkts;
   b->ack_every = mc->ack_every;
   b->burst_pkts = mc->burst_pkts;
   b->probe_timeout_ns = ns_of(mc->probe_timeout_ps);

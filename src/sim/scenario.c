@@ -225,7 +225,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       "init_cwnd",    "dupack_threshold", "delayed_ack", "delayed_ack_timeout",
       "g",            "alpha_init",  "loss_bound",       "paths",
       "importance",   "layers",      "segment_size",     "t_low",
-      "t_high",       "ack_every",   "burst",            "probe_timeout",
+      "t_high",       "queue_pkts",  "ack_every",   "burst",            "probe_timeout",
       "min_drain",    "pias",        "pfabric",          "ndp",
       "srpt",         "cwr_fast_retransmit", "path_burst", NULL};
   const char *p = "transport";
@@ -272,6 +272,8 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
                              9000)) ||
       (rv = dlcp_scn_get_time(s, n, p, "t_low", &m->t_low_ps)) ||
       (rv = dlcp_scn_get_time(s, n, p, "t_high", &m->t_high_ps)) ||
+      (rv = dlcp_scn_get_u32(s, n, p, "queue_pkts", &m->queue_pkts, 0,
+                             1000000)) ||
       (rv =
            dlcp_scn_get_u32(s, n, p, "ack_every", &m->ack_every, 1, 1000000)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "burst", &m->burst_pkts, 1, 1000000)) ||

@@ -192,6 +192,7 @@ typedef struct dlcp_sim_mlt_config {
   uint32_t layers;
   dlcp_sim_ps t_low_ps;  /* rate control thresholds; 12.5 us, 125 us */
   dlcp_sim_ps t_high_ps;
+  uint32_t queue_pkts;   /* own queue behind T_high (proto/rate.h); 16 */
   uint32_t ack_every;    /* 10 */
   uint32_t burst_pkts;   /* 16 */
   dlcp_sim_ps probe_timeout_ps; /* 1 ms */

@@ -328,7 +328,8 @@ def corpora():
         "tuning": b"DLCP_PATHS=8\nDLCP_SEGMENT=auto\nDLCP_TIMEOUT_MS=5000\n"
                   b"DLCP_EAGER_BYTES=0\nDLCP_SPIN_US=0\nDLCP_SHM=0\n"
                   b"DLCP_WINDOW_BYTES=0\nDLCP_RTT_LOW_US=10\n"
-                  b"DLCP_RTT_HIGH_US=100\nDLCP_RATE_GBPS=10\n"
+                  b"DLCP_RTT_HIGH_US=100\nDLCP_QUEUE_PKTS=0\n"
+                  b"DLCP_RATE_GBPS=10\n"
                   b"DLCP_JOB=12345\n",
         "topo": b"WORLD_SIZE=8\nRANK=3\nMASTER_ADDR=h\nMASTER_PORT=2\n"
                 b"DLCP_TOPO=rack:4\n",
