@@ -162,11 +162,15 @@ static void rise_to_share(dlcp_rate *r, uint64_t grant_bytes,
 }
 
 /* The RTT the window covers: the smoothed RTT, but no more than the base
- * plus T_high (stretched by |scale|, the own-queue rule).  On a host stack (loopback, a VM) the base RTT is a lucky
- * minimum and the typical RTT several times it; a window of rate x base
- * there caps the flow far below its rate (loopback 4-rank 64 MiB ring:
- * 160-340 ms against 113-125 ms).  Beyond base + T_high the excess is
- * queueing the rate control is cutting anyway. */
+ * plus T_high, stretched by |scale| (the own-queue rule).  On a host
+ * stack (loopback, a VM) the base RTT is a lucky minimum and the typical
+ * RTT several times it; a window of rate x base there caps the flow far
+ * below its rate (loopback 4-rank 64 MiB ring: 160-340 ms against 113-125
+ * ms).  Beyond base + T_high the excess is queueing the rate control is
+ * cutting anyway; below the stretched T_high, a flow with a small share
+ * would otherwise keep a few packets in flight over an RTT that others'
+ * standing queue makes milliseconds long (docs/protocol.md, "Beside
+ * TCP"). */
 static dlcp_duration window_rtt(const dlcp_rate *r, double scale) {
   dlcp_duration cap =
       r->base_rtt_ns + (dlcp_duration)((double)r->params.t_high_ns * scale);

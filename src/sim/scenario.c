@@ -225,9 +225,10 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       "init_cwnd",    "dupack_threshold", "delayed_ack", "delayed_ack_timeout",
       "g",            "alpha_init",  "loss_bound",       "paths",
       "importance",   "layers",      "segment_size",     "t_low",
-      "t_high",       "queue_pkts",  "ack_every",   "burst",            "probe_timeout",
-      "min_drain",    "pias",        "pfabric",          "ndp",
-      "srpt",         "cwr_fast_retransmit", "path_burst", NULL};
+      "t_high",       "queue_pkts",  "ack_every",        "burst",
+      "probe_timeout", "min_drain",  "pias",             "pfabric",
+      "ndp",          "srpt",        "cwr_fast_retransmit", "path_burst",
+      NULL};
   const char *p = "transport";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
   if (rv != 0) {
