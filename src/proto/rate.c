@@ -20,7 +20,7 @@ void dlcp_rate_params_default(dlcp_rate_params *p, uint64_t line_rate_bps) {
   p->hai_after = 5;
   p->delay_filter = 4;
   p->min_window_bytes = 2 * 1500;
-  p->queue_pkts = 16;
+  p->queue_pkts = DLCP_RATE_DEFAULT_QUEUE_PKTS;
   p->pkt_bytes = 1500;
   p->rise_to_share = false;
   /* One RTT at line rate (the seed's start), over a 50 us RTT; without
@@ -180,9 +180,8 @@ static dlcp_duration window_rtt(const dlcp_rate *r, double scale) {
 /* The rate a cut starts from: the nominal rate, or the one the window
  * allows (a window per base RTT) if that is less.  The window only grows
  * while it is used, so it tracks what the flow achieves. */
-static void cut_from_window(dlcp_rate *r) {
-  double allowed =
-      r->window_bytes * 8e9 / (double)window_rtt(r, threshold_scale(r));
+static void cut_from_window(dlcp_rate *r, double scale) {
+  double allowed = r->window_bytes * 8e9 / (double)window_rtt(r, scale);
   if (allowed < r->rate_bps) {
     r->rate_bps = allowed;
   }
@@ -236,7 +235,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
   }
   if (ce_pkts > 0) {
     if (may_cut) {
-      cut_from_window(r);
+      cut_from_window(r, scale);
       r->rate_bps *= 1.0 - r->ecn_alpha / 2.0;
       move = DLCP_RATE_DECREASE_ECN;
     }
@@ -245,7 +244,7 @@ dlcp_rate_move dlcp_rate_on_ack(dlcp_rate *r, const dlcp_rate_ack *ack,
      * decrease is checked before the gradient (TIMELY's order). */
     if (may_cut) {
       double ratio = t_high / (double)q;
-      cut_from_window(r);
+      cut_from_window(r, scale);
       r->rate_bps *= 1.0 - p->beta * (1.0 - ratio);
       move = DLCP_RATE_DECREASE_DELAY;
     }

@@ -91,6 +91,10 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_RATE_FILTER_MAX 16u
+/* queue_pkts's default: the own queue behind T_high, in packets.  32 was
+ * faster beside TCP but took the short flows' p99 with it
+ * (docs/protocol.md, "Beside TCP"). */
+#define DLCP_RATE_DEFAULT_QUEUE_PKTS 16u
 
 typedef struct dlcp_rate_params {
   uint64_t line_rate_bps; /* start rate and ceiling, > 0 */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dlcp/dlcp.h"
+#include "proto/rate.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
 #include "wire/wire.h"
@@ -22,7 +23,7 @@ void dlcp_rt_env_defaults(dlcp_rt_env *env) {
   env->spin_us = DLCP_RT_DEFAULT_SPIN_US;
   env->shm = true;
   env->control_datagrams = true;
-  env->queue_pkts = DLCP_RT_DEFAULT_QUEUE_PKTS;
+  env->queue_pkts = DLCP_RATE_DEFAULT_QUEUE_PKTS;
   env->fault.delay_us = DLCP_RT_DEFAULT_FAULT_DELAY_US;
   env->fault.seed = DLCP_RT_DEFAULT_FAULT_SEED;
 }
@@ -138,7 +139,7 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->spin_us = cfg->spin_us;
   env->shm = cfg->shm != 0;
   env->control_datagrams = cfg->control_datagrams != 0;
-  env->queue_pkts = DLCP_RT_DEFAULT_QUEUE_PKTS; /* not in the config */
+  env->queue_pkts = DLCP_RATE_DEFAULT_QUEUE_PKTS; /* not in the config */
   env->fault.drop = cfg->fault_drop;
   env->fault.dup = cfg->fault_dup;
   env->fault.reorder = cfg->fault_reorder;

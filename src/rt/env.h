@@ -58,8 +58,6 @@
 /* DLCP_SPIN_US: how long a waiting thread polls before it sleeps. */
 #define DLCP_RT_DEFAULT_SPIN_US 200u
 #define DLCP_RT_MAX_SPIN_US 1000000u
-/* DLCP_QUEUE_PKTS: the own queue behind T_high (proto/rate.h). */
-#define DLCP_RT_DEFAULT_QUEUE_PKTS 16u
 /* The other defaults (docs/runtime.md lists them with their variables). */
 #define DLCP_RT_DEFAULT_TIMEOUT_MS 30000u
 #define DLCP_RT_DEFAULT_RDZV_TIMEOUT_MS 60000u
@@ -138,7 +136,8 @@ typedef struct dlcp_rt_env {
   uint32_t rtt_high_us; /* DLCP_RTT_HIGH_US; 0 = by segment size */
   uint32_t queue_pkts;  /* DLCP_QUEUE_PKTS: T_high stands for at least
                            this many of a connection's own packets queued
-                           (proto/rate.h); 0 = off; default 16 */
+                           (proto/rate.h); 0 = off; default
+                           DLCP_RATE_DEFAULT_QUEUE_PKTS */
   dlcp_topo_kind topo;
   /* DLCP_TOPO_LABELS: "rack0/pod0" gives topo_labels[0] = "rack0" (level
    * 0, the rack) and [1] = "pod0"; every rank must give the same number

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/rate.h"
+
 void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   memset(cfg, 0, sizeof(*cfg));
   cfg->seed = 1;
@@ -62,7 +64,7 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   m->layers = 0;
   m->t_low_ps = dlcp_sim_time_from_ns(12500);
   m->t_high_ps = dlcp_sim_time_from_ns(125000);
-  m->queue_pkts = 16;
+  m->queue_pkts = DLCP_RATE_DEFAULT_QUEUE_PKTS;
   m->ack_every = 10;
   m->burst_pkts = 16;
   m->probe_timeout_ps = dlcp_sim_time_from_ms(1);
