@@ -533,11 +533,13 @@ int main(int argc, char **argv) {
            (unsigned long long)st.control_retx);
     printf("# rank 0: %llu data packets arrived reordered; holes asked for "
            "%llu times while a first round was sent, %llu times on a "
-           "round's last packet; %llu send windows timed out\n",
+           "round's last packet; %llu send windows timed out; %llu quiet "
+           "ACKs\n",
            (unsigned long long)st.data_reordered,
            (unsigned long long)st.bitmaps_early,
            (unsigned long long)st.bitmaps_unprompted,
-           (unsigned long long)st.window_timeouts);
+           (unsigned long long)st.window_timeouts,
+           (unsigned long long)st.acks_quiet);
     printf("# rank 0: %llu peers through shared memory: %llu datagrams, "
            "%llu dropped on a full ring, %llu doorbells\n",
            (unsigned long long)st.shm_peers, (unsigned long long)st.shm_sent,

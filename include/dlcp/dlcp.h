@@ -200,6 +200,9 @@ typedef struct dlcp_comm_stats {
   uint64_t window_timeouts;    /* full send windows presumed drained after
                                   no ACK for two drain intervals (each
                                   stalls its peer for that long) */
+  uint64_t acks_quiet;         /* ACKs sent for packets whose regular ACK
+                                  (the 10th, or one asked for) was lost,
+                                  once none came for a reordering window */
   /* In-network aggregation (DLCP_ALGO_INA, DLCP_ALGO_RA_INA), summed over
    * this rank's operations that have ended: */
   uint64_t ina_groups;      /* groups the switch reduced */

@@ -165,6 +165,10 @@ struct mlt_xfer {
   bool rx_seq_seen;     /* rx_top_*: the highest sequence number arrived, */
   uint32_t rx_top_seq;  /* and when, to time a reordering */
   dlcp_tstamp rx_top_at;
+  uint64_t rx_top_tx_ts; /* its sender's time stamp, for a quiet ACK */
+  dlcp_tstamp ackq_at;   /* receiver: acknowledge what came unacknowledged
+                            once nothing has come for the reordering
+                            window (0 = not armed) */
 };
 
 /* A NOTE of the driver's that came through the control channel, waiting
@@ -206,6 +210,10 @@ struct dlcp_mlt_conn {
   dlcp_duration pkt_gap_ns; /* tx time of a full packet at the current
                                rate, recomputed when the rate changes */
   uint64_t inflight_pkts;     /* sent, not yet acknowledged or settled */
+  /* The RTT of each priority class's sends alone (window_rtt; srtt 0:
+   * no sample yet). */
+  dlcp_duration class_srtt_ns[DLCP_WIRE_PRIO_MASK + 1];
+  dlcp_duration class_rttvar_ns[DLCP_WIRE_PRIO_MASK + 1];
   uint32_t rx_since_ack;      /* data packets received since our last ACK */
   uint32_t ce_since_ack;      /* of which CE marked */
   uint32_t since_ack_req;     /* data packets sent since one asked for an
@@ -1077,14 +1085,36 @@ static void note_reordering(dlcp_mlt_conn *conn, dlcp_duration late) {
   }
 }
 
+/* The RTT estimate that times the in-flight window out: that of the
+ * sending transfer's priority class, from its own ACKs, or the
+ * connection's until the class has one.  A strict-priority queue that
+ * starves a low class gives its packets RTTs of milliseconds; in the
+ * connection's estimate they made a more urgent class, whose window was
+ * lost whole, wait 8.7 ms for its timeout (docs/protocol.md, "The
+ * window's timeout"). */
+static void window_rtt(const dlcp_mlt_conn *conn, dlcp_duration *srtt,
+                       dlcp_duration *rttvar) {
+  const mlt_xfer *x = conn->sending;
+  if (x && conn->class_srtt_ns[x->prio]) {
+    *srtt = conn->class_srtt_ns[x->prio];
+    *rttvar = conn->class_rttvar_ns[x->prio];
+  } else {
+    *srtt = conn->srtt_ns;
+    *rttvar = conn->rttvar_ns;
+  }
+}
+
 /* The in-flight window.  ACKs come every ack_every packets and the last
  * few of a round never get one, and ACKs can be lost: so a window that
- * has seen no ACK for two drain intervals is presumed drained, and
- * sending resumes.  Rounds and STOPs settle the count exactly.  Shorter
- * waits and a tail loss probe were measured and not kept
- * (docs/protocol.md, "The window's timeout"). */
+ * has seen no ACK for two drain intervals (of window_rtt) is presumed
+ * drained, and sending resumes.  Rounds and STOPs settle the count
+ * exactly.  Shorter waits and a tail loss probe were measured and not
+ * kept (docs/protocol.md, "The window's timeout"). */
 static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
-  return 2 * drain_interval(conn);
+  dlcp_duration srtt, rttvar;
+  window_rtt(conn, &srtt, &rttvar);
+  dlcp_duration d = srtt + 4 * rttvar;
+  return 2 * (d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns);
 }
 
 static uint64_t full_pkt_bytes(const dlcp_mlt_conn *conn) {
@@ -1294,6 +1324,10 @@ static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
   net_rtt = net_rtt > a->hold_ns ? net_rtt - a->hold_ns : 0;
   dlcp_rtt_smooth(&conn->srtt_ns, &conn->rttvar_ns, rtt);
   dlcp_rtt_smooth(&conn->net_srtt_ns, &conn->net_rttvar_ns, net_rtt);
+  if (x) {
+    dlcp_rtt_sample(&conn->class_srtt_ns[x->prio],
+                    &conn->class_rttvar_ns[x->prio], rtt);
+  }
   conn->stats.ce_echoed += a->ce;
   dlcp_rate_ack ra = {.rtt_ns = net_rtt, .acked_pkts = a->covered,
                       .ce_pkts = a->ce,
@@ -1687,6 +1721,29 @@ uint8_t *dlcp_mlt_data_dest(dlcp_mlt_conn *conn, const uint8_t *hdr,
   return x->rbuf + d.offset;
 }
 
+static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
+                                 const mlt_xfer *x);
+
+/* Queues an ACK of packet |seq| (sent at |echo_ts|, here at |arrived|)
+ * covering every packet of the connection received since the last. */
+static void ack_packet(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t seq,
+                       uint64_t echo_ts, dlcp_tstamp arrived) {
+  if (!(x->pend & PEND_ACK)) {
+    x->ack_covered = 0;
+    x->ack_ce = 0;
+  }
+  x->ack_covered += conn->rx_since_ack;
+  x->ack_ce += conn->ce_since_ack;
+  conn->rx_since_ack = 0;
+  conn->ce_since_ack = 0;
+  x->ack_echo_ts = echo_ts;
+  x->ack_arrived = arrived;
+  x->ack_rx_pkts = x->rx_pkts;
+  x->ack_seq = seq;
+  x->ackq_at = 0;
+  pend(conn, x, PEND_ACK);
+}
+
 /* |payload| NULL: the driver already wrote it in place (data_dest). */
 static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
                    const uint8_t *payload, bool ce, dlcp_tstamp arrived,
@@ -1706,6 +1763,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
     x->rx_seq_seen = true;
     x->rx_top_seq = d.seq;
     x->rx_top_at = arrived;
+    x->rx_top_tx_ts = d.tx_ts;
   } else if (d.seq < x->rx_top_seq && arrived > x->rx_top_at) {
     note_reordering(conn, arrived - x->rx_top_at);
   }
@@ -1779,19 +1837,10 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
    * transfer that ends here is settled by its STOP: no extra datagram on
    * the latency-critical path). */
   if (regular_ack || (last && !done)) {
-    if (!(x->pend & PEND_ACK)) {
-      x->ack_covered = 0;
-      x->ack_ce = 0;
-    }
-    x->ack_covered += conn->rx_since_ack;
-    x->ack_ce += conn->ce_since_ack;
-    conn->rx_since_ack = 0;
-    conn->ce_since_ack = 0;
-    x->ack_echo_ts = d.tx_ts;
-    x->ack_arrived = arrived;
-    x->ack_rx_pkts = x->rx_pkts;
-    x->ack_seq = d.seq;
-    pend(conn, x, PEND_ACK);
+    ack_packet(conn, x, d.seq, d.tx_ts, arrived);
+  } else if (!done && x->ackq_at == 0) {
+    x->ackq_at = add_sat(now, reorder_guard(conn));
+    set_timer(conn, x, xfer_deadline(conn, x));
   }
   if (done) {
     finish(conn, x, 0, PEND_STOP, now);
@@ -2302,6 +2351,7 @@ static dlcp_tstamp xfer_deadline(const dlcp_mlt_conn *conn,
     dlcp_tstamp t = x->nack_at != 0 && x->nack_at < stall ? x->nack_at
                                                           : stall;
     t = x->early_at != 0 && x->early_at < t ? x->early_at : t;
+    t = x->ackq_at != 0 && x->ackq_at < t ? x->ackq_at : t;
     return x->stop_at != 0 && x->stop_at < t ? x->stop_at : t;
   }
   return x->timer_ns;
@@ -2354,6 +2404,25 @@ static void fire_nack(dlcp_mlt_conn *conn, mlt_xfer *x) {
   }
 }
 
+/* Packets came that no ACK answered (the one that would have, the 10th
+ * or one asking, was lost) and none has come since for the reordering
+ * window: acknowledge the highest, which reopens the sender's window
+ * that, full of lost packets, would otherwise wait for its timeout. */
+static void fire_quiet_ack(dlcp_mlt_conn *conn, mlt_xfer *x,
+                           dlcp_tstamp now) {
+  x->ackq_at = 0;
+  if (x->rx_pkts == x->ack_rx_pkts || (x->pend & PEND_ACK)) {
+    return;
+  }
+  dlcp_tstamp quiet = add_sat(x->last_data_at, reorder_guard(conn));
+  if (quiet > now) {
+    x->ackq_at = quiet;
+    return;
+  }
+  conn->stats.acks_quiet++;
+  ack_packet(conn, x, x->rx_top_seq, x->rx_top_tx_ts, x->rx_top_at);
+}
+
 /* Runs every timer of an active receive that is due, all of them: one
  * left due would have the connection claim work its next poll does not
  * do.  Returns false when none was (the stall timeout is). */
@@ -2373,6 +2442,10 @@ static bool fire_receive_timers(dlcp_mlt_conn *conn, mlt_xfer *x,
   }
   if (x->early_at != 0 && x->early_at <= now) {
     fire_early(conn, x, now);
+    fired = true;
+  }
+  if (x->ackq_at != 0 && x->ackq_at <= now) {
+    fire_quiet_ack(conn, x, now);
     fired = true;
   }
   x->timer_ns = xfer_deadline(conn, x);
@@ -2766,6 +2839,7 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->srtt_ns = conn->srtt_ns;
   st->base_rtt_ns = conn->rate.base_rtt_ns;
   st->rttvar_ns = conn->rttvar_ns;
+  window_rtt(conn, &st->window_srtt_ns, &st->window_rttvar_ns);
   st->control_retx = conn->ctl.retransmissions;
   st->control_duplicates = conn->ctl.duplicates;
 }
@@ -2800,6 +2874,7 @@ void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st) {
   sum->data_reordered += st->data_reordered;
   sum->acks_sent += st->acks_sent;
   sum->acks_received += st->acks_received;
+  sum->acks_quiet += st->acks_quiet;
   sum->control_sent += st->control_sent;
   sum->control_received += st->control_received;
   sum->control_retx += st->control_retx;

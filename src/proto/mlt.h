@@ -300,6 +300,9 @@ typedef struct dlcp_mlt_stats {
   uint64_t data_sent, data_retx, data_received, data_duplicate;
   uint64_t data_reordered; /* arrived after a packet sent later than it */
   uint64_t acks_sent, acks_received;
+  uint64_t acks_quiet; /* receiver: ACKs of packets no regular ACK
+                          answered, sent once none came for the
+                          reordering window */
   uint64_t control_sent, control_received;
   uint64_t control_retx;       /* control datagrams sent again (RTO) */
   uint64_t control_duplicates; /* control datagrams received twice */
@@ -327,6 +330,10 @@ typedef struct dlcp_mlt_stats {
   uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;
   dlcp_duration rttvar_ns;
+  /* The RTT estimate the window's timeout follows: the sending transfer's
+   * priority class's, or the connection's until that class has one. */
+  dlcp_duration window_srtt_ns;
+  dlcp_duration window_rttvar_ns;
   dlcp_duration base_rtt_ns;  /* smallest RTT seen; 0 before the first */
 } dlcp_mlt_stats;
 

@@ -747,6 +747,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   st->bitmaps_early += sum.bitmaps_early;
   st->bitmaps_unprompted += sum.bitmaps_unprompted;
   st->window_timeouts += sum.window_timeouts;
+  st->acks_quiet += sum.acks_quiet;
 }
 
 uint16_t dlcp_comm_udp_port(const dlcp_comm *c, uint32_t path) {

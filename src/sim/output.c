@@ -488,10 +488,12 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
   dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
     fprintf(f, ",\n  \"mlt\": {\"window_timeouts\": %llu, "
+               "\"acks_quiet\": %llu, "
                "\"bitmaps_early\": %llu, \"bitmaps_unprompted\": %llu, "
                "\"control_retx\": %llu, \"cuts_ecn\": %llu, "
                "\"cuts_delay\": %llu}",
             (unsigned long long)m.window_timeouts,
+            (unsigned long long)m.acks_quiet,
             (unsigned long long)m.bitmaps_early,
             (unsigned long long)m.bitmaps_unprompted,
             (unsigned long long)m.control_retx,
@@ -716,11 +718,12 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
   dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
-    fprintf(f, "mlt        %llu window timeouts; holes asked for %llu "
-               "times early, %llu on a round's last packet; %llu control "
-               "datagrams sent again; rate cuts %llu for ECN, %llu for "
-               "delay\n",
+    fprintf(f, "mlt        %llu window timeouts, %llu quiet ACKs; holes "
+               "asked for %llu times early, %llu on a round's last packet; "
+               "%llu control datagrams sent again; rate cuts %llu for ECN, "
+               "%llu for delay\n",
             (unsigned long long)m.window_timeouts,
+            (unsigned long long)m.acks_quiet,
             (unsigned long long)m.bitmaps_early,
             (unsigned long long)m.bitmaps_unprompted,
             (unsigned long long)m.control_retx,
