@@ -191,13 +191,15 @@ def iteration_note(by):
             "with every layer at one priority (mlt_flat) it is shorter "
             "than DCTCP's in %d of %d.  With the layer priorities that "
             "make its mean FCT, MLT's iteration is %.2f-%.2fx its flat "
-            "one.  As "
-            "traced in docs/protocol.md (\"The window's timeout\"), a "
-            "low layer's packets wait in the strict-priority queues behind "
-            "higher layers, its connection's RTT estimate swells, and a "
-            "window of it dropped whole by the low-priority thresholds "
-            "waits two of those swollen drain intervals, while the "
-            "iteration waits for its slowest layer." % (
+            "one.  The stalls that made it up to 2.4x (a window waiting "
+            "out a timeout measured on a starved layer's RTTs, or a "
+            "window whose ACK request was lost with packets of it "
+            "delivered) went when the window's timeout began to follow "
+            "its priority class and receivers to send quiet ACKs "
+            "(docs/protocol.md, \"The window's timeout\"); what is left "
+            "is strict priority's order: a low layer's packets wait in "
+            "the queues behind the higher layers', and the iteration "
+            "waits for its slowest layer." % (
                 len(longer), len(keys), len(flat_wins), len(keys),
                 min(ratios), max(ratios)), ""]
 
