@@ -80,19 +80,23 @@ static void assert_exact(const uint8_t *sent, const uint8_t *got,
 }
 
 /* One transfer of |len| pattern bytes (seed |seed|) from side 0 to side
- * 1 of |ns| as tensor |tensor| under loss bound |p| (completions 2 tensor
- * for the send, 2 tensor - 1 for the receive), posted now and run until
- * both ends complete (within |until| of now).  Both succeed, and every
- * byte delivered is the one sent (missing ranges zero).  Returns the
- * receive's completion; the connections stay, for their stats. */
-static netsim_completion transfer(netsim *ns, uint32_t tensor, uint64_t len,
-                                  uint64_t seed, double p,
-                                  dlcp_tstamp until) {
+ * 1 of |ns| as tensor |tensor| under loss bound |p|, sent at priority
+ * |layer| of |nlayers| (0 of 0: the most urgent class), completions 2
+ * tensor for the send and 2 tensor - 1 for the receive, posted now and
+ * run until both ends complete (within |until| of now).  Both succeed,
+ * and every byte delivered is the one sent (missing ranges zero).
+ * Returns the receive's completion; the connections stay, for their
+ * stats. */
+static netsim_completion transfer_at(netsim *ns, uint32_t tensor,
+                                     uint64_t len, uint64_t seed, double p,
+                                     uint16_t layer, uint16_t nlayers,
+                                     dlcp_tstamp until) {
   uint8_t *src = pattern(len, seed), *dst = calloc(1, len ? len : 1);
   dlcp_tstamp start = netsim_now(ns);
   dlcp_mlt_recv r = {.tensor = tensor, .buf = dst, .len = len,
                      .loss_bound = p, .user_data = 2 * tensor - 1};
   dlcp_mlt_send s = {.tensor = tensor, .buf = src, .len = len,
+                     .layer = layer, .nlayers = nlayers,
                      .user_data = 2 * tensor};
   size_t want = netsim_ncompletions(ns) + 2;
   assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, start), 0);
@@ -105,6 +109,13 @@ static netsim_completion transfer(netsim *ns, uint32_t tensor, uint64_t len,
   free(src);
   free(dst);
   return cr;
+}
+
+/* transfer_at() in the default class. */
+static netsim_completion transfer(netsim *ns, uint32_t tensor, uint64_t len,
+                                  uint64_t seed, double p,
+                                  dlcp_tstamp until) {
+  return transfer_at(ns, tensor, len, seed, p, 0, 0, until);
 }
 
 /* transfer() of tensor 1 without a loss bound: every byte arrives.
@@ -1344,27 +1355,6 @@ static void test_lost_window_times_out_after_two_drains(void **state) {
   netsim_del(ns);
 }
 
-/* transfer() at priority |layer| of 8 layers (one per class). */
-static void transfer_at_layer(netsim *ns, uint32_t tensor, uint64_t len,
-                              uint16_t layer, dlcp_tstamp until) {
-  uint8_t *src = pattern(len, tensor), *dst = calloc(1, len);
-  dlcp_tstamp start = netsim_now(ns);
-  dlcp_mlt_recv r = {.tensor = tensor, .buf = dst, .len = len,
-                     .user_data = 2 * tensor - 1};
-  dlcp_mlt_send s = {.tensor = tensor, .buf = src, .len = len,
-                     .layer = layer, .nlayers = 8, .user_data = 2 * tensor};
-  size_t want = netsim_ncompletions(ns) + 2;
-  assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, start), 0);
-  assert_int_equal(dlcp_mlt_post_send(netsim_conn(ns, 0), &s, start), 0);
-  assert_int_equal(netsim_run(ns, want, start + until), (int)want);
-  assert_int_equal(netsim_find(ns, 0, s.user_data)->c.status, 0);
-  netsim_completion cr = *netsim_find(ns, 1, r.user_data);
-  assert_int_equal(cr.c.status, 0);
-  assert_exact(src, dst, len, &cr.c);
-  free(src);
-  free(dst);
-}
-
 /* The window's timeout follows the sending transfer's priority class: a
  * low class whose packets took 4 ms (starved in a strict-priority queue,
  * here a 2 ms path) leaves the connection's estimate at milliseconds, but
@@ -1382,9 +1372,9 @@ static void test_window_timeout_follows_its_class(void **state) {
   netsim_link fast = make_link(0.0, 0.0, 0.0);
   fast.rate_bps = 0;
   netsim *ns = netsim_new(&cfg, &cfg, &fast, &fast, 29);
-  transfer_at_layer(ns, 1, 50000, 0, 1000000000);
+  transfer_at(ns, 1, 50000, 1, 0.0, 0, 8, 1000000000);
   netsim_set_link(ns, 0, &slow);
-  transfer_at_layer(ns, 2, 50000, 7, 1000000000);
+  transfer_at(ns, 2, 50000, 2, 0.0, 7, 8, 1000000000);
 
   netsim_set_link(ns, 0, &fast);
   dlcp_mlt_stats before;
@@ -1392,7 +1382,7 @@ static void test_window_timeout_follows_its_class(void **state) {
   lost_window w = {.ns = ns, .from = 20,
                    .timeouts_before = before.window_timeouts};
   netsim_set_filter(ns, lose_until_timeout, &w);
-  transfer_at_layer(ns, 3, 300000, 0, 1000000000);
+  transfer_at(ns, 3, 300000, 3, 0.0, 0, 8, 1000000000);
   assert_true(w.resumed > 0);
   const dlcp_mlt_stats *st = &w.at_resume;
   dlcp_duration class_drain = st->window_srtt_ns + 4 * st->window_rttvar_ns;
