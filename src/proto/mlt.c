@@ -1047,9 +1047,15 @@ static bool round_done(const mlt_xfer *x) {
   return x->retx_idx >= x->nretx && (x->retx_round || x->next_seg >= x->nsegs);
 }
 
-static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
-  dlcp_duration d = conn->srtt_ns + 4 * conn->rttvar_ns;
+/* srtt + 4 rttvar of an RTT estimate, at least min_drain. */
+static dlcp_duration drain_of(const dlcp_mlt_conn *conn, dlcp_duration srtt,
+                              dlcp_duration rttvar) {
+  dlcp_duration d = srtt + 4 * rttvar;
   return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
+}
+
+static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
+  return drain_of(conn, conn->srtt_ns, conn->rttvar_ns);
 }
 
 /* The drain interval of the network alone (the RTT less the hosts'
@@ -1113,8 +1119,7 @@ static void window_rtt(const dlcp_mlt_conn *conn, dlcp_duration *srtt,
 static dlcp_duration window_timeout(const dlcp_mlt_conn *conn) {
   dlcp_duration srtt, rttvar;
   window_rtt(conn, &srtt, &rttvar);
-  dlcp_duration d = srtt + 4 * rttvar;
-  return 2 * (d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns);
+  return 2 * drain_of(conn, srtt, rttvar);
 }
 
 static uint64_t full_pkt_bytes(const dlcp_mlt_conn *conn) {
