@@ -102,6 +102,7 @@ static dlcp_agg *small_switch(uint32_t naggs, dlcp_agg_policy pol,
   c.static_parts = parts;
   c.resend_ns = 1000;
   c.lease_ns = 100000;
+  c.idle_ns = 50000;
   assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
   return a;
 }
@@ -511,6 +512,44 @@ static void test_switch_shared_busy_names_share(void **state) {
   assert_int_equal(h.low, 2);
   assert_int_equal(contrib(a, 2, 0, 2, 2, 0, 1, 0, 2), 0);
   assert_int_equal(poll1(a, &s, &p, 2).low, 2);
+  dlcp_agg_del(a);
+}
+
+/* A job that holds no aggregators and has sent nothing for idle_ns stops
+ * counting in the shares: the others' BUSY names the whole pool again,
+ * though its registration lasts the lease.  It counts again as soon as it
+ * sends. */
+static void test_switch_idle_job_leaves_the_share(void **state) {
+  dlcp_agg *a = small_switch(4, DLCP_AGG_SHARED, 1); /* idle 50 us */
+  uint8_t b[BUF];
+  dlcp_agg_send s;
+  dlcp_agg_stats st;
+  const uint8_t *p;
+  dlcp_agg_hdr h;
+
+  (void)state;
+  assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 0), 0);
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 2);
+  h.job = 8;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 50), 0);
+  assert_int_equal(poll1(a, &s, &p, 50).low, 2); /* two jobs: half each */
+  /* job 8 holds nothing; job 7's groups hold their lease till 100 us */
+  assert_int_equal(dlcp_agg_next_deadline(a), 50 + 50000);
+  dlcp_agg_on_timer(a, 50 + 50000);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.jobs_active, 2);
+  assert_int_equal(st.jobs_sharing, 1);
+  assert_int_equal(contrib(a, 2, 0, 2, 2, 0, 1, 0, 50100), 0);
+  h = poll1(a, &s, &p, 50100);
+  assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(h.low, 4); /* alone again: the whole pool */
+  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 2);
+  h.job = 8;
+  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 50200), 0);
+  assert_int_equal(poll1(a, &s, &p, 50200).low, 2);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.jobs_sharing, 2);
   dlcp_agg_del(a);
 }
 
@@ -2134,6 +2173,7 @@ int main(void) {
       cmocka_unit_test(test_switch_claims_and_verdicts),
       cmocka_unit_test(test_switch_partition_span),
       cmocka_unit_test(test_switch_shared_busy_names_share),
+      cmocka_unit_test(test_switch_idle_job_leaves_the_share),
       cmocka_unit_test(test_switch_static_partitions),
       cmocka_unit_test(test_scaling_bound_and_bad_input),
       cmocka_unit_test(test_ina_clean_worlds),

@@ -5,7 +5,7 @@
  *   dlcp-switch [--bind ADDR] [--port N] [--threads T] [--mem BYTES]
  *               [--block-elems N] [--policy shared|static]
  *               [--static-parts N] [--max-jobs N] [--resend-us N]
- *               [--lease-s N] [--batch N] [--stats-s N]
+ *               [--lease-s N] [--idle-us N] [--batch N] [--stats-s N]
  *               [--parent ADDR:PORT]
  *
  * Sharding.  Every thread owns its own socket, bound with SO_REUSEPORT to
@@ -164,8 +164,9 @@ static void usage(void) {
           "                   [--block-elems N] [--policy shared|static] "
           "[--static-parts N]\n"
           "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
-          "[--batch N] [--stats-s N]\n"
-          "                   [--parent ADDR:PORT] [--gso 0|1]\n");
+          "[--idle-us N]\n"
+          "                   [--batch N] [--stats-s N] [--parent ADDR:PORT] "
+          "[--gso 0|1]\n");
 }
 
 static int parse_args(int argc, char **argv, opts *o) {
@@ -228,6 +229,9 @@ static int parse_args(int argc, char **argv, opts *o) {
     } else if (strcmp(a, "--lease-s") == 0) {
       rv = parse_u64(a, v, 1, 86400, &x);
       o->cfg.lease_ns = x * 1000000000u;
+    } else if (strcmp(a, "--idle-us") == 0) {
+      rv = parse_u64(a, v, 1, 86400000000u, &x);
+      o->cfg.idle_ns = x * 1000u;
     } else if (strcmp(a, "--parent") == 0) {
       const char *colon = strrchr(v, ':');
       char host[INET_ADDRSTRLEN];
@@ -740,7 +744,8 @@ int main(int argc, char **argv) {
     if (rv != 0) {
       fprintf(stderr,
               "dlcp-switch: %s: check --mem (at least one block of "
-              "--block-elems per thread), --static-parts <= --max-jobs\n",
+              "--block-elems per thread), --static-parts <= --max-jobs, "
+              "--idle-us <= --lease-s\n",
               dlcp_strerror(rv));
       status = 2;
       goto out;

@@ -52,6 +52,7 @@ typedef struct agg_slot {
 
 typedef struct agg_job {
   bool active;
+  bool sharing; /* counted in jobs_sharing (see dlcp_agg_config.idle_ns) */
   uint8_t world;
   uint16_t place; /* its chain place at the parent (CONTRIB aux), or 0 */
   bool chained;    /* a final came from a parent: up_cap holds */
@@ -367,8 +368,10 @@ static uint32_t job_start(dlcp_agg *a, const dlcp_agg_hdr *h,
       j->token = h->token;
       j->world = h->world;
       j->touched = now;
+      j->sharing = true;
       a->st.jobs_started++;
       a->st.jobs_active++;
+      a->st.jobs_sharing++;
       return i;
     }
   }
@@ -402,19 +405,22 @@ static uint32_t job_cap(const dlcp_agg *a, uint32_t jslot) {
   return below_parent_cap(
       j, a->cfg.policy == DLCP_AGG_STATIC
              ? job_pool(a)
-             : j->held + free_ / (a->st.jobs_active ? a->st.jobs_active
-                                                    : 1u));
+             : j->held + free_ / (a->st.jobs_sharing ? a->st.jobs_sharing
+                                                     : 1u));
 }
 
 /* The aggregators that are each job's own: its partition (STATIC), or
- * its fair share of the pool, the pool over the active jobs (SHARED, as
- * PANAMA's cwnd_cap divides the packet memory by the jobs).  Not
+ * its fair share of the pool, the pool over the jobs sharing it (SHARED,
+ * as PANAMA's cwnd_cap divides the packet memory by the jobs).  Not
  * job_cap's share of the free aggregators: when a BUSY is due none are
- * free, and a job that came first would be told to keep all it holds. */
+ * free, and a job that came first would be told to keep all it holds.
+ * Sharing, not registered: a job that ended keeps its registration for
+ * the lease (seconds), and counted that long it held every other job to
+ * a share of a pool it no longer used. */
 static uint32_t job_share(const dlcp_agg *a) {
   return a->cfg.policy == DLCP_AGG_STATIC
              ? job_pool(a)
-             : a->naggs / (a->st.jobs_active ? a->st.jobs_active : 1u);
+             : a->naggs / (a->st.jobs_sharing ? a->st.jobs_sharing : 1u);
 }
 
 static uint32_t group_find(const dlcp_agg *a, uint32_t job, uint32_t group) {
@@ -863,6 +869,10 @@ int dlcp_agg_on_packet(dlcp_agg *a, const uint8_t *buf, size_t len,
     return 0;
   }
   j->touched = now;
+  if (!j->sharing) {
+    j->sharing = true;
+    a->st.jobs_sharing++;
+  }
   j->addr[h.rank] = addr;
   uint32_t prev_low = j->low[h.rank];
   job_set_low(a, j, h.rank, h.low);
@@ -917,7 +927,14 @@ void dlcp_agg_on_timer(dlcp_agg *a, dlcp_tstamp now) {
   for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
     agg_job *j = &a->job[i];
 
-    if (j->active && j->held == 0 && j->touched + a->cfg.lease_ns <= now) {
+    if (!j->active || j->held != 0) {
+      continue;
+    }
+    if (j->sharing && j->touched + a->cfg.idle_ns <= now) {
+      j->sharing = false;
+      a->st.jobs_sharing--;
+    }
+    if (j->touched + a->cfg.lease_ns <= now) {
       j->active = false;
       a->st.jobs_expired++;
       a->st.jobs_active--;
@@ -940,8 +957,11 @@ dlcp_tstamp dlcp_agg_next_deadline(const dlcp_agg *a) {
     for (uint32_t i = 0; i < a->cfg.max_jobs; i++) {
       const agg_job *j = &a->job[i];
 
-      if (j->active && j->held == 0 && j->touched + a->cfg.lease_ns < t) {
-        t = j->touched + a->cfg.lease_ns;
+      dlcp_tstamp due = j->touched + (j->sharing ? a->cfg.idle_ns
+                                                  : a->cfg.lease_ns);
+
+      if (j->active && j->held == 0 && due < t) {
+        t = due;
       }
     }
   }
@@ -1055,6 +1075,7 @@ void dlcp_agg_config_default(dlcp_agg_config *cfg) {
   cfg->resend_ns = 5000000;
   cfg->max_resends = 1000;
   cfg->lease_ns = UINT64_C(10000000000);
+  cfg->idle_ns = 1000000;
   cfg->out_queue = 4096;
   cfg->ntrees = 1;
 }
@@ -1067,6 +1088,7 @@ static int config_check(const dlcp_agg_config *c) {
       (c->window_groups & (c->window_groups - 1u)) != 0 ||
       c->window_groups > (1u << 24) || c->out_queue == 0 ||
       c->out_queue > (1u << 24) || c->resend_ns == 0 || c->lease_ns == 0 ||
+      c->idle_ns == 0 || c->idle_ns > c->lease_ns ||
       (c->policy != DLCP_AGG_SHARED && c->policy != DLCP_AGG_STATIC) ||
       (c->policy == DLCP_AGG_STATIC &&
        (c->static_parts == 0 || c->static_parts > c->max_jobs)) ||

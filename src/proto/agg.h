@@ -100,6 +100,10 @@ typedef struct dlcp_agg_config {
   dlcp_duration lease_ns;  /* an incomplete group idle this long (no
                               contribution, first or re-sent), or a job
                               with no group idle this long, is reclaimed */
+  dlcp_duration idle_ns;   /* a job holding no aggregators that sent
+                              nothing for this long no longer counts in
+                              the shares of the pool (jobs_sharing) until
+                              it sends again; at most lease_ns */
   uint32_t out_queue;      /* datagrams that may wait for dlcp_agg_poll */
   /* Chains and trees (CINA, HINA, MTINA).  Group g belongs to tree
    * g % ntrees (1..DLCP_AGG_MAX_TREES; MTINA's round-robin over several
@@ -160,6 +164,9 @@ typedef struct dlcp_agg_stats {
   uint64_t queue_drops;    /* datagrams not queued: the queue was full */
   uint64_t jobs_started, jobs_expired, jobs_refused;
   uint32_t aggs_total, aggs_used, jobs_active;
+  /* Jobs that hold aggregators or sent within idle_ns: a shared pool's
+   * share (BUSY) and cap (RESULT) divide it among these. */
+  uint32_t jobs_sharing;
 } dlcp_agg_stats;
 
 /* One datagram produced by dlcp_agg_poll. */

@@ -685,6 +685,7 @@ static void add_stats(dlcp_agg_stats *sum, const dlcp_agg_stats *st) {
   sum->aggs_total += st->aggs_total;
   sum->aggs_used += st->aggs_used;
   sum->jobs_active += st->jobs_active;
+  sum->jobs_sharing += st->jobs_sharing;
 }
 
 bool dlcp_sim_agg_get_stats(const dlcp_sim *sim, dlcp_agg_stats *st,

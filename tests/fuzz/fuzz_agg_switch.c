@@ -84,7 +84,7 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
   if (st.packets != st.contrib + st.duplicates + st.acks + st.nacked +
                         st.malformed + st.foreign + st.stale_acks +
                         st.claims_granted + st.finals + st.parent_nacks ||
-      st.aggs_used > st.aggs_total) {
+      st.aggs_used > st.aggs_total || st.jobs_sharing > st.jobs_active) {
     abort();
   }
 }
@@ -104,6 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.resend_ns = 5000;
   cfg.max_resends = 3;
   cfg.lease_ns = 50000;
+  cfg.idle_ns = 20000;
   cfg.out_queue = 16;
   cfg.ntrees = 2;
   cfg.has_parent[0] = true;
