@@ -519,7 +519,7 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
                      "INA: DLCP_INA_CC=%.40s: expected none or panama", cc);
   }
   static const char *const claims[] = {"never", "always", "auto"};
-  s->claim = DLCP_INA_CLAIM_AUTO;
+  s->claim = DLCP_INA_CLAIM_NEVER;
   if (claim != NULL) {
     size_t i = 0;
     while (i < 3 && strcmp(claim, claims[i]) != 0) {

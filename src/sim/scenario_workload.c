@@ -330,8 +330,7 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                               1ull << 50)) != 0) {
     return rv;
   }
-  int claim = cs->algo == DLCP_ALGO_RA_INA ? DLCP_INA_CLAIM_AUTO
-                                           : DLCP_INA_CLAIM_NEVER;
+  int claim = DLCP_INA_CLAIM_NEVER;
   if ((rv = dlcp_scn_get_enum(s, n, path, "claim", claims, &claim)) != 0) {
     return rv;
   }
