@@ -214,8 +214,9 @@ def differences(rows):
         "",
         "RA-INA's default (the RA-INA column) sends every group's payload "
         "at once (`claim: never`) and keeps the groups it has out within "
-        "the aggregators the switch's last results said it may hold (its "
-        "cap: those it holds and its share of the free ones; docs/ina.md), "
+        "the most aggregators the switch's results have said it may hold "
+        "(their cap: those it holds and its share of the free ones; "
+        "docs/ina.md), "
         "so that only groups that other jobs' aggregators crowd out go to "
         "the ring.  Header-only claims send a group's header first and its "
         "payload only once the switch grants aggregators, so a ring group "

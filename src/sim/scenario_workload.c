@@ -281,7 +281,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
 /* window, rto, group_blocks, cc, claim, min_bytes: only for the
  * algorithms through the switch (0 keeps src/coll/ina's defaults; RA-INA's
  * groups have one block per rank; cc none keeps the window fixed, panama
- * lets it follow ECN; claim never, always or auto (RA-INA's default): its
+ * lets it follow ECN; claim never (the default), always or auto: RA-INA's
  * header-only claims; min_bytes, ina and ra_ina only: smaller all-reduces
  * run as ring, PANAMA's 40 MB by default with cc panama). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
