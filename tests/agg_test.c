@@ -70,6 +70,17 @@ static int contrib(dlcp_agg *a, uint32_t group, uint8_t rank, uint8_t world,
   return dlcp_agg_on_packet(a, b, pkt(b, &h, v), ecn, 100u + rank, now);
 }
 
+/* Rank 0 of a 2-rank job |job| (not contrib's job 7) contributes its
+ * 2-block group |group|, from address 50. */
+static int contrib_of(dlcp_agg *a, uint32_t job, uint32_t group,
+                      dlcp_tstamp now) {
+  static uint8_t b[BUF];
+  dlcp_agg_hdr h = hdr(DLCP_AGG_CONTRIB, group, 0, 2, 2);
+
+  h.job = job;
+  return dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, now);
+}
+
 static int ack(dlcp_agg *a, uint32_t group, uint8_t rank, uint8_t world,
                dlcp_tstamp now) {
   static uint8_t b[BUF]; /* pkt writes the header only for an ACK */
@@ -491,7 +502,6 @@ static void test_switch_partition_span(void **state) {
  * active jobs, so that its hosts size their windows to it. */
 static void test_switch_shared_busy_names_share(void **state) {
   dlcp_agg *a = small_switch(4, DLCP_AGG_SHARED, 1);
-  uint8_t b[BUF];
   dlcp_agg_send s;
   const uint8_t *p;
   dlcp_agg_hdr h;
@@ -504,9 +514,7 @@ static void test_switch_shared_busy_names_share(void **state) {
   assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
   assert_int_equal(h.low, 4); /* alone: the whole pool */
   /* a second job finds the pool full: each has half of it */
-  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 2);
-  h.job = 8;
-  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 1), 0);
+  assert_int_equal(contrib_of(a, 8, 0, 1), 0);
   h = poll1(a, &s, &p, 1);
   assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
   assert_int_equal(h.low, 2);
@@ -521,7 +529,6 @@ static void test_switch_shared_busy_names_share(void **state) {
  * sends. */
 static void test_switch_idle_job_leaves_the_share(void **state) {
   dlcp_agg *a = small_switch(4, DLCP_AGG_SHARED, 1); /* idle 50 us */
-  uint8_t b[BUF];
   dlcp_agg_send s;
   dlcp_agg_stats st;
   const uint8_t *p;
@@ -530,9 +537,7 @@ static void test_switch_idle_job_leaves_the_share(void **state) {
   (void)state;
   assert_int_equal(contrib(a, 0, 0, 2, 2, 0, 1, 0, 0), 0);
   assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 0), 0);
-  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 2);
-  h.job = 8;
-  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 50), 0);
+  assert_int_equal(contrib_of(a, 8, 0, 50), 0);
   assert_int_equal(poll1(a, &s, &p, 50).low, 2); /* two jobs: half each */
   /* job 8 holds nothing; job 7's groups hold their lease till 100 us */
   assert_int_equal(dlcp_agg_next_deadline(a), 50 + 50000);
@@ -544,9 +549,7 @@ static void test_switch_idle_job_leaves_the_share(void **state) {
   h = poll1(a, &s, &p, 50100);
   assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
   assert_int_equal(h.low, 4); /* alone again: the whole pool */
-  h = hdr(DLCP_AGG_CONTRIB, 0, 0, 2, 2);
-  h.job = 8;
-  assert_int_equal(dlcp_agg_on_packet(a, b, pkt(b, &h, 4), 0, 50, 50200), 0);
+  assert_int_equal(contrib_of(a, 8, 0, 50200), 0);
   assert_int_equal(poll1(a, &s, &p, 50200).low, 2);
   dlcp_agg_get_stats(a, &st);
   assert_int_equal(st.jobs_sharing, 2);
