@@ -830,6 +830,13 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     h->gcount--;
     return send_group(h, act, buf, buflen, g, false, now);
   }
+  /* Past the groups sent since unsend rewound next_new: a BUSY, which a
+   * switch gives plain INA only, sends groups back, and one that reached
+   * RA-INA's claims sent a group still claimed or granted again, linking
+   * it into the list of groups out twice (fuzz_ina_host: a cycle). */
+  while (h->next_new < h->ngroups && h->state[h->next_new] != GS_UNSENT) {
+    h->next_new++;
+  }
   /* With claims, a window of claims runs ahead of the window of
    * contributions, so that the verdict's round trip is hidden. */
   bool claim = h->p.claim == DLCP_INA_CLAIM_ALWAYS ||
@@ -838,11 +845,6 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
       h->next_new < h->ready && h->nclaim + h->gcount < h->p.window &&
       h->next_new - h->low < 2u * h->p.window) {
     return send_claim(h, act, buf, buflen, h->next_new++, false, now);
-  }
-  /* Past the groups sent since unsend rewound next_new. */
-  while (!claim && h->next_new < h->ngroups &&
-         h->state[h->next_new] != GS_UNSENT) {
-    h->next_new++;
   }
   if (h->r.status == 0 && !claim && h->next_new < h->ngroups &&
       h->next_new < h->ready && may_send(h, h->next_new, false) &&

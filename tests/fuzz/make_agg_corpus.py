@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the INA libFuzzer targets (fuzz_agg,
-fuzz_agg_switch) in tests/fuzz/corpus/.
+fuzz_agg_switch, fuzz_ina_host) in tests/fuzz/corpus/.
 
 The messages are built here from the layout in src/wire/agg_wire.h,
 independently of the C encoder; the output is deterministic.
@@ -90,6 +90,40 @@ def corpora():
         # plain INA's 9-block group on the pool of 8: refused at once
         "too_big": bytes([1, 0, 4, 1, 0, 15, 1, 0, 0,
                           1, 0, 4, 1, 1, 15, 1, 0, 0]),
+    }
+    # fuzz_ina_host programs (see its header comment): 4 bytes of
+    # configuration, then operations.  A RESULT is 1, group, nblocks,
+    # flags, cap (2 bytes), ECN, value, corruption; a NACK 2, group,
+    # reason, low (2 bytes), WAITING bits, corruption; a GRANT 3, group,
+    # corruption.  Group byte g is group g - 1 of the operation.
+    def res(g, cap=64, flags=0, ecn=0, bad=0):
+        return [1, g, 0, flags, cap & 255, cap >> 8, ecn, 2, bad]
+
+    def nack(g, reason, low=0, bits=0, bad=0):
+        return [2, g, reason, low & 255, low >> 8, bits, bad]
+
+    plain = [0x00, 0x00, 0x04, 3]  # world 2, rank 0, window 5, 4 groups
+    ra = [0x01, 0x04, 0x03, 3]     # RA-INA, world 2, rank 1, window 4
+    c["ina_host"] = {
+        "plain_results": bytes(plain + [0, 1] + sum(
+            (res(g) for g in range(1, 5)), [])),
+        "plain_busy": bytes(plain + nack(1, 2, low=2) + [0, 20] + sum(
+            (res(g, cap=2) for g in range(1, 5)), [])),
+        "plain_waiting_timeout": bytes(plain + nack(2, 8, bits=2) +
+                                       [0, 255] * 12),
+        "ra_ring_and_results": bytes(ra + nack(1, 1) + nack(2, 1) +
+                                     res(3, cap=4) + res(4, cap=4)),
+        "ra_claims": bytes([0x03, 0x04, 0x03, 3] + [3, 1, 0, 3, 2, 0] +
+                           nack(3, 1) + nack(4, 1) + res(1) + res(2)),
+        "ra_auto_gone": bytes([0x05, 0x04, 0x03, 3] + nack(1, 1) +
+                              nack(2, 3)),
+        "cc_marked": bytes([0x18, 0x01, 0x0F, 7] + sum(
+            (res(g, cap=3, flags=3, ecn=3) for g in range(1, 9)), [])),
+        "forged": bytes(plain + res(1, bad=1) + res(1, bad=2) +
+                        res(1, bad=4) + res(1, bad=8) + [4, 32] +
+                        list(hdr(RESULT, job=9, world=2, elems=4))),
+        "not_ready": bytes([0x00, 0x00, 0x04, 0x83, 5, 2, 0, 1] +
+                           res(1) + res(2) + [5, 4]),
     }
     return c
 
