@@ -1352,6 +1352,43 @@ static void test_ina_loss_dup_reorder(void **state) {
  * and under loss, duplication and reordering of all; on a clean network
  * the switch sums exactly the contributions of the groups it aggregated,
  * none of a ring group. */
+/* RA-INA alone on a pool of 4 groups with a window of 16 (no claims):
+ * only the first window goes out before a result names the pool; after
+ * that its groups stay within the cap, between half of it and all of it,
+ * so the switch reduces most of them: 151 of 200, and 49 by ring (a
+ * group sent as soon as a result came finds its aggregators still held
+ * until every rank's ACK).  With the window of 16 throughout, 158 went to
+ * the ring. */
+static void test_ra_ina_window_follows_cap(void **state) {
+  dlcp_agg *sw = net_switch(16u * 256u, DLCP_AGG_SHARED, 1);
+  inanet_config c;
+  inanet *n;
+  job j;
+  dlcp_ina_result r;
+
+  (void)state;
+  inanet_config_default(&c);
+  c.seed = 21;
+  n = inanet_new(&c, sw);
+  /* 4 ranks: 4 blocks of 64 a group, 200 groups */
+  job_init(&j, 1, 4, DLCP_INA_RING_FALLBACK, DLCP_INT32, 200u * 256u, 21);
+  job_start(&j, n);
+  assert_int_equal(inanet_run(n), 4);
+  job_ring_part(&j);
+  job_check(&j);
+  for (uint32_t k = 0; k < 4; k++) {
+    dlcp_ina_get_result(j.h[k], &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.ngroups, 200);
+    assert_true(r.ring_groups < 60);
+    assert_int_equal(r.ina_groups + r.ring_groups, 200);
+    assert_true(r.cwnd <= 4u); /* the pool's 4 groups */
+  }
+  job_free(&j);
+  inanet_del(n);
+  dlcp_agg_del(sw);
+}
+
 static void test_ra_ina_claims(void **state) {
   inanet_config c;
 
@@ -2168,6 +2205,7 @@ int main(void) {
       cmocka_unit_test(test_switch_holds_group_sent_up),
       cmocka_unit_test(test_ina_names_missing_rank),
       cmocka_unit_test(test_ra_ina_claims),
+      cmocka_unit_test(test_ra_ina_window_follows_cap),
       cmocka_unit_test(test_ina_cc_marks_both_ways),
       cmocka_unit_test(test_ina_cc_moves),
       cmocka_unit_test(test_ina_cc_limits_outstanding),

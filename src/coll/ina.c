@@ -432,6 +432,16 @@ static void unsend(dlcp_ina *h, uint32_t g) {
   }
 }
 
+/* Group |g|, inside the window, found no room in the pool: the window
+ * goes down by one, to half the share at the least (see share_groups). */
+static void pool_shrink(dlcp_ina *h, uint32_t g) {
+  if (g - h->low < h->pool_groups &&
+      h->pool_groups > (h->share_groups + 1u) / 2u) {
+    h->pool_groups--;
+    h->calm_results = 0;
+  }
+}
+
 /* A BUSY answered group |g| and named the job's pool (|aggs|
  * aggregators): the window follows (see share_groups), and the groups
  * out beyond it go back to UNSENT, |g| too.  Retried at the RTO instead,
@@ -447,10 +457,8 @@ static void pool_busy(dlcp_ina *h, uint32_t g, uint32_t aggs) {
   if (share != h->share_groups) {
     h->share_groups = share;
     h->pool_groups = share;
-  } else if (g - h->low < h->pool_groups &&
-             h->pool_groups > (share + 1u) / 2u) {
-    h->pool_groups--;
-    h->calm_results = 0;
+  } else {
+    pool_shrink(h, g);
   }
   for (uint32_t k = h->head; k != NONE;) {
     uint32_t next = h->next[k];
@@ -467,10 +475,12 @@ static void pool_busy(dlcp_ina *h, uint32_t g, uint32_t aggs) {
  * hold now (those it holds and its share of the free ones), which is its
  * only word of the pool: a switch answers its groups RING, never BUSY.
  * The window then climbs to the largest cap seen, one group per window's
- * worth of results.  Sent beyond what the pool could hold, a group was
- * bound for the ring, which is slower than the switch in the runs that
- * motivated it: three jobs on a 16 KiB pool at 10 Gbit/s (`make results`,
- * "ina") went 102.6 -> 77.4 ms mean JCT without claims (docs/ina.md). */
+ * worth of results, and a RING verdict inside it takes it down by one, to
+ * half at the least, as a BUSY does plain INA's (pool_shrink).  Sent
+ * beyond what the pool could hold, a group was bound for the ring, which
+ * is slower than the switch in the runs that motivated it: three jobs on
+ * a 16 KiB pool at 10 Gbit/s (`make results`, "ina") went 102.6 -> 71.0
+ * ms mean JCT without claims (docs/ina.md). */
 static void pool_cap(dlcp_ina *h, uint16_t cap) {
   uint32_t share;
 
@@ -500,6 +510,9 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     answered(h, g, false, false, now);
     h->r.ring_groups++;
     verdict_seen(h, true);
+    if (h->share_groups != 0) {
+      pool_shrink(h, g); /* RA-INA's BUSY, as it were (pool_cap) */
+    }
     group_done(h, g, GS_RING);
     return 0;
   case DLCP_AGG_NACK_BUSY:

@@ -42,8 +42,9 @@
  * DLCP_INA_CLAIM_AUTO claims while an average of the recent verdicts
  * (weight 1/16 each) is mostly RING.  Without claims, an RA-INA rank keeps
  * the groups it has out within the largest cap its results carried (the
- * aggregators the switch may hold for the job), so that only groups other
- * jobs crowd out of the pool go to the ring.
+ * aggregators the switch may hold for the job), less one group per RING
+ * verdict down to half of it, so that few of its groups go to the ring
+ * while the pool has room for them.
  *
  * Events in: dlcp_ina_on_packet (a datagram from the switch).  Actions out:
  * dlcp_ina_poll (a datagram for the switch written into the caller's
