@@ -192,6 +192,36 @@ static void test_jobs_share_small_pool(void **state) {
  * ACKs, one at a time.  At 1 us each the contributions alone take 4 x 977
  * us, and all packets (the last groups' ACKs come after the end) at most
  * 8 x 977 us plus the network; without the cost it takes a fraction. */
+/*
+ * Three plain-INA jobs on a shared 8 KiB pool with 0.5 % loss on every
+ * link: every job finishes exactly.  A BUSY sends a rank's groups back,
+ * and the result of one whose earlier copy the switch had counted then
+ * finds it unsent: the operation refuses it.  The driver took such a
+ * result for one of an earlier operation and acknowledged it with the mark
+ * after it, so the switch forgot groups the operation still needed, which
+ * came back GONE and failed the job (DLCP_ERR_PEER_ABORTED).
+ */
+static void test_jobs_share_pool_under_loss(void **state) {
+  (void)state;
+  char w[1024];
+  int off = snprintf(w, sizeof(w), "workload:\n  collective:\n");
+  for (uint32_t j = 0; j < 3; j++) {
+    off += snprintf(w + off, sizeof(w) - (size_t)off,
+                    "    - {algo: ina, bytes: 1MB, iterations: 2, "
+                    "rto: 50us, hosts: [h%u, h%u, h%u, h%u]}\n",
+                    4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3);
+  }
+  const char *sets[] = {"aggregation.memory=8KiB", "aggregation.policy=shared",
+                        "faults=[{link: \"*\", loss: 0.005}]"};
+  dlcp_sim *sim = load(w, sets, 3);
+  run_all_exact(sim, 3);
+  for (uint32_t j = 0; j < 3; j++) {
+    dlcp_sim_coll_report r = report(sim, j);
+    assert_int_equal(r.ina_groups, 2 * GROUPS_1MB);
+  }
+  dlcp_sim_del(sim);
+}
+
 static void test_per_packet_cost(void **state) {
   (void)state;
   static const char w[] = "workload:\n  collective: {algo: ina, bytes: 1MB, "
@@ -396,6 +426,7 @@ int main(void) {
       cmocka_unit_test(test_ina_exact),
       cmocka_unit_test(test_ina_loss),
       cmocka_unit_test(test_jobs_share_small_pool),
+      cmocka_unit_test(test_jobs_share_pool_under_loss),
       cmocka_unit_test(test_per_packet_cost),
       cmocka_unit_test(test_switch_queue_full),
       cmocka_unit_test(test_switch_queue_pfc),
