@@ -61,6 +61,7 @@ struct dlcp_ina {
   uint8_t *state;
   uint16_t *tries;
   uint8_t *unanswered; /* the group's sends since the switch's last answer */
+  uint8_t *sent_back;  /* 1: sent, then sent back by a BUSY (unsend) */
   dlcp_tstamp *sent_at;
   uint32_t *prev, *next; /* SENT list (CLAIMING too), oldest first */
   uint32_t head, tail;
@@ -427,6 +428,7 @@ static void unsend(dlcp_ina *h, uint32_t g) {
   h->nsent_tree[tree_of(h, g)]--;
   h->tries[g] = 0;
   h->state[g] = GS_UNSENT;
+  h->sent_back[g] = 1;
   if (g < h->next_new) {
     h->next_new = g;
   }
@@ -609,7 +611,10 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
     queue_ack(h, g, true); /* the switch re-sent it: our ACK was lost */
     return 0;
   }
-  if (h->state[g] != GS_SENT) {
+  /* A group a BUSY sent back may have had an earlier copy counted: its
+   * result is as good as any (refused, it waited for a re-send). */
+  if (h->state[g] != GS_SENT &&
+      !(h->state[g] == GS_UNSENT && h->sent_back[g])) {
     h->r.rejected++;
     return DLCP_ERR_UNKNOWN_TRANSFER;
   }
@@ -1011,6 +1016,7 @@ void dlcp_ina_del(dlcp_ina *h) {
   h->mem->free(h->state, h->mem->user);
   h->mem->free(h->tries, h->mem->user);
   h->mem->free(h->unanswered, h->mem->user);
+  h->mem->free(h->sent_back, h->mem->user);
   h->mem->free(h->sent_at, h->mem->user);
   h->mem->free(h->prev, h->mem->user);
   h->mem->free(h->next, h->mem->user);
@@ -1087,6 +1093,7 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->state = mem->calloc(ng + 1u, 1, mem->user);
   h->tries = mem->calloc(ng + 1u, sizeof(*h->tries), mem->user);
   h->unanswered = mem->calloc(ng + 1u, 1, mem->user);
+  h->sent_back = mem->calloc(ng + 1u, 1, mem->user);
   h->sent_at = mem->calloc(ng + 1u, sizeof(*h->sent_at), mem->user);
   h->prev = mem->malloc((ng + 1u) * sizeof(*h->prev), mem->user);
   h->next = mem->malloc((ng + 1u) * sizeof(*h->next), mem->user);
@@ -1097,6 +1104,7 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
     h->exps = mem->malloc((ng + 1u) * sizeof(*h->exps), mem->user);
   }
   if (h->state == NULL || h->tries == NULL || h->unanswered == NULL ||
+      h->sent_back == NULL ||
       h->sent_at == NULL || h->prev == NULL || h->next == NULL ||
       h->acks == NULL || h->ack_again == NULL || h->granted == NULL ||
       (p->dtype == DLCP_FLOAT32 && h->exps == NULL)) {
