@@ -215,12 +215,12 @@ void dlcp_sim_ina_on_packet(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
     (void)dlcp_ina_on_packet(rk->op, bytes, len, pkt->ecn, ns_of(now));
   } else {
     /* A result of an earlier operation, re-sent: acknowledge it, with a
-     * mark no higher than the operation in flight's.  A result the
-     * operation in flight refuses (its group sent back by a BUSY) is not
-     * one: acknowledged with the mark after it, it slid the switch's
-     * window past groups the operation still needed, which came back
-     * GONE (three jobs on a 16 KiB pool at 10 Gbit/s, the windows
-     * raised by the results' caps, docs/ina.md). */
+     * mark no higher than the operation in flight's.  Every packet of the
+     * operation's own groups goes to it above, even one it refuses:
+     * acknowledged here with the mark after its group, such a result slid
+     * the switch's window past groups the operation still needed, which
+     * came back GONE (three jobs on a shared pool under link loss,
+     * sim_ina_test test_jobs_share_pool_under_loss, docs/ina.md). */
     uint8_t ack[DLCP_AGG_HDR_LEN];
     uint32_t low = rk->op ? dlcp_ina_low(rk->op) : 0;
     dlcp_ssize n = dlcp_ina_ack_for(ack, sizeof(ack), bytes, len, h.job,
