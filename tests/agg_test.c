@@ -745,21 +745,26 @@ static dlcp_agg_hdr ack_from(dlcp_ina *h, uint8_t *b, dlcp_tstamp now) {
 }
 
 /* The low-water mark every datagram carries acknowledges the results below
- * it.  Results that arrive together take one ACK: the first one's mark
- * covers the others, which are not sent, and the switch frees all their
- * groups.  An ACK lost is made good by the next datagram's mark. */
+ * it.  With room in the pool, results that arrive while a contribution is
+ * due take no ACK of their own: the contribution's mark covers them, and
+ * the switch frees their groups before it takes the contribution.  Results
+ * that no contribution follows (the operation's last) are acknowledged on
+ * their own, one ACK for those that arrived together; an ACK lost is made
+ * good by the next datagram's mark. */
 static void test_acks_ride_the_low_water_mark(void **state) {
-  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_agg *a = small_switch(16, DLCP_AGG_SHARED, 1);
   dlcp_ina *h;
   dlcp_ina_params p;
-  int32_t in[6 * ELEMS] = {1, 2, 3, 4, 5, 6}, out[6 * ELEMS];
+  int32_t in[7 * ELEMS] = {1, 2, 3, 4, 5, 6, 7}, out[7 * ELEMS];
   uint8_t b[BUF];
   dlcp_agg_hdr d;
   dlcp_agg_stats st;
   dlcp_ina_result r;
+  dlcp_ina_action act;
+  const uint8_t *payload;
 
   (void)state;
-  int32_params(&p, in, out, 6 * ELEMS);
+  int32_params(&p, in, out, 7 * ELEMS);
   p.window = 4;
   assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
   for (int i = 0; i < 4; i++) {
@@ -767,6 +772,70 @@ static void test_acks_ride_the_low_water_mark(void **state) {
   }
   for (int i = 0; i < 4; i++) {
     result_to(a, h, 10); /* all four before the host polls */
+  }
+  /* Group 4 goes at once, its mark 4 acknowledging groups 0-3. */
+  assert_int_equal(dlcp_ina_poll(h, &act, b, BUF, 10), 0);
+  assert_int_equal(act.type, DLCP_INA_ACT_SEND);
+  assert_int_equal(dlcp_agg_decode(&d, &payload, b, act.len), 0);
+  assert_int_equal(d.type, DLCP_AGG_CONTRIB);
+  assert_int_equal(d.group, 4);
+  assert_int_equal(d.low, 4);
+  assert_int_equal(dlcp_agg_on_packet(a, b, act.len, 0, 100, 10), 0);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.acks, 0);
+  assert_int_equal(st.acks_implied, 4);
+  assert_int_equal(st.freed, 4);
+  contrib_from(h, a, 20); /* groups 5 and 6: no ACK before either */
+  contrib_from(h, a, 20);
+  result_to(a, h, 30); /* groups 4 and 5 */
+  result_to(a, h, 30);
+  d = ack_from(h, b, 30); /* nothing left to send: one ACK, lost */
+  assert_int_equal(d.group, 4);
+  assert_int_equal(d.low, 6);
+  result_to(a, h, 40); /* group 6 */
+  d = ack_from(h, b, 40);
+  assert_int_equal(d.group, 6);
+  assert_int_equal(d.low, 7);
+  assert_int_equal(dlcp_agg_on_packet(a, b, DLCP_AGG_HDR_LEN, 0, 100, 40), 0);
+  assert_int_equal(dlcp_ina_poll(h, &act, b, BUF, 40), 0);
+  assert_int_equal(act.type, DLCP_INA_ACT_DONE);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.acks, 1);
+  assert_int_equal(st.acks_implied, 6);
+  assert_int_equal(st.freed, 7);
+  assert_int_equal(st.aggs_used, 0);
+  assert_int_equal(st.resent, 0);
+  assert_int_equal(st.stale_acks, 0);
+  dlcp_ina_get_result(h, &r);
+  assert_int_equal(r.acks_implied, 5);
+  assert_memory_equal(in, out, sizeof(in));
+  dlcp_ina_del(h);
+  dlcp_agg_del(a);
+}
+
+/* When the pool is what limits the job (its cap holds no more groups than
+ * the rank may have out and the results it holds), the ACK goes before
+ * the next contribution, so that every rank's ACK frees the group before
+ * any rank's next contribution claims: one ACK, whose mark covers the
+ * results that came with it. */
+static void test_acks_go_first_when_the_pool_is_full(void **state) {
+  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
+  dlcp_ina *h;
+  dlcp_ina_params p;
+  int32_t in[6 * ELEMS] = {1, 2, 3, 4, 5, 6}, out[6 * ELEMS];
+  uint8_t b[BUF];
+  dlcp_agg_hdr d;
+  dlcp_agg_stats st;
+
+  (void)state;
+  int32_params(&p, in, out, 6 * ELEMS);
+  p.window = 4;
+  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
+  for (int i = 0; i < 4; i++) {
+    contrib_from(h, a, 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    result_to(a, h, 10); /* cap 8 aggregators: 4 out, 4 to acknowledge */
   }
   d = ack_from(h, b, 10);
   assert_int_equal(d.group, 0);
@@ -777,24 +846,15 @@ static void test_acks_ride_the_low_water_mark(void **state) {
   assert_int_equal(st.acks_implied, 3);
   assert_int_equal(st.freed, 4);
   contrib_from(h, a, 20); /* group 4: the ACKs of 1-3 are not sent */
+  contrib_from(h, a, 20);
   result_to(a, h, 30);
-  d = ack_from(h, b, 30); /* group 4's ACK, lost */
-  assert_int_equal(d.group, 4);
-  contrib_from(h, a, 40); /* group 5, with the mark 5 */
-  dlcp_agg_get_stats(a, &st);
-  assert_int_equal(st.acks_implied, 4);
-  assert_int_equal(st.freed, 5);
-  result_to(a, h, 50);
-  d = ack_from(h, b, 50);
-  assert_int_equal(d.group, 5);
-  assert_int_equal(dlcp_agg_on_packet(a, b, DLCP_AGG_HDR_LEN, 0, 100, 50), 0);
+  result_to(a, h, 30);
+  d = ack_from(h, b, 30);
+  assert_int_equal(d.low, 6);
+  assert_int_equal(dlcp_agg_on_packet(a, b, DLCP_AGG_HDR_LEN, 0, 100, 30), 0);
   dlcp_agg_get_stats(a, &st);
   assert_int_equal(st.freed, 6);
   assert_int_equal(st.aggs_used, 0);
-  assert_int_equal(st.resent, 0);
-  assert_int_equal(st.stale_acks, 0);
-  dlcp_ina_get_result(h, &r);
-  assert_int_equal(r.acks_implied, 3);
   assert_memory_equal(in, out, sizeof(in));
   dlcp_ina_del(h);
   dlcp_agg_del(a);
@@ -2202,6 +2262,7 @@ int main(void) {
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_rto_backs_off),
       cmocka_unit_test(test_acks_ride_the_low_water_mark),
+      cmocka_unit_test(test_acks_go_first_when_the_pool_is_full),
       cmocka_unit_test(test_switch_holds_group_sent_up),
       cmocka_unit_test(test_ina_names_missing_rank),
       cmocka_unit_test(test_ra_ina_claims),
