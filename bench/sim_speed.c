@@ -105,6 +105,7 @@ static int write_fct(const dlcp_sim *sim, const char *path) {
 }
 
 int main(int argc, char **argv) {
+  dlcp_sim_use_huge_pages(argv);
   const char *scenario = NULL, *fct_path = NULL;
   const char **sets = calloc((size_t)argc + 1, sizeof(*sets));
   size_t nsets = 0;

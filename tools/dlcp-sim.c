@@ -246,6 +246,7 @@ static int run_default_pair(const char **sets, size_t nsets, const char *out) {
 }
 
 int main(int argc, char **argv) {
+  dlcp_sim_use_huge_pages(argv);
   const char *scenario = NULL;
   const char *out = NULL;
   const char **sets = calloc((size_t)argc + 1, sizeof(*sets));

@@ -950,4 +950,14 @@ int dlcp_sim_write_outputs(const dlcp_sim *sim, const char *dir, char *err,
 int dlcp_sim_write_flows_csv(const dlcp_sim *sim, FILE *f);
 void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s);
 
+/*
+ * dlcp_sim_use_huge_pages is for a simulator executable's main(): unless
+ * GLIBC_TUNABLES names glibc.malloc.hugetlb already, it sets it to 1 and
+ * starts the program again with |argv| (which it does not return from
+ * when that works), so that glibc backs the heap with transparent huge
+ * pages (hugepages.c).  Where it cannot, it returns and the program runs
+ * as it is.
+ */
+void dlcp_sim_use_huge_pages(char **argv);
+
 #endif /* DLCP_SIM_SIM_H */
