@@ -9,7 +9,7 @@
  * glibc.malloc.hugetlb=1 is set, and reads tunables only at start-up, so
  * the program starts itself again with it.  Measured on this project's
  * 2-vCPU VM (docs/performance-sim.md, "Cost per packet-hop"): a k = 16 fat
- * tree (1,024 hosts) ran 11-16 % faster in each of four alternating pairs,
+ * tree (1,024 hosts) ran 9-16 % faster in each of seven alternating pairs,
  * 16 hosts the same.
  */
 #include "sim/sim.h"
