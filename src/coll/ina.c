@@ -49,7 +49,18 @@
  * with SSE2 and 4.2-4.6 with AVX2; on the 10 Gbit/s testbed, where the
  * hosts' CPU paces INA, a 64 MiB INA all-reduce went from 356 to 290 ms
  * and RA-INA from 345 to 273 (docs/ina.md, "On the testbed"). */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+/* No clones under ThreadSanitizer (or MemorySanitizer): it instruments
+ * the clones' resolver, which the dynamic linker runs before the
+ * sanitizer is set up (make tsan crashed there). */
+#if defined(__SANITIZE_THREAD__)
+#define NO_IFUNC 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define NO_IFUNC 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && \
+    !defined(NO_IFUNC)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
