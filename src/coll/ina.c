@@ -48,10 +48,10 @@
  * operations, no fused multiply-add).  64 MiB of exponents took 11.4 ms
  * with SSE2 and 4.2-4.6 with AVX2; on the 10 Gbit/s testbed, where the
  * hosts' CPU paces INA, a 64 MiB INA all-reduce went from 356 to 290 ms
- * and RA-INA from 345 to 273 (docs/ina.md, "On the testbed"). */
-/* No clones under ThreadSanitizer (or MemorySanitizer): it instruments
- * the clones' resolver, which the dynamic linker runs before the
- * sanitizer is set up (make tsan crashed there). */
+ * and RA-INA from 345 to 273 (docs/ina.md, "On the testbed").  No clones
+ * under ThreadSanitizer or MemorySanitizer: they instrument the resolver,
+ * which the dynamic linker runs before they are set up (make tsan crashed
+ * there). */
 #if defined(__SANITIZE_THREAD__)
 #define NO_IFUNC 1
 #elif defined(__has_feature)
@@ -444,6 +444,12 @@ static void retry_later(dlcp_ina *h, uint32_t g, dlcp_tstamp now) {
 
 /* The groups |aggs| aggregators hold (at least one, so that the job keeps
  * probing). */
+/* A RESULT's cap (aggregators; UINT16_MAX: more than any window) in
+ * groups, UINT32_MAX when saturated. */
+static uint32_t cap_groups(const dlcp_ina *h, uint16_t cap) {
+  return cap == UINT16_MAX ? UINT32_MAX : cap / h->p.group_blocks;
+}
+
 static uint32_t pool_groups_of(const dlcp_ina *h, uint32_t aggs) {
   uint32_t n = aggs / h->p.group_blocks;
 
@@ -665,9 +671,8 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
     h->r.ecn_marked++;
   }
   if (h->p.cc) {
-    uint32_t cap = a.aux == UINT16_MAX ? UINT32_MAX
-                                       : a.aux / h->p.group_blocks;
-    dlcp_ina_cc_on_result(&h->cc[tree_of(h, g)], marked, cap);
+    dlcp_ina_cc_on_result(&h->cc[tree_of(h, g)], marked,
+                          cap_groups(h, a.aux));
   } else if (h->p.mode == DLCP_INA_RING_FALLBACK) {
     pool_cap(h, a.aux);
   }
@@ -841,11 +846,7 @@ static void drop_covered_acks(dlcp_ina *h) {
  * for those whose ACKs it holds: then no contribution needs the
  * aggregators an ACK frees. */
 static bool pool_has_room(const dlcp_ina *h) {
-  if (h->r.last_cap == UINT16_MAX) {
-    return true;
-  }
-  return h->r.last_cap / h->p.group_blocks >
-         window_limit(h) + h->acount;
+  return cap_groups(h, h->r.last_cap) > window_limit(h) + h->acount;
 }
 
 /* Whether the ACK at the head of the queue may ride in the next
@@ -948,13 +949,7 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
    * other datagram, as results mostly come in batches and one mark covers
    * the ACKs queued behind it. */
   drop_covered_acks(h);
-  if (h->r.status == 0 && h->acount > 0 && head_ack_coverable(h)) {
-    int rv = send_due(h, act, buf, buflen, now);
-    if (rv != 0 || act->type != DLCP_INA_ACT_NONE) {
-      return rv;
-    }
-  }
-  if (h->r.status == 0 && h->acount > 0) {
+  if (h->r.status == 0 && h->acount > 0 && !head_ack_coverable(h)) {
     return send_ack(h, act, buf, buflen);
   }
   if (h->r.status == 0) {
@@ -962,6 +957,9 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
     if (rv != 0 || act->type != DLCP_INA_ACT_NONE) {
       return rv;
     }
+  }
+  if (h->r.status == 0 && h->acount > 0) {
+    return send_ack(h, act, buf, buflen); /* nothing due to carry it */
   }
   if (!h->reported && (h->r.status != 0 || h->ndone == h->ngroups)) {
     h->reported = true;
