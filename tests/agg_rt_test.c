@@ -11,7 +11,7 @@
  * send groups through the ring; a pool smaller than one group fails plain
  * INA at once; INA all-reduces overlap each other and a ring all-reduce;
  * a chain of two and of three dlcp-switch (CINA) sums the ranks of every
- * switch.
+ * switch, and so do two trees of three leaves (MTINA, PANAMA's trees).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -522,6 +522,122 @@ static void test_cina_chain(void **state) {
   unsetenv("DLCP_INA_WINDOW");
 }
 
+/* Trees (DLCP_INA_LEAVES, DLCP_INA_TREES): two roots and three leaves,
+ * each leaf started with both roots as --parent, ranks 2, 0 and 3 on the
+ * leaves.  Every plain INA all-reduce is exact; each group goes up one
+ * tree, so the roots' groups add up to a leaf's and each root has some;
+ * a root sums the two leaves with ranks (the empty one is no worker);
+ * with PANAMA's window (one per tree) and without the host's reduce as
+ * well.  RA-INA is refused, and so are DLCP_INA_TREES out of range or
+ * without DLCP_INA_LEAVES and both lists at once. */
+static void run_trees(bool panama) {
+  static char addr[5][64]; /* roots 0-1, leaves 2-4; rank_switch points
+                              here */
+  static const uint32_t per[] = {2, 0, 3};
+  switchd d[5];
+  char leaves[200] = "";
+  uint32_t world = 0;
+
+  for (uint32_t i = 0; i < 5; i++) {
+    const char *args[] = {"--mem", "4M", i >= 2 ? "--parent" : NULL,
+                          addr[0], "--parent", addr[1], NULL};
+    assert_int_equal(switchd_start(&d[i], args), 0);
+    snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", d[i].port);
+  }
+  for (uint32_t i = 2; i < 5; i++) {
+    size_t n = strlen(leaves);
+    snprintf(leaves + n, sizeof(leaves) - n, "%s%s", i > 2 ? "," : "",
+             addr[i]);
+    for (uint32_t m = 0; m < per[i - 2]; m++) {
+      rank_switch[world++] = addr[i];
+    }
+  }
+  setenv("DLCP_INA_LEAVES", leaves, 1);
+  setenv("DLCP_INA_TREES", "2", 1);
+  if (panama) {
+    setenv("DLCP_INA_CC", "panama", 1);
+    setenv("DLCP_INA_MIN_BYTES", "0", 1);
+    setenv("DLCP_INA_HOST_REDUCE", "0", 1);
+  }
+  plain_only = true;
+  fork_ranks(world, rank_main, 16);
+  plain_only = false;
+  unsetenv("DLCP_INA_CC");
+  unsetenv("DLCP_INA_MIN_BYTES");
+  unsetenv("DLCP_INA_HOST_REDUCE");
+  memset(rank_switch, 0, sizeof(rank_switch));
+
+  setenv("DLCP_SWITCH", addr[2], 1);
+  dlcp_comm *comm = one_rank_comm(20000);
+  dlcp_coll_info info;
+  assert_int_equal(ina_once(comm, DLCP_ALGO_RA_INA, &info), DLCP_ERR_CONFIG);
+  if (strstr(info.error, "RA-INA does not run over a chain or trees") ==
+      NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_comm_destroy(comm);
+  uint64_t claims[5];
+  for (uint32_t i = 0; i < 5; i++) {
+    const char *err = switchd_stop(&d[i]);
+    assert_non_null(err);
+    assert_int_equal(switchd_stat(err, "foreign"), 0);
+    assert_int_equal(switchd_stat(err, "malformed"), 0);
+    claims[i] = switchd_stat(err, "claims");
+    if (i == 3) { /* the leaf without ranks */
+      assert_int_equal(switchd_stat(err, "packets"), 0);
+      continue;
+    }
+    uint64_t workers = i < 2 ? 2u : panama ? per[i - 2] : 1u;
+    assert_true(claims[i] > 0);
+    assert_int_equal(switchd_stat(err, "contrib"), workers * claims[i]);
+    assert_int_equal(switchd_stat(err, "forwards") > 0, i >= 2);
+    assert_int_equal(switchd_stat(err, "finals") > 0, i >= 2);
+  }
+  assert_int_equal(claims[0] + claims[1], claims[2]);
+  assert_int_equal(claims[2], claims[4]);
+  unsetenv("DLCP_INA_LEAVES");
+  unsetenv("DLCP_INA_TREES");
+}
+
+static void test_ina_trees(void **state) {
+  (void)state;
+  run_trees(false);
+  run_trees(true);
+  static const char *const env[][3] = {
+      /* DLCP_INA_LEAVES, DLCP_INA_TREES, DLCP_INA_CHAIN */
+      {"127.0.0.1:9", "9", NULL},
+      {"127.0.0.1:9", "two", NULL},
+      {NULL, "2", NULL},
+      {"127.0.0.1:9", NULL, "127.0.0.1:9"},
+      {"127.0.0.1:7,127.0.0.1:8", NULL, NULL}};
+  static const char *const want[] = {
+      "DLCP_INA_TREES=9: expected the trees", "DLCP_INA_TREES=two",
+      "(DLCP_INA_LEAVES is unset)", "are both set",
+      "is not in DLCP_INA_LEAVES"};
+  setenv("DLCP_SWITCH", "127.0.0.1:9", 1);
+  for (int i = 0; i < 5; i++) {
+    static const char *const vars[] = {"DLCP_INA_LEAVES", "DLCP_INA_TREES",
+                                       "DLCP_INA_CHAIN"};
+    dlcp_coll_info info;
+    for (int v = 0; v < 3; v++) {
+      if (env[i][v] != NULL) {
+        setenv(vars[v], env[i][v], 1);
+      } else {
+        unsetenv(vars[v]);
+      }
+    }
+    dlcp_comm *comm = one_rank_comm(20000);
+    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+    if (strstr(info.error, want[i]) == NULL) {
+      fail_msg("case %d: error: %s", i, info.error);
+    }
+    dlcp_comm_destroy(comm);
+  }
+  unsetenv("DLCP_INA_LEAVES");
+  unsetenv("DLCP_INA_TREES");
+  unsetenv("DLCP_INA_CHAIN");
+}
+
 static void test_overlap(void **state) {
   (void)state;
   run_ranks(3, "4M", overlap_main, 9);
@@ -859,6 +975,7 @@ int main(void) {
       cmocka_unit_test(test_missing_rank_named),
       cmocka_unit_test(test_panama_and_claims),
       cmocka_unit_test(test_cina_chain),
+      cmocka_unit_test(test_ina_trees),
       cmocka_unit_test(test_worlds),
       cmocka_unit_test(test_small_pool),
       cmocka_unit_test(test_overlap),

@@ -6,7 +6,7 @@
  *               [--block-elems N] [--policy shared|static]
  *               [--static-parts N] [--max-jobs N] [--resend-us N]
  *               [--lease-s N] [--idle-us N] [--batch N] [--stats-s N]
- *               [--parent ADDR:PORT]
+ *               [--parent ADDR:PORT]...
  *
  * Sharding.  Every thread owns its own socket, bound with SO_REUSEPORT to
  * the same address, and its own aggregator pool (--mem divided by T).  A
@@ -35,11 +35,14 @@
  * first datagram: senders of runs to a switch with several threads must
  * keep a run to groups of one thread.)
  *
- * Chains (CINA).  With --parent, the switch is a link of a chain (or a
- * leaf of a tree) of switches: the jobs whose contributions name a chain
- * place send each group complete here to ADDR:PORT as one contribution
- * and take the final sum it returns (src/proto/agg.h, "Chains").  The
- * parent answers the address this switch sends from, so --parent needs
+ * Chains (CINA) and trees (MTINA, PANAMA's tree per spine).  With --parent,
+ * the switch is a link of a chain (or a leaf of a tree) of switches: the
+ * jobs whose contributions name a chain place send each group complete
+ * here to ADDR:PORT as one contribution and take the final sum it returns
+ * (src/proto/agg.h, "Chains").  Given T times, the switch is a leaf of T
+ * trees, group g going up tree g mod T to the T-th parent given, as the
+ * hosts deal them (DLCP_INA_TREES).  A parent answers the address this
+ * switch sends from, so --parent needs
  * --bind: the address the parent can reach (its rack's host-facing address
  * on the testbed).  The parent's answers about a group come back to the thread
  * that holds it here, as every datagram is steered by its group number.
@@ -165,7 +168,7 @@ static void usage(void) {
           "[--static-parts N]\n"
           "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
           "[--idle-us N]\n"
-          "                   [--batch N] [--stats-s N] [--parent ADDR:PORT] "
+          "                   [--batch N] [--stats-s N] [--parent ADDR:PORT]... "
           "[--gso 0|1]\n");
 }
 
@@ -177,6 +180,7 @@ static int parse_args(int argc, char **argv, opts *o) {
   o->batch = 64;
   o->gso = true;
   dlcp_agg_config_default(&o->cfg);
+  uint32_t nparents = 0;
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t x = 0;
@@ -252,8 +256,13 @@ static int parse_args(int argc, char **argv, opts *o) {
       }
       rv = parse_u64(a, colon + 1, 1, 65535, &port);
       sa.sin_port = htons((uint16_t)port);
-      o->cfg.has_parent[0] = true;
-      o->cfg.parent_addr[0] = cookie_of(&sa);
+      if (nparents == DLCP_AGG_MAX_TREES) {
+        fprintf(stderr, "dlcp-switch: --parent: at most %u (one per "
+                        "tree)\n", DLCP_AGG_MAX_TREES);
+        return -1;
+      }
+      o->cfg.has_parent[nparents] = true;
+      o->cfg.parent_addr[nparents++] = cookie_of(&sa);
     } else if (strcmp(a, "--policy") == 0) {
       if (strcmp(v, "shared") == 0) {
         o->cfg.policy = DLCP_AGG_SHARED;
@@ -277,7 +286,8 @@ static int parse_args(int argc, char **argv, opts *o) {
       o->cfg.max_jobs > 1) {
     o->cfg.static_parts = o->cfg.max_jobs < 4 ? o->cfg.max_jobs : 4;
   }
-  if (o->cfg.has_parent[0] && o->bind_addr.s_addr == htonl(INADDR_ANY)) {
+  o->cfg.ntrees = nparents > 1 ? nparents : 1;
+  if (nparents > 0 && o->bind_addr.s_addr == htonl(INADDR_ANY)) {
     /* The parent answers the address our datagrams leave from, which the
      * kernel picks per route when we are bound to every address. */
     fprintf(stderr, "dlcp-switch: --parent needs --bind ADDR, the address "

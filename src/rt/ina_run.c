@@ -32,6 +32,12 @@
  * coll), only masters contribute to the switch, and each master
  * broadcasts the final sum to its host's ranks (DLCP_INA_HOST_REDUCE=0:
  * every rank a master of its own).
+ * Trees (DLCP_INA_LEAVES, the leaf switches, each rank's DLCP_SWITCH one of
+ * them; DLCP_INA_TREES, how many trees they pass groups up, one per spine
+ * as PANAMA's): the same places, hosts and masters, but no switch has
+ * another below it; each leaf's place at every root is its index among
+ * the leaves that have ranks of the job, and PANAMA's window is kept per
+ * tree (group g goes up tree g mod DLCP_INA_TREES, at the leaves as here).
  * Group numbers continue from one operation to the next; operations in
  * flight together announce the low-water mark of the oldest one that
  * still needs the switch (dlcp_ina_cap_low), or the switch would slide
@@ -96,8 +102,10 @@ struct dlcp_rt_ina {
   dlcp_request *id_req;   /* while it runs */
   /* CINA: the chain's length (0: no chain), this rank's switch's position
    * in it, and every rank's position + 1, summed over ranks (while
-   * places_req runs) */
+   * places_req runs).  With |trees| > 0 the same for the leaves of that
+   * many trees (DLCP_INA_LEAVES, DLCP_INA_TREES) instead of a chain. */
   uint32_t chain_len, chain_pos;
+  uint32_t trees;
   char below[128];        /* the switch before this one, for messages */
   int32_t *places;
   dlcp_request *places_req;
@@ -557,14 +565,54 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
   return 0;
 }
 
-/* DLCP_INA_CHAIN: the switches of a CINA chain, leaf first, root last,
- * comma-separated; this rank's DLCP_SWITCH |sw| must be one of them.
- * Sets the chain's length and this rank's position (length 0 without
- * the variable). */
+/* DLCP_INA_TREES: 1..DLCP_INA_MAX_TREES trees (the leaves' --parent
+ * count); only beside DLCP_INA_LEAVES. */
+static int trees_option(dlcp_rt_ina *s, bool leaves, dlcp_coll_info *info) {
+  const char *t = getenv("DLCP_INA_TREES");
+  if (t == NULL || t[0] == '\0') {
+    s->trees = leaves ? 1u : 0u;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(t, &end, 10);
+  if (!leaves || t[0] < '0' || t[0] > '9' || *end != '\0' || errno != 0 ||
+      x == 0 || x > DLCP_INA_MAX_TREES) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_INA_TREES=%.40s: expected the trees of the "
+                     "leaf switches in DLCP_INA_LEAVES, 1 to %u%s", t,
+                     DLCP_INA_MAX_TREES,
+                     leaves ? "" : " (DLCP_INA_LEAVES is unset)");
+  }
+  s->trees = (uint32_t)x;
+  return 0;
+}
+
+/* DLCP_INA_CHAIN: the switches of a CINA chain, leaf first, root last, or
+ * DLCP_INA_LEAVES: the leaf switches of DLCP_INA_TREES trees, in an order
+ * every rank gives alike; comma-separated; this rank's DLCP_SWITCH |sw|
+ * must be one of them.  Sets the list's length and this rank's position
+ * (length 0 without either variable). */
 static int chain_options(dlcp_rt_ina *s, const char *sw,
                          dlcp_coll_info *info) {
   const char *chain = getenv("DLCP_INA_CHAIN");
+  const char *leaves = getenv("DLCP_INA_LEAVES");
+  const char *var = "DLCP_INA_CHAIN";
   size_t swlen = strlen(sw);
+  bool tree = leaves != NULL && leaves[0] != '\0';
+  if (tree && chain != NULL && chain[0] != '\0') {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_INA_CHAIN and DLCP_INA_LEAVES are both set: "
+                     "a job's switches are a chain or the leaves of trees");
+  }
+  int rv = trees_option(s, tree, info);
+  if (rv != 0) {
+    return rv;
+  }
+  if (tree) {
+    chain = leaves;
+    var = "DLCP_INA_LEAVES";
+  }
   if (chain == NULL || chain[0] == '\0') {
     return 0;
   }
@@ -576,13 +624,13 @@ static int chain_options(dlcp_rt_ina *s, const char *sw,
     size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
     if (len == 0 || s->chain_len == DLCP_AGG_MAX_WORLD) {
       return fail_info(info, DLCP_ERR_CONFIG,
-                       "INA: DLCP_INA_CHAIN=%.200s: expected up to %u "
-                       "host:port of dlcp-switch, comma-separated, leaf "
-                       "first", chain, DLCP_AGG_MAX_WORLD);
+                       "INA: %s=%.200s: expected up to %u host:port of "
+                       "dlcp-switch, comma-separated%s", var, chain,
+                       DLCP_AGG_MAX_WORLD, tree ? "" : ", leaf first");
     }
     if (len == swlen && memcmp(p, sw, len) == 0) {
       s->chain_pos = s->chain_len;
-      if (prev != NULL) {
+      if (prev != NULL && !tree) {
         dlcp_fmt(s->below, sizeof(s->below), "%.*s", (int)prevlen, prev);
       }
     }
@@ -596,8 +644,8 @@ static int chain_options(dlcp_rt_ina *s, const char *sw,
   }
   if (s->chain_pos == UINT32_MAX) {
     return fail_info(info, DLCP_ERR_CONFIG,
-                     "INA: DLCP_SWITCH=%.100s is not in DLCP_INA_CHAIN=%.200s",
-                     sw, chain);
+                     "INA: DLCP_SWITCH=%.100s is not in %s=%.200s", sw, var,
+                     chain);
   }
   return 0;
 }
@@ -882,8 +930,9 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
   if (s != NULL && info->status == 0 && ra && s->chain_len > 0) {
     /* A ring verdict means nothing to the switches up the chain. */
     (void)fail_info(info, DLCP_ERR_CONFIG,
-                    "INA: RA-INA does not run over a chain of switches "
-                    "(DLCP_INA_CHAIN); use the ina algorithm");
+                    "INA: RA-INA does not run over a chain or trees of "
+                    "switches (%s); use the ina algorithm",
+                    s->trees ? "DLCP_INA_LEAVES" : "DLCP_INA_CHAIN");
   }
   if (s == NULL || info->status != 0) {
     free(iop);
@@ -915,7 +964,9 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
 
 /* CINA: |p|'s rank and world at this rank's switch, the scaling for the
  * whole world and the switch's place at the next one, from every rank's
- * place.  Returns 0 or fails with a message in |err|. */
+ * place; for trees, the switch's place at their roots (its index among
+ * the leaves with masters) and a window per tree.  Returns 0 or fails
+ * with a message in |err|. */
 static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
                         dlcp_ina_params *p, char *err, size_t errlen) {
   uint32_t n[DLCP_AGG_MAX_WORLD] = {0};
@@ -936,17 +987,30 @@ static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
       n[pos]++;
     }
   }
+  uint32_t leaves = 0, leaf = 0; /* trees: leaves with masters, this one */
   for (uint32_t q = 0; q < s->chain_len; q++) {
+    leaf += q < s->chain_pos && n[q] > 0;
+    leaves += n[q] > 0;
+    if (s->trees > 0 && n[q] <= DLCP_AGG_MAX_WORLD) {
+      continue; /* a leaf may have none of the job's ranks */
+    }
     if (n[q] == 0 || n[q] + (q > 0) > DLCP_AGG_MAX_WORLD) {
-      dlcp_fmt(err, errlen, "switch %u of the chain has %u %s of this "
-               "job: expected 1 to %u", q, n[q],
-               s->host_reduce ? "hosts" : "ranks", DLCP_AGG_MAX_WORLD - 1u);
+      dlcp_fmt(err, errlen, "switch %u of the %s has %u %s of this "
+               "job: expected %u to %u", q, s->trees ? "leaves" : "chain",
+               n[q], s->host_reduce ? "hosts" : "ranks", s->trees ? 0u : 1u,
+               DLCP_AGG_MAX_WORLD - (s->trees ? 0u : 1u));
       return DLCP_ERR_CONFIG;
     }
   }
   p->rank = local;
-  p->world = n[s->chain_pos] + (s->chain_pos > 0);
   p->scale_world = c->env.world_size;
+  if (s->trees > 0) {
+    p->world = n[s->chain_pos];
+    p->chain_place = DLCP_AGG_CHAIN_PLACE(leaf, leaves);
+    p->cc_trees = s->trees;
+    return 0;
+  }
+  p->world = n[s->chain_pos] + (s->chain_pos > 0);
   p->chain_place = s->chain_pos + 1u < s->chain_len
                        ? DLCP_AGG_CHAIN_PLACE(n[s->chain_pos + 1u],
                                               n[s->chain_pos + 1u] + 1u)
@@ -1034,7 +1098,8 @@ static bool agree(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     char err[160];
     rv = chain_params(c, s, &iop->p, err, sizeof(err));
     if (rv != 0) {
-      fail_op(c, s, iop, rv, "INA: DLCP_INA_CHAIN: %s", err);
+      fail_op(c, s, iop, rv, "INA: %s: %s",
+              s->trees ? "DLCP_INA_LEAVES" : "DLCP_INA_CHAIN", err);
       return false;
     }
   }
