@@ -6,6 +6,14 @@ testbed's --ecn-k phantom queue); a job of RANKS ranks on hosts
 0..RANKS-1 all-reduces SIZE bytes ITERS times while web-search TCP flows
 (tools/testbed/flows.py, ECN on) run between all the hosts at each load,
 the set-up of the simulator's PANAMA experiment (make results panama).
+
+With --racks R (>= 2): the hosts in R racks joined by SPINES spines (links
+at --fabric-rate), and JOBS jobs of RANKS ranks at once, each with
+RANKS / R hosts in every rack, all-reducing while the flows run (PANAMA's
+shared cluster).  A dlcp-switch runs on every rack's switch and every
+spine: ina and panama go up a tree per spine (--agg-trees), ina1 up one
+tree (spine 0's, on a second testbed of the same shape).
+
 Configurations (--configs), taking turns round after round:
 
   none       the background alone (the short flows' reference)
@@ -16,6 +24,8 @@ Configurations (--configs), taking turns round after round:
              window of DLCP_INA_WINDOW groups per rank whatever the marks
   panama     dlcp -a ina, DLCP_INA_CC=panama: PANAMA's window following
              the results' ECN (docs/ina.md), DLCP_INA_MIN_BYTES=0
+  ina1       (--racks >= 2) as ina through one tree: single-tree
+             aggregation without congestion control, the seed's baseline
 
 Per configuration and load: the job's median and mean all-reduce time
 (dlcp's results checked) and the completion times of the background flows
@@ -25,6 +35,7 @@ all flows' mean.  Usage:
     scripts/bench-background.py BUILD [--configs none,ring,gloo,ina,panama]
         [--rounds N] [--loads 0.2,0.5] [--rate 100mbit] [--hosts 8]
         [--ranks 4] [--size 4M] [--iters 8] [--queue 128k] [--ecn-k 15k]
+        [--racks R --spines S --jobs J --fabric-rate RATE]
         [--baseline-bench PATH] [--out DIR]
 
 Needs root (namespaces).  Prints tables and writes DIR/background.json and
@@ -48,8 +59,9 @@ TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 FLOWS = os.path.join(HERE, "tools", "testbed", "flows.py")
 LABELS = {"none": "no job", "ring": "dlcp ring",
           "ring_base": "dlcp ring, baseline build", "gloo": "Gloo ring",
-          "ina": "INA, fixed window", "panama": "INA + PANAMA"}
-INA_ENV = {"ina": {"DLCP_INA_CC": "none"},
+          "ina": "INA, fixed window", "panama": "INA + PANAMA",
+          "ina1": "INA, one tree, fixed window"}
+INA_ENV = {"ina": {"DLCP_INA_CC": "none"}, "ina1": {"DLCP_INA_CC": "none"},
            "panama": {"DLCP_INA_CC": "panama", "DLCP_INA_MIN_BYTES": "0"}}
 SHORT_BYTES = 100000
 SEED_JOB, SEED_SHORT_P99 = 1.34, 4.5  # PANAMA's seed
@@ -70,12 +82,20 @@ def ecn_bytes(text):
     return 0 if text == "0" else common.parse_bytes(text)
 
 
-def testbed_up(a, with_switch):
+def testbed_up(a, with_switch, trees=None):
+    """A testbed of |a|'s shape; with |with_switch| its dlcp-switch (rack
+    0's, or with racks every rack's as the leaves of |trees| trees, a
+    tree per spine unless given)."""
     argv = [TESTBED, "up", "-n", str(a.hosts), "--rate", a.rate,
             "--queue", str(a.queue), "--ecn-k", str(a.ecn_k)]
+    if a.racks > 1:
+        argv += ["--racks", str(a.racks), "--spines", str(a.spines),
+                 "--fabric-rate", a.fabric_rate or a.rate]
     if with_switch:
         argv += ["--agg-switch", os.path.join(a.build, "bin", "dlcp-switch"),
                  "--agg-mem", "8m"]
+    if with_switch and a.racks > 1:
+        argv += ["--agg-trees", str(trees or a.spines)]
     out = subprocess.run(argv, check=True, capture_output=True, text=True)
     return out.stdout.split()[0]  # up prints the testbed's id first
 
@@ -95,9 +115,46 @@ def job_argv(a, cfg, out, peers):
     return argv
 
 
+def job_hosts(a):
+    """The hosts of each job: one job on hosts 0..RANKS-1, or with racks
+    JOBS jobs each with RANKS / R hosts in every rack (hosts are numbered
+    rack by rack)."""
+    if a.racks == 1:
+        return [list(range(a.ranks))]
+    per_rack, per_job = a.hosts // a.racks, a.ranks // a.racks
+    return [[r * per_rack + k * per_job + j for r in range(a.racks)
+             for j in range(per_job)] for k in range(a.jobs)]
+
+
+def run_jobs(a, tb, cfg, load, cell, peers):
+    """The jobs of |cfg| at once on testbed |tb|: every job's times (ms),
+    pooled."""
+    procs = []
+    for k, hosts in enumerate(job_hosts(a)):
+        out = os.path.join(cell, f"job{k}.json")
+        log_path = os.path.join(cell, f"job{k}.log")
+        f = open(log_path, "w")
+        procs.append((out, log_path, f, subprocess.Popen(
+            [TESTBED, "run", "--id", tb, "--on",
+             ",".join(map(str, hosts)), "--port", str(JOB_PORT + 2 + k),
+             "--stats", "none", "--"] + job_argv(a, cfg, out, peers),
+            stdout=f, stderr=subprocess.STDOUT,
+            env=dict(os.environ, **INA_ENV.get(cfg, {})))))
+    times = []
+    for out, log_path, f, p in procs:
+        rc = p.wait()
+        f.close()
+        r = common.bench_result("bench-background",
+                                f"{LABELS[cfg]} at load {load}", rc, out,
+                                log_path)
+        times += [t / 1e3 for t in r["times_us"]]
+    return times
+
+
 def run_cell(a, tb, cfg, load, rnd, outdir, ref_s, peers):
-    """One configuration at one load: returns the job's times (ms), the
-    background flows that started while it ran, and how long it ran."""
+    """One configuration at one load: returns the jobs' times (ms), the
+    background flows that started while they ran, and how long they
+    ran."""
     cell = os.path.join(outdir, f"{cfg}-{load}-r{rnd}")
     os.makedirs(cell, exist_ok=True)
     stop = os.path.join(cell, "stop")
@@ -117,19 +174,7 @@ def run_cell(a, tb, cfg, load, rnd, outdir, ref_s, peers):
         if cfg == "none":
             time.sleep(ref_s)
         else:
-            out = os.path.join(cell, "job.json")
-            log_path = os.path.join(cell, "job.log")
-            with open(log_path, "w") as f:
-                rc = subprocess.run(
-                    [TESTBED, "run", "--id", tb, "--on", f"0-{a.ranks - 1}",
-                     "--port", str(JOB_PORT), "--stats", "none", "--"] +
-                    job_argv(a, cfg, out, peers),
-                    stdout=f, stderr=subprocess.STDOUT,
-                    env=dict(os.environ, **INA_ENV.get(cfg, {}))).returncode
-            r = common.bench_result("bench-background",
-                                    f"{LABELS[cfg]} at load {load}", rc, out,
-                                    log_path)
-            times = [t / 1e3 for t in r["times_us"]]
+            times = run_jobs(a, tb, cfg, load, cell, peers)
         t1 = time.time()
     finally:
         open(stop, "w").close()
@@ -198,6 +243,10 @@ def plot(rows, configs, loads, path):
 
 def report(a, rows, configs, loads):
     ecn = f"ECN above {a.ecn_k >> 10} KiB" if a.ecn_k else "no ECN marking"
+    if a.racks > 1:
+        print(f"\n{a.jobs} jobs at once, {a.racks} racks, {a.spines} "
+              f"spines at {a.fabric_rate or a.rate}; ina and panama: a tree "
+              f"per spine, ina1: one tree", end="")
     print(f"\n{a.ranks} ranks of {a.hosts} hosts at {a.rate}, queue "
           f"{a.queue >> 10} KiB, {ecn}; "
           f"{a.size >> 20} MiB all-reduces; pooled over {a.rounds} rounds")
@@ -221,6 +270,10 @@ def report(a, rows, configs, loads):
              ratio(rows, load, "ring", "panama", "job_p50_ms")),
             ("job fixed window / PANAMA",
              ratio(rows, load, "ina", "panama", "job_p50_ms")),
+            ("job one tree / PANAMA",
+             ratio(rows, load, "ina1", "panama", "job_p50_ms")),
+            ("short p99 one tree / PANAMA",
+             ratio(rows, load, "ina1", "panama", "short_p99_ms")),
             ("short p99 fixed window / PANAMA",
              ratio(rows, load, "ina", "panama", "short_p99_ms")),
             ("short p99 ring / PANAMA",
@@ -246,6 +299,11 @@ def main():
     ap.add_argument("--queue", type=common.parse_bytes, default=128 << 10)
     ap.add_argument("--ecn-k", type=ecn_bytes, default=15 << 10,
                     help="mark CE above this backlog (0: no marking)")
+    ap.add_argument("--racks", type=int, default=1)
+    ap.add_argument("--spines", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--fabric-rate", default=None,
+                    help="rack-spine links (default --rate)")
     ap.add_argument("--baseline-bench", default=None,
                     help="a dlcp-bench binary for ring_base")
     ap.add_argument("--out", default=None)
@@ -262,6 +320,13 @@ def main():
     if not 2 <= a.ranks <= a.hosts:
         sys.exit(f"bench-background: --ranks {a.ranks}: expected 2.."
                  f"--hosts ({a.hosts})")
+    if a.racks > 1 and (a.hosts % a.racks or a.ranks % a.racks or
+                        a.jobs * a.ranks > a.hosts or a.jobs < 1):
+        sys.exit(f"bench-background: --racks {a.racks}: expected --hosts "
+                 f"and --ranks multiples of it and --jobs x --ranks <= "
+                 f"--hosts")
+    if a.racks == 1 and (a.jobs != 1 or "ina1" in configs):
+        sys.exit("bench-background: --jobs and ina1 need --racks >= 2")
     try:
         loads = [float(x) for x in a.loads.split(",")]
     except ValueError:
@@ -269,11 +334,14 @@ def main():
     if not all(0 < ld <= 1 for ld in loads):
         sys.exit(f"bench-background: --loads '{a.loads}': expected "
                  f"fractions in (0, 1], comma-separated")
-    outdir = a.out or os.path.join(a.build, "bench-background")
+    outdir = a.out or os.path.join(
+        a.build, "bench-background" + ("-racks" if a.racks > 1 else ""))
     os.makedirs(outdir, exist_ok=True)
     peers = (common.build_peers(a.build, log, ("gloo_allreduce",))
              if "gloo" in configs else {})
     tb = testbed_up(a, "ina" in configs or "panama" in configs)
+    # ina1's testbed: the same shape, its switches one tree.
+    tb1 = testbed_up(a, True, 1) if "ina1" in configs else None
     cells = {}
     try:
         for rnd in range(1, a.rounds + 1):
@@ -282,8 +350,9 @@ def main():
                 ref_s = REFERENCE_S
                 k = (rnd - 1) % len(configs)
                 for cfg in configs[k:] + configs[:k]:
-                    times, flows, span = run_cell(a, tb, cfg, load, rnd,
-                                                  outdir, ref_s, peers)
+                    times, flows, span = run_cell(
+                        a, tb1 if cfg == "ina1" else tb, cfg, load, rnd,
+                        outdir, ref_s, peers)
                     if cfg != "none":
                         ref_s = span
                     c = cells.setdefault((load, cfg), ([], []))
@@ -295,12 +364,14 @@ def main():
                           f"flows p99 {fmt(s['short_p99_ms'])} ms "
                           f"({span:.0f} s)", flush=True)
     finally:
-        subprocess.run([TESTBED, "down", tb], check=False,
-                       capture_output=True)
+        subprocess.run([TESTBED, "down", tb] + ([tb1] if tb1 else []),
+                       check=False, capture_output=True)
     rows = {key: summarize(*v) for key, v in cells.items()}
     report(a, rows, configs, loads)
     with open(os.path.join(outdir, "background.json"), "w") as f:
         json.dump({"hosts": a.hosts, "ranks": a.ranks, "rate": a.rate,
+                   "racks": a.racks, "spines": a.spines, "jobs": a.jobs,
+                   "fabric_rate": a.fabric_rate or a.rate,
                    "size": a.size, "iters": a.iters, "rounds": a.rounds,
                    "queue": a.queue, "ecn_k": a.ecn_k,
                    "rows": [dict(load=ld, config=c, **rows[(ld, c)])

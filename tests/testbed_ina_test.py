@@ -4,14 +4,20 @@ runs dlcp-switch on rack 0's switch and hands every rank DLCP_SWITCH; a
 checked INA and RA-INA all-reduce across 4 hosts with 1 % random loss at
 the switch ports is exact.  With --agg-chain on 2 racks, a daemon on each
 rack's switch, rack 0's passing partial sums to rack 1's (CINA), and a
-checked INA all-reduce with 1 % loss is exact too.  The daemons go with
-the testbed: nothing of either is left afterwards.  A daemon that cannot
-start is named, and --agg-chain without two racks is refused.
+checked INA all-reduce with 1 % loss is exact too.  With --agg-trees 2 on
+2 racks and 2 spines, a daemon on each rack's switch and each spine, the
+racks' the leaves of a tree per spine: a checked INA all-reduce with 1 %
+loss is exact, with and without PANAMA's window, and each spine summed
+groups of both racks.  The daemons go with the testbed: nothing of any is
+left afterwards.  A daemon that cannot start is named, and --agg-chain
+without two racks, --agg-trees with more trees than spines, are refused.
 
 usage: testbed_ina_test.py DLCP_BENCH DLCP_SWITCH"""
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,20 +25,22 @@ import tempfile
 import testbed_support as ts
 
 
-def bench(tb_id, dlcp_bench, algo, out):
+def bench(tb_id, dlcp_bench, algo, out, env=None):
     ts.testbed("run", "--id", tb_id, "--stats", "none", "--",
                dlcp_bench, "-a", algo, "-b", "1M", "-e", "1M", "-n", "4",
-               "-w", "1", "-c", "1", "-J", out)
+               "-w", "1", "-c", "1", "-J", out,
+               env=dict(os.environ, **env) if env else None)
     with open(out) as f:
         return json.loads(f.readline())
 
 
-def daemons(tb_id, racks=1):
+def daemons(tb_id, racks=1, spines=0):
     """The pids of the dlcp-switch processes in testbed |tb_id|'s rack
-    namespaces (not another testbed's on the same machine)."""
+    (and spine) namespaces (not another testbed's on the same machine)."""
     pids = []
-    for r in range(racks):
-        ps = subprocess.run(["ip", "netns", "pids", f"dlcptb-{tb_id}-r{r}"],
+    for ns in ([f"r{r}" for r in range(racks)] +
+               [f"s{s}" for s in range(spines)]):
+        ps = subprocess.run(["ip", "netns", "pids", f"dlcptb-{tb_id}-{ns}"],
                             capture_output=True, text=True)
         for pid in ps.stdout.split():
             try:
@@ -57,6 +65,47 @@ def alive(pids):
         if state != "Z":
             running.append(p)
     return running
+
+
+def check_trees(dlcp_bench, dlcp_switch):
+    leaves = "10.0.0.254:9555,10.0.1.254:9555"
+    with ts.testbed_up("-n", "4", "--racks", "2", "--spines", "2",
+                       "--loss", "1%", "--rate", "1gbit", "--agg-switch",
+                       dlcp_switch, "--agg-trees", "2") as tb_id:
+        rec = ts.record(tb_id)
+        ts.check(rec.get("agg_switch") == leaves and
+                 rec.get("agg_trees") == 2,
+                 f"the record names the leaves and the trees "
+                 f"({rec.get('agg_switch')}, {rec.get('agg_trees')})")
+        pids = daemons(tb_id, racks=2, spines=2)
+        ts.check(len(pids) == 4, "a daemon on each rack's switch and spine")
+        with tempfile.TemporaryDirectory() as d:
+            for cc in ("none", "panama"):
+                r = bench(tb_id, dlcp_bench, "ina",
+                          os.path.join(d, f"trees-{cc}.json"),
+                          {"DLCP_INA_CC": cc, "DLCP_INA_MIN_BYTES": "0"})
+                ts.check(r["wrong"] == 0, f"trees, {cc}: every element exact")
+                ts.check(r["delivered_min"] == 1.0,
+                         f"trees, {cc}: everything delivered")
+        spines = daemons(tb_id, spines=2)[-2:]
+        for pid in spines:
+            os.kill(int(pid), signal.SIGINT)
+        for s in range(2):
+            log = os.path.join(ts.STATE_DIR, tb_id, f"agg-switch-s{s}.log")
+            text = ""
+            for _ in range(100):
+                with open(log) as f:
+                    text = f.read()
+                if "exit:" in text:
+                    break
+                subprocess.run(["sleep", "0.1"])
+            m = re.search(r"exit: packets \d+ contrib (\d+) .* claims (\d+) ",
+                          text)
+            ts.check(m is not None and int(m.group(2)) > 0 and
+                     int(m.group(1)) >= 2 * int(m.group(2)),
+                     f"spine {s} summed both racks' partial sums: "
+                     f"{m.group(0) if m else text.strip()[-300:]}")
+    ts.check(alive(pids) == [], "the daemons are gone with the testbed")
 
 
 def main():
@@ -95,10 +144,16 @@ def main():
             ts.check(r["wrong"] == 0, "CINA: every element exact")
             ts.check(r["delivered_min"] == 1.0, "CINA: everything delivered")
     ts.check(alive(pids) == [], "the daemons are gone with the testbed")
+    check_trees(dlcp_bench, dlcp_switch)
     alone = ts.testbed("up", "-n", "2", "--agg-switch", dlcp_switch,
                        "--agg-chain", check=False)
     ts.check(alone.returncode == 2 and "--agg-chain" in alone.stderr,
              f"a chain of one rack is refused (rc {alone.returncode})")
+    many = ts.testbed("up", "-n", "4", "--racks", "2", "--spines", "2",
+                      "--agg-switch", dlcp_switch, "--agg-trees", "3",
+                      check=False)
+    ts.check(many.returncode == 2 and "--agg-trees 3" in many.stderr,
+             f"more trees than spines are refused (rc {many.returncode})")
     bad = ts.testbed("up", "-n", "2", "--agg-switch", "/nonexistent",
                      check=False)
     ts.check(bad.returncode == 2 and "--agg-switch /nonexistent" in bad.stderr,

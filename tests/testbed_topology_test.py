@@ -137,6 +137,16 @@ class Ranks(unittest.TestCase):
         self.assertEqual(env["DLCP_SWITCH"], "10.0.0.254:9555")
         self.assertEqual(jobs[1][3]["RANK"], "1")
 
+    def test_trees_name_the_leaves(self):
+        t = topology.build("p-", 4, 2, 2)
+        leaves = "10.0.0.254:9555,10.0.1.254:9555"
+        env = launch.rank_jobs(t, ["prog"], 29600, leaves, None, 2)[3][3]
+        self.assertEqual((env["DLCP_SWITCH"], env["DLCP_INA_LEAVES"],
+                          env["DLCP_INA_TREES"]),
+                         ("10.0.1.254:9555", leaves, "2"))
+        self.assertNotIn("DLCP_INA_CHAIN", env)
+        self.assertEqual(launch.spine_agg_address(t, 1, 0), "10.1.0.3:9555")
+
     def test_every_host_by_default(self):
         t = topology.build("p-", 3, 1, 0)
         jobs = launch.rank_jobs(t, ["prog"], 29500)

@@ -40,7 +40,8 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_SHM",         "DLCP_FLIGHT_DIR",  "DLCP_CONTROL_DATAGRAMS",
     /* Read elsewhere: the INA runtime, the Python package and its build. */
     "DLCP_SWITCH",      "DLCP_INA_CC",      "DLCP_INA_CLAIM",
-    "DLCP_INA_CHAIN",   "DLCP_INA_HOST_REDUCE", "DLCP_INA_MIN_BYTES",
+    "DLCP_INA_CHAIN",   "DLCP_INA_HOST_REDUCE", "DLCP_INA_LEAVES",
+    "DLCP_INA_MIN_BYTES", "DLCP_INA_TREES",
     "DLCP_INA_WINDOW",
     "DLCP_LIBRARY",     "DLCP_BUILD_DIR",
     "DLCP_TORCH_BACKEND",

@@ -15,7 +15,7 @@ NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
                  "queue", "burst_us", "dscp_prio", "loss", "link_loss",
-                 "ecn_k", "agg_switch", "agg_chain", "agg_mem",
+                 "ecn_k", "agg_switch", "agg_chain", "agg_trees", "agg_mem",
                  "agg_threads", "agg_policy", "agg_static_parts")
 
 DESCRIPTION = """\
@@ -48,7 +48,11 @@ listening on its host-facing address 10.0.0.254, and every rank gets
 DLCP_SWITCH pointing at it (in-network aggregation, docs/ina.md).  With
 --agg-chain, one on every rack's switch (10.0.<r>.254), rack r's passing
 its partial sums to rack r+1's (CINA's chain); every rank gets its rack's
-switch as DLCP_SWITCH and the chain as DLCP_INA_CHAIN.
+switch as DLCP_SWITCH and the chain as DLCP_INA_CHAIN.  With --agg-trees
+T, one on every rack's switch and one on each of spines 0..T-1, every
+rack's a leaf of T trees rooted at the spines (group g up spine g mod T,
+PANAMA's tree per spine); ranks get their rack's switch as DLCP_SWITCH,
+every rack's as DLCP_INA_LEAVES and T as DLCP_INA_TREES.
 See docs/testbed.md."""
 
 
@@ -184,6 +188,11 @@ def add_topology_options(p):
     p.add_argument("--agg-chain", action="store_true",
                    help="with --agg-switch: one on every rack's switch, "
                         "chained rack 0 -> 1 -> ... (CINA)")
+    p.add_argument("--agg-trees", type=int_range(1, 8), default=0,
+                   metavar="T",
+                   help="with --agg-switch: one on every rack's switch and "
+                        "on spines 0..T-1, T trees rooted at the spines "
+                        "(MTINA, PANAMA's tree per spine)")
     p.add_argument("--agg-mem", type=parse_bytes, default=parse_bytes("4m"),
                    metavar="BYTES",
                    help="its aggregator memory (default 4m)")
@@ -284,6 +293,10 @@ def make(a, owner):
         die(f"--agg-switch {a.agg_switch}: not an executable file", 2)
     if a.agg_chain and not (a.agg_switch and a.racks >= 2):
         die("--agg-chain: needs --agg-switch and --racks >= 2", 2)
+    if a.agg_trees and not (a.agg_switch and a.racks >= 2 and
+                            not a.agg_chain and a.agg_trees <= spines):
+        die(f"--agg-trees {a.agg_trees}: needs --agg-switch, --racks >= 2, "
+            f"no --agg-chain and a spine per tree ({spines} spines)", 2)
     tb_id = state.new_id()
     rec = {"id": tb_id, "hosts": a.hosts, "racks": a.racks, "spines": spines,
            "rate_bps": a.rate, "fabric_rate_bps": a.fabric_rate or a.rate,
@@ -312,23 +325,43 @@ def make(a, owner):
     rec["ecn_k"] = a.ecn_k
     rec["owner"] = owner
     if a.agg_switch:
-        racks = range(a.racks) if a.agg_chain else range(1)
         try:
-            rec["agg_switch"] = ",".join(
-                launch.start_agg_switch(
-                    t, a.agg_switch, a.agg_mem, a.agg_threads,
-                    os.path.join(state.dir_of(tb_id),
-                                 f"agg-switch-r{r}.log" if r else
-                                 "agg-switch.log"),
-                    a.agg_policy, a.agg_static_parts, r,
-                    launch.agg_address(r + 1) if a.agg_chain and
-                    r + 1 < a.racks else None)
-                for r in racks)
+            rec["agg_switch"] = start_agg_switches(t, a, tb_id)
         except BaseException:
             remove_or_warn(tb_id)
             raise
+        rec["agg_trees"] = a.agg_trees
     state.save(rec)
     return rec
+
+
+def start_agg_switches(t, a, tb_id):
+    """Starts the testbed's dlcp-switch daemons as |a| asks: rack 0's, or
+    every rack's as a chain or as the leaves of trees (the spines' roots
+    first, so the leaves find them).  Returns the switches the ranks use,
+    comma-separated, rack by rack."""
+    def start(log, **where):
+        return launch.start_agg_switch(
+            t, a.agg_switch, a.agg_mem, a.agg_threads,
+            os.path.join(state.dir_of(tb_id), log), a.agg_policy,
+            a.agg_static_parts, **where)
+
+    for s in range(a.agg_trees):
+        start(f"agg-switch-s{s}.log", ns=t.spines[s], bind="0.0.0.0")
+    leaves = []
+    for r in range(a.racks if a.agg_chain or a.agg_trees else 1):
+        if a.agg_trees:
+            parents = [launch.spine_agg_address(t, r, s)
+                       for s in range(a.agg_trees)]
+        elif a.agg_chain and r + 1 < a.racks:
+            parents = [launch.agg_address(r + 1)]
+        else:
+            parents = []
+        leaves.append(start(f"agg-switch-r{r}.log" if r else
+                            "agg-switch.log", ns=t.racks[r],
+                            bind=launch.agg_address(r).rsplit(":", 1)[0],
+                            parents=parents))
+    return ",".join(leaves)
 
 
 def remove_or_warn(tb_id):
@@ -409,9 +442,12 @@ def cmd_up(a):
         print(f"# rank {h.index}: namespace {h.ns}, {h.addr}, rack{h.rack}",
               file=sys.stderr)
     if rec.get("agg_switch"):
+        shape = ("" if "," not in rec["agg_switch"] else
+                 f"; the leaves of {rec['agg_trees']} trees rooted at "
+                 f"spines 0-{rec['agg_trees'] - 1}, rack by rack"
+                 if rec.get("agg_trees") else "; a chain, rack by rack")
         print(f"# aggregation switch: {rec['agg_switch']} (DLCP_SWITCH of "
-              f"every rank{'; a chain, rack by rack' if ',' in rec['agg_switch'] else ''})",
-              file=sys.stderr)
+              f"every rank{shape})", file=sys.stderr)
     return 0
 
 
@@ -451,7 +487,7 @@ def cmd_run(a):
             jobs = launch.mpirun_jobs(t, argv, extra)
         else:
             jobs = launch.rank_jobs(t, argv, a.port, rec.get("agg_switch"),
-                                    on)
+                                    on, rec.get("agg_trees", 0))
         ranks = launch.Ranks(jobs, a.grace_ms / 1000)
         try:
             failed, status = ranks.supervise(lambda: "sig" in flag)

@@ -23,22 +23,34 @@ def agg_address(rack):
     return f"10.0.{rack}.254:{AGG_PORT}"
 
 
+def spine_agg_address(t, rack, spine):
+    """The address:port at which rack |rack|'s switch reaches spine
+    |spine|'s aggregation switch: the spine's end of their link, so the
+    partial sums of tree |spine| take that link and the spine answers from
+    the address the rack's switch sent to."""
+    sp = t.spines[spine]
+    cidr = next(c for dev, c in t.addrs[sp] if dev == f"r{rack}")
+    return f"{cidr.split('/')[0]}:{AGG_PORT}"
+
+
 def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
-                     static_parts=None, rack=0, parent=None):
-    """Starts |binary| (dlcp-switch) in rack |rack|'s namespace on its
-    host-facing address with its pool shared by |policy| (|static_parts|
-    partitions if static and given), passing its partial sums to |parent|
-    (ADDR:PORT, CINA's chain) if given, output to |log_path|; waits until
+                     static_parts=None, ns=None, bind=None, parents=()):
+    """Starts |binary| (dlcp-switch) in namespace |ns| (rack 0's switch by
+    default) on address |bind| (its host-facing 10.0.0.254 by default;
+    0.0.0.0 for a spine, which answers each rack on their link) with its
+    pool shared by |policy| (|static_parts| partitions if static and
+    given), passing its partial sums to |parents| (ADDR:PORT each: CINA's
+    next switch, or one root per tree), output to |log_path|; waits until
     it listens and returns "ADDR:PORT".  It lives until the testbed's
     namespaces are removed."""
-    ns = t.racks[rack]
-    addr = agg_address(rack).rsplit(":", 1)[0]
+    ns = ns or t.racks[0]
+    addr = bind or agg_address(0).rsplit(":", 1)[0]
     argv = ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
             str(AGG_PORT), "--threads", str(threads), "--mem", str(mem),
             "--policy", policy]
     if policy == "static" and static_parts:
         argv += ["--static-parts", str(static_parts)]
-    if parent:
+    for parent in parents:
         argv += ["--parent", parent]
     with open(log_path, "w") as log:
         p = subprocess.Popen(
@@ -60,18 +72,23 @@ def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
                      f"(see {log_path})")
 
 
-def rank_env(hosts, rank, port, base, agg_switch=None):
+def rank_env(hosts, rank, port, base, agg_switch=None, agg_trees=0):
     """torchrun's variables for |rank| of a job on |hosts| (its ranks in
     order), and TESTBED_ADDRS, every rank's address in rank order (for
     programs that talk to their peers without a rendezvous); with
-    |agg_switch| (ADDR:PORT, or the comma-separated chain of every rack's
-    switch) DLCP_SWITCH, its rack's switch, and DLCP_INA_CHAIN for a chain,
-    unless |base| sets them."""
+    |agg_switch| (ADDR:PORT, or the comma-separated switches of every
+    rack) DLCP_SWITCH, its rack's switch, and DLCP_INA_CHAIN for a chain,
+    or with |agg_trees| DLCP_INA_LEAVES and DLCP_INA_TREES, unless |base|
+    sets them."""
     h = hosts[rank]
     env = dict(base)
     if agg_switch and "," in agg_switch:
         env.setdefault("DLCP_SWITCH", agg_switch.split(",")[h.rack])
-        env.setdefault("DLCP_INA_CHAIN", agg_switch)
+        if agg_trees:
+            env.setdefault("DLCP_INA_LEAVES", agg_switch)
+            env.setdefault("DLCP_INA_TREES", str(agg_trees))
+        else:
+            env.setdefault("DLCP_INA_CHAIN", agg_switch)
     elif agg_switch:
         env.setdefault("DLCP_SWITCH", agg_switch)
     env.update({
@@ -95,14 +112,15 @@ def describe(status):
     return f"exited with status {status}"
 
 
-def rank_jobs(t, argv, port, agg_switch=None, on=None):
+def rank_jobs(t, argv, port, agg_switch=None, on=None, agg_trees=0):
     """One job per host of |on| (indices into the testbed's hosts, all of
     them if None), ranks numbered in that order: (output prefix,
-    namespace, argv, environment); DLCP_SWITCH is |agg_switch| unless the
-    caller's environment sets it."""
+    namespace, argv, environment); DLCP_SWITCH (and the chain's or trees'
+    variables) from |agg_switch| and |agg_trees| unless the caller's
+    environment sets it."""
     hosts = [t.hosts[i] for i in on] if on is not None else t.hosts
     return [(f"[rank {r}] ", h.ns, argv,
-             rank_env(hosts, r, port, os.environ, agg_switch))
+             rank_env(hosts, r, port, os.environ, agg_switch, agg_trees))
             for r, h in enumerate(hosts)]
 
 
