@@ -16,7 +16,8 @@
 # PyTorch example: Gloo vs dlcp), make bench-ina (the aggregation switch),
 # make bench-ina-single, bench-ina-jobs and bench-cina (INA on the testbed,
 # root), make bench-background (dlcp's ring, Gloo, INA and PANAMA beside
-# background TCP flows on the testbed, root),
+# background TCP flows on the testbed, root), make bench-background-racks
+# (two jobs across 2 racks, INA up a tree per spine, root),
 # make clean.
 
 BUILD      ?= build
@@ -42,7 +43,7 @@ BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
 EXAMPLE_DEB_PACKAGES := python3-matplotlib dataset-fashion-mnist
 
 .PHONY: all deps build python demo check test asan tsan fuzz bench bench-allreduce \
-        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-single bench-ina-jobs bench-cina bench-background results \
+        bench-auth bench-sim bench-straggler bench-auto bench-testbed bench-ina bench-ina-single bench-ina-jobs bench-cina bench-background bench-background-racks results \
         soak train-fashion-mnist clean
 
 all: build
@@ -162,6 +163,11 @@ bench-cina: build
 bench-background: build
 	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
 	@/usr/bin/python3 scripts/bench-background.py $(BUILD)
+
+bench-background-racks: build
+	@./scripts/install-deps.sh $(BENCH_TESTBED_PACKAGES)
+	@/usr/bin/python3 scripts/bench-background.py $(BUILD) --racks 2 \
+	    --spines 2 --jobs 2 --ranks 4 --configs none,ring,ina1,ina,panama
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

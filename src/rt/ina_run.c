@@ -36,7 +36,8 @@
  * them; DLCP_INA_TREES, how many trees they pass groups up, one per spine
  * as PANAMA's): the same places, hosts and masters, but no switch has
  * another below it; each leaf's place at every root is its index among
- * the leaves that have ranks of the job, and PANAMA's window is kept per
+ * the leaves that have ranks of the job (a job on one leaf stays there,
+ * which answers as a root), and PANAMA's window is kept per
  * tree (group g goes up tree g mod DLCP_INA_TREES, at the leaves as here).
  * Group numbers continue from one operation to the next; operations in
  * flight together announce the low-water mark of the oldest one that
@@ -1006,7 +1007,8 @@ static int chain_params(dlcp_comm *c, dlcp_rt_ina *s,
   p->scale_world = c->env.world_size;
   if (s->trees > 0) {
     p->world = n[s->chain_pos];
-    p->chain_place = DLCP_AGG_CHAIN_PLACE(leaf, leaves);
+    /* A job within one rack has its sum at its leaf: no trees. */
+    p->chain_place = leaves > 1 ? DLCP_AGG_CHAIN_PLACE(leaf, leaves) : 0;
     p->cc_trees = s->trees;
     return 0;
   }

@@ -335,6 +335,12 @@ def make(a, owner):
     return rec
 
 
+def trees_text(n):
+    """"2 trees rooted at spines 0-1" for --agg-trees |n|."""
+    return (f"{n} trees rooted at spines 0-{n - 1}" if n > 1 else
+            "one tree rooted at spine 0")
+
+
 def start_agg_switches(t, a, tb_id):
     """Starts the testbed's dlcp-switch daemons as |a| asks: rack 0's, or
     every rack's as a chain or as the leaves of trees (the spines' roots
@@ -443,8 +449,8 @@ def cmd_up(a):
               file=sys.stderr)
     if rec.get("agg_switch"):
         shape = ("" if "," not in rec["agg_switch"] else
-                 f"; the leaves of {rec['agg_trees']} trees rooted at "
-                 f"spines 0-{rec['agg_trees'] - 1}, rack by rack"
+                 f"; the leaves of {trees_text(rec['agg_trees'])}, rack "
+                 f"by rack"
                  if rec.get("agg_trees") else "; a chain, rack by rack")
         print(f"# aggregation switch: {rec['agg_switch']} (DLCP_SWITCH of "
               f"every rank{shape})", file=sys.stderr)
@@ -555,7 +561,8 @@ def cmd_list(_):
         how = ("up" if r.get("owner") is None else
                f"run by pid {r['owner']['pid']}" +
                ("" if state.owner_alive(r["owner"]) else " (gone: stale)"))
-        agg = (f", aggregation switch {r['agg_switch']}"
+        agg = (f", aggregation switch {r['agg_switch']}" +
+               (f" ({trees_text(r['agg_trees'])})" if r.get("agg_trees") else "")
                if r.get("agg_switch") else "")
         print(f"{i}  {r['hosts']} hosts, {r['racks']} racks, {r['spines']} "
               f"spines, {r['rate_bps'] / 1e9:g} Gbit/s, MTU {r['mtu']}{agg}, "
