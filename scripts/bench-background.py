@@ -311,6 +311,9 @@ def main():
     if os.geteuid() != 0:
         sys.exit("bench-background: needs root (network namespaces)")
     configs = a.configs.split(",")
+    if a.racks > 1:
+        LABELS["ina"] = "INA, a tree per spine, fixed window"
+        LABELS["panama"] = "INA + PANAMA, a tree per spine"
     for c in configs:
         if c not in LABELS:
             sys.exit(f"bench-background: --configs: unknown '{c}' (expected "

@@ -14,6 +14,9 @@ testbed:
   switch    through the spines), the single-switch baseline
   RA-INA    -a ra_ina through rack 0's switch alone (a chain has no
             RA-INA)
+  trees     -a ina up a tree per spine (MTINA, PANAMA's trees without its
+            window): on a second testbed of the same shape made with
+            --agg-trees 2, each rack's switch a leaf, each spine a root
 
 With --ranks-per-host N (N > 1) every host runs N ranks (RANK * N + i
 of WORLD_SIZE * N), as the seed's hosts of several GPUs, and the
@@ -48,13 +51,15 @@ import common  # noqa: E402  (parse_bytes, shared with the results)
 
 TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
 RACK0 = "10.0.0.254:9555"  # dlcp-testbed's aggregation port on rack 0
+TREES = "INA, a tree per spine"  # runs on the testbed with --agg-trees
 # label, algorithm, variables set over the testbed's
 CONFIGS = (("ring", "ring", {}),
            ("CINA", "ina", {}),
            ("INA, one switch", "ina", {"DLCP_SWITCH": RACK0,
                                        "DLCP_INA_CHAIN": ""}),
            ("RA-INA, one switch", "ra_ina", {"DLCP_SWITCH": RACK0,
-                                             "DLCP_INA_CHAIN": ""}))
+                                             "DLCP_INA_CHAIN": ""}),
+           (TREES, "ina", {}))
 HOST_CONFIGS = (("ring", "ring", {}),
                 ("CINA", "ina", {"DLCP_INA_HOST_REDUCE": "1"}),
                 ("CINA, no host reduce", "ina",
@@ -100,12 +105,17 @@ def main():
     outdir = a.out or os.path.join(
         a.build, "bench-cina" if per_host == 1 else f"bench-cina-{per_host}")
     os.makedirs(outdir, exist_ok=True)
-    up = subprocess.run(
-        [TESTBED, "up", "-n", "4", "--racks", "2", "--rate", "10gbit",
-         "--mtu", "9000", "--agg-switch",
-         os.path.join(a.build, "bin", "dlcp-switch"), "--agg-chain",
-         "--agg-mem", "8m"], check=True, capture_output=True, text=True)
-    tb = up.stdout.split()[0]
+    def testbed_up(shape):
+        up = subprocess.run(
+            [TESTBED, "up", "-n", "4", "--racks", "2", "--spines", "2",
+             "--rate", "10gbit", "--mtu", "9000", "--agg-switch",
+             os.path.join(a.build, "bin", "dlcp-switch"), "--agg-mem",
+             "8m"] + shape, check=True, capture_output=True, text=True)
+        return up.stdout.split()[0]
+
+    tb = testbed_up(["--agg-chain"])
+    tb_trees = (testbed_up(["--agg-trees", "2"])
+                if any(c[0] == TREES for c in configs) else None)
     medians = {}
     try:
         for rnd in range(1, a.rounds + 1):
@@ -113,7 +123,8 @@ def main():
                 for label, algo, env in configs:
                     tag = f"{algo}-{label.split(',')[-1].strip()}-{size}-r{rnd}"
                     tag = tag.replace(" ", "_")
-                    r = run_one(a.build, tb, algo, env, size, a.iters,
+                    r = run_one(a.build, tb_trees if label == TREES else tb,
+                                algo, env, size, a.iters,
                                 os.path.join(outdir, tag + ".json"),
                                 os.path.join(outdir, tag + ".log"), per_host)
                     medians.setdefault((size, label), []).append(
@@ -121,7 +132,8 @@ def main():
                     print(f"# round {rnd}, {size >> 20} MiB, {label}: "
                           f"median {r['p50_us'] / 1e3:.1f} ms", flush=True)
     finally:
-        subprocess.run([TESTBED, "down", tb], check=False,
+        subprocess.run([TESTBED, "down", tb] +
+                       ([tb_trees] if tb_trees else []), check=False,
                        capture_output=True)
     rows = []
     print(f"\n{world} ranks, {per_host} per host")
