@@ -40,6 +40,8 @@
 #include "switchd.h"
 
 #define MAX_RANKS 8
+/* The communicators' timeout where a test waits for one to fire. */
+#define MISSING_TIMEOUT_MS 1500
 
 /* Per rank: its DLCP_SWITCH (NULL: the one of run_ranks), and whether the
  * ranks run plain INA only (a chain has no RA-INA). */
@@ -604,12 +606,80 @@ static void run_trees(const uint32_t per[3], bool panama) {
   unsetenv("DLCP_INA_TREES");
 }
 
+/* A tree whose root is gone (127.0.0.1:9, the discard port): the leaves
+ * hold the group complete and answer the ranks' re-sends with WAITING for
+ * nobody; each rank times out naming its leaf and the tree's root it
+ * waits on, not "no answer". */
+static int above_main(uint32_t rank, uint32_t world, uint16_t port,
+                      report *rep) {
+  dlcp_comm *comm;
+  dlcp_coll_info info;
+  dlcp_coll_opts o;
+  dlcp_request *req;
+  int32_t x[256] = {0}; /* one group: group 0, tree 0 */
+  char err[256];
+
+  if (make_comm(&comm, rank, world, port, MISSING_TIMEOUT_MS, err,
+                sizeof(err)) != 0) {
+    snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
+    return 1;
+  }
+  dlcp_coll_opts_default(&o);
+  o.algo = DLCP_ALGO_INA;
+  int rv = dlcp_allreduce(comm, x, x, 256, DLCP_INT32, DLCP_SUM, &o, &req);
+  if (rv == 0) {
+    rv = dlcp_wait(req, -1, &info);
+    dlcp_request_free(req);
+  }
+  if (rv != DLCP_ERR_TIMEOUT ||
+      strstr(info.error, "its group 0 has every contribution and waits on "
+                         "the switch above it, the root of tree 0 (its "
+                         "--parent number 1)") == NULL ||
+      strstr(info.error, getenv("DLCP_SWITCH")) == NULL) {
+    snprintf(rep->error, sizeof(rep->error), "%d %.200s", rv, info.error);
+    return 1;
+  }
+  rep->checks++;
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static void run_dead_root(void) {
+  static char addr[3][64]; /* the live root, two leaves */
+  switchd d[3];
+  for (uint32_t i = 0; i < 3; i++) {
+    const char *args[] = {"--mem", "4M", i > 0 ? "--parent" : NULL,
+                          "127.0.0.1:9", "--parent", addr[0], NULL};
+    assert_int_equal(switchd_start(&d[i], args), 0);
+    snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", d[i].port);
+  }
+  char leaves[140];
+  snprintf(leaves, sizeof(leaves), "%s,%s", addr[1], addr[2]);
+  rank_switch[0] = addr[1];
+  rank_switch[1] = addr[2];
+  setenv("DLCP_INA_LEAVES", leaves, 1);
+  setenv("DLCP_INA_TREES", "2", 1);
+  fork_ranks(2, above_main, 1);
+  memset(rank_switch, 0, sizeof(rank_switch));
+  unsetenv("DLCP_INA_LEAVES");
+  unsetenv("DLCP_INA_TREES");
+  for (uint32_t i = 0; i < 3; i++) {
+    const char *err = switchd_stop(&d[i]);
+    assert_non_null(err);
+    if (i > 0) {
+      assert_true(switchd_stat(err, "forwards") > 0);
+      assert_int_equal(switchd_stat(err, "finals"), 0);
+    }
+  }
+}
+
 static void test_ina_trees(void **state) {
   (void)state;
   static const uint32_t two_leaves[] = {2, 0, 3}, one_leaf[] = {0, 3, 0};
   run_trees(two_leaves, false);
   run_trees(two_leaves, true);
   run_trees(one_leaf, false);
+  run_dead_root();
   static const char *const env[][3] = {
       /* DLCP_INA_LEAVES, DLCP_INA_TREES, DLCP_INA_CHAIN */
       {"127.0.0.1:9", "9", NULL},
@@ -746,8 +816,6 @@ static void test_no_switch(void **state) {
  * 1 time out naming rank 2 and its address, which the switch's WAITING
  * answers to their re-sends told them, not the switch; their flight
  * records say they wait on rank 2. */
-#define MISSING_TIMEOUT_MS 1500
-
 static int missing_main(uint32_t rank, uint32_t world, uint16_t port,
                         report *rep) {
   dlcp_comm *comm;

@@ -581,6 +581,7 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
     h->r.waiting++;
     h->r.waiting_group = h->p.first_group + g;
     h->r.missing = all & ~dlcp_get_u64(payload);
+    h->r.waiting_above = h->r.missing == 0;
     retry_later(h, g, now);
     return 0;
   }
@@ -684,8 +685,10 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   }
   decode_group(h, g, payload);
   group_done(h, g, GS_INA);
-  if (h->r.missing != 0 && h->r.waiting_group == h->p.first_group + g) {
+  if ((h->r.missing != 0 || h->r.waiting_above) &&
+      h->r.waiting_group == h->p.first_group + g) {
     h->r.missing = 0; /* whoever it waited for came */
+    h->r.waiting_above = false;
   }
   queue_ack(h, g, false);
   return 0;

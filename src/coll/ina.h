@@ -162,6 +162,10 @@ typedef struct dlcp_ina_result {
    * rank r); |missing| is 0 when no such answer is outstanding. */
   uint32_t waiting_group;
   uint64_t missing;
+  /* That answer named no rank: the switch holds every contribution of
+   * |waiting_group| and waits on the switch above it (a chain's next, a
+   * tree's root) for the final sum. */
+  bool waiting_above;
   uint64_t results;      /* RESULT datagrams taken */
   uint64_t dup_results;  /* RESULTs of groups already done (re-ACKed) */
   uint64_t acks_implied; /* results acknowledged by the low-water mark of

@@ -1305,6 +1305,19 @@ static bool drive(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
                "INA: no result from the aggregation switch %s within %u ms: "
                "its group %u still lacks the contribution of %s",
                s->name, timeout_ms, r.waiting_group, who);
+    } else if (r.waiting_above) {
+      char above[80];
+      if (s->trees > 0) {
+        dlcp_fmt(above, sizeof(above), "the root of tree %u (its --parent "
+                 "number %u)", r.waiting_group % s->trees,
+                 r.waiting_group % s->trees + 1u);
+      } else {
+        dlcp_fmt(above, sizeof(above), "its --parent");
+      }
+      dlcp_fmt(why, sizeof(why),
+               "INA: no result from the aggregation switch %s within %u ms: "
+               "its group %u has every contribution and waits on the switch "
+               "above it, %s", s->name, timeout_ms, r.waiting_group, above);
     } else {
       dlcp_fmt(why, sizeof(why),
                "INA: no answer from the aggregation switch %s", s->name);
