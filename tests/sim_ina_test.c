@@ -315,6 +315,41 @@ static void test_deterministic(void **state) {
   assert_int_equal(end[0], end[1]);
 }
 
+/* The default topology (2 ToRs of 2 hosts, spines between them) with the
+ * switch at tor0 and ranks in both racks, as the runtime's ranks reach a
+ * dlcp-switch in another rack: h2 and h3's datagrams cross the fabric to
+ * tor0 and its answers come back the same way; exact, every contribution
+ * summed at tor0, with and without 2 % loss on a fabric link. */
+static void test_switch_in_another_rack(void **state) {
+  (void)state;
+  static const char *const algos[] = {"ina", "ra_ina"};
+  for (int a = 0; a < 4; a++) {
+    char yaml[512];
+    snprintf(yaml, sizeof(yaml),
+             "aggregation: {switch: tor0, memory: 1MiB}\n"
+             "workload:\n  collective: {algo: %s, bytes: 1MB, iterations: "
+             "2, rto: 50us, hosts: [h0, h2, h1, h3]}\n%s",
+             algos[a % 2],
+             a >= 2 ? "faults:\n  - {link: [tor1, spine0], loss: 0.02}\n"
+                    : "");
+    dlcp_sim *sim = simtest_load(yaml, NULL, 0);
+    run_all_exact(sim, 1);
+    dlcp_sim_coll_report r = report(sim, 0);
+    assert_int_equal(r.ina_groups + r.ring_groups, 2 * GROUPS_1MB);
+    assert_true(r.ina_groups > 0);
+    assert_int_equal(r.ina_retransmits > 0, a >= 2);
+    dlcp_agg_stats st;
+    uint64_t qdrops;
+    assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
+    assert_int_equal(st.malformed + st.foreign, 0);
+    if (a < 2) {
+      assert_int_equal(st.contrib, 4 * r.ina_groups);
+    }
+    assert_all_groups_accounted(&st, r.ina_groups);
+    dlcp_sim_del(sim);
+  }
+}
+
 static void test_scenario_errors(void **state) {
   (void)state;
   simtest_expect_error(
@@ -329,13 +364,16 @@ static void test_scenario_errors(void **state) {
       "aggregation: {memory: 1MiB}\n",
       "test.yaml:1: field 'aggregation.switch': expected this field "
       "to be present");
-  /* The default topology: 2 ToRs of 2 hosts; h2 is under tor1. */
+  /* The default topology: 2 ToRs of 2 hosts under spines; a spine has
+   * no host to route towards. */
   simtest_expect_error(
-      "aggregation: {switch: tor0}\n"
+      "aggregation: {switch: spine0}\n"
       "workload:\n  collective: {algo: ra_ina, bytes: 1MB,\n"
       "               hosts: [h0, h2]}\n",
-      "test.yaml:3: field 'workload.collective.hosts[1]': expected "
-      "a host attached to the aggregation switch tor0");
+      "test.yaml:3: field 'workload.collective.hosts[0]': expected "
+      "a host attached to the aggregation switch spine0 (to a switch of "
+      "its chain or trees; ranks elsewhere reach a single switch only if "
+      "a host is attached to it)");
   simtest_expect_error(
       "aggregation: {switch: tor0}\n"
       "workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 3}\n",
@@ -431,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_switch_queue_full),
       cmocka_unit_test(test_switch_queue_pfc),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_switch_in_another_rack),
       cmocka_unit_test(test_scenario_errors),
       cmocka_unit_test(test_claims_and_cc),
   };

@@ -5,9 +5,10 @@
  * Role.  One switch of the network (aggregation.switch), or each switch of
  * CINA's chain (aggregation.chain), runs a src/proto/agg core, the same
  * object dlcp-switch runs per worker thread.
- * An INA datagram a host addresses to the switch (dst DLCP_SIM_NONE)
- * crosses the host's link like any packet (queueing, ECN, loss) and is
- * handed here when it reaches that switch (switch.c).  The switch
+ * An INA datagram a host addresses to the switch (dst DLCP_SIM_NONE, or
+ * from another rack routed towards a host attached to the single switch:
+ * dlcp_sim_agg_address) crosses the links like any packet (queueing, ECN,
+ * loss) and is handed here when it reaches that switch (switch.c).  The switch
  * processes packets one at a time in arrival order, |per_packet_ps| each
  * (a software switch's CPU, or 0 for a line-rate pipeline): a packet that
  * arrives while the processor is busy waits for it in a FIFO of at most
@@ -84,6 +85,10 @@ struct dlcp_sim_agg {
   struct agg_role *roles; /* one per aggregating switch, in chain order */
   uint32_t nroles;
   uint32_t *pos_of_node; /* per node: its role, or DLCP_SIM_NONE */
+  /* The single switch: a host attached to it, towards which ranks in
+   * other racks route their datagrams (DLCP_SIM_NONE with a chain, or if
+   * no host is attached: then every rank must be). */
+  uint32_t far_dst;
   dlcp_sim_ps per_packet_ps;
   uint32_t queue_pkts; /* the processor's FIFO bound, per switch */
   uint8_t *out; /* one datagram written by dlcp_agg_poll */
@@ -333,7 +338,8 @@ static void process(agg_role *r, dlcp_sim_packet *pkt, dlcp_sim_ps now) {
   dlcp_sim *sim = a->sim;
   size_t len;
   const uint8_t *bytes = dlcp_sim_ina_packet_bytes(sim, pkt, &len);
-  if (pkt->flags & DLCP_SIM_PKT_F_TO_AGG) {
+  if ((pkt->flags & DLCP_SIM_PKT_F_TO_AGG) &&
+      !(pkt->flags & DLCP_SIM_PKT_F_FROM_HOST)) {
     core_input(r, bytes, len, pkt->ecn,
                SWITCH_COOKIE + a->slots[pkt->msg].from, now);
   } else {
@@ -515,6 +521,13 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
       }
     }
   }
+  a->far_dst = DLCP_SIM_NONE;
+  for (uint32_t h = 0; !c->nchain && h < net->nhosts; h++) {
+    if (dlcp_sim_host_nic(net, h)->peer == a->roles[0].node) {
+      a->far_dst = h;
+      break;
+    }
+  }
   net->agg_rx = arrive;
   net->agg_rx_ctx = a;
   sim->pool.release_ina = release_slot;
@@ -525,6 +538,27 @@ int dlcp_sim_agg_build(dlcp_sim *sim, char *err, size_t errlen) {
 uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node) {
   return sim->agg && node < sim->net.nnodes ? sim->agg->pos_of_node[node]
                                             : DLCP_SIM_NONE;
+}
+
+bool dlcp_sim_agg_reachable(dlcp_sim *sim, uint32_t host) {
+  const struct dlcp_sim_agg *a = sim->agg;
+  return a && host < sim->net.nhosts &&
+         (a->pos_of_node[dlcp_sim_host_nic(&sim->net, host)->peer] !=
+              DLCP_SIM_NONE ||
+          a->far_dst != DLCP_SIM_NONE);
+}
+
+void dlcp_sim_agg_address(dlcp_sim *sim, uint32_t host,
+                          dlcp_sim_packet *pkt) {
+  const struct dlcp_sim_agg *a = sim->agg;
+  pkt->dst = DLCP_SIM_NONE;
+  if (dlcp_sim_agg_position(sim, dlcp_sim_host_nic(&sim->net, host)->peer) ==
+          DLCP_SIM_NONE &&
+      a->far_dst != DLCP_SIM_NONE) {
+    pkt->dst = a->far_dst;
+    pkt->flow = a->roles[0].node;
+    pkt->flags |= DLCP_SIM_PKT_F_TO_AGG | DLCP_SIM_PKT_F_FROM_HOST;
+  }
 }
 
 uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim) {

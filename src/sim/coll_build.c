@@ -6,8 +6,8 @@
  * Otherwise hosts are taken round-robin over the racks (as many as
  * |ranks|), then numbered rack by rack in host order, so a ring crosses
  * each rack boundary once and RAT's regions are contiguous; an INA or
- * RA-INA job takes the first hosts attached to the aggregation switch
- * (every rank of an INA job must be one hop from it).  RAT's labels are
+ * RA-INA job takes the first hosts attached to the aggregation switch;
+ * listed hosts in other racks reach a single switch through the fabric.  RAT's labels are
  * the rack (the ToR) and, in a fat-tree, the pod.
  *
  * Buffers.  See collective.c: vectors are |scale| times smaller than the
@@ -195,8 +195,8 @@ static int ina_check(const coll_job *job, char *err, size_t errlen) {
   return 0;
 }
 
-/* After placement: checks that every rank is attached to the aggregation
- * switch, agrees on the groups' exponents and registers the job. */
+/* After placement: checks that every rank reaches the aggregation switch,
+ * agrees on the groups' exponents and registers the job. */
 static int ina_setup(coll_job *job, char *err, size_t errlen) {
   dlcp_sim *sim = job->sim;
   uint32_t *hosts = dlcp_sim_coll_zalloc(sim, job->n, sizeof(*hosts));
@@ -205,11 +205,12 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   }
   for (uint32_t r = 0; r < job->n; r++) {
     hosts[r] = job->ranks[r].host;
-    if (dlcp_sim_agg_position(sim, dlcp_sim_host_nic(&sim->net, hosts[r])
-                                       ->peer) == DLCP_SIM_NONE) {
+    if (!dlcp_sim_agg_reachable(sim, hosts[r])) {
       snprintf(err, errlen,
                "%s: field '%s.hosts[%u]': expected a host "
-               "attached to the aggregation switch %s",
+               "attached to the aggregation switch %s (to a switch of its "
+               "chain or trees; ranks elsewhere reach a single switch only "
+               "if a host is attached to it)",
                job->spec.where, job->spec.field, r, sim->cfg.agg.node);
       sim->mem->free(hosts, sim->mem->user);
       return DLCP_ERR_CONFIG;

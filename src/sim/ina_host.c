@@ -6,8 +6,8 @@
  * collective.c decides when a rank's all-reduce starts and what it
  * reduces; here its INA operation is driven as the runtime's loop does:
  * poll the core until it has nothing to send, put every datagram on the
- * host's NIC addressed to the aggregation switch (dst DLCP_SIM_NONE,
- * ECN-capable, on the job's queue), hand every INA packet that reaches
+ * host's NIC addressed to the aggregation switch (dlcp_sim_agg_address:
+ * one hop away or through the fabric; ECN-capable, on the job's queue), hand every INA packet that reaches
  * the host to the core, and arm one engine timer at the core's deadline.
  * A RESULT that arrives after its operation ended (the switch re-sent it
  * because an ACK was lost) is acknowledged statelessly, as the runtime
@@ -62,7 +62,7 @@ static void send_dgram(ina_rank *rk, const uint8_t *dgram, size_t len,
     return;
   }
   pkt->src = rk->host;
-  pkt->dst = DLCP_SIM_NONE; /* the aggregation switch */
+  dlcp_sim_agg_address(sim, rk->host, pkt); /* to the aggregation switch */
   dlcp_sim_send(sim, rk->host, pkt, now);
 }
 

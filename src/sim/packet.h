@@ -59,6 +59,9 @@ typedef enum dlcp_sim_pkt_kind {
 /* An INA datagram between aggregation switches (CINA's chain): routed
  * towards host |dst| and taken by the switch whose node id is in |flow|. */
 #define DLCP_SIM_PKT_F_TO_AGG 0x20u
+/* With F_TO_AGG: a host's datagram to the single aggregation switch in
+ * another rack, which takes it from host |src|. */
+#define DLCP_SIM_PKT_F_FROM_HOST 0x40u
 
 /*
  * Two cache lines.  The first holds everything the network touches on

@@ -829,6 +829,18 @@ void dlcp_sim_agg_free(dlcp_sim *sim);
 uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node);
 uint32_t dlcp_sim_agg_chain_len(const dlcp_sim *sim);
 /*
+ * Whether host |host| can contribute: attached to a switch of the chain
+ * or trees, or, with the single switch, attached to it or anywhere else
+ * if some host is attached to it (its datagrams are routed there through
+ * the fabric, as the runtime's ranks reach a dlcp-switch in another
+ * rack).  agg_address addresses |pkt|, an INA datagram of |host|, to the
+ * switch: dst DLCP_SIM_NONE one hop away, else routed towards a host
+ * attached to it and taken by the switch (F_TO_AGG | F_FROM_HOST).
+ */
+bool dlcp_sim_agg_reachable(dlcp_sim *sim, uint32_t host);
+void dlcp_sim_agg_address(dlcp_sim *sim, uint32_t host,
+                          dlcp_sim_packet *pkt);
+/*
  * dlcp_sim_agg_chain_job registers a CINA / HINA / MTINA job whose
  * masters are |hosts| (|n|, each attached to a switch of the chain or
  * trees), whose RESULT payload is |group_bytes| and whose window may hold

@@ -68,8 +68,10 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
 
 void dlcp_sim_switch_receive(dlcp_sim_net *net, uint32_t node,
                              dlcp_sim_packet *pkt, dlcp_sim_ps now) {
-  /* Addressed to an aggregation switch: by a host, which is only ever one
-   * hop from its switch, or by another switch of CINA's chain. */
+  /* Addressed to an aggregation switch: by a host one hop from it (dst
+   * none), or, routed towards a host below it (F_TO_AGG, the switch's
+   * node in |flow|), by a host in another rack or another switch of a
+   * chain or tree. */
   if (pkt->kind == DLCP_SIM_PKT_INA && net->agg_rx &&
       (pkt->dst == DLCP_SIM_NONE || (pkt->flags & DLCP_SIM_PKT_F_TO_AGG)) &&
       net->agg_rx(net->agg_rx_ctx, node, pkt, now)) {
