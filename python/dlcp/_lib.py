@@ -38,9 +38,11 @@ c_int, c_double, c_size, c_char_p, c_void_p = (ctypes.c_int, ctypes.c_double,
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2, "int32": 3, "int64": 4}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
 REDOPS = {"sum": 0, "avg": 1, "min": 2, "max": 3}
+# ina and ra_ina sum all-reduces in the aggregation switch at DLCP_SWITCH
+# (docs/ina.md).
 ALGOS = {"auto": 0, "ring": 1, "ring_bypass": 2, "ps": 3,
          "halving_doubling": 4, "rat": 5, "direct": 6,
-         "recursive_doubling": 7}
+         "recursive_doubling": 7, "ina": 8, "ra_ina": 9}
 ERR_CANCELED = -214
 ERR_PENDING = -221
 
@@ -109,6 +111,7 @@ def _declare(name, restype, *argtypes):
 
 P = ctypes.POINTER
 _declare("dlcp_strerror", c_char_p, c_int)
+_declare("dlcp_algo_str", c_char_p, c_int)
 _declare("dlcp_comm_config_default", None, P(CommConfig))
 _declare("dlcp_comm_create", c_int, P(c_void_p), P(CommConfig), c_char_p,
          c_size)

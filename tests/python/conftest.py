@@ -10,6 +10,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("DLCP_BUILD_DIR",
                        os.path.join(HERE, "..", "..", "build"))
 DLCP_RUN = os.path.join(BUILD, "bin", "dlcp-run")
+DLCP_SWITCH = os.path.join(BUILD, "bin", "dlcp-switch")
 
 
 def run_job(n, worker, *args, env=None, timeout=180):

@@ -48,6 +48,15 @@ def test_wait_with_timeout(tmp_path):
                       env={"SYNC_DIR": str(tmp_path)}), 3)
 
 
+def test_algorithm_names_are_the_library_s():
+    """dlcp.ALGOS (names the API takes) maps each name to the library's
+    enum value of that name, and names every algorithm the library has."""
+    from dlcp._lib import lib
+    for name, value in dlcp.ALGOS.items():
+        assert lib.dlcp_algo_str(value).decode() == name
+    assert lib.dlcp_algo_str(len(dlcp.ALGOS)).decode() == "?"
+
+
 def test_invalid_arguments_raise():
     assert_ok(run_job(2, "api_worker.py", "errors"), 2)
 

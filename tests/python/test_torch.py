@@ -1,18 +1,21 @@
 """PyTorch integration: the DDP hook and the "dlcp" backend against Gloo
 (torch_worker.py runs the jobs)."""
 
+import os
+import subprocess
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import dlcp.torch  # noqa: E402
 from dlcp.torch.hook import _layers  # noqa: E402
-from conftest import assert_ok, run_job  # noqa: E402
+from conftest import DLCP_SWITCH, assert_ok, run_job  # noqa: E402
 
 
-def _ddp_params(mode, tmp_path):
+def _ddp_params(mode, tmp_path, env=None):
     out = tmp_path / f"{mode}.pt"
-    assert_ok(run_job(2, "torch_worker.py", "ddp", mode, out), 2)
+    assert_ok(run_job(2, "torch_worker.py", "ddp", mode, out, env=env), 2)
     return torch.load(out)
 
 
@@ -27,6 +30,32 @@ def test_hook_and_backend_train_like_gloo(tmp_path):
         for a, b in zip(got, gloo):
             assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), \
                 (mode, (a - b).abs().max())
+
+
+def test_hook_through_the_aggregation_switch(tmp_path):
+    """The same 20 steps with the hook's buckets summed by a dlcp-switch
+    on loopback (algo="ina"): Gloo's parameters within float tolerance
+    (the switch adds int32s scaled per group, docs/ina.md's bound), and
+    the switch summed every bucket of both ranks."""
+    sw = subprocess.Popen([DLCP_SWITCH, "--bind", "127.0.0.1", "--port", "0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    try:
+        line = sw.stdout.readline()
+        assert "listening on 127.0.0.1:" in line, line
+        addr = line.split("listening on ")[1].split()[0]
+        gloo = _ddp_params("gloo", tmp_path)
+        got = _ddp_params("hook_ina", tmp_path, {"DLCP_SWITCH": addr})
+    finally:
+        sw.terminate()
+        _, err = sw.communicate(timeout=10)
+    assert len(got) == len(gloo)
+    for a, b in zip(got, gloo):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), (a - b).abs().max()
+    stats = err.rsplit("exit: packets", 1)[1].split()
+    contrib = int(stats[stats.index("contrib") + 1])
+    claims = int(stats[stats.index("claims") + 1])
+    assert claims > 0 and contrib == 2 * claims, err[-400:]
 
 
 def test_backend_every_operation_and_dtype():

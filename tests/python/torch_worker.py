@@ -23,12 +23,15 @@ def tiny_model():
 def ddp(mode, out_path):
     """20 SGD steps of a tiny model on rank-dependent data; rank 0 saves
     the parameters.  mode: gloo (stock), hook (Gloo + the dlcp hook at
-    p = 0), backend (init_process_group("dlcp"))."""
+    p = 0), backend (init_process_group("dlcp")), hook_ina (the hook with
+    algo="ina": every bucket summed by the dlcp-switch at DLCP_SWITCH)."""
     dist.init_process_group("dlcp" if mode == "backend" else "gloo")
     model = tiny_model()
     net = torch.nn.parallel.DistributedDataParallel(model,
                                                     bucket_cap_mb=0.25)
-    state = dlcp.torch.register_ddp_hook(net) if mode == "hook" else None
+    state = (dlcp.torch.register_ddp_hook(net) if mode == "hook" else
+             dlcp.torch.register_ddp_hook(net, algo="ina")
+             if mode == "hook_ina" else None)
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator().manual_seed(100 + dist.get_rank())
     for _ in range(STEPS):
@@ -44,6 +47,10 @@ def ddp(mode, out_path):
         nparams = sum(p.numel() for p in model.parameters())
         assert state.total_elements == STEPS * nparams
         assert len(state.last_results) > 1  # several buckets per step
+        want = "ina" if mode == "hook_ina" else None
+        assert want is None or all(r.algorithm == want
+                                   for r in state.last_results), \
+            [r.algorithm for r in state.last_results]
         state.close()
     if dist.get_rank() == 0:
         torch.save([p.detach() for p in model.parameters()], out_path)
