@@ -141,8 +141,9 @@ def register_ddp_hook(ddp_model, loss_bound=0.0, algo="auto",
     loss_bound: the fraction p in [0, 1) of each bucket that may be lost
     (0: exact, the same averages as DDP's stock hook up to the order of
     floating-point additions).  algo: a dlcp algorithm name ("auto",
-    "ring", ..., "ina" through DLCP_SWITCH).  importance: mark float32 packets by gradient magnitude
-    (the seed's 5 % sample median).  communicator: a dlcp.Communicator to use; by default one
+    "ring", ..., "ina" through DLCP_SWITCH).  importance: mark float32
+    packets by gradient magnitude (the seed's 5 % sample median).
+    communicator: a dlcp.Communicator to use; by default one
     is joined over the ranks of |process_group| (default: DDP's), its
     rendezvous endpoint agreed through torch.distributed's store."""
     global _hooks_registered
