@@ -168,8 +168,8 @@ static void usage(void) {
           "[--static-parts N]\n"
           "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
           "[--idle-us N]\n"
-          "                   [--batch N] [--stats-s N] [--parent ADDR:PORT]... "
-          "[--gso 0|1]\n");
+          "                   [--batch N] [--stats-s N] "
+          "[--parent ADDR:PORT]... [--gso 0|1]\n");
 }
 
 static int parse_args(int argc, char **argv, opts *o) {

@@ -8,8 +8,8 @@
  * An INA datagram a host addresses to the switch (dst DLCP_SIM_NONE, or
  * from another rack routed towards a host attached to the single switch:
  * dlcp_sim_agg_address) crosses the links like any packet (queueing, ECN,
- * loss) and is handed here when it reaches that switch (switch.c).  The switch
- * processes packets one at a time in arrival order, |per_packet_ps| each
+ * loss) and is handed here when it reaches that switch (switch.c).  The
+ * switch processes packets one at a time in arrival order, |per_packet_ps| each
  * (a software switch's CPU, or 0 for a line-rate pipeline): a packet that
  * arrives while the processor is busy waits for it in a FIFO of at most
  * |queue_pkts| packets (a NIC ring, a socket buffer); one that finds it

@@ -7,8 +7,8 @@
  * |ranks|), then numbered rack by rack in host order, so a ring crosses
  * each rack boundary once and RAT's regions are contiguous; an INA or
  * RA-INA job takes the first hosts attached to the aggregation switch;
- * listed hosts in other racks reach a single switch through the fabric.  RAT's labels are
- * the rack (the ToR) and, in a fat-tree, the pod.
+ * listed hosts in other racks reach a single switch through the fabric.
+ * RAT's labels are the rack (the ToR) and, in a fat-tree, the pod.
  *
  * Buffers.  See collective.c: vectors are |scale| times smaller than the
  * simulated ones, scale 0 picking the smallest power of two that keeps

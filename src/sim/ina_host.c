@@ -7,8 +7,9 @@
  * reduces; here its INA operation is driven as the runtime's loop does:
  * poll the core until it has nothing to send, put every datagram on the
  * host's NIC addressed to the aggregation switch (dlcp_sim_agg_address:
- * one hop away or through the fabric; ECN-capable, on the job's queue), hand every INA packet that reaches
- * the host to the core, and arm one engine timer at the core's deadline.
+ * one hop away or through the fabric; ECN-capable, on the job's queue),
+ * hand every INA packet that reaches the host to the core, and arm one
+ * engine timer at the core's deadline.
  * A RESULT that arrives after its operation ended (the switch re-sent it
  * because an ACK was lost) is acknowledged statelessly, as the runtime
  * does.  When the core reports DONE, collective.c is told
