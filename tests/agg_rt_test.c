@@ -680,6 +680,24 @@ static void test_ina_trees(void **state) {
   run_trees(two_leaves, true);
   run_trees(one_leaf, false);
   run_dead_root();
+  /* dlcp-switch refuses itself as a parent, and a ninth tree */
+  {
+    switchd d;
+    uint16_t port = 0;
+    dlcp_errbuf eb;
+    char self[32], portstr[8];
+    assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+    snprintf(self, sizeof(self), "127.0.0.1:%u", port);
+    snprintf(portstr, sizeof(portstr), "%u", port);
+    const char *loop[] = {"--port", portstr, "--parent", self, NULL};
+    assert_int_equal(switchd_start(&d, loop), -1);
+    const char *nine[] = {"--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
+                          "--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
+                          "--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
+                          "--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
+                          "--parent", "127.0.0.1:9", NULL};
+    assert_int_equal(switchd_start(&d, nine), -1);
+  }
   static const char *const env[][3] = {
       /* DLCP_INA_LEAVES, DLCP_INA_TREES, DLCP_INA_CHAIN */
       {"127.0.0.1:9", "9", NULL},
