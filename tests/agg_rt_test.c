@@ -673,6 +673,19 @@ static void run_dead_root(void) {
   }
 }
 
+/* A dlcp-switch that exited at start (switchd_start gave -1): its stderr
+ * says |why|; it is reaped. */
+static void refused_with(switchd *d, const char *why) {
+  char text[1024];
+  ssize_t n = read(d->err_fd, text, sizeof(text) - 1);
+  text[n > 0 ? n : 0] = '\0';
+  close(d->err_fd);
+  (void)waitpid(d->pid, NULL, 0);
+  if (strstr(text, why) == NULL) {
+    fail_msg("expected '%s' from dlcp-switch, got: %s", why, text);
+  }
+}
+
 static void test_ina_trees(void **state) {
   (void)state;
   static const uint32_t two_leaves[] = {2, 0, 3}, one_leaf[] = {0, 3, 0};
@@ -691,12 +704,14 @@ static void test_ina_trees(void **state) {
     snprintf(portstr, sizeof(portstr), "%u", port);
     const char *loop[] = {"--port", portstr, "--parent", self, NULL};
     assert_int_equal(switchd_start(&d, loop), -1);
+    refused_with(&d, "is this switch");
     const char *nine[] = {"--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
                           "--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
                           "--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
                           "--parent", "127.0.0.1:9", "--parent", "127.0.0.1:9",
                           "--parent", "127.0.0.1:9", NULL};
     assert_int_equal(switchd_start(&d, nine), -1);
+    refused_with(&d, "--parent: at most 8 (one per tree)");
   }
   static const char *const env[][3] = {
       /* DLCP_INA_LEAVES, DLCP_INA_TREES, DLCP_INA_CHAIN */
