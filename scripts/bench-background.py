@@ -127,8 +127,8 @@ def job_hosts(a):
 
 
 def run_jobs(a, tb, cfg, load, cell, peers):
-    """The jobs of |cfg| at once on testbed |tb|: every job's times (ms),
-    pooled."""
+    """The jobs of |cfg| at once on testbed |tb|: each job's times (ms),
+    a list per job."""
     procs = []
     for k, hosts in enumerate(job_hosts(a)):
         out = os.path.join(cell, f"job{k}.json")
@@ -147,14 +147,14 @@ def run_jobs(a, tb, cfg, load, cell, peers):
         r = common.bench_result("bench-background",
                                 f"{LABELS[cfg]} at load {load}", rc, out,
                                 log_path)
-        times += [t / 1e3 for t in r["times_us"]]
+        times.append([t / 1e3 for t in r["times_us"]])
     return times
 
 
 def run_cell(a, tb, cfg, load, rnd, outdir, ref_s, peers):
-    """One configuration at one load: returns the jobs' times (ms), the
-    background flows that started while they ran, and how long they
-    ran."""
+    """One configuration at one load: returns each job's times (ms, a
+    list per job; none for "none"), the background flows that started
+    while they ran, and how long they ran."""
     cell = os.path.join(outdir, f"{cfg}-{load}-r{rnd}")
     os.makedirs(cell, exist_ok=True)
     stop = os.path.join(cell, "stop")
@@ -190,13 +190,17 @@ def run_cell(a, tb, cfg, load, rnd, outdir, ref_s, peers):
     return times, flows, t1 - t0
 
 
-def summarize(times, flows):
+def summarize(per_job, flows):
+    """The jobs' times (|per_job|: a list per job), pooled and per job,
+    and the background flows' completion times."""
+    times = [t for job in per_job for t in job]
     short = [f[2] * 1e3 for f in flows if f[1] < SHORT_BYTES and
              f[2] is not None]
     done = [f[2] * 1e3 for f in flows if f[2] is not None]
     return {
         "job_p50_ms": statistics.median(times) if times else None,
         "job_mean_ms": statistics.mean(times) if times else None,
+        "per_job_p50_ms": [statistics.median(j) for j in per_job if j],
         "flows": len(flows), "unfinished": len(flows) - len(done),
         "short": len(short),
         "short_p50_ms": statistics.median(short) if short else None,
@@ -260,6 +264,11 @@ def report(a, rows, configs, loads):
                   f"({s['unfinished']}) | {s['short']}, "
                   f"{fmt(s['short_p50_ms'], 2)} / "
                   f"{fmt(s['short_p99_ms'], 2)} | {fmt(s['mean_ms'], 2)}")
+    if a.jobs > 1:
+        print("per job, p50 (ms): " + "; ".join(
+            f"load {ld} {cfg}: " + " / ".join(
+                fmt(x) for x in rows[(ld, cfg)]["per_job_p50_ms"])
+            for ld in loads for cfg in configs if cfg != "none"))
     for load in loads:
         parts = [f"{what} {r}" for what, r in (
             ("job Gloo / dlcp ring",
@@ -359,7 +368,10 @@ def main():
                     if cfg != "none":
                         ref_s = span
                     c = cells.setdefault((load, cfg), ([], []))
-                    c[0].extend(times)
+                    if not c[0]:
+                        c[0].extend([] for _ in times)
+                    for pooled, job in zip(c[0], times):
+                        pooled.extend(job)
                     c[1].extend(flows)
                     s = summarize(times, flows)
                     print(f"# round {rnd}, load {load}, {LABELS[cfg]}: job "
