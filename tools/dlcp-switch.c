@@ -294,12 +294,12 @@ static int parse_args(int argc, char **argv, opts *o) {
                     "the parent reaches this switch at\n");
     return -1;
   }
-  for (uint32_t t = 0; t < nparents; t++) {
-    struct sockaddr_in self;
-    memset(&self, 0, sizeof(self));
-    self.sin_addr = o->bind_addr;
-    self.sin_port = htons(o->port);
-    if (o->port != 0 && o->cfg.parent_addr[t] == cookie_of(&self)) {
+  struct sockaddr_in self;
+  memset(&self, 0, sizeof(self));
+  self.sin_addr = o->bind_addr;
+  self.sin_port = htons(o->port);
+  for (uint32_t t = 0; o->port != 0 && t < nparents; t++) {
+    if (o->cfg.parent_addr[t] == cookie_of(&self)) {
       /* Its partial sums would come back to it as a worker's. */
       fprintf(stderr, "dlcp-switch: --parent %s:%u is this switch\n",
               inet_ntoa(o->bind_addr), o->port);

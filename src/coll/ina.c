@@ -442,14 +442,14 @@ static void retry_later(dlcp_ina *h, uint32_t g, dlcp_tstamp now) {
   sent_append(h, g);
 }
 
-/* The groups |aggs| aggregators hold (at least one, so that the job keeps
- * probing). */
 /* A RESULT's cap (aggregators; UINT16_MAX: more than any window) in
  * groups, UINT32_MAX when saturated. */
 static uint32_t cap_groups(const dlcp_ina *h, uint16_t cap) {
   return cap == UINT16_MAX ? UINT32_MAX : cap / h->p.group_blocks;
 }
 
+/* The groups |aggs| aggregators hold (at least one, so that the job keeps
+ * probing). */
 static uint32_t pool_groups_of(const dlcp_ina *h, uint32_t aggs) {
   uint32_t n = aggs / h->p.group_blocks;
 
@@ -955,11 +955,9 @@ int dlcp_ina_poll(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
   if (h->r.status == 0 && h->acount > 0 && !head_ack_coverable(h)) {
     return send_ack(h, act, buf, buflen);
   }
-  if (h->r.status == 0) {
-    int rv = send_due(h, act, buf, buflen, now);
-    if (rv != 0 || act->type != DLCP_INA_ACT_NONE) {
-      return rv;
-    }
+  int rv = send_due(h, act, buf, buflen, now);
+  if (rv != 0 || act->type != DLCP_INA_ACT_NONE) {
+    return rv;
   }
   if (h->r.status == 0 && h->acount > 0) {
     return send_ack(h, act, buf, buflen); /* nothing due to carry it */
