@@ -108,10 +108,10 @@ class Bench:
             return
         shutil.rmtree(self.raw, ignore_errors=True)
         os.makedirs(self.raw)
-        self.peers = common.build_peers(build, log)
         self.dlcp_bench = os.path.join(build, "bin", "dlcp-bench")
         if not os.access(self.dlcp_bench, os.X_OK):
             sys.exit(f"bench-testbed: {self.dlcp_bench} missing (make build)")
+        self.peers = common.build_peers(build, log)
 
     def name(self, impl):
         return f"dlcp_p{self.bound:g}" if impl == "dlcp_p" else impl
@@ -459,8 +459,15 @@ def plot(b, png_path):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: bench-testbed.py BUILD_DIR")
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit("usage: bench-testbed.py BUILD_DIR (--help: what it runs "
+                 "and its environment variables)")
+    if not os.path.isdir(sys.argv[1]):
+        sys.exit(f"bench-testbed: {sys.argv[1]}: no such build directory "
+                 "(make build)")
     if os.geteuid() != 0:
         sys.exit("bench-testbed: must run as root (dlcp-testbed makes "
                  "network namespaces)")
