@@ -381,6 +381,13 @@ static void test_fat_tree(void **state) {
   dlcp_sim *sim = build(&cfg);
   assert_int_equal(sim->net.nhosts, 16);
   assert_int_equal(sim->net.nnodes, 16 + 8 + 8 + 4);
+  /* Each switch keeps each distinct candidate list once: an edge switch
+   * its 2 up ports (for the 7 other edges' classes), an aggregation
+   * switch 1 port down to each of its pod's 2 edges and its 2 core ports,
+   * a core switch 1 port down to each of the 4 pods: 8 x 2 + 8 x 4 + 4 x 4
+   * port ids, where a copy per (switch, class) took 256. */
+  assert_int_equal(sim->net.live.nports, 64);
+  assert_int_equal(sim->net.fixed.nports, 64);
   run_all(sim);
   assert_int_equal(sim->flows_done, 4);
   /* Each path id used a different core: every core carried 14600 B. */

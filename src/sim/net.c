@@ -206,6 +206,59 @@ static int classes_compute(dlcp_sim_net *net) {
 }
 
 /*
+ * Rewrites |r|'s candidate lists node by node, each distinct list of a
+ * node once, keeping the order within a list (ECMP and source routing
+ * index it).  Computed class by class, every cell had its own copy, and a
+ * switch's lists lay a class's worth of nodes apart: at 1,024 hosts (a
+ * k = 16 fat tree) the lists filled ~1 MB and a hop's read of its list
+ * was a cache miss.  A switch has a handful of distinct lists (its up
+ * ports, or one port down), so side by side they stay in cache.
+ */
+static int routes_compact(dlcp_sim_net *net, struct dlcp_sim_routes *r) {
+  const dlcp_mem *mem = net->mem;
+  uint32_t cap = r->nports + 1;
+  uint32_t *out = mem->malloc((size_t)cap * sizeof(*out), mem->user);
+  /* This node's distinct lists so far: indices of their first cells. */
+  uint32_t *distinct = mem->malloc(((size_t)net->nclasses + 1) *
+                                       sizeof(*distinct), mem->user);
+  if (!out || !distinct) {
+    mem->free(out, mem->user);
+    mem->free(distinct, mem->user);
+    return DLCP_ERR_NOMEM;
+  }
+  uint32_t nout = 0;
+  for (uint32_t n = 0; n < net->nnodes; n++) {
+    struct dlcp_sim_route_cell *row = &r->cells[(size_t)n * net->nclasses];
+    uint32_t ndistinct = 0;
+    for (uint32_t c = 0; c < net->nclasses; c++) {
+      const uint32_t *list = &r->ports[row[c].off];
+      uint32_t cnt = row[c].cnt;
+      uint32_t off = nout;
+      for (uint32_t d = 0; d < ndistinct; d++) {
+        const struct dlcp_sim_route_cell *seen = &row[distinct[d]];
+        if (seen->cnt == cnt &&
+            memcmp(&out[seen->off], list, cnt * sizeof(*list)) == 0) {
+          off = seen->off;
+          break;
+        }
+      }
+      if (off == nout && cnt > 0) {
+        memcpy(&out[nout], list, cnt * sizeof(*list));
+        nout += cnt;
+        distinct[ndistinct++] = c;
+      }
+      row[c].off = off;
+    }
+  }
+  mem->free(distinct, mem->user);
+  mem->free(r->ports, mem->user);
+  r->ports = out;
+  r->ports_cap = cap;
+  r->nports = nout;
+  return 0;
+}
+
+/*
  * Recomputes |r|: for every destination class, a BFS from its attachment
  * node over up links (or all links if |all_links|) gives each node's
  * distance to it; a node's candidates are its ports whose peer is one hop
@@ -287,7 +340,7 @@ static int routes_compute(dlcp_sim_net *net, struct dlcp_sim_routes *r,
 done:
   mem->free(dist, mem->user);
   mem->free(fifo, mem->user);
-  return rv;
+  return rv == 0 ? routes_compact(net, r) : rv;
 }
 
 int dlcp_sim_net_finalize(dlcp_sim_net *net) {
