@@ -541,11 +541,11 @@ uint32_t dlcp_sim_agg_position(const dlcp_sim *sim, uint32_t node) {
 }
 
 bool dlcp_sim_agg_reachable(dlcp_sim *sim, uint32_t host) {
-  const struct dlcp_sim_agg *a = sim->agg;
-  return a && host < sim->net.nhosts &&
-         (a->pos_of_node[dlcp_sim_host_nic(&sim->net, host)->peer] !=
+  return sim->agg && host < sim->net.nhosts &&
+         (dlcp_sim_agg_position(
+              sim, dlcp_sim_host_nic(&sim->net, host)->peer) !=
               DLCP_SIM_NONE ||
-          a->far_dst != DLCP_SIM_NONE);
+          sim->agg->far_dst != DLCP_SIM_NONE);
 }
 
 void dlcp_sim_agg_address(dlcp_sim *sim, uint32_t host,
