@@ -168,7 +168,7 @@ class Bench:
         stats = os.path.join(self.raw, tag + ".links.json")
         cell = self.cells.setdefault((profile, loss, size, impl), {
             "times": [], "wrong": 0, "delivered": [], "failed": [],
-            "lost": 0, "queue": 0, "marked": 0})
+            "lost": 0, "queue": 0, "marked": 0, "iterations": []})
         rows = []
         if os.path.exists(out):
             with open(out) as f:
@@ -178,6 +178,11 @@ class Bench:
             self.failures.append(cell["failed"][-1])
         for r in rows:
             cell["times"] += r["times_us"]
+            it = r.get("iterations")  # dlcp-bench's, per iteration
+            if it:
+                cell["iterations"] += zip(
+                    r["times_us"], it["ack_hold_us"], it["retransmissions"],
+                    it["window_timeouts"])
             cell["wrong"] += max(r["wrong"], 0)
             cell["delivered"].append(r["delivered"])
         if rows and any(r["wrong"] != 0 for r in rows):
@@ -329,6 +334,43 @@ def targets(b):
     return out
 
 
+def slow_iterations(b):
+    """What dlcp's transport did in its slowest iterations against its
+    typical ones, from dlcp-bench's per-iteration counters (summed over
+    the ranks): a tail that follows the peers' ACK hold is the hosts'
+    scheduling, one that follows retransmissions or window timeouts is
+    the network's or the protocol's."""
+    rows = []
+    for (profile, loss, size, impl), cell in sorted(b.cells.items()):
+        its = sorted(cell["iterations"])
+        n = len(its)
+        if n < 10:
+            continue
+        middle, slowest = its[n // 4:3 * n // 4], its[-max(1, n // 10):]
+
+        def mean(group, k, scale=1.0):
+            return sum(i[k] for i in group) / len(group) * scale
+        figures = " | ".join(
+            f"{mean(middle, k, sc):,.1f} / {mean(slowest, k, sc):,.1f}"
+            for k, sc in ((0, 1e-3), (1, 1.0), (2, 1.0), (3, 1.0)))
+        rows.append(f"| {PROFILES[profile]['label']}, {size // MIB} MiB | "
+                    f"{pct(loss)} | {b.name(impl)} | {n} | {figures} |")
+    if not rows:
+        return []
+    return ["## dlcp's slowest iterations", "",
+            "Per iteration, summed over the ranks (dlcp-bench's "
+            "`iterations`): the peers' mean ACK hold (how long a receiving "
+            "host held the packets its ACKs answer, from their arrival to "
+            "the ACK: its process waiting to run or busy, not the "
+            "network), data retransmissions and send windows that timed "
+            "out; the middle half of a cell's iterations by time against "
+            "its slowest tenth.  A slow tail with more ACK hold and no "
+            "more retransmissions is the hosts' CPU, not loss.", "",
+            "| cell | loss | implementation | n | time ms | ACK hold us | "
+            "retransmissions | window timeouts |",
+            "|---|---|---|---:|---:|---:|---:|---:|"] + rows + [""]
+
+
 def write_report(b, md_path, png_path):
     lines = []
     cmd = ("BENCH_TESTBED_QUICK=1 make bench-testbed" if b.quick
@@ -403,6 +445,7 @@ def write_report(b, md_path, png_path):
                         f"{wire * 100:.0f} % | {s['delivered'] * 100:.2f} % | "
                         f"{cell['wrong']} | {drops} |")
             lines.append("")
+    lines += slow_iterations(b)
     if b.interrupted:
         lines += ["## Runs cut short", "",
                   "The run was stopped during these (left out of the "

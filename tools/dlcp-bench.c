@@ -26,7 +26,11 @@
  * rank), the maximum and the mean of the same per-iteration times (us).
  * The JSON object has these figures, the least delivered fraction of any
  * rank in any timed iteration ("delivered_min") and every timed
- * iteration's time in order ("times_us"), for tails and drift.
+ * iteration's time in order ("times_us"), for tails and drift, and beside
+ * each, summed over the ranks, what the transport did in it
+ * ("iterations": window timeouts, data retransmissions, control
+ * datagrams sent again, and the peers' mean ACK hold in us): what to read
+ * first when one iteration took longer than the others.
  */
 #include <errno.h>
 #include <math.h>
@@ -297,12 +301,41 @@ static summary summarise(const uint64_t *sorted, int n) {
   return s;
 }
 
+/* What the transport did in each timed iteration, one array per counter
+ * (deltas of dlcp_comm_stats, summed over the ranks once all ran). */
+enum { C_WINDOW_TIMEOUTS, C_RETX, C_CONTROL_RETX, C_ACKS, C_ACK_HOLD_NS,
+       C_COUNT };
+static const char *const kCounterNames[C_ACKS] = {
+    "window_timeouts", "retransmissions", "control_retx"};
+
+static void read_counters(dlcp_comm *comm, int64_t v[C_COUNT]) {
+  dlcp_comm_stats st;
+  dlcp_comm_get_stats(comm, &st);
+  v[C_WINDOW_TIMEOUTS] = (int64_t)st.window_timeouts;
+  v[C_RETX] = (int64_t)st.retransmissions;
+  v[C_CONTROL_RETX] = (int64_t)st.control_retx;
+  v[C_ACKS] = (int64_t)st.acks_received;
+  v[C_ACK_HOLD_NS] = (int64_t)st.ack_hold_ns;
+}
+
+/* Records in |iter|[c][it] what each counter grew by since |before|. */
+static void count_iteration(dlcp_comm *comm, const int64_t before[C_COUNT],
+                            int64_t *iter[C_COUNT], int it) {
+  int64_t now[C_COUNT];
+  read_counters(comm, now);
+  for (int c = 0; c < C_COUNT; c++) {
+    iter[c][it] = now[c] - before[c];
+  }
+}
+
 /* One JSON object (one line) for a size: the row's figures and every
- * timed iteration in order (|order|, slowest rank each). */
+ * timed iteration in order (|order|, slowest rank each; |iter|, summed
+ * over the ranks). */
 static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
                        const char *algo, const summary *s,
-                       const int64_t *order, int64_t wrong,
-                       double delivered, double delivered_min) {
+                       const int64_t *order, int64_t *const iter[C_COUNT],
+                       int64_t wrong, double delivered,
+                       double delivered_min) {
   fprintf(f, "{\"impl\":\"dlcp\",\"ranks\":%u,\"algo\":\"%s\",\"bytes\":%llu,"
           "\"type\":\"%s\",\"redop\":\"%s\",\"loss_bound\":%g,"
           "\"p50_us\":%.1f,\"p90_us\":%.1f,\"max_us\":%.1f,"
@@ -314,7 +347,22 @@ static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
   for (int i = 0; i < o->iters; i++) {
     fprintf(f, "%s%.1f", i ? "," : "", (double)order[i] / 1e3);
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "],\"iterations\":{");
+  for (int c = 0; c < C_ACKS; c++) {
+    fprintf(f, "\"%s\":[", kCounterNames[c]);
+    for (int i = 0; i < o->iters; i++) {
+      fprintf(f, "%s%lld", i ? "," : "", (long long)iter[c][i]);
+    }
+    fprintf(f, "],");
+  }
+  fprintf(f, "\"ack_hold_us\":[");
+  for (int i = 0; i < o->iters; i++) {
+    int64_t acks = iter[C_ACKS][i];
+    fprintf(f, "%s%.1f", i ? "," : "",
+            acks > 0 ? (double)iter[C_ACK_HOLD_NS][i] / (double)acks / 1e3
+                     : 0.0);
+  }
+  fprintf(f, "]}}\n");
   fflush(f);
 }
 
@@ -395,7 +443,13 @@ int main(int argc, char **argv) {
   uint8_t *out = malloc(max_count * esize + 1);
   uint64_t *times = malloc((size_t)o.iters * sizeof(uint64_t));
   int64_t *times_max = malloc((size_t)o.iters * sizeof(int64_t));
-  if (!in || !out || !times || !times_max) {
+  int64_t *iter[C_COUNT];
+  bool iter_ok = true;
+  for (int c = 0; c < C_COUNT; c++) {
+    iter[c] = malloc((size_t)o.iters * sizeof(int64_t));
+    iter_ok = iter_ok && iter[c];
+  }
+  if (!in || !out || !times || !times_max || !iter_ok) {
     fprintf(stderr, "dlcp-bench: out of memory\n");
     return 1;
   }
@@ -443,6 +497,10 @@ int main(int argc, char **argv) {
         failed = 1;
         break;
       }
+      int64_t before[C_COUNT];
+      if (timed) {
+        read_counters(comm, before); /* after the barrier's own traffic */
+      }
       uint64_t t0 = now_ns();
       dlcp_request *req = NULL;
       if (run_coll(comm, src, out, count, &o, &info, &req) != 0) {
@@ -453,6 +511,7 @@ int main(int argc, char **argv) {
       bypasses += info.bypasses;
       if (timed) {
         times[it - o.warmup] = now_ns() - t0;
+        count_iteration(comm, before, iter, it - o.warmup);
         int64_t ppm = (int64_t)(info.delivered_fraction * 1e6 + 0.5);
         delivered_ppm += ppm;
         delivered_min_ppm = ppm < delivered_min_ppm ? ppm : delivered_min_ppm;
@@ -479,7 +538,11 @@ int main(int argc, char **argv) {
     for (int it = 0; it < o.iters; it++) {
       times_max[it] = (int64_t)times[it];
     }
-    if (reduce_i64(comm, times_max, (uint64_t)o.iters, DLCP_MAX) != 0 ||
+    for (int c = 0; c < C_COUNT && !failed; c++) {
+      failed = reduce_i64(comm, iter[c], (uint64_t)o.iters, DLCP_SUM) != 0;
+    }
+    if (failed ||
+        reduce_i64(comm, times_max, (uint64_t)o.iters, DLCP_MAX) != 0 ||
         reduce_i64(comm, &wrong, 1, DLCP_SUM) != 0 ||
         reduce_i64(comm, &delivered_ppm, 1, DLCP_SUM) != 0 ||
         reduce_i64(comm, &delivered_min_ppm, 1, DLCP_MIN) != 0) {
@@ -505,7 +568,7 @@ int main(int argc, char **argv) {
       fflush(stdout);
       if (json) {
         write_json(json, &o, n, bytes, dlcp_algo_str(info.algo), &sm,
-                   times_max, wrong, delivered,
+                   times_max, iter, wrong, delivered,
                    (double)delivered_min_ppm / 1e6);
       }
     }
@@ -540,6 +603,13 @@ int main(int argc, char **argv) {
            (unsigned long long)st.bitmaps_unprompted,
            (unsigned long long)st.window_timeouts,
            (unsigned long long)st.acks_quiet);
+    printf("# rank 0: %llu ACKs from the peers, which held the packets they "
+           "answer %.1f us on average, %.1f us at most\n",
+           (unsigned long long)st.acks_received,
+           st.acks_received
+               ? (double)st.ack_hold_ns / (double)st.acks_received / 1e3
+               : 0.0,
+           (double)st.max_ack_hold_ns / 1e3);
     printf("# rank 0: %llu peers through shared memory: %llu datagrams, "
            "%llu dropped on a full ring, %llu doorbells\n",
            (unsigned long long)st.shm_peers, (unsigned long long)st.shm_sent,
@@ -565,5 +635,8 @@ int main(int argc, char **argv) {
   free(out);
   free(times);
   free(times_max);
+  for (int c = 0; c < C_COUNT; c++) {
+    free(iter[c]);
+  }
   return failed;
 }

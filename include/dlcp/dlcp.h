@@ -203,6 +203,15 @@ typedef struct dlcp_comm_stats {
   uint64_t acks_quiet;         /* ACKs sent for packets whose regular ACK
                                   (the 10th, or one asked for) was lost,
                                   once none came for a reordering window */
+  uint64_t acks_received;      /* ACKs of this rank's data from the peers */
+  uint64_t ack_hold_ns;        /* summed over those ACKs: how long the
+                                  peer held the packet an ACK answers,
+                                  from its arrival at the peer's host to
+                                  the ACK (the peer's process not running
+                                  or busy, or a quiet ACK's wait): time
+                                  of a round trip not spent in the
+                                  network; divide by acks_received */
+  uint64_t max_ack_hold_ns;    /* the longest such hold */
   /* In-network aggregation (DLCP_ALGO_INA, DLCP_ALGO_RA_INA), summed over
    * this rank's operations that have ended: */
   uint64_t ina_groups;      /* groups the switch reduced */

@@ -1283,6 +1283,10 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
 static void on_ack(dlcp_mlt_conn *conn, const dlcp_wire_ack *a,
                    dlcp_tstamp arrived, dlcp_tstamp now) {
   conn->stats.acks_received++;
+  conn->stats.ack_hold_ns += a->hold_ns;
+  if (a->hold_ns > conn->stats.ack_hold_max_ns) {
+    conn->stats.ack_hold_max_ns = a->hold_ns;
+  }
   /* What was in flight before this ACK's credit: whether the window is
    * in use. */
   uint64_t inflight_before = conn->inflight_pkts;
@@ -2897,6 +2901,10 @@ void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st) {
   sum->bitmaps_unprompted += st->bitmaps_unprompted;
   sum->stops_deferred += st->stops_deferred;
   sum->window_timeouts += st->window_timeouts;
+  sum->ack_hold_ns += st->ack_hold_ns;
+  if (st->ack_hold_max_ns > sum->ack_hold_max_ns) {
+    sum->ack_hold_max_ns = st->ack_hold_max_ns;
+  }
 }
 
 uint64_t dlcp_mlt_window_timeouts(const dlcp_mlt_conn *conn) {

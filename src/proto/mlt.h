@@ -326,6 +326,13 @@ typedef struct dlcp_mlt_stats {
                                  (the STOP waited for it to stop) */
   uint64_t window_timeouts;   /* sender: full windows presumed drained
                                  after no ACK for two drain intervals */
+  /* Sender: how long the receiver held the packets its ACKs answer
+   * (each ACK's hold_ns: the time from the packet's arrival at the
+   * receiving host to the ACK, spent waiting for the receiving process
+   * to run, in its batches, or on purpose, as a quiet ACK's reordering
+   * window), summed over acks_received, and the longest. */
+  uint64_t ack_hold_ns;
+  dlcp_duration ack_hold_max_ns;
   double rate_bps;            /* the rate controller's current rate */
   uint64_t window_bytes;      /* its in-flight bound */
   dlcp_duration srtt_ns;
@@ -529,8 +536,9 @@ int dlcp_mlt_on_data_apart(dlcp_mlt_conn *conn, const uint8_t *hdr,
 void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st);
 
 /* dlcp_mlt_stats_add adds |st|'s counters to |sum|'s, for a driver that
- * totals its connections; the gauges (rate_bps, window_bytes and the RTTs)
- * of |sum| are left as they are. */
+ * totals its connections (ack_hold_max_ns: the larger of the two); the
+ * gauges (rate_bps, window_bytes and the RTTs) of |sum| are left as they
+ * are. */
 void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st);
 
 /* dlcp_mlt_window_timeouts returns stats.window_timeouts without copying

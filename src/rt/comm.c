@@ -748,6 +748,9 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   st->bitmaps_unprompted += sum.bitmaps_unprompted;
   st->window_timeouts += sum.window_timeouts;
   st->acks_quiet += sum.acks_quiet;
+  st->acks_received += sum.acks_received;
+  st->ack_hold_ns += sum.ack_hold_ns;
+  st->max_ack_hold_ns = sum.ack_hold_max_ns;
 }
 
 uint16_t dlcp_comm_udp_port(const dlcp_comm *c, uint32_t path) {
