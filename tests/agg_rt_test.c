@@ -12,6 +12,8 @@
  * INA at once; INA all-reduces overlap each other and a ring all-reduce;
  * a chain of two and of three dlcp-switch (CINA) sums the ranks of every
  * switch, and so do two trees of three leaves (MTINA, PANAMA's trees).
+ * Runs of datagrams that reach a two-thread switch whole (UDP_SEGMENT on
+ * loopback) are aggregated as if each had been steered alone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,13 +22,18 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +45,7 @@
 #include "rt/flight.h"
 #include "rt/net.h"
 #include "switchd.h"
+#include "wire/agg_wire.h"
 
 #define MAX_RANKS 8
 /* The communicators' timeout where a test waits for one to fire. */
@@ -1069,8 +1077,104 @@ static void test_pool_smaller_than_group(void **state) {
   assert_true(switchd_stat(switchd_stop(&d), "too_big") >= 1);
 }
 
+/* Sends |n| CONTRIBs of job 77 (world 2) from |fd|, rank |rank|, groups
+ * order[0..n) of one 64-element block each holding rank + 1, as one
+ * UDP_SEGMENT run.  Returns whether the kernel took it as one. */
+#define RUN_GROUPS 8u
+static bool send_run(int fd, uint8_t rank, const uint32_t *order) {
+  static uint8_t bufs[2][RUN_GROUPS][DLCP_AGG_HDR_LEN + 4 * 64];
+  struct iovec iov[RUN_GROUPS];
+  union {
+    struct cmsghdr align;
+    char buf[DLCP_NET_GSO_CTL];
+  } ctl;
+  struct msghdr m;
+  for (uint32_t i = 0; i < RUN_GROUPS; i++) {
+    uint8_t *b = bufs[rank][i];
+    dlcp_agg_hdr h = {.type = DLCP_AGG_CONTRIB, .job = 77, .token = 0x5eed,
+                      .group = order[i], .rank = rank, .world = 2,
+                      .nblocks = 1, .elems = 64};
+    assert_int_equal(dlcp_agg_hdr_encode(b, DLCP_AGG_HDR_LEN, &h),
+                     DLCP_AGG_HDR_LEN);
+    for (uint32_t e = 0; e < 64; e++) {
+      uint32_t v = rank + 1u;
+      memcpy(b + DLCP_AGG_HDR_LEN + 4 * e, &v, 4); /* little-endian host */
+    }
+    iov[i].iov_base = b;
+    iov[i].iov_len = sizeof(bufs[rank][i]);
+  }
+  dlcp_net_gso_message(&m, NULL, iov, RUN_GROUPS, 0, ctl.buf);
+  return sendmsg(fd, &m, 0) >= 0;
+}
+
+/* Two senders each send their contributions to groups 0-7 as one run,
+ * the first starting with an even group, the second with an odd one, to a
+ * switch with two threads (group g's is g mod 2).  On loopback a run
+ * reaches the switch whole and goes to the thread of its first datagram:
+ * without the hand-off, one thread would hold every group of the first
+ * sender and the other every group of the second, and no group would
+ * complete.  Every group's sum (1 + 2) comes back to both. */
+static void test_runs_across_threads(void **state) {
+  (void)state;
+  static const uint32_t even_first[RUN_GROUPS] = {0, 1, 2, 3, 4, 5, 6, 7};
+  static const uint32_t odd_first[RUN_GROUPS] = {1, 0, 3, 2, 5, 4, 7, 6};
+  const char *const args[] = {"--threads", "2", "--mem", "1M", NULL};
+  switchd d;
+  assert_int_equal(switchd_start(&d, args), 0);
+  struct sockaddr_in sw = {.sin_family = AF_INET,
+                           .sin_port = htons(d.port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd[2];
+  for (int r = 0; r < 2; r++) {
+    fd[r] = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd[r] >= 0);
+    assert_int_equal(connect(fd[r], (struct sockaddr *)&sw, sizeof(sw)), 0);
+  }
+  bool runs = send_run(fd[0], 0, even_first) && send_run(fd[1], 1, odd_first);
+  if (!runs) { /* a kernel without UDP_SEGMENT: nothing to steer whole */
+    print_message("UDP_SEGMENT refused (%s): skipped\n", strerror(errno));
+    close(fd[0]);
+    close(fd[1]);
+    switchd_stop(&d);
+    skip();
+  }
+  for (int r = 0; r < 2; r++) {
+    uint32_t got = 0; /* bit g: group g's result */
+    uint8_t buf[DLCP_AGG_DGRAM_MAX];
+    while (got != (1u << RUN_GROUPS) - 1) {
+      struct pollfd pfd = {fd[r], POLLIN, 0};
+      /* The switch re-sends a result only after its resend timer; the
+       * first ones come at once. */
+      if (poll(&pfd, 1, 2000) != 1) {
+        fail_msg("sender %d: results for groups 0x%x only", r, got);
+      }
+      ssize_t len = recv(fd[r], buf, sizeof(buf), 0);
+      dlcp_agg_hdr h;
+      const uint8_t *payload;
+      assert_true(len > 0);
+      assert_int_equal(dlcp_agg_decode(&h, &payload, buf, (size_t)len), 0);
+      assert_int_equal(h.type, DLCP_AGG_RESULT);
+      assert_true(h.group < RUN_GROUPS);
+      for (uint32_t e = 0; e < 64; e++) {
+        int32_t v;
+        memcpy(&v, payload + 4 * e, 4);
+        assert_int_equal(v, 3);
+      }
+      got |= 1u << h.group;
+    }
+    close(fd[r]);
+  }
+  const char *err = switchd_stop(&d);
+  assert_non_null(err);
+  /* Each run's datagrams of the other thread's groups: 4 a run. */
+  assert_int_equal(switchd_stat(err, "handed"), 2 * RUN_GROUPS / 2);
+  assert_int_equal(switchd_stat(err, "handoff_drops"), 0);
+  assert_int_equal(switchd_stat(err, "contrib"), 2 * RUN_GROUPS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_runs_across_threads),
       cmocka_unit_test(test_no_switch),
       cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_missing_rank_named),

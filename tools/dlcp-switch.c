@@ -32,8 +32,16 @@
  * as one buffer, split here by the segment size the kernel reports.  If
  * the kernel refuses UDP_SEGMENT, the thread falls back to one datagram
  * a message.  (On loopback a run is steered to a thread as a whole, by its
- * first datagram: senders of runs to a switch with several threads must
- * keep a run to groups of one thread.)
+ * first datagram, and so is a run the receiving host's GRO merged from one
+ * sender's datagrams, whatever their groups.)
+ *
+ * A datagram that reaches a thread other than its group's (the rest of a
+ * run steered by its first, see above) is handed to that thread through a
+ * queue and an eventfd, with its sender's address and codepoint, so every
+ * group is aggregated in one pool whatever the path merged on the way: a
+ * thread's core does not know which groups are its own, and two threads
+ * each holding part of a group's contributions would both wait for the
+ * rest until the hosts re-sent them one by one.
  *
  * Chains (CINA) and trees (MTINA, PANAMA's tree per spine).  With --parent,
  * the switch is a link of a chain (or a leaf of a tree) of switches: the
@@ -66,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -95,17 +104,39 @@ typedef struct opts {
   dlcp_agg_config cfg;
 } opts;
 
+/* Datagrams handed to a thread and not yet taken; beyond this many the
+ * next are dropped (and counted): the hosts re-send them. */
+#define HANDOFF_MAX 4096u
+
+/* A datagram handed from the thread that read it to its group's. */
+typedef struct handed {
+  struct handed *next;
+  struct sockaddr_in from;
+  uint8_t ecn;
+  size_t len;
+  uint8_t data[];
+} handed;
+
 typedef struct worker {
   pthread_t tid;
   uint32_t index;
   int fd;
   const opts *o;
+  struct worker *all; /* every thread, to hand datagrams to */
   dlcp_agg *agg;
   pthread_mutex_t lock;
   dlcp_agg_stats published; /* under lock */
   bool gso;                 /* the kernel has not refused UDP_SEGMENT */
   int error;
   uint32_t reported; /* invalid datagrams reported on stderr */
+  /* Datagrams other threads read for this one's groups: a queue under
+   * qlock, and an eventfd that wakes the thread when it fills from
+   * empty. */
+  int wake_fd;
+  pthread_mutex_t qlock;
+  handed *qhead, *qtail;
+  uint32_t qlen;
+  uint64_t handed_in, handoff_drops; /* under qlock */
 } worker;
 
 /* Set by a signal, read by every worker thread: an atomic (lock-free,
@@ -530,6 +561,70 @@ static void on_datagram(worker *w, const uint8_t *d, size_t len, uint8_t ecn,
   }
 }
 
+/* The thread whose socket the reuseport program picks for datagram |d|:
+ * (the group's low byte, payload byte 16) mod T, socket 0 for one too
+ * short to have it. */
+static uint32_t owner_of(const worker *w, const uint8_t *d, size_t len) {
+  return len > 16 ? d[16] % w->o->threads : 0;
+}
+
+/* Queues a copy of datagram |d| for thread |to| and wakes it if its queue
+ * was empty.  Out of memory or room, the datagram is dropped (counted):
+ * its sender re-sends it. */
+static void hand_off(worker *to, const uint8_t *d, size_t len, uint8_t ecn,
+                     const struct sockaddr_in *from) {
+  handed *h = malloc(sizeof(*h) + len);
+  bool wake = false;
+
+  pthread_mutex_lock(&to->qlock);
+  if (h == NULL || to->qlen >= HANDOFF_MAX) {
+    to->handoff_drops++;
+    pthread_mutex_unlock(&to->qlock);
+    free(h);
+    return;
+  }
+  h->next = NULL;
+  h->from = *from;
+  h->ecn = ecn;
+  h->len = len;
+  memcpy(h->data, d, len);
+  if (to->qtail != NULL) {
+    to->qtail->next = h;
+  } else {
+    to->qhead = h;
+    wake = true;
+  }
+  to->qtail = h;
+  to->qlen++;
+  to->handed_in++;
+  pthread_mutex_unlock(&to->qlock);
+  if (wake) {
+    uint64_t one = 1;
+
+    (void)!write(to->wake_fd, &one, sizeof(one));
+  }
+}
+
+/* Hands the datagrams other threads queued for this one to the core. */
+static void take_handed(worker *w, dlcp_tstamp now) {
+  uint64_t count;
+  handed *h;
+
+  (void)!read(w->wake_fd, &count, sizeof(count)); /* non-blocking */
+  pthread_mutex_lock(&w->qlock);
+  h = w->qhead;
+  w->qhead = w->qtail = NULL;
+  w->qlen = 0;
+  pthread_mutex_unlock(&w->qlock);
+  while (h != NULL) {
+    handed *next = h->next;
+
+    on_datagram(w, h->data, h->len, h->ecn, &h->from, now);
+    free(h);
+    h = next;
+  }
+}
+
 static void publish(worker *w) {
   pthread_mutex_lock(&w->lock);
   dlcp_agg_get_stats(w->agg, &w->published);
@@ -557,7 +652,7 @@ static void *worker_main(void *arg) {
     dlcp_tstamp now = now_ns();
     dlcp_tstamp dl = dlcp_agg_next_deadline(w->agg);
     int timeout_ms = 100;
-    struct pollfd pfd = {w->fd, POLLIN, 0};
+    struct pollfd pfd[2] = {{w->fd, POLLIN, 0}, {w->wake_fd, POLLIN, 0}};
     int k;
 
     if (dl != DLCP_TSTAMP_NEVER) {
@@ -566,7 +661,7 @@ static void *worker_main(void *arg) {
       timeout_ms = wait / 1000000u < 100u ? (int)((wait + 999999u) / 1000000u)
                                           : 100;
     }
-    if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR) {
+    if (poll(pfd, 2, timeout_ms) < 0 && errno != EINTR) {
       perror("dlcp-switch: poll");
       w->error = 1;
       break;
@@ -589,6 +684,7 @@ static void *worker_main(void *arg) {
       break;
     }
     now = now_ns();
+    take_handed(w, now);
     for (int i = 0; i < k; i++) {
       /* With UDP_GRO a message may hold a run of datagrams of one size
        * from one sender (the last may be shorter), all with one TOS. */
@@ -602,8 +698,13 @@ static void *worker_main(void *arg) {
       seg = seg > 0 ? seg : len;
       do {
         size_t n = len - off < seg ? len - off : seg;
+        uint32_t to = owner_of(w, d + off, n);
 
-        on_datagram(w, d + off, n, ecn, &in->addr[i], now);
+        if (to == w->index) {
+          on_datagram(w, d + off, n, ecn, &in->addr[i], now);
+        } else {
+          hand_off(&w->all[to], d + off, n, ecn, &in->addr[i]);
+        }
         off += n;
       } while (off < len);
     }
@@ -634,10 +735,16 @@ done:
 
 static void print_stats(worker *ws, uint32_t n, const char *when) {
   dlcp_agg_stats t;
+  uint64_t handed_in = 0, handoff_drops = 0;
 
   memset(&t, 0, sizeof(t));
   for (uint32_t i = 0; i < n; i++) {
     dlcp_agg_stats s;
+
+    pthread_mutex_lock(&ws[i].qlock);
+    handed_in += ws[i].handed_in;
+    handoff_drops += ws[i].handoff_drops;
+    pthread_mutex_unlock(&ws[i].qlock);
 
     pthread_mutex_lock(&ws[i].lock);
     s = ws[i].published;
@@ -683,7 +790,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "reclaimed %llu "
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
           "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
-          "aggregators %u/%u in use\n",
+          "aggregators %u/%u in use | handed %llu handoff_drops %llu\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
           (unsigned long long)t.nacked, (unsigned long long)t.malformed,
@@ -700,7 +807,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.forward_resends,
           (unsigned long long)t.finals, (unsigned long long)t.acks_up,
           (unsigned long long)t.parent_nacks,
-          t.aggs_used, t.aggs_total);
+          t.aggs_used, t.aggs_total, (unsigned long long)handed_in,
+          (unsigned long long)handoff_drops);
   {
     /* CPU time of the whole process: the per-core cost, independent of
      * how much of the machine the scheduler gave us */
@@ -751,8 +859,16 @@ int main(int argc, char **argv) {
 
     ws[i].index = i;
     ws[i].o = &o;
+    ws[i].all = ws;
     ws[i].gso = o.gso;
     pthread_mutex_init(&ws[i].lock, NULL);
+    pthread_mutex_init(&ws[i].qlock, NULL);
+    ws[i].wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ws[i].wake_fd < 0) {
+      perror("dlcp-switch: eventfd");
+      status = 1;
+      goto out;
+    }
     ws[i].fd = open_socket(&o, port, i);
     if (ws[i].fd < 0) {
       status = 1;
@@ -812,8 +928,18 @@ out:
     if (ws[i].fd > 0) {
       close(ws[i].fd);
     }
+    if (ws[i].wake_fd > 0) {
+      close(ws[i].wake_fd);
+    }
+    while (ws[i].qhead != NULL) {
+      handed *next = ws[i].qhead->next;
+
+      free(ws[i].qhead);
+      ws[i].qhead = next;
+    }
     dlcp_agg_del(ws[i].agg);
     pthread_mutex_destroy(&ws[i].lock);
+    pthread_mutex_destroy(&ws[i].qlock);
   }
   free(ws);
   return status;
