@@ -20,7 +20,11 @@ Per cell the per-iteration times of all rounds are pooled (each time is
 the slowest rank's) for p50, p90 (nearest rank) and max; wire efficiency
 is busbw / link rate at the median (busbw = size * 2(n-1)/n / time);
 delivered is dlcp's mean delivered fraction (TCP peers deliver all);
-#wrong counts wrong elements in each run's checked last iteration.
+#wrong counts wrong elements in each run's checked last iteration.  For
+dlcp's cells the report also sets the slowest tenth of the iterations
+beside the middle half with dlcp-bench's per-iteration counters (the
+peers' ACK hold, retransmissions, window timeouts): whether a tail
+follows the network's losses or the hosts' scheduling.
 
 Writes docs/performance-testbed.md and docs/performance-testbed.png (or,
 in quick mode, the same two files under BUILD_DIR/bench-testbed/), and
