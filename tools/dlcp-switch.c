@@ -605,12 +605,13 @@ static void hand_off(worker *to, const uint8_t *d, size_t len, uint8_t ecn,
   }
 }
 
-/* Hands the datagrams other threads queued for this one to the core. */
+/* Hands the datagrams other threads queued for this one to the core; its
+ * eventfd was readable (a queue that filled from empty). */
 static void take_handed(worker *w, dlcp_tstamp now) {
   uint64_t count;
   handed *h;
 
-  (void)!read(w->wake_fd, &count, sizeof(count)); /* non-blocking */
+  (void)!read(w->wake_fd, &count, sizeof(count));
   pthread_mutex_lock(&w->qlock);
   h = w->qhead;
   w->qhead = w->qtail = NULL;
@@ -684,7 +685,9 @@ static void *worker_main(void *arg) {
       break;
     }
     now = now_ns();
-    take_handed(w, now);
+    if (pfd[1].revents & POLLIN) {
+      take_handed(w, now); /* no system call a round when nothing came */
+    }
     for (int i = 0; i < k; i++) {
       /* With UDP_GRO a message may hold a run of datagrams of one size
        * from one sender (the last may be shorter), all with one TOS. */
