@@ -318,13 +318,13 @@ static void read_counters(dlcp_comm *comm, int64_t v[C_COUNT]) {
   v[C_ACK_HOLD_NS] = (int64_t)st.ack_hold_ns;
 }
 
-/* Records in |iter|[c][it] what each counter grew by since |before|. */
+/* Records in |row| what each counter grew by since |before|. */
 static void count_iteration(dlcp_comm *comm, const int64_t before[C_COUNT],
-                            int64_t *iter[C_COUNT], int it) {
+                            int64_t row[C_COUNT]) {
   int64_t now[C_COUNT];
   read_counters(comm, now);
   for (int c = 0; c < C_COUNT; c++) {
-    iter[c][it] = now[c] - before[c];
+    row[c] = now[c] - before[c];
   }
 }
 
@@ -333,7 +333,8 @@ static void count_iteration(dlcp_comm *comm, const int64_t before[C_COUNT],
  * over the ranks). */
 static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
                        const char *algo, const summary *s,
-                       const int64_t *order, int64_t *const iter[C_COUNT],
+                       const int64_t *order,
+                       const int64_t (*iter)[C_COUNT],
                        int64_t wrong, double delivered,
                        double delivered_min) {
   fprintf(f, "{\"impl\":\"dlcp\",\"ranks\":%u,\"algo\":\"%s\",\"bytes\":%llu,"
@@ -351,15 +352,15 @@ static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
   for (int c = 0; c < C_ACKS; c++) {
     fprintf(f, "\"%s\":[", kCounterNames[c]);
     for (int i = 0; i < o->iters; i++) {
-      fprintf(f, "%s%lld", i ? "," : "", (long long)iter[c][i]);
+      fprintf(f, "%s%lld", i ? "," : "", (long long)iter[i][c]);
     }
     fprintf(f, "],");
   }
   fprintf(f, "\"ack_hold_us\":[");
   for (int i = 0; i < o->iters; i++) {
-    int64_t acks = iter[C_ACKS][i];
+    int64_t acks = iter[i][C_ACKS];
     fprintf(f, "%s%.1f", i ? "," : "",
-            acks > 0 ? (double)iter[C_ACK_HOLD_NS][i] / (double)acks / 1e3
+            acks > 0 ? (double)iter[i][C_ACK_HOLD_NS] / (double)acks / 1e3
                      : 0.0);
   }
   fprintf(f, "]}}\n");
@@ -443,13 +444,8 @@ int main(int argc, char **argv) {
   uint8_t *out = malloc(max_count * esize + 1);
   uint64_t *times = malloc((size_t)o.iters * sizeof(uint64_t));
   int64_t *times_max = malloc((size_t)o.iters * sizeof(int64_t));
-  int64_t *iter[C_COUNT];
-  bool iter_ok = true;
-  for (int c = 0; c < C_COUNT; c++) {
-    iter[c] = malloc((size_t)o.iters * sizeof(int64_t));
-    iter_ok = iter_ok && iter[c];
-  }
-  if (!in || !out || !times || !times_max || !iter_ok) {
+  int64_t(*iter)[C_COUNT] = malloc((size_t)o.iters * sizeof(*iter));
+  if (!in || !out || !times || !times_max || !iter) {
     fprintf(stderr, "dlcp-bench: out of memory\n");
     return 1;
   }
@@ -497,7 +493,7 @@ int main(int argc, char **argv) {
         failed = 1;
         break;
       }
-      int64_t before[C_COUNT];
+      int64_t before[C_COUNT] = {0};
       if (timed && o.json_path) {
         /* after the barrier's own traffic; only for the JSON, which alone
          * reports them, so that a latency run reads no stats */
@@ -514,7 +510,7 @@ int main(int argc, char **argv) {
       if (timed) {
         times[it - o.warmup] = now_ns() - t0;
         if (o.json_path) {
-          count_iteration(comm, before, iter, it - o.warmup);
+          count_iteration(comm, before, iter[it - o.warmup]);
         }
         int64_t ppm = (int64_t)(info.delivered_fraction * 1e6 + 0.5);
         delivered_ppm += ppm;
@@ -542,10 +538,9 @@ int main(int argc, char **argv) {
     for (int it = 0; it < o.iters; it++) {
       times_max[it] = (int64_t)times[it];
     }
-    for (int c = 0; c < C_COUNT && o.json_path && !failed; c++) {
-      failed = reduce_i64(comm, iter[c], (uint64_t)o.iters, DLCP_SUM) != 0;
-    }
-    if (failed ||
+    if ((o.json_path &&
+         reduce_i64(comm, iter[0], (uint64_t)o.iters * C_COUNT, DLCP_SUM) !=
+             0) ||
         reduce_i64(comm, times_max, (uint64_t)o.iters, DLCP_MAX) != 0 ||
         reduce_i64(comm, &wrong, 1, DLCP_SUM) != 0 ||
         reduce_i64(comm, &delivered_ppm, 1, DLCP_SUM) != 0 ||
@@ -639,8 +634,6 @@ int main(int argc, char **argv) {
   free(out);
   free(times);
   free(times_max);
-  for (int c = 0; c < C_COUNT; c++) {
-    free(iter[c]);
-  }
+  free(iter);
   return failed;
 }

@@ -343,12 +343,16 @@ static int parse_args(int argc, char **argv, opts *o) {
 
 /* ---- sockets ------------------------------------------------------------ */
 
+/* The payload byte the threads' sockets are chosen by: the group index's
+ * low byte (agg_wire.h). */
+#define STEER_BYTE 16u
+
 /* Steers each datagram to socket (payload byte 16, the group's low byte)
  * mod T; short datagrams abort the program, which the kernel treats as
  * socket 0, where the core drops them as malformed. */
 static int attach_steering(int fd, uint32_t threads) {
   struct sock_filter code[] = {
-      {BPF_LD | BPF_B | BPF_ABS, 0, 0, 16},
+      {BPF_LD | BPF_B | BPF_ABS, 0, 0, STEER_BYTE},
       {BPF_ALU | BPF_MOD | BPF_K, 0, 0, threads},
       {BPF_RET | BPF_A, 0, 0, 0},
   };
@@ -565,7 +569,7 @@ static void on_datagram(worker *w, const uint8_t *d, size_t len, uint8_t ecn,
  * (the group's low byte, payload byte 16) mod T, socket 0 for one too
  * short to have it. */
 static uint32_t owner_of(const worker *w, const uint8_t *d, size_t len) {
-  return len > 16 ? d[16] % w->o->threads : 0;
+  return len > STEER_BYTE ? d[STEER_BYTE] % w->o->threads : 0;
 }
 
 /* Queues a copy of datagram |d| for thread |to| and wakes it if its queue
