@@ -305,6 +305,39 @@ static void test_mtina_two_jobs(void **state) {
   dlcp_sim_del(sim);
 }
 
+/* Two CINA jobs over one chain without host lists: each takes the racks'
+ * free hosts round-robin (two under every ToR, the second job the other
+ * two), and both finish exactly, every group through the chain. */
+static void test_cina_two_jobs_placed(void **state) {
+  (void)state;
+  static const char yaml[] =
+      "topology: {kind: leaf_spine, tors: 4, spines: 2, hosts_per_tor: 4,\n"
+      "           link_rate: 100Gbps, link_delay: 1us}\n"
+      "aggregation: {chain: [tor0, tor1, tor2, tor3], memory: 1MiB}\n"
+      "workload:\n"
+      "  collective:\n"
+      "    - {algo: cina, bytes: 1MB, iterations: 2, window: 256, ranks: 8}\n"
+      "    - {algo: cina, bytes: 1MB, iterations: 2, window: 256, ranks: 8}\n";
+  dlcp_sim *sim = simtest_load(yaml, NULL, 0);
+  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  assert_true(dlcp_sim_finished(sim));
+  for (uint32_t j = 0; j < 2; j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    assert_int_equal(r.status, 0);
+    assert_true(r.done);
+    assert_int_equal(r.verify_errors, 0);
+    assert_int_equal(r.ina_groups, 2ull * GROUPS_1MB);
+    assert_int_equal(r.ring_groups, 0);
+    for (uint32_t k = 0; k < 8; k++) {
+      /* Rack k / 2, its hosts 0-1 (job 0) or 2-3 (job 1). */
+      assert_int_equal(dlcp_sim_coll_rank_host(sim, j, k),
+                       4 * (k / 2) + 2 * j + k % 2);
+    }
+  }
+  dlcp_sim_del(sim);
+}
+
 /* The second job's masters per switch differ from the first's (the
  * switches' places in the trees are set once), or the pools cannot hold
  * both jobs' windows. */
@@ -445,6 +478,7 @@ int main(void) {
       cmocka_unit_test(test_mtina_leaf_spine),
       cmocka_unit_test(test_mtina_two_jobs),
       cmocka_unit_test(test_mtina_two_jobs_errors),
+      cmocka_unit_test(test_cina_two_jobs_placed),
       cmocka_unit_test(test_cina_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -363,6 +363,79 @@ static void test_straggler_seed_setup(void **state) {
                 (double)ring / 1e6, (double)bypass / 1e6);
 }
 
+/* The seed's set-up with |sets| (the straggler's delay 0 unless set):
+ * the slowest rank's reduce-scatter. */
+static dlcp_sim_ps seed_run_with(const char *const *sets, size_t nsets) {
+  dlcp_sim *sim = simtest_load(seed_yaml, sets, nsets);
+  dlcp_sim_coll_report r;
+  run_job(sim, &r);
+  dlcp_sim_ps t = r.iter[0].coll_ps;
+  dlcp_sim_del(sim);
+  return t;
+}
+
+/*
+ * The CPU model's other terms on the seed's set-up.  A receive's cost
+ * reduce_time + bytes / reduce_rate: 1 us + 8152 B at 32.608 Gbit/s (2
+ * us) is the seed's T = 3 us, so the ring's chain is the same, to the
+ * picosecond.  A straggler slow in every receive (receives: all) pays
+ * its delay in each of its n - 1 = 3 steps, one at a time on its CPU:
+ * rank 1's first data arrives after one transfer, and it is then busy
+ * until its operation ends, 3 (T + dT) later, where a rank slow only in
+ * its first step ends sooner.  Several stragglers are a list: rank 1 slow
+ * in its first step and rank 2 in every one chain up, rank 2's second
+ * receive waiting for rank 1's slow forward, so the end is two transfers,
+ * rank 1's T + dT and rank 2's last two receives' 2 (T + dT).
+ */
+static void test_cpu_rate_and_stragglers(void **state) {
+  (void)state;
+  const dlcp_sim_ps usec = 1000000, rate = dlcp_sim_speed_from_gbps(100);
+  const dlcp_sim_ps step = 3 * usec, slow = 40 * usec;
+  const dlcp_sim_ps trans = 5 * usec + 2 * dlcp_sim_serialization_ps(8192, rate);
+  const dlcp_sim_ps ack = 5 * usec + 2 * dlcp_sim_serialization_ps(64, rate);
+  const char *by_rate[] = {"workload.collective.reduce_time=1us",
+                           "workload.collective.reduce_rate=32608Mbps"};
+  assert_int_equal(seed_run_with(by_rate, 2), 2 * (trans + step) + trans + ack);
+
+  const char *first[] = {"workload.collective.straggler.delay=40us"};
+  const char *every[] = {"workload.collective.straggler="
+                         "{rank: 1, delay: 40us, receives: all}"};
+  dlcp_sim_ps t_first = seed_run_with(first, 1);
+  dlcp_sim_ps t_every = seed_run_with(every, 1);
+  print_message("straggler 40 us: first receive %.3f us, every receive "
+                "%.3f us\n",
+                us(t_first), us(t_every));
+  assert_int_equal(t_every, trans + 3 * (step + slow));
+  assert_true(t_first < t_every);
+
+  const char *two[] = {"workload.collective.straggler=[{rank: 1, delay: "
+                       "40us}, {rank: 2, delay: 40us, receives: all}]"};
+  dlcp_sim_ps t_two = seed_run_with(two, 1);
+  print_message("two stragglers: %.3f us\n", us(t_two));
+  assert_int_equal(t_two, 2 * trans + 3 * (step + slow));
+
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, straggler: [{rank: 1, "
+      "delay: 1us}, {rank: 1, delay: 2us}]}\n",
+      "test.yaml:2: field 'workload.collective.straggler[1].rank': expected "
+      "a rank no other straggler has, got 1");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, straggler: [{rank: 1, "
+      "delay: 1us}, {rank: 9, delay: 2us}]}\n",
+      "test.yaml:2: field 'workload.collective.straggler[1].rank': expected "
+      "a rank in [0, 3]");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, straggler: {rank: 1, "
+      "delay: 1us, receives: last}}\n",
+      "test.yaml:2: field 'workload.collective.straggler.receives': "
+      "expected one of first, all, got 'last'");
+  simtest_expect_error(
+      "workload:\n  collective: {bytes: 1MB, reduce_rate: 10GBps}\n",
+      "test.yaml:2: field 'workload.collective.reduce_rate': expected a rate "
+      "between 1 Kbps and 10 Tbps with a unit bps, Kbps, Mbps, Gbps or Tbps "
+      "(e.g. 100Gbps), got '10GBps'");
+}
+
 static void test_scenario_errors(void **state) {
   (void)state;
   simtest_expect_error(
@@ -430,6 +503,71 @@ static void test_scenario_errors(void **state) {
       "algorithm other than ina and ra_ina for this field");
 }
 
+/*
+ * Jobs without a host list take hosts earlier jobs left free, as a
+ * cluster's scheduler would (2 ToRs x 4 hosts): the first job of 4 ranks
+ * the first two hosts of each rack, the second the other four; both
+ * finish exactly.  Listed hosts may be shared; a job that finds too few
+ * free hosts is refused, naming the field and the free count.
+ */
+static void test_jobs_take_free_hosts(void **state) {
+  (void)state;
+  static const char yaml[] =
+      "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4, spines: 2,\n"
+      "           host_rate: 100Gbps, fabric_rate: 100Gbps, base_rtt: 24us}\n"
+      "workload:\n"
+      "  collective:\n"
+      "    - {algo: ring, bytes: 400KB, ranks: 4}\n"
+      "    - {algo: ps, bytes: 400KB, ranks: 4}\n";
+  static const uint32_t want[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+  dlcp_sim *sim = simtest_load(yaml, NULL, 0);
+  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  assert_int_equal(dlcp_sim_coll_jobs(sim), 2);
+  for (uint32_t j = 0; j < 2; j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    assert_int_equal(r.status, 0);
+    assert_true(r.done);
+    assert_int_equal(r.verify_errors, 0);
+    for (uint32_t k = 0; k < 4; k++) {
+      assert_int_equal(dlcp_sim_coll_rank_host(sim, j, k), want[j][k]);
+    }
+  }
+  assert_int_equal(dlcp_sim_coll_rank_host(sim, 0, 4), DLCP_SIM_NONE);
+  assert_int_equal(dlcp_sim_coll_rank_host(sim, 2, 0), DLCP_SIM_NONE);
+  dlcp_sim_del(sim);
+
+  /* Listed hosts are the scenario's choice, shared or not. */
+  static const char listed[] =
+      "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4, spines: 2,\n"
+      "           host_rate: 100Gbps, fabric_rate: 100Gbps, base_rtt: 24us}\n"
+      "workload:\n"
+      "  collective:\n"
+      "    - {algo: ring, bytes: 400KB, ranks: 6}\n"
+      "    - {algo: ring, bytes: 400KB, hosts: [h0, h7]}\n";
+  sim = simtest_load(listed, NULL, 0);
+  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  assert_int_equal(dlcp_sim_coll_rank_host(sim, 1, 0), 0);
+  assert_int_equal(dlcp_sim_coll_rank_host(sim, 1, 1), 7);
+  for (uint32_t j = 0; j < 2; j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    assert_true(r.done);
+    assert_int_equal(r.verify_errors, 0);
+  }
+  dlcp_sim_del(sim);
+
+  simtest_expect_error(
+      "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4, spines: 2}\n"
+      "workload:\n"
+      "  collective:\n"
+      "    - {bytes: 1MB, ranks: 6}\n"
+      "    - {bytes: 1MB, ranks: 3}\n",
+      "test.yaml:5: field 'workload.collective[1].ranks': expected at most "
+      "as many ranks as hosts that earlier jobs left free (2 of 8 are free; "
+      "jobs share hosts only when they list them)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ring_analytic),
@@ -439,7 +577,9 @@ int main(void) {
       cmocka_unit_test(test_all_algorithms_exact),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_straggler_seed_setup),
+      cmocka_unit_test(test_cpu_rate_and_stragglers),
       cmocka_unit_test(test_scenario_errors),
+      cmocka_unit_test(test_jobs_take_free_hosts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

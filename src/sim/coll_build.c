@@ -2,12 +2,15 @@
  * coll_build.c: building the collective jobs of a scenario: placing ranks
  * on hosts, sizing their buffers, and setting up INA jobs.
  *
- * Placement.  Ranks go on the hosts the scenario lists, in that order.
- * Otherwise hosts are taken round-robin over the racks (as many as
- * |ranks|), then numbered rack by rack in host order, so a ring crosses
- * each rack boundary once and RAT's regions are contiguous; an INA or
- * RA-INA job takes the first hosts attached to the aggregation switch;
- * listed hosts in other racks reach a single switch through the fabric.
+ * Placement.  Ranks go on the hosts the scenario lists, in that order
+ * (several jobs may list the same hosts: they then share them).
+ * Otherwise a job takes hosts no earlier job has (as a cluster's scheduler
+ * would): round-robin over the racks (as many as |ranks|), then numbered
+ * rack by rack in host order, so a ring crosses each rack boundary once
+ * and RAT's regions are contiguous; an INA job (CINA's, a tree's) takes
+ * only hosts attached to an aggregation switch, which under a single
+ * switch are its first free hosts; listed hosts in other racks reach a
+ * single switch through the fabric.
  * RAT's labels are the rack (the ToR) and, in a fat-tree, the pod.
  *
  * Buffers.  See collective.c: vectors are |scale| times smaller than the
@@ -42,34 +45,22 @@ static int place_listed(coll_job *job, char *err, size_t errlen) {
   return 0;
 }
 
-/* INA jobs without a list: the first hosts attached to the aggregation
- * switch, in host order. */
-static uint32_t place_at_switch(coll_job *job) {
-  dlcp_sim_net *net = &job->sim->net;
-  uint32_t r = 0;
-  for (uint32_t h = 0; h < net->nhosts && r < job->n; h++) {
-    if (dlcp_sim_agg_position(job->sim, dlcp_sim_host_nic(net, h)->peer) !=
-        DLCP_SIM_NONE) {
-      job->ranks[r].host = h;
-      job->rank_of_host[h] = r++;
-    }
-  }
-  return r;
-}
-
-/* Round-robin over the racks, numbered rack by rack; |rk| hosts placed. */
+/* Round-robin over the racks' |eligible| hosts, numbered rack by rack;
+ * returns the hosts placed. */
 static uint32_t place_round_robin(coll_job *job, const uint32_t *rack,
-                                  uint32_t nracks, bool *taken) {
+                                  uint32_t nracks, const bool *eligible,
+                                  bool *taken) {
   const dlcp_sim_net *net = &job->sim->net;
   uint32_t H = net->nhosts, n = job->n;
-  /* Round-robin: the i-th pass takes the i-th host of every rack. */
+  /* Round-robin: the i-th pass takes the i-th eligible host of every
+   * rack. */
   uint32_t picked = 0;
   for (uint32_t pass = 0; picked < n; pass++) {
     bool any = false;
     for (uint32_t r = 0; r < nracks && picked < n; r++) {
       uint32_t seen = 0;
       for (uint32_t h = 0; h < H; h++) {
-        if (rack[h] == r && seen++ == pass) {
+        if (eligible[h] && rack[h] == r && seen++ == pass) {
           taken[h] = true;
           picked++;
           any = true;
@@ -95,41 +86,57 @@ static uint32_t place_round_robin(coll_job *job, const uint32_t *rack,
   return rk;
 }
 
-/* Chooses the job's hosts (listed; INA: at the aggregation switch; else
- * round-robin over racks) and fills job->ranks[].host and the RAT
- * labels. */
-static int place(coll_job *job, char *err, size_t errlen) {
+/* Chooses the job's hosts and fills job->ranks[].host and the RAT labels:
+ * the listed ones, or round-robin over the racks' hosts that earlier jobs
+ * left free (|used|, which this job's hosts join), INA jobs' among those
+ * attached to an aggregation switch. */
+static int place(coll_job *job, bool *used, char *err, size_t errlen) {
   dlcp_sim *sim = job->sim;
-  const dlcp_sim_net *net = &sim->net;
+  dlcp_sim_net *net = &sim->net;
   uint32_t H = net->nhosts, n = job->n;
   uint32_t *rack = dlcp_sim_coll_zalloc(sim, H, sizeof(*rack));
   bool *taken = dlcp_sim_coll_zalloc(sim, H, sizeof(*taken));
+  bool *eligible = dlcp_sim_coll_zalloc(sim, H, sizeof(*eligible));
   int rv = 0;
-  if (!rack || !taken) {
+  if (!rack || !taken || !eligible) {
     rv = DLCP_ERR_NOMEM;
     goto out;
   }
-  uint32_t nracks = 0;
+  bool ina = dlcp_sim_coll_is_ina(job->algo);
+  uint32_t nracks = 0, nfree = 0, nattached = 0;
   for (uint32_t h = 0; h < H; h++) {
     rack[h] = dlcp_sim_net_host_rack(net, h);
     nracks = rack[h] + 1 > nracks ? rack[h] + 1 : nracks;
+    bool attached = !ina || dlcp_sim_agg_position(
+                                sim, dlcp_sim_host_nic(net, h)->peer) !=
+                                DLCP_SIM_NONE;
+    nattached += attached;
+    eligible[h] = attached && !used[h];
+    nfree += eligible[h];
   }
   if (job->spec.hosts) {
     rv = place_listed(job, err, errlen);
-  } else if (dlcp_sim_coll_is_ina(job->algo) && place_at_switch(job) != n) {
-    snprintf(err, errlen,
-             "%s: field '%s.ranks': expected at most as many "
-             "ranks as hosts attached to the aggregation switch",
-             job->spec.where, job->spec.field);
-    rv = DLCP_ERR_CONFIG;
-  } else if (!dlcp_sim_coll_is_ina(job->algo) &&
-             place_round_robin(job, rack, nracks, taken) != n) {
-    snprintf(err, errlen, "%s: field '%s.ranks': expected at most %u hosts",
-             job->spec.where, job->spec.field, H);
+  } else if (place_round_robin(job, rack, nracks, eligible, taken) != n) {
+    const char *which = ina ? " attached to the aggregation switch" : "";
+    if (nfree == nattached) {
+      snprintf(err, errlen,
+               "%s: field '%s.ranks': expected at most as many ranks as "
+               "hosts%s",
+               job->spec.where, job->spec.field, which);
+    } else {
+      snprintf(err, errlen,
+               "%s: field '%s.ranks': expected at most as many ranks as "
+               "hosts%s that earlier jobs left free (%u of %u are free; "
+               "jobs share hosts only when they list them)",
+               job->spec.where, job->spec.field, which, nfree, nattached);
+    }
     rv = DLCP_ERR_CONFIG;
   }
   if (rv != 0) {
     goto out;
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    used[job->ranks[r].host] = true;
   }
   /* Labels: level 0 the rack; level 1 the pod in a fat-tree. */
   bool fat = sim->cfg.topo.kind == DLCP_SIM_TOPO_FAT_TREE;
@@ -150,6 +157,7 @@ static int place(coll_job *job, char *err, size_t errlen) {
 out:
   sim->mem->free(rack, sim->mem->user);
   sim->mem->free(taken, sim->mem->user);
+  sim->mem->free(eligible, sim->mem->user);
   return rv;
 }
 
@@ -260,7 +268,8 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   return rv;
 }
 
-static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
+static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
+                     size_t errlen) {
   dlcp_sim_colls *c = sim->colls;
   coll_job *job = &c->jobs[id];
   const dlcp_sim_coll_spec *s = &sim->cfg.colls[id];
@@ -268,6 +277,19 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
   job->sim = sim;
   job->id = id;
   job->spec = *s;
+  /* The spec's arrays are the caller's configuration, which dlcp_sim_new
+   * copies shallowly and the caller may free: what the run reads later
+   * is the job's own. */
+  job->spec.stragglers = NULL;
+  if (s->nstragglers) {
+    job->spec.stragglers =
+        dlcp_sim_coll_zalloc(sim, s->nstragglers, sizeof(*s->stragglers));
+    if (!job->spec.stragglers) {
+      return DLCP_ERR_NOMEM;
+    }
+    memcpy(job->spec.stragglers, s->stragglers,
+           s->nstragglers * sizeof(*s->stragglers));
+  }
   job->algo = s->algo;
   job->min_delivered = 1.0;
   job->failed_rank = -1;
@@ -279,11 +301,17 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
                                                : DLCP_COLL_MAX_WORLD);
     return DLCP_ERR_CONFIG;
   }
-  if (s->straggler_rank >= job->n) {
-    snprintf(err, errlen,
-             "%s: field '%s.straggler.rank': expected a rank in [0, %u]",
-             s->where, s->field, job->n - 1);
-    return DLCP_ERR_CONFIG;
+  for (uint32_t i = 0; i < s->nstragglers; i++) {
+    if (s->stragglers[i].rank >= job->n) {
+      char item[16] = "";
+      if (s->nstragglers > 1) {
+        snprintf(item, sizeof(item), "[%u]", i);
+      }
+      snprintf(err, errlen,
+               "%s: field '%s.straggler%s.rank': expected a rank in [0, %u]",
+               s->where, s->field, item, job->n - 1);
+      return DLCP_ERR_CONFIG;
+    }
   }
   if (s->prio >= sim->cfg.sw.nqueues) {
     snprintf(err, errlen,
@@ -334,7 +362,7 @@ static int build_job(dlcp_sim *sim, uint32_t id, char *err, size_t errlen) {
     return DLCP_ERR_NOMEM;
   }
   memset(job->rank_of_host, 0xff, net->nhosts * sizeof(uint32_t));
-  rv = place(job, err, errlen);
+  rv = place(job, used, err, errlen);
   if (rv != 0) {
     return rv;
   }
@@ -404,13 +432,17 @@ int dlcp_sim_coll_build(dlcp_sim *sim, char *err, size_t errlen) {
     return DLCP_ERR_NOMEM;
   }
   c->njobs = sim->cfg.ncolls;
-  for (uint32_t i = 0; i < c->njobs; i++) {
-    int rv = build_job(sim, i, err, errlen);
-    if (rv != 0) {
-      return rv;
-    }
+  /* The hosts of the jobs built so far. */
+  bool *used = dlcp_sim_coll_zalloc(sim, sim->net.nhosts, sizeof(*used));
+  if (!used) {
+    return DLCP_ERR_NOMEM;
   }
-  return 0;
+  int rv = 0;
+  for (uint32_t i = 0; i < c->njobs && rv == 0; i++) {
+    rv = build_job(sim, i, used, err, errlen);
+  }
+  sim->mem->free(used, sim->mem->user);
+  return rv;
 }
 
 void dlcp_sim_coll_free(dlcp_sim *sim) {
@@ -427,6 +459,7 @@ void dlcp_sim_coll_free(dlcp_sim *sim) {
       mem->free(job->ranks[r].notes, mem->user);
       mem->free(job->ranks[r].ring_buf, mem->user);
     }
+    mem->free(job->spec.stragglers, mem->user);
     mem->free(job->ina_exps, mem->user);
     mem->free(job->cina_tor_rank, mem->user);
     mem->free(job->cina_tor_world, mem->user);

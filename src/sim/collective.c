@@ -19,10 +19,11 @@
  *               (the last ACK, or MLT's STOP).
  *   CPU         a rank's state machine hears of a completed receive
  *               only once the rank's CPU is through with it: reduce_time
- *               each (receiving, reducing, forwarding: the straggler
- *               seed's T), one at a time in arrival order, the
- *               straggler's first one of every operation delay more (the
- *               seed's delta T); 0 by default, as before.  The bytes are
+ *               plus its bytes at reduce_rate each (receiving, reducing,
+ *               forwarding: the straggler seed's T), one at a time in
+ *               arrival order, a straggler's first one of every operation
+ *               (or every one) its delay more (the seed's delta T); free
+ *               by default.  The bytes are
  *               copied at arrival (the sender may reuse its buffer once
  *               its side completes).  Notes cost no CPU.
  *   NOTE        one lossless packet on queue 0 (IPv4 + TCP + 24 bytes),
@@ -602,14 +603,25 @@ static void recv_processed(void *obj, void *arg, dlcp_sim_ps now) {
   recv_report(obj, (uint32_t)(uintptr_t)arg, now);
 }
 
-/* When |rk|'s CPU is through with a receive completed at |now|: after the
- * receives before it, reduce_time later (plus the straggler's delay on
- * its first one of the operation). */
-static dlcp_sim_ps cpu_done_at(coll_rank *rk, dlcp_sim_ps now) {
+/* When |rk|'s CPU is through with a receive of |bytes| (as simulated)
+ * completed at |now|: after the receives before it, reduce_time plus the
+ * bytes at reduce_rate later, plus its straggler's delay on its first one
+ * of the operation (or on every one). */
+static dlcp_sim_ps cpu_done_at(coll_rank *rk, uint64_t bytes,
+                               dlcp_sim_ps now) {
   const dlcp_sim_coll_spec *s = &rk->job->spec;
   dlcp_sim_ps cost = s->reduce_ps;
-  if (rk->rank == s->straggler_rank && rk->op_recvs == 0) {
-    cost += s->straggler_ps;
+  if (s->reduce_bps) {
+    /* 128 bits: a transfer may be gigabytes. */
+    cost += (dlcp_sim_ps)((__extension__(unsigned __int128)bytes * 8u *
+                           DLCP_SIM_PS_PER_S) /
+                          s->reduce_bps);
+  }
+  for (uint32_t i = 0; i < s->nstragglers; i++) {
+    const dlcp_sim_straggler *st = &s->stragglers[i];
+    if (st->rank == rk->rank && (st->every || rk->op_recvs == 0)) {
+      cost += st->delay;
+    }
   }
   rk->op_recvs++;
   rk->cpu_free = (rk->cpu_free > now ? rk->cpu_free : now) + cost;
@@ -631,7 +643,7 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
      * arrival, the holes left as they were).  Copied now: the
      * sender may reuse its buffer once its side completes. */
     coll_match_deliver(&x->m, x->holes, x->nholes);
-    at = cpu_done_at(rk, now);
+    at = cpu_done_at(rk, x->m.bytes * job->scale, now);
   }
   if (at > now) {
     x->recv_held = true;
@@ -735,6 +747,14 @@ void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
 
 uint32_t dlcp_sim_coll_jobs(const dlcp_sim *sim) {
   return sim->colls ? sim->colls->njobs : 0;
+}
+
+uint32_t dlcp_sim_coll_rank_host(const dlcp_sim *sim, uint32_t job,
+                                 uint32_t rank) {
+  if (job >= dlcp_sim_coll_jobs(sim) || rank >= sim->colls->jobs[job].n) {
+    return DLCP_SIM_NONE;
+  }
+  return sim->colls->jobs[job].ranks[rank].host;
 }
 
 void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t id,

@@ -25,6 +25,23 @@ static double ps_us(dlcp_sim_ps t) {
   return (double)t / 1e6;
 }
 
+/* |s| as a JSON string: names come from the scenario and may hold any
+ * character but NUL. */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      fprintf(f, "\\%c", c);
+    } else if (c < 0x20) {
+      fprintf(f, "\\u%04x", c);
+    } else {
+      fputc(c, f);
+    }
+  }
+  fputc('"', f);
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
@@ -294,6 +311,13 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
             dlcp_coll_kind_name(r.kind), r.ranks, (unsigned long long)r.bytes,
             r.scale, r.done ? "true" : "false", r.status, r.failed_rank,
             (unsigned long long)r.verify_errors, r.min_delivered, r.bypasses);
+    fprintf(f, "\"hosts\": [");
+    for (uint32_t k = 0; k < r.ranks; k++) {
+      uint32_t h = dlcp_sim_coll_rank_host(sim, j, k);
+      fputs(k ? ", " : "", f);
+      json_str(f, sim->net.nodes[sim->net.hosts[h]].name);
+    }
+    fprintf(f, "], ");
     if (r.algo == DLCP_ALGO_INA || r.algo == DLCP_ALGO_RA_INA) {
       fprintf(f, "\"ina_groups\": %llu, \"ring_groups\": %llu, "
                  "\"ina_retransmits\": %llu, \"ina_results\": %llu, "
@@ -323,7 +347,9 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
   dlcp_agg_stats as;
   uint64_t qdrops;
   if (dlcp_sim_agg_get_stats(sim, &as, &qdrops)) {
-    fprintf(f, "  \"aggregation\": {\"switch\": \"%s\", \"chain\": %u, "
+    fprintf(f, "  \"aggregation\": {\"switch\": ");
+    json_str(f, sim->cfg.agg.node);
+    fprintf(f, ", \"chain\": %u, "
                "\"chain_forwards\": %llu, \"chain_forward_resends\": %llu, "
                "\"parent_nacks\": %llu, \"aggregators\": "
                "%u, \"contributions\": %llu, \"claims\": %llu, "
@@ -331,7 +357,7 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
                "\"resent\": %llu, \"freed\": %llu, \"nacks_sent\": %llu, "
                "\"malformed\": %llu, \"foreign\": %llu, "
                "\"queue_drops\": %llu},\n",
-            sim->cfg.agg.node, sim->cfg.agg.nchain,
+            sim->cfg.agg.nchain,
             (unsigned long long)as.forwards,
             (unsigned long long)as.forward_resends,
             (unsigned long long)as.parent_nacks, as.aggs_total,
@@ -434,7 +460,9 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
     dlcp_sim_fct_stats_get(sim, i, &g[i]);
   }
   fprintf(f, "{\n");
-  fprintf(f, "  \"scenario\": \"%s\",\n", sim->cfg.name);
+  fprintf(f, "  \"scenario\": ");
+  json_str(f, sim->cfg.name);
+  fprintf(f, ",\n");
   fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)sim->cfg.seed);
   fprintf(f, "  \"transport\": \"%s\",\n", sim->ops->name);
   fprintf(f, "  \"topology\": {\"kind\": \"%s\", \"hosts\": %u, \"nodes\": "

@@ -375,17 +375,56 @@ static int cina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   return 0;
 }
 
-/* kind, reduce_time, straggler: {rank, delay} (not through the switch:
- * src/coll/ina reduces nothing on the hosts' CPU and runs all-reduce
- * only); bypass: {alpha, step, transfer} (ring_bypass only).  The
- * straggler's rank is checked against the job's size when it is built. */
+/* One straggler, {rank, delay, receives: first | all}, of the collective
+ * job being read (the last one).  Ranks are checked against the job's
+ * size when it is built. */
+static int straggler_item(dlcp_scn *s, const dlcp_scn_node *n,
+                          const char *path) {
+  static const char *const keys[] = {"rank", "delay", "receives", NULL};
+  static const char *const required[] = {"rank", "delay", NULL};
+  static const char *const receives[] = {"first", "all", NULL};
+  dlcp_sim_coll_spec *cs = &s->cfg->colls[s->cfg->ncolls - 1];
+  dlcp_sim_straggler st = {0};
+  int every = 0;
+  int rv;
+  if ((rv = dlcp_scn_check_keys(s, n, path, keys)) ||
+      (rv = dlcp_scn_require(s, n, path, required)) ||
+      (rv = dlcp_scn_get_u32(s, n, path, "rank", &st.rank, 0,
+                             DLCP_COLL_MAX_WORLD - 1)) ||
+      (rv = dlcp_scn_get_time(s, n, path, "delay", &st.delay)) ||
+      (rv = dlcp_scn_get_enum(s, n, path, "receives", receives, &every))) {
+    return rv;
+  }
+  st.every = every == 1;
+  for (uint32_t i = 0; i < cs->nstragglers; i++) {
+    if (cs->stragglers[i].rank == st.rank) {
+      char field[256];
+      dlcp_scn_join(field, sizeof(field), path, "rank");
+      return dlcp_scn_fail(s, dlcp_scn_map_get(n, "rank"), field,
+                           "expected a rank no other straggler has, got %u",
+                           st.rank);
+    }
+  }
+  dlcp_sim_straggler *arr =
+      realloc(cs->stragglers, (cs->nstragglers + 1) * sizeof(*arr));
+  if (!arr) {
+    return DLCP_ERR_NOMEM;
+  }
+  cs->stragglers = arr;
+  arr[cs->nstragglers++] = st;
+  return 0;
+}
+
+/* kind, reduce_time, reduce_rate, straggler: one {rank, delay, receives}
+ * or a list of them (not through the switch: src/coll/ina reduces nothing
+ * on the hosts' CPU and runs all-reduce only); bypass: {alpha, step,
+ * transfer} (ring_bypass only). */
 static int cpu_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
   static const char *const kinds[] = {"allreduce", "reduce_scatter", NULL};
-  static const char *const straggler_keys[] = {"rank", "delay", NULL};
   static const char *const bypass_keys[] = {"alpha", "step", "transfer", NULL};
-  static const char *const not_ina[] = {"kind", "reduce_time", "straggler",
-                                        NULL};
+  static const char *const not_ina[] = {"kind", "reduce_time", "reduce_rate",
+                                        "straggler", NULL};
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
   char field[256];
   for (const char *const *k = not_ina; ina && *k; k++) {
@@ -400,18 +439,15 @@ static int cpu_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
   int kind = 0;
   int rv;
   if ((rv = dlcp_scn_get_enum(s, n, path, "kind", kinds, &kind)) ||
-      (rv = dlcp_scn_get_time(s, n, path, "reduce_time", &cs->reduce_ps))) {
+      (rv = dlcp_scn_get_time(s, n, path, "reduce_time", &cs->reduce_ps)) ||
+      (rv = dlcp_scn_get_rate(s, n, path, "reduce_rate", &cs->reduce_bps))) {
     return rv;
   }
   cs->kind = kind ? DLCP_COLL_REDUCE_SCATTER : DLCP_COLL_ALLREDUCE;
   const dlcp_scn_node *v = dlcp_scn_map_get(n, "straggler");
   if (v) {
     dlcp_scn_join(field, sizeof(field), path, "straggler");
-    if ((rv = dlcp_scn_check_keys(s, v, field, straggler_keys)) ||
-        (rv = dlcp_scn_require(s, v, field, straggler_keys)) ||
-        (rv = dlcp_scn_get_u32(s, v, field, "rank", &cs->straggler_rank, 0,
-                               DLCP_COLL_MAX_WORLD - 1)) ||
-        (rv = dlcp_scn_get_time(s, v, field, "delay", &cs->straggler_ps))) {
+    if ((rv = dlcp_scn_for_each_map(s, v, field, straggler_item))) {
       return rv;
     }
   }
@@ -450,8 +486,8 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
       "chunk",        "scale",         "hosts",      "window",
       "rto",          "group_blocks",  "gpus_per_host", "chunks",
       "intra_rate",   "intra_latency", "kind",       "reduce_time",
-      "straggler",    "bypass",        "cc",         "claim",
-      "min_bytes",    NULL};
+      "reduce_rate",  "straggler",     "bypass",     "cc",
+      "claim",        "min_bytes",     NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;

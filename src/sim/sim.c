@@ -101,6 +101,7 @@ void dlcp_sim_config_free(dlcp_sim_config *cfg) {
   free(cfg->ps);
   for (uint32_t i = 0; cfg->colls && i < cfg->ncolls; i++) {
     free(cfg->colls[i].hosts);
+    free(cfg->colls[i].stragglers);
   }
   free(cfg->colls);
   free(cfg->backgrounds);

@@ -349,6 +349,14 @@ typedef struct dlcp_sim_ps_spec {
  * per rank, and every transfer they ask for goes on the wire |scale| times
  * larger (see docs/simulator.md, "Collective workloads").
  */
+/* A rank slower than the others (dlcp_sim_coll_spec.stragglers). */
+typedef struct dlcp_sim_straggler {
+  uint32_t rank;
+  dlcp_sim_ps delay; /* added to the CPU cost of its receives */
+  bool every;        /* every completed receive, not only an operation's
+                        first */
+} dlcp_sim_straggler;
+
 typedef struct dlcp_sim_coll_spec {
   dlcp_algo algo;       /* RING, RING_BYPASS, PS, HALVING_DOUBLING, RAT,
                            INA, RA_INA (through the aggregation switch) */
@@ -395,13 +403,14 @@ typedef struct dlcp_sim_coll_spec {
   dlcp_coll_kind kind;
   /* The ranks' CPU (not INA / RA-INA): each completed receive costs its
    * rank |reduce_ps| (receiving, reducing, forwarding: the straggler
-   * seed's T) before the state machine hears of it, one receive at a
-   * time per rank; in every operation, rank |straggler_rank|'s first
-   * completed receive costs |straggler_ps| more (the seed's delta T).
-   * 0 = free, no straggler. */
+   * seed's T) plus its bytes at |reduce_bps| before the state machine
+   * hears of it, one receive at a time per rank; a straggler's first
+   * completed receive of every operation (or every one) costs its delay
+   * more (the seed's delta T).  0 / none = free. */
   dlcp_sim_ps reduce_ps;
-  uint32_t straggler_rank;
-  dlcp_sim_ps straggler_ps;
+  uint64_t reduce_bps;
+  dlcp_sim_straggler *stragglers; /* owned; at most one per rank */
+  uint32_t nstragglers;
   /* RING_BYPASS: alpha (0 = src/coll's default) and the starting values
    * of its step and transfer estimates for the first iteration (0 =
    * learn them; later iterations take the previous one's). */
@@ -812,6 +821,10 @@ typedef struct dlcp_sim_coll_report {
 uint32_t dlcp_sim_coll_jobs(const dlcp_sim *sim);
 void dlcp_sim_coll_get_report(const dlcp_sim *sim, uint32_t job,
                               dlcp_sim_coll_report *r);
+/* The host index job |job|'s rank |rank| runs on (placement: see
+ * coll_build.c); DLCP_SIM_NONE if there is no such job or rank. */
+uint32_t dlcp_sim_coll_rank_host(const dlcp_sim *sim, uint32_t job,
+                                 uint32_t rank);
 /* Number of NIC pauses started (PAUSE faults). */
 uint64_t dlcp_sim_coll_pauses(const dlcp_sim *sim);
 
