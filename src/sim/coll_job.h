@@ -23,7 +23,7 @@ typedef struct sim_xfer {
 } sim_xfer;
 
 typedef struct pending_note {
-  uint32_t iter, peer;
+  uint32_t run, peer; /* run: the operation's key (coll_rank.runs) */
   uint64_t value;
 } pending_note;
 
@@ -32,6 +32,11 @@ typedef struct coll_rank {
   uint32_t rank, host;
   uint32_t iter; /* the iteration being computed or reduced */
   dlcp_coll *op; /* NULL while computing or when finished */
+  /* dlcp_coll operations started so far: every rank starts the same
+   * sequence, so the count keys transfers and notes (an iteration may
+   * run several: INA's exponent agreement, RA-INA's ring part); |op|'s
+   * key is runs - 1. */
+  uint32_t runs;
   float *buf;
   bool poll_queued, finished;
   dlcp_sim_ps coll_start;

@@ -8,8 +8,11 @@
  * DONE; nothing else synchronizes the ranks.  The driver is collsim's
  * (tests/support/collsim.c) with the network in place of its latency
  * model:
- *   SEND/RECV   a transfer is keyed by (job, iteration, sender, receiver,
- *               tag); when both ends have posted it, it becomes one flow
+ *   SEND/RECV   a transfer is keyed by (job, operation, sender, receiver,
+ *               tag), the operation being the rank's count of dlcp_coll
+ *               operations started (the same sequence on every rank: an
+ *               iteration's all-reduce, or INA's exponent agreement and
+ *               RA-INA's ring part); when both ends have posted it, it becomes one flow
  *               of |bytes| x scale bytes through the scenario's transport
  *               (MLT: one tensor, posted with the RECV's loss bound;
  *               DCTCP: one connection).  When the receiver holds it, the
@@ -46,10 +49,13 @@
  * the plan has the same transfers).  scale 0 picks the smallest power of
  * two that keeps n x bytes / scale within 32 MiB.
  *
- * INA and RA-INA.  A rank's all-reduce runs through the aggregation switch
- * (ina_host.c drives its src/coll/ina state machine); RA-INA's groups with
- * a ring verdict are then packed and all-reduced by dlcp's ring, as above,
- * and unpacked.  The result is checked like any other.
+ * INA and RA-INA.  As in the runtime, the ranks first agree on every
+ * group's exponent (a dlcp_coll all-reduce MAX of one int32 per group,
+ * through the transport like any other), then a rank's all-reduce runs
+ * through the aggregation switch (ina_host.c drives its src/coll/ina
+ * state machine); RA-INA's groups with a ring verdict are then packed and
+ * all-reduced by dlcp's ring, as above, and unpacked.  The agreed
+ * exponents and the result are checked like any other.
  *
  * Placement and job building: coll_build.c; the PAUSE fault:
  * coll_pause.c.
@@ -239,15 +245,16 @@ static void send_note(coll_rank *rk, uint32_t peer, uint64_t value,
   pkt->ecn = DLCP_SIM_ECN_ECT;
   pkt->lb = DLCP_SIM_LB_ECMP;
   pkt->flags = DLCP_SIM_PKT_F_LOSSLESS | DLCP_SIM_PKT_F_MSG_END;
-  uint32_t words[3] = {job->id, rk->iter, rk->rank};
+  uint32_t words[3] = {job->id, rk->runs - 1, rk->rank};
   memcpy(pkt->hdr, words, sizeof(words));
   memcpy(pkt->hdr + sizeof(words), &value, sizeof(value));
   pkt->hdr_len = (uint16_t)(sizeof(words) + sizeof(value));
   dlcp_sim_send(sim, rk->host, pkt, now);
 }
 
-/* Both ends posted transfer |xi|: it becomes a flow. */
-static void xfer_start(coll_job *job, uint32_t xi, dlcp_sim_ps now) {
+/* Both ends posted transfer |xi| of |iteration|: it becomes a flow. */
+static void xfer_start(coll_job *job, uint32_t xi, uint32_t iteration,
+                       dlcp_sim_ps now) {
   dlcp_sim *sim = job->sim;
   dlcp_sim_colls *c = sim->colls;
   const coll_xfer *x = coll_match_at(&c->xfers, xi);
@@ -264,7 +271,7 @@ static void xfer_start(coll_job *job, uint32_t xi, dlcp_sim_ps now) {
     return;
   }
   dlcp_sim_flow *f = &sim->flows[id];
-  f->iteration = x->iter;
+  f->iteration = iteration;
   f->xfer = xi;
   f->loss_bound = x->loss_bound;
   dlcp_sim_flow_start_now(sim, id, now);
@@ -282,11 +289,12 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
       return;
     }
     uint32_t xi;
-    switch (coll_match_post(&c->xfers, job->id, rk->iter, rk->rank, a, &xi)) {
+    switch (coll_match_post(&c->xfers, job->id, rk->runs - 1, rk->rank, a,
+                            &xi)) {
     case COLL_MATCH_WAITING:
       return;
     case COLL_MATCH_READY:
-      xfer_start(job, xi, now);
+      xfer_start(job, xi, rk->iter, now);
       return;
     case COLL_MATCH_DUPLICATE:
     case COLL_MATCH_REUSED:
@@ -301,7 +309,7 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
     return;
   }
   case DLCP_COLL_ACT_CANCEL_RECV:
-    if (coll_match_cancel(&c->xfers, job->id, rk->iter, a->peer, rk->rank,
+    if (coll_match_cancel(&c->xfers, job->id, rk->runs - 1, a->peer, rk->rank,
                           a->tag) != 0) {
       job_fail(job, rk->rank, DLCP_ERR_UNKNOWN_TRANSFER, now);
     }
@@ -383,6 +391,7 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   p.bypass_step_hint_ns = rk->step_hint_ns;
   p.bypass_trans_hint_ns = rk->trans_hint_ns;
   rk->op_recvs = 0;
+  rk->runs++;
   int rv = dlcp_coll_new(&rk->op, &p, job->sim->mem, ns_of(now));
   if (rv != 0) {
     rk->op = NULL;
@@ -392,11 +401,11 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   if (!rk->ring_buf) { /* RA-INA's ring part continues its all-reduce */
     rk->coll_start = now;
   }
-  /* Notes that arrived for this iteration before it began. */
+  /* Notes that arrived for this operation before it began. */
   uint32_t keep = 0;
   for (uint32_t i = 0; i < rk->nnotes; i++) {
     pending_note n = rk->notes[i];
-    if (n.iter == rk->iter) {
+    if (n.run == rk->runs - 1) {
       (void)dlcp_coll_on_note(rk->op, n.peer, n.value, ns_of(now));
     } else {
       rk->notes[keep++] = n;
@@ -587,7 +596,7 @@ static void recv_report(dlcp_sim *sim, uint32_t xi, dlcp_sim_ps now) {
   coll_rank *rk = &job->ranks[x->m.dst];
   x->recv_done = true;
   x->recv_held = false;
-  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
     int rv = dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, 0, x->holes,
                                    x->nholes, ns_of(now));
     /* Other errors fail the operation, which reports them at DONE. */
@@ -637,7 +646,7 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.dst];
   dlcp_sim_ps at = now;
-  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
     /* What the network carried, as the runtime's receive buffer would
      * hold it: the sender's bytes, zeros in the holes (or reduced in on
      * arrival, the holes left as they were).  Copied now: the
@@ -663,7 +672,7 @@ void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.src];
   x->send_done = true;
-  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
     int rv = dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, 0, ns_of(now));
     if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
       job_fail(job, rk->rank, rv, now);
@@ -690,7 +699,7 @@ void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
   } else {
     x->recv_done = true;
   }
-  if (job->status == 0 && rk->op && rk->iter == x->m.iter) {
+  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
     if (is_send) {
       (void)dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, status, ns_of(now));
     } else {
@@ -719,16 +728,16 @@ void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
     return;
   }
   coll_rank *rk = &job->ranks[r];
-  uint32_t iter = words[1];
-  if (rk->op && rk->iter == iter) {
+  uint32_t run = words[1];
+  if (rk->op && run == rk->runs - 1) {
     (void)dlcp_coll_on_note(rk->op, words[2], value, ns_of(now));
     queue_poll(rk, now);
     return;
   }
-  if (rk->finished || iter < rk->iter || (iter == rk->iter && rk->op)) {
+  if (rk->finished || run < rk->runs) {
     return; /* for an operation that is over */
   }
-  /* For an iteration this rank has not begun: keep it. */
+  /* For an operation this rank has not begun: keep it. */
   if (rk->nnotes == rk->notes_cap) {
     uint32_t ncap = rk->notes_cap ? rk->notes_cap * 2 : 8;
     pending_note *n = sim->mem->realloc(rk->notes, ncap * sizeof(*n),
@@ -740,7 +749,7 @@ void dlcp_sim_coll_on_note(dlcp_sim *sim, uint32_t host, dlcp_sim_packet *pkt,
     rk->notes = n;
     rk->notes_cap = ncap;
   }
-  rk->notes[rk->nnotes++] = (pending_note){iter, words[2], value};
+  rk->notes[rk->nnotes++] = (pending_note){run, words[2], value};
 }
 
 /* ---- reports ------------------------------------------------------------ */
