@@ -103,6 +103,23 @@ static void test_ina_exact(void **state) {
     assert_int_equal(st.contrib, 4 * 2 * GROUPS_1MB);
     assert_int_equal(st.results_sent, 4 * 2 * GROUPS_1MB);
     assert_all_groups_accounted(&st, r.ina_groups);
+    /* Before the switch, the ranks agree on the groups' exponents as the
+     * runtime does: an all-reduce of one int32 per group through the
+     * network, the same plan in both iterations; no other transfer. */
+    uint64_t agree_bytes[2] = {0, 0};
+    for (uint32_t i = 0; i < sim->nflows; i++) {
+      const dlcp_sim_flow *f = &sim->flows[i];
+      assert_int_equal(f->group, DLCP_SIM_GROUP_COLL);
+      assert_true(f->size_bytes <= 4 * GROUPS_1MB);
+      assert_true(f->iteration < 2);
+      agree_bytes[f->iteration] += f->size_bytes;
+    }
+    assert_true(agree_bytes[0] >= 4 * GROUPS_1MB);
+    assert_int_equal(agree_bytes[0], agree_bytes[1]);
+    for (uint32_t i = 0; i < 2; i++) {
+      assert_true(r.iter[i].agree_ps > 0);
+      assert_true(r.iter[i].agree_ps < r.iter[i].coll_ps);
+    }
     dlcp_sim_del(sim);
   }
 }

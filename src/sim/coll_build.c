@@ -233,22 +233,29 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   uint32_t gelems = sim->cfg.agg.block_elems * job->ina_group_blocks;
   job->ina_ngroups = dlcp_ina_ngroups(job->count, sim->cfg.agg.block_elems,
                                       job->ina_group_blocks);
-  /* The runtime agrees on the exponents with an all-reduce MAX before each
-   * operation (4 bytes per group); the inputs here are the same every
-   * iteration, so the agreement is computed once, and its traffic left
-   * out (docs/simulator.md). */
+  /* Every rank's exponents of its input, which is the same in every
+   * iteration; the ranks agree on them with an all-reduce MAX before each
+   * operation, as the runtime (collective.c), whose result must be
+   * |ina_exps|.  CINA: a master's over every GPU's input of its host, as
+   * the runtime agrees over every rank's before its hosts reduce (a
+   * master's sum may then be |gpus| times one input's bound:
+   * dlcp_ina_params.inputs). */
   job->ina_exps = dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
   int32_t *mine = dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
-  /* CINA: over every GPU's input, as the runtime agrees over every
-   * rank's before its hosts reduce (a master's sum may then be |gpus|
-   * times one input's bound: dlcp_ina_params.inputs). */
+  if (rv == 0 && (!job->ina_exps || !mine)) {
+    rv = DLCP_ERR_NOMEM;
+  }
   uint32_t gpus = job->spec.cina && job->spec.cina_gpus > 1
                       ? job->spec.cina_gpus : 1;
   for (uint32_t v = 0; rv == 0 && v < job->n * gpus; v++) {
     coll_rank *rk = &job->ranks[v / gpus];
-    if (!job->ina_exps || !mine) {
-      rv = DLCP_ERR_NOMEM;
-      break;
+    if (v % gpus == 0) {
+      rk->exps = dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
+      rk->agree_buf = NULL;
+      if (!rk->exps) {
+        rv = DLCP_ERR_NOMEM;
+        break;
+      }
     }
     if (gpus > 1) {
       for (uint64_t j = 0; j < job->count; j++) {
@@ -259,6 +266,9 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
     }
     rv = dlcp_ina_exponents(rk->buf, job->count, gelems, mine);
     for (uint32_t g = 0; rv == 0 && g < job->ina_ngroups; g++) {
+      if (v % gpus == 0 || mine[g] > rk->exps[g]) {
+        rk->exps[g] = mine[g];
+      }
       if (v == 0 || mine[g] > job->ina_exps[g]) {
         job->ina_exps[g] = mine[g];
       }
@@ -458,6 +468,8 @@ void dlcp_sim_coll_free(dlcp_sim *sim) {
       mem->free(job->ranks[r].buf, mem->user);
       mem->free(job->ranks[r].notes, mem->user);
       mem->free(job->ranks[r].ring_buf, mem->user);
+      mem->free(job->ranks[r].exps, mem->user);
+      mem->free(job->ranks[r].agree_buf, mem->user);
     }
     mem->free(job->spec.stragglers, mem->user);
     mem->free(job->ina_exps, mem->user);

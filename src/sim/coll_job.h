@@ -47,6 +47,10 @@ typedef struct coll_rank {
   pending_note *notes;
   uint32_t nnotes, notes_cap;
   float *ring_buf; /* RA-INA: the ring groups, packed, while |op| runs */
+  /* INA: this rank's exponent of every group (its input's, the same in
+   * every iteration) and the buffer |op| agrees on them in (non-NULL
+   * while it runs). */
+  int32_t *exps, *agree_buf;
 } coll_rank;
 
 typedef struct coll_job {

@@ -167,6 +167,7 @@ bool dlcp_sim_coll_is_ina(dlcp_algo algo) {
 }
 
 static void iteration_done(coll_rank *rk, dlcp_sim_ps now);
+static void ina_start(coll_rank *rk, dlcp_sim_ps now);
 
 /* The all-reduce of |rk| (RA-INA: its ring part) is DONE. */
 static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
@@ -175,6 +176,23 @@ static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
   dlcp_coll_get_result(rk->op, &res);
   if (res.status != 0) {
     job_fail(job, rk->rank, res.status, now);
+    return;
+  }
+  if (rk->agree_buf) {
+    /* The exponents agreed: the switch's part of the all-reduce next. */
+    for (uint32_t g = 0; g < job->ina_ngroups; g++) {
+      job->verify_errors += rk->agree_buf[g] != job->ina_exps[g];
+    }
+    job->sim->mem->free(rk->agree_buf, job->sim->mem->user);
+    rk->agree_buf = NULL;
+    dlcp_sim_coll_iter *it = &job->it[rk->iter];
+    if (now - rk->coll_start > it->agree_ps) {
+      it->agree_ps = now - rk->coll_start;
+    }
+    dlcp_coll_del(rk->op);
+    rk->op = NULL;
+    dlcp_sim_timer_cancel(&rk->timer);
+    ina_start(rk, now);
     return;
   }
   if (rk->ring_buf) {
@@ -364,10 +382,12 @@ static void rank_process(coll_rank *rk, dlcp_sim_ps now) {
   job_fail(job, rk->rank, DLCP_ERR_LIMIT, now);
 }
 
-/* Starts |rk|'s operation of |kind| on |count| floats at |buf| with |algo|
- * (the job's, or RA-INA's ring part: an all-reduce). */
+/* Starts |rk|'s operation of |kind| on |count| elements of |dtype| at
+ * |buf| with |algo| and |op| (the job's float32 sum, RA-INA's ring part:
+ * an all-reduce, or INA's agreement on the exponents: int32 MAX). */
 static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
-                       float *buf, uint64_t count, dlcp_sim_ps now) {
+                       void *buf, uint64_t count, dlcp_dtype dtype,
+                       dlcp_redop op, dlcp_sim_ps now) {
   coll_job *job = rk->job;
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
@@ -378,8 +398,8 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   p.sendbuf = NULL;
   p.recvbuf = buf;
   p.count = count;
-  p.dtype = DLCP_FLOAT32;
-  p.op = DLCP_SUM;
+  p.dtype = dtype;
+  p.op = op;
   p.chunk_bytes = job->chunk;
   p.topo = job->labels;
   p.topo_levels = job->levels;
@@ -397,9 +417,6 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
     rk->op = NULL;
     job_fail(job, rk->rank, rv, now);
     return;
-  }
-  if (!rk->ring_buf) { /* RA-INA's ring part continues its all-reduce */
-    rk->coll_start = now;
   }
   /* Notes that arrived for this operation before it began. */
   uint32_t keep = 0;
@@ -452,7 +469,6 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
   if (job->spec.cina) {
     dlcp_sim_coll_cina_params(rk, &p);
   }
-  rk->coll_start = now;
   int rv = dlcp_sim_ina_start(job->sim, job->id, rk->rank, &p, now);
   if (rv != 0) {
     job_fail(job, rk->rank, rv, now);
@@ -470,14 +486,26 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   if (job->status != 0) {
     return;
   }
+  rk->coll_start = now;
   if (!dlcp_sim_coll_is_ina(job->algo)) {
-    coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count, now);
+    coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count,
+               DLCP_FLOAT32, DLCP_SUM, now);
   } else if (job->spec.bytes >= job->spec.ina_min_bytes) {
-    ina_start(rk, now);
+    /* The exponents first, with the runtime's choice of algorithm. */
+    dlcp_sim *sim = job->sim;
+    rk->agree_buf =
+        sim->mem->malloc(job->ina_ngroups * sizeof(int32_t), sim->mem->user);
+    if (!rk->agree_buf) {
+      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+      return;
+    }
+    memcpy(rk->agree_buf, rk->exps, job->ina_ngroups * sizeof(int32_t));
+    coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_AUTO, rk->agree_buf,
+               job->ina_ngroups, DLCP_INT32, DLCP_MAX, now);
   } else {
     /* below PANAMA's size for aggregation: the hosts' ring */
     coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING, rk->buf, job->count,
-               now);
+               DLCP_FLOAT32, DLCP_SUM, now);
   }
 }
 
@@ -518,7 +546,8 @@ void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
     return;
   }
   dlcp_ina_ring_pack(op, rk->ring_buf);
-  coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING, rk->ring_buf, ring, now);
+  coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING, rk->ring_buf, ring,
+             DLCP_FLOAT32, DLCP_SUM, now);
 }
 
 static void job_fail(coll_job *job, uint32_t rank, int status,

@@ -260,7 +260,7 @@ static void write_iterations_csv(const dlcp_sim *sim, FILE *f) {
 
 static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "job,algo,ranks,bytes,iteration,start_us,end_us,duration_us,"
-             "collective_us\n");
+             "collective_us,agree_us\n");
   for (uint32_t j = 0; j < dlcp_sim_coll_jobs(sim); j++) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
@@ -269,11 +269,12 @@ static void write_collectives_csv(const dlcp_sim *sim, FILE *f) {
       fprintf(f, "%u,%s,%u,%llu,%u,", j, r.algo_name, r.ranks,
               (unsigned long long)r.bytes, i);
       if (it->ranks_done < r.ranks) {
-        fprintf(f, ",,,\n");
+        fprintf(f, ",,,,\n");
         continue;
       }
-      fprintf(f, "%.6f,%.6f,%.6f,%.6f\n", ps_us(it->start_ps),
-              ps_us(it->end_ps), ps_us(it->duration_ps), ps_us(it->coll_ps));
+      fprintf(f, "%.6f,%.6f,%.6f,%.6f,%.6f\n", ps_us(it->start_ps),
+              ps_us(it->end_ps), ps_us(it->duration_ps), ps_us(it->coll_ps),
+              ps_us(it->agree_ps));
     }
   }
 }
@@ -335,8 +336,11 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
       if (it->ranks_done < r.ranks) {
         fprintf(f, "%snull", i ? ", " : "");
       } else {
-        fprintf(f, "%s{\"duration_us\": %.6f, \"collective_us\": %.6f}",
-                i ? ", " : "", ps_us(it->duration_ps), ps_us(it->coll_ps));
+        fprintf(f,
+                "%s{\"duration_us\": %.6f, \"collective_us\": %.6f, "
+                "\"agree_us\": %.6f}",
+                i ? ", " : "", ps_us(it->duration_ps), ps_us(it->coll_ps),
+                ps_us(it->agree_ps));
       }
     }
     fprintf(f, "]}");
@@ -684,8 +688,13 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
       if (it->ranks_done < r.ranks) {
         fprintf(f, "iteration  %u: incomplete\n", i);
       } else {
-        fprintf(f, "iteration  %u: %.1f us (slowest %s %.1f us)\n", i,
+        fprintf(f, "iteration  %u: %.1f us (slowest %s %.1f us", i,
                 ps_us(it->duration_ps), what, ps_us(it->coll_ps));
+        if (it->agree_ps) {
+          fprintf(f, ", of which agreeing on exponents %.1f us",
+                  ps_us(it->agree_ps));
+        }
+        fprintf(f, ")\n");
       }
     }
   }

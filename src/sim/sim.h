@@ -791,6 +791,8 @@ typedef struct dlcp_sim_coll_iter {
   dlcp_sim_ps end_ps;   /* last rank's all-reduce is DONE; NEVER if not */
   dlcp_sim_ps duration_ps; /* end - previous iteration's end (or start) */
   dlcp_sim_ps coll_ps;  /* slowest rank's all-reduce (DONE - its post) */
+  dlcp_sim_ps agree_ps; /* INA: the slowest rank's agreement on the
+                           exponents, the first part of coll_ps */
   uint32_t ranks_done;
 } dlcp_sim_coll_iter;
 
