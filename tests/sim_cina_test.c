@@ -291,14 +291,10 @@ static void test_mtina_two_jobs(void **state) {
   two_jobs_yaml(yaml, sizeof(yaml), "1MiB",
                 "[h2, h3, h6, h7, h10, h11, h14, h15]");
   dlcp_sim *sim = simtest_load(yaml, NULL, 0);
-  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
-  assert_true(dlcp_sim_finished(sim));
+  simtest_run_jobs_exact(sim, 2);
   for (uint32_t j = 0; j < 2; j++) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
-    assert_int_equal(r.status, 0);
-    assert_true(r.done);
-    assert_int_equal(r.verify_errors, 0);
     assert_string_equal(r.algo_name, "mtina");
     assert_int_equal(r.ina_groups, 2ull * GROUPS_1MB);
   }
@@ -328,14 +324,10 @@ static void test_cina_two_jobs_placed(void **state) {
       "    - {algo: cina, bytes: 1MB, iterations: 2, window: 256, ranks: 8}\n"
       "    - {algo: cina, bytes: 1MB, iterations: 2, window: 256, ranks: 8}\n";
   dlcp_sim *sim = simtest_load(yaml, NULL, 0);
-  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
-  assert_true(dlcp_sim_finished(sim));
+  simtest_run_jobs_exact(sim, 2);
   for (uint32_t j = 0; j < 2; j++) {
     dlcp_sim_coll_report r;
     dlcp_sim_coll_get_report(sim, j, &r);
-    assert_int_equal(r.status, 0);
-    assert_true(r.done);
-    assert_int_equal(r.verify_errors, 0);
     assert_int_equal(r.ina_groups, 2ull * GROUPS_1MB);
     assert_int_equal(r.ring_groups, 0);
     for (uint32_t k = 0; k < 8; k++) {

@@ -521,14 +521,8 @@ static void test_jobs_take_free_hosts(void **state) {
       "    - {algo: ps, bytes: 400KB, ranks: 4}\n";
   static const uint32_t want[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
   dlcp_sim *sim = simtest_load(yaml, NULL, 0);
-  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
-  assert_int_equal(dlcp_sim_coll_jobs(sim), 2);
+  simtest_run_jobs_exact(sim, 2);
   for (uint32_t j = 0; j < 2; j++) {
-    dlcp_sim_coll_report r;
-    dlcp_sim_coll_get_report(sim, j, &r);
-    assert_int_equal(r.status, 0);
-    assert_true(r.done);
-    assert_int_equal(r.verify_errors, 0);
     for (uint32_t k = 0; k < 4; k++) {
       assert_int_equal(dlcp_sim_coll_rank_host(sim, j, k), want[j][k]);
     }
@@ -546,15 +540,9 @@ static void test_jobs_take_free_hosts(void **state) {
       "    - {algo: ring, bytes: 400KB, ranks: 6}\n"
       "    - {algo: ring, bytes: 400KB, hosts: [h0, h7]}\n";
   sim = simtest_load(listed, NULL, 0);
-  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  simtest_run_jobs_exact(sim, 2);
   assert_int_equal(dlcp_sim_coll_rank_host(sim, 1, 0), 0);
   assert_int_equal(dlcp_sim_coll_rank_host(sim, 1, 1), 7);
-  for (uint32_t j = 0; j < 2; j++) {
-    dlcp_sim_coll_report r;
-    dlcp_sim_coll_get_report(sim, j, &r);
-    assert_true(r.done);
-    assert_int_equal(r.verify_errors, 0);
-  }
   dlcp_sim_del(sim);
 
   simtest_expect_error(

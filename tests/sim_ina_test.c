@@ -35,27 +35,6 @@ static dlcp_sim *load(const char *workload, const char *const *sets,
   return simtest_load(yaml, sets, nsets);
 }
 
-/* Runs to the end; every job must be done and exact. */
-static void run_all_exact(dlcp_sim *sim, uint32_t njobs) {
-  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
-  assert_true(dlcp_sim_finished(sim));
-  assert_int_equal(dlcp_sim_coll_jobs(sim), njobs);
-  for (uint32_t j = 0; j < njobs; j++) {
-    dlcp_sim_coll_report r;
-    dlcp_sim_coll_get_report(sim, j, &r);
-    if (r.status != 0) {
-      print_message("job %u failed: %s (rank %d)\n", j, dlcp_strerror(r.status),
-                    r.failed_rank);
-    }
-    assert_int_equal(r.status, 0);
-    assert_true(r.done);
-    assert_int_equal(r.verify_errors, 0);
-    for (uint32_t i = 0; i < r.iterations; i++) {
-      assert_int_equal(r.iter[i].ranks_done, r.ranks);
-    }
-  }
-}
-
 static dlcp_sim_coll_report report(const dlcp_sim *sim, uint32_t job) {
   dlcp_sim_coll_report r;
   dlcp_sim_coll_get_report(sim, job, &r);
@@ -89,7 +68,7 @@ static void test_ina_exact(void **state) {
              "iterations: 2, compute_time: 10us}\n",
              algos[a]);
     dlcp_sim *sim = load(w, NULL, 0);
-    run_all_exact(sim, 1);
+    simtest_run_jobs_exact(sim, 1);
     dlcp_sim_coll_report r = report(sim, 0);
     /* The pool (4096 aggregators) holds a whole window (64 groups of 4
      * blocks): every group goes through the switch, none is re-sent. */
@@ -116,9 +95,25 @@ static void test_ina_exact(void **state) {
     }
     assert_true(agree_bytes[0] >= 4 * GROUPS_1MB);
     assert_int_equal(agree_bytes[0], agree_bytes[1]);
+    dlcp_sim_ps agreed_coll[2];
     for (uint32_t i = 0; i < 2; i++) {
       assert_true(r.iter[i].agree_ps > 0);
       assert_true(r.iter[i].agree_ps < r.iter[i].coll_ps);
+      agreed_coll[i] = r.iter[i].coll_ps;
+    }
+    dlcp_sim_del(sim);
+
+    /* Exponents given: straight to the switch, nothing else on the wire,
+     * every iteration shorter by about the agreement. */
+    const char *given[] = {"workload.collective.exponents=given"};
+    sim = load(w, given, 1);
+    simtest_run_jobs_exact(sim, 1);
+    dlcp_sim_coll_report g = report(sim, 0);
+    assert_int_equal(sim->nflows, 0);
+    assert_int_equal(g.ina_groups, 2 * GROUPS_1MB);
+    for (uint32_t i = 0; i < 2; i++) {
+      assert_int_equal(g.iter[i].agree_ps, 0);
+      assert_true(g.iter[i].coll_ps < agreed_coll[i]);
     }
     dlcp_sim_del(sim);
   }
@@ -137,7 +132,7 @@ static void test_ina_loss(void **state) {
              "faults:\n  - {link: [h1, tor0], loss: 0.05}\n",
              algos[a]);
     dlcp_sim *sim = load(w, NULL, 0);
-    run_all_exact(sim, 1);
+    simtest_run_jobs_exact(sim, 1);
     dlcp_sim_coll_report r = report(sim, 0);
     assert_int_equal(r.ina_groups + r.ring_groups, 2 * GROUPS_1MB);
     assert_true(r.ina_retransmits > 0);
@@ -179,7 +174,7 @@ static void test_jobs_share_small_pool(void **state) {
                                 : "aggregation.policy=shared",
                               parts};
         dlcp_sim *sim = load(w, sets, p ? 3 : 2);
-        run_all_exact(sim, njobs);
+        simtest_run_jobs_exact(sim, njobs);
         dlcp_agg_stats st;
         uint64_t qdrops;
         assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
@@ -231,7 +226,7 @@ static void test_jobs_share_pool_under_loss(void **state) {
   const char *sets[] = {"aggregation.memory=8KiB", "aggregation.policy=shared",
                         "faults=[{link: \"*\", loss: 0.005}]"};
   dlcp_sim *sim = load(w, sets, 3);
-  run_all_exact(sim, 3);
+  simtest_run_jobs_exact(sim, 3);
   for (uint32_t j = 0; j < 3; j++) {
     dlcp_sim_coll_report r = report(sim, j);
     assert_int_equal(r.ina_groups, 2 * GROUPS_1MB);
@@ -245,11 +240,11 @@ static void test_per_packet_cost(void **state) {
                           "ranks: 4}\n";
   const char *slow[] = {"aggregation.per_packet=1us"};
   dlcp_sim *sim = load(w, slow, 1);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   dlcp_sim_ps t_slow = report(sim, 0).iter[0].coll_ps;
   dlcp_sim_del(sim);
   sim = load(w, NULL, 0);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   dlcp_sim_ps t_fast = report(sim, 0).iter[0].coll_ps;
   dlcp_sim_del(sim);
   print_message("1 MB, 4 ranks: %.1f us at 1 us per packet, %.1f us at 0\n",
@@ -268,7 +263,7 @@ static void test_switch_queue_full(void **state) {
                           "256KB, ranks: 4, rto: 500us}\n";
   const char *sets[] = {"aggregation.per_packet=1us", "aggregation.queue=16"};
   dlcp_sim *sim = load(w, sets, 2);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   dlcp_agg_stats st;
   uint64_t qdrops;
   assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
@@ -295,7 +290,7 @@ static void test_switch_queue_pfc(void **state) {
       " rto: 5ms}\n";
   const char *sets[] = {"aggregation.per_packet=1us", "aggregation.queue=16"};
   dlcp_sim *sim = load(w, sets, 2);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   dlcp_agg_stats st;
   uint64_t qdrops, pauses = 0, headroom = 0;
   assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
@@ -325,7 +320,7 @@ static void test_deterministic(void **state) {
   dlcp_sim_ps end[2];
   for (int i = 0; i < 2; i++) {
     dlcp_sim *sim = load(w, sets, 1);
-    run_all_exact(sim, 1);
+    simtest_run_jobs_exact(sim, 1);
     end[i] = report(sim, 0).iter[0].end_ps;
     dlcp_sim_del(sim);
   }
@@ -350,7 +345,7 @@ static void test_switch_in_another_rack(void **state) {
              a >= 2 ? "faults:\n  - {link: [tor1, spine0], loss: 0.02}\n"
                     : "");
     dlcp_sim *sim = simtest_load(yaml, NULL, 0);
-    run_all_exact(sim, 1);
+    simtest_run_jobs_exact(sim, 1);
     dlcp_sim_coll_report r = report(sim, 0);
     assert_int_equal(r.ina_groups + r.ring_groups, 2 * GROUPS_1MB);
     assert_true(r.ina_groups > 0);
@@ -369,6 +364,15 @@ static void test_switch_in_another_rack(void **state) {
 
 static void test_scenario_errors(void **state) {
   (void)state;
+  simtest_expect_error(
+      "workload:\n  collective: {algo: ring, bytes: 1MB, exponents: given}\n",
+      "test.yaml:2: field 'workload.collective.exponents': expected algo ina "
+      "or ra_ina for this field");
+  simtest_expect_error(
+      "aggregation: {switch: tor0}\n"
+      "workload:\n  collective: {algo: ina, bytes: 1MB, exponents: known}\n",
+      "test.yaml:3: field 'workload.collective.exponents': expected one of "
+      "agreed, given, got 'known'");
   simtest_expect_error(
       "workload:\n  collective: {algo: ina, bytes: 1MB}\n",
       "test.yaml:2: field 'workload.collective.algo': expected an "
@@ -430,7 +434,7 @@ static void test_claims_and_cc(void **state) {
                        "iterations: 2, rto: 50us, claim: always,\n"
                        "    hosts: [h0, h1, h2, h3]}\n",
                        sets, 1);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   dlcp_sim_coll_report r = report(sim, 0);
   dlcp_agg_stats st;
   uint64_t qdrops;
@@ -443,7 +447,7 @@ static void test_claims_and_cc(void **state) {
   sim = load("workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 4, "
              "iterations: 2, window: 512, cc: panama, min_bytes: 1MB}\n",
              NULL, 0);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   assert_int_equal(report(sim, 0).ina_groups, 2 * GROUPS_1MB);
   dlcp_sim_del(sim);
 
@@ -452,7 +456,7 @@ static void test_claims_and_cc(void **state) {
   sim = load("workload:\n  collective: {algo: ina, bytes: 1MB, ranks: 4, "
              "cc: panama}\n",
              NULL, 0);
-  run_all_exact(sim, 1);
+  simtest_run_jobs_exact(sim, 1);
   assert_int_equal(report(sim, 0).ina_groups, 0);
   assert_true(dlcp_sim_agg_get_stats(sim, &st, &qdrops));
   assert_int_equal(st.packets, 0);

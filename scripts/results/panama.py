@@ -50,6 +50,13 @@ LOSSLESS_RTO = "5ms"
 # PANAMA aggregates only reduce flows above 40 MB (the simulator's default
 # with cc panama); the models here are scaled, and so is the threshold.
 PANAMA_MIN_BYTES = 40000000
+# The seed's hosts scale gradients by a factor they all know; dlcp's agree
+# on every group's exponent first, a small all-reduce that here would ride
+# the scenario's DCTCP with its 1 ms RTO_min (chosen for the background),
+# where the runtime's rides MLT: the INA jobs take the exponents as given
+# (docs/simulator.md, "The exponents"), and PANAMA's runs are repeated
+# with them agreed, to show what that costs here.
+EXPONENTS = "given"
 # Seed: large-job training time up to 1.34x shorter; short-flow p99 FCT up
 # to 4.5x better (against no aggregation and single-tree aggregation
 # without congestion control).
@@ -94,7 +101,8 @@ def model(scale):
     return 4 * int(sum(sizes) * scale / 4), compute * scale
 
 
-def one_rack_run(scale, algo, cc, pfc, load, ranks, tag, chunk=None):
+def one_rack_run(scale, algo, cc, pfc, load, ranks, tag, chunk=None,
+                 exponents=EXPONENTS):
     """A run of the one-ToR set-up: |ranks| ranks (h0...) synchronizing
     by |algo| / |cc| beside web-search traffic at |load|, the ring's
     pipelining chunk |chunk| bytes (None: src/coll's); its id and its
@@ -109,7 +117,7 @@ def one_rack_run(scale, algo, cc, pfc, load, ranks, tag, chunk=None):
     if cc:
         fields += ["window: %d" % WINDOW,
                    "rto: %s" % (LOSSLESS_RTO if pfc else RTO),
-                   "cc: %s" % cc,
+                   "cc: %s" % cc, "exponents: %s" % exponents,
                    "min_bytes: %d" % int(PANAMA_MIN_BYTES * scale)]
     bg = ("{distribution: websearch, load: %g, start: 0us, "
           "duration: %dms}" % (load, BACKGROUND_MS))
@@ -134,6 +142,11 @@ def runs(scale):
     # The ring with one flow per step: a chunk of the whole vector.
     out += [one_rack_run(scale, "ring", None, False, load, RANKS,
                          "step-%g" % load, chunk=model(scale)[0])
+            for load in LOADS]
+    # PANAMA with the exponents agreed through the network, as dlcp's
+    # runtime, over this scenario's DCTCP.
+    out += [one_rack_run(scale, "ina", "panama", False, load, RANKS,
+                         "agreed-%g" % load, exponents="agreed")
             for load in LOADS]
     return out
 
@@ -163,7 +176,7 @@ def tree_runs(scale, tag, racks, spines, hosts_per_tor, jobs, load):
                       "hosts: [%s]" % ", ".join(hosts)]
             if cc:
                 fields += ["window: %d" % WINDOW, "gpus_per_host: 1",
-                           "cc: %s" % cc]
+                           "cc: %s" % cc, "exponents: %s" % EXPONENTS]
             specs.append("{%s}" % ", ".join(fields))
         sets = ["topology={kind: leaf_spine, tors: %d, spines: %d, "
                 "hosts_per_tor: %d, link_rate: 100Gbps, link_delay: 1us}" % (
@@ -253,7 +266,9 @@ def report(rows, scale, build):
           "INA: 1 KiB of gradient a datagram, at most %d groups in flight "
           "per rank, RTO %s; only all-reduces above PANAMA's 40 MB x %g "
           "(%.1f MB) use the switch, which this job's does.  Short flows: "
-          "background flows under %d KB." % (
+          "background flows under %d KB.  The INA ranks take the groups' "
+          "exponents as given, as the seed's hosts their scaling factor "
+          "(dlcp's agreement on them: below the table)." % (
               RANKS, RANKS - 1, scale, b / 1e6, compute / 1e3, ITERATIONS,
               BACKGROUND_MS, WINDOW, RTO, scale,
               PANAMA_MIN_BYTES * scale / 1e6, SHORT_BYTES // 1000), ""]
@@ -285,6 +300,26 @@ def report(rows, scale, build):
     md += ["Seed: the large job's training time up to %.2fx shorter and "
            "the short flows' p99 up to %.1fx better.  Here: %s." % (
                SEED_TIME, SEED_P99, "; ".join(ratios)), ""]
+    agreed = []
+    for load in LOADS:
+        r = find(rows, "ina", "panama", "agreed-%g" % load)
+        agreed.append("%g: %.2f ms against %.2f (the agreement %.2f ms "
+                      "of a %.2f ms all-reduce)" % (
+                          load, iteration_ms(r),
+                          table[(load, VARIANTS[2][3])][0],
+                          common.num(r, "coll0.agree_mean_us") / 1e3
+                          if r else float("nan"),
+                          common.num(r, "coll0.collective_mean_us") / 1e3
+                          if r else float("nan")))
+    md += ["**The exponents agreed.**  dlcp's ranks agree on every "
+           "group's exponent before an all-reduce goes to the switch (an "
+           "all-reduce MAX of an int32 per group; docs/ina.md).  Run here "
+           "over the scenario's DCTCP, whose 1 ms RTO_min its small flows "
+           "meet when the background's queues drop a packet, it takes INA "
+           "+ PANAMA's job iteration, by load, to %s with the exponents "
+           "given; dlcp's runtime runs it over MLT.  The table takes the "
+           "exponents as given." %
+           "; ".join(agreed), ""]
     step = {ld: iteration_ms(find(rows, "ring", None, "step-%g" % ld))
             for ld in LOADS}
     plt = common.pyplot()

@@ -107,9 +107,9 @@ static int place(coll_job *job, bool *used, char *err, size_t errlen) {
   for (uint32_t h = 0; h < H; h++) {
     rack[h] = dlcp_sim_net_host_rack(net, h);
     nracks = rack[h] + 1 > nracks ? rack[h] + 1 : nracks;
-    bool attached = !ina || dlcp_sim_agg_position(
-                                sim, dlcp_sim_host_nic(net, h)->peer) !=
-                                DLCP_SIM_NONE;
+    bool attached =
+        !ina || dlcp_sim_agg_position(sim, dlcp_sim_host_nic(net, h)->peer) !=
+                    DLCP_SIM_NONE;
     nattached += attached;
     eligible[h] = attached && !used[h];
     nfree += eligible[h];

@@ -12,23 +12,23 @@
  *               tag), the operation being the rank's count of dlcp_coll
  *               operations started (the same sequence on every rank: an
  *               iteration's all-reduce, or INA's exponent agreement and
- *               RA-INA's ring part); when both ends have posted it, it becomes one flow
- *               of |bytes| x scale bytes through the scenario's transport
- *               (MLT: one tensor, posted with the RECV's loss bound;
- *               DCTCP: one connection).  When the receiver holds it, the
- *               state machine's bytes are copied from the SEND's buffer
- *               into the RECV's (holes MLT reports are zero-filled and
- *               passed on); the sender's on_sent follows its completion
- *               (the last ACK, or MLT's STOP).
+ *               RA-INA's ring part); when both ends have posted it, it
+ *               becomes one flow of |bytes| x scale bytes through the
+ *               scenario's transport (MLT: one tensor, posted with the
+ *               RECV's loss bound; DCTCP: one connection).  When the
+ *               receiver holds it, the state machine's bytes are copied
+ *               from the SEND's buffer into the RECV's (holes MLT reports
+ *               are zero-filled and passed on); the sender's on_sent
+ *               follows its completion (the last ACK, or MLT's STOP).
  *   CPU         a rank's state machine hears of a completed receive
  *               only once the rank's CPU is through with it: reduce_time
  *               plus its bytes at reduce_rate each (receiving, reducing,
  *               forwarding: the straggler seed's T), one at a time in
  *               arrival order, a straggler's first one of every operation
  *               (or every one) its delay more (the seed's delta T); free
- *               by default.  The bytes are
- *               copied at arrival (the sender may reuse its buffer once
- *               its side completes).  Notes cost no CPU.
+ *               by default.  The bytes are copied at arrival (the sender
+ *               may reuse its buffer once its side completes).  Notes
+ *               cost no CPU.
  *   NOTE        one lossless packet on queue 0 (IPv4 + TCP + 24 bytes),
  *               following one ECMP path per host pair, so notes between
  *               two hosts stay in order, like the runtime's TCP channel.
@@ -490,6 +490,9 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   if (!dlcp_sim_coll_is_ina(job->algo)) {
     coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count,
                DLCP_FLOAT32, DLCP_SUM, now);
+  } else if (job->spec.bytes >= job->spec.ina_min_bytes &&
+             job->spec.ina_exps_given) {
+    ina_start(rk, now);
   } else if (job->spec.bytes >= job->spec.ina_min_bytes) {
     /* The exponents first, with the runtime's choice of algorithm. */
     dlcp_sim *sim = job->sim;

@@ -278,17 +278,20 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   return 0;
 }
 
-/* window, rto, group_blocks, cc, claim, min_bytes: only for the
- * algorithms through the switch (0 keeps src/coll/ina's defaults; RA-INA's
- * groups have one block per rank; cc none keeps the window fixed, panama
- * lets it follow ECN; claim never (the default), always or auto: RA-INA's
- * header-only claims; min_bytes, ina and ra_ina only: smaller all-reduces
- * run as ring, PANAMA's 40 MB by default with cc panama). */
+/* window, rto, group_blocks, cc, claim, min_bytes, exponents: only for
+ * the algorithms through the switch (0 keeps src/coll/ina's defaults;
+ * RA-INA's groups have one block per rank; cc none keeps the window fixed,
+ * panama lets it follow ECN; claim never (the default), always or auto:
+ * RA-INA's header-only claims; min_bytes, ina and ra_ina only: smaller
+ * all-reduces run as ring, PANAMA's 40 MB by default with cc panama;
+ * exponents agreed (the default) or given). */
 static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
                       dlcp_sim_coll_spec *cs) {
-  static const char *const only_ina[] = {"window", "rto", "group_blocks", "cc",
-                                         "claim", "min_bytes", NULL};
+  static const char *const only_ina[] = {"window", "rto",       "group_blocks",
+                                         "cc",     "claim",     "min_bytes",
+                                         "exponents", NULL};
   static const char *const ccs[] = {"none", "panama", NULL};
+  static const char *const exponents[] = {"agreed", "given", NULL};
   static const char *const claims[] = {"never", "always", "auto", NULL};
   /* CINA's ranks are plain INA ranks at their rack's switch. */
   bool ina = cs->algo == DLCP_ALGO_INA || cs->algo == DLCP_ALGO_RA_INA;
@@ -335,6 +338,12 @@ static int ina_fields(dlcp_scn *s, const dlcp_scn_node *n, const char *path,
     return rv;
   }
   cs->ina_claim = (dlcp_ina_claim)claim;
+  int given = 0;
+  if ((rv = dlcp_scn_get_enum(s, n, path, "exponents", exponents, &given)) !=
+      0) {
+    return rv;
+  }
+  cs->ina_exps_given = given == 1;
   if (dlcp_scn_map_get(n, "rto") && cs->ina_rto_ps < DLCP_SIM_PS_PER_NS) {
     dlcp_scn_join(field, sizeof(field), path, "rto");
     return dlcp_scn_fail(s, dlcp_scn_map_get(n, "rto"), field,
@@ -487,7 +496,7 @@ static int collective_item(dlcp_scn *s, const dlcp_scn_node *n,
       "rto",          "group_blocks",  "gpus_per_host", "chunks",
       "intra_rate",   "intra_latency", "kind",       "reduce_time",
       "reduce_rate",  "straggler",     "bypass",     "cc",
-      "claim",        "min_bytes",     NULL};
+      "claim",        "min_bytes",     "exponents",  NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
     return rv;

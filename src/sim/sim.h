@@ -385,6 +385,10 @@ typedef struct dlcp_sim_coll_spec {
    * with cc panama, else 0); algo ina and ra_ina only */
   uint64_t ina_min_bytes;
   dlcp_ina_claim ina_claim; /* claim: RA-INA's header-only claims */
+  /* exponents: given (every rank knows the groups' exponents beforehand)
+   * instead of agreed (the default: an all-reduce MAX before every
+   * operation, as the runtime). */
+  bool ina_exps_given;
   /* CINA, HINA, MTINA (algo cina / hina / mtina: an INA job through
    * aggregation.chain / .tree / .trees, coll_cina.c; |cina| is set for
    * all three): each rank is a host's master for |cina_gpus| GPUs whose

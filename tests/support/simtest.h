@@ -34,6 +34,28 @@ static inline dlcp_sim *simtest_load(const char *yaml,
   return sim;
 }
 
+/* Runs |sim| to its end and asserts that its |njobs| collective jobs all
+ * finished, exactly, every rank in every iteration. */
+static inline void simtest_run_jobs_exact(dlcp_sim *sim, uint32_t njobs) {
+  assert_int_equal(dlcp_sim_run(sim, DLCP_SIM_PS_NEVER), 1);
+  assert_true(dlcp_sim_finished(sim));
+  assert_int_equal(dlcp_sim_coll_jobs(sim), njobs);
+  for (uint32_t j = 0; j < njobs; j++) {
+    dlcp_sim_coll_report r;
+    dlcp_sim_coll_get_report(sim, j, &r);
+    if (r.status != 0) {
+      print_message("job %u failed: %s (rank %d)\n", j,
+                    dlcp_strerror(r.status), r.failed_rank);
+    }
+    assert_int_equal(r.status, 0);
+    assert_true(r.done);
+    assert_int_equal(r.verify_errors, 0);
+    for (uint32_t i = 0; i < r.iterations; i++) {
+      assert_int_equal(r.iter[i].ranks_done, r.ranks);
+    }
+  }
+}
+
 /* Asserts that scenario |yaml| is refused, by the loader or by
  * dlcp_sim_new, with exactly the message |want|. */
 static inline void simtest_expect_error(const char *yaml, const char *want) {
