@@ -312,14 +312,11 @@ static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
     return DLCP_ERR_CONFIG;
   }
   for (uint32_t i = 0; i < s->nstragglers; i++) {
-    if (s->stragglers[i].rank >= job->n) {
-      char item[16] = "";
-      if (s->nstragglers > 1) {
-        snprintf(item, sizeof(item), "[%u]", i);
-      }
+    const dlcp_sim_straggler *st = &s->stragglers[i];
+    if (st->rank >= job->n) {
       snprintf(err, errlen,
-               "%s: field '%s.straggler%s.rank': expected a rank in [0, %u]",
-               s->where, s->field, item, job->n - 1);
+               "%s: field '%s.rank': expected a rank in [0, %u]", st->where,
+               st->field, job->n - 1);
       return DLCP_ERR_CONFIG;
     }
   }

@@ -405,6 +405,8 @@ static int straggler_item(dlcp_scn *s, const dlcp_scn_node *n,
     return rv;
   }
   st.every = every == 1;
+  dlcp_scn_where(st.where, n);
+  dlcp_scn_set_field(st.field, path);
   for (uint32_t i = 0; i < cs->nstragglers; i++) {
     if (cs->stragglers[i].rank == st.rank) {
       char field[256];

@@ -355,6 +355,8 @@ typedef struct dlcp_sim_straggler {
   dlcp_sim_ps delay; /* added to the CPU cost of its receives */
   bool every;        /* every completed receive, not only an operation's
                         first */
+  char where[DLCP_SIM_WHERE_MAX]; /* its "file:line" and field path, */
+  char field[DLCP_SIM_WHERE_MAX]; /* for errors */
 } dlcp_sim_straggler;
 
 typedef struct dlcp_sim_coll_spec {
