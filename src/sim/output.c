@@ -25,6 +25,9 @@ static double ps_us(dlcp_sim_ps t) {
   return (double)t / 1e6;
 }
 
+/* The hosts a job's summary line names (summary.json has them all). */
+#define SUMMARY_HOSTS 8u
+
 /* |s| as a JSON string: names come from the scenario and may hold any
  * character but NUL. */
 static void json_str(FILE *f, const char *s) {
@@ -657,8 +660,17 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
     dlcp_sim_coll_get_report(sim, j, &r);
     const char *what =
         r.kind == DLCP_COLL_REDUCE_SCATTER ? "reduce-scatter" : "all-reduce";
-    fprintf(f, "collective %u: %s %s, %u ranks, %.3f MB", j,
-            r.algo_name, what, r.ranks, (double)r.bytes / 1e6);
+    fprintf(f, "collective %u: %s %s, %u ranks on ", j, r.algo_name, what,
+            r.ranks);
+    /* Where the job landed: its first hosts in rank order. */
+    for (uint32_t k = 0; k < r.ranks && k < SUMMARY_HOSTS; k++) {
+      uint32_t h = dlcp_sim_coll_rank_host(sim, j, k);
+      fprintf(f, "%s%s", k ? " " : "", sim->net.nodes[sim->net.hosts[h]].name);
+    }
+    if (r.ranks > SUMMARY_HOSTS) {
+      fprintf(f, " ...");
+    }
+    fprintf(f, ", %.3f MB", (double)r.bytes / 1e6);
     if (r.scale > 1) {
       fprintf(f, " (buffers 1/%u)", r.scale);
     }
