@@ -62,6 +62,9 @@ typedef struct spec {
   /* a group: operation i runs as the harness's rank members[i] */
   const uint32_t *members;
   bool fuse; /* reduce_on_arrival */
+  /* every rank's operation first runs on other inputs and buffers, then
+   * runs this spec through dlcp_coll_reuse */
+  bool reuse;
 } spec;
 
 typedef struct outcome {
@@ -272,6 +275,55 @@ static void check_elem(const spec *s, const unsigned char *got,
   }
 }
 
+/* |s|'s operations run first on other inputs in other buffers of the same
+ * layout, to the end; then each takes |params| through dlcp_coll_reuse
+ * into |op|, which run_spec runs and checks like new ones. */
+static void reuse_ops(const spec *s, const collsim_config *cfg,
+                      const dlcp_coll_params *params, dlcp_coll **op) {
+  uint32_t n = s->world;
+  size_t bytes = (size_t)s->count * dlcp_dtype_size(s->dtype);
+  spec other = *s;
+  other.seed = s->seed + 7919;
+  unsigned char *win[MAXR], *wout[MAXR];
+  collsim *cs = collsim_new(cfg);
+  assert_non_null(cs);
+  for (uint32_t r = 0; r < n; r++) {
+    win[r] = malloc(bytes + 1);
+    wout[r] = malloc(bytes + 1);
+    assert_non_null(win[r]);
+    assert_non_null(wout[r]);
+    make_input(win[r], &other, r);
+    memcpy(wout[r], win[r], bytes);
+    /* The same layout: what pointed into the output or the input points
+     * into their stand-ins. */
+    dlcp_coll_params p = params[r];
+    const unsigned char *sb = p.sendbuf, *rb = p.recvbuf;
+    if (rb) {
+      p.recvbuf = wout[r];
+    }
+    if (sb && rb && sb >= rb && sb < rb + bytes + 1) {
+      p.sendbuf = wout[r] + (sb - rb);
+    } else if (sb) {
+      uint64_t off = 0, len;
+      if (s->kind == DLCP_COLL_ALLGATHER) { /* just the shard */
+        dlcp_coll_shard(s->count, n, r, &off, &len);
+      }
+      p.sendbuf = win[r] + off * dlcp_dtype_size(s->dtype);
+    }
+    assert_int_equal(dlcp_coll_new(&op[r], &p, NULL, 0), 0);
+    collsim_set_op(cs, s->members ? s->members[r] : r, op[r]);
+  }
+  if (collsim_run(cs) != 0) {
+    fail_msg("first run before reuse: %s", collsim_error(cs));
+  }
+  collsim_del(cs);
+  for (uint32_t r = 0; r < n; r++) {
+    assert_int_equal(dlcp_coll_reuse(op[r], &params[r], 0), 0);
+    free(win[r]);
+    free(wout[r]);
+  }
+}
+
 static void run_spec(const spec *s, outcome *o) {
   uint32_t n = s->world;
   size_t esz = dlcp_dtype_size(s->dtype);
@@ -279,6 +331,7 @@ static void run_spec(const spec *s, outcome *o) {
   unsigned char *in[MAXR], *out[MAXR], *ref = calloc(1, bytes + 1);
   double *abs_sum = calloc(s->count + 1, sizeof(double));
   dlcp_coll *op[MAXR];
+  dlcp_coll_params params[MAXR];
   assert_non_null(ref);
   assert_non_null(abs_sum);
   memset(o, 0, sizeof(*o));
@@ -352,8 +405,15 @@ static void run_spec(const spec *s, outcome *o) {
     case DLCP_COLL_BARRIER:
       break;
     }
-    int rv = dlcp_coll_new(&op[r], &p, NULL, 0);
-    assert_int_equal(rv, 0);
+    params[r] = p;
+  }
+  if (s->reuse) {
+    reuse_ops(s, &cfg, params, op);
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    if (!s->reuse) {
+      assert_int_equal(dlcp_coll_new(&op[r], &params[r], NULL, 0), 0);
+    }
     collsim_set_op(cs, s->members ? s->members[r] : r, op[r]);
   }
   if (collsim_run(cs) != 0) {
@@ -1372,6 +1432,129 @@ static void check_golden(const char *name, const dlcp_coll_params *p) {
   }
 }
 
+/*
+ * dlcp_coll_reuse: every kind and algorithm whose plan can be kept, every
+ * world, count, dtype and op, in and out of place, reduced on arrival or
+ * not, with reordering jitter.  Each rank's operation first runs to the
+ * end on other inputs in other buffers, then takes the spec's parameters
+ * by dlcp_coll_reuse: run_spec checks the result exactly, and the harness
+ * (seeded, virtual time) must see the very same run as with new
+ * operations, to the nanosecond.
+ */
+static void test_reuse_runs_as_new(void **state) {
+  (void)state;
+  static const struct {
+    dlcp_coll_kind kind;
+    dlcp_algo algo;
+  } cases[] = {{DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING},
+               {DLCP_COLL_ALLREDUCE, DLCP_ALGO_PS},
+               {DLCP_COLL_ALLREDUCE, DLCP_ALGO_HALVING_DOUBLING},
+               {DLCP_COLL_ALLREDUCE, DLCP_ALGO_DIRECT},
+               {DLCP_COLL_ALLREDUCE, DLCP_ALGO_RECURSIVE_DOUBLING},
+               {DLCP_COLL_ALLREDUCE, DLCP_ALGO_AUTO},
+               {DLCP_COLL_REDUCE_SCATTER, DLCP_ALGO_RING},
+               {DLCP_COLL_REDUCE_SCATTER, DLCP_ALGO_PS},
+               {DLCP_COLL_ALLGATHER, DLCP_ALGO_RING},
+               {DLCP_COLL_ALLGATHER, DLCP_ALGO_PS},
+               {DLCP_COLL_BROADCAST, DLCP_ALGO_HALVING_DOUBLING},
+               {DLCP_COLL_REDUCE, DLCP_ALGO_RING},
+               {DLCP_COLL_BARRIER, DLCP_ALGO_AUTO}};
+  const uint32_t worlds[] = {1, 2, 3, 4, 8};
+  unsigned combo = 0;
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    for (size_t w = 0; w < 5; w++) {
+      uint64_t counts[5];
+      counts_for(worlds[w], counts);
+      for (size_t c = 1; c < 5; c++) {
+        for (int ip = 0; ip < 2; ip++) {
+          spec s;
+          spec_init(&s);
+          s.kind = cases[k].kind;
+          s.algo = cases[k].algo;
+          s.world = worlds[w];
+          s.count = counts[c];
+          s.in_place = ip;
+          s.dtype = all_dtypes[combo % 5];
+          s.op = all_ops[(combo / 5) % 4];
+          s.root = (uint32_t)(combo % worlds[w]);
+          s.chunk = s.count < 1000 ? 8 : 1024;
+          s.seed = ++combo;
+          s.fuse = combo % 2;
+          s.jitter_ns = 3000;
+          s.note_jitter_ns = 2000;
+          outcome fresh, reused;
+          run_spec(&s, &fresh);
+          s.reuse = true;
+          run_spec(&s, &reused);
+          assert_int_equal(reused.makespan, fresh.makespan);
+          assert_int_equal(reused.mean_done, fresh.mean_done);
+        }
+      }
+    }
+  }
+}
+
+/* What dlcp_coll_reuse refuses, leaving the operation as it was: another
+ * geometry, a plan that changes as it runs or reads borrowed labels, a
+ * loss bound, an operation not yet reported DONE. */
+static void test_reuse_refused(void **state) {
+  (void)state;
+  int32_t buf[64] = {0};
+  dlcp_coll_params p;
+  dlcp_coll_params_default(&p);
+  p.kind = DLCP_COLL_ALLREDUCE;
+  p.algo = DLCP_ALGO_RING;
+  p.world = 1;
+  p.count = 64;
+  p.dtype = DLCP_INT32;
+  p.op = DLCP_SUM;
+  p.recvbuf = buf;
+  dlcp_coll *op;
+  assert_int_equal(dlcp_coll_new(&op, &p, NULL, 0), 0);
+  /* Not yet DONE. */
+  assert_int_equal(dlcp_coll_reuse(op, &p, 0), DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_coll_action a;
+  assert_int_equal(dlcp_coll_poll(op, &a, 0), 0);
+  assert_int_equal(a.type, DLCP_COLL_ACT_DONE);
+  dlcp_coll_params q = p;
+  q.count = 63;
+  assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+  q = p;
+  q.dtype = DLCP_FLOAT32;
+  assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+  q = p;
+  q.loss_bound = 0.1;
+  assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+  q = p;
+  q.reduce_on_arrival = true;
+  assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+  q = p;
+  q.recvbuf = NULL;
+  assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+  q = p;
+  q.rank = 1; /* invalid for world 1 */
+  assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+  /* Refusals left it whole: the same parameters run again. */
+  assert_int_equal(dlcp_coll_reuse(op, &p, 0), 0);
+  assert_int_equal(dlcp_coll_poll(op, &a, 0), 0);
+  assert_int_equal(a.type, DLCP_COLL_ACT_DONE);
+  dlcp_coll_del(op);
+  /* Plans that change as they run or were built from borrowed labels. */
+  static const uint32_t labels[2] = {0, 0};
+  const dlcp_algo never[] = {DLCP_ALGO_RING_BYPASS, DLCP_ALGO_RAT};
+  for (size_t i = 0; i < 2; i++) {
+    q = p;
+    q.algo = never[i];
+    q.topo = labels;
+    q.topo_levels = 1;
+    assert_int_equal(dlcp_coll_new(&op, &q, NULL, 0), 0);
+    assert_int_equal(dlcp_coll_poll(op, &a, 0), 0);
+    assert_int_equal(a.type, DLCP_COLL_ACT_DONE);
+    assert_int_equal(dlcp_coll_reuse(op, &q, 0), DLCP_ERR_INVALID_ARGUMENT);
+    dlcp_coll_del(op);
+  }
+}
+
 static void test_golden_plans(void **state) {
   (void)state;
   static int32_t dummy_in[64], dummy_out[64];
@@ -1844,6 +2027,8 @@ int main(void) {
       cmocka_unit_test(test_loss_edge_cases),
       cmocka_unit_test(test_straggler_bypass_faster),
       cmocka_unit_test(test_straggler_persistent),
+      cmocka_unit_test(test_reuse_runs_as_new),
+      cmocka_unit_test(test_reuse_refused),
       cmocka_unit_test(test_bypass_forgets_high_step),
       cmocka_unit_test(test_straggler_reduce_scatter),
       cmocka_unit_test(test_bypass_randomized),

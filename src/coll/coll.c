@@ -603,6 +603,101 @@ static int setup_exec(dlcp_coll *op) {
   return 0;
 }
 
+/* Puts the executor back at the plan's start: no step begun, every
+ * dependency still to come, the steps that depend on nothing ready.  The
+ * dependents lists, the stages, the fused receives and the transfer table
+ * are the plan's and stay (only the straggler bypass retargets or cancels
+ * a step, and its operations are never reused). */
+static void reset_exec(dlcp_coll *op) {
+  const coll_plan *pl = &op->plan;
+  uint32_t cap = pl->cap ? pl->cap : 1;
+  memset(op->state, 0, cap);
+  memset(op->flags, 0, cap);
+  memset(op->ndeps, 0, (size_t)cap * sizeof(uint32_t));
+  for (uint32_t i = 0; i < cap; i++) {
+    op->dyn_dependent[i] = COLL_NO_STEP;
+  }
+  for (uint32_t e = 0; e < pl->nedges; e++) {
+    op->ndeps[pl->eto[e]]++;
+  }
+  coll_fuse_reset(op);
+  op->ndone = 0;
+  op->rhead = 0;
+  op->rcount = 0;
+  for (uint32_t i = 0; i < pl->nsteps; i++) {
+    if (op->ndeps[i] == 0) {
+      ready_push(op, i);
+    }
+  }
+}
+
+/* Whether |op|'s plan is the one |p| (whose geometry is |g|) needs, and
+ * nothing in it changes as it runs or depends on what |p| borrows. */
+static bool plan_fits(const dlcp_coll *op, const dlcp_coll_params *p,
+                      const coll_geom *g) {
+  const coll_geom *o = &op->g;
+  return g->kind == o->kind && g->algo == o->algo && g->rank == o->rank &&
+         g->world == o->world && g->root == o->root && g->count == o->count &&
+         g->esz == o->esz && g->dtype == o->dtype && g->op == o->op &&
+         g->chunk_bytes == o->chunk_bytes && g->levels == o->levels &&
+         g->rs_copy_out == o->rs_copy_out &&
+         p->reduce_on_arrival == op->p.reduce_on_arrival &&
+         g->algo != DLCP_ALGO_RING_BYPASS && g->algo != DLCP_ALGO_RAT &&
+         p->loss_bound == 0.0 && op->p.loss_bound == 0.0 && !p->members &&
+         !op->grouped;
+}
+
+int dlcp_coll_reuse(dlcp_coll *op, const dlcp_coll_params *p,
+                    dlcp_tstamp now) {
+  coll_geom g;
+  if (op->phase != COLL_PHASE_REPORTED || op->status != 0 ||
+      coll_params_to_geom(p, &g) != 0 || !plan_fits(op, p, &g) ||
+      (g.count > 0 && g.kind != DLCP_COLL_BARRIER && !p->recvbuf)) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  const dlcp_mem *mem = op->mem;
+  /* The last operation's buffers and results. */
+  mem->free(op->own_work, mem->user);
+  op->own_work = NULL;
+  mem->free(op->lazy_done, mem->user);
+  op->lazy_done = NULL;
+  op->lazy_in = NULL;
+  op->lazy_bytes = 0;
+  op->base[COLL_BUF_WORK] = NULL;
+  op->base[COLL_BUF_OUT] = NULL;
+  mem->free(op->missing, mem->user);
+  op->missing = NULL;
+  op->nmissing = 0;
+  op->missing_elems = 0;
+  op->ntaint = 0;
+  op->chead = 0;
+  op->ccount = 0;
+  op->prefix_step = 0;
+  op->prefix_bytes = 0;
+  coll_agree_free(op);
+  /* The new operation, as dlcp_coll_new sets it up. */
+  op->p = *p;
+  op->p.topo = NULL;
+  op->p.members = NULL;
+  if (op->p.bypass_alpha == 0.0) {
+    op->p.bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
+  }
+  op->status = 0;
+  op->failed_peer = -1;
+  op->start_ns = now;
+  op->progress_ns = now;
+  op->end_ns = 0;
+  op->awaited_note = COLL_NO_STEP;
+  op->phase = COLL_PHASE_RUN;
+  op->xfer_loss = 0.0;
+  coll_agree_init(op);
+  int rv = setup_buffers(op);
+  if (rv == 0) {
+    reset_exec(op);
+  }
+  return rv;
+}
+
 int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
                   const dlcp_mem *mem, dlcp_tstamp now) {
   *pop = NULL;

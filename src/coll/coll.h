@@ -339,6 +339,28 @@ int dlcp_coll_new(dlcp_coll **op, const dlcp_coll_params *p,
 void dlcp_coll_del(dlcp_coll *op);
 
 /*
+ * dlcp_coll_reuse makes |op|, an operation that succeeded and whose DONE
+ * has been polled, this rank's state for the collective |p| from |now|,
+ * keeping its plan and the executor's arrays instead of building them
+ * again (what dlcp_coll_new costs a small operation: allocations and the
+ * plan, some 0.5-0.8 us).  |p| may change the buffers (the out-of-place
+ * input is copied as by dlcp_coll_new) and nothing that shapes the plan:
+ * its geometry (kind, algorithm as resolved, rank, world, root, count,
+ * dtype, reduction, chunk, topology levels, in or out of place for a
+ * reduce-scatter) and reduce_on_arrival must be |op|'s.  Operations with
+ * a plan that changes as it runs or that read what |p| borrows are never
+ * reused: RING_BYPASS, RAT, a loss bound, a group (members).  Afterwards
+ * |op| behaves exactly as a new operation would.
+ *
+ * Returns 0, or DLCP_ERR_INVALID_ARGUMENT when |op| cannot take |p| (as
+ * above, or |p| itself is invalid): |op| is then unchanged and the
+ * caller creates a new operation; DLCP_ERR_NOMEM (|op| must then be
+ * deleted).
+ */
+int dlcp_coll_reuse(dlcp_coll *op, const dlcp_coll_params *p,
+                    dlcp_tstamp now);
+
+/*
  * dlcp_coll_poll returns the next action in |act|.  Call it until it
  * returns DLCP_COLL_ACT_NONE, after creation and after every event.
  * DONE is returned once; NONE afterwards.  Fires expired bypass timers.

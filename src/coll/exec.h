@@ -176,6 +176,8 @@ size_t coll_ranges_normalize(dlcp_coll_range *r, size_t n);
  * Setup after the dependents lists are built: finds the RECV/REDUCE
  * pairs; 0 or DLCP_ERR_NOMEM. */
 int coll_fuse_setup(dlcp_coll *op);
+/* Forgets the receives' held ranges (dlcp_coll_reuse). */
+void coll_fuse_reset(dlcp_coll *op);
 void coll_fuse_free(dlcp_coll *op);
 /* A RECV about to be handed to the driver: sets its place function if it
  * is fused. */

@@ -84,6 +84,13 @@ int coll_fuse_setup(dlcp_coll *op) {
   return 0;
 }
 
+void coll_fuse_reset(dlcp_coll *op) {
+  for (uint32_t i = 0; i < op->nfuse; i++) {
+    op->fuse[i].direct = false;
+    op->fuse[i].nheld = 0;
+  }
+}
+
 void coll_fuse_free(dlcp_coll *op) {
   const dlcp_mem *mem = op->mem;
   for (uint32_t i = 0; i < op->nfuse; i++) {
