@@ -89,8 +89,6 @@ typedef struct early_note {
   uint64_t value;
 } early_note;
 
-/* The communicator's collectives: everything about them that outlives one
- * operation.  All under the communicator's |mu|. */
 /* Operations kept for reuse (a training step's few shapes: a gradient
  * bucket, a barrier, a loss's all-reduce), each up to KEEP_MAX_BYTES of
  * data: a kept one holds its scratch, and larger ones spend far longer
@@ -98,6 +96,8 @@ typedef struct early_note {
 #define KEPT_OPS 4
 #define KEEP_MAX_BYTES (64u << 10)
 
+/* The communicator's collectives: everything about them that outlives one
+ * operation.  All under the communicator's |mu|. */
 struct dlcp_rt_colls {
   dlcp_stall stall;     /* the inquiry after a transfer made no progress */
   bool stall_acted;     /* its verdict has been acted on */
