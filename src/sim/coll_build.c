@@ -251,8 +251,9 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
     coll_rank *rk = &job->ranks[v / gpus];
     if (v % gpus == 0) {
       rk->exps = dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
-      rk->agree_buf = NULL;
-      if (!rk->exps) {
+      rk->agree_buf =
+          dlcp_sim_coll_zalloc(sim, job->ina_ngroups, sizeof(int32_t));
+      if (!rk->exps || !rk->agree_buf) {
         rv = DLCP_ERR_NOMEM;
         break;
       }

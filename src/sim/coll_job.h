@@ -48,9 +48,10 @@ typedef struct coll_rank {
   uint32_t nnotes, notes_cap;
   float *ring_buf; /* RA-INA: the ring groups, packed, while |op| runs */
   /* INA: this rank's exponent of every group (its input's, the same in
-   * every iteration) and the buffer |op| agrees on them in (non-NULL
-   * while it runs). */
+   * every iteration) and the buffer |op| agrees on them in, while
+   * |agreeing|. */
   int32_t *exps, *agree_buf;
+  bool agreeing;
 } coll_rank;
 
 typedef struct coll_job {

@@ -169,7 +169,15 @@ bool dlcp_sim_coll_is_ina(dlcp_algo algo) {
 static void iteration_done(coll_rank *rk, dlcp_sim_ps now);
 static void ina_start(coll_rank *rk, dlcp_sim_ps now);
 
-/* The all-reduce of |rk| (RA-INA: its ring part) is DONE. */
+/* |rk|'s dlcp_coll operation is over: gone with its deadline. */
+static void op_end(coll_rank *rk) {
+  dlcp_coll_del(rk->op);
+  rk->op = NULL;
+  dlcp_sim_timer_cancel(&rk->timer);
+}
+
+/* The all-reduce of |rk| (RA-INA: its ring part; INA: its agreement on
+ * the exponents) is DONE. */
 static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
   coll_job *job = rk->job;
   dlcp_coll_result res;
@@ -178,20 +186,17 @@ static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
     job_fail(job, rk->rank, res.status, now);
     return;
   }
-  if (rk->agree_buf) {
+  if (rk->agreeing) {
     /* The exponents agreed: the switch's part of the all-reduce next. */
+    rk->agreeing = false;
     for (uint32_t g = 0; g < job->ina_ngroups; g++) {
       job->verify_errors += rk->agree_buf[g] != job->ina_exps[g];
     }
-    job->sim->mem->free(rk->agree_buf, job->sim->mem->user);
-    rk->agree_buf = NULL;
     dlcp_sim_coll_iter *it = &job->it[rk->iter];
     if (now - rk->coll_start > it->agree_ps) {
       it->agree_ps = now - rk->coll_start;
     }
-    dlcp_coll_del(rk->op);
-    rk->op = NULL;
-    dlcp_sim_timer_cancel(&rk->timer);
+    op_end(rk);
     ina_start(rk, now);
     return;
   }
@@ -210,9 +215,7 @@ static void rank_done(coll_rank *rk, dlcp_sim_ps now) {
   job->bypasses += res.bypasses;
   rk->step_hint_ns = res.step_ns;
   rk->trans_hint_ns = res.trans_ns;
-  dlcp_coll_del(rk->op);
-  rk->op = NULL;
-  dlcp_sim_timer_cancel(&rk->timer);
+  op_end(rk);
   iteration_done(rk, now);
 }
 
@@ -490,25 +493,18 @@ static void compute_done(void *obj, void *arg, dlcp_sim_ps now) {
   if (!dlcp_sim_coll_is_ina(job->algo)) {
     coll_start(rk, job->spec.kind, job->algo, rk->buf, job->count,
                DLCP_FLOAT32, DLCP_SUM, now);
-  } else if (job->spec.bytes >= job->spec.ina_min_bytes &&
-             job->spec.ina_exps_given) {
-    ina_start(rk, now);
-  } else if (job->spec.bytes >= job->spec.ina_min_bytes) {
-    /* The exponents first, with the runtime's choice of algorithm. */
-    dlcp_sim *sim = job->sim;
-    rk->agree_buf =
-        sim->mem->malloc(job->ina_ngroups * sizeof(int32_t), sim->mem->user);
-    if (!rk->agree_buf) {
-      dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
-      return;
-    }
-    memcpy(rk->agree_buf, rk->exps, job->ina_ngroups * sizeof(int32_t));
-    coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_AUTO, rk->agree_buf,
-               job->ina_ngroups, DLCP_INT32, DLCP_MAX, now);
-  } else {
+  } else if (job->spec.bytes < job->spec.ina_min_bytes) {
     /* below PANAMA's size for aggregation: the hosts' ring */
     coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_RING, rk->buf, job->count,
                DLCP_FLOAT32, DLCP_SUM, now);
+  } else if (job->spec.ina_exps_given) {
+    ina_start(rk, now);
+  } else {
+    /* The exponents first, with the runtime's choice of algorithm. */
+    memcpy(rk->agree_buf, rk->exps, job->ina_ngroups * sizeof(int32_t));
+    rk->agreeing = true;
+    coll_start(rk, DLCP_COLL_ALLREDUCE, DLCP_ALGO_AUTO, rk->agree_buf,
+               job->ina_ngroups, DLCP_INT32, DLCP_MAX, now);
   }
 }
 

@@ -25,6 +25,10 @@ static double ps_us(dlcp_sim_ps t) {
   return (double)t / 1e6;
 }
 
+static const char *host_name(const dlcp_sim *sim, uint32_t host) {
+  return sim->net.nodes[sim->net.hosts[host]].name;
+}
+
 /* The hosts a job's summary line names (summary.json has them all). */
 #define SUMMARY_HOSTS 8u
 
@@ -130,8 +134,7 @@ int dlcp_sim_write_flows_csv(const dlcp_sim *sim, FILE *f) {
   for (uint32_t k = 0; k < sim->nflows; k++) {
     const dlcp_sim_flow *fl = &sim->flows[keys[k].id];
     fprintf(f, "%u,%s,%u,%s,%s,%llu,%u,", fl->id, group_name(fl->group),
-            fl->iteration, sim->net.nodes[sim->net.hosts[fl->src]].name,
-            sim->net.nodes[sim->net.hosts[fl->dst]].name,
+            fl->iteration, host_name(sim, fl->src), host_name(sim, fl->dst),
             (unsigned long long)fl->size_bytes, fl->prio);
     if (fl->start_ps == DLCP_SIM_PS_NEVER) {
       fprintf(f, ",");
@@ -317,9 +320,8 @@ static void json_colls(const dlcp_sim *sim, FILE *f) {
             (unsigned long long)r.verify_errors, r.min_delivered, r.bypasses);
     fprintf(f, "\"hosts\": [");
     for (uint32_t k = 0; k < r.ranks; k++) {
-      uint32_t h = dlcp_sim_coll_rank_host(sim, j, k);
       fputs(k ? ", " : "", f);
-      json_str(f, sim->net.nodes[sim->net.hosts[h]].name);
+      json_str(f, host_name(sim, dlcp_sim_coll_rank_host(sim, j, k)));
     }
     fprintf(f, "], ");
     if (r.algo == DLCP_ALGO_INA || r.algo == DLCP_ALGO_RA_INA) {
@@ -664,8 +666,8 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
             r.ranks);
     /* Where the job landed: its first hosts in rank order. */
     for (uint32_t k = 0; k < r.ranks && k < SUMMARY_HOSTS; k++) {
-      uint32_t h = dlcp_sim_coll_rank_host(sim, j, k);
-      fprintf(f, "%s%s", k ? " " : "", sim->net.nodes[sim->net.hosts[h]].name);
+      fprintf(f, "%s%s", k ? " " : "",
+              host_name(sim, dlcp_sim_coll_rank_host(sim, j, k)));
     }
     if (r.ranks > SUMMARY_HOSTS) {
       fprintf(f, " ...");
