@@ -110,6 +110,13 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
     dlcp_comm_destroy(comm);
     return 1;
   }
+  if (st.machine_ranks != s->world) {
+    snprintf(rep->first_error, sizeof(rep->first_error),
+             "%llu ranks on this machine, expected %u",
+             (unsigned long long)st.machine_ranks, s->world);
+    dlcp_comm_destroy(comm);
+    return 1;
+  }
   int rv = s->body(comm, s, rep);
   dlcp_comm_destroy(comm);
   return rv;

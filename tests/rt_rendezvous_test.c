@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "dlcp/dlcp.h"
 #include "rt/clock.h"
 #include "rt/env.h"
 #include "rt/net.h"
@@ -359,6 +360,77 @@ static void test_garbage_rejected(void **state) {
   dlcp_rdzv_server_stop(srv, dlcp_rt_deadline_after(1000));
 }
 
+/* Rank 1 of a two-rank job that publishes |record| as its address. */
+typedef struct fake_rank {
+  uint16_t port;
+  const char *record;
+} fake_rank;
+
+static void *run_fake_rank(void *arg) {
+  fake_rank *f = arg;
+  dlcp_rt_env env;
+  dlcp_rdzv rdzv;
+  void *values[2];
+  size_t lens[2];
+  memset(&env, 0, sizeof(env));
+  strcpy(env.master_addr, LOOPBACK);
+  env.master_port = f->port;
+  env.rank = 1;
+  env.world_size = 2;
+  env.job = 1; /* dlcp_comm_config_default's */
+  env.rdzv_timeout_ms = 5000;
+  if (dlcp_rdzv_join(&rdzv, &env, NULL) != 0) {
+    return NULL;
+  }
+  if (dlcp_rdzv_exchange(rdzv.client, "addr", f->record,
+                         strlen(f->record) + 1, values, lens,
+                         dlcp_rt_deadline_after(5000), NULL) == 0) {
+    dlcp_rdzv_free_values(values, 2);
+  }
+  (void)dlcp_rdzv_leave(&rdzv, NULL); /* rank 0 has given up */
+  return NULL;
+}
+
+/* A rank's address record is checked field by field: rank 0 refuses to
+ * join with a peer whose record it cannot read, naming the peer. */
+static void test_address_record_checked(void **state) {
+  (void)state;
+  const struct {
+    const char *record;
+    const char *says;
+  } cases[] = {
+      {"127.0.0.1 9 1 9 machine 1234", "rank 1 published a malformed "
+                                       "machine id '1234'"},
+      {"127.0.0.1 9 1 9 machine 0123456789abcdef0123456789abcdef0123",
+       "malformed machine id"},
+      {"127.0.0.1 9 1 9 machine 01234567-89ab-cdef-0123-456789ABCDEF",
+       "malformed machine id"},
+      {"127.0.0.1 9 1 9 cpus 8", "rank 1 published an address record "
+                                 "with unknown fields ' cpus 8'"},
+      {"127.0.0.1 9 1 9 machine 01234567-89ab-cdef-0123-456789abcdef junk",
+       "unknown fields ' junk'"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fake_rank f = {.port = free_port(), .record = cases[i].record};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, run_fake_rank, &f), 0);
+    dlcp_comm_config cfg;
+    dlcp_comm_config_default(&cfg);
+    cfg.rank = 0;
+    cfg.world_size = 2;
+    cfg.master_addr = LOOPBACK;
+    cfg.master_port = f.port;
+    cfg.rdzv_timeout_ms = 5000;
+    dlcp_comm *comm = NULL;
+    char err[256] = "";
+    int rv = dlcp_comm_create(&comm, &cfg, err, sizeof(err));
+    pthread_join(th, NULL);
+    print_message("%s -> %s\n", cases[i].record, err);
+    assert_int_equal(rv, DLCP_ERR_CONFIG);
+    assert_non_null(strstr(err, cases[i].says));
+  }
+}
+
 /* A rank blocked in WAIT learns promptly that rank 0 went away. */
 static void test_server_gone(void **state) {
   dlcp_rdzv_server *srv = NULL;
@@ -436,6 +508,7 @@ int main(void) {
       cmocka_unit_test(test_duplicate_rank),
       cmocka_unit_test(test_garbage_rejected),
       cmocka_unit_test(test_server_gone),
+      cmocka_unit_test(test_address_record_checked),
       cmocka_unit_test(test_world_of_one),
       cmocka_unit_test(test_free_port_not_ephemeral),
   };

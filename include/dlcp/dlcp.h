@@ -174,6 +174,11 @@ typedef struct dlcp_comm_stats {
   uint64_t fault_dropped, fault_duplicated, fault_delayed;
   uint64_t retransmissions;
   uint64_t shm_peers;      /* peers reached through shared memory */
+  uint64_t machine_ranks;  /* this job's ranks on this machine (same
+                              kernel boot id; a rank that published none
+                              counts as here), this one included: a
+                              waiting rank yields its core at once when
+                              they outnumber the online CPUs */
   uint64_t shm_sent;       /* datagrams written to their rings */
   uint64_t shm_full;       /* dropped: the peer's ring was full (an ACK or
                               control datagram; data waits for room) */

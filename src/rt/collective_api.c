@@ -136,8 +136,13 @@ static int report(dlcp_request *req, dlcp_coll_info *info) {
   return req->info.status;
 }
 
-static bool request_done(void *arg) {
-  dlcp_request *req = arg;
+/* With the communicator's mu held (the loop's drive condition). */
+static bool request_done_locked(void *arg) {
+  const dlcp_request *req = arg;
+  return req->done;
+}
+
+static bool request_done(dlcp_request *req) {
   pthread_mutex_lock(&req->comm->mu);
   bool done = req->done;
   pthread_mutex_unlock(&req->comm->mu);
@@ -162,7 +167,7 @@ int dlcp_wait(dlcp_request *req, int timeout_ms, dlcp_coll_info *info) {
                              : dlcp_rt_deadline_after((uint64_t)timeout_ms);
   /* As in dlcp_wait_cq: drive the loop from this thread if nobody else
    * does, so the last packet of the collective wakes this thread. */
-  if (!dlcp_rt_comm_drive_until(c, request_done, req, deadline)) {
+  if (!dlcp_rt_comm_drive_until(c, request_done_locked, req, deadline)) {
     dlcp_rt_coll_await(c, req, deadline); /* another thread drives */
   }
   return request_done(req) ? report(req, info) : DLCP_ERR_PENDING;

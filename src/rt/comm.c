@@ -279,9 +279,9 @@ static void add_deadline(dlcp_comm *c, dlcp_tstamp at, dlcp_tstamp now) {
   }
 }
 
-void dlcp_rt_service_if_due(dlcp_comm *c) {
-  if (c->next_ns <= dlcp_rt_now()) {
-    dlcp_rt_service(c);
+void dlcp_rt_service_if_due(dlcp_comm *c, dlcp_tstamp now) {
+  if (c->next_ns <= now) {
+    dlcp_rt_service_at(c, now);
   }
 }
 
@@ -290,7 +290,10 @@ void dlcp_rt_service_if_due(dlcp_comm *c) {
 #define SHM_RING_RETRY_NS 20000u
 
 void dlcp_rt_service(dlcp_comm *c) {
-  dlcp_tstamp now = dlcp_rt_now();
+  dlcp_rt_service_at(c, dlcp_rt_now());
+}
+
+void dlcp_rt_service_at(dlcp_comm *c, dlcp_tstamp now) {
   maybe_pause(c, now);
   dlcp_rt_release_held(c, now);
   dlcp_tstamp next = dlcp_fault_next_release(&c->held);

@@ -13,9 +13,11 @@
 
 /*
  * dlcp_rt_comm_drive_until makes the calling thread the driver and runs
- * the loop until |ready(arg)| holds or |deadline| passes.  Returns 1 when
- * it drove, 0 if another application thread drives (the caller then waits
- * on its own condition variable).
+ * the loop until |ready(arg)| holds or |deadline| passes; |ready| is
+ * called with the communicator's mu held (it may take locks that come
+ * after mu, as a completion queue's).  Returns 1 when it drove, 0 if
+ * another application thread drives (the caller then waits on its own
+ * condition variable).
  */
 int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
                              void *arg, dlcp_tstamp deadline);

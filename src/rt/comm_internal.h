@@ -119,6 +119,13 @@ struct dlcp_comm {
    * about to sleep in epoll sees whether one came since it last looked
    * (dlcp_rt_completed). */
   uint64_t completions;
+  /* When a spinning waiter next looks at the sockets, if every peer is
+   * on a ring (drive.c); kept from one wait to the next, so that a run
+   * of short operations does not make a system call each. */
+  dlcp_tstamp next_epoll_ns;
+  /* This job's ranks on this machine outnumber its CPUs (join.c): a
+   * spinning waiter yields its core at once. */
+  bool cores_shared;
   int tfd;                /* timerfd, for that thread */
   dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
   uint8_t *scratch;
@@ -155,11 +162,13 @@ struct dlcp_comm {
 
 /* comm.c: the service pass and the peers' fate; all with |mu| held. */
 void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now);
-/* Polls every connection dry and moves the loop's deadline. */
+/* Polls every connection dry and moves the loop's deadline; _at with
+ * the time just read by the caller. */
 void dlcp_rt_service(dlcp_comm *c);
-/* dlcp_rt_service_if_due serves |c| if its deadline has passed (with mu
- * held). */
-void dlcp_rt_service_if_due(dlcp_comm *c);
+void dlcp_rt_service_at(dlcp_comm *c, dlcp_tstamp now);
+/* dlcp_rt_service_if_due serves |c| if its deadline is at or before
+ * |now| (with mu held). */
+void dlcp_rt_service_if_due(dlcp_comm *c, dlcp_tstamp now);
 /* Fails |p| for good: its transfers, its collectives, and tells the other
  * ranks (a PEER_LOST note) so their collectives name |p|. */
 void dlcp_rt_peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,

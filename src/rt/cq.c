@@ -145,6 +145,8 @@ int dlcp_poll_cq(dlcp_cq *cq, dlcp_completion *out, int max) {
   return n;
 }
 
+/* With the communicator's mu held (the loop's drive condition), which
+ * comes before the queue's as when a completion is pushed. */
 static bool cq_ready(void *arg) {
   dlcp_cq *cq = arg;
   pthread_mutex_lock(&cq->mu);

@@ -31,6 +31,11 @@
 
 #define SPIN_EPOLL_NS 20000u
 
+/* A waiter alone on its core spins this long before it yields between
+ * polls: longer than a short operation between ranks on this host takes
+ * (1-2 us), shorter than a round trip to another host. */
+#define SPIN_ALONE_NS 5000u
+
 /* When the loop is next needed: 0 at once, for transfers or collectives
  * in progress, held fault packets or control bytes still to write; with
  * none of those, when a control datagram channel next has something to
@@ -73,18 +78,6 @@ static void park(dlcp_comm *c, dlcp_tstamp until) {
   pthread_cond_timedwait(&c->lcv, &c->pmu, &ts);
 }
 
-/* Serves the rings of peers on this host when they hold something: the
- * spinning waiter's look, which saves the producers their doorbells. */
-static bool poll_rings(dlcp_comm *c) {
-  if (!c->shm_in.hdr || !dlcp_shm_pending(&c->shm_in)) {
-    return false;
-  }
-  pthread_mutex_lock(&c->mu);
-  dlcp_rt_service(c);
-  pthread_mutex_unlock(&c->mu);
-  return true;
-}
-
 /* Runs the loop once, sleeping until |deadline| or the communicator's
  * own deadline if nothing happens, and serves the latter if it passed;
  * first tells the peers on this host to ring (and serves what their rings
@@ -109,7 +102,7 @@ static void block_in_loop(dlcp_comm *c, dlcp_tstamp deadline,
   pthread_mutex_unlock(&c->mu);
   dlcp_loop_run_once(c->loop, sleep ? until : 0); /* on_woken: !sleeping */
   pthread_mutex_lock(&c->mu);
-  dlcp_rt_service_if_due(c);
+  dlcp_rt_service_if_due(c, dlcp_rt_now());
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -177,14 +170,6 @@ void dlcp_rt_completed(dlcp_comm *c) {
   }
 }
 
-/* The completions so far, read before a waiter tests its condition. */
-static uint64_t completions(dlcp_comm *c) {
-  pthread_mutex_lock(&c->mu);
-  uint64_t n = c->completions;
-  pthread_mutex_unlock(&c->mu);
-  return n;
-}
-
 /* Makes the calling thread the loop's driver, parking the loop thread;
  * returns 0 if another application thread already drives. */
 static int acquire_driver(dlcp_comm *c) {
@@ -215,6 +200,37 @@ static void release_driver(dlcp_comm *c) {
   pthread_mutex_unlock(&c->pmu);
 }
 
+/* One round of a spinning waiter at |now|: serves the rings of the peers
+ * on this host if they hold something (the spinning waiter's look, which
+ * saves the producers their doorbells) or the core's deadline if it
+ * passed, then tells whether |ready|.  A round that found the rings
+ * empty also runs the loop once, without sleeping: every round if some
+ * peer is on a socket, else every SPIN_EPOLL_NS (the sockets then carry
+ * only doorbells, failures and timers: one system call fewer per round
+ * of a core shared by several ranks). */
+static bool spin_round(dlcp_comm *c, bool (*ready)(void *arg), void *arg,
+                       bool all_rings, dlcp_tstamp now) {
+  pthread_mutex_lock(&c->mu);
+  bool rings = c->shm_in.hdr && dlcp_shm_pending(&c->shm_in);
+  if (rings) {
+    dlcp_rt_service_at(c, now);
+  } else {
+    dlcp_rt_service_if_due(c, now);
+  }
+  bool done = ready(arg);
+  pthread_mutex_unlock(&c->mu);
+  if (done || rings || (all_rings && now < c->next_epoll_ns)) {
+    return done;
+  }
+  dlcp_loop_run_once(c->loop, 0);
+  c->next_epoll_ns = now + SPIN_EPOLL_NS;
+  pthread_mutex_lock(&c->mu);
+  dlcp_rt_service_if_due(c, dlcp_rt_now());
+  done = ready(arg);
+  pthread_mutex_unlock(&c->mu);
+  return done;
+}
+
 int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
                              void *arg, dlcp_tstamp deadline) {
   if (!acquire_driver(c)) {
@@ -223,60 +239,60 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
   /* Poll before sleeping: a collective step's answer usually comes within
    * tens of microseconds, and a thread asleep in epoll needs the scheduler
    * to notice the packet and wake it (far longer on a busy core).  Yield
-   * between polls, so a peer sharing this core runs and sends it. */
-  dlcp_tstamp now = dlcp_rt_now();
-  dlcp_tstamp spin_until = now + (dlcp_tstamp)c->env.spin_us * 1000u;
+   * between polls when a peer may be waiting for this core to run and
+   * send: at once if this machine's ranks outnumber its CPUs, else once
+   * the wait is longer than a round trip on this host takes, since a
+   * system call per round doubles the time of a short operation. */
+  dlcp_tstamp start = dlcp_rt_now();
+  dlcp_tstamp spin_until = start + (dlcp_tstamp)c->env.spin_us * 1000u;
+  dlcp_tstamp yield_from = c->cores_shared ? start : start + SPIN_ALONE_NS;
   if (c->shm_in.hdr && c->env.spin_us > 0) {
-    /* This thread looks at the rings while it spins (poll_rings), so the
-     * peers on this host need not ring; it raises the flag again before
-     * it blocks (block_in_loop). */
+    /* This thread looks at the rings while it spins, so the peers on this
+     * host need not ring; it raises the flag again before it blocks
+     * (block_in_loop). */
     dlcp_shm_begin_drain(&c->shm_in);
   }
-  dlcp_tstamp next_epoll = now;
   bool all_rings = c->env.world_size > 1 &&
                    c->stats.shm_peers == c->env.world_size - 1;
-  while (!ready(arg) && now < deadline) {
+  for (dlcp_tstamp now = start; now < deadline; now = dlcp_rt_now()) {
     if (now < spin_until) {
-      /* The rings first: a poll that served them skips this round's
-       * epoll_pwait2 (a system call; what it would report waits one
-       * round).  With every peer on a ring, the sockets carry only
-       * doorbells, failures and timers, so they are looked at every
-       * SPIN_EPOLL_NS rather than on every round: one system call fewer
-       * per round of a core shared by several ranks. */
-      if (!poll_rings(c) && (!all_rings || now >= next_epoll)) {
-        dlcp_loop_run_once(c->loop, 0);
-        next_epoll = now + SPIN_EPOLL_NS;
-      }
-      pthread_mutex_lock(&c->mu);
-      dlcp_rt_service_if_due(c);
-      pthread_mutex_unlock(&c->mu);
-      if (!ready(arg)) {
-        sched_yield();
-      }
-    } else {
-      uint64_t seen = completions(c);
-      if (ready(arg)) {
+      if (spin_round(c, ready, arg, all_rings, now)) {
         break;
       }
-      block_in_loop(c, deadline, &seen);
+      if (now >= yield_from) {
+        sched_yield();
+      }
+      continue;
     }
-    now = dlcp_rt_now();
+    pthread_mutex_lock(&c->mu);
+    uint64_t seen = c->completions;
+    bool done = ready(arg);
+    pthread_mutex_unlock(&c->mu);
+    if (done) {
+      break;
+    }
+    block_in_loop(c, deadline, &seen);
   }
   release_driver(c);
   return 1;
 }
 
 /* control_settled: no live peer holds a control datagram of ours
- * unacknowledged, nor waits for our acknowledgement. */
+ * unacknowledged, nor waits for our acknowledgement (with mu held). */
 static bool control_settled(void *arg) {
   dlcp_comm *c = arg;
   bool settled = true;
-  pthread_mutex_lock(&c->mu);
   for (uint32_t r = 0; r < c->env.world_size && settled; r++) {
     const peer *p = &c->peers[r];
     settled = r == c->env.rank || p->dead_status != 0 ||
               dlcp_mlt_control_settled(p->conn);
   }
+  return settled;
+}
+
+static bool control_settled_now(dlcp_comm *c) {
+  pthread_mutex_lock(&c->mu);
+  bool settled = control_settled(c);
   pthread_mutex_unlock(&c->mu);
   return settled;
 }
@@ -287,7 +303,7 @@ void dlcp_rt_comm_drain_control(dlcp_comm *c, dlcp_tstamp deadline) {
   }
   /* Another thread drives (the loop thread comes back for the control
    * channels' deadlines, see loop_needed_at): look now and then. */
-  while (!control_settled(c) && dlcp_rt_now() < deadline) {
+  while (!control_settled_now(c) && dlcp_rt_now() < deadline) {
     struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
     nanosleep(&ms, NULL);
   }

@@ -1,8 +1,9 @@
 /*
  * join.c: joining the job.  Each rank opens its UDP paths and a TCP
- * listener, publishes "ip tcp_port k udp_port... [shm pid fd nonce]"
- * through rank 0's rendezvous store (rendezvous.h), reads everyone
- * else's, maps the shared-memory segments of the ranks on this host,
+ * listener, publishes "ip tcp_port k udp_port... [machine ID] [shm pid
+ * fd nonce]" through rank 0's rendezvous store (rendezvous.h), reads
+ * everyone else's, counts the ranks on this machine, maps the
+ * shared-memory segments of the ranks on this host,
  * exchanges topology labels, then connects to every lower rank and
  * accepts every higher one (each connection opening with the mesh hello
  * of wire/rdzv_wire.h), and finally creates one MLT connection per peer
@@ -35,11 +36,16 @@
 #include "wire/rdzv_wire.h"
 #include "wire/wire.h"
 
+/* A machine's id: its kernel's boot id, the same in every network
+ * namespace and container on it, as their CPUs are. */
+#define DLCP_MACHINE_ID_LEN 36
+
 typedef struct addr_record {
   char ip[INET_ADDRSTRLEN];
   uint16_t tcp_port;
   uint32_t k;
   uint16_t udp_port[DLCP_ENV_MAX_PATHS];
+  char machine[DLCP_MACHINE_ID_LEN + 1]; /* "": not published */
   pid_t shm_pid; /* 0: no shared-memory segment */
   int shm_fd;
   uint64_t shm_nonce;
@@ -102,6 +108,44 @@ static uint32_t segment_for(const struct sockaddr_in *to, uint32_t trailer) {
   return (uint32_t)(seg - seg % SEGMENT_ALIGN);
 }
 
+static bool machine_id_valid(const char *id) {
+  size_t len = strlen(id);
+  for (size_t i = 0; i < len; i++) {
+    char ch = id[i];
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? ch != '-' : !((ch >= '0' && ch <= '9') ||
+                             (ch >= 'a' && ch <= 'f'))) {
+      return false;
+    }
+  }
+  return len == DLCP_MACHINE_ID_LEN;
+}
+
+/* Reads this machine's id into |out|; "" if the kernel does not say. */
+static void read_machine_id(char out[DLCP_MACHINE_ID_LEN + 1]) {
+  out[0] = '\0';
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+  if (!f) {
+    return;
+  }
+  if (fscanf(f, "%36s", out) != 1 || !machine_id_valid(out)) {
+    out[0] = '\0';
+  }
+  fclose(f);
+}
+
+/* This job's ranks on the machine of rank |me|, |me| included.  A rank
+ * that published no machine id may be anywhere: it counts as here, and
+ * so does every rank if |me| has no id. */
+static uint32_t ranks_here(const addr_record *recs, uint32_t n, uint32_t me) {
+  uint32_t here = 0;
+  for (uint32_t r = 0; r < n; r++) {
+    here += recs[me].machine[0] == '\0' || recs[r].machine[0] == '\0' ||
+            strcmp(recs[r].machine, recs[me].machine) == 0;
+  }
+  return here;
+}
+
 static int parse_record(addr_record *r, const char *text, uint32_t rank,
                         dlcp_errbuf *eb) {
   memset(r, 0, sizeof(*r));
@@ -128,9 +172,21 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
   }
   r->tcp_port = (uint16_t)tcp;
   r->k = k;
+  /* Optional: the kernel the rank runs on. */
+  int n = 0;
+  if (sscanf(s, " machine %36s%n", r->machine, &n) == 1) {
+    if (!machine_id_valid(r->machine)) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                             "rank %u published a malformed machine id "
+                             "'%.40s'",
+                             rank, r->machine);
+    }
+    s += n;
+  }
   /* Optional: the shared-memory segment of a rank on loopback. */
   long pid;
-  int fd, n = 0;
+  int fd;
+  n = 0;
   unsigned long long nonce;
   if (sscanf(s, " shm %ld %d %llx%n", &pid, &fd, &nonce, &n) == 3) {
     if (pid <= 0 || pid > INT32_MAX || fd < 0 || s[n] != '\0') {
@@ -142,6 +198,11 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
     r->shm_pid = (pid_t)pid;
     r->shm_fd = fd;
     r->shm_nonce = (uint64_t)nonce;
+  } else if (*s != '\0') {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "rank %u published an address record with "
+                           "unknown fields '%.60s'",
+                           rank, s);
   }
   return 0;
 }
@@ -397,6 +458,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     return rv;
   }
   if (env->world_size == 1) {
+    c->stats.machine_ranks = 1;
     return 0;
   }
   /* The control listener exists before anyone can learn its port. */
@@ -420,12 +482,18 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     return rv;
   }
   open_shm_segment(c);
-  char mine[128 + 8 * DLCP_ENV_MAX_PATHS];
+  char mine[192 + 8 * DLCP_ENV_MAX_PATHS];
   int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
                      (unsigned)ntohs(sin.sin_port), env->paths);
   for (uint32_t i = 0; i < env->paths; i++) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
                     (unsigned)c->udp.port[i]);
+  }
+  char machine[DLCP_MACHINE_ID_LEN + 1];
+  read_machine_id(machine);
+  if (machine[0]) {
+    len += snprintf(mine + len, sizeof(mine) - (size_t)len, " machine %s",
+                    machine);
   }
   if (c->shm_in.hdr) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " shm %ld %d %llx",
@@ -444,6 +512,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   }
   rv = dlcp_rdzv_exchange(c->rdzv.client, "addr", mine, (size_t)len + 1,
                           values, lens, deadline, eb);
+  bool exchanged = rv == 0;
   for (uint32_t r = 0; rv == 0 && r < env->world_size; r++) {
     rv = parse_record(&recs[r], values[r], r, eb);
     peer *p = &c->peers[r];
@@ -459,8 +528,15 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
       map_peer_segment(c, p, &recs[r]);
     }
   }
+  if (exchanged) {
+    dlcp_rdzv_free_values(values, env->world_size); /* parsed into recs */
+  }
   if (rv == 0) {
-    dlcp_rdzv_free_values(values, env->world_size);
+    /* A waiting rank lets the others run if they outnumber the CPUs
+     * (drive.c). */
+    c->stats.machine_ranks = ranks_here(recs, env->world_size, env->rank);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    c->cores_shared = cpus <= 0 || (long)c->stats.machine_ranks > cpus;
     rv = exchange_topology(c, deadline, eb);
   }
   if (rv == 0) {
