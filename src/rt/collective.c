@@ -288,7 +288,7 @@ static void fail_run(dlcp_comm *c, coll_run *run, int status,
 
 static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
                      dlcp_tstamp now) {
-  op *o = calloc(1, sizeof(*o));
+  op *o = dlcp_rt_zalloc(sizeof(*o));
   if (!o) {
     return DLCP_ERR_NOMEM;
   }
@@ -928,8 +928,9 @@ int dlcp_rt_coll_start(dlcp_comm *c, dlcp_coll_params *p,
   int rv = dlcp_rt_coll_start_locked(c, p, opts, c->coll->next_id, preq);
   if (rv == 0) {
     c->coll->next_id++;
-    /* Start it right away from this thread, like a point-to-point post. */
-    dlcp_rt_service(c);
+    /* Start it right away from this thread, like a point-to-point post,
+     * at the time it was stamped with. */
+    dlcp_rt_service_at(c, (*preq)->started_ns);
   }
   pthread_mutex_unlock(&c->mu);
   return rv;
@@ -939,8 +940,8 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
                               const dlcp_coll_opts *opts, uint32_t id,
                               dlcp_request **preq) {
   uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
-  dlcp_request *req = calloc(1, sizeof(*req));
-  coll_run *run = calloc(1, sizeof(*run));
+  dlcp_request *req = dlcp_rt_zalloc(sizeof(*req));
+  coll_run *run = dlcp_rt_zalloc(sizeof(*run));
   if (!req || !run) {
     free(req);
     free(run);

@@ -297,7 +297,7 @@ void dlcp_rt_service_at(dlcp_comm *c, dlcp_tstamp now) {
   maybe_pause(c, now);
   dlcp_rt_release_held(c, now);
   dlcp_tstamp next = dlcp_fault_next_release(&c->held);
-  if (dlcp_rt_drain_rings(c)) {
+  if (dlcp_rt_drain_rings(c, now)) {
     next = now; /* more in the rings: come back at once */
   }
   /* Collectives turn finished transfers into new ones, which the
@@ -771,7 +771,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
       !(loss_bound >= 0.0 && loss_bound < 1.0)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  op *o = calloc(1, sizeof(*o));
+  op *o = dlcp_rt_zalloc(sizeof(*o));
   if (!o) {
     return DLCP_ERR_NOMEM;
   }

@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "coll/coll.h"
 #include "dlcp/dlcp.h"
@@ -26,6 +28,17 @@
 #include "rt/shm.h"
 #include "rt/udp.h"
 #include "wire/wire.h"
+
+/* A zeroed object for one operation (a request, a run, a transfer):
+ * glibc's calloc bypasses the per-thread cache that makes allocating
+ * them for every operation cheap, malloc does not. */
+static inline void *dlcp_rt_zalloc(size_t size) {
+  void *p = malloc(size);
+  if (p) {
+    memset(p, 0, size);
+  }
+  return p;
+}
 
 #define SCRATCH_LEN DLCP_WIRE_CTRL_MAX
 
@@ -205,8 +218,9 @@ void dlcp_rt_flush_datagrams(dlcp_comm *c);
 void dlcp_rt_release_held(dlcp_comm *c, dlcp_tstamp now);
 void dlcp_rt_drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
                              dlcp_tstamp now);
-/* Reads the rings of the peers on this host; true if some are left. */
-bool dlcp_rt_drain_rings(dlcp_comm *c);
+/* Reads the rings of the peers on this host, the first pass at |now|;
+ * true if some are left. */
+bool dlcp_rt_drain_rings(dlcp_comm *c, dlcp_tstamp now);
 /* The loop callback of a UDP path (user: the communicator). */
 void dlcp_rt_on_udp(dlcp_loop *loop, int fd, uint32_t events, void *user);
 

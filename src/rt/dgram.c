@@ -213,7 +213,7 @@ void dlcp_rt_drain_peer_ring(dlcp_comm *c, peer *p, uint32_t max,
 
 /* Reads every ring of the peers on this host.  Bounded: returns true if
  * slots are left for the next call. */
-bool dlcp_rt_drain_rings(dlcp_comm *c) {
+bool dlcp_rt_drain_rings(dlcp_comm *c, dlcp_tstamp now) {
   if (!c->shm_in.hdr) {
     return false;
   }
@@ -221,7 +221,9 @@ bool dlcp_rt_drain_rings(dlcp_comm *c) {
    * drive the loop (a collective's start, the loop thread's first pass)
    * while the driver sleeps in epoll and needs the doorbell. */
   for (int pass = 0; pass < 4; pass++) {
-    dlcp_tstamp now = dlcp_rt_now();
+    if (pass > 0) {
+      now = dlcp_rt_now();
+    }
     for (uint32_t r = 0; r < c->env.world_size; r++) {
       if (r != c->env.rank) {
         dlcp_rt_drain_peer_ring(c, &c->peers[r], DLCP_SHM_SLOTS, now);

@@ -882,7 +882,7 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
 int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
                       uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
                       bool ra, dlcp_request **preq) {
-  dlcp_request *req = calloc(1, sizeof(*req));
+  dlcp_request *req = dlcp_rt_zalloc(sizeof(*req));
   dlcp_rt_ina_op *iop = calloc(1, sizeof(*iop));
   dlcp_coll_info *info;
   dlcp_rt_ina *s;
