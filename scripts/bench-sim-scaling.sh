@@ -2,7 +2,7 @@
 # bench-sim-scaling.sh: dlcp-sim's CPU cost per packet-hop from 16 to
 # 1,024 hosts.
 #
-#   scripts/bench-sim-scaling.sh [BUILD_DIR] [RUNS]
+#   scripts/bench-sim-scaling.sh [BUILD_DIR] [RUNS] [NS3_PROGRAM]
 #
 # Two families of topologies at the default scenario's link speed, RTT,
 # buffers and ECN threshold (100 Gbps, 24 us base RTT, 512 KB ports, ECN at
@@ -18,9 +18,19 @@
 # packet-hops (packets sent on any link, host NICs included).  Writes
 # BUILD_DIR/bench-sim/scaling.csv and scaling.md, and (with matplotlib)
 # scaling.png; prints the table.
+#
+# With NS3_PROGRAM (bench/ns3/dctcp_leaf_spine_ps, built by
+# bench/ns3/build.sh; bench-sim.sh passes it) every leaf-spine also runs
+# once in ns-3 as the peer: the same topology, the same flows (dlcp-sim's,
+# from its flows.csv: source, destination, size, start) and DCTCP's
+# settings, its packet-hops counted by ns-3 and its CPU time that of the
+# workload (the connections' warm-up excluded).  Writes scaling-ns3.csv
+# and a second table, ns-3's growth beside dlcp-sim's; minutes of CPU at
+# 1,024 hosts.
 set -eu
 build=${1:-build}
 runs=${2:-3}
+ns3=${3:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work="$build/bench-sim/scaling"
 speed="$build/bin/bench-sim_speed"
@@ -66,6 +76,28 @@ measure() {
   tail -1 "$csv"
 }
 
+ns3csv="$build/bench-sim/scaling-ns3.csv"
+echo "hosts,flows,packet_hops,cpu_s,ns_per_hop" > "$ns3csv"
+# measure_ns3 TORS NAME: the leaf-spine NAME's flows in ns-3.
+measure_ns3() {
+  "$build/bin/dlcp-sim" "$work/$2.yaml" --out "$work/$2.dlcp" > /dev/null
+  # flows.csv: id,group,iteration,src,dst,size_bytes,priority,start_us,...
+  awk -F, 'NR > 1 { printf "%d %d %d %.0f\n", substr($4, 2), substr($5, 2),
+                    $6, $8 * 1000 }' "$work/$2.dlcp/flows.csv" \
+    > "$work/$2.flows"
+  "$ns3" --tors="$1" --hostsPerTor=16 --spines=16 --bytes=1 \
+    --flows="$work/$2.flows" --countHops=1 > "$work/$2.ns3"
+  awk -v hosts=$(($1 * 16)) '
+    /^flows / { split($2, f, "/"); flows = f[2]; done = f[1] }
+    /^packet_hops / { hops = $2 }
+    /^cpu_s / { cpu = $2 }
+    END {
+      if (done != flows) { print "ns-3: " done " of " flows " flows finished" > "/dev/stderr"; exit 1 }
+      printf "%d,%d,%d,%.3f,%.1f\n", hosts, flows, hops, cpu, cpu * 1e9 / hops
+    }' "$work/$2.ns3" >> "$ns3csv"
+  tail -1 "$ns3csv"
+}
+
 for k in 4 6 8 10 12 14 16; do
   scenario "fat-tree-k$k" "  kind: fat_tree
   k: $k"
@@ -77,6 +109,9 @@ for tors in 1 4 16 36 64; do
   hosts_per_tor: 16
   spines: 16"
   measure leaf_spine $((tors * 16)) $((tors + 16)) "leaf-spine-$tors"
+  if [ -n "$ns3" ]; then
+    measure_ns3 "$tors" "leaf-spine-$tors"
+  fi
 done
 
 # The table: each size's cost beside the same family's 16-host cost.
@@ -95,10 +130,29 @@ awk -F, 'NR > 1 {
 rm -f "$md.rows"
 echo
 cat "$md"
+if [ -n "$ns3" ]; then
+  # ns-3 beside dlcp-sim's leaf-spine rows, each against its 16 hosts.
+  awk -F, 'NR == FNR { if (FNR > 1 && $1 == "leaf_spine") dlcp[$2] = $10; next }
+    FNR > 1 {
+      if (!base) { base = $5; dbase = dlcp[$1] }
+      printf "| %d | %d | %.1f M | %.1f s | %.0f | %.2fx | %.0f | %.2fx | %.0fx |\n",
+             $1, $2, $3 / 1e6, $4, $5, $5 / base, dlcp[$1], dlcp[$1] / dbase,
+             $5 / dlcp[$1]
+    }' "$csv" "$ns3csv" > "$md.ns3"
+  {
+    echo
+    echo "| hosts (leaf-spine) | flows | ns-3 packet-hops | ns-3 CPU | ns-3 ns/packet-hop | ns-3 vs 16 hosts | dlcp-sim ns/packet-hop | dlcp-sim vs 16 hosts | ns-3 / dlcp-sim |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    cat "$md.ns3"
+  } >> "$md"
+  rm -f "$md.ns3"
+  tail -8 "$md"
+fi
 
 py=/usr/bin/python3
 if "$py" -c 'import matplotlib' 2>/dev/null; then
-  "$py" "$root/scripts/plot-sim-scaling.py" "$csv" "$build/bench-sim/scaling.png"
+  "$py" "$root/scripts/plot-sim-scaling.py" "$csv" "$build/bench-sim/scaling.png" \
+    ${ns3:+"$ns3csv"}
   echo "plot: $build/bench-sim/scaling.png"
 else
   echo "bench-sim-scaling.sh: no matplotlib (apt-get install -y python3-matplotlib), no plot" >&2

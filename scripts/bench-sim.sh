@@ -32,7 +32,9 @@
 #    first push, its connection warm-up excluded) and the FCTs, and shows
 #    how much the FCTs move with the ECMP hash alone (dlcp-sim seeds 1-5).
 # 4. scripts/bench-sim-scaling.sh: CPU ns per packet-hop, fat trees k = 4
-#    to 16 and leaf-spines of 16 to 1,024 hosts, same per-host load.
+#    to 16 and leaf-spines of 16 to 1,024 hosts, same per-host load; the
+#    leaf-spines' flows in ns-3 too, once each (its growth beside
+#    dlcp-sim's).
 #
 # Needs: a CMake build of this tree in BUILD_DIR (default build), and ns-3
 # (apt-get install -y libns3-dev ns3).  Work files go to BUILD_DIR/bench-sim.
@@ -209,5 +211,5 @@ cat "$work/ls-seeds.txt"
 case " $parts " in *" scaling "*)
 echo
 echo "== cost per packet-hop, 16 to 1,024 hosts =="
-"$root/scripts/bench-sim-scaling.sh" "$build" 3
+"$root/scripts/bench-sim-scaling.sh" "$build" 3 "$ns3ls"
 ;; esac

@@ -40,6 +40,15 @@
  * the last byte.  One connection per flow, as dlcp-sim starts every flow
  * with a fresh window and alpha.
  *
+ * With --flows=FILE the workload is instead the flows FILE lists, one per
+ * line as "src dst bytes start_ns" (hosts numbered rack-major, as
+ * dlcp-sim numbers a leaf-spine's; the start counted from the workload's),
+ * each independent of the others: scripts/bench-sim-scaling-ns3.sh feeds
+ * it the background flows of dlcp-sim's scaling scenarios, and
+ * --countHops=1 counts the packets every device puts on its link from the
+ * workload's start ("packet_hops N"), the unit of dlcp-sim's cost per
+ * packet-hop.
+ *
  * Output (stdout): "fct id src dst bytes fct_us timeouts retransmits
  * recoveries" per flow (fct_us -1: not finished; timeouts: entries into
  * ns-3's CA_LOSS, recoveries: into CA_RECOVERY, retransmits: data
@@ -197,10 +206,14 @@ struct Barrier {
   std::vector<uint32_t> release;
 };
 
+/* A flow's barrier when it has none (--flows). */
+constexpr uint32_t kNoBarrier = UINT32_MAX;
+
 struct Flow {
   uint32_t src, dst;
   uint64_t bytes;
   uint32_t barrier; /* the barrier this flow's finish counts towards */
+  Time at;          /* its start after the workload's (--flows) */
   Ptr<Socket> socket;
   bool connected = false;
   Time start;
@@ -285,8 +298,36 @@ public:
     cpu_t0 = CpuSeconds();
     wall_t0 = std::chrono::steady_clock::now();
     for (uint32_t id : first) {
-      StartFlow(id);
+      if (flows[id].at.IsZero()) {
+        StartFlow(id);
+      } else {
+        Simulator::Schedule(flows[id].at, &PsJob::StartFlow, this, id);
+      }
     }
+  }
+
+  /* The flows of FILE ("src dst bytes start_ns" per line), each on its
+   * own; false if a line does not parse or names no host. */
+  bool Load(const std::string &path, uint32_t hosts) {
+    FILE *f = std::fopen(path.c_str(), "r");
+    if (!f) {
+      return false;
+    }
+    unsigned src, dst;
+    unsigned long long bytes, start_ns;
+    int n;
+    while ((n = std::fscanf(f, "%u %u %llu %llu", &src, &dst, &bytes,
+                            &start_ns)) == 4) {
+      if (src >= hosts || dst >= hosts || src == dst || bytes == 0) {
+        std::fclose(f);
+        return false;
+      }
+      uint32_t id = Add(src, dst, bytes, kNoBarrier);
+      flows[id].at = NanoSeconds(static_cast<int64_t>(start_ns));
+      first.push_back(id);
+    }
+    std::fclose(f);
+    return n == EOF && !flows.empty();
   }
 
 private:
@@ -333,6 +374,9 @@ private:
     f.socket->Close();
     finished++;
     last_finish = Simulator::Now();
+    if (f.barrier == kNoBarrier) {
+      return;
+    }
     Barrier &b = barriers[f.barrier];
     if (--b.remaining > 0) {
       return;
@@ -390,6 +434,13 @@ void Drain(Ptr<Socket> s) {
   }
 }
 bool AcceptAll(Ptr<Socket>, const Address &) { return true; }
+
+/* Packets put on a link since the workload started (--countHops). */
+uint64_t g_hops = 0;
+const PsJob *g_job = nullptr;
+void CountHop(Ptr<const Packet>) {
+  g_hops += !g_job->t0.IsZero();
+}
 void Accepted(Ptr<Socket> s, const Address &) {
   s->SetRecvCallback(MakeCallback(&Drain));
 }
@@ -410,6 +461,8 @@ int main(int argc, char **argv) {
   uint32_t nic_pkts = 5400; /* 8 MB */
   uint32_t warmup_gap_ns = 100;
   uint64_t salt = 1;
+  std::string flows_file;
+  bool count_hops = false;
   CommandLine cmd;
   cmd.AddValue("tors", "racks", tors);
   cmd.AddValue("hostsPerTor", "hosts per rack", hosts_per_tor);
@@ -432,8 +485,18 @@ int main(int argc, char **argv) {
   cmd.AddValue("salt", "ECMP hash salt", salt);
   cmd.AddValue("warmupGapNs", "gap between the warm-up's SYNs (ns)",
                warmup_gap_ns);
+  cmd.AddValue("flows",
+               "FILE of independent flows, \"src dst bytes start_ns\" per "
+               "line, instead of the PS job",
+               flows_file);
+  cmd.AddValue("countHops", "count the packets put on links (packet_hops)",
+               count_hops);
   cmd.Parse(argc, argv);
   uint32_t hosts = tors * hosts_per_tor;
+  if (!flows_file.empty()) {
+    workers = 1; /* the PS job's checks below pass; it is not built */
+    servers = 1;
+  }
   if (tors == 0 || hosts_per_tor == 0 || spines == 0 || servers == 0 ||
       workers == 0 || workers + servers > hosts || iterations == 0 ||
       model_bytes < servers || hosts > 65000) {
@@ -542,8 +605,22 @@ int main(int argc, char **argv) {
     }
   }
   PsJob job;
-  job.Build(order, workers, servers, model_bytes, iterations,
-            MicroSeconds(1) * compute_us);
+  if (flows_file.empty()) {
+    job.Build(order, workers, servers, model_bytes, iterations,
+              MicroSeconds(1) * compute_us);
+  } else if (!job.Load(flows_file, hosts)) {
+    std::cerr << "dctcp_leaf_spine_ps: " << flows_file
+              << ": expected lines \"src dst bytes start_ns\" with hosts "
+                 "below "
+              << hosts << "\n";
+    return 2;
+  }
+  if (count_hops) {
+    g_job = &job;
+    Config::ConnectWithoutContext(
+        "/NodeList/*/DeviceList/*/$ns3::PointToPointNetDevice/PhyTxBegin",
+        MakeCallback(&CountHop));
+  }
 
   const uint16_t port = 5000;
   for (uint32_t h = 0; h < hosts; h++) {
@@ -584,6 +661,9 @@ int main(int argc, char **argv) {
               static_cast<unsigned long long>(drops),
               static_cast<unsigned long long>(marks));
   std::printf("flows %u/%zu\n", job.finished, job.flows.size());
+  if (count_hops) {
+    std::printf("packet_hops %llu\n", static_cast<unsigned long long>(g_hops));
+  }
   std::printf("cpu_s %.3f\n", cpu1 - job.cpu_t0);
   std::printf("cpu_run_s %.3f\n", cpu1 - cpu0);
   std::printf("wall_s %.3f\n",
