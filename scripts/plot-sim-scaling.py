@@ -29,12 +29,17 @@ def family(rows, fam):
                   for r in rows if r["family"] == fam)
 
 
-def hosts_axis(ax):
+def finish(ax, ylabel, title):
+    """Hosts on a log axis, the cost from 0, labels and legend."""
     ax.set_xscale("log", base=2)
     ax.set_xticks(TICKS)
     ax.set_xticklabels([str(t) for t in TICKS])
     ax.set_xlabel("hosts")
     ax.grid(True, alpha=0.3)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
 
 
 def main():
@@ -56,11 +61,8 @@ def main():
         ax.axhline(1.5 * ns[0], color=line[0].get_color(), linestyle=":",
                    linewidth=1,
                    label="1.5 x its 16-host cost (target bound)")
-    hosts_axis(ax)
-    ax.set_ylim(bottom=0)
-    ax.set_ylabel("CPU ns per packet-hop (median; bars: min-max)")
-    ax.set_title("dlcp-sim: DCTCP, web-search traffic at 30 % load per host")
-    ax.legend(fontsize=8)
+    finish(ax, "CPU ns per packet-hop (median; bars: min-max)",
+           "dlcp-sim: DCTCP, web-search traffic at 30 % load per host")
     if ns3:
         ax = axes[0][1]
         for fam in ("fat_tree", "leaf_spine"):
@@ -74,11 +76,8 @@ def main():
                 label="ns-3, the same leaf-spines and flows (one run each)")
         ax.axhline(1.5, color="gray", linestyle=":", linewidth=1,
                    label="1.5x (issue 16's bound)")
-        hosts_axis(ax)
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("CPU per packet-hop / its own at 16 hosts")
-        ax.set_title("Growth of the cost per packet-hop: dlcp-sim and ns-3")
-        ax.legend(fontsize=8)
+        finish(ax, "CPU per packet-hop / its own at 16 hosts",
+               "Growth of the cost per packet-hop: dlcp-sim and ns-3")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     return 0
