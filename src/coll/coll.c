@@ -631,6 +631,23 @@ static void reset_exec(dlcp_coll *op) {
   }
 }
 
+/* The start of an operation's run for |p| at |now|, for a new operation
+ * and a reused one alike: its parameters (the bypass's alpha defaulted),
+ * no status or failed peer yet, no note awaited. */
+static void begin(dlcp_coll *op, const dlcp_coll_params *p, dlcp_tstamp now) {
+  op->p = *p;
+  if (op->p.bypass_alpha == 0.0) {
+    op->p.bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
+  }
+  op->status = 0;
+  op->failed_peer = -1;
+  op->start_ns = now;
+  op->progress_ns = now;
+  op->end_ns = 0;
+  op->awaited_note = COLL_NO_STEP;
+  op->phase = COLL_PHASE_RUN;
+}
+
 /* Whether |op|'s plan is the one |p| (whose geometry is |g|) needs, and
  * nothing in it changes as it runs or depends on what |p| borrows. */
 static bool plan_fits(const dlcp_coll *op, const dlcp_coll_params *p,
@@ -675,20 +692,9 @@ int dlcp_coll_reuse(dlcp_coll *op, const dlcp_coll_params *p,
   op->prefix_step = 0;
   op->prefix_bytes = 0;
   coll_agree_free(op);
-  /* The new operation, as dlcp_coll_new sets it up. */
-  op->p = *p;
+  begin(op, p, now);
   op->p.topo = NULL;
   op->p.members = NULL;
-  if (op->p.bypass_alpha == 0.0) {
-    op->p.bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
-  }
-  op->status = 0;
-  op->failed_peer = -1;
-  op->start_ns = now;
-  op->progress_ns = now;
-  op->end_ns = 0;
-  op->awaited_note = COLL_NO_STEP;
-  op->phase = COLL_PHASE_RUN;
   op->xfer_loss = 0.0;
   coll_agree_init(op);
   int rv = setup_buffers(op);
@@ -709,20 +715,12 @@ int dlcp_coll_new(dlcp_coll **pop, const dlcp_coll_params *p,
     return DLCP_ERR_NOMEM;
   }
   op->mem = mem;
-  op->p = *p;
-  op->failed_peer = -1;
-  op->start_ns = now;
-  op->progress_ns = now;
-  op->awaited_note = COLL_NO_STEP;
-  op->phase = COLL_PHASE_RUN;
+  begin(op, p, now);
   coll_plan_init(&op->plan, mem);
   int rv = coll_params_to_geom(p, &op->g);
   coll_agree_init(op);
   if (rv != 0) {
     goto fail;
-  }
-  if (op->p.bypass_alpha == 0.0) {
-    op->p.bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
   }
   /* The caller's loss bound is end to end: at most p of the output may be
    * missing.  An element's holes anywhere make it missing everywhere, so
