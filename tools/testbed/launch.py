@@ -135,14 +135,15 @@ def mpirun_jobs(t, argv, extra):
     (an mpi_yield_when_idle in it replaces the one below)."""
     hosts = ",".join(h.ns for h in t.hosts)
     # Every emulated host runs on this machine's cores, but Open MPI sees a
-    # slot per host and busy-polls as if each rank had a core: with more
-    # hosts than cores a waiting rank then keeps the core from the peer it
-    # waits for until the scheduler's tick (a 4-host 8-byte all-reduce on
-    # 2 cores took 8 ms, 64 us yielding).  Yield as Open MPI does when it
-    # knows a node is oversubscribed, as dlcp's ranks do (join.c).
+    # slot per host and busy-polls as if each rank had a core: with as many
+    # hosts as cores or more a waiting rank then keeps the core from the
+    # peer it waits for, or from the links' packet processing, until the
+    # scheduler's tick (a 4-host 8-byte all-reduce on 2 cores took 8 ms,
+    # 64 us yielding; 2 hosts on 2 cores 8.0 ms, 39 us).  Yield as Open MPI
+    # does when it knows a node is oversubscribed.
     yield_idle = [] if "mpi_yield_when_idle" in extra else [
         "--mca", "mpi_yield_when_idle",
-        "1" if len(t.hosts) > (os.cpu_count() or 1) else "0"]
+        "1" if len(t.hosts) >= (os.cpu_count() or 1) else "0"]
     cmd = ["mpirun", "--allow-run-as-root", "-np", str(len(t.hosts)),
            "--host", hosts, "--map-by", "node",
            "--mca", "plm_rsh_agent", MPI_AGENT,
