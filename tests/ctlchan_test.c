@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -52,8 +53,8 @@ typedef struct dgram {
 static void test_exactly_once_in_order_through_a_bad_network(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN];
   for (uint32_t i = 0; i < NMSG; i++) {
     assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), false, 0), 0);
@@ -104,7 +105,7 @@ static void test_exactly_once_in_order_through_a_bad_network(void **state) {
 static void test_rto_doubles_to_the_cap(void **state) {
   (void)state;
   dlcp_ctlchan a;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], buf[64];
   assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), false, 100), 0);
   assert_int_equal(dlcp_ctlchan_deadline(&a), 100);
@@ -126,8 +127,8 @@ static void test_rto_doubles_to_the_cap(void **state) {
 static void test_window_and_selective_ack(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], d[DLCP_CTLCHAN_WINDOW + 8][64], c[64];
   for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW + 8; i++) {
     assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), false, 0), 0);
@@ -240,8 +241,8 @@ static void test_skipped_message_resent_at_once(void **state) {
                {3, 2, true}};
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
     dlcp_ctlchan a, b;
-    dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
-    dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0);
+    dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
+    dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0);
     uint8_t d[8][64];
     assert_int_equal(send_n(&a, d, cases[k].sent), cases[k].sent);
     assert_int_equal(resent_early(&a, &b, d, 1, cases[k].last_arrived),
@@ -254,7 +255,7 @@ static void test_skipped_message_resent_at_once(void **state) {
 static void test_rejects_bad_messages(void **state) {
   (void)state;
   dlcp_ctlchan a;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN] = {0};
   assert_int_equal(dlcp_ctlchan_send(&a, m, 15, false, 0),
                    DLCP_ERR_INVALID_ARGUMENT);
@@ -288,8 +289,8 @@ static size_t one_cdata(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
 static void test_reply_carries_the_ack(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0);
   uint8_t d[64], c[64];
   log rx = {.n = 0};
   size_t dl = one_cdata(&a, d, 0, 100);
@@ -327,8 +328,8 @@ static void test_reply_carries_the_ack(void **state) {
 static void test_acks_at_once_when_it_matters(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0);
   uint8_t d[DLCP_CTLCHAN_WINDOW][64], c[64];
   log rx = {.n = 0};
   size_t dl = 0;
@@ -383,8 +384,8 @@ static size_t one_cdata_as(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
 static void test_prompt_messages_acked_at_once_and_timed(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0);
   uint8_t d[4][64], c[64];
   log rx = {.n = 0, .prompt = true};
   /* Before any sample: the caller's RTO, plus the delay if not prompt. */
@@ -439,6 +440,160 @@ static void test_prompt_messages_acked_at_once_and_timed(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* Messages of arbitrary bytes, recorded whole for comparison. */
+#define PIECE 64u
+#define NBIG 40u
+typedef struct joined_log {
+  uint8_t *got[NBIG];
+  size_t len[NBIG];
+  size_t n;
+} joined_log;
+
+static bool keep_whole(void *user, const uint8_t *msg, size_t len) {
+  joined_log *l = user;
+  assert_true(l->n < NBIG);
+  l->got[l->n] = malloc(len);
+  assert_non_null(l->got[l->n]);
+  memcpy(l->got[l->n], msg, len);
+  l->len[l->n++] = len;
+  return false;
+}
+
+static size_t big_len(uint32_t i) {
+  return 16 + (size_t)i * 37 % 1000; /* 16 .. 1015 bytes: 1 to 16 pieces */
+}
+
+static uint8_t big_byte(uint32_t i, size_t k) {
+  return (uint8_t)(i * 131u + k * 7u);
+}
+
+/* Messages longer than the piece size go in pieces (no datagram over a
+ * piece plus its header), each retransmitted on its own, and arrive
+ * whole, in order, exactly once through loss, duplication and reversal;
+ * only a message's last piece may be prompt. */
+static void test_pieces_joined_through_a_bad_network(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, PIECE);
+  static uint8_t m[1024];
+  uint32_t pieces = 0;
+  for (uint32_t i = 0; i < NBIG; i++) {
+    for (size_t k = 0; k < big_len(i); k++) {
+      m[k] = big_byte(i, k);
+    }
+    uint32_t before = a.count;
+    assert_int_equal(dlcp_ctlchan_send(&a, m, big_len(i), true, 0), 0);
+    assert_int_equal(a.count - before, (big_len(i) + PIECE - 1) / PIECE);
+    for (uint32_t j = before; j < a.count; j++) {
+      const dlcp_ctlchan_out *o = &a.out[(a.head + j) & (a.cap - 1)];
+      assert_int_equal(o->prompt, j + 1 == a.count);
+    }
+    pieces += a.count - before;
+  }
+  joined_log rx = {.n = 0};
+  dlcp_rng rng;
+  dlcp_rng_seed(&rng, 5);
+  static struct {
+    uint8_t b[DLCP_WIRE_CDATA_HDR_LEN + PIECE];
+    size_t len;
+    int to;
+  } net[256];
+  dlcp_tstamp now = 0;
+  for (int step = 0; step < 10000 && rx.n < NBIG; step++) {
+    size_t nnet = 0;
+    dlcp_ssize len;
+    while (nnet < 128 &&
+           (len = dlcp_ctlchan_poll(&a, net[nnet].b, sizeof(net[0].b), RTO,
+                                    MAX_RTO, now)) > 0) {
+      net[nnet].len = (size_t)len;
+      net[nnet++].to = 1;
+    }
+    while (nnet < 256 &&
+           (len = dlcp_ctlchan_poll(&b, net[nnet].b, sizeof(net[0].b), RTO,
+                                    MAX_RTO, now)) > 0) {
+      net[nnet].len = (size_t)len;
+      net[nnet++].to = 0;
+    }
+    /* 30 % lost, 20 % twice, delivered in reverse order. */
+    for (size_t k = nnet; k-- > 0;) {
+      if (dlcp_rng_unit(&rng) < 0.3) {
+        continue;
+      }
+      int copies = dlcp_rng_unit(&rng) < 0.2 ? 2 : 1;
+      for (int c = 0; c < copies; c++) {
+        dlcp_ctlchan *to = net[k].to ? &b : &a;
+        assert_int_equal(dlcp_ctlchan_on_datagram(to, net[k].b, net[k].len,
+                                                  keep_whole, &rx, now),
+                         0);
+      }
+    }
+    now += RTO / 4;
+  }
+  assert_int_equal(rx.n, NBIG);
+  for (uint32_t i = 0; i < NBIG; i++) {
+    assert_int_equal(rx.len[i], big_len(i));
+    for (size_t k = 0; k < big_len(i); k++) {
+      assert_int_equal(rx.got[i][k], big_byte(i, k));
+    }
+    free(rx.got[i]);
+  }
+  assert_true(pieces > 4 * NBIG);
+  assert_true(a.retransmissions > 0);
+  assert_null(b.joined);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
+/* Hand-made CDATA |cseq| of |len| bytes with |rest| to come. */
+static size_t piece(uint8_t *d, uint32_t cseq, uint32_t rest, size_t len) {
+  dlcp_ssize n = dlcp_wire_cdata_encode_header(
+      d, DLCP_WIRE_CDATA_HDR_LEN + len, 7, cseq, 0, rest, len);
+  assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN);
+  memset(d + n, (int)cseq, len);
+  return DLCP_WIRE_CDATA_HDR_LEN + len;
+}
+
+/* Pieces that disagree on their message's length drop it, say so, and
+ * leave the channel working; the pieces are acknowledged all the same
+ * (they did arrive), so the sender does not repeat them forever. */
+static void test_pieces_that_disagree_dropped(void **state) {
+  (void)state;
+  dlcp_ctlchan b;
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, PIECE);
+  joined_log rx = {.n = 0};
+  uint8_t d[DLCP_WIRE_CDATA_HDR_LEN + 64];
+  /* 10 bytes of 110, then a last piece of 20: 30 is not 110. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d, piece(d, 0, 100, 10),
+                                            keep_whole, &rx, 0),
+                   0);
+  assert_non_null(b.joined);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d, piece(d, 1, 0, 20),
+                                            keep_whole, &rx, 0),
+                   DLCP_ERR_BAD_LENGTH);
+  assert_null(b.joined);
+  assert_int_equal(rx.n, 0);
+  assert_int_equal(b.next, 2);
+  /* A whole message, then one of two pieces that agree: delivered. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d, piece(d, 2, 0, 16),
+                                            keep_whole, &rx, 0),
+                   0);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d, piece(d, 3, 30, 40),
+                                            keep_whole, &rx, 0),
+                   0);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d, piece(d, 4, 0, 30),
+                                            keep_whole, &rx, 0),
+                   0);
+  assert_int_equal(rx.n, 2);
+  assert_int_equal(rx.len[0], 16);
+  assert_int_equal(rx.len[1], 70);
+  assert_int_equal(rx.got[1][0], 3);
+  assert_int_equal(rx.got[1][69], 4);
+  free(rx.got[0]);
+  free(rx.got[1]);
+  dlcp_ctlchan_fini(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exactly_once_in_order_through_a_bad_network),
@@ -449,6 +604,8 @@ int main(void) {
       cmocka_unit_test(test_reply_carries_the_ack),
       cmocka_unit_test(test_acks_at_once_when_it_matters),
       cmocka_unit_test(test_prompt_messages_acked_at_once_and_timed),
+      cmocka_unit_test(test_pieces_joined_through_a_bad_network),
+      cmocka_unit_test(test_pieces_that_disagree_dropped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

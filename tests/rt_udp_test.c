@@ -3,7 +3,8 @@
  * itself on loopback.  Header-and-payload datagrams (DATA) keep their
  * order and bytes; a whole control datagram longer than a header (CDATA,
  * written into a scratch buffer the caller reuses at once) arrives whole,
- * in order, with the bytes it had when queued; a trailer (an auth tag)
+ * in order, with the bytes it had when queued, and the pieces of a long
+ * control message leave together; a trailer (an auth tag)
  * given with either follows its last byte.  The ECN bits a datagram
  * arrives with are read, batch or one by one: Congestion Experienced
  * (set here by the sender itself, as a switch would) is reported, ECT(0)
@@ -145,6 +146,37 @@ static void test_runs_of_equal_datagrams_arrive_one_by_one(void **state) {
   dlcp_udp_close(&u);
 }
 
+/* The pieces of a long control message (whole datagrams written one after
+ * another into the same scratch buffer) wait in the batch, copied, and
+ * leave together at the flush: nothing before it, then each piece whole,
+ * in order, with the bytes it had when queued. */
+static void test_whole_datagrams_leave_together(void **state) {
+  (void)state;
+  dlcp_udp u;
+  struct sockaddr_in self = open_to_self(&u);
+  enum { N = 20, PIECE = 1472 };
+  uint8_t scratch[PIECE];
+  for (int k = 0; k < N; k++) {
+    memset(scratch, 0x40 + k, sizeof(scratch));
+    dlcp_udp_queue(&u, 0, &self, scratch, k == N - 1 ? 100 : sizeof(scratch),
+                   NULL, 0, NULL, 0);
+  }
+  memset(scratch, 0xff, sizeof(scratch));
+  struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
+  assert_int_equal(poll(&pfd, 1, 0), 0);
+  dlcp_udp_flush(&u);
+  for (int k = 0; k < N; k++) {
+    size_t len;
+    const uint8_t *d = next_datagram(&u, &len);
+    assert_int_equal(len, k == N - 1 ? 100 : PIECE);
+    assert_int_equal(d[0], 0x40 + k);
+    assert_int_equal(d[len - 1], 0x40 + k);
+  }
+  assert_int_equal(u.sent, N);
+  assert_int_equal(u.send_errors, 0);
+  dlcp_udp_close(&u);
+}
+
 /* Every received datagram says whether it was CE marked and when the kernel
  * received it: after it was sent, before it was read. */
 static void test_arrival_is_read(void **state) {
@@ -258,6 +290,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
       cmocka_unit_test(test_runs_of_equal_datagrams_arrive_one_by_one),
+      cmocka_unit_test(test_whole_datagrams_leave_together),
       cmocka_unit_test(test_arrival_is_read),
       cmocka_unit_test(test_paths_leave_in_queued_order),
       cmocka_unit_test(test_path_rate_towards_this_host),

@@ -208,15 +208,16 @@ static int decode_check(uint8_t type, const uint8_t *buf, size_t len) {
     break;
   }
   case DLCP_WIRE_CDATA: {
-    uint32_t job, cseq, ack;
+    uint32_t job, cseq, ack, rest;
     const uint8_t *inner;
     size_t inner_len;
 
-    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &inner, &inner_len, buf,
-                                len);
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner, &inner_len,
+                                buf, len);
     if (rv == 0) {
       assert_ptr_equal(inner, buf + DLCP_WIRE_CDATA_HDR_LEN);
-      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, ack, inner_len);
+      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, ack, rest,
+                                        inner_len);
       memcpy(out + n, inner, inner_len);
       n += (dlcp_ssize)inner_len;
     }
@@ -271,7 +272,7 @@ static size_t make_samples(sample *s) {
     dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u};
 
     n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), 3,
-                                      UINT32_MAX, 0x80000007u,
+                                      UINT32_MAX, 0x80000007u, 0,
                                       DLCP_WIRE_PROBE_LEN);
     assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN);
     assert_int_equal(dlcp_wire_probe_encode(s[k].buf + n, 64, &pr),
@@ -1632,6 +1633,56 @@ static void test_eager_round_trip_and_errors(void **state) {
   assert_int_equal(dlcp_wire_peek(&pre, buf, 16), DLCP_ERR_BAD_LENGTH);
 }
 
+/* A CDATA carries a whole control message (rest 0) or a piece of one with
+ * the bytes of the message still to come; a piece can be one byte, and
+ * no piece may announce a message over DLCP_WIRE_CTRL_MAX. */
+static void test_cdata_pieces(void **state) {
+  (void)state;
+  uint8_t buf[64];
+  uint32_t job, cseq, ack, rest;
+  const uint8_t *inner;
+  size_t inner_len;
+
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
+                                                 1000, 1),
+                   DLCP_WIRE_CDATA_HDR_LEN);
+  buf[DLCP_WIRE_CDATA_HDR_LEN] = 0x5A;
+  assert_int_equal(dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner,
+                                          &inner_len, buf,
+                                          DLCP_WIRE_CDATA_HDR_LEN + 1),
+                   0);
+  assert_int_equal(job, 7);
+  assert_int_equal(cseq, 1);
+  assert_int_equal(ack, 2);
+  assert_int_equal(rest, 1000);
+  assert_int_equal(inner_len, 1);
+  assert_int_equal(inner[0], 0x5A);
+  /* The largest message: its first piece may announce the rest of it. */
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
+                                                 DLCP_WIRE_CTRL_MAX - 1, 1),
+                   DLCP_WIRE_CDATA_HDR_LEN);
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
+                                                 DLCP_WIRE_CTRL_MAX, 1),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
+                                                 0, 0),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  /* Decoded: one byte more than a message may have is refused. */
+  dlcp_put_u32(buf + 8, DLCP_WIRE_CTRL_MAX);
+  assert_int_equal(dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner,
+                                          &inner_len, buf,
+                                          DLCP_WIRE_CDATA_HDR_LEN + 1),
+                   DLCP_ERR_BAD_LENGTH);
+  /* An empty CDATA is no piece at all. */
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
+                                                 0, 1),
+                   DLCP_WIRE_CDATA_HDR_LEN);
+  dlcp_put_u32(buf + 12, DLCP_WIRE_CDATA_HDR_LEN);
+  assert_true(dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner,
+                                     &inner_len, buf,
+                                     DLCP_WIRE_CDATA_HDR_LEN) < 0);
+}
+
 static void test_data_decode_header_matches_whole(void **state) {
   (void)state;
   uint8_t pkt[DLCP_WIRE_DATA_HDR_LEN + 300];
@@ -1720,6 +1771,7 @@ int main(void) {
       cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_note_round_trip_and_errors),
       cmocka_unit_test(test_eager_round_trip_and_errors),
+      cmocka_unit_test(test_cdata_pieces),
       cmocka_unit_test(test_data_decode_header_matches_whole),
       cmocka_unit_test(test_mem_default),
   };

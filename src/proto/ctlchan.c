@@ -13,12 +13,16 @@
 #include "wire/wire.h"
 
 void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
-                       dlcp_duration ack_delay) {
+                       dlcp_duration ack_delay, uint32_t max_piece) {
   memset(ch, 0, sizeof(*ch));
   ch->mem = mem;
   ch->job = job;
   ch->ack_delay = ack_delay;
   ch->cack_at = DLCP_TSTAMP_NEVER;
+  const uint32_t most = DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN;
+  ch->max_piece = max_piece == 0 || max_piece > most ? most
+                  : max_piece < DLCP_CTLCHAN_MIN_PIECE ? DLCP_CTLCHAN_MIN_PIECE
+                                                      : max_piece;
 }
 
 void dlcp_ctlchan_fini(dlcp_ctlchan *ch) {
@@ -30,6 +34,7 @@ void dlcp_ctlchan_fini(dlcp_ctlchan *ch) {
   for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW; i++) {
     m->free(ch->early[i], m->user);
   }
+  m->free(ch->joined, m->user);
   memset(ch, 0, sizeof(*ch));
 }
 
@@ -52,25 +57,38 @@ static int grow(dlcp_ctlchan *ch) {
 
 int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
                       bool prompt, dlcp_tstamp now) {
-  if (len < DLCP_WIRE_PREAMBLE_LEN ||
-      len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN) {
+  if (len < DLCP_WIRE_PREAMBLE_LEN || len > DLCP_WIRE_CTRL_MAX) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  if (ch->count == ch->cap && grow(ch) != 0) {
-    return DLCP_ERR_NOMEM;
+  uint32_t npieces = (uint32_t)((len + ch->max_piece - 1) / ch->max_piece);
+  while (ch->cap - ch->count < npieces) {
+    if (grow(ch) != 0) {
+      return DLCP_ERR_NOMEM;
+    }
   }
-  uint8_t *copy = ch->mem->malloc(len, ch->mem->user);
-  if (!copy) {
-    return DLCP_ERR_NOMEM;
+  for (uint32_t k = 0; k < npieces; k++) {
+    size_t off = (size_t)k * ch->max_piece;
+    size_t plen = len - off < ch->max_piece ? len - off : ch->max_piece;
+    uint8_t *copy = ch->mem->malloc(plen, ch->mem->user);
+    if (!copy) {
+      /* Take back the pieces queued: all of the message or none. */
+      for (uint32_t j = 0; j < k; j++) {
+        ch->count--;
+        ch->mem->free(ch->out[(ch->head + ch->count) & (ch->cap - 1)].bytes,
+                      ch->mem->user);
+      }
+      return DLCP_ERR_NOMEM;
+    }
+    memcpy(copy, msg + off, plen);
+    dlcp_ctlchan_out *o = &ch->out[(ch->head + ch->count) & (ch->cap - 1)];
+    memset(o, 0, sizeof(*o));
+    o->bytes = copy;
+    o->len = (uint32_t)plen;
+    o->rest = (uint32_t)(len - off - plen);
+    o->prompt = prompt && o->rest == 0;
+    o->due = now;
+    ch->count++;
   }
-  memcpy(copy, msg, len);
-  dlcp_ctlchan_out *o = &ch->out[(ch->head + ch->count) & (ch->cap - 1)];
-  memset(o, 0, sizeof(*o));
-  o->bytes = copy;
-  o->len = (uint32_t)len;
-  o->prompt = prompt;
-  o->due = now;
-  ch->count++;
   return 0;
 }
 
@@ -127,7 +145,7 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     }
     dlcp_ssize n = dlcp_wire_cdata_encode_header(buf, buflen, ch->job,
                                                  ch->una + i, ch->next,
-                                                 o->len);
+                                                 o->rest, o->len);
     if (n < 0) {
       return n;
     }
@@ -239,16 +257,59 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   resend_skipped(ch, c);
 }
 
-static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
-                     size_t len, dlcp_ctlchan_deliver_fn deliver,
-                     void *user, dlcp_tstamp now) {
+/* Ends the message being joined. */
+static void drop_joined(dlcp_ctlchan *ch) {
+  ch->mem->free(ch->joined, ch->mem->user);
+  ch->joined = NULL;
+  ch->joined_len = ch->joined_total = 0;
+}
+
+/* Takes the next piece in order, with |rest| bytes of its message after
+ * it: a whole message goes to |deliver| as it is, pieces are joined until
+ * the last.  Returns whether deliver asked for a prompt acknowledgement.
+ * Sets *err to DLCP_ERR_BAD_LENGTH if the pieces disagree on the
+ * message's length, or to DLCP_ERR_NOMEM if there is no memory to join
+ * them (the message's pieces are then passed over and it is lost). */
+static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
+                 uint32_t rest, dlcp_ctlchan_deliver_fn deliver, void *user,
+                 int *err) {
+  if (ch->joined_total == 0) {
+    if (rest == 0) {
+      return deliver(user, msg, len);
+    }
+    ch->joined_total = (uint32_t)len + rest; /* <= CTRL_MAX: decoder */
+    ch->joined = ch->mem->malloc(ch->joined_total, ch->mem->user);
+    if (!ch->joined) {
+      *err = DLCP_ERR_NOMEM;
+    }
+  } else if (ch->joined_len + len + rest != ch->joined_total) {
+    drop_joined(ch);
+    *err = DLCP_ERR_BAD_LENGTH;
+    return false;
+  }
+  if (ch->joined) {
+    memcpy(ch->joined + ch->joined_len, msg, len);
+  }
+  ch->joined_len += (uint32_t)len;
+  if (rest > 0) {
+    return false;
+  }
+  bool prompt = ch->joined && deliver(user, ch->joined, ch->joined_total);
+  drop_joined(ch);
+  return prompt;
+}
+
+static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
+                    const uint8_t *msg, size_t len,
+                    dlcp_ctlchan_deliver_fn deliver, void *user,
+                    dlcp_tstamp now) {
   uint32_t d = seq - ch->next;
   if (d >= DLCP_CTLCHAN_WINDOW) {
     /* Already delivered (d wrapped) or beyond any window we granted: our
      * acknowledgement was lost or is late, say it again now. */
     ch->duplicates++;
     ch->cack_at = now;
-    return;
+    return 0;
   }
   if (d > 0) {
     /* A gap: the sender learns of it from the selective bits, now. */
@@ -256,25 +317,27 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     uint32_t slot = seq % DLCP_CTLCHAN_WINDOW;
     if (ch->early[slot]) {
       ch->duplicates++;
-      return;
+      return 0;
     }
     uint8_t *copy = ch->mem->malloc(len, ch->mem->user);
     if (!copy) {
-      return; /* unacknowledged in effect: it will come again */
+      return 0; /* unacknowledged in effect: it will come again */
     }
     memcpy(copy, msg, len);
     ch->early[slot] = copy;
     ch->early_len[slot] = (uint32_t)len;
+    ch->early_rest[slot] = rest;
     ch->nearly++;
-    return;
+    return 0;
   }
   /* In order: wait for a reply to carry the acknowledgement, but never
    * past the ack delay or a quarter window; filling a gap or a prompt
    * message says so now. */
+  int err = 0;
   bool now_due = ++ch->unacked_rx >= DLCP_CTLCHAN_WINDOW / 4 ||
                  holds_early(ch);
   ch->next++;
-  now_due |= deliver(user, msg, len);
+  now_due |= take(ch, msg, len, rest, deliver, user, &err);
   for (;;) {
     uint32_t slot = ch->next % DLCP_CTLCHAN_WINDOW;
     uint8_t *e = ch->early[slot];
@@ -284,7 +347,8 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
     ch->early[slot] = NULL;
     ch->nearly--;
     ch->next++;
-    now_due |= deliver(user, e, ch->early_len[slot]);
+    now_due |= take(ch, e, ch->early_len[slot], ch->early_rest[slot],
+                    deliver, user, &err);
     ch->mem->free(e, ch->mem->user);
   }
   if (now_due) {
@@ -292,6 +356,7 @@ static void on_cdata(dlcp_ctlchan *ch, uint32_t seq, const uint8_t *msg,
   } else if (ch->cack_at == DLCP_TSTAMP_NEVER) {
     ch->cack_at = now + ch->ack_delay;
   }
+  return err;
 }
 
 int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
@@ -310,15 +375,15 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
     }
     return rv;
   }
-  uint32_t job, seq;
+  uint32_t job, seq, rest;
   dlcp_wire_cack piggy = {.job = ch->job, .sack = 0};
   const uint8_t *msg;
   size_t mlen;
-  rv = dlcp_wire_cdata_decode(&job, &seq, &piggy.next, &msg, &mlen, buf,
-                              len);
+  rv = dlcp_wire_cdata_decode(&job, &seq, &piggy.next, &rest, &msg, &mlen,
+                              buf, len);
   if (rv == 0) {
     on_cack(ch, &piggy, now);
-    on_cdata(ch, seq, msg, mlen, deliver, user, now);
+    rv = on_cdata(ch, seq, rest, msg, mlen, deliver, user, now);
   }
   return rv;
 }

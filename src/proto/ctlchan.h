@@ -28,6 +28,18 @@
  * acknowledged at once: those are what the peer's window and loss
  * recovery wait on.
  *
+ * A message longer than the channel's piece size (what fills one frame
+ * of the path, as a data segment does) goes as consecutive pieces, each
+ * its own CDATA with its own sequence number, acknowledgement and
+ * retransmission; the receiver joins them in order and delivers the
+ * message once whole.  One datagram that IP fragments instead is lost
+ * with any of its fragments, and the kernel keeps the other fragments
+ * of an incomplete one for 30 s: at 1 % loss on the 4-host testbed
+ * (MTU 1500) they filled its reassembly memory and every fragmented
+ * message was dropped until they expired, a 16 KiB all-reduce taking
+ * 28 s (docs/protocol.md).  Only the last piece of a prompt message is
+ * prompt: the earlier ones are acknowledged with it.
+ *
  * A message whose answer is not a control message (a START is answered by
  * data, a BITMAP by retransmissions, a STOP or FINISH by nothing) has no
  * reply to ride on: both ends know it by its type, so it is "prompt" at
@@ -46,8 +58,11 @@
 
 #include "dlcp/dlcp_types.h"
 
-/* Messages in flight, and messages a receiver keeps ahead of a gap. */
+/* Messages (pieces) in flight, and those a receiver keeps ahead of a
+ * gap. */
 #define DLCP_CTLCHAN_WINDOW 128u
+/* The smallest piece size: a first piece holds the message's preamble. */
+#define DLCP_CTLCHAN_MIN_PIECE 64u
 /* Later messages the peer must have received before a skipped one counts
  * as lost rather than reordered. */
 #define DLCP_CTLCHAN_REORDER 3u
@@ -61,6 +76,7 @@ typedef struct dlcp_ctlchan_out {
                       transmission is due at once and keeps its timeout */
   bool resent_fast; /* ... and was made: no second one before a timeout */
   bool prompt;      /* acknowledged at once by the peer (see above) */
+  uint32_t rest;    /* bytes of its message in the pieces after it */
   bool resent;      /* sent more than once: its ack is no RTT sample */
   dlcp_tstamp sent_at; /* first transmission; an RTT sample if prompt */
   dlcp_tstamp due;   /* next (re)transmission */
@@ -70,6 +86,7 @@ typedef struct dlcp_ctlchan_out {
 typedef struct dlcp_ctlchan {
   const dlcp_mem *mem;
   uint32_t job;
+  uint32_t max_piece; /* the most bytes of a message one CDATA carries */
   /* sender: a ring of messages from |una| (oldest unacknowledged) on */
   dlcp_ctlchan_out *out;
   uint32_t cap, head, count; /* ring capacity (power of two), first, size */
@@ -78,7 +95,12 @@ typedef struct dlcp_ctlchan {
   uint32_t next; /* next sequence number to deliver */
   uint8_t *early[DLCP_CTLCHAN_WINDOW]; /* by seq % WINDOW, or NULL */
   uint32_t early_len[DLCP_CTLCHAN_WINDOW];
+  uint32_t early_rest[DLCP_CTLCHAN_WINDOW];
   uint32_t nearly; /* early messages held */
+  /* the message being joined from its pieces: NULL, or |joined_len| of
+   * its |joined_total| bytes */
+  uint8_t *joined;
+  uint32_t joined_len, joined_total;
   dlcp_duration ack_delay;
   dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
   uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
@@ -94,15 +116,17 @@ typedef bool (*dlcp_ctlchan_deliver_fn)(void *user, const uint8_t *msg,
 
 /* dlcp_ctlchan_init: |ack_delay| is how long a lone in-order message may
  * wait for a CDATA going back to carry its acknowledgement (0: a CACK at
- * once); the peer's RTO must allow for it. */
+ * once); the peer's RTO must allow for it.  |max_piece| is the most bytes
+ * of a message one CDATA carries (at least DLCP_CTLCHAN_MIN_PIECE; 0 or
+ * more than a datagram holds: as many as it holds). */
 void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
-                       dlcp_duration ack_delay);
+                       dlcp_duration ack_delay, uint32_t max_piece);
 void dlcp_ctlchan_fini(dlcp_ctlchan *ch);
 
 /* dlcp_ctlchan_send queues a copy of the control message |msg| (at most
- * DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN bytes); |prompt| as the
- * peer's deliver function will say of it.  Returns 0,
- * DLCP_ERR_INVALID_ARGUMENT or DLCP_ERR_NOMEM. */
+ * DLCP_WIRE_CTRL_MAX bytes), in pieces of at most max_piece bytes;
+ * |prompt| as the peer's deliver function will say of it.  Returns 0,
+ * DLCP_ERR_INVALID_ARGUMENT or DLCP_ERR_NOMEM (nothing queued). */
 int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
                       bool prompt, dlcp_tstamp now);
 
@@ -119,7 +143,10 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
 
 /* dlcp_ctlchan_on_datagram takes a CDATA or CACK datagram of this job
  * (the caller checked the type and job), arrived at |now|.  In-order
- * CDATA messages go to |deliver|.  Returns 0 or the decoder's error. */
+ * CDATA messages, once whole, go to |deliver|.  Returns 0, the decoder's
+ * error, or, with the message dropped and the channel going on,
+ * DLCP_ERR_BAD_LENGTH when its pieces disagree on its length or
+ * DLCP_ERR_NOMEM when there was no memory to join them. */
 int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
                              size_t len, dlcp_ctlchan_deliver_fn deliver,
                              void *user, dlcp_tstamp now);

@@ -732,7 +732,11 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   conn->net_rttvar_ns = conn->rttvar_ns;
   conn->ctl_on = cfg->control_datagrams;
   if (conn->ctl_on) {
-    dlcp_ctlchan_init(&conn->ctl, mem, cfg->job, cfg->control_ack_delay_ns);
+    /* A control datagram no larger than a full data packet fits the
+     * path's frame as the data does; longer messages go in pieces. */
+    dlcp_ctlchan_init(&conn->ctl, mem, cfg->job, cfg->control_ack_delay_ns,
+                      cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN -
+                          DLCP_WIRE_CDATA_HDR_LEN);
   }
   *pconn = conn;
   return 0;
@@ -2728,7 +2732,8 @@ static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
     conn->mem->free(k, conn->mem->user);
     return 0;
   }
-  /* A control message must fit one CDATA datagram. */
+  /* A control message is at most what one CDATA datagram could carry
+   * (the channel sends it in pieces of a frame). */
   size_t ctl_buflen = buflen;
   if (conn->ctl_on) {
     uint32_t most = conn->cfg.datagram_max;

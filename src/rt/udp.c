@@ -176,18 +176,24 @@ static void send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
   }
 }
 
+/* The batch went (or was dropped): nothing queued, no copies held. */
+static void emptied(dlcp_udp_out *o) {
+  o->n = 0;
+  o->whole_used = 0;
+}
+
 static void flush_batch(dlcp_udp *u) {
   dlcp_udp_out *o = u->out;
   uint32_t path = u->out_path;
   size_t nmsg = u->gso_off ? o->n : merge_runs(o);
   if (u->gso_off || nmsg == o->n) {
     send_msgs(u, path, o->msg, NULL, o->n);
-    o->n = 0;
+    emptied(o);
     return;
   }
   if (u->gso_ok) {
     send_msgs(u, path, o->gmsg, o->gcount, nmsg);
-    o->n = 0;
+    emptied(o);
     return;
   }
   /* A kernel without UDP GSO refuses the first merged message outright:
@@ -209,7 +215,7 @@ static void flush_batch(dlcp_udp *u) {
       start += o->gcount[r];
     }
     send_msgs(u, path, o->msg + start, NULL, o->n - start);
-    o->n = 0;
+    emptied(o);
     return;
   }
   if (k < 0) {
@@ -220,7 +226,7 @@ static void flush_batch(dlcp_udp *u) {
   }
   send_msgs(u, path, o->gmsg + first + 1, o->gcount + first + 1,
             nmsg - first - 1);
-  o->n = 0;
+  emptied(o);
 }
 
 void dlcp_udp_flush(dlcp_udp *u) {
@@ -234,28 +240,30 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     size_t payload_len, const uint8_t *trailer, int tos) {
   path %= u->k;
   dlcp_udp_out *o = u->out;
+  /* A datagram with no separate payload and more than a header (a control
+   * datagram, CDATA, up to 64 KB) is copied whole: the pieces of a long
+   * control message then leave in one batch (as one GSO message) instead
+   * of a system call each. */
+  bool whole = hdr_len > DLCP_UDP_HDR_MAX;
   /* Datagrams leave in the order they were queued: what waits for another
    * socket goes first, so one path's batch never overtakes another's
    * (which a receiver would measure as reordering, and wait out). */
-  if (o->n == DLCP_UDP_BATCH || (o->n > 0 && path != u->out_path)) {
+  if (o->n == DLCP_UDP_BATCH || (o->n > 0 && path != u->out_path) ||
+      (whole && o->whole_used + hdr_len > DLCP_UDP_WHOLE_MAX)) {
     flush_batch(u);
   }
   u->out_path = path;
   size_t i = o->n++;
-  /* A datagram with no separate payload and more than a header (a control
-   * datagram, CDATA, up to 64 KB) is not copied but sent at once, below,
-   * while the caller's bytes are still there. */
-  bool whole = hdr_len > DLCP_UDP_HDR_MAX;
-  if (!whole) {
-    memcpy(o->hdr[i], hdr, hdr_len);
-  }
+  uint8_t *copy = whole ? o->whole + o->whole_used : o->hdr[i];
+  memcpy(copy, hdr, hdr_len);
+  o->whole_used += whole ? hdr_len : 0;
   o->to[i] = *to;
   o->len[i] = hdr_len + payload_len + (trailer ? DLCP_UDP_TRAILER_LEN : 0);
   o->tos[i] = tos;
   /* The bytes are only read by the kernel; the cast drops const for the
    * iovec's sake. */
   size_t niov = 0;
-  o->iov[i][niov].iov_base = whole ? (void *)(uintptr_t)hdr : o->hdr[i];
+  o->iov[i][niov].iov_base = copy;
   o->iov[i][niov++].iov_len = hdr_len;
   if (payload_len > 0) {
     o->iov[i][niov].iov_base = (void *)(uintptr_t)payload;
@@ -275,9 +283,6 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   m->msg_control = o->ctl[i].buf;
   m->msg_controllen = sizeof(o->ctl[i].buf);
   dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
-  if (whole) {
-    flush_batch(u); /* in order, after what was queued before it */
-  }
 }
 
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {

@@ -28,6 +28,9 @@
 #define DLCP_UDP_HDR_MAX 64
 #define DLCP_UDP_TRAILER_LEN 24 /* an auth trailer (rt/auth.h) */
 #define DLCP_UDP_RX_BUF 65536
+/* Bytes of whole datagrams (control datagrams, CDATA) a batch copies: two
+ * of the largest, or many frame-sized pieces of a long control message. */
+#define DLCP_UDP_WHOLE_MAX (2 * 65536)
 
 
 typedef struct dlcp_udp_out {
@@ -47,6 +50,8 @@ typedef struct dlcp_udp_out {
   struct iovec iov[DLCP_UDP_BATCH][3];
   struct sockaddr_in to[DLCP_UDP_BATCH];
   uint8_t hdr[DLCP_UDP_BATCH][DLCP_UDP_HDR_MAX];
+  size_t whole_used;
+  uint8_t whole[DLCP_UDP_WHOLE_MAX];
   uint8_t trailer[DLCP_UDP_BATCH][DLCP_UDP_TRAILER_LEN];
   union {
     struct cmsghdr align;
@@ -95,8 +100,9 @@ int dlcp_udp_tos(uint8_t priority, bool ect);
  * until the next flush, then |trailer|'s DLCP_UDP_TRAILER_LEN bytes,
  * copied, unless it is NULL) for |to| on path |path|; a full batch is
  * flushed first.  A |hdr| longer than DLCP_UDP_HDR_MAX (a whole control
- * datagram, |payload_len| 0) is not copied: the batch, it included, is
- * sent at once.
+ * datagram, |payload_len| 0, at most DLCP_UDP_WHOLE_MAX) is copied into
+ * the batch's room for whole datagrams, which a flush first makes when
+ * it is full.
  */
 void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,

@@ -64,8 +64,7 @@ static int type_len_ok(uint8_t type, uint32_t len) {
   case DLCP_WIRE_EAGER:
     return len >= DLCP_WIRE_EAGER_HDR_LEN && len <= DLCP_WIRE_CTRL_MAX;
   case DLCP_WIRE_CDATA:
-    return len >= DLCP_WIRE_CDATA_HDR_LEN + DLCP_WIRE_PREAMBLE_LEN &&
-           len <= DLCP_WIRE_DGRAM_MAX;
+    return len > DLCP_WIRE_CDATA_HDR_LEN && len <= DLCP_WIRE_DGRAM_MAX;
   case DLCP_WIRE_CACK:
     return len == DLCP_WIRE_CACK_LEN;
   default:
@@ -298,17 +297,19 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
 
 dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
                                          uint32_t job, uint32_t cseq,
-                                         uint32_t ack, size_t inner_len) {
+                                         uint32_t ack, uint32_t rest,
+                                         size_t inner_len) {
   uint8_t *p;
 
-  if (inner_len < DLCP_WIRE_PREAMBLE_LEN ||
-      inner_len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN) {
+  if (inner_len == 0 ||
+      inner_len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN ||
+      rest > DLCP_WIRE_CTRL_MAX - inner_len) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   if (buf == NULL || buflen < DLCP_WIRE_CDATA_HDR_LEN) {
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }
-  p = put_preamble(buf, DLCP_WIRE_CDATA, job, 0,
+  p = put_preamble(buf, DLCP_WIRE_CDATA, job, rest,
                    (uint32_t)(DLCP_WIRE_CDATA_HDR_LEN + inner_len));
   p = dlcp_put_u32(p, cseq);
   dlcp_put_u32(p, ack);
@@ -316,18 +317,20 @@ dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
 }
 
 int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
-                           const uint8_t **inner, size_t *inner_len,
-                           const uint8_t *buf, size_t buflen) {
+                           uint32_t *rest, const uint8_t **inner,
+                           size_t *inner_len, const uint8_t *buf,
+                           size_t buflen) {
   dlcp_wire_preamble pre;
   int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_CDATA);
 
   if (rv != 0) {
     return rv;
   }
-  if (pre.xfer != 0) {
-    return DLCP_ERR_INVALID_ARGUMENT;
+  if (pre.xfer > DLCP_WIRE_CTRL_MAX - (pre.len - DLCP_WIRE_CDATA_HDR_LEN)) {
+    return DLCP_ERR_BAD_LENGTH;
   }
   *job = pre.job;
+  *rest = pre.xfer;
   *cseq = dlcp_get_u32(buf + 16);
   *ack = dlcp_get_u32(buf + 20);
   *inner = buf + DLCP_WIRE_CDATA_HDR_LEN;

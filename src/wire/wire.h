@@ -110,16 +110,23 @@
  *   24  ...  payload  the tensor, len - 24 bytes (may be empty)
  *
  * CDATA (datagram, either way): one control message (START ... EAGER,
- * whole, with its own preamble) carried on the datagram channel with its
- * own retransmission, so a lost control message costs an RTO of a few
- * RTTs instead of TCP's 200 ms floor; xfer is 0:
+ * with its own preamble), or one piece of it, carried on the datagram
+ * channel with its own retransmission, so a lost control message costs an
+ * RTO of a few RTTs instead of TCP's 200 ms floor.  A message longer than
+ * what fits one frame of the path goes as consecutive pieces, never as
+ * one datagram that IP fragments: a lost fragment loses the whole
+ * datagram, and incomplete ones fill the kernel's reassembly memory until
+ * it drops every fragment for its 30 s timeout (docs/protocol.md).  The
+ * preamble's xfer field says how many bytes of the message follow this
+ * piece in the next CDATAs (0: the message ends here):
  *   16  4    cseq     the sender's control sequence number (per
  *                     connection and direction, from 0, wrapping)
  *   20  4    ack      a cumulative acknowledgement of the other
  *                     direction, as CACK's next: every cseq before it has
  *                     arrived (a CDATA carries one, so the reply to a
  *                     control message acknowledges it for free)
- *   24  ...  the control message, len - 24 bytes (at least 16)
+ *   24  ...  the control message or piece, len - 24 bytes (at least 1;
+ *            with the bytes that follow, at most DLCP_WIRE_CTRL_MAX)
  *
  * CACK (datagram, either way), 24 bytes; xfer is 0:
  *   16  4    next     every cseq before this one has arrived
@@ -402,19 +409,22 @@ int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
 
 /*
  * dlcp_wire_cdata_encode_header writes the 24-byte CDATA header for a
- * control message of |inner_len| bytes that the caller places right after
- * it.  Returns DLCP_WIRE_CDATA_HDR_LEN, DLCP_ERR_BUFFER_TOO_SMALL or
- * DLCP_ERR_INVALID_ARGUMENT (inner_len below 16 or the datagram over
- * DLCP_WIRE_DGRAM_MAX).  dlcp_wire_cdata_decode checks the envelope (not
- * the inner message: feed it to its own decoder) and points |*inner| into
- * |buf|.
+ * control message or piece of |inner_len| bytes that the caller places
+ * right after it, with |rest| bytes of the message still to come.
+ * Returns DLCP_WIRE_CDATA_HDR_LEN, DLCP_ERR_BUFFER_TOO_SMALL or
+ * DLCP_ERR_INVALID_ARGUMENT (inner_len 0, the datagram over
+ * DLCP_WIRE_DGRAM_MAX, or the message over DLCP_WIRE_CTRL_MAX).
+ * dlcp_wire_cdata_decode checks the envelope (not the inner message: feed
+ * it, once whole, to its own decoder) and points |*inner| into |buf|.
  */
 dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
                                          uint32_t job, uint32_t cseq,
-                                         uint32_t ack, size_t inner_len);
+                                         uint32_t ack, uint32_t rest,
+                                         size_t inner_len);
 int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
-                           const uint8_t **inner, size_t *inner_len,
-                           const uint8_t *buf, size_t buflen);
+                           uint32_t *rest, const uint8_t **inner,
+                           size_t *inner_len, const uint8_t *buf,
+                           size_t buflen);
 dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
                                  const dlcp_wire_cack *c);
 int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,

@@ -104,14 +104,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   }
   case DLCP_WIRE_CDATA: {
-    uint32_t job, cseq, ack;
+    uint32_t job, cseq, ack, rest;
     const uint8_t *inner;
     size_t inner_len;
 
-    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &inner, &inner_len, data,
-                                pre.len);
-    if (rv == 0 && inner + inner_len != data + pre.len) {
-      abort(); /* the inner message must be exactly the rest */
+    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner, &inner_len,
+                                data, pre.len);
+    if (rv == 0 && (inner + inner_len != data + pre.len || inner_len == 0 ||
+                    inner_len + rest > DLCP_WIRE_CTRL_MAX)) {
+      abort(); /* the inner message or piece must be exactly the rest */
     }
     break;
   }
