@@ -83,6 +83,7 @@ typedef struct epoch_cfg {
   uint32_t straggle_ms;
   uint32_t paths;
   uint32_t shm;
+  uint32_t segment; /* DATA payload per datagram; 0: the path's */
 } epoch_cfg;
 
 static void draw_epoch(epoch_cfg *e, uint64_t seed, uint32_t epoch,
@@ -91,6 +92,9 @@ static void draw_epoch(epoch_cfg *e, uint64_t seed, uint32_t epoch,
   static const double dups[] = {0, 0.01, 0.05};
   static const double reorders[] = {0, 0.01, 0.1};
   static const double delays[] = {0, 0.01};
+  /* Loopback's frames hold 64 KiB; Ethernet's and jumbo frames' payloads
+   * make long control messages (eager transfers) go in pieces. */
+  static const uint32_t segments[] = {0, 1424, 8928};
   uint64_t s = seed ^ (UINT64_C(0x5EED) << 32) ^ epoch;
   e->drop = drops[below(&s, 4)];
   e->dup = dups[below(&s, 3)];
@@ -101,6 +105,7 @@ static void draw_epoch(epoch_cfg *e, uint64_t seed, uint32_t epoch,
   e->straggle_ms = 1 + (uint32_t)below(&s, 5);
   e->paths = 1 + (uint32_t)below(&s, 4);
   e->shm = (uint32_t)below(&s, 2);
+  e->segment = segments[below(&s, 3)];
 }
 
 typedef struct op_cfg {
@@ -513,6 +518,7 @@ static int run(soak *sk, uint16_t port) {
     cfg.job = (uint32_t)(sk->seed % 1000000) * 1000 + epoch + 1;
     cfg.paths = e.paths;
     cfg.shm = e.shm;
+    cfg.segment_bytes = e.segment;
     cfg.timeout_ms = 20000;
     cfg.fault_drop = e.drop;
     cfg.fault_dup = e.dup;
@@ -524,14 +530,14 @@ static int run(soak *sk, uint16_t port) {
     if (sk->rank == 0) {
       char who[48];
       printf("soak: epoch %u: drop %g dup %g reorder %g delay %g (%u us), "
-             "straggler %s%s, paths %u, shm %u\n",
+             "straggler %s%s, paths %u, shm %u, segment %u\n",
              epoch, e.drop, e.dup, e.reorder, e.delay, e.delay_us,
              e.straggler == UINT32_MAX ? "none" : "rank ",
              e.straggler == UINT32_MAX ? "" : straggler_text(e.straggler,
                                                             e.straggle_ms,
                                                             who,
                                                             sizeof(who)),
-             e.paths, e.shm);
+             e.paths, e.shm, e.segment);
       fflush(stdout);
     }
     rv = dlcp_comm_create(&comm, &cfg, err, sizeof(err));

@@ -6,9 +6,10 @@
  * then waits for TCP's retransmission timeout, 200 ms at least on Linux,
  * which is the very tail MLT exists to remove (issue 14: 7-17 of 100
  * iterations over 200 ms at 1 % loss).  Here each control message travels
- * whole in one CDATA datagram (wire.h) with a sequence number; the peer
- * answers with a CACK (cumulative next + a 32-message selective bitmap);
- * a message not acknowledged within the RTO (the channel's own srtt +
+ * in a CDATA datagram (wire.h), or several (below), with a sequence
+ * number each; the peer answers with a CACK (cumulative next + a
+ * 32-message selective bitmap); a message not acknowledged within the
+ * RTO (the channel's own srtt +
  * 4 rttvar, measured on prompt messages, or the caller's estimate before
  * the first sample; plus the peer's ack delay unless the message is
  * prompt; doubling per retransmission up to a cap) is sent again.  The receiver delivers messages in sequence order

@@ -52,8 +52,9 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * DLCP_WIRE_CTRL_MAX (1 MiB) always holds a whole bitmap of a 1 GiB tensor. */
 #define DLCP_MLT_MIN_BUF 4096u
 
-/* The largest eager transfer that fits one control datagram: a UDP
- * datagram's 65507 bytes less the CDATA and EAGER headers. */
+/* The largest eager transfer with control datagrams: what a UDP
+ * datagram's 65507 bytes hold less the CDATA and EAGER headers (the
+ * channel sends it in pieces of a frame). */
 #define DLCP_MLT_CTL_DGRAM_EAGER_MAX (65507u - 24u - 24u)
 
 /*

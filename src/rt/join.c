@@ -600,8 +600,9 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
     cfg.stall_timeout_ns = dlcp_stall_wait_ns(c->env.timeout_ms);
     cfg.max_inflight_bytes = c->env.window_bytes;
     cfg.eager_max_bytes = c->env.eager_bytes;
-    /* Control messages as datagrams never wait for a TCP timeout; each
-     * must fit one datagram, which bounds the eager size.  Between ranks
+    /* Control messages as datagrams never wait for a TCP timeout; each is
+     * at most what one datagram holds (sent in pieces of a frame), which
+     * bounds the eager size.  Between ranks
      * on this host the control stream rides the shared-memory rings,
      * where nothing is lost and no TCP timeout can arise, and a CACK per
      * message would cost a wake-up of the peer (4 ranks on loopback:
