@@ -46,6 +46,7 @@ typedef struct spec {
   uint32_t root;
   uint64_t chunk;
   double loss;          /* the operation's loss bound */
+  uint64_t exact_bytes; /* transfers the driver delivers whole, at most */
   double segment_loss;  /* collsim's per-piece loss */
   bool random_floats;   /* else small integers: exact in any order */
   bool order_sensitive; /* floats: +-0 and NaNs of several payloads */
@@ -75,6 +76,7 @@ typedef struct outcome {
   double delivered;
   dlcp_duration step_ns, trans_ns; /* from the rank after the slow one */
   uint64_t lost_bytes;
+  uint64_t notes; /* NOTEs the operations sent */
 } outcome;
 
 static void spec_init(spec *s) {
@@ -373,6 +375,7 @@ static void run_spec(const spec *s, outcome *o) {
     p.root = s->root;
     p.chunk_bytes = s->chunk;
     p.loss_bound = s->loss;
+    p.exact_bytes = s->exact_bytes;
     p.topo = s->topo;
     p.topo_levels = s->levels;
     p.bypass_alpha = s->alpha;
@@ -424,6 +427,7 @@ static void run_spec(const spec *s, outcome *o) {
   collsim_stats st;
   collsim_get_stats(cs, &st);
   o->lost_bytes = st.lost_bytes;
+  o->notes = st.notes;
   o->makespan = collsim_makespan(cs);
   for (uint32_t r = 0; r < n; r++) {
     o->mean_done += collsim_done_at(cs, r) / n;
@@ -1062,6 +1066,36 @@ static void test_auto_rule(void **state) {
 
 /* p = 0.05 with pieces lost in transit: exact wherever delivered, the same
  * missing ranges everywhere, delivered >= 95%. */
+/* An all-reduce no larger than what the driver delivers whole runs exact
+ * whatever its loss bound: nothing missing, and no agreement at its end
+ * (its NOTEs are those of the same run without a bound); one byte more and
+ * the agreement runs. */
+static void test_exact_when_delivered_whole(void **state) {
+  (void)state;
+  for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
+    spec s;
+    spec_init(&s);
+    s.algo = allreduce_algos[a];
+    s.world = 6;
+    s.count = 1000;
+    s.dtype = DLCP_INT32;
+    s.topo = rack_of_pairs;
+    s.levels = 1;
+    s.seed = 90 + a;
+    outcome exact, whole, agreed;
+    run_spec(&s, &exact);
+    s.loss = 0.05;
+    s.exact_bytes = 4000;
+    run_spec(&s, &whole);
+    assert_int_equal(whole.notes, exact.notes);
+    assert_int_equal(whole.nmissing, 0);
+    assert_true(whole.delivered == 1.0);
+    s.exact_bytes = 3999;
+    run_spec(&s, &agreed);
+    assert_true(agreed.notes > exact.notes);
+  }
+}
+
 static void test_loss_bounded(void **state) {
   (void)state;
   for (size_t a = 0; a < N_ALLREDUCE_ALGOS; a++) {
@@ -2023,6 +2057,7 @@ int main(void) {
       cmocka_unit_test(test_awaited_note_names_the_round_peer),
       cmocka_unit_test(test_rat_topologies),
       cmocka_unit_test(test_auto_rule),
+      cmocka_unit_test(test_exact_when_delivered_whole),
       cmocka_unit_test(test_loss_bounded),
       cmocka_unit_test(test_loss_edge_cases),
       cmocka_unit_test(test_straggler_bypass_faster),

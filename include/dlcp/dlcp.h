@@ -336,7 +336,9 @@ typedef struct dlcp_coll_opts {
   dlcp_algo algo;       /* DLCP_ALGO_AUTO picks by size, world, topology */
   double loss_bound;    /* p in [0, 1) for the data: missing ranges are
                            zero in the result and reported, identically
-                           on every rank; 0 = exact */
+                           on every rank; 0 = exact.  An all-reduce of at
+                           most the eager size (DLCP_EAGER_BYTES) goes
+                           whole and runs exact whatever p is */
   uint32_t layer;       /* priority of the data: layer * 8 / nlayers */
   uint32_t nlayers;
   uint64_t chunk_bytes; /* pipelining granularity; 0 = by size (a quarter

@@ -631,11 +631,24 @@ static void reset_exec(dlcp_coll *op) {
   }
 }
 
+/* The loss bound |p| runs with: none for an all-reduce that the driver
+ * delivers whole (dlcp_coll_params.exact_bytes). */
+static double loss_bound_of(const dlcp_coll_params *p) {
+  size_t esz = dlcp_dtype_size(p->dtype);
+  if (p->kind == DLCP_COLL_ALLREDUCE && esz > 0 &&
+      p->count <= p->exact_bytes / esz) {
+    return 0.0;
+  }
+  return p->loss_bound;
+}
+
 /* The start of an operation's run for |p| at |now|, for a new operation
- * and a reused one alike: its parameters (the bypass's alpha defaulted),
- * no status or failed peer yet, no note awaited. */
+ * and a reused one alike: its parameters (the bypass's alpha defaulted,
+ * the loss bound as it applies), no status or failed peer yet, no note
+ * awaited. */
 static void begin(dlcp_coll *op, const dlcp_coll_params *p, dlcp_tstamp now) {
   op->p = *p;
+  op->p.loss_bound = loss_bound_of(p);
   if (op->p.bypass_alpha == 0.0) {
     op->p.bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
   }
@@ -660,7 +673,7 @@ static bool plan_fits(const dlcp_coll *op, const dlcp_coll_params *p,
          g->rs_copy_out == o->rs_copy_out &&
          p->reduce_on_arrival == op->p.reduce_on_arrival &&
          g->algo != DLCP_ALGO_RING_BYPASS && g->algo != DLCP_ALGO_RAT &&
-         p->loss_bound == 0.0 && op->p.loss_bound == 0.0 && !p->members &&
+         loss_bound_of(p) == 0.0 && op->p.loss_bound == 0.0 && !p->members &&
          !op->grouped;
 }
 

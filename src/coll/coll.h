@@ -216,6 +216,12 @@ typedef struct dlcp_coll_params {
    * within p (up to rounding holes outward to whole elements).  With p > 0
    * the operation ends with an agreement on missing ranges. */
   double loss_bound;
+  /* The driver delivers every transfer of at most this many bytes whole
+   * (an eager path that the loss bound does not apply to); 0 = none.  No
+   * transfer of an all-reduce carries more than its vector, so one of at
+   * most exact_bytes runs exact whatever loss_bound says: no agreement at
+   * its end, which would only add 2 log2(n) hops of latency. */
+  uint64_t exact_bytes;
   /* A group of a larger communicator: NULL, or the operation runs among
    * the |world| ranks members[0..world-1] of it (distinct), |rank| and
    * |root| index this list, and every action's and event's |peer| is the

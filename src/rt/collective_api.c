@@ -50,6 +50,7 @@ void dlcp_rt_coll_params_for(dlcp_comm *c, dlcp_coll_params *p,
                  c->stats.shm_peers == c->env.world_size - 1;
   p->bypass_alpha = opts->bypass_alpha;
   p->loss_bound = opts->loss_bound;
+  p->exact_bytes = c->eager_bytes;
   p->reduce_on_arrival = c->reduce_on_arrival;
 }
 

@@ -154,6 +154,9 @@ struct dlcp_comm {
    * collectives reduce received bytes on arrival
    * (dlcp_coll_params.reduce_on_arrival). */
   bool reduce_on_arrival;
+  /* Every connection sends a transfer of at most this many bytes whole
+   * and reliably (EAGER); the same on every rank. */
+  uint32_t eager_bytes;
   dlcp_comm_stats stats;
   struct dlcp_rt_colls *coll; /* the collectives (collective.c) */
   int lost_status;          /* the first lost rank, however learnt */

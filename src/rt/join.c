@@ -559,6 +559,15 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
   uint32_t trailer = c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0;
   c->rx_in_place = c->env.world_size > 1 && trailer == 0;
   c->reduce_on_arrival = true;
+  /* What every connection sends eagerly, from settings every rank shares
+   * (so all ranks agree on it whichever peers share memory): the eager
+   * size, capped to one datagram's worth when control messages are
+   * datagrams (below). */
+  c->eager_bytes = c->env.eager_bytes;
+  if (c->env.control_datagrams &&
+      c->eager_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX - trailer) {
+    c->eager_bytes = DLCP_MLT_CTL_DGRAM_EAGER_MAX - trailer;
+  }
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     if (r == c->env.rank) {
       continue;
