@@ -688,8 +688,7 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
       cfg->max_transfers == 0 ||
       cfg->eager_max_bytes > DLCP_WIRE_CTRL_MAX - DLCP_WIRE_EAGER_HDR_LEN ||
       (cfg->control_datagrams &&
-       cfg->eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX -
-                                  (DLCP_WIRE_DGRAM_MAX - cfg->datagram_max))) {
+       cfg->eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX)) {
     return DLCP_ERR_CONFIG;
   }
   return 0;
@@ -2732,13 +2731,19 @@ static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
     conn->mem->free(k, conn->mem->user);
     return 0;
   }
-  /* A control message is at most what one CDATA datagram could carry
-   * (the channel sends it in pieces of a frame). */
+  /* A control message is at most what one CDATA datagram could carry, or
+   * an eager transfer's EAGER when that is longer (the channel sends
+   * either in pieces of a frame); |buf| must hold a CDATA of it. */
   size_t ctl_buflen = buflen;
   if (conn->ctl_on) {
     uint32_t most = conn->cfg.datagram_max;
     ctl_buflen = buflen > most ? most : buflen;
     ctl_buflen -= DLCP_WIRE_CDATA_HDR_LEN;
+    size_t eager = (size_t)conn->cfg.eager_max_bytes + DLCP_WIRE_EAGER_HDR_LEN;
+    size_t room = buflen - DLCP_WIRE_CDATA_HDR_LEN;
+    if (conn->cfg.eager_max_bytes > 0 && eager > ctl_buflen) {
+      ctl_buflen = eager < room ? eager : room;
+    }
   }
   while (conn->pend_head) {
     mlt_xfer *x = conn->pend_head;

@@ -52,10 +52,10 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * DLCP_WIRE_CTRL_MAX (1 MiB) always holds a whole bitmap of a 1 GiB tensor. */
 #define DLCP_MLT_MIN_BUF 4096u
 
-/* The largest eager transfer with control datagrams: what a UDP
- * datagram's 65507 bytes hold less the CDATA and EAGER headers (the
- * channel sends it in pieces of a frame). */
-#define DLCP_MLT_CTL_DGRAM_EAGER_MAX (65507u - 24u - 24u)
+/* The largest eager transfer with control datagrams, 64 KiB: the channel
+ * sends its EAGER in pieces of a frame, at once, with no pacing or window
+ * of the data path to hold a larger burst back. */
+#define DLCP_MLT_CTL_DGRAM_EAGER_MAX 65536u
 
 /*
  * Receiver-driven windows.  All connections of one host may share one
@@ -155,8 +155,7 @@ typedef struct dlcp_mlt_config {
                              through dlcp_mlt_on_datagram.  Off: they are
                              DLCP_MLT_ACT_CONTROL for a reliable stream.
                              Needs eager_max_bytes <=
-                             DLCP_MLT_CTL_DGRAM_EAGER_MAX less what
-                             datagram_max leaves out; both ends must
+                             DLCP_MLT_CTL_DGRAM_EAGER_MAX; both ends must
                              agree. */
   /* The largest datagram the driver carries (one that appends bytes of its
    * own, such as an auth trailer, leaves room for them here): DATA packets
