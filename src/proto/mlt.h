@@ -143,7 +143,8 @@ typedef struct dlcp_mlt_config {
                                Reliable (the loss bound does not apply),
                                unpaced, untagged.  0 = off (the default);
                                at most DLCP_WIRE_CTRL_MAX - 24, and
-                               dlcp_mlt_poll's |buf| must hold 24 more.
+                               dlcp_mlt_poll's |buf| must hold 24 more
+                               (48 with control_datagrams).
                                Both ends must use the same value. */
   dlcp_mlt_rx_share *rx_share; /* receiver-driven windows; NULL = off */
   bool control_datagrams; /* START, PROBE, BITMAP, STOP, FINISH and EAGER
