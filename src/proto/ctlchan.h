@@ -9,10 +9,10 @@
  * in a CDATA datagram (wire.h), or several (below), with a sequence
  * number each; the peer answers with a CACK (cumulative next + a
  * 32-message selective bitmap); a message not acknowledged within the
- * RTO (the channel's own srtt +
- * 4 rttvar, measured on prompt messages, or the caller's estimate before
- * the first sample; plus the peer's ack delay unless the message is
- * prompt; doubling per retransmission up to a cap) is sent again.  The receiver delivers messages in sequence order
+ * RTO (the channel's own srtt + 4 rttvar, measured on prompt messages,
+ * or the caller's estimate before the first sample; plus the peer's ack
+ * delay unless the message is prompt; doubling per retransmission up to
+ * a cap) is sent again.  The receiver delivers messages in sequence order
  * exactly once: duplicates are dropped (and acknowledged again), early
  * ones wait for the gap.  At most DLCP_CTLCHAN_WINDOW messages are in
  * flight; more wait.
@@ -69,15 +69,15 @@
 #define DLCP_CTLCHAN_REORDER 3u
 
 typedef struct dlcp_ctlchan_out {
-  uint8_t *bytes; /* owned copy of the control message */
+  uint8_t *bytes; /* owned copy of the control message (a piece of it) */
   uint32_t len;
+  uint32_t rest;  /* bytes of its message in the pieces after it */
   bool acked;
   bool sent;
   bool resend_now; /* found lost by the peer's selective bits: the next
                       transmission is due at once and keeps its timeout */
   bool resent_fast; /* ... and was made: no second one before a timeout */
   bool prompt;      /* acknowledged at once by the peer (see above) */
-  uint32_t rest;    /* bytes of its message in the pieces after it */
   bool resent;      /* sent more than once: its ack is no RTT sample */
   dlcp_tstamp sent_at; /* first transmission; an RTT sample if prompt */
   dlcp_tstamp due;   /* next (re)transmission */

@@ -2736,14 +2736,11 @@ static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
    * either in pieces of a frame); |buf| must hold a CDATA of it. */
   size_t ctl_buflen = buflen;
   if (conn->ctl_on) {
-    uint32_t most = conn->cfg.datagram_max;
-    ctl_buflen = buflen > most ? most : buflen;
-    ctl_buflen -= DLCP_WIRE_CDATA_HDR_LEN;
+    size_t most = conn->cfg.datagram_max - DLCP_WIRE_CDATA_HDR_LEN;
     size_t eager = (size_t)conn->cfg.eager_max_bytes + DLCP_WIRE_EAGER_HDR_LEN;
-    size_t room = buflen - DLCP_WIRE_CDATA_HDR_LEN;
-    if (conn->cfg.eager_max_bytes > 0 && eager > ctl_buflen) {
-      ctl_buflen = eager < room ? eager : room;
-    }
+    most = eager > most ? eager : most;
+    ctl_buflen = buflen - DLCP_WIRE_CDATA_HDR_LEN;
+    ctl_buflen = ctl_buflen > most ? most : ctl_buflen;
   }
   while (conn->pend_head) {
     mlt_xfer *x = conn->pend_head;

@@ -561,7 +561,7 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
   c->reduce_on_arrival = true;
   /* What every connection sends eagerly, from settings every rank shares
    * (so all ranks agree on it whichever peers share memory): the eager
-   * size, capped when control messages are datagrams (below). */
+   * size, capped when control messages are datagrams. */
   c->eager_bytes = c->env.eager_bytes;
   if (c->env.control_datagrams &&
       c->eager_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX) {
@@ -607,19 +607,16 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
      * operation timeout (rt/stall.h). */
     cfg.stall_timeout_ns = dlcp_stall_wait_ns(c->env.timeout_ms);
     cfg.max_inflight_bytes = c->env.window_bytes;
-    cfg.eager_max_bytes = c->env.eager_bytes;
     /* Control messages as datagrams never wait for a TCP timeout; an
-     * EAGER goes as an unpaced burst of pieces, which bounds the eager
-     * size.  Between ranks
-     * on this host the control stream rides the shared-memory rings,
-     * where nothing is lost and no TCP timeout can arise, and a CACK per
-     * message would cost a wake-up of the peer (4 ranks on loopback:
-     * 43 -> 149 us per 4 KiB all-reduce). */
+     * EAGER then goes as an unpaced burst of pieces, which bounds the
+     * eager size (c->eager_bytes).  Between ranks on this host the
+     * control stream rides the shared-memory rings, where nothing is lost
+     * and no TCP timeout can arise, and a CACK per message would cost a
+     * wake-up of the peer (4 ranks on loopback: 43 -> 149 us per 4 KiB
+     * all-reduce). */
     cfg.control_datagrams = c->env.control_datagrams && !p->both_rings;
-    if (cfg.control_datagrams &&
-        cfg.eager_max_bytes > DLCP_MLT_CTL_DGRAM_EAGER_MAX) {
-      cfg.eager_max_bytes = DLCP_MLT_CTL_DGRAM_EAGER_MAX;
-    }
+    cfg.eager_max_bytes =
+        cfg.control_datagrams ? c->eager_bytes : c->env.eager_bytes;
     /* DLCP_RTT_LOW_US / DLCP_RTT_HIGH_US override the tuned thresholds. */
     if (c->env.rtt_low_us) {
       cfg.t_low_ns = (dlcp_duration)c->env.rtt_low_us * 1000u;
