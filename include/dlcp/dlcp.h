@@ -77,8 +77,9 @@ typedef struct dlcp_comm_config {
                                trip); 0 = never.  Default 64 KiB; every
                                rank must use the same value */
   uint32_t spin_us;         /* a thread waiting for a completion polls
-                               (yielding the core in between) this long
-                               before sleeping.  Default 200 */
+                               (yielding the core in between) and
+                               sleeps once this long passes with no
+                               datagram received.  Default 1000 */
   uint32_t shm;             /* 1: peers on this host (all on loopback)
                                exchange datagrams through shared memory
                                instead of UDP sockets; 0: always UDP.

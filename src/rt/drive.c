@@ -3,9 +3,9 @@
  * thread drives it whenever no application thread wants to, and only
  * while something is outstanding; an application thread blocked in a wait
  * takes it over (kicking the loop thread out of epoll through the
- * eventfd), spins on the rings and sockets for DLCP_SPIN_US, then sleeps
- * in epoll itself, so the packet that completes its operation wakes it
- * directly.
+ * eventfd), spins on the rings and sockets while datagrams keep coming,
+ * and sleeps in epoll itself once DLCP_SPIN_US pass without one, so the
+ * packet that completes its operation wakes it directly.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -203,13 +203,14 @@ static void release_driver(dlcp_comm *c) {
 /* One round of a spinning waiter at |now|: serves the rings of the peers
  * on this host if they hold something (the spinning waiter's look, which
  * saves the producers their doorbells) or the core's deadline if it
- * passed, then tells whether |ready|.  A round that found the rings
+ * passed, then tells whether |ready| and sets |*received| to the count
+ * of datagrams received so far.  A round that found the rings
  * empty also runs the loop once, without sleeping: every round if some
  * peer is on a socket, else every SPIN_EPOLL_NS (the sockets then carry
  * only doorbells, failures and timers: one system call fewer per round
  * of a core shared by several ranks). */
 static bool spin_round(dlcp_comm *c, bool (*ready)(void *arg), void *arg,
-                       bool all_rings, dlcp_tstamp now) {
+                       bool all_rings, dlcp_tstamp now, uint64_t *received) {
   pthread_mutex_lock(&c->mu);
   bool rings = c->shm_in.hdr && dlcp_shm_pending(&c->shm_in);
   if (rings) {
@@ -218,6 +219,7 @@ static bool spin_round(dlcp_comm *c, bool (*ready)(void *arg), void *arg,
     dlcp_rt_service_if_due(c, now);
   }
   bool done = ready(arg);
+  *received = c->stats.datagrams_received;
   pthread_mutex_unlock(&c->mu);
   if (done || rings || (all_rings && now < c->next_epoll_ns)) {
     return done;
@@ -227,6 +229,7 @@ static bool spin_round(dlcp_comm *c, bool (*ready)(void *arg), void *arg,
   pthread_mutex_lock(&c->mu);
   dlcp_rt_service_if_due(c, dlcp_rt_now());
   done = ready(arg);
+  *received = c->stats.datagrams_received;
   pthread_mutex_unlock(&c->mu);
   return done;
 }
@@ -236,9 +239,12 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
   if (!acquire_driver(c)) {
     return 0;
   }
-  /* Poll before sleeping: a collective step's answer usually comes within
-   * tens of microseconds, and a thread asleep in epoll needs the scheduler
-   * to notice the packet and wake it (far longer on a busy core).  Yield
+  /* Poll before sleeping, and go on polling while datagrams keep coming:
+   * a collective step's answer usually comes within tens of microseconds,
+   * and a thread asleep in epoll needs the scheduler to notice each packet
+   * and wake it (far longer on a busy core; a 512 KiB all-reduce on the
+   * 10 Gbit/s testbed slept some 7 times a rank).  It sleeps once
+   * DLCP_SPIN_US pass with nothing received, as when a peer is late.  Yield
    * between polls when a peer may be waiting for this core to run and
    * send: at once if this machine's ranks outnumber its CPUs, else once
    * the wait is longer than a round trip on this host takes, since a
@@ -254,10 +260,16 @@ int dlcp_rt_comm_drive_until(dlcp_comm *c, bool (*ready)(void *arg),
   }
   bool all_rings = c->env.world_size > 1 &&
                    c->stats.shm_peers == c->env.world_size - 1;
+  uint64_t heard = 0;
   for (dlcp_tstamp now = start; now < deadline; now = dlcp_rt_now()) {
     if (now < spin_until) {
-      if (spin_round(c, ready, arg, all_rings, now)) {
+      uint64_t received;
+      if (spin_round(c, ready, arg, all_rings, now, &received)) {
         break;
+      }
+      if (received != heard) {
+        heard = received;
+        spin_until = now + (dlcp_tstamp)c->env.spin_us * 1000u;
       }
       if (now >= yield_from) {
         sched_yield();

@@ -55,8 +55,9 @@
  * control message can carry (DLCP_WIRE_CTRL_MAX less the EAGER header). */
 #define DLCP_RT_DEFAULT_EAGER_BYTES 65536u
 #define DLCP_RT_MAX_EAGER_BYTES ((1u << 20) - 24u)
-/* DLCP_SPIN_US: how long a waiting thread polls before it sleeps. */
-#define DLCP_RT_DEFAULT_SPIN_US 200u
+/* DLCP_SPIN_US: how long a waiting thread polls without receiving
+ * anything before it sleeps. */
+#define DLCP_RT_DEFAULT_SPIN_US 1000u
 #define DLCP_RT_MAX_SPIN_US 1000000u
 /* The other defaults (docs/runtime.md lists them with their variables). */
 #define DLCP_RT_DEFAULT_TIMEOUT_MS 30000u
@@ -123,8 +124,9 @@ typedef struct dlcp_rt_env {
   uint32_t eager_bytes; /* DLCP_EAGER_BYTES: transfers up to this size go
                            whole on the control connection; 0 = never */
   uint32_t spin_us;     /* DLCP_SPIN_US: a waiting thread polls (yielding
-                           the core between polls) this long before it
-                           sleeps in epoll; 0 = sleep at once */
+                           the core between polls) and sleeps in epoll
+                           once this long passes with no datagram
+                           received; 0 = sleep at once */
   bool shm;             /* DLCP_SHM: peers on this host (both on loopback)
                            exchange datagrams through shared memory;
                            default on */
