@@ -4,7 +4,7 @@
  * reordering, the RTO and its doubling, the in-flight window, selective
  * acknowledgement, the count of unacknowledged messages, acknowledgements
  * delayed for a reply to carry them, prompt messages acknowledged at once
- * and timed by the channel's own RTT.  Time is an argument; nothing sleeps.
+ * and timed by the channel's own RTT, long messages in pieces.  Time is an argument; nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -525,6 +525,81 @@ static void test_pieces_joined_through_a_bad_network(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* A burst of pieces leaves at once but reaches the peer at the
+ * bottleneck's pace, one every PACE, so its tail arrives long after the
+ * pieces' timeout (RTO plus the ack delay) counted from their sending.
+ * The receiver acknowledges every DLCP_CTLCHAN_PIECE_ACKS pieces and the
+ * whole message at once, and each acknowledgement restarts the timeouts
+ * of what is still in flight: nothing is sent twice.  A message's first
+ * piece is an RTT sample: its acknowledgement waits for a group of
+ * pieces, not for those queued behind it. */
+static void test_burst_of_pieces_at_the_bottleneck_pace(void **state) {
+  (void)state;
+  enum { NP = 40, PACE = 100, LAT = 50, ACK_DELAY = 1000, TICK = 10 };
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, PIECE);
+  static uint8_t m[NP * PIECE];
+  for (size_t k = 0; k < sizeof(m); k++) {
+    m[k] = big_byte(1, k);
+  }
+  assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, 0), 0);
+  static dgram to_b[NP];
+  dlcp_tstamp arrives[NP];
+  for (uint32_t k = 0; k < NP; k++) {
+    dlcp_ssize n = dlcp_ctlchan_poll(&a, to_b[k].b, sizeof(to_b[k].b), RTO,
+                                     MAX_RTO, 0);
+    assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN + PIECE);
+    to_b[k].len = (size_t)n;
+    arrives[k] = LAT + (dlcp_tstamp)k * PACE;
+  }
+  assert_true(arrives[NP - 1] > RTO + ACK_DELAY); /* the old timeout */
+  dgram acks[NP];
+  dlcp_tstamp ack_at[NP];
+  uint32_t nacks = 0, next_piece = 0, next_ack = 0;
+  joined_log rx = {.n = 0};
+  uint8_t out[DLCP_WIRE_CDATA_HDR_LEN + PIECE];
+  for (dlcp_tstamp now = 0; now <= 4 * NP * PACE; now += TICK) {
+    while (next_piece < NP && arrives[next_piece] <= now) {
+      assert_int_equal(dlcp_ctlchan_on_datagram(&b, to_b[next_piece].b,
+                                                to_b[next_piece].len,
+                                                keep_whole, &rx, now),
+                       0);
+      next_piece++;
+    }
+    dlcp_ssize n;
+    while ((n = dlcp_ctlchan_poll(&b, acks[nacks].b, sizeof(acks[0].b), RTO,
+                                  MAX_RTO, now)) > 0) {
+      acks[nacks].len = (size_t)n;
+      ack_at[nacks++] = now + LAT;
+    }
+    while (next_ack < nacks && ack_at[next_ack] <= now) {
+      assert_int_equal(dlcp_ctlchan_on_datagram(&a, acks[next_ack].b,
+                                                acks[next_ack].len,
+                                                keep_whole, &rx, now),
+                       0);
+      next_ack++;
+    }
+    assert_int_equal(dlcp_ctlchan_poll(&a, out, sizeof(out), RTO, MAX_RTO,
+                                       now),
+                     0);
+  }
+  assert_int_equal(a.retransmissions, 0);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  assert_int_equal(rx.n, 1);
+  assert_int_equal(rx.len[0], sizeof(m));
+  assert_memory_equal(rx.got[0], m, sizeof(m));
+  free(rx.got[0]);
+  /* Acknowledged every 8 pieces, the last of them the whole message. */
+  assert_int_equal(nacks, NP / DLCP_CTLCHAN_PIECE_ACKS);
+  /* One RTT sample, the first piece's: acknowledged with the next 7. */
+  dlcp_duration first_ack = 2 * LAT + (DLCP_CTLCHAN_PIECE_ACKS - 1) * PACE;
+  assert_true(a.piece_srtt >= first_ack && a.piece_srtt <= first_ack + TICK);
+  assert_int_equal(a.srtt, 0); /* single messages keep their own */
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
 /* Hand-made CDATA |cseq| of |len| bytes with |rest| to come. */
 static size_t piece(uint8_t *d, uint32_t cseq, uint32_t rest, size_t len) {
   dlcp_ssize n = dlcp_wire_cdata_encode_header(
@@ -586,6 +661,7 @@ int main(void) {
       cmocka_unit_test(test_prompt_messages_acked_at_once_and_timed),
       cmocka_unit_test(test_pieces_joined_through_a_bad_network),
       cmocka_unit_test(test_pieces_that_disagree_dropped),
+      cmocka_unit_test(test_burst_of_pieces_at_the_bottleneck_pace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  * number each; the peer answers with a CACK (cumulative next + a
  * 32-message selective bitmap); a message not acknowledged within the
  * RTO (the channel's own srtt + 4 rttvar, measured on prompt messages,
- * or the caller's estimate before the first sample; plus the peer's ack
+ * pieces' on first pieces, or the caller's estimate before the first
+ * sample; plus the peer's ack
  * delay unless the message is prompt; doubling per retransmission up to
  * a cap) is sent again.  The receiver delivers messages in sequence order
  * exactly once: duplicates are dropped (and acknowledged again), early
@@ -39,7 +40,12 @@
  * (MTU 1500) they filled its reassembly memory and every fragmented
  * message was dropped until they expired, a 16 KiB all-reduce taking
  * 28 s (docs/protocol.md).  Only the last piece of a prompt message is
- * prompt: the earlier ones are acknowledged with it.
+ * prompt (no ack delay in its timeout).  A burst of pieces reaches the
+ * peer at the bottleneck's pace, not at once, so the receiver
+ * acknowledges pieces every DLCP_CTLCHAN_PIECE_ACKS (and a message of
+ * more pieces than that once whole), every acknowledgement of something
+ * new restarts the timeouts of what is still in flight (RFC 6298's rule),
+ * and the pieces of such long messages have their own RTT estimator.
  *
  * A message whose answer is not a control message (a START is answered by
  * data, a BITMAP by retransmissions, a STOP or FINISH by nothing) has no
@@ -67,6 +73,8 @@
 /* Later messages the peer must have received before a skipped one counts
  * as lost rather than reordered. */
 #define DLCP_CTLCHAN_REORDER 3u
+/* In-order pieces of a long message acknowledged together at most. */
+#define DLCP_CTLCHAN_PIECE_ACKS 8u
 
 typedef struct dlcp_ctlchan_out {
   uint8_t *bytes; /* owned copy of the control message (a piece of it) */
@@ -78,8 +86,13 @@ typedef struct dlcp_ctlchan_out {
                       transmission is due at once and keeps its timeout */
   bool resent_fast; /* ... and was made: no second one before a timeout */
   bool prompt;      /* acknowledged at once by the peer (see above) */
+  bool grouped;     /* one of more than DLCP_CTLCHAN_PIECE_ACKS pieces of
+                       its message, which the peer acknowledges in groups
+                       and at once when whole */
+  bool sample;      /* its acknowledgement is an RTT sample: a prompt
+                       message's, or a grouped message's first piece */
   bool resent;      /* sent more than once: its ack is no RTT sample */
-  dlcp_tstamp sent_at; /* first transmission; an RTT sample if prompt */
+  dlcp_tstamp sent_at; /* first transmission */
   dlcp_tstamp due;   /* next (re)transmission */
   dlcp_duration rto; /* this message's current timeout */
 } dlcp_ctlchan_out;
@@ -102,12 +115,15 @@ typedef struct dlcp_ctlchan {
    * its |joined_total| bytes */
   uint8_t *joined;
   uint32_t joined_len, joined_total;
+  uint32_t joined_pieces; /* pieces of it taken so far */
   dlcp_duration ack_delay;
   dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
   uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
   uint64_t retransmissions, duplicates;
-  /* RFC 6298's estimator over prompt messages sent once; 0: no sample */
+  /* RFC 6298's estimator over prompt whole messages sent once, and one
+   * over first pieces (see ack_one); 0: no sample */
   dlcp_duration srtt, rttvar;
+  dlcp_duration piece_srtt, piece_rttvar;
 } dlcp_ctlchan;
 
 /* Delivers one control message, in order, exactly once, and says whether
@@ -135,8 +151,9 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
  * CACK if one is owed by now, else a CDATA whose (re)transmission is due
  * (carrying our acknowledgement, which then settles what was owed unless
  * a gap needs the selective bits).  A new message's first timeout is the
- * channel's srtt + 4 rttvar, or |rto| before the first sample, plus the
- * ack delay unless it is prompt; |max_rto| caps the doubling.  Returns its
+ * channel's srtt + 4 rttvar (a grouped piece's: over pieces), or |rto| before the
+ * first sample, plus the ack delay unless it is prompt; |max_rto| caps
+ * the doubling.  Returns its
  * length, 0 if nothing is due, or DLCP_ERR_BUFFER_TOO_SMALL. */
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
