@@ -5,213 +5,231 @@
  * rank knows only the holes of its own receives; a hole upstream silently
  * corrupts what it forwards.  So every rank records the output elements
  * its holes stand for (coll_exec_taint), and when the plan is done the
- * ranks compute the union of all records: a binomial tree on rank 0
- * gathers the lists (each rank merges its children's lists with its own
- * and passes the result up), and the root's union travels back down the
- * same tree.  Every element outside the union was computed only from
- * fully delivered transfers, so it is exact; every element inside it is
- * zeroed on every rank.  Each hop is a NOTE carrying the list's length
- * followed, if the list is not empty, by one reliable transfer (loss bound
- * 0, tag class 3) of 16 bytes per range (wire/ranges.h).
- * Cost: 2 ceil(log2 n) hops of small messages, only when p > 0.
+ * ranks compute the union of all records by recursive doubling: in round
+ * k each of the p2 ranks (p2 the largest power of two <= n) sends the
+ * union it knows to rank r ^ 2^k and merges the one it receives, so after
+ * log2 p2 rounds every one of them holds the union of all.  A rank r >=
+ * p2 first sends its list to r - p2, which merges it before the rounds
+ * and sends it the union after them.  Every element outside the union was
+ * computed only from fully delivered transfers, so it is exact; every
+ * element inside it is zeroed on every rank.  Each hop is a NOTE carrying
+ * the list's length followed, if the list is not empty, by one reliable
+ * transfer (loss bound 0, tag class 3) of 16 bytes per range
+ * (wire/ranges.h).
+ * Cost: ceil(log2 n) hops of small messages (plus two for ranks beyond a
+ * power of two), only when p > 0.  A binomial tree that gathered the
+ * lists on rank 0 and sent the union back down took twice as many.
  */
 #include <string.h>
 
 #include "coll/exec.h"
 #include "wire/ranges.h"
 
-/* The binomial tree on rank 0: the parent clears the lowest set bit; the
- * children add each smaller power of two (at most log2 of the largest
- * world, 12, fits COLL_AGREE_MAX_CHILDREN). */
+/* Tag sequences of the agreement's transfers: the fold's two directions,
+ * then one per round. */
+#define AGREE_SEQ_FOLD_IN 0u
+#define AGREE_SEQ_FOLD_OUT 1u
+#define AGREE_SEQ_ROUND(k) (2u + (k))
+
+static void peer_init(coll_agree_peer *p, uint32_t rank) {
+  memset(p, 0, sizeof(*p));
+  p->rank = rank;
+  p->count = -1;
+}
+
 void coll_agree_init(dlcp_coll *op) {
   coll_agree *a = &op->agree;
   memset(a, 0, sizeof(*a));
-  a->parent.rank = UINT32_MAX;
-  a->parent.count = -1;
+  peer_init(&a->fold, UINT32_MAX);
   uint32_t r = op->g.rank, n = op->g.world;
   if (n < 2) {
     return;
   }
-  uint32_t low = 1;
-  while (low < n && !(r & low)) {
-    low <<= 1;
+  uint32_t p2 = 1;
+  while (p2 * 2 <= n) {
+    p2 *= 2;
   }
-  a->parent.rank = r == 0 ? UINT32_MAX : r - low;
-  a->nchildren = 0;
-  for (uint32_t m = 1; m < low && r + m < n; m <<= 1) {
-      coll_agree_peer *c = &a->child[a->nchildren++];
-    c->rank = r + m;
-    c->count = -1;
+  if (r >= p2) {
+    a->extra = true;
+    peer_init(&a->fold, r - p2);
+    return;
   }
-  a->tree_built = true;
+  if (r < n - p2) {
+    peer_init(&a->fold, r + p2);
+  }
+  for (uint32_t m = 1; m < p2; m <<= 1) {
+    peer_init(&a->round[a->nrounds++], r ^ m);
+  }
 }
 
 void coll_agree_free(dlcp_coll *op) {
   coll_agree *a = &op->agree;
   const dlcp_mem *mem = op->mem;
-  for (uint32_t i = 0; i < a->nchildren; i++) {
-    mem->free(a->child[i].buf, mem->user);
+  mem->free(a->fold.buf, mem->user);
+  mem->free(a->fold.sent, mem->user);
+  for (uint32_t i = 0; i < a->nrounds; i++) {
+    mem->free(a->round[i].buf, mem->user);
+    mem->free(a->round[i].sent, mem->user);
   }
-  mem->free(a->parent.buf, mem->user);
-  mem->free(a->upbuf, mem->user);
-  mem->free(a->downbuf, mem->user);
+  mem->free(a->u, mem->user);
 }
 
-static coll_agree_peer *agree_peer(dlcp_coll *op, uint32_t rank) {
+/* The slot of |peer|'s list that travels in a transfer of sequence |seq|,
+ * or NULL if no such list is expected from it. */
+static coll_agree_peer *slot(dlcp_coll *op, uint32_t peer, uint32_t seq) {
   coll_agree *a = &op->agree;
-  if (rank == a->parent.rank) {
-    return &a->parent;
+  if (peer == a->fold.rank &&
+      seq == (a->extra ? AGREE_SEQ_FOLD_OUT : AGREE_SEQ_FOLD_IN)) {
+    return &a->fold;
   }
-  for (uint32_t i = 0; i < a->nchildren; i++) {
-    if (a->child[i].rank == rank) {
-      return &a->child[i];
+  for (uint32_t k = 0; k < a->nrounds; k++) {
+    if (a->round[k].rank == peer && seq == AGREE_SEQ_ROUND(k)) {
+      return &a->round[k];
     }
   }
   return NULL;
 }
 
-static unsigned char *encode(dlcp_coll *op, const dlcp_coll_range *r,
-                             size_t n) {
-  unsigned char *b = op->mem->malloc(n ? n * DLCP_WIRE_RANGE_LEN : 1,
-                                     op->mem->user);
-  if (!b) {
-    return NULL;
-  }
-  for (size_t i = 0; i < n; i++) {
-    dlcp_wire_put_range(b, i, r[i].offset, r[i].len);
-  }
-  return b;
-}
-
-/* Appends the ranges of a received list to |out| (room reserved), checking
- * them against the vector: a peer's list is input, not trusted. */
-static int decode(const dlcp_coll *op, const coll_agree_peer *p,
-                  dlcp_coll_range *out, size_t *n) {
-  for (int64_t i = 0; i < p->count; i++) {
-    uint64_t off, len;
-    dlcp_wire_get_range(p->buf, (size_t)i, &off, &len);
-    if (off > op->g.count || len > op->g.count - off) {
-      return DLCP_ERR_BAD_OFFSET;
-    }
-    out[(*n)++] = (dlcp_coll_range){off, len};
-  }
-  return 0;
-}
-
-static int send_list(dlcp_coll *op, uint32_t peer, int kind, uint32_t seq,
-                     const unsigned char *buf, size_t n) {
-  int rv = coll_exec_note(op, peer, DLCP_COLL_NOTE(kind, n));
-  if (rv != 0 || n == 0) {
+/* Sends the union known so far to |p| as a NOTE and, if not empty, a list
+ * of sequence |seq|; the encoded list stays in p->sent until freed. */
+static int send_union(dlcp_coll *op, coll_agree_peer *p, int kind,
+                      uint32_t seq) {
+  coll_agree *a = &op->agree;
+  int rv = coll_exec_note(op, p->rank, DLCP_COLL_NOTE(kind, a->nu));
+  if (rv != 0 || a->nu == 0) {
     return rv;
   }
-  dlcp_coll_action a = {.type = DLCP_COLL_ACT_SEND,
-                        .peer = peer,
-                        .tag = DLCP_COLL_TAG(DLCP_COLL_TAG_AGREE, seq),
-                        .send_buf = buf,
-                        .bytes = n * DLCP_WIRE_RANGE_LEN,
-                        .loss_bound = 0.0};
-  rv = coll_exec_push(op, &a);
+  p->sent = op->mem->malloc(a->nu * DLCP_WIRE_RANGE_LEN, op->mem->user);
+  if (!p->sent) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < a->nu; i++) {
+    dlcp_wire_put_range(p->sent, i, a->u[i].offset, a->u[i].len);
+  }
+  dlcp_coll_action act = {.type = DLCP_COLL_ACT_SEND,
+                          .peer = p->rank,
+                          .tag = DLCP_COLL_TAG(DLCP_COLL_TAG_AGREE, seq),
+                          .send_buf = p->sent,
+                          .bytes = a->nu * DLCP_WIRE_RANGE_LEN,
+                          .loss_bound = 0.0};
+  rv = coll_exec_push(op, &act);
   if (rv == 0) {
-    op->agree.sends_outstanding++;
+    a->sends_outstanding++;
   }
   return rv;
 }
 
-static int progress(dlcp_coll *op, dlcp_tstamp now) {
+/* Merges |p|'s received list into the union, checking its ranges against
+ * the vector: a peer's list is input, not trusted.  With |replace| the
+ * list is the final union and replaces ours (which it contains). */
+static int absorb(dlcp_coll *op, const coll_agree_peer *p, bool replace) {
   coll_agree *a = &op->agree;
   const dlcp_mem *mem = op->mem;
+  size_t keep = replace ? 0 : a->nu;
+  size_t total = keep + (size_t)p->count;
+  dlcp_coll_range *u = mem->malloc((total ? total : 1) * sizeof(*u),
+                                   mem->user);
+  if (!u) {
+    return DLCP_ERR_NOMEM;
+  }
+  if (keep) {
+    memcpy(u, a->u, keep * sizeof(*u));
+  }
+  size_t n = keep;
+  for (int64_t i = 0; i < p->count; i++) {
+    uint64_t off, len;
+    dlcp_wire_get_range(p->buf, (size_t)i, &off, &len);
+    if (off > op->g.count || len > op->g.count - off) {
+      mem->free(u, mem->user);
+      return DLCP_ERR_BAD_OFFSET;
+    }
+    u[n++] = (dlcp_coll_range){off, len};
+  }
+  mem->free(a->u, mem->user);
+  a->u = u;
+  a->nu = coll_ranges_normalize(u, n);
+  return 0;
+}
+
+/* The union is final: it becomes the operation's missing ranges. */
+static int conclude(dlcp_coll *op) {
+  coll_agree *a = &op->agree;
+  op->missing = op->mem->malloc((a->nu ? a->nu : 1) * sizeof(*op->missing),
+                                op->mem->user);
+  if (!op->missing) {
+    return DLCP_ERR_NOMEM;
+  }
+  if (a->nu) {
+    memcpy(op->missing, a->u, a->nu * sizeof(*op->missing));
+  }
+  op->nmissing = a->nu;
+  a->final_known = true;
+  return 0;
+}
+
+static int progress(dlcp_coll *op, dlcp_tstamp now) {
+  coll_agree *a = &op->agree;
   int rv;
   if (!a->started || a->done) {
     return 0;
   }
-  if (!a->sent_up) {
-    size_t total = op->ntaint;
-    for (uint32_t i = 0; i < a->nchildren; i++) {
-      if (!a->child[i].received) {
+  if (a->extra) {
+    if (!a->folded) {
+      a->folded = true;
+      rv = send_union(op, &a->fold, DLCP_COLL_NOTE_AGREE_UP,
+                      AGREE_SEQ_FOLD_IN);
+      if (rv != 0) {
+        return rv;
+      }
+    }
+    if (!a->final_known) {
+      if (!a->fold.received) {
         return 0;
       }
-      total += (size_t)a->child[i].count;
-    }
-    /* Merge own and children's lists. */
-    dlcp_coll_range *u = mem->malloc((total ? total : 1) * sizeof(*u),
-                                     mem->user);
-    if (!u) {
-      return DLCP_ERR_NOMEM;
-    }
-    if (op->ntaint) {
-      memcpy(u, op->taint, op->ntaint * sizeof(*u));
-    }
-    size_t n = op->ntaint;
-    for (uint32_t i = 0; i < a->nchildren; i++) {
-      rv = decode(op, &a->child[i], u, &n);
-      if (rv != 0) {
-        mem->free(u, mem->user);
+      if ((rv = absorb(op, &a->fold, true)) != 0 ||
+          (rv = conclude(op)) != 0) {
         return rv;
       }
     }
-    n = coll_ranges_normalize(u, n);
-    a->sent_up = true;
-    if (a->parent.rank == UINT32_MAX) {
-      op->missing = u;
-      op->nmissing = n;
-      a->final_known = true;
-    } else {
-      a->upbuf = encode(op, u, n);
-      mem->free(u, mem->user);
-      if (!a->upbuf) {
-        return DLCP_ERR_NOMEM;
+  } else {
+    if (!a->folded && a->fold.rank != UINT32_MAX) {
+      if (!a->fold.received) {
+        return 0;
       }
-      rv = send_list(op, a->parent.rank, DLCP_COLL_NOTE_AGREE_UP, 0,
-                     a->upbuf, n);
-      if (rv != 0) {
+      if ((rv = absorb(op, &a->fold, false)) != 0) {
         return rv;
       }
     }
-  }
-  if (!a->final_known) {
-    if (!a->parent.received) {
-      return 0;
-    }
-    size_t n = 0;
-    dlcp_coll_range *u = mem->malloc(
-        (a->parent.count > 0 ? (size_t)a->parent.count : 1) * sizeof(*u),
-        mem->user);
-    if (!u) {
-      return DLCP_ERR_NOMEM;
-    }
-    rv = decode(op, &a->parent, u, &n);
-    if (rv != 0) {
-      mem->free(u, mem->user);
-      return rv;
-    }
-    op->missing = u;
-    op->nmissing = n;
-    a->final_known = true;
-    if (a->nchildren > 0) {
-      a->downbuf = encode(op, u, n);
-      if (!a->downbuf) {
-        return DLCP_ERR_NOMEM;
+    a->folded = true;
+    while (a->next_round < a->nrounds) {
+      coll_agree_peer *p = &a->round[a->next_round];
+      if (!a->round_sent) {
+        a->round_sent = true;
+        rv = send_union(op, p, DLCP_COLL_NOTE_AGREE_ROUND,
+                        AGREE_SEQ_ROUND(a->next_round));
+        if (rv != 0) {
+          return rv;
+        }
       }
-    }
-    for (uint32_t i = 0; i < a->nchildren; i++) {
-      rv = send_list(op, a->child[i].rank, DLCP_COLL_NOTE_AGREE_DOWN, 1,
-                     a->downbuf, n);
-      if (rv != 0) {
+      if (!p->received) {
+        return 0;
+      }
+      if ((rv = absorb(op, p, false)) != 0) {
         return rv;
       }
+      a->next_round++;
+      a->round_sent = false;
     }
-  } else if (a->parent.rank == UINT32_MAX && !a->downbuf &&
-             a->nchildren > 0) {
-    /* The root: send the union down. */
-    a->downbuf = encode(op, op->missing, op->nmissing);
-    if (!a->downbuf) {
-      return DLCP_ERR_NOMEM;
-    }
-    for (uint32_t i = 0; i < a->nchildren; i++) {
-      rv = send_list(op, a->child[i].rank, DLCP_COLL_NOTE_AGREE_DOWN, 1,
-                     a->downbuf, op->nmissing);
-      if (rv != 0) {
+    if (!a->final_known) {
+      if ((rv = conclude(op)) != 0) {
         return rv;
+      }
+      if (a->fold.rank != UINT32_MAX) {
+        rv = send_union(op, &a->fold, DLCP_COLL_NOTE_AGREE_DOWN,
+                        AGREE_SEQ_FOLD_OUT);
+        if (rv != 0) {
+          return rv;
+        }
       }
     }
   }
@@ -225,27 +243,29 @@ static int progress(dlcp_coll *op, dlcp_tstamp now) {
 int coll_agree_start(dlcp_coll *op, dlcp_tstamp now) {
   coll_agree *a = &op->agree;
   op->ntaint = coll_ranges_normalize(op->taint, op->ntaint);
+  a->u = op->mem->malloc((op->ntaint ? op->ntaint : 1) * sizeof(*a->u),
+                         op->mem->user);
+  if (!a->u) {
+    return DLCP_ERR_NOMEM;
+  }
+  if (op->ntaint) {
+    memcpy(a->u, op->taint, op->ntaint * sizeof(*a->u));
+  }
+  a->nu = op->ntaint;
   a->started = true;
   return progress(op, now);
 }
 
 uint32_t coll_agree_awaited(const dlcp_coll *op) {
   const coll_agree *a = &op->agree;
-  if (!a->started || a->done) {
+  if (!a->started || a->done || a->final_known) {
     return UINT32_MAX;
   }
-  if (!a->sent_up) {
-    for (uint32_t i = 0; i < a->nchildren; i++) {
-      if (a->child[i].count < 0) {
-        return a->child[i].rank;
-      }
-    }
-    return UINT32_MAX;
+  if (a->extra || (!a->folded && a->fold.rank != UINT32_MAX)) {
+    return a->fold.count < 0 ? a->fold.rank : UINT32_MAX;
   }
-  if (!a->final_known && a->parent.count < 0) {
-    return a->parent.rank;
-  }
-  return UINT32_MAX;
+  const coll_agree_peer *p = &a->round[a->next_round];
+  return p->count < 0 ? p->rank : UINT32_MAX;
 }
 
 static int fail(dlcp_coll *op, int rv, int32_t peer) {
@@ -255,14 +275,33 @@ static int fail(dlcp_coll *op, int rv, int32_t peer) {
   return rv;
 }
 
+/* The sequence of the list a NOTE of |kind| announces. */
+static uint32_t seq_of_note(const coll_agree *a, uint64_t kind,
+                            uint32_t peer) {
+  switch (kind) {
+  case DLCP_COLL_NOTE_AGREE_UP:
+    return AGREE_SEQ_FOLD_IN;
+  case DLCP_COLL_NOTE_AGREE_DOWN:
+    return AGREE_SEQ_FOLD_OUT;
+  case DLCP_COLL_NOTE_AGREE_ROUND:
+    for (uint32_t k = 0; k < a->nrounds; k++) {
+      if (a->round[k].rank == peer) {
+        return AGREE_SEQ_ROUND(k);
+      }
+    }
+    return UINT32_MAX;
+  default:
+    return UINT32_MAX;
+  }
+}
+
 int coll_agree_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
                        dlcp_tstamp now) {
   uint64_t kind = value >> DLCP_COLL_NOTE_KIND_SHIFT;
   uint64_t count = value & DLCP_COLL_NOTE_ARG_MASK;
-  coll_agree_peer *p = agree_peer(op, peer);
-  bool from_parent = p && p == &op->agree.parent;
-  if (!p || p->count >= 0 ||
-      (kind == DLCP_COLL_NOTE_AGREE_UP) == from_parent) {
+  uint32_t seq = seq_of_note(&op->agree, kind, peer);
+  coll_agree_peer *p = slot(op, peer, seq);
+  if (!p || p->count >= 0) {
     return DLCP_ERR_BAD_TYPE;
   }
   /* A list can hold at most one range per element of the vector. */
@@ -280,8 +319,7 @@ int coll_agree_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
   }
   dlcp_coll_action a = {.type = DLCP_COLL_ACT_RECV,
                         .peer = peer,
-                        .tag = DLCP_COLL_TAG(DLCP_COLL_TAG_AGREE,
-                                             from_parent ? 1u : 0u),
+                        .tag = DLCP_COLL_TAG(DLCP_COLL_TAG_AGREE, seq),
                         .recv_buf = p->buf,
                         .bytes = count * DLCP_WIRE_RANGE_LEN,
                         .loss_bound = 0.0};
@@ -304,10 +342,8 @@ int coll_agree_on_sent(dlcp_coll *op, uint32_t peer, uint32_t tag,
 
 int coll_agree_on_received(dlcp_coll *op, uint32_t peer, uint32_t tag,
                            int status, size_t nmissing, dlcp_tstamp now) {
-  coll_agree_peer *p = agree_peer(op, peer);
-  uint32_t seq = tag & DLCP_COLL_TAG_SEQ_MASK;
-  if (!p || p->count <= 0 || p->received ||
-      seq != (p == &op->agree.parent ? 1u : 0u)) {
+  coll_agree_peer *p = slot(op, peer, tag & DLCP_COLL_TAG_SEQ_MASK);
+  if (!p || p->count <= 0 || p->received) {
     return DLCP_ERR_UNKNOWN_TRANSFER;
   }
   if (status < 0) {

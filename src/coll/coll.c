@@ -1159,6 +1159,7 @@ int dlcp_coll_on_note(dlcp_coll *op, uint32_t peer, uint64_t value,
     }
   case DLCP_COLL_NOTE_AGREE_UP:
   case DLCP_COLL_NOTE_AGREE_DOWN:
+  case DLCP_COLL_NOTE_AGREE_ROUND:
     return coll_agree_on_note(op, peer, value, now);
   case DLCP_COLL_NOTE_ABORT:
     if (op->phase < COLL_PHASE_FINISHED) {

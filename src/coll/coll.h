@@ -89,8 +89,9 @@ typedef enum dlcp_coll_kind {
  *            its successor; sequence = ring slot (step * nseg + segment).
  *   class 2  straggler bypass: the slow rank's partial sent past its
  *            successor; sequence = ring slot.
- *   class 3  loss agreement: missing-range lists; sequence 0 = toward the
- *            root of the agreement tree, 1 = back down.
+ *   class 3  loss agreement: missing-range lists; sequence 0 = folded in
+ *            by a rank beyond the largest power of two, 1 = the union
+ *            sent back to it, 2 + k = recursive doubling round k.
  *   class 4-7 reserved.
  */
 #define DLCP_COLL_TAG_BITS 20u
@@ -112,10 +113,13 @@ typedef enum dlcp_coll_kind {
  *   4 BYPASS_DENY    "slot s was already sent to you"
  *   5 BYPASS_INCOMING "slot s arrives as two parts: raw from your
  *                     predecessor, partial from me"
- *   6 AGREE_UP       count of missing ranges following toward the root
- *   7 AGREE_DOWN     count of missing ranges following back down
+ *   6 AGREE_UP       count of missing ranges following, folded in by a
+ *                    rank beyond the largest power of two
+ *   7 AGREE_DOWN     count of the agreed ranges following, back to it
  *   8 ABORT          "the operation failed because of rank a" (a =
  *                    2^56 - 1: the sender itself failed)
+ *   9 AGREE_ROUND    count of missing ranges following, a recursive
+ *                    doubling round's (the round is the pair's)
  */
 #define DLCP_COLL_NOTE_KIND_SHIFT 56u
 #define DLCP_COLL_NOTE_ARG_MASK ((UINT64_C(1) << 56) - 1u)
@@ -130,7 +134,8 @@ enum {
   DLCP_COLL_NOTE_BYPASS_INCOMING = 5,
   DLCP_COLL_NOTE_AGREE_UP = 6,
   DLCP_COLL_NOTE_AGREE_DOWN = 7,
-  DLCP_COLL_NOTE_ABORT = 8
+  DLCP_COLL_NOTE_ABORT = 8,
+  DLCP_COLL_NOTE_AGREE_ROUND = 9
 };
 
 /*
@@ -220,7 +225,7 @@ typedef struct dlcp_coll_params {
    * (an eager path that the loss bound does not apply to); 0 = none.  No
    * transfer of an all-reduce carries more than its vector, so one of at
    * most exact_bytes runs exact whatever loss_bound says: no agreement at
-   * its end, which would only add 2 log2(n) hops of latency. */
+   * its end, which would only add log2(n) hops of latency. */
   uint64_t exact_bytes;
   /* A group of a larger communicator: NULL, or the operation runs among
    * the |world| ranks members[0..world-1] of it (distinct), |rank| and

@@ -41,22 +41,31 @@ enum coll_phase {
   COLL_PHASE_REPORTED  /* DONE polled */
 };
 
-/* The loss agreement (agree.c): a binomial tree on rank 0 gathers every
- * rank's missing ranges, merges them, and sends the union back down. */
-#define COLL_AGREE_MAX_CHILDREN 16
+/* The loss agreement (agree.c): recursive doubling of every rank's missing
+ * ranges, each rank merging what its partner of each round knows, so all
+ * hold the union after log2 rounds; a rank beyond the largest power of two
+ * folds its list into a partner first and gets the union back from it. */
+#define COLL_AGREE_MAX_ROUNDS 16
 typedef struct coll_agree_peer {
   uint32_t rank;
   int64_t count;        /* ranges announced, -1 = note not yet here */
   bool received;        /* the list arrived (or count == 0) */
   unsigned char *buf;   /* count * 16 bytes, little-endian pairs */
+  unsigned char *sent;  /* what we sent it; borrowed by the driver */
 } coll_agree_peer;
 
 typedef struct coll_agree {
-  bool tree_built, started, sent_up, final_known, done;
-  coll_agree_peer parent;   /* parent.rank == UINT32_MAX at the root */
-  coll_agree_peer child[COLL_AGREE_MAX_CHILDREN];
-  uint32_t nchildren;
-  unsigned char *upbuf, *downbuf; /* what we send; borrowed by the driver */
+  bool started, folded, final_known, done;
+  /* The fold partner: rank r + p2 for r < n - p2 (its list comes in, the
+   * union goes out), rank r - p2 for r >= p2 (the reverse); rank
+   * UINT32_MAX for none. */
+  coll_agree_peer fold;
+  bool extra;            /* r >= p2: folds out, runs no rounds */
+  coll_agree_peer round[COLL_AGREE_MAX_ROUNDS]; /* partner r ^ 2^k */
+  uint32_t nrounds, next_round;
+  bool round_sent;       /* next_round's list went out */
+  dlcp_coll_range *u;    /* the union so far */
+  size_t nu;
   uint32_t sends_outstanding;
 } coll_agree;
 
