@@ -525,6 +525,17 @@ static void test_pieces_joined_through_a_bad_network(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* Hands |to| the datagrams d[*next..n) that arrive (at[]) by |now|. */
+static void arrive_until(dlcp_ctlchan *to, const dgram *d,
+                         const dlcp_tstamp *at, uint32_t n, uint32_t *next,
+                         dlcp_tstamp now, joined_log *rx) {
+  for (; *next < n && at[*next] <= now; ++*next) {
+    assert_int_equal(dlcp_ctlchan_on_datagram(to, d[*next].b, d[*next].len,
+                                              keep_whole, rx, now),
+                     0);
+  }
+}
+
 /* A burst of pieces leaves at once but reaches the peer at the
  * bottleneck's pace, one every PACE, so its tail arrives long after the
  * pieces' timeout (RTO plus the ack delay) counted from their sending.
@@ -560,26 +571,15 @@ static void test_burst_of_pieces_at_the_bottleneck_pace(void **state) {
   joined_log rx = {.n = 0};
   uint8_t out[DLCP_WIRE_CDATA_HDR_LEN + PIECE];
   for (dlcp_tstamp now = 0; now <= 4 * NP * PACE; now += TICK) {
-    while (next_piece < NP && arrives[next_piece] <= now) {
-      assert_int_equal(dlcp_ctlchan_on_datagram(&b, to_b[next_piece].b,
-                                                to_b[next_piece].len,
-                                                keep_whole, &rx, now),
-                       0);
-      next_piece++;
-    }
+    arrive_until(&b, to_b, arrives, NP, &next_piece, now, &rx);
     dlcp_ssize n;
-    while ((n = dlcp_ctlchan_poll(&b, acks[nacks].b, sizeof(acks[0].b), RTO,
+    while (nacks < NP &&
+           (n = dlcp_ctlchan_poll(&b, acks[nacks].b, sizeof(acks[0].b), RTO,
                                   MAX_RTO, now)) > 0) {
       acks[nacks].len = (size_t)n;
       ack_at[nacks++] = now + LAT;
     }
-    while (next_ack < nacks && ack_at[next_ack] <= now) {
-      assert_int_equal(dlcp_ctlchan_on_datagram(&a, acks[next_ack].b,
-                                                acks[next_ack].len,
-                                                keep_whole, &rx, now),
-                       0);
-      next_ack++;
-    }
+    arrive_until(&a, acks, ack_at, nacks, &next_ack, now, &rx);
     assert_int_equal(dlcp_ctlchan_poll(&a, out, sizeof(out), RTO, MAX_RTO,
                                        now),
                      0);

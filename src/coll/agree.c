@@ -151,16 +151,23 @@ static int absorb(dlcp_coll *op, const coll_agree_peer *p, bool replace) {
   return 0;
 }
 
+/* A copy of |n| ranges (never NULL for n = 0), or NULL without memory. */
+static dlcp_coll_range *copy_ranges(const dlcp_coll *op,
+                                    const dlcp_coll_range *r, size_t n) {
+  dlcp_coll_range *c = op->mem->malloc((n ? n : 1) * sizeof(*c),
+                                       op->mem->user);
+  if (c && n) {
+    memcpy(c, r, n * sizeof(*c));
+  }
+  return c;
+}
+
 /* The union is final: it becomes the operation's missing ranges. */
 static int conclude(dlcp_coll *op) {
   coll_agree *a = &op->agree;
-  op->missing = op->mem->malloc((a->nu ? a->nu : 1) * sizeof(*op->missing),
-                                op->mem->user);
+  op->missing = copy_ranges(op, a->u, a->nu);
   if (!op->missing) {
     return DLCP_ERR_NOMEM;
-  }
-  if (a->nu) {
-    memcpy(op->missing, a->u, a->nu * sizeof(*op->missing));
   }
   op->nmissing = a->nu;
   a->final_known = true;
@@ -243,13 +250,9 @@ static int progress(dlcp_coll *op, dlcp_tstamp now) {
 int coll_agree_start(dlcp_coll *op, dlcp_tstamp now) {
   coll_agree *a = &op->agree;
   op->ntaint = coll_ranges_normalize(op->taint, op->ntaint);
-  a->u = op->mem->malloc((op->ntaint ? op->ntaint : 1) * sizeof(*a->u),
-                         op->mem->user);
+  a->u = copy_ranges(op, op->taint, op->ntaint);
   if (!a->u) {
     return DLCP_ERR_NOMEM;
-  }
-  if (op->ntaint) {
-    memcpy(a->u, op->taint, op->ntaint * sizeof(*a->u));
   }
   a->nu = op->ntaint;
   a->started = true;
