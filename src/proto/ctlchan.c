@@ -323,9 +323,8 @@ static void drop_joined(dlcp_ctlchan *ch) {
  * the last.  Returns whether the acknowledgement is due at once: deliver
  * asked for it, or the message came in more pieces than are acknowledged
  * together (the sender times the last of them without the ack delay,
- * restart_timeouts); a shorter one waits for the reply to carry
- * the acknowledgement, as a whole message does (a CACK per EAGER lengthened
- * 4-16 KiB all-reduces on the 1 Gbit/s testbed by a fifth).
+ * restart_timeouts); a shorter one waits for the reply to carry the
+ * acknowledgement, as a whole message does, instead of costing a CACK.
  * Sets *err to DLCP_ERR_BAD_LENGTH if the pieces disagree on the
  * message's length, or to DLCP_ERR_NOMEM if there is no memory to join
  * them (the message's pieces are then passed over and it is lost). */
@@ -394,9 +393,9 @@ static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
   /* In order: wait for a reply to carry the acknowledgement, but never
    * past the ack delay or a quarter window; filling a gap or a prompt
    * message says so now.  Pieces are acknowledged every
-   * DLCP_CTLCHAN_PIECE_ACKS and when their message is whole: the sender
-   * has the rest of a burst in flight, whose timeouts only an
-   * acknowledgement restarts. */
+   * DLCP_CTLCHAN_PIECE_ACKS (and a message of more pieces when whole,
+   * take): the sender has the rest of a burst in flight, whose timeouts
+   * only an acknowledgement restarts. */
   int err = 0;
   bool in_pieces = rest > 0 || ch->joined_total > 0;
   uint32_t ack_every = in_pieces ? DLCP_CTLCHAN_PIECE_ACKS
