@@ -55,6 +55,8 @@ typedef struct coll_agree_peer {
 } coll_agree_peer;
 
 typedef struct coll_agree {
+  /* folded: a rank beyond p2 has sent its list to its fold partner; any
+   * other, that it has merged its partner's list (or has none) */
   bool started, folded, final_known, done;
   /* The fold partner: rank r + p2 for r < n - p2 (its list comes in, the
    * union goes out), rank r - p2 for r >= p2 (the reverse); rank

@@ -405,7 +405,7 @@ static void answered(dlcp_ina *h, uint32_t g, bool result, bool waiting,
   h->backoff = 1;
   if (result && h->tries[g] == 1) {
     dlcp_rtt_sample(&h->srtt, &h->rttvar, now - h->sent_at[g]);
-    dlcp_duration rto = h->srtt + 4 * h->rttvar;
+    dlcp_duration rto = dlcp_rtt_timeout(h->srtt, h->rttvar);
     h->rto = rto > h->p.rto_ns ? rto : h->p.rto_ns;
   }
 }

@@ -118,9 +118,9 @@ static dlcp_duration first_rto(const dlcp_ctlchan *ch,
                                const dlcp_ctlchan_out *o, dlcp_duration rto) {
   dlcp_duration t = rto;
   if (o->grouped && ch->piece_srtt) {
-    t = ch->piece_srtt + 4 * ch->piece_rttvar;
+    t = dlcp_rtt_timeout(ch->piece_srtt, ch->piece_rttvar);
   } else if (ch->srtt) {
-    t = ch->srtt + 4 * ch->rttvar;
+    t = dlcp_rtt_timeout(ch->srtt, ch->rttvar);
   }
   return o->prompt ? t : t + ch->ack_delay;
 }
@@ -240,7 +240,7 @@ static void restart_timeouts(dlcp_ctlchan *ch, dlcp_tstamp now) {
       continue;
     }
     dlcp_duration t = !o->resent && ch->piece_srtt
-                          ? ch->piece_srtt + 4 * ch->piece_rttvar
+                          ? dlcp_rtt_timeout(ch->piece_srtt, ch->piece_rttvar)
                           : o->rto;
     if (o->due < now + t) {
       o->due = now + t;

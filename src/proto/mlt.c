@@ -1053,7 +1053,7 @@ static bool round_done(const mlt_xfer *x) {
 /* srtt + 4 rttvar of an RTT estimate, at least min_drain. */
 static dlcp_duration drain_of(const dlcp_mlt_conn *conn, dlcp_duration srtt,
                               dlcp_duration rttvar) {
-  dlcp_duration d = srtt + 4 * rttvar;
+  dlcp_duration d = dlcp_rtt_timeout(srtt, rttvar);
   return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
 }
 
@@ -1065,8 +1065,7 @@ static dlcp_duration drain_interval(const dlcp_mlt_conn *conn) {
  * delay): how long a lost control datagram is waited for before it is sent
  * again.  Too short only costs a duplicate, which the channel drops. */
 static dlcp_duration net_drain_interval(const dlcp_mlt_conn *conn) {
-  dlcp_duration d = conn->net_srtt_ns + 4 * conn->net_rttvar_ns;
-  return d > conn->cfg.min_drain_ns ? d : conn->cfg.min_drain_ns;
+  return drain_of(conn, conn->net_srtt_ns, conn->net_rttvar_ns);
 }
 
 /* How long a receiver that saw a round's last packet waits for the packets

@@ -33,4 +33,10 @@ static inline void dlcp_rtt_sample(dlcp_duration *srtt, dlcp_duration *rttvar,
   }
 }
 
+/* dlcp_rtt_timeout is RFC 6298's RTO of an estimate: srtt + 4 rttvar. */
+static inline dlcp_duration dlcp_rtt_timeout(dlcp_duration srtt,
+                                             dlcp_duration rttvar) {
+  return srtt + 4 * rttvar;
+}
+
 #endif /* DLCP_PROTO_RTT_H */
