@@ -978,13 +978,13 @@ static void test_auto_rule(void **state) {
   (void)state;
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
-  /* Between hosts: on powers of two RD to 32 KiB, HD above; other
-   * worlds DIRECT while a rank sends at most 32 KiB, PS to 8 MiB on up to
+  /* Between hosts: on powers of two RD to 16 KiB, HD above; other
+   * worlds DIRECT while a rank sends at most 16 KiB, PS to 8 MiB on up to
    * 8 ranks, HD to 64 KiB, ring above. */
   p.world = 4;
-  p.count = 8192; /* 32 KiB: log2 n whole exchanges */
+  p.count = 4096; /* 16 KiB: log2 n whole exchanges */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
-  p.count = 8193;
+  p.count = 4097;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
   p.count = 32u << 20; /* 128 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_HALVING_DOUBLING);
@@ -992,9 +992,9 @@ static void test_auto_rule(void **state) {
   p.count = 1024;
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
   p.world = 7;
-  p.count = 1365; /* 5460 B, 32760 B sent: one step */
+  p.count = 682; /* 2728 B, 16368 B sent: one step */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
-  p.count = 1366; /* on few ranks: two PS steps */
+  p.count = 683; /* on few ranks: two PS steps */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
   p.count = 2u << 20; /* 8 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);

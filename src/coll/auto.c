@@ -16,11 +16,15 @@
 
 /* Between hosts, on a power-of-two world: recursive doubling (log2 n
  * steps, one whole-vector message each) up to this size, halving-doubling
- * above (the ring's bytes in 2 log2 n steps, without a fold). */
-#define COLL_AUTO_RD_BYTES (32u * 1024u)
+ * above (the ring's bytes in 2 log2 n steps, without a fold).  RD sends
+ * log2 n / (2 (n - 1) / n) times HD's bytes, which a link pays for before
+ * the host's per-step cost does: at 32 KiB HD led on the testbed's 10 and
+ * 1 Gbit/s links (2026-11-30, docs/collectives.md). */
+#define COLL_AUTO_RD_BYTES (16u * 1024u)
 /* Other worlds: DIRECT (one step of n - 1 messages, which beats the fold's
- * two extra steps) while what each rank sends stays within this. */
-#define COLL_AUTO_DIRECT_BYTES (32u * 1024u)
+ * two extra steps) while what each rank sends stays within this; its
+ * n - 1 messages meet in every rank's downlink at once. */
+#define COLL_AUTO_DIRECT_BYTES (16u * 1024u)
 /* Then the parameter server on a few ranks (two steps; the (n - 1)-way
  * incast stays small) up to a size... */
 #define COLL_AUTO_PS_MAX_WORLD 8u
