@@ -116,6 +116,7 @@ struct dlcp_rt_ina {
    * contributes to its switch).  NULL until the places are known. */
   bool host_reduce;
   uint32_t window; /* DLCP_INA_WINDOW: groups outstanding per rank */
+  bool window_set; /* ...given: that many, whatever their bytes */
   uint32_t *host;
   uint32_t nhost, host_index;
   bool *master;
@@ -123,6 +124,9 @@ struct dlcp_rt_ina {
   int id_status;          /* its failure, for every operation */
   char id_error[160];
   uint32_t next_group;
+  /* The contribution-to-result estimate of the operations so far, each
+   * operation's start (dlcp_ina_params.srtt_ns); srtt 0: none yet. */
+  dlcp_duration srtt, rttvar;
   char name[128]; /* the switch, for messages */
   uint8_t *buf;   /* a received datagram, or INA_SEND_BATCH to send */
   uint32_t mtu;   /* of the path to the switch */
@@ -195,6 +199,10 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     c->stats.ina_busy += r.busy;
     c->stats.ina_waiting += r.waiting;
     c->stats.ina_dup_results += r.dup_results;
+    if (r.srtt_ns > 0) {
+      s->srtt = r.srtt_ns;
+      s->rttvar = r.rttvar_ns;
+    }
   }
   dlcp_ina_del(iop->h);
   free(iop->exps);
@@ -487,7 +495,8 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
 
 /* The seed's PANAMA aggregates only reduce flows above 40 MB. */
 #define PANAMA_MIN_BYTES UINT64_C(40000000)
-/* Groups outstanding per rank unless DLCP_INA_WINDOW says otherwise. */
+/* Groups outstanding per rank (within dlcp_ina_params.window_bytes)
+ * unless DLCP_INA_WINDOW says otherwise. */
 #define DLCP_RT_INA_WINDOW 64u
 
 /* DLCP_INA_MIN_BYTES as a number into |*v|: 0, or -1 if malformed. */
@@ -550,6 +559,7 @@ static int options(dlcp_rt_ina *s, dlcp_coll_info *info) {
   s->host_reduce = hr == NULL || strcmp(hr, "1") == 0;
   const char *w = getenv("DLCP_INA_WINDOW");
   s->window = DLCP_RT_INA_WINDOW;
+  s->window_set = w != NULL;
   if (w != NULL) {
     char *end;
     errno = 0;
@@ -822,6 +832,9 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   p->mode = iop->ra ? DLCP_INA_RING_FALLBACK : DLCP_INA_WAIT;
   p->cc = s->cc;
   p->window = s->window;
+  if (s->window_set) {
+    p->window_bytes = 0; /* else the core's cap in bytes */
+  }
   p->claim = iop->ra ? s->claim : DLCP_INA_CLAIM_NEVER;
   p->group_blocks = iop->ra ? ra_group_blocks(s, p->block_elems, p->world)
                             : mtu_blocks(s, p->block_elems);
@@ -1050,6 +1063,8 @@ static int start_in_host(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
 static bool switch_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
                          dlcp_tstamp now) {
   iop->p.exps = iop->exps;
+  iop->p.srtt_ns = s->srtt;
+  iop->p.rttvar_ns = s->rttvar;
   int rv = dlcp_ina_new(&iop->h, &iop->p, NULL, now);
   iop->p.exps = NULL;
   if (rv != 0) {
