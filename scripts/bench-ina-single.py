@@ -10,7 +10,8 @@ group waits and none goes by ring):
   INA              -a ina: every group through the switch (SwitchML)
   RA-INA           -a ra_ina: groups through the switch while it has room
 
-Profiles: 10 Gbit/s at MTU 9000 and 1 Gbit/s at MTU 1500 (one testbed
+Profiles: 10 Gbit/s at MTU 9000, 1 Gbit/s at MTU 1500 and 1 Gbit/s at
+MTU 9000, where the daemon's datagram rate does not bind (one testbed
 each, the algorithms taking turns round after round).  Per algorithm,
 profile and size: the median all-reduce time over the rounds' medians and
 its bus bandwidth, size * 2(n-1)/n / time (every result checked,
@@ -18,7 +19,7 @@ dlcp-bench -c 1); the seed has INA 57 % above ring's throughput and 2x
 PS's.  Usage:
 
     scripts/bench-ina-single.py BUILD [--rounds N] [--sizes 4M,64M]
-                                [--profiles 10g,1g] [--mem 8m] [--out DIR]
+                                [--profiles 10g,1g,1g9k] [--mem 8m] [--out DIR]
 
 Needs root (namespaces).  Prints a table and writes DIR/ina-single.json.
 """
@@ -35,7 +36,8 @@ sys.path.insert(0, os.path.join(HERE, "scripts", "results"))
 import common  # noqa: E402  (parse_bytes of make results)
 
 TESTBED = os.path.join(HERE, "tools", "dlcp-testbed")
-PROFILES = {"10g": ("10gbit", 9000), "1g": ("1gbit", 1500)}
+PROFILES = {"10g": ("10gbit", 9000), "1g": ("1gbit", 1500),
+            "1g9k": ("1gbit", 9000)}
 ALGOS = ("ring", "ps", "ina", "ra_ina", "auto")
 RANKS = 4
 SEED_INA_VS_RING, SEED_INA_VS_PS = 1.57, 2.0
@@ -63,7 +65,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--sizes", default="4M,64M")
-    ap.add_argument("--profiles", default="10g,1g",
+    ap.add_argument("--profiles", default="10g,1g,1g9k",
                     help="comma-separated, of: " + ", ".join(PROFILES))
     ap.add_argument("--mem", default="8m", help="switch memory (default 8m)")
     ap.add_argument("--out", default=None)
