@@ -430,14 +430,15 @@ static dlcp_duration rto_now(const dlcp_ina *h) {
   return t;
 }
 
-/* With p.window_bytes, the window follows the pace of the results: as
+/* With p.window_bytes (and without PANAMA's window, which follows the
+ * ECN marks instead), the window follows the pace of the results: as
  * many groups as the switch answered in half the configured RTO so far,
  * so the queue a window builds at the slowest link on the way drains well
  * within the RTO (a 64-group window of 8.7 KB datagrams queued 4.5 ms at
  * 1 Gbit/s, and most groups were sent twice), where a fast path keeps
  * the whole window.  Between wnd_floor and p.window. */
 static void pace_window(dlcp_ina *h, dlcp_tstamp now) {
-  if (h->p.window_bytes == 0) {
+  if (h->p.window_bytes == 0 || h->p.cc) {
     return;
   }
   if (h->pace_results++ == 0) {
@@ -1204,7 +1205,7 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   h->mem = mem;
   h->p = *p;
   h->wnd = p->window;
-  if (p->window_bytes > 0) {
+  if (p->window_bytes > 0 && !p->cc) {
     uint64_t dgram = DLCP_AGG_HDR_LEN + 4u * (uint64_t)p->block_elems *
                                             p->group_blocks;
     uint64_t w = p->window_bytes / dgram;

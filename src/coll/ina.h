@@ -101,7 +101,8 @@ typedef struct dlcp_ina_params {
   /* Non-zero: the window starts at this many bytes of contributions
    * (datagrams; at least one group, at most |window|) and then follows
    * the results' pace: as many groups as the switch answered in half of
-   * |rto_ns| so far, never below the start.  0: |window| throughout.
+   * |rto_ns| so far, never below the start.  0 (or |cc|, whose window
+   * follows the ECN marks): |window| throughout.
    * Default 128 KiB, what 1 Gbit/s drains in about half the default RTO:
    * a window of 64 groups of 8.7 KB queued 4.5 ms there, past the RTO,
    * and each operation sent most of its groups twice (docs/ina.md, "The
