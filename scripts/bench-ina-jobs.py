@@ -2,7 +2,7 @@
 """Three jobs sharing one aggregation switch on the emulated testbed.
 
 The testbed half of issue 17's multi-job comparison (the simulator's half
-is scripts/results/ina.py): a 4-host testbed at 10 Gbit/s, MTU 9000, with
+is scripts/results/ina.py): a 4-host testbed at 10 Gbit/s (--rate), MTU 9000, with
 dlcp-switch on its switch; three jobs of 4 ranks (one rank of each job on
 every host, so the jobs also share the host links) all-reduce their
 model's gradient (VGG19, ResNet50, ResNet50 from workloads/profiles,
@@ -23,7 +23,7 @@ three jobs, RA-INA's against the others in percent (the seed: -25.4 %
 against SwitchML, -18.1 % against ring).  Usage:
 
     scripts/bench-ina-jobs.py BUILD [--rounds N] [--mem 64k,1m]
-                              [--iters N] [--scale F] [--out DIR]
+                              [--iters N] [--scale F] [--rate R] [--out DIR]
 
 Needs root (namespaces).  Prints a table and writes DIR/ina-jobs.json.
 """
@@ -55,8 +55,8 @@ def model_bytes(name, scale):
     return max(4, 4 * int(sum(sizes) * scale / 4))
 
 
-def testbed_up(build, mem, policy):
-    argv = [TESTBED, "up", "-n", "4", "--rate", "10gbit", "--mtu", "9000"]
+def testbed_up(build, mem, policy, rate):
+    argv = [TESTBED, "up", "-n", "4", "--rate", rate, "--mtu", "9000"]
     if policy:
         argv += ["--agg-switch", os.path.join(build, "bin", "dlcp-switch"),
                  "--agg-mem", str(mem), "--agg-policy", policy]
@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--mem", default="64k,1m",
                     help="switch memories, comma-separated (default 64k,1m)")
     ap.add_argument("--iters", type=int, default=8)
+    ap.add_argument("--rate", default="10gbit",
+                    help="the links' rate, as dlcp-testbed up --rate "
+                         "(default 10gbit; MTU 9000 either way)")
     ap.add_argument("--scale", type=float, default=1.0 / 64,
                     help="fraction of each model's gradient (default 1/64)")
     ap.add_argument("--out", default=None)
@@ -109,7 +112,7 @@ def main():
     for rnd in range(1, a.rounds + 1):
         for mem in mems:
             for label, algo, policy in CONFIGS:
-                tb = testbed_up(a.build, mem, policy)
+                tb = testbed_up(a.build, mem, policy, a.rate)
                 try:
                     tag = (f"{label.replace(' ', '_').replace(',', '')}"
                            f"-{mem}-r{rnd}")
