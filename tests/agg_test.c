@@ -677,10 +677,10 @@ static void test_ina_rto_follows_the_switch(void **state) {
   dlcp_agg_del(a);
 }
 
-/* The window starts at window_bytes' worth of groups (4 here) and, from
- * the eighth result on, is as many groups as the switch answered in half
- * the RTO (between that start and |window|): results 1 us apart make it
- * the whole window of 16, results 200 us apart (3.5 in 0.5 ms) keep it at
+/* The window starts at window_bytes' worth of groups (4 here) and then
+ * is as many groups as the switch answered per half RTO since the start
+ * (between that start and |window|): results 1 us apart make it the
+ * whole window of 16, results 200 us apart (2.5 per 0.5 ms) keep it at
  * the start. */
 static void test_ina_window_follows_pace(void **state) {
   static const dlcp_duration gaps[] = {1000, 200000};

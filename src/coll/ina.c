@@ -73,8 +73,6 @@
 #define MAX_BACKED_OFF_NS UINT64_C(1000000000)
 /* The longest carried estimate (dlcp_ina_params.srtt_ns, rttvar_ns). */
 #define MAX_SRTT_NS UINT64_C(60000000000)
-/* Results before their pace sets the window (pace_window). */
-#define PACE_MIN_RESULTS 8u
 
 /* CLAIMING: its header-only CLAIM is out (p.claim); GRANTED: the switch
  * gave it aggregators, its contribution waits for room in the window. */
@@ -138,8 +136,8 @@ struct dlcp_ina {
    * results' pace so far delivers in half the configured RTO (pace_window),
    * at least wnd_floor, the window_bytes' worth; else p.window. */
   uint32_t wnd, wnd_floor;
-  uint32_t pace_results;  /* results taken since pace_t0 (the first's) */
-  dlcp_tstamp pace_t0;
+  uint32_t pace_results;  /* results taken so far */
+  dlcp_tstamp pace_t0;    /* the operation's start */
   uint32_t calm_results;
   /* p.cc only: a window per tree (one without cc_trees), and the groups
    * of each tree in SENT. */
@@ -432,23 +430,23 @@ static dlcp_duration rto_now(const dlcp_ina *h) {
 
 /* With p.window_bytes (and without PANAMA's window, which follows the
  * ECN marks instead), the window follows the pace of the results: as
- * many groups as the switch answered in half the configured RTO so far,
- * so the queue a window builds at the slowest link on the way drains well
- * within the RTO (a 64-group window of 8.7 KB datagrams queued 4.5 ms at
- * 1 Gbit/s, and most groups were sent twice), where a fast path keeps
- * the whole window.  Between wnd_floor and p.window. */
+ * many groups as the switch answered per half the configured RTO since
+ * the operation began, so the queue a window builds at the slowest link
+ * on the way drains well within the RTO (a 64-group window of 8.7 KB
+ * datagrams queued 4.5 ms at 1 Gbit/s, and most groups were sent twice),
+ * where a fast path keeps the whole window.  Counted from the start, the
+ * first round trip included, the pace grows from below: counted from the
+ * first result, the results that came back to back at first made it
+ * overshoot (5 % slower at 1 Gbit/s).  Between wnd_floor and p.window. */
 static void pace_window(dlcp_ina *h, dlcp_tstamp now) {
   if (h->p.window_bytes == 0 || h->p.cc) {
     return;
   }
-  if (h->pace_results++ == 0) {
-    h->pace_t0 = now;
+  h->pace_results++;
+  if (now <= h->pace_t0) {
     return;
   }
-  if (h->pace_results < PACE_MIN_RESULTS || now <= h->pace_t0) {
-    return;
-  }
-  double want = (double)(h->pace_results - 1u) * (double)(h->p.rto_ns / 2u) /
+  double want = (double)h->pace_results * (double)(h->p.rto_ns / 2u) /
                 (double)(now - h->pace_t0);
   uint32_t w = want >= (double)h->p.window ? h->p.window : (uint32_t)want;
   h->wnd = w > h->wnd_floor ? w : h->wnd_floor;
@@ -1193,7 +1191,6 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   uint32_t ng;
   int rv = params_check(p);
 
-  (void)now;
   if (rv != 0) {
     return rv;
   }
@@ -1204,6 +1201,7 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   }
   h->mem = mem;
   h->p = *p;
+  h->pace_t0 = now;
   h->wnd = p->window;
   if (p->window_bytes > 0 && !p->cc) {
     uint64_t dgram = DLCP_AGG_HDR_LEN + 4u * (uint64_t)p->block_elems *

@@ -100,8 +100,8 @@ typedef struct dlcp_ina_params {
   uint32_t window;       /* outstanding groups, 1..DLCP_INA_MAX_WINDOW */
   /* Non-zero: the window starts at this many bytes of contributions
    * (datagrams; at least one group, at most |window|) and then follows
-   * the results' pace: as many groups as the switch answered in half of
-   * |rto_ns| so far, never below the start.  0 (or |cc|, whose window
+   * the results' pace: as many groups as the switch answered per half of
+   * |rto_ns| since the operation began, never below the start.  0 (or |cc|, whose window
    * follows the ECN marks): |window| throughout.
    * Default 128 KiB, what 1 Gbit/s drains in about half the default RTO:
    * a window of 64 groups of 8.7 KB queued 4.5 ms there, past the RTO,
