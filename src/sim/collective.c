@@ -453,7 +453,9 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
   p.group_blocks = job->ina_group_blocks;
   p.first_group = rk->iter * job->ina_ngroups;
   if (job->spec.ina_window) {
+    /* exactly that window, as the runtime's DLCP_INA_WINDOW */
     p.window = job->spec.ina_window;
+    p.window_bytes = 0;
   }
   p.cc = job->spec.ina_cc;
   /* MTINA: PANAMA's window per tree, the trees the switches take group by
