@@ -720,35 +720,6 @@ static void test_ina_window_follows_pace(void **state) {
   }
 }
 
-/* An operation's RTO starts from the estimate the caller carries over
- * (srtt 5000 + 4 x rttvar 1000, above rto_ns), and the result hands the
- * estimate on, updated by the samples (RFC 6298: 7/8 of 5000 + 1/8 of
- * the 1000 measured). */
-static void test_ina_rtt_carried_over(void **state) {
-  dlcp_agg *a = small_switch(8, DLCP_AGG_SHARED, 1);
-  dlcp_ina *h;
-  dlcp_ina_params p;
-  dlcp_ina_result r;
-  int32_t in[ELEMS] = {1, 2, 3, 4}, out[ELEMS];
-
-  (void)state;
-  int32_params(&p, in, out, ELEMS);
-  p.rto_ns = 1000;
-  p.srtt_ns = 5000;
-  p.rttvar_ns = 1000;
-  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), 0);
-  contrib_from(h, a, 0);
-  assert_int_equal(dlcp_ina_next_deadline(h), 9000);
-  result_to(a, h, 1000);
-  dlcp_ina_get_result(h, &r);
-  assert_int_equal(r.srtt_ns, 4500);
-  assert_memory_equal(in, out, sizeof(in));
-  dlcp_ina_del(h);
-  p.srtt_ns = UINT64_C(60000000001); /* beyond 60 s */
-  assert_int_equal(dlcp_ina_new(&h, &p, NULL, 0), DLCP_ERR_INVALID_ARGUMENT);
-  dlcp_agg_del(a);
-}
-
 /* Polls |h| for its next datagram, which is lost. */
 static void send_lost(dlcp_ina *h, dlcp_tstamp now) {
   dlcp_ina_action act;
@@ -2334,7 +2305,6 @@ int main(void) {
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_rto_backs_off),
       cmocka_unit_test(test_ina_window_follows_pace),
-      cmocka_unit_test(test_ina_rtt_carried_over),
       cmocka_unit_test(test_acks_ride_the_low_water_mark),
       cmocka_unit_test(test_acks_go_first_when_the_pool_is_full),
       cmocka_unit_test(test_switch_holds_group_sent_up),

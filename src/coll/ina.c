@@ -7,8 +7,7 @@
  * every group waits the same RTO, the list's head is always the next to
  * time out, and a re-send moves it to the tail.  The RTO is |rto_ns| or,
  * when that is longer, srtt + 4 rttvar of the contribution-to-result times
- * of groups sent once (RFC 6298 with Karn's rule; the estimate starts
- * from the one the caller carries over from its earlier operations), doubled (up to
+ * of groups sent once (RFC 6298 with Karn's rule), doubled (up to
  * MAX_BACKOFF times) by the timeout of a datagram the switch did not
  * answer at all and was sent since the last doubling, until an answer
  * that can only be to a group's last send (RFC 6298's back-off).  A
@@ -71,8 +70,6 @@
  * switch's lease (10 s by default). */
 #define MAX_BACKOFF 64u
 #define MAX_BACKED_OFF_NS UINT64_C(1000000000)
-/* The longest carried estimate (dlcp_ina_params.srtt_ns, rttvar_ns). */
-#define MAX_SRTT_NS UINT64_C(60000000000)
 
 /* CLAIMING: its header-only CLAIM is out (p.claim); GRANTED: the switch
  * gave it aggregators, its contribution waits for room in the window. */
@@ -1030,8 +1027,6 @@ void dlcp_ina_get_result(const dlcp_ina *h, dlcp_ina_result *r) {
   *r = h->r;
   r->ngroups = h->ngroups;
   r->done_below = h->low;
-  r->srtt_ns = h->srtt;
-  r->rttvar_ns = h->rttvar;
   r->cwnd = outstanding_limit(h);
   r->cwnd_cuts = 0;
   for (uint32_t t = 0; h->p.cc && t < h->ntrees; t++) {
@@ -1166,7 +1161,7 @@ static int params_check(const dlcp_ina_params *p) {
       p->group_blocks == 0 || p->group_blocks > DLCP_AGG_MAX_BLOCKS ||
       DLCP_AGG_HDR_LEN + 4u * ge > DLCP_AGG_DGRAM_MAX || p->window == 0 ||
       p->window > DLCP_INA_MAX_WINDOW || p->cc_trees > DLCP_INA_MAX_TREES ||
-      p->rto_ns == 0 || p->srtt_ns > MAX_SRTT_NS || p->rttvar_ns > MAX_SRTT_NS ||
+      p->rto_ns == 0 ||
       p->max_retx > UINT16_MAX - 1u || (p->count > 0 && p->recvbuf == NULL) ||
       (unsigned)p->claim > DLCP_INA_CLAIM_AUTO ||
       (p->claim != DLCP_INA_CLAIM_NEVER &&
@@ -1212,12 +1207,6 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
     h->wnd = h->wnd_floor;
   }
   h->rto = p->rto_ns;
-  if (p->srtt_ns > 0) {
-    dlcp_duration rto = dlcp_rtt_timeout(p->srtt_ns, p->rttvar_ns);
-    h->srtt = p->srtt_ns;
-    h->rttvar = p->rttvar_ns;
-    h->rto = rto > p->rto_ns ? rto : p->rto_ns;
-  }
   h->backoff = 1;
   h->pool_groups = UINT32_MAX;
   h->low_sent = p->first_group;

@@ -124,14 +124,6 @@ typedef struct dlcp_ina_params {
    * ahead of the |window| contributions in flight. */
   dlcp_ina_claim claim;
   dlcp_duration rto_ns;  /* re-send a group after this long */
-  /* The contribution-to-result estimate this rank's earlier operations
-   * through the same switch ended with (dlcp_ina_result's srtt_ns and
-   * rttvar_ns), the RTO's start as TCP keeps its estimate per connection;
-   * srtt_ns 0: none, the RTO starts at |rto_ns|.  Without it every
-   * operation began at |rto_ns| while its first window, sent at once,
-   * queued longer than that at a slow link and was sent again whole
-   * (docs/ina.md, "The RTO across operations"). */
-  dlcp_duration srtt_ns, rttvar_ns;
   uint32_t max_retx;     /* re-sends of one group before failing */
   /* FLOAT32: the agreed exponents E_g, ngroups entries (the MAX over ranks
    * of dlcp_ina_exponents); borrowed until dlcp_ina_new returns. */
@@ -172,9 +164,6 @@ typedef struct dlcp_ina_result {
   uint64_t sent;         /* CONTRIB datagrams, retransmissions included */
   uint64_t claims_sent;  /* CLAIM datagrams, retransmissions included */
   uint64_t retransmits;  /* re-sent after rto_ns */
-  /* The contribution-to-result estimate now (the params' if no result
-   * came to a group sent once); 0: none.  For the next operation's. */
-  dlcp_duration srtt_ns, rttvar_ns;
   uint64_t busy;         /* BUSY / AHEAD answers (plain INA waits) */
   uint64_t waiting;      /* WAITING answers: a re-sent group the switch
                             holds is still short of contributions */
@@ -243,7 +232,7 @@ double dlcp_ina_error_bound(int32_t exp, uint32_t world);
 
 /*
  * dlcp_ina_new creates the operation.  Returns 0, DLCP_ERR_INVALID_ARGUMENT
- * (a field out of range (srtt_ns and rttvar_ns at most 60 s), a dtype or op the switch cannot reduce, exps
+ * (a field out of range, a dtype or op the switch cannot reduce, exps
  * missing for FLOAT32, a group larger than a datagram, claim without
  * RA-INA), or DLCP_ERR_NOMEM.
  * Buffers are borrowed until DONE or dlcp_ina_del.

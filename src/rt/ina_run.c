@@ -124,9 +124,6 @@ struct dlcp_rt_ina {
   int id_status;          /* its failure, for every operation */
   char id_error[160];
   uint32_t next_group;
-  /* The contribution-to-result estimate of the operations so far, each
-   * operation's start (dlcp_ina_params.srtt_ns); srtt 0: none yet. */
-  dlcp_duration srtt, rttvar;
   char name[128]; /* the switch, for messages */
   uint8_t *buf;   /* a received datagram, or INA_SEND_BATCH to send */
   uint32_t mtu;   /* of the path to the switch */
@@ -199,10 +196,6 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
     c->stats.ina_busy += r.busy;
     c->stats.ina_waiting += r.waiting;
     c->stats.ina_dup_results += r.dup_results;
-    if (r.srtt_ns > 0) {
-      s->srtt = r.srtt_ns;
-      s->rttvar = r.rttvar_ns;
-    }
   }
   dlcp_ina_del(iop->h);
   free(iop->exps);
@@ -1063,8 +1056,6 @@ static int start_in_host(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
 static bool switch_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
                          dlcp_tstamp now) {
   iop->p.exps = iop->exps;
-  iop->p.srtt_ns = s->srtt;
-  iop->p.rttvar_ns = s->rttvar;
   int rv = dlcp_ina_new(&iop->h, &iop->p, NULL, now);
   iop->p.exps = NULL;
   if (rv != 0) {

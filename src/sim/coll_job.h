@@ -52,9 +52,6 @@ typedef struct coll_rank {
    * |agreeing|. */
   int32_t *exps, *agree_buf;
   bool agreeing;
-  /* INA: the contribution-to-result estimate of the iterations so far,
-   * the next one's start (dlcp_ina_params.srtt_ns), as the runtime's. */
-  dlcp_duration ina_srtt_ns, ina_rttvar_ns;
 } coll_rank;
 
 typedef struct coll_job {

@@ -467,8 +467,6 @@ static void ina_start(coll_rank *rk, dlcp_sim_ps now) {
   if (job->spec.ina_rto_ps) {
     p.rto_ns = ns_of(job->spec.ina_rto_ps);
   }
-  p.srtt_ns = rk->ina_srtt_ns;
-  p.rttvar_ns = rk->ina_rttvar_ns;
   /* A group waits for the slowest rank: re-sends are no failure (the
    * runtime's choice too). */
   p.max_retx = UINT16_MAX - 1u;
@@ -523,10 +521,6 @@ void dlcp_sim_coll_ina_done(dlcp_sim *sim, uint32_t id, uint32_t rank,
   job->ina_results += res.results;
   job->ina_marked += res.ecn_marked;
   job->ina_cuts += res.cwnd_cuts;
-  if (res.srtt_ns > 0) {
-    rk->ina_srtt_ns = res.srtt_ns;
-    rk->ina_rttvar_ns = res.rttvar_ns;
-  }
   if (rank == 0) {
     job->ina_groups += res.ina_groups;
     job->ring_groups += res.ring_groups;

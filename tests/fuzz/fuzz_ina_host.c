@@ -183,14 +183,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   r.p.block_elems = ELEMS;
   r.p.group_blocks = b0 & 1u ? r.p.world : 1u + (uint32_t)(b2 >> 4) % 3u;
   r.p.window = 1u + (b2 & 15u);
-  /* A window that starts below |window| and follows the results' pace,
-   * and an RTT estimate carried over from an earlier operation. */
+  /* A window that starts below |window| and follows the results' pace. */
   r.p.window_bytes = (uint64_t)(1u + (b0 >> 5)) *
                      (DLCP_AGG_HDR_LEN + 4u * ELEMS * r.p.group_blocks);
-  if (b3 & 0x40u) {
-    r.p.srtt_ns = 100u * (1u + (b1 >> 4));
-    r.p.rttvar_ns = 50u * (1u + (b2 >> 6));
-  }
   r.p.first_group = FIRST;
   r.p.rto_ns = 1000;
   r.p.max_retx = 5;
