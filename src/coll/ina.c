@@ -129,9 +129,9 @@ struct dlcp_ina {
    * half 0.83, this 0.74. */
   uint32_t share_groups;
   uint32_t pool_groups;
-  /* The window (groups) within p.window: with p.window_bytes, what the
-   * results' pace so far delivers in half the configured RTO (pace_window),
-   * at least wnd_floor, the window_bytes' worth; else p.window. */
+  /* The window (groups) within p.window: with p.window_bytes, the groups
+   * answered per half the configured RTO so far (pace_window), at least
+   * wnd_floor, the window_bytes' worth; else p.window. */
   uint32_t wnd, wnd_floor;
   uint32_t pace_results;  /* results taken so far */
   dlcp_tstamp pace_t0;    /* the operation's start */
@@ -577,7 +577,7 @@ static int on_nack(dlcp_ina *h, uint32_t g, const dlcp_agg_hdr *a,
       return DLCP_ERR_UNKNOWN_TRANSFER;
     }
     answered(h, g, false, false, now);
-      h->r.ring_groups++;
+    h->r.ring_groups++;
     verdict_seen(h, true);
     if (h->share_groups != 0) {
       pool_shrink(h, g); /* RA-INA's BUSY, as it were (pool_cap) */
@@ -664,7 +664,7 @@ int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
   if (a.type == DLCP_AGG_GRANT) {
     if (h->state[g] == GS_CLAIMING) {
       answered(h, g, false, false, now);
-          sent_unlink(h, g);
+      sent_unlink(h, g);
       h->nclaim--;
       h->state[g] = GS_GRANTED;
       h->tries[g] = 0; /* the contribution's own sends from here */

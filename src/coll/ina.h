@@ -101,8 +101,8 @@ typedef struct dlcp_ina_params {
   /* Non-zero: the window starts at this many bytes of contributions
    * (datagrams; at least one group, at most |window|) and then follows
    * the results' pace: as many groups as the switch answered per half of
-   * |rto_ns| since the operation began, never below the start.  0 (or |cc|, whose window
-   * follows the ECN marks): |window| throughout.
+   * |rto_ns| since the operation began, never below the start.  0 (or
+   * |cc|, whose window follows the ECN marks): |window| throughout.
    * Default 128 KiB, what 1 Gbit/s drains in about half the default RTO:
    * a window of 64 groups of 8.7 KB queued 4.5 ms there, past the RTO,
    * and each operation sent most of its groups twice (docs/ina.md, "The
@@ -206,8 +206,8 @@ typedef struct dlcp_ina_action {
 } dlcp_ina_action;
 
 /* dlcp_ina_params_default: world 1, plain INA, FLOAT32 SUM, 64-element
- * blocks, 4 blocks per group, a window of 64 groups and 128 KiB, 2 ms RTO, 200
- * re-sends, every group ready. */
+ * blocks, 4 blocks per group, a window of 64 groups paced from 128 KiB,
+ * 2 ms RTO, 200 re-sends, every group ready. */
 void dlcp_ina_params_default(dlcp_ina_params *p);
 
 /* dlcp_ina_ngroups returns the number of groups a |count|-element vector
