@@ -133,7 +133,6 @@ struct dlcp_ina {
    * answered per half the configured RTO so far (pace_window), at least
    * wnd_floor, the window_bytes' worth; else p.window. */
   uint32_t wnd, wnd_floor;
-  uint32_t pace_results;  /* results taken so far */
   dlcp_tstamp pace_t0;    /* the operation's start */
   uint32_t calm_results;
   /* p.cc only: a window per tree (one without cc_trees), and the groups
@@ -425,6 +424,11 @@ static dlcp_duration rto_now(const dlcp_ina *h) {
   return t;
 }
 
+/* The bytes of a group's CONTRIB datagram. */
+static size_t contrib_len(const dlcp_ina *h) {
+  return DLCP_AGG_HDR_LEN + 4u * (size_t)h->group_elems;
+}
+
 /* With p.window_bytes (and without PANAMA's window, which follows the
  * ECN marks instead), the window follows the pace of the results: as
  * many groups as the switch answered per half the configured RTO since
@@ -439,11 +443,10 @@ static void pace_window(dlcp_ina *h, dlcp_tstamp now) {
   if (h->p.window_bytes == 0 || h->p.cc) {
     return;
   }
-  h->pace_results++;
   if (now <= h->pace_t0) {
     return;
   }
-  double want = (double)h->pace_results * (double)(h->p.rto_ns / 2u) /
+  double want = (double)h->r.results * (double)(h->p.rto_ns / 2u) /
                 (double)(now - h->pace_t0);
   uint32_t w = want >= (double)h->p.window ? h->p.window : (uint32_t)want;
   h->wnd = w > h->wnd_floor ? w : h->wnd_floor;
@@ -798,7 +801,7 @@ static int send_claim(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
 static int send_group(dlcp_ina *h, dlcp_ina_action *act, uint8_t *buf,
                       size_t buflen, uint32_t g, bool retx, dlcp_tstamp now) {
   dlcp_agg_hdr a;
-  size_t len = DLCP_AGG_HDR_LEN + 4u * (size_t)h->group_elems;
+  size_t len = contrib_len(h);
   int rv;
 
   if (buflen < len) {
@@ -1196,16 +1199,6 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   }
   h->mem = mem;
   h->p = *p;
-  h->pace_t0 = now;
-  h->wnd = p->window;
-  if (p->window_bytes > 0 && !p->cc) {
-    uint64_t dgram = DLCP_AGG_HDR_LEN + 4u * (uint64_t)p->block_elems *
-                                            p->group_blocks;
-    uint64_t w = p->window_bytes / dgram;
-    w = w > 0 ? w : 1;
-    h->wnd_floor = w < p->window ? (uint32_t)w : p->window;
-    h->wnd = h->wnd_floor;
-  }
   h->rto = p->rto_ns;
   h->backoff = 1;
   h->pool_groups = UINT32_MAX;
@@ -1216,6 +1209,14 @@ int dlcp_ina_new(dlcp_ina **ph, const dlcp_ina_params *p, const dlcp_mem *mem,
   }
   h->p.exps = NULL;
   h->group_elems = p->block_elems * p->group_blocks;
+  h->pace_t0 = now;
+  h->wnd = p->window;
+  if (p->window_bytes > 0 && !p->cc) {
+    uint64_t w = p->window_bytes / contrib_len(h);
+    w = w > 0 ? w : 1;
+    h->wnd_floor = w < p->window ? (uint32_t)w : p->window;
+    h->wnd = h->wnd_floor;
+  }
   ng = dlcp_ina_ngroups(p->count, p->block_elems, p->group_blocks);
   h->ngroups = ng;
   h->clog2 = ceil_log2(p->scale_world != 0 ? p->scale_world : p->world);

@@ -393,8 +393,8 @@ static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
   /* In order: wait for a reply to carry the acknowledgement, but never
    * past the ack delay or a quarter window; filling a gap or a prompt
    * message says so now.  Pieces are acknowledged every
-   * DLCP_CTLCHAN_PIECE_ACKS (and a message of more pieces when whole,
-   * take): the sender has the rest of a burst in flight, whose timeouts
+   * DLCP_CTLCHAN_PIECE_ACKS, and a message of more pieces at once when
+   * whole: the sender has the rest of a burst in flight, whose timeouts
    * only an acknowledgement restarts. */
   int err = 0;
   bool in_pieces = rest > 0 || ch->joined_total > 0;
