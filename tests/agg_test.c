@@ -317,6 +317,90 @@ static void test_switch_resend_timer_and_lease(void **state) {
   dlcp_agg_on_timer(a, 2000 + 100000);
   dlcp_agg_get_stats(a, &st);
   assert_int_equal(st.reclaimed, 1);
+  assert_int_equal(st.aggs_used, 1); /* group 0's, for rank 1's ACK */
+  while (poll1(a, &s, &p, 102000).type != 0) { /* group 0's re-sends */
+  }
+  /* and its workers, none of which has its result, start it again: no
+   * GONE, the sum is of the contributions sent since */
+  assert_int_equal(contrib(a, 1, 1, 2, 1, 0, 2, 0, 103000), 0);
+  assert_int_equal(poll1(a, &s, &p, 103000).type, 0);
+  assert_int_equal(contrib(a, 1, 0, 2, 1, 0, 1, 0, 103001), 0);
+  for (uint8_t rank = 0; rank < 2; rank++) {
+    dlcp_agg_hdr r = poll1(a, &s, &p, 103001);
+    assert_int_equal(r.type, DLCP_AGG_RESULT);
+    assert_int_equal(r.rank, rank);
+    assert_int_equal((int32_t)dlcp_get_u32(p), 3);
+  }
+  dlcp_agg_del(a);
+}
+
+/* The job's lowest group gets room from its own incomplete groups above
+ * it that lie in the way (agg_rt_test's test_overlap once waited 10 s on
+ * this, then failed): a 64-aggregator pool, an RA-INA group of 30 at
+ * 0-29, plain INA's group 1 of 32 at 30-61 (rank 0's contribution),
+ * then the RA-INA group ends: 30 and 2 free, and group 0 needs 32. */
+static void test_switch_lowest_group_evicts(void **state) {
+  dlcp_agg *a = small_switch(64, DLCP_AGG_SHARED, 1);
+  dlcp_agg_send s;
+  const uint8_t *p;
+  dlcp_agg_hdr r;
+  dlcp_agg_stats st;
+
+  (void)state;
+  assert_int_equal(contrib(a, 5, 0, 2, 30, DLCP_AGG_FLAG_RING, 1, 0, 0), 0);
+  assert_int_equal(contrib(a, 1, 0, 2, 32, 0, 1, 0, 1), 0);
+  assert_int_equal(poll1(a, &s, &p, 1).type, 0); /* both claimed */
+  assert_int_equal(contrib(a, 5, 1, 2, 30, DLCP_AGG_FLAG_RING, 2, 0, 2), 0);
+  while (poll1(a, &s, &p, 2).type != 0) {
+  }
+  assert_int_equal(ack(a, 5, 0, 2, 3), 0);
+  assert_int_equal(ack(a, 5, 1, 2, 3), 0);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.aggs_used, 32);
+  /* group 1 was sent to within the re-send interval (1000): it may be
+   * about to complete, and the lowest waits (BUSY) */
+  assert_int_equal(contrib(a, 0, 1, 2, 32, 0, 2, 0, 1000), 0);
+  r = poll1(a, &s, &p, 1000);
+  assert_int_equal(r.aux, DLCP_AGG_NACK_BUSY);
+  /* idle for an interval, it is evicted and the lowest takes 0-31 */
+  assert_int_equal(contrib(a, 0, 1, 2, 32, 0, 2, 0, 1001), 0);
+  assert_int_equal(poll1(a, &s, &p, 1001).type, 0);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.evicted, 1);
+  assert_int_equal(st.aggs_used, 32);
+  assert_int_equal(contrib(a, 0, 0, 2, 32, 0, 1, 0, 1002), 0);
+  for (uint8_t rank = 0; rank < 2; rank++) {
+    r = poll1(a, &s, &p, 1002);
+    assert_int_equal(r.type, DLCP_AGG_RESULT);
+    assert_int_equal(r.group, 0);
+    assert_int_equal((int32_t)dlcp_get_u32(p + 4 * (32 * ELEMS - 1)), 3);
+  }
+  assert_int_equal(ack(a, 0, 0, 2, 1003), 0);
+  assert_int_equal(ack(a, 0, 1, 2, 1003), 0);
+  /* group 1 starts again from rank 0's contribution sent again: its
+   * first one was evicted, not added twice */
+  assert_int_equal(contrib(a, 1, 0, 2, 32, 0, 1, 0, 1004), 0);
+  assert_int_equal(poll1(a, &s, &p, 1004).type, 0);
+  assert_int_equal(contrib(a, 1, 1, 2, 32, 0, 2, 0, 1005), 0);
+  r = poll1(a, &s, &p, 1005);
+  assert_int_equal(r.type, DLCP_AGG_RESULT);
+  assert_int_equal(r.group, 1);
+  assert_int_equal((int32_t)dlcp_get_u32(p), 3);
+  /* with no room even without its job's groups, the lowest is BUSY and
+   * evicts nothing: another job fills the pool */
+  dlcp_agg_del(a);
+  a = small_switch(64, DLCP_AGG_SHARED, 1);
+  assert_int_equal(contrib(a, 1, 0, 2, 16, 0, 1, 0, 0), 0);
+  for (uint32_t g = 0; g < 24; g++) {
+    assert_int_equal(contrib_of(a, 9, g, 0), 0);
+  }
+  while (poll1(a, &s, &p, 0).type != 0) {
+  }
+  assert_int_equal(contrib(a, 0, 0, 2, 32, 0, 1, 0, 5000), 0);
+  r = poll1(a, &s, &p, 5000);
+  assert_int_equal(r.aux, DLCP_AGG_NACK_BUSY);
+  dlcp_agg_get_stats(a, &st);
+  assert_int_equal(st.evicted, 0);
   dlcp_agg_del(a);
 }
 
@@ -2301,6 +2385,7 @@ int main(void) {
       cmocka_unit_test(test_wire_roundtrip_and_rejects),
       cmocka_unit_test(test_switch_sum_result_ack_free),
       cmocka_unit_test(test_switch_resend_timer_and_lease),
+      cmocka_unit_test(test_switch_lowest_group_evicts),
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_rto_backs_off),

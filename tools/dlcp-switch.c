@@ -783,6 +783,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     t.acks_implied += s.acks_implied;
     t.freed += s.freed;
     t.reclaimed += s.reclaimed;
+    t.evicted += s.evicted;
     t.abandoned += s.abandoned;
     t.queue_drops += s.queue_drops;
     t.aggs_used += s.aggs_used;
@@ -794,7 +795,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "claims_granted %llu | claims "
           "%llu claim_failures %llu ring_verdicts %llu too_big %llu results "
           "%llu resent %llu backoffs %llu acks_implied %llu freed %llu "
-          "reclaimed %llu "
+          "reclaimed %llu evicted %llu "
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
           "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
           "aggregators %u/%u in use | handed %llu handoff_drops %llu\n",
@@ -809,7 +810,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.results_sent, (unsigned long long)t.resent,
           (unsigned long long)t.resend_backoffs,
           (unsigned long long)t.acks_implied, (unsigned long long)t.freed,
-          (unsigned long long)t.reclaimed, (unsigned long long)t.abandoned,
+          (unsigned long long)t.reclaimed, (unsigned long long)t.evicted,
+          (unsigned long long)t.abandoned,
           (unsigned long long)t.queue_drops, (unsigned long long)t.forwards,
           (unsigned long long)t.forward_resends,
           (unsigned long long)t.finals, (unsigned long long)t.acks_up,

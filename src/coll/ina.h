@@ -253,7 +253,8 @@ void dlcp_ina_del(dlcp_ina *h);
  * size or the job another world, or its pool or the job's partition is
  * smaller than one group: |switch_pool| in the result then says how many
  * aggregators it has), DLCP_ERR_LIMIT (its job table is full),
- * DLCP_ERR_PEER_ABORTED (it lost a group: restarted or reclaimed it).
+ * DLCP_ERR_PEER_ABORTED (it lost a group: restarted, or gave up
+ * re-sending its result).
  */
 int dlcp_ina_on_packet(dlcp_ina *h, const uint8_t *buf, size_t len,
                        uint8_t ecn, dlcp_tstamp now);

@@ -433,27 +433,35 @@ static uint32_t group_find(const dlcp_agg *a, uint32_t job, uint32_t group) {
   return NONE;
 }
 
+/* The first of |n| consecutive free aggregators the job at |jslot| may
+ * claim (its partition, or the pool from the cursor on, then from its
+ * start), or NONE. */
+static uint32_t find_room(const dlcp_agg *a, uint32_t jslot, uint32_t n) {
+  uint32_t s;
+
+  if (a->cfg.policy == DLCP_AGG_STATIC) {
+    uint32_t part = a->naggs / a->cfg.static_parts;
+
+    return scan_run(a, jslot * part, (jslot + 1u) * part, n);
+  }
+  s = scan_run(a, a->cursor, a->naggs, n);
+  if (s == NONE) {
+    uint32_t end = a->cursor + n - 1u;
+
+    s = scan_run(a, 0, end < a->naggs ? end : a->naggs, n);
+  }
+  return s;
+}
+
 /* Claims |h->nblocks| consecutive aggregators for the group, or returns
  * NONE. */
 static uint32_t group_claim(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
                             dlcp_tstamp now) {
   uint32_t n = h->nblocks;
-  uint32_t s;
+  uint32_t s = find_room(a, jslot, n);
   agg_slot *g;
   uint32_t *b;
 
-  if (a->cfg.policy == DLCP_AGG_STATIC) {
-    uint32_t part = a->naggs / a->cfg.static_parts;
-
-    s = scan_run(a, jslot * part, (jslot + 1u) * part, n);
-  } else {
-    s = scan_run(a, a->cursor, a->naggs, n);
-    if (s == NONE) {
-      uint32_t end = a->cursor + n - 1u;
-
-      s = scan_run(a, 0, end < a->naggs ? end : a->naggs, n);
-    }
-  }
   if (s == NONE) {
     return NONE;
   }
@@ -493,6 +501,22 @@ static void group_free(dlcp_agg *a, uint32_t s) {
   a->st.aggs_used -= g->nblocks;
   g->state = G_FREE;
   g->gen++;
+}
+
+/* Frees the incomplete group at |s|, its verdict undecided again, so that
+ * the next contribution to it claims aggregators anew.  Nothing is lost:
+ * no worker has its result, so each sends its contribution again (one
+ * still out at its RTO, one a BUSY sent back when its window reaches
+ * it); a contribution that found the verdict INA and no aggregators
+ * would have been told GONE, which fails the operation. */
+static void group_evict(dlcp_agg *a, uint32_t s) {
+  agg_slot *g = &a->slot[s];
+  agg_job *j = &a->job[g->job];
+
+  if (g->group - j->base < a->cfg.window_groups) {
+    verdict_set(a, j, g->group, V_UNDECIDED);
+  }
+  group_free(a, s);
 }
 
 /* Adds the contribution |payload| of |rank| into the group at |s|. */
@@ -608,6 +632,61 @@ static bool beyond_share(const dlcp_agg *a, const agg_job *j,
          h->group - j->base >= (span > 0 ? span : 1u);
 }
 
+/* Whether the group at |s| is one of job |jslot|'s incomplete groups
+ * that no worker has sent to for a re-send interval. */
+static bool idle_of_job(const dlcp_agg *a, uint32_t jslot, uint32_t s,
+                        dlcp_tstamp now) {
+  return a->slot[s].job == jslot &&
+         a->slot[s].touched + a->cfg.resend_ns <= now;
+}
+
+/* Plain INA's group |h|, the job's lowest (its slowest worker's mark),
+ * found no room: claims it room by evicting the job's own incomplete
+ * groups that lie in the way and that no worker has sent to for a
+ * re-send interval, if that makes room, or returns NONE.  Otherwise one
+ * of them could hold the lowest group out for good: a 32-block group
+ * claimed in the middle of a 64-aggregator pool (beside an RA-INA group
+ * of 30 that then ended) left 30 and 2 free, while every worker's window,
+ * cut to one group by the BUSYs, held only the lowest group, so no one
+ * sent the contributions the other one waited for; its lease ended it
+ * 10 s later, and the re-sent contributions found it gone (agg_rt_test's
+ * test_overlap, about 1 run in 200 under load).  Only the lowest group
+ * evicts, and only its own job's groups, which wait for it anyway; a
+ * group its workers still send to is about to complete and free its
+ * room, and is left alone. */
+static uint32_t claim_evicting(dlcp_agg *a, uint32_t jslot,
+                               const dlcp_agg_hdr *h, dlcp_tstamp now) {
+  uint32_t n = h->nblocks;
+  uint32_t room;
+  uint32_t s, next;
+
+  /* Where the room would be without those groups: marked free in the map
+   * for the search, and taken again after. */
+  for (s = a->thead[L_COLLECTING]; s != NONE; s = a->slot[s].tnext) {
+    if (idle_of_job(a, jslot, s, now)) {
+      mark(a, s, a->slot[s].nblocks, true);
+    }
+  }
+  room = find_room(a, jslot, n);
+  for (s = a->thead[L_COLLECTING]; s != NONE; s = a->slot[s].tnext) {
+    if (idle_of_job(a, jslot, s, now)) {
+      mark(a, s, a->slot[s].nblocks, false);
+    }
+  }
+  if (room == NONE) {
+    return NONE;
+  }
+  for (s = a->thead[L_COLLECTING]; s != NONE; s = next) {
+    next = a->slot[s].tnext;
+    if (idle_of_job(a, jslot, s, now) && s < room + n &&
+        room < s + a->slot[s].nblocks) {
+      group_evict(a, s);
+      a->st.evicted++;
+    }
+  }
+  return group_claim(a, jslot, h, now);
+}
+
 /* The group |h| addresses, claiming its aggregators if it is new and
  * has no verdict yet; or NONE with the NACK that answers |h| queued (gone,
  * ahead of the window, a ring verdict, busy, too big). */
@@ -642,6 +721,10 @@ static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
   s = h->nblocks <= job_pool(a) && !beyond_share(a, j, h)
           ? group_claim(a, jslot, h, now)
           : NONE;
+  if (s == NONE && h->group == j->base && h->nblocks <= job_pool(a) &&
+      (h->flags & DLCP_AGG_FLAG_RING) == 0) {
+    s = claim_evicting(a, jslot, h, now);
+  }
   if (s == NONE) {
     a->st.claim_failures++;
     a->st.nacked++;
@@ -898,7 +981,7 @@ void dlcp_agg_on_timer(dlcp_agg *a, dlcp_tstamp now) {
 
   while ((s = a->thead[L_COLLECTING]) != NONE &&
          a->slot[s].touched + a->cfg.lease_ns <= now) {
-    group_free(a, s);
+    group_evict(a, s);
     a->st.reclaimed++;
   }
   while ((s = a->thead[L_COMPLETE]) != NONE &&

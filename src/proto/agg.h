@@ -95,11 +95,17 @@ typedef struct dlcp_agg_config {
   dlcp_agg_policy policy;
   uint32_t static_parts;  /* STATIC: partitions (>= 1, <= max_jobs) */
   dlcp_duration resend_ns; /* a complete group's result is re-sent to the
-                              workers that have not acknowledged it */
+                              workers that have not acknowledged it; an
+                              incomplete group no worker sent to for this
+                              long may be evicted to make room for its
+                              job's lowest group (sent again, it claims
+                              anew) */
   uint32_t max_resends;    /* then the group is dropped (counted) */
   dlcp_duration lease_ns;  /* an incomplete group idle this long (no
                               contribution, first or re-sent), or a job
-                              with no group idle this long, is reclaimed */
+                              with no group idle this long, is reclaimed
+                              (the group's next contribution claims
+                              anew) */
   dlcp_duration idle_ns;   /* a job holding no aggregators that sent
                               nothing for this long no longer counts in
                               the shares of the pool (jobs_sharing) until
@@ -160,6 +166,8 @@ typedef struct dlcp_agg_stats {
                               low-water mark, without an ACK */
   uint64_t freed;          /* groups freed after every acknowledgement */
   uint64_t reclaimed;      /* groups reclaimed after the lease */
+  uint64_t evicted;        /* incomplete groups evicted to make room for
+                              their job's lowest group */
   uint64_t abandoned;      /* groups dropped after max_resends */
   uint64_t queue_drops;    /* datagrams not queued: the queue was full */
   uint64_t jobs_started, jobs_expired, jobs_refused;

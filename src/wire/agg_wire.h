@@ -130,7 +130,8 @@ typedef enum dlcp_agg_nack {
   /* The group was aggregated and freed (every worker acknowledged it), or
    * lies below every worker's low-water mark: the packet is stale.  A host
    * that holds the result ignores it; one that does not has lost the
-   * group (the switch restarted or reclaimed it) and fails. */
+   * group (the switch restarted, or gave up re-sending its result) and
+   * fails. */
   DLCP_AGG_NACK_GONE = 3,
   /* The group lies too far ahead of the job's slowest worker for the
    * switch's verdict window: retry later. */
