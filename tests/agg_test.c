@@ -386,21 +386,31 @@ static void test_switch_lowest_group_evicts(void **state) {
   assert_int_equal(r.type, DLCP_AGG_RESULT);
   assert_int_equal(r.group, 1);
   assert_int_equal((int32_t)dlcp_get_u32(p), 3);
-  /* with no room even without its job's groups, the lowest is BUSY and
-   * evicts nothing: another job fills the pool */
   dlcp_agg_del(a);
+  /* Another job's idle group, not its lowest, gives way too: job 7's
+   * group 1 (31 blocks) at 0-30, job 9's groups 1 and 0 (2 blocks) at
+   * 31-32 and 33-34; job 7's group 1 ends, and its group 0 (32) finds 31
+   * and 29 free. */
   a = small_switch(64, DLCP_AGG_SHARED, 1);
-  assert_int_equal(contrib(a, 1, 0, 2, 16, 0, 1, 0, 0), 0);
-  for (uint32_t g = 0; g < 24; g++) {
-    assert_int_equal(contrib_of(a, 9, g, 0), 0);
-  }
+  assert_int_equal(contrib(a, 1, 0, 2, 31, 0, 1, 0, 0), 0);
+  assert_int_equal(contrib_of(a, 9, 1, 0), 0);
+  assert_int_equal(contrib_of(a, 9, 0, 0), 0);
+  assert_int_equal(contrib(a, 1, 1, 2, 31, 0, 2, 0, 0), 0);
   while (poll1(a, &s, &p, 0).type != 0) {
   }
-  assert_int_equal(contrib(a, 0, 0, 2, 32, 0, 1, 0, 5000), 0);
-  r = poll1(a, &s, &p, 5000);
+  assert_int_equal(ack(a, 1, 0, 2, 0), 0);
+  assert_int_equal(ack(a, 1, 1, 2, 0), 0);
+  assert_int_equal(contrib(a, 0, 0, 2, 32, 0, 1, 0, 999), 0);
+  r = poll1(a, &s, &p, 999);
   assert_int_equal(r.aux, DLCP_AGG_NACK_BUSY);
+  assert_int_equal(contrib(a, 0, 0, 2, 32, 0, 1, 0, 1000), 0);
+  assert_int_equal(poll1(a, &s, &p, 1000).type, 0);
   dlcp_agg_get_stats(a, &st);
-  assert_int_equal(st.evicted, 0);
+  assert_int_equal(st.evicted, 1);
+  assert_int_equal(st.aggs_used, 32 + 2); /* job 9's lowest stays */
+  /* job 9's group 1, sent again, claims anew */
+  assert_int_equal(contrib_of(a, 9, 1, 1001), 0);
+  assert_int_equal(poll1(a, &s, &p, 1001).type, 0);
   dlcp_agg_del(a);
 }
 
@@ -633,6 +643,10 @@ static void test_switch_idle_job_leaves_the_share(void **state) {
   h = poll1(a, &s, &p, 50100);
   assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
   assert_int_equal(h.low, 4); /* alone again: the whole pool */
+  /* job 7's groups, sent again, are not idle, so job 8's lowest group
+   * waits for them (an idle one would be evicted for it) */
+  assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 50150), 0);
+  assert_int_equal(poll1(a, &s, &p, 50150).aux, DLCP_AGG_NACK_WAITING);
   assert_int_equal(contrib_of(a, 8, 0, 50200), 0);
   assert_int_equal(poll1(a, &s, &p, 50200).low, 2);
   dlcp_agg_get_stats(a, &st);

@@ -632,53 +632,72 @@ static bool beyond_share(const dlcp_agg *a, const agg_job *j,
          h->group - j->base >= (span > 0 ? span : 1u);
 }
 
-/* Whether the group at |s| is one of job |jslot|'s incomplete groups
- * that no worker has sent to for a re-send interval. */
-static bool idle_of_job(const dlcp_agg *a, uint32_t jslot, uint32_t s,
-                        dlcp_tstamp now) {
-  return a->slot[s].job == jslot &&
-         a->slot[s].touched + a->cfg.resend_ns <= now;
+/* Whether the incomplete group at |s| may give its room to job |jslot|'s
+ * lowest group: no worker has sent to it for a re-send interval (one
+ * still being sent to is about to complete and free its room), and it is
+ * the job's own or, with |others|, not another job's lowest (which that
+ * job's workers all keep sending). */
+static bool evictable(const dlcp_agg *a, uint32_t jslot, uint32_t s,
+                      bool others, dlcp_tstamp now) {
+  const agg_slot *g = &a->slot[s];
+
+  return g->touched + a->cfg.resend_ns <= now &&
+         (g->job == jslot ||
+          (others && g->group != a->job[g->job].base));
 }
 
-/* Plain INA's group |h|, the job's lowest (its slowest worker's mark),
- * found no room: claims it room by evicting the job's own incomplete
- * groups that lie in the way and that no worker has sent to for a
- * re-send interval, if that makes room, or returns NONE.  Otherwise one
- * of them could hold the lowest group out for good: a 32-block group
- * claimed in the middle of a 64-aggregator pool (beside an RA-INA group
- * of 30 that then ended) left 30 and 2 free, while every worker's window,
- * cut to one group by the BUSYs, held only the lowest group, so no one
- * sent the contributions the other one waited for; its lease ended it
- * 10 s later, and the re-sent contributions found it gone (agg_rt_test's
- * test_overlap, about 1 run in 200 under load).  Only the lowest group
- * evicts, and only its own job's groups, which wait for it anyway; a
- * group its workers still send to is about to complete and free its
- * room, and is left alone. */
-static uint32_t claim_evicting(dlcp_agg *a, uint32_t jslot,
-                               const dlcp_agg_hdr *h, dlcp_tstamp now) {
-  uint32_t n = h->nblocks;
+/* Where |n| aggregators for job |jslot| would be free without the groups
+ * evictable(|others|): marked free in the map for the search, and taken
+ * again after.  NONE if nowhere. */
+static uint32_t room_if_evicted(dlcp_agg *a, uint32_t jslot, uint32_t n,
+                                bool others, dlcp_tstamp now) {
   uint32_t room;
-  uint32_t s, next;
+  uint32_t s;
 
-  /* Where the room would be without those groups: marked free in the map
-   * for the search, and taken again after. */
   for (s = a->thead[L_COLLECTING]; s != NONE; s = a->slot[s].tnext) {
-    if (idle_of_job(a, jslot, s, now)) {
+    if (evictable(a, jslot, s, others, now)) {
       mark(a, s, a->slot[s].nblocks, true);
     }
   }
   room = find_room(a, jslot, n);
   for (s = a->thead[L_COLLECTING]; s != NONE; s = a->slot[s].tnext) {
-    if (idle_of_job(a, jslot, s, now)) {
+    if (evictable(a, jslot, s, others, now)) {
       mark(a, s, a->slot[s].nblocks, false);
     }
+  }
+  return room;
+}
+
+/* Plain INA's group |h|, the job's lowest (its slowest worker's mark),
+ * found no room: claims it room by evicting the idle incomplete groups
+ * that lie in the way (evictable), the job's own if they make room, else
+ * other jobs' too, or returns NONE.  Otherwise one of them could hold the
+ * lowest group out for good: a 32-block group claimed in the middle of a
+ * 64-aggregator pool (beside an RA-INA group of 30 that then ended) left
+ * 30 and 2 free, while every worker's window, cut to one group by the
+ * BUSYs, held only the lowest group, so no one sent the contributions the
+ * other one waited for; its lease ended it 10 s later, and the re-sent
+ * contributions found it gone (agg_rt_test's test_overlap, about 1 run in
+ * 200 under load).  Two jobs can hold each other's lowest groups out so.
+ * With this, a lowest group waits only for complete groups, for groups
+ * still being sent to and for other jobs' lowest groups. */
+static uint32_t claim_evicting(dlcp_agg *a, uint32_t jslot,
+                               const dlcp_agg_hdr *h, dlcp_tstamp now) {
+  uint32_t n = h->nblocks;
+  bool others = false;
+  uint32_t room = room_if_evicted(a, jslot, n, false, now);
+  uint32_t s, next;
+
+  if (room == NONE) {
+    others = true;
+    room = room_if_evicted(a, jslot, n, true, now);
   }
   if (room == NONE) {
     return NONE;
   }
   for (s = a->thead[L_COLLECTING]; s != NONE; s = next) {
     next = a->slot[s].tnext;
-    if (idle_of_job(a, jslot, s, now) && s < room + n &&
+    if (evictable(a, jslot, s, others, now) && s < room + n &&
         room < s + a->slot[s].nblocks) {
       group_evict(a, s);
       a->st.evicted++;
