@@ -357,12 +357,16 @@ static void test_switch_lowest_group_evicts(void **state) {
   assert_int_equal(ack(a, 5, 1, 2, 3), 0);
   dlcp_agg_get_stats(a, &st);
   assert_int_equal(st.aggs_used, 32);
-  /* group 1 was sent to within the re-send interval (1000): it may be
-   * about to complete, and the lowest waits (BUSY) */
+  /* group 1 gained a contribution within the re-send interval (1000): it
+   * may be about to complete, and the lowest waits (BUSY) */
   assert_int_equal(contrib(a, 0, 1, 2, 32, 0, 2, 0, 1000), 0);
   r = poll1(a, &s, &p, 1000);
   assert_int_equal(r.aux, DLCP_AGG_NACK_BUSY);
-  /* idle for an interval, it is evicted and the lowest takes 0-31 */
+  /* rank 0 re-sends it (its window reaches it; rank 1's does not): no
+   * gain, so an interval after the last it is evicted all the same, and
+   * the lowest takes 0-31 */
+  assert_int_equal(contrib(a, 1, 0, 2, 32, 0, 1, 0, 1000), 0);
+  assert_int_equal(poll1(a, &s, &p, 1000).aux, DLCP_AGG_NACK_WAITING);
   assert_int_equal(contrib(a, 0, 1, 2, 32, 0, 2, 0, 1001), 0);
   assert_int_equal(poll1(a, &s, &p, 1001).type, 0);
   dlcp_agg_get_stats(a, &st);
@@ -643,10 +647,12 @@ static void test_switch_idle_job_leaves_the_share(void **state) {
   h = poll1(a, &s, &p, 50100);
   assert_int_equal(h.aux, DLCP_AGG_NACK_BUSY);
   assert_int_equal(h.low, 4); /* alone again: the whole pool */
-  /* job 7's groups, sent again, are not idle, so job 8's lowest group
-   * waits for them (an idle one would be evicted for it) */
-  assert_int_equal(contrib(a, 1, 0, 2, 2, 0, 1, 0, 50150), 0);
-  assert_int_equal(poll1(a, &s, &p, 50150).aux, DLCP_AGG_NACK_WAITING);
+  /* job 7's groups complete, so job 8's lowest group waits for their
+   * ACKs (an idle incomplete one would be evicted for it) */
+  assert_int_equal(contrib(a, 0, 1, 2, 2, 0, 1, 0, 50150), 0);
+  assert_int_equal(contrib(a, 1, 1, 2, 2, 0, 1, 0, 50150), 0);
+  while (poll1(a, &s, &p, 50150).type != 0) {
+  }
   assert_int_equal(contrib_of(a, 8, 0, 50200), 0);
   assert_int_equal(poll1(a, &s, &p, 50200).low, 2);
   dlcp_agg_get_stats(a, &st);

@@ -41,6 +41,7 @@ typedef struct agg_slot {
   uint64_t seen;  /* workers whose contribution is in the sum */
   uint64_t acked; /* workers that acknowledged the result */
   dlcp_tstamp touched;
+  dlcp_tstamp grown; /* claimed, or a worker's contribution added */
   uint32_t job;   /* job slot */
   uint32_t group;
   uint32_t hnext; /* hash chain */
@@ -469,7 +470,7 @@ static uint32_t group_claim(dlcp_agg *a, uint32_t jslot, const dlcp_agg_hdr *h,
   mark(a, s, n, false);
   g = &a->slot[s];
   g->seen = g->acked = 0;
-  g->touched = now;
+  g->touched = g->grown = now;
   g->job = jslot;
   g->group = h->group;
   g->resends = 0;
@@ -533,7 +534,7 @@ static void group_add(dlcp_agg *a, uint32_t s, uint8_t rank,
   }
   g->seen |= UINT64_C(1) << rank;
   g->ecn |= ecn;
-  g->touched = now;
+  g->touched = g->grown = now;
   a->st.contrib++;
   a->st.contrib_bytes += 4u * n;
   list_unlink(a, L_COLLECTING, s);
@@ -633,15 +634,17 @@ static bool beyond_share(const dlcp_agg *a, const agg_job *j,
 }
 
 /* Whether the incomplete group at |s| may give its room to job |jslot|'s
- * lowest group: no worker has sent to it for a re-send interval (one
- * still being sent to is about to complete and free its room), and it is
- * the job's own or, with |others|, not another job's lowest (which that
- * job's workers all keep sending). */
+ * lowest group: no contribution has been added to it for a re-send
+ * interval (one that gains them is about to complete and free its room;
+ * re-sent ones do not count: a worker whose window reaches the group
+ * re-sends it while the others' windows, cut by BUSYs, may not reach it),
+ * and it is the job's own or, with |others|, not another job's lowest
+ * (which that job's workers all keep sending). */
 static bool evictable(const dlcp_agg *a, uint32_t jslot, uint32_t s,
                       bool others, dlcp_tstamp now) {
   const agg_slot *g = &a->slot[s];
 
-  return g->touched + a->cfg.resend_ns <= now &&
+  return g->grown + a->cfg.resend_ns <= now &&
          (g->job == jslot ||
           (others && g->group != a->job[g->job].base));
 }
@@ -680,7 +683,7 @@ static uint32_t room_if_evicted(dlcp_agg *a, uint32_t jslot, uint32_t n,
  * contributions found it gone (agg_rt_test's test_overlap, about 1 run in
  * 200 under load).  Two jobs can hold each other's lowest groups out so.
  * With this, a lowest group waits only for complete groups, for groups
- * still being sent to and for other jobs' lowest groups. */
+ * still gaining contributions and for other jobs' lowest groups. */
 static uint32_t claim_evicting(dlcp_agg *a, uint32_t jslot,
                                const dlcp_agg_hdr *h, dlcp_tstamp now) {
   uint32_t n = h->nblocks;

@@ -96,10 +96,10 @@ typedef struct dlcp_agg_config {
   uint32_t static_parts;  /* STATIC: partitions (>= 1, <= max_jobs) */
   dlcp_duration resend_ns; /* a complete group's result is re-sent to the
                               workers that have not acknowledged it; an
-                              incomplete group no worker sent to for this
-                              long may be evicted to make room for its
-                              job's lowest group (sent again, it claims
-                              anew) */
+                              incomplete group that gained no contribution
+                              for this long may be evicted to make room
+                              for a job's lowest group (sent again, it
+                              claims anew) */
   uint32_t max_resends;    /* then the group is dropped (counted) */
   dlcp_duration lease_ns;  /* an incomplete group idle this long (no
                               contribution, first or re-sent), or a job
