@@ -418,6 +418,66 @@ static void test_switch_lowest_group_evicts(void **state) {
   dlcp_agg_del(a);
 }
 
+/* Sharded (dlcp-switch's threads), an instance's lowest group is the
+ * first at or above the mark that it holds: with the mark at 0, group 1
+ * for the odd groups' instance, which evicts for it; unsharded, group 0
+ * is the lowest and group 1 waits (BUSY). */
+static void test_switch_sharded_lowest(void **state) {
+  (void)state;
+  for (uint32_t shards = 1; shards <= 2; shards++) {
+    dlcp_agg_config c;
+    dlcp_agg *a;
+    dlcp_agg_send s;
+    const uint8_t *p;
+    dlcp_agg_stats st;
+
+    dlcp_agg_config_default(&c);
+    c.block_elems = ELEMS;
+    c.mem_bytes = 64u * 4u * ELEMS;
+    c.resend_ns = 1000;
+    c.shards = shards;
+    c.shard = shards - 1u;
+    assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
+    /* RA-INA's 7 at 0-14, plain 3 at 15-30, RA-INA's 9 and 11 at 31-46
+     * and 47-61; 7 ends: 15 and 2 free, and group 1 needs 16 */
+    assert_int_equal(contrib(a, 7, 0, 2, 15, DLCP_AGG_FLAG_RING, 1, 0, 0), 0);
+    assert_int_equal(contrib(a, 3, 0, 2, 16, 0, 1, 0, 0), 0);
+    assert_int_equal(contrib(a, 9, 0, 2, 16, DLCP_AGG_FLAG_RING, 1, 0, 0), 0);
+    assert_int_equal(contrib(a, 11, 0, 2, 15, DLCP_AGG_FLAG_RING, 1, 0, 0),
+                     0);
+    assert_int_equal(contrib(a, 7, 1, 2, 15, DLCP_AGG_FLAG_RING, 2, 0, 0), 0);
+    while (poll1(a, &s, &p, 0).type != 0) {
+    }
+    assert_int_equal(ack(a, 7, 0, 2, 0), 0);
+    assert_int_equal(ack(a, 7, 1, 2, 0), 0);
+    assert_int_equal(contrib(a, 1, 1, 2, 16, 0, 2, 0, 1000), 0);
+    dlcp_agg_hdr r = poll1(a, &s, &p, 1000);
+    dlcp_agg_get_stats(a, &st);
+    if (shards == 1) {
+      assert_int_equal(r.aux, DLCP_AGG_NACK_BUSY);
+      assert_int_equal(st.evicted, 0);
+    } else {
+      assert_int_equal(r.type, 0); /* claimed */
+      assert_int_equal(st.evicted, 1); /* group 3, in the way */
+      assert_int_equal(st.aggs_used, 16 + 16 + 15);
+    }
+    dlcp_agg_del(a);
+  }
+  /* a shard beyond the shards is refused */
+  {
+    dlcp_agg_config c;
+    dlcp_agg *a;
+
+    dlcp_agg_config_default(&c);
+    c.shards = 2;
+    c.shard = 2;
+    assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+    c.shards = 257;
+    c.shard = 0;
+    assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
+  }
+}
+
 /* A worker acknowledging twice shows a re-send was needless: the re-send
  * interval doubles (up to 64x) and groups freed without a re-send ease it
  * back by 1/16 of the excess. */
@@ -2406,6 +2466,7 @@ int main(void) {
       cmocka_unit_test(test_switch_sum_result_ack_free),
       cmocka_unit_test(test_switch_resend_timer_and_lease),
       cmocka_unit_test(test_switch_lowest_group_evicts),
+      cmocka_unit_test(test_switch_sharded_lowest),
       cmocka_unit_test(test_switch_resend_backs_off),
       cmocka_unit_test(test_ina_rto_follows_the_switch),
       cmocka_unit_test(test_ina_rto_backs_off),

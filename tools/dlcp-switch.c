@@ -887,7 +887,10 @@ int main(int argc, char **argv) {
       getsockname(ws[0].fd, (struct sockaddr *)&bound, &blen);
       port = ntohs(bound.sin_port);
     }
-    rv = dlcp_agg_new(&ws[i].agg, &o.cfg, NULL, now_ns());
+    dlcp_agg_config cfg = o.cfg;
+    cfg.shards = o.threads; /* the groups the steering brings it */
+    cfg.shard = i;
+    rv = dlcp_agg_new(&ws[i].agg, &cfg, NULL, now_ns());
     if (rv != 0) {
       fprintf(stderr,
               "dlcp-switch: %s: check --mem (at least one block of "

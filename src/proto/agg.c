@@ -633,6 +633,18 @@ static bool beyond_share(const dlcp_agg *a, const agg_job *j,
          h->group - j->base >= (span > 0 ? span : 1u);
 }
 
+/* The lowest group of job |j| that this instance holds (see
+ * dlcp_agg_config.shards): the first at or above its base, the slowest
+ * worker's mark, whose index's low byte is this shard's. */
+static uint32_t lowest_held(const dlcp_agg *a, const agg_job *j) {
+  uint32_t g = j->base;
+
+  while (a->cfg.shards > 1 && (g & 255u) % a->cfg.shards != a->cfg.shard) {
+    g++;
+  }
+  return g;
+}
+
 /* Whether the incomplete group at |s| may give its room to job |jslot|'s
  * lowest group: no contribution has been added to it for a re-send
  * interval (one that gains them is about to complete and free its room;
@@ -646,7 +658,7 @@ static bool evictable(const dlcp_agg *a, uint32_t jslot, uint32_t s,
 
   return g->grown + a->cfg.resend_ns <= now &&
          (g->job == jslot ||
-          (others && g->group != a->job[g->job].base));
+          (others && g->group != lowest_held(a, &a->job[g->job])));
 }
 
 /* Where |n| aggregators for job |jslot| would be free without the groups
@@ -671,10 +683,10 @@ static uint32_t room_if_evicted(dlcp_agg *a, uint32_t jslot, uint32_t n,
   return room;
 }
 
-/* Plain INA's group |h|, the job's lowest (its slowest worker's mark),
- * found no room: claims it room by evicting the idle incomplete groups
- * that lie in the way (evictable), the job's own if they make room, else
- * other jobs' too, or returns NONE.  Otherwise one of them could hold the
+/* Plain INA's group |h|, the job's lowest here (lowest_held), found no
+ * room: claims it room by evicting the idle incomplete groups that lie in
+ * the way (evictable), the job's own if they make room, else other jobs'
+ * too, or returns NONE.  Otherwise one of them could hold the
  * lowest group out for good: a 32-block group claimed in the middle of a
  * 64-aggregator pool (beside an RA-INA group of 30 that then ended) left
  * 30 and 2 free, while every worker's window, cut to one group by the
@@ -743,7 +755,8 @@ static uint32_t group_lookup(dlcp_agg *a, uint32_t jslot,
   s = h->nblocks <= job_pool(a) && !beyond_share(a, j, h)
           ? group_claim(a, jslot, h, now)
           : NONE;
-  if (s == NONE && h->group == j->base && h->nblocks <= job_pool(a) &&
+  if (s == NONE && h->group == lowest_held(a, j) &&
+      h->nblocks <= job_pool(a) &&
       (h->flags & DLCP_AGG_FLAG_RING) == 0) {
     s = claim_evicting(a, jslot, h, now);
   }
@@ -1197,7 +1210,8 @@ static int config_check(const dlcp_agg_config *c) {
       (c->policy != DLCP_AGG_SHARED && c->policy != DLCP_AGG_STATIC) ||
       (c->policy == DLCP_AGG_STATIC &&
        (c->static_parts == 0 || c->static_parts > c->max_jobs)) ||
-      c->ntrees == 0 || c->ntrees > DLCP_AGG_MAX_TREES) {
+      c->ntrees == 0 || c->ntrees > DLCP_AGG_MAX_TREES || c->shards > 256 ||
+      (c->shards > 1 && c->shard >= c->shards)) {
     return DLCP_ERR_CONFIG;
   }
   for (uint32_t t = 0; t < DLCP_AGG_MAX_TREES; t++) {

@@ -111,6 +111,12 @@ typedef struct dlcp_agg_config {
                               the shares of the pool (jobs_sharing) until
                               it sends again; at most lease_ns */
   uint32_t out_queue;      /* datagrams that may wait for dlcp_agg_poll */
+  /* Sharding (dlcp-switch's threads, each running an instance): this one
+   * holds the groups whose index's low byte modulo |shards| is |shard|
+   * (at most 256 shards; 0 or 1: every group).  A job's lowest group here,
+   * which may evict idle groups for room, is the first such group at or
+   * above its slowest worker's low-water mark. */
+  uint32_t shards, shard;
   /* Chains and trees (CINA, HINA, MTINA).  Group g belongs to tree
    * g % ntrees (1..DLCP_AGG_MAX_TREES; MTINA's round-robin over several
    * trees, else 1).  In tree t this switch has a parent if has_parent[t],
@@ -167,7 +173,7 @@ typedef struct dlcp_agg_stats {
   uint64_t freed;          /* groups freed after every acknowledgement */
   uint64_t reclaimed;      /* groups reclaimed after the lease */
   uint64_t evicted;        /* incomplete groups evicted to make room for
-                              their job's lowest group */
+                              a job's lowest group */
   uint64_t abandoned;      /* groups dropped after max_resends */
   uint64_t queue_drops;    /* datagrams not queued: the queue was full */
   uint64_t jobs_started, jobs_expired, jobs_refused;
