@@ -101,19 +101,26 @@ static dlcp_agg_hdr poll1(dlcp_agg *a, dlcp_agg_send *s,
   return h;
 }
 
+/* The hand-built tests' switch: |naggs| aggregators of ELEMS, re-sends
+ * every 1 us, a 100 us lease, jobs idle after 50 us. */
+static void small_config(dlcp_agg_config *c, uint32_t naggs,
+                         dlcp_agg_policy pol, uint32_t parts) {
+  dlcp_agg_config_default(c);
+  c->block_elems = ELEMS;
+  c->mem_bytes = naggs * 4u * ELEMS;
+  c->policy = pol;
+  c->static_parts = parts;
+  c->resend_ns = 1000;
+  c->lease_ns = 100000;
+  c->idle_ns = 50000;
+}
+
 static dlcp_agg *small_switch(uint32_t naggs, dlcp_agg_policy pol,
                               uint32_t parts) {
   dlcp_agg_config c;
   dlcp_agg *a;
 
-  dlcp_agg_config_default(&c);
-  c.block_elems = ELEMS;
-  c.mem_bytes = naggs * 4u * ELEMS;
-  c.policy = pol;
-  c.static_parts = parts;
-  c.resend_ns = 1000;
-  c.lease_ns = 100000;
-  c.idle_ns = 50000;
+  small_config(&c, naggs, pol, parts);
   assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
   return a;
 }
@@ -431,10 +438,7 @@ static void test_switch_sharded_lowest(void **state) {
     const uint8_t *p;
     dlcp_agg_stats st;
 
-    dlcp_agg_config_default(&c);
-    c.block_elems = ELEMS;
-    c.mem_bytes = 64u * 4u * ELEMS;
-    c.resend_ns = 1000;
+    small_config(&c, 64, DLCP_AGG_SHARED, 1);
     c.shards = shards;
     c.shard = shards - 1u;
     assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), 0);
@@ -468,7 +472,7 @@ static void test_switch_sharded_lowest(void **state) {
     dlcp_agg_config c;
     dlcp_agg *a;
 
-    dlcp_agg_config_default(&c);
+    small_config(&c, 64, DLCP_AGG_SHARED, 1);
     c.shards = 2;
     c.shard = 2;
     assert_int_equal(dlcp_agg_new(&a, &c, NULL, 0), DLCP_ERR_CONFIG);
