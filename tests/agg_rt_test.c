@@ -1172,9 +1172,89 @@ static void test_runs_across_threads(void **state) {
   assert_int_equal(switchd_stat(err, "contrib"), 2 * RUN_GROUPS);
 }
 
+/* Rank |rank| of job 78 (world 2) contributes group |group| of |nblocks|
+ * 64-element blocks, each element rank + 1; |flags| DLCP_AGG_FLAG_RING for
+ * RA-INA, 0 for plain INA. */
+static void send_contrib(int fd, uint8_t rank, uint32_t group,
+                         uint8_t nblocks, uint8_t flags) {
+  static uint8_t b[DLCP_AGG_HDR_LEN + 4 * 64 * 255];
+  dlcp_agg_hdr h = {.type = DLCP_AGG_CONTRIB, .job = 78, .token = 0x5eed,
+                    .group = group, .rank = rank, .world = 2,
+                    .nblocks = nblocks, .flags = flags, .elems = 64};
+  assert_int_equal(dlcp_agg_hdr_encode(b, DLCP_AGG_HDR_LEN, &h),
+                   DLCP_AGG_HDR_LEN);
+  size_t n = 64u * nblocks;
+  for (size_t e = 0; e < n; e++) {
+    uint32_t v = rank + 1u;
+    memcpy(b + DLCP_AGG_HDR_LEN + 4 * e, &v, 4); /* little-endian host */
+  }
+  assert_int_equal(send(fd, b, DLCP_AGG_HDR_LEN + 4 * n, 0),
+                   (ssize_t)(DLCP_AGG_HDR_LEN + 4 * n));
+}
+
+/* Each thread of dlcp-switch counts its job's lowest group among the
+ * groups its steering brings it (group g to thread g mod 2): thread 1,
+ * whose 32 aggregators two idle RA-INA groups hold (5 and 7, rank 1's
+ * contributions never sent), evicts one for plain INA's group 1, its
+ * lowest.  Counting from every group, its lowest would be group 0, which
+ * it never sees, and group 1 would wait (NACK BUSY) until their lease ran
+ * out, 10 s later. */
+static void test_threads_evict_for_their_lowest(void **state) {
+  (void)state;
+  const char *const args[] = {"--threads", "2", "--mem", "16K",
+                              "--resend-us", "1000", NULL};
+  switchd d;
+  assert_int_equal(switchd_start(&d, args), 0);
+  struct sockaddr_in sw = {.sin_family = AF_INET,
+                           .sin_port = htons(d.port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd[2];
+  for (int r = 0; r < 2; r++) {
+    fd[r] = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd[r] >= 0);
+    assert_int_equal(connect(fd[r], (struct sockaddr *)&sw, sizeof(sw)), 0);
+  }
+  send_contrib(fd[0], 0, 5, 16, DLCP_AGG_FLAG_RING); /* thread 1's pool */
+  send_contrib(fd[0], 0, 7, 16, DLCP_AGG_FLAG_RING);
+  /* idle for more than a re-send interval (1 ms) */
+  struct timespec idle = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+  nanosleep(&idle, NULL);
+  send_contrib(fd[1], 1, 1, 16, 0);
+  send_contrib(fd[0], 0, 1, 16, 0);
+  for (int r = 0; r < 2; r++) {
+    uint8_t buf[DLCP_AGG_DGRAM_MAX];
+    dlcp_agg_hdr h;
+    const uint8_t *payload;
+    do {
+      struct pollfd pfd = {fd[r], POLLIN, 0};
+      if (poll(&pfd, 1, 2000) != 1) {
+        fail_msg("rank %d: no result for group 1", r);
+      }
+      ssize_t len = recv(fd[r], buf, sizeof(buf), 0);
+      assert_true(len > 0);
+      assert_int_equal(dlcp_agg_decode(&h, &payload, buf, (size_t)len), 0);
+      /* anything else (a NACK) means group 1 found no room */
+      if (h.type != DLCP_AGG_RESULT) {
+        fail_msg("rank %d: type %u group %u aux %u", r, h.type, h.group,
+                 h.aux);
+      }
+    } while (h.group != 1);
+    for (uint32_t e = 0; e < 64u * 16u; e++) {
+      int32_t v;
+      memcpy(&v, payload + 4 * e, 4);
+      assert_int_equal(v, 3);
+    }
+    close(fd[r]);
+  }
+  const char *err = switchd_stop(&d);
+  assert_non_null(err);
+  assert_int_equal(switchd_stat(err, "evicted"), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_runs_across_threads),
+      cmocka_unit_test(test_threads_evict_for_their_lowest),
       cmocka_unit_test(test_no_switch),
       cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_missing_rank_named),
