@@ -1077,6 +1077,21 @@ static void test_pool_smaller_than_group(void **state) {
   assert_true(switchd_stat(switchd_stop(&d), "too_big") >= 1);
 }
 
+/* Starts dlcp-switch with |args| in |d| and connects two UDP sockets,
+ * |fd[0]| and |fd[1]|, to it: the hand-built tests' two workers. */
+static void switch_and_senders(switchd *d, const char *const *args,
+                               int fd[2]) {
+  assert_int_equal(switchd_start(d, args), 0);
+  struct sockaddr_in sw = {.sin_family = AF_INET,
+                           .sin_port = htons(d->port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  for (int r = 0; r < 2; r++) {
+    fd[r] = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd[r] >= 0);
+    assert_int_equal(connect(fd[r], (struct sockaddr *)&sw, sizeof(sw)), 0);
+  }
+}
+
 /* Sends |n| CONTRIBs of job 77 (world 2) from |fd|, rank |rank|, groups
  * order[0..n) of one 64-element block each holding rank + 1, as one
  * UDP_SEGMENT run.  Returns whether the kernel took it as one. */
@@ -1120,16 +1135,8 @@ static void test_runs_across_threads(void **state) {
   static const uint32_t odd_first[RUN_GROUPS] = {1, 0, 3, 2, 5, 4, 7, 6};
   const char *const args[] = {"--threads", "2", "--mem", "1M", NULL};
   switchd d;
-  assert_int_equal(switchd_start(&d, args), 0);
-  struct sockaddr_in sw = {.sin_family = AF_INET,
-                           .sin_port = htons(d.port),
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   int fd[2];
-  for (int r = 0; r < 2; r++) {
-    fd[r] = socket(AF_INET, SOCK_DGRAM, 0);
-    assert_true(fd[r] >= 0);
-    assert_int_equal(connect(fd[r], (struct sockaddr *)&sw, sizeof(sw)), 0);
-  }
+  switch_and_senders(&d, args, fd);
   bool runs = send_run(fd[0], 0, even_first) && send_run(fd[1], 1, odd_first);
   if (!runs) { /* a kernel without UDP_SEGMENT: nothing to steer whole */
     print_message("UDP_SEGMENT refused (%s): skipped\n", strerror(errno));
@@ -1204,16 +1211,8 @@ static void test_threads_evict_for_their_lowest(void **state) {
   const char *const args[] = {"--threads", "2", "--mem", "16K",
                               "--resend-us", "1000", NULL};
   switchd d;
-  assert_int_equal(switchd_start(&d, args), 0);
-  struct sockaddr_in sw = {.sin_family = AF_INET,
-                           .sin_port = htons(d.port),
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   int fd[2];
-  for (int r = 0; r < 2; r++) {
-    fd[r] = socket(AF_INET, SOCK_DGRAM, 0);
-    assert_true(fd[r] >= 0);
-    assert_int_equal(connect(fd[r], (struct sockaddr *)&sw, sizeof(sw)), 0);
-  }
+  switch_and_senders(&d, args, fd);
   send_contrib(fd[0], 0, 5, 16, DLCP_AGG_FLAG_RING); /* thread 1's pool */
   send_contrib(fd[0], 0, 7, 16, DLCP_AGG_FLAG_RING);
   /* idle for more than a re-send interval (1 ms) */
