@@ -1179,13 +1179,13 @@ static void test_runs_across_threads(void **state) {
   assert_int_equal(switchd_stat(err, "contrib"), 2 * RUN_GROUPS);
 }
 
-/* Rank |rank| of job 78 (world 2) contributes group |group| of |nblocks|
- * 64-element blocks, each element rank + 1; |flags| DLCP_AGG_FLAG_RING for
- * RA-INA, 0 for plain INA. */
-static void send_contrib(int fd, uint8_t rank, uint32_t group,
+/* Rank |rank| of job |job| (world 2) contributes group |group| of
+ * |nblocks| 64-element blocks, each element rank + 1; |flags|
+ * DLCP_AGG_FLAG_RING for RA-INA, 0 for plain INA. */
+static void send_contrib(int fd, uint32_t job, uint8_t rank, uint32_t group,
                          uint8_t nblocks, uint8_t flags) {
   static uint8_t b[DLCP_AGG_HDR_LEN + 4 * 64 * 255];
-  dlcp_agg_hdr h = {.type = DLCP_AGG_CONTRIB, .job = 78, .token = 0x5eed,
+  dlcp_agg_hdr h = {.type = DLCP_AGG_CONTRIB, .job = job, .token = 0x5eed,
                     .group = group, .rank = rank, .world = 2,
                     .nblocks = nblocks, .flags = flags, .elems = 64};
   assert_int_equal(dlcp_agg_hdr_encode(b, DLCP_AGG_HDR_LEN, &h),
@@ -1197,6 +1197,41 @@ static void send_contrib(int fd, uint8_t rank, uint32_t group,
   }
   assert_int_equal(send(fd, b, DLCP_AGG_HDR_LEN + 4 * n, 0),
                    (ssize_t)(DLCP_AGG_HDR_LEN + 4 * n));
+}
+
+/* Waits longer than the switch's re-send interval (--resend-us 1000), so
+ * that the groups contributed before are idle and may be evicted. */
+static void idle_past_resend(void) {
+  struct timespec idle = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+  nanosleep(&idle, NULL);
+}
+
+/* Reads |fd| until the result of job |job|'s group |group| (|nblocks|
+ * blocks) comes, and checks its sum, 1 + 2 in every element; any NACK
+ * on the way (no room for a group) fails. */
+static void await_sum(int fd, uint32_t job, uint32_t group,
+                      uint8_t nblocks) {
+  uint8_t buf[DLCP_AGG_DGRAM_MAX];
+  dlcp_agg_hdr h;
+  const uint8_t *payload;
+  do {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (poll(&pfd, 1, 2000) != 1) {
+      fail_msg("job %u: no result for group %u", job, group);
+    }
+    ssize_t len = recv(fd, buf, sizeof(buf), 0);
+    assert_true(len > 0);
+    assert_int_equal(dlcp_agg_decode(&h, &payload, buf, (size_t)len), 0);
+    if (h.type != DLCP_AGG_RESULT) {
+      fail_msg("job %u group %u: type %u aux %u", h.job, h.group, h.type,
+               h.aux);
+    }
+  } while (h.job != job || h.group != group);
+  for (uint32_t e = 0; e < 64u * nblocks; e++) {
+    int32_t v;
+    memcpy(&v, payload + 4 * e, 4);
+    assert_int_equal(v, 3);
+  }
 }
 
 /* Each thread of dlcp-switch counts its job's lowest group among the
@@ -1213,38 +1248,44 @@ static void test_threads_evict_for_their_lowest(void **state) {
   switchd d;
   int fd[2];
   switch_and_senders(&d, args, fd);
-  send_contrib(fd[0], 0, 5, 16, DLCP_AGG_FLAG_RING); /* thread 1's pool */
-  send_contrib(fd[0], 0, 7, 16, DLCP_AGG_FLAG_RING);
-  /* idle for more than a re-send interval (1 ms) */
-  struct timespec idle = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
-  nanosleep(&idle, NULL);
-  send_contrib(fd[1], 1, 1, 16, 0);
-  send_contrib(fd[0], 0, 1, 16, 0);
+  send_contrib(fd[0], 78, 0, 5, 16, DLCP_AGG_FLAG_RING); /* thread 1's */
+  send_contrib(fd[0], 78, 0, 7, 16, DLCP_AGG_FLAG_RING);
+  idle_past_resend();
+  send_contrib(fd[1], 78, 1, 1, 16, 0);
+  send_contrib(fd[0], 78, 0, 1, 16, 0);
   for (int r = 0; r < 2; r++) {
-    uint8_t buf[DLCP_AGG_DGRAM_MAX];
-    dlcp_agg_hdr h;
-    const uint8_t *payload;
-    do {
-      struct pollfd pfd = {fd[r], POLLIN, 0};
-      if (poll(&pfd, 1, 2000) != 1) {
-        fail_msg("rank %d: no result for group 1", r);
-      }
-      ssize_t len = recv(fd[r], buf, sizeof(buf), 0);
-      assert_true(len > 0);
-      assert_int_equal(dlcp_agg_decode(&h, &payload, buf, (size_t)len), 0);
-      /* anything else (a NACK) means group 1 found no room */
-      if (h.type != DLCP_AGG_RESULT) {
-        fail_msg("rank %d: type %u group %u aux %u", r, h.type, h.group,
-                 h.aux);
-      }
-    } while (h.group != 1);
-    for (uint32_t e = 0; e < 64u * 16u; e++) {
-      int32_t v;
-      memcpy(&v, payload + 4 * e, 4);
-      assert_int_equal(v, 3);
-    }
+    await_sum(fd[r], 78, 1, 16);
     close(fd[r]);
   }
+  const char *err = switchd_stop(&d);
+  assert_non_null(err);
+  assert_int_equal(switchd_stat(err, "evicted"), 1);
+}
+
+/* Between processes, a job's lowest group evicts another job's idle
+ * group, never that job's lowest: in a pool of 32 aggregators job 78
+ * holds its groups 0 (its lowest: no worker has moved its mark) and 1,
+ * 16 each, rank 1's contributions not sent yet; job 79's group 0, its
+ * lowest, takes group 1's room, and job 78's group 0 still completes when
+ * its rank 1 contributes. */
+static void test_lowest_evicts_another_jobs_idle_group(void **state) {
+  (void)state;
+  const char *const args[] = {"--mem", "8K", "--resend-us", "1000", NULL};
+  switchd d;
+  int fd[2];
+  switch_and_senders(&d, args, fd);
+  send_contrib(fd[0], 78, 0, 0, 16, DLCP_AGG_FLAG_RING);
+  send_contrib(fd[0], 78, 0, 1, 16, DLCP_AGG_FLAG_RING);
+  idle_past_resend();
+  send_contrib(fd[1], 79, 1, 0, 16, 0);
+  send_contrib(fd[0], 79, 0, 0, 16, 0);
+  await_sum(fd[0], 79, 0, 16);
+  await_sum(fd[1], 79, 0, 16);
+  send_contrib(fd[1], 78, 1, 0, 16, DLCP_AGG_FLAG_RING);
+  await_sum(fd[0], 78, 0, 16);
+  await_sum(fd[1], 78, 0, 16);
+  close(fd[0]);
+  close(fd[1]);
   const char *err = switchd_stop(&d);
   assert_non_null(err);
   assert_int_equal(switchd_stat(err, "evicted"), 1);
@@ -1254,6 +1295,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_runs_across_threads),
       cmocka_unit_test(test_threads_evict_for_their_lowest),
+      cmocka_unit_test(test_lowest_evicts_another_jobs_idle_group),
       cmocka_unit_test(test_no_switch),
       cmocka_unit_test(test_pool_smaller_than_group),
       cmocka_unit_test(test_missing_rank_named),
