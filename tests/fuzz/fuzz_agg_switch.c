@@ -20,15 +20,21 @@
  * tree 1): in tree 0 its parent is PARENT and its place is the one the
  * jobs name (CINA's chain in the runtime), in tree 1 its parent is
  * PARENT2 and its place is configured, rank 2 of 3 (a static tree's).
+ * An input of odd length makes it one of dlcp-switch's two threads'
+ * cores (dlcp_agg_config.shards 2, shard bit 1 of the length), which
+ * count a job's lowest group among their own groups only (eviction).
  *
  * Invariants (abort on violation): nothing crashes or leaks; every packet
  * is counted in exactly one outcome; aggregators in use never exceed the
  * pool; every datagram the switch writes decodes and is a RESULT, a
  * NACK or a GRANT, or to the parent of its group's tree a CONTRIB
- * (without a chain place) or an ACK; a result of contributions that all carried value v in
- * every element holds k * v; a TOO_BIG refusal names the pool of 8 and
- * answers only a group larger than it; after the timers and a dry poll,
- * the deadline lies in the future.
+ * (without a chain place) or an ACK; a RESULT or an upward CONTRIB of a
+ * group whose every contribution and parent's result carried value v in
+ * every element (no raw datagram naming it) holds k * v in every element,
+ * 1 <= k <= 4 (the largest world), so no sum takes in another group's
+ * aggregators or a contribution twice over a world of 2; a TOO_BIG
+ * refusal names the pool of 8 and answers only a group larger than it;
+ * after the timers and a dry poll, the deadline lies in the future.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,7 +46,44 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { ELEMS = 4, NAGGS = 8, PARENT = 99, PARENT2 = 98 };
+enum { ELEMS = 4, NAGGS = 8, PARENT = 99, PARENT2 = 98, NGROUPS = 80 };
+
+/* The value every element of job j's group g was given so far (by the
+ * contributions and the parents' results sent to the switch), MIXED once
+ * two differed or a raw datagram named the group, NONE before any. */
+enum { NONE = -1, MIXED = -2 };
+static int16_t given[3][NGROUPS];
+
+static void give(uint32_t job, uint32_t group, int16_t v) {
+  if (job < 1 || job > 2 || group >= NGROUPS) {
+    return;
+  }
+  int16_t *g = &given[job][group];
+  *g = *g == NONE ? v : *g == v ? v : MIXED;
+}
+
+/* Whether a sum written for job |h|'s group is k * v in every element,
+ * 1 <= k <= 4, where the group was only ever given v. */
+static bool sum_consistent(const dlcp_agg_hdr *h, const uint8_t *payload) {
+  if (h->job < 1 || h->job > 2 || h->group >= NGROUPS ||
+      given[h->job][h->group] < 0) {
+    return true;
+  }
+  uint32_t v = (uint32_t)given[h->job][h->group];
+  uint32_t e0 = dlcp_get_u32(payload);
+  size_t n = dlcp_agg_payload_len(h) / 4;
+  for (size_t i = 1; i < n; i++) {
+    if (dlcp_get_u32(payload + 4 * i) != e0) {
+      return false;
+    }
+  }
+  for (uint32_t k = 1; k <= 4; k++) {
+    if (e0 == k * v) {
+      return true;
+    }
+  }
+  return false;
+}
 
 /* The parent of |group|'s tree. */
 static uint64_t parent_of(uint32_t group) {
@@ -76,6 +119,10 @@ static void check(dlcp_agg *a, dlcp_tstamp now) {
         (h.low != NAGGS || h.nblocks <= NAGGS)) {
       abort();
     }
+    if ((h.type == DLCP_AGG_RESULT || h.type == DLCP_AGG_CONTRIB) &&
+        !sum_consistent(&h, payload)) {
+      abort();
+    }
   }
   if (rv != 0) {
     abort();
@@ -96,7 +143,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlcp_agg *a;
   dlcp_tstamp now = 1;
 
+  for (size_t j = 0; j < 3; j++) {
+    for (size_t g = 0; g < NGROUPS; g++) {
+      given[j][g] = NONE;
+    }
+  }
   dlcp_agg_config_default(&cfg);
+  cfg.shards = size % 2u ? 2 : 1;
+  cfg.shard = size % 2u ? (uint32_t)(size >> 1) % 2u : 0;
   cfg.mem_bytes = NAGGS * 4 * ELEMS;
   cfg.block_elems = ELEMS;
   cfg.window_groups = 64;
@@ -136,6 +190,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       size_t l = take(&p, end);
 
       l = l <= (size_t)(end - p) ? l : (size_t)(end - p);
+      {
+        dlcp_agg_hdr raw;
+        const uint8_t *payload;
+
+        if (dlcp_agg_decode(&raw, &payload, p, l) == 0) {
+          give(raw.job, raw.group, MIXED);
+        }
+      }
       (void)dlcp_agg_on_packet(a, p, l, 0, 0, now);
       p += l;
       check(a, now);
@@ -148,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       h.token = (j & 2u) ? 666 : 1000u + h.job;
       place = (j & 4u) ? DLCP_AGG_CHAIN_PLACE(1, 2)
               : (j & 8u) ? DLCP_AGG_CHAIN_PLACE(0, 3) : 0;
-      h.group = take(&p, end) % 80u;
+      h.group = take(&p, end) % NGROUPS;
       h.world = (uint8_t)(1u + take(&p, end) % 4u);
       h.rank = (uint8_t)(take(&p, end) % h.world);
       {
@@ -174,12 +236,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (size_t i = DLCP_AGG_HDR_LEN; i < len; i += 4) {
         dlcp_put_u32(pkt + i, v);
       }
+      if (h.type != DLCP_AGG_NACK) {
+        give(h.job, h.group, v);
+      }
     } else if (op == 4) {
       h.type = DLCP_AGG_CLAIM;
       h.flags = (take(&p, end) & 1u) ? DLCP_AGG_FLAG_RING : 0;
     } else {
       h.type = DLCP_AGG_ACK;
-      h.low = take(&p, end) % 80u;
+      h.low = take(&p, end) % NGROUPS;
     }
     if (dlcp_agg_hdr_encode(pkt, sizeof(pkt), &h) != DLCP_AGG_HDR_LEN) {
       abort();
