@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/sanitizer.h"
 #include "dlcp/dlcp.h"
 #include "rt/clock.h"
 #include "rt/net.h"
@@ -35,14 +36,9 @@ enum { STRAGGLE_WARMUP = 3, STRAGGLE_ROUNDS = 7 };
  * some 200-300 ms (a 64 MiB all-reduce 3.4 s): longer than the straggler's
  * 150 ms, which no bypass then waits out (make tsan, 2026-11-30: 0
  * bypasses in two runs). */
-#if defined(__SANITIZE_THREAD__)
+#ifdef DLCP_UNDER_TSAN
 #define STRAGGLE_COUNT (1u << 20)
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STRAGGLE_COUNT (1u << 20)
-#endif
-#endif
-#ifndef STRAGGLE_COUNT
+#else
 #define STRAGGLE_COUNT (16u << 20)
 #endif
 

@@ -46,20 +46,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sanitizer.h"
 #include "dlcp/dlcp.h"
 
 /* Under AddressSanitizer mallinfo2 knows nothing (ASan has its own
  * allocator) and the resident set holds ASan's quarantine of freed memory
  * and its shadow: the heap in use comes from ASan's allocator instead, and
  * the resident set is reported but not judged. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SOAK_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SOAK_ASAN 1
-#endif
-#endif
-#ifdef SOAK_ASAN
+#ifdef DLCP_UNDER_ASAN
 /* sanitizer/allocator_interface.h, which GCC does not install; the
  * runtime (libasan) exports it all the same. */
 size_t __sanitizer_get_current_allocated_bytes(void);
@@ -318,7 +312,7 @@ static const char *straggler_text(uint32_t rank, uint32_t ms, char *buf,
 
 /* heap_kib: bytes the allocator has handed out and not had back. */
 static uint64_t heap_kib(void) {
-#ifdef SOAK_ASAN
+#ifdef DLCP_UNDER_ASAN
   return (uint64_t)__sanitizer_get_current_allocated_bytes() / 1024;
 #else
   struct mallinfo2 mi = mallinfo2();
@@ -637,6 +631,7 @@ static int run(soak *sk, uint16_t port) {
     uint64_t lo = UINT64_MAX, hi = 0, hlo = UINT64_MAX, hhi = 0;
     bool fds_flat = true;
     bool rss_flat, heap_flat;
+    const char *rss_word;
     for (uint32_t k = 0; k < epoch; k++) {
       fds_flat = fds_flat && fds[k] == fds[0];
       if (k >= WARMUP_EPOCHS || epoch <= WARMUP_EPOCHS) {
@@ -646,11 +641,13 @@ static int run(soak *sk, uint16_t port) {
         hhi = heap[k] > hhi ? heap[k] : hhi;
       }
     }
-#ifdef SOAK_ASAN
+#ifdef DLCP_UNDER_ASAN
     rss_flat = epoch > 0; /* not judged: ASan's quarantine and shadow */
+    rss_word = "not judged under ASan";
 #else
     uint64_t slack = lo / 10 > RSS_SLACK_KIB ? lo / 10 : RSS_SLACK_KIB;
     rss_flat = epoch > 0 && hi - lo <= slack;
+    rss_word = rss_flat ? "flat" : "GROWING";
 #endif
     heap_flat = epoch > 0 && hhi - hlo <= HEAP_SLACK_KIB;
     printf("soak: rank %u %s: %u epochs, %.0f s, %" PRIu64 " all-reduces "
@@ -662,12 +659,7 @@ static int run(soak *sk, uint16_t port) {
            sk->rank, fds_flat && rss_flat && heap_flat ? "PASS" : "FAIL",
            epoch, now_s() - start, sk->ops, sk->lossy, sk->missing_elems,
            sk->skipped, (double)sk->bytes / (1u << 30), lo, hi,
-#ifdef SOAK_ASAN
-           "not judged under ASan",
-#else
-           rss_flat ? "flat" : "GROWING",
-#endif
-           hlo, hhi,
+           rss_word, hlo, hhi,
            heap_flat ? "flat" : "GROWING", fds[0],
            fds[epoch ? epoch - 1 : 0], fds_flat ? "flat" : "CHANGING");
     return fds_flat && rss_flat && heap_flat ? 0 : -1;

@@ -36,6 +36,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/sanitizer.h"
 #include "coll/ina_cc.h"
 #include "proto/rtt.h"
 #include "wire/bytes.h"
@@ -52,15 +53,8 @@
  * under ThreadSanitizer or MemorySanitizer: they instrument the resolver,
  * which the dynamic linker runs before they are set up (make tsan crashed
  * there). */
-#if defined(__SANITIZE_THREAD__)
-#define NO_IFUNC 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define NO_IFUNC 1
-#endif
-#endif
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && \
-    !defined(NO_IFUNC)
+    !defined(DLCP_UNDER_TSAN) && !defined(DLCP_UNDER_MSAN)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
