@@ -1,7 +1,8 @@
 /*
  * sim_queue_test.c: a switch port's queueing discipline in isolation:
- * strict priority, ECN marking threshold, selective drop, buffer limits,
- * shared buffer with dynamic thresholds, trimming.
+ * strict priority, ECN marking thresholds (per queue and per port),
+ * selective drop, buffer limits, shared buffer with dynamic thresholds,
+ * trimming.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -140,6 +141,58 @@ static void test_selective_drop(void **state) {
   assert_int_equal(dlcp_sim_port_enqueue(&port, &other), DLCP_SIM_ENQUEUED);
 }
 
+/* Fills queues 1-6 with 10 packets each, in turn, and returns how many
+ * were marked; then offers a non-ECT packet to the empty queue 7. */
+static uint32_t fill_six_queues(const dlcp_sim_port_config *cfg,
+                                dlcp_sim_port *port,
+                                dlcp_sim_verdict *nonect) {
+  static dlcp_sim_packet pk[61];
+  uint32_t marked = 0;
+  memset(port, 0, sizeof(*port));
+  dlcp_sim_port_init(port, cfg, NULL);
+  for (uint32_t i = 0; i < 60; i++) {
+    pk[i] = mkpkt((uint8_t)(1 + i % 6), DLCP_SIM_ECN_ECT, i);
+    bool port_above = cfg->ecn_port_threshold_bytes &&
+                      port->bytes >= cfg->ecn_port_threshold_bytes;
+    dlcp_sim_verdict v = dlcp_sim_port_enqueue(port, &pk[i]);
+    assert_int_equal(v, port_above ? DLCP_SIM_MARKED : DLCP_SIM_ENQUEUED);
+    marked += v == DLCP_SIM_MARKED;
+  }
+  pk[60] = mkpkt(7, DLCP_SIM_ECN_NOT_ECT, 60);
+  *nonect = dlcp_sim_port_enqueue(port, &pk[60]);
+  return marked;
+}
+
+/* Per-queue thresholds of 10 packets never fire while six queues hold 10
+ * packets each (each packet finds at most 9 in its queue, 59 on the
+ * port); a port threshold of 12 packets marks every ECT packet that
+ * finds 12 or more on the port and drops a non-ECT one in an empty
+ * queue; once the port drains below it, nothing is marked. */
+static void test_port_threshold(void **state) {
+  (void)state;
+  dlcp_sim_port_config cfg = base_cfg();
+  for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {
+    cfg.ecn_threshold_bytes[i] = 10ull * PKT;
+  }
+  dlcp_sim_port port;
+  dlcp_sim_verdict nonect;
+  assert_int_equal(fill_six_queues(&cfg, &port, &nonect), 0);
+  assert_int_equal(nonect, DLCP_SIM_ENQUEUED);
+
+  cfg.ecn_port_threshold_bytes = 12ull * PKT;
+  assert_int_equal(fill_six_queues(&cfg, &port, &nonect), 48);
+  assert_int_equal(nonect, DLCP_SIM_DROP_SELECTIVE);
+  assert_int_equal(port.q[7].drops_selective, 1);
+  for (uint32_t i = 0; i < 49; i++) {
+    dlcp_sim_port_release(&port, dlcp_sim_port_dequeue(&port));
+  }
+  assert_int_equal(port.bytes, 11ull * PKT);
+  dlcp_sim_packet late = mkpkt(7, DLCP_SIM_ECN_ECT, 61);
+  assert_int_equal(dlcp_sim_port_enqueue(&port, &late), DLCP_SIM_ENQUEUED);
+  dlcp_sim_packet over = mkpkt(7, DLCP_SIM_ECN_ECT, 62);
+  assert_int_equal(dlcp_sim_port_enqueue(&port, &over), DLCP_SIM_MARKED);
+}
+
 /* Per-port buffer: exactly floor(buffer / size) packets fit. */
 static void test_port_buffer(void **state) {
   (void)state;
@@ -262,6 +315,7 @@ int main(void) {
       cmocka_unit_test(test_strict_priority),
       cmocka_unit_test(test_ecn_threshold),
       cmocka_unit_test(test_selective_drop),
+      cmocka_unit_test(test_port_threshold),
       cmocka_unit_test(test_port_buffer),
       cmocka_unit_test(test_shared_buffer_dt),
       cmocka_unit_test(test_trimming),

@@ -87,6 +87,15 @@ static void test_errors(void **state) {
   expect_error("seed: 1\n", sets, 2,
                "--set:2: field 'topology.tors': expected an integer in [1, "
                "4096], got '0'");
+  expect_error("switch:\n  ecn_port_threshold: none\n", NULL, 0,
+               "test.yaml:2: field 'switch.ecn_port_threshold': expected a "
+               "whole number of bytes in [1, 1099511627776], optionally with "
+               "a unit B, KB, MB, GB, KiB, MiB, GiB or pkts, got 'none'");
+  expect_error("switch:\n  scheduling: pfabric\n  ecn_port_threshold: "
+               "65pkts\n",
+               NULL, 0,
+               "test.yaml:3: field 'switch.ecn_port_threshold': expected off "
+               "with switch.scheduling: pfabric");
   const char *bad[] = {"topology"};
   expect_error("seed: 1\n", bad, 1,
                "--set:1: field 'topology': expected KEY=VALUE");
@@ -101,13 +110,16 @@ static void test_overrides(void **state) {
   const char *sets[] = {"topology.spines=8", "switch.ecn_threshold=20pkts",
                         "workload.flows.0.size=2MB",
                         "faults=[{link: \"*\", loss: 0.001}]", "seed=99",
-                        "transport.queue_pkts=4"};
+                        "transport.queue_pkts=4",
+                        "switch.ecn_port_threshold=65pkts"};
   dlcp_sim_config cfg;
   char err[512];
   assert_int_equal(load(&cfg, text, NULL, 0, err, sizeof(err)), 0);
   assert_int_equal(cfg.transport.mlt.queue_pkts, 16);
+  assert_int_equal(cfg.sw.ecn_port_threshold_bytes, 0);
   dlcp_sim_config_free(&cfg);
-  assert_int_equal(load(&cfg, text, sets, 6, err, sizeof(err)), 0);
+  assert_int_equal(load(&cfg, text, sets, 7, err, sizeof(err)), 0);
+  assert_int_equal(cfg.sw.ecn_port_threshold_bytes, 65ull * 1500);
   assert_int_equal(cfg.transport.mlt.queue_pkts, 4);
   assert_int_equal(cfg.topo.spines, 8);
   assert_int_equal(cfg.sw.ecn_threshold_bytes[0], 20ull * 1500);

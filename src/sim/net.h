@@ -44,6 +44,14 @@ typedef struct dlcp_sim_port_config {
    * least this many bytes in its queue is marked CE if ECT, or dropped if
    * not ECT.  UINT64_MAX disables marking for that queue. */
   uint64_t ecn_threshold_bytes[DLCP_SIM_MAX_QUEUES];
+  /* A threshold on the port's bytes in all its queues together, OR-ed
+   * with the per-queue rule (thresholds or RED): a packet that arrives to
+   * find at least this many bytes on the port is marked CE if ECT, or
+   * dropped if not ECT.  With strict priority a starved queue holds its
+   * packets while the queue being served stays under its own threshold,
+   * so per-queue thresholds alone let the port fill to its buffer.
+   * 0 (the default): none. */
+  uint64_t ecn_port_threshold_bytes;
   bool trimming;       /* cut data packets to a header instead of dropping */
   uint32_t trim_bytes; /* size of a trimmed packet on the wire */
   /* pFabric's discipline instead of the K FIFOs (pfabric_queue.c). */

@@ -128,6 +128,10 @@ dlcp_sim_verdict dlcp_sim_port_enqueue(dlcp_sim_port *port,
   bool above = port->cfg->red_max_bytes > 0
                    ? red_above(port, q->bytes)
                    : q->bytes >= port->cfg->ecn_threshold_bytes[qi];
+  if (port->cfg->ecn_port_threshold_bytes &&
+      port->bytes >= port->cfg->ecn_port_threshold_bytes) {
+    above = true;
+  }
   bool lossless = (pkt->flags & DLCP_SIM_PKT_F_LOSSLESS) != 0;
   bool pfc = dlcp_sim_pfc_lossless(port, pkt, qi);
 

@@ -380,11 +380,33 @@ static int switch_pfc(dlcp_scn *s, const dlcp_scn_node *n) {
   return 0;
 }
 
+/* switch.ecn_port_threshold: a size, or off (the default).  pFabric's
+ * ports neither mark nor drop by thresholds, so the two do not mix. */
+static int switch_port_threshold(dlcp_scn *s, const dlcp_scn_node *n) {
+  const char *f = "switch.ecn_port_threshold";
+  const dlcp_scn_node *e = dlcp_scn_map_get(n, "ecn_port_threshold");
+  dlcp_sim_switch_config *w = &s->cfg->sw;
+  if (!e) {
+    return 0;
+  }
+  if (e->kind == DLCP_SCN_SCALAR && strcmp(e->str, "off") == 0) {
+    w->ecn_port_threshold_bytes = 0;
+    return 0;
+  }
+  int rv = dlcp_scn_parse_size(s, e, f, &w->ecn_port_threshold_bytes, 1,
+                               1ull << 40);
+  if (rv == 0 && w->pfabric) {
+    return dlcp_scn_fail(s, e, f,
+                         "expected off with switch.scheduling: pfabric");
+  }
+  return rv;
+}
+
 static int section_switch(dlcp_scn *s, const dlcp_scn_node *n) {
-  static const char *const keys[] = {"queues",   "port_buffer", "shared_buffer",
-                                     "dt_alpha", "ecn_threshold", "trimming",
-                                     "trim_size", "scheduling", "red",
-                                     "pfc",       NULL};
+  static const char *const keys[] = {
+      "queues",    "port_buffer", "shared_buffer", "dt_alpha",
+      "ecn_threshold", "ecn_port_threshold", "trimming", "trim_size",
+      "scheduling", "red",        "pfc",           NULL};
   static const char *const scheduling[] = {"strict", "pfabric", NULL};
   const char *p = "switch";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
@@ -414,6 +436,9 @@ static int section_switch(dlcp_scn *s, const dlcp_scn_node *n) {
     return rv;
   }
   if ((sub = dlcp_scn_map_get(n, "pfc")) && (rv = switch_pfc(s, sub))) {
+    return rv;
+  }
+  if ((rv = switch_port_threshold(s, n)) != 0) {
     return rv;
   }
   const dlcp_scn_node *e = dlcp_scn_map_get(n, "ecn_threshold");

@@ -435,6 +435,8 @@ int dlcp_sim_new(dlcp_sim **psim, const dlcp_sim_config *cfg,
   net->switch_port_cfg.buffer_bytes = cfg->sw.port_buffer_bytes;
   memcpy(net->switch_port_cfg.ecn_threshold_bytes, cfg->sw.ecn_threshold_bytes,
          sizeof(cfg->sw.ecn_threshold_bytes));
+  net->switch_port_cfg.ecn_port_threshold_bytes =
+      cfg->sw.ecn_port_threshold_bytes;
   net->switch_port_cfg.trimming = cfg->sw.trimming;
   net->switch_port_cfg.trim_bytes = cfg->sw.trim_bytes;
   net->switch_port_cfg.pfabric = cfg->sw.pfabric;

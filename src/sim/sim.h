@@ -85,6 +85,8 @@ typedef struct dlcp_sim_switch_config {
   double dt_alpha;              /* dynamic-threshold alpha, default 1 */
   /* per queue; UINT64_MAX = no marking; default 65 * 1500 bytes */
   uint64_t ecn_threshold_bytes[DLCP_SIM_MAX_QUEUES];
+  /* on the port's bytes in all queues together; 0 (default): none */
+  uint64_t ecn_port_threshold_bytes;
   bool trimming;
   uint32_t trim_bytes; /* default 64 */
   bool pfabric; /* scheduling: pfabric (pfabric_queue.c); default strict */
