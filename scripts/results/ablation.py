@@ -3,8 +3,8 @@ orders, A (bounded loss), A+B, A+B+C and C, C+B, C+B+A, where
   A  bounded-loss tolerance: transport.loss_bound 0.1 (off: 0, reliable);
   B  gradient-aware queueing and dropping: layer priorities, magnitude
      importance (unimportant packets not-ECT, so dropped first) and the
-     per-queue thresholds (off: one queue, every packet important, one
-     threshold);
+     per-queue thresholds with one on the port (off: one queue, every
+     packet important, one threshold);
   C  per-packet load balancing: path ids over 4 spines (off: flow ECMP);
 and the loss bound at 1, 10, 20 and 30 % with all three on.  Set-up: the
 Fig. 14 set-up at 48 hosts with ResNet50's profile; metrics: mean and p99
@@ -30,7 +30,8 @@ def mlt_sets(parts, bound):
     if "B" in parts:
         s += ["transport.importance=magnitude",
               "workload.ps.layer_priorities=7",
-              "switch.ecn_threshold=" + common.MLT_THRESHOLDS]
+              "switch.ecn_threshold=" + common.MLT_THRESHOLDS,
+              common.PORT_THRESHOLD]
     else:
         s += ["transport.importance=all", "switch.ecn_threshold=65pkts"]
     s += ["transport.load_balancing=source", "transport.paths=4"] \

@@ -26,6 +26,13 @@ PROFILES = os.path.join(ROOT, "workloads", "profiles")
 NDP_QUEUES = "[off, 8pkts, off, off, off, off, off, off]"
 MLT_THRESHOLDS = "[65pkts, 20pkts, 30pkts, 40pkts, 50pkts, 60pkts, 65pkts, " \
                  "65pkts]"
+# ECN on the port's bytes in all queues, beside the per-queue thresholds,
+# for the transports that spread a port's traffic over priority queues
+# (PIAS's own strict-priority switch marks per port).  Per-queue
+# thresholds alone let a starved queue fill the port: ResNet50's MLT PS
+# iteration at its real sizes dropped 606 k packets to full buffers with
+# them and 1.7 k with this too (docs/simulator.md, "Ports and links").
+PORT_THRESHOLD = "switch.ecn_port_threshold=65pkts"
 
 
 def transport_sets(kind, pias_thresholds=None, mlt_loss_bound=0.1):
@@ -35,7 +42,7 @@ def transport_sets(kind, pias_thresholds=None, mlt_loss_bound=0.1):
     if kind == "tcp":
         return ["transport.kind=tcp", "switch.ecn_threshold=off"]
     if kind == "pias":
-        s = ["transport.kind=pias"]
+        s = ["transport.kind=pias", PORT_THRESHOLD]
         if pias_thresholds:
             s.append("transport.pias.thresholds=[%s]" %
                      ", ".join(str(int(t)) for t in pias_thresholds))
@@ -51,7 +58,7 @@ def transport_sets(kind, pias_thresholds=None, mlt_loss_bound=0.1):
                 "transport.loss_bound=%g" % mlt_loss_bound,
                 "transport.load_balancing=source", "transport.paths=4",
                 "transport.importance=magnitude",
-                "switch.ecn_threshold=" + MLT_THRESHOLDS]
+                "switch.ecn_threshold=" + MLT_THRESHOLDS, PORT_THRESHOLD]
     raise ValueError(kind)
 
 

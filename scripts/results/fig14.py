@@ -6,8 +6,9 @@ Set-up (seed section 5.4.2, scripts/results/fig14-ps.yaml): leaf-spine of
 port, 8 queues, ECN at 65 packets; DCTCP and PIAS with RTO_min 1 ms, IW 20,
 flow-level ECMP; pFabric and NDP spray packets; MLT with a 10% loss bound,
 per-packet load balancing over 4 paths, gradient-aware priorities by layer
-and per-queue thresholds.  PS traffic of the model's profile with workers
-and servers 3:1 on every rack.  Scales: T = 3, 6, 9 (48, 96, 144 hosts).
+and per-queue thresholds, with one on the port's total as for PIAS.  PS
+traffic of the model's profile with workers and servers 3:1 on every rack.
+Scales: T = 3, 6, 9 (48, 96, 144 hosts).
 """
 
 import common
@@ -42,32 +43,43 @@ SEED = {
 }
 
 
+# MLT and DCTCP once more at the models' real sizes (ResNet50, 48 hosts,
+# the first seed) when the tables run scaled: the seed's tails are of
+# real tensors (real_note).
+REAL = ("mlt", "dctcp")
+REAL_SUFFIX = "_real"
+
+
+def one_run(model, tors, kind, seed, scale, thresholds, suffix=""):
+    sets = ["seed=%d" % seed, "topology.tors=%d" % tors,
+            "workload.ps.workers=%d" % (12 * tors),
+            "workload.ps.servers=%d" % (4 * tors),
+            "workload.ps.profile=%s" % model,
+            "workload.ps.profile_scale=%g" % scale,
+            # End hosts block rather than drop (backpressure).
+            "host.nic_buffer=256MB", "stop_at=2s"]
+    base = {FLAT: "mlt", PF_SLOW: "pfabric"}.get(kind, kind)
+    sets += common.transport_sets(base, pias_thresholds=thresholds)
+    if kind == PF_SLOW:
+        sets.append("transport.pfabric.rto=" + PF_SLOW_RTO)
+    if kind == "mlt":
+        sets.append("workload.ps.layer_priorities=7")
+    return {"id": "%s-%dtors-%s%s-s%d" % (model, tors, kind,
+                                          suffix.replace("_", "-"), seed),
+            "set": sets,
+            "params": {"model": model, "tors": tors, "hosts": 16 * tors,
+                       "transport": kind + suffix, "seed": seed}}
+
+
 def runs(scale):
     out = []
     for model in MODELS:
         th = common.pias_thresholds(common.partitions(model, scale))
-        for tors, kind, seed in [(t, k, s) for t in TORS
-                                 for k in TRANSPORTS + (FLAT, PF_SLOW)
-                                 for s in SEEDS]:
-                sets = ["seed=%d" % seed, "topology.tors=%d" % tors,
-                        "workload.ps.workers=%d" % (12 * tors),
-                        "workload.ps.servers=%d" % (4 * tors),
-                        "workload.ps.profile=%s" % model,
-                        "workload.ps.profile_scale=%g" % scale,
-                        # End hosts block rather than drop (backpressure).
-                        "host.nic_buffer=256MB", "stop_at=2s"]
-                base = {FLAT: "mlt", PF_SLOW: "pfabric"}.get(kind, kind)
-                sets += common.transport_sets(base, pias_thresholds=th)
-                if kind == PF_SLOW:
-                    sets.append("transport.pfabric.rto=" + PF_SLOW_RTO)
-                if kind == "mlt":
-                    sets.append("workload.ps.layer_priorities=7")
-                out.append({"id": "%s-%dtors-%s-s%d" % (model, tors, kind,
-                                                         seed),
-                            "set": sets,
-                            "params": {"model": model, "tors": tors,
-                                       "hosts": 16 * tors,
-                                       "transport": kind, "seed": seed}})
+        out += [one_run(model, t, k, s, scale, th) for t in TORS
+                for k in TRANSPORTS + (FLAT, PF_SLOW) for s in SEEDS]
+    if scale != 1:
+        out += [one_run(MODELS[0], TORS[0], k, SEEDS[0], 1, None,
+                        REAL_SUFFIX) for k in REAL]
     return out
 
 
@@ -227,12 +239,63 @@ def iteration_note(by):
             "window whose ACK request was lost with packets of it "
             "delivered) went when the window's timeout began to follow "
             "its priority class and receivers to send quiet ACKs "
-            "(docs/protocol.md, \"The window's timeout\"); what is left "
+            "(docs/protocol.md, \"The window's timeout\"), and the rest "
+            "of them when the switches marked on the port's total too, so that "
+            "the queues strict priority starves no longer fill the port "
+            "(docs/simulator.md, \"Ports and links\"); what is left "
             "is strict priority's order: a low layer's packets wait in "
             "the queues behind the higher layers', and the iteration "
             "waits for its slowest layer." % (
                 len(longer), len(keys), len(flat_wins), len(keys),
                 min(ratios), max(ratios)), ""]
+
+
+def real_note(by):
+    """MLT against DCTCP at the real sizes (REAL), beside the seed's tail:
+    there the top 1 % of flows are multi-megabyte partitions sharing a
+    server's downlink with the whole push phase."""
+    model, tors = MODELS[0], TORS[0]
+    keys = [(model, tors, k + REAL_SUFFIX) for k in REAL]
+    if not all(k in by and by[k]["status"] == "ok" for k in keys):
+        return []
+    mlt, dctcp = (by[k] for k in keys)
+
+    def f(r, key):
+        return common.num(r, key)
+    parts = common.partitions(model, 1)
+    big = sum(1 for b in parts if b >= 1000000)
+    model_bytes = sum(common.read_profile(model)[0])
+    # Workers:servers 3:1, every worker's share of a server's partitions.
+    intake = 3 * model_bytes
+    return ["**At the real sizes.**  %s at %d hosts without the scaling "
+            "(seed %d, one run each): MLT's mean / p99 FCT %.0f / %.0f us "
+            "against DCTCP's %.0f / %.0f (%+.1f %% / %+.1f %%; the seed: "
+            "-%.1f %% / -%.1f %%), its iteration %.1f against %.1f ms, %.0f "
+            "buffer drops against %.0f, %.0f window timeouts against %.0f "
+            "retransmission timeouts.  At "
+            "these sizes %d of the model's %d partitions are 1-4 MB, so the "
+            "top 1 %% of flows are such partitions, and each server takes "
+            "in %.0f MB an iteration, %.1f ms at 100 Gbit/s, through the "
+            "downlink those partitions share: the p99 follows the push "
+            "phase more than the transport.  A tail of -%.1f %% puts "
+            "DCTCP's p99 at %.0fx MLT's; the seed does not say how its PS "
+            "traffic was generated or its flows counted." % (
+                model, 16 * tors, SEEDS[0],
+                f(mlt, "fct.all.mean_us"), f(mlt, "fct.all.p99_us"),
+                f(dctcp, "fct.all.mean_us"), f(dctcp, "fct.all.p99_us"),
+                -reduction(f(mlt, "fct.all.mean_us"),
+                           f(dctcp, "fct.all.mean_us")),
+                -reduction(f(mlt, "fct.all.p99_us"),
+                           f(dctcp, "fct.all.p99_us")),
+                SEED[model]["mean"][0], SEED[model]["p99"][0],
+                f(mlt, "iteration_mean_us") / 1e3,
+                f(dctcp, "iteration_mean_us") / 1e3,
+                f(mlt, "counters.drops_buffer"),
+                f(dctcp, "counters.drops_buffer"),
+                f(mlt, "counters.timeouts"), f(dctcp, "counters.timeouts"),
+                big, len(parts), intake / 1e6, intake * 8 / 100e9 * 1e3,
+                SEED[model]["p99"][0],
+                100 / (100 - SEED[model]["p99"][0])), ""]
 
 
 def report(rows, scale, build):
@@ -243,7 +306,9 @@ def report(rows, scale, build):
           "Command: `make results` (or `scripts/results/run.py --only "
           "fig14`).  Set-up: the seed's section 5.4.2 (`scripts/results/"
           "fig14-ps.yaml`): 4 spines, T ToRs x 16 hosts, 100 Gbps, 24 us "
-          "base RTT, 512 KB ports, 8 queues, ECN 65 packets, RTO_min 1 ms, "
+          "base RTT, 512 KB ports, 8 queues, ECN 65 packets (for PIAS and "
+          "MLT, which spread a port's traffic over priority queues, also "
+          "on the port's total, as PIAS's own switch marks), RTO_min 1 ms, "
           "IW 20; one PS iteration of the model's profile "
           "(`workloads/profiles`), workers:servers 3:1 on every rack, "
           "tensors and compute times scaled by %g%s.  FCT covers every "
@@ -338,6 +403,7 @@ def report(rows, scale, build):
     md += iteration_note(by)
     md += pfabric_note(by)
     md += ndp_note(by)
+    md += real_note(by)
     md += common.unfinished_note(rows)
     md += ["Differences from the seed: its three scales are not given (here "
            "48, 96 and 144 hosts, the last being its topology); the "
