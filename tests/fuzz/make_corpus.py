@@ -32,9 +32,9 @@ def data(job=1, xfer=1, flags=0, path=0, layer=0, tensor=0, seq=0,
 
 
 def ack(job=1, xfer=1, echo_ts=0, rx_pkts=0, seq=0, covered=0, ce=0,
-        grant=0):
-    return preamble(ACK, job, xfer, 40) + struct.pack(
-        "<QIIHHI", echo_ts, rx_pkts, seq, covered, ce, grant)
+        grant=0, hold=0):
+    return preamble(ACK, job, xfer, 48) + struct.pack(
+        "<QIIHHIII", echo_ts, rx_pkts, seq, covered, ce, grant, hold, 0)
 
 
 def start(job, entries, xfer=0, reserved=0):
@@ -153,6 +153,26 @@ def scenario_corpus():
                 c[name[:-5]] = f.read()
     base = c.get("incast", b"seed: 1\n")
     c["with_sets"] = base + b"\0seed=2\0topology.kind=dumbbell"
+    # Several jobs, the CPU model's fields and INA's exponents.
+    c["collective-cpu-jobs"] = (
+        b"name: collective-cpu-jobs\n"
+        b"topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4, spines: 2}\n"
+        b"aggregation: {switch: tor1, memory: 64KiB}\n"
+        b"workload:\n"
+        b"  collective:\n"
+        b"    - {algo: ra_ina, bytes: 1MB, ranks: 4, exponents: given}\n"
+        b"    - {algo: ring, bytes: 400KB, ranks: 3, reduce_time: 2us,\n"
+        b"       reduce_rate: 100Gbps,\n"
+        b"       straggler: [{rank: 1, delay: 20us}, "
+        b"{rank: 2, delay: 5us, receives: all}]}\n"
+        b"    - {algo: ps, bytes: 400KB, ranks: 1, straggler: {rank: 0, delay: 1us}}\n"
+    )
+    # ECN on a port's total: accepted with strict priority, refused with
+    # pFabric's ports.
+    c["port_threshold"] = (c.get("mlt-lossy-fabric", b"seed: 1\n") +
+                           b"\0switch.ecn_port_threshold=65pkts")
+    c["port_threshold_pfabric"] = (base + b"\0switch.scheduling=pfabric"
+                                   b"\0switch.ecn_port_threshold=64KB")
     c["bad_unit"] = b"topology:\n  host_rate: 100Gbpx\n"
     c["bad_yaml"] = b"topology: [\n"
     c["anchors"] = b"a: &x {b: 1}\nc: *x\n"
