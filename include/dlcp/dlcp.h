@@ -367,7 +367,7 @@ typedef struct dlcp_coll_info {
   const dlcp_range *missing;
   size_t nmissing;
   uint32_t bypasses;       /* RING_BYPASS: slots sent past a straggler */
-  uint64_t elapsed_ns;
+  uint64_t elapsed_ns;     /* from the start call to completion */
 } dlcp_coll_info;
 
 /*

@@ -64,11 +64,11 @@ class Handle:
     """A collective running in the background.  Its buffers belong to the
     library until wait() returns or test() returns True."""
 
-    def __init__(self, req, keep, what):
+    def __init__(self, req, keep, what, started):
         self._req = ctypes.c_void_p(req)
         self._keep = keep  # the buffers and communicator, alive until done
         self._what = what
-        self._start = time.perf_counter()
+        self._start = started  # time.perf_counter() before the C call
         self._result = None
         self._error = None
         self._lock = threading.Lock()
@@ -268,9 +268,10 @@ class Communicator:
 
     def _run(self, what, start, keep, async_op):
         req = ctypes.c_void_p()
+        started = time.perf_counter()
         code = start(ctypes.byref(req))
         _check(code, f"rank {self.rank}: {what}")
-        h = Handle(req.value, (keep, self), what)
+        h = Handle(req.value, (keep, self), what, started)
         self._pending.add(h)
         return h if async_op else h.wait()
 

@@ -228,7 +228,9 @@ static void finish_run(dlcp_comm *c, coll_run *run, dlcp_tstamp now) {
   info->algo_name = run->algo;
   info->delivered_fraction = res.delivered_fraction;
   info->bypasses = res.bypasses;
-  info->elapsed_ns = now - req->started_ns;
+  /* Read the clock again: a collective whose peers' data had all come
+   * finishes in the pass that starts it, whose |now| is its start. */
+  info->elapsed_ns = dlcp_rt_now() - req->started_ns;
   if (info->status != 0) {
     /* Run ids are equal on every rank: "allreduce #17" names the same
      * operation everywhere. */

@@ -201,7 +201,8 @@ static void finish(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
   free(iop->exps);
   free(iop->ring);
   free(iop);
-  req->info.elapsed_ns = now - req->started_ns;
+  /* Not |now|: a pass's time may be the operation's start. */
+  req->info.elapsed_ns = dlcp_rt_now() - req->started_ns;
   req->ina = NULL;
   dlcp_rt_coll_finish_request(c, req);
 }

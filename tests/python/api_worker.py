@@ -55,7 +55,11 @@ def collectives(comm):
                 check(f"allreduce {op} {dtype.__name__} {n}", a,
                       expected(op, w, n, dtype))
                 assert res.delivered_fraction == 1.0 and res.missing == []
-                assert res.algorithm and res.elapsed >= 0 and res.wall > 0
+                # The library's time lies within the caller's, and a
+                # collective whose peers' data had all come still took
+                # some (it once reported 0: the pass's start time).
+                assert res.algorithm and 0 < res.elapsed <= res.wall, \
+                    (res.elapsed, res.wall)
             # out of place: the input stays as it was
             a = contribution(r, n, dtype)
             out = np.zeros_like(a)
