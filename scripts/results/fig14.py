@@ -250,6 +250,31 @@ def iteration_note(by):
                 min(ratios), max(ratios)), ""]
 
 
+def scale_note(by):
+    """The seed's "the larger the network, the larger MLT's lead": MLT's
+    mean-FCT reduction against each baseline at the largest scale against
+    the smallest."""
+    lo, hi = TORS[0], TORS[-1]
+    cells, grew = [], 0
+    for model in MODELS:
+        for b in BASELINES:
+            keys = [(model, t, k) for t in (lo, hi) for k in ("mlt", b)]
+            if not all(k in by and by[k]["status"] == "ok" for k in keys):
+                continue
+            r = [reduction(common.num(by[(model, t, "mlt")],
+                                      "fct.all.mean_us"),
+                           common.num(by[(model, t, b)], "fct.all.mean_us"))
+                 for t in (lo, hi)]
+            grew += r[1] > r[0]
+            cells.append("%s against %s %.1f -> %.1f %%" % (model, b, *r))
+    if not cells:
+        return []
+    return ["Scale: the seed finds MLT's lead growing with the network.  "
+            "MLT's mean-FCT reduction at %d against %d hosts: %s; larger "
+            "at the larger scale in %d of %d." % (
+                16 * lo, 16 * hi, "; ".join(cells), grew, len(cells)), ""]
+
+
 def real_note(by):
     """MLT against DCTCP at the real sizes (REAL), beside the seed's tail:
     there the top 1 % of flows are multi-megabyte partitions sharing a
@@ -400,6 +425,7 @@ def report(rows, scale, build):
                "; the others are against %s" % ", ".join(
                    "%s (%d)" % (b, n) for b, n in sorted(losses.items()))),
            ""]
+    md += scale_note(by)
     md += iteration_note(by)
     md += pfabric_note(by)
     md += ndp_note(by)
