@@ -51,6 +51,8 @@ REAL_SUFFIX = "_real"
 
 
 def one_run(model, tors, kind, seed, scale, thresholds, suffix=""):
+    """The sweep entry of |kind| on |model|'s PS job over |tors| racks;
+    |suffix| tells runs of another set-up apart in ids and params."""
     sets = ["seed=%d" % seed, "topology.tors=%d" % tors,
             "workload.ps.workers=%d" % (12 * tors),
             "workload.ps.servers=%d" % (4 * tors),
