@@ -25,6 +25,11 @@ static void load(dlcp_sim_config *cfg, const char *text) {
   assert_int_equal(rv, 0);
 }
 
+static int by_size_desc(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
 static dlcp_sim *build(const dlcp_sim_config *cfg) {
   dlcp_sim *sim = NULL;
   char err[512];
@@ -143,6 +148,84 @@ static void test_ps_profile(void **state) {
   }
   dlcp_sim_del(sim);
   dlcp_sim_config_free(&cfg);
+}
+
+/* The bytes each server receives from one worker in iteration 0, sorted
+ * (largest first) into |got| (nhosts entries, zero beyond the servers). */
+static void pushed_per_server(const dlcp_sim *sim, uint64_t *got) {
+  memset(got, 0, sim->net.nhosts * sizeof(*got));
+  for (uint32_t i = 0; i < sim->nflows; i++) {
+    const dlcp_sim_flow *f = &sim->flows[i];
+    if (f->group == DLCP_SIM_GROUP_PS_PUSH && f->iteration == 0 &&
+        f->src == sim->flows[0].src) {
+      got[f->dst] += f->size_bytes;
+    }
+  }
+  qsort(got, sim->net.nhosts, sizeof(*got), by_size_desc);
+}
+
+/* What each of |S| servers should get, sorted as above: the profile's
+ * partitions (<= 4 MB) in backward order, to server c mod S, or with
+ * |balanced| to the one with the fewest bytes so far (lowest first). */
+static void expected_per_server(const dlcp_sim_ps_spec *ps, uint32_t S,
+                                bool balanced, uint64_t *want,
+                                uint32_t nhosts) {
+  memset(want, 0, nhosts * sizeof(*want));
+  uint32_t c = 0;
+  for (uint32_t t = ps->ntensors; t-- > 0;) {
+    for (uint64_t left = ps->tensor_bytes[t]; left > 0; c++) {
+      uint64_t b = left < 4000000 ? left : 4000000;
+      uint32_t k = c % S;
+      if (balanced) {
+        k = 0;
+        for (uint32_t j = 1; j < S; j++) {
+          k = want[j] < want[k] ? j : k;
+        }
+      }
+      want[k] += b;
+      left -= b;
+    }
+  }
+  qsort(want, nhosts, sizeof(*want), by_size_desc);
+}
+
+/* placement: balanced gives each partition to the least-loaded server:
+ * every server's bytes are those of an independent computation, and the
+ * busiest server holds less than round-robin's.  GoogleNet on 4 servers:
+ * round-robin gives the busiest server 8.89 MB, balanced 6.83. */
+static void test_ps_placement(void **state) {
+  (void)state;
+  uint64_t got[16], want[16], rr_max = 0;
+  for (int balanced = 0; balanced <= 1; balanced++) {
+    dlcp_sim_config cfg;
+    char text[512];
+    snprintf(text, sizeof(text),
+             "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 8,\n"
+             "           spines: 2}\n"
+             "workload:\n"
+             "  ps: {workers: 12, servers: 4, profile: googlenet%s}\n",
+             balanced ? ", placement: balanced" : "");
+    load(&cfg, text);
+    assert_int_equal(cfg.ps[0].balanced_placement, balanced);
+    dlcp_sim *sim = build(&cfg);
+    assert_int_equal(sim->net.nhosts, 16);
+    pushed_per_server(sim, got);
+    expected_per_server(&cfg.ps[0], 4, balanced, want, 16);
+    for (uint32_t h = 0; h < 16; h++) {
+      assert_int_equal(got[h], want[h]);
+    }
+    assert_int_equal(got[4], 0);
+    if (!balanced) {
+      rr_max = got[0];
+    } else {
+      assert_true(got[0] < rr_max);
+    }
+    print_message("placement %s: busiest server %.2f MB\n",
+                  balanced ? "balanced" : "round_robin",
+                  (double)got[0] / 1e6);
+    dlcp_sim_del(sim);
+    dlcp_sim_config_free(&cfg);
+  }
 }
 
 /* With forward_overlap a pull carries the share of the forward pass from
@@ -314,6 +397,14 @@ static void test_errors(void **state) {
                "       compute_time: 1us, forward_overlap: true}\n",
                "t.yaml:3: field 'workload.ps.forward_overlap': expected a "
                "profile (this field acts on its tensors)");
+  expect_error("workload:\n  ps: {workers: 3, servers: 1, profile: vgg16,\n"
+               "       placement: even}\n",
+               "t.yaml:3: field 'workload.ps.placement': expected one of "
+               "round_robin, balanced, got 'even'");
+  expect_error("workload:\n  ps: {workers: 3, servers: 1, model_size: 1MB,\n"
+               "       compute_time: 1us, placement: balanced}\n",
+               "t.yaml:3: field 'workload.ps.placement': expected a "
+               "profile (this field acts on its tensors)");
   expect_error("workload:\n  background: {distribution: web, load: 0.3,\n"
                "               duration: 1ms}\n",
                "t.yaml:2: field 'workload.background.distribution': "
@@ -328,6 +419,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_profiles_load),
       cmocka_unit_test(test_ps_profile),
+      cmocka_unit_test(test_ps_placement),
       cmocka_unit_test(test_forward_overlap),
       cmocka_unit_test(test_profile_knobs),
       cmocka_unit_test(test_background),

@@ -178,6 +178,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
                                      "compression",
                                      "post_ahead",
                                      "forward_overlap",
+                                     "placement",
                                      NULL};
   int rv = dlcp_scn_check_keys(s, n, path, keys);
   if (rv != 0) {
@@ -217,7 +218,7 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
   }
   static const char *const needs_profile[] = {
       "partition", "layer_priorities", "profile_scale", "compression",
-      "forward_overlap", NULL};
+      "forward_overlap", "placement", NULL};
   for (const char *const *k = needs_profile; !prof && *k; k++) {
     if (dlcp_scn_map_get(n, *k)) {
       char field[256];
@@ -227,6 +228,8 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
           "expected a profile (this field acts on its tensors)");
     }
   }
+  static const char *const placements[] = {"round_robin", "balanced", NULL};
+  int placement = 0;
   if ((rv = dlcp_scn_get_size(s, n, path, "partition", &ps->partition_bytes, 1,
                               1ull << 40)) ||
       (rv = dlcp_scn_get_u32(s, n, path, "layer_priorities",
@@ -234,9 +237,12 @@ static int ps_item(dlcp_scn *s, const dlcp_scn_node *n, const char *path) {
       (rv = dlcp_scn_get_double(s, n, path, "profile_scale", &ps->profile_scale,
                                 1e-6, 1.0)) ||
       (rv = dlcp_scn_get_double(s, n, path, "compression", &ps->compression,
-                                1.0, 1e6))) {
+                                1.0, 1e6)) ||
+      (rv = dlcp_scn_get_enum(s, n, path, "placement", placements,
+                              &placement))) {
     return rv;
   }
+  ps->balanced_placement = placement == 1;
   if (ps->ntensors > 0 &&
       (ps->profile_scale != 1.0 || ps->compression != 1.0)) {
     ps->model_bytes = 0;

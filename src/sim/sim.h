@@ -292,8 +292,9 @@ typedef struct dlcp_sim_ps_spec {
    * Driven by a training profile (profile.c, workloads/profiles/) when
    * ntensors > 0: the model is the profile's gradient tensors, cut into
    * partitions of at most partition_bytes (BytePS's partitioning),
-   * assigned to servers round-robin in the order backward propagation
-   * produces them (last layer first).  An iteration computes forward_ps,
+   * assigned to servers in the order backward propagation produces them
+   * (last layer first): round-robin, or with balanced_placement each to
+   * the server holding the fewest bytes so far.  An iteration computes forward_ps,
    * then backward layer by layer: the partitions of tensor t are pushed as
    * soon as t's gradient is ready (forward + the backward times of every
    * tensor from the last down to t), overlapping computation and
@@ -329,6 +330,11 @@ typedef struct dlcp_sim_ps_spec {
    * forward time is its share of the backward pass's (the profiles'
    * backward is twice the forward, row by row). */
   bool forward_overlap;
+  /* workload.ps.placement: balanced.  Round-robin (the default) puts
+   * 3.76x the mean bytes on ResNet50's busiest of 36 servers; each
+   * partition to the least-loaded server, 1.41x (its largest partition's
+   * share), docs/simulator.md. */
+  bool balanced_placement;
   /* Every tensor's size (rounded up to whole float32s) and every compute
    * time times |profile_scale|: the profile's pattern, and its ratio of
    * communication to computation, at a size simulated in seconds.

@@ -282,7 +282,38 @@ typedef struct ps_parts {
   dlcp_sim_ps *ready;
   dlcp_sim_ps *fwd_left;
   uint8_t *prio;
+  uint32_t *server; /* index into the job's servers */
 } ps_parts;
+
+/* Assigns the partitions to servers in the order they are produced:
+ * round-robin, or each to the server with the fewest bytes so far (the
+ * lowest index among equals). */
+static int ps_place(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
+                    ps_parts *p) {
+  uint32_t S = s->servers;
+  if (!s->balanced_placement) {
+    for (uint32_t c = 0; c < p->n; c++) {
+      p->server[c] = c % S;
+    }
+    return 0;
+  }
+  uint64_t *load = sim->mem->calloc(S, sizeof(*load), sim->mem->user);
+  if (!load) {
+    return DLCP_ERR_NOMEM;
+  }
+  for (uint32_t c = 0; c < p->n; c++) {
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < S; k++) {
+      if (load[k] < load[best]) {
+        best = k;
+      }
+    }
+    load[best] += p->bytes[c];
+    p->server[c] = best;
+  }
+  sim->mem->free(load, sim->mem->user);
+  return 0;
+}
 
 static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
                         ps_parts *p) {
@@ -299,7 +330,8 @@ static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   p->ready = sim->mem->malloc(n * sizeof(*p->ready), sim->mem->user);
   p->fwd_left = sim->mem->malloc(n * sizeof(*p->fwd_left), sim->mem->user);
   p->prio = sim->mem->malloc(n * sizeof(*p->prio), sim->mem->user);
-  if (!p->bytes || !p->ready || !p->fwd_left || !p->prio) {
+  p->server = sim->mem->malloc(n * sizeof(*p->server), sim->mem->user);
+  if (!p->bytes || !p->ready || !p->fwd_left || !p->prio || !p->server) {
     return DLCP_ERR_NOMEM;
   }
   double bwd_total = 0;
@@ -328,7 +360,7 @@ static int ps_partition(const dlcp_sim *sim, const dlcp_sim_ps_spec *s,
       left -= b;
     }
   }
-  return 0;
+  return ps_place(sim, s, p);
 }
 
 /*
@@ -385,8 +417,8 @@ static void ps_link_push(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
  */
 static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
                             const uint32_t *server, const uint32_t *worker) {
-  uint32_t W = s->workers, S = s->servers;
-  ps_parts parts = {0, NULL, NULL, NULL, NULL};
+  uint32_t W = s->workers;
+  ps_parts parts = {0, NULL, NULL, NULL, NULL, NULL};
   int rv = ps_partition(sim, s, &parts);
   uint32_t prev_worker_barrier0 = DLCP_SIM_NONE;
   ps_links links = {NULL};
@@ -408,7 +440,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
       }
       for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
         uint32_t id = dlcp_sim_flow_add(
-            sim, worker[i], server[c % S], parts.bytes[c],
+            sim, worker[i], server[parts.server[c]], parts.bytes[c],
             it == 0 ? s->start_ps + parts.ready[c] : DLCP_SIM_PS_NEVER,
             parts.prio[c], DLCP_SIM_GROUP_PS_PUSH);
         if (id == DLCP_SIM_NONE) {
@@ -434,7 +466,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
     for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
       sim->barriers[part_barrier0 + c].first = sim->nrelease;
       for (uint32_t i = 0; i < W && rv == 0; i++) {
-        uint32_t id = dlcp_sim_flow_add(sim, server[c % S], worker[i],
+        uint32_t id = dlcp_sim_flow_add(sim, server[parts.server[c]], worker[i],
                                         parts.bytes[c], DLCP_SIM_PS_NEVER,
                                         parts.prio[c], DLCP_SIM_GROUP_PS_PULL);
         if (id == DLCP_SIM_NONE) {
@@ -458,6 +490,7 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
   sim->mem->free(parts.ready, sim->mem->user);
   sim->mem->free(parts.fwd_left, sim->mem->user);
   sim->mem->free(parts.prio, sim->mem->user);
+  sim->mem->free(parts.server, sim->mem->user);
   return rv;
 }
 
