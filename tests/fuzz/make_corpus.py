@@ -173,6 +173,8 @@ def scenario_corpus():
                            b"\0switch.ecn_port_threshold=65pkts")
     c["port_threshold_pfabric"] = (base + b"\0switch.scheduling=pfabric"
                                    b"\0switch.ecn_port_threshold=64KB")
+    c["ps_placement"] = (b"workload:\n  ps: {workers: 3, servers: 2, "
+                         b"profile: googlenet, placement: balanced}\n")
     c["bad_unit"] = b"topology:\n  host_rate: 100Gbpx\n"
     c["bad_yaml"] = b"topology: [\n"
     c["anchors"] = b"a: &x {b: 1}\nc: *x\n"
