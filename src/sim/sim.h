@@ -294,11 +294,11 @@ typedef struct dlcp_sim_ps_spec {
    * partitions of at most partition_bytes (BytePS's partitioning),
    * assigned to servers in the order backward propagation produces them
    * (last layer first): round-robin, or with balanced_placement each to
-   * the server holding the fewest bytes so far.  An iteration computes forward_ps,
-   * then backward layer by layer: the partitions of tensor t are pushed as
-   * soon as t's gradient is ready (forward + the backward times of every
-   * tensor from the last down to t), overlapping computation and
-   * communication.  A server pulls a partition back to every worker when
+   * the server holding the fewest bytes so far.  An iteration computes
+   * forward_ps, then backward layer by layer: the partitions of tensor t
+   * are pushed as soon as t's gradient is ready (forward + the backward
+   * times of every tensor from the last down to t), overlapping
+   * computation and communication.  A server pulls a partition back to every worker when
    * it has it from all of them; a worker starts its next forward pass
    * when it has every partition.  model_bytes is then the profile's sum
    * and compute_ps unused.

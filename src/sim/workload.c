@@ -466,8 +466,9 @@ static int build_ps_profile(dlcp_sim *sim, const dlcp_sim_ps_spec *s,
     for (uint32_t c = 0; c < parts.n && rv == 0; c++) {
       sim->barriers[part_barrier0 + c].first = sim->nrelease;
       for (uint32_t i = 0; i < W && rv == 0; i++) {
-        uint32_t id = dlcp_sim_flow_add(sim, server[parts.server[c]], worker[i],
-                                        parts.bytes[c], DLCP_SIM_PS_NEVER,
+        uint32_t id = dlcp_sim_flow_add(sim, server[parts.server[c]],
+                                        worker[i], parts.bytes[c],
+                                        DLCP_SIM_PS_NEVER,
                                         parts.prio[c], DLCP_SIM_GROUP_PS_PULL);
         if (id == DLCP_SIM_NONE) {
           rv = DLCP_ERR_NOMEM;
