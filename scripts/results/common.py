@@ -31,7 +31,7 @@ MLT_THRESHOLDS = "[65pkts, 20pkts, 30pkts, 40pkts, 50pkts, 60pkts, 65pkts, " \
 # (PIAS's own strict-priority switch marks per port).  Per-queue
 # thresholds alone let a starved queue fill the port: ResNet50's MLT PS
 # iteration at its real sizes dropped 606 k packets to full buffers with
-# them and 1.7 k with this too (docs/simulator.md, "Ports and links").
+# them and 1.5 k with this too (docs/simulator.md, "Ports and links").
 PORT_THRESHOLD = "switch.ecn_port_threshold=65pkts"
 
 
@@ -139,10 +139,13 @@ def read_profile(model):
     return sizes, header
 
 
-def partitions(model, scale, partition=4000000):
-    """The flow sizes a profile-driven PS job of |model| makes."""
+def partitions(model, scale, partition=4000000, backward=False):
+    """The flow sizes a profile-driven PS job of |model| makes, tensor by
+    tensor in forward order, or with |backward| in the order the job
+    produces and places them (last tensor first)."""
     out = []
-    for b in read_profile(model)[0]:
+    sizes = read_profile(model)[0]
+    for b in reversed(sizes) if backward else sizes:
         b = 4 * -(-int(b * scale) // 4) if scale != 1 else b
         b = max(b, 4)
         while b > 0:

@@ -48,14 +48,16 @@ SEED = {
 # real tensors (real_note).
 REAL = ("mlt", "dctcp")
 REAL_SUFFIX = "_real"
+# Every rack holds workers and servers 3:1, as the seed's PS.
+WORKERS_PER_RACK, SERVERS_PER_RACK = 12, 4
 
 
 def one_run(model, tors, kind, seed, scale, thresholds, suffix=""):
     """The sweep entry of |kind| on |model|'s PS job over |tors| racks;
     |suffix| tells runs of another set-up apart in ids and params."""
     sets = ["seed=%d" % seed, "topology.tors=%d" % tors,
-            "workload.ps.workers=%d" % (12 * tors),
-            "workload.ps.servers=%d" % (4 * tors),
+            "workload.ps.workers=%d" % (WORKERS_PER_RACK * tors),
+            "workload.ps.servers=%d" % (SERVERS_PER_RACK * tors),
             "workload.ps.profile=%s" % model,
             "workload.ps.profile_scale=%g" % scale,
             # End hosts block rather than drop (backpressure).
@@ -289,11 +291,16 @@ def real_note(by):
 
     def f(r, key):
         return common.num(r, key)
-    parts = common.partitions(model, 1)
+    parts = common.partitions(model, 1, backward=True)
     big = sum(1 for b in parts if b >= 1000000)
-    model_bytes = sum(common.read_profile(model)[0])
-    # Workers:servers 3:1, every worker's share of a server's partitions.
-    intake = 3 * model_bytes
+    # What a server takes in an iteration: every worker's push of each of
+    # its partitions, placed round-robin in backward order (the default).
+    workers, servers = WORKERS_PER_RACK * tors, SERVERS_PER_RACK * tors
+    mean = workers * sum(parts) / servers
+    busiest = workers * max(sum(parts[k::servers]) for k in range(servers))
+
+    def ms(nbytes):
+        return nbytes * 8 / 100e9 * 1e3
     return ["**At the real sizes.**  %s at %d hosts without the scaling "
             "(seed %d, one run each): MLT's mean / p99 FCT %.0f / %.0f us "
             "against DCTCP's %.0f / %.0f (%+.1f %% / %+.1f %%; the seed: "
@@ -301,9 +308,10 @@ def real_note(by):
             "buffer drops against %.0f, %.0f window timeouts against %.0f "
             "retransmission timeouts.  At "
             "these sizes %d of the model's %d partitions are 1-4 MB, so the "
-            "top 1 %% of flows are such partitions, and each server takes "
-            "in %.0f MB an iteration, %.1f ms at 100 Gbit/s, through the "
-            "downlink those partitions share: the p99 follows the push "
+            "top 1 %% of flows are such partitions, and a server takes in "
+            "%.0f MB an iteration on average (%.1f ms at 100 Gbit/s; the "
+            "busiest, with round-robin placement, %.0f MB, %.1f ms) through "
+            "the downlink those partitions share: the p99 follows the push "
             "phase more than the transport.  A tail of -%.1f %% puts "
             "DCTCP's p99 at %.0fx MLT's; the seed does not say how its PS "
             "traffic was generated or its flows counted." % (
@@ -320,7 +328,8 @@ def real_note(by):
                 f(mlt, "counters.drops_buffer"),
                 f(dctcp, "counters.drops_buffer"),
                 f(mlt, "counters.timeouts"), f(dctcp, "counters.timeouts"),
-                big, len(parts), intake / 1e6, intake * 8 / 100e9 * 1e3,
+                big, len(parts), mean / 1e6, ms(mean), busiest / 1e6,
+                ms(busiest),
                 SEED[model]["p99"][0],
                 100 / (100 - SEED[model]["p99"][0])), ""]
 

@@ -331,7 +331,7 @@ typedef struct dlcp_sim_ps_spec {
    * backward is twice the forward, row by row). */
   bool forward_overlap;
   /* workload.ps.placement: balanced.  Round-robin (the default) puts
-   * 3.76x the mean bytes on ResNet50's busiest of 36 servers; each
+   * 3.42x the mean bytes on ResNet50's busiest of 36 servers; each
    * partition to the least-loaded server, 1.41x (its largest partition's
    * share), docs/simulator.md. */
   bool balanced_placement;
