@@ -40,12 +40,10 @@ def mlt_sets(parts, bound):
 
 
 def runs(scale):
-    base = ["topology.tors=%d" % TORS,
-            "workload.ps.workers=%d" % (12 * TORS),
-            "workload.ps.servers=%d" % (4 * TORS),
-            "workload.ps.profile=resnet50",
-            "workload.ps.profile_scale=%g" % scale,
-            "host.nic_buffer=256MB", "stop_at=2s"]
+    base = common.ps_racks_sets(TORS) + [
+        "workload.ps.profile=resnet50",
+        "workload.ps.profile_scale=%g" % scale,
+        "host.nic_buffer=256MB", "stop_at=2s"]
     configs = [("combo-" + c.replace("+", ""), c,
                 0.1 if "A" in c else 0, mlt_sets(set(c.split("+")), 0.1))
                for c in COMBOS]

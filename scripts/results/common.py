@@ -34,6 +34,17 @@ MLT_THRESHOLDS = "[65pkts, 20pkts, 30pkts, 40pkts, 50pkts, 60pkts, 65pkts, " \
 # them and 1.5 k with this too (docs/simulator.md, "Ports and links").
 PORT_THRESHOLD = "switch.ecn_port_threshold=65pkts"
 
+# Every rack of the PS experiments holds workers and servers 3:1, as the
+# seed's PS.
+WORKERS_PER_RACK, SERVERS_PER_RACK = 12, 4
+
+
+def ps_racks_sets(tors):
+    """The --set overrides for a PS job over |tors| racks of 3:1."""
+    return ["topology.tors=%d" % tors,
+            "workload.ps.workers=%d" % (WORKERS_PER_RACK * tors),
+            "workload.ps.servers=%d" % (SERVERS_PER_RACK * tors)]
+
 
 def transport_sets(kind, pias_thresholds=None, mlt_loss_bound=0.1):
     """The --set overrides that configure |kind| as its paper does."""

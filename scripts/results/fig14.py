@@ -48,20 +48,16 @@ SEED = {
 # real tensors (real_note).
 REAL = ("mlt", "dctcp")
 REAL_SUFFIX = "_real"
-# Every rack holds workers and servers 3:1, as the seed's PS.
-WORKERS_PER_RACK, SERVERS_PER_RACK = 12, 4
 
 
 def one_run(model, tors, kind, seed, scale, thresholds, suffix=""):
     """The sweep entry of |kind| on |model|'s PS job over |tors| racks;
     |suffix| tells runs of another set-up apart in ids and params."""
-    sets = ["seed=%d" % seed, "topology.tors=%d" % tors,
-            "workload.ps.workers=%d" % (WORKERS_PER_RACK * tors),
-            "workload.ps.servers=%d" % (SERVERS_PER_RACK * tors),
-            "workload.ps.profile=%s" % model,
-            "workload.ps.profile_scale=%g" % scale,
-            # End hosts block rather than drop (backpressure).
-            "host.nic_buffer=256MB", "stop_at=2s"]
+    sets = ["seed=%d" % seed] + common.ps_racks_sets(tors) + [
+        "workload.ps.profile=%s" % model,
+        "workload.ps.profile_scale=%g" % scale,
+        # End hosts block rather than drop (backpressure).
+        "host.nic_buffer=256MB", "stop_at=2s"]
     base = {FLAT: "mlt", PF_SLOW: "pfabric"}.get(kind, kind)
     sets += common.transport_sets(base, pias_thresholds=thresholds)
     if kind == PF_SLOW:
@@ -295,7 +291,8 @@ def real_note(by):
     big = sum(1 for b in parts if b >= 1000000)
     # What a server takes in an iteration: every worker's push of each of
     # its partitions, placed round-robin in backward order (the default).
-    workers, servers = WORKERS_PER_RACK * tors, SERVERS_PER_RACK * tors
+    workers = common.WORKERS_PER_RACK * tors
+    servers = common.SERVERS_PER_RACK * tors
     mean = workers * sum(parts) / servers
     busiest = workers * max(sum(parts[k::servers]) for k in range(servers))
 

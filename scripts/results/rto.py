@@ -22,13 +22,11 @@ FIELDS = ("fct.all.p99_us", "counters.timeouts", "counters.retransmits")
 
 
 def base_sets(scale, c):
-    return ["topology.tors=%d" % TORS,
-            "workload.ps.workers=%d" % (12 * TORS),
-            "workload.ps.servers=%d" % (4 * TORS),
-            "workload.ps.profile=resnet50",
-            "workload.ps.profile_scale=%g" % scale,
-            "workload.ps.compression=%d" % c,
-            "host.nic_buffer=256MB", "stop_at=2s"]
+    return common.ps_racks_sets(TORS) + [
+        "workload.ps.profile=resnet50",
+        "workload.ps.profile_scale=%g" % scale,
+        "workload.ps.compression=%d" % c,
+        "host.nic_buffer=256MB", "stop_at=2s"]
 
 
 def runs(scale):
