@@ -382,19 +382,23 @@ int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                    uint64_t count, dlcp_dtype dtype, dlcp_redop op,
                    const dlcp_coll_opts *opts, dlcp_request **req);
 
-/* dlcp_reduce_scatter: |count| elements in, each rank keeps its shard
- * (dlcp_coll_shard's split) of the reduction at the same offset of
- * recvbuf (which holds count elements).  Returns what dlcp_allreduce
- * returns; so do dlcp_allgather, dlcp_broadcast (also
- * DLCP_ERR_INVALID_ARGUMENT for a root outside the world) and
- * dlcp_barrier. */
+/* dlcp_reduce_scatter: |count| elements of |sendbuf| in; each rank keeps
+ * its shard of the reduction, elements [off, off + len) where the first
+ * count % world ranks' shards are one element longer (rank r's off is
+ * r * (count / world) + min(r, count % world)).  Out of place, |recvbuf|
+ * holds the shard's len elements; in place (sendbuf == recvbuf), the
+ * shard is left at off of the count elements and the rest of them is
+ * overwritten with partial sums.  Returns what dlcp_allreduce returns; so
+ * do dlcp_allgather, dlcp_broadcast (also DLCP_ERR_INVALID_ARGUMENT for a
+ * root outside the world) and dlcp_barrier. */
 int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                         uint64_t count, dlcp_dtype dtype, dlcp_redop op,
                         const dlcp_coll_opts *opts, dlcp_request **req);
 
-/* dlcp_allgather: each rank's shard of |recvbuf| (count elements in all)
- * is taken from the same offset of sendbuf, and every rank ends with all
- * shards. */
+/* dlcp_allgather: |recvbuf| (count elements) ends with every rank's
+ * shard (dlcp_reduce_scatter's split) at its offset, taken from that
+ * rank's |sendbuf|, which holds its shard's len elements; in place when
+ * sendbuf is the rank's own shard of recvbuf (or NULL). */
 int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                    uint64_t count, dlcp_dtype dtype,
                    const dlcp_coll_opts *opts, dlcp_request **req);

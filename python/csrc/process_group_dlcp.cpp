@@ -6,16 +6,20 @@
 //
 // Every operation is posted at once (dlcp runs it on its own thread) and
 // returns a Work wrapping a c10 Future.  One completion thread per group
-// waits for the requests in the order they were posted and completes
-// their futures, so DDP's reducer, which chains on getFuture(), never
-// blocks a Python thread.
+// waits for the collectives' requests in the order they were posted and
+// completes their futures, so DDP's reducer, which chains on getFuture(),
+// never blocks a Python thread.  Point-to-point operations (send, recv,
+// and gather, scatter and all-to-all, which are made of them) complete on
+// a completion queue that a second thread waits on, in any order.
 
 #include <torch/extension.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -81,12 +85,83 @@ void check_posted(int rc, const char *op) {
               dlcp_strerror(rc));
 }
 
+// A list of |n| CPU tensors, each contiguous, of |like|'s dtype and size.
+void check_list(const std::vector<at::Tensor> &list, size_t n,
+                const at::Tensor &like, const char *op) {
+  TORCH_CHECK(list.size() == n, "dlcp backend: ", op, " needs a list of ",
+              n, " tensors, got ", list.size());
+  for (const at::Tensor &t : list) {
+    std::vector<at::Tensor> one{t};
+    single(one, op);
+    TORCH_CHECK(t.numel() == like.numel() &&
+                    t.scalar_type() == like.scalar_type(),
+                "dlcp backend: ", op, ": every tensor of the list must have ",
+                like.numel(), " elements of ", like.scalar_type());
+  }
+}
+
+// Point-to-point tensor ids: torch's tags below kTagLimit, and above it
+// one id per operation made of sends and receives, which every rank calls
+// in the same order (dlcp matches a peer's posts of one id in order).
+constexpr uint32_t kTagLimit = DLCP_TENSOR_ID_LIMIT / 2;
+constexpr uint32_t kGatherId = kTagLimit;
+constexpr uint32_t kScatterId = kTagLimit + 1;
+constexpr uint32_t kAlltoallId = kTagLimit + 2;
+
+uint32_t id_of_tag(int tag, const char *op) {
+  TORCH_CHECK(tag >= 0 && static_cast<uint32_t>(tag) < kTagLimit,
+              "dlcp backend: ", op, ": tag ", tag, " is outside [0, ",
+              kTagLimit, ")");
+  return static_cast<uint32_t>(tag);
+}
+
+// The Work of every operation: a view of its future whose wait() throws
+// the operation's error.  (torch 1.13's Work::create_from_future returns
+// from wait() on a failed future as on a completed one, so that a
+// dist.all_reduce whose peer died returned as if it had run.)
+class DlcpWork : public c10d::Work {
+public:
+  DlcpWork(c10::intrusive_ptr<c10::ivalue::Future> fut, int rank,
+           c10d::OpType type)
+      : c10d::Work(rank, type), fut_(std::move(fut)) {}
+
+  bool isCompleted() override { return fut_->completed(); }
+
+  bool isSuccess() const override {
+    return fut_->completed() && !fut_->hasError();
+  }
+
+  std::exception_ptr exception() const override {
+    return fut_->completed() ? fut_->exception_ptr() : nullptr;
+  }
+
+  std::vector<at::Tensor> result() override {
+    return fut_->value().toTensorVector();
+  }
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    TORCH_CHECK(timeout == kNoTimeout, "dlcp backend: Work.wait() takes no "
+                "timeout; dlcp fails an operation whose peer makes no "
+                "progress for the communicator's timeout (DLCP_TIMEOUT_MS)");
+    fut_->waitAndThrow();
+    return true;
+  }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    return fut_;
+  }
+
+private:
+  c10::intrusive_ptr<c10::ivalue::Future> fut_;
+};
+
 class ProcessGroupDlcp : public c10d::ProcessGroup {
 public:
   // Takes ownership of |comm| (a joined dlcp communicator).
   ProcessGroupDlcp(dlcp_comm *comm, int rank, int size)
-      : c10d::ProcessGroup(rank, size), comm_(comm),
-        completer_([this] { complete_loop(); }) {}
+      : c10d::ProcessGroup(rank, size), comm_(comm), cq_(make_cq(comm)),
+        completer_([this] { complete_loop(); }),
+        p2p_completer_([this] { p2p_loop(); }) {}
 
   ~ProcessGroupDlcp() override {
     {
@@ -95,7 +170,19 @@ public:
     }
     cv_.notify_all();
     completer_.join(); // after every posted request finished or failed
+    {
+      std::unique_lock<std::mutex> lk(p2p_mu_);
+      p2p_stopping_ = true;
+    }
+    p2p_completer_.join();
+    // Cancels the parts still in flight (a recv no rank sent to): each
+    // completes on the queue with DLCP_ERR_CANCELED, failing its future.
     dlcp_comm_destroy(comm_);
+    dlcp_completion c;
+    while (dlcp_poll_cq(cq_, &c, 1) == 1) {
+      complete_part(c);
+    }
+    dlcp_cq_destroy(cq_);
   }
 
   const std::string getBackendName() const override { return "dlcp"; }
@@ -166,7 +253,7 @@ public:
     auto work = _allgather_base(flat, src, opts);
     std::vector<at::Tensor> outs = outputs[0];
     int64_t n = in.numel();
-    return c10d::Work::create_from_future(work->getFuture()->then(
+    return c10::make_intrusive<DlcpWork>(work->getFuture()->then(
         [flat, outs, n](c10::ivalue::Future &) {
           for (size_t r = 0; r < outs.size(); r++) {
             outs[r].view({-1}).copy_(
@@ -174,7 +261,175 @@ public:
           }
           return c10::IValue(outs);
         },
-        c10::ListType::create(c10::TensorType::get())));
+        c10::ListType::create(c10::TensorType::get())),
+        getRank(), c10d::OpType::ALLGATHER);
+  }
+
+  // reduce: an all-reduce, in place at the root and into a copy
+  // elsewhere (so the other ranks' tensors stay as they were); it moves
+  // what an all-reduce moves.
+  c10::intrusive_ptr<c10d::Work>
+  reduce(std::vector<at::Tensor> &tensors,
+         const c10d::ReduceOptions &opts) override {
+    const at::Tensor &t = single(tensors, "reduce");
+    check_root(opts.rootRank, "reduce");
+    at::Tensor buf = opts.rootRank == getRank() ? t : t.clone();
+    dlcp_request *req = nullptr;
+    check_posted(dlcp_allreduce(comm_, buf.data_ptr(), buf.data_ptr(),
+                                static_cast<uint64_t>(buf.numel()),
+                                dlcp_dtype_of(buf),
+                                dlcp_redop_of(opts.reduceOp), nullptr, &req),
+                 "reduce");
+    return enqueue(req, "reduce", c10d::OpType::REDUCE, {t, buf});
+  }
+
+  // reduce_scatter_tensor: |in| holds size * numel(out), and rank r's
+  // part of the reduction, elements [r * n, (r + 1) * n), is dlcp's shard
+  // of it, reduced straight into |out| (zero-copy).
+  c10::intrusive_ptr<c10d::Work>
+  _reduce_scatter_base(at::Tensor &out, at::Tensor &in,
+                       const c10d::ReduceScatterOptions &opts) override {
+    std::vector<at::Tensor> ins{in}, outs{out};
+    single(ins, "reduce_scatter");
+    single(outs, "reduce_scatter");
+    TORCH_CHECK(in.numel() == out.numel() * getSize() &&
+                    out.scalar_type() == in.scalar_type(),
+                "dlcp backend: reduce_scatter input must hold world size x "
+                "the output's elements of the same dtype");
+    return reduce_scatter_into(out, in, opts);
+  }
+
+  // reduce_scatter of a list: the list is laid out in one tensor first.
+  c10::intrusive_ptr<c10d::Work>
+  reduce_scatter(std::vector<at::Tensor> &outputs,
+                 std::vector<std::vector<at::Tensor>> &inputs,
+                 const c10d::ReduceScatterOptions &opts) override {
+    const at::Tensor &out = single(outputs, "reduce_scatter");
+    TORCH_CHECK(inputs.size() == 1, "dlcp backend: reduce_scatter takes one "
+                "list of inputs per rank, got ", inputs.size());
+    check_list(inputs[0], static_cast<size_t>(getSize()), out,
+               "reduce_scatter");
+    at::Tensor flat = at::cat(inputs[0]);
+    return reduce_scatter_into(out, flat, opts);
+  }
+
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
+                                      int dst, int tag) override {
+    const at::Tensor &t = single(tensors, "send");
+    check_peer(dst, "send");
+    uint32_t id = id_of_tag(tag, "send");
+    auto op = new_p2p("send", c10d::OpType::SEND, tensors);
+    post_send(op, dst, id, t);
+    return finish_posting(op);
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
+                                      int src, int tag) override {
+    const at::Tensor &t = single(tensors, "recv");
+    check_peer(src, "recv");
+    uint32_t id = id_of_tag(tag, "recv");
+    auto op = new_p2p("recv", c10d::OpType::RECV, tensors);
+    post_recv(op, src, id, t);
+    return finish_posting(op);
+  }
+
+  // gather: every rank sends its tensor to the root, which copies its own.
+  c10::intrusive_ptr<c10d::Work>
+  gather(std::vector<std::vector<at::Tensor>> &outputs,
+         std::vector<at::Tensor> &inputs,
+         const c10d::GatherOptions &opts) override {
+    const at::Tensor &in = single(inputs, "gather");
+    check_root(opts.rootRank, "gather");
+    const int root = static_cast<int>(opts.rootRank);
+    if (root != getRank()) {
+      TORCH_CHECK(outputs.empty() || (outputs.size() == 1 &&
+                                      outputs[0].empty()),
+                  "dlcp backend: gather: only the root takes outputs");
+      auto op = new_p2p("gather", c10d::OpType::GATHER, inputs);
+      post_send(op, root, kGatherId, in);
+      return finish_posting(op);
+    }
+    TORCH_CHECK(outputs.size() == 1, "dlcp backend: gather: the root takes "
+                "one list of outputs, got ", outputs.size());
+    check_list(outputs[0], static_cast<size_t>(getSize()), in, "gather");
+    auto op = new_p2p("gather", c10d::OpType::GATHER, outputs[0]);
+    op->tensors.push_back(in);
+    for (int r = 0; r < getSize(); r++) {
+      if (r == root) {
+        outputs[0][r].copy_(in);
+      } else {
+        post_recv(op, r, kGatherId, outputs[0][r]);
+      }
+    }
+    return finish_posting(op);
+  }
+
+  // scatter: the root sends each rank its tensor and copies its own.
+  c10::intrusive_ptr<c10d::Work>
+  scatter(std::vector<at::Tensor> &outputs,
+          std::vector<std::vector<at::Tensor>> &inputs,
+          const c10d::ScatterOptions &opts) override {
+    const at::Tensor &out = single(outputs, "scatter");
+    check_root(opts.rootRank, "scatter");
+    const int root = static_cast<int>(opts.rootRank);
+    if (root != getRank()) {
+      TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                  "dlcp backend: scatter: only the root takes inputs");
+      auto op = new_p2p("scatter", c10d::OpType::SCATTER, outputs);
+      post_recv(op, root, kScatterId, out);
+      return finish_posting(op);
+    }
+    TORCH_CHECK(inputs.size() == 1, "dlcp backend: scatter: the root takes "
+                "one list of inputs, got ", inputs.size());
+    check_list(inputs[0], static_cast<size_t>(getSize()), out, "scatter");
+    auto op = new_p2p("scatter", c10d::OpType::SCATTER, inputs[0]);
+    op->tensors.push_back(out);
+    for (int r = 0; r < getSize(); r++) {
+      if (r == root) {
+        out.copy_(inputs[0][r]);
+      } else {
+        post_send(op, r, kScatterId, inputs[0][r]);
+      }
+    }
+    return finish_posting(op);
+  }
+
+  // all_to_all_single: rank r's part j of |in| goes to rank j's part r of
+  // |out|; parts are rows of dimension 0, equal unless split sizes are
+  // given.  Empty parts are not sent.
+  c10::intrusive_ptr<c10d::Work>
+  alltoall_base(at::Tensor &out, at::Tensor &in,
+                std::vector<int64_t> &out_splits,
+                std::vector<int64_t> &in_splits,
+                const c10d::AllToAllOptions &) override {
+    std::vector<at::Tensor> ins{in}, outs{out};
+    single(ins, "alltoall");
+    single(outs, "alltoall");
+    TORCH_CHECK(out.scalar_type() == in.scalar_type(),
+                "dlcp backend: alltoall: input and output dtypes differ");
+    std::vector<int64_t> in_off = part_offsets(in, in_splits, "input");
+    std::vector<int64_t> out_off = part_offsets(out, out_splits, "output");
+    at::Tensor in_flat = in.view({-1}), out_flat = out.view({-1});
+    auto op = new_p2p("alltoall", c10d::OpType::ALLTOALL_BASE, {out, in});
+    const int me = getRank();
+    for (int r = 0; r < getSize(); r++) {
+      at::Tensor src = in_flat.slice(0, in_off[r], in_off[r + 1]);
+      at::Tensor dst = out_flat.slice(0, out_off[r], out_off[r + 1]);
+      if (r == me) {
+        TORCH_CHECK(src.numel() == dst.numel(), "dlcp backend: alltoall: "
+                    "this rank's part to itself differs in size between "
+                    "input and output");
+        dst.copy_(src);
+        continue;
+      }
+      if (dst.numel() > 0) {
+        post_recv(op, r, kAlltoallId, dst);
+      }
+      if (src.numel() > 0) {
+        post_send(op, r, kAlltoallId, src);
+      }
+    }
+    return finish_posting(op);
   }
 
   c10::intrusive_ptr<c10d::Work>
@@ -185,6 +440,189 @@ public:
   }
 
 private:
+  void check_root(int64_t root, const char *op) const {
+    TORCH_CHECK(root >= 0 && root < getSize(), "dlcp backend: ", op,
+                " root ", root, " is not a rank of the group");
+  }
+
+  void check_peer(int peer, const char *op) const {
+    TORCH_CHECK(peer >= 0 && peer < getSize() && peer != getRank(),
+                "dlcp backend: ", op, ": peer ", peer,
+                " is not another rank of the group");
+  }
+
+  c10::intrusive_ptr<c10d::Work>
+  reduce_scatter_into(const at::Tensor &out, const at::Tensor &in,
+                      const c10d::ReduceScatterOptions &opts) {
+    dlcp_request *req = nullptr;
+    check_posted(dlcp_reduce_scatter(comm_, in.data_ptr(), out.data_ptr(),
+                                     static_cast<uint64_t>(in.numel()),
+                                     dlcp_dtype_of(in),
+                                     dlcp_redop_of(opts.reduceOp), nullptr,
+                                     &req),
+                 "reduce_scatter");
+    return enqueue(req, "reduce_scatter",
+                   c10d::OpType::_REDUCE_SCATTER_BASE, {out, in});
+  }
+
+  // Element offsets of the world's parts of |t| along dimension 0, from
+  // torch's split sizes (rows; empty: equal parts).
+  std::vector<int64_t> part_offsets(const at::Tensor &t,
+                                    const std::vector<int64_t> &splits,
+                                    const char *which) const {
+    const int64_t world = getSize();
+    const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const int64_t row_elems = rows == 0 ? 0 : t.numel() / rows;
+    std::vector<int64_t> off(static_cast<size_t>(world) + 1, 0);
+    if (splits.empty()) {
+      TORCH_CHECK(rows % world == 0, "dlcp backend: alltoall: the ", which,
+                  "'s ", rows, " rows do not split evenly over ", world,
+                  " ranks");
+      for (int64_t r = 0; r < world; r++) {
+        off[r + 1] = off[r] + rows / world * row_elems;
+      }
+      return off;
+    }
+    TORCH_CHECK(static_cast<int64_t>(splits.size()) == world,
+                "dlcp backend: alltoall: ", splits.size(), " ", which,
+                " split sizes for ", world, " ranks");
+    int64_t sum = 0;
+    for (int64_t r = 0; r < world; r++) {
+      TORCH_CHECK(splits[r] >= 0, "dlcp backend: alltoall: a negative ",
+                  which, " split size");
+      sum += splits[r];
+      off[r + 1] = off[r] + splits[r] * row_elems;
+    }
+    TORCH_CHECK(sum == rows, "dlcp backend: alltoall: the ", which,
+                " split sizes add up to ", sum, " rows of ", rows);
+    return off;
+  }
+
+  // A torch operation made of point-to-point parts: its future completes
+  // when the last part did, failed if any part failed.
+  struct P2pOp {
+    const char *what;
+    c10d::OpType type;
+    std::vector<at::Tensor> tensors; // borrowed by dlcp until completion
+    c10::intrusive_ptr<c10::ivalue::Future> fut;
+    size_t left; // parts not completed, + 1 while parts are being posted
+    std::string error;
+  };
+
+  P2pOp *new_p2p(const char *what, c10d::OpType type,
+                 std::vector<at::Tensor> tensors) {
+    auto op = std::make_unique<P2pOp>();
+    op->what = what;
+    op->type = type;
+    op->tensors = std::move(tensors);
+    op->fut = c10::make_intrusive<c10::ivalue::Future>(
+        c10::ListType::create(c10::TensorType::get()));
+    op->left = 1;
+    return op.release();
+  }
+
+  void post_send(P2pOp *op, int peer, uint32_t id, const at::Tensor &t) {
+    dlcp_tensor dt{id, t.data_ptr(),
+                   static_cast<uint64_t>(t.numel() * t.element_size())};
+    post_part(op, peer, [&] {
+      return dlcp_post_send(comm_, static_cast<uint32_t>(peer), &dt, nullptr,
+                            cq_, reinterpret_cast<uintptr_t>(op));
+    });
+  }
+
+  void post_recv(P2pOp *op, int peer, uint32_t id, const at::Tensor &t) {
+    dlcp_tensor dt{id, t.data_ptr(),
+                   static_cast<uint64_t>(t.numel() * t.element_size())};
+    post_part(op, peer, [&] {
+      return dlcp_post_recv(comm_, static_cast<uint32_t>(peer), &dt, 0.0, cq_,
+                            reinterpret_cast<uintptr_t>(op));
+    });
+  }
+
+  // Counts the part before |post| runs: its completion may come on the
+  // other thread before |post| returns.
+  template <typename Post> void post_part(P2pOp *op, int peer, Post post) {
+    {
+      std::unique_lock<std::mutex> lk(p2p_mu_);
+      op->left++;
+    }
+    int rc = post();
+    if (rc != 0) {
+      std::unique_lock<std::mutex> lk(p2p_mu_);
+      op->left--;
+      if (op->error.empty()) {
+        op->error = std::string("rank ") + std::to_string(peer) +
+                    ": failed to start: " + dlcp_strerror(rc);
+      }
+    }
+  }
+
+  // Ends the posting of |op|'s parts; its future completes now if every
+  // part already did (or none was posted).
+  c10::intrusive_ptr<c10d::Work> finish_posting(P2pOp *op) {
+    auto work = c10::make_intrusive<DlcpWork>(op->fut, getRank(), op->type);
+    part_done(op);
+    return work;
+  }
+
+  void part_done(P2pOp *op) {
+    {
+      std::unique_lock<std::mutex> lk(p2p_mu_);
+      if (--op->left > 0) {
+        return;
+      }
+    }
+    std::unique_ptr<P2pOp> owned(op);
+    if (op->error.empty()) {
+      op->fut->markCompleted(c10::IValue(op->tensors));
+    } else {
+      std::string msg = std::string("dlcp backend: rank ") +
+                        std::to_string(getRank()) + ": " + op->what + ": " +
+                        op->error;
+      op->fut->setError(std::make_exception_ptr(std::runtime_error(msg)));
+    }
+  }
+
+  void complete_part(const dlcp_completion &c) {
+    auto *op = reinterpret_cast<P2pOp *>(static_cast<uintptr_t>(c.user_data));
+    {
+      std::unique_lock<std::mutex> lk(p2p_mu_);
+      if (c.status != 0 && op->error.empty()) {
+        op->error = c.error[0] ? c.error : dlcp_strerror(c.status);
+      }
+    }
+    part_done(op);
+  }
+
+  // Completes point-to-point parts until the group is destroyed; the
+  // parts still in flight then are cancelled by dlcp_comm_destroy and
+  // completed by the destructor.
+  void p2p_loop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(p2p_mu_);
+        if (p2p_stopping_) {
+          return;
+        }
+      }
+      dlcp_completion c;
+      if (dlcp_wait_cq(cq_, &c, 50) == 1) {
+        complete_part(c);
+      }
+    }
+  }
+
+  static dlcp_cq *make_cq(dlcp_comm *comm) {
+    dlcp_cq *cq = nullptr;
+    int rc = dlcp_cq_create(comm, &cq);
+    if (rc != 0) {
+      dlcp_comm_destroy(comm);
+      TORCH_CHECK(false, "dlcp backend: no completion queue: ",
+                  dlcp_strerror(rc));
+    }
+    return cq;
+  }
+
   struct Pending {
     dlcp_request *req;
     const char *what;
@@ -193,7 +631,7 @@ private:
   };
 
   c10::intrusive_ptr<c10d::Work> enqueue(dlcp_request *req, const char *what,
-                                         c10d::OpType,
+                                         c10d::OpType type,
                                          std::vector<at::Tensor> tensors) {
     auto fut = c10::make_intrusive<c10::ivalue::Future>(
         c10::ListType::create(c10::TensorType::get()));
@@ -202,7 +640,7 @@ private:
       queue_.push_back(Pending{req, what, std::move(tensors), fut});
     }
     cv_.notify_one();
-    return c10d::Work::create_from_future(fut);
+    return c10::make_intrusive<DlcpWork>(fut, getRank(), type);
   }
 
   void complete_loop() {
@@ -232,11 +670,16 @@ private:
   }
 
   dlcp_comm *comm_;
+  dlcp_cq *cq_; // the point-to-point parts' completions
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;
   bool stopping_ = false;
-  std::thread completer_; // last: started once the rest is initialised
+  std::mutex p2p_mu_; // the parts' counts and errors
+  bool p2p_stopping_ = false;
+  // last: started once the rest is initialised
+  std::thread completer_;
+  std::thread p2p_completer_;
 };
 
 } // namespace

@@ -289,7 +289,7 @@ class Communicator:
         Returns a Result, or a Handle with async_op=True."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
-        self._same(src, dst, 1)
+        self._same(src, dst, src.count)
         o = _opts(algo, loss_bound, layer, nlayers, chunk_bytes, priority,
                   importance)
         return self._run(
@@ -302,12 +302,15 @@ class Communicator:
     def reduce_scatter(self, tensor, out=None, op="sum", algo="auto",
                        loss_bound=0.0, layer=0, nlayers=0, priority=None,
                        async_op=False):
-        """Reduces |tensor| over all ranks; this rank's shard of the result
-        (shard(n) elements at shard offset) lands at the same offset of
-        |out| (default: in place in |tensor|)."""
+        """Reduces |tensor| over all ranks and keeps this rank's shard of
+        the result (shard(len(tensor)): offset, length) in |out|, which
+        holds the shard's length in elements; with no |out|, in place at
+        the shard's offset of |tensor|, whose other elements are then
+        overwritten with partial sums."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
-        self._same(src, dst, 1)
+        if out is not None:
+            self._same(src, dst, self.shard(src.count)[1])
         o = _opts(algo, loss_bound, layer, nlayers, 0, priority)
         return self._run(
             "reduce_scatter",
@@ -332,7 +335,7 @@ class Communicator:
         rank's own slice of |out| (in place)."""
         src = view(tensor, "tensor", False)
         dst = view(out, "out", True)
-        self._same(src, dst, self.size)
+        self._same(src, dst, src.count * self.size)
         o = _opts(algo, 0.0, 0, 0, 0)
         off, _ = self.shard(dst.count)
         in_place = src.ptr == dst.ptr + off * ITEMSIZE[dst.dtype]
@@ -366,9 +369,10 @@ class Communicator:
             async_op)
 
     @staticmethod
-    def _same(src, dst, factor):
+    def _same(src, dst, expected):
+        """|dst| is of |src|'s dtype and holds |expected| elements."""
         if src.dtype != dst.dtype:
             raise TypeError(f"tensor is {src.dtype} but out is {dst.dtype}")
-        if dst.count != src.count * factor:
+        if dst.count != expected:
             raise ValueError(f"out has {dst.count} elements, expected "
-                             f"{src.count * factor}")
+                             f"{expected}")

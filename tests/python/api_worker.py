@@ -72,6 +72,20 @@ def collectives(comm):
             off, ln = comm.shard(n)
             check("reduce_scatter", a[off:off + ln],
                   expected("sum", w, n, dtype)[off:off + ln])
+            # out of place: |out| holds the shard alone
+            a = contribution(r, n, dtype)
+            out = np.zeros(ln, dtype=dtype)
+            comm.reduce_scatter(a, out=out)
+            check("reduce_scatter out", out,
+                  expected("sum", w, n, dtype)[off:off + ln])
+            check("reduce_scatter input kept", a, contribution(r, n, dtype))
+            try:
+                comm.reduce_scatter(a, out=np.zeros(n + 1, dtype=dtype))
+            except ValueError as e:
+                assert f"expected {ln}" in str(e), e
+            else:
+                raise AssertionError("a reduce_scatter out of the wrong "
+                                     "size was accepted")
             # allgather, out of place and in place
             mine = np.full(n, r + 1, dtype=dtype)
             out = np.zeros(n * w, dtype=dtype)

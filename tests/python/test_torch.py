@@ -63,6 +63,15 @@ def test_backend_every_operation_and_dtype():
         assert_ok(run_job(world, "torch_worker.py", "backend_ops"), world)
 
 
+def test_backend_point_to_point_errors():
+    assert_ok(run_job(2, "torch_worker.py", "p2p_errors"), 2)
+
+
+def test_backend_raises_when_a_peer_dies():
+    assert_ok(run_job(2, "torch_worker.py", "peer_dies",
+                      env={"DLCP_TIMEOUT_MS": "5000"}), 2)
+
+
 def test_api_on_torch_tensors_zero_copy():
     assert_ok(run_job(2, "torch_worker.py", "api_tensors"), 2)
 

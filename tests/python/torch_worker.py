@@ -1,6 +1,7 @@
 """One rank of a PyTorch test job (launched by test_torch.py through
 dlcp-run).  Prints "OK" at the end; a failed check raises."""
 
+import os
 import sys
 
 import torch
@@ -112,6 +113,9 @@ def backend_ops():
             flat = torch.zeros(n * w, dtype=dtype)
             dist._all_gather_base(flat, torch.full((n,), r, dtype=dtype))
             assert all((flat[i * n:(i + 1) * n] == i).all() for i in range(w))
+    for dtype in DTYPES:
+        for n in (3, 100_000):
+            reduce_scatter_gather_p2p(r, w, n, dtype)
     # asynchronous work
     ts = [torch.full((50_000,), float(r + 1)) for _ in range(4)]
     works = [dist.all_reduce(t, async_op=True) for t in ts]
@@ -129,6 +133,115 @@ def backend_ops():
     else:
         raise AssertionError("PRODUCT accepted")
     dist.destroy_process_group()
+
+
+def reduce_scatter_gather_p2p(r, w, n, dtype):
+    """reduce, reduce-scatter, gather, scatter, all-to-all and send/recv
+    of |n| elements of |dtype| on rank |r| of |w|, against values each rank
+    can compute: rank i's element k is (i + 1) * (k % 7 + 1)."""
+    k = torch.arange(n * w) % 7 + 1
+
+    def of(i, m=n):
+        return ((i + 1) * k[:m]).to(dtype)
+    total = w * (w + 1) // 2
+    root = w - 1
+    t = of(r)
+    dist.reduce(t, dst=root)
+    assert (t == (of(0) * total if r == root else of(r))).all(), (dtype, t)
+    t = of(r)
+    dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
+    assert (t == (of(w - 1) if r == 0 else of(r))).all()
+    # rank r keeps elements [r * n, (r + 1) * n) of the summed inputs
+    full = of(r, n * w)
+    out = torch.zeros(n, dtype=dtype)
+    dist.reduce_scatter_tensor(out, full)
+    assert (out == (total * k[r * n:(r + 1) * n]).to(dtype)).all(), dtype
+    assert (full == of(r, n * w)).all()  # the input is left as it was
+    out = torch.zeros(n, dtype=dtype)
+    dist.reduce_scatter(out, [of(r) * (j + 1) for j in range(w)])
+    assert (out == of(0) * total * (r + 1)).all()
+    gathered = [torch.zeros(n, dtype=dtype) for _ in range(w)]
+    dist.gather(of(r), gathered if r == root else None, dst=root)
+    if r == root:
+        assert all((g == of(i)).all() for i, g in enumerate(gathered))
+    got = torch.zeros(n, dtype=dtype)
+    dist.scatter(got, [of(i) for i in range(w)] if r == 0 else None, src=0)
+    assert (got == of(r)).all()
+    # all-to-all: rank r's part j is (r + 1) * (j + 1) in every element
+    src = torch.cat([torch.full((n,), (r + 1) * (j + 1), dtype=dtype)
+                     for j in range(w)])
+    dst = torch.zeros(n * w, dtype=dtype)
+    dist.all_to_all_single(dst, src)
+    assert all((dst[i * n:(i + 1) * n] == (i + 1) * (r + 1)).all()
+               for i in range(w))
+    # uneven parts: rank r sends i + 1 rows of 2 to rank i
+    rows = [i + 1 for i in range(w)]
+    src = torch.full((sum(rows), 2), r, dtype=dtype)
+    dst = torch.full((w * (r + 1), 2), -1, dtype=dtype)
+    dist.all_to_all_single(dst, src, output_split_sizes=[r + 1] * w,
+                           input_split_sizes=rows)
+    assert all((dst[i * (r + 1):(i + 1) * (r + 1)] == i).all()
+               for i in range(w))
+    # a ring of sends and receives, two tags in flight at once
+    nxt, prv = (r + 1) % w, (r - 1) % w
+    sends = [dist.isend(of(r) * (tag + 1), nxt, tag=tag) for tag in (0, 7)]
+    late, early = torch.zeros(n, dtype=dtype), torch.zeros(n, dtype=dtype)
+    dist.recv(late, prv, tag=7)
+    dist.recv(early, prv, tag=0)
+    for s in sends:
+        s.wait()
+    assert (early == of(prv)).all() and (late == of(prv) * 8).all()
+
+
+def p2p_errors():
+    """Point-to-point misuse is refused with the backend named, and a
+    receive that no rank answers fails when the group is destroyed
+    instead of hanging it."""
+    dist.init_process_group("dlcp")
+    r, w = dist.get_rank(), dist.get_world_size()
+    for bad in (lambda: dist.send(torch.ones(2), r),
+                lambda: dist.send(torch.ones(2), (r + 1) % w, tag=1 << 30),
+                lambda: dist.all_to_all_single(torch.ones(w + 1),
+                                               torch.ones(w + 1))):
+        try:
+            bad()
+        except (RuntimeError, ValueError) as e:
+            assert "dlcp" in str(e), e
+        else:
+            raise AssertionError("accepted")
+    orphan = dist.irecv(torch.ones(4), (r + 1) % w, tag=3)
+    dist.barrier()
+    dist.destroy_process_group()
+    try:
+        orphan.wait()
+    except RuntimeError as e:
+        assert "recv" in str(e) and "dlcp" in str(e), e
+    else:
+        raise AssertionError("an unanswered receive completed")
+
+
+def peer_dies():
+    """A collective whose peer is gone raises from the call, naming the
+    peer, as a Work's wait() does (it used to return as if it had run)."""
+    dist.init_process_group("dlcp")
+    if dist.get_rank() == 1:
+        print("OK peer_dies", flush=True)
+        os._exit(0)
+    t = torch.ones(1 << 18)
+    try:
+        dist.all_reduce(t)
+    except RuntimeError as e:
+        assert "rank 1" in str(e) and "allreduce" in str(e), e
+    else:
+        raise AssertionError("an all-reduce without its peer returned")
+    work = dist.broadcast(t, src=0, async_op=True)
+    try:
+        work.wait()
+    except RuntimeError as e:
+        assert "rank 1" in str(e), e
+    else:
+        raise AssertionError("a broadcast without its peer returned")
+    assert work.is_completed() and not work.is_success()
 
 
 def api_tensors():

@@ -4,9 +4,11 @@ csrc/process_group_dlcp.cpp), registered when dlcp.torch is imported:
     import dlcp.torch
     torch.distributed.init_process_group("dlcp")
 
-all_reduce (SUM, AVG, MIN, MAX), broadcast, all_gather,
-all_gather_into_tensor and barrier run on dlcp, with no Gloo group beside
-it; CPU tensors of float32, float16, bfloat16, int32 and int64.
+all_reduce (SUM, AVG, MIN, MAX), reduce, reduce_scatter(_tensor),
+broadcast, all_gather(_into_tensor), send/recv, gather, scatter,
+all_to_all_single and barrier run on dlcp, with no Gloo group beside it;
+CPU tensors of float32, float16, bfloat16, int32 and int64
+(docs/pytorch.md, "The torch.distributed backend").
 """
 
 import torch.distributed as dist
