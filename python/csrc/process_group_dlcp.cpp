@@ -409,25 +409,44 @@ public:
                 "dlcp backend: alltoall: input and output dtypes differ");
     std::vector<int64_t> in_off = part_offsets(in, in_splits, "input");
     std::vector<int64_t> out_off = part_offsets(out, out_splits, "output");
+    const int me = getRank();
+    TORCH_CHECK(in_off[me + 1] - in_off[me] == out_off[me + 1] - out_off[me],
+                "dlcp backend: alltoall: this rank's part to itself differs "
+                "in size between input and output");
     at::Tensor in_flat = in.view({-1}), out_flat = out.view({-1});
     auto op = new_p2p("alltoall", c10d::OpType::ALLTOALL_BASE, {out, in});
-    const int me = getRank();
     for (int r = 0; r < getSize(); r++) {
-      at::Tensor src = in_flat.slice(0, in_off[r], in_off[r + 1]);
-      at::Tensor dst = out_flat.slice(0, out_off[r], out_off[r + 1]);
-      if (r == me) {
-        TORCH_CHECK(src.numel() == dst.numel(), "dlcp backend: alltoall: "
-                    "this rank's part to itself differs in size between "
-                    "input and output");
-        dst.copy_(src);
-        continue;
-      }
-      if (dst.numel() > 0) {
-        post_recv(op, r, kAlltoallId, dst);
-      }
-      if (src.numel() > 0) {
-        post_send(op, r, kAlltoallId, src);
-      }
+      exchange(op, r, in_flat.slice(0, in_off[r], in_off[r + 1]),
+               out_flat.slice(0, out_off[r], out_off[r + 1]));
+    }
+    return finish_posting(op);
+  }
+
+  // all_to_all of lists: inputs[j] goes to rank j's outputs[r].
+  c10::intrusive_ptr<c10d::Work>
+  alltoall(std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+           const c10d::AllToAllOptions &) override {
+    const size_t world = static_cast<size_t>(getSize());
+    TORCH_CHECK(outputs.size() == world && inputs.size() == world,
+                "dlcp backend: alltoall needs lists of ", world,
+                " tensors, got ", outputs.size(), " outputs and ",
+                inputs.size(), " inputs");
+    for (size_t r = 0; r < world; r++) {
+      single({inputs[r]}, "alltoall");
+      single({outputs[r]}, "alltoall");
+      TORCH_CHECK(inputs[r].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[r].scalar_type() == inputs[0].scalar_type(),
+                  "dlcp backend: alltoall: the tensors' dtypes differ");
+    }
+    const size_t me = static_cast<size_t>(getRank());
+    TORCH_CHECK(inputs[me].numel() == outputs[me].numel(),
+                "dlcp backend: alltoall: this rank's part to itself differs "
+                "in size between input and output");
+    std::vector<at::Tensor> kept(outputs);
+    kept.insert(kept.end(), inputs.begin(), inputs.end());
+    auto op = new_p2p("alltoall", c10d::OpType::ALLTOALL, std::move(kept));
+    for (size_t r = 0; r < world; r++) {
+      exchange(op, static_cast<int>(r), inputs[r], outputs[r]);
     }
     return finish_posting(op);
   }
@@ -609,6 +628,22 @@ private:
       if (dlcp_wait_cq(cq_, &c, 50) == 1) {
         complete_part(c);
       }
+    }
+  }
+
+  // One rank's part of an all-to-all: |src| to rank |r|, |dst| from it
+  // (copied when |r| is this rank; empty parts are not sent).
+  void exchange(P2pOp *op, int r, const at::Tensor &src,
+                const at::Tensor &dst) {
+    if (r == getRank()) {
+      dst.view({-1}).copy_(src.view({-1}));
+      return;
+    }
+    if (dst.numel() > 0) {
+      post_recv(op, r, kAlltoallId, dst);
+    }
+    if (src.numel() > 0) {
+      post_send(op, r, kAlltoallId, src);
     }
   }
 

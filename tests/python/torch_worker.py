@@ -182,6 +182,11 @@ def reduce_scatter_gather_p2p(r, w, n, dtype):
                            input_split_sizes=rows)
     assert all((dst[i * (r + 1):(i + 1) * (r + 1)] == i).all()
                for i in range(w))
+    # all-to-all of lists, part j of rank r of j + 1 elements
+    outs = [torch.zeros(r + 1, dtype=dtype) for _ in range(w)]
+    dist.all_to_all(outs, [torch.full((j + 1,), r * w + j, dtype=dtype)
+                           for j in range(w)])
+    assert all((o == i * w + r).all() for i, o in enumerate(outs))
     # a ring of sends and receives, two tags in flight at once
     nxt, prv = (r + 1) % w, (r - 1) % w
     sends = [dist.isend(of(r) * (tag + 1), nxt, tag=tag) for tag in (0, 7)]
