@@ -440,9 +440,8 @@ static void run_spec(const spec *s, outcome *o) {
   case DLCP_COLL_REDUCE:
     memcpy(ref, in[0], bytes);
     for (uint32_t r = 1; r < n; r++) {
-      assert_int_equal(dlcp_reduce(ref, in[r], (size_t)s->count, s->dtype,
-                                   s->op),
-                       0);
+      assert_int_equal(
+          dlcp_reduce_into(ref, in[r], (size_t)s->count, s->dtype, s->op), 0);
     }
     assert_int_equal(dlcp_reduce_finish(ref, (size_t)s->count, s->dtype,
                                         s->op, n),

@@ -42,9 +42,9 @@ static void test_sizes_and_names(void **state) {
   assert_string_equal(dlcp_dtype_name(DLCP_BFLOAT16), "bfloat16");
   assert_string_equal(dlcp_redop_name(DLCP_AVG), "avg");
   int32_t a = 1, b = 2;
-  assert_int_equal(dlcp_reduce(&a, &b, 1, (dlcp_dtype)99, DLCP_SUM),
+  assert_int_equal(dlcp_reduce_into(&a, &b, 1, (dlcp_dtype)99, DLCP_SUM),
                    DLCP_ERR_INVALID_ARGUMENT);
-  assert_int_equal(dlcp_reduce(&a, &b, 1, DLCP_INT32, (dlcp_redop)9),
+  assert_int_equal(dlcp_reduce_into(&a, &b, 1, DLCP_INT32, (dlcp_redop)9),
                    DLCP_ERR_INVALID_ARGUMENT);
   assert_int_equal(a, 1); /* nothing written */
   assert_int_equal(dlcp_reduce_finish(&a, 1, DLCP_INT32, DLCP_AVG, 0),
@@ -222,7 +222,8 @@ static void test_every_dtype_and_op_unaligned(void **state) {
       for (size_t i = 0; i < n; i++) {
         ref_elem(ref + i * esz, src + 1 + i * esz, dts[d], ops[o]);
       }
-      assert_int_equal(dlcp_reduce(dst + 1, src + 1, n, dts[d], ops[o]), 0);
+      assert_int_equal(dlcp_reduce_into(dst + 1, src + 1, n, dts[d], ops[o]),
+                       0);
       assert_memory_equal(dst + 1, ref, n * esz);
       free(dst);
       free(src);
@@ -235,7 +236,7 @@ static void test_integer_wraparound_and_avg(void **state) {
   (void)state;
   int32_t a[3] = {INT32_MAX, INT32_MIN, -7};
   int32_t b[3] = {1, -1, 0};
-  assert_int_equal(dlcp_reduce(a, b, 3, DLCP_INT32, DLCP_SUM), 0);
+  assert_int_equal(dlcp_reduce_into(a, b, 3, DLCP_INT32, DLCP_SUM), 0);
   assert_int_equal(a[0], INT32_MIN);
   assert_int_equal(a[1], INT32_MAX);
   assert_int_equal(a[2], -7);
@@ -247,10 +248,10 @@ static void test_integer_wraparound_and_avg(void **state) {
   assert_int_equal(v[2], 0);
   assert_int_equal(v[3], INT32_MIN / 2);
   int64_t x[2] = {INT64_MIN, INT64_MAX}, y[2] = {-1, 1};
-  assert_int_equal(dlcp_reduce(x, y, 2, DLCP_INT64, DLCP_SUM), 0);
+  assert_int_equal(dlcp_reduce_into(x, y, 2, DLCP_INT64, DLCP_SUM), 0);
   assert_true(x[0] == INT64_MAX && x[1] == INT64_MIN);
   int64_t m[2] = {5, -5}, k[2] = {-9, 9};
-  assert_int_equal(dlcp_reduce(m, k, 2, DLCP_INT64, DLCP_MIN), 0);
+  assert_int_equal(dlcp_reduce_into(m, k, 2, DLCP_INT64, DLCP_MIN), 0);
   assert_true(m[0] == -9 && m[1] == -5);
   int64_t w[1] = {-10};
   assert_int_equal(dlcp_reduce_finish(w, 1, DLCP_INT64, DLCP_AVG, 3), 0);
@@ -265,26 +266,26 @@ static void test_float_nan_inf_zero(void **state) {
   (void)state;
   /* SUM: inf + -inf = NaN; NaN propagates. */
   float a[3] = {INFINITY, NAN, 1.0f}, b[3] = {-INFINITY, 1.0f, NAN};
-  assert_int_equal(dlcp_reduce(a, b, 3, DLCP_FLOAT32, DLCP_SUM), 0);
+  assert_int_equal(dlcp_reduce_into(a, b, 3, DLCP_FLOAT32, DLCP_SUM), 0);
   assert_true(isnan(a[0]) && isnan(a[1]) && isnan(a[2]));
   /* MIN/MAX propagate NaN from either side. */
   float c[2] = {NAN, 1.0f}, d[2] = {0.0f, NAN};
-  assert_int_equal(dlcp_reduce(c, d, 2, DLCP_FLOAT32, DLCP_MIN), 0);
+  assert_int_equal(dlcp_reduce_into(c, d, 2, DLCP_FLOAT32, DLCP_MIN), 0);
   assert_true(isnan(c[0]) && isnan(c[1]));
   float e[2] = {NAN, 1.0f}, f[2] = {0.0f, NAN};
-  assert_int_equal(dlcp_reduce(e, f, 2, DLCP_FLOAT32, DLCP_MAX), 0);
+  assert_int_equal(dlcp_reduce_into(e, f, 2, DLCP_FLOAT32, DLCP_MAX), 0);
   assert_true(isnan(e[0]) && isnan(e[1]));
   /* Between -0 and +0 the destination is kept. */
   float g[1] = {-0.0f}, h[1] = {0.0f};
-  assert_int_equal(dlcp_reduce(g, h, 1, DLCP_FLOAT32, DLCP_MAX), 0);
+  assert_int_equal(dlcp_reduce_into(g, h, 1, DLCP_FLOAT32, DLCP_MAX), 0);
   assert_true(signbit(g[0]));
   /* inf wins MAX and MIN normally. */
   float i[1] = {1.0f}, j[1] = {INFINITY};
-  assert_int_equal(dlcp_reduce(i, j, 1, DLCP_FLOAT32, DLCP_MAX), 0);
+  assert_int_equal(dlcp_reduce_into(i, j, 1, DLCP_FLOAT32, DLCP_MAX), 0);
   assert_true(isinf(i[0]));
   /* Half types: overflow of a sum becomes inf. */
   uint16_t p[1] = {0x7bff}, q[1] = {0x7bff};
-  assert_int_equal(dlcp_reduce(p, q, 1, DLCP_FLOAT16, DLCP_SUM), 0);
+  assert_int_equal(dlcp_reduce_into(p, q, 1, DLCP_FLOAT16, DLCP_SUM), 0);
   assert_int_equal(p[0], 0x7c00);
 }
 
@@ -294,12 +295,12 @@ static void test_half_sum_rounds_each_step(void **state) {
    * is 2048.  2048 + 3 = 2051 ties between 2050 and 2052: even is 2052. */
   uint16_t a[2] = {dlcp_f32_to_f16(2048.0f), dlcp_f32_to_f16(2048.0f)};
   uint16_t b[2] = {dlcp_f32_to_f16(1.0f), dlcp_f32_to_f16(3.0f)};
-  assert_int_equal(dlcp_reduce(a, b, 2, DLCP_FLOAT16, DLCP_SUM), 0);
+  assert_int_equal(dlcp_reduce_into(a, b, 2, DLCP_FLOAT16, DLCP_SUM), 0);
   assert_true(dlcp_f16_to_f32(a[0]) == 2048.0f);
   assert_true(dlcp_f16_to_f32(a[1]) == 2052.0f);
   /* bfloat16: 256 + 1 ties to 256 (spacing 2 at 256). */
   uint16_t c[1] = {dlcp_f32_to_bf16(256.0f)}, d[1] = {dlcp_f32_to_bf16(1.0f)};
-  assert_int_equal(dlcp_reduce(c, d, 1, DLCP_BFLOAT16, DLCP_SUM), 0);
+  assert_int_equal(dlcp_reduce_into(c, d, 1, DLCP_BFLOAT16, DLCP_SUM), 0);
   assert_true(dlcp_bf16_to_f32(c[0]) == 256.0f);
   /* AVG of halves divides in float and rounds once: 3 / 2 = 1.5 exactly;
    * 1 / 3 rounds to the nearest binary16. */

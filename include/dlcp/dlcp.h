@@ -389,8 +389,9 @@ int dlcp_allreduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
  * holds the shard's len elements; in place (sendbuf == recvbuf), the
  * shard is left at off of the count elements and the rest of them is
  * overwritten with partial sums.  Returns what dlcp_allreduce returns; so
- * do dlcp_allgather, dlcp_broadcast (also DLCP_ERR_INVALID_ARGUMENT for a
- * root outside the world) and dlcp_barrier. */
+ * do dlcp_allgather, dlcp_reduce and dlcp_broadcast (also
+ * DLCP_ERR_INVALID_ARGUMENT for a root outside the world) and
+ * dlcp_barrier. */
 int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                         uint64_t count, dlcp_dtype dtype, dlcp_redop op,
                         const dlcp_coll_opts *opts, dlcp_request **req);
@@ -402,6 +403,16 @@ int dlcp_reduce_scatter(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
 int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                    uint64_t count, dlcp_dtype dtype,
                    const dlcp_coll_opts *opts, dlcp_request **req);
+
+/* dlcp_reduce reduces |count| elements of every rank's |sendbuf| into
+ * |root|'s |recvbuf| along a pipelined chain of the ranks ending at the
+ * root, so each rank sends the vector once (an all-reduce moves about
+ * twice that).  The other ranks' |recvbuf| (count elements) ends with a
+ * partial reduction.  In place when sendbuf == recvbuf.  Runs RING (or
+ * AUTO, which picks it). */
+int dlcp_reduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                uint64_t count, dlcp_dtype dtype, dlcp_redop op, uint32_t root,
+                const dlcp_coll_opts *opts, dlcp_request **req);
 
 /* dlcp_broadcast copies |count| elements from |root|'s buffer to every
  * rank's |buf|. */

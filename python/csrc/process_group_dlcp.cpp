@@ -265,22 +265,22 @@ public:
         getRank(), c10d::OpType::ALLGATHER);
   }
 
-  // reduce: an all-reduce, in place at the root and into a copy
-  // elsewhere (so the other ranks' tensors stay as they were); it moves
-  // what an all-reduce moves.
+  // reduce: dlcp's chain to the root, in place there; the other ranks'
+  // partial results go to scratch, so that their tensors stay as they were.
   c10::intrusive_ptr<c10d::Work>
   reduce(std::vector<at::Tensor> &tensors,
          const c10d::ReduceOptions &opts) override {
     const at::Tensor &t = single(tensors, "reduce");
     check_root(opts.rootRank, "reduce");
-    at::Tensor buf = opts.rootRank == getRank() ? t : t.clone();
+    at::Tensor out = opts.rootRank == getRank() ? t : at::empty_like(t);
     dlcp_request *req = nullptr;
-    check_posted(dlcp_allreduce(comm_, buf.data_ptr(), buf.data_ptr(),
-                                static_cast<uint64_t>(buf.numel()),
-                                dlcp_dtype_of(buf),
-                                dlcp_redop_of(opts.reduceOp), nullptr, &req),
+    check_posted(dlcp_reduce(comm_, t.data_ptr(), out.data_ptr(),
+                             static_cast<uint64_t>(t.numel()),
+                             dlcp_dtype_of(t), dlcp_redop_of(opts.reduceOp),
+                             static_cast<uint32_t>(opts.rootRank), nullptr,
+                             &req),
                  "reduce");
-    return enqueue(req, "reduce", c10d::OpType::REDUCE, {t, buf});
+    return enqueue(req, "reduce", c10d::OpType::REDUCE, {t, out});
   }
 
   // reduce_scatter_tensor: |in| holds size * numel(out), and rank r's

@@ -348,12 +348,27 @@ class Communicator:
                                          ctypes.byref(o), r),
             (src, dst, o), async_op)
 
+    def reduce(self, tensor, root=0, out=None, op="sum", loss_bound=0.0,
+               layer=0, nlayers=0, priority=None, async_op=False):
+        """Reduces |tensor| over all ranks into |root|'s |out| (default: in
+        place) along a chain of the ranks, each sending the vector once;
+        the other ranks' |out| ends with a partial reduction."""
+        src = view(tensor, "tensor", out is None)
+        dst = src if out is None else view(out, "out", True)
+        self._same(src, dst, src.count)
+        self._check_root(root)
+        o = _opts("auto", loss_bound, layer, nlayers, 0, priority)
+        return self._run(
+            "reduce",
+            lambda r: lib.dlcp_reduce(self._handle(), src.ptr, dst.ptr,
+                                      src.count, DTYPES[src.dtype],
+                                      _redop(op), root, ctypes.byref(o), r),
+            (src, dst, o), async_op)
+
     def broadcast(self, tensor, root=0, algo="auto", async_op=False):
         """Copies |root|'s |tensor| into every rank's."""
         buf = view(tensor, "tensor", True)
-        if not 0 <= root < self.size:
-            raise ValueError(f"root={root}: expected a rank in "
-                             f"0..{self.size - 1}")
+        self._check_root(root)
         o = _opts(algo, 0.0, 0, 0, 0)
         return self._run(
             "broadcast",
@@ -367,6 +382,11 @@ class Communicator:
         return self._run(
             "barrier", lambda r: lib.dlcp_barrier(self._handle(), r), (),
             async_op)
+
+    def _check_root(self, root):
+        if not 0 <= root < self.size:
+            raise ValueError(f"root={root}: expected a rank in "
+                             f"0..{self.size - 1}")
 
     @staticmethod
     def _same(src, dst, expected):

@@ -126,6 +126,8 @@ for _name in ("dlcp_allreduce", "dlcp_reduce_scatter"):
              P(CollOpts), P(c_void_p))
 _declare("dlcp_allgather", c_int, c_void_p, c_void_p, c_void_p, c_u64, c_int,
          P(CollOpts), P(c_void_p))
+_declare("dlcp_reduce", c_int, c_void_p, c_void_p, c_void_p, c_u64, c_int,
+         c_int, c_u32, P(CollOpts), P(c_void_p))
 _declare("dlcp_broadcast", c_int, c_void_p, c_void_p, c_u64, c_int, c_u32,
          P(CollOpts), P(c_void_p))
 _declare("dlcp_barrier", c_int, c_void_p, P(c_void_p))

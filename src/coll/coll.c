@@ -961,12 +961,14 @@ static int run_step(dlcp_coll *op, uint32_t idx, dlcp_coll_action *act,
         size_t n = (size_t)(len / g->esz);
         unsigned char *dst = coll_exec_buf_ptr(op, st->buf, st->off) + done;
         coll_exec_work_ready(op, st->buf, st->off + done, len, false);
-        (void)dlcp_reduce(dst, coll_exec_buf_ptr(op, st->src_buf, st->src_off) + done,
-                          n, g->dtype, g->op);
+        (void)dlcp_reduce_into(
+            dst, coll_exec_buf_ptr(op, st->src_buf, st->src_off) + done, n,
+            g->dtype, g->op);
         if (st->value) {
           const coll_step *x = &op->plan.steps[st->value - 1];
-          (void)dlcp_reduce(dst, coll_exec_buf_ptr(op, x->buf, x->off) + done, n,
-                            g->dtype, g->op);
+          (void)dlcp_reduce_into(dst,
+                                 coll_exec_buf_ptr(op, x->buf, x->off) + done,
+                                 n, g->dtype, g->op);
         }
         done += len;
         piece = piece > len ? piece - len : LAZY_GRANULE;

@@ -115,8 +115,8 @@ static void reduce_into_target(coll_fuse *f, uint64_t off, const void *src,
   dlcp_coll *op = f->op;
   const coll_step *red = &op->plan.steps[f->reduce];
   coll_exec_work_ready(op, red->buf, red->off + off, len, false);
-  (void)dlcp_reduce(coll_exec_buf_ptr(op, red->buf, red->off) + off, src,
-                    len / op->g.esz, op->g.dtype, op->g.op);
+  (void)dlcp_reduce_into(coll_exec_buf_ptr(op, red->buf, red->off) + off, src,
+                         len / op->g.esz, op->g.dtype, op->g.op);
 }
 
 /* Reduces the held ranges in, from the RECV's buffer. */

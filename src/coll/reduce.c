@@ -307,8 +307,8 @@ static void half_reduce(unsigned char *restrict d,
 INT_LOOPS(32)
 INT_LOOPS(64)
 
-int dlcp_reduce(void *restrict dst, const void *restrict src, size_t count,
-                dlcp_dtype dtype, dlcp_redop op) {
+int dlcp_reduce_into(void *restrict dst, const void *restrict src, size_t count,
+                     dlcp_dtype dtype, dlcp_redop op) {
   unsigned char *d = dst;
   const unsigned char *s = src;
   if (!redop_valid(op)) {

@@ -1,7 +1,7 @@
 /*
  * reduce.h: element-wise reductions for the collectives.
  *
- * dlcp_reduce combines a source buffer into a destination buffer
+ * dlcp_reduce_into combines a source buffer into a destination buffer
  * (dst[i] = dst[i] op src[i]); dlcp_reduce_finish applies the one
  * post-processing step an operation needs (AVG's division).  The
  * collectives call them on byte ranges of the user's tensors and of
@@ -15,13 +15,12 @@
  *             operand is NaN the result is NaN (which NaN payload is not
  *             specified).  Between -0.0 and +0.0 MIN/MAX keep |dst|.
  *   FLOAT16,  converted to float exactly, combined in float, rounded back
- *   BFLOAT16  to nearest, ties to even, once per dlcp_reduce call (so a sum
- *             of n inputs is rounded n - 1 times, like any pairwise
- *             reduction in the half type).  Overflow gives inf; NaN stays a
- *             quiet NaN.
- *   INT32,    SUM wraps modulo 2^32 / 2^64 (computed in unsigned
- *   INT64     arithmetic, so there is no undefined behaviour); AVG is the
- *             wrapped sum divided by nranks, truncated toward zero.
+ *   BFLOAT16  to nearest, ties to even, once per dlcp_reduce_into call (so a
+ * sum of n inputs is rounded n - 1 times, like any pairwise reduction in the
+ * half type).  Overflow gives inf; NaN stays a quiet NaN. INT32,    SUM wraps
+ * modulo 2^32 / 2^64 (computed in unsigned INT64     arithmetic, so there is no
+ * undefined behaviour); AVG is the wrapped sum divided by nranks, truncated
+ * toward zero.
  */
 #ifndef DLCP_COLL_REDUCE_H
 #define DLCP_COLL_REDUCE_H
@@ -41,7 +40,7 @@ const char *dlcp_dtype_name(dlcp_dtype dtype);
 const char *dlcp_redop_name(dlcp_redop op);
 
 /*
- * dlcp_reduce sets dst[i] = dst[i] op src[i] for |count| elements of
+ * dlcp_reduce_into sets dst[i] = dst[i] op src[i] for |count| elements of
  * |dtype|.  AVG accumulates like SUM; call dlcp_reduce_finish once on the
  * final sum.  |dst| and |src| must not overlap (they are restrict); either
  * may be unaligned.  Both are borrowed for the call only.
@@ -49,8 +48,8 @@ const char *dlcp_redop_name(dlcp_redop op);
  * Returns 0, or DLCP_ERR_INVALID_ARGUMENT for an unknown |dtype| or |op|
  * (nothing is written then).
  */
-int dlcp_reduce(void *restrict dst, const void *restrict src, size_t count,
-                dlcp_dtype dtype, dlcp_redop op);
+int dlcp_reduce_into(void *restrict dst, const void *restrict src, size_t count,
+                     dlcp_dtype dtype, dlcp_redop op);
 
 /*
  * dlcp_reduce_finish completes a reduction of |nranks| contributions held

@@ -116,6 +116,13 @@ int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                DLCP_SUM, 0, opts, req);
 }
 
+int dlcp_reduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
+                uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
+                uint32_t root, const dlcp_coll_opts *opts, dlcp_request **req) {
+  return start(comm, DLCP_COLL_REDUCE, sendbuf, recvbuf, count, dtype, redop,
+               root, opts, req);
+}
+
 int dlcp_broadcast(dlcp_comm *comm, void *buf, uint64_t count,
                    dlcp_dtype dtype, uint32_t root,
                    const dlcp_coll_opts *opts, dlcp_request **req) {

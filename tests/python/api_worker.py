@@ -97,6 +97,22 @@ def collectives(comm):
             comm.allgather(out[r * n:(r + 1) * n], out)
             check("allgather in place", out, np.repeat(np.arange(1, w + 1), n)
                   .astype(dtype))
+            # reduce to every root, in place and out of place (the input
+            # then stays as it was)
+            for root in range(w):
+                a = contribution(r, n, dtype)
+                res = comm.reduce(a, root=root, op="max")
+                assert res.algorithm == "ring", res.algorithm
+                if r == root:
+                    check(f"reduce max root {root}", a,
+                          contribution(w - 1, n, dtype))
+                a = contribution(r, n, dtype)
+                out = np.zeros_like(a)
+                comm.reduce(a, root=root, out=out)
+                check("reduce input kept", a, contribution(r, n, dtype))
+                if r == root:
+                    check(f"reduce root {root}", out,
+                          expected("sum", w, n, dtype))
             # broadcast from every root
             for root in range(w):
                 b = contribution(r, n, dtype)
