@@ -178,7 +178,8 @@ static int wait_req(dlcp_request *req, dlcp_coll_info *info,
 
 /* Every algorithm, counts 0, 1, n-1, not divisible by n and large, in
  * place and out of place, float32 and int32 sums: exact everywhere
- * (integer inputs make float sums exact whatever the order). */
+ * (integer inputs make float sums exact whatever the order); then a
+ * broadcast, a reduce and a barrier. */
 static int matrix_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
   uint32_t n = s->world, r = dlcp_comm_rank(comm);
   const dlcp_algo algos[] = {DLCP_ALGO_AUTO, DLCP_ALGO_RING,
@@ -262,6 +263,25 @@ static int matrix_body(dlcp_comm *comm, const scenario *s, rank_report *rep) {
     }
   }
   dlcp_request_free(req);
+  /* A reduce to the last rank, out of place: the sum there. */
+  for (uint64_t i = 0; i < count; i++) {
+    iin[i] = (int32_t)((uint64_t)(r + 1) * (i % 11 + 1));
+  }
+  uint32_t root = (uint32_t)n - 1;
+  if (dlcp_reduce(comm, iin, iout, count, DLCP_INT32, DLCP_SUM, root, NULL,
+                  &req) == 0 &&
+      wait_req(req, &info, rep) == 0) {
+    rep->checks++;
+    for (uint64_t i = 0; r == root && i < count; i++) {
+      if (iout[i] != (int32_t)((i % 11 + 1) * n * (n + 1) / 2)) {
+        rep->wrong++;
+        snprintf(rep->first_wrong, sizeof(rep->first_wrong),
+                 "reduce: [%llu] %d", (unsigned long long)i, iout[i]);
+        break;
+      }
+    }
+  }
+  dlcp_request_free(req);
   if (dlcp_barrier(comm, &req) == 0 && wait_req(req, &info, rep) == 0) {
     rep->checks++;
     if (strcmp(info.algo_name, "dissemination") != 0) {
@@ -285,7 +305,7 @@ static void check_matrix(const scenario *s, const rank_report *rep) {
                r, rep[r].wrong, rep[r].first_wrong, rep[r].failed,
                rep[r].first_error);
     }
-    assert_int_equal(rep[r].checks, 8 * 5 * 2 * 2 + 2);
+    assert_int_equal(rep[r].checks, 8 * 5 * 2 * 2 + 3);
   }
 }
 
