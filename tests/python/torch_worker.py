@@ -125,6 +125,15 @@ def backend_ops():
     fut = dist.all_reduce(torch.ones(8), async_op=True).get_future()
     assert (fut.wait()[0] == w).all()
     dist.barrier()
+    # a subgroup of the first and last ranks: a dlcp job of its own (the
+    # launcher's LOCAL_* variables describe the whole job's)
+    sub = dist.new_group([0, w - 1])
+    t = torch.full((10,), float(r))
+    if r in (0, w - 1):
+        dist.all_reduce(t, group=sub)
+        assert (t == w - 1).all(), t
+        assert dist.get_world_size(sub) == 2
+    dist.barrier()
     # an unsupported op is refused with the backend named
     try:
         dist.all_reduce(torch.ones(2), op=dist.ReduceOp.PRODUCT)
