@@ -98,8 +98,6 @@ static void test_full_torchrun_env(void **state) {
   assert_int_equal(env.master_port, 29500);
   assert_int_equal(env.rank, 5);
   assert_int_equal(env.world_size, 8);
-  assert_int_equal(env.local_rank, 1);
-  assert_int_equal(env.local_world_size, 4);
   assert_int_equal(env.timeout_ms, 1500);
   assert_int_equal(env.paths, 8);
   assert_int_equal(env.segment_bytes, 8192);

@@ -198,11 +198,6 @@ class Communicator:
             overrides = {"RANK": rank, "WORLD_SIZE": world_size,
                          "MASTER_ADDR": master_addr,
                          "MASTER_PORT": master_port}
-            if rank is not None or world_size is not None:
-                # The launcher's place on the host is that of another
-                # job's rank (a torch subgroup's, say).
-                overrides.update(LOCAL_RANK=_launcher.UNSET,
-                                 LOCAL_WORLD_SIZE=_launcher.UNSET)
             with _launcher.overridden(overrides):
                 code = lib.dlcp_comm_create_from_env(
                     ctypes.byref(self._ptr), err, len(err))

@@ -91,29 +91,20 @@ def export(env=None):
 _env_lock = threading.Lock()
 
 
-# A value for overridden(): the variable is removed for the block.
-UNSET = object()
-
-
 @contextlib.contextmanager
 def overridden(values):
     """Sets the variables of |values| that are not None in os.environ (so
-    the C library's getenv sees them), and removes those whose value is
-    UNSET, for the duration of the block, then restores the previous
-    environment."""
-    values = {k: v for k, v in values.items() if v is not None}
+    the C library's getenv sees them) for the duration of the block, then
+    restores the previous environment."""
+    values = {k: str(v) for k, v in values.items() if v is not None}
     with _env_lock:
         saved = {k: os.environ.get(k) for k in values}
-        for k, v in values.items():
-            if v is UNSET:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = str(v)
+        os.environ.update(values)
         try:
             yield
         finally:
             for k, v in saved.items():
                 if v is None:
-                    os.environ.pop(k, None)
+                    del os.environ[k]
                 else:
                     os.environ[k] = v

@@ -127,7 +127,6 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
   env->master_port = cfg->master_port;
   env->rank = cfg->rank;
   env->world_size = cfg->world_size;
-  env->local_world_size = 1;
   env->timeout_ms = cfg->timeout_ms;
   env->rdzv_timeout_ms = cfg->rdzv_timeout_ms;
   env->paths = cfg->paths;

@@ -266,23 +266,7 @@ static int load_world(const reader *rd, dlcp_rt_env *env) {
     return rv;
   }
   env->master_port = (uint16_t)port;
-
-  env->local_rank = env->rank;
-  env->local_world_size = env->world_size;
-  rv = read_u32(rd, "LOCAL_WORLD_SIZE", "an integer", 1, env->world_size,
-                &env->local_world_size);
-  if (rv != 0) {
-    return rv;
-  }
-  if (get(rd, "LOCAL_RANK") == NULL &&
-      env->local_rank >= env->local_world_size) {
-    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
-                           "LOCAL_WORLD_SIZE=%" PRIu32 " is set but LOCAL_RANK "
-                           "is not: expected both",
-                           env->local_world_size);
-  }
-  return read_u32(rd, "LOCAL_RANK", "an integer", 0, env->local_world_size - 1,
-                  &env->local_rank);
+  return 0;
 }
 
 static int load_segment(const reader *rd, dlcp_rt_env *env) {

@@ -1,8 +1,10 @@
 /*
  * env.h: the runtime's configuration from environment variables.
  *
- * Rendezvous follows torchrun: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
- * LOCAL_RANK, LOCAL_WORLD_SIZE.  dlcp's own options are DLCP_* variables:
+ * Rendezvous follows torchrun: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+ * (torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE are not read: ranks on one
+ * host find each other by address).  dlcp's own options are DLCP_*
+ * variables:
  *
  *   DLCP_TIMEOUT_MS        no-progress timeout of an operation, ms
  *                          (1..86400000, default 30000)
@@ -107,8 +109,6 @@ typedef struct dlcp_rt_env {
   uint16_t master_port; /* 0 only for a world of one */
   uint32_t rank;        /* < world_size */
   uint32_t world_size;  /* 1..DLCP_ENV_MAX_WORLD */
-  uint32_t local_rank;  /* < local_world_size */
-  uint32_t local_world_size;
   uint32_t timeout_ms;
   uint32_t rdzv_timeout_ms;
   uint32_t paths;                         /* 1..DLCP_ENV_MAX_PATHS */
@@ -177,8 +177,7 @@ typedef const char *(*dlcp_rt_env_lookup)(const char *name, void *user);
  * dlcp_rt_env_load fills |env| from the variables |lookup| returns (NULL
  * means getenv).  With neither RANK nor WORLD_SIZE set the process is a
  * world of one (rank 0, no rendezvous).  WORLD_SIZE > 1 requires RANK,
- * MASTER_ADDR and MASTER_PORT.  LOCAL_RANK/LOCAL_WORLD_SIZE default to
- * RANK/WORLD_SIZE (one host).
+ * MASTER_ADDR and MASTER_PORT.
  *
  * Returns 0, or DLCP_ERR_CONFIG with |eb| naming the variable, its value
  * and what was expected, e.g.
