@@ -2,6 +2,7 @@
 (torch_worker.py runs the jobs)."""
 
 import os
+import socket
 import subprocess
 
 import pytest
@@ -89,6 +90,29 @@ def test_layer_priority_is_front_first():
     params = list(model.parameters())
     assert [layers[id(p)] for p in params] == \
         [(0, 3), (0, 3), (1, 3), (1, 3), (2, 3), (2, 3)]
+
+
+def test_rendezvous_goes_to_the_store_s_host(monkeypatch):
+    """dlcp's rank 0 publishes its address towards the host torch's
+    store runs on, found under the group's prefixes, so that a job started
+    with init_method="tcp://HOST:PORT" and no MASTER_ADDR works across
+    hosts; without a TCP store, MASTER_ADDR, then loopback."""
+    from dlcp.torch import _rendezvous
+    import torch.distributed as dist
+    with socket.socket() as s:
+        s.bind(("127.0.0.2", 0))
+        port = s.getsockname()[1]
+    store = dist.TCPStore("127.0.0.2", port, 1, True)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.3")
+    nested = dist.PrefixStore("a", dist.PrefixStore("b", store))
+    assert _rendezvous._master_host(nested) == "127.0.0.2"
+    assert _rendezvous._master_host(dist.HashStore()) == "127.0.0.3"
+    monkeypatch.delenv("MASTER_ADDR")
+    assert _rendezvous._master_host(dist.HashStore()) == "127.0.0.1"
+
+
+def test_backend_with_a_tcp_init_method():
+    assert_ok(run_job(2, "torch_worker.py", "tcp_init_method"), 2)
 
 
 def test_backend_is_registered():

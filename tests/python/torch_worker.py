@@ -258,6 +258,19 @@ def peer_dies():
     assert work.is_completed() and not work.is_success()
 
 
+def tcp_init_method():
+    """init_process_group with a tcp:// URL and without MASTER_ADDR and
+    MASTER_PORT in the environment."""
+    url = "tcp://%s:%s" % (os.environ.pop("MASTER_ADDR"),
+                           os.environ.pop("MASTER_PORT"))
+    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("dlcp", init_method=url, rank=r, world_size=w)
+    t = torch.full((1000,), float(r + 1))
+    dist.all_reduce(t)
+    assert (t == w * (w + 1) / 2).all(), t
+    dist.destroy_process_group()
+
+
 def api_tensors():
     """The dlcp API itself on CPU torch tensors: zero-copy, every dtype."""
     comm = dlcp.Communicator()
