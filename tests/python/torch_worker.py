@@ -111,7 +111,8 @@ def backend_ops():
             dist.all_gather(outs, torch.full((n,), r, dtype=dtype))
             assert all((o == i).all() for i, o in enumerate(outs))
             flat = torch.zeros(n * w, dtype=dtype)
-            dist._all_gather_base(flat, torch.full((n,), r, dtype=dtype))
+            dist.all_gather_into_tensor(flat,
+                                        torch.full((n,), r, dtype=dtype))
             assert all((flat[i * n:(i + 1) * n] == i).all() for i in range(w))
     for dtype in DTYPES:
         for n in (3, 100_000):
