@@ -760,19 +760,19 @@ static void test_reduce_scatter_allgather_broadcast(void **state) {
   }
 }
 
-/* REDUCE (the chain to the root, pipelined): every world, root, count,
- * dtype and op, in and out of place, in one segment and in several; the
- * root has the reduction. */
+/* REDUCE (the chain to the root, pipelined, and the binomial tree):
+ * every world, root, count, dtype and op, in and out of place, in one
+ * segment and in several; the root has the reduction. */
 static void test_reduce(void **state) {
   (void)state;
-  const uint32_t worlds[] = {1, 2, 3, 4, 5, 8};
+  const uint32_t worlds[] = {1, 2, 3, 4, 5, 8, 13};
   unsigned combo = 0;
-  for (size_t w = 0; w < 6; w++) {
+  for (size_t w = 0; w < 7; w++) {
     uint64_t counts[5];
     counts_for(worlds[w], counts);
     for (size_t c = 0; c < 5; c++) {
       for (int ip = 0; ip < 2; ip++) {
-        for (uint32_t k = 0; k < 3; k++) {
+        for (uint32_t k = 0; k < 5; k++) {
           spec s;
           outcome o;
           spec_init(&s);
@@ -780,9 +780,11 @@ static void test_reduce(void **state) {
           s.world = worlds[w];
           s.count = counts[c];
           s.in_place = ip;
-          s.chunk = k == 0 ? 0 : s.count < 1000 ? 8 : 1024;
+          s.chunk = k % 3 == 0 ? 0 : s.count < 1000 ? 8 : 1024;
           s.root = k == 2 ? worlds[w] - 1 : (uint32_t)(combo % worlds[w]);
-          s.algo = k == 1 ? DLCP_ALGO_AUTO : DLCP_ALGO_RING;
+          s.algo = k == 1   ? DLCP_ALGO_AUTO
+                   : k >= 3 ? DLCP_ALGO_HALVING_DOUBLING
+                            : DLCP_ALGO_RING;
           s.dtype = all_dtypes[combo % 5];
           s.op = all_ops[(combo / 5) % 4];
           s.seed = ++combo;

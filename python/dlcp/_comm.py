@@ -351,8 +351,9 @@ class Communicator:
     def reduce(self, tensor, root=0, out=None, op="sum", loss_bound=0.0,
                layer=0, nlayers=0, priority=None, async_op=False):
         """Reduces |tensor| over all ranks into |root|'s |out| (default: in
-        place) along a chain of the ranks, each sending the vector once;
-        the other ranks' |out| ends with a partial reduction."""
+        place): a binomial tree up to 64 KiB, above it a chain of the ranks,
+        each sending the vector once; the other ranks' |out| ends with a
+        partial reduction."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
         self._same(src, dst, src.count)

@@ -148,8 +148,25 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     }
     return -1;
   case DLCP_COLL_REDUCE:
-    /* The chain to the root (ring.c); nothing else builds a reduce. */
-    return a == DLCP_ALGO_AUTO || a == DLCP_ALGO_RING ? DLCP_ALGO_RING : -1;
+    /* The binomial tree (hd.c) in log2 n steps for small vectors, the
+     * pipelined chain (ring.c) for the rest. */
+    switch (a) {
+    case DLCP_ALGO_AUTO:
+      return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
+                                            : DLCP_ALGO_RING;
+    case DLCP_ALGO_RING:
+    case DLCP_ALGO_HALVING_DOUBLING:
+      return (int)a;
+    case DLCP_ALGO_RING_BYPASS:
+    case DLCP_ALGO_PS:
+    case DLCP_ALGO_RAT:
+    case DLCP_ALGO_DIRECT:
+    case DLCP_ALGO_RECURSIVE_DOUBLING:
+    case DLCP_ALGO_INA:
+    case DLCP_ALGO_RA_INA:
+      return -1;
+    }
+    return -1;
   case DLCP_COLL_BROADCAST:
     switch (a) {
     case DLCP_ALGO_AUTO:

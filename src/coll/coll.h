@@ -168,11 +168,13 @@ enum {
  *   REDUCE          sendbuf: count elements; recvbuf: count elements, on
  *                   |root| the reduction, elsewhere a partial one (the
  *                   ranks before it on the way to the root).  In place
- *                   as ALLREDUCE.  RING only: a chain through the ranks
+ *                   as ALLREDUCE.  RING: a chain through the ranks
  *                   after the root in ring order, ending at the root,
  *                   pipelined in segments (the RA-INA/CINA seed's
  *                   reduce inside a host: n + k - 2 steps of k
- *                   segments).
+ *                   segments); HALVING_DOUBLING: the binomial tree to
+ *                   the root, log2 n steps (AUTO's choice up to 64
+ *                   KiB).
  *   BARRIER         no buffers; count ignored.
  * sendbuf is only read; recvbuf is written.  Both are borrowed: they must
  * stay valid, and sendbuf unchanged, until DONE has been polled or the

@@ -1,6 +1,6 @@
 /*
- * hd.c: recursive halving-doubling all-reduce (Rabenseifner) and the
- * binomial-tree broadcast.
+ * hd.c: recursive halving-doubling all-reduce (Rabenseifner), the
+ * binomial-tree broadcast and its mirror, the binomial-tree reduce.
  *
  * All-reduce model, for n ranks with p2 the largest power of two <= n and
  * rem = n - p2 (MPICH's treatment of other worlds):
@@ -30,6 +30,12 @@
  * Broadcast: the binomial tree on ranks relative to the root: v receives
  * from v minus its lowest set bit, then sends to v + 2^i for the bits below
  * it, segment by segment.
+ *
+ * Reduce: the same tree the other way: segment by segment, v reduces in
+ * what its children v + 2^i send, smallest subtree first and always in
+ * that order (so a rank's sum is the same bits run after run), then sends
+ * the segment to its parent; log2 n steps where the chain of ring.c takes
+ * n - 1, for small vectors.
  */
 #include "coll/plan.h"
 
@@ -226,16 +232,72 @@ static int hd_broadcast(coll_plan *plan, const coll_geom *g) {
   return plan->err;
 }
 
+static int hd_reduce(coll_plan *plan, const coll_geom *g) {
+  uint32_t n = g->world;
+  uint32_t v = (uint32_t)(((uint64_t)g->rank + n - g->root) % n);
+  uint32_t nseg = coll_plan_nseg(g, g->count, 1);
+  plan->nseg = nseg;
+  uint32_t low = 1;
+  while (low < n && !(v & low)) {
+    low <<= 1;
+  }
+  uint32_t nchild = 0;
+  for (uint32_t m = 1; m < low && v + m < n; m <<= 1) {
+    nchild++;
+  }
+  /* Each child's segments arrive in two scratch slots taken in turn; a
+   * slot is received into again once its last segment was reduced in. */
+  uint64_t seg_max = (g->count + nseg - 1) / nseg * g->esz;
+  plan->scratch_bytes = 2 * nchild * seg_max;
+  uint32_t reduced[2 * 32];
+  for (uint32_t i = 0; i < 2 * nchild; i++) {
+    reduced[i] = COLL_NO_STEP;
+  }
+  for (uint32_t j = 0; j < nseg; j++) {
+    uint64_t off, len;
+    dlcp_coll_shard(g->count, nseg, j, &off, &len);
+    uint32_t tag = coll_plan_tag(0, nseg, j);
+    uint32_t last = COLL_NO_STEP;
+    for (uint32_t c = 0; c < nchild; c++) {
+      uint32_t child =
+          (uint32_t)(((uint64_t)v + (1u << c) + g->root) % n);
+      uint32_t slot = 2 * c + j % 2;
+      uint32_t rcv = coll_plan_recv(plan, child, tag, COLL_BUF_SCRATCH,
+                                    slot * seg_max, len * g->esz, off);
+      coll_plan_dep(plan, reduced[slot], rcv);
+      uint32_t add = coll_plan_reduce(plan, COLL_BUF_WORK, off * g->esz,
+                                      COLL_BUF_SCRATCH, slot * seg_max,
+                                      len * g->esz);
+      coll_plan_dep(plan, rcv, add);
+      coll_plan_dep(plan, last, add);
+      reduced[slot] = add;
+      last = add;
+    }
+    if (v != 0) {
+      uint32_t parent = (uint32_t)(((uint64_t)(v - low) + g->root) % n);
+      uint32_t snd = coll_plan_send(plan, parent, tag, COLL_BUF_WORK,
+                                    off * g->esz, len * g->esz);
+      coll_plan_dep(plan, last, snd);
+    } else if (g->op == DLCP_AVG && n > 1) {
+      uint32_t fin = coll_plan_finish(plan, COLL_BUF_WORK, off * g->esz,
+                                      len * g->esz);
+      coll_plan_dep(plan, last, fin);
+    }
+  }
+  return plan->err;
+}
+
 int coll_build_hd(coll_plan *plan, const coll_geom *g) {
   switch (g->kind) {
   case DLCP_COLL_ALLREDUCE:
     return hd_allreduce(plan, g);
   case DLCP_COLL_BROADCAST:
     return hd_broadcast(plan, g);
+  case DLCP_COLL_REDUCE:
+    return hd_reduce(plan, g);
   case DLCP_COLL_REDUCE_SCATTER:
   case DLCP_COLL_ALLGATHER:
   case DLCP_COLL_BARRIER:
-  case DLCP_COLL_REDUCE:
     break;
   }
   return DLCP_ERR_INVALID_ARGUMENT;
