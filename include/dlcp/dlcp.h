@@ -405,11 +405,11 @@ int dlcp_allgather(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                    const dlcp_coll_opts *opts, dlcp_request **req);
 
 /* dlcp_reduce reduces |count| elements of every rank's |sendbuf| into
- * |root|'s |recvbuf|: RING, a pipelined chain of the ranks ending at the
- * root, each sending the vector once (an all-reduce moves about twice
- * that), or HALVING_DOUBLING, a binomial tree in log2 n steps; AUTO takes
- * the tree up to 64 KiB.  The other ranks' |recvbuf| (count elements)
- * ends with a partial reduction.  In place when sendbuf == recvbuf. */
+ * |root|'s |recvbuf|: RING (AUTO's choice), a pipelined chain of the
+ * ranks ending at the root, each sending the vector once (an all-reduce
+ * moves about twice that), or HALVING_DOUBLING, a binomial tree in log2 n
+ * steps.  The other ranks' |recvbuf| (count elements) ends with a partial
+ * reduction.  In place when sendbuf == recvbuf. */
 int dlcp_reduce(dlcp_comm *comm, const void *sendbuf, void *recvbuf,
                 uint64_t count, dlcp_dtype dtype, dlcp_redop op, uint32_t root,
                 const dlcp_coll_opts *opts, dlcp_request **req);

@@ -348,17 +348,18 @@ class Communicator:
                                          ctypes.byref(o), r),
             (src, dst, o), async_op)
 
-    def reduce(self, tensor, root=0, out=None, op="sum", loss_bound=0.0,
-               layer=0, nlayers=0, priority=None, async_op=False):
+    def reduce(self, tensor, root=0, out=None, op="sum", algo="auto",
+               loss_bound=0.0, layer=0, nlayers=0, priority=None,
+               async_op=False):
         """Reduces |tensor| over all ranks into |root|'s |out| (default: in
-        place): a binomial tree up to 64 KiB, above it a chain of the ranks,
-        each sending the vector once; the other ranks' |out| ends with a
-        partial reduction."""
+        place): algo "auto" or "ring", a chain of the ranks, each sending
+        the vector once, or "halving_doubling", a binomial tree in log2 n
+        steps; the other ranks' |out| ends with a partial reduction."""
         src = view(tensor, "tensor", out is None)
         dst = src if out is None else view(out, "out", True)
         self._same(src, dst, src.count)
         self._check_root(root)
-        o = _opts("auto", loss_bound, layer, nlayers, 0, priority)
+        o = _opts(algo, loss_bound, layer, nlayers, 0, priority)
         return self._run(
             "reduce",
             lambda r: lib.dlcp_reduce(self._handle(), src.ptr, dst.ptr,

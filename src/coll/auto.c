@@ -148,12 +148,12 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     }
     return -1;
   case DLCP_COLL_REDUCE:
-    /* The binomial tree (hd.c) in log2 n steps for small vectors, the
-     * pipelined chain (ring.c) for the rest. */
+    /* The pipelined chain (ring.c); the binomial tree (hd.c) on request:
+     * on 4 and 8 ranks of this 2-core VM it was no faster at 4 and 64 KiB
+     * (docs/collectives.md, "AUTO"). */
     switch (a) {
     case DLCP_ALGO_AUTO:
-      return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
-                                            : DLCP_ALGO_RING;
+      return DLCP_ALGO_RING;
     case DLCP_ALGO_RING:
     case DLCP_ALGO_HALVING_DOUBLING:
       return (int)a;

@@ -172,9 +172,8 @@ enum {
  *                   after the root in ring order, ending at the root,
  *                   pipelined in segments (the RA-INA/CINA seed's
  *                   reduce inside a host: n + k - 2 steps of k
- *                   segments); HALVING_DOUBLING: the binomial tree to
- *                   the root, log2 n steps (AUTO's choice up to 64
- *                   KiB).
+ *                   segments), AUTO's choice; HALVING_DOUBLING: the
+ *                   binomial tree to the root, log2 n steps.
  *   BARRIER         no buffers; count ignored.
  * sendbuf is only read; recvbuf is written.  Both are borrowed: they must
  * stay valid, and sendbuf unchanged, until DONE has been polled or the
