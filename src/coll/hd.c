@@ -199,17 +199,25 @@ static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
   return plan->err;
 }
 
-static int hd_broadcast(coll_plan *plan, const coll_geom *g) {
+/* This rank's place in the binomial tree rooted at g->root: its rank |v|
+ * relative to the root and |v|'s lowest set bit (for the root, the least
+ * power of two >= n).  The parent is v - low; the children are v + 2^i
+ * below n for every 2^i < low. */
+static uint32_t tree_place(const coll_geom *g, uint32_t *low) {
   uint32_t n = g->world;
   uint32_t v = (uint32_t)(((uint64_t)g->rank + n - g->root) % n);
+  *low = 1;
+  while (*low < n && !(v & *low)) {
+    *low <<= 1;
+  }
+  return v;
+}
+
+static int hd_broadcast(coll_plan *plan, const coll_geom *g) {
+  uint32_t n = g->world, low;
+  uint32_t v = tree_place(g, &low);
   uint32_t nseg = coll_plan_nseg(g, g->count, 1);
   plan->nseg = nseg;
-  /* The parent is v without its lowest set bit; the children are
-   * v + 2^i for every i below that bit (all i for the root). */
-  uint32_t low = 1;
-  while (low < n && !(v & low)) {
-    low <<= 1;
-  }
   for (uint32_t j = 0; j < nseg; j++) {
     uint64_t off, len;
     dlcp_coll_shard(g->count, nseg, j, &off, &len);
@@ -233,14 +241,10 @@ static int hd_broadcast(coll_plan *plan, const coll_geom *g) {
 }
 
 static int hd_reduce(coll_plan *plan, const coll_geom *g) {
-  uint32_t n = g->world;
-  uint32_t v = (uint32_t)(((uint64_t)g->rank + n - g->root) % n);
+  uint32_t n = g->world, low;
+  uint32_t v = tree_place(g, &low);
   uint32_t nseg = coll_plan_nseg(g, g->count, 1);
   plan->nseg = nseg;
-  uint32_t low = 1;
-  while (low < n && !(v & low)) {
-    low <<= 1;
-  }
   uint32_t nchild = 0;
   for (uint32_t m = 1; m < low && v + m < n; m <<= 1) {
     nchild++;
