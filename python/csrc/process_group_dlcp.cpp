@@ -72,8 +72,8 @@ const at::Tensor &single(const std::vector<at::Tensor> &tensors,
   TORCH_CHECK(tensors.size() == 1, "dlcp backend: ", op,
               " takes one tensor per rank, got ", tensors.size());
   const at::Tensor &t = tensors[0];
-  TORCH_CHECK(t.device().is_cpu(), "dlcp backend: ", op,
-              ": tensor is on ", t.device(), "; dlcp takes CPU tensors");
+  TORCH_CHECK(t.device().is_cpu(), "dlcp backend: ", op, ": tensor is on ",
+              t.device(), "; dlcp takes CPU tensors");
   TORCH_CHECK(t.is_contiguous(), "dlcp backend: ", op,
               ": tensor is not contiguous");
   dlcp_dtype_of(t);
@@ -81,15 +81,15 @@ const at::Tensor &single(const std::vector<at::Tensor> &tensors,
 }
 
 void check_posted(int rc, const char *op) {
-  TORCH_CHECK(rc == 0, "dlcp backend: ", op, " failed to start: ",
-              dlcp_strerror(rc));
+  TORCH_CHECK(rc == 0, "dlcp backend: ", op,
+              " failed to start: ", dlcp_strerror(rc));
 }
 
 // A list of |n| CPU tensors, each contiguous, of |like|'s dtype and size.
 void check_list(const std::vector<at::Tensor> &list, size_t n,
                 const at::Tensor &like, const char *op) {
-  TORCH_CHECK(list.size() == n, "dlcp backend: ", op, " needs a list of ",
-              n, " tensors, got ", list.size());
+  TORCH_CHECK(list.size() == n, "dlcp backend: ", op, " needs a list of ", n,
+              " tensors, got ", list.size());
   for (const at::Tensor &t : list) {
     std::vector<at::Tensor> one{t};
     single(one, op);
@@ -123,9 +123,21 @@ class DlcpWork : public c10d::Work {
 public:
   DlcpWork(c10::intrusive_ptr<c10::ivalue::Future> fut, int rank,
            c10d::OpType type)
-      : c10d::Work(rank, type), fut_(std::move(fut)) {}
+      : c10d::Work(rank, type), fut_(std::move(fut)),
+        done_(std::make_shared<Done>()) {
+    // The future's callback may run after this Work is gone: it holds the
+    // flag, not the Work.
+    std::shared_ptr<Done> done = done_;
+    fut_->addCallback([done](c10::ivalue::Future &) {
+      std::unique_lock<std::mutex> lk(done->mu);
+      done->set = true;
+      done->cv.notify_all();
+    });
+  }
 
-  bool isCompleted() override { return fut_->completed(); }
+  bool isCompleted() override {
+    return fut_->completed();
+  }
 
   bool isSuccess() const override {
     return fut_->completed() && !fut_->hasError();
@@ -139,10 +151,16 @@ public:
     return fut_->value().toTensorVector();
   }
 
+  // With a timeout, raises if the operation has not finished by then (it
+  // goes on: wait again, or let the communicator's DLCP_TIMEOUT_MS fail it).
   bool wait(std::chrono::milliseconds timeout) override {
-    TORCH_CHECK(timeout == kNoTimeout, "dlcp backend: Work.wait() takes no "
-                "timeout; dlcp fails an operation whose peer makes no "
-                "progress for the communicator's timeout (DLCP_TIMEOUT_MS)");
+    if (timeout != kNoTimeout) {
+      std::unique_lock<std::mutex> lk(done_->mu);
+      TORCH_CHECK(
+          done_->cv.wait_for(lk, timeout, [this] { return done_->set; }),
+          "dlcp backend: rank ", rank_,
+          ": the operation did not finish within ", timeout.count(), " ms");
+    }
     fut_->waitAndThrow();
     return true;
   }
@@ -152,7 +170,13 @@ public:
   }
 
 private:
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool set = false;
+  };
   c10::intrusive_ptr<c10::ivalue::Future> fut_;
+  std::shared_ptr<Done> done_;
 };
 
 class ProcessGroupDlcp : public c10d::ProcessGroup {
@@ -185,7 +209,9 @@ public:
     dlcp_cq_destroy(cq_);
   }
 
-  const std::string getBackendName() const override { return "dlcp"; }
+  const std::string getBackendName() const override {
+    return "dlcp";
+  }
 
   c10::intrusive_ptr<c10d::Work>
   allreduce(std::vector<at::Tensor> &tensors,
@@ -208,12 +234,11 @@ public:
                 "dlcp backend: broadcast root ", opts.rootRank,
                 " is not a rank of the group");
     dlcp_request *req = nullptr;
-    check_posted(dlcp_broadcast(comm_, t.data_ptr(),
-                                static_cast<uint64_t>(t.numel()),
-                                dlcp_dtype_of(t),
-                                static_cast<uint32_t>(opts.rootRank), nullptr,
-                                &req),
-                 "broadcast");
+    check_posted(
+        dlcp_broadcast(comm_, t.data_ptr(), static_cast<uint64_t>(t.numel()),
+                       dlcp_dtype_of(t), static_cast<uint32_t>(opts.rootRank),
+                       nullptr, &req),
+        "broadcast");
     return enqueue(req, "broadcast", c10d::OpType::BROADCAST, tensors);
   }
 
@@ -233,8 +258,7 @@ public:
                                 static_cast<uint64_t>(out.numel()),
                                 dlcp_dtype_of(in), nullptr, &req),
                  "allgather");
-    return enqueue(req, "allgather", c10d::OpType::_ALLGATHER_BASE,
-                   {out, in});
+    return enqueue(req, "allgather", c10d::OpType::_ALLGATHER_BASE, {out, in});
   }
 
   // all_gather into a list: gathered into one flat tensor, then copied
@@ -253,15 +277,16 @@ public:
     auto work = _allgather_base(flat, src, opts);
     std::vector<at::Tensor> outs = outputs[0];
     int64_t n = in.numel();
-    return c10::make_intrusive<DlcpWork>(work->getFuture()->then(
-        [flat, outs, n](c10::ivalue::Future &) {
-          for (size_t r = 0; r < outs.size(); r++) {
-            outs[r].view({-1}).copy_(
-                flat.narrow(0, static_cast<int64_t>(r) * n, n));
-          }
-          return c10::IValue(outs);
-        },
-        c10::ListType::create(c10::TensorType::get())),
+    return c10::make_intrusive<DlcpWork>(
+        work->getFuture()->then(
+            [flat, outs, n](c10::ivalue::Future &) {
+              for (size_t r = 0; r < outs.size(); r++) {
+                outs[r].view({-1}).copy_(
+                    flat.narrow(0, static_cast<int64_t>(r) * n, n));
+              }
+              return c10::IValue(outs);
+            },
+            c10::ListType::create(c10::TensorType::get())),
         getRank(), c10d::OpType::ALLGATHER);
   }
 
@@ -275,8 +300,8 @@ public:
     at::Tensor out = opts.rootRank == getRank() ? t : at::empty_like(t);
     dlcp_request *req = nullptr;
     check_posted(dlcp_reduce(comm_, t.data_ptr(), out.data_ptr(),
-                             static_cast<uint64_t>(t.numel()),
-                             dlcp_dtype_of(t), dlcp_redop_of(opts.reduceOp),
+                             static_cast<uint64_t>(t.numel()), dlcp_dtype_of(t),
+                             dlcp_redop_of(opts.reduceOp),
                              static_cast<uint32_t>(opts.rootRank), nullptr,
                              &req),
                  "reduce");
@@ -305,16 +330,18 @@ public:
                  std::vector<std::vector<at::Tensor>> &inputs,
                  const c10d::ReduceScatterOptions &opts) override {
     const at::Tensor &out = single(outputs, "reduce_scatter");
-    TORCH_CHECK(inputs.size() == 1, "dlcp backend: reduce_scatter takes one "
-                "list of inputs per rank, got ", inputs.size());
+    TORCH_CHECK(inputs.size() == 1,
+                "dlcp backend: reduce_scatter takes one "
+                "list of inputs per rank, got ",
+                inputs.size());
     check_list(inputs[0], static_cast<size_t>(getSize()), out,
                "reduce_scatter");
     at::Tensor flat = at::cat(inputs[0]);
     return reduce_scatter_into(out, flat, opts);
   }
 
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
-                                      int dst, int tag) override {
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
+                                      int tag) override {
     const at::Tensor &t = single(tensors, "send");
     check_peer(dst, "send");
     uint32_t id = id_of_tag(tag, "send");
@@ -323,8 +350,8 @@ public:
     return finish_posting(op);
   }
 
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
-                                      int src, int tag) override {
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
+                                      int tag) override {
     const at::Tensor &t = single(tensors, "recv");
     check_peer(src, "recv");
     uint32_t id = id_of_tag(tag, "recv");
@@ -342,15 +369,17 @@ public:
     check_root(opts.rootRank, "gather");
     const int root = static_cast<int>(opts.rootRank);
     if (root != getRank()) {
-      TORCH_CHECK(outputs.empty() || (outputs.size() == 1 &&
-                                      outputs[0].empty()),
+      TORCH_CHECK(outputs.empty() ||
+                      (outputs.size() == 1 && outputs[0].empty()),
                   "dlcp backend: gather: only the root takes outputs");
       auto op = new_p2p("gather", c10d::OpType::GATHER, inputs);
       post_send(op, root, kGatherId, in);
       return finish_posting(op);
     }
-    TORCH_CHECK(outputs.size() == 1, "dlcp backend: gather: the root takes "
-                "one list of outputs, got ", outputs.size());
+    TORCH_CHECK(outputs.size() == 1,
+                "dlcp backend: gather: the root takes "
+                "one list of outputs, got ",
+                outputs.size());
     check_list(outputs[0], static_cast<size_t>(getSize()), in, "gather");
     auto op = new_p2p("gather", c10d::OpType::GATHER, outputs[0]);
     op->tensors.push_back(in);
@@ -379,8 +408,10 @@ public:
       post_recv(op, root, kScatterId, out);
       return finish_posting(op);
     }
-    TORCH_CHECK(inputs.size() == 1, "dlcp backend: scatter: the root takes "
-                "one list of inputs, got ", inputs.size());
+    TORCH_CHECK(inputs.size() == 1,
+                "dlcp backend: scatter: the root takes "
+                "one list of inputs, got ",
+                inputs.size());
     check_list(inputs[0], static_cast<size_t>(getSize()), out, "scatter");
     auto op = new_p2p("scatter", c10d::OpType::SCATTER, inputs[0]);
     op->tensors.push_back(out);
@@ -397,11 +428,9 @@ public:
   // all_to_all_single: rank r's part j of |in| goes to rank j's part r of
   // |out|; parts are rows of dimension 0, equal unless split sizes are
   // given.  Empty parts are not sent.
-  c10::intrusive_ptr<c10d::Work>
-  alltoall_base(at::Tensor &out, at::Tensor &in,
-                std::vector<int64_t> &out_splits,
-                std::vector<int64_t> &in_splits,
-                const c10d::AllToAllOptions &) override {
+  c10::intrusive_ptr<c10d::Work> alltoall_base(
+      at::Tensor &out, at::Tensor &in, std::vector<int64_t> &out_splits,
+      std::vector<int64_t> &in_splits, const c10d::AllToAllOptions &) override {
     std::vector<at::Tensor> ins{in}, outs{out};
     single(ins, "alltoall");
     single(outs, "alltoall");
@@ -460,8 +489,8 @@ public:
 
 private:
   void check_root(int64_t root, const char *op) const {
-    TORCH_CHECK(root >= 0 && root < getSize(), "dlcp backend: ", op,
-                " root ", root, " is not a rank of the group");
+    TORCH_CHECK(root >= 0 && root < getSize(), "dlcp backend: ", op, " root ",
+                root, " is not a rank of the group");
   }
 
   void check_peer(int peer, const char *op) const {
@@ -474,14 +503,13 @@ private:
   reduce_scatter_into(const at::Tensor &out, const at::Tensor &in,
                       const c10d::ReduceScatterOptions &opts) {
     dlcp_request *req = nullptr;
-    check_posted(dlcp_reduce_scatter(comm_, in.data_ptr(), out.data_ptr(),
-                                     static_cast<uint64_t>(in.numel()),
-                                     dlcp_dtype_of(in),
-                                     dlcp_redop_of(opts.reduceOp), nullptr,
-                                     &req),
+    check_posted(dlcp_reduce_scatter(
+                     comm_, in.data_ptr(), out.data_ptr(),
+                     static_cast<uint64_t>(in.numel()), dlcp_dtype_of(in),
+                     dlcp_redop_of(opts.reduceOp), nullptr, &req),
                  "reduce_scatter");
-    return enqueue(req, "reduce_scatter",
-                   c10d::OpType::_REDUCE_SCATTER_BASE, {out, in});
+    return enqueue(req, "reduce_scatter", c10d::OpType::_REDUCE_SCATTER_BASE,
+                   {out, in});
   }
 
   // Element offsets of the world's parts of |t| along dimension 0, from
@@ -507,8 +535,8 @@ private:
                 " split sizes for ", world, " ranks");
     int64_t sum = 0;
     for (int64_t r = 0; r < world; r++) {
-      TORCH_CHECK(splits[r] >= 0, "dlcp backend: alltoall: a negative ",
-                  which, " split size");
+      TORCH_CHECK(splits[r] >= 0, "dlcp backend: alltoall: a negative ", which,
+                  " split size");
       sum += splits[r];
       off[r + 1] = off[r] + splits[r] * row_elems;
     }
@@ -652,8 +680,8 @@ private:
     int rc = dlcp_cq_create(comm, &cq);
     if (rc != 0) {
       dlcp_comm_destroy(comm);
-      TORCH_CHECK(false, "dlcp backend: no completion queue: ",
-                  dlcp_strerror(rc));
+      TORCH_CHECK(false,
+                  "dlcp backend: no completion queue: ", dlcp_strerror(rc));
     }
     return cq;
   }

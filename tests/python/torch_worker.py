@@ -1,6 +1,7 @@
 """One rank of a PyTorch test job (launched by test_torch.py through
 dlcp-run).  Prints "OK" at the end; a failed check raises."""
 
+import datetime
 import os
 import sys
 
@@ -209,9 +210,9 @@ def reduce_scatter_gather_p2p(r, w, n, dtype):
 
 
 def p2p_errors():
-    """Point-to-point misuse is refused with the backend named, and a
-    receive that no rank answers fails when the group is destroyed
-    instead of hanging it."""
+    """Point-to-point misuse is refused with the backend named, a wait
+    with a timeout raises when it passes, and a receive that no rank
+    answers fails when the group is destroyed instead of hanging it."""
     dist.init_process_group("dlcp")
     r, w = dist.get_rank(), dist.get_world_size()
     for bad in (lambda: dist.send(torch.ones(2), r),
@@ -225,6 +226,13 @@ def p2p_errors():
         else:
             raise AssertionError("accepted")
     orphan = dist.irecv(torch.ones(4), (r + 1) % w, tag=3)
+    try:
+        orphan.wait(datetime.timedelta(milliseconds=200))
+    except RuntimeError as e:
+        assert "did not finish within 200 ms" in str(e), e
+    else:
+        raise AssertionError("a receive nobody answered finished")
+    assert not orphan.is_completed()
     dist.barrier()
     dist.destroy_process_group()
     try:
