@@ -65,8 +65,9 @@ dlcp_redop dlcp_redop_of(const c10d::ReduceOp &op) {
   }
 }
 
-// The one tensor of a collective: dlcp reduces contiguous CPU memory in
-// place and never copies it.
+// The one tensor of an operation: dlcp works on contiguous CPU memory in
+// place and never copies it.  Its dtype matters to the reductions alone
+// (they call dlcp_dtype_of); data only moved may be of any dtype.
 const at::Tensor &single(const std::vector<at::Tensor> &tensors,
                          const char *op) {
   TORCH_CHECK(tensors.size() == 1, "dlcp backend: ", op,
@@ -76,8 +77,42 @@ const at::Tensor &single(const std::vector<at::Tensor> &tensors,
               t.device(), "; dlcp takes CPU tensors");
   TORCH_CHECK(t.is_contiguous(), "dlcp backend: ", op,
               ": tensor is not contiguous");
-  dlcp_dtype_of(t);
   return t;
+}
+
+// A contiguous tensor's bytes, as a flat uint8 view.
+at::Tensor bytes_of(const at::Tensor &t) {
+  return t.view({-1}).view(at::kByte);
+}
+
+// How dlcp moves |t| without reducing it: in its own dtype if dlcp has it,
+// else as int64 or int32 words when its size allows; false if it does not
+// (the caller pads it into int32 words).
+bool movable(const at::Tensor &t, dlcp_dtype *dtype, uint64_t *count) {
+  uint64_t bytes = static_cast<uint64_t>(t.numel() * t.element_size());
+  switch (t.scalar_type()) {
+  case at::kFloat:
+  case at::kHalf:
+  case at::kBFloat16:
+  case at::kInt:
+  case at::kLong:
+    *dtype = dlcp_dtype_of(t);
+    *count = static_cast<uint64_t>(t.numel());
+    return true;
+  default:
+    break;
+  }
+  *dtype = bytes % 8 == 0 ? DLCP_INT64 : DLCP_INT32;
+  *count = bytes / (bytes % 8 == 0 ? 8 : 4);
+  return bytes % 4 == 0;
+}
+
+// |t|'s bytes at the start of a zeroed int32 tensor of whole words.
+at::Tensor padded_words(const at::Tensor &t) {
+  int64_t bytes = t.numel() * t.element_size();
+  at::Tensor w = at::zeros({(bytes + 3) / 4}, at::kInt);
+  bytes_of(w).narrow(0, 0, bytes).copy_(bytes_of(t));
+  return w;
 }
 
 void check_posted(int rc, const char *op) {
@@ -233,13 +268,33 @@ public:
     TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(),
                 "dlcp backend: broadcast root ", opts.rootRank,
                 " is not a rank of the group");
+    dlcp_dtype dtype;
+    uint64_t count;
+    at::Tensor buf = t;
+    if (!movable(t, &dtype, &count)) {
+      buf = padded_words(t);
+      dtype = DLCP_INT32;
+      count = static_cast<uint64_t>(buf.numel());
+    }
     dlcp_request *req = nullptr;
-    check_posted(
-        dlcp_broadcast(comm_, t.data_ptr(), static_cast<uint64_t>(t.numel()),
-                       dlcp_dtype_of(t), static_cast<uint32_t>(opts.rootRank),
-                       nullptr, &req),
-        "broadcast");
-    return enqueue(req, "broadcast", c10d::OpType::BROADCAST, tensors);
+    check_posted(dlcp_broadcast(comm_, buf.data_ptr(), count, dtype,
+                                static_cast<uint32_t>(opts.rootRank), nullptr,
+                                &req),
+                 "broadcast");
+    auto work = enqueue(req, "broadcast", c10d::OpType::BROADCAST, {t, buf});
+    if (buf.is_same(t)) {
+      return work;
+    }
+    at::Tensor target = t;
+    return c10::make_intrusive<DlcpWork>(
+        work->getFuture()->then(
+            [target, buf](c10::ivalue::Future &) {
+              bytes_of(target).copy_(
+                  bytes_of(buf).narrow(0, 0, bytes_of(target).numel()));
+              return c10::IValue(std::vector<at::Tensor>{target});
+            },
+            c10::ListType::create(c10::TensorType::get())),
+        getRank(), c10d::OpType::BROADCAST);
   }
 
   // all_gather_into_tensor: |out| holds size * numel(in), zero-copy.
@@ -253,12 +308,40 @@ public:
                     out.scalar_type() == in.scalar_type(),
                 "dlcp backend: allgather output must hold world size x the "
                 "input's elements of the same dtype");
+    dlcp_dtype dtype;
+    uint64_t count;
+    at::Tensor src = in, dst = out;
+    if (!movable(in, &dtype, &count)) {
+      src = padded_words(in);
+      dst = at::empty({getSize() * src.numel()}, at::kInt);
+      dtype = DLCP_INT32;
+      count = static_cast<uint64_t>(src.numel());
+    }
     dlcp_request *req = nullptr;
-    check_posted(dlcp_allgather(comm_, in.data_ptr(), out.data_ptr(),
-                                static_cast<uint64_t>(out.numel()),
-                                dlcp_dtype_of(in), nullptr, &req),
+    check_posted(dlcp_allgather(comm_, src.data_ptr(), dst.data_ptr(),
+                                count * static_cast<uint64_t>(getSize()), dtype,
+                                nullptr, &req),
                  "allgather");
-    return enqueue(req, "allgather", c10d::OpType::_ALLGATHER_BASE, {out, in});
+    auto work = enqueue(req, "allgather", c10d::OpType::_ALLGATHER_BASE,
+                        {out, in, dst, src});
+    if (dst.is_same(out)) {
+      return work;
+    }
+    // Each rank's part sits at the start of its words.
+    at::Tensor target = out;
+    int64_t bytes = in.numel() * in.element_size(), stride = src.numel() * 4;
+    return c10::make_intrusive<DlcpWork>(
+        work->getFuture()->then(
+            [target, dst, bytes, stride](c10::ivalue::Future &) {
+              at::Tensor to = bytes_of(target), from = bytes_of(dst);
+              for (int64_t r = 0; r * bytes < to.numel(); r++) {
+                to.narrow(0, r * bytes, bytes)
+                    .copy_(from.narrow(0, r * stride, bytes));
+              }
+              return c10::IValue(std::vector<at::Tensor>{target});
+            },
+            c10::ListType::create(c10::TensorType::get())),
+        getRank(), c10d::OpType::_ALLGATHER_BASE);
   }
 
   // all_gather into a list: gathered into one flat tensor, then copied

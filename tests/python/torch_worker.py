@@ -118,6 +118,7 @@ def backend_ops():
     for dtype in DTYPES:
         for n in (3, 100_000):
             reduce_scatter_gather_p2p(r, w, n, dtype)
+    moved_not_reduced(r, w)
     # asynchronous work
     ts = [torch.full((50_000,), float(r + 1)) for _ in range(4)]
     works = [dist.all_reduce(t, async_op=True) for t in ts]
@@ -207,6 +208,43 @@ def reduce_scatter_gather_p2p(r, w, n, dtype):
     for s in sends:
         s.wait()
     assert (early == of(prv)).all() and (late == of(prv) * 8).all()
+
+
+def moved_not_reduced(r, w):
+    """Data that is moved, not reduced, may be of any dtype and size:
+    torch's object collectives (uint8 of any length), float64, bool, int8
+    and int16 through broadcast, all-gather and send/recv."""
+    objs = [{"config": [1, 2.5, "x" * r]}] if r == 0 else [None]
+    dist.broadcast_object_list(objs, src=0)
+    assert objs == [{"config": [1, 2.5, ""]}], objs
+    everyone = [None] * w
+    dist.all_gather_object(everyone, ("rank", r, "y" * r))
+    assert everyone == [("rank", i, "y" * i) for i in range(w)], everyone
+    for dtype in (torch.float64, torch.bool, torch.int8, torch.int16,
+                  torch.uint8):
+        for n in (1, 5, 8, 1001):  # sizes of 1 to 8 bytes a word apart
+            def mine(i):
+                return (torch.arange(n) * (i + 3) % 7 > 2 if dtype ==
+                        torch.bool else (torch.arange(n) * (i + 3) % 100)
+                        .to(dtype))
+            b = mine(r) if r == w - 1 else torch.zeros(n, dtype=dtype)
+            dist.broadcast(b, src=w - 1)
+            assert torch.equal(b, mine(w - 1)), (dtype, n, b)
+            flat = torch.zeros(n * w, dtype=dtype)
+            dist.all_gather_into_tensor(flat, mine(r))
+            assert torch.equal(flat, torch.cat([mine(i) for i in range(w)]))
+            got = torch.zeros(n, dtype=dtype)
+            reqs = [dist.isend(mine(r), (r + 1) % w),
+                    dist.irecv(got, (r - 1) % w)]
+            for q in reqs:
+                q.wait()
+            assert torch.equal(got, mine((r - 1) % w)), (dtype, n)
+    try:
+        dist.all_reduce(torch.ones(3, dtype=torch.float64))
+    except RuntimeError as e:
+        assert "dtype Double is not one dlcp reduces" in str(e), e
+    else:
+        raise AssertionError("a float64 all-reduce was accepted")
 
 
 def p2p_errors():

@@ -6,9 +6,9 @@ csrc/process_group_dlcp.cpp), registered when dlcp.torch is imported:
 
 all_reduce (SUM, AVG, MIN, MAX), reduce, reduce_scatter(_tensor),
 broadcast, all_gather(_into_tensor), send/recv, gather, scatter,
-all_to_all(_single) and barrier run on dlcp, with no Gloo group beside it;
-CPU tensors of float32, float16, bfloat16, int32 and int64
-(docs/pytorch.md, "The torch.distributed backend").
+all_to_all(_single) and barrier run on dlcp, with no Gloo group beside it,
+on CPU tensors: reductions of float32, float16, bfloat16, int32 and int64,
+moves of any dtype (docs/pytorch.md, "The torch.distributed backend").
 """
 
 import torch.distributed as dist
