@@ -35,7 +35,7 @@
  * what its children v + 2^i send, smallest subtree first and always in
  * that order (so a rank's sum is the same bits run after run), then sends
  * the segment to its parent; log2 n steps where the chain of ring.c takes
- * n - 1, for small vectors.
+ * n - 1, on request (AUTO keeps the chain: docs/collectives.md, "AUTO").
  */
 #include "coll/plan.h"
 
