@@ -261,6 +261,41 @@ public:
     return enqueue(req, "allreduce", c10d::OpType::ALLREDUCE, tensors);
   }
 
+  // all_reduce_coalesced: the tensors (one dtype) laid out in one, reduced
+  // in one all-reduce, and copied back.
+  c10::intrusive_ptr<c10d::Work>
+  allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                      const c10d::AllreduceCoalescedOptions &opts) override {
+    TORCH_CHECK(!tensors.empty(), "dlcp backend: allreduce_coalesced takes "
+                                  "at least one tensor");
+    for (const at::Tensor &t : tensors) {
+      single({t}, "allreduce_coalesced");
+      TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
+                  "dlcp backend: allreduce_coalesced: the tensors' dtypes "
+                  "differ");
+    }
+    std::vector<at::Tensor> flat_list;
+    for (const at::Tensor &t : tensors) {
+      flat_list.push_back(t.view({-1}));
+    }
+    std::vector<at::Tensor> flat{at::cat(flat_list)};
+    auto work = allreduce(flat, opts);
+    std::vector<at::Tensor> outs = tensors;
+    at::Tensor sum = flat[0];
+    return c10::make_intrusive<DlcpWork>(
+        work->getFuture()->then(
+            [outs, sum](c10::ivalue::Future &) {
+              int64_t off = 0;
+              for (const at::Tensor &t : outs) {
+                t.view({-1}).copy_(sum.narrow(0, off, t.numel()));
+                off += t.numel();
+              }
+              return c10::IValue(outs);
+            },
+            c10::ListType::create(c10::TensorType::get())),
+        getRank(), c10d::OpType::ALLREDUCE_COALESCED);
+  }
+
   c10::intrusive_ptr<c10d::Work>
   broadcast(std::vector<at::Tensor> &tensors,
             const c10d::BroadcastOptions &opts) override {

@@ -125,6 +125,9 @@ def backend_ops():
     for wk in reversed(works):
         wk.wait()
     assert all((t == total).all() for t in ts)
+    parts = [torch.full((k + 1, 3), float(r + k)) for k in range(3)]
+    dist.all_reduce_coalesced(parts)
+    assert all((p == total + w * (k - 1)).all() for k, p in enumerate(parts))
     fut = dist.all_reduce(torch.ones(8), async_op=True).get_future()
     assert (fut.wait()[0] == w).all()
     dist.barrier()

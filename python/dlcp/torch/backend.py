@@ -4,7 +4,7 @@ csrc/process_group_dlcp.cpp), registered when dlcp.torch is imported:
     import dlcp.torch
     torch.distributed.init_process_group("dlcp")
 
-all_reduce (SUM, AVG, MIN, MAX), reduce, reduce_scatter(_tensor),
+all_reduce(_coalesced) (SUM, AVG, MIN, MAX), reduce, reduce_scatter(_tensor),
 broadcast, all_gather(_into_tensor), send/recv, gather, scatter,
 all_to_all(_single) and barrier run on dlcp, with no Gloo group beside it,
 on CPU tensors: reductions of float32, float16, bfloat16, int32 and int64,
