@@ -282,18 +282,14 @@ public:
     auto work = allreduce(flat, opts);
     std::vector<at::Tensor> outs = tensors;
     at::Tensor sum = flat[0];
-    return c10::make_intrusive<DlcpWork>(
-        work->getFuture()->then(
-            [outs, sum](c10::ivalue::Future &) {
-              int64_t off = 0;
-              for (const at::Tensor &t : outs) {
-                t.view({-1}).copy_(sum.narrow(0, off, t.numel()));
-                off += t.numel();
-              }
-              return c10::IValue(outs);
-            },
-            c10::ListType::create(c10::TensorType::get())),
-        getRank(), c10d::OpType::ALLREDUCE_COALESCED);
+    return then(work, c10d::OpType::ALLREDUCE_COALESCED, [outs, sum] {
+      int64_t off = 0;
+      for (const at::Tensor &t : outs) {
+        t.view({-1}).copy_(sum.narrow(0, off, t.numel()));
+        off += t.numel();
+      }
+      return outs;
+    });
   }
 
   c10::intrusive_ptr<c10d::Work>
@@ -321,15 +317,11 @@ public:
       return work;
     }
     at::Tensor target = t;
-    return c10::make_intrusive<DlcpWork>(
-        work->getFuture()->then(
-            [target, buf](c10::ivalue::Future &) {
-              bytes_of(target).copy_(
-                  bytes_of(buf).narrow(0, 0, bytes_of(target).numel()));
-              return c10::IValue(std::vector<at::Tensor>{target});
-            },
-            c10::ListType::create(c10::TensorType::get())),
-        getRank(), c10d::OpType::BROADCAST);
+    return then(work, c10d::OpType::BROADCAST, [target, buf] {
+      bytes_of(target).copy_(
+          bytes_of(buf).narrow(0, 0, bytes_of(target).numel()));
+      return std::vector<at::Tensor>{target};
+    });
   }
 
   // all_gather_into_tensor: |out| holds size * numel(in), zero-copy.
@@ -365,18 +357,15 @@ public:
     // Each rank's part sits at the start of its words.
     at::Tensor target = out;
     int64_t bytes = in.numel() * in.element_size(), stride = src.numel() * 4;
-    return c10::make_intrusive<DlcpWork>(
-        work->getFuture()->then(
-            [target, dst, bytes, stride](c10::ivalue::Future &) {
-              at::Tensor to = bytes_of(target), from = bytes_of(dst);
-              for (int64_t r = 0; r * bytes < to.numel(); r++) {
-                to.narrow(0, r * bytes, bytes)
-                    .copy_(from.narrow(0, r * stride, bytes));
-              }
-              return c10::IValue(std::vector<at::Tensor>{target});
-            },
-            c10::ListType::create(c10::TensorType::get())),
-        getRank(), c10d::OpType::_ALLGATHER_BASE);
+    return then(work, c10d::OpType::_ALLGATHER_BASE,
+                [target, dst, bytes, stride] {
+                  at::Tensor to = bytes_of(target), from = bytes_of(dst);
+                  for (int64_t r = 0; r * bytes < to.numel(); r++) {
+                    to.narrow(0, r * bytes, bytes)
+                        .copy_(from.narrow(0, r * stride, bytes));
+                  }
+                  return std::vector<at::Tensor>{target};
+                });
   }
 
   // all_gather into a list: gathered into one flat tensor, then copied
@@ -395,17 +384,13 @@ public:
     auto work = _allgather_base(flat, src, opts);
     std::vector<at::Tensor> outs = outputs[0];
     int64_t n = in.numel();
-    return c10::make_intrusive<DlcpWork>(
-        work->getFuture()->then(
-            [flat, outs, n](c10::ivalue::Future &) {
-              for (size_t r = 0; r < outs.size(); r++) {
-                outs[r].view({-1}).copy_(
-                    flat.narrow(0, static_cast<int64_t>(r) * n, n));
-              }
-              return c10::IValue(outs);
-            },
-            c10::ListType::create(c10::TensorType::get())),
-        getRank(), c10d::OpType::ALLGATHER);
+    return then(work, c10d::OpType::ALLGATHER, [flat, outs, n] {
+      for (size_t r = 0; r < outs.size(); r++) {
+        outs[r].view({-1}).copy_(
+            flat.narrow(0, static_cast<int64_t>(r) * n, n));
+      }
+      return outs;
+    });
   }
 
   // reduce: dlcp's chain to the root, in place there; the other ranks'
@@ -606,6 +591,25 @@ public:
   }
 
 private:
+  // A Work that completes after |work| once |finish| ran (it copies the
+  // results to where torch wants them and returns them); a failure of
+  // |work| fails it without running |finish|.  (The all_gather of a list
+  // used to copy out and succeed after a failed all-gather.)
+  c10::intrusive_ptr<c10d::Work>
+  then(const c10::intrusive_ptr<c10d::Work> &work, c10d::OpType type,
+       std::function<std::vector<at::Tensor>()> finish) {
+    return c10::make_intrusive<DlcpWork>(
+        work->getFuture()->then(
+            [finish](c10::ivalue::Future &done) {
+              // c10's then() runs this on a failed future too: value()
+              // rethrows its error, which fails the new one.
+              done.value();
+              return c10::IValue(finish());
+            },
+            c10::ListType::create(c10::TensorType::get())),
+        getRank(), type);
+  }
+
   void check_root(int64_t root, const char *op) const {
     TORCH_CHECK(root >= 0 && root < getSize(), "dlcp backend: ", op, " root ",
                 root, " is not a rank of the group");

@@ -306,6 +306,13 @@ def peer_dies():
     else:
         raise AssertionError("a broadcast without its peer returned")
     assert work.is_completed() and not work.is_success()
+    # an operation finished by a copy-out step fails the same way
+    try:
+        dist.all_gather([torch.zeros(4), torch.zeros(4)], torch.ones(4))
+    except RuntimeError as e:
+        assert "rank 1" in str(e), e
+    else:
+        raise AssertionError("an all-gather without its peer returned")
 
 
 def tcp_init_method():
