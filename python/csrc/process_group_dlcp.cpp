@@ -29,23 +29,36 @@
 
 namespace {
 
-dlcp_dtype dlcp_dtype_of(const at::Tensor &t) {
+// dlcp's dtype for |t|'s, or false if dlcp has none.
+bool dlcp_dtype_for(const at::Tensor &t, dlcp_dtype *dtype) {
   switch (t.scalar_type()) {
   case at::kFloat:
-    return DLCP_FLOAT32;
+    *dtype = DLCP_FLOAT32;
+    return true;
   case at::kHalf:
-    return DLCP_FLOAT16;
+    *dtype = DLCP_FLOAT16;
+    return true;
   case at::kBFloat16:
-    return DLCP_BFLOAT16;
+    *dtype = DLCP_BFLOAT16;
+    return true;
   case at::kInt:
-    return DLCP_INT32;
+    *dtype = DLCP_INT32;
+    return true;
   case at::kLong:
-    return DLCP_INT64;
+    *dtype = DLCP_INT64;
+    return true;
   default:
-    TORCH_CHECK(false, "dlcp backend: dtype ", t.scalar_type(),
-                " is not one dlcp reduces (float32, float16, bfloat16, "
-                "int32, int64)");
+    return false;
   }
+}
+
+dlcp_dtype dlcp_dtype_of(const at::Tensor &t) {
+  dlcp_dtype dtype;
+  TORCH_CHECK(dlcp_dtype_for(t, &dtype), "dlcp backend: dtype ",
+              t.scalar_type(),
+              " is not one dlcp reduces (float32, float16, bfloat16, "
+              "int32, int64)");
+  return dtype;
 }
 
 dlcp_redop dlcp_redop_of(const c10d::ReduceOp &op) {
@@ -89,19 +102,11 @@ at::Tensor bytes_of(const at::Tensor &t) {
 // else as int64 or int32 words when its size allows; false if it does not
 // (the caller pads it into int32 words).
 bool movable(const at::Tensor &t, dlcp_dtype *dtype, uint64_t *count) {
-  uint64_t bytes = static_cast<uint64_t>(t.numel() * t.element_size());
-  switch (t.scalar_type()) {
-  case at::kFloat:
-  case at::kHalf:
-  case at::kBFloat16:
-  case at::kInt:
-  case at::kLong:
-    *dtype = dlcp_dtype_of(t);
+  if (dlcp_dtype_for(t, dtype)) {
     *count = static_cast<uint64_t>(t.numel());
     return true;
-  default:
-    break;
   }
+  uint64_t bytes = static_cast<uint64_t>(t.numel() * t.element_size());
   *dtype = bytes % 8 == 0 ? DLCP_INT64 : DLCP_INT32;
   *count = bytes / (bytes % 8 == 0 ? 8 : 4);
   return bytes % 4 == 0;
@@ -126,8 +131,7 @@ void check_list(const std::vector<at::Tensor> &list, size_t n,
   TORCH_CHECK(list.size() == n, "dlcp backend: ", op, " needs a list of ", n,
               " tensors, got ", list.size());
   for (const at::Tensor &t : list) {
-    std::vector<at::Tensor> one{t};
-    single(one, op);
+    single({t}, op);
     TORCH_CHECK(t.numel() == like.numel() &&
                     t.scalar_type() == like.scalar_type(),
                 "dlcp backend: ", op, ": every tensor of the list must have ",

@@ -151,22 +151,10 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     /* The pipelined chain (ring.c); the binomial tree (hd.c) on request:
      * on 4 and 8 ranks of this 2-core VM it was no faster at 4 and 64 KiB
      * (docs/collectives.md, "AUTO"). */
-    switch (a) {
-    case DLCP_ALGO_AUTO:
+    if (a == DLCP_ALGO_AUTO || a == DLCP_ALGO_RING) {
       return DLCP_ALGO_RING;
-    case DLCP_ALGO_RING:
-    case DLCP_ALGO_HALVING_DOUBLING:
-      return (int)a;
-    case DLCP_ALGO_RING_BYPASS:
-    case DLCP_ALGO_PS:
-    case DLCP_ALGO_RAT:
-    case DLCP_ALGO_DIRECT:
-    case DLCP_ALGO_RECURSIVE_DOUBLING:
-    case DLCP_ALGO_INA:
-    case DLCP_ALGO_RA_INA:
-      return -1;
     }
-    return -1;
+    return a == DLCP_ALGO_HALVING_DOUBLING ? (int)a : -1;
   case DLCP_COLL_BROADCAST:
     switch (a) {
     case DLCP_ALGO_AUTO:
