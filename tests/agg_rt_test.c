@@ -1291,20 +1291,37 @@ static void test_lowest_evicts_another_jobs_idle_group(void **state) {
   assert_int_equal(switchd_stat(err, "evicted"), 1);
 }
 
+/* After every test, pass or fail: a test that fails between its setenv
+ * and its unsetenv would otherwise hand its INA settings to every test
+ * after it, which then fail for that alone. */
+static int unset_ina_env(void **state) {
+  (void)state;
+  static const char *const vars[] = {
+      "DLCP_INA_LEAVES",      "DLCP_INA_TREES", "DLCP_INA_CHAIN",
+      "DLCP_INA_HOST_REDUCE", "DLCP_INA_CC",    "DLCP_INA_MIN_BYTES",
+      "DLCP_INA_WINDOW",      "DLCP_INA_CLAIM"};
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    unsetenv(vars[i]);
+  }
+  return 0;
+}
+
+#define TEST(f) cmocka_unit_test_teardown(f, unset_ina_env)
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_runs_across_threads),
-      cmocka_unit_test(test_threads_evict_for_their_lowest),
-      cmocka_unit_test(test_lowest_evicts_another_jobs_idle_group),
-      cmocka_unit_test(test_no_switch),
-      cmocka_unit_test(test_pool_smaller_than_group),
-      cmocka_unit_test(test_missing_rank_named),
-      cmocka_unit_test(test_panama_and_claims),
-      cmocka_unit_test(test_cina_chain),
-      cmocka_unit_test(test_ina_trees),
-      cmocka_unit_test(test_worlds),
-      cmocka_unit_test(test_small_pool),
-      cmocka_unit_test(test_overlap),
+      TEST(test_runs_across_threads),
+      TEST(test_threads_evict_for_their_lowest),
+      TEST(test_lowest_evicts_another_jobs_idle_group),
+      TEST(test_no_switch),
+      TEST(test_pool_smaller_than_group),
+      TEST(test_missing_rank_named),
+      TEST(test_panama_and_claims),
+      TEST(test_cina_chain),
+      TEST(test_ina_trees),
+      TEST(test_worlds),
+      TEST(test_small_pool),
+      TEST(test_overlap),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
