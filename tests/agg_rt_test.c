@@ -23,16 +23,21 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -685,6 +690,132 @@ static void refused_with(switchd *d, const char *why) {
   }
 }
 
+/* A reuseport socket of this process's on 127.0.0.1:|port|, or -1. */
+static int reuseport_socket(uint16_t port) {
+  int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons(port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (fd >= 0 &&
+      (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+       bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Writes |text| to the file |path|; returns 0 or -1. */
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? write(fd, text, strlen(text)) : -1;
+  if (fd >= 0) {
+    close(fd);
+  }
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* In a network namespace of its own whose ephemeral ports are only 40000
+ * (a child process, so the test's other sockets stay where they are):
+ * with another process's reuseport socket on 40000, the only port the
+ * kernel gives, a 2-thread switch started with --port 0 refuses to share
+ * it; without, it listens there.  Returns 0, 77 if namespaces are not
+ * available here, or 1 with the reason on stderr. */
+static int lone_port_child(void) {
+  switchd d;
+  struct ifreq ifr;
+  int fd;
+
+  if (unshare(CLONE_NEWNET) != 0) {
+    return 77;
+  }
+  memset(&ifr, 0, sizeof(ifr));
+  snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+  fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+  if (fd < 0 || ioctl(fd, SIOCSIFFLAGS, &ifr) != 0 ||
+      write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 40000") !=
+          0) {
+    perror("lone_port_child: lo up, ip_local_port_range");
+    return 1;
+  }
+  close(fd);
+  int ready[2];
+  char byte = 0;
+  if (pipe(ready) != 0) {
+    return 1;
+  }
+  pid_t other = fork();
+  if (other == 0) { /* the other process, holding the port */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    byte = reuseport_socket(40000) >= 0 ? 'y' : 'n';
+    (void)!write(ready[1], &byte, 1);
+    pause();
+    _exit(0);
+  }
+  if (other < 0 || read(ready[0], &byte, 1) != 1 || byte != 'y') {
+    fprintf(stderr, "lone_port_child: no socket on port 40000\n");
+    return 1;
+  }
+  const char *two[] = {"--threads", "2", NULL};
+  int rv = switchd_start(&d, two) == -1 ? 0 : 1;
+  if (rv == 0) {
+    char text[1024];
+    ssize_t n = read(d.err_fd, text, sizeof(text) - 1);
+    text[n > 0 ? n : 0] = '\0';
+    close(d.err_fd);
+    (void)waitpid(d.pid, NULL, 0);
+    if (strstr(text, "was bound by another process's socket too") == NULL) {
+      fprintf(stderr, "lone_port_child: got %s\n", text);
+      rv = 1;
+    }
+  } else {
+    fprintf(stderr, "lone_port_child: the switch shared port %u\n", d.port);
+    (void)switchd_stop(&d);
+  }
+  kill(other, SIGKILL);
+  (void)waitpid(other, NULL, 0);
+  if (rv == 0 && (switchd_start(&d, two) != 0 || d.port != 40000 ||
+                  switchd_stop(&d) == NULL)) {
+    fprintf(stderr, "lone_port_child: no switch on the free port\n");
+    rv = 1;
+  }
+  return rv;
+}
+
+/* A switch has its port to itself (SO_REUSEPORT, which its threads share
+ * the port with, would let another process's socket share it too, and
+ * the kernel split the datagrams between the two): a second switch on a
+ * 2-thread switch's port is refused, with 2 threads or 1, and --port 0
+ * never gives a port another process's socket holds. */
+static void test_port_of_its_own(void **state) {
+  (void)state;
+  switchd a, b;
+  char port[8];
+  const char *two[] = {"--threads", "2", NULL};
+  assert_int_equal(switchd_start(&a, two), 0);
+  snprintf(port, sizeof(port), "%u", a.port);
+  const char *again2[] = {"--threads", "2", "--port", port, NULL};
+  assert_int_equal(switchd_start(&b, again2), -1);
+  refused_with(&b, "is bound by another process's socket too");
+  const char *again1[] = {"--port", port, NULL};
+  assert_int_equal(switchd_start(&b, again1), -1);
+  refused_with(&b, "Address already in use");
+  assert_non_null(switchd_stop(&a));
+
+  pid_t child = fork();
+  if (child == 0) {
+    _exit(lone_port_child());
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    skip(); /* no network namespace here (not root) */
+  }
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_ina_trees(void **state) {
   (void)state;
   static const uint32_t two_leaves[] = {2, 0, 3}, one_leaf[] = {0, 3, 0};
@@ -1318,6 +1449,7 @@ int main(void) {
       TEST(test_missing_rank_named),
       TEST(test_panama_and_claims),
       TEST(test_cina_chain),
+      TEST(test_port_of_its_own),
       TEST(test_ina_trees),
       TEST(test_worlds),
       TEST(test_small_pool),

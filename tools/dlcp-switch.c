@@ -13,7 +13,8 @@
  * classic BPF program attached to the reuseport group picks the socket by
  * the low byte of the packet's group index (byte 16 of the UDP payload)
  * modulo T, so all packets of one group (contributions and ACKs) reach the
- * thread that holds its aggregators, and threads never share state.
+ * thread that holds its aggregators, and threads never share state.  No
+ * other process shares the port (see port_shared).
  *
  * The loop of a thread: wait (poll) until a datagram arrives or the core's
  * deadline passes, read a batch with recvmmsg (the ECN codepoint of each
@@ -77,6 +78,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -378,7 +380,8 @@ static int open_socket(const opts *o, uint16_t port, uint32_t index) {
   sa.sin_port = htons(port);
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
   (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+  if ((o->threads > 1 &&
+       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
       setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) != 0 ||
       (o->gso && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) != 0)) {
     perror("dlcp-switch: setsockopt");
@@ -397,6 +400,110 @@ static int open_socket(const opts *o, uint16_t port, uint32_t index) {
     return -1;
   }
   return fd;
+}
+
+/* Whether a UDP socket other than the |n| of |fds| is bound to |port| on
+ * |addr| (or where either address is the wildcard) in this network
+ * namespace (/proc/net/udp names each socket's inode).  The threads'
+ * sockets share their port through SO_REUSEPORT, which lets any socket of
+ * the same user with that option join them: the kernel's choice for port
+ * 0 does not avoid such a port (of 1,000 sockets bound so, 12 to 16
+ * shared one with another), and a second switch given the same --port
+ * would start too.  The kernel would then split the datagrams between the
+ * two processes, so that a job's ranks reached different switches and
+ * each refused the others' configuration.  Returns 1, 0, or -1 if the
+ * table cannot be read. */
+static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
+                       uint32_t n) {
+  FILE *f = fopen("/proc/net/udp", "r");
+  char line[512];
+  int shared = 0;
+
+  if (f == NULL || fgets(line, sizeof(line), f) == NULL) { /* the header */
+    if (f != NULL) {
+      fclose(f);
+    }
+    return -1;
+  }
+  while (shared == 0 && fgets(line, sizeof(line), f) != NULL) {
+    unsigned int laddr, lport;
+    unsigned long inode;
+    bool ours = false;
+
+    /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+    if (sscanf(line,
+               " %*u: %8X:%4X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*u %lu",
+               &laddr, &lport, &inode) != 3 ||
+        lport != port ||
+        (laddr != addr.s_addr && laddr != INADDR_ANY &&
+         addr.s_addr != htonl(INADDR_ANY))) {
+      continue;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      struct stat st;
+
+      ours |= fstat(fds[i], &st) == 0 && (unsigned long)st.st_ino == inode;
+    }
+    shared = !ours;
+  }
+  fclose(f);
+  return shared;
+}
+
+/* Binds every thread's socket to one port, |o|'s or, for 0, one the
+ * kernel picks that no other process shares (see port_shared).  Returns
+ * the port, or 0 with the reason on stderr. */
+static uint16_t open_sockets(const opts *o, worker *ws) {
+  int fds[MAX_THREADS];
+
+  for (int attempt = 0; attempt < 16; attempt++) {
+    uint16_t port = o->port;
+    uint32_t n = 0;
+    int shared = 0;
+
+    for (; n < o->threads; n++) {
+      fds[n] = open_socket(o, port, n);
+      if (fds[n] < 0) {
+        break;
+      }
+      if (n == 0) {
+        struct sockaddr_in bound;
+        socklen_t blen = sizeof(bound);
+
+        getsockname(fds[0], (struct sockaddr *)&bound, &blen);
+        port = ntohs(bound.sin_port);
+      }
+    }
+    if (n == o->threads && o->threads > 1) {
+      shared = port_shared(o->bind_addr, port, fds, n);
+      if (shared < 0) {
+        perror("dlcp-switch: /proc/net/udp");
+      } else if (shared > 0 && o->port != 0) {
+        fprintf(stderr,
+                "dlcp-switch: %s:%u is bound by another process's socket "
+                "too (SO_REUSEPORT would split the datagrams between "
+                "them): choose another --port\n",
+                inet_ntoa(o->bind_addr), port);
+      }
+    }
+    if (n == o->threads && shared == 0) {
+      for (uint32_t i = 0; i < n; i++) {
+        ws[i].fd = fds[i];
+      }
+      return port;
+    }
+    while (n > 0) {
+      close(fds[--n]);
+    }
+    if (shared <= 0 || o->port != 0) {
+      return 0;
+    }
+  }
+  fprintf(stderr,
+          "dlcp-switch: every port the kernel gave %s in 16 tries was "
+          "bound by another process's socket too\n",
+          inet_ntoa(o->bind_addr));
+  return 0;
 }
 
 /* The core's address cookie for an IPv4 sender: address and port. */
@@ -842,8 +949,6 @@ int main(int argc, char **argv) {
   opts o;
   worker *ws;
   struct sigaction sa;
-  struct sockaddr_in bound;
-  socklen_t blen = sizeof(bound);
   uint16_t port;
   int status = 0;
   uint32_t started = 0;
@@ -862,7 +967,17 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  port = o.port;
+  for (uint32_t i = 0; i < o.threads; i++) {
+    ws[i].fd = -1;
+    ws[i].wake_fd = -1;
+    pthread_mutex_init(&ws[i].lock, NULL);
+    pthread_mutex_init(&ws[i].qlock, NULL);
+  }
+  port = open_sockets(&o, ws);
+  if (port == 0) {
+    status = 1;
+    goto out;
+  }
   for (uint32_t i = 0; i < o.threads; i++) {
     int rv;
 
@@ -870,22 +985,11 @@ int main(int argc, char **argv) {
     ws[i].o = &o;
     ws[i].all = ws;
     ws[i].gso = o.gso;
-    pthread_mutex_init(&ws[i].lock, NULL);
-    pthread_mutex_init(&ws[i].qlock, NULL);
     ws[i].wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ws[i].wake_fd < 0) {
       perror("dlcp-switch: eventfd");
       status = 1;
       goto out;
-    }
-    ws[i].fd = open_socket(&o, port, i);
-    if (ws[i].fd < 0) {
-      status = 1;
-      goto out;
-    }
-    if (i == 0) {
-      getsockname(ws[0].fd, (struct sockaddr *)&bound, &blen);
-      port = ntohs(bound.sin_port);
     }
     dlcp_agg_config cfg = o.cfg;
     cfg.shards = o.threads; /* the groups the steering brings it */
@@ -937,10 +1041,10 @@ int main(int argc, char **argv) {
   print_stats(ws, o.threads, "exit");
 out:
   for (uint32_t i = 0; i < o.threads; i++) {
-    if (ws[i].fd > 0) {
+    if (ws[i].fd >= 0) {
       close(ws[i].fd);
     }
-    if (ws[i].wake_fd > 0) {
+    if (ws[i].wake_fd >= 0) {
       close(ws[i].wake_fd);
     }
     while (ws[i].qhead != NULL) {
