@@ -2115,6 +2115,96 @@ static void test_eager_cancel_mismatch_timeout(void **state) {
   netsim_del(ns);
 }
 
+/* A send above the eager size against a receive at or below it: the
+ * receive waits for an EAGER and sends no START, the send waits for a
+ * START.  The send OFFERs itself after 1/64 of the stall timeout (then
+ * after twice as long each time), and both fail with the mismatch then,
+ * not at the timeout: posted together, posted apart, and as the second of
+ * two sends of the same tensor whose first matched.  A receive of the
+ * right size posted late is not disturbed by the OFFERs before it. */
+static void test_eager_receive_of_a_large_send(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 43);
+  cfg.eager_max_bytes = 1024;
+  const dlcp_tstamp first = cfg.stall_timeout_ns / 64; /* 31.25 ms */
+  netsim_link l = make_link(0.02, 0.0, 0.0);
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 43);
+  dlcp_mlt_conn *tx = netsim_conn(ns, 0), *rx = netsim_conn(ns, 1);
+  static uint8_t big[100000], got[100000];
+  uint8_t small[64];
+
+  /* Posted together: both fail at the first OFFER. */
+  dlcp_mlt_recv r1 = {.tensor = 9, .buf = small, .len = 64, .user_data = 1};
+  dlcp_mlt_send s1 = {
+      .tensor = 9, .buf = big, .len = sizeof(big), .user_data = 10};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r1, 0), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s1, 0), 0);
+  assert_int_equal(netsim_run(ns, 2, cfg.stall_timeout_ns), 2);
+  const netsim_completion *c1 = netsim_find(ns, 1, 1);
+  const netsim_completion *c10 = netsim_find(ns, 0, 10);
+  assert_int_equal(c1->c.status, DLCP_ERR_SIZE_MISMATCH);
+  assert_int_equal(c10->c.status, DLCP_ERR_SIZE_MISMATCH);
+  assert_true(c1->c.end_ns >= first && c1->c.end_ns < first + first / 4);
+  assert_true(c10->c.end_ns >= first && c10->c.end_ns < first + first / 4);
+
+  /* The receive posted after the first OFFER: the second finds it. */
+  dlcp_tstamp t0 = netsim_now(ns);
+  dlcp_mlt_send s2 = {
+      .tensor = 11, .buf = big, .len = sizeof(big), .user_data = 20};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s2, t0), 0);
+  assert_int_equal(netsim_run(ns, 3, t0 + first + first / 2), 2);
+  dlcp_mlt_recv r2 = {.tensor = 11, .buf = small, .len = 64, .user_data = 2};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r2, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 4, t0 + cfg.stall_timeout_ns), 4);
+  assert_int_equal(netsim_find(ns, 1, 2)->c.status, DLCP_ERR_SIZE_MISMATCH);
+  const netsim_completion *c20 = netsim_find(ns, 0, 20);
+  assert_int_equal(c20->c.status, DLCP_ERR_SIZE_MISMATCH);
+  assert_true(c20->c.end_ns >= t0 + 3 * first &&
+              c20->c.end_ns < t0 + 3 * first + first / 4);
+
+  /* A large receive of the right size, posted after two OFFERs. */
+  t0 = netsim_now(ns);
+  dlcp_mlt_send s3 = {
+      .tensor = 12, .buf = big, .len = sizeof(big), .user_data = 30};
+  assert_int_equal(dlcp_mlt_post_send(tx, &s3, t0), 0);
+  assert_int_equal(netsim_run(ns, 5, t0 + 4 * first), 4);
+  dlcp_mlt_recv r3 = {
+      .tensor = 12, .buf = got, .len = sizeof(got), .user_data = 3};
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r3, netsim_now(ns)), 0);
+  assert_int_equal(netsim_run(ns, 6, t0 + cfg.stall_timeout_ns), 6);
+  assert_int_equal(netsim_find(ns, 1, 3)->c.status, 0);
+  assert_int_equal(netsim_find(ns, 0, 30)->c.status, 0);
+  assert_memory_equal(got, big, sizeof(big));
+
+  /* Two sends of one tensor, large then large, against a large then an
+   * eager receive: the first pair matches, the second fails both. */
+  dlcp_mlt_recv r4 = {
+      .tensor = 13, .buf = got, .len = sizeof(got), .user_data = 4};
+  dlcp_mlt_recv r5 = {.tensor = 13, .buf = small, .len = 64, .user_data = 5};
+  dlcp_mlt_send s4 = {
+      .tensor = 13, .buf = big, .len = sizeof(big), .user_data = 40};
+  dlcp_mlt_send s5 = {
+      .tensor = 13, .buf = big, .len = sizeof(big), .user_data = 50};
+  t0 = netsim_now(ns);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r4, t0), 0);
+  assert_int_equal(dlcp_mlt_post_recv(rx, &r5, t0), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s4, t0), 0);
+  assert_int_equal(dlcp_mlt_post_send(tx, &s5, t0), 0);
+  assert_int_equal(netsim_run(ns, 10, t0 + cfg.stall_timeout_ns), 10);
+  assert_int_equal(netsim_find(ns, 1, 4)->c.status, 0);
+  assert_int_equal(netsim_find(ns, 0, 40)->c.status, 0);
+  assert_int_equal(netsim_find(ns, 1, 5)->c.status, DLCP_ERR_SIZE_MISMATCH);
+  assert_int_equal(netsim_find(ns, 0, 50)->c.status, DLCP_ERR_SIZE_MISMATCH);
+  assert_true(netsim_find(ns, 0, 50)->c.end_ns < t0 + first + first / 4);
+  assert_int_equal(dlcp_mlt_outstanding(rx), 0);
+  assert_int_equal(dlcp_mlt_outstanding(tx), 0);
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(rx, &st);
+  assert_int_equal(st.dropped_malformed, 0);
+  netsim_del(ns);
+}
+
 /* A receive the peer will never send (the straggler bypass's cancel)
  * leaves no tomb: cancelling many of them never reaches max_transfers,
  * and the next receive of the same tensor id gets the next message.  The
@@ -2403,6 +2493,7 @@ int main(void) {
       cmocka_unit_test(test_eager_transfers),
       cmocka_unit_test(test_eager_in_pieces_through_loss),
       cmocka_unit_test(test_eager_cancel_mismatch_timeout),
+      cmocka_unit_test(test_eager_receive_of_a_large_send),
       cmocka_unit_test(test_eager_cancel_unsent_leaves_no_tomb),
       cmocka_unit_test(test_data_placed_in_buffer),
       cmocka_unit_test(test_place_on_arrival),

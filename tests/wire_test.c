@@ -999,7 +999,7 @@ static void test_bad_preamble(void **state) {
   buf[1] = 0xD1;
   for (v = 0; v < 256; ++v) {
     buf[3] = (uint8_t)v;
-    if (v == 0 || v > DLCP_WIRE_CACK) {
+    if (v == 0 || v > DLCP_WIRE_OFFER) {
       assert_int_equal(dlcp_wire_peek(&pre, buf, 24), DLCP_ERR_BAD_TYPE);
     }
   }
@@ -1560,6 +1560,48 @@ static void test_note_round_trip_and_errors(void **state) {
                    DLCP_ERR_INVALID_ARGUMENT);
 }
 
+static void test_offer_round_trip_and_errors(void **state) {
+  (void)state;
+  uint8_t buf[DLCP_WIRE_OFFER_LEN + 4];
+  dlcp_wire_offer o = {.job = 0xA1B2C3D4u,
+                       .tensor = 0x80000001u,
+                       .size = (UINT64_C(1) << 40) + 3};
+  assert_int_equal(dlcp_wire_offer_encode(buf, sizeof(buf), &o),
+                   DLCP_WIRE_OFFER_LEN);
+  dlcp_wire_preamble pre;
+  assert_int_equal(dlcp_wire_peek(&pre, buf, DLCP_WIRE_OFFER_LEN), 0);
+  assert_int_equal(pre.type, DLCP_WIRE_OFFER);
+  assert_int_equal(pre.xfer, 0);
+  dlcp_wire_offer out;
+  assert_int_equal(dlcp_wire_offer_decode(&out, buf, DLCP_WIRE_OFFER_LEN), 0);
+  assert_int_equal(out.job, o.job);
+  assert_int_equal(out.tensor, o.tensor);
+  assert_true(out.size == o.size);
+  for (size_t len = 0; len < DLCP_WIRE_OFFER_LEN; len++) {
+    assert_true(dlcp_wire_offer_decode(&out, buf, len) < 0);
+  }
+  assert_true(dlcp_wire_offer_decode(&out, buf, DLCP_WIRE_OFFER_LEN + 1) < 0);
+  assert_int_equal(dlcp_wire_offer_encode(buf, DLCP_WIRE_OFFER_LEN - 1, &o),
+                   DLCP_ERR_BUFFER_TOO_SMALL);
+  assert_int_equal(dlcp_wire_offer_encode(buf, sizeof(buf), NULL),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  /* A NOTE has its length: decodable as NOTE, not as OFFER, and back. */
+  dlcp_wire_note n;
+  assert_int_equal(dlcp_wire_note_decode(&n, buf, DLCP_WIRE_OFFER_LEN),
+                   DLCP_ERR_BAD_TYPE);
+  dlcp_wire_offer_encode(buf, sizeof(buf), &o);
+  buf[20] = 1; /* reserved */
+  assert_int_equal(dlcp_wire_offer_decode(&out, buf, DLCP_WIRE_OFFER_LEN),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_wire_offer_encode(buf, sizeof(buf), &o);
+  buf[8] = 1; /* a transfer id: no START has named one */
+  assert_int_equal(dlcp_wire_offer_decode(&out, buf, DLCP_WIRE_OFFER_LEN),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_wire_offer_encode(buf, sizeof(buf), &o);
+  buf[12] = 31; /* the length field */
+  assert_true(dlcp_wire_offer_decode(&out, buf, DLCP_WIRE_OFFER_LEN) < 0);
+}
+
 static void test_eager_round_trip_and_errors(void **state) {
   (void)state;
   uint8_t payload[100];
@@ -1770,6 +1812,7 @@ int main(void) {
       cmocka_unit_test(test_bitmap_walk_matches_words),
       cmocka_unit_test(test_strerror),
       cmocka_unit_test(test_note_round_trip_and_errors),
+      cmocka_unit_test(test_offer_round_trip_and_errors),
       cmocka_unit_test(test_eager_round_trip_and_errors),
       cmocka_unit_test(test_cdata_pieces),
       cmocka_unit_test(test_data_decode_header_matches_whole),

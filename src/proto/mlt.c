@@ -71,6 +71,7 @@ enum {
   PEND_STOP = 1u << 4,
   PEND_FINISH = 1u << 5,
   PEND_COMPLETE = 1u << 6,
+  PEND_OFFER = 1u << 8, /* sender: an OFFER of a send still without START */
 };
 
 typedef struct mlt_xfer mlt_xfer;
@@ -113,6 +114,7 @@ struct mlt_xfer {
   uint32_t last_have;
   uint32_t noprog_rounds;
   dlcp_duration probe_rto;
+  dlcp_duration offer_wait; /* WAIT_START: the wait before the next OFFER */
   uint64_t pkts_sent, retx_sent;
   dlcp_tstamp round_end_ns; /* sender: the last round's last packet left */
   uint64_t acked_pkts; /* of pkts_sent (seq order), out of the window */
@@ -856,6 +858,20 @@ static bool is_eager(const dlcp_mlt_conn *conn, uint64_t len) {
   return conn->cfg.eager_max_bytes > 0 && len <= conn->cfg.eager_max_bytes;
 }
 
+/* A send waiting for its START fails at the stall timeout.  With eager
+ * transfers on, it OFFERs itself before that, after 1/64 of the timeout
+ * and then after twice as long each time: a receive of the same tensor
+ * posted at the eager size waits for an EAGER that never comes and would
+ * send no START, so without it both ends would wait out the timeout.  The
+ * first OFFER comes far beyond a START's round trip, so a run whose
+ * receives are posted in time sends none. */
+static void arm_wait_start(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
+  dlcp_tstamp stall = add_sat(x->start_ns, conn->cfg.stall_timeout_ns);
+  dlcp_tstamp offer = add_sat(now, x->offer_wait);
+  set_timer(conn, x,
+            conn->cfg.eager_max_bytes > 0 && offer < stall ? offer : stall);
+}
+
 /* The sender's side of an eager transfer is over once its message is
  * queued: the reliable channel delivers it or the driver loses the peer.
  * The record lives only on the pending list, for the message and the
@@ -942,7 +958,11 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
   if (x->state == X_UNMATCHED) {
     match(conn, x, x->id, size_from_start, x->seg_size, now);
   } else {
-    set_timer(conn, x, add_sat(now, conn->cfg.stall_timeout_ns));
+    x->offer_wait = conn->cfg.stall_timeout_ns / 64;
+    if (x->offer_wait == 0) {
+      x->offer_wait = 1; /* a tiny timeout: doubling must still move on */
+    }
+    arm_wait_start(conn, x, now);
   }
   return 0;
 }
@@ -1562,6 +1582,15 @@ static void eager_deliver(dlcp_mlt_conn *conn, mlt_xfer *x,
   finish(conn, x, 0, 0, now);
 }
 
+/* A transfer id for a receive's START, never 0 ("none" on the wire). */
+static uint32_t fresh_xfer_id(dlcp_mlt_conn *conn) {
+  uint32_t id = conn->next_xfer_id++;
+  if (conn->next_xfer_id == 0) {
+    conn->next_xfer_id = 1;
+  }
+  return id;
+}
+
 static int post_eager_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
                            dlcp_tstamp now) {
   mlt_unexpected *u = conn->unexpected_head, *prev = NULL;
@@ -1649,10 +1678,7 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->is_send = false;
   x->state = X_ACTIVE;
   x->tensor = req->tensor;
-  x->id = conn->next_xfer_id++;
-  if (conn->next_xfer_id == 0) {
-    conn->next_xfer_id = 1; /* 0 means "none" on the wire */
-  }
+  x->id = fresh_xfer_id(conn);
   x->user_data = req->user_data;
   x->size = req->len;
   x->seg_size = seg_size;
@@ -2159,6 +2185,31 @@ static int on_eager(dlcp_mlt_conn *conn, const dlcp_wire_eager *e,
   return 0;
 }
 
+/* A send of |o->size| bytes still waits for its START.  If this side's
+ * earliest receive of the tensor is an eager one, and no receive above
+ * the eager size is posted (whose START may be crossing the OFFER), the
+ * sizes disagree: the receive fails, and a START of its size followed by
+ * a STOP makes the send fail as well (or whichever send takes that START,
+ * as after any receive that ended). */
+static void on_offer(dlcp_mlt_conn *conn, const dlcp_wire_offer *o,
+                     dlcp_tstamp now) {
+  mlt_xfer *first = NULL;
+  for (mlt_xfer *x = conn->recvs; x; x = x->next) {
+    if (x->tensor != o->tensor || x->state == X_TOMB) {
+      continue;
+    }
+    if (!x->eager) {
+      return;
+    }
+    first = x; /* |recvs| is newest first: the last match is earliest */
+  }
+  if (!first || is_eager(conn, o->size)) {
+    return; /* posted later (the send OFFERs again), or an EAGER follows */
+  }
+  first->id = fresh_xfer_id(conn);
+  finish(conn, first, DLCP_ERR_SIZE_MISMATCH, PEND_START | PEND_STOP, now);
+}
+
 int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
                         dlcp_tstamp now) {
   dlcp_wire_preamble pre;
@@ -2233,6 +2284,15 @@ int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
     if (rv == 0) {
       conn->stats.control_received++;
       return on_eager(conn, &e, payload, payload_len, now);
+    }
+    break;
+  }
+  case DLCP_WIRE_OFFER: {
+    dlcp_wire_offer o;
+    rv = dlcp_wire_offer_decode(&o, buf, len);
+    if (rv == 0) {
+      conn->stats.control_received++;
+      on_offer(conn, &o, now);
     }
     break;
   }
@@ -2467,7 +2527,13 @@ static void fire_timer(dlcp_mlt_conn *conn, mlt_xfer *x, dlcp_tstamp now) {
   const dlcp_mlt_config *cfg = &conn->cfg;
   switch ((enum xfer_state)x->state) {
   case X_WAIT_START:
-    send_fail(conn, x, DLCP_ERR_TIMEOUT, now);
+    if (now - x->start_ns >= cfg->stall_timeout_ns) {
+      send_fail(conn, x, DLCP_ERR_TIMEOUT, now);
+      return;
+    }
+    pend(conn, x, PEND_OFFER);
+    x->offer_wait *= 2;
+    arm_wait_start(conn, x, now);
     return;
   case X_DRAIN:
     x->round++;
@@ -2674,6 +2740,14 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
     dlcp_wire_stop s = {.job = job, .xfer = x->id, .status = x->status,
                         .have = x->have_segs, .bytes = x->have_bytes};
     len = dlcp_wire_stop_encode(buf, buflen, &s);
+    act->type = DLCP_MLT_ACT_CONTROL;
+  } else if (x->pend & PEND_OFFER) {
+    x->pend &= ~(uint32_t)PEND_OFFER;
+    if (x->state != X_WAIT_START) {
+      return 0; /* a START came, or the send ended, since */
+    }
+    dlcp_wire_offer o = {.job = job, .tensor = x->tensor, .size = x->size};
+    len = dlcp_wire_offer_encode(buf, buflen, &o);
     act->type = DLCP_MLT_ACT_CONTROL;
   } else if (x->pend & PEND_FINISH) {
     x->pend &= ~(uint32_t)PEND_FINISH;

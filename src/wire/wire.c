@@ -67,6 +67,8 @@ static int type_len_ok(uint8_t type, uint32_t len) {
     return len > DLCP_WIRE_CDATA_HDR_LEN && len <= DLCP_WIRE_DGRAM_MAX;
   case DLCP_WIRE_CACK:
     return len == DLCP_WIRE_CACK_LEN;
+  case DLCP_WIRE_OFFER:
+    return len == DLCP_WIRE_OFFER_LEN;
   default:
     return 0;
   }
@@ -86,7 +88,7 @@ int dlcp_wire_peek(dlcp_wire_preamble *pre, const uint8_t *buf, size_t buflen) {
     return DLCP_ERR_BAD_VERSION;
   }
   type = dlcp_get_u8(buf + OFF_TYPE);
-  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_CACK) {
+  if (type < DLCP_WIRE_DATA || type > DLCP_WIRE_OFFER) {
     return DLCP_ERR_BAD_TYPE;
   }
   len = dlcp_get_u32(buf + OFF_LEN);
@@ -636,6 +638,42 @@ int dlcp_wire_note_decode(dlcp_wire_note *n, const uint8_t *buf,
   n->job = pre.job;
   n->op = dlcp_get_u32(buf + 16);
   n->value = dlcp_get_u64(buf + 24);
+  return 0;
+}
+
+/* ---- OFFER ---- */
+
+dlcp_ssize dlcp_wire_offer_encode(uint8_t *buf, size_t buflen,
+                                  const dlcp_wire_offer *o) {
+  uint8_t *p;
+
+  if (o == NULL) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  if (buf == NULL || buflen < DLCP_WIRE_OFFER_LEN) {
+    return DLCP_ERR_BUFFER_TOO_SMALL;
+  }
+  p = put_preamble(buf, DLCP_WIRE_OFFER, o->job, 0, DLCP_WIRE_OFFER_LEN);
+  p = dlcp_put_u32(p, o->tensor);
+  p = dlcp_put_u32(p, 0);
+  dlcp_put_u64(p, o->size);
+  return DLCP_WIRE_OFFER_LEN;
+}
+
+int dlcp_wire_offer_decode(dlcp_wire_offer *o, const uint8_t *buf,
+                           size_t buflen) {
+  dlcp_wire_preamble pre;
+  int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_OFFER);
+
+  if (rv != 0) {
+    return rv;
+  }
+  if (pre.xfer != 0 || dlcp_get_u32(buf + 20) != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
+  o->job = pre.job;
+  o->tensor = dlcp_get_u32(buf + 16);
+  o->size = dlcp_get_u64(buf + 24);
   return 0;
 }
 

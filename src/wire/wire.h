@@ -109,7 +109,15 @@
  *   23  1    reserved (zero)
  *   24  ...  payload  the tensor, len - 24 bytes (may be empty)
  *
- * CDATA (datagram, either way): one control message (START ... EAGER,
+ * OFFER (control, sender -> receiver), 32 bytes: a send above the eager
+ * size that has waited long for its START says what it holds, so that a
+ * receiver waiting for an EAGER of that tensor instead learns at once
+ * that the sizes disagree; xfer is 0 (no START has named one):
+ *   16  4    tensor   application tensor id
+ *   20  4    reserved (zero)
+ *   24  8    size     the send's bytes
+ *
+ * CDATA (datagram, either way): one control message (START ... OFFER,
  * with its own preamble), or one piece of it, carried on the datagram
  * channel with its own retransmission, so a lost control message costs an
  * RTO of a few RTTs instead of TCP's 200 ms floor.  A message longer than
@@ -151,6 +159,7 @@
 #define DLCP_WIRE_FINISH_LEN 24u
 #define DLCP_WIRE_NOTE_LEN 32u
 #define DLCP_WIRE_EAGER_HDR_LEN 24u
+#define DLCP_WIRE_OFFER_LEN 32u
 #define DLCP_WIRE_START_HDR_LEN 20u
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
@@ -184,6 +193,7 @@ typedef enum dlcp_wire_type {
   DLCP_WIRE_EAGER = 9,
   DLCP_WIRE_CDATA = 10,
   DLCP_WIRE_CACK = 11,
+  DLCP_WIRE_OFFER = 12,
 } dlcp_wire_type;
 
 typedef struct dlcp_wire_preamble {
@@ -263,6 +273,12 @@ typedef struct dlcp_wire_eager {
   uint8_t priority; /* 0..7 */
 } dlcp_wire_eager;
 
+typedef struct dlcp_wire_offer {
+  uint32_t job;
+  uint32_t tensor;
+  uint64_t size;
+} dlcp_wire_offer;
+
 typedef struct dlcp_wire_cack {
   uint32_t job;
   uint32_t next; /* every cseq before it has arrived */
@@ -295,7 +311,8 @@ typedef struct dlcp_wire_bitmap {
  * prefix of a stream).  It checks magic, version, type and that len is
  * plausible for the type (at least the fixed part, at most
  * DLCP_WIRE_CTRL_MAX or DLCP_WIRE_DGRAM_MAX; exactly the size of ACK, PROBE,
- * STOP and FINISH; 20 + 32k for START; a non-empty payload for DATA).  It
+ * STOP, FINISH, NOTE, CACK and OFFER; 20 + 32k for START; a non-empty
+ * payload for DATA).  It
  * does not require the whole message to be present: a stream reader uses
  * |pre->len| to know how much to wait for.
  *
@@ -398,6 +415,10 @@ dlcp_ssize dlcp_wire_note_encode(uint8_t *buf, size_t buflen,
                                  const dlcp_wire_note *n);
 int dlcp_wire_note_decode(dlcp_wire_note *n, const uint8_t *buf,
                           size_t buflen);
+dlcp_ssize dlcp_wire_offer_encode(uint8_t *buf, size_t buflen,
+                                  const dlcp_wire_offer *o);
+int dlcp_wire_offer_decode(dlcp_wire_offer *o, const uint8_t *buf,
+                           size_t buflen);
 /* EAGER copies |payload_len| bytes of |payload| after the header; the
  * decoder points |*payload| into |buf| (borrowed from the caller). */
 dlcp_ssize dlcp_wire_eager_encode(uint8_t *buf, size_t buflen,

@@ -92,6 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rv = dlcp_wire_note_decode(&n, data, pre.len);
     break;
   }
+  case DLCP_WIRE_OFFER: {
+    dlcp_wire_offer o;
+
+    rv = dlcp_wire_offer_decode(&o, data, pre.len);
+    break;
+  }
   case DLCP_WIRE_EAGER: {
     dlcp_wire_eager e;
     const uint8_t *payload;

@@ -18,6 +18,7 @@ import sys
 MAGIC = 0xD1C9
 VERSION = 1
 DATA, ACK, START, PROBE, BITMAP, STOP, FINISH, NOTE, EAGER = range(1, 10)
+OFFER = 12
 
 
 def preamble(mtype, job, xfer, length):
@@ -60,6 +61,11 @@ def finish(job=1, xfer=1, status=0, sent=0):
 def note(job=1, op=7, value=0x123456789, xfer=0, reserved=0):
     return preamble(NOTE, job, xfer, 32) + struct.pack("<IIQ", op, reserved,
                                                         value)
+
+
+def offer(job=1, tensor=3, size=100000, xfer=0, reserved=0):
+    return preamble(OFFER, job, xfer, 32) + struct.pack("<IIQ", tensor,
+                                                         reserved, size)
 
 
 def eager(job=1, tensor=3, layer=0, flags=0, reserved=0, xfer=0,
@@ -267,6 +273,14 @@ def corpora():
         "xfer_set": note(xfer=1),
         "reserved_set": note(reserved=1),
     }
+    c["offer"] = {
+        "valid": offer(),
+        "zero": offer(job=0, tensor=0, size=0),
+        "max": offer(job=0xFFFFFFFF, tensor=0xFFFFFFFF, size=(1 << 64) - 1),
+        "xfer_set": offer(xfer=1),
+        "reserved_set": offer(reserved=1),
+        "note_type": note(),
+    }
     c["peek"] = {
         "data": c["data"]["min"],
         "ack": c["ack"]["min"],
@@ -276,6 +290,7 @@ def corpora():
         "stop": c["stop"]["ok"],
         "finish": c["finish"]["ok"],
         "note": c["note"]["valid"],
+        "offer": c["offer"]["valid"],
         "eager": eager(),
         "eager_empty": eager(payload=b""),
         "eager_bad_flags": eager(flags=0x08),

@@ -4,6 +4,7 @@ dlcp-run).  Prints "OK" at the end; a failed check raises."""
 import datetime
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -266,6 +267,21 @@ def p2p_errors():
             assert "dlcp" in str(e), e
         else:
             raise AssertionError("accepted")
+    # a send above the eager size against a receive at or below it: both
+    # fail with the mismatch after the send's first OFFER (1/64 of the
+    # stall timeout), not when the timeout runs out
+    began = time.monotonic()
+    try:
+        if r == 0:
+            dist.send(torch.ones(100000), 1, tag=5)
+        elif r == 1:
+            dist.recv(torch.ones(10), 0, tag=5)
+    except RuntimeError as e:
+        assert "disagree on tensor size" in str(e), e
+    else:
+        if r < 2:
+            raise AssertionError("sizes that disagree went through")
+    assert time.monotonic() - began < 5, time.monotonic() - began
     orphan = dist.irecv(torch.ones(4), (r + 1) % w, tag=3)
     try:
         orphan.wait(datetime.timedelta(milliseconds=200))
