@@ -99,6 +99,47 @@ static void test_clean_fct(void **state) {
 }
 
 /*
+ * transport.eager_bytes (the runtime's DLCP_EAGER_BYTES): a flow of at
+ * most that size goes as one EAGER control message, so its FCT is one
+ * one-way trip (12 us of propagation over 4 links plus the fragments'
+ * store-and-forward), where without it the START, the data and the STOP
+ * make three.  A flow above the size goes the usual way in the same run.
+ */
+static const char eager_yaml[] =
+    "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 1, spines: 2,\n"
+    "           link_delay: 3us}\n"
+    "transport: {kind: mlt, paths: 2, load_balancing: source}\n"
+    "workload:\n"
+    "  flows: [{src: h0, dst: h1, size: 4KB},\n"
+    "          {src: h1, dst: h0, size: 200KB, start: 100us}]\n";
+
+static void test_eager_flows(void **state) {
+  (void)state;
+  dlcp_sim_ps fct[2][2];
+  for (int eager = 0; eager < 2; eager++) {
+    const char *set[] = {"transport.eager_bytes=65536"};
+    dlcp_sim *sim = build_yaml(eager_yaml, set, eager ? 1 : 0);
+    run_all(sim);
+    for (int i = 0; i < 2; i++) {
+      const dlcp_sim_flow *f = &sim->flows[i];
+      assert_int_equal(f->status, 0);
+      assert_int_equal(f->delivered_bytes, f->size_bytes);
+      assert_int_not_equal(f->finish_ps, DLCP_SIM_PS_NEVER);
+      assert_true(f->rx_done_ps <= f->finish_ps);
+      fct[eager][i] = f->finish_ps - f->start_ps;
+    }
+    print_message("eager_bytes %s: 4 KB flow %.3f us, 200 KB flow %.3f us\n",
+                  eager ? "65536" : "0", dlcp_sim_time_to_us(fct[eager][0]),
+                  dlcp_sim_time_to_us(fct[eager][1]));
+    dlcp_sim_del(sim);
+  }
+  dlcp_sim_ps one_way = dlcp_sim_time_from_us(12);
+  assert_true(fct[1][0] >= one_way && fct[1][0] < one_way * 11 / 10);
+  assert_true(fct[0][0] >= 3 * one_way);
+  assert_true(fct[1][1] == fct[0][1]); /* above the size: untouched */
+}
+
+/*
  * A server that posts its receives ahead (workload.ps.post_ahead, the
  * default) has its START at the worker before the push begins, so the
  * push's data leaves at once: its FCT is the one without posting ahead
@@ -520,6 +561,7 @@ static void test_incast_32_to_1(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clean_fct),
+      cmocka_unit_test(test_eager_flows),
       cmocka_unit_test(test_server_posts_ahead),
       cmocka_unit_test(test_incast_32_to_1),
       cmocka_unit_test(test_host_serves_shortest_first),

@@ -18,6 +18,7 @@ typedef struct sim_xfer {
   coll_xfer m;
   bool recv_done, send_done;
   bool recv_held; /* delivered, waiting for the receiver's CPU */
+  bool copied;    /* the bytes went at the send (an eager flow's) */
   dlcp_coll_range *holes;
   size_t nholes, holes_cap;
 } sim_xfer;

@@ -84,7 +84,7 @@ static sim_xfer *xfer_at(const dlcp_sim_colls *c, uint32_t i) {
 static void xremove(dlcp_sim_colls *c, uint32_t i) {
   sim_xfer *x = xfer_at(c, i);
   x->nholes = 0;
-  x->recv_done = x->send_done = x->recv_held = false;
+  x->recv_done = x->send_done = x->recv_held = x->copied = false;
   coll_match_remove(&c->xfers, i);
 }
 
@@ -681,7 +681,9 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
      * hold it: the sender's bytes, zeros in the holes (or reduced in on
      * arrival, the holes left as they were).  Copied now: the
      * sender may reuse its buffer once its side completes. */
-    coll_match_deliver(&x->m, x->holes, x->nholes);
+    if (!x->copied) {
+      coll_match_deliver(&x->m, x->holes, x->nholes);
+    }
     at = cpu_done_at(rk, x->m.bytes * job->scale, now);
   }
   if (at > now) {
@@ -710,6 +712,21 @@ void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
     queue_poll(rk, now);
   }
   xfer_maybe_free(sim, flow->xfer);
+}
+
+void dlcp_sim_coll_flow_sent_whole(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                                   dlcp_sim_ps now) {
+  sim_xfer *x = xfer_of(sim, flow);
+  if (!x || x->send_done) {
+    return;
+  }
+  coll_job *job = &sim->colls->jobs[x->m.job];
+  coll_rank *rk = &job->ranks[x->m.dst];
+  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
+    coll_match_deliver(&x->m, NULL, 0); /* no holes: nothing is given up */
+    x->copied = true;
+  }
+  dlcp_sim_coll_flow_finished(sim, flow, now);
 }
 
 void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,

@@ -206,6 +206,7 @@ static int mlt_init(dlcp_sim *sim) {
   dlcp_mlt_config_tune_segment(b, segment_bytes(cfg));
   b->npaths = mc->npaths;
   b->path_burst = mc->path_burst;
+  b->eager_max_bytes = mc->eager_bytes;
   b->nprio = cfg->sw.nqueues > 1 ? cfg->sw.nqueues - 1 : 1;
   /* The core paces header + payload; the wire also carries IPv4/UDP.  Pace
    * at the share of the host's rate that makes a full packet leave exactly
@@ -560,7 +561,14 @@ static void complete(mlt_peer *p, const dlcp_mlt_completion *c,
     }
     return;
   }
-  if (c->is_send) {
+  /* An eager sender is done at once, as in the runtime, so a collective's
+   * next step may start; the flow, for its FCT, when its bytes land. */
+  bool eager = f->size_bytes <= sim->cfg.transport.mlt.eager_bytes;
+  if (c->is_send && eager) {
+    if (f->xfer != DLCP_SIM_NONE) {
+      dlcp_sim_coll_flow_sent_whole(sim, f, now);
+    }
+  } else if (c->is_send) {
     dlcp_sim_flow_finished(sim, f, now);
   } else {
     f->delivered_bytes = c->delivered_bytes;
@@ -572,6 +580,9 @@ static void complete(mlt_peer *p, const dlcp_mlt_completion *c,
       }
     }
     dlcp_sim_flow_delivered(sim, f, now);
+    if (eager) {
+      dlcp_sim_flow_finished(sim, f, now);
+    }
   }
 }
 

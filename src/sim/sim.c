@@ -59,6 +59,7 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   m->loss_bound = 0.0;
   m->npaths = 4;
   m->path_burst = 1;
+  m->eager_bytes = 0;
   m->segment_bytes = 0;
   m->importance = DLCP_SIM_MLT_IMPORTANT_ALL;
   m->layers = 0;

@@ -185,6 +185,10 @@ typedef struct dlcp_sim_mlt_config {
   uint32_t npaths;        /* path ids 0..npaths-1, round-robin; 4 */
   uint32_t path_burst;    /* packets a path before the next; 1 (the seed's
                              per-packet spraying; the runtime sends 32) */
+  /* A flow of at most this many bytes goes as one EAGER control message,
+   * as the runtime's DLCP_EAGER_BYTES (65536 there); 0, the default and
+   * the seed's MLT: every flow goes START / DATA / STOP. */
+  uint32_t eager_bytes;
   uint32_t segment_bytes; /* payload per DATA packet; 0 = the MTU
                              (mss + header) minus IPv4/UDP and MLT headers */
   dlcp_sim_mlt_importance importance; /* default ALL */
@@ -763,6 +767,12 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                   dlcp_sim_ps now);
 void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                  dlcp_sim_ps now);
+/* The sender's side of an eager flow is done before the receiver has the
+ * bytes: they are taken now, as the runtime's EAGER message copies them,
+ * for the sender may reuse its buffer at once; then as
+ * dlcp_sim_coll_flow_finished. */
+void dlcp_sim_coll_flow_sent_whole(dlcp_sim *sim, const dlcp_sim_flow *flow,
+                                   dlcp_sim_ps now);
 /* The transport gave up on |flow| (|is_send|: the sender's side). */
 void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
                                bool is_send, int status, dlcp_sim_ps now);
