@@ -219,40 +219,16 @@ static int section_baselines(dlcp_scn *s, const dlcp_scn_node *n) {
 }
 
 static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
-  static const char *const keys[] = {"kind",
-                                     "mss",
-                                     "header",
-                                     "ack_size",
-                                     "load_balancing",
-                                     "rto_min",
-                                     "rto_init",
-                                     "rto_max",
-                                     "init_cwnd",
-                                     "dupack_threshold",
-                                     "delayed_ack",
-                                     "delayed_ack_timeout",
-                                     "g",
-                                     "alpha_init",
-                                     "loss_bound",
-                                     "paths",
-                                     "importance",
-                                     "layers",
-                                     "segment_size",
-                                     "t_low",
-                                     "t_high",
-                                     "queue_pkts",
-                                     "ack_every",
-                                     "burst",
-                                     "probe_timeout",
-                                     "min_drain",
-                                     "pias",
-                                     "pfabric",
-                                     "ndp",
-                                     "srpt",
-                                     "cwr_fast_retransmit",
-                                     "path_burst",
-                                     "eager_bytes",
-                                     NULL};
+  static const char *const keys[] = {
+      "kind",         "mss",         "header",           "ack_size",
+      "load_balancing", "rto_min",   "rto_init",         "rto_max",
+      "init_cwnd",    "dupack_threshold", "delayed_ack", "delayed_ack_timeout",
+      "g",            "alpha_init",  "loss_bound",       "paths",
+      "importance",   "layers",      "segment_size",     "t_low",
+      "t_high",       "queue_pkts",  "ack_every",        "burst",
+      "probe_timeout", "min_drain",  "pias",             "pfabric",
+      "ndp",          "srpt",        "cwr_fast_retransmit", "path_burst",
+      "eager_bytes",  NULL};
   const char *p = "transport";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -289,8 +265,8 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       (rv = dlcp_scn_get_double(s, n, p, "loss_bound", &m->loss_bound, 0.0,
                                 0.999999)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "paths", &m->npaths, 1, 256)) ||
-      (rv =
-           dlcp_scn_get_u32(s, n, p, "path_burst", &m->path_burst, 1, 65536)) ||
+      (rv = dlcp_scn_get_u32(s, n, p, "path_burst", &m->path_burst, 1,
+                             65536)) ||
       (rv = dlcp_scn_get_u32(s, n, p, "eager_bytes", &m->eager_bytes, 0,
                              65536)) ||
       (rv = dlcp_scn_get_enum(s, n, p, "importance", importance, &imp)) ||
