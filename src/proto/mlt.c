@@ -854,8 +854,12 @@ static void match(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t id,
   start_round(conn, x, now);
 }
 
+bool dlcp_mlt_config_eager(const dlcp_mlt_config *cfg, uint64_t len) {
+  return cfg->eager_max_bytes > 0 && len <= cfg->eager_max_bytes;
+}
+
 static bool is_eager(const dlcp_mlt_conn *conn, uint64_t len) {
-  return conn->cfg.eager_max_bytes > 0 && len <= conn->cfg.eager_max_bytes;
+  return dlcp_mlt_config_eager(&conn->cfg, len);
 }
 
 /* A send waiting for its START fails at the stall timeout.  With eager

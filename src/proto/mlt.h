@@ -178,6 +178,11 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg);
  * its range. */
 int dlcp_mlt_config_check(const dlcp_mlt_config *cfg);
 
+/* dlcp_mlt_config_eager returns whether a transfer of |len| bytes goes as
+ * one EAGER message under |cfg| (both ends decide by size alone), so a
+ * driver can tell without the connection. */
+bool dlcp_mlt_config_eager(const dlcp_mlt_config *cfg, uint64_t len);
+
 /*
  * A priority function chooses the switch priority (0 = most urgent, below
  * the connection's nprio) of the packet carrying bytes [offset, offset+len)

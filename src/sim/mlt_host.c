@@ -563,7 +563,7 @@ static void complete(mlt_peer *p, const dlcp_mlt_completion *c,
   }
   /* An eager sender is done at once, as in the runtime, so a collective's
    * next step may start; the flow, for its FCT, when its bytes land. */
-  bool eager = f->size_bytes <= sim->cfg.transport.mlt.eager_bytes;
+  bool eager = dlcp_mlt_config_eager(&shared(sim)->base, f->size_bytes);
   if (c->is_send && eager) {
     if (f->xfer != DLCP_SIM_NONE) {
       dlcp_sim_coll_flow_sent_whole(sim, f, now);
