@@ -418,6 +418,13 @@ static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
   FILE *f = fopen("/proc/net/udp", "r");
   char line[512];
   int shared = 0;
+  unsigned long ours[MAX_THREADS];
+
+  for (uint32_t i = 0; i < n; i++) {
+    struct stat st;
+
+    ours[i] = fstat(fds[i], &st) == 0 ? (unsigned long)st.st_ino : 0;
+  }
 
   if (f == NULL || fgets(line, sizeof(line), f) == NULL) { /* the header */
     if (f != NULL) {
@@ -428,7 +435,7 @@ static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
   while (shared == 0 && fgets(line, sizeof(line), f) != NULL) {
     unsigned int laddr, lport;
     unsigned long inode;
-    bool ours = false;
+    bool own = false;
 
     /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
     if (sscanf(line,
@@ -440,11 +447,9 @@ static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
       continue;
     }
     for (uint32_t i = 0; i < n; i++) {
-      struct stat st;
-
-      ours |= fstat(fds[i], &st) == 0 && (unsigned long)st.st_ino == inode;
+      own |= ours[i] != 0 && ours[i] == inode; /* 0: fstat failed */
     }
-    shared = !ours;
+    shared = !own;
   }
   fclose(f);
   return shared;

@@ -98,25 +98,25 @@ at::Tensor bytes_of(const at::Tensor &t) {
   return t.view({-1}).view(at::kByte);
 }
 
-// How dlcp moves |t| without reducing it: in its own dtype if dlcp has it,
-// else as int64 or int32 words when its size allows; false if it does not
-// (the caller pads it into int32 words).
-bool movable(const at::Tensor &t, dlcp_dtype *dtype, uint64_t *count) {
+// What dlcp moves for |t| without reducing it, with its dtype and count:
+// |t| itself in its own dtype if dlcp has it, else as int64 or int32 words
+// when its size allows; else |t|'s bytes at the start of a zeroed int32
+// tensor of whole words (the caller copies the result out of it).
+at::Tensor movable(const at::Tensor &t, dlcp_dtype *dtype, uint64_t *count) {
   if (dlcp_dtype_for(t, dtype)) {
     *count = static_cast<uint64_t>(t.numel());
-    return true;
+    return t;
   }
-  uint64_t bytes = static_cast<uint64_t>(t.numel() * t.element_size());
-  *dtype = bytes % 8 == 0 ? DLCP_INT64 : DLCP_INT32;
-  *count = bytes / (bytes % 8 == 0 ? 8 : 4);
-  return bytes % 4 == 0;
-}
-
-// |t|'s bytes at the start of a zeroed int32 tensor of whole words.
-at::Tensor padded_words(const at::Tensor &t) {
   int64_t bytes = t.numel() * t.element_size();
+  if (bytes % 4 == 0) {
+    *dtype = bytes % 8 == 0 ? DLCP_INT64 : DLCP_INT32;
+    *count = static_cast<uint64_t>(bytes / (bytes % 8 == 0 ? 8 : 4));
+    return t;
+  }
   at::Tensor w = at::zeros({(bytes + 3) / 4}, at::kInt);
   bytes_of(w).narrow(0, 0, bytes).copy_(bytes_of(t));
+  *dtype = DLCP_INT32;
+  *count = static_cast<uint64_t>(w.numel());
   return w;
 }
 
@@ -272,14 +272,12 @@ public:
                       const c10d::AllreduceCoalescedOptions &opts) override {
     TORCH_CHECK(!tensors.empty(), "dlcp backend: allreduce_coalesced takes "
                                   "at least one tensor");
+    std::vector<at::Tensor> flat_list;
     for (const at::Tensor &t : tensors) {
       single({t}, "allreduce_coalesced");
       TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
                   "dlcp backend: allreduce_coalesced: the tensors' dtypes "
                   "differ");
-    }
-    std::vector<at::Tensor> flat_list;
-    for (const at::Tensor &t : tensors) {
       flat_list.push_back(t.view({-1}));
     }
     std::vector<at::Tensor> flat{at::cat(flat_list)};
@@ -305,12 +303,7 @@ public:
                 " is not a rank of the group");
     dlcp_dtype dtype;
     uint64_t count;
-    at::Tensor buf = t;
-    if (!movable(t, &dtype, &count)) {
-      buf = padded_words(t);
-      dtype = DLCP_INT32;
-      count = static_cast<uint64_t>(buf.numel());
-    }
+    at::Tensor buf = movable(t, &dtype, &count);
     dlcp_request *req = nullptr;
     check_posted(dlcp_broadcast(comm_, buf.data_ptr(), count, dtype,
                                 static_cast<uint32_t>(opts.rootRank), nullptr,
@@ -341,13 +334,9 @@ public:
                 "input's elements of the same dtype");
     dlcp_dtype dtype;
     uint64_t count;
-    at::Tensor src = in, dst = out;
-    if (!movable(in, &dtype, &count)) {
-      src = padded_words(in);
-      dst = at::empty({getSize() * src.numel()}, at::kInt);
-      dtype = DLCP_INT32;
-      count = static_cast<uint64_t>(src.numel());
-    }
+    at::Tensor src = movable(in, &dtype, &count);
+    at::Tensor dst =
+        src.is_same(in) ? out : at::empty({getSize() * src.numel()}, at::kInt);
     dlcp_request *req = nullptr;
     check_posted(dlcp_allgather(comm_, src.data_ptr(), dst.data_ptr(),
                                 count * static_cast<uint64_t>(getSize()), dtype,
