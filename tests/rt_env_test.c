@@ -172,6 +172,25 @@ static void test_invalid_values_named(void **state) {
        {"DLCP_CONTROL_DATAGRAMS='on'", "0 or 1"}},
       {{WORLD2, "DLCP_QUEUE_PKTS", "-1", NULL},
        {"DLCP_QUEUE_PKTS='-1'", "packet count"}},
+      /* mpirun and srun: their own variables, named in the message. */
+      {{"OMPI_COMM_WORLD_RANK", "1", NULL},
+       {"OMPI_COMM_WORLD_RANK='1'", "OMPI_COMM_WORLD_SIZE is not", "Open MPI"}},
+      {{"OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_RANK", "4", NULL},
+       {"OMPI_COMM_WORLD_RANK='4'", "0..3", "OMPI_COMM_WORLD_SIZE=4"}},
+      {{"OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_RANK", "1", NULL},
+       {"MASTER_ADDR is not set", "OMPI_COMM_WORLD_SIZE=4",
+        "mpirun -x MASTER_ADDR"}},
+      {{"SLURM_NTASKS", "x", "SLURM_PROCID", "0", NULL},
+       {"SLURM_NTASKS='x'", "an integer"}},
+      {{"SLURM_NTASKS", "2", "SLURM_PROCID", "1", NULL},
+       {"MASTER_ADDR is not set", "SLURM_NTASKS=2",
+        "SLURM_LAUNCH_NODE_IPADDR"}},
+      {{"SLURM_NTASKS", "2", "SLURM_PROCID", "1", "SLURM_LAUNCH_NODE_IPADDR",
+        "a b", NULL},
+       {"SLURM_LAUNCH_NODE_IPADDR='a b'", "host name"}},
+      {{"SLURM_NTASKS", "2", "SLURM_PROCID", "1", "MASTER_ADDR", "h0",
+        "MASTER_PORT", "70000", NULL},
+       {"MASTER_PORT='70000'", "1..65535"}},
   };
 #undef WORLD2
   size_t i;
@@ -192,6 +211,82 @@ static void test_invalid_values_named(void **state) {
       }
     }
   }
+}
+
+/* mpirun and srun number their processes in variables of their own and
+ * give no rendezvous address; torchrun's variables win over theirs. */
+static void test_launchers(void **state) {
+  dlcp_rt_env env;
+  (void)state;
+  const char *ompi[] = {"OMPI_COMM_WORLD_RANK",
+                        "2",
+                        "OMPI_COMM_WORLD_SIZE",
+                        "4",
+                        "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "0",
+                        "MASTER_ADDR",
+                        "10.0.0.1",
+                        NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, ompi, NULL), 0);
+  assert_int_equal(env.rank, 2);
+  assert_int_equal(env.world_size, 4);
+  assert_string_equal(env.master_addr, "10.0.0.1");
+  assert_int_equal(env.master_port, DLCP_ENV_DEFAULT_MASTER_PORT);
+
+  const char *slurm[] = {"SLURM_PROCID",
+                         "7",
+                         "SLURM_NTASKS",
+                         "8",
+                         "SLURM_LAUNCH_NODE_IPADDR",
+                         "10.0.0.9",
+                         "MASTER_PORT",
+                         "12345",
+                         NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, slurm, NULL), 0);
+  assert_int_equal(env.rank, 7);
+  assert_int_equal(env.world_size, 8);
+  assert_string_equal(env.master_addr, "10.0.0.9");
+  assert_int_equal(env.master_port, 12345);
+
+  /* MASTER_ADDR names rank 0's host over the node srun ran on. */
+  const char *slurm_addr[] = {"SLURM_PROCID",
+                              "0",
+                              "SLURM_NTASKS",
+                              "2",
+                              "SLURM_LAUNCH_NODE_IPADDR",
+                              "10.0.0.9",
+                              "MASTER_ADDR",
+                              "node3",
+                              NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, slurm_addr, NULL), 0);
+  assert_string_equal(env.master_addr, "node3");
+
+  /* dlcp-run (torchrun's variables) inside an srun task numbers its own
+   * ranks. */
+  const char *nested[] = {"SLURM_PROCID",
+                          "0",
+                          "SLURM_NTASKS",
+                          "8",
+                          "RANK",
+                          "1",
+                          "WORLD_SIZE",
+                          "2",
+                          "MASTER_ADDR",
+                          "127.0.0.1",
+                          "MASTER_PORT",
+                          "4000",
+                          NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, nested, NULL), 0);
+  assert_int_equal(env.rank, 1);
+  assert_int_equal(env.world_size, 2);
+  assert_int_equal(env.master_port, 4000);
+
+  /* A one-task step needs no rendezvous address. */
+  const char *one[] = {"SLURM_PROCID", "0", "SLURM_NTASKS", "1", NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, one, NULL), 0);
+  assert_int_equal(env.world_size, 1);
+  assert_string_equal(env.master_addr, "127.0.0.1");
+  assert_int_equal(env.master_port, 0);
 }
 
 static void test_topology_labels(void **state) {
@@ -236,6 +331,7 @@ int main(void) {
       cmocka_unit_test(test_full_torchrun_env),
       cmocka_unit_test(test_default_job_shared),
       cmocka_unit_test(test_invalid_values_named),
+      cmocka_unit_test(test_launchers),
       cmocka_unit_test(test_topology_labels),
       cmocka_unit_test(test_unknown_dlcp_variable),
   };

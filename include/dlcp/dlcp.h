@@ -2,10 +2,10 @@
  * dlcp.h: the public API of the dlcp runtime.
  *
  * A communicator joins the ranks of one job (torchrun's conventions:
- * MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, plus DLCP_* options, see
- * docs/runtime.md) and carries MLT transfers between them: a reliable TCP
- * control connection and K UDP paths per pair of ranks, driven by one
- * event-loop thread per communicator.
+ * MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, or mpirun's or srun's
+ * numbering, plus DLCP_* options, see docs/runtime.md) and carries MLT
+ * transfers between them: a reliable TCP control connection and K UDP paths per
+ * pair of ranks, driven by one event-loop thread per communicator.
  *
  * The point-to-point API is the MLT seed's: asynchronous posts with
  * completion queues.  A posted buffer is borrowed by the library until its
@@ -139,8 +139,11 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
 /*
  * dlcp_comm_create_from_env is dlcp_comm_create with the configuration
  * read from the environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
- * (neither RANK nor WORLD_SIZE: a world of one), LOCAL_RANK,
- * LOCAL_WORLD_SIZE, and DLCP_TIMEOUT_MS, DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS,
+ * (torchrun's); without RANK and WORLD_SIZE, OMPI_COMM_WORLD_RANK and
+ * OMPI_COMM_WORLD_SIZE (mpirun) or SLURM_PROCID and SLURM_NTASKS (srun),
+ * with MASTER_ADDR (Slurm: else SLURM_LAUNCH_NODE_IPADDR) and MASTER_PORT
+ * defaulting to 29500; none of these: a world of one), and
+ * DLCP_TIMEOUT_MS, DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS,
  * DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB, DLCP_RATE_GBPS, DLCP_WINDOW_BYTES,
  * DLCP_EAGER_BYTES, DLCP_SPIN_US, DLCP_SHM, DLCP_RTT_LOW_US,
  * DLCP_JOB_SECRET, DLCP_CONTROL_DATAGRAMS, DLCP_FLIGHT_DIR,

@@ -1,11 +1,12 @@
 """Which rank this process is, from the launcher that started it.
 
 torchrun and dlcp-run set torchrun's variables (RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT), which the C library reads itself.  Slurm
-(srun) and Open MPI (mpirun) number their tasks in variables of their own
-and know nothing of a rendezvous address; this module translates those
-into torchrun's variables, so the library, and torch.distributed's env://
-initialisation, see one convention.
+MASTER_ADDR, MASTER_PORT).  Slurm (srun) and Open MPI (mpirun) number
+their tasks in variables of their own and know nothing of a rendezvous
+address.  The C library reads all three itself (src/rt/env.c, by the
+same rules); this module translates the other two into torchrun's
+variables for torch.distributed's env:// initialisation and for the
+local rank, which the library does not read.
 """
 
 import contextlib

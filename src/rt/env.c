@@ -211,55 +211,106 @@ static int read_dir(const reader *rd, const char *name, char *out,
   return 0;
 }
 
-static int load_world(const reader *rd, dlcp_rt_env *env) {
-  const char *rank_s = get(rd, "RANK");
-  const char *world_s = get(rd, "WORLD_SIZE");
-  uint64_t port = 0;
-  int rv;
+/* A launcher, by the variables that number its processes.  torchrun's
+ * (also dlcp-run's and dlcp-testbed's) come with the rendezvous address;
+ * Open MPI's mpirun and Slurm's srun know none, so there MASTER_ADDR
+ * names rank 0's host (Slurm: else the node srun ran on) and MASTER_PORT
+ * defaults to torch.distributed's.  The Python package's _launcher.py
+ * follows the same rules, for torch's own env:// initialisation. */
+typedef struct launcher {
+  const char *name;
+  const char *rank_var;
+  const char *size_var;
+  const char *addr_var; /* rank 0's host when MASTER_ADDR is unset */
+  /* NULL for a launcher that sets MASTER_ADDR and MASTER_PORT itself;
+   * else what to do when neither MASTER_ADDR nor |addr_var| is set (and
+   * MASTER_PORT defaults). */
+  const char *no_addr_hint;
+} launcher;
 
-  if (rank_s == NULL && world_s == NULL) {
-    /* Not launched by a launcher: a world of one needs no rendezvous. */
-    env->rank = 0;
-    env->world_size = 1;
-  } else if (world_s == NULL) {
-    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
-                           "RANK='%.80s' is set but WORLD_SIZE is not: "
-                           "expected both (as torchrun sets them)",
-                           rank_s);
-  } else if (rank_s == NULL) {
-    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
-                           "WORLD_SIZE='%.80s' is set but RANK is not: "
-                           "expected both (as torchrun sets them)",
-                           world_s);
-  } else {
-    rv = read_u32(rd, "WORLD_SIZE", "an integer", 1, DLCP_ENV_MAX_WORLD,
-                  &env->world_size);
-    if (rv != 0) {
-      return rv;
-    }
-    rv = read_u32(rd, "RANK", "an integer", 0, env->world_size - 1, &env->rank);
-    if (rv != 0) {
-      return dlcp_errbuf_prefix(rd->eb, rv, "WORLD_SIZE=%" PRIu32,
-                                env->world_size);
+static const launcher launchers[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", NULL, NULL},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", NULL,
+     "mpirun gives none: pass it, e.g. mpirun -x MASTER_ADDR=host0"},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LAUNCH_NODE_IPADDR",
+     "nor is SLURM_LAUNCH_NODE_IPADDR set"},
+};
+
+/* The first launcher whose variables are set, or NULL: torchrun's win,
+ * so dlcp-run started under srun numbers its own ranks. */
+static const launcher *detect_launcher(const reader *rd) {
+  for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+    const launcher *l = &launchers[i];
+    if (get(rd, l->rank_var) != NULL || get(rd, l->size_var) != NULL) {
+      return l;
     }
   }
+  return NULL;
+}
 
-  strcpy(env->master_addr, "127.0.0.1");
-  rv = read_host(rd, "MASTER_ADDR", env->master_addr);
+static int load_rank(const reader *rd, const launcher *l, dlcp_rt_env *env) {
+  const char *rank_s = get(rd, l->rank_var);
+  const char *size_s = get(rd, l->size_var);
+  int rv;
+
+  if (size_s == NULL || rank_s == NULL) {
+    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                           "%s='%.80s' is set but %s is not: expected both "
+                           "(as %s sets them)",
+                           size_s ? l->size_var : l->rank_var,
+                           size_s ? size_s : rank_s,
+                           size_s ? l->rank_var : l->size_var, l->name);
+  }
+  rv = read_u32(rd, l->size_var, "an integer", 1, DLCP_ENV_MAX_WORLD,
+                &env->world_size);
   if (rv != 0) {
     return rv;
   }
-  if (env->world_size > 1 && get(rd, "MASTER_ADDR") == NULL) {
+  rv = read_u32(rd, l->rank_var, "an integer", 0, env->world_size - 1,
+                &env->rank);
+  if (rv != 0) {
+    return dlcp_errbuf_prefix(rd->eb, rv, "%s=%" PRIu32, l->size_var,
+                              env->world_size);
+  }
+  return 0;
+}
+
+static int load_world(const reader *rd, dlcp_rt_env *env) {
+  const launcher *l = detect_launcher(rd);
+  uint64_t port = 0;
+  int rv = 0;
+
+  strcpy(env->master_addr, "127.0.0.1");
+  if (l == NULL) {
+    /* Not launched by a launcher: a world of one needs no rendezvous. */
+    env->rank = 0;
+    env->world_size = 1;
+  } else if ((rv = load_rank(rd, l, env)) != 0) {
+    return rv;
+  }
+  if (get(rd, "MASTER_ADDR") != NULL) {
+    rv = read_host(rd, "MASTER_ADDR", env->master_addr);
+  } else if (l != NULL && l->addr_var != NULL && get(rd, l->addr_var)) {
+    rv = read_host(rd, l->addr_var, env->master_addr);
+  } else if (env->world_size > 1) {
     return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
                            "MASTER_ADDR is not set: expected the address of "
-                           "rank 0 (WORLD_SIZE=%" PRIu32 ")",
-                           env->world_size);
+                           "rank 0 (%s=%" PRIu32 "%s%s)",
+                           l->size_var, env->world_size,
+                           l->no_addr_hint ? "; " : "",
+                           l->no_addr_hint ? l->no_addr_hint : "");
+  }
+  if (rv != 0) {
+    return rv;
   }
   if (env->world_size > 1 && get(rd, "MASTER_PORT") == NULL) {
-    return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
-                           "MASTER_PORT is not set: expected the TCP port "
-                           "rank 0 listens on (WORLD_SIZE=%" PRIu32 ")",
-                           env->world_size);
+    if (l->no_addr_hint == NULL) {
+      return dlcp_errbuf_set(rd->eb, DLCP_ERR_CONFIG,
+                             "MASTER_PORT is not set: expected the TCP port "
+                             "rank 0 listens on (%s=%" PRIu32 ")",
+                             l->size_var, env->world_size);
+    }
+    port = DLCP_ENV_DEFAULT_MASTER_PORT;
   }
   rv = read_u64(rd, "MASTER_PORT", "a TCP port", 1, 65535, &port);
   if (rv != 0) {

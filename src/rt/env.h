@@ -3,8 +3,11 @@
  *
  * Rendezvous follows torchrun: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
  * (torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE are not read: ranks on one
- * host find each other by address).  dlcp's own options are DLCP_*
- * variables:
+ * host find each other by address).  Without RANK and WORLD_SIZE, Open
+ * MPI's OMPI_COMM_WORLD_RANK / _SIZE (mpirun) or Slurm's SLURM_PROCID /
+ * SLURM_NTASKS (srun) number the ranks; MASTER_ADDR (Slurm: else
+ * SLURM_LAUNCH_NODE_IPADDR) is rank 0's host and MASTER_PORT defaults to
+ * 29500.  dlcp's own options are DLCP_* variables:
  *
  *   DLCP_TIMEOUT_MS        no-progress timeout of an operation, ms
  *                          (1..86400000, default 30000)
@@ -52,6 +55,8 @@
 
 #define DLCP_ENV_HOST_MAX 255u
 #define DLCP_ENV_MAX_WORLD 65536u
+/* MASTER_PORT under a launcher that sets none (mpirun, srun): torch's. */
+#define DLCP_ENV_DEFAULT_MASTER_PORT 29500u
 #define DLCP_ENV_MAX_PATHS 64u
 /* Eager transfers (DLCP_EAGER_BYTES): the default, and the most one
  * control message can carry (DLCP_WIRE_CTRL_MAX less the EAGER header). */
@@ -175,9 +180,10 @@ typedef const char *(*dlcp_rt_env_lookup)(const char *name, void *user);
 
 /*
  * dlcp_rt_env_load fills |env| from the variables |lookup| returns (NULL
- * means getenv).  With neither RANK nor WORLD_SIZE set the process is a
- * world of one (rank 0, no rendezvous).  WORLD_SIZE > 1 requires RANK,
- * MASTER_ADDR and MASTER_PORT.
+ * means getenv).  With no launcher's variables set (above) the process is
+ * a world of one (rank 0, no rendezvous).  WORLD_SIZE > 1 requires RANK,
+ * MASTER_ADDR and MASTER_PORT; a world of mpirun or srun needs
+ * MASTER_ADDR (Slurm: or SLURM_LAUNCH_NODE_IPADDR).
  *
  * Returns 0, or DLCP_ERR_CONFIG with |eb| naming the variable, its value
  * and what was expected, e.g.

@@ -1,13 +1,15 @@
 /*
  * fuzz_env.c: libFuzzer target for the runtime's configuration from the
  * environment: dlcp_rt_env_load() (every DLCP_* option, torchrun's
- * variables, the fault-injection lists, DLCP_TOPO) and
+ * variables and mpirun's and srun's, the fault-injection lists, DLCP_TOPO)
+ * and
  * dlcp_rt_env_check_unknown().  The input is lines "NAME=VALUE" handed to
  * the loader through its lookup table (no real environment is touched).
  *
  * Invariants (abort on violation): the result is 0 or DLCP_ERR_CONFIG; a
  * refusal has a message that names a variable; an accepted configuration
- * is in range (1 <= world, rank < world, paths 1..64).
+ * is in range (1 <= world, rank < world, paths 1..64, a rendezvous port
+ * for a world of more than one).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,8 +37,8 @@ static const char *lookup(const char *name, void *user) {
 }
 
 static int names_a_variable(const char *msg) {
-  static const char *const names[] = {"DLCP_", "RANK", "WORLD_SIZE",
-                                      "MASTER_"};
+  static const char *const names[] = {
+      "DLCP_", "RANK", "WORLD_SIZE", "MASTER_", "OMPI_COMM_WORLD_", "SLURM_"};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     if (strstr(msg, names[i]) != NULL) {
       return 1;
@@ -90,8 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlcp_errbuf_clear(&eb);
   rv = dlcp_rt_env_load(&env, lookup, &t, &eb);
   if (rv == 0) {
-    if (env.world_size < 1 || env.rank >= env.world_size ||
-        env.paths < 1 || env.paths > DLCP_ENV_MAX_PATHS) {
+    if (env.world_size < 1 || env.rank >= env.world_size || env.paths < 1 ||
+        env.paths > DLCP_ENV_MAX_PATHS ||
+        (env.world_size > 1 && env.master_port == 0)) {
       abort();
     }
   } else if (rv != DLCP_ERR_CONFIG || !names_a_variable(eb.msg)) {

@@ -2,6 +2,7 @@
 
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 import dlcp
 from dlcp import _launcher
-from conftest import HERE, assert_ok, rank_lines, run_job
+from conftest import BUILD, HERE, assert_ok, rank_lines, run_job
 
 
 def test_world_of_one_in_process(monkeypatch):
@@ -139,6 +140,72 @@ def _free_port():
                 continue
             return port
     raise RuntimeError("no free port below the ephemeral range")
+
+
+DLCP_BENCH = os.path.join(BUILD, "bin", "dlcp-bench")
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                 "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+BENCH_ARGS = ["-b", "4K", "-e", "64K", "-n", "3", "-w", "1", "-c", "1"]
+
+
+def _without_torchrun(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    env.update(extra)
+    return env
+
+
+def _assert_bench_ran(out, world):
+    """dlcp-bench's rank 0 saw |world| ranks and every checked size came
+    out exact."""
+    assert f"# dlcp-bench: {world} ranks" in out, out
+    rows = [line.split() for line in out.splitlines()
+            if line.strip() and line.split()[0].isdigit()]
+    assert len(rows) == 5, out  # 4 KiB .. 64 KiB
+    for row in rows:
+        assert row[8] == "0" and row[9] == "100.00", out  # #wrong, delivered
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
+def test_c_programs_start_from_slurm_and_open_mpi_variables(launcher):
+    """The C library reads srun's and mpirun's variables itself (rt/env.c),
+    so a C program needs no Python in between."""
+    world, port = 3, _free_port()
+    procs = []
+    for r in range(world):
+        if launcher == "slurm":
+            env = _without_torchrun(SLURM_PROCID=str(r),
+                                    SLURM_NTASKS=str(world),
+                                    SLURM_LAUNCH_NODE_IPADDR="127.0.0.1",
+                                    MASTER_PORT=str(port))
+        else:
+            env = _without_torchrun(OMPI_COMM_WORLD_RANK=str(r),
+                                    OMPI_COMM_WORLD_SIZE=str(world),
+                                    MASTER_ADDR="127.0.0.1",
+                                    MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(
+            [DLCP_BENCH, *BENCH_ARGS], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    _assert_bench_ran(outs[0], world)
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None,
+                    reason="no mpirun (Debian's openmpi-bin)")
+def test_c_program_under_mpirun():
+    """A real mpirun: it numbers the processes, MASTER_ADDR comes with -x
+    and MASTER_PORT defaults to 29500 unless given."""
+    port = _free_port()
+    env = _without_torchrun(OMPI_ALLOW_RUN_AS_ROOT="1",
+                            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run(
+        ["mpirun", "-np", "3", "--oversubscribe", "--bind-to", "none",
+         "-x", "MASTER_ADDR=127.0.0.1", "-x", f"MASTER_PORT={port}",
+         DLCP_BENCH, *BENCH_ARGS],
+        env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _assert_bench_ran(proc.stdout, 3)
 
 
 @pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
