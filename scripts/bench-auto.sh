@@ -14,8 +14,12 @@
 # between two sets of rounds of one program is not taken for a wrong
 # choice), then one verdict line on the pooled ratio.  DLCP_SHM=0 runs
 # over UDP on loopback (the rules for ranks on different hosts) instead of
-# the shared-memory rings.  Exits 1 if a run fails, 3 if AUTO is more
-# than 10 % slower than the fastest at some size.
+# the shared-memory rings.  LAUNCH replaces `dlcp-run -n RANKS` with
+# another launcher, e.g. LAUNCH="tools/dlcp-testbed run --id ID --stats
+# none --" for one rank per host of an emulated testbed (RANKS must then
+# be its host count): the rules between hosts measured on links rather
+# than loopback.  Exits 1 if a run fails, 3 if AUTO is more than 10 %
+# slower than the fastest at some size.
 set -eu
 build=${1:-build}
 ranks=${RANKS:-4}
@@ -26,14 +30,15 @@ algos="auto ring ps halving_doubling direct"
 if [ $((ranks & (ranks - 1))) = 0 ]; then
   algos="$algos recursive_doubling"
 fi
+launch=${LAUNCH:-$build/bin/dlcp-run -n $ranks}
 out=$(mktemp -d "${TMPDIR:-/tmp}/dlcp-auto.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
-echo "# $ranks ranks, DLCP_SHM=${DLCP_SHM:-1}, dlcp-bench $sweep $iters -c 0, $reps rounds, algorithms taking turns"
+echo "# $ranks ranks ($launch), DLCP_SHM=${DLCP_SHM:-1}, dlcp-bench $sweep $iters -c 0, $reps rounds, algorithms taking turns"
 for rep in $(seq "$reps"); do
   for a in $algos; do
-    # shellcheck disable=SC2086
-    if ! "$build/bin/dlcp-run" -n "$ranks" "$build/bin/dlcp-bench" $sweep $iters \
+    # shellcheck disable=SC2086 # $launch, $sweep and $iters are word lists
+    if ! $launch "$build/bin/dlcp-bench" $sweep $iters \
         -a "$a" -c 0 >"$out/run.$a.$rep" 2>&1; then
       cat "$out/run.$a.$rep" >&2
       echo "bench-auto: $a failed in round $rep" >&2
