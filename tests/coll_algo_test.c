@@ -938,7 +938,19 @@ static void test_barrier(void **state) {
 /* RAT on real hierarchies: two levels, uneven racks, three levels. */
 static void test_rat_topologies(void **state) {
   (void)state;
-  uint32_t two[16 * 2], uneven[5], three[16 * 3];
+  uint32_t two[16 * 2], uneven[5], three[16 * 3], ragged[40 * 3];
+  /* 40 ranks in racks of 1 to 6, 2 or 3 racks a pod, pods in 2 halls; a
+   * rack id is reused in every pod, a pod id in every hall. */
+  static const uint8_t rack_sizes[] = {3, 1, 6, 2, 5, 4, 1, 3, 6, 2, 4, 3};
+  for (uint32_t r = 0, rack = 0, left = rack_sizes[0]; r < 40; r++) {
+    if (left == 0) {
+      left = rack_sizes[++rack % sizeof(rack_sizes)];
+    }
+    left--;
+    ragged[r * 3] = rack % 3;         /* rack within its pod */
+    ragged[r * 3 + 1] = rack / 3 % 2; /* pod within its hall */
+    ragged[r * 3 + 2] = rack / 6;     /* hall */
+  }
   for (uint32_t r = 0; r < 16; r++) {
     two[r * 2] = r / 2;     /* rack */
     two[r * 2 + 1] = r / 4; /* pod */
@@ -952,8 +964,8 @@ static void test_rat_topologies(void **state) {
     uint32_t n;
     const uint32_t *topo;
     uint32_t levels;
-  } cases[] = {{8, two, 2}, {16, two, 2}, {5, uneven, 1}, {16, three, 3},
-               {6, two, 2}, {3, NULL, 0}};
+  } cases[] = {{8, two, 2}, {16, two, 2}, {5, uneven, 1},  {16, three, 3},
+               {6, two, 2}, {3, NULL, 0}, {40, ragged, 3}, {37, ragged, 3}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     for (int kind = 0; kind < 2; kind++) {
       spec s;
@@ -971,6 +983,77 @@ static void test_rat_topologies(void **state) {
       outcome o;
       run_spec(&s, &o);
     }
+  }
+}
+
+/* An allocator that fails its |left|-th call from now (counting down). */
+typedef struct failing_mem {
+  int left;
+  int live; /* blocks handed out and not yet freed */
+} failing_mem;
+
+static void *fm_malloc(size_t size, void *user) {
+  failing_mem *f = user;
+  if (f->left-- == 0) {
+    return NULL;
+  }
+  f->live++;
+  return malloc(size);
+}
+
+static void *fm_calloc(size_t nmemb, size_t size, void *user) {
+  failing_mem *f = user;
+  if (f->left-- == 0) {
+    return NULL;
+  }
+  f->live++;
+  return calloc(nmemb, size);
+}
+
+static void *fm_realloc(void *ptr, size_t size, void *user) {
+  failing_mem *f = user;
+  if (f->left-- == 0) {
+    return NULL;
+  }
+  f->live += ptr == NULL;
+  return realloc(ptr, size);
+}
+
+static void fm_free(void *ptr, void *user) {
+  failing_mem *f = user;
+  f->live -= ptr != NULL;
+  free(ptr);
+}
+
+/* Building a RAT plan fails cleanly at every allocation: DLCP_ERR_NOMEM,
+ * nothing leaked, and with enough memory the operation is made. */
+static void test_rat_out_of_memory(void **state) {
+  (void)state;
+  static const uint32_t labels[6 * 2] = {0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 2};
+  static float buf[60];
+  dlcp_coll_params p;
+  dlcp_coll_params_default(&p);
+  p.algo = DLCP_ALGO_RAT;
+  p.world = 6;
+  p.rank = 2;
+  p.count = 60;
+  p.recvbuf = buf;
+  p.topo = labels;
+  p.topo_levels = 2;
+  for (int k = 0;; k++) {
+    failing_mem f = {k, 0};
+    dlcp_mem m = {&f, fm_malloc, fm_free, fm_calloc, fm_realloc};
+    dlcp_coll *op = NULL;
+    int rv = dlcp_coll_new(&op, &p, &m, 0);
+    if (rv == 0) {
+      assert_true(k > 3); /* the topology's index, the plan, the executor */
+      dlcp_coll_del(op);
+      assert_int_equal(f.live, 0);
+      break;
+    }
+    assert_int_equal(rv, DLCP_ERR_NOMEM);
+    assert_null(op);
+    assert_int_equal(f.live, 0);
   }
 }
 
@@ -1626,6 +1709,23 @@ static void test_golden_plans(void **state) {
   p.topo = racks;
   p.topo_levels = 1;
   check_golden("allreduce_rat_n4_r1", &p);
+  /* Three levels: racks {0,1,2} {3} {4,5} in a pod, {6,7} in another of
+   * the same hall, {8} alone in a hall of its own; rank 4 aggregates its
+   * rack in some trees, its pod or hall in others, and is a leaf in the
+   * rest. */
+  static const uint32_t levels3[9 * 3] = {0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          1, 0, 0, 2, 0, 0, 2, 0, 0,
+                                          0, 1, 0, 0, 1, 0, 0, 0, 1};
+  p.world = 9;
+  p.rank = 4;
+  p.count = 20;
+  p.topo = levels3;
+  p.topo_levels = 3;
+  check_golden("allreduce_rat_3level_n9_r4", &p);
+  p.kind = DLCP_COLL_BROADCAST;
+  p.root = 7;
+  check_golden("broadcast_rat_3level_n9_r4", &p);
+  p.kind = DLCP_COLL_ALLREDUCE;
   /* Recursive doubling: r0 folds out; r1 takes the fold in and is the
    * lower partner (reduces in place); on 4 ranks r1 is the higher partner
    * at step 1 (reduces its own into the received copy, copies it back)
@@ -2059,6 +2159,7 @@ int main(void) {
       cmocka_unit_test(test_barrier),
       cmocka_unit_test(test_awaited_note_names_the_round_peer),
       cmocka_unit_test(test_rat_topologies),
+      cmocka_unit_test(test_rat_out_of_memory),
       cmocka_unit_test(test_auto_rule),
       cmocka_unit_test(test_exact_when_delivered_whole),
       cmocka_unit_test(test_loss_bounded),
