@@ -118,8 +118,7 @@ static void rat_topo_free(rat_topo *t, const dlcp_mem *mem) {
   }
 }
 
-static int rat_topo_init(rat_topo *t, const coll_geom *g,
-                         const dlcp_mem *mem) {
+static int rat_topo_init(rat_topo *t, const coll_geom *g, const dlcp_mem *mem) {
   uint32_t n = g->world, L = g->topo ? g->levels : 0, cap = 2;
   while (cap < 2 * n) {
     cap *= 2;
