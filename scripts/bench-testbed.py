@@ -125,6 +125,9 @@ class Bench:
             if k not in ("64K", "4M", "64M"):
                 sys.exit(f"bench-testbed: unknown size '{k}' (64K, 4M, 64M)")
         self.sizes = [s for s in self.sizes if short_size(s[0]) in keep]
+        if not self.sizes:
+            sys.exit("bench-testbed: BENCH_TESTBED_SIZES names no size "
+                     "(64K, 4M, 64M)")
         self.outdir = os.path.join(build, "bench-testbed")
         self.raw = os.path.join(self.outdir, "raw")
         self.commit = head_commit()  # of the tree the runs measure
