@@ -2198,6 +2198,9 @@ static int on_eager(dlcp_mlt_conn *conn, const dlcp_wire_eager *e,
 static void on_offer(dlcp_mlt_conn *conn, const dlcp_wire_offer *o,
                      dlcp_tstamp now) {
   mlt_xfer *first = NULL;
+  if (is_eager(conn, o->size)) {
+    return; /* an EAGER follows */
+  }
   for (mlt_xfer *x = conn->recvs; x; x = x->next) {
     if (x->tensor != o->tensor || x->state == X_TOMB) {
       continue;
@@ -2207,8 +2210,8 @@ static void on_offer(dlcp_mlt_conn *conn, const dlcp_wire_offer *o,
     }
     first = x; /* |recvs| is newest first: the last match is earliest */
   }
-  if (!first || is_eager(conn, o->size)) {
-    return; /* posted later (the send OFFERs again), or an EAGER follows */
+  if (!first) {
+    return; /* posted later: the send OFFERs again */
   }
   first->id = fresh_xfer_id(conn);
   finish(conn, first, DLCP_ERR_SIZE_MISMATCH, PEND_START | PEND_STOP, now);

@@ -618,6 +618,13 @@ void dlcp_sim_coll_flow_hole(dlcp_sim *sim, const dlcp_sim_flow *flow,
   x->holes[x->nholes++] = (dlcp_coll_range){a, b - a};
 }
 
+/* Whether transfer |x|'s news concerns the operation |rk| runs now: the
+ * job has not failed and |rk| is in the iteration |x| belongs to. */
+static bool news_for(const coll_job *job, const coll_rank *rk,
+                     const sim_xfer *x) {
+  return job->status == 0 && rk->op && rk->runs - 1 == x->m.iter;
+}
+
 /* Transfer |xi| is received and its receiver's CPU is through with it:
  * the state machine hears of it. */
 static void recv_report(dlcp_sim *sim, uint32_t xi, dlcp_sim_ps now) {
@@ -626,7 +633,7 @@ static void recv_report(dlcp_sim *sim, uint32_t xi, dlcp_sim_ps now) {
   coll_rank *rk = &job->ranks[x->m.dst];
   x->recv_done = true;
   x->recv_held = false;
-  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
+  if (news_for(job, rk, x)) {
     int rv = dlcp_coll_on_received(rk->op, x->m.src, x->m.tag, 0, x->holes,
                                    x->nholes, ns_of(now));
     /* Other errors fail the operation, which reports them at DONE. */
@@ -676,7 +683,7 @@ void dlcp_sim_coll_flow_delivered(dlcp_sim *sim, const dlcp_sim_flow *flow,
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.dst];
   dlcp_sim_ps at = now;
-  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
+  if (news_for(job, rk, x)) {
     /* What the network carried, as the runtime's receive buffer would
      * hold it: the sender's bytes, zeros in the holes (or reduced in on
      * arrival, the holes left as they were).  Copied now: the
@@ -704,7 +711,7 @@ void dlcp_sim_coll_flow_finished(dlcp_sim *sim, const dlcp_sim_flow *flow,
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.src];
   x->send_done = true;
-  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
+  if (news_for(job, rk, x)) {
     int rv = dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, 0, ns_of(now));
     if (rv == DLCP_ERR_UNKNOWN_TRANSFER) {
       job_fail(job, rk->rank, rv, now);
@@ -722,7 +729,7 @@ void dlcp_sim_coll_flow_sent_whole(dlcp_sim *sim, const dlcp_sim_flow *flow,
   }
   coll_job *job = &sim->colls->jobs[x->m.job];
   coll_rank *rk = &job->ranks[x->m.dst];
-  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
+  if (news_for(job, rk, x)) {
     coll_match_deliver(&x->m, NULL, 0); /* no holes: nothing is given up */
     x->copied = true;
   }
@@ -746,7 +753,7 @@ void dlcp_sim_coll_flow_failed(dlcp_sim *sim, const dlcp_sim_flow *flow,
   } else {
     x->recv_done = true;
   }
-  if (job->status == 0 && rk->op && rk->runs - 1 == x->m.iter) {
+  if (news_for(job, rk, x)) {
     if (is_send) {
       (void)dlcp_coll_on_sent(rk->op, x->m.dst, x->m.tag, status, ns_of(now));
     } else {
