@@ -35,7 +35,7 @@ DEB_PACKAGES := cmake make gcc clang libclang-rt-14-dev llvm pkg-config \
                 python3 libbpf-dev bpftool ethtool util-linux libsodium-dev \
                 g++ python3-venv python3-pip python3-setuptools python3-wheel \
                 python3-dev python3-numpy python3-pytest python3-torch \
-                libtorch-dev pybind11-dev openmpi-bin
+                libtorch-dev pybind11-dev openmpi-bin mpich
 # make bench-testbed's peers and plot.
 BENCH_TESTBED_PACKAGES := g++ libgloo-dev libopenmpi-dev openmpi-bin \
                           python3-matplotlib

@@ -172,7 +172,7 @@ static void test_invalid_values_named(void **state) {
        {"DLCP_CONTROL_DATAGRAMS='on'", "0 or 1"}},
       {{WORLD2, "DLCP_QUEUE_PKTS", "-1", NULL},
        {"DLCP_QUEUE_PKTS='-1'", "packet count"}},
-      /* mpirun and srun: their own variables, named in the message. */
+      /* mpirun, mpiexec and srun: their own variables, named in the message. */
       {{"OMPI_COMM_WORLD_RANK", "1", NULL},
        {"OMPI_COMM_WORLD_RANK='1'", "OMPI_COMM_WORLD_SIZE is not", "Open MPI"}},
       {{"OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_RANK", "4", NULL},
@@ -180,6 +180,14 @@ static void test_invalid_values_named(void **state) {
       {{"OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_RANK", "1", NULL},
        {"MASTER_ADDR is not set", "OMPI_COMM_WORLD_SIZE=4",
         "mpirun -x MASTER_ADDR"}},
+      {{"PMI_SIZE", "3", NULL}, {"PMI_SIZE='3'", "PMI_RANK is not", "MPICH"}},
+      {{"PMI_SIZE", "3", "PMI_RANK", "1", NULL},
+       {"MASTER_ADDR is not set", "PMI_SIZE=3", "mpiexec -genv MASTER_ADDR"}},
+      /* mpiexec inside an allocation: srun's inherited numbers differ, so
+       * srun's address default does not apply. */
+      {{"PMI_SIZE", "3", "PMI_RANK", "1", "SLURM_PROCID", "0", "SLURM_NTASKS",
+        "1", "SLURM_LAUNCH_NODE_IPADDR", "10.0.0.9", NULL},
+       {"MASTER_ADDR is not set", "PMI_SIZE=3"}},
       {{"SLURM_NTASKS", "x", "SLURM_PROCID", "0", NULL},
        {"SLURM_NTASKS='x'", "an integer"}},
       {{"SLURM_NTASKS", "2", "SLURM_PROCID", "1", NULL},
@@ -213,8 +221,9 @@ static void test_invalid_values_named(void **state) {
   }
 }
 
-/* mpirun and srun number their processes in variables of their own and
- * give no rendezvous address; torchrun's variables win over theirs. */
+/* mpirun, mpiexec and srun number their processes in variables of their
+ * own and give no rendezvous address; torchrun's variables win over
+ * theirs. */
 static void test_launchers(void **state) {
   dlcp_rt_env env;
   (void)state;
@@ -280,6 +289,53 @@ static void test_launchers(void **state) {
   assert_int_equal(env.rank, 1);
   assert_int_equal(env.world_size, 2);
   assert_int_equal(env.master_port, 4000);
+
+  /* MPICH's mpiexec (Hydra), and Intel MPI's. */
+  const char *mpich[] = {
+      "PMI_RANK", "1",           "PMI_SIZE", "3", "MPI_LOCALRANKID",
+      "1",        "MASTER_ADDR", "10.0.0.1", NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, mpich, NULL), 0);
+  assert_int_equal(env.rank, 1);
+  assert_int_equal(env.world_size, 3);
+  assert_string_equal(env.master_addr, "10.0.0.1");
+  assert_int_equal(env.master_port, DLCP_ENV_DEFAULT_MASTER_PORT);
+
+  /* mpiexec inside a Slurm allocation: every rank inherits the batch
+   * step's SLURM_PROCID, and PMI_RANK numbers it. */
+  const char *mpich_in_slurm[] = {"PMI_RANK",
+                                  "2",
+                                  "PMI_SIZE",
+                                  "4",
+                                  "SLURM_PROCID",
+                                  "0",
+                                  "SLURM_NTASKS",
+                                  "1",
+                                  "MASTER_ADDR",
+                                  "node0",
+                                  NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, mpich_in_slurm, NULL),
+                   0);
+  assert_int_equal(env.rank, 2);
+  assert_int_equal(env.world_size, 4);
+  assert_string_equal(env.master_addr, "node0");
+
+  /* srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE to its own numbers: the task
+   * is srun's and takes the node srun ran on. */
+  const char *srun_pmi2[] = {"PMI_RANK",
+                             "3",
+                             "PMI_SIZE",
+                             "4",
+                             "SLURM_PROCID",
+                             "3",
+                             "SLURM_NTASKS",
+                             "4",
+                             "SLURM_LAUNCH_NODE_IPADDR",
+                             "10.0.0.9",
+                             NULL};
+  assert_int_equal(dlcp_rt_env_load(&env, table_lookup, srun_pmi2, NULL), 0);
+  assert_int_equal(env.rank, 3);
+  assert_int_equal(env.world_size, 4);
+  assert_string_equal(env.master_addr, "10.0.0.9");
 
   /* A one-task step needs no rendezvous address. */
   const char *one[] = {"SLURM_PROCID", "0", "SLURM_NTASKS", "1", NULL};

@@ -140,8 +140,9 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
  * dlcp_comm_create_from_env is dlcp_comm_create with the configuration
  * read from the environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
  * (torchrun's); without RANK and WORLD_SIZE, OMPI_COMM_WORLD_RANK and
- * OMPI_COMM_WORLD_SIZE (mpirun) or SLURM_PROCID and SLURM_NTASKS (srun),
- * with MASTER_ADDR (Slurm: else SLURM_LAUNCH_NODE_IPADDR) and MASTER_PORT
+ * OMPI_COMM_WORLD_SIZE (mpirun), PMI_RANK and PMI_SIZE (MPICH's mpiexec)
+ * or SLURM_PROCID and SLURM_NTASKS (srun), in that order, with
+ * MASTER_ADDR (Slurm: else SLURM_LAUNCH_NODE_IPADDR) and MASTER_PORT
  * defaulting to 29500; none of these: a world of one), and
  * DLCP_TIMEOUT_MS, DLCP_RDZV_TIMEOUT_MS, DLCP_PATHS,
  * DLCP_SEGMENT, DLCP_ADDR, DLCP_JOB, DLCP_RATE_GBPS, DLCP_WINDOW_BYTES,

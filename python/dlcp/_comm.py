@@ -175,9 +175,10 @@ class Communicator:
 
     Communicator() joins the job described by the environment: torchrun's
     variables (torchrun, dlcp-run, dlcp-testbed), else Open MPI's
-    OMPI_COMM_WORLD_RANK/_SIZE or Slurm's SLURM_PROCID/SLURM_NTASKS with
-    MASTER_ADDR (Slurm: else SLURM_LAUNCH_NODE_IPADDR) and MASTER_PORT
-    (default 29500); DLCP_* options apply as documented in
+    OMPI_COMM_WORLD_RANK/_SIZE, MPICH's PMI_RANK/PMI_SIZE or Slurm's
+    SLURM_PROCID/SLURM_NTASKS with MASTER_ADDR (Slurm: else
+    SLURM_LAUNCH_NODE_IPADDR) and MASTER_PORT (default 29500); DLCP_*
+    options apply as documented in
     docs/runtime.md.  rank, world_size, master_addr and master_port, when
     given, override the environment's values (e.g. a port of dlcp's own
     beside torch.distributed's store on MASTER_PORT).

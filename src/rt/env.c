@@ -213,10 +213,12 @@ static int read_dir(const reader *rd, const char *name, char *out,
 
 /* A launcher, by the variables that number its processes.  torchrun's
  * (also dlcp-run's and dlcp-testbed's) come with the rendezvous address;
- * Open MPI's mpirun and Slurm's srun know none, so there MASTER_ADDR
- * names rank 0's host (Slurm: else the node srun ran on) and MASTER_PORT
- * defaults to torch.distributed's.  The Python package's _launcher.py
- * follows the same rules, for torch's own env:// initialisation. */
+ * Open MPI's mpirun, MPICH's mpiexec (Hydra, as Intel MPI's and
+ * MVAPICH2's: PMI_RANK/PMI_SIZE) and Slurm's srun know none, so there
+ * MASTER_ADDR names rank 0's host (Slurm: else the node srun ran on) and
+ * MASTER_PORT defaults to torch.distributed's.  The Python package's
+ * _launcher.py follows the same rules, for torch's own env://
+ * initialisation. */
 typedef struct launcher {
   const char *name;
   const char *rank_var;
@@ -228,19 +230,44 @@ typedef struct launcher {
   const char *no_addr_hint;
 } launcher;
 
+enum { LAUNCHER_PMI = 2, LAUNCHER_SLURM = 3 };
+
+/* In order of precedence: torchrun's first, so dlcp-run started under
+ * srun numbers its own ranks; an MPI launcher's before srun's, because
+ * under mpiexec inside an allocation every rank inherits the batch
+ * step's SLURM_PROCID. */
 static const launcher launchers[] = {
     {"torchrun", "RANK", "WORLD_SIZE", NULL, NULL},
     {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", NULL,
      "mpirun gives none: pass it, e.g. mpirun -x MASTER_ADDR=host0"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LAUNCH_NODE_IPADDR",
-     "nor is SLURM_LAUNCH_NODE_IPADDR set"},
+    [LAUNCHER_PMI] = {"MPICH", "PMI_RANK", "PMI_SIZE", NULL,
+                      "mpiexec gives none: pass it, e.g. mpiexec -genv "
+                      "MASTER_ADDR host0"},
+    [LAUNCHER_SLURM] = {"Slurm", "SLURM_PROCID", "SLURM_NTASKS",
+                        "SLURM_LAUNCH_NODE_IPADDR",
+                        "nor is SLURM_LAUNCH_NODE_IPADDR set"},
 };
 
-/* The first launcher whose variables are set, or NULL: torchrun's win,
- * so dlcp-run started under srun numbers its own ranks. */
+static bool same_var(const reader *rd, const char *a, const char *b) {
+  const char *va = get(rd, a);
+  const char *vb = get(rd, b);
+  return va != NULL && vb != NULL && strcmp(va, vb) == 0;
+}
+
+/* srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE too, to its own numbers:
+ * such a process is srun's, and takes srun's address default. */
+static bool started_by_srun(const reader *rd) {
+  return same_var(rd, "PMI_RANK", "SLURM_PROCID") &&
+         same_var(rd, "PMI_SIZE", "SLURM_NTASKS");
+}
+
+/* The first launcher whose variables are set, or NULL. */
 static const launcher *detect_launcher(const reader *rd) {
   for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
     const launcher *l = &launchers[i];
+    if (i == LAUNCHER_PMI && started_by_srun(rd)) {
+      continue;
+    }
     if (get(rd, l->rank_var) != NULL || get(rd, l->size_var) != NULL) {
       return l;
     }

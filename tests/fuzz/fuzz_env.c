@@ -38,7 +38,8 @@ static const char *lookup(const char *name, void *user) {
 
 static int names_a_variable(const char *msg) {
   static const char *const names[] = {
-      "DLCP_", "RANK", "WORLD_SIZE", "MASTER_", "OMPI_COMM_WORLD_", "SLURM_"};
+      "DLCP_", "RANK", "WORLD_SIZE", "MASTER_", "OMPI_COMM_WORLD_", "PMI_",
+      "SLURM_"};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     if (strstr(msg, names[i]) != NULL) {
       return 1;

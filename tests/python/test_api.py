@@ -16,7 +16,8 @@ from conftest import BUILD, HERE, assert_ok, rank_lines, run_job
 
 
 def test_world_of_one_in_process(monkeypatch):
-    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+    for var in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+                "PMI_RANK", "PMI_SIZE"):
         monkeypatch.delenv(var, raising=False)
     with dlcp.Communicator() as comm:
         assert (comm.rank, comm.size) == (0, 1)
@@ -114,6 +115,21 @@ def test_launcher_variables_are_translated():
     launcher, env = _launcher.detect(ompi)
     assert launcher == "openmpi" and env["RANK"] == "1"
     assert env["MASTER_ADDR"] == "h0" and env["MASTER_PORT"] == "4000"
+    mpich = {"PMI_RANK": "2", "PMI_SIZE": "3", "MPI_LOCALRANKID": "0",
+             "MPI_LOCALNRANKS": "1", "MASTER_ADDR": "h0"}
+    assert _launcher.detect(mpich) == ("mpich", {
+        "RANK": "2", "WORLD_SIZE": "3", "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "h0", "MASTER_PORT": "29500"})
+    # mpiexec inside an allocation: every rank inherits the batch step's
+    # SLURM_PROCID, and PMI_RANK numbers it.
+    launcher, env = _launcher.detect(dict(mpich, SLURM_PROCID="0",
+                                          SLURM_NTASKS="1"))
+    assert launcher == "mpich" and env["RANK"] == "2"
+    # srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE to its own numbers.
+    assert _launcher.detect(dict(slurm, PMI_RANK="2", PMI_SIZE="4"))[0] == \
+        "slurm"
+    with pytest.raises(dlcp.LauncherError, match="mpiexec -genv MASTER_ADDR"):
+        _launcher.detect({"PMI_RANK": "0", "PMI_SIZE": "2"})
     assert _launcher.detect({"RANK": "0", "SLURM_PROCID": "3"}) == \
         ("torchrun", {})
     assert _launcher.detect({}) == (None, {})
@@ -165,23 +181,29 @@ def _assert_bench_ran(out, world):
         assert row[8] == "0" and row[9] == "100.00", out  # #wrong, delivered
 
 
-@pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
-def test_c_programs_start_from_slurm_and_open_mpi_variables(launcher):
-    """The C library reads srun's and mpirun's variables itself (rt/env.c),
-    so a C program needs no Python in between."""
+def _launcher_env(launcher, rank, world):
+    """The variables |launcher| would give process |rank| of |world| on
+    this host (MASTER_PORT aside)."""
+    if launcher == "slurm":
+        return dict(SLURM_PROCID=str(rank), SLURM_NTASKS=str(world),
+                    SLURM_LAUNCH_NODE_IPADDR="127.0.0.1")
+    if launcher == "openmpi":
+        return dict(OMPI_COMM_WORLD_RANK=str(rank),
+                    OMPI_COMM_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1")
+    assert launcher == "mpich"
+    return dict(PMI_RANK=str(rank), PMI_SIZE=str(world),
+                MASTER_ADDR="127.0.0.1")
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "openmpi", "mpich"])
+def test_c_programs_start_from_slurm_and_mpi_variables(launcher):
+    """The C library reads srun's, mpirun's and mpiexec's variables itself
+    (rt/env.c), so a C program needs no Python in between."""
     world, port = 3, _free_port()
     procs = []
     for r in range(world):
-        if launcher == "slurm":
-            env = _without_torchrun(SLURM_PROCID=str(r),
-                                    SLURM_NTASKS=str(world),
-                                    SLURM_LAUNCH_NODE_IPADDR="127.0.0.1",
-                                    MASTER_PORT=str(port))
-        else:
-            env = _without_torchrun(OMPI_COMM_WORLD_RANK=str(r),
-                                    OMPI_COMM_WORLD_SIZE=str(world),
-                                    MASTER_ADDR="127.0.0.1",
-                                    MASTER_PORT=str(port))
+        env = _without_torchrun(MASTER_PORT=str(port),
+                                **_launcher_env(launcher, r, world))
         procs.append(subprocess.Popen(
             [DLCP_BENCH, *BENCH_ARGS], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True))
@@ -208,22 +230,27 @@ def test_c_program_under_mpirun():
     _assert_bench_ran(proc.stdout, 3)
 
 
-@pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
-def test_jobs_start_from_slurm_and_open_mpi_variables(launcher):
+@pytest.mark.skipif(shutil.which("mpiexec.hydra") is None,
+                    reason="no mpiexec.hydra (Debian's mpich)")
+def test_c_program_under_mpich_mpiexec():
+    """A real MPICH mpiexec (Hydra): PMI_RANK and PMI_SIZE number the
+    processes, MASTER_ADDR comes with -genv."""
+    port = _free_port()
+    proc = subprocess.run(
+        ["mpiexec.hydra", "-n", "3", "-genv", "MASTER_ADDR", "127.0.0.1",
+         "-genv", "MASTER_PORT", str(port), DLCP_BENCH, *BENCH_ARGS],
+        env=_without_torchrun(), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _assert_bench_ran(proc.stdout, 3)
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "openmpi", "mpich"])
+def test_jobs_start_from_slurm_and_mpi_variables(launcher):
     world, port = 3, _free_port()
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                         "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
     procs = []
     for r in range(world):
-        env = dict(base, PYTHONUNBUFFERED="1", MASTER_PORT=str(port))
-        if launcher == "slurm":
-            env.update(SLURM_PROCID=str(r), SLURM_NTASKS=str(world),
-                       SLURM_LAUNCH_NODE_IPADDR="127.0.0.1")
-        else:
-            env.update(OMPI_COMM_WORLD_RANK=str(r),
-                       OMPI_COMM_WORLD_SIZE=str(world),
-                       MASTER_ADDR="127.0.0.1")
+        env = _without_torchrun(PYTHONUNBUFFERED="1", MASTER_PORT=str(port),
+                                **_launcher_env(launcher, r, world))
         procs.append(subprocess.Popen(
             [sys.executable, os.path.join(HERE, "api_worker.py"), "launcher"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
