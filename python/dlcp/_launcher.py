@@ -1,12 +1,12 @@
 """Which rank this process is, from the launcher that started it.
 
 torchrun and dlcp-run set torchrun's variables (RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT).  Slurm (srun) and Open MPI (mpirun) number
-their tasks in variables of their own and know nothing of a rendezvous
-address.  The C library reads all three itself (src/rt/env.c, by the
-same rules); this module translates the other two into torchrun's
-variables for torch.distributed's env:// initialisation and for the
-local rank, which the library does not read.
+MASTER_ADDR, MASTER_PORT).  Open MPI (mpirun), MPICH (mpiexec) and Slurm
+(srun) number their tasks in variables of their own and know nothing of
+a rendezvous address.  The C library reads them all itself
+(src/rt/env.c, by the same rules); this module translates the others
+into torchrun's variables for torch.distributed's env:// initialisation
+and for the local rank, which the library does not read.
 """
 
 import contextlib
@@ -35,71 +35,87 @@ def _int_var(env, name, lo, hi=None):
     return value
 
 
-def _master(env, launcher, how, default_addr=None):
-    """MASTER_ADDR (else |default_addr|) and MASTER_PORT (else 29500);
-    |how| shows how |launcher| passes MASTER_ADDR."""
-    addr = env.get("MASTER_ADDR") or default_addr
+class _Launcher:
+    """A launcher, by the variables that number its processes."""
+
+    def __init__(self, name, title, rank, size, local_rank, local_size,
+                 how, addr=None):
+        self.name, self.title = name, title  # as returned; in messages
+        self.rank, self.size = rank, size
+        self.local_rank, self.local_size = local_rank, local_size
+        self.how = how    # how this launcher passes MASTER_ADDR
+        self.addr = addr  # rank 0's host when MASTER_ADDR is unset
+
+
+# In order of precedence, after torchrun's: an MPI launcher's before
+# srun's, because under mpiexec inside an allocation every rank inherits
+# the batch step's SLURM_PROCID.
+_LAUNCHERS = (
+    _Launcher("openmpi", "Open MPI", "OMPI_COMM_WORLD_RANK",
+              "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+              "OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun -x MASTER_ADDR=host0"),
+    _Launcher("mpich", "MPICH", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
+              "MPI_LOCALNRANKS", "mpiexec -genv MASTER_ADDR host0"),
+    _Launcher("slurm", "Slurm", "SLURM_PROCID", "SLURM_NTASKS",
+              "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
+              "srun --export=ALL,MASTER_ADDR=host0",
+              "SLURM_LAUNCH_NODE_IPADDR"),
+)
+
+
+def _srun_pmi(env):
+    """srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE to its own numbers: such
+    a task is srun's, and takes srun's address default."""
+    return (env.get("PMI_RANK") is not None
+            and env.get("PMI_RANK") == env.get("SLURM_PROCID")
+            and env.get("PMI_SIZE") == env.get("SLURM_NTASKS"))
+
+
+def _master(env, launcher):
+    """MASTER_ADDR (else the launcher's default) and MASTER_PORT (else
+    29500)."""
+    addr = env.get("MASTER_ADDR") or (
+        env.get(launcher.addr) if launcher.addr else None)
     if not addr:
         raise LauncherError(
-            f"{launcher} gives no rendezvous address: set MASTER_ADDR to "
-            f"rank 0's host (e.g. {how})")
+            f"{launcher.title} gives no rendezvous address: set MASTER_ADDR "
+            f"to rank 0's host (e.g. {launcher.how})")
     port = DEFAULT_MASTER_PORT
     if env.get("MASTER_PORT") is not None:
         port = _int_var(env, "MASTER_PORT", 1, 65535)
     return addr, port
 
 
-def _srun_pmi(env):
-    """srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE to its own numbers."""
-    return (env.get("PMI_RANK") is not None
-            and env.get("PMI_RANK") == env.get("SLURM_PROCID")
-            and env.get("PMI_SIZE") == env.get("SLURM_NTASKS"))
-
-
 def detect(env=None):
     """Returns (launcher, variables): the torchrun-style variables this
     process should have, or (None, {}) when nothing is set (a world of one).
 
-    torchrun's own variables win when RANK is set; then Open MPI's
-    OMPI_COMM_WORLD_RANK/_SIZE; then MPICH's (Hydra's, Intel MPI's)
+    torchrun's own variables win when RANK or WORLD_SIZE is set; then Open
+    MPI's OMPI_COMM_WORLD_RANK/_SIZE; then MPICH's (Hydra's, Intel MPI's)
     PMI_RANK/PMI_SIZE, unless they are srun's own numbers (srun
     --mpi=pmi2); both with MASTER_ADDR, required. Then Slurm's
     SLURM_PROCID/SLURM_NTASKS (+ MASTER_ADDR, else
-    SLURM_LAUNCH_NODE_IPADDR). An MPI launcher's variables come before
-    Slurm's because under mpiexec inside an allocation every rank
-    inherits the batch step's SLURM_PROCID. The C library (rt/env.c)
-    follows the same rules."""
+    SLURM_LAUNCH_NODE_IPADDR). The C library (rt/env.c) follows the same
+    rules."""
     env = os.environ if env is None else env
     if "RANK" in env or "WORLD_SIZE" in env:
         return "torchrun", {}
-    if "OMPI_COMM_WORLD_RANK" in env:
-        size = _int_var(env, "OMPI_COMM_WORLD_SIZE", 1)
-        rank = _int_var(env, "OMPI_COMM_WORLD_RANK", 0, size - 1)
-        local = env.get("OMPI_COMM_WORLD_LOCAL_RANK", str(rank))
-        local_size = env.get("OMPI_COMM_WORLD_LOCAL_SIZE", str(size))
-        addr, port = _master(env, "Open MPI", "mpirun -x MASTER_ADDR=host0")
-        launcher = "openmpi"
-    elif ("PMI_RANK" in env or "PMI_SIZE" in env) and not _srun_pmi(env):
-        size = _int_var(env, "PMI_SIZE", 1)
-        rank = _int_var(env, "PMI_RANK", 0, size - 1)
-        local = env.get("MPI_LOCALRANKID", str(rank))
-        local_size = env.get("MPI_LOCALNRANKS", str(size))
-        addr, port = _master(env, "MPICH", "mpiexec -genv MASTER_ADDR host0")
-        launcher = "mpich"
-    elif "SLURM_PROCID" in env:
-        size = _int_var(env, "SLURM_NTASKS", 1)
-        rank = _int_var(env, "SLURM_PROCID", 0, size - 1)
-        local = env.get("SLURM_LOCALID", str(rank))
-        local_size = env.get("SLURM_NTASKS_PER_NODE", str(size)).split("(")[0]
-        addr, port = _master(env, "Slurm",
-                             "srun --export=ALL,MASTER_ADDR=host0",
-                             env.get("SLURM_LAUNCH_NODE_IPADDR"))
-        launcher = "slurm"
+    for launcher in _LAUNCHERS:
+        if launcher.name == "mpich" and _srun_pmi(env):
+            continue
+        if launcher.rank in env or launcher.size in env:
+            break
     else:
         return None, {}
-    return launcher, {"RANK": str(rank), "WORLD_SIZE": str(size),
-                      "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": local_size,
-                      "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
+    size = _int_var(env, launcher.size, 1)
+    rank = _int_var(env, launcher.rank, 0, size - 1)
+    local = env.get(launcher.local_rank, str(rank))
+    # Slurm writes "2(x3)" for three nodes of two tasks.
+    local_size = env.get(launcher.local_size, str(size)).split("(")[0]
+    addr, port = _master(env, launcher)
+    return launcher.name, {"RANK": str(rank), "WORLD_SIZE": str(size),
+                           "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": local_size,
+                           "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
 
 
 def export(env=None):

@@ -130,6 +130,8 @@ def test_launcher_variables_are_translated():
         "slurm"
     with pytest.raises(dlcp.LauncherError, match="mpiexec -genv MASTER_ADDR"):
         _launcher.detect({"PMI_RANK": "0", "PMI_SIZE": "2"})
+    with pytest.raises(dlcp.LauncherError, match="PMI_RANK is not set"):
+        _launcher.detect({"PMI_SIZE": "2", "MASTER_ADDR": "h0"})
     assert _launcher.detect({"RANK": "0", "SLURM_PROCID": "3"}) == \
         ("torchrun", {})
     assert _launcher.detect({}) == (None, {})
