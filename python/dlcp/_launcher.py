@@ -66,9 +66,9 @@ _LAUNCHERS = (
 def _srun_pmi(env):
     """srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE to its own numbers: such
     a task is srun's, and takes srun's address default."""
-    return (env.get("PMI_RANK") is not None
-            and env.get("PMI_RANK") == env.get("SLURM_PROCID")
-            and env.get("PMI_SIZE") == env.get("SLURM_NTASKS"))
+    def same(a, b):
+        return env.get(a) is not None and env.get(a) == env.get(b)
+    return same("PMI_RANK", "SLURM_PROCID") and same("PMI_SIZE", "SLURM_NTASKS")
 
 
 def _master(env, launcher):

@@ -132,6 +132,10 @@ def test_launcher_variables_are_translated():
         _launcher.detect({"PMI_RANK": "0", "PMI_SIZE": "2"})
     with pytest.raises(dlcp.LauncherError, match="PMI_RANK is not set"):
         _launcher.detect({"PMI_SIZE": "2", "MASTER_ADDR": "h0"})
+    # Only both of srun's numbers make PMI's srun's (as rt/env.c).
+    with pytest.raises(dlcp.LauncherError, match="PMI_SIZE is not set"):
+        _launcher.detect({"PMI_RANK": "1", "SLURM_PROCID": "1",
+                          "MASTER_ADDR": "h0"})
     assert _launcher.detect({"RANK": "0", "SLURM_PROCID": "3"}) == \
         ("torchrun", {})
     assert _launcher.detect({}) == (None, {})
