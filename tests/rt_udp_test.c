@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <poll.h>
@@ -39,20 +40,25 @@ static const uint8_t *next_datagram(dlcp_udp *u, size_t *len) {
   return dlcp_udp_take(u, 0, len);
 }
 
-/* Opens one socket and returns its own address, to send to itself. */
-static struct sockaddr_in open_to_self(dlcp_udp *u) {
+/* Opens one socket on the loopback address |*state| names (IPv4 unless
+ * given) and returns its own address, to send to itself; skips the test
+ * on a host without IPv6 loopback. */
+static dlcp_sockaddr open_to_self(dlcp_udp *u, void **state) {
+  const char *ip = *state ? *state : "127.0.0.1";
   dlcp_errbuf eb = {0};
-  assert_int_equal(dlcp_udp_open(u, "127.0.0.1", 1, &eb), 0);
-  struct sockaddr_in self = {.sin_family = AF_INET,
-                             .sin_port = htons(u->port[0]),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int rv = dlcp_udp_open(u, ip, 1, &eb);
+  if (rv == -EADDRNOTAVAIL || rv == -EAFNOSUPPORT) {
+    skip();
+  }
+  assert_int_equal(rv, 0);
+  dlcp_sockaddr self;
+  assert_int_equal(dlcp_sockaddr_parse(&self, ip, u->port[0]), 0);
   return self;
 }
 
 static void test_whole_datagram_sent_before_scratch_reused(void **state) {
-  (void)state;
   dlcp_udp u;
-  struct sockaddr_in self = open_to_self(&u);
+  dlcp_sockaddr self = open_to_self(&u, state);
   uint8_t hdr[HDR_LEN], payload[PAYLOAD_LEN], scratch[WHOLE_LEN];
   memset(hdr, 0xa1, sizeof(hdr));
   memset(payload, 0xb2, sizeof(payload));
@@ -107,9 +113,8 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
  * message (a shorter one may end the run); each still arrives whole, on
  * its own, in order, and counts as one datagram sent. */
 static void test_runs_of_equal_datagrams_arrive_one_by_one(void **state) {
-  (void)state;
   dlcp_udp u;
-  struct sockaddr_in self = open_to_self(&u);
+  dlcp_sockaddr self = open_to_self(&u, state);
   enum { N = 12 };
   /* 7 equal, a shorter one ending their run, 2 of another TOS byte, 2
    * equal with trailers (a longer length: a new run) */
@@ -151,9 +156,8 @@ static void test_runs_of_equal_datagrams_arrive_one_by_one(void **state) {
  * leave together at the flush: nothing before it, then each piece whole,
  * in order, with the bytes it had when queued. */
 static void test_whole_datagrams_leave_together(void **state) {
-  (void)state;
   dlcp_udp u;
-  struct sockaddr_in self = open_to_self(&u);
+  dlcp_sockaddr self = open_to_self(&u, state);
   enum { N = 20, PIECE = 1472 };
   uint8_t scratch[PIECE];
   for (int k = 0; k < N; k++) {
@@ -180,9 +184,8 @@ static void test_whole_datagrams_leave_together(void **state) {
 /* Every received datagram says whether it was CE marked and when the kernel
  * received it: after it was sent, before it was read. */
 static void test_arrival_is_read(void **state) {
-  (void)state;
   dlcp_udp u;
-  struct sockaddr_in self = open_to_self(&u);
+  dlcp_sockaddr self = open_to_self(&u, state);
   uint8_t hdr[HDR_LEN] = {0};
   /* TOS: DSCP CS5 with ECT(0), CE, Not-ECT; then the same three again. */
   const int tos[3] = {dlcp_udp_tos(2, true), dlcp_udp_tos(2, true) | 3,
@@ -230,9 +233,8 @@ static void test_paths_leave_in_queued_order(void **state) {
   dlcp_udp u;
   dlcp_errbuf eb = {0};
   assert_int_equal(dlcp_udp_open(&u, "127.0.0.1", 3, &eb), 0);
-  struct sockaddr_in to = {.sin_family = AF_INET,
-                           .sin_port = htons(u.port[0]),
-                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  dlcp_sockaddr to;
+  assert_int_equal(dlcp_sockaddr_parse(&to, "127.0.0.1", u.port[0]), 0);
   enum { N = 8 };
   const uint32_t path[N] = {0, 0, 1, 1, 2, 0, 1, 1};
   uint8_t hdr[N][HDR_LEN], payload[PAYLOAD_LEN];
@@ -249,11 +251,11 @@ static void test_paths_leave_in_queued_order(void **state) {
     int n = dlcp_udp_recv(&u, 0);
     for (int i = 0; i < n && got + i < N; i++) {
       size_t len;
-      const struct sockaddr_in *from;
+      const dlcp_sockaddr *from;
       const uint8_t *d = dlcp_udp_rx_data(&u, i, &len, &from);
       assert_int_equal(len, HDR_LEN + PAYLOAD_LEN);
       assert_int_equal(d[0], 0x10 + got + i);
-      assert_int_equal(ntohs(from->sin_port), u.port[path[got + i]]);
+      assert_int_equal(dlcp_net_addr_port(&from->sa), u.port[path[got + i]]);
     }
     got += n;
   }
@@ -267,24 +269,53 @@ static void test_paths_leave_in_queued_order(void **state) {
  * is addressed on loopback or by one of this host's own addresses. */
 static void test_path_rate_towards_this_host(void **state) {
   (void)state;
-  struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(9)};
-  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-  assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
-  inet_pton(AF_INET, "127.5.6.7", &to.sin_addr);
-  assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
+  dlcp_sockaddr to;
+  const char *local[] = {"127.0.0.1", "127.5.6.7", "::1"};
+  for (size_t k = 0; k < sizeof(local) / sizeof(local[0]); k++) {
+    assert_int_equal(dlcp_sockaddr_parse(&to, local[k], 9), 0);
+    assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
+  }
   struct ifaddrs *all;
   assert_int_equal(getifaddrs(&all), 0);
   for (struct ifaddrs *i = all; i; i = i->ifa_next) {
-    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-        (i->ifa_flags & IFF_UP)) {
-      memcpy(&to.sin_addr,
-             &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr,
-             sizeof(to.sin_addr));
+    if (i->ifa_addr && (i->ifa_flags & IFF_UP) &&
+        (i->ifa_addr->sa_family == AF_INET ||
+         (i->ifa_addr->sa_family == AF_INET6 &&
+          !IN6_IS_ADDR_LINKLOCAL(
+              &((const struct sockaddr_in6 *)(const void *)i->ifa_addr)
+                   ->sin6_addr)))) {
+      memset(&to, 0, sizeof(to));
+      memcpy(&to, i->ifa_addr,
+             i->ifa_addr->sa_family == AF_INET6 ? sizeof(to.in6)
+                                                : sizeof(to.in));
       assert_true(dlcp_net_path_rate_gbps(&to, 7.0, 3.0) == 7.0);
     }
   }
   freeifaddrs(all);
 }
+
+/* The family helpers the data path relies on. */
+static void test_sockaddr_helpers(void **state) {
+  (void)state;
+  dlcp_sockaddr a, b;
+  assert_int_equal(dlcp_sockaddr_parse(&a, "10.0.0.1", 7), 0);
+  assert_int_equal(dlcp_sockaddr_len(&a), sizeof(struct sockaddr_in));
+  assert_int_equal(dlcp_sockaddr_parse(&b, "10.0.0.1", 8), 0);
+  assert_true(dlcp_sockaddr_same_host(&a, &b));
+  assert_false(dlcp_sockaddr_equal(&a, &b));
+  assert_false(dlcp_sockaddr_is_loopback(&a));
+  assert_int_equal(dlcp_sockaddr_parse(&b, "fd00::1", 7), 0);
+  assert_int_equal(dlcp_sockaddr_len(&b), sizeof(struct sockaddr_in6));
+  assert_false(dlcp_sockaddr_same_host(&a, &b));
+  assert_int_equal(dlcp_net_addr_port(&b.sa), 7);
+  assert_int_equal(dlcp_sockaddr_parse(&a, "::1", 7), 0);
+  assert_true(dlcp_sockaddr_is_loopback(&a));
+  assert_int_equal(dlcp_sockaddr_parse(&a, "host0", 7), -1);
+  assert_int_equal(dlcp_net_ip_header_len(AF_INET6), 40);
+  assert_int_equal(dlcp_net_ip_header_len(AF_INET), 20);
+}
+
+static char IPV6_LOOPBACK[] = "::1";
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -292,8 +323,17 @@ int main(void) {
       cmocka_unit_test(test_runs_of_equal_datagrams_arrive_one_by_one),
       cmocka_unit_test(test_whole_datagrams_leave_together),
       cmocka_unit_test(test_arrival_is_read),
+      /* The same over IPv6 (IPV6_TCLASS instead of IP_TOS). */
+      cmocka_unit_test_prestate(test_whole_datagram_sent_before_scratch_reused,
+                                IPV6_LOOPBACK),
+      cmocka_unit_test_prestate(test_runs_of_equal_datagrams_arrive_one_by_one,
+                                IPV6_LOOPBACK),
+      cmocka_unit_test_prestate(test_whole_datagrams_leave_together,
+                                IPV6_LOOPBACK),
+      cmocka_unit_test_prestate(test_arrival_is_read, IPV6_LOOPBACK),
       cmocka_unit_test(test_paths_leave_in_queued_order),
       cmocka_unit_test(test_path_rate_towards_this_host),
+      cmocka_unit_test(test_sockaddr_helpers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

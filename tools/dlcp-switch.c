@@ -531,7 +531,7 @@ static void sockaddr_of(uint64_t cookie, struct sockaddr_in *sa) {
 typedef struct batch {
   struct mmsghdr msg[MAX_BATCH];
   struct iovec iov[MAX_BATCH];
-  struct sockaddr_in addr[MAX_BATCH];
+  dlcp_sockaddr addr[MAX_BATCH]; /* IPv4: .in */
   uint64_t dest[MAX_BATCH]; /* send: address cookie << 2 | ECN codepoint */
   union {
     struct cmsghdr align;
@@ -653,7 +653,7 @@ static int drain(worker *w, batch *out, dlcp_tstamp now) {
     if (rv != 1) {
       return rv == 0 ? 0 : -1;
     }
-    sockaddr_of(s.addr, &out->addr[i]);
+    sockaddr_of(s.addr, &out->addr[i].in);
     out->dest[i] = s.addr << 2 | (s.ecn & 3u);
     out->iov[i].iov_base = b;
     out->iov[i].iov_len = s.len;
@@ -823,9 +823,9 @@ static void *worker_main(void *arg) {
         uint32_t to = owner_of(w, d + off, n);
 
         if (to == w->index) {
-          on_datagram(w, d + off, n, ecn, &in->addr[i], now);
+          on_datagram(w, d + off, n, ecn, &in->addr[i].in, now);
         } else {
-          hand_off(&w->all[to], d + off, n, ecn, &in->addr[i]);
+          hand_off(&w->all[to], d + off, n, ecn, &in->addr[i].in);
         }
         off += n;
       } while (off < len);

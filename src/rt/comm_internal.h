@@ -22,6 +22,7 @@
 #include "rt/auth.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
+#include "rt/net.h"
 #include "rt/fault.h"
 #include "rt/loop.h"
 #include "rt/rendezvous.h"
@@ -73,8 +74,8 @@ typedef struct op {
 typedef struct peer {
   struct dlcp_comm *comm;
   uint32_t rank;
-  char name[96]; /* "rank R (ip:port)" */
-  struct sockaddr_in udp[DLCP_ENV_MAX_PATHS];
+  char name[96]; /* "rank R (ip:port)", "rank R ([ipv6]:port)" */
+  dlcp_sockaddr udp[DLCP_ENV_MAX_PATHS];
   uint32_t udp_k;
   int tcp_fd;
   dlcp_mlt_conn *conn;
@@ -146,7 +147,7 @@ struct dlcp_comm {
   /* With a job secret (rdzv.authenticated) every datagram on a socket and
    * every control message carries a trailer tagged under rdzv.session. */
   dlcp_rdzv rdzv;
-  char local_ip[INET_ADDRSTRLEN];
+  char local_ip[INET6_ADDRSTRLEN];
   dlcp_tstamp started_ns;
   bool paused_once;
   bool rx_in_place; /* DATA payloads are read straight into the tensor */

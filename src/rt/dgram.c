@@ -25,10 +25,9 @@ _Static_assert(DLCP_UDP_TRAILER_LEN == DLCP_AUTH_TRAILER_LEN,
  * this host, else into the UDP batch (|payload| then lives until the
  * flush), with an auth trailer in a job with a secret.  The rings carry
  * no trailer: only processes of this host's user can map them. */
-static void emit(dlcp_comm *c, peer *p, uint32_t path,
-                 const struct sockaddr_in *to, const uint8_t *hdr,
-                 size_t hdr_len, const void *payload, size_t payload_len,
-                 int tos) {
+static void emit(dlcp_comm *c, peer *p, uint32_t path, const dlcp_sockaddr *to,
+                 const uint8_t *hdr, size_t hdr_len, const void *payload,
+                 size_t payload_len, int tos) {
   uint8_t trailer[DLCP_AUTH_TRAILER_LEN];
   if (p->shm.hdr) {
     if (dlcp_shm_put(&p->shm, DLCP_SHM_DATAGRAM, hdr, hdr_len, payload,
@@ -68,7 +67,7 @@ void dlcp_rt_flush_datagrams(dlcp_comm *c) {
 void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
                           dlcp_tstamp now) {
   uint32_t path = a->path % c->udp.k;
-  const struct sockaddr_in *to = &p->udp[DLCP_UDP_RX_PATH];
+  const dlcp_sockaddr *to = &p->udp[DLCP_UDP_RX_PATH];
   int tos = dlcp_udp_tos(a->priority, a->ect);
   dlcp_duration hold = 0;
   dlcp_fault_verdict v = dlcp_fault_decide(&c->fault, &hold);
@@ -106,15 +105,14 @@ void dlcp_rt_release_held(dlcp_comm *c, dlcp_tstamp now) {
   }
 }
 
-static peer *peer_by_addr(dlcp_comm *c, const struct sockaddr_in *from) {
+static peer *peer_by_addr(dlcp_comm *c, const dlcp_sockaddr *from) {
   for (uint32_t r = 0; r < c->env.world_size; r++) {
     peer *p = &c->peers[r];
     if (r == c->env.rank) {
       continue;
     }
     for (uint32_t k = 0; k < p->udp_k; k++) {
-      if (p->udp[k].sin_port == from->sin_port &&
-          p->udp[k].sin_addr.s_addr == from->sin_addr.s_addr) {
+      if (dlcp_sockaddr_equal(&p->udp[k], from)) {
         return p;
       }
     }
@@ -150,7 +148,7 @@ static bool datagram_authentic(dlcp_comm *c, peer *p, const uint8_t *d,
 
 /* A datagram read whole goes to the connection of the peer it came from;
  * others' are counted and dropped. */
-static void deliver_datagram(dlcp_comm *c, const struct sockaddr_in *from,
+static void deliver_datagram(dlcp_comm *c, const dlcp_sockaddr *from,
                              const uint8_t *d, size_t len,
                              const dlcp_mlt_arrival *arr, dlcp_tstamp now) {
   if (len == 0) {
@@ -244,7 +242,7 @@ static void receive_in_place(dlcp_comm *c) {
   const uint32_t path = DLCP_UDP_RX_PATH;
   for (int i = 0; i < 16 * DLCP_UDP_BATCH; i++) {
     uint8_t hdr[DLCP_WIRE_DATA_HDR_LEN];
-    struct sockaddr_in from;
+    dlcp_sockaddr from;
     ssize_t peeked = dlcp_udp_peek(&c->udp, path, hdr, sizeof(hdr), &from);
     if (peeked < 0) {
       break;
@@ -283,7 +281,7 @@ static void receive_batches(dlcp_comm *c) {
     dlcp_tstamp now = dlcp_rt_now();
     for (int i = 0; i < n; i++) {
       size_t len;
-      const struct sockaddr_in *from;
+      const dlcp_sockaddr *from;
       const uint8_t *d = dlcp_udp_rx_data(&c->udp, i, &len, &from);
       dlcp_mlt_arrival arr = dlcp_udp_rx_arrival(&c->udp, i);
       deliver_datagram(c, from, d, len, &arr, now);

@@ -45,10 +45,9 @@ dlcp_fault_verdict dlcp_fault_decide(dlcp_fault *f, dlcp_duration *hold_ns) {
 }
 
 int dlcp_fault_hold(dlcp_fault_queue *q, dlcp_tstamp release_ns,
-                    uint32_t peer_rank, uint32_t path,
-                    const struct sockaddr_in *to, const uint8_t *hdr,
-                    size_t hdr_len, const void *payload, size_t payload_len,
-                    int tos) {
+                    uint32_t peer_rank, uint32_t path, const dlcp_sockaddr *to,
+                    const uint8_t *hdr, size_t hdr_len, const void *payload,
+                    size_t payload_len, int tos) {
   dlcp_fault_held *h = malloc(sizeof(*h) + hdr_len + payload_len);
   if (!h) {
     return DLCP_ERR_NOMEM;

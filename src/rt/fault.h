@@ -15,6 +15,7 @@
 #include "dlcp/dlcp_types.h"
 #include "proto/rng.h"
 #include "rt/env.h"
+#include "rt/net.h"
 
 typedef enum dlcp_fault_verdict {
   DLCP_FAULT_PASS = 0,
@@ -45,7 +46,7 @@ typedef struct dlcp_fault_held {
   dlcp_tstamp release_ns;
   uint32_t peer_rank;
   uint32_t path;
-  struct sockaddr_in to;
+  dlcp_sockaddr to;
   size_t hdr_len, payload_len;
   int tos;
   uint8_t bytes[]; /* header then payload */
@@ -59,10 +60,9 @@ typedef struct dlcp_fault_queue {
 /* dlcp_fault_hold queues a copy of the datagram |hdr| + |payload| until
  * |release_ns|.  Returns 0 or DLCP_ERR_NOMEM (nothing queued). */
 int dlcp_fault_hold(dlcp_fault_queue *q, dlcp_tstamp release_ns,
-                    uint32_t peer_rank, uint32_t path,
-                    const struct sockaddr_in *to, const uint8_t *hdr,
-                    size_t hdr_len, const void *payload, size_t payload_len,
-                    int tos);
+                    uint32_t peer_rank, uint32_t path, const dlcp_sockaddr *to,
+                    const uint8_t *hdr, size_t hdr_len, const void *payload,
+                    size_t payload_len, int tos);
 
 /* dlcp_fault_due unlinks and returns the first datagram due at |now|, or
  * NULL; the caller sends it and free()s it. */

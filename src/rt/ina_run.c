@@ -232,12 +232,15 @@ static uint64_t missing_ranks(const dlcp_rt_ina_op *iop) {
 }
 
 /* The address rank |r| is reached at (its host). */
-static uint32_t host_addr(const dlcp_comm *c, uint32_t r) {
-  struct in_addr a;
+static dlcp_sockaddr host_addr(const dlcp_comm *c, uint32_t r) {
+  dlcp_sockaddr a;
   if (r != c->env.rank) {
-    return c->peers[r].udp[0].sin_addr.s_addr;
+    return c->peers[r].udp[0];
   }
-  return inet_pton(AF_INET, c->local_ip, &a) == 1 ? a.s_addr : 0;
+  if (dlcp_sockaddr_parse(&a, c->local_ip, 0) != 0) {
+    memset(&a, 0, sizeof(a));
+  }
+  return a;
 }
 
 /* Sorts the ranks into hosts, once the places are known (s->host,
@@ -246,7 +249,7 @@ static uint32_t host_addr(const dlcp_comm *c, uint32_t r) {
  * or DLCP_ERR_NOMEM. */
 static int host_groups(dlcp_comm *c, dlcp_rt_ina *s) {
   uint32_t world = c->env.world_size, me = c->env.rank;
-  uint32_t *addr = calloc(world, sizeof(*addr));
+  dlcp_sockaddr *addr = calloc(world, sizeof(*addr));
   s->host = calloc(world, sizeof(*s->host));
   s->master = calloc(world, sizeof(*s->master));
   if (addr == NULL || s->host == NULL || s->master == NULL) {
@@ -261,14 +264,16 @@ static int host_groups(dlcp_comm *c, dlcp_rt_ina *s) {
     addr[r] = host_addr(c, r);
   }
   for (uint32_t r = 0; r < world; r++) {
-    bool same = s->places[r] == s->places[me] && addr[r] == addr[me];
+    bool same = s->places[r] == s->places[me] &&
+                dlcp_sockaddr_same_host(&addr[r], &addr[me]);
     if (s->host_reduce ? same : r == me) {
       s->host_index = r == me ? s->nhost : s->host_index;
       s->host[s->nhost++] = r;
     }
     s->master[r] = true;
     for (uint32_t q = r + 1; s->host_reduce && q < world; q++) {
-      if (s->places[q] == s->places[r] && addr[q] == addr[r]) {
+      if (s->places[q] == s->places[r] &&
+          dlcp_sockaddr_same_host(&addr[q], &addr[r])) {
         s->master[r] = false;
         break;
       }

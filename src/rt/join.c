@@ -41,7 +41,7 @@
 #define DLCP_MACHINE_ID_LEN 36
 
 typedef struct addr_record {
-  char ip[INET_ADDRSTRLEN];
+  char ip[INET6_ADDRSTRLEN];
   uint16_t tcp_port;
   uint32_t k;
   uint16_t udp_port[DLCP_ENV_MAX_PATHS];
@@ -60,15 +60,11 @@ static int local_ip_towards(const char *host, char *out, size_t outlen,
   if (rv != 0) {
     return rv;
   }
-  if (a.ss.ss_family != AF_INET) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "MASTER_ADDR '%s': expected an IPv4 host", host);
-  }
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sin;
+  int fd = socket(a.ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  dlcp_sockaddr sin;
   socklen_t len = sizeof(sin);
   if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0 ||
-      getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
+      getsockname(fd, &sin.sa, &len) != 0) {
     int e = errno;
     if (fd >= 0) {
       close(fd);
@@ -76,27 +72,23 @@ static int local_ip_towards(const char *host, char *out, size_t outlen,
     return dlcp_errbuf_set(eb, -e, "no route to %s: %s", host, strerror(e));
   }
   close(fd);
-  inet_ntop(AF_INET, &sin.sin_addr, out, (socklen_t)outlen);
+  if (sin.sa.sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &sin.in6.sin6_addr, out, (socklen_t)outlen);
+  } else {
+    inet_ntop(AF_INET, &sin.in.sin_addr, out, (socklen_t)outlen);
+  }
   return 0;
 }
 
-/* Payload bytes per datagram towards |to|: the path MTU less the IPv4,
+/* Payload bytes per datagram towards |to|: the path MTU less the IP,
  * UDP and MLT headers and |trailer| bytes of the runtime's own, clamped
  * to what the wire format allows. */
 #define SEGMENT_ALIGN 8u /* the largest dtype's size */
 
-static uint32_t segment_for(const struct sockaddr_in *to, uint32_t trailer) {
-  int mtu = 1500;
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    socklen_t len = sizeof(mtu);
-    if (connect(fd, (const struct sockaddr *)to, sizeof(*to)) != 0 ||
-        getsockopt(fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0) {
-      mtu = 1500;
-    }
-    close(fd);
-  }
-  long seg = (long)mtu - 20 - 8 - (long)DLCP_WIRE_DATA_HDR_LEN - (long)trailer;
+static uint32_t segment_for(const dlcp_sockaddr *to, uint32_t trailer) {
+  int mtu = dlcp_net_path_mtu(to, 1500);
+  long seg = (long)mtu - dlcp_net_ip_header_len(to->sa.sa_family) - 8 -
+             (long)DLCP_WIRE_DATA_HDR_LEN - (long)trailer;
   if (seg > (long)(DLCP_WIRE_MAX_SEG - trailer)) {
     seg = DLCP_WIRE_MAX_SEG - trailer;
   }
@@ -151,8 +143,10 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
   memset(r, 0, sizeof(*r));
   int used = 0;
   unsigned tcp, k;
-  if (sscanf(text, "%15s %u %u%n", r->ip, &tcp, &k, &used) != 3 ||
-      tcp == 0 || tcp > 65535 || k == 0 || k > DLCP_ENV_MAX_PATHS) {
+  dlcp_sockaddr check;
+  if (sscanf(text, "%45s %u %u%n", r->ip, &tcp, &k, &used) != 3 ||
+      dlcp_sockaddr_parse(&check, r->ip, 0) != 0 || tcp == 0 || tcp > 65535 ||
+      k == 0 || k > DLCP_ENV_MAX_PATHS) {
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                            "rank %u published a malformed address record "
                            "'%.60s'",
@@ -241,7 +235,7 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
     if (rv != 0) {
       return rv;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0) {
       int e = errno;
       if (fd >= 0) {
@@ -407,7 +401,10 @@ static int exchange_topology(dlcp_comm *c, dlcp_tstamp deadline,
  * of it. */
 #define SHM_MAX_WORLD 16u
 
-static bool is_loopback(const char *ip) { return strncmp(ip, "127.", 4) == 0; }
+static bool is_loopback(const char *ip) {
+  dlcp_sockaddr a;
+  return dlcp_sockaddr_parse(&a, ip, 0) == 0 && dlcp_sockaddr_is_loopback(&a);
+}
 
 /* This rank's rings, when peers on this host may use them: both ends on
  * loopback (ranks in network namespaces keep their emulated links).
@@ -462,16 +459,14 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     return 0;
   }
   /* The control listener exists before anyone can learn its port. */
-  struct sockaddr_in sin;
-  memset(&sin, 0, sizeof(sin));
-  sin.sin_family = AF_INET;
-  inet_pton(AF_INET, c->local_ip, &sin.sin_addr);
+  dlcp_sockaddr sin;
+  dlcp_sockaddr_parse(&sin, c->local_ip, 0); /* dlcp_udp_open parsed it */
   socklen_t slen = sizeof(sin);
-  c->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  c->listen_fd = socket(sin.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (c->listen_fd < 0 ||
-      bind(c->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+      bind(c->listen_fd, &sin.sa, dlcp_sockaddr_len(&sin)) != 0 ||
       listen(c->listen_fd, 128) != 0 ||
-      getsockname(c->listen_fd, (struct sockaddr *)&sin, &slen) != 0) {
+      getsockname(c->listen_fd, &sin.sa, &slen) != 0) {
     return dlcp_errbuf_set(eb, -errno, "control listener on %s: %s",
                            c->local_ip, strerror(errno));
   }
@@ -484,7 +479,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   open_shm_segment(c);
   char mine[192 + 8 * DLCP_ENV_MAX_PATHS];
   int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
-                     (unsigned)ntohs(sin.sin_port), env->paths);
+                     (unsigned)dlcp_net_addr_port(&sin.sa), env->paths);
   for (uint32_t i = 0; i < env->paths; i++) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
                     (unsigned)c->udp.port[i]);
@@ -518,12 +513,18 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     peer *p = &c->peers[r];
     p->udp_k = recs[r].k;
     for (uint32_t k = 0; rv == 0 && k < recs[r].k; k++) {
-      p->udp[k].sin_family = AF_INET;
-      p->udp[k].sin_port = htons(recs[r].udp_port[k]);
-      inet_pton(AF_INET, recs[r].ip, &p->udp[k].sin_addr);
+      dlcp_sockaddr_parse(&p->udp[k], recs[r].ip, recs[r].udp_port[k]);
     }
-    dlcp_fmt(p->name, sizeof(p->name), "rank %u (%s:%u)", r, recs[r].ip,
-             (unsigned)recs[r].tcp_port);
+    if (rv == 0 && p->udp[0].sa.sa_family != c->udp.family) {
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "rank %u published the address %s, rank %u has "
+                           "%s: every rank must reach MASTER_ADDR by the "
+                           "same IP version",
+                           r, recs[r].ip, env->rank, c->local_ip);
+    }
+    dlcp_fmt(p->name, sizeof(p->name),
+             strchr(recs[r].ip, ':') ? "rank %u ([%s]:%u)" : "rank %u (%s:%u)",
+             r, recs[r].ip, (unsigned)recs[r].tcp_port);
     if (rv == 0 && r != env->rank) {
       map_peer_segment(c, p, &recs[r]);
     }

@@ -64,6 +64,98 @@ int dlcp_net_resolve(dlcp_net_addr *addr, const char *host, uint16_t port,
   return 0;
 }
 
+int dlcp_sockaddr_parse(dlcp_sockaddr *a, const char *ip, uint16_t port) {
+  memset(a, 0, sizeof(*a));
+  if (inet_pton(AF_INET, ip, &a->in.sin_addr) == 1) {
+    a->in.sin_family = AF_INET;
+    a->in.sin_port = htons(port);
+    return 0;
+  }
+  if (inet_pton(AF_INET6, ip, &a->in6.sin6_addr) == 1) {
+    a->in6.sin6_family = AF_INET6;
+    a->in6.sin6_port = htons(port);
+    return 0;
+  }
+  return -1;
+}
+
+socklen_t dlcp_sockaddr_len(const dlcp_sockaddr *a) {
+  return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
+}
+
+bool dlcp_sockaddr_same_host(const dlcp_sockaddr *a, const dlcp_sockaddr *b) {
+  if (a->sa.sa_family != b->sa.sa_family) {
+    return false;
+  }
+  if (a->sa.sa_family == AF_INET6) {
+    return memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr,
+                  sizeof(a->in6.sin6_addr)) == 0;
+  }
+  return a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+}
+
+bool dlcp_sockaddr_equal(const dlcp_sockaddr *a, const dlcp_sockaddr *b) {
+  return dlcp_sockaddr_same_host(a, b) &&
+         dlcp_net_addr_port(&a->sa) == dlcp_net_addr_port(&b->sa);
+}
+
+bool dlcp_sockaddr_is_loopback(const dlcp_sockaddr *a) {
+  if (a->sa.sa_family == AF_INET6) {
+    return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);
+  }
+  return (ntohl(a->in.sin_addr.s_addr) >> 24) == 127;
+}
+
+int dlcp_net_tclass_level(int family) {
+  return family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
+}
+
+int dlcp_net_tclass_opt(int family) {
+  return family == AF_INET6 ? IPV6_TCLASS : IP_TOS;
+}
+
+int dlcp_net_recv_tclass_opt(int family) {
+  return family == AF_INET6 ? IPV6_RECVTCLASS : IP_RECVTOS;
+}
+
+int dlcp_net_tclass_of(const struct cmsghdr *c) {
+  /* IPv4 reports the byte itself, IPv6 an int. */
+  if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
+      c->cmsg_len >= CMSG_LEN(1)) {
+    uint8_t tos;
+    memcpy(&tos, CMSG_DATA(c), 1);
+    return tos;
+  }
+  if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS &&
+      c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+    int tclass;
+    memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
+    return tclass & 0xff;
+  }
+  return -1;
+}
+
+int dlcp_net_ip_header_len(int family) {
+  return family == AF_INET6 ? 40 : 20;
+}
+
+int dlcp_net_path_mtu(const dlcp_sockaddr *to, int fallback) {
+  int family = to->sa.sa_family;
+  int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int mtu = fallback;
+  if (fd < 0) {
+    return fallback;
+  }
+  socklen_t len = sizeof(mtu);
+  if (connect(fd, &to->sa, dlcp_sockaddr_len(to)) != 0 ||
+      getsockopt(fd, family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
+                 family == AF_INET6 ? IPV6_MTU : IP_MTU, &mtu, &len) != 0) {
+    mtu = fallback;
+  }
+  close(fd);
+  return mtu;
+}
+
 const char *dlcp_net_addr_format(char *buf, size_t buflen,
                                  const struct sockaddr *sa) {
   char host[INET6_ADDRSTRLEN];
@@ -199,11 +291,9 @@ uint8_t dlcp_net_ecn_of(const struct msghdr *m) {
   }
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
        c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
-    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
-        c->cmsg_len >= CMSG_LEN(1)) {
-      uint8_t tos;
-      memcpy(&tos, CMSG_DATA(c), 1);
-      return (uint8_t)(tos & 3u);
+    int tclass = dlcp_net_tclass_of(c);
+    if (tclass >= 0) {
+      return (uint8_t)(tclass & 3);
     }
   }
   return 0;
@@ -229,12 +319,12 @@ struct cmsghdr *dlcp_net_put_cmsg(struct cmsghdr *c, int level, int type,
   return (struct cmsghdr *)(void *)((char *)c + CMSG_SPACE(len));
 }
 
-void dlcp_net_gso_message(struct msghdr *m, const struct sockaddr_in *name,
-                          struct iovec *iov, size_t count, int tos,
-                          void *ctl) {
+void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
+                          struct iovec *iov, size_t count, int tos, void *ctl) {
   memset(m, 0, sizeof(*m));
   m->msg_name = (void *)(uintptr_t)name;
-  m->msg_namelen = name ? sizeof(*name) : 0;
+  m->msg_namelen = name ? dlcp_sockaddr_len(name) : 0;
+  int family = name ? name->sa.sa_family : AF_INET;
   m->msg_iov = iov;
   m->msg_iovlen = count;
   if (tos == 0 && count < 2) {
@@ -242,7 +332,8 @@ void dlcp_net_gso_message(struct msghdr *m, const struct sockaddr_in *name,
   }
   struct cmsghdr *c = ctl;
   if (tos != 0) {
-    c = dlcp_net_put_cmsg(c, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    c = dlcp_net_put_cmsg(c, dlcp_net_tclass_level(family),
+                          dlcp_net_tclass_opt(family), &tos, sizeof(tos));
   }
   if (count > 1) {
     uint16_t seg = (uint16_t)iov[0].iov_len;
@@ -348,18 +439,24 @@ int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb) {
   return 0;
 }
 
-/* The name of the interface that holds the IPv4 address |a|, into |name|
+/* The name of the interface that holds the address |a|, into |name|
  * (IF_NAMESIZE bytes); false if none does. */
-static bool interface_of(struct in_addr a, char *name) {
+static bool interface_of(const dlcp_sockaddr *a, char *name) {
   struct ifaddrs *all;
   if (getifaddrs(&all) != 0) {
     return false;
   }
   bool found = false;
   for (struct ifaddrs *i = all; i && !found; i = i->ifa_next) {
-    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-        ((const struct sockaddr_in *)(const void *)i->ifa_addr)
-                ->sin_addr.s_addr == a.s_addr) {
+    dlcp_sockaddr held;
+    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+                         i->ifa_addr->sa_family != AF_INET6)) {
+      continue;
+    }
+    memcpy(&held, i->ifa_addr,
+           i->ifa_addr->sa_family == AF_INET6 ? sizeof(held.in6)
+                                              : sizeof(held.in));
+    if (dlcp_sockaddr_same_host(&held, a)) {
       snprintf(name, IF_NAMESIZE, "%s", i->ifa_name);
       found = true;
     }
@@ -368,30 +465,30 @@ static bool interface_of(struct in_addr a, char *name) {
   return found;
 }
 
-double dlcp_net_path_rate_gbps(const struct sockaddr_in *to, double local_gbps,
+double dlcp_net_path_rate_gbps(const dlcp_sockaddr *to, double local_gbps,
                                double unknown_gbps) {
-  if ((ntohl(to->sin_addr.s_addr) >> 24) == 127) {
+  if (dlcp_sockaddr_is_loopback(to)) {
     return local_gbps;
   }
   /* The route's source address names the interface: a connected UDP
    * socket sends nothing. */
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = socket(to->sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return unknown_gbps;
   }
-  struct sockaddr_in self;
+  dlcp_sockaddr self;
   socklen_t len = sizeof(self);
-  bool routed = connect(fd, (const struct sockaddr *)to, sizeof(*to)) == 0 &&
-                getsockname(fd, (struct sockaddr *)&self, &len) == 0;
+  bool routed = connect(fd, &to->sa, dlcp_sockaddr_len(to)) == 0 &&
+                getsockname(fd, &self.sa, &len) == 0;
   close(fd);
   if (!routed) {
     return unknown_gbps;
   }
-  if (self.sin_addr.s_addr == to->sin_addr.s_addr) {
+  if (dlcp_sockaddr_same_host(&self, to)) {
     return local_gbps;
   }
   char name[IF_NAMESIZE];
-  if (!interface_of(self.sin_addr, name)) {
+  if (!interface_of(&self, name)) {
     return unknown_gbps;
   }
   if (strcmp(name, "lo") == 0) {

@@ -9,6 +9,7 @@
 #define DLCP_RT_NET_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -18,6 +19,49 @@
 
 /* Room for "[ipv6-address]:65535" and the NUL. */
 #define DLCP_NET_ADDRSTR_LEN 64
+
+/* An IPv4 or IPv6 socket address, by value: a job's data path speaks the
+ * family of its MASTER_ADDR. */
+typedef union dlcp_sockaddr {
+  struct sockaddr sa;
+  struct sockaddr_in in;
+  struct sockaddr_in6 in6;
+} dlcp_sockaddr;
+
+/* dlcp_sockaddr_parse sets |a| to the numeric IPv4 or IPv6 address |ip|
+ * and |port|; returns 0, or -1 if |ip| is neither. */
+int dlcp_sockaddr_parse(dlcp_sockaddr *a, const char *ip, uint16_t port);
+
+/* dlcp_sockaddr_len returns the length of |a|'s family's address. */
+socklen_t dlcp_sockaddr_len(const dlcp_sockaddr *a);
+
+/* dlcp_sockaddr_same_host: the same family and address, any port. */
+bool dlcp_sockaddr_same_host(const dlcp_sockaddr *a, const dlcp_sockaddr *b);
+
+/* dlcp_sockaddr_equal: the same family, address and port. */
+bool dlcp_sockaddr_equal(const dlcp_sockaddr *a, const dlcp_sockaddr *b);
+
+/* dlcp_sockaddr_is_loopback: 127.0.0.0/8 or ::1. */
+bool dlcp_sockaddr_is_loopback(const dlcp_sockaddr *a);
+
+/* The traffic class byte (DSCP and ECN) of |family|'s datagrams: the
+ * ancillary data and socket option level, the option that sets it
+ * (IP_TOS, IPV6_TCLASS) and the one that reports it on receive
+ * (IP_RECVTOS, IPV6_RECVTCLASS). */
+int dlcp_net_tclass_level(int family);
+int dlcp_net_tclass_opt(int family);
+int dlcp_net_recv_tclass_opt(int family);
+
+/* dlcp_net_tclass_of returns the traffic class byte of received
+ * ancillary datum |c| (IP_TOS or IPV6_TCLASS), or -1 if |c| is neither. */
+int dlcp_net_tclass_of(const struct cmsghdr *c);
+
+/* dlcp_net_ip_header_len: the IP header's bytes for |family| (20, 40). */
+int dlcp_net_ip_header_len(int family);
+
+/* dlcp_net_path_mtu returns the path MTU towards |to| as the kernel knows
+ * it (IP_MTU / IPV6_MTU of a connected socket), or |fallback|. */
+int dlcp_net_path_mtu(const dlcp_sockaddr *to, int fallback);
 
 /* A resolved socket address. */
 typedef struct dlcp_net_addr {
@@ -51,7 +95,7 @@ uint16_t dlcp_net_addr_port(const struct sockaddr *sa);
  * path is memory, not a link); |unknown_gbps| when the interface reports
  * no speed (most virtual devices, a link that is down).
  */
-double dlcp_net_path_rate_gbps(const struct sockaddr_in *to, double local_gbps,
+double dlcp_net_path_rate_gbps(const dlcp_sockaddr *to, double local_gbps,
                                double unknown_gbps);
 
 /* dlcp_net_set_nonblock makes |fd| non-blocking; 0 or -errno. */
@@ -74,9 +118,10 @@ int dlcp_net_write_all(int fd, const void *buf, size_t len,
  */
 int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline);
 
-/* dlcp_net_ecn_of returns the ECN bits (0..3) of the IP_TOS ancillary
- * datum of a message received with IP_RECVTOS set, 0 if it carries none
- * or its control data was truncated. */
+/* dlcp_net_ecn_of returns the ECN bits (0..3) of the IP_TOS or
+ * IPV6_TCLASS ancillary datum of a message received with IP_RECVTOS or
+ * IPV6_RECVTCLASS set, 0 if it carries none or its control data was
+ * truncated. */
 uint8_t dlcp_net_ecn_of(const struct msghdr *m);
 
 /* Datagrams of one UDP GSO send (UDP_SEGMENT; the kernel's
@@ -90,8 +135,8 @@ uint8_t dlcp_net_ecn_of(const struct msghdr *m);
 struct cmsghdr *dlcp_net_put_cmsg(struct cmsghdr *c, int level, int type,
                                   const void *data, size_t len);
 
-/* Room for the ancillary data of dlcp_net_gso_message: IP_TOS and
- * UDP_SEGMENT. */
+/* Room for the ancillary data of dlcp_net_gso_message: IP_TOS (or
+ * IPV6_TCLASS) and UDP_SEGMENT. */
 #define DLCP_NET_GSO_CTL (2 * CMSG_SPACE(sizeof(int)))
 
 /* dlcp_net_gso_run returns how many of the datagrams iov[0..n) (n > 0)
@@ -103,12 +148,12 @@ size_t dlcp_net_gso_run(const struct iovec *iov, size_t n);
 /* dlcp_net_gso_message makes |m| (zeroed first; |name| may be NULL on a
  * connected socket) send iov[0..count) as one message: with count > 1 a
  * UDP_SEGMENT of iov[0]'s length, so the kernel cuts it into those
- * datagrams, and with |tos| != 0 an IP_TOS; the control data goes in
+ * datagrams, and with |tos| != 0 an IP_TOS (IPV6_TCLASS towards an IPv6
+ * |name|, which must then be given); the control data goes in
  * |ctl|, DLCP_NET_GSO_CTL bytes aligned as a struct cmsghdr that must live
  * until the send. */
-void dlcp_net_gso_message(struct msghdr *m, const struct sockaddr_in *name,
-                          struct iovec *iov, size_t count, int tos,
-                          void *ctl);
+void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
+                          struct iovec *iov, size_t count, int tos, void *ctl);
 
 /* dlcp_net_gro_size_of returns the segment size of the UDP_GRO ancillary
  * datum of a message received on a socket with UDP_GRO set: the message

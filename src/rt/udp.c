@@ -3,13 +3,12 @@
  * is copied into the batch (44 bytes); the payload is sent straight from
  * the application's tensor through the second iovec, so the runtime never
  * copies gradient data on the send side.  The TOS byte travels as IP_TOS
- * ancillary data per message, so one socket carries every priority.  Runs
- * of equal datagrams (a transfer's full segments) go as one UDP GSO
- * message: the kernel builds one socket buffer for the run and cuts it
- * into the datagrams at the device, or in software just before the qdisc
- * when the device cannot (the testbed's veths), so every queue and drop
- * downstream still sees the real packets (docs/runtime.md, "Datagrams",
- * for what it saves).
+ * (IPv6: IPV6_TCLASS) ancillary data per message, so one socket carries every
+ * priority.  Runs of equal datagrams (a transfer's full segments) go as one UDP
+ * GSO message: the kernel builds one socket buffer for the run and cuts it into
+ * the datagrams at the device, or in software just before the qdisc when the
+ * device cannot (the testbed's veths), so every queue and drop downstream still
+ * sees the real packets (docs/runtime.md, "Datagrams", for what it saves).
  */
 #include "rt/udp.h"
 
@@ -48,17 +47,18 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
     dlcp_udp_close(u);
     return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
   }
-  struct sockaddr_in sin;
-  memset(&sin, 0, sizeof(sin));
-  sin.sin_family = AF_INET;
-  if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) {
+  dlcp_sockaddr sin;
+  if (dlcp_sockaddr_parse(&sin, ip, 0) != 0) {
     dlcp_udp_close(u);
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "local address '%s': expected an IPv4 address", ip);
+                           "local address '%s': expected an IPv4 or IPv6 "
+                           "address",
+                           ip);
   }
+  u->family = sin.sa.sa_family;
   for (uint32_t i = 0; i < k; i++) {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+    int fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, &sin.sa, dlcp_sockaddr_len(&sin)) != 0) {
       int e = errno;
       if (fd >= 0) {
         close(fd);
@@ -71,13 +71,14 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
      * the time it reached the host, to tell the network's delay from this
      * host's (protocol.md, "Congestion control"). */
     int on = 1;
-    setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+    setsockopt(fd, dlcp_net_tclass_level(u->family),
+               dlcp_net_recv_tclass_opt(u->family), &on, sizeof(on));
     setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
-    struct sockaddr_in bound;
+    dlcp_sockaddr bound;
     socklen_t len = sizeof(bound);
-    getsockname(fd, (struct sockaddr *)&bound, &len);
+    getsockname(fd, &bound.sa, &len);
     u->fd[i] = fd;
-    u->port[i] = ntohs(bound.sin_port);
+    u->port[i] = dlcp_net_addr_port(&bound.sa);
   }
   for (int i = 0; i < DLCP_UDP_BATCH; i++) {
     u->rx_iov[i].iov_base = u->rx + (size_t)i * DLCP_UDP_RX_BUF;
@@ -111,14 +112,13 @@ static bool joins_run(const dlcp_udp_out *o, size_t i, size_t j,
   return count < DLCP_NET_GSO_MAX && o->len[j] <= o->len[i] &&
          o->len[j - 1] == o->len[i] &&
          bytes + o->len[j] <= DLCP_NET_GSO_BYTES && o->tos[j] == o->tos[i] &&
-         o->to[j].sin_addr.s_addr == o->to[i].sin_addr.s_addr &&
-         o->to[j].sin_port == o->to[i].sin_port;
+         dlcp_sockaddr_equal(&o->to[j], &o->to[i]);
 }
 
 /* Merges the queued datagrams into gmsg: each run of equal ones into one
  * message with their iovecs in sequence and a UDP_SEGMENT of their length.
  * Returns the number of messages. */
-static size_t merge_runs(dlcp_udp_out *o) {
+static size_t merge_runs(dlcp_udp_out *o, int family) {
   size_t nmsg = 0, niov = 0;
   for (size_t i = 0; i < o->n;) {
     uint32_t count = 1;
@@ -142,8 +142,9 @@ static size_t merge_runs(dlcp_udp_out *o) {
       m->msg_control = o->gctl[nmsg].buf;
       m->msg_controllen = sizeof(o->gctl[nmsg].buf);
       uint16_t seg = (uint16_t)o->len[i];
-      struct cmsghdr *c = dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP,
-                                            IP_TOS, &o->tos[i], sizeof(int));
+      struct cmsghdr *c = dlcp_net_put_cmsg(
+          CMSG_FIRSTHDR(m), dlcp_net_tclass_level(family),
+          dlcp_net_tclass_opt(family), &o->tos[i], sizeof(int));
       dlcp_net_put_cmsg(c, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
     }
     o->gcount[nmsg++] = count;
@@ -185,7 +186,7 @@ static void emptied(dlcp_udp_out *o) {
 static void flush_batch(dlcp_udp *u) {
   dlcp_udp_out *o = u->out;
   uint32_t path = u->out_path;
-  size_t nmsg = u->gso_off ? o->n : merge_runs(o);
+  size_t nmsg = u->gso_off ? o->n : merge_runs(o, u->family);
   if (u->gso_off || nmsg == o->n) {
     send_msgs(u, path, o->msg, NULL, o->n);
     emptied(o);
@@ -235,7 +236,7 @@ void dlcp_udp_flush(dlcp_udp *u) {
   }
 }
 
-void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
+void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const dlcp_sockaddr *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
                     size_t payload_len, const uint8_t *trailer, int tos) {
   path %= u->k;
@@ -277,12 +278,13 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
   struct msghdr *m = &o->msg[i].msg_hdr;
   memset(m, 0, sizeof(*m));
   m->msg_name = &o->to[i];
-  m->msg_namelen = sizeof(o->to[i]);
+  m->msg_namelen = dlcp_sockaddr_len(&o->to[i]);
   m->msg_iov = o->iov[i];
   m->msg_iovlen = niov;
   m->msg_control = o->ctl[i].buf;
   m->msg_controllen = sizeof(o->ctl[i].buf);
-  dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+  dlcp_net_put_cmsg(CMSG_FIRSTHDR(m), dlcp_net_tclass_level(u->family),
+                    dlcp_net_tclass_opt(u->family), &tos, sizeof(tos));
 }
 
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
@@ -306,32 +308,30 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   return n < 0 ? 0 : n;
 }
 
-ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
-                      size_t hdr_len, struct sockaddr_in *from) {
+ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr, size_t hdr_len,
+                      dlcp_sockaddr *from) {
   socklen_t fromlen = sizeof(*from);
   ssize_t n;
   do {
     /* MSG_TRUNC: the datagram's real length, not what fit. */
     n = recvfrom(u->fd[path], hdr, hdr_len, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT,
-                 (struct sockaddr *)from, &fromlen);
+                 &from->sa, &fromlen);
   } while (n < 0 && errno == EINTR);
   return n < 0 ? -1 : n;
 }
 
 /* arrival_of: what a received message's ancillary data says: CE when its
- * IP_TOS ECN bits are 11, and the kernel's receive time stamp, converted
- * with |offset| (dlcp_rt_realtime_offset). */
+ * IP_TOS (IPV6_TCLASS) ECN bits are 11, and the kernel's receive time stamp,
+ * converted with |offset| (dlcp_rt_realtime_offset). */
 static dlcp_mlt_arrival arrival_of(struct msghdr *m, int64_t offset) {
   dlcp_mlt_arrival a = {.ce = false, .at = 0};
   if (m->msg_flags & MSG_CTRUNC) {
     return a;
   }
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
-        c->cmsg_len >= CMSG_LEN(1)) {
-      uint8_t tos;
-      memcpy(&tos, CMSG_DATA(c), 1);
-      a.ce = (tos & 3u) == 3u;
+    int tclass = dlcp_net_tclass_of(c);
+    if (tclass >= 0) {
+      a.ce = (tclass & 3) == 3;
     } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
                c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
       struct timespec ts;
@@ -372,7 +372,7 @@ const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len) {
 }
 
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
-                                const struct sockaddr_in **from) {
+                                const dlcp_sockaddr **from) {
   *len = u->rx_msg[i].msg_len;
   *from = &u->rx_from[i];
   /* A datagram larger than the buffer arrives truncated: report its

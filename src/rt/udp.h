@@ -48,7 +48,7 @@ typedef struct dlcp_udp_out {
   } gctl[DLCP_UDP_BATCH];
   struct mmsghdr msg[DLCP_UDP_BATCH];
   struct iovec iov[DLCP_UDP_BATCH][3];
-  struct sockaddr_in to[DLCP_UDP_BATCH];
+  dlcp_sockaddr to[DLCP_UDP_BATCH];
   uint8_t hdr[DLCP_UDP_BATCH][DLCP_UDP_HDR_MAX];
   size_t whole_used;
   uint8_t whole[DLCP_UDP_WHOLE_MAX];
@@ -61,6 +61,7 @@ typedef struct dlcp_udp_out {
 
 typedef struct dlcp_udp {
   uint32_t k;
+  int family; /* AF_INET or AF_INET6, |ip|'s */
   int fd[DLCP_ENV_MAX_PATHS];
   uint16_t port[DLCP_ENV_MAX_PATHS];
   /* The send batch, for one socket at a time: a datagram for another
@@ -70,7 +71,7 @@ typedef struct dlcp_udp {
   uint8_t *rx;       /* DLCP_UDP_BATCH receive buffers */
   struct mmsghdr rx_msg[DLCP_UDP_BATCH];
   struct iovec rx_iov[DLCP_UDP_BATCH];
-  struct sockaddr_in rx_from[DLCP_UDP_BATCH];
+  dlcp_sockaddr rx_from[DLCP_UDP_BATCH];
   /* The TOS byte each datagram arrived with, and its kernel time stamp. */
   union {
     struct cmsghdr align;
@@ -83,7 +84,7 @@ typedef struct dlcp_udp {
   bool gso_ok;  /* it took one */
 } dlcp_udp;
 
-/* dlcp_udp_open binds |k| sockets to |ip| (IPv4, any free ports), non
+/* dlcp_udp_open binds |k| sockets to |ip| (IPv4 or IPv6, any free ports), non
  * blocking, with large buffers, reporting each datagram's TOS byte (for
  * ECN) and the time the kernel received it.  Returns 0 or -errno with |eb|
  * set. */
@@ -104,7 +105,7 @@ int dlcp_udp_tos(uint8_t priority, bool ect);
  * the batch's room for whole datagrams, which a flush first makes when
  * it is full.
  */
-void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const struct sockaddr_in *to,
+void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const dlcp_sockaddr *to,
                     const uint8_t *hdr, size_t hdr_len, const void *payload,
                     size_t payload_len, const uint8_t *trailer, int tos);
 
@@ -128,13 +129,13 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path);
  * bytes read; dlcp_udp_take consumes it whole into a receive buffer of |u|
  * (valid until the next receive) and returns it, its length in |*len|.
  */
-ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr,
-                      size_t hdr_len, struct sockaddr_in *from);
+ssize_t dlcp_udp_peek(dlcp_udp *u, uint32_t path, uint8_t *hdr, size_t hdr_len,
+                      dlcp_sockaddr *from);
 size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
                            size_t hdr_len, uint8_t *dest, size_t dest_len);
 const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len);
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
-                                const struct sockaddr_in **from);
+                                const dlcp_sockaddr **from);
 
 /* dlcp_udp_rx_arrival: how datagram |i| of the last dlcp_udp_recv batch
  * arrived: with ECN Congestion Experienced (a switch marked it) or not,

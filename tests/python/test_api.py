@@ -219,6 +219,36 @@ def test_c_programs_start_from_slurm_and_mpi_variables(launcher):
     _assert_bench_ran(outs[0], world)
 
 
+def _has_ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+@pytest.mark.parametrize("shm", ["0", "1"])
+def test_c_program_over_ipv6(shm):
+    """A job whose MASTER_ADDR is IPv6 runs its control and data paths over
+    IPv6 (UDP with IPV6_TCLASS; shared memory on loopback when allowed)."""
+    world, port = 3, _free_port()
+    procs = [subprocess.Popen(
+        [DLCP_BENCH, *BENCH_ARGS],
+        env=_without_torchrun(RANK=str(r), WORLD_SIZE=str(world),
+                              MASTER_ADDR="::1", MASTER_PORT=str(port),
+                              DLCP_SHM=shm),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for r in range(world)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    _assert_bench_ran(outs[0], world)
+    shm_peers = 2 if shm == "1" else 0
+    assert f"{shm_peers} peers through shared memory" in outs[0], outs[0]
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None,
                     reason="no mpirun (Debian's openmpi-bin)")
 def test_c_program_under_mpirun():
