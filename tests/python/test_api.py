@@ -249,6 +249,30 @@ def test_c_program_over_ipv6(shm):
     assert f"{shm_peers} peers through shared memory" in outs[0], outs[0]
 
 
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+def test_ranks_of_two_ip_versions_fail_the_join():
+    """A rank whose own address (DLCP_ADDR) is IPv6 in an IPv4 job cannot
+    reach the others' sockets: the join fails, naming the addresses,
+    instead of sending into the void (a rank still waiting when rank 0
+    exits reports the rendezvous closed)."""
+    world, port = 2, _free_port()
+    procs = [subprocess.Popen(
+        [DLCP_BENCH, *BENCH_ARGS],
+        env=_without_torchrun(RANK=str(r), WORLD_SIZE=str(world),
+                              MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                              DLCP_RDZV_TIMEOUT_MS="20000",
+                              **({"DLCP_ADDR": "::1"} if r == 1 else {})),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for r in range(world)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode != 0, out
+    named = [out for out in outs if "same IP version" in out]
+    assert named, outs
+    assert "rank 1 published the address ::1" in named[0] or \
+        "rank 0 published the address 127.0.0.1" in named[0], named
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None,
                     reason="no mpirun (Debian's openmpi-bin)")
 def test_c_program_under_mpirun():
