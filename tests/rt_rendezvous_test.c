@@ -247,6 +247,40 @@ static void test_duplicate_rank(void **state) {
   dlcp_rdzv_server_stop(srv, dlcp_rt_now());
 }
 
+/* A server on every address (host NULL: MASTER_ADDR not bindable here)
+ * takes clients by IPv4 and, where the host has it, by IPv6. */
+static void test_server_on_every_address(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *a = NULL;
+  dlcp_rdzv_client *b = NULL;
+  dlcp_rdzv_server_config cfg;
+  dlcp_errbuf eb;
+  (void)state;
+  dlcp_rdzv_server_config_default(&cfg, 3, 0);
+  assert_int_equal(dlcp_rdzv_server_start(&srv, NULL, 0, &cfg, &eb), 0);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  assert_int_equal(dlcp_rdzv_client_connect(&a, "127.0.0.1", port, 1, 3, 0,
+                                            NULL, NULL,
+                                            dlcp_rt_deadline_after(2000), &eb),
+                   0);
+  int v6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in6 lo = {.sin6_family = AF_INET6,
+                            .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+  bool has_v6 = v6 >= 0 && bind(v6, (struct sockaddr *)&lo, sizeof(lo)) == 0;
+  if (v6 >= 0) {
+    close(v6);
+  }
+  if (has_v6) {
+    assert_int_equal(
+        dlcp_rdzv_client_connect(&b, "::1", port, 2, 3, 0, NULL, NULL,
+                                 dlcp_rt_deadline_after(2000), &eb),
+        0);
+  }
+  dlcp_rdzv_client_close(b);
+  dlcp_rdzv_client_close(a);
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
 /* raw_connect opens a plain TCP connection to the server. */
 static int raw_connect(uint16_t port) {
   dlcp_net_addr addr;
@@ -506,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_exchange_timeout_names_missing),
       cmocka_unit_test(test_world_size_mismatch),
       cmocka_unit_test(test_duplicate_rank),
+      cmocka_unit_test(test_server_on_every_address),
       cmocka_unit_test(test_garbage_rejected),
       cmocka_unit_test(test_server_gone),
       cmocka_unit_test(test_address_record_checked),

@@ -66,7 +66,8 @@ void dlcp_rdzv_server_config_default(dlcp_rdzv_server_config *cfg,
                                      uint32_t world_size, uint32_t job);
 
 /*
- * dlcp_rdzv_server_start binds |host| (NULL: all interfaces) on |port|
+ * dlcp_rdzv_server_start binds |host| (NULL: every address, IPv6's and
+ * IPv4's) on |port|
  * (0: any free port), and serves the store described by |cfg| from a
  * thread of its own until dlcp_rdzv_server_stop().  Returns 0,
  * DLCP_ERR_INVALID_ARGUMENT, DLCP_ERR_NOMEM or -errno with |eb| naming the

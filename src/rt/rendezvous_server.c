@@ -887,16 +887,33 @@ static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
       return rv;
     }
   } else {
+    /* Every address of either version: IPv6's any, open to IPv4 too. */
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&addr.ss;
+    memset(&addr, 0, sizeof(addr));
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    in6->sin6_addr = in6addr_any;
+    addr.len = sizeof(*in6);
+  }
+  dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
+  srv->listen_fd =
+      socket(addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (srv->listen_fd < 0 && host == NULL) {
+    /* A kernel without IPv6: IPv4's any. */
     struct sockaddr_in *in = (struct sockaddr_in *)&addr.ss;
     memset(&addr, 0, sizeof(addr));
     in->sin_family = AF_INET;
     in->sin_port = htons(port);
     in->sin_addr.s_addr = htonl(INADDR_ANY);
     addr.len = sizeof(*in);
+    dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
+    srv->listen_fd =
+        socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  } else if (srv->listen_fd >= 0 && host == NULL) {
+    int v6only = 0;
+    (void)setsockopt(srv->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
+                     sizeof(v6only));
   }
-  dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
-  srv->listen_fd =
-      socket(addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (srv->listen_fd < 0) {
     return dlcp_errbuf_set(eb, -errno, "rendezvous server: socket: %s",
                            strerror(errno));
