@@ -50,6 +50,28 @@ class Topology(unittest.TestCase):
         self.assertEqual(sorted(t.routers),
                          ["p-r0", "p-r1", "p-s0", "p-s1"])
 
+    def test_ipv6_twins_every_address_and_route(self):
+        t = topology.build("p-", 20, 2, 2, ipv6=True)
+        self.assertEqual([h.addr6 for h in t.hosts[9:12]],
+                         ["fd00::a", "fd00::1:1", "fd00::1:2"])
+        self.assertEqual(t.addrs["p-h10"], [("eth0", "10.0.1.1/32"),
+                                            ("eth0", "fd00::1:1/128")])
+        self.assertEqual(t.routes6["p-h10"], ["fd00::1:fe dev eth0",
+                                              "default via fd00::1:fe dev eth0"])
+        self.assertEqual(t.routes6["p-r0"][-1],
+                         "fd00::1:0/112 nexthop via fd01::1 dev s0 "
+                         "nexthop via fd01::1:1 dev s1")
+        self.assertEqual(t.routes6["p-s1"], [
+            "fd00::/112 via fd01::1:0 dev r0",
+            "fd00::1:0/112 via fd01::1:2 dev r1"])
+        self.assertIn(("s1", "fd01::1:2/127"), t.addrs["p-r1"])
+        self.assertEqual(topology.build("p-", 4, 2, 2).routes6, {})
+        env = launch.rank_env(t.hosts, 3, 29500, {})
+        self.assertEqual(env["MASTER_ADDR"], "fd00::1")
+        env = launch.rank_env(topology.build("p-", 4, 1, 0).hosts, 3, 29500,
+                              {})
+        self.assertEqual(env["MASTER_ADDR"], "10.0.0.1")
+
     def test_loss_sits_on_the_switch_side(self):
         t = topology.build("p-", 2, 1, 0)
         up, down = t.direction("h1:up"), t.direction("h1:down")

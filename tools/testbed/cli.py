@@ -14,7 +14,7 @@ from . import bpf, launch, state, system, topology
 NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
-                 "queue", "burst_us", "dscp_prio", "loss", "link_loss",
+                 "queue", "burst_us", "dscp_prio", "ipv6", "loss", "link_loss",
                  "ecn_k", "agg_switch", "agg_chain", "agg_trees", "agg_mem",
                  "agg_threads", "agg_policy", "agg_static_parts")
 
@@ -182,6 +182,10 @@ def add_topology_options(p):
                    help="strict priority by DSCP class selector (CS7 "
                         "first) on every link direction, one queue of "
                         "--queue bytes per class (HTB)")
+    p.add_argument("--ipv6", action="store_true",
+                   help="IPv6 beside IPv4 (fd00::<rack>:<host> in hex); "
+                        "ranks get the IPv6 MASTER_ADDR, so dlcp jobs run "
+                        "over IPv6 (mpirun and dlcp-switch stay on IPv4)")
     p.add_argument("--agg-switch", metavar="BIN", default=None,
                    help="run the aggregation switch BIN (dlcp-switch) on "
                         "rack 0's switch; ranks get DLCP_SWITCH")
@@ -265,7 +269,7 @@ def parser():
 
 def topology_of(rec):
     return topology.build(state.prefix(rec["id"]), rec["hosts"], rec["racks"],
-                          rec["spines"])
+                          rec["spines"], rec.get("ipv6", False))
 
 
 def loss_settings(t, rec, a):
@@ -301,7 +305,7 @@ def make(a, owner):
     rec = {"id": tb_id, "hosts": a.hosts, "racks": a.racks, "spines": spines,
            "rate_bps": a.rate, "fabric_rate_bps": a.fabric_rate or a.rate,
            "mtu": a.mtu, "queue_bytes": a.queue, "burst_us": a.burst_us,
-           "dscp_prio": a.dscp_prio,
+           "dscp_prio": a.dscp_prio, "ipv6": a.ipv6,
            "owner": state.owner_token(), "created": time.time()}
     try:
         t = topology_of(rec)
@@ -445,7 +449,9 @@ def cmd_up(a):
     t = topology_of(rec)
     print(rec["id"])
     for h in t.hosts:
-        print(f"# rank {h.index}: namespace {h.ns}, {h.addr}, rack{h.rack}",
+        v6 = f", {h.addr6}" if h.addr6 else ""
+        print(f"# rank {h.index}: namespace {h.ns}, {h.addr}{v6}, "
+              f"rack{h.rack}",
               file=sys.stderr)
     if rec.get("agg_switch"):
         shape = ("" if "," not in rec["agg_switch"] else
@@ -508,9 +514,10 @@ def cmd_run(a):
             sys.stderr.write("\n")
         if a.stats_file:
             with open(a.stats_file, "w") as f:
-                json.dump({"testbed": {k: rec[k] for k in (
+                json.dump({"testbed": {k: rec.get(k) for k in (
                     "hosts", "racks", "spines", "rate_bps", "fabric_rate_bps",
-                    "mtu", "queue_bytes", "dscp_prio")}, "loss": rec["loss"],
+                    "mtu", "queue_bytes", "dscp_prio", "ipv6")},
+                    "loss": rec["loss"],
                     "links": counters}, f, indent=1)
         if "sig" in flag:
             print(f"dlcp-testbed: stopped by "
@@ -565,7 +572,8 @@ def cmd_list(_):
                (f" ({trees_text(r['agg_trees'])})" if r.get("agg_trees") else "")
                if r.get("agg_switch") else "")
         print(f"{i}  {r['hosts']} hosts, {r['racks']} racks, {r['spines']} "
-              f"spines, {r['rate_bps'] / 1e9:g} Gbit/s, MTU {r['mtu']}{agg}, "
+              f"spines, {r['rate_bps'] / 1e9:g} Gbit/s, MTU {r['mtu']}"
+              f"{', IPv6' if r.get('ipv6') else ''}{agg}, "
               f"{how}")
     return 0
 

@@ -96,7 +96,10 @@ def rank_env(hosts, rank, port, base, agg_switch=None, agg_trees=0):
         "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
         "GROUP_RANK": str(rank), "ROLE_RANK": str(rank),
         "ROLE_WORLD_SIZE": str(len(hosts)),
-        "MASTER_ADDR": hosts[0].addr, "MASTER_PORT": str(port),
+        # An IPv6 testbed's jobs run over IPv6 (the runtime speaks its
+        # MASTER_ADDR's version).
+        "MASTER_ADDR": hosts[0].addr6 or hosts[0].addr,
+        "MASTER_PORT": str(port),
         "DLCP_TOPO": f"rack{h.rack}",
         "TESTBED_ADDRS": ",".join(x.addr for x in hosts),
     })

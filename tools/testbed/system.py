@@ -54,12 +54,13 @@ def tbf(dev, rate_bps, burst, limit):
 PRIO_CLASSES = 8
 
 
-def htb_prio(dev, rate_bps, burst, limit, mtu):
+def htb_prio(dev, rate_bps, burst, limit, mtu, ipv6=False):
     """Strict priority by DSCP class selector (CS7 first, as 802.1p/DCB
     switches schedule): one HTB class per selector, each guaranteed 1 % of
     the link and allowed all of it, HTB priority 7 - selector (0 is served
     first when classes borrow), a byte FIFO of |limit| each; u32 filters
-    on the TOS byte pick the class (unmatched: CS0)."""
+    on the TOS byte (and with |ipv6| on the traffic class) pick the class
+    (unmatched: CS0)."""
     guaranteed = max(rate_bps // 100, 8 * mtu)
     cmds = [f"tc qdisc replace dev {dev} root handle 1: htb default 10",
             f"tc class add dev {dev} parent 1: classid 1:1 htb rate "
@@ -74,6 +75,10 @@ def htb_prio(dev, rate_bps, burst, limit, mtu):
             cmds.append(f"tc filter add dev {dev} parent 1: protocol ip prio "
                         f"{cs} u32 match ip tos {cs << 5:#x} 0xe0 flowid "
                         f"1:{10 + cs}")
+            if ipv6:
+                cmds.append(f"tc filter add dev {dev} parent 1: protocol ipv6 "
+                            f"prio {PRIO_CLASSES + cs} u32 match ip6 "
+                            f"priority {cs << 5:#x} 0xe0 flowid 1:{10 + cs}")
     return cmds
 
 
@@ -112,11 +117,19 @@ def create(t, s):
     for _, a, b in t.links:
         run(["ip", "-n", a.ns, "link", "add", a.dev, "type", "veth", "peer",
              "name", b.dev, "netns", b.ns])
-    scripts = {ns: ["ip link set lo up",
-                    # No IPv6 chatter (router solicitations, DAD) on links.
-                    "sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
-                    "sysctl -qw net.ipv6.conf.default.disable_ipv6=1"]
-               for ns in t.namespaces}
+    if t.ipv6:
+        # IPv6 with static addresses and routes: no router solicitations
+        # or advertisements on links (addresses go without DAD, below).
+        v6 = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=0",
+              "sysctl -qw net.ipv6.conf.default.disable_ipv6=0",
+              "for d in /proc/sys/net/ipv6/conf/*; do "
+              "echo 0 > $d/router_solicitations; echo 0 > $d/accept_ra; "
+              "done"]
+    else:
+        # No IPv6 chatter (router solicitations, DAD) on links.
+        v6 = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
+              "sysctl -qw net.ipv6.conf.default.disable_ipv6=1"]
+    scripts = {ns: ["ip link set lo up"] + v6 for ns in t.namespaces}
     for _, a, b in t.links:
         for e in (a, b):
             sc = scripts[e.ns]
@@ -134,12 +147,13 @@ def create(t, s):
         limit = max(s["queue_bytes"], 2 * burst)
         if s.get("dscp_prio"):
             scripts[d.limiter.ns] += htb_prio(d.limiter.dev, rate, burst,
-                                              limit, s["mtu"])
+                                              limit, s["mtu"], t.ipv6)
         else:
             scripts[d.limiter.ns] += tbf(d.limiter.dev, rate, burst, limit)
     for ns, addrs in t.addrs.items():
         for dev, cidr in addrs:
-            scripts[ns].append(f"ip addr add {cidr} dev {dev}")
+            nodad = " nodad" if ":" in cidr else ""
+            scripts[ns].append(f"ip addr add {cidr} dev {dev}{nodad}")
     for ns in t.routers:
         scripts[ns] += ["sysctl -qw net.ipv4.ip_forward=1",
                         "sysctl -qw net.ipv4.fib_multipath_hash_policy=1",
@@ -147,9 +161,15 @@ def create(t, s):
                         # Multipath return traffic may arrive on any uplink.
                         "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do "
                         "echo 0 > $f; done"]
+        if t.ipv6:
+            scripts[ns] += ["sysctl -qw net.ipv6.conf.all.forwarding=1",
+                            "sysctl -qw net.ipv6.fib_multipath_hash_policy=1"]
     for ns, routes in t.routes.items():
         for r in routes:
             scripts[ns].append(f"ip route add {r}")
+    for ns, routes in t.routes6.items():
+        for r in routes:
+            scripts[ns].append(f"ip -6 route add {r}")
     for ns, sc in scripts.items():
         in_ns(ns, "\n".join(sc))
 

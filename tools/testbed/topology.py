@@ -13,6 +13,11 @@ commands.  Layout (R racks, N hosts, S spines):
      |  10.1.<s>.<2r>/31 on the rack side, 10.1.<s>.<2r+1> on the spine's
   spine s (namespace <prefix>s<s>: routes each rack's /24 to its port)
 
+With IPv6 (dlcp-testbed up --ipv6) every host, port and route has an
+IPv6 twin beside its IPv4 one, the numbers in hex: host fd00::<r>:<j+1>,
+gateway fd00::<r>:fe, rack-spine link fd01::<s>:<2r>/127 (rack side) and
+fd01::<s>:<2r+1> (spine side), a rack's hosts fd00::<r>:0/112.
+
 A rack switch reaches another rack through every spine: one multipath
 route whose next hops are hashed on the L4 ports
 (fib_multipath_hash_policy=1), so flows with different UDP source ports
@@ -37,6 +42,7 @@ ECN marking happen (never at a host's own egress):
   r-s up/down: limiter and filter at the sending switch's egress
 """
 
+import ipaddress
 from dataclasses import dataclass, field
 
 
@@ -67,6 +73,7 @@ class Host:
     rack: int
     ns: str
     addr: str
+    addr6: str = ""  # with IPv6 only
 
 
 @dataclass
@@ -80,6 +87,8 @@ class Topology:
     # Per namespace: list of (kind, args) configuration items, see build().
     addrs: dict = field(default_factory=dict)  # ns -> [(dev, cidr)]
     routes: dict = field(default_factory=dict)  # ns -> [route args]
+    routes6: dict = field(default_factory=dict)  # ns -> [IPv6 route args]
+    ipv6: bool = False
     routers: list = field(default_factory=list)  # namespaces forwarding IP
 
     @property
@@ -98,10 +107,24 @@ def rack_of(i, hosts, racks):
     return i * racks // hosts
 
 
-def build(prefix, hosts, racks, spines):
+def v6(prefix, a, b):
+    """The IPv6 address <prefix>::<a>:<b>, in canonical text."""
+    return str(ipaddress.IPv6Address(f"{prefix}::{a:x}:{b:x}"))
+
+
+def host6(r, j):
+    """IPv6 address of host j (0-based) of rack r."""
+    return v6("fd00", r, j + 1)
+
+
+def gateway6(r):
+    return v6("fd00", r, 0xfe)
+
+
+def build(prefix, hosts, racks, spines, ipv6=False):
     """Returns the Topology of |hosts| hosts in |racks| racks joined by
-    |spines| spines (0 when racks == 1).  Raises ValueError when the shape
-    is impossible."""
+    |spines| spines (0 when racks == 1), with IPv6 beside IPv4 if |ipv6|.
+    Raises ValueError when the shape is impossible."""
     if not 1 <= hosts <= 250 * racks:
         raise ValueError(f"hosts: expected 1..{250 * racks}, got {hosts}")
     if not 1 <= racks <= min(hosts, 120):
@@ -112,7 +135,7 @@ def build(prefix, hosts, racks, spines):
     if racks > 1 and not 1 <= spines <= 64:
         raise ValueError(f"spines: expected 1..64 with {racks} racks, "
                          f"got {spines}")
-    t = Topology(prefix=prefix)
+    t = Topology(prefix=prefix, ipv6=ipv6)
     t.racks = [f"{prefix}r{r}" for r in range(racks)]
     t.spines = [f"{prefix}s{s}" for s in range(spines)]
     in_rack = [0] * racks
@@ -120,7 +143,8 @@ def build(prefix, hosts, racks, spines):
         r = rack_of(i, hosts, racks)
         j = in_rack[r]
         in_rack[r] += 1
-        h = Host(index=i, rack=r, ns=f"{prefix}h{i}", addr=f"10.0.{r}.{j + 1}")
+        h = Host(index=i, rack=r, ns=f"{prefix}h{i}", addr=f"10.0.{r}.{j + 1}",
+                 addr6=host6(r, j) if ipv6 else "")
         t.hosts.append(h)
         sw = t.racks[r]
         host_end, port = End(h.ns, "eth0"), End(sw, f"h{i}")
@@ -135,6 +159,13 @@ def build(prefix, hosts, racks, spines):
             f"default via 10.0.{r}.254 dev eth0"])
         t.addrs.setdefault(sw, []).append((f"h{i}", f"10.0.{r}.254/32"))
         t.routes.setdefault(sw, []).append(f"{h.addr} dev h{i} scope link")
+        if ipv6:
+            t.addrs[h.ns].append(("eth0", f"{h.addr6}/128"))
+            t.routes6.setdefault(h.ns, []).extend([
+                f"{gateway6(r)} dev eth0",
+                f"default via {gateway6(r)} dev eth0"])
+            t.addrs[sw].append((f"h{i}", f"{gateway6(r)}/128"))
+            t.routes6.setdefault(sw, []).append(f"{h.addr6} dev h{i}")
     t.routers = t.racks + t.spines
     for r, sw in enumerate(t.racks):
         for s, sp in enumerate(t.spines):
@@ -149,11 +180,24 @@ def build(prefix, hosts, racks, spines):
             t.addrs.setdefault(sp, []).append((f"r{r}", f"10.1.{s}.{2 * r + 1}/31"))
             t.routes.setdefault(sp, []).append(
                 f"10.0.{r}.0/24 via 10.1.{s}.{2 * r} dev r{r}")
+            if ipv6:
+                t.addrs[sw].append((f"s{s}", f"{v6('fd01', s, 2 * r)}/127"))
+                t.addrs[sp].append((f"r{r}",
+                                    f"{v6('fd01', s, 2 * r + 1)}/127"))
+                t.routes6.setdefault(sp, []).append(
+                    f"{v6('fd00', r, 0)}/112 via {v6('fd01', s, 2 * r)} "
+                    f"dev r{r}")
         for r2 in range(racks):
             if r2 != r:
                 hops = " ".join(f"nexthop via 10.1.{s}.{2 * r + 1} dev s{s}"
                                 for s in range(spines))
                 t.routes.setdefault(sw, []).append(f"10.0.{r2}.0/24 {hops}")
+                if ipv6:
+                    hops6 = " ".join(
+                        f"nexthop via {v6('fd01', s, 2 * r + 1)} dev s{s}"
+                        for s in range(spines))
+                    t.routes6.setdefault(sw, []).append(
+                        f"{v6('fd00', r2, 0)}/112 {hops6}")
     return t
 
 
