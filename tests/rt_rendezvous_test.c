@@ -443,6 +443,12 @@ static void test_address_record_checked(void **state) {
                                  "with unknown fields ' cpus 8'"},
       {"127.0.0.1 9 1 9 machine 01234567-89ab-cdef-0123-456789abcdef junk",
        "unknown fields ' junk'"},
+      {"127.0.0.300 9 1 9", "rank 1 published a malformed address record"},
+      {"host0 9 1 9", "malformed address record 'host0 9 1 9'"},
+      /* Rank 0 is on IPv4 (its MASTER_ADDR's version). */
+      {"::1 9 1 9", "rank 1 published the address ::1, rank 0 has "
+                    "127.0.0.1: every rank must reach MASTER_ADDR by the "
+                    "same IP version"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     fake_rank f = {.port = free_port(), .record = cases[i].record};
