@@ -250,6 +250,24 @@ def test_c_program_over_ipv6(shm):
 
 
 @pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+def test_python_collectives_over_ipv6():
+    """Every collective of the Python API, checked by the worker, between
+    3 ranks whose MASTER_ADDR is IPv6, over UDP."""
+    world, port = 3, _free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "api_worker.py"), "collectives"],
+        env=_without_torchrun(RANK=str(r), WORLD_SIZE=str(world),
+                              MASTER_ADDR="::1", MASTER_PORT=str(port),
+                              DLCP_SHM="0", PYTHONUNBUFFERED="1"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for r in range(world)]
+    for r, p in enumerate(procs):
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0, out
+        assert f"OK collectives rank {r} of {world}" in out, out
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
 def test_ranks_of_two_ip_versions_fail_the_join():
     """A rank whose own address (DLCP_ADDR) is IPv6 in an IPv4 job cannot
     reach the others' sockets: the join fails, naming the addresses,
