@@ -4,6 +4,7 @@
 import os
 import socket
 import subprocess
+import sys
 
 import pytest
 
@@ -11,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 import dlcp.torch  # noqa: E402
 from dlcp.torch.hook import _layers  # noqa: E402
-from conftest import DLCP_SWITCH, assert_ok, run_job  # noqa: E402
+from conftest import DLCP_SWITCH, HERE, assert_ok, run_job  # noqa: E402
 
 
 def _ddp_params(mode, tmp_path, env=None):
@@ -62,6 +63,38 @@ def test_hook_through_the_aggregation_switch(tmp_path):
 def test_backend_every_operation_and_dtype():
     for world in (2, 3):
         assert_ok(run_job(world, "torch_worker.py", "backend_ops"), world)
+
+
+def _ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback")
+def test_backend_over_ipv6():
+    """The backend's operations with MASTER_ADDR ::1: torch's store and
+    dlcp's rendezvous, control and UDP data paths all over IPv6."""
+    with socket.socket(socket.AF_INET6) as s:
+        s.bind(("::1", 0))
+        port = s.getsockname()[1]
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK",
+                         "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    procs = [subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "torch_worker.py"),
+         "backend_ops"],
+        env=dict(base, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r),
+                 LOCAL_WORLD_SIZE="2", MASTER_ADDR="::1",
+                 MASTER_PORT=str(port), DLCP_SHM="0", PYTHONUNBUFFERED="1"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for r in range(2)]
+    for p in procs:
+        out, _ = p.communicate(timeout=180)
+        assert p.returncode == 0 and "OK backend_ops" in out, out
 
 
 def test_backend_point_to_point_errors():
