@@ -56,8 +56,9 @@ class Topology(unittest.TestCase):
                          ["fd00::a", "fd00::1:1", "fd00::1:2"])
         self.assertEqual(t.addrs["p-h10"], [("eth0", "10.0.1.1/32"),
                                             ("eth0", "fd00::1:1/128")])
-        self.assertEqual(t.routes6["p-h10"], ["fd00::1:fe dev eth0",
-                                              "default via fd00::1:fe dev eth0"])
+        self.assertEqual(t.routes6["p-h10"],
+                         ["fd00::1:fe dev eth0",
+                          "default via fd00::1:fe dev eth0"])
         self.assertEqual(t.routes6["p-r0"][-1],
                          "fd00::1:0/112 nexthop via fd01::1 dev s0 "
                          "nexthop via fd01::1:1 dev s1")

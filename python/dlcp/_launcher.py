@@ -68,7 +68,8 @@ def _srun_pmi(env):
     a task is srun's, and takes srun's address default."""
     def same(a, b):
         return env.get(a) is not None and env.get(a) == env.get(b)
-    return same("PMI_RANK", "SLURM_PROCID") and same("PMI_SIZE", "SLURM_NTASKS")
+    return (same("PMI_RANK", "SLURM_PROCID")
+            and same("PMI_SIZE", "SLURM_NTASKS"))
 
 
 def _master(env, launcher):

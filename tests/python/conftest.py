@@ -1,6 +1,7 @@
 """Shared helpers: multi-rank jobs launched by dlcp-run on loopback."""
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -22,6 +23,16 @@ def run_job(n, worker, *args, env=None, timeout=180):
            os.path.join(HERE, worker), *map(str, args)]
     return subprocess.run(cmd, env=full_env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def has_ipv6_loopback():
+    """Whether this host can bind ::1 (IPv6 tests skip otherwise)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
 
 
 def rank_lines(proc, rank, marker):

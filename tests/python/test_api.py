@@ -12,7 +12,8 @@ import pytest
 
 import dlcp
 from dlcp import _launcher
-from conftest import BUILD, HERE, assert_ok, rank_lines, run_job
+from conftest import (BUILD, HERE, assert_ok, has_ipv6_loopback,
+                      rank_lines, run_job)
 
 
 def test_world_of_one_in_process(monkeypatch):
@@ -219,16 +220,7 @@ def test_c_programs_start_from_slurm_and_mpi_variables(launcher):
     _assert_bench_ran(outs[0], world)
 
 
-def _has_ipv6_loopback():
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
-            s.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback")
 @pytest.mark.parametrize("shm", ["0", "1"])
 def test_c_program_over_ipv6(shm):
     """A job whose MASTER_ADDR is IPv6 runs its control and data paths over
@@ -249,7 +241,7 @@ def test_c_program_over_ipv6(shm):
     assert f"{shm_peers} peers through shared memory" in outs[0], outs[0]
 
 
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback")
 def test_python_collectives_over_ipv6():
     """Every collective of the Python API, checked by the worker, between
     3 ranks whose MASTER_ADDR is IPv6, over UDP."""
@@ -267,7 +259,7 @@ def test_python_collectives_over_ipv6():
         assert f"OK collectives rank {r} of {world}" in out, out
 
 
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback")
 def test_ranks_of_two_ip_versions_fail_the_join():
     """A rank whose own address (DLCP_ADDR) is IPv6 in an IPv4 job cannot
     reach the others' sockets: the join fails, naming the addresses,

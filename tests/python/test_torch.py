@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 
 import dlcp.torch  # noqa: E402
 from dlcp.torch.hook import _layers  # noqa: E402
-from conftest import DLCP_SWITCH, HERE, assert_ok, run_job  # noqa: E402
+from conftest import (DLCP_SWITCH, HERE, assert_ok,  # noqa: E402
+                      has_ipv6_loopback, run_job)
 
 
 def _ddp_params(mode, tmp_path, env=None):
@@ -65,16 +66,7 @@ def test_backend_every_operation_and_dtype():
         assert_ok(run_job(world, "torch_worker.py", "backend_ops"), world)
 
 
-def _ipv6_loopback():
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
-            s.bind(("::1", 0))
-        return True
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback")
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback")
 def test_backend_over_ipv6():
     """The backend's operations with MASTER_ADDR ::1: torch's store and
     dlcp's rendezvous, control and UDP data paths all over IPv6."""
