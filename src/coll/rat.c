@@ -49,10 +49,10 @@ typedef struct rat_groups {
 typedef struct rat_topo {
   uint32_t n, L;   /* levels 0..L; level L is the whole job */
   uint32_t *rep;   /* rep[l * n + x]: smallest rank in x's level-l region */
-  rat_groups rack; /* a level-0 region's members, in rank order */
-  /* sub[l - 1], l = 1..L: a level-l region's level-(l-1) regions, by
-   * representative in rank order. */
-  rat_groups *sub;
+  /* groups[0]: a level-0 region's members, in rank order; groups[l],
+   * l = 1..L: a level-l region's level-(l-1) regions, by representative
+   * in rank order. */
+  rat_groups *groups;
   uint32_t *mem_block; /* every array above, one allocation */
 } rat_topo;
 
@@ -110,8 +110,8 @@ static void group_ranks(const rat_topo *t, rat_groups *gr, uint32_t key_level,
 }
 
 static void rat_topo_free(rat_topo *t, const dlcp_mem *mem) {
-  if (t->sub) {
-    mem->free(t->sub, mem->user);
+  if (t->groups) {
+    mem->free(t->groups, mem->user);
   }
   if (t->mem_block) {
     mem->free(t->mem_block, mem->user);
@@ -129,8 +129,8 @@ static int rat_topo_init(rat_topo *t, const coll_geom *g, const dlcp_mem *mem) {
    * then the hash's slots. */
   size_t words = (size_t)(L + 1) * n + (size_t)(L + 1) * 3 * n + cap;
   t->mem_block = mem->calloc(words, sizeof(uint32_t), mem->user);
-  t->sub = mem->calloc(L ? L : 1, sizeof(rat_groups), mem->user);
-  if (!t->mem_block || !t->sub) {
+  t->groups = mem->calloc(L + 1, sizeof(rat_groups), mem->user);
+  if (!t->mem_block || !t->groups) {
     rat_topo_free(t, mem);
     return DLCP_ERR_NOMEM;
   }
@@ -138,7 +138,7 @@ static int rat_topo_init(rat_topo *t, const coll_geom *g, const dlcp_mem *mem) {
   t->rep = next;
   next += (size_t)(L + 1) * n;
   for (uint32_t l = 0; l <= L; l++) {
-    rat_groups *gr = l == 0 ? &t->rack : &t->sub[l - 1];
+    rat_groups *gr = &t->groups[l];
     gr->first = next;
     gr->count = next + n;
     gr->list = next + 2 * n;
@@ -148,9 +148,9 @@ static int rat_topo_init(rat_topo *t, const coll_geom *g, const dlcp_mem *mem) {
   for (uint32_t l = L; l-- > 0;) {
     reps_of_level(t, g, l, next, cap);
   }
-  group_ranks(t, &t->rack, 0, UINT32_MAX);
+  group_ranks(t, &t->groups[0], 0, UINT32_MAX);
   for (uint32_t l = 1; l <= L; l++) {
-    group_ranks(t, &t->sub[l - 1], l, l - 1);
+    group_ranks(t, &t->groups[l], l, l - 1);
   }
   return 0;
 }
@@ -167,10 +167,10 @@ static uint32_t nth_of(const rat_groups *gr, uint32_t R, uint32_t k) {
 static uint32_t aggregator(const rat_topo *t, uint32_t l, uint32_t R,
                            uint32_t root) {
   while (rep_of(t, l, root) != R) {
+    R = nth_of(&t->groups[l], R, root);
     if (l == 0) {
-      return nth_of(&t->rack, R, root);
+      return R;
     }
-    R = nth_of(&t->sub[l - 1], R, root);
     l--;
   }
   return root;
@@ -199,7 +199,7 @@ static uint32_t children_of(const rat_topo *t, uint32_t x, uint32_t root,
     if (aggregator(t, l, R, root) != x) {
       break;
     }
-    const rat_groups *gr = l == 0 ? &t->rack : &t->sub[l - 1];
+    const rat_groups *gr = &t->groups[l];
     uint32_t own = l == 0 ? x : rep_of(t, l - 1, x);
     for (uint32_t i = 0; i < gr->count[R]; i++) {
       uint32_t y = gr->list[gr->first[R] + i];

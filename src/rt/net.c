@@ -79,26 +79,6 @@ int dlcp_sockaddr_parse(dlcp_sockaddr *a, const char *ip, uint16_t port) {
   return -1;
 }
 
-socklen_t dlcp_sockaddr_len(const dlcp_sockaddr *a) {
-  return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
-}
-
-bool dlcp_sockaddr_same_host(const dlcp_sockaddr *a, const dlcp_sockaddr *b) {
-  if (a->sa.sa_family != b->sa.sa_family) {
-    return false;
-  }
-  if (a->sa.sa_family == AF_INET6) {
-    return memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr,
-                  sizeof(a->in6.sin6_addr)) == 0;
-  }
-  return a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
-}
-
-bool dlcp_sockaddr_equal(const dlcp_sockaddr *a, const dlcp_sockaddr *b) {
-  return dlcp_sockaddr_same_host(a, b) &&
-         dlcp_net_addr_port(&a->sa) == dlcp_net_addr_port(&b->sa);
-}
-
 bool dlcp_sockaddr_is_loopback(const dlcp_sockaddr *a) {
   if (a->sa.sa_family == AF_INET6) {
     return IN6_IS_ADDR_LOOPBACK(&a->in6.sin6_addr);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "dlcp/dlcp_types.h"
@@ -28,18 +29,40 @@ typedef union dlcp_sockaddr {
   struct sockaddr_in6 in6;
 } dlcp_sockaddr;
 
+_Static_assert(offsetof(struct sockaddr_in, sin_port) ==
+                   offsetof(struct sockaddr_in6, sin6_port),
+               "both families keep the port at one offset");
+
 /* dlcp_sockaddr_parse sets |a| to the numeric IPv4 or IPv6 address |ip|
  * and |port|; returns 0, or -1 if |ip| is neither. */
 int dlcp_sockaddr_parse(dlcp_sockaddr *a, const char *ip, uint16_t port);
 
 /* dlcp_sockaddr_len returns the length of |a|'s family's address. */
-socklen_t dlcp_sockaddr_len(const dlcp_sockaddr *a);
+static inline socklen_t dlcp_sockaddr_len(const dlcp_sockaddr *a) {
+  return a->sa.sa_family == AF_INET6 ? sizeof(a->in6) : sizeof(a->in);
+}
 
-/* dlcp_sockaddr_same_host: the same family and address, any port. */
-bool dlcp_sockaddr_same_host(const dlcp_sockaddr *a, const dlcp_sockaddr *b);
+/* dlcp_sockaddr_same_host: the same family and address, any port.  Inline
+ * with dlcp_sockaddr_equal: a received datagram's sender is matched
+ * against every peer's paths. */
+static inline bool dlcp_sockaddr_same_host(const dlcp_sockaddr *a,
+                                           const dlcp_sockaddr *b) {
+  if (a->sa.sa_family != b->sa.sa_family) {
+    return false;
+  }
+  if (a->sa.sa_family == AF_INET6) {
+    return memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr,
+                  sizeof(a->in6.sin6_addr)) == 0;
+  }
+  return a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+}
 
-/* dlcp_sockaddr_equal: the same family, address and port. */
-bool dlcp_sockaddr_equal(const dlcp_sockaddr *a, const dlcp_sockaddr *b);
+/* dlcp_sockaddr_equal: the same family, address and port (the port field
+ * sits at the same offset in both families). */
+static inline bool dlcp_sockaddr_equal(const dlcp_sockaddr *a,
+                                       const dlcp_sockaddr *b) {
+  return a->in.sin_port == b->in.sin_port && dlcp_sockaddr_same_host(a, b);
+}
 
 /* dlcp_sockaddr_is_loopback: 127.0.0.0/8 or ::1. */
 bool dlcp_sockaddr_is_loopback(const dlcp_sockaddr *a);

@@ -873,6 +873,15 @@ static void server_free(dlcp_rdzv_server *srv) {
   free(srv);
 }
 
+/* |ip| (a numeric "any" address) and |port| into |addr|. */
+static void any_address(dlcp_net_addr *addr, const char *ip, uint16_t port) {
+  dlcp_sockaddr a;
+  dlcp_sockaddr_parse(&a, ip, port);
+  memset(addr, 0, sizeof(*addr));
+  memcpy(&addr->ss, &a, dlcp_sockaddr_len(&a));
+  addr->len = dlcp_sockaddr_len(&a);
+}
+
 static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
                          dlcp_errbuf *eb) {
   dlcp_net_addr addr;
@@ -881,43 +890,32 @@ static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
   char where[DLCP_NET_ADDRSTR_LEN];
   int one = 1;
   int rv;
+  const int type = SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC;
   if (host != NULL) {
     rv = dlcp_net_resolve(&addr, host, port, SOCK_STREAM, eb);
     if (rv != 0) {
       return rv;
     }
+    srv->listen_fd = socket(addr.ss.ss_family, type, 0);
   } else {
-    /* Every address of either version: IPv6's any, open to IPv4 too. */
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&addr.ss;
-    memset(&addr, 0, sizeof(addr));
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(port);
-    in6->sin6_addr = in6addr_any;
-    addr.len = sizeof(*in6);
-  }
-  dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
-  srv->listen_fd =
-      socket(addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (srv->listen_fd < 0 && host == NULL) {
-    /* A kernel without IPv6: IPv4's any. */
-    struct sockaddr_in *in = (struct sockaddr_in *)&addr.ss;
-    memset(&addr, 0, sizeof(addr));
-    in->sin_family = AF_INET;
-    in->sin_port = htons(port);
-    in->sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.len = sizeof(*in);
-    dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
-    srv->listen_fd =
-        socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  } else if (srv->listen_fd >= 0 && host == NULL) {
-    int v6only = 0;
-    (void)setsockopt(srv->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
-                     sizeof(v6only));
+    /* Every address of either version: IPv6's any, open to IPv4 too, or
+     * IPv4's on a kernel without IPv6. */
+    any_address(&addr, "::", port);
+    srv->listen_fd = socket(AF_INET6, type, 0);
+    if (srv->listen_fd >= 0) {
+      int v6only = 0;
+      (void)setsockopt(srv->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
+                       sizeof(v6only));
+    } else {
+      any_address(&addr, "0.0.0.0", port);
+      srv->listen_fd = socket(AF_INET, type, 0);
+    }
   }
   if (srv->listen_fd < 0) {
     return dlcp_errbuf_set(eb, -errno, "rendezvous server: socket: %s",
                            strerror(errno));
   }
+  dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
   /* A restarted job must be able to reuse a port still in TIME_WAIT. */
   (void)setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(srv->listen_fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
