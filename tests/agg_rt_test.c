@@ -143,8 +143,18 @@ static bool check(uint32_t world, uint32_t k, uint64_t count, dlcp_dtype dt,
   return ok;
 }
 
+/* The loopback address of the ranks and switches of run_ranks,
+ * run_chain and run_trees: "127.0.0.1", or "::1" for their IPv6 runs. */
+static const char *loopback = "127.0.0.1";
+
+/* A switch on |loopback| at |port| as DLCP_SWITCH and --parent name it. */
+static void switch_name(char *buf, size_t len, uint16_t port) {
+  snprintf(buf, len, strchr(loopback, ':') ? "[%s]:%u" : "%s:%u", loopback,
+           port);
+}
+
 /* make_comm creates rank |rank| of |world| with its rendezvous on
- * loopback |port| and the operation timeout |timeout_ms|; 0 or the
+ * |loopback| |port| and the operation timeout |timeout_ms|; 0 or the
  * creation's error, explained in |err|. */
 static int make_comm(dlcp_comm **comm, uint32_t rank, uint32_t world,
                      uint16_t port, uint32_t timeout_ms, char *err,
@@ -153,7 +163,7 @@ static int make_comm(dlcp_comm **comm, uint32_t rank, uint32_t world,
   dlcp_comm_config_default(&cfg);
   cfg.rank = rank;
   cfg.world_size = world;
-  cfg.master_addr = "127.0.0.1";
+  cfg.master_addr = loopback;
   cfg.master_port = port;
   cfg.timeout_ms = timeout_ms;
   cfg.rdzv_timeout_ms = 20000;
@@ -166,7 +176,7 @@ static dlcp_comm *one_rank_comm(uint32_t timeout_ms) {
   char err[256];
   uint16_t port = 0;
   dlcp_errbuf eb;
-  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  assert_int_equal(dlcp_net_free_port(loopback, &port, &eb), 0);
   assert_int_equal(make_comm(&comm, 0, 1, port, timeout_ms, err, sizeof(err)),
                    0);
   return comm;
@@ -363,7 +373,7 @@ static void fork_ranks(uint32_t world,
 
   assert_true(rep != MAP_FAILED);
   memset(rep, 0, sizeof(report) * MAX_RANKS);
-  assert_int_equal(dlcp_net_free_port("127.0.0.1", &port, &eb), 0);
+  assert_int_equal(dlcp_net_free_port(loopback, &port, &eb), 0);
   for (uint32_t r = 0; r < world; r++) {
     pids[r] = fork();
     assert_true(pids[r] >= 0);
@@ -404,8 +414,8 @@ static void run_ranks(uint32_t world, const char *mem,
   char sw[64];
   const char *err;
 
-  assert_int_equal(switchd_start(&d, args), 0);
-  snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
+  assert_int_equal(switchd_start_at(&d, loopback, args), 0);
+  switch_name(sw, sizeof(sw), d.port);
   setenv("DLCP_SWITCH", sw, 1);
   memset(rank_switch, 0, sizeof(rank_switch)); /* a failed chain's */
   plain_only = false;
@@ -416,6 +426,8 @@ static void run_ranks(uint32_t world, const char *mem,
     assert_true(switchd_stat(err, "ring_verdicts") > 0);
   }
   assert_int_equal(switchd_stat(err, "foreign"), 0);
+  assert_int_equal(switchd_stat(err, "stale_answers"), 0);
+  assert_int_equal(switchd_stat(err, "peers_evicted"), 0);
 }
 
 static void run_world(uint32_t world, const char *mem) {
@@ -441,8 +453,8 @@ static void run_chain(const uint32_t *per, uint32_t nsw, bool host_reduce) {
   for (uint32_t i = nsw; i-- > 0;) {
     const char *args[] = {"--mem", "4M", i + 1 < nsw ? "--parent" : NULL,
                           i + 1 < nsw ? addr[i + 1] : NULL, NULL};
-    assert_int_equal(switchd_start(&d[i], args), 0);
-    snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", d[i].port);
+    assert_int_equal(switchd_start_at(&d[i], loopback, args), 0);
+    switch_name(addr[i], sizeof(addr[i]), d[i].port);
   }
   for (uint32_t i = 0; i < nsw; i++) {
     size_t n = strlen(chain);
@@ -555,8 +567,8 @@ static void run_trees(const uint32_t per[3], bool panama) {
   for (uint32_t i = 0; i < 5; i++) {
     const char *args[] = {"--mem", "4M", i >= 2 ? "--parent" : NULL,
                           addr[0], "--parent", addr[1], NULL};
-    assert_int_equal(switchd_start(&d[i], args), 0);
-    snprintf(addr[i], sizeof(addr[i]), "127.0.0.1:%u", d[i].port);
+    assert_int_equal(switchd_start_at(&d[i], loopback, args), 0);
+    switch_name(addr[i], sizeof(addr[i]), d[i].port);
   }
   for (uint32_t i = 2; i < 5; i++) {
     size_t n = strlen(leaves);
@@ -921,6 +933,31 @@ static int ina_once(dlcp_comm *comm, dlcp_algo algo, dlcp_coll_info *info) {
     dlcp_request_free(req);
   }
   return rv;
+}
+
+/* run_world, run_chain and run_trees over IPv6: switches bound to ::1
+ * (their senders interned, a chain's and the trees' parents given as
+ * [::1]:PORT), the ranks' rendezvous and data path on ::1, DLCP_SWITCH
+ * and the switch lists in brackets; an IPv6 DLCP_SWITCH without them is
+ * refused. */
+static void test_ipv6(void **state) {
+  static const uint32_t two[] = {2, 3}, two_leaves[] = {2, 0, 3};
+  dlcp_coll_info info;
+
+  (void)state;
+  loopback = "::1";
+  run_world(3, "4M");
+  run_chain(two, 2, true);
+  run_trees(two_leaves, false);
+  dlcp_comm *comm = one_rank_comm(20000);
+  setenv("DLCP_SWITCH", "::1:7070", 1);
+  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+  if (strstr(info.error, "DLCP_SWITCH=::1:7070: expected host:port or "
+                         "[IPv6]:port") == NULL) {
+    fail_msg("error: %s", info.error);
+  }
+  dlcp_comm_destroy(comm);
+  loopback = "127.0.0.1";
 }
 
 static void test_no_switch(void **state) {
@@ -1434,6 +1471,7 @@ static int unset_ina_env(void **state) {
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
     unsetenv(vars[i]);
   }
+  loopback = "127.0.0.1"; /* after a failed IPv6 test */
   return 0;
 }
 
@@ -1454,6 +1492,7 @@ int main(void) {
       TEST(test_worlds),
       TEST(test_small_pool),
       TEST(test_overlap),
+      TEST(test_ipv6),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

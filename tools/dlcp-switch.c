@@ -59,7 +59,14 @@
  * Prints "dlcp-switch: listening on ADDR:PORT ..." on stdout once every
  * socket is bound (scripts wait for it; --port 0 picks a free port), the
  * counters every --stats-s seconds (0 = only at exit) on stderr, and exits
- * cleanly with the final counters on SIGINT or SIGTERM.  IPv4 only.
+ * cleanly with the final counters on SIGINT or SIGTERM.
+ *
+ * IP versions.  The switch speaks the version of --bind (0.0.0.0 by
+ * default; :: or an IPv6 address for IPv6, the socket IPv6-only), and its
+ * parents must be of the same version: run one switch per version.  The
+ * core names a peer by a cookie (src/rt/agg_peers.h): an IPv4 address
+ * and port are the cookie, an IPv6 one is interned in each thread's table
+ * of bounded size.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,6 +90,7 @@
 #include <unistd.h>
 
 #include "proto/agg.h"
+#include "rt/agg_peers.h"
 #include "rt/net.h"
 
 #define MAX_THREADS 64
@@ -97,13 +105,15 @@
 #define MAX_DESTS 32
 
 typedef struct opts {
-  struct in_addr bind_addr;
+  dlcp_sockaddr bind_addr; /* its port is unused: see |port| */
   uint16_t port;
   uint32_t threads;
   uint32_t batch;
   uint32_t stats_s;
   bool gso; /* UDP_SEGMENT sends and UDP_GRO receives */
-  dlcp_agg_config cfg;
+  dlcp_agg_config cfg; /* parent_addr: each thread's cookies of |parents| */
+  dlcp_sockaddr parents[DLCP_AGG_MAX_TREES];
+  uint32_t nparents;
 } opts;
 
 /* Datagrams handed to a thread and not yet taken; beyond this many the
@@ -113,7 +123,7 @@ typedef struct opts {
 /* A datagram handed from the thread that read it to its group's. */
 typedef struct handed {
   struct handed *next;
-  struct sockaddr_in from;
+  dlcp_sockaddr from;
   uint8_t ecn;
   size_t len;
   uint8_t data[];
@@ -126,8 +136,11 @@ typedef struct worker {
   const opts *o;
   struct worker *all; /* every thread, to hand datagrams to */
   dlcp_agg *agg;
+  dlcp_agg_peers *peers; /* the core's cookies of this thread's peers */
+  uint64_t stale;        /* answers to a sender evicted from |peers| */
   pthread_mutex_t lock;
   dlcp_agg_stats published; /* under lock */
+  uint64_t published_evicted, published_stale; /* under lock */
   bool gso;                 /* the kernel has not refused UDP_SEGMENT */
   int error;
   uint32_t reported; /* invalid datagrams reported on stderr */
@@ -191,7 +204,46 @@ static int parse_u64(const char *name, const char *s, uint64_t lo,
   return 0;
 }
 
-static uint64_t cookie_of(const struct sockaddr_in *sa);
+/* Parses --parent's "A.B.C.D:PORT" or "[IPV6]:PORT" into |sa|; 0, or -1
+ * with the reason on stderr. */
+static int parse_parent(const char *v, dlcp_sockaddr *sa) {
+  const char *colon = strrchr(v, ':');
+  const char *host = v;
+  size_t hostlen = colon != NULL ? (size_t)(colon - v) : 0;
+  char ip[INET6_ADDRSTRLEN];
+  uint64_t port = 0;
+
+  if (v[0] == '[' && hostlen >= 2 && v[hostlen - 1] == ']') {
+    host = v + 1; /* [IPV6]:PORT */
+    hostlen -= 2;
+  } else if (memchr(v, ':', hostlen) != NULL) {
+    fprintf(stderr,
+            "dlcp-switch: --parent: an IPv6 address goes in "
+            "brackets, [ADDR]:PORT, got '%s'\n",
+            v);
+    return -1;
+  }
+  if (colon == NULL || hostlen == 0 || hostlen >= sizeof(ip)) {
+    fprintf(stderr,
+            "dlcp-switch: --parent: expected ADDR:PORT or "
+            "[IPV6]:PORT, got '%s'\n",
+            v);
+    return -1;
+  }
+  memcpy(ip, host, hostlen);
+  ip[hostlen] = '\0';
+  if (parse_u64("--parent", colon + 1, 1, 65535, &port) != 0) {
+    return -1;
+  }
+  if (dlcp_sockaddr_parse(sa, ip, (uint16_t)port) != 0) {
+    fprintf(stderr,
+            "dlcp-switch: --parent: not an IPv4 or IPv6 address: "
+            "'%s'\n",
+            ip);
+    return -1;
+  }
+  return 0;
+}
 
 static void usage(void) {
   fprintf(stderr,
@@ -207,13 +259,12 @@ static void usage(void) {
 
 static int parse_args(int argc, char **argv, opts *o) {
   memset(o, 0, sizeof(*o));
-  o->bind_addr.s_addr = htonl(INADDR_ANY);
+  (void)dlcp_sockaddr_parse(&o->bind_addr, "0.0.0.0", 0);
   o->port = 7070;
   o->threads = 1;
   o->batch = 64;
   o->gso = true;
   dlcp_agg_config_default(&o->cfg);
-  uint32_t nparents = 0;
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t x = 0;
@@ -228,8 +279,10 @@ static int parse_args(int argc, char **argv, opts *o) {
       return -1;
     }
     if (strcmp(a, "--bind") == 0) {
-      if (inet_pton(AF_INET, v, &o->bind_addr) != 1) {
-        fprintf(stderr, "dlcp-switch: --bind: not an IPv4 address: '%s'\n",
+      if (dlcp_sockaddr_parse(&o->bind_addr, v, 0) != 0) {
+        fprintf(stderr,
+                "dlcp-switch: --bind: not an IPv4 or IPv6 address: "
+                "'%s'\n",
                 v);
         return -1;
       }
@@ -270,32 +323,13 @@ static int parse_args(int argc, char **argv, opts *o) {
       rv = parse_u64(a, v, 1, 86400000000u, &x);
       o->cfg.idle_ns = x * 1000u;
     } else if (strcmp(a, "--parent") == 0) {
-      const char *colon = strrchr(v, ':');
-      char host[INET_ADDRSTRLEN];
-      struct sockaddr_in sa;
-      uint64_t port = 0;
-      memset(&sa, 0, sizeof(sa));
-      if (colon == NULL || (size_t)(colon - v) >= sizeof(host)) {
-        fprintf(stderr, "dlcp-switch: --parent: expected ADDR:PORT, got "
-                        "'%s'\n", v);
-        return -1;
-      }
-      memcpy(host, v, (size_t)(colon - v));
-      host[colon - v] = '\0';
-      if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-        fprintf(stderr, "dlcp-switch: --parent: not an IPv4 address: "
-                        "'%s'\n", host);
-        return -1;
-      }
-      rv = parse_u64(a, colon + 1, 1, 65535, &port);
-      sa.sin_port = htons((uint16_t)port);
-      if (nparents == DLCP_AGG_MAX_TREES) {
+      if (o->nparents == DLCP_AGG_MAX_TREES) {
         fprintf(stderr, "dlcp-switch: --parent: at most %u (one per "
                         "tree)\n", DLCP_AGG_MAX_TREES);
         return -1;
       }
-      o->cfg.has_parent[nparents] = true;
-      o->cfg.parent_addr[nparents++] = cookie_of(&sa);
+      rv = parse_parent(v, &o->parents[o->nparents]);
+      o->cfg.has_parent[o->nparents++] = true;
     } else if (strcmp(a, "--policy") == 0) {
       if (strcmp(v, "shared") == 0) {
         o->cfg.policy = DLCP_AGG_SHARED;
@@ -319,23 +353,32 @@ static int parse_args(int argc, char **argv, opts *o) {
       o->cfg.max_jobs > 1) {
     o->cfg.static_parts = o->cfg.max_jobs < 4 ? o->cfg.max_jobs : 4;
   }
-  o->cfg.ntrees = nparents > 1 ? nparents : 1;
-  if (nparents > 0 && o->bind_addr.s_addr == htonl(INADDR_ANY)) {
+  o->cfg.ntrees = o->nparents > 1 ? o->nparents : 1;
+  dlcp_sockaddr any, self = o->bind_addr;
+  (void)dlcp_sockaddr_parse(
+      &any, self.sa.sa_family == AF_INET6 ? "::" : "0.0.0.0", 0);
+  if (o->nparents > 0 && dlcp_sockaddr_same_host(&o->bind_addr, &any)) {
     /* The parent answers the address our datagrams leave from, which the
      * kernel picks per route when we are bound to every address. */
     fprintf(stderr, "dlcp-switch: --parent needs --bind ADDR, the address "
                     "the parent reaches this switch at\n");
     return -1;
   }
-  struct sockaddr_in self;
-  memset(&self, 0, sizeof(self));
-  self.sin_addr = o->bind_addr;
-  self.sin_port = htons(o->port);
-  for (uint32_t t = 0; o->port != 0 && t < nparents; t++) {
-    if (o->cfg.parent_addr[t] == cookie_of(&self)) {
+  self.in.sin_port = htons(o->port);
+  for (uint32_t t = 0; t < o->nparents; t++) {
+    char buf[DLCP_NET_ADDRSTR_LEN];
+
+    dlcp_net_addr_format(buf, sizeof(buf), &o->parents[t].sa);
+    if (o->parents[t].sa.sa_family != self.sa.sa_family) {
+      fprintf(stderr,
+              "dlcp-switch: --parent %s: not of --bind's IP "
+              "version (a switch speaks one: run one per version)\n",
+              buf);
+      return -1;
+    }
+    if (o->port != 0 && dlcp_sockaddr_equal(&o->parents[t], &self)) {
       /* Its partial sums would come back to it as a worker's. */
-      fprintf(stderr, "dlcp-switch: --parent %s:%u is this switch\n",
-              inet_ntoa(o->bind_addr), o->port);
+      fprintf(stderr, "dlcp-switch: --parent %s is this switch\n", buf);
       return -1;
     }
   }
@@ -365,32 +408,35 @@ static int attach_steering(int fd, uint32_t threads) {
 }
 
 static int open_socket(const opts *o, uint16_t port, uint32_t index) {
-  struct sockaddr_in sa;
+  dlcp_sockaddr sa = o->bind_addr;
+  int family = sa.sa.sa_family;
   int one = 1;
   int buf = 8 << 20;
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
   if (fd < 0) {
     perror("dlcp-switch: socket");
     return -1;
   }
-  memset(&sa, 0, sizeof(sa));
-  sa.sin_family = AF_INET;
-  sa.sin_addr = o->bind_addr;
-  sa.sin_port = htons(port);
+  sa.in.sin_port = htons(port);
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
   (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
   if ((o->threads > 1 &&
        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
-      setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) != 0 ||
+      (family == AF_INET6 &&
+       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) ||
+      setsockopt(fd, dlcp_net_tclass_level(family),
+                 dlcp_net_recv_tclass_opt(family), &one, sizeof(one)) != 0 ||
       (o->gso && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) != 0)) {
     perror("dlcp-switch: setsockopt");
     close(fd);
     return -1;
   }
-  if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-    fprintf(stderr, "dlcp-switch: bind %s:%u: %s\n",
-            inet_ntoa(o->bind_addr), port, strerror(errno));
+  if (bind(fd, &sa.sa, dlcp_sockaddr_len(&sa)) != 0) {
+    char name[DLCP_NET_ADDRSTR_LEN];
+
+    fprintf(stderr, "dlcp-switch: bind %s: %s\n",
+            dlcp_net_addr_format(name, sizeof(name), &sa.sa), strerror(errno));
     close(fd);
     return -1;
   }
@@ -402,27 +448,59 @@ static int open_socket(const opts *o, uint16_t port, uint32_t index) {
   return fd;
 }
 
+/* |o|'s address with |port|, printed into |buf|. */
+static const char *bind_name(const opts *o, uint16_t port, char *buf,
+                             size_t len) {
+  dlcp_sockaddr a = o->bind_addr;
+
+  a.in.sin_port = htons(port);
+  return dlcp_net_addr_format(buf, len, &a.sa);
+}
+
+/* The hexadecimal form /proc/net/udp{,6} gives |a|'s address in: each
+ * 32-bit word of it as the host reads it. */
+static void proc_hex(const dlcp_sockaddr *a, char *out, size_t len) {
+  const uint8_t *b = a->sa.sa_family == AF_INET6
+                         ? a->in6.sin6_addr.s6_addr
+                         : (const uint8_t *)&a->in.sin_addr.s_addr;
+  size_t words = a->sa.sa_family == AF_INET6 ? 4 : 1;
+
+  out[0] = '\0';
+  for (size_t i = 0; i < words; i++) {
+    uint32_t w;
+
+    memcpy(&w, b + 4 * i, sizeof(w));
+    snprintf(out + 8 * i, len - 8 * i, "%08X", w);
+  }
+}
+
 /* Whether a UDP socket other than the |n| of |fds| is bound to |port| on
  * |addr| (or where either address is the wildcard) in this network
- * namespace (/proc/net/udp names each socket's inode).  The threads'
- * sockets share their port through SO_REUSEPORT, which lets any socket of
- * the same user with that option join them: the kernel's choice for port
- * 0 does not avoid such a port (of 1,000 sockets bound so, 12 to 16
- * shared one with another), and a second switch given the same --port
- * would start too.  The kernel would then split the datagrams between the
- * two processes, so that a job's ranks reached different switches and
- * each refused the others' configuration.  IPv6 sockets (/proc/net/udp6)
- * need no look: the kernel groups SO_REUSEPORT sockets of one family only,
- * and an IPv4 datagram prefers an IPv4 socket to a dual-stack one (a
- * dual-stack [::] socket beside two of 0.0.0.0 on one port got none of
- * 200 datagrams).  Returns 1, 0, or -1 if the table cannot be read. */
-static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
+ * namespace (/proc/net/udp, /proc/net/udp6 for IPv6, names each socket's
+ * inode).  The threads' sockets share their port through SO_REUSEPORT,
+ * which lets any socket of the same user with that option join them: the
+ * kernel's choice for port 0 does not avoid such a port (of 1,000 sockets
+ * bound so, 12 to 16 shared one with another), and a second switch given
+ * the same --port would start too.  The kernel would then split the
+ * datagrams between the two processes, so that a job's ranks reached
+ * different switches and each refused the others' configuration.  Only
+ * the switch's own family's table needs a look: the kernel groups
+ * SO_REUSEPORT sockets of one family only, an IPv4 datagram prefers an
+ * IPv4 socket to a dual-stack one (a dual-stack [::] socket beside two of
+ * 0.0.0.0 on one port got none of 200 datagrams), and an IPv6 switch's
+ * sockets are IPv6-only.  Returns 1, 0, or -1 if the table cannot be
+ * read. */
+static int port_shared(const dlcp_sockaddr *addr, uint16_t port, const int *fds,
                        uint32_t n) {
-  FILE *f = fopen("/proc/net/udp", "r");
-  char line[512];
+  bool v6 = addr->sa.sa_family == AF_INET6;
+  FILE *f = fopen(v6 ? "/proc/net/udp6" : "/proc/net/udp", "r");
+  char line[512], mine[33], any[33];
   int shared = 0;
   unsigned long ours[MAX_THREADS];
 
+  proc_hex(addr, mine, sizeof(mine));
+  memset(any, '0', strlen(mine));
+  any[strlen(mine)] = '\0';
   for (uint32_t i = 0; i < n; i++) {
     struct stat st;
 
@@ -436,17 +514,19 @@ static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
     return -1;
   }
   while (shared == 0 && fgets(line, sizeof(line), f) != NULL) {
-    unsigned int laddr, lport;
+    char laddr[33];
+    unsigned int lport;
     unsigned long inode;
     bool own = false;
 
     /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
     if (sscanf(line,
-               " %*u: %8X:%4X %*X:%*X %*X %*X:%*X %*X:%*X %*X %*u %*u %lu",
-               &laddr, &lport, &inode) != 3 ||
+               " %*u: %32[0-9A-F]:%4X %*[0-9A-F]:%*X %*X %*X:%*X %*X:%*X "
+               "%*X %*u %*u %lu",
+               laddr, &lport, &inode) != 3 ||
         lport != port ||
-        (laddr != addr.s_addr && laddr != INADDR_ANY &&
-         addr.s_addr != htonl(INADDR_ANY))) {
+        (strcmp(laddr, mine) != 0 && strcmp(laddr, any) != 0 &&
+         strcmp(mine, any) != 0)) {
       continue;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -463,6 +543,7 @@ static int port_shared(struct in_addr addr, uint16_t port, const int *fds,
  * the port, or 0 with the reason on stderr. */
 static uint16_t open_sockets(const opts *o, worker *ws) {
   int fds[MAX_THREADS];
+  char name[DLCP_NET_ADDRSTR_LEN];
 
   for (int attempt = 0; attempt < 16; attempt++) {
     uint16_t port = o->port;
@@ -475,23 +556,23 @@ static uint16_t open_sockets(const opts *o, worker *ws) {
         break;
       }
       if (n == 0) {
-        struct sockaddr_in bound;
+        dlcp_sockaddr bound;
         socklen_t blen = sizeof(bound);
 
-        getsockname(fds[0], (struct sockaddr *)&bound, &blen);
-        port = ntohs(bound.sin_port);
+        getsockname(fds[0], &bound.sa, &blen);
+        port = ntohs(bound.in.sin_port);
       }
     }
     if (n == o->threads && o->threads > 1) {
-      shared = port_shared(o->bind_addr, port, fds, n);
+      shared = port_shared(&o->bind_addr, port, fds, n);
       if (shared < 0) {
         perror("dlcp-switch: /proc/net/udp");
       } else if (shared > 0 && o->port != 0) {
         fprintf(stderr,
-                "dlcp-switch: %s:%u is bound by another process's socket "
+                "dlcp-switch: %s is bound by another process's socket "
                 "too (SO_REUSEPORT would split the datagrams between "
                 "them): choose another --port\n",
-                inet_ntoa(o->bind_addr), port);
+                bind_name(o, port, name, sizeof(name)));
       }
     }
     if (n == o->threads && shared == 0) {
@@ -507,23 +588,12 @@ static uint16_t open_sockets(const opts *o, worker *ws) {
       return 0;
     }
   }
+  dlcp_net_addr_format(name, sizeof(name), &o->bind_addr.sa);
   fprintf(stderr,
-          "dlcp-switch: every port the kernel gave %s in 16 tries was "
+          "dlcp-switch: every port the kernel gave %.*s in 16 tries was "
           "bound by another process's socket too\n",
-          inet_ntoa(o->bind_addr));
+          (int)(strrchr(name, ':') - name), name);
   return 0;
-}
-
-/* The core's address cookie for an IPv4 sender: address and port. */
-static uint64_t cookie_of(const struct sockaddr_in *sa) {
-  return (uint64_t)ntohl(sa->sin_addr.s_addr) << 16 | ntohs(sa->sin_port);
-}
-
-static void sockaddr_of(uint64_t cookie, struct sockaddr_in *sa) {
-  memset(sa, 0, sizeof(*sa));
-  sa->sin_family = AF_INET;
-  sa->sin_addr.s_addr = htonl((uint32_t)(cookie >> 16));
-  sa->sin_port = htons((uint16_t)cookie);
 }
 
 /* ---- worker threads ----------------------------------------------------- */
@@ -531,7 +601,7 @@ static void sockaddr_of(uint64_t cookie, struct sockaddr_in *sa) {
 typedef struct batch {
   struct mmsghdr msg[MAX_BATCH];
   struct iovec iov[MAX_BATCH];
-  dlcp_sockaddr addr[MAX_BATCH]; /* IPv4: .in */
+  dlcp_sockaddr addr[MAX_BATCH];
   uint64_t dest[MAX_BATCH]; /* send: address cookie << 2 | ECN codepoint */
   union {
     struct cmsghdr align;
@@ -653,7 +723,10 @@ static int drain(worker *w, batch *out, dlcp_tstamp now) {
     if (rv != 1) {
       return rv == 0 ? 0 : -1;
     }
-    sockaddr_of(s.addr, &out->addr[i].in);
+    if (!dlcp_agg_peers_addr(w->peers, s.addr, &out->addr[i])) {
+      w->stale++; /* its sender was evicted: it re-sends */
+      continue;
+    }
     out->dest[i] = s.addr << 2 | (s.ecn & 3u);
     out->iov[i].iov_base = b;
     out->iov[i].iov_len = s.len;
@@ -667,14 +740,19 @@ static int drain(worker *w, batch *out, dlcp_tstamp now) {
  * of invalid ones (not the ordinary duplicates and stale ACKs of a lossy
  * network). */
 static void on_datagram(worker *w, const uint8_t *d, size_t len, uint8_t ecn,
-                        const struct sockaddr_in *from, dlcp_tstamp now) {
-  int rv = dlcp_agg_on_packet(w->agg, d, len, ecn, cookie_of(from), now);
+                        const dlcp_sockaddr *from, dlcp_tstamp now) {
+  int rv = dlcp_agg_on_packet(
+      w->agg, d, len, ecn, dlcp_agg_peers_cookie(w->peers, from, false), now);
 
   if (rv != 0 && rv != DLCP_ERR_DUPLICATE && rv != DLCP_ERR_UNKNOWN_TRANSFER &&
       w->reported < 10) {
+    char name[DLCP_NET_ADDRSTR_LEN];
+
     w->reported++;
-    fprintf(stderr, "dlcp-switch: dropped a %zu-byte datagram from %s:%u: "
-            "%s%s\n", len, inet_ntoa(from->sin_addr), ntohs(from->sin_port),
+    fprintf(stderr,
+            "dlcp-switch: dropped a %zu-byte datagram from %s: "
+            "%s%s\n",
+            len, dlcp_net_addr_format(name, sizeof(name), &from->sa),
             dlcp_strerror(rv),
             w->reported == 10 ? " (no more such reports)" : "");
   }
@@ -691,7 +769,7 @@ static uint32_t owner_of(const worker *w, const uint8_t *d, size_t len) {
  * was empty.  Out of memory or room, the datagram is dropped (counted):
  * its sender re-sends it. */
 static void hand_off(worker *to, const uint8_t *d, size_t len, uint8_t ecn,
-                     const struct sockaddr_in *from) {
+                     const dlcp_sockaddr *from) {
   handed *h = malloc(sizeof(*h) + len);
   bool wake = false;
 
@@ -748,6 +826,8 @@ static void take_handed(worker *w, dlcp_tstamp now) {
 static void publish(worker *w) {
   pthread_mutex_lock(&w->lock);
   dlcp_agg_get_stats(w->agg, &w->published);
+  w->published_evicted = dlcp_agg_peers_evicted(w->peers);
+  w->published_stale = w->stale;
   pthread_mutex_unlock(&w->lock);
 }
 
@@ -823,9 +903,9 @@ static void *worker_main(void *arg) {
         uint32_t to = owner_of(w, d + off, n);
 
         if (to == w->index) {
-          on_datagram(w, d + off, n, ecn, &in->addr[i].in, now);
+          on_datagram(w, d + off, n, ecn, &in->addr[i], now);
         } else {
-          hand_off(&w->all[to], d + off, n, ecn, &in->addr[i].in);
+          hand_off(&w->all[to], d + off, n, ecn, &in->addr[i]);
         }
         off += n;
       } while (off < len);
@@ -857,7 +937,7 @@ done:
 
 static void print_stats(worker *ws, uint32_t n, const char *when) {
   dlcp_agg_stats t;
-  uint64_t handed_in = 0, handoff_drops = 0;
+  uint64_t handed_in = 0, handoff_drops = 0, evicted = 0, stale = 0;
 
   memset(&t, 0, sizeof(t));
   for (uint32_t i = 0; i < n; i++) {
@@ -870,6 +950,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
 
     pthread_mutex_lock(&ws[i].lock);
     s = ws[i].published;
+    evicted += ws[i].published_evicted;
+    stale += ws[i].published_stale;
     pthread_mutex_unlock(&ws[i].lock);
     t.packets += s.packets;
     t.contrib += s.contrib;
@@ -913,26 +995,25 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "reclaimed %llu evicted %llu "
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
           "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
-          "aggregators %u/%u in use | handed %llu handoff_drops %llu\n",
+          "aggregators %u/%u in use | handed %llu handoff_drops %llu | "
+          "peers_evicted %llu stale_answers %llu\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
           (unsigned long long)t.nacked, (unsigned long long)t.malformed,
           (unsigned long long)t.foreign, (unsigned long long)t.stale_acks,
           (unsigned long long)t.claims_granted, (unsigned long long)t.claims,
           (unsigned long long)t.claim_failures,
-          (unsigned long long)t.ring_verdicts,
-          (unsigned long long)t.too_big,
+          (unsigned long long)t.ring_verdicts, (unsigned long long)t.too_big,
           (unsigned long long)t.results_sent, (unsigned long long)t.resent,
           (unsigned long long)t.resend_backoffs,
           (unsigned long long)t.acks_implied, (unsigned long long)t.freed,
           (unsigned long long)t.reclaimed, (unsigned long long)t.evicted,
-          (unsigned long long)t.abandoned,
-          (unsigned long long)t.queue_drops, (unsigned long long)t.forwards,
-          (unsigned long long)t.forward_resends,
+          (unsigned long long)t.abandoned, (unsigned long long)t.queue_drops,
+          (unsigned long long)t.forwards, (unsigned long long)t.forward_resends,
           (unsigned long long)t.finals, (unsigned long long)t.acks_up,
-          (unsigned long long)t.parent_nacks,
-          t.aggs_used, t.aggs_total, (unsigned long long)handed_in,
-          (unsigned long long)handoff_drops);
+          (unsigned long long)t.parent_nacks, t.aggs_used, t.aggs_total,
+          (unsigned long long)handed_in, (unsigned long long)handoff_drops,
+          (unsigned long long)evicted, (unsigned long long)stale);
   {
     /* CPU time of the whole process: the per-core cost, independent of
      * how much of the machine the scheduler gave us */
@@ -999,9 +1080,19 @@ int main(int argc, char **argv) {
       status = 1;
       goto out;
     }
+    rv = dlcp_agg_peers_new(&ws[i].peers, DLCP_AGG_PEERS_DEFAULT_CAP);
+    if (rv != 0) {
+      fprintf(stderr, "dlcp-switch: peer table: %s\n", dlcp_strerror(rv));
+      status = 1;
+      goto out;
+    }
     dlcp_agg_config cfg = o.cfg;
     cfg.shards = o.threads; /* the groups the steering brings it */
     cfg.shard = i;
+    for (uint32_t t = 0; t < o.nparents; t++) {
+      cfg.parent_addr[t] =
+          dlcp_agg_peers_cookie(ws[i].peers, &o.parents[t], true);
+    }
     rv = dlcp_agg_new(&ws[i].agg, &cfg, NULL, now_ns());
     if (rv != 0) {
       fprintf(stderr,
@@ -1013,9 +1104,10 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
-  printf("dlcp-switch: listening on %s:%u (%u threads, %u aggregators of "
+  char name[DLCP_NET_ADDRSTR_LEN];
+  printf("dlcp-switch: listening on %s (%u threads, %u aggregators of "
          "%u int32 each per thread, policy %s)\n",
-         inet_ntoa(o.bind_addr), port, o.threads,
+         bind_name(&o, port, name, sizeof(name)), o.threads,
          (unsigned)(o.cfg.mem_bytes / (4u * o.cfg.block_elems)),
          o.cfg.block_elems,
          o.cfg.policy == DLCP_AGG_SHARED ? "shared" : "static");
@@ -1062,6 +1154,7 @@ out:
       ws[i].qhead = next;
     }
     dlcp_agg_del(ws[i].agg);
+    dlcp_agg_peers_del(ws[i].peers);
     pthread_mutex_destroy(&ws[i].lock);
     pthread_mutex_destroy(&ws[i].qlock);
   }

@@ -126,7 +126,7 @@ struct dlcp_rt_ina {
   uint32_t next_group;
   char name[128]; /* the switch, for messages */
   uint8_t *buf;   /* a received datagram, or INA_SEND_BATCH to send */
-  uint32_t mtu;   /* of the path to the switch */
+  uint32_t room;  /* UDP payload of one datagram on the path to the switch */
   bool cc;        /* DLCP_INA_CC=panama: PANAMA's window (coll/ina_cc.h) */
   dlcp_ina_claim claim; /* DLCP_INA_CLAIM: RA-INA's header-only claims */
   dlcp_rt_ina_op *ops; /* in flight, in start (and group) order */
@@ -453,8 +453,8 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
    * rest); an error an ICMP message queued (the switch's port
    * unreachable) ends the batch and is dropped: a lost datagram is re-sent
    * by either end, and a switch that never answers is the timeout's to
-   * report.  The IP header's ECN bits come along (IP_RECVTOS, set with
-   * cc). */
+   * report.  The IP header's ECN bits come along (IP_RECVTOS or
+   * IPV6_RECVTCLASS, set with cc). */
   for (int round = 0; round < INA_RECV_ROUNDS; round++) {
     union {
       struct cmsghdr align;
@@ -683,24 +683,34 @@ static int start_places(dlcp_comm *c, dlcp_rt_ina *s) {
 static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   const char *env = getenv("DLCP_SWITCH");
   char host[128];
-  const char *colon;
+  const char *colon, *name;
+  size_t namelen;
   struct addrinfo hints, *ai = NULL;
   dlcp_rt_ina *s;
   dlcp_coll_params p;
   dlcp_coll_opts o;
   int rv;
 
-  if (env == NULL || (colon = strrchr(env, ':')) == NULL || colon == env ||
-      (size_t)(colon - env) >= sizeof(host) || colon[1] == '\0') {
+  name = env;
+  namelen = env != NULL && (colon = strrchr(env, ':')) != NULL
+                ? (size_t)(colon - env)
+                : 0;
+  if (namelen >= 2 && env[0] == '[' && env[namelen - 1] == ']') {
+    name++; /* [IPV6]:PORT */
+    namelen -= 2;
+  } else if (namelen > 0 && memchr(env, ':', namelen) != NULL) {
+    namelen = 0; /* an IPv6 address without brackets */
+  }
+  if (namelen == 0 || namelen >= sizeof(host) || colon[1] == '\0') {
     return fail_info(info, DLCP_ERR_CONFIG,
-                     "INA: DLCP_SWITCH=%s: expected host:port of a "
-                     "dlcp-switch",
+                     "INA: DLCP_SWITCH=%s: expected host:port or "
+                     "[IPv6]:port of a dlcp-switch",
                      env != NULL ? env : "(unset)");
   }
-  memcpy(host, env, (size_t)(colon - env));
-  host[colon - env] = '\0';
+  memcpy(host, name, namelen);
+  host[namelen] = '\0';
   memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
   if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL) {
     return fail_info(info, DLCP_ERR_CONFIG,
@@ -725,7 +735,8 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
     dlcp_rt_ina_free(s);
     return rv;
   }
-  s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int family = ai->ai_family;
+  s->fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s->fd < 0 || connect(s->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
     rv = -errno;
     freeaddrinfo(ai);
@@ -737,19 +748,24 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   {
     int big = 4 << 20, mtu = 1500;
     socklen_t len = sizeof(mtu);
+    int level = dlcp_net_tclass_level(family);
 
     (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
     if (s->cc) {
       /* Contributions ECN-capable, so queues mark rather than drop them,
        * and the results' codepoints read back. */
       int ect = DLCP_AGG_ECN_ECT0, on = 1;
-      (void)setsockopt(s->fd, IPPROTO_IP, IP_TOS, &ect, sizeof(ect));
-      (void)setsockopt(s->fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof(on));
+      (void)setsockopt(s->fd, level, dlcp_net_tclass_opt(family), &ect,
+                       sizeof(ect));
+      (void)setsockopt(s->fd, level, dlcp_net_recv_tclass_opt(family), &on,
+                       sizeof(on));
     }
-    if (getsockopt(s->fd, IPPROTO_IP, IP_MTU, &mtu, &len) != 0 || mtu < 576) {
+    if (getsockopt(s->fd, level, family == AF_INET6 ? IPV6_MTU : IP_MTU, &mtu,
+                   &len) != 0 ||
+        mtu < 576) {
       mtu = 1500;
     }
-    s->mtu = (uint32_t)mtu;
+    s->room = (uint32_t)(mtu - dlcp_net_ip_header_len(family) - 8);
   }
   if (dlcp_comm_rank(c) == 0 &&
       getrandom(s->id, 3 * sizeof(uint32_t), 0) !=
@@ -795,7 +811,7 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
 #define INA_MAX_GROUP_BLOCKS 32u
 
 static uint32_t mtu_blocks(const dlcp_rt_ina *s, uint32_t block_elems) {
-  uint32_t room = s->mtu - 20 - 8 - DLCP_AGG_HDR_LEN;
+  uint32_t room = s->room - DLCP_AGG_HDR_LEN;
   uint32_t n = room / (block_elems * (uint32_t)sizeof(int32_t));
   return n < 1 ? 1 : n > INA_MAX_GROUP_BLOCKS ? INA_MAX_GROUP_BLOCKS : n;
 }

@@ -40,6 +40,10 @@ static int find(char *path, size_t len) {
 }
 
 int switchd_start(switchd *d, const char *const *args) {
+  return switchd_start_at(d, "127.0.0.1", args);
+}
+
+int switchd_start_at(switchd *d, const char *bind, const char *const *args) {
   char path[PATH_MAX];
   const char *argv[32];
   int out[2], err[2];
@@ -54,7 +58,7 @@ int switchd_start(switchd *d, const char *const *args) {
   }
   argv[n++] = path;
   argv[n++] = "--bind";
-  argv[n++] = "127.0.0.1";
+  argv[n++] = bind;
   argv[n++] = "--port";
   argv[n++] = "0";
   for (size_t i = 0; args != NULL && args[i] != NULL && n < 31; i++) {
@@ -103,11 +107,15 @@ int switchd_start(switchd *d, const char *const *args) {
     line[len] = '\0';
   }
   close(out[0]);
-  p = strstr(line, "127.0.0.1:");
-  if (p == NULL) {
+  /* "listening on ADDR:PORT (" or "[IPV6]:PORT (" */
+  p = strstr(line, " (");
+  while (p != NULL && p > line && p[-1] != ':') {
+    p--;
+  }
+  if (p == NULL || p == line) {
     return -1;
   }
-  d->port = (uint16_t)atoi(p + strlen("127.0.0.1:"));
+  d->port = (uint16_t)atoi(p);
   return d->port > 0 ? 0 : -1;
 }
 

@@ -20,6 +20,9 @@ typedef struct switchd {
  * line.  Returns 0, or -1 with a message on stderr. */
 int switchd_start(switchd *d, const char *const *args);
 
+/* The same bound to address |bind| (e.g. "::1"). */
+int switchd_start_at(switchd *d, const char *bind, const char *const *args);
+
 /* Sends SIGTERM and waits for the exit.  Returns its stderr (a static
  * buffer, valid until the next call), or NULL if it did not exit 0 (the
  * output is printed then). */
