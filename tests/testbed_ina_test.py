@@ -8,7 +8,8 @@ checked INA all-reduce with 1 % loss is exact too.  With --agg-trees 2 on
 2 racks and 2 spines, a daemon on each rack's switch and each spine, the
 racks' the leaves of a tree per spine: a checked INA all-reduce with 1 %
 loss is exact, with and without PANAMA's window, and each spine summed
-groups of both racks.  The daemons go with the testbed: nothing of any is
+groups of both racks; the same again on an IPv6 testbed (--ipv6), every
+daemon and job speaking IPv6.  The daemons go with the testbed: nothing of any is
 left afterwards.  A daemon that cannot start is named, and --agg-chain
 without two racks, --agg-trees with more trees than spines, are refused.
 
@@ -67,11 +68,15 @@ def alive(pids):
     return running
 
 
-def check_trees(dlcp_bench, dlcp_switch):
-    leaves = "10.0.0.254:9555,10.0.1.254:9555"
+def check_trees(dlcp_bench, dlcp_switch, ipv6=False):
+    """The trees as the module says; with |ipv6| on an IPv6 testbed, where
+    the daemons and the jobs speak IPv6."""
+    leaves = ("[fd00::fe]:9555,[fd00::1:fe]:9555" if ipv6 else
+              "10.0.0.254:9555,10.0.1.254:9555")
     with ts.testbed_up("-n", "4", "--racks", "2", "--spines", "2",
                        "--loss", "1%", "--rate", "1gbit", "--agg-switch",
-                       dlcp_switch, "--agg-trees", "2") as tb_id:
+                       dlcp_switch, "--agg-trees", "2",
+                       *(["--ipv6"] if ipv6 else [])) as tb_id:
         rec = ts.record(tb_id)
         ts.check(rec.get("agg_switch") == leaves and
                  rec.get("agg_trees") == 2,
@@ -101,6 +106,8 @@ def check_trees(dlcp_bench, dlcp_switch):
                 subprocess.run(["sleep", "0.1"])
             m = re.search(r"exit: packets \d+ contrib (\d+) .* claims (\d+) ",
                           text)
+            ts.check(not ipv6 or "listening on [::]:9555" in text,
+                     f"spine {s}'s daemon listened on IPv6: {text[:200]}")
             ts.check(m is not None and int(m.group(2)) > 0 and
                      int(m.group(1)) >= 2 * int(m.group(2)),
                      f"spine {s} summed both racks' partial sums: "
@@ -145,6 +152,7 @@ def main():
             ts.check(r["delivered_min"] == 1.0, "CINA: everything delivered")
     ts.check(alive(pids) == [], "the daemons are gone with the testbed")
     check_trees(dlcp_bench, dlcp_switch)
+    check_trees(dlcp_bench, dlcp_switch, ipv6=True)
     alone = ts.testbed("up", "-n", "2", "--agg-switch", dlcp_switch,
                        "--agg-chain", check=False)
     ts.check(alone.returncode == 2 and "--agg-chain" in alone.stderr,

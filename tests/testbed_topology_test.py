@@ -170,6 +170,17 @@ class Ranks(unittest.TestCase):
         self.assertNotIn("DLCP_INA_CHAIN", env)
         self.assertEqual(launch.spine_agg_address(t, 1, 0), "10.1.0.3:9555")
 
+    def test_ipv6_switches_speak_ipv6(self):
+        t = topology.build("p-", 4, 2, 2, ipv6=True)
+        self.assertEqual(launch.agg_address(1, t.ipv6), "[fd00::1:fe]:9555")
+        self.assertEqual(launch.spine_agg_address(t, 1, 1),
+                         "[fd01::1:3]:9555")
+        self.assertEqual(launch.host_of("[fd00::1:fe]:9555"), "fd00::1:fe")
+        self.assertEqual(launch.host_of("10.0.1.254:9555"), "10.0.1.254")
+        leaves = "[fd00::fe]:9555,[fd00::1:fe]:9555"
+        env = launch.rank_jobs(t, ["prog"], 29600, leaves, None, 2)[3][3]
+        self.assertEqual(env["DLCP_SWITCH"], "[fd00::1:fe]:9555")
+
     def test_every_host_by_default(self):
         t = topology.build("p-", 3, 1, 0)
         jobs = launch.rank_jobs(t, ["prog"], 29500)

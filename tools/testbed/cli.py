@@ -185,7 +185,8 @@ def add_topology_options(p):
     p.add_argument("--ipv6", action="store_true",
                    help="IPv6 beside IPv4 (fd00::<rack>:<host> in hex); "
                         "ranks get the IPv6 MASTER_ADDR, so dlcp jobs run "
-                        "over IPv6 (mpirun and dlcp-switch stay on IPv4)")
+                        "over IPv6, and so do --agg-switch's daemons "
+                        "(mpirun stays on IPv4)")
     p.add_argument("--agg-switch", metavar="BIN", default=None,
                    help="run the aggregation switch BIN (dlcp-switch) on "
                         "rack 0's switch; ranks get DLCP_SWITCH")
@@ -357,19 +358,21 @@ def start_agg_switches(t, a, tb_id):
             a.agg_static_parts, **where)
 
     for s in range(a.agg_trees):
-        start(f"agg-switch-s{s}.log", ns=t.spines[s], bind="0.0.0.0")
+        start(f"agg-switch-s{s}.log", ns=t.spines[s],
+              bind="::" if t.ipv6 else "0.0.0.0")
     leaves = []
     for r in range(a.racks if a.agg_chain or a.agg_trees else 1):
         if a.agg_trees:
             parents = [launch.spine_agg_address(t, r, s)
                        for s in range(a.agg_trees)]
         elif a.agg_chain and r + 1 < a.racks:
-            parents = [launch.agg_address(r + 1)]
+            parents = [launch.agg_address(r + 1, t.ipv6)]
         else:
             parents = []
         leaves.append(start(f"agg-switch-r{r}.log" if r else
                             "agg-switch.log", ns=t.racks[r],
-                            bind=launch.agg_address(r).rsplit(":", 1)[0],
+                            bind=launch.host_of(
+                                launch.agg_address(r, t.ipv6)),
                             parents=parents))
     return ",".join(leaves)
 

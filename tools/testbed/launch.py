@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from . import topology
+
 
 AGG_PORT = 9555
 
@@ -18,33 +20,47 @@ AGG_PORT = 9555
 SETTLE_S = 1.0
 
 
-def agg_address(rack):
-    """The address:port of rack |rack|'s aggregation switch."""
-    return f"10.0.{rack}.254:{AGG_PORT}"
+def with_port(ip):
+    """|ip|:AGG_PORT, an IPv6 address in brackets."""
+    return f"[{ip}]:{AGG_PORT}" if ":" in ip else f"{ip}:{AGG_PORT}"
+
+
+def host_of(address):
+    """The IP address of "ADDR:PORT" or "[IPV6]:PORT"."""
+    return address.rsplit(":", 1)[0].strip("[]")
+
+
+def agg_address(rack, ipv6=False):
+    """The address:port of rack |rack|'s aggregation switch: its
+    host-facing address, IPv6 with |ipv6| (an IPv6 testbed's switches
+    speak IPv6, as its jobs do)."""
+    return with_port(topology.gateway6(rack) if ipv6 else f"10.0.{rack}.254")
 
 
 def spine_agg_address(t, rack, spine):
     """The address:port at which rack |rack|'s switch reaches spine
-    |spine|'s aggregation switch: the spine's end of their link, so the
-    partial sums of tree |spine| take that link and the spine answers from
-    the address the rack's switch sent to."""
+    |spine|'s aggregation switch: the spine's end of their link (its IPv6
+    one on an IPv6 testbed), so the partial sums of tree |spine| take that
+    link and the spine answers from the address the rack's switch sent
+    to."""
     sp = t.spines[spine]
-    cidr = next(c for dev, c in t.addrs[sp] if dev == f"r{rack}")
-    return f"{cidr.split('/')[0]}:{AGG_PORT}"
+    cidr = next(c for dev, c in t.addrs[sp]
+                if dev == f"r{rack}" and (":" in c) == t.ipv6)
+    return with_port(cidr.split("/")[0])
 
 
 def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
                      static_parts=None, ns=None, bind=None, parents=()):
     """Starts |binary| (dlcp-switch) in namespace |ns| (rack 0's switch by
-    default) on address |bind| (its host-facing 10.0.0.254 by default;
-    0.0.0.0 for a spine, which answers each rack on their link) with its
+    default) on address |bind| (its host-facing address by default;
+    0.0.0.0 or :: for a spine, which answers each rack on their link) with its
     pool shared by |policy| (|static_parts| partitions if static and
     given), passing its partial sums to |parents| (ADDR:PORT each: CINA's
     next switch, or one root per tree), output to |log_path|; waits until
     it listens and returns "ADDR:PORT".  It lives until the testbed's
     namespaces are removed."""
     ns = ns or t.racks[0]
-    addr = bind or agg_address(0).rsplit(":", 1)[0]
+    addr = bind or host_of(agg_address(0, t.ipv6))
     argv = ["ip", "netns", "exec", ns, binary, "--bind", addr, "--port",
             str(AGG_PORT), "--threads", str(threads), "--mem", str(mem),
             "--policy", policy]
@@ -65,7 +81,7 @@ def start_agg_switch(t, binary, mem, threads, log_path, policy="shared",
                                  f"{f.read().strip()}")
         with open(log_path) as f:
             if "listening on" in f.read():
-                return f"{addr}:{AGG_PORT}"
+                return with_port(addr)
         time.sleep(0.05)
     p.kill()
     raise ValueError(f"--agg-switch {binary}: not listening after 10 s "
