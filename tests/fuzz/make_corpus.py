@@ -353,6 +353,19 @@ def corpora():
         .write(0, rdzv_request(GET, b"big") * 8).advance(30).bytes(),
     }
     c["scenario"] = scenario_corpus()
+    # fuzz_agg_peers: a table-size byte, then operations (0 x: intern IPv6
+    # sender x, pinned with bit 2; 1: an IPv4 sender's 4 + 2 bytes; 2 x:
+    # resolve sender x's cookie; 3: an arbitrary 8-byte cookie).
+    c["agg_peers"] = {
+        "fill_and_evict": bytes([3]) +
+        b"".join(bytes([0, x]) for x in range(12)) +
+        b"".join(bytes([2, x]) for x in range(12)),
+        "pinned": bytes([7, 4, 200, 4, 201]) +
+        b"".join(bytes([0, x]) for x in range(40)) + bytes([2, 200, 2, 201]),
+        "ipv4_and_raw": bytes([1, 1, 10, 0, 0, 1, 0x1f, 0x90, 0, 5, 3]) +
+        (1 << 63 | 5).to_bytes(8, "little") + bytes([3]) +
+        (0x0a0000011f90).to_bytes(8, "little"),
+    }
     c["env"] = {
         "launcher": b"MASTER_ADDR=127.0.0.1\nMASTER_PORT=29500\nRANK=1\n"
                     b"WORLD_SIZE=4\nLOCAL_RANK=1\nLOCAL_WORLD_SIZE=4\n",
@@ -372,6 +385,12 @@ def corpora():
                 b"DLCP_TOPO=rack:4\n",
         "labels": b"WORLD_SIZE=8\nRANK=3\nMASTER_ADDR=h\nMASTER_PORT=2\n"
                   b"DLCP_TOPO=rack0/pod1\n",
+        "mpiexec": b"PMI_RANK=1\nPMI_SIZE=3\nMPI_LOCALRANKID=1\n"
+                   b"MASTER_ADDR=10.0.0.1\n",
+        "mpirun": b"OMPI_COMM_WORLD_RANK=2\nOMPI_COMM_WORLD_SIZE=4\n"
+                  b"MASTER_ADDR=10.0.0.1\n",
+        "srun": b"SLURM_PROCID=1\nSLURM_NTASKS=2\n"
+                b"SLURM_LAUNCH_NODE_IPADDR=10.0.0.9\nMASTER_PORT=4000\n",
         "unknown": b"DLCP_PATH=4\n",
         "bad_range": b"DLCP_PATHS=0\n",
     }
