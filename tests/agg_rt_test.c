@@ -949,14 +949,22 @@ static void test_ipv6(void **state) {
   run_world(3, "4M");
   run_chain(two, 2, true);
   run_trees(two_leaves, false);
-  dlcp_comm *comm = one_rank_comm(20000);
-  setenv("DLCP_SWITCH", "::1:7070", 1);
-  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
-  if (strstr(info.error, "DLCP_SWITCH=::1:7070: expected host:port or "
-                         "[IPv6]:port") == NULL) {
-    fail_msg("error: %s", info.error);
+  /* an IPv6 address without brackets, ports that are none */
+  static const char *const bad[] = {"::1:7070",    "[::1]",
+                                    "[::1]:0",     "127.0.0.1:x",
+                                    "[::1]:70000", "127.0.0.1:7070x"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char want[96];
+    dlcp_comm *comm = one_rank_comm(20000);
+    setenv("DLCP_SWITCH", bad[i], 1);
+    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
+    snprintf(want, sizeof(want),
+             "DLCP_SWITCH=%s: expected host:port or [IPv6]:port", bad[i]);
+    if (strstr(info.error, want) == NULL) {
+      fail_msg("%s: error: %s", bad[i], info.error);
+    }
+    dlcp_comm_destroy(comm);
   }
-  dlcp_comm_destroy(comm);
   loopback = "127.0.0.1";
 }
 

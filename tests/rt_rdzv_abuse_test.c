@@ -116,7 +116,7 @@ static void stop(dlcp_rdzv_server *srv) {
 /* raw_connect opens a plain TCP connection and writes its local address
  * ("127.0.0.1:port", as the server logs it) to |me|. */
 static int raw_connect(uint16_t port, char *me, size_t melen) {
-  dlcp_net_addr addr;
+  dlcp_sockaddr addr;
   struct sockaddr_storage ss;
   socklen_t sslen = sizeof(ss);
   int fd;
@@ -124,7 +124,7 @@ static int raw_connect(uint16_t port, char *me, size_t melen) {
                    0);
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   assert_true(fd >= 0);
-  assert_int_equal(connect(fd, (struct sockaddr *)&addr.ss, addr.len), 0);
+  assert_int_equal(connect(fd, &addr.sa, dlcp_sockaddr_len(&addr)), 0);
   assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &sslen), 0);
   if (me != NULL) {
     dlcp_net_addr_format(me, melen, (struct sockaddr *)&ss);

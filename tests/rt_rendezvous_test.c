@@ -283,13 +283,13 @@ static void test_server_on_every_address(void **state) {
 
 /* raw_connect opens a plain TCP connection to the server. */
 static int raw_connect(uint16_t port) {
-  dlcp_net_addr addr;
+  dlcp_sockaddr addr;
   int fd;
   assert_int_equal(dlcp_net_resolve(&addr, LOOPBACK, port, SOCK_STREAM, NULL),
                    0);
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   assert_true(fd >= 0);
-  assert_int_equal(connect(fd, (struct sockaddr *)&addr.ss, addr.len), 0);
+  assert_int_equal(connect(fd, &addr.sa, dlcp_sockaddr_len(&addr)), 0);
   return fd;
 }
 

@@ -47,7 +47,6 @@
 #include "rt/ina_run.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,8 +683,11 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   const char *env = getenv("DLCP_SWITCH");
   char host[128];
   const char *colon, *name;
+  char *end;
   size_t namelen;
-  struct addrinfo hints, *ai = NULL;
+  unsigned long port = 0;
+  dlcp_sockaddr sw;
+  dlcp_errbuf eb;
   dlcp_rt_ina *s;
   dlcp_coll_params p;
   dlcp_coll_opts o;
@@ -701,7 +703,12 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   } else if (namelen > 0 && memchr(env, ':', namelen) != NULL) {
     namelen = 0; /* an IPv6 address without brackets */
   }
-  if (namelen == 0 || namelen >= sizeof(host) || colon[1] == '\0') {
+  if (namelen > 0) {
+    errno = 0;
+    port = strtoul(colon + 1, &end, 10);
+    port = errno == 0 && end != colon + 1 && *end == '\0' ? port : 0;
+  }
+  if (namelen == 0 || namelen >= sizeof(host) || port == 0 || port > 65535) {
     return fail_info(info, DLCP_ERR_CONFIG,
                      "INA: DLCP_SWITCH=%s: expected host:port or "
                      "[IPv6]:port of a dlcp-switch",
@@ -709,18 +716,13 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   }
   memcpy(host, name, namelen);
   host[namelen] = '\0';
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL) {
-    return fail_info(info, DLCP_ERR_CONFIG,
-                     "INA: DLCP_SWITCH=%s: cannot resolve %s", env, host);
+  if (dlcp_net_resolve(&sw, host, (uint16_t)port, SOCK_DGRAM, &eb) != 0) {
+    return fail_info(info, DLCP_ERR_CONFIG, "INA: DLCP_SWITCH=%s: %s", env,
+                     eb.msg);
   }
   s = calloc(1, sizeof(*s));
   if (s == NULL ||
-      (s->buf = malloc((size_t)INA_SEND_BATCH * DLCP_AGG_DGRAM_MAX)) ==
-          NULL) {
-    freeaddrinfo(ai);
+      (s->buf = malloc((size_t)INA_SEND_BATCH * DLCP_AGG_DGRAM_MAX)) == NULL) {
     free(s);
     return fail_info(info, DLCP_ERR_NOMEM, "INA: out of memory");
   }
@@ -731,20 +733,17 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
     rv = chain_options(s, env, info);
   }
   if (rv != 0) {
-    freeaddrinfo(ai);
     dlcp_rt_ina_free(s);
     return rv;
   }
-  int family = ai->ai_family;
+  int family = sw.sa.sa_family;
   s->fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s->fd < 0 || connect(s->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+  if (s->fd < 0 || connect(s->fd, &sw.sa, dlcp_sockaddr_len(&sw)) != 0) {
     rv = -errno;
-    freeaddrinfo(ai);
     dlcp_rt_ina_free(s);
     return fail_info(info, rv, "INA: socket to the switch %s: %s", env,
                      strerror(-rv));
   }
-  freeaddrinfo(ai);
   {
     int big = 4 << 20, mtu = 1500;
     socklen_t len = sizeof(mtu);

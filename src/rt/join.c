@@ -55,15 +55,15 @@ typedef struct addr_record {
  * packet is sent) and read its local name. */
 static int local_ip_towards(const char *host, char *out, size_t outlen,
                             dlcp_errbuf *eb) {
-  dlcp_net_addr a;
+  dlcp_sockaddr a;
   int rv = dlcp_net_resolve(&a, host, 9, SOCK_DGRAM, eb);
   if (rv != 0) {
     return rv;
   }
-  int fd = socket(a.ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = socket(a.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   dlcp_sockaddr sin;
   socklen_t len = sizeof(sin);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0 ||
+  if (fd < 0 || connect(fd, &a.sa, dlcp_sockaddr_len(&a)) != 0 ||
       getsockname(fd, &sin.sa, &len) != 0) {
     int e = errno;
     if (fd >= 0) {
@@ -229,14 +229,14 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
       DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
   for (uint32_t r = 0; r < me; r++) {
     peer *p = &c->peers[r];
-    dlcp_net_addr a;
+    dlcp_sockaddr a;
     int rv = dlcp_net_resolve(&a, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
                               eb);
     if (rv != 0) {
       return rv;
     }
-    int fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a.ss, a.len) != 0) {
+    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, &a.sa, dlcp_sockaddr_len(&a)) != 0) {
       int e = errno;
       if (fd >= 0) {
         close(fd);

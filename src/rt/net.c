@@ -23,7 +23,7 @@
 
 #include "rt/clock.h"
 
-int dlcp_net_resolve(dlcp_net_addr *addr, const char *host, uint16_t port,
+int dlcp_net_resolve(dlcp_sockaddr *addr, const char *host, uint16_t port,
                      int socktype, dlcp_errbuf *eb) {
   struct addrinfo hints;
   struct addrinfo *res = NULL;
@@ -52,14 +52,13 @@ int dlcp_net_resolve(dlcp_net_addr *addr, const char *host, uint16_t port,
       pick = it;
     }
   }
-  if (pick == NULL || pick->ai_addrlen > sizeof(addr->ss)) {
+  if (pick == NULL || pick->ai_addrlen > sizeof(*addr)) {
     freeaddrinfo(res);
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                            "host '%s' has no IPv4 or IPv6 address", host);
   }
   memset(addr, 0, sizeof(*addr));
-  memcpy(&addr->ss, pick->ai_addr, pick->ai_addrlen);
-  addr->len = pick->ai_addrlen;
+  memcpy(addr, pick->ai_addr, pick->ai_addrlen);
   freeaddrinfo(res);
   return 0;
 }
@@ -165,15 +164,6 @@ uint16_t dlcp_net_addr_port(const struct sockaddr *sa) {
     return ntohs(((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
   }
   return 0;
-}
-
-/* set_port sets the port of the IPv4/IPv6 address |sa|. */
-static void set_port(struct sockaddr *sa, uint16_t port) {
-  if (sa->sa_family == AF_INET) {
-    ((struct sockaddr_in *)(void *)sa)->sin_port = htons(port);
-  } else if (sa->sa_family == AF_INET6) {
-    ((struct sockaddr_in6 *)(void *)sa)->sin6_port = htons(port);
-  }
 }
 
 int dlcp_net_set_nonblock(int fd) {
@@ -355,17 +345,17 @@ static void ephemeral_range(unsigned *lo, unsigned *hi) {
 
 /* try_bind binds a fresh TCP socket to |addr| at |port| (0: the kernel's
  * choice) and returns the port it got, or -errno. */
-static int try_bind(const dlcp_net_addr *addr, uint16_t port) {
-  dlcp_net_addr a = *addr;
+static int try_bind(const dlcp_sockaddr *addr, uint16_t port) {
+  dlcp_sockaddr a = *addr;
   struct sockaddr_storage bound;
   socklen_t boundlen = sizeof(bound);
   int rv;
-  int fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return -errno;
   }
-  set_port((struct sockaddr *)&a.ss, port);
-  if (bind(fd, (struct sockaddr *)&a.ss, a.len) != 0 ||
+  a.in.sin_port = htons(port); /* at one offset in both families */
+  if (bind(fd, &a.sa, dlcp_sockaddr_len(&a)) != 0 ||
       getsockname(fd, (struct sockaddr *)&bound, &boundlen) != 0) {
     rv = -errno;
   } else {
@@ -382,7 +372,7 @@ int dlcp_net_free_port(const char *host, uint16_t *port, dlcp_errbuf *eb) {
    * to start leaves a wide window).  Only an explicit bind to the same
    * port can still collide. */
   enum { LOWEST = 10000, TRIES = 64 };
-  dlcp_net_addr addr;
+  dlcp_sockaddr addr;
   unsigned lo;
   unsigned hi;
   uint32_t r;

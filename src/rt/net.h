@@ -86,19 +86,13 @@ int dlcp_net_ip_header_len(int family);
  * it (IP_MTU / IPV6_MTU of a connected socket), or |fallback|. */
 int dlcp_net_path_mtu(const dlcp_sockaddr *to, int fallback);
 
-/* A resolved socket address. */
-typedef struct dlcp_net_addr {
-  struct sockaddr_storage ss;
-  socklen_t len;
-} dlcp_net_addr;
-
 /*
  * dlcp_net_resolve resolves |host| (a name or a numeric IPv4/IPv6 address)
  * and |port| into |addr|, preferring IPv4.  |socktype| is SOCK_STREAM or
  * SOCK_DGRAM.  Returns 0, or DLCP_ERR_CONFIG with a message naming |host| if
  * it cannot be resolved.
  */
-int dlcp_net_resolve(dlcp_net_addr *addr, const char *host, uint16_t port,
+int dlcp_net_resolve(dlcp_sockaddr *addr, const char *host, uint16_t port,
                      int socktype, dlcp_errbuf *eb);
 
 /*

@@ -172,16 +172,16 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
 }
 
 /* connect_once makes one connection attempt; returns the fd or -errno. */
-static int connect_once(const dlcp_net_addr *addr, dlcp_tstamp deadline) {
+static int connect_once(const dlcp_sockaddr *addr, dlcp_tstamp deadline) {
   int fd =
-      socket(addr->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      socket(addr->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int err = 0;
   socklen_t errlen = sizeof(err);
   int one = 1;
   if (fd < 0) {
     return -errno;
   }
-  if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) != 0) {
+  if (connect(fd, &addr->sa, dlcp_sockaddr_len(addr)) != 0) {
     if (errno != EINPROGRESS) {
       err = errno;
       close(fd);
@@ -256,7 +256,7 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint8_t salt[DLCP_AUTH_SALT_LEN],
                              dlcp_tstamp deadline, dlcp_errbuf *eb) {
   dlcp_rdzv_client *cli;
-  dlcp_net_addr addr;
+  dlcp_sockaddr addr;
   dlcp_tstamp start = dlcp_rt_now();
   uint64_t backoff_ms = BACKOFF_FIRST_MS;
   unsigned attempts = 0;
@@ -284,8 +284,7 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
   cli->fd = -1;
   cli->rank = rank;
   cli->world = world_size;
-  dlcp_net_addr_format(cli->server, sizeof(cli->server),
-                       (struct sockaddr *)&addr.ss);
+  dlcp_net_addr_format(cli->server, sizeof(cli->server), &addr.sa);
 
   for (;;) {
     int fd;

@@ -873,18 +873,9 @@ static void server_free(dlcp_rdzv_server *srv) {
   free(srv);
 }
 
-/* |ip| (a numeric "any" address) and |port| into |addr|. */
-static void any_address(dlcp_net_addr *addr, const char *ip, uint16_t port) {
-  dlcp_sockaddr a;
-  dlcp_sockaddr_parse(&a, ip, port);
-  memset(addr, 0, sizeof(*addr));
-  memcpy(&addr->ss, &a, dlcp_sockaddr_len(&a));
-  addr->len = dlcp_sockaddr_len(&a);
-}
-
 static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
                          dlcp_errbuf *eb) {
-  dlcp_net_addr addr;
+  dlcp_sockaddr addr;
   struct sockaddr_storage bound;
   socklen_t boundlen = sizeof(bound);
   char where[DLCP_NET_ADDRSTR_LEN];
@@ -896,18 +887,18 @@ static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
     if (rv != 0) {
       return rv;
     }
-    srv->listen_fd = socket(addr.ss.ss_family, type, 0);
+    srv->listen_fd = socket(addr.sa.sa_family, type, 0);
   } else {
     /* Every address of either version: IPv6's any, open to IPv4 too, or
      * IPv4's on a kernel without IPv6. */
-    any_address(&addr, "::", port);
+    (void)dlcp_sockaddr_parse(&addr, "::", port);
     srv->listen_fd = socket(AF_INET6, type, 0);
     if (srv->listen_fd >= 0) {
       int v6only = 0;
       (void)setsockopt(srv->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
                        sizeof(v6only));
     } else {
-      any_address(&addr, "0.0.0.0", port);
+      (void)dlcp_sockaddr_parse(&addr, "0.0.0.0", port);
       srv->listen_fd = socket(AF_INET, type, 0);
     }
   }
@@ -915,10 +906,10 @@ static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
     return dlcp_errbuf_set(eb, -errno, "rendezvous server: socket: %s",
                            strerror(errno));
   }
-  dlcp_net_addr_format(where, sizeof(where), (struct sockaddr *)&addr.ss);
+  dlcp_net_addr_format(where, sizeof(where), &addr.sa);
   /* A restarted job must be able to reuse a port still in TIME_WAIT. */
   (void)setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(srv->listen_fd, (struct sockaddr *)&addr.ss, addr.len) != 0 ||
+  if (bind(srv->listen_fd, &addr.sa, dlcp_sockaddr_len(&addr)) != 0 ||
       listen(srv->listen_fd, 1024) != 0 ||
       getsockname(srv->listen_fd, (struct sockaddr *)&bound, &boundlen) != 0) {
     rv = -errno;
