@@ -290,6 +290,47 @@ static void test_eager_steps_exact_and_faster(void **state) {
   }
 }
 
+/* A loss bound that no transfer can use changes nothing, as in the
+ * runtime (dlcp_coll_params.exact_bytes): over DCTCP, which never gives
+ * up data, and over MLT for an all-reduce within transport.eager_bytes,
+ * the operation with p = 0.1 runs exact and ends to the picosecond when
+ * it does with p = 0, where before it paid the agreement on missing
+ * ranges at its end.  An MLT all-reduce above the eager size still
+ * agrees, and so takes longer. */
+static void test_unusable_bound_runs_exact(void **state) {
+  (void)state;
+  static const char yaml[] =
+      "topology: {kind: leaf_spine, tors: 2, hosts_per_tor: 4, spines: 2,\n"
+      "           host_rate: 100Gbps, fabric_rate: 100Gbps, base_rtt: 24us}\n"
+      "transport: {kind: mlt, eager_bytes: 65536}\n"
+      "workload:\n"
+      "  collective: {algo: ring, bytes: 32KB, iterations: 2}\n";
+  static const char *const cases[][2] = {
+      {"transport.kind=dctcp", "workload.collective.bytes=800KB"},
+      {"transport.kind=mlt", "workload.collective.bytes=32KB"},
+      {"transport.kind=mlt", "workload.collective.bytes=800KB"}};
+  for (int c = 0; c < 3; c++) {
+    dlcp_sim_ps end[2];
+    for (int b = 0; b < 2; b++) {
+      const char *sets[] = {cases[c][0], cases[c][1],
+                            b ? "workload.collective.loss_bound=0.1"
+                              : "workload.collective.loss_bound=0"};
+      dlcp_sim *sim = simtest_load(yaml, sets, 3);
+      dlcp_sim_coll_report r;
+      end[b] = run_job(sim, &r);
+      assert_true(r.min_delivered == 1.0);
+      dlcp_sim_del(sim);
+    }
+    print_message("%s, %s: p = 0 %.3f us, p = 0.1 %.3f us\n", cases[c][0],
+                  cases[c][1], us(end[0]), us(end[1]));
+    if (c < 2) {
+      assert_true(end[1] == end[0]);
+    } else {
+      assert_true(end[1] > end[0]);
+    }
+  }
+}
+
 /* Same seed, same iteration times and flows; the pause choice follows the
  * seed. */
 static void test_deterministic(void **state) {
@@ -600,6 +641,7 @@ int main(void) {
       cmocka_unit_test(test_pause_ring_slowest),
       cmocka_unit_test(test_all_algorithms_exact),
       cmocka_unit_test(test_eager_steps_exact_and_faster),
+      cmocka_unit_test(test_unusable_bound_runs_exact),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_straggler_seed_setup),
       cmocka_unit_test(test_cpu_rate_and_stragglers),
