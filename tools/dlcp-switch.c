@@ -68,7 +68,6 @@
  * and port are the cookie, an IPv6 one is interned in each thread's table
  * of bounded size.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
@@ -254,7 +253,9 @@ static void usage(void) {
           "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
           "[--idle-us N]\n"
           "                   [--batch N] [--stats-s N] "
-          "[--parent ADDR:PORT]... [--gso 0|1]\n");
+          "[--parent ADDR:PORT]... [--gso 0|1]\n"
+          "ADDR: IPv4 (default 0.0.0.0) or IPv6 (::); a --parent of the same "
+          "version,\nan IPv6 one as [ADDR]:PORT\n");
 }
 
 static int parse_args(int argc, char **argv, opts *o) {
