@@ -383,10 +383,13 @@ static void test_killed_rank_is_named(void **state) {
   assert_non_null(strstr(sh[0].error, "rank 1 (127.0.0.1:"));
   assert_non_null(strstr(sh[0].error, "closed its control connection"));
   assert_int_equal(sh[0].r[0].status, DLCP_ERR_PEER_CLOSED);
-  /* Detected through the control connection, not by the 10 s timeout. */
+  /* Detected through the control connection, not by the 10 s timeout:
+   * 3-6 ms here, 1.6-2.0 s under ThreadSanitizer (the survivor's 64 MiB
+   * send is that much slower to come back to its loop), so the bound is
+   * half the timeout. */
   uint64_t detect = sh[0].r[0].done_at_ns - t0;
   print_message("detected after %.1f ms\n", (double)detect / 1e6);
-  assert_true(detect < 2000000000ull);
+  assert_true(detect < 5000000000ull);
   assert_true(waited < 10000000000ull);
   munmap(sh, 2 * sizeof(shared));
 }
