@@ -298,6 +298,35 @@ static void test_path_rate_towards_this_host(void **state) {
 static void test_sockaddr_helpers(void **state) {
   (void)state;
   dlcp_sockaddr a, b;
+  /* HOST:PORT and [IPV6]:PORT, as DLCP_SWITCH and --parent give them */
+  char host[16];
+  uint16_t port = 0;
+  assert_int_equal(
+      dlcp_net_split_host_port("h1:7070", host, sizeof(host), &port), 0);
+  assert_string_equal(host, "h1");
+  assert_int_equal(port, 7070);
+  assert_int_equal(
+      dlcp_net_split_host_port("[fd00::1]:65535", host, sizeof(host), &port),
+      0);
+  assert_string_equal(host, "fd00::1");
+  assert_int_equal(port, 65535);
+  static const char *const bad[] = {"fd00::1:7070",
+                                    "[fd00::1]",
+                                    "h1",
+                                    ":7",
+                                    "h1:",
+                                    "h1:0",
+                                    "h1:65536",
+                                    "h1:-1",
+                                    "h1:7x",
+                                    "[]:7",
+                                    "a-name-longer-than-16:7",
+                                    "[fd00::1:7"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if (dlcp_net_split_host_port(bad[i], host, sizeof(host), &port) != -1) {
+      fail_msg("'%s' accepted", bad[i]);
+    }
+  }
   assert_int_equal(dlcp_sockaddr_parse(&a, "10.0.0.1", 7), 0);
   assert_int_equal(dlcp_sockaddr_len(&a), sizeof(struct sockaddr_in));
   assert_int_equal(dlcp_sockaddr_parse(&b, "10.0.0.1", 8), 0);

@@ -206,35 +206,17 @@ static int parse_u64(const char *name, const char *s, uint64_t lo,
 /* Parses --parent's "A.B.C.D:PORT" or "[IPV6]:PORT" into |sa|; 0, or -1
  * with the reason on stderr. */
 static int parse_parent(const char *v, dlcp_sockaddr *sa) {
-  const char *colon = strrchr(v, ':');
-  const char *host = v;
-  size_t hostlen = colon != NULL ? (size_t)(colon - v) : 0;
   char ip[INET6_ADDRSTRLEN];
-  uint64_t port = 0;
+  uint16_t port;
 
-  if (v[0] == '[' && hostlen >= 2 && v[hostlen - 1] == ']') {
-    host = v + 1; /* [IPV6]:PORT */
-    hostlen -= 2;
-  } else if (memchr(v, ':', hostlen) != NULL) {
+  if (dlcp_net_split_host_port(v, ip, sizeof(ip), &port) != 0) {
     fprintf(stderr,
-            "dlcp-switch: --parent: an IPv6 address goes in "
-            "brackets, [ADDR]:PORT, got '%s'\n",
+            "dlcp-switch: --parent: expected ADDR:PORT or [IPV6]:PORT (a "
+            "port from 1 to 65535), got '%s'\n",
             v);
     return -1;
   }
-  if (colon == NULL || hostlen == 0 || hostlen >= sizeof(ip)) {
-    fprintf(stderr,
-            "dlcp-switch: --parent: expected ADDR:PORT or "
-            "[IPV6]:PORT, got '%s'\n",
-            v);
-    return -1;
-  }
-  memcpy(ip, host, hostlen);
-  ip[hostlen] = '\0';
-  if (parse_u64("--parent", colon + 1, 1, 65535, &port) != 0) {
-    return -1;
-  }
-  if (dlcp_sockaddr_parse(sa, ip, (uint16_t)port) != 0) {
+  if (dlcp_sockaddr_parse(sa, ip, port) != 0) {
     fprintf(stderr,
             "dlcp-switch: --parent: not an IPv4 or IPv6 address: "
             "'%s'\n",

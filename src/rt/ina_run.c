@@ -682,10 +682,7 @@ static int start_places(dlcp_comm *c, dlcp_rt_ina *s) {
 static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   const char *env = getenv("DLCP_SWITCH");
   char host[128];
-  const char *colon, *name;
-  char *end;
-  size_t namelen;
-  unsigned long port = 0;
+  uint16_t port;
   dlcp_sockaddr sw;
   dlcp_errbuf eb;
   dlcp_rt_ina *s;
@@ -693,30 +690,14 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   dlcp_coll_opts o;
   int rv;
 
-  name = env;
-  namelen = env != NULL && (colon = strrchr(env, ':')) != NULL
-                ? (size_t)(colon - env)
-                : 0;
-  if (namelen >= 2 && env[0] == '[' && env[namelen - 1] == ']') {
-    name++; /* [IPV6]:PORT */
-    namelen -= 2;
-  } else if (namelen > 0 && memchr(env, ':', namelen) != NULL) {
-    namelen = 0; /* an IPv6 address without brackets */
-  }
-  if (namelen > 0) {
-    errno = 0;
-    port = strtoul(colon + 1, &end, 10);
-    port = errno == 0 && end != colon + 1 && *end == '\0' ? port : 0;
-  }
-  if (namelen == 0 || namelen >= sizeof(host) || port == 0 || port > 65535) {
+  if (env == NULL ||
+      dlcp_net_split_host_port(env, host, sizeof(host), &port) != 0) {
     return fail_info(info, DLCP_ERR_CONFIG,
                      "INA: DLCP_SWITCH=%s: expected host:port or "
                      "[IPv6]:port of a dlcp-switch",
                      env != NULL ? env : "(unset)");
   }
-  memcpy(host, name, namelen);
-  host[namelen] = '\0';
-  if (dlcp_net_resolve(&sw, host, (uint16_t)port, SOCK_DGRAM, &eb) != 0) {
+  if (dlcp_net_resolve(&sw, host, port, SOCK_DGRAM, &eb) != 0) {
     return fail_info(info, DLCP_ERR_CONFIG, "INA: DLCP_SWITCH=%s: %s", env,
                      eb.msg);
   }

@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -154,6 +155,35 @@ const char *dlcp_net_addr_format(char *buf, size_t buflen,
     snprintf(buf, buflen, "<address family %d>", (int)sa->sa_family);
   }
   return buf;
+}
+
+int dlcp_net_split_host_port(const char *s, char *host, size_t hostlen,
+                             uint16_t *port) {
+  const char *colon = strrchr(s, ':');
+  const char *name = s;
+  size_t namelen = colon != NULL ? (size_t)(colon - s) : 0;
+  char *end;
+  unsigned long p;
+
+  if (namelen >= 2 && s[0] == '[' && s[namelen - 1] == ']') {
+    name++;
+    namelen -= 2;
+  } else if (memchr(s, ':', namelen) != NULL) {
+    return -1; /* an IPv6 address without brackets */
+  }
+  if (namelen == 0 || namelen >= hostlen) {
+    return -1;
+  }
+  errno = 0;
+  p = strtoul(colon + 1, &end, 10);
+  if (errno != 0 || end == colon + 1 || *end != '\0' || colon[1] == '-' ||
+      p == 0 || p > 65535) {
+    return -1;
+  }
+  memcpy(host, name, namelen);
+  host[namelen] = '\0';
+  *port = (uint16_t)p;
+  return 0;
 }
 
 uint16_t dlcp_net_addr_port(const struct sockaddr *sa) {

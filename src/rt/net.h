@@ -102,6 +102,13 @@ int dlcp_net_resolve(dlcp_sockaddr *addr, const char *host, uint16_t port,
 const char *dlcp_net_addr_format(char *buf, size_t buflen,
                                  const struct sockaddr *sa);
 
+/* dlcp_net_split_host_port splits |s|, "HOST:PORT" or "[IPV6]:PORT", into
+ * |host| (|hostlen| bytes with the NUL, brackets removed) and |port|, a
+ * number from 1 to 65535.  An IPv6 address needs the brackets.  Returns 0,
+ * or -1 if |s| is not of that form or the host does not fit. */
+int dlcp_net_split_host_port(const char *s, char *host, size_t hostlen,
+                             uint16_t *port);
+
 /* dlcp_net_addr_port returns the port of an IPv4/IPv6 address, else 0. */
 uint16_t dlcp_net_addr_port(const struct sockaddr *sa);
 
