@@ -549,7 +549,9 @@ static uint16_t open_sockets(const opts *o, worker *ws) {
     if (n == o->threads && o->threads > 1) {
       shared = port_shared(&o->bind_addr, port, fds, n);
       if (shared < 0) {
-        perror("dlcp-switch: /proc/net/udp");
+        perror(o->bind_addr.sa.sa_family == AF_INET6
+                   ? "dlcp-switch: /proc/net/udp6"
+                   : "dlcp-switch: /proc/net/udp");
       } else if (shared > 0 && o->port != 0) {
         fprintf(stderr,
                 "dlcp-switch: %s is bound by another process's socket "
