@@ -726,8 +726,7 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
                      strerror(-rv));
   }
   {
-    int big = 4 << 20, mtu = 1500;
-    socklen_t len = sizeof(mtu);
+    int big = 4 << 20, mtu = dlcp_net_path_mtu(&sw, 1500);
     int level = dlcp_net_tclass_level(family);
 
     (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
@@ -740,9 +739,7 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
       (void)setsockopt(s->fd, level, dlcp_net_recv_tclass_opt(family), &on,
                        sizeof(on));
     }
-    if (getsockopt(s->fd, level, family == AF_INET6 ? IPV6_MTU : IP_MTU, &mtu,
-                   &len) != 0 ||
-        mtu < 576) {
+    if (mtu < 576) {
       mtu = 1500;
     }
     s->room = (uint32_t)(mtu - dlcp_net_ip_header_len(family) - 8);
