@@ -90,8 +90,8 @@ static void exchange_badly(dlcp_ctlchan *a, dlcp_ctlchan *b, dlcp_rng *rng,
 static void test_exactly_once_in_order_through_a_bad_network(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN];
   for (uint32_t i = 0; i < NMSG; i++) {
     assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), false, 0), 0);
@@ -117,7 +117,7 @@ static void test_exactly_once_in_order_through_a_bad_network(void **state) {
 static void test_rto_doubles_to_the_cap(void **state) {
   (void)state;
   dlcp_ctlchan a;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], buf[64];
   assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, 0), false, 100), 0);
   assert_int_equal(dlcp_ctlchan_deadline(&a), 100);
@@ -139,8 +139,8 @@ static void test_rto_doubles_to_the_cap(void **state) {
 static void test_window_and_selective_ack(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN], d[DLCP_CTLCHAN_WINDOW + 8][64], c[64];
   for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW + 8; i++) {
     assert_int_equal(dlcp_ctlchan_send(&a, m, make_msg(m, i), false, 0), 0);
@@ -253,8 +253,8 @@ static void test_skipped_message_resent_at_once(void **state) {
                {3, 2, true}};
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
     dlcp_ctlchan a, b;
-    dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
-    dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0);
+    dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0, 0);
+    dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0, 0);
     uint8_t d[8][64];
     assert_int_equal(send_n(&a, d, cases[k].sent), cases[k].sent);
     assert_int_equal(resent_early(&a, &b, d, 1, cases[k].last_arrived),
@@ -267,7 +267,7 @@ static void test_skipped_message_resent_at_once(void **state) {
 static void test_rejects_bad_messages(void **state) {
   (void)state;
   dlcp_ctlchan a;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0, 0);
   uint8_t m[DLCP_WIRE_NOTE_LEN] = {0};
   assert_int_equal(dlcp_ctlchan_send(&a, m, 15, false, 0),
                    DLCP_ERR_INVALID_ARGUMENT);
@@ -301,8 +301,8 @@ static size_t one_cdata(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
 static void test_reply_carries_the_ack(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0, 0);
   uint8_t d[64], c[64];
   log rx = {.n = 0};
   size_t dl = one_cdata(&a, d, 0, 100);
@@ -340,8 +340,8 @@ static void test_reply_carries_the_ack(void **state) {
 static void test_acks_at_once_when_it_matters(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0, 0);
   uint8_t d[DLCP_CTLCHAN_WINDOW][64], c[64];
   log rx = {.n = 0};
   size_t dl = 0;
@@ -396,8 +396,8 @@ static size_t one_cdata_as(dlcp_ctlchan *from, uint8_t *d, uint32_t i,
 static void test_prompt_messages_acked_at_once_and_timed(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0, 0);
   uint8_t d[4][64], c[64];
   log rx = {.n = 0, .prompt = true};
   /* Before any sample: the caller's RTO, plus the delay if not prompt. */
@@ -452,6 +452,60 @@ static void test_prompt_messages_acked_at_once_and_timed(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* |n| prompt messages from |a| to |b|, each answered |rtt| after it left,
+ * |gap| apart from |*t| on; |*t| ends after the last. */
+static void steady_exchanges(dlcp_ctlchan *a, dlcp_ctlchan *b, uint32_t n,
+                             dlcp_duration rtt, dlcp_duration gap,
+                             dlcp_tstamp *t) {
+  log rx = {.n = 0, .prompt = true};
+  uint8_t d[64], c[64];
+  for (uint32_t i = 0; i < n; i++) {
+    size_t dl = one_cdata_as(a, d, i, true, *t);
+    assert_int_equal(
+        dlcp_ctlchan_on_datagram(b, d, dl, deliver, &rx, *t + rtt / 2), 0);
+    dlcp_ssize cl = dlcp_ctlchan_poll(b, c, 64, RTO, MAX_RTO, *t + rtt / 2);
+    assert_int_equal(cl, DLCP_WIRE_CACK_LEN);
+    assert_int_equal(
+        dlcp_ctlchan_on_datagram(a, c, (size_t)cl, deliver, &rx, *t + rtt), 0);
+    *t += gap;
+  }
+  assert_int_equal(rx.n, n);
+}
+
+/* On a path whose round trip never varies (a simulated fabric) rttvar
+ * decays to nothing: the timeout keeps a quarter of srtt as margin, so an
+ * acknowledgement that meets a packet more in a queue is no loss, and it
+ * is never shorter than the channel's min_rto. */
+static void test_rto_margin_on_a_steady_path(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0, 0);
+  dlcp_tstamp t = 0;
+  steady_exchanges(&a, &b, 60, 120, 1000, &t);
+  assert_int_equal(a.srtt, 120);
+  assert_int_equal(a.rttvar, 0);
+  uint8_t d[64];
+  (void)one_cdata_as(&a, d, 60, true, t);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), t + 150);
+  /* Answered 10 % late: not sent again. */
+  assert_int_equal(dlcp_ctlchan_poll(&a, d, 64, RTO, MAX_RTO, t + 132), 0);
+  assert_int_equal(a.retransmissions, 0);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+  /* A floor above the estimate. */
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 400, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0, 0);
+  t = 0;
+  steady_exchanges(&a, &b, 10, 120, 1000, &t);
+  (void)one_cdata_as(&a, d, 10, true, t);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), t + 400);
+  (void)one_cdata_as(&a, d, 11, false, t);
+  assert_int_equal(a.out[(a.head + 1) & (a.cap - 1)].due, t + 400 + 500);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
 /* Messages of arbitrary bytes, recorded whole for comparison. */
 #define NBIG 40u
 typedef struct joined_log {
@@ -485,8 +539,8 @@ static uint8_t big_byte(uint32_t i, size_t k) {
 static void test_pieces_joined_through_a_bad_network(void **state) {
   (void)state;
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, PIECE);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, PIECE);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 0, 0, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0, PIECE);
   static uint8_t m[1024];
   uint32_t pieces = 0;
   for (uint32_t i = 0; i < NBIG; i++) {
@@ -548,8 +602,8 @@ static void test_burst_of_pieces_at_the_bottleneck_pace(void **state) {
   (void)state;
   enum { NP = 40, PACE = 100, LAT = 50, ACK_DELAY = 1000, TICK = 10 };
   dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, PIECE);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, PIECE);
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
   static uint8_t m[NP * PIECE];
   for (size_t k = 0; k < sizeof(m); k++) {
     m[k] = big_byte(1, k);
@@ -615,7 +669,7 @@ static size_t piece(uint8_t *d, uint32_t cseq, uint32_t rest, size_t len) {
 static void test_pieces_that_disagree_dropped(void **state) {
   (void)state;
   dlcp_ctlchan b;
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 0, 0, PIECE);
   joined_log rx = {.n = 0};
   uint8_t d[DLCP_WIRE_CDATA_HDR_LEN + 64];
   /* 10 bytes of 110, then a last piece of 20: 30 is not 110. */
@@ -659,6 +713,7 @@ int main(void) {
       cmocka_unit_test(test_reply_carries_the_ack),
       cmocka_unit_test(test_acks_at_once_when_it_matters),
       cmocka_unit_test(test_prompt_messages_acked_at_once_and_timed),
+      cmocka_unit_test(test_rto_margin_on_a_steady_path),
       cmocka_unit_test(test_pieces_joined_through_a_bad_network),
       cmocka_unit_test(test_pieces_that_disagree_dropped),
       cmocka_unit_test(test_burst_of_pieces_at_the_bottleneck_pace),

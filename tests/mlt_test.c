@@ -1762,6 +1762,59 @@ static void test_grant_shared_by_connections(void **state) {
   free(ahead);
 }
 
+/* Receives of a collective's later stages, posted ahead of their data (a
+ * halving-doubling rank's next partner), leave the host's link to the
+ * stage in progress: they do not divide the ACK grants, their STARTs hold
+ * nothing of the pool and grant what they will share beside the stage in
+ * progress, and a later stage shares from its first DATA.  Counted from
+ * the post, they held a 4 MiB halving-doubling's exchange to one BDP
+ * (docs/protocol.md). */
+static void test_grant_later_stages_wait(void **state) {
+  (void)state;
+  dlcp_mlt_rx_share sh = {.bdp_bytes = 1000000};
+  dlcp_mlt_config cfg, rcfg;
+  base_config(&cfg, 43);
+  rcfg = cfg;
+  rcfg.rx_share = &sh;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *busy = netsim_new(&cfg, &rcfg, &l, &l, 43);
+  netsim *next = netsim_new(&cfg, &rcfg, &l, &l, 44);
+  uint64_t len = 2000000;
+  uint8_t *ahead = malloc(3 * len), *src = pattern(len, 3);
+  for (uint32_t t = 2; t <= 4; t++) {
+    dlcp_mlt_recv later = {.tensor = t,
+                           .buf = ahead + (t - 2) * len,
+                           .len = len,
+                           .stage = 1,
+                           .user_data = t};
+    assert_int_equal(dlcp_mlt_post_recv(netsim_conn(next, 1), &later, 0), 0);
+  }
+  assert_int_equal(sh.active, 3);
+  assert_int_equal(sh.active_conns, 0);
+  assert_int_equal(netsim_run(next, 1, 100000), 0); /* the STARTs go */
+  assert_int_equal(sh.granted, 0);
+  uint64_t grant = 0;
+  netsim_set_filter(busy, watch_grant, &grant);
+  exact_transfer(busy, len, 8, 1000000000);
+  assert_int_equal(grant, 2 * sh.bdp_bytes); /* the whole pool */
+  assert_int_equal(sh.active_conns, 0);
+  /* The next stage begins: its connection shares from its first DATA. */
+  dlcp_tstamp t0 = netsim_now(next);
+  dlcp_mlt_send s = {.tensor = 2, .buf = src, .len = len, .user_data = 20};
+  assert_int_equal(dlcp_mlt_post_send(netsim_conn(next, 0), &s, t0), 0);
+  assert_int_equal(netsim_run(next, 1, t0 + 50000), 0);
+  assert_int_equal(sh.active_conns, 1);
+  assert_int_equal(netsim_run(next, 2, t0 + 1000000000), 2);
+  assert_int_equal(netsim_find(next, 1, 2)->c.status, 0);
+  assert_memory_equal(ahead, src, len);
+  assert_int_equal(sh.active, 2);
+  assert_int_equal(sh.active_conns, 0); /* the rest: stage 1, not begun */
+  netsim_del(busy);
+  netsim_del(next);
+  free(ahead);
+  free(src);
+}
+
 /* The same seed replays the same run; another seed gives another. */
 static void test_deterministic(void **state) {
   (void)state;
@@ -2487,6 +2540,7 @@ int main(void) {
       cmocka_unit_test(test_quiet_ack_reopens_the_window),
       cmocka_unit_test(test_window_reopens_after_lost_acks),
       cmocka_unit_test(test_grant_shared_by_connections),
+      cmocka_unit_test(test_grant_later_stages_wait),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_cancel_recv),
       cmocka_unit_test(test_inflight_window),

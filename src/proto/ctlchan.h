@@ -117,6 +117,7 @@ typedef struct dlcp_ctlchan {
   uint32_t joined_len, joined_total;
   uint32_t joined_pieces; /* pieces of it taken so far */
   dlcp_duration ack_delay;
+  dlcp_duration min_rto; /* no timeout is shorter (see dlcp_ctlchan_init) */
   dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
   uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
   uint64_t retransmissions, duplicates;
@@ -133,11 +134,16 @@ typedef bool (*dlcp_ctlchan_deliver_fn)(void *user, const uint8_t *msg,
 
 /* dlcp_ctlchan_init: |ack_delay| is how long a lone in-order message may
  * wait for a CDATA going back to carry its acknowledgement (0: a CACK at
- * once); the peer's RTO must allow for it.  |max_piece| is the most bytes
- * of a message one CDATA carries (at least DLCP_CTLCHAN_MIN_PIECE; 0 or
- * more than a datagram holds: as many as it holds). */
+ * once); the peer's RTO must allow for it.  |min_rto| is the shortest
+ * timeout the estimate may give: on a path whose round trip hardly varies
+ * (a simulated fabric) srtt + 4 rttvar comes within nanoseconds of the
+ * RTT, and an acknowledgement queued behind one packet more was taken for
+ * a loss.  |max_piece| is the most bytes of a message one CDATA carries
+ * (at least DLCP_CTLCHAN_MIN_PIECE; 0 or more than a datagram holds: as
+ * many as it holds). */
 void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
-                       dlcp_duration ack_delay, uint32_t max_piece);
+                       dlcp_duration ack_delay, dlcp_duration min_rto,
+                       uint32_t max_piece);
 void dlcp_ctlchan_fini(dlcp_ctlchan *ch);
 
 /* dlcp_ctlchan_send queues a copy of the control message |msg| (at most

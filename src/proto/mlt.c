@@ -103,7 +103,9 @@ struct mlt_xfer {
   void *prio_user;
   dlcp_mlt_importance importance;
   uint8_t prio;             /* layer priority when there is no prio_fn */
-  uint32_t stage;           /* levels below it (a collective's stage) */
+  uint32_t stage;           /* a collective's stage: a send's priority is
+                               this many levels lower; a receive's tells
+                               when it shares the link (share) */
   uint64_t *important_bits; /* F32 magnitude mode: bit per segment */
   uint32_t next_seg;        /* first round cursor */
   dlcp_wire_range *retx;    /* later rounds: the missing ranges */
@@ -161,6 +163,8 @@ struct mlt_xfer {
   dlcp_mlt_place_fn place; /* NULL: payloads are copied into rbuf */
   void *place_user;
   bool counted;         /* in the connection's and host's active receives */
+  bool sharing;         /* ... and in the connection's rx_sharing: of
+                           stage 0, or its data has begun */
   uint32_t ack_covered; /* packets (and CE marks) the pending ACK reports */
   uint32_t ack_ce;
   uint32_t loss_ppm;
@@ -223,6 +227,8 @@ struct dlcp_mlt_conn {
   dlcp_tstamp window_since_ns; /* last ACK, or the first packet of a window */
   dlcp_tstamp last_send_ns;    /* the last data packet */
   uint32_t rx_active;          /* receives in progress, for grants */
+  uint32_t rx_sharing;         /* of which sharing the link now: the
+                                  connection is in active_conns */
   uint64_t peer_grant;         /* the peer's latest window grant; 0 none */
   uint32_t start_grant;        /* ours, held in the host's pool until data
                                   arrives */
@@ -505,17 +511,33 @@ static void release_start_grant(dlcp_mlt_conn *conn) {
   conn->start_grant = 0;
 }
 
+/* Counts receive |x| among those sharing the link now, which puts its
+ * connection in the host's active_conns. */
+static void share(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  if (!x->counted || x->sharing) {
+    return;
+  }
+  x->sharing = true;
+  if (conn->rx_sharing++ == 0 && conn->cfg.rx_share) {
+    conn->cfg.rx_share->active_conns++;
+  }
+}
+
 /* Takes a receive out of the active counts that grants divide by. */
 static void uncount(dlcp_mlt_conn *conn, mlt_xfer *x) {
   if (!x->counted) {
     return;
   }
   x->counted = false;
-  if (--conn->rx_active == 0) {
-    release_start_grant(conn);
-    if (conn->cfg.rx_share && conn->cfg.rx_share->active_conns > 0) {
+  if (x->sharing) {
+    x->sharing = false;
+    if (--conn->rx_sharing == 0 && conn->cfg.rx_share &&
+        conn->cfg.rx_share->active_conns > 0) {
       conn->cfg.rx_share->active_conns--;
     }
+  }
+  if (--conn->rx_active == 0) {
+    release_start_grant(conn);
   }
   if (conn->cfg.rx_share && conn->cfg.rx_share->active > 0) {
     conn->cfg.rx_share->active--;
@@ -532,19 +554,26 @@ static uint32_t share_of_pool(const dlcp_mlt_conn *conn, double share) {
 }
 
 /* The window an ACK grants the peer, in bytes (0: none): the pool shared
- * equally among the connections with receives posted, however many each
- * has.  Shared by receives, a collective's receives posted ahead for
- * later steps (a halving-doubling rank posts 16 from one peer and 8 from
- * the other) held the step in progress to a third of the pool, under one
- * BDP (issue 14).  Shared only among connections whose data has begun,
- * the first of a parameter server's incast got the whole pool and its
- * port overflowed as the others began (the default scenario: 14,723
- * buffer drops against none). */
+ * equally among the connections with receives sharing the link (share),
+ * however many each has.  Shared by receives, a collective's receives
+ * posted ahead for later steps (a halving-doubling rank posts 16 from one
+ * peer and 8 from the other) held the step in progress to a third of the
+ * pool, under one BDP (issue 14); shared by every connection with
+ * receives posted, to half of it, one BDP, which its ACK every 10 packets
+ * does not keep full (a 4 MiB halving-doubling on the simulated 4-host 10
+ * Gbit/s testbed, docs/protocol.md).  Shared only among connections whose
+ * data has begun, the first of a parameter server's incast got the whole
+ * pool and its port overflowed as the others began (the default
+ * scenario: 14,723 buffer drops against none): so stage 0 shares from the
+ * post, later stages from their first packet. */
 static uint32_t ack_grant_bytes(const dlcp_mlt_conn *conn) {
   const dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
-  if (!sh || sh->bdp_bytes == 0 || sh->active_conns == 0 ||
-      conn->rx_active == 0) {
+  if (!sh || sh->bdp_bytes == 0 || conn->rx_active == 0) {
     return 0;
+  }
+  if (conn->rx_sharing == 0 || sh->active_conns == 0) {
+    /* Only receives of later stages, none begun: a peer running ahead. */
+    return share_of_pool(conn, 0.0);
   }
   return share_of_pool(conn, 1.0 / (double)sh->active_conns);
 }
@@ -569,6 +598,13 @@ static uint32_t start_grant_bytes(dlcp_mlt_conn *conn) {
   dlcp_mlt_rx_share *sh = conn->cfg.rx_share;
   if (g == 0) {
     return 0;
+  }
+  if (conn->rx_sharing == 0) {
+    /* Only later stages, posted ahead: their data cannot begin before
+     * the stages in progress end (one peer per stage), so they hold
+     * nothing of the pool and are granted the share they will have
+     * beside those sharing now. */
+    return share_of_pool(conn, 1.0 / (double)(sh->active_conns + 1));
   }
   uint64_t others = sh->granted > conn->start_grant
                         ? sh->granted - conn->start_grant
@@ -735,7 +771,9 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   if (conn->ctl_on) {
     /* A control datagram no larger than a full data packet fits the
      * path's frame as the data does; longer messages go in pieces. */
+    /* Its timeouts no shorter than the data path's drain. */
     dlcp_ctlchan_init(&conn->ctl, mem, cfg->job, cfg->control_ack_delay_ns,
+                      cfg->min_drain_ns,
                       cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN -
                           DLCP_WIRE_CDATA_HDR_LEN);
   }
@@ -1681,6 +1719,7 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   }
   x->is_send = false;
   x->state = X_ACTIVE;
+  x->stage = req->stage;
   x->tensor = req->tensor;
   x->id = fresh_xfer_id(conn);
   x->user_data = req->user_data;
@@ -1692,11 +1731,12 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
   x->keep_previous = req->keep_previous || req->place;
   if (x->nsegs > 0) {
     x->counted = true;
-    if (conn->rx_active++ == 0 && conn->cfg.rx_share) {
-      conn->cfg.rx_share->active_conns++;
-    }
+    conn->rx_active++;
     if (conn->cfg.rx_share) {
       conn->cfg.rx_share->active++;
+    }
+    if (x->stage == 0) {
+      share(conn, x);
     }
   }
   /* Round p down to whole ppm: the bound granted is never looser than the
@@ -1809,6 +1849,7 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
     note_reordering(conn, arrived - x->rx_top_at);
   }
   release_start_grant(conn);
+  share(conn, x);
   x->last_progress_ns = now;
   x->last_data_at = arrived;
   conn->ce_since_ack += ce;

@@ -63,11 +63,15 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
  * they exist; NULL in the config = off).  The driver sets bdp_bytes, the
  * host's downlink rate x base RTT; the connections keep |active|, the
  * receives in progress on the host, and |active_conns|, the connections
- * they are on.  Every ACK then grants the peer a window of 2 x bdp /
- * active_conns: an N-to-1 incast shares the receiver's link (two BDPs:
- * the pipe and as much queue), a lone sender is granted the whole path,
- * and a connection's share does not shrink with the receives a
- * collective posts on the others ahead of their data.  A
+ * with a receive that shares the link now: one whose data has begun, or
+ * of stage 0, which may begin at any moment.  Every ACK then grants the
+ * peer a window of 2 x bdp / active_conns: an N-to-1 incast shares the
+ * receiver's link (two BDPs: the pipe and as much queue), a lone sender
+ * is granted the whole path, and a connection's share does not shrink
+ * with the receives a collective posts on the others ahead of their
+ * data, however many, nor with its later stages' (a halving-doubling
+ * rank's next partner, which cannot send before this exchange is over).
+ * A
  * START grants 2 x bdp x (this connection's receives) / active, but never
  * more than what the STARTs whose data has not arrived yet left of the
  * two BDPs (at least the window floor): receives
@@ -78,7 +82,7 @@ typedef struct dlcp_mlt_conn dlcp_mlt_conn;
 typedef struct dlcp_mlt_rx_share {
   uint64_t bdp_bytes; /* set by the driver; 0 = grant nothing */
   uint32_t active;    /* maintained by the connections */
-  uint32_t active_conns; /* connections with receives among them */
+  uint32_t active_conns; /* connections with receives sharing the link */
   uint64_t granted;   /* START grants whose data has not arrived yet */
 } dlcp_mlt_rx_share;
 
@@ -248,6 +252,11 @@ typedef struct dlcp_mlt_recv {
   dlcp_mlt_place_fn place;
   void *place_user;
   uint32_t place_unit;
+  /* A collective's stage (dlcp_coll_action.stage), as its sender's: a
+   * receive of a later stage (> 0) posted ahead of its data leaves its
+   * connection out of the host's ACK grants until its first DATA
+   * arrives (see dlcp_mlt_rx_share). */
+  uint32_t stage;
   uint64_t user_data;
 } dlcp_mlt_recv;
 

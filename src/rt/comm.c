@@ -371,6 +371,7 @@ void dlcp_rt_submit(dlcp_comm *c, op *o, dlcp_tstamp now) {
                        .place = o->place,
                        .place_user = o->place_user,
                        .place_unit = o->place_unit,
+                       .stage = o->stage,
                        .user_data = (uint64_t)(uintptr_t)o};
     rv = dlcp_mlt_post_recv(p->conn, &r, now);
   }

@@ -19,6 +19,11 @@ typedef struct sim_xfer {
   bool recv_done, send_done;
   bool recv_held; /* delivered, waiting for the receiver's CPU */
   bool copied;    /* the bytes went at the send (an eager flow's) */
+  /* The flow made when the receiver posted first, on a transport that
+   * posts receives ahead (MLT, as the runtime does), or none yet. */
+  bool has_flow;
+  uint32_t flow;
+  uint32_t recv_stage; /* the RECV's stage (dlcp_coll_action.stage) */
   dlcp_coll_range *holes;
   size_t nholes, holes_cap;
 } sim_xfer;

@@ -85,6 +85,7 @@ static void xremove(dlcp_sim_colls *c, uint32_t i) {
   sim_xfer *x = xfer_at(c, i);
   x->nholes = 0;
   x->recv_done = x->send_done = x->recv_held = x->copied = false;
+  x->has_flow = false;
   coll_match_remove(&c->xfers, i);
 }
 
@@ -273,29 +274,89 @@ static void send_note(coll_rank *rk, uint32_t peer, uint64_t value,
   dlcp_sim_send(sim, rk->host, pkt, now);
 }
 
-/* Both ends posted transfer |xi| of |iteration|: it becomes a flow. */
-static void xfer_start(coll_job *job, uint32_t xi, uint32_t iteration,
-                       dlcp_sim_ps now) {
+/* Transfer |xi| of |iteration| as a flow (not started), or DLCP_SIM_NONE
+ * (the engine failed: out of memory). */
+static uint32_t xfer_flow(coll_job *job, uint32_t xi, uint32_t iteration) {
   dlcp_sim *sim = job->sim;
-  dlcp_sim_colls *c = sim->colls;
-  const coll_xfer *x = coll_match_at(&c->xfers, xi);
-  /* Later stages below earlier ones, the job's priority the first. */
-  uint32_t last = sim->cfg.sw.nqueues - 1;
-  uint32_t prio = job->spec.prio + x->stage;
-  uint32_t id = dlcp_sim_flow_add(sim, job->ranks[x->src].host,
-                                  job->ranks[x->dst].host,
-                                  x->bytes * job->scale, now,
-                                  (uint8_t)(prio < last ? prio : last),
-                                  DLCP_SIM_GROUP_COLL);
+  const coll_xfer *x = coll_match_at(&sim->colls->xfers, xi);
+  uint32_t id = dlcp_sim_flow_add(
+      sim, job->ranks[x->src].host, job->ranks[x->dst].host,
+      x->bytes * job->scale, DLCP_SIM_PS_NEVER, 0, DLCP_SIM_GROUP_COLL);
   if (id == DLCP_SIM_NONE) {
     dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
-    return;
+    return id;
   }
   dlcp_sim_flow *f = &sim->flows[id];
   f->iteration = iteration;
   f->xfer = xi;
   f->loss_bound = x->loss_bound;
+  f->stage = xfer_at(sim->colls, xi)->recv_stage;
+  return id;
+}
+
+/* The receiver posted transfer |xi| first: on a transport that posts
+ * receives ahead its flow is made now and the receiver posts the
+ * receive, as the runtime posts a collective's RECV at once (MLT: its
+ * START then waits at the sender, and the data leaves as soon as the
+ * SEND is posted, half a round trip earlier than a receive posted with
+ * the send). */
+static void xfer_expect(coll_job *job, uint32_t xi, uint32_t iteration,
+                        dlcp_sim_ps now) {
+  dlcp_sim *sim = job->sim;
+  if (!dlcp_sim_expects(sim)) {
+    return;
+  }
+  uint32_t id = xfer_flow(job, xi, iteration);
+  if (id == DLCP_SIM_NONE) {
+    return;
+  }
+  sim_xfer *x = xfer_at(sim->colls, xi);
+  x->has_flow = true;
+  x->flow = id;
+  dlcp_sim_flow_expect_now(sim, id, now);
+}
+
+/* Both ends posted transfer |xi| of |iteration|: its flow starts. */
+static void xfer_start(coll_job *job, uint32_t xi, uint32_t iteration,
+                       dlcp_sim_ps now) {
+  dlcp_sim *sim = job->sim;
+  sim_xfer *x = xfer_at(sim->colls, xi);
+  uint32_t id = x->has_flow ? x->flow : xfer_flow(job, xi, iteration);
+  if (id == DLCP_SIM_NONE) {
+    return;
+  }
+  /* Later stages below earlier ones, the job's priority the first. */
+  uint32_t last = sim->cfg.sw.nqueues - 1;
+  uint32_t prio = job->spec.prio + x->m.stage;
+  sim->flows[id].prio = prio < last ? prio : last;
   dlcp_sim_flow_start_now(sim, id, now);
+}
+
+/* Rank |rk| cancels its receive from |peer| tagged |tag|: the sender
+ * never posts it. */
+static void xfer_cancel(coll_rank *rk, uint32_t peer, uint32_t tag,
+                        dlcp_sim_ps now) {
+  coll_job *job = rk->job;
+  dlcp_sim *sim = job->sim;
+  dlcp_sim_colls *c = sim->colls;
+  uint32_t xi =
+      coll_match_find(&c->xfers, job->id, rk->runs - 1, peer, rk->rank, tag);
+  uint32_t flow = DLCP_SIM_NONE;
+  if (xi != COLL_MATCH_NONE && xfer_at(c, xi)->has_flow) {
+    flow = xfer_at(c, xi)->flow;
+  }
+  if (coll_match_cancel(&c->xfers, job->id, rk->runs - 1, peer, rk->rank,
+                        tag) != 0) {
+    job_fail(job, rk->rank, DLCP_ERR_UNKNOWN_TRANSFER, now);
+    return;
+  }
+  if (flow != DLCP_SIM_NONE) {
+    xfer_at(c, xi)->has_flow = false;
+    /* Its record is free for other transfers: nothing of the withdrawn
+     * receive may reach them. */
+    sim->flows[flow].xfer = DLCP_SIM_NONE;
+    dlcp_sim_flow_cancel(sim, flow, now);
+  }
 }
 
 static void do_action(coll_rank *rk, const dlcp_coll_action *a,
@@ -313,8 +374,15 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
     switch (coll_match_post(&c->xfers, job->id, rk->runs - 1, rk->rank, a,
                             &xi)) {
     case COLL_MATCH_WAITING:
+      if (a->type == DLCP_COLL_ACT_RECV) {
+        xfer_at(c, xi)->recv_stage = a->stage;
+        xfer_expect(job, xi, rk->iter, now);
+      }
       return;
     case COLL_MATCH_READY:
+      if (a->type == DLCP_COLL_ACT_RECV) {
+        xfer_at(c, xi)->recv_stage = a->stage;
+      }
       xfer_start(job, xi, rk->iter, now);
       return;
     case COLL_MATCH_DUPLICATE:
@@ -330,10 +398,7 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
     return;
   }
   case DLCP_COLL_ACT_CANCEL_RECV:
-    if (coll_match_cancel(&c->xfers, job->id, rk->runs - 1, a->peer, rk->rank,
-                          a->tag) != 0) {
-      job_fail(job, rk->rank, DLCP_ERR_UNKNOWN_TRANSFER, now);
-    }
+    xfer_cancel(rk, a->peer, a->tag, now);
     return;
   case DLCP_COLL_ACT_NOTE:
     if (a->peer >= job->n || a->peer == rk->rank) {

@@ -765,6 +765,7 @@ static int post_receive(dlcp_sim *sim, dlcp_sim_flow *flow, dlcp_sim_ps now) {
                      .len = flow->size_bytes,
                      .loss_bound = flow->loss_bound >= 0.0 ? flow->loss_bound
                                                            : mc->loss_bound,
+                     .stage = flow->stage,
                      .user_data = flow->id};
   int rv = dlcp_mlt_post_recv(rx->conn, &r, ns_of(now));
   if (rv == 0) {
@@ -777,6 +778,22 @@ static int mlt_flow_expect(void *state, dlcp_sim_flow *flow,
                            dlcp_sim_ps now) {
   mlt_host *h = state;
   return post_receive(h->sim, flow, now);
+}
+
+/* The receive posted ahead for |flow| is withdrawn before its sender
+ * posted: the core tells the sender (STOP) if its START went out. */
+static int mlt_flow_unexpect(void *state, dlcp_sim_flow *flow,
+                             dlcp_sim_ps now) {
+  mlt_host *h = state;
+  mlt_peer *rx = peer_get(h, flow->src);
+  if (!rx) {
+    return DLCP_ERR_NOMEM;
+  }
+  int rv = dlcp_mlt_cancel_unsent_recv(rx->conn, flow->id, ns_of(now));
+  if (rv == 0) {
+    service(rx, now);
+  }
+  return rv;
 }
 
 static int mlt_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
@@ -882,6 +899,8 @@ const dlcp_sim_transport_ops dlcp_sim_mlt_ops = {
     .host_del = mlt_host_del,
     .flow_start = mlt_flow_start,
     .flow_expect = mlt_flow_expect,
+    .flow_unexpect = mlt_flow_unexpect,
     .on_packet = mlt_on_packet,
     .on_timer = mlt_on_timer,
-    .flow_free = mlt_flow_free};
+    .flow_free = mlt_flow_free,
+};

@@ -481,8 +481,10 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
   fprintf(f, "  \"sim_end_us\": %.6f,\n", ps_us(dlcp_sim_end_time(sim)));
   fprintf(f, "  \"events\": %llu,\n",
           (unsigned long long)sim->engine.nevents);
-  fprintf(f, "  \"flows\": {\"total\": %u, \"finished\": %u},\n", sim->nflows,
-          sim->flows_done);
+  fprintf(f,
+          "  \"flows\": {\"total\": %u, \"finished\": %u, \"canceled\": "
+          "%u},\n",
+          sim->nflows, sim->flows_done, sim->flows_canceled);
   fprintf(f, "  \"fct\": {\n");
   json_fct(f, "all", &all, false);
   json_fct(f, "explicit", &g[0], false);
@@ -641,7 +643,13 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           sim->ops->name, c->sw.nqueues,
           (unsigned long long)c->sw.port_buffer_bytes,
           c->sw.shared_buffer_bytes ? " (shared buffer)" : "");
-  fprintf(f, "flows      %u finished of %u\n", sim->flows_done, sim->nflows);
+  fprintf(f, "flows      %u finished of %u", sim->flows_done, sim->nflows);
+  if (sim->flows_canceled) {
+    /* Receives posted ahead and withdrawn (a collective's canceled
+     * receive): their flows never started. */
+    fprintf(f, " (%u canceled)", sim->flows_canceled);
+  }
+  fprintf(f, "\n");
   if (all.count) {
     fprintf(f, "fct        mean %.1f us, p50 %.1f us, p99 %.1f us, max %.1f "
                "us\n",

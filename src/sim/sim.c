@@ -250,6 +250,29 @@ void dlcp_sim_flow_start_now(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now) {
   flow_start_event(sim, (void *)(uintptr_t)id, now);
 }
 
+bool dlcp_sim_expects(const dlcp_sim *sim) {
+  return sim->ops->flow_expect != NULL;
+}
+
+void dlcp_sim_flow_expect_now(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now) {
+  expect(sim, &sim->flows[id], now);
+}
+
+void dlcp_sim_flow_cancel(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now) {
+  dlcp_sim_flow *flow = &sim->flows[id];
+  if (flow->start_ps != DLCP_SIM_PS_NEVER || flow->status != 0) {
+    return;
+  }
+  flow->status = DLCP_ERR_CANCELED;
+  sim->flows_canceled++;
+  if (flow->expected && sim->ops->flow_unexpect) {
+    int rv = sim->ops->flow_unexpect(sim->host_state[flow->dst], flow, now);
+    if (rv != 0) {
+      dlcp_sim_engine_fail(&sim->engine, rv);
+    }
+  }
+}
+
 static void schedule_flow(dlcp_sim *sim, uint32_t id, dlcp_sim_ps at) {
   sim->flows[id].release_ps = at;
   dlcp_sim_engine_at_cold(&sim->engine, at, flow_start_event, sim,
@@ -598,7 +621,8 @@ int dlcp_sim_run(dlcp_sim *sim, dlcp_sim_ps until) {
 }
 
 bool dlcp_sim_finished(const dlcp_sim *sim) {
-  return sim->busy == 0 && sim->flows_done == sim->nflows &&
+  return sim->busy == 0 &&
+         sim->flows_done + sim->flows_canceled == sim->nflows &&
          (sim->nflows > 0 || sim->colls != NULL);
 }
 

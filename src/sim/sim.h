@@ -596,6 +596,7 @@ typedef struct dlcp_sim_flow {
   bool expect_at_start;
   bool expected;
   uint32_t xfer;          /* collective transfer carried, or DLCP_SIM_NONE */
+  uint32_t stage;         /* its stage (dlcp_coll_action.stage), or 0 */
   double loss_bound;      /* MLT receiver's p; < 0: transport.loss_bound */
   /* Transport statistics. */
   uint64_t bytes_acked;
@@ -646,6 +647,10 @@ typedef struct dlcp_sim_transport_ops {
   /* Optional: the receiving host learns that |flow| will come (its
    * receive may be posted ahead); called before its flow_start. */
   int (*flow_expect)(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now);
+  /* Optional, with flow_expect: the receiving host learns that expected
+   * |flow| will never come (a collective's receive canceled before its
+   * sender posted); called instead of any flow_start. */
+  int (*flow_unexpect)(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now);
   void (*on_packet)(void *state, dlcp_sim_packet *pkt, dlcp_sim_ps now);
   void (*on_timer)(void *state, void *conn, dlcp_sim_ps now);
   void (*flow_free)(dlcp_sim *sim, dlcp_sim_flow *flow);
@@ -677,6 +682,7 @@ struct dlcp_sim {
   uint32_t *release; /* flow ids released by barriers */
   uint32_t nrelease, release_cap;
   uint32_t flows_done;
+  uint32_t flows_canceled; /* expected, then withdrawn: never started */
   dlcp_sim_ps last_finish_ps;
   uint32_t ps_iterations; /* iterations of the PS workload, 0 if none */
   /* Collective jobs (collective.c), NULL if none; |busy| counts jobs
@@ -749,6 +755,15 @@ uint32_t dlcp_sim_flow_add(dlcp_sim *sim, uint32_t src, uint32_t dst,
                            dlcp_sim_flow_group group);
 /* Starts flow |id| now (its sender's transport gets it). */
 void dlcp_sim_flow_start_now(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now);
+/* Whether the transport posts receives ahead (has flow_expect). */
+bool dlcp_sim_expects(const dlcp_sim *sim);
+/* The receiver of flow |id|, not started, learns now that it will come
+ * (its receive is posted ahead), once. */
+void dlcp_sim_flow_expect_now(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now);
+/* Expected flow |id| will never start: its receiver withdraws the
+ * receive, and the flow counts as canceled (DLCP_ERR_CANCELED), not as
+ * unfinished. */
+void dlcp_sim_flow_cancel(dlcp_sim *sim, uint32_t id, dlcp_sim_ps now);
 
 /*
  * Collective jobs and pauses (collective.c).  build expands cfg.colls
