@@ -29,6 +29,14 @@
  * changes, the packets received so far are ACKed immediately with the old
  * ECE value.
  *
+ * A flow's state at both ends goes back to its hosts once the sender holds
+ * the last ACK (copies still in the network are dropped on arrival), and
+ * is reused by their next flows, so memory follows the flows in progress,
+ * not all flows ever started (a 1,024-rank ring makes two million).  It is
+ * recycled, not freed, because its timers' queued events point into it
+ * (engine.h); a timer keeps its generation across owners, which tells
+ * those events apart.
+ *
  * Two baselines share this machinery, chosen by transport.kind:
  *   tcp   NewReno as above without ECN: packets (ACKs too) are not-ECT and
  *         ECE is ignored, so a switch with an ECN threshold drops them
@@ -47,16 +55,21 @@
 
 typedef enum conn_role { ROLE_TX = 1, ROLE_RX = 2 } conn_role;
 
+typedef struct dctcp_tx dctcp_tx;
+typedef struct dctcp_rx dctcp_rx;
+
 typedef struct dctcp_host {
   dlcp_sim *sim;
   uint32_t host;
   bool ecn;  /* DCTCP and PIAS; plain TCP is not ECN-capable */
   bool pias; /* MLFQ tagging of data, ACKs on queue 0 */
+  dctcp_tx *spare_tx; /* released sender states, for reuse (see above) */
+  dctcp_rx *spare_rx;
 } dctcp_host;
 
 /* Flows are named by id, not pointer: a collective job adds flows while
  * the run goes on, and the flow table may move then. */
-typedef struct dctcp_tx {
+struct dctcp_tx {
   conn_role role;
   uint32_t flow;
   uint64_t nseg;
@@ -80,9 +93,10 @@ typedef struct dctcp_tx {
   dlcp_sim_ps rttvar;
   dlcp_sim_ps rto;
   dlcp_sim_conn_timer rto_timer;
-} dctcp_tx;
+  dctcp_tx *next_spare;
+};
 
-typedef struct dctcp_rx {
+struct dctcp_rx {
   conn_role role;
   uint32_t flow;
   uint64_t nseg;
@@ -92,7 +106,8 @@ typedef struct dctcp_rx {
   uint32_t pending; /* packets received but not yet ACKed */
   dlcp_sim_ps echo_ps;
   dlcp_sim_conn_timer delack;
-} dctcp_rx;
+  dctcp_rx *next_spare;
+};
 
 static const dlcp_sim_dctcp_config *dcfg(const dlcp_sim *sim) {
   return &sim->cfg.transport.dctcp;
@@ -131,7 +146,55 @@ static int dctcp_host_new(dlcp_sim *sim, uint32_t host, void **pstate) {
 }
 
 static void dctcp_host_del(dlcp_sim *sim, void *state) {
+  dctcp_host *h = state;
+  while (h->spare_tx) {
+    dctcp_tx *tx = h->spare_tx;
+    h->spare_tx = tx->next_spare;
+    sim->mem->free(tx, sim->mem->user);
+  }
+  while (h->spare_rx) {
+    dctcp_rx *rx = h->spare_rx;
+    h->spare_rx = rx->next_spare;
+    sim->mem->free(rx, sim->mem->user);
+  }
   sim->mem->free(state, sim->mem->user);
+}
+
+/* A zeroed sender state of host |h| whose RTO timer is ready, a spare one
+ * if there is one (its timer keeps its generation), or NULL. */
+static dctcp_tx *tx_new(dctcp_host *h) {
+  dlcp_sim *sim = h->sim;
+  dctcp_tx *tx = h->spare_tx;
+  if (!tx) {
+    tx = sim->mem->calloc(1, sizeof(*tx), sim->mem->user);
+    if (tx) {
+      dlcp_sim_conn_timer_init(&tx->rto_timer, sim, h->host, tx);
+    }
+    return tx;
+  }
+  h->spare_tx = tx->next_spare;
+  dlcp_sim_conn_timer timer = tx->rto_timer;
+  memset(tx, 0, sizeof(*tx));
+  tx->rto_timer = timer;
+  return tx;
+}
+
+/* The receiver state's counterpart of tx_new. */
+static dctcp_rx *rx_new(dctcp_host *h) {
+  dlcp_sim *sim = h->sim;
+  dctcp_rx *rx = h->spare_rx;
+  if (!rx) {
+    rx = sim->mem->calloc(1, sizeof(*rx), sim->mem->user);
+    if (rx) {
+      dlcp_sim_conn_timer_init(&rx->delack, sim, h->host, rx);
+    }
+    return rx;
+  }
+  h->spare_rx = rx->next_spare;
+  dlcp_sim_conn_timer timer = rx->delack;
+  memset(rx, 0, sizeof(*rx));
+  rx->delack = timer;
+  return rx;
 }
 
 static void send_segment(dctcp_host *h, dctcp_tx *tx, uint64_t seg,
@@ -183,7 +246,7 @@ static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
                             dlcp_sim_ps now) {
   dctcp_host *h = state;
   dlcp_sim *sim = h->sim;
-  dctcp_tx *tx = sim->mem->calloc(1, sizeof(*tx), sim->mem->user);
+  dctcp_tx *tx = tx_new(h);
   if (!tx) {
     return DLCP_ERR_NOMEM;
   }
@@ -195,7 +258,6 @@ static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
   tx->ssthresh = 1e18;
   tx->alpha = dcfg(sim)->alpha_init;
   tx->rto = dcfg(sim)->rto_init_ps;
-  dlcp_sim_conn_timer_init(&tx->rto_timer, sim, h->host, tx);
   flow->tx = tx;
   try_send(h, tx, now);
   return 0;
@@ -231,6 +293,28 @@ static void ecn_cut(dctcp_tx *tx) {
   tx->cwnd = c < 2.0 ? 2.0 : c;
   tx->ssthresh = tx->cwnd;
   tx->cwr_end = tx->snd_nxt;
+}
+
+/* Gives |flow|'s sender and receiver state back to their hosts, timers
+ * disarmed (see the top of the file). */
+static void release(dlcp_sim *sim, dlcp_sim_flow *flow) {
+  dctcp_tx *tx = flow->tx;
+  dctcp_rx *rx = flow->rx;
+  if (tx) {
+    dctcp_host *h = sim->host_state[flow->src];
+    dlcp_sim_timer_cancel(&tx->rto_timer.timer);
+    tx->next_spare = h->spare_tx;
+    h->spare_tx = tx;
+  }
+  if (rx) {
+    dctcp_host *h = sim->host_state[flow->dst];
+    dlcp_sim_timer_cancel(&rx->delack.timer);
+    sim->mem->free(rx->got, sim->mem->user);
+    rx->got = NULL;
+    rx->next_spare = h->spare_rx;
+    h->spare_rx = rx;
+  }
+  flow->tx = flow->rx = NULL;
 }
 
 static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
@@ -295,8 +379,8 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
       ecn_cut(tx);
     }
     if (tx->snd_una == tx->nseg) {
-      dlcp_sim_timer_cancel(&tx->rto_timer.timer);
       dlcp_sim_flow_finished(sim, flow, now);
+      release(sim, flow);
       return;
     }
     if (!keep_timer) {
@@ -350,10 +434,12 @@ static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
   try_send(h, tx, now);
 }
 
-static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
-                     dlcp_sim_ps now) {
+/* Sends |flow|'s receiver's ACK of segments below |cum|, echoing
+ * |echo_ps| and |ece|, in |pkt| (reused) or a new packet. */
+static void emit_ack(dctcp_host *h, const dlcp_sim_flow *flow,
+                     dlcp_sim_packet *pkt, uint64_t cum, dlcp_sim_ps echo_ps,
+                     bool ece, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  const dlcp_sim_flow *flow = &sim->flows[rx->flow];
   if (!pkt) {
     pkt = dlcp_sim_packet_new(sim);
     if (!pkt) {
@@ -370,24 +456,44 @@ static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
   pkt->ecn = h->ecn ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = flow->lb;
   pkt->path = flow->path;
-  pkt->ack = rx->cum;
-  pkt->echo_ps = rx->echo_ps;
+  pkt->ack = cum;
+  pkt->echo_ps = echo_ps;
   pkt->tx_ps = now;
-  if (rx->ce_state) {
+  if (ece) {
     pkt->flags |= DLCP_SIM_PKT_F_ECE;
   }
+  dlcp_sim_send(sim, flow->dst, pkt, now);
+}
+
+static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
+                     dlcp_sim_ps now) {
   rx->pending = 0;
   dlcp_sim_timer_cancel(&rx->delack.timer);
-  dlcp_sim_send(sim, flow->dst, pkt, now);
+  emit_ack(h, &h->sim->flows[rx->flow], pkt, rx->cum, rx->echo_ps, rx->ce_state,
+           now);
 }
 
 static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
   dctcp_rx *rx = flow->rx;
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
+    /* A copy that was still in the network when the flow ended, its
+     * state gone: answered as the receiver answers any packet once it
+     * holds everything, an ACK of the whole flow at once. */
+    uint64_t mss = sim->cfg.transport.mss_bytes;
+    if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) ||
+        pkt->seq >= (flow->size_bytes + mss - 1) / mss) {
+      dlcp_sim_packet_drop(sim, pkt);
+      return;
+    }
+    emit_ack(h, flow, pkt, (flow->size_bytes + mss - 1) / mss, pkt->tx_ps,
+             pkt->ecn == DLCP_SIM_ECN_CE, now);
+    return;
+  }
   if (!rx) {
     uint64_t mss = sim->cfg.transport.mss_bytes;
-    rx = sim->mem->calloc(1, sizeof(*rx), sim->mem->user);
+    rx = rx_new(h);
     if (!rx) {
       dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
       dlcp_sim_packet_drop(sim, pkt);
@@ -398,12 +504,12 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
     rx->nseg = (flow->size_bytes + mss - 1) / mss;
     rx->got = sim->mem->calloc(rx->nseg, 1, sim->mem->user);
     if (!rx->got) {
-      sim->mem->free(rx, sim->mem->user);
+      rx->next_spare = h->spare_rx;
+      h->spare_rx = rx;
       dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
       dlcp_sim_packet_drop(sim, pkt);
       return;
     }
-    dlcp_sim_conn_timer_init(&rx->delack, sim, h->host, rx);
     flow->rx = rx;
   }
   const dlcp_sim_dctcp_config *c = dcfg(sim);
@@ -462,6 +568,8 @@ static void dctcp_on_packet(void *state, dlcp_sim_packet *pkt,
   case DLCP_SIM_PKT_ACK:
     if (flow->tx) {
       on_ack(h, flow->tx, pkt, now);
+    } else if (h->ecn && (pkt->flags & DLCP_SIM_PKT_F_ECE)) {
+      flow->ecn_echoes++; /* an ACK of a copy, after the end */
     }
     break;
   case DLCP_SIM_PKT_CTRL:
@@ -486,13 +594,7 @@ static void dctcp_on_timer(void *state, void *conn, dlcp_sim_ps now) {
 }
 
 static void dctcp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
-  dctcp_rx *rx = flow->rx;
-  if (rx) {
-    sim->mem->free(rx->got, sim->mem->user);
-    sim->mem->free(rx, sim->mem->user);
-  }
-  sim->mem->free(flow->tx, sim->mem->user);
-  flow->tx = flow->rx = NULL;
+  release(sim, flow);
 }
 
 #define DCTCP_FAMILY_OPS(label)                                                \
