@@ -966,20 +966,25 @@ static void test_rat_topologies(void **state) {
     uint32_t levels;
   } cases[] = {{8, two, 2}, {16, two, 2}, {5, uneven, 1},  {16, three, 3},
                {6, two, 2}, {3, NULL, 0}, {40, ragged, 3}, {37, ragged, 3}};
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+  /* Each case: one tree (1,000 floats are under 8 KiB), three, and one
+   * tree per rank. */
+  static const uint64_t per_tree = 2048;
+  for (size_t i = 0; i < 3 * sizeof(cases) / sizeof(cases[0]); i++) {
+    uint32_t n = cases[i / 3].n;
+    uint64_t counts[3] = {1000, 3 * per_tree, n * per_tree};
     for (int kind = 0; kind < 2; kind++) {
       spec s;
       spec_init(&s);
       s.kind = kind ? DLCP_COLL_BROADCAST : DLCP_COLL_ALLREDUCE;
       s.algo = DLCP_ALGO_RAT;
-      s.world = cases[i].n;
-      s.topo = cases[i].topo;
-      s.levels = cases[i].levels;
-      s.count = 1000 + i;
-      s.root = cases[i].n - 1;
+      s.world = n;
+      s.topo = cases[i / 3].topo;
+      s.levels = cases[i / 3].levels;
+      s.count = counts[i % 3] + i;
+      s.root = n - 1;
       s.dtype = DLCP_FLOAT32;
       s.op = DLCP_AVG;
-      s.chunk = 256;
+      s.chunk = 4096;
       outcome o;
       run_spec(&s, &o);
     }
@@ -1704,11 +1709,14 @@ static void test_golden_plans(void **state) {
   p.algo = DLCP_ALGO_RAT;
   p.world = 4;
   p.rank = 1;
-  p.count = 8;
+  p.count = 4 * 2048; /* 8 KiB a tree: one tree per rank */
   p.op = DLCP_SUM;
   p.topo = racks;
   p.topo_levels = 1;
   check_golden("allreduce_rat_n4_r1", &p);
+  /* Too small for 8 KiB a tree: one tree, rooted at rank 0. */
+  p.count = 8;
+  check_golden("allreduce_rat_n4_r1_one_tree", &p);
   /* Three levels: racks {0,1,2} {3} {4,5} in a pod, {6,7} in another of
    * the same hall, {8} alone in a hall of its own; rank 4 aggregates its
    * rack in some trees, its pod or hall in others, and is a leaf in the
@@ -1718,10 +1726,17 @@ static void test_golden_plans(void **state) {
                                           0, 1, 0, 0, 1, 0, 0, 0, 1};
   p.world = 9;
   p.rank = 4;
-  p.count = 20;
+  p.count = 9 * 2048;
   p.topo = levels3;
   p.topo_levels = 3;
   check_golden("allreduce_rat_3level_n9_r4", &p);
+  /* Three trees (8 KiB each), turns 0, 1 and 2: rooted at the member
+   * each turn picks from the top (hall, pod, rack, member: ranks 0, 8
+   * and 4), which is where that turn puts every other region's
+   * aggregator; rank 4 is the root of tree 2. */
+  p.count = 3 * 2048;
+  check_golden("allreduce_rat_3level_n9_r4_three_trees", &p);
+  p.count = 20;
   p.kind = DLCP_COLL_BROADCAST;
   p.root = 7;
   check_golden("broadcast_rat_3level_n9_r4", &p);

@@ -69,6 +69,9 @@ typedef enum dlcp_coll_kind {
 /* Default pipelining granularity: bytes per transfer. */
 #define DLCP_COLL_DEFAULT_CHUNK_BYTES (256u * 1024u)
 #define DLCP_COLL_MAX_AUTO_CHUNK_BYTES (4u * 1024u * 1024u)
+/* RAT's smallest part of the vector a tree carries (rat.c: fewer trees
+ * than ranks below n times this). */
+#define DLCP_COLL_RAT_MIN_PART_BYTES (8u * 1024u)
 /* Default bypass threshold factor alpha (see docs/collectives.md). */
 #define DLCP_COLL_DEFAULT_BYPASS_ALPHA 1.5
 
@@ -195,6 +198,12 @@ typedef struct dlcp_coll_params {
                            of the algorithm's chunk, within
                            DLCP_COLL_DEFAULT_CHUNK_BYTES and
                            DLCP_COLL_MAX_AUTO_CHUNK_BYTES) */
+  uint64_t rat_min_part_bytes; /* RAT: a tree's smallest part; 0 =
+                                  DLCP_COLL_RAT_MIN_PART_BYTES (a driver
+                                  that scales its buffers down, as the
+                                  simulator, scales this and chunk_bytes
+                                  alike, so its plans have the same
+                                  transfers) */
   /* Topology for RAT (and for AUTO's choice): topo[r * topo_levels + l] is
    * rank r's label at level l: level 0 the rack (the innermost
    * oversubscribed region), 1 the pod, ...  Ranks with equal labels at

@@ -16,6 +16,7 @@ void dlcp_coll_params_default(dlcp_coll_params *p) {
   p->dtype = DLCP_FLOAT32;
   p->op = DLCP_SUM;
   p->chunk_bytes = 0; /* by size: coll_plan_nseg */
+  p->rat_min_part_bytes = 0;
   p->bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
 }
 
@@ -114,6 +115,8 @@ int coll_params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
   g->dtype = p->dtype;
   g->op = p->op;
   g->chunk_bytes = p->chunk_bytes;
+  g->rat_min_part = p->rat_min_part_bytes ? p->rat_min_part_bytes
+                                          : DLCP_COLL_RAT_MIN_PART_BYTES;
   g->topo = p->topo_levels ? p->topo : NULL;
   g->levels = p->topo_levels;
   g->rs_copy_out = p->kind == DLCP_COLL_REDUCE_SCATTER && p->sendbuf &&

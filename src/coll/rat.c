@@ -18,14 +18,16 @@
  *
  * The vector is split into n parts (dlcp_coll_shard) and part t travels
  * tree t, so every rank is the root of one tree and the load spreads
- * evenly (the seed's "n trees").  Each part is further cut into segments
- * for pipelining.  Children's contributions are reduced in ascending rank
- * order (deterministic floats); the root divides for AVG and its result is
+ * evenly (the seed's "n trees"), unless the parts would be smaller than
+ * DLCP_COLL_RAT_MIN_PART_BYTES: then into fewer, as many as that size allows,
+ * whose roots spread over the ranks (rat_trees).  Each part is further cut into
+ * segments for pipelining.  Children's contributions are reduced in ascending
+ * rank order (deterministic floats); the root divides for AVG and its result is
  * what everyone receives, so every rank holds the same bits.
  *
- * Tags: tree t, direction d (0 up, 1 down), segment j: sequence
- * (2t + d) * nseg + j.  Broadcast uses the tree of the root, whole vector,
- * down only (d = 1).
+ * Tags: tree t (rooted at t with one tree per rank), direction d (0 up,
+ * 1 down), segment j: sequence (2t + d) * nseg + j.  Broadcast uses the tree of
+ * the root, whole vector, down only (d = 1).
  *
  * Building: the regions are indexed once (each rank's representative per
  * level, each rack's members and each region's sub-regions, in rank
@@ -160,26 +162,47 @@ static uint32_t nth_of(const rat_groups *gr, uint32_t R, uint32_t k) {
   return gr->list[gr->first[R] + k % gr->count[R]];
 }
 
-/* The aggregator of level-l region |R| in the tree rooted at |root|: the
- * root where the region holds it, else the region's (root mod count)-th
- * sub-region's, down to the (root mod size)-th member of a rack.  It is
- * so the aggregator of every region of its own below l too. */
+/* A tree: its root, and its turn, which picks the aggregators of the
+ * regions without the root and numbers its tags (the i-th tree's turn is
+ * i, and with one tree per rank, its root; with fewer trees two may share
+ * a root on uneven regions). */
+typedef struct rat_which {
+  uint32_t root, turn;
+} rat_which;
+
+/* The aggregator of level-l region |R| in tree |w|: the root where the
+ * region holds it, else the region's (turn mod count)-th sub-region's,
+ * down to the (turn mod size)-th member of a rack.  It is so the
+ * aggregator of every region of its own below l too. */
 static uint32_t aggregator(const rat_topo *t, uint32_t l, uint32_t R,
-                           uint32_t root) {
-  while (rep_of(t, l, root) != R) {
-    R = nth_of(&t->groups[l], R, root);
+                           rat_which w) {
+  while (rep_of(t, l, w.root) != R) {
+    R = nth_of(&t->groups[l], R, w.turn);
     if (l == 0) {
       return R;
     }
     l--;
   }
-  return root;
+  return w.root;
 }
 
-/* The parent of |x| in tree |root|, or UINT32_MAX for the root. */
-static uint32_t parent_of(const rat_topo *t, uint32_t x, uint32_t root) {
+/* The member turn |turn| picks from the whole job down: the (turn mod
+ * count)-th region of every level, the (turn mod size)-th member of the
+ * rack.  As a tree's root it is where the tree's turn puts every other
+ * region's aggregator, so a rank holds one role in no more trees than
+ * with one tree per rank. */
+static uint32_t turn_member(const rat_topo *t, uint32_t turn) {
+  uint32_t R = rep_of(t, t->L, 0);
+  for (uint32_t l = t->L + 1; l-- > 0;) {
+    R = nth_of(&t->groups[l], R, turn);
+  }
+  return R;
+}
+
+/* The parent of |x| in tree |w|, or UINT32_MAX for the root. */
+static uint32_t parent_of(const rat_topo *t, uint32_t x, rat_which w) {
   for (uint32_t l = 0; l <= t->L; l++) {
-    uint32_t a = aggregator(t, l, rep_of(t, l, x), root);
+    uint32_t a = aggregator(t, l, rep_of(t, l, x), w);
     if (a != x) {
       return a;
     }
@@ -187,16 +210,16 @@ static uint32_t parent_of(const rat_topo *t, uint32_t x, uint32_t root) {
   return UINT32_MAX;
 }
 
-/* Children of |x| in tree |root|, ascending, into |out| (capacity n):
+/* Children of |x| in tree |w|, ascending, into |out| (capacity n):
  * while x aggregates its level-l region, the other members of its rack
  * (l = 0) and the aggregators of the region's other sub-regions (l > 0)
  * are the ranks whose parent it is. */
-static uint32_t children_of(const rat_topo *t, uint32_t x, uint32_t root,
+static uint32_t children_of(const rat_topo *t, uint32_t x, rat_which w,
                             uint32_t *out) {
   uint32_t k = 0;
   for (uint32_t l = 0; l <= t->L; l++) {
     uint32_t R = rep_of(t, l, x);
-    if (aggregator(t, l, R, root) != x) {
+    if (aggregator(t, l, R, w) != x) {
       break;
     }
     const rat_groups *gr = &t->groups[l];
@@ -204,7 +227,7 @@ static uint32_t children_of(const rat_topo *t, uint32_t x, uint32_t root,
     for (uint32_t i = 0; i < gr->count[R]; i++) {
       uint32_t y = gr->list[gr->first[R] + i];
       if (y != own) {
-        out[k++] = l == 0 ? y : aggregator(t, l - 1, y, root);
+        out[k++] = l == 0 ? y : aggregator(t, l - 1, y, w);
       }
     }
   }
@@ -226,12 +249,12 @@ typedef struct rat_part {
 
 /* One tree's steps for this rank.  |up| false: broadcast (down only). */
 static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
-                     uint32_t root, rat_part part, uint32_t nseg, bool up,
+                     rat_which w, rat_part part, uint32_t nseg, bool up,
                      uint32_t *kids, uint64_t *scratch, uint64_t seg_max) {
   uint32_t r = g->rank;
-  uint32_t parent = parent_of(t, r, root);
-  uint32_t nk = children_of(t, r, root, kids);
-  uint32_t up_phase = 2 * root, down_phase = 2 * root + 1;
+  uint32_t parent = parent_of(t, r, w);
+  uint32_t nk = children_of(t, r, w, kids);
+  uint32_t up_phase = 2 * w.turn, down_phase = 2 * w.turn + 1;
   for (uint32_t j = 0; j < nseg; j++) {
     uint64_t so, len;
     dlcp_coll_shard(part.len, nseg, j, &so, &len);
@@ -281,6 +304,24 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
   }
 }
 
+/* Trees of an all-reduce: one per rank (the seed's), but none whose part
+ * is under g->rat_min_part (DLCP_COLL_RAT_MIN_PART_BYTES).  A transfer costs
+ * its fixed work (posting, a START or an EAGER, a completion, an aggregator's
+ * wake-up) whatever its size, and n trees of a small vector are 2 n (n - 1)
+ * transfers of a few bytes: a 256 KB all-reduce of 1,024 simulated ranks was
+ * two million transfers of 250 bytes.  With fewer trees, tree i is rooted at
+ * the member its turn picks (turn_member); roots spread evenly over the ranks
+ * instead put a root where another tree's turn put an aggregator, and
+ * its downlink took both at once (a 256-rank all-reduce: 552 KB at once
+ * into a 512 KB port, 136 drops and as many 1 ms timeouts). */
+static uint32_t rat_trees(const coll_geom *g) {
+  uint64_t trees = g->count * g->esz / g->rat_min_part;
+  if (trees < 1) {
+    trees = 1;
+  }
+  return trees < g->world ? (uint32_t)trees : g->world;
+}
+
 int coll_build_rat(coll_plan *plan, const coll_geom *g) {
   if (g->kind != DLCP_COLL_ALLREDUCE && g->kind != DLCP_COLL_BROADCAST) {
     return DLCP_ERR_INVALID_ARGUMENT;
@@ -301,16 +342,19 @@ int coll_build_rat(coll_plan *plan, const coll_geom *g) {
     uint32_t nseg = coll_plan_nseg(g, g->count, 2 * g->world);
     plan->nseg = nseg;
     rat_part whole = {0, g->count};
-    rat_tree(plan, g, &t, g->root, whole, nseg, false, kids, &scratch, 0);
+    rat_which w = {g->root, g->root};
+    rat_tree(plan, g, &t, w, whole, nseg, false, kids, &scratch, 0);
   } else {
-    uint64_t max_part = (g->count + g->world - 1) / g->world;
+    uint32_t ntrees = rat_trees(g);
+    uint64_t max_part = (g->count + ntrees - 1) / ntrees;
     uint32_t nseg = coll_plan_nseg(g, max_part, 2 * g->world);
     uint64_t seg_max = ((max_part + nseg - 1) / nseg) * g->esz;
     plan->nseg = nseg;
-    for (uint32_t root = 0; root < g->world && g->world > 1; root++) {
+    for (uint32_t i = 0; i < ntrees && g->world > 1; i++) {
       rat_part part;
-      dlcp_coll_shard(g->count, g->world, root, &part.off, &part.len);
-      rat_tree(plan, g, &t, root, part, nseg, true, kids, &scratch, seg_max);
+      dlcp_coll_shard(g->count, ntrees, i, &part.off, &part.len);
+      rat_which w = {ntrees == g->world ? i : turn_member(&t, i), i};
+      rat_tree(plan, g, &t, w, part, nseg, true, kids, &scratch, seg_max);
     }
   }
   plan->scratch_bytes = scratch;

@@ -356,6 +356,9 @@ static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
   uint64_t chunk =
       s->chunk_bytes ? s->chunk_bytes : DLCP_COLL_DEFAULT_CHUNK_BYTES;
   job->chunk = chunk / scale ? chunk / scale : sizeof(float);
+  job->rat_min_part = DLCP_COLL_RAT_MIN_PART_BYTES / scale
+                          ? DLCP_COLL_RAT_MIN_PART_BYTES / scale
+                          : sizeof(float);
   uint64_t wire = job->count * sizeof(float) * scale;
   if (wire > sim->coll_max_flow) {
     /* No transfer is larger than the whole vector (the halving-doubling

@@ -73,6 +73,7 @@ typedef struct coll_job {
   uint64_t count; /* float32 elements per rank */
   uint32_t scale;
   uint64_t chunk;
+  uint64_t rat_min_part; /* RAT's smallest part, scaled as |chunk| */
   float *expected;
   dlcp_sim_coll_iter *it;
   uint64_t verify_errors;

@@ -478,6 +478,7 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   p.dtype = dtype;
   p.op = op;
   p.chunk_bytes = job->chunk;
+  p.rat_min_part_bytes = job->rat_min_part;
   p.topo = job->labels;
   p.topo_levels = job->levels;
   p.loss_bound = job->spec.loss_bound;
