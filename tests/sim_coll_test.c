@@ -479,6 +479,19 @@ static void test_canceled_receives_posted_ahead(void **state) {
   }
   print_message("%u bypasses, %u of %u flows canceled\n", r.bypasses,
                 sim->flows_canceled, sim->nflows);
+  /* Reported as canceled, not as failed deliveries. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  dlcp_sim_print_summary(sim, f, 0.0);
+  assert_int_equal(fclose(f), 0);
+  char want[64];
+  snprintf(want, sizeof(want), "finished of %u (%u canceled)\n", sim->nflows,
+           sim->flows_canceled);
+  assert_non_null(strstr(text, want));
+  assert_null(strstr(text, "failed"));
+  free(text);
   dlcp_sim_del(sim);
 }
 

@@ -470,7 +470,8 @@ static net_totals totals(const dlcp_sim *sim) {
  * nothing is lost silently, so it is counted and reported. */
 typedef struct delivery {
   uint32_t partial; /* finished at the receiver with bytes missing */
-  uint32_t failed;  /* transport reported an error */
+  uint32_t failed;  /* transport reported an error (not a withdrawn
+                       receive: those are counted as canceled) */
   double min_fraction;
 } delivery;
 
@@ -478,7 +479,7 @@ static delivery delivery_of(const dlcp_sim *sim) {
   delivery d = {0, 0, 1.0};
   for (uint32_t i = 0; i < sim->nflows; i++) {
     const dlcp_sim_flow *fl = &sim->flows[i];
-    d.failed += fl->status != 0;
+    d.failed += fl->status != 0 && fl->status != DLCP_ERR_CANCELED;
     if (fl->rx_done_ps != DLCP_SIM_PS_NEVER &&
         fl->delivered_bytes < fl->size_bytes) {
       double frac = (double)fl->delivered_bytes / (double)fl->size_bytes;
