@@ -311,9 +311,9 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
  * transfers of a few bytes: a 256 KB all-reduce of 1,024 simulated ranks was
  * two million transfers of 250 bytes.  With fewer trees, tree i is rooted at
  * the member its turn picks (turn_member); roots spread evenly over the ranks
- * instead put a root where another tree's turn put an aggregator, and
- * its downlink took both at once (a 256-rank all-reduce: 552 KB at once
- * into a 512 KB port, 136 drops and as many 1 ms timeouts). */
+ * instead (i n / trees) can sit where another tree's turn puts an
+ * aggregator, one rank then doing both: a simulated 256 KB all-reduce of 256
+ * ranks took 151.8 us against 135.6. */
 static uint32_t rat_trees(const coll_geom *g) {
   uint64_t trees = g->count * g->esz / g->rat_min_part;
   if (trees < 1) {
