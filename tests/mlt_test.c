@@ -1728,6 +1728,19 @@ static bool watch_grant(void *user, int from, const uint8_t *hdr,
   return true;
 }
 
+/* Two lossless pairs, |seed| and |seed| + 1, whose receivers share |sh|
+ * (one receiving host). */
+static void pairs_sharing(dlcp_mlt_rx_share *sh, uint64_t seed, netsim **a,
+                          netsim **b) {
+  dlcp_mlt_config cfg, rcfg;
+  base_config(&cfg, seed);
+  rcfg = cfg;
+  rcfg.rx_share = sh;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  *a = netsim_new(&cfg, &rcfg, &l, &l, seed);
+  *b = netsim_new(&cfg, &rcfg, &l, &l, seed + 1);
+}
+
 /* A receiving host shares two BDPs among the connections it receives on,
  * not among its receives: a peer with one receive posted gets half while
  * another connection holds three receives posted ahead of their data (a
@@ -1736,13 +1749,8 @@ static bool watch_grant(void *user, int from, const uint8_t *hdr,
 static void test_grant_shared_by_connections(void **state) {
   (void)state;
   dlcp_mlt_rx_share sh = {.bdp_bytes = 1000000};
-  dlcp_mlt_config cfg, rcfg;
-  base_config(&cfg, 41);
-  rcfg = cfg;
-  rcfg.rx_share = &sh;
-  netsim_link l = make_link(0.0, 0.0, 0.0);
-  netsim *busy = netsim_new(&cfg, &rcfg, &l, &l, 41);
-  netsim *idle = netsim_new(&cfg, &rcfg, &l, &l, 42);
+  netsim *busy, *idle;
+  pairs_sharing(&sh, 41, &busy, &idle);
   uint64_t len = 2000000;
   uint8_t *ahead = malloc(len);
   for (uint32_t t = 2; t <= 4; t++) {
@@ -1772,13 +1780,8 @@ static void test_grant_shared_by_connections(void **state) {
 static void test_grant_later_stages_wait(void **state) {
   (void)state;
   dlcp_mlt_rx_share sh = {.bdp_bytes = 1000000};
-  dlcp_mlt_config cfg, rcfg;
-  base_config(&cfg, 43);
-  rcfg = cfg;
-  rcfg.rx_share = &sh;
-  netsim_link l = make_link(0.0, 0.0, 0.0);
-  netsim *busy = netsim_new(&cfg, &rcfg, &l, &l, 43);
-  netsim *next = netsim_new(&cfg, &rcfg, &l, &l, 44);
+  netsim *busy, *next;
+  pairs_sharing(&sh, 43, &busy, &next);
   uint64_t len = 2000000;
   uint8_t *ahead = malloc(3 * len), *src = pattern(len, 3);
   for (uint32_t t = 2; t <= 4; t++) {
