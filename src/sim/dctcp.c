@@ -30,12 +30,15 @@
  * ECE value.
  *
  * A flow's state at both ends goes back to its hosts once the sender holds
- * the last ACK (copies still in the network are dropped on arrival), and
+ * the last ACK (a copy still in the network is answered without it, as
+ * before), and
  * is reused by their next flows, so memory follows the flows in progress,
  * not all flows ever started (a 1,024-rank ring makes two million).  It is
  * recycled, not freed, because its timers' queued events point into it
- * (engine.h); a timer keeps its generation across owners, which tells
- * those events apart.
+ * (engine.h); a reused timer is reset (dlcp_sim_timer_reset), so those
+ * events fire for nothing and the new owner's arms queue events of their
+ * own, as a new timer's would: events come in the same order as with
+ * fresh state, and so do the outputs.
  *
  * Two baselines share this machinery, chosen by transport.kind:
  *   tcp   NewReno as above without ECN: packets (ACKs too) are not-ECT and
@@ -161,7 +164,7 @@ static void dctcp_host_del(dlcp_sim *sim, void *state) {
 }
 
 /* A zeroed sender state of host |h| whose RTO timer is ready, a spare one
- * if there is one (its timer keeps its generation), or NULL. */
+ * if there is one (its timer reset), or NULL. */
 static dctcp_tx *tx_new(dctcp_host *h) {
   dlcp_sim *sim = h->sim;
   dctcp_tx *tx = h->spare_tx;
@@ -176,6 +179,7 @@ static dctcp_tx *tx_new(dctcp_host *h) {
   dlcp_sim_conn_timer timer = tx->rto_timer;
   memset(tx, 0, sizeof(*tx));
   tx->rto_timer = timer;
+  dlcp_sim_timer_reset(&tx->rto_timer.timer);
   return tx;
 }
 
@@ -194,6 +198,7 @@ static dctcp_rx *rx_new(dctcp_host *h) {
   dlcp_sim_conn_timer timer = rx->delack;
   memset(rx, 0, sizeof(*rx));
   rx->delack = timer;
+  dlcp_sim_timer_reset(&rx->delack.timer);
   return rx;
 }
 

@@ -382,6 +382,12 @@ void dlcp_sim_timer_cancel(dlcp_sim_timer *t) {
   t->deadline = DLCP_SIM_PS_NEVER;
 }
 
+void dlcp_sim_timer_reset(dlcp_sim_timer *t) {
+  t->deadline = DLCP_SIM_PS_NEVER;
+  t->queued_at = DLCP_SIM_PS_NEVER;
+  t->gen++; /* the queued events' generation is stale now */
+}
+
 bool dlcp_sim_timer_follow(dlcp_sim_timer *t, dlcp_tstamp deadline_ns,
                            dlcp_sim_ps now) {
   if (deadline_ns == DLCP_TSTAMP_NEVER ||

@@ -156,6 +156,10 @@ void dlcp_sim_timer_init(dlcp_sim_timer *t, dlcp_sim_engine *e,
 /* Arms (or re-arms) |t| to fire at |deadline| (>= now). */
 void dlcp_sim_timer_arm(dlcp_sim_timer *t, dlcp_sim_ps deadline);
 void dlcp_sim_timer_cancel(dlcp_sim_timer *t);
+/* Disarms |t| and detaches it from its queued events, which then fire
+ * for nothing: a timer in memory reused by a new owner behaves as a new
+ * one (its next arm queues an event of its own at once). */
+void dlcp_sim_timer_reset(dlcp_sim_timer *t);
 /*
  * dlcp_sim_timer_follow makes |t| follow a protocol core's deadline
  * |deadline_ns| (ns on the simulated clock; DLCP_TSTAMP_NEVER, or a time
