@@ -116,6 +116,31 @@ static void test_timer_rearm(void **state) {
   dlcp_sim_engine_free(&e);
 }
 
+/* A reset timer leaves its queued event behind, which fires for nothing,
+ * and its next arm queues an event at once, as a new timer's does (kept,
+ * the stale event re-queued itself when it fired: later than a fresh arm,
+ * so ties at one instant broke otherwise). */
+static void test_timer_reset(void **state) {
+  (void)state;
+  dlcp_sim_engine e;
+  assert_int_equal(dlcp_sim_engine_init(&e, NULL), 0);
+  fire_ctx c = {{0}, 0};
+  dlcp_sim_timer t;
+  dlcp_sim_timer_init(&t, &e, on_fire, &c);
+  dlcp_sim_timer_arm(&t, 1000);
+  dlcp_sim_timer_cancel(&t);
+  dlcp_sim_timer_reset(&t);
+  assert_false(dlcp_sim_timer_armed(&t));
+  dlcp_sim_timer_arm(&t, 2000); /* later than the stale event: queued */
+  assert_int_equal(e.len, 2);
+  while (dlcp_sim_engine_step(&e, DLCP_SIM_PS_NEVER) == 1) {
+  }
+  assert_int_equal(c.n, 1);
+  assert_int_equal(c.fired[0], 2000);
+  assert_int_equal(e.len, 0);
+  dlcp_sim_engine_free(&e);
+}
+
 /* The pool reuses freed packets: a steady state allocates nothing new. */
 static void test_packet_pool(void **state) {
   (void)state;
@@ -160,6 +185,7 @@ int main(void) {
       cmocka_unit_test(test_order_and_ties),
       cmocka_unit_test(test_until),
       cmocka_unit_test(test_timer_rearm),
+    cmocka_unit_test(test_timer_reset),
       cmocka_unit_test(test_packet_pool),
       cmocka_unit_test(test_time_helpers),
   };
