@@ -770,8 +770,8 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   conn->ctl_on = cfg->control_datagrams;
   if (conn->ctl_on) {
     /* A control datagram no larger than a full data packet fits the
-     * path's frame as the data does; longer messages go in pieces. */
-    /* Its timeouts no shorter than the data path's drain. */
+     * path's frame as the data does; longer messages go in pieces.  Its
+     * timeouts are no shorter than the data path's drain. */
     dlcp_ctlchan_init(&conn->ctl, mem, cfg->job, cfg->control_ack_delay_ns,
                       cfg->min_drain_ns,
                       cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN -
