@@ -165,8 +165,7 @@ static int run_one(const char *scenario, const char **sets, size_t nsets,
            outdir, sim->ps_iterations ? ",iterations" : "",
            dlcp_sim_coll_jobs(sim) ? ",collectives" : "", outdir);
   }
-  /* Canceled flows (receives posted ahead and withdrawn) never start. */
-  uint32_t unfinished = sim->nflows - sim->flows_done - sim->flows_canceled;
+  uint32_t unfinished = dlcp_sim_unfinished_flows(sim);
   int status = unfinished == 0 ? 0 : 1;
   if (fct && dlcp_sim_fct_stats_get(sim, -1, fct) != 0) {
     status = 1;

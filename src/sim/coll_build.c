@@ -279,6 +279,13 @@ static int ina_setup(coll_job *job, char *err, size_t errlen) {
   return rv;
 }
 
+/* A size of the plan in the buffers |scale| times smaller than the
+ * simulated vector, at least one element, so the plan has the transfers
+ * of the vector's own size. */
+static uint64_t scaled_down(uint64_t bytes, uint32_t scale) {
+  return bytes / scale ? bytes / scale : sizeof(float);
+}
+
 static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
                      size_t errlen) {
   dlcp_sim_colls *c = sim->colls;
@@ -355,10 +362,8 @@ static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
   }
   uint64_t chunk =
       s->chunk_bytes ? s->chunk_bytes : DLCP_COLL_DEFAULT_CHUNK_BYTES;
-  job->chunk = chunk / scale ? chunk / scale : sizeof(float);
-  job->rat_min_part = DLCP_COLL_RAT_MIN_PART_BYTES / scale
-                          ? DLCP_COLL_RAT_MIN_PART_BYTES / scale
-                          : sizeof(float);
+  job->chunk = scaled_down(chunk, scale);
+  job->rat_min_part = scaled_down(DLCP_COLL_RAT_MIN_PART_BYTES, scale);
   uint64_t wire = job->count * sizeof(float) * scale;
   if (wire > sim->coll_max_flow) {
     /* No transfer is larger than the whole vector (the halving-doubling

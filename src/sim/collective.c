@@ -371,18 +371,19 @@ static void do_action(coll_rank *rk, const dlcp_coll_action *a,
       return;
     }
     uint32_t xi;
-    switch (coll_match_post(&c->xfers, job->id, rk->runs - 1, rk->rank, a,
-                            &xi)) {
+    coll_match_result m =
+        coll_match_post(&c->xfers, job->id, rk->runs - 1, rk->rank, a, &xi);
+    bool recv = a->type == DLCP_COLL_ACT_RECV;
+    if (recv && (m == COLL_MATCH_WAITING || m == COLL_MATCH_READY)) {
+      xfer_at(c, xi)->recv_stage = a->stage;
+    }
+    switch (m) {
     case COLL_MATCH_WAITING:
-      if (a->type == DLCP_COLL_ACT_RECV) {
-        xfer_at(c, xi)->recv_stage = a->stage;
+      if (recv) {
         xfer_expect(job, xi, rk->iter, now);
       }
       return;
     case COLL_MATCH_READY:
-      if (a->type == DLCP_COLL_ACT_RECV) {
-        xfer_at(c, xi)->recv_stage = a->stage;
-      }
       xfer_start(job, xi, rk->iter, now);
       return;
     case COLL_MATCH_DUPLICATE:

@@ -124,6 +124,12 @@ static uint32_t seg_payload(const dlcp_sim *sim, const dlcp_sim_flow *flow,
   return (uint32_t)(left < mss ? left : mss);
 }
 
+/* Segments of |flow|: its bytes in mss-sized pieces, the last short. */
+static uint64_t flow_segments(const dlcp_sim *sim, const dlcp_sim_flow *flow) {
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  return (flow->size_bytes + mss - 1) / mss;
+}
+
 /* PIAS's MLFQ: the queue of the packet that starts at byte |sent|. */
 static uint8_t pias_queue(const dlcp_sim *sim, uint64_t sent) {
   const dlcp_sim_pias_config *p = &sim->cfg.transport.pias;
@@ -255,10 +261,9 @@ static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
   if (!tx) {
     return DLCP_ERR_NOMEM;
   }
-  uint64_t mss = sim->cfg.transport.mss_bytes;
   tx->role = ROLE_TX;
   tx->flow = flow->id;
-  tx->nseg = (flow->size_bytes + mss - 1) / mss;
+  tx->nseg = flow_segments(sim, flow);
   tx->cwnd = dcfg(sim)->init_cwnd_pkts;
   tx->ssthresh = 1e18;
   tx->alpha = dcfg(sim)->alpha_init;
@@ -486,18 +491,15 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
     /* A copy that was still in the network when the flow ended, its
      * state gone: answered as the receiver answers any packet once it
      * holds everything, an ACK of the whole flow at once. */
-    uint64_t mss = sim->cfg.transport.mss_bytes;
-    if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) ||
-        pkt->seq >= (flow->size_bytes + mss - 1) / mss) {
+    uint64_t nseg = flow_segments(sim, flow);
+    if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) || pkt->seq >= nseg) {
       dlcp_sim_packet_drop(sim, pkt);
       return;
     }
-    emit_ack(h, flow, pkt, (flow->size_bytes + mss - 1) / mss, pkt->tx_ps,
-             pkt->ecn == DLCP_SIM_ECN_CE, now);
+    emit_ack(h, flow, pkt, nseg, pkt->tx_ps, pkt->ecn == DLCP_SIM_ECN_CE, now);
     return;
   }
   if (!rx) {
-    uint64_t mss = sim->cfg.transport.mss_bytes;
     rx = rx_new(h);
     if (!rx) {
       dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
@@ -506,7 +508,7 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
     }
     rx->role = ROLE_RX;
     rx->flow = flow->id;
-    rx->nseg = (flow->size_bytes + mss - 1) / mss;
+    rx->nseg = flow_segments(sim, flow);
     rx->got = sim->mem->calloc(rx->nseg, 1, sim->mem->user);
     if (!rx->got) {
       rx->next_spare = h->spare_rx;

@@ -620,9 +620,12 @@ int dlcp_sim_run(dlcp_sim *sim, dlcp_sim_ps until) {
   }
 }
 
+uint32_t dlcp_sim_unfinished_flows(const dlcp_sim *sim) {
+  return sim->nflows - sim->flows_done - sim->flows_canceled;
+}
+
 bool dlcp_sim_finished(const dlcp_sim *sim) {
-  return sim->busy == 0 &&
-         sim->flows_done + sim->flows_canceled == sim->nflows &&
+  return sim->busy == 0 && dlcp_sim_unfinished_flows(sim) == 0 &&
          (sim->nflows > 0 || sim->colls != NULL);
 }
 

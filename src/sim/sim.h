@@ -743,9 +743,11 @@ void dlcp_sim_flow_delivered(dlcp_sim *sim, dlcp_sim_flow *flow,
 void dlcp_sim_flow_finished(dlcp_sim *sim, dlcp_sim_flow *flow,
                             dlcp_sim_ps now);
 
-/* True when the run has nothing left to do: every flow finished and no
- * collective job is still running. */
+/* True when the run has nothing left to do: every flow finished (or
+ * canceled) and no collective job is still running. */
 bool dlcp_sim_finished(const dlcp_sim *sim);
+/* Flows neither finished nor canceled. */
+uint32_t dlcp_sim_unfinished_flows(const dlcp_sim *sim);
 
 /* Appends a flow to the table (workload.c) and returns its id, or
  * DLCP_SIM_NONE if memory ran out.  The table may move: callers must not
