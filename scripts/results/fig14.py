@@ -182,10 +182,11 @@ def ndp_note(by):
             "every layer at one priority, its mean FCT is %s us, %s its "
             "mean with priorities and %s NDP's.  NDP dropped %s packets "
             "(headers and control beyond queue 0's room), trimmed %s and "
-            "timed out %s times per run%s: a sender also times out when "
-            "its pulls wait longer than its RTO (10 base RTTs) in a "
-            "server's pull queue, and each timeout sends one packet "
-            "unasked.  The seed gives no parameters for its NDP; this "
+            "timed out %s times per run%s: a packet unanswered 10 base "
+            "RTTs after it left its host goes again (its header or answer "
+            "was dropped), and a sender with nothing in flight whose "
+            "pulls wait that long in a server's pull queue sends one "
+            "packet unasked.  The seed gives no parameters for its NDP; this "
             "one is its paper's (8-packet trimming queues, per-packet "
             "spraying, pulls paced at the receiver's line rate)." % (
                 span("ndp", "fct.all.p50_us"), span("mlt", "fct.all.p50_us"),

@@ -19,12 +19,21 @@
  *     PULLs of all the receiver's flows share one queue that a pacer
  *     drains at one PULL per MTU serialization time of the receiver's link,
  *     so the data it pulls arrives at exactly its line rate (the pull
- *     queue is FIFO over flows; the paper allows priorities there).
+ *     queue is FIFO over flows; the paper allows priorities there).  A
+ *     PULL carries the flow's cumulative pull number and the sender sends
+ *     one packet per number it had not seen, so a lost PULL is made up by
+ *     the next one (section 3.2).
  *   - Losses NDP cannot see (a header or control packet dropped because
- *     queue 0 overflowed, random loss) are repaired by a sender timeout
- *     (rto_ps, default 10 base RTTs, re-armed by every ACK, NACK or PULL):
- *     every unanswered packet is treated as NACKed and the first of them
- *     is pushed again, whose arrival earns a PULL for the next.
+ *     queue 0 overflowed, random loss) are repaired by a timeout per
+ *     packet, as in htsim's NDP: a packet unanswered rto_ps (default 10
+ *     base RTTs) after it left is treated as NACKed and sent again at
+ *     once, without waiting for a PULL.  Each packet in flight stands for
+ *     a PULL to come and a lost one takes its PULL with it, so a flow that
+ *     waited for PULLs to resend would lose a packet of its window with
+ *     every loss (a 16 MB flow at 1 % loss on every link took 160 ms
+ *     instead of 1.4 when a timeout resent one packet).  A flow with
+ *     nothing in flight that has heard nothing for rto_ps (its last PULLs
+ *     lost) sends one packet, whose arrival restarts the pull clock.
  * ACK, NACK and PULL are DLCP_SIM_PKT_CTRL packets of ack_size bytes whose
  * |msg| says which.  FCT ends when the sender has every ACK.
  */
@@ -37,6 +46,9 @@ typedef enum conn_role {
 } conn_role;
 
 enum { NDP_ACK = 1, NDP_NACK = 2, NDP_PULL = 3 };
+
+/* Data rides queue 1; trimmed headers and control move to queue 0. */
+enum { NDP_DATA_QUEUE = 1 };
 
 typedef struct ndp_host {
   dlcp_sim *sim;
@@ -58,6 +70,9 @@ typedef struct ndp_tx {
   uint64_t next;       /* next new segment */
   uint64_t retx_lo;    /* no NACKed segment below this */
   uint64_t nnacked;
+  uint64_t pulled;   /* the highest pull number acted on */
+  dlcp_sim_ps *sent; /* per segment: when it last left */
+  dlcp_sim_ps heard; /* the last ACK, NACK or PULL */
   dlcp_sim_conn_timer rto_timer;
 } ndp_tx;
 
@@ -87,7 +102,8 @@ static void ndp_host_del(dlcp_sim *sim, void *state) {
   sim->mem->free(h, sim->mem->user);
 }
 
-/* An ACK, NACK or PULL of |seq| from |flow|'s receiver to its sender. */
+/* An ACK or NACK of segment |seq|, or PULL number |seq|, from |flow|'s
+ * receiver to its sender. */
 static void send_ctrl(dlcp_sim *sim, const dlcp_sim_flow *flow, uint32_t what,
                       uint64_t seq, dlcp_sim_ps now) {
   dlcp_sim_packet *pkt =
@@ -103,6 +119,18 @@ static void send_ctrl(dlcp_sim *sim, const dlcp_sim_flow *flow, uint32_t what,
   dlcp_sim_send(sim, flow->dst, pkt, now);
 }
 
+/* How long what |host|'s NIC holds in queues 0..|prio| takes to leave it:
+ * when a packet just queued at |prio| will have left, but for control
+ * packets that pass it later. */
+static dlcp_sim_ps nic_wait(dlcp_sim *sim, uint32_t host, uint32_t prio) {
+  const dlcp_sim_port *nic = dlcp_sim_host_nic(&sim->net, host);
+  uint64_t bytes = 0;
+  for (uint32_t q = 0; q <= prio && q < nic->cfg->nqueues; q++) {
+    bytes += nic->q[q].bytes;
+  }
+  return dlcp_sim_serialization_ps(bytes, nic->rate_bps);
+}
+
 static void send_segment(ndp_host *h, ndp_tx *tx, uint64_t seg,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
@@ -111,7 +139,7 @@ static void send_segment(ndp_host *h, ndp_tx *tx, uint64_t seg,
   if (!pkt) {
     return;
   }
-  pkt->prio = 1; /* the data queue; trimmed headers move to queue 0 */
+  pkt->prio = NDP_DATA_QUEUE;
   if (tx->seg.st[seg] != DLCP_SIM_SEG_NEW) {
     pkt->flags |= DLCP_SIM_PKT_F_RETX;
     flow->retransmits++;
@@ -119,6 +147,13 @@ static void send_segment(ndp_host *h, ndp_tx *tx, uint64_t seg,
   tx->seg.st[seg] = DLCP_SIM_SEG_IN_FLIGHT;
   flow->pkts_sent++;
   dlcp_sim_send(sim, flow->src, pkt, now);
+  /* The timeout runs from when the packet leaves the host: a host that
+   * starts many flows at once queues their first windows in its NIC for
+   * longer than the timeout (htsim adds the same wait to a send time). */
+  tx->sent[seg] = now + nic_wait(sim, flow->src, NDP_DATA_QUEUE);
+  if (!dlcp_sim_timer_armed(&tx->rto_timer.timer)) {
+    dlcp_sim_timer_arm(&tx->rto_timer.timer, tx->sent[seg] + h->rto);
+  }
 }
 
 /* Sends one packet: the lowest NACKed segment, else the next new one.
@@ -146,11 +181,15 @@ static int ndp_flow_start(void *state, dlcp_sim_flow *flow, dlcp_sim_ps now) {
   if (!tx) {
     return DLCP_ERR_NOMEM;
   }
+  tx->sent = sim->mem->malloc(tx->seg.nseg * sizeof(*tx->sent), sim->mem->user);
   dlcp_sim_conn_timer_init(&tx->rto_timer, sim, h->host, tx);
   flow->tx = tx;
+  if (!tx->sent) {
+    return DLCP_ERR_NOMEM;
+  }
+  tx->heard = now;
   for (uint32_t i = 0; i < h->init_window && send_one(h, tx, now); i++) {
   }
-  dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
   return 0;
 }
 
@@ -162,15 +201,31 @@ static void nack(ndp_tx *tx, uint64_t seg) {
   }
 }
 
+/* A PULL numbered |pull_no|: one packet for each number not seen yet (a
+ * PULL overtaken by a later one on another path is then worth nothing). */
+static void on_pull(ndp_host *h, ndp_tx *tx, uint64_t pull_no,
+                    dlcp_sim_ps now) {
+  for (; tx->pulled < pull_no; tx->pulled++) {
+    send_one(h, tx, now);
+  }
+}
+
 static void on_ctrl(ndp_host *h, ndp_tx *tx, const dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
   dlcp_sim_flow *flow = &sim->flows[tx->seg.flow];
-  uint64_t seg = pkt->seq;
-  if (flow->finish_ps != DLCP_SIM_PS_NEVER || seg >= tx->seg.nseg) {
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     return;
   }
-  dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+  tx->heard = now;
+  if (pkt->msg == NDP_PULL) {
+    on_pull(h, tx, pkt->seq, now);
+    return;
+  }
+  uint64_t seg = pkt->seq;
+  if (seg >= tx->seg.nseg) {
+    return;
+  }
   uint8_t st = tx->seg.st[seg];
   switch (pkt->msg) {
   case NDP_ACK:
@@ -190,30 +245,59 @@ static void on_ctrl(ndp_host *h, ndp_tx *tx, const dlcp_sim_packet *pkt,
       nack(tx, seg);
     }
     return;
-  case NDP_PULL:
-    send_one(h, tx, now);
-    return;
   default:
     return;
   }
 }
 
+/* The timer is due no later than rto after the earliest packet in flight
+ * left, or after the flow last heard anything when none is in flight.  A
+ * send arms it only when it is disarmed, so it may fire early, and then
+ * it only re-arms. */
 static void on_rto(ndp_host *h, ndp_tx *tx, dlcp_sim_ps now) {
   dlcp_sim_flow *flow = &h->sim->flows[tx->seg.flow];
   if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     return;
   }
-  flow->timeouts++;
+  uint64_t lost = 0;
+  dlcp_sim_ps due = DLCP_SIM_PS_NEVER;
   for (uint64_t s = tx->seg.una; s < tx->next; s++) {
-    if (tx->seg.st[s] == DLCP_SIM_SEG_IN_FLIGHT) {
+    if (tx->seg.st[s] != DLCP_SIM_SEG_IN_FLIGHT) {
+      continue;
+    }
+    if (tx->sent[s] + h->rto <= now) {
       nack(tx, s);
+      lost++;
+    } else if (tx->sent[s] + h->rto < due) {
+      due = tx->sent[s] + h->rto;
     }
   }
-  /* One packet restarts the receiver's pull clock; pulls send the rest
-   * (pushing a window per timeout would feed the congestion that caused
-   * it). */
-  send_one(h, tx, now);
-  dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+  bool quiet = lost == 0 && due == DLCP_SIM_PS_NEVER;
+  if (quiet && tx->heard + h->rto > now) {
+    dlcp_sim_timer_arm(&tx->rto_timer.timer, tx->heard + h->rto);
+    return;
+  }
+  if (lost > 0 || quiet) {
+    flow->timeouts++;
+  }
+  /* Each packet lost goes again now, in place of the PULL it took with
+   * it (send_segment re-arms the timer for them). */
+  for (uint64_t i = 0; i < (quiet ? 1 : lost) && send_one(h, tx, now); i++) {
+  }
+  if (due != DLCP_SIM_PS_NEVER) {
+    dlcp_sim_timer_arm(&tx->rto_timer.timer, due);
+  } else if (!dlcp_sim_timer_armed(&tx->rto_timer.timer)) {
+    dlcp_sim_timer_arm(&tx->rto_timer.timer, now + h->rto);
+  }
+}
+
+/* flow_free: the send times, then the shared per-segment state. */
+static void ndp_flow_free(dlcp_sim *sim, dlcp_sim_flow *flow) {
+  ndp_tx *tx = flow->tx;
+  if (tx) {
+    sim->mem->free(tx->sent, sim->mem->user);
+  }
+  dlcp_sim_seg_flow_free(sim, flow);
 }
 
 /* The receiver's pull pacer. */
@@ -244,9 +328,10 @@ static void pull_send_next(ndp_host *h, dlcp_sim_ps now) {
     uint32_t id = h->pulls[h->pull_head];
     h->pull_head = (h->pull_head + 1) & (h->pull_cap - 1);
     h->pull_len--;
-    const dlcp_sim_flow *flow = &sim->flows[id];
-    if (flow->rx_done_ps == DLCP_SIM_PS_NEVER) {
-      send_ctrl(sim, flow, NDP_PULL, 0, now);
+    dlcp_sim_flow *flow = &sim->flows[id];
+    dlcp_sim_seg_rx *rx = flow->rx;
+    if (flow->rx_done_ps == DLCP_SIM_PS_NEVER && rx) {
+      send_ctrl(sim, flow, NDP_PULL, ++rx->pulls, now);
       h->next_pull_ps = now + h->pull_interval;
       break;
     }
@@ -328,4 +413,4 @@ const dlcp_sim_transport_ops dlcp_sim_ndp_ops = {
     .flow_start = ndp_flow_start,
     .on_packet = ndp_on_packet,
     .on_timer = ndp_on_timer,
-    .flow_free = dlcp_sim_seg_flow_free};
+    .flow_free = ndp_flow_free};

@@ -37,7 +37,8 @@ typedef struct dlcp_sim_seg_rx {
   uint32_t flow;
   uint64_t nseg;
   uint64_t got_count;
-  uint8_t *got; /* freed once every segment arrived */
+  uint8_t *got;   /* freed once every segment arrived */
+  uint64_t pulls; /* NDP: PULLs sent, the number the last one carried */
 } dlcp_sim_seg_rx;
 
 /* Allocates a sender struct of |size| bytes (whose first member is a
