@@ -96,6 +96,24 @@ static void test_errors(void **state) {
                NULL, 0,
                "test.yaml:3: field 'switch.ecn_port_threshold': expected off "
                "with switch.scheduling: pfabric");
+  /* A baseline over a switch that is not its own: at transport.kind
+   * when the switch's field is not set, else at that field. */
+  expect_error("transport:\n  kind: ndp\n", NULL, 0,
+               "test.yaml:2: field 'switch.trimming': expected true with "
+               "transport.kind: ndp (NDP's switches trim packets to headers; "
+               "see scenarios/ndp-incast.yaml)");
+  const char *no_trim[] = {"switch.trimming=false"};
+  expect_error("switch:\n  trimming: true\ntransport:\n  kind: ndp\n", no_trim,
+               1,
+               "--set:1: field 'switch.trimming': expected true with "
+               "transport.kind: ndp (NDP's switches trim packets to headers; "
+               "see scenarios/ndp-incast.yaml)");
+  expect_error("switch:\n  scheduling: strict\ntransport:\n  kind: "
+               "pfabric\n",
+               NULL, 0,
+               "test.yaml:2: field 'switch.scheduling': expected pfabric with "
+               "transport.kind: pfabric (pFabric's switches serve and drop by "
+               "remaining size; see scenarios/pfabric-incast.yaml)");
   const char *bad[] = {"topology"};
   expect_error("seed: 1\n", bad, 1,
                "--set:1: field 'topology': expected KEY=VALUE");
