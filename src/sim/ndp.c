@@ -237,6 +237,8 @@ static void on_ctrl(ndp_host *h, ndp_tx *tx, const dlcp_sim_packet *pkt,
     }
     if (dlcp_sim_seg_tx_ack(sim, &tx->seg, flow, seg)) {
       dlcp_sim_timer_cancel(&tx->rto_timer.timer);
+      sim->mem->free(tx->sent, sim->mem->user);
+      tx->sent = NULL;
       dlcp_sim_flow_finished(sim, flow, now);
     }
     return;

@@ -80,6 +80,9 @@ bool dlcp_sim_seg_tx_ack(dlcp_sim *sim, dlcp_sim_seg_tx *tx,
     return false;
   }
   flow->bytes_acked = flow->size_bytes;
+  /* Every state is ACKED now; a late packet of the flow reads none. */
+  sim->mem->free(tx->st, sim->mem->user);
+  tx->st = NULL;
   return true;
 }
 

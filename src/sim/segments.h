@@ -57,7 +57,9 @@ bool dlcp_sim_seg_rx_has(const dlcp_sim_seg_rx *rx, uint64_t seg);
 void dlcp_sim_seg_rx_mark(dlcp_sim *sim, dlcp_sim_seg_rx *rx,
                           dlcp_sim_flow *flow, uint64_t seg, dlcp_sim_ps now);
 /* Marks |seg| ACKed at the sender (it must not be ACKed yet) and moves
- * una and the flow's bytes_acked; returns true when every segment is. */
+ * una and the flow's bytes_acked; returns true when every segment is,
+ * and then frees the state bytes (tx->st is NULL): the flow is finished
+ * and its transport must not read them again. */
 bool dlcp_sim_seg_tx_ack(dlcp_sim *sim, dlcp_sim_seg_tx *tx,
                          dlcp_sim_flow *flow, uint64_t seg);
 /* A packet of |flow| going |to_receiver| (or back to the sender): kind,
