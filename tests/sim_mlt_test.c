@@ -356,6 +356,58 @@ static void test_paths_spread_over_spines(void **state) {
 }
 
 /*
+ * Source routing on a k = 4 fat tree with 2 paths per connection: a path
+ * id's first digit picks the aggregation switch and its second the core
+ * switch.  The core numbers paths 0 and 1, so without a per-pair offset
+ * every pair's second digit was 0 and only core0 and core2 carried data
+ * (on a k = 16 fat tree with 8 paths, one core switch in eight).  Each host
+ * pair adds its own multiple of npaths, and 16 flows across pods reach
+ * all four cores.
+ */
+static const char fat_tree_yaml[] =
+    "topology: {kind: fat_tree, k: 4, link_delay: 1us}\n"
+    "transport: {kind: mlt, loss_bound: 0, load_balancing: source, "
+    "paths: 2}\n";
+
+static void test_pairs_spread_over_fat_tree_cores(void **state) {
+  (void)state;
+  dlcp_sim_config cfg;
+  char err[512];
+  assert_int_equal(dlcp_sim_scenario_load(&cfg, fat_tree_yaml,
+                                          strlen(fat_tree_yaml), "test.yaml",
+                                          NULL, 0, err, sizeof(err)),
+                   0);
+  for (uint32_t h = 0; h < 16; h++) {
+    char src[8], dst[8];
+    snprintf(src, sizeof(src), "h%u", h);
+    snprintf(dst, sizeof(dst), "h%u", (h + 8) % 16);
+    assert_int_equal(dlcp_sim_config_add_flow(&cfg, src, dst, 200000, 0, 0), 0);
+  }
+  dlcp_sim *sim = NULL;
+  assert_int_equal(dlcp_sim_new(&sim, &cfg, NULL, err, sizeof(err)), 0);
+  dlcp_sim_config_free(&cfg);
+  run_all(sim);
+  uint64_t into_core[4] = {0, 0, 0, 0}, total = 0;
+  for (uint32_t c = 0; c < 4; c++) {
+    for (uint32_t pod = 0; pod < 4; pod++) {
+      char agg[16], core[16];
+      snprintf(agg, sizeof(agg), "agg%u_%u", pod, c / 2);
+      snprintf(core, sizeof(core), "core%u", c);
+      into_core[c] += port_payload(sim, agg, core);
+    }
+    total += into_core[c];
+    print_message("core%u: %llu payload bytes in\n", c,
+                  (unsigned long long)into_core[c]);
+  }
+  /* Every flow crosses pods, so through exactly one core switch. */
+  assert_int_equal(total, 16 * 200000);
+  for (uint32_t c = 0; c < 4; c++) {
+    assert_true(into_core[c] > 0);
+  }
+  dlcp_sim_del(sim);
+}
+
+/*
  * Incast of 8 senders into one receiver, with magnitude tagging (about
  * half the packets important, sent ECT) and a low ECN threshold: the
  * receiver's ToR port drops only non-ECT packets above the threshold
@@ -568,6 +620,7 @@ int main(void) {
       cmocka_unit_test(test_loss_no_timeout_tail),
       cmocka_unit_test(test_reliable_p0),
       cmocka_unit_test(test_paths_spread_over_spines),
+      cmocka_unit_test(test_pairs_spread_over_fat_tree_cores),
       cmocka_unit_test(test_selective_drop),
       cmocka_unit_test(test_determinism),
   };

@@ -110,6 +110,9 @@ typedef struct mlt_peer {
   uint32_t send_class; /* dlcp_mlt_send_class when it began to wait */
   uint64_t tie;        /* its rank among equal classes on this host */
   uint64_t window_timeouts; /* the core's count when last charged */
+  /* Added to the core's path ids (source routing): a multiple of npaths,
+   * drawn per host pair (see peer_get). */
+  uint32_t path_base;
 } mlt_peer;
 
 /* A host's connections, in an open-addressing table keyed by peer, and
@@ -442,6 +445,16 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   p->host = h;
   p->peer = peer;
   p->tie = mix64(cfg.seed ^ 0x7E5EED5ull);
+  /* The core numbers a connection's paths 0..npaths-1, and the runtime
+   * sends each from its own UDP port, which the fabric's ECMP hashes with
+   * the pair's addresses: every pair spreads over its own paths.  Source
+   * routing reads a path id digit by digit (switch.c), so ids 0..npaths-1
+   * alone would give every pair the same first digits and the same zero
+   * beyond them: on a k = 16 fat tree with 8 paths, every MLT packet went
+   * through the core switches of digit 0, one in eight.  A random multiple
+   * of npaths keeps the digits npaths covers (a leaf-spine with as many
+   * spines as paths routes exactly as before) and draws the rest per pair. */
+  p->path_base = cfg.npaths * (uint32_t)(mix64(cfg.seed ^ 0x9A75ull) & 0xFFFF);
   dlcp_sim_conn_timer_init(&p->timer, sim, h->host, p);
   h->slots[slot_of(h, peer)] = p;
   h->count++;
@@ -477,7 +490,7 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
   pkt->prio = queue_of(sim, act->priority);
   pkt->ecn = act->ect ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = (uint8_t)sim->cfg.transport.lb;
-  pkt->path = act->path;
+  pkt->path = p->path_base + act->path;
   if (data) {
     /* DATA header (wire.h): flags at byte 16, tensor id at 20.  The tensor
      * id is the flow id, which gives ECMP its per-flow hash. */
@@ -486,7 +499,7 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
       dlcp_sim_flow *f = &sim->flows[flow];
       pkt->flow = flow;
       pkt->lb = f->lb;
-      pkt->path = f->path + act->path;
+      pkt->path = f->path + p->path_base + act->path;
       f->pkts_sent++;
       /* A window that timed out is what let this packet go: the wait is
        * charged to its flow as a timeout, as DCTCP's RTOs are. */
