@@ -229,6 +229,47 @@ static void test_spraying_balance(void **state) {
 }
 
 /*
+ * DCTCP with source routing and flows whose workload names no path: each
+ * flow draws its own path id, as ECMP would hash it, so 8 flows across a
+ * 4-spine leaf-spine spread over the spines (3 of 4 here, as a hash may
+ * leave one idle), each flow on one.  With path 0 for every flow all 8
+ * took spine0.
+ */
+static void test_source_routing_unpinned_flows(void **state) {
+  (void)state;
+  dlcp_sim_config cfg;
+  dlcp_sim_config_default(&cfg);
+  cfg.topo.hosts_per_tor = 8;
+  cfg.topo.tors = 2;
+  cfg.topo.spines = 4;
+  cfg.transport.lb = DLCP_SIM_LB_SOURCE;
+  for (int i = 0; i < 8; i++) {
+    char src[8], dst[8];
+    snprintf(src, sizeof(src), "h%d", i);
+    snprintf(dst, sizeof(dst), "h%d", 8 + i);
+    assert_int_equal(dlcp_sim_config_add_flow(&cfg, src, dst, 100 * 1460, 0, 0),
+                     0);
+  }
+  dlcp_sim *sim = build(&cfg);
+  run_all(sim);
+  uint64_t total = 0;
+  int used = 0;
+  char spine[16];
+  for (int sp = 0; sp < 4; sp++) {
+    snprintf(spine, sizeof(spine), "spine%d", sp);
+    uint64_t b = port_payload(sim, "tor0", spine);
+    print_message("spine%d: %llu payload bytes\n", sp, (unsigned long long)b);
+    assert_int_equal(b % (100 * 1460), 0);
+    used += b > 0;
+    total += b;
+  }
+  assert_int_equal(total, 8 * 100 * 1460);
+  assert_true(used >= 3);
+  dlcp_sim_del(sim);
+  dlcp_sim_config_free(&cfg);
+}
+
+/*
  * The link tor1-spine0 goes down.  ECMP flows (some of which hash onto
  * spine0, before and after the failure) all finish and the dead link
  * carries nothing after it failed; a source-routed flow pinned to spine0
@@ -407,6 +448,7 @@ int main(void) {
       cmocka_unit_test(test_incast_fairness),
       cmocka_unit_test(test_strict_priority_flows),
       cmocka_unit_test(test_spraying_balance),
+      cmocka_unit_test(test_source_routing_unpinned_flows),
       cmocka_unit_test(test_link_down_ecmp_vs_source),
       cmocka_unit_test(test_ps_cross_rack_volume),
       cmocka_unit_test(test_fat_tree),

@@ -25,4 +25,9 @@ uint64_t dlcp_rng_below(dlcp_rng *rng, uint64_t bound);
 /* dlcp_rng_unit returns a uniform double in [0, 1). */
 double dlcp_rng_unit(dlcp_rng *rng);
 
+/* dlcp_rng_mix returns splitmix64's finalizer of |z|: a stateless hash
+ * whose every output bit depends on every input bit, for draws that must
+ * follow from a key (a seed and an id) rather than from a stream. */
+uint64_t dlcp_rng_mix(uint64_t z);
+
 #endif /* DLCP_PROTO_RNG_H */

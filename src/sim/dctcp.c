@@ -261,6 +261,12 @@ static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
   if (!tx) {
     return DLCP_ERR_NOMEM;
   }
+  if (!flow->path_pinned) {
+    /* One path per flow, as ECMP would hash it, for source routing: a
+     * path id of 0 for every flow put them all on spine 0. */
+    flow->path = (uint32_t)dlcp_rng_mix(sim->cfg.seed ^ 0x5041544855ull ^
+                                        (uint64_t)flow->id << 20);
+  }
   tx->role = ROLE_TX;
   tx->flow = flow->id;
   tx->nseg = flow_segments(sim, flow);

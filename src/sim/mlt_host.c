@@ -137,12 +137,6 @@ static bool srpt(const dlcp_sim *sim) {
   return sim->cfg.transport.mlt.srpt;
 }
 
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* Core times are ns; a deadline beyond the representable ps range is
  * "never". */
 static uint64_t ns_of(dlcp_sim_ps t) {
@@ -384,7 +378,7 @@ static void mlt_host_del(dlcp_sim *sim, void *state) {
 
 static uint32_t slot_of(const mlt_host *h, uint32_t peer) {
   uint32_t mask = h->cap - 1;
-  uint32_t i = (uint32_t)mix64(peer) & mask;
+  uint32_t i = (uint32_t)dlcp_rng_mix(peer) & mask;
   while (h->slots[i] && h->slots[i]->peer != peer) {
     i = (i + 1) & mask;
   }
@@ -431,7 +425,7 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
     return NULL;
   }
   dlcp_mlt_config cfg = shared(sim)->base;
-  cfg.seed = mix64(sim->cfg.seed ^ ((uint64_t)h->host << 32 | peer));
+  cfg.seed = dlcp_rng_mix(sim->cfg.seed ^ ((uint64_t)h->host << 32 | peer));
   /* Hosts are made before the transport's shared state: set here. */
   h->rx_share.bdp_bytes = shared(sim)->bdp_bytes;
   cfg.rx_share = &h->rx_share;
@@ -444,7 +438,7 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   }
   p->host = h;
   p->peer = peer;
-  p->tie = mix64(cfg.seed ^ 0x7E5EED5ull);
+  p->tie = dlcp_rng_mix(cfg.seed ^ 0x7E5EED5ull);
   /* The core numbers a connection's paths 0..npaths-1, and the runtime
    * sends each from its own UDP port, which the fabric's ECMP hashes with
    * the pair's addresses: every pair spreads over its own paths.  Source
@@ -454,7 +448,8 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
    * through the core switches of digit 0, one in eight.  A random multiple
    * of npaths keeps the digits npaths covers (a leaf-spine with as many
    * spines as paths routes exactly as before) and draws the rest per pair. */
-  p->path_base = cfg.npaths * (uint32_t)(mix64(cfg.seed ^ 0x9A75ull) & 0xFFFF);
+  p->path_base =
+      cfg.npaths * (uint32_t)(dlcp_rng_mix(cfg.seed ^ 0x9A75ull) & 0xFFFF);
   dlcp_sim_conn_timer_init(&p->timer, sim, h->host, p);
   h->slots[slot_of(h, peer)] = p;
   h->count++;

@@ -140,6 +140,7 @@ int dlcp_sim_config_add_flow(dlcp_sim_config *cfg, const char *src,
   s->start_ps = start_ps;
   s->prio = prio;
   s->lb = -1;
+  s->path = DLCP_SIM_PATH_ANY;
   snprintf(s->where, sizeof(s->where), "flows[%u]", cfg->nflows - 1);
   snprintf(s->field, sizeof(s->field), "workload.flows[%u]", cfg->nflows - 1);
   return 0;

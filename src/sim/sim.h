@@ -244,6 +244,10 @@ typedef struct dlcp_sim_background_spec {
 } dlcp_sim_background_spec;
 
 /* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
+/* A flow whose path the workload leaves to its transport: MLT spreads
+ * over its own paths, a single-path transport draws one per flow. */
+#define DLCP_SIM_PATH_ANY UINT32_MAX
+
 typedef struct dlcp_sim_flow_spec {
   char src[DLCP_SIM_NAME_MAX];
   char dst[DLCP_SIM_NAME_MAX];
@@ -251,7 +255,7 @@ typedef struct dlcp_sim_flow_spec {
   dlcp_sim_ps start_ps;
   uint32_t prio;
   int lb;        /* dlcp_sim_lb, or -1 for the transport default */
-  uint32_t path; /* path id for source routing */
+  uint32_t path; /* path id for source routing, or DLCP_SIM_PATH_ANY */
   char where[DLCP_SIM_WHERE_MAX];
   char field[DLCP_SIM_WHERE_MAX]; /* dotted path, e.g. workload.flows[2] */
 } dlcp_sim_flow_spec;
@@ -573,6 +577,7 @@ typedef struct dlcp_sim_flow {
   uint32_t prio;
   uint64_t size_bytes;
   uint8_t lb; /* dlcp_sim_lb */
+  bool path_pinned; /* |path| set by the workload (else a transport's) */
   uint32_t path;
   dlcp_sim_flow_group group;
   uint32_t iteration;    /* PS iteration, 0 otherwise */

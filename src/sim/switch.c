@@ -20,12 +20,6 @@
  */
 #include "sim/net.h"
 
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
                                dlcp_sim_packet *pkt) {
   const struct dlcp_sim_routes *r =
@@ -58,9 +52,9 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
   case DLCP_SIM_LB_ECMP:
     break;
   }
-  uint64_t h = mix64(net->ecmp_salt ^ ((uint64_t)pkt->flow << 32) ^
-                     ((uint64_t)pkt->src << 16) ^ pkt->dst);
-  h = mix64(h ^ ((uint64_t)node * 0x9E3779B97F4A7C15ull));
+  uint64_t h = dlcp_rng_mix(net->ecmp_salt ^ ((uint64_t)pkt->flow << 32) ^
+                            ((uint64_t)pkt->src << 16) ^ pkt->dst);
+  h = dlcp_rng_mix(h ^ ((uint64_t)node * 0x9E3779B97F4A7C15ull));
   /* Multiply-shift maps the top 32 hash bits onto [0, cnt) without a
    * division (Lemire's fast range). */
   return cand[((h >> 32) * cnt) >> 32];

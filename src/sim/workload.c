@@ -156,7 +156,10 @@ static int build_explicit(dlcp_sim *sim, char *err, size_t errlen) {
     if (s->lb >= 0) {
       sim->flows[id].lb = (uint8_t)s->lb;
     }
-    sim->flows[id].path = s->path;
+    if (s->path != DLCP_SIM_PATH_ANY) {
+      sim->flows[id].path = s->path;
+      sim->flows[id].path_pinned = true;
+    }
   }
   return 0;
 }
