@@ -9,12 +9,6 @@ static uint64_t rotl(uint64_t x, int k) {
   return (x << k) | (x >> (64 - k));
 }
 
-uint64_t dlcp_rng_mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 static uint64_t splitmix64(uint64_t *x) {
   return dlcp_rng_mix(*x += 0x9E3779B97F4A7C15ull);
 }

@@ -27,7 +27,12 @@ double dlcp_rng_unit(dlcp_rng *rng);
 
 /* dlcp_rng_mix returns splitmix64's finalizer of |z|: a stateless hash
  * whose every output bit depends on every input bit, for draws that must
- * follow from a key (a seed and an id) rather than from a stream. */
-uint64_t dlcp_rng_mix(uint64_t z);
+ * follow from a key (a seed and an id) rather than from a stream; inline
+ * because the simulator's switches hash every ECMP packet with it. */
+static inline uint64_t dlcp_rng_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 #endif /* DLCP_PROTO_RNG_H */
