@@ -243,11 +243,11 @@ typedef struct dlcp_sim_background_spec {
   char field[DLCP_SIM_WHERE_MAX];
 } dlcp_sim_background_spec;
 
-/* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
 /* A flow whose path the workload leaves to its transport: MLT spreads
  * over its own paths, a single-path transport draws one per flow. */
 #define DLCP_SIM_PATH_ANY UINT32_MAX
 
+/* One explicit flow.  Hosts are names ("h3") or host indices ("3"). */
 typedef struct dlcp_sim_flow_spec {
   char src[DLCP_SIM_NAME_MAX];
   char dst[DLCP_SIM_NAME_MAX];
