@@ -339,6 +339,15 @@ static void test_pfabric_short_first(void **state) {
   assert_true(mixed < dctcp);
 }
 
+/* One rack of NDP hosts whose switch trims at 8 packets (queue 1). */
+static void ndp_rack(dlcp_sim_config *cfg, uint32_t hosts) {
+  one_rack(cfg, DLCP_SIM_TRANSPORT_NDP, hosts);
+  cfg->sw.trimming = true;
+  for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {
+    cfg->sw.ecn_threshold_bytes[i] = i == 1 ? 8 * 1500 : UINT64_MAX;
+  }
+}
+
 /* NDP under a 16-to-1 incast: no packet is dropped, data that overflows
  * the 8-packet data queue is trimmed, each trimmed packet is NACKed and
  * sent again exactly once, and the receiver's pulls keep its link busy:
@@ -347,11 +356,7 @@ static void test_pfabric_short_first(void **state) {
 static void test_ndp_trims(void **state) {
   (void)state;
   dlcp_sim_config cfg;
-  one_rack(&cfg, DLCP_SIM_TRANSPORT_NDP, 17);
-  cfg.sw.trimming = true;
-  for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {
-    cfg.sw.ecn_threshold_bytes[i] = i == 1 ? 8 * 1500 : UINT64_MAX;
-  }
+  ndp_rack(&cfg, 17);
   const uint64_t size = 1000000;
   add_incast(&cfg, 16, size);
   dlcp_sim *sim = build(&cfg);
@@ -378,15 +383,6 @@ static void test_ndp_trims(void **state) {
   assert_true((double)last <= 1.02 * ideal);
   dlcp_sim_del(sim);
   dlcp_sim_config_free(&cfg);
-}
-
-/* One rack of NDP hosts whose switch trims at 8 packets (queue 1). */
-static void ndp_rack(dlcp_sim_config *cfg, uint32_t hosts) {
-  one_rack(cfg, DLCP_SIM_TRANSPORT_NDP, hosts);
-  cfg->sw.trimming = true;
-  for (uint32_t i = 0; i < DLCP_SIM_MAX_QUEUES; i++) {
-    cfg->sw.ecn_threshold_bytes[i] = i == 1 ? 8 * 1500 : UINT64_MAX;
-  }
 }
 
 /* A host that starts 8 flows of 1 MB at once queues their first windows

@@ -185,7 +185,7 @@ int main(void) {
       cmocka_unit_test(test_order_and_ties),
       cmocka_unit_test(test_until),
       cmocka_unit_test(test_timer_rearm),
-    cmocka_unit_test(test_timer_reset),
+      cmocka_unit_test(test_timer_reset),
       cmocka_unit_test(test_packet_pool),
       cmocka_unit_test(test_time_helpers),
   };

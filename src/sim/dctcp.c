@@ -31,14 +31,13 @@
  *
  * A flow's state at both ends goes back to its hosts once the sender holds
  * the last ACK (a copy still in the network is answered without it, as
- * before), and
- * is reused by their next flows, so memory follows the flows in progress,
- * not all flows ever started (a 1,024-rank ring makes two million).  It is
- * recycled, not freed, because its timers' queued events point into it
- * (engine.h); a reused timer is reset (dlcp_sim_timer_reset), so those
- * events fire for nothing and the new owner's arms queue events of their
- * own, as a new timer's would: events come in the same order as with
- * fresh state, and so do the outputs.
+ * before), and is reused by their next flows, so memory follows the flows
+ * in progress, not all flows ever started (a 1,024-rank ring makes two
+ * million).  It is recycled, not freed, because its timers' queued events
+ * point into it (engine.h); a reused timer is reset
+ * (dlcp_sim_timer_reset), so those events fire for nothing and the new
+ * owner's arms queue events of their own, as a new timer's would: events
+ * come in the same order as with fresh state, and so do the outputs.
  *
  * Two baselines share this machinery, chosen by transport.kind:
  *   tcp   NewReno as above without ECN: packets (ACKs too) are not-ECT and
