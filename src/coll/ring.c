@@ -17,10 +17,13 @@
  * every step runs per segment: segment j of step s + 1 only waits for
  * segment j of step s, so up to nseg transfers per direction are in
  * flight and a rank forwards the first segment of a chunk while later ones
- * are still arriving.  Received data lands in one of two scratch banks per
- * segment (step parity), so step s + 1's receive can be posted while step
- * s's reduce is pending; a bank is reused two steps later, after the
- * reduce that read it.
+ * are still arriving.  Received data lands in one of |banks| scratch banks
+ * per segment (step mod banks), so a receive is posted banks - 1 steps
+ * before its data is due; a bank is reused after the reduce that read it.
+ * Four banks when a chunk is small: a receive over MLT sends its START
+ * when posted, and with two banks a one-segment lane posted only one step
+ * ahead, so wherever a step is shorter than the START's one-way trip
+ * (small chunks, hops between racks) each step waited for it.
  *
  * Tags: step t (reduce-scatter 0..n-2, all-gather n-1..2n-3) and segment j
  * give sequence t * nseg + j; a pair (r, r + 1) has exactly one transfer
@@ -38,8 +41,17 @@ static uint32_t ring_add(uint32_t a, int64_t b, uint32_t n) {
 
 typedef struct ring_geom {
   uint32_t n, r, next, prev, nseg;
+  uint32_t banks;         /* scratch banks per segment lane */
   uint64_t seg_max_bytes; /* scratch slot size */
 } ring_geom;
+
+/* Above this chunk size two banks: a lane's segment takes longer to send
+ * than any fabric's START trip, and the banks' memory grows with the
+ * chunk.  (Simulated, leaf-spine at 100 Gbit/s, 24 us base RTT: a 256 KB
+ * ring of 128 ranks over 8 racks 2,417 -> 1,719 us with four, DCTCP's
+ * 1,710; six or eight banks changed nothing there; a 64 MiB ring of 4
+ * ranks, 16 MiB chunks, none.) */
+#define RING_SMALL_CHUNK_BYTES DLCP_COLL_MAX_AUTO_CHUNK_BYTES
 
 /* Element offset and length of segment |j| of chunk |c|. */
 static void seg_of(const coll_geom *g, const ring_geom *rg, uint32_t c,
@@ -58,6 +70,10 @@ static void ring_init(const coll_geom *g, ring_geom *rg, uint32_t steps) {
   rg->prev = ring_add(g->rank, -1, g->world);
   rg->nseg = coll_plan_nseg(g, max_chunk, steps);
   rg->seg_max_bytes = ((max_chunk + rg->nseg - 1) / rg->nseg) * g->esz;
+  rg->banks = max_chunk * g->esz <= RING_SMALL_CHUNK_BYTES ? 4u : 2u;
+  if (rg->banks > rg->n - 1 && rg->n > 1) {
+    rg->banks = rg->n - 1; /* one per reduce-scatter step at most */
+  }
 }
 
 /*
@@ -83,8 +99,8 @@ static int ring_reduce_scatter(coll_plan *plan, const coll_geom *g,
       seg_of(g, rg, send_c, j, &soff, &slen);
       seg_of(g, rg, recv_c, j, &roff, &rlen);
       uint32_t tag = coll_plan_tag(s, nseg, j);
-      /* Bank (s mod 2) of segment j. */
-      uint64_t bank = ((uint64_t)(s & 1u) * nseg + j) * rg->seg_max_bytes;
+      uint64_t bank =
+          ((uint64_t)(s % rg->banks) * nseg + j) * rg->seg_max_bytes;
       uint32_t snd = coll_plan_send(plan, rg->next, tag, COLL_BUF_WORK,
                                     soff * g->esz, slen * g->esz);
       uint32_t rcv = coll_plan_recv(plan, rg->prev, tag, COLL_BUF_SCRATCH,
@@ -92,13 +108,13 @@ static int ring_reduce_scatter(coll_plan *plan, const coll_geom *g,
       uint32_t x = coll_plan_reduce(plan, COLL_BUF_WORK, roff * g->esz,
                                     COLL_BUF_SCRATCH, bank, rlen * g->esz);
       /* Forward what the previous step reduced (it is this step's send
-       * chunk); receive into a bank only after the reduce two steps back
-       * has read it; reduce once the data is in. */
+       * chunk); receive into a bank only after the reduce |banks| steps
+       * back has read it; reduce once the data is in. */
       if (s > 0) {
         coll_plan_dep(plan, red[(s - 1) * nseg + j], snd);
       }
-      if (s > 1) {
-        coll_plan_dep(plan, red[(s - 2) * nseg + j], rcv);
+      if (s >= rg->banks) {
+        coll_plan_dep(plan, red[(s - rg->banks) * nseg + j], rcv);
       }
       coll_plan_dep(plan, rcv, x);
       red[s * nseg + j] = x;
@@ -207,7 +223,7 @@ static int ring_allreduce_or_rs(coll_plan *plan, const coll_geom *g,
     }
     return plan->err;
   }
-  plan->scratch_bytes = 2u * (uint64_t)nseg * rg.seg_max_bytes;
+  plan->scratch_bytes = (uint64_t)rg.banks * nseg * rg.seg_max_bytes;
   const dlcp_mem *mem = plan->mem;
   uint32_t *sends = mem->calloc((size_t)n * nseg, sizeof(uint32_t), mem->user);
   uint32_t *last = mem->calloc(nseg, sizeof(uint32_t), mem->user);

@@ -403,7 +403,7 @@ static void handle(collsim *cs, const event *ev) {
       start = cs->cpu_free[x->m.dst];
     }
     dlcp_tstamp fin = start + cs->cfg.compute_ns;
-    if (!cs->cfg.slow_until_ns || t < cs->cfg.slow_until_ns) {
+    if (!cs->cfg.slow_until_ns || start < cs->cfg.slow_until_ns) {
       fin += cs->cfg.slow_ns[x->m.dst];
     }
     if (fin > cs->cpu_free[x->m.dst]) {
