@@ -264,10 +264,14 @@ static void test_all_algorithms_exact(void **state) {
  * every algorithm over MLT stays exact on a 300 KB all-reduce of 12 ranks
  * (an eager sender's buffer is taken when its side completes, before the
  * receiver has it), and those whose steps are eager-sized get faster:
- * each step spares the START's one-way trip.  Measured: ring 875.0 ->
- * 487.9 us, PS 329.7 -> 195.4, RAT 384.7 -> 209.7, HD 600.5 -> 554.5.
- * Direct and recursive doubling send the whole 300 KB in each transfer:
- * to the picosecond the same. */
+ * each step spares the START's one-way trip.  Measured: ring 526.0 ->
+ * 487.9 us, PS 284.3 -> 195.4, RAT 228.0 -> 209.7.  Halving-doubling's
+ * first steps (150 and 75 KB) are not eager-sized and its later ones
+ * post their receives ahead: 527.5 against 530.6 us, no faster, and no
+ * more than 2 % slower (it was 607.7 -> 515.4 when the simulator sent
+ * each START as its receive was posted, the first taking the host's
+ * whole pool).  Direct and recursive doubling send the whole 300 KB in
+ * each transfer: to the picosecond the same. */
 static void test_eager_steps_exact_and_faster(void **state) {
   (void)state;
   static const char yaml[] =
@@ -292,7 +296,13 @@ static void test_eager_steps_exact_and_faster(void **state) {
     print_message("%s: %.1f us, with eager transfers %.1f us\n", algos[i],
                   us(end[0]), us(end[1]));
     bool whole = strcmp(algos[i], "direct") == 0 || strcmp(algos[i], "rd") == 0;
-    assert_true(whole ? end[1] == end[0] : end[1] < end[0]);
+    if (whole) {
+      assert_true(end[1] == end[0]);
+    } else if (strcmp(algos[i], "hd") == 0) {
+      assert_true(end[1] * 100 <= end[0] * 102);
+    } else {
+      assert_true(end[1] < end[0]);
+    }
   }
 }
 

@@ -247,10 +247,22 @@ typedef struct rat_part {
   uint64_t off, len; /* elements of the vector this tree carries */
 } rat_part;
 
-/* One tree's steps for this rank.  |up| false: broadcast (down only). */
+/* A vector of at most this many bytes receives its result from the
+ * parent into scratch, posted at once, and forwards it from there.  Into
+ * its own range a rank may receive only once its send up, which reads
+ * that range, has completed: over MLT the STOP that completes it and the
+ * START the receive then sends are two one-way trips on every level's
+ * chain, where a receive posted at once has its START waiting at the
+ * parent.  The copy into place costs the part's bytes and the scratch a
+ * vector, hence the bound (the ring's, four banks of a small chunk). */
+#define RAT_DOWN_AHEAD_BYTES DLCP_COLL_MAX_AUTO_CHUNK_BYTES
+
+/* One tree's steps for this rank.  |up| false: broadcast (down only).
+ * With |down_ahead| the parent's result lands in scratch (above). */
 static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
                      rat_which w, rat_part part, uint32_t nseg, bool up,
-                     uint32_t *kids, uint64_t *scratch, uint64_t seg_max) {
+                     bool down_ahead, uint32_t *kids, uint64_t *scratch,
+                     uint64_t seg_max) {
   uint32_t r = g->rank;
   uint32_t parent = parent_of(t, r, w);
   uint32_t nk = children_of(t, r, w, kids);
@@ -274,19 +286,34 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
         prev = x;
       }
     }
+    coll_buf down_buf = COLL_BUF_WORK;
+    uint64_t down_off = boff;
     if (parent != UINT32_MAX) {
+      uint32_t snd = COLL_NO_STEP;
       if (up) {
-        uint32_t snd = coll_plan_send(plan, parent,
-                                      coll_plan_tag(up_phase, nseg, j),
-                                      COLL_BUF_WORK, boff, bytes);
+        snd = coll_plan_send(plan, parent, coll_plan_tag(up_phase, nseg, j),
+                             COLL_BUF_WORK, boff, bytes);
         coll_plan_dep(plan, prev, snd);
         prev = snd;
       }
-      uint32_t rcv = coll_plan_recv(plan, parent,
-                                    coll_plan_tag(down_phase, nseg, j),
-                                    COLL_BUF_WORK, boff, bytes, off);
-      coll_plan_dep(plan, prev, rcv);
-      prev = rcv;
+      if (up && down_ahead) {
+        down_buf = COLL_BUF_SCRATCH;
+        down_off = *scratch + ((uint64_t)nk * nseg + j) * seg_max;
+        uint32_t rcv = coll_plan_recv(plan, parent,
+                                      coll_plan_tag(down_phase, nseg, j),
+                                      COLL_BUF_SCRATCH, down_off, bytes, off);
+        uint32_t cp = coll_plan_copy(plan, COLL_BUF_WORK, boff,
+                                     COLL_BUF_SCRATCH, down_off, bytes);
+        coll_plan_dep(plan, snd, cp);
+        coll_plan_dep(plan, rcv, cp);
+        prev = rcv;
+      } else {
+        uint32_t rcv = coll_plan_recv(plan, parent,
+                                      coll_plan_tag(down_phase, nseg, j),
+                                      COLL_BUF_WORK, boff, bytes, off);
+        coll_plan_dep(plan, prev, rcv);
+        prev = rcv;
+      }
     } else if (up && g->op == DLCP_AVG && g->world > 1 && len > 0) {
       uint32_t f = coll_plan_finish(plan, COLL_BUF_WORK, boff, bytes);
       coll_plan_dep(plan, prev, f);
@@ -295,12 +322,13 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
     for (uint32_t i = 0; i < nk; i++) {
       uint32_t snd = coll_plan_send(plan, kids[i],
                                     coll_plan_tag(down_phase, nseg, j),
-                                    COLL_BUF_WORK, boff, bytes);
+                                    down_buf, down_off, bytes);
       coll_plan_dep(plan, prev, snd);
     }
   }
   if (up) {
-    *scratch += (uint64_t)nk * nseg * seg_max;
+    uint32_t slots = nk + (down_ahead && parent != UINT32_MAX ? 1u : 0u);
+    *scratch += (uint64_t)slots * nseg * seg_max;
   }
 }
 
@@ -343,18 +371,20 @@ int coll_build_rat(coll_plan *plan, const coll_geom *g) {
     plan->nseg = nseg;
     rat_part whole = {0, g->count};
     rat_which w = {g->root, g->root};
-    rat_tree(plan, g, &t, w, whole, nseg, false, kids, &scratch, 0);
+    rat_tree(plan, g, &t, w, whole, nseg, false, false, kids, &scratch, 0);
   } else {
     uint32_t ntrees = rat_trees(g);
     uint64_t max_part = (g->count + ntrees - 1) / ntrees;
     uint32_t nseg = coll_plan_nseg(g, max_part, 2 * g->world);
     uint64_t seg_max = ((max_part + nseg - 1) / nseg) * g->esz;
     plan->nseg = nseg;
+    bool down_ahead = g->count * g->esz <= RAT_DOWN_AHEAD_BYTES;
     for (uint32_t i = 0; i < ntrees && g->world > 1; i++) {
       rat_part part;
       dlcp_coll_shard(g->count, ntrees, i, &part.off, &part.len);
       rat_which w = {ntrees == g->world ? i : turn_member(&t, i), i};
-      rat_tree(plan, g, &t, w, part, nseg, true, kids, &scratch, seg_max);
+      rat_tree(plan, g, &t, w, part, nseg, true, down_ahead, kids, &scratch,
+               seg_max);
     }
   }
   plan->scratch_bytes = scratch;
