@@ -296,24 +296,23 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
         coll_plan_dep(plan, prev, snd);
         prev = snd;
       }
-      if (up && down_ahead) {
+      bool ahead = up && down_ahead;
+      if (ahead) {
         down_buf = COLL_BUF_SCRATCH;
         down_off = *scratch + ((uint64_t)nk * nseg + j) * seg_max;
-        uint32_t rcv = coll_plan_recv(plan, parent,
-                                      coll_plan_tag(down_phase, nseg, j),
-                                      COLL_BUF_SCRATCH, down_off, bytes, off);
+      }
+      uint32_t rcv = coll_plan_recv(plan, parent,
+                                    coll_plan_tag(down_phase, nseg, j),
+                                    down_buf, down_off, bytes, off);
+      if (ahead) {
         uint32_t cp = coll_plan_copy(plan, COLL_BUF_WORK, boff,
                                      COLL_BUF_SCRATCH, down_off, bytes);
         coll_plan_dep(plan, snd, cp);
         coll_plan_dep(plan, rcv, cp);
-        prev = rcv;
       } else {
-        uint32_t rcv = coll_plan_recv(plan, parent,
-                                      coll_plan_tag(down_phase, nseg, j),
-                                      COLL_BUF_WORK, boff, bytes, off);
         coll_plan_dep(plan, prev, rcv);
-        prev = rcv;
       }
+      prev = rcv;
     } else if (up && g->op == DLCP_AVG && g->world > 1 && len > 0) {
       uint32_t f = coll_plan_finish(plan, COLL_BUF_WORK, boff, bytes);
       coll_plan_dep(plan, prev, f);
