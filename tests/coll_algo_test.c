@@ -1693,6 +1693,19 @@ static void test_golden_plans(void **state) {
   p.algo = DLCP_ALGO_RING;
   p.chunk_bytes = 8;
   check_golden("allreduce_ring_n3_r1", &p);
+  /* Six ranks: four scratch banks, a receive posted three steps ahead;
+   * two banks (one step ahead) when receives are not posted ahead, or
+   * when the chunk is above recv_ahead_bytes. */
+  p.world = 6;
+  p.count = 12;
+  p.chunk_bytes = 0;
+  check_golden("allreduce_ring_n6_r1", &p);
+  p.recv_ahead_bytes = 4;
+  check_golden("allreduce_ring_n6_r1_two_banks", &p);
+  p.recv_ahead_bytes = DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES;
+  p.world = 3;
+  p.count = 10;
+  p.chunk_bytes = 8;
   p.algo = DLCP_ALGO_HALVING_DOUBLING;
   p.rank = 0;
   p.count = 7;
@@ -1714,6 +1727,11 @@ static void test_golden_plans(void **state) {
   p.topo = racks;
   p.topo_levels = 1;
   check_golden("allreduce_rat_n4_r1", &p);
+  /* Receives not posted ahead (recv_ahead_bytes 0, the simulator's TCP
+   * baselines): the result lands in place once the send up is done. */
+  p.recv_ahead_bytes = 0;
+  check_golden("allreduce_rat_n4_r1_in_place", &p);
+  p.recv_ahead_bytes = DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES;
   /* Too small for 8 KiB a tree: one tree, rooted at rank 0. */
   p.count = 8;
   check_golden("allreduce_rat_n4_r1_one_tree", &p);

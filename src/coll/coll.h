@@ -72,6 +72,9 @@ typedef enum dlcp_coll_kind {
 /* RAT's smallest part of the vector a tree carries (rat.c: fewer trees
  * than ranks below n times this). */
 #define DLCP_COLL_RAT_MIN_PART_BYTES (8u * 1024u)
+/* dlcp_coll_params.recv_ahead_bytes's default: scratch a plan may spend
+ * so that its receives are posted early (see there). */
+#define DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES (4u * 1024u * 1024u)
 /* Default bypass threshold factor alpha (see docs/collectives.md). */
 #define DLCP_COLL_DEFAULT_BYPASS_ALPHA 1.5
 
@@ -204,6 +207,16 @@ typedef struct dlcp_coll_params {
                                   simulator, scales this and chunk_bytes
                                   alike, so its plans have the same
                                   transfers) */
+  /* Receives that announce themselves when posted (MLT's START, which
+   * releases the sender's data) are posted further ahead where that costs
+   * little memory: a ring's three steps ahead (four scratch banks instead
+   * of two) when its chunk is at most this many bytes, and RAT's result
+   * into scratch, posted at once and copied into place, when the vector
+   * is.  0 = never (a transport whose sender does not wait for the
+   * receive gains nothing by it: the simulator's TCP baselines); default
+   * DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES.  A driver that scales its buffers
+   * down scales this alike. */
+  uint64_t recv_ahead_bytes;
   /* Topology for RAT (and for AUTO's choice): topo[r * topo_levels + l] is
    * rank r's label at level l: level 0 the rack (the innermost
    * oversubscribed region), 1 the pod, ...  Ranks with equal labels at

@@ -17,6 +17,7 @@ void dlcp_coll_params_default(dlcp_coll_params *p) {
   p->op = DLCP_SUM;
   p->chunk_bytes = 0; /* by size: coll_plan_nseg */
   p->rat_min_part_bytes = 0;
+  p->recv_ahead_bytes = DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES;
   p->bypass_alpha = DLCP_COLL_DEFAULT_BYPASS_ALPHA;
 }
 
@@ -117,6 +118,7 @@ int coll_params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
   g->chunk_bytes = p->chunk_bytes;
   g->rat_min_part = p->rat_min_part_bytes ? p->rat_min_part_bytes
                                           : DLCP_COLL_RAT_MIN_PART_BYTES;
+  g->recv_ahead = p->recv_ahead_bytes;
   g->topo = p->topo_levels ? p->topo : NULL;
   g->levels = p->topo_levels;
   g->rs_copy_out = p->kind == DLCP_COLL_REDUCE_SCATTER && p->sendbuf &&

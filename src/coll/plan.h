@@ -78,6 +78,7 @@ typedef struct coll_geom {
   dlcp_redop op;
   uint64_t chunk_bytes;
   uint64_t rat_min_part; /* bytes (dlcp_coll_params.rat_min_part_bytes) */
+  uint64_t recv_ahead;   /* bytes (dlcp_coll_params.recv_ahead_bytes) */
   const uint32_t *topo;
   uint32_t levels;
   bool rs_copy_out; /* REDUCE_SCATTER out of place: copy the shard to OUT */

@@ -247,18 +247,15 @@ typedef struct rat_part {
   uint64_t off, len; /* elements of the vector this tree carries */
 } rat_part;
 
-/* A vector of at most this many bytes receives its result from the
- * parent into scratch, posted at once, and forwards it from there.  Into
- * its own range a rank may receive only once its send up, which reads
- * that range, has completed: over MLT the STOP that completes it and the
- * START the receive then sends are two one-way trips on every level's
- * chain, where a receive posted at once has its START waiting at the
- * parent.  The copy into place costs the part's bytes and the scratch a
- * vector, hence the bound (the ring's, four banks of a small chunk). */
-#define RAT_DOWN_AHEAD_BYTES DLCP_COLL_MAX_AUTO_CHUNK_BYTES
-
 /* One tree's steps for this rank.  |up| false: broadcast (down only).
- * With |down_ahead| the parent's result lands in scratch (above). */
+ * With |down_ahead| the parent's result lands in scratch, posted at once,
+ * and is forwarded from there: into its own range a rank may receive only
+ * once its send up, which reads that range, has completed, and over MLT
+ * the STOP that completes it and the START the receive then sends are two
+ * one-way trips on every level's chain, where a receive posted at once
+ * has its START waiting at the parent.  The copy into place costs the
+ * part's bytes and the scratch a vector, hence the bound
+ * (dlcp_coll_params.recv_ahead_bytes). */
 static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
                      rat_which w, rat_part part, uint32_t nseg, bool up,
                      bool down_ahead, uint32_t *kids, uint64_t *scratch,
@@ -377,7 +374,7 @@ int coll_build_rat(coll_plan *plan, const coll_geom *g) {
     uint32_t nseg = coll_plan_nseg(g, max_part, 2 * g->world);
     uint64_t seg_max = ((max_part + nseg - 1) / nseg) * g->esz;
     plan->nseg = nseg;
-    bool down_ahead = g->count * g->esz <= RAT_DOWN_AHEAD_BYTES;
+    bool down_ahead = g->count * g->esz <= g->recv_ahead;
     for (uint32_t i = 0; i < ntrees && g->world > 1; i++) {
       rat_part part;
       dlcp_coll_shard(g->count, ntrees, i, &part.off, &part.len);

@@ -20,7 +20,8 @@
  * are still arriving.  Received data lands in one of |banks| scratch banks
  * per segment (step mod banks), so a receive is posted banks - 1 steps
  * before its data is due; a bank is reused after the reduce that read it.
- * Four banks when a chunk is small: a receive over MLT sends its START
+ * Four banks when a chunk is small (dlcp_coll_params.recv_ahead_bytes):
+ * a receive over MLT sends its START
  * when posted, and with two banks a one-segment lane posted only one step
  * ahead, so wherever a step is shorter than the START's one-way trip
  * (small chunks, hops between racks) each step waited for it.
@@ -45,14 +46,6 @@ typedef struct ring_geom {
   uint64_t seg_max_bytes; /* scratch slot size */
 } ring_geom;
 
-/* Above this chunk size two banks: a lane's segment takes longer to send
- * than any fabric's START trip, and the banks' memory grows with the
- * chunk.  (Simulated, leaf-spine at 100 Gbit/s, 24 us base RTT: a 256 KB
- * ring of 128 ranks over 8 racks 2,417 -> 1,719 us with four, DCTCP's
- * 1,710; six or eight banks changed nothing there; a 64 MiB ring of 4
- * ranks, 16 MiB chunks, none.) */
-#define RING_SMALL_CHUNK_BYTES DLCP_COLL_MAX_AUTO_CHUNK_BYTES
-
 /* Element offset and length of segment |j| of chunk |c|. */
 static void seg_of(const coll_geom *g, const ring_geom *rg, uint32_t c,
                    uint32_t j, uint64_t *off, uint64_t *len) {
@@ -70,7 +63,13 @@ static void ring_init(const coll_geom *g, ring_geom *rg, uint32_t steps) {
   rg->prev = ring_add(g->rank, -1, g->world);
   rg->nseg = coll_plan_nseg(g, max_chunk, steps);
   rg->seg_max_bytes = ((max_chunk + rg->nseg - 1) / rg->nseg) * g->esz;
-  rg->banks = max_chunk * g->esz <= RING_SMALL_CHUNK_BYTES ? 4u : 2u;
+  /* Above g->recv_ahead two banks: a lane's segment takes longer to send
+   * than a fabric's START trip, and the banks' memory grows with the
+   * chunk.  (Simulated, leaf-spine at 100 Gbit/s, 24 us base RTT: a 256 KB
+   * ring of 128 ranks over 8 racks 2,417 -> 1,719 us with four, DCTCP's
+   * 1,710; six or eight banks changed nothing there; a 64 MiB ring of 4
+   * ranks, 16 MiB chunks, none.) */
+  rg->banks = max_chunk * g->esz <= g->recv_ahead ? 4u : 2u;
   if (rg->banks > rg->n - 1 && rg->n > 1) {
     rg->banks = rg->n - 1; /* one per reduce-scatter step at most */
   }

@@ -480,6 +480,7 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   p.op = op;
   p.chunk_bytes = job->chunk;
   p.rat_min_part_bytes = job->rat_min_part;
+  p.recv_ahead_bytes = job->recv_ahead;
   p.topo = job->labels;
   p.topo_levels = job->levels;
   p.loss_bound = job->spec.loss_bound;
