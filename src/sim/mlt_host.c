@@ -776,16 +776,21 @@ static int post_receive(dlcp_sim *sim, dlcp_sim_flow *flow, dlcp_sim_ps now) {
                      .stage = flow->stage,
                      .user_data = flow->id};
   int rv = dlcp_mlt_post_recv(rx->conn, &r, ns_of(now));
-  if (rv == 0) {
-    /* Polled once this instant's posts are in, as the runtime polls its
-     * connections after a collective's whole batch of posts: a START's
-     * grant divides the host's pool among the receives posted, and one
-     * polled at its own post took the whole pool, its batch-mates the
-     * window's floor (a 256 KB RAT all-reduce of 128 ranks 163.8 -> 124.5
-     * us, a 4 MiB PS of 16 ranks 970.7 -> 733.0). */
-    dlcp_sim_timer_arm(&rx->timer.timer, now);
+  if (rv != 0) {
+    return rv;
   }
-  return rv;
+  if (flow->xfer != DLCP_SIM_NONE) {
+    /* A collective's: polled once this instant's posts are in, as the
+     * runtime polls its connections after a collective's whole batch of
+     * posts.  A START's grant divides the host's pool among the receives
+     * posted, and one polled at its own post took the whole pool, its
+     * batch-mates the window's floor (a 256 KB RAT all-reduce of 128
+     * ranks 163.8 -> 124.5 us, a 4 MiB PS of 16 ranks 970.7 -> 733.0). */
+    dlcp_sim_timer_arm(&rx->timer.timer, now);
+  } else {
+    service(rx, now); /* as dlcp_post_recv, which sends what it can */
+  }
+  return 0;
 }
 
 static int mlt_flow_expect(void *state, dlcp_sim_flow *flow,
