@@ -670,7 +670,7 @@ static bool plan_fits(const dlcp_coll *op, const dlcp_coll_params *p,
          g->world == o->world && g->root == o->root && g->count == o->count &&
          g->esz == o->esz && g->dtype == o->dtype && g->op == o->op &&
          g->chunk_bytes == o->chunk_bytes && g->levels == o->levels &&
-         g->recv_ahead == o->recv_ahead &&
+         g->recv_ahead == o->recv_ahead && g->eager == o->eager &&
          g->rs_copy_out == o->rs_copy_out &&
          p->reduce_on_arrival == op->p.reduce_on_arrival &&
          g->algo != DLCP_ALGO_RING_BYPASS && g->algo != DLCP_ALGO_RAT &&

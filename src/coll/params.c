@@ -119,6 +119,7 @@ int coll_params_to_geom(const dlcp_coll_params *p, coll_geom *g) {
   g->rat_min_part = p->rat_min_part_bytes ? p->rat_min_part_bytes
                                           : DLCP_COLL_RAT_MIN_PART_BYTES;
   g->recv_ahead = p->recv_ahead_bytes;
+  g->eager = p->exact_bytes;
   g->topo = p->topo_levels ? p->topo : NULL;
   g->levels = p->topo_levels;
   g->rs_copy_out = p->kind == DLCP_COLL_REDUCE_SCATTER && p->sendbuf &&

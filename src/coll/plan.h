@@ -79,6 +79,8 @@ typedef struct coll_geom {
   uint64_t chunk_bytes;
   uint64_t rat_min_part; /* bytes (dlcp_coll_params.rat_min_part_bytes) */
   uint64_t recv_ahead;   /* bytes (dlcp_coll_params.recv_ahead_bytes) */
+  uint64_t eager;        /* bytes (dlcp_coll_params.exact_bytes): transfers
+                            the driver sends without a START */
   const uint32_t *topo;
   uint32_t levels;
   bool rs_copy_out; /* REDUCE_SCATTER out of place: copy the shard to OUT */

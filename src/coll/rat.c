@@ -243,6 +243,17 @@ static uint32_t children_of(const rat_topo *t, uint32_t x, rat_which w,
   return k;
 }
 
+/* Parts of at most this many smallest parts (rat_min_part: 64 KiB by
+ * default, scaled with it by a driver that scales its buffers) receive
+ * their result ahead, unless the driver sends them eagerly (no START to
+ * wait for).  Larger ones gain little and pay: their receives, posted with
+ * the tree's reduce, divide the host's receive grants while the parts go
+ * up (a simulated 4 MiB RAT of 16 ranks, 256 KB parts, 1,035 -> 1,179 us;
+ * on the 4-host testbed, 4 interleaved rounds, 1 MiB parts 18.3-20.1 ->
+ * 20.1-21.5 ms).  Eager ones too (64 KiB parts there: 1.29-1.36 ->
+ * 1.32-1.70 ms). */
+#define RAT_AHEAD_PARTS 8u
+
 typedef struct rat_part {
   uint64_t off, len; /* elements of the vector this tree carries */
 } rat_part;
@@ -255,7 +266,8 @@ typedef struct rat_part {
  * one-way trips on every level's chain, where a receive posted at once
  * has its START waiting at the parent.  The copy into place costs the
  * part's bytes and the scratch a vector, hence the bound
- * (dlcp_coll_params.recv_ahead_bytes). */
+ * (dlcp_coll_params.recv_ahead_bytes); and only for small parts, where
+ * those trips are much of a transfer (RAT_AHEAD_PARTS). */
 static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
                      rat_which w, rat_part part, uint32_t nseg, bool up,
                      bool down_ahead, uint32_t *kids, uint64_t *scratch,
@@ -374,7 +386,10 @@ int coll_build_rat(coll_plan *plan, const coll_geom *g) {
     uint32_t nseg = coll_plan_nseg(g, max_part, 2 * g->world);
     uint64_t seg_max = ((max_part + nseg - 1) / nseg) * g->esz;
     plan->nseg = nseg;
-    bool down_ahead = g->count * g->esz <= g->recv_ahead;
+    uint64_t part_bytes = max_part * g->esz;
+    bool down_ahead = g->count * g->esz <= g->recv_ahead &&
+                      part_bytes > g->eager &&
+                      part_bytes <= RAT_AHEAD_PARTS * g->rat_min_part;
     for (uint32_t i = 0; i < ntrees && g->world > 1; i++) {
       rat_part part;
       dlcp_coll_shard(g->count, ntrees, i, &part.off, &part.len);
