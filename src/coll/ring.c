@@ -21,10 +21,10 @@
  * per segment (step mod banks), so a receive is posted banks - 1 steps
  * before its data is due; a bank is reused after the reduce that read it.
  * Four banks when a chunk is small (dlcp_coll_params.recv_ahead_bytes):
- * a receive over MLT sends its START
- * when posted, and with two banks a one-segment lane posted only one step
- * ahead, so wherever a step is shorter than the START's one-way trip
- * (small chunks, hops between racks) each step waited for it.
+ * a receive over MLT sends its START when posted, and with two banks a
+ * one-segment lane posted only one step ahead, so wherever a step is
+ * shorter than the START's one-way trip (small chunks, hops between
+ * racks) each step waited for it.
  *
  * Tags: step t (reduce-scatter 0..n-2, all-gather n-1..2n-3) and segment j
  * give sequence t * nseg + j; a pair (r, r + 1) has exactly one transfer
@@ -65,9 +65,8 @@ static void ring_init(const coll_geom *g, ring_geom *rg, uint32_t steps) {
   rg->seg_max_bytes = ((max_chunk + rg->nseg - 1) / rg->nseg) * g->esz;
   /* Segments the driver sends eagerly announce nothing, and wait for no
    * receive: two banks.  Above g->recv_ahead two banks: a lane's segment
-   * takes longer to send
-   * than a fabric's START trip, and the banks' memory grows with the
-   * chunk.  (Simulated, leaf-spine at 100 Gbit/s, 24 us base RTT: a 256 KB
+   * takes longer to send than a fabric's START trip, and the banks'
+   * memory grows with the chunk.  (Simulated, leaf-spine at 100 Gbit/s, 24 us base RTT: a 256 KB
    * ring of 128 ranks over 8 racks 2,417 -> 1,719 us with four, DCTCP's
    * 1,710; six or eight banks changed nothing there; a 64 MiB ring of 4
    * ranks, 16 MiB chunks, none.) */
