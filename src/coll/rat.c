@@ -310,9 +310,9 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
         down_buf = COLL_BUF_SCRATCH;
         down_off = *scratch + ((uint64_t)nk * nseg + j) * seg_max;
       }
-      uint32_t rcv = coll_plan_recv(plan, parent,
-                                    coll_plan_tag(down_phase, nseg, j),
-                                    down_buf, down_off, bytes, off);
+      uint32_t rcv =
+          coll_plan_recv(plan, parent, coll_plan_tag(down_phase, nseg, j),
+                         down_buf, down_off, bytes, off);
       if (ahead) {
         uint32_t cp = coll_plan_copy(plan, COLL_BUF_WORK, boff,
                                      COLL_BUF_SCRATCH, down_off, bytes);
@@ -328,9 +328,9 @@ static void rat_tree(coll_plan *plan, const coll_geom *g, const rat_topo *t,
       prev = f;
     }
     for (uint32_t i = 0; i < nk; i++) {
-      uint32_t snd = coll_plan_send(plan, kids[i],
-                                    coll_plan_tag(down_phase, nseg, j),
-                                    down_buf, down_off, bytes);
+      uint32_t snd =
+          coll_plan_send(plan, kids[i], coll_plan_tag(down_phase, nseg, j),
+                         down_buf, down_off, bytes);
       coll_plan_dep(plan, prev, snd);
     }
   }
