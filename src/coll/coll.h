@@ -212,7 +212,9 @@ typedef struct dlcp_coll_params {
    * little memory: a ring's three steps ahead (four scratch banks instead
    * of two) when its chunk is at most this many bytes, and RAT's result
    * into scratch, posted at once and copied into place, when the vector
-   * is.  0 = never (a transport whose sender does not wait for the
+   * is (and its trees' parts small: rat.c).  Neither for transfers the
+   * driver sends eagerly (exact_bytes), which wait for no receive.  0 =
+   * never (a transport whose sender does not wait for the
    * receive gains nothing by it: the simulator's TCP baselines); default
    * DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES.  A driver that scales its buffers
    * down scales this alike. */

@@ -11,8 +11,8 @@
  * |latency_ns| plus a seeded jitter; the sender's on_sent follows
  * |latency_ns| later (the acknowledgement).  The receiver's step then
  * costs compute time: on_received is delivered after the rank's CPU has
- * spent |compute_ns| (+ the rank's |slow_ns|, the straggler, while virtual
- * time is before |slow_until_ns|) on it, one receive at a time per rank
+ * spent |compute_ns| (+ the rank's |slow_ns|, the straggler, for a step
+ * its CPU starts before |slow_until_ns|) on it, one receive at a time per rank
  * (or all in parallel with |compute_parallel|).  NOTEs arrive after
  * |note_latency_ns| (+ |note_jitter_ns|, in order per pair) and cost no
  * compute (the control path of a straggler is not slow).
@@ -50,8 +50,10 @@ typedef struct collsim_config {
                                     per pair (data and notes race) */
   dlcp_duration compute_ns;      /* CPU time per completed receive */
   dlcp_duration slow_ns[COLLSIM_MAX_WORLD]; /* extra per receive (straggler) */
-  dlcp_tstamp slow_until_ns;     /* the straggler is slow for receives that
-                                    arrive before this; 0 = always */
+  dlcp_tstamp slow_until_ns;     /* the straggler is slow for receives its
+                                    CPU starts on before this (a receive
+                                    posted early is not charged for
+                                    arriving early); 0 = always */
   bool compute_parallel;         /* receives do not queue for the CPU: each
                                     costs its time in parallel (a latency) */
   double segment_loss;           /* probability a piece is lost (p > 0) */
