@@ -312,7 +312,8 @@ static void test_eager_steps_exact_and_faster(void **state) {
  * the operation with p = 0.1 runs exact and ends to the picosecond when
  * it does with p = 0, where before it paid the agreement on missing
  * ranges at its end.  An MLT all-reduce above the eager size still
- * agrees, and so takes longer. */
+ * agrees, and so takes longer, also when its buffers are scaled down to
+ * within the eager size (the size compared is the simulated one). */
 static void test_unusable_bound_runs_exact(void **state) {
   (void)state;
   static const char yaml[] =
@@ -321,29 +322,66 @@ static void test_unusable_bound_runs_exact(void **state) {
       "transport: {kind: mlt, eager_bytes: 65536}\n"
       "workload:\n"
       "  collective: {algo: ring, bytes: 32KB, iterations: 2}\n";
-  static const char *const cases[][2] = {
-      {"transport.kind=dctcp", "workload.collective.bytes=800KB"},
-      {"transport.kind=mlt", "workload.collective.bytes=32KB"},
-      {"transport.kind=mlt", "workload.collective.bytes=800KB"}};
-  for (int c = 0; c < 3; c++) {
+  static const char *const cases[][3] = {
+      {"transport.kind=dctcp", "workload.collective.bytes=800KB",
+       "workload.collective.scale=1"},
+      {"transport.kind=mlt", "workload.collective.bytes=32KB",
+       "workload.collective.scale=1"},
+      {"transport.kind=mlt", "workload.collective.bytes=800KB",
+       "workload.collective.scale=1"},
+      {"transport.kind=mlt", "workload.collective.bytes=256KB",
+       "workload.collective.scale=4"}};
+  for (int c = 0; c < 4; c++) {
     dlcp_sim_ps end[2];
     for (int b = 0; b < 2; b++) {
-      const char *sets[] = {cases[c][0], cases[c][1],
+      const char *sets[] = {cases[c][0], cases[c][1], cases[c][2],
                             b ? "workload.collective.loss_bound=0.1"
                               : "workload.collective.loss_bound=0"};
-      dlcp_sim *sim = simtest_load(yaml, sets, 3);
+      dlcp_sim *sim = simtest_load(yaml, sets, 4);
       dlcp_sim_coll_report r;
       end[b] = run_job(sim, &r);
       assert_true(r.min_delivered == 1.0);
       dlcp_sim_del(sim);
     }
-    print_message("%s, %s: p = 0 %.3f us, p = 0.1 %.3f us\n", cases[c][0],
-                  cases[c][1], us(end[0]), us(end[1]));
+    print_message("%s, %s, %s: p = 0 %.3f us, p = 0.1 %.3f us\n", cases[c][0],
+                  cases[c][1], cases[c][2], us(end[0]), us(end[1]));
     if (c < 2) {
       assert_true(end[1] == end[0]);
     } else {
       assert_true(end[1] > end[0]);
     }
+  }
+}
+
+/* AUTO picks the algorithm by the simulated vector's size, not by the
+ * buffers' scaled-down one: 6 ranks (not a power of two) run the
+ * parameter server up to 8 MiB and the ring above it, so 16 MiB with
+ * buffers a quarter the size is a ring, as it is unscaled (it was read
+ * as 4 MiB, a parameter server). */
+static void test_auto_picks_by_simulated_size(void **state) {
+  (void)state;
+  static const char yaml[] =
+      "topology: {kind: leaf_spine, tors: 1, hosts_per_tor: 6,\n"
+      "           host_rate: 100Gbps, base_rtt: 24us}\n"
+      "transport: {kind: mlt}\n"
+      "workload:\n"
+      "  collective: {algo: auto, bytes: 4MiB}\n";
+  static const struct {
+    const char *bytes, *scale;
+    dlcp_algo algo;
+  } cases[] = {{"workload.collective.bytes=4MiB", "workload.collective.scale=1",
+                DLCP_ALGO_PS},
+               {"workload.collective.bytes=16MiB",
+                "workload.collective.scale=1", DLCP_ALGO_RING},
+               {"workload.collective.bytes=16MiB",
+                "workload.collective.scale=4", DLCP_ALGO_RING}};
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    const char *sets[] = {cases[c].bytes, cases[c].scale};
+    dlcp_sim *sim = simtest_load(yaml, sets, 2);
+    dlcp_sim_coll_report r;
+    run_job(sim, &r);
+    assert_int_equal(r.algo, cases[c].algo);
+    dlcp_sim_del(sim);
   }
 }
 
@@ -707,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_all_algorithms_exact),
       cmocka_unit_test(test_eager_steps_exact_and_faster),
       cmocka_unit_test(test_unusable_bound_runs_exact),
+      cmocka_unit_test(test_auto_picks_by_simulated_size),
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_straggler_seed_setup),
       cmocka_unit_test(test_canceled_receives_posted_ahead),

@@ -286,6 +286,20 @@ static uint64_t scaled_down(uint64_t bytes, uint32_t scale) {
   return bytes / scale ? bytes / scale : sizeof(float);
 }
 
+/* The transfers |t| delivers whole whatever their loss bound
+ * (dlcp_coll_params.exact_bytes), as the runtime gives its eager size:
+ * MLT's eager ones, and every one of a transport that never gives up
+ * data.  An operation whose transfers all are runs exact, without the
+ * agreement on missing ranges at its end.  Scaled as the buffers, so the
+ * plan compares it with its own sizes; none stays none. */
+static uint64_t exact_bytes(const dlcp_sim_transport_config *t,
+                            uint32_t scale) {
+  if (t->kind != DLCP_SIM_TRANSPORT_MLT) {
+    return UINT64_MAX;
+  }
+  return t->mlt.eager_bytes / scale;
+}
+
 static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
                      size_t errlen) {
   dlcp_sim_colls *c = sim->colls;
@@ -372,6 +386,7 @@ static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
   job->recv_ahead = dlcp_sim_expects(sim)
                         ? scaled_down(DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES, scale)
                         : 0;
+  job->exact_bytes = exact_bytes(&sim->cfg.transport, scale);
   uint64_t wire = job->count * sizeof(float) * scale;
   if (wire > sim->coll_max_flow) {
     /* No transfer is larger than the whole vector (the halving-doubling
@@ -395,7 +410,7 @@ static int build_job(dlcp_sim *sim, uint32_t id, bool *used, char *err,
   p.kind = s->kind;
   p.algo = job->algo;
   p.world = job->n;
-  p.count = job->count;
+  p.count = s->bytes / sizeof(float); /* AUTO picks by the simulated size */
   p.topo = job->labels;
   p.topo_levels = job->levels;
   int algo = dlcp_sim_coll_is_ina(job->algo) ? (int)job->algo

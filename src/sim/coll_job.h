@@ -75,6 +75,7 @@ typedef struct coll_job {
   uint64_t chunk;
   uint64_t rat_min_part; /* RAT's smallest part, scaled as |chunk| */
   uint64_t recv_ahead;   /* dlcp_coll_params.recv_ahead_bytes, scaled */
+  uint64_t exact_bytes;  /* dlcp_coll_params.exact_bytes, scaled */
   float *expected;
   dlcp_sim_coll_iter *it;
   uint64_t verify_errors;

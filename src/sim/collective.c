@@ -451,15 +451,6 @@ static void rank_process(coll_rank *rk, dlcp_sim_ps now) {
   job_fail(job, rk->rank, DLCP_ERR_LIMIT, now);
 }
 
-/* The transfers |t| delivers whole whatever their loss bound
- * (dlcp_coll_params.exact_bytes), as the runtime gives its eager size:
- * MLT's eager ones, and every one of a transport that never gives up
- * data.  An operation whose transfers all are runs exact, without the
- * agreement on missing ranges at its end. */
-static uint64_t exact_bytes(const dlcp_sim_transport_config *t) {
-  return t->kind == DLCP_SIM_TRANSPORT_MLT ? t->mlt.eager_bytes : UINT64_MAX;
-}
-
 /* Starts |rk|'s operation of |kind| on |count| elements of |dtype| at
  * |buf| with |algo| and |op| (the job's float32 sum, RA-INA's ring part:
  * an all-reduce, or INA's agreement on the exponents: int32 MAX). */
@@ -484,7 +475,7 @@ static void coll_start(coll_rank *rk, dlcp_coll_kind kind, dlcp_algo algo,
   p.topo = job->labels;
   p.topo_levels = job->levels;
   p.loss_bound = job->spec.loss_bound;
-  p.exact_bytes = exact_bytes(&job->sim->cfg.transport);
+  p.exact_bytes = job->exact_bytes;
   p.reduce_on_arrival = true; /* as the runtime: the same plan's execution */
   if (job->spec.bypass_alpha > 0.0) {
     p.bypass_alpha = job->spec.bypass_alpha;
