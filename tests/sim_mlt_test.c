@@ -9,6 +9,7 @@
  * control channel's own priority, and determinism.
  */
 #include <setjmp.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -304,18 +305,21 @@ static void test_reliable_p0(void **state) {
  * The core's path ids, round-robin over 4 paths, select the spine by
  * source routing: one flow over 4 spines puts a quarter of its bytes on
  * each ToR uplink (within 5%), packet by packet or 32 packets a path (the
- * runtime's path_burst); per-packet spraying does too, and flow ECMP keeps
- * the flow on one spine.
+ * runtime's path_burst); per-packet spraying does too.  ECMP hashes each
+ * path's UDP socket, as a switch hashes the runtime's ports: every path
+ * stays on one spine, so each spine carries a whole number of quarters
+ * (within 5%) and, with one path, the flow keeps one spine.
  */
-static void spine_shares(const char *lb, uint32_t path_burst,
-                         double *max_dev, int *used) {
-  char set[64], burst[64];
+static void spine_shares(const char *lb, uint32_t path_burst, uint32_t paths,
+                         uint64_t bytes[4], double *max_dev, int *used) {
+  char set[64], burst[64], npaths[64];
   snprintf(set, sizeof(set), "transport.load_balancing=%s", lb);
   snprintf(burst, sizeof(burst), "transport.path_burst=%u", path_burst);
-  const char *sets[] = {set, "topology.spines=4", burst};
-  dlcp_sim *sim = build_yaml(clean_yaml, sets, 3);
+  snprintf(npaths, sizeof(npaths), "transport.paths=%u", paths);
+  const char *sets[] = {set, "topology.spines=4", burst, npaths};
+  dlcp_sim *sim = build_yaml(clean_yaml, sets, 4);
   run_all(sim);
-  uint64_t bytes[4], total = 0;
+  uint64_t total = 0;
   for (int s = 0; s < 4; s++) {
     char spine[16];
     snprintf(spine, sizeof(spine), "spine%d", s);
@@ -336,22 +340,34 @@ static void spine_shares(const char *lb, uint32_t path_burst,
 
 static void test_paths_spread_over_spines(void **state) {
   (void)state;
+  uint64_t bytes[4];
   double dev;
   int used;
-  spine_shares("source", 1, &dev, &used);
+  spine_shares("source", 1, 4, bytes, &dev, &used);
   print_message("source routing: max deviation %.2f%%\n", dev * 100);
   assert_int_equal(used, 4);
   assert_true(dev < 0.05);
-  spine_shares("source", 32, &dev, &used);
+  spine_shares("source", 32, 4, bytes, &dev, &used);
   print_message("source routing, 32 packets a path: max deviation %.2f%%\n",
                 dev * 100);
   assert_int_equal(used, 4);
   assert_true(dev < 0.05);
-  spine_shares("spray", 1, &dev, &used);
+  spine_shares("spray", 1, 4, bytes, &dev, &used);
   print_message("spraying: max deviation %.2f%%\n", dev * 100);
   assert_int_equal(used, 4);
   assert_true(dev < 0.05);
-  spine_shares("ecmp", 1, &dev, &used);
+  spine_shares("ecmp", 1, 4, bytes, &dev, &used);
+  uint64_t total = bytes[0] + bytes[1] + bytes[2] + bytes[3];
+  for (int s = 0; s < 4; s++) {
+    double quarters = (double)bytes[s] / ((double)total / 4);
+    print_message("ECMP, 4 paths: spine%d %.3f quarters\n", s, quarters);
+    double off = quarters - (double)llround(quarters);
+    assert_true(off < 0.05 && off > -0.05);
+  }
+  /* This seed's hash puts the 4 sockets on 2 spines, two each (all on
+   * one spine would be 4 seeds in 256). */
+  assert_true(used > 1);
+  spine_shares("ecmp", 1, 1, bytes, &dev, &used);
   assert_int_equal(used, 1);
 }
 

@@ -20,7 +20,8 @@
  * buffer, so only the encoded header travels in pkt->hdr.  The core's
  * priority p picks switch queue 1 + p, act.ect picks ECT or not-ECT (so
  * selective dropping sees the core's importance tags), and act.path becomes
- * the packet's path id for source routing (spraying and ECMP ignore it).
+ * the packet's path id for source routing and, for ECMP, the UDP socket it
+ * leaves from, as in the runtime (spraying ignores it).
  *
  * Control messages (START, PROBE, BITMAP, STOP, FINISH) go the way the
  * core sends them with control_datagrams: CDATA datagrams (and CACKs) on
@@ -441,7 +442,8 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   p->tie = dlcp_rng_mix(cfg.seed ^ 0x7E5EED5ull);
   /* The core numbers a connection's paths 0..npaths-1, and the runtime
    * sends each from its own UDP port, which the fabric's ECMP hashes with
-   * the pair's addresses: every pair spreads over its own paths.  Source
+   * the pair's addresses (pkt->sport): every pair spreads over its own
+   * paths, whatever tensor a packet carries.  Source
    * routing reads a path id digit by digit (switch.c), so ids 0..npaths-1
    * alone would give every pair the same first digits and the same zero
    * beyond them: on a k = 16 fat tree with 8 paths, every MLT packet went
@@ -486,9 +488,10 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
   pkt->ecn = act->ect ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = (uint8_t)sim->cfg.transport.lb;
   pkt->path = p->path_base + act->path;
+  pkt->sport = (uint16_t)(1u + act->path);
   if (data) {
     /* DATA header (wire.h): flags at byte 16, tensor id at 20.  The tensor
-     * id is the flow id, which gives ECMP its per-flow hash. */
+     * id is the flow id, whose counters the packet adds to. */
     uint32_t flow = le32(hdr + 20);
     if (flow < sim->nflows) {
       dlcp_sim_flow *f = &sim->flows[flow];
@@ -536,7 +539,8 @@ static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
       return;
     }
     pkt->kind = DLCP_SIM_PKT_CTRL;
-    pkt->flow = DLCP_SIM_NONE; /* one ECMP path per host pair */
+    pkt->flow = DLCP_SIM_NONE;
+    pkt->sport = 1; /* path 0's socket, as the runtime's */
     pkt->src = p->host->host;
     pkt->dst = p->peer;
     pkt->size_bytes = MLT_IP_UDP_BYTES + chunk;

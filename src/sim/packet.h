@@ -93,6 +93,11 @@ typedef struct dlcp_sim_packet {
   /* The port whose link delivered the packet to the switch it is queued
    * at (PFC's ingress accounting, pfc.c); DLCP_SIM_NONE from a host. */
   uint32_t ingress;
+  /* What ECMP hashes beside the hosts (switch.c): 0 for a transport whose
+   * flows are its connections, so the flow id stands for the 5-tuple;
+   * else 1 + the index of the UDP socket the packet left from (MLT sends
+   * each path from its own port, and a switch sees ports, not tensors). */
+  uint16_t sport;
   /* The transport's line starts at byte 64. */
   _Alignas(64) union {
     struct {

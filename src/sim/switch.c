@@ -4,9 +4,10 @@
  * A switch looks up the equal-cost egress ports towards the packet's
  * destination host and picks one according to the packet's load-balancing
  * mode:
- *   ECMP    a hash of (flow, src, dst) salted with the run's seed and the
- *           switch id, so one flow keeps one path and different switches
- *           do not make correlated choices (hash polarization);
+ *   ECMP    a hash of (flow or socket, src, dst) salted with the run's
+ *           seed and the switch id, so one connection keeps one path and
+ *           different switches do not make correlated choices (hash
+ *           polarization);
  *   SPRAY   a uniformly random port per packet (random packet spraying);
  *   SOURCE  the packet's path id read as a mixed-radix number: every hop
  *           with c > 1 choices takes digit path % c and divides it out.
@@ -52,7 +53,8 @@ uint32_t dlcp_sim_switch_route(dlcp_sim_net *net, uint32_t node,
   case DLCP_SIM_LB_ECMP:
     break;
   }
-  uint64_t h = dlcp_rng_mix(net->ecmp_salt ^ ((uint64_t)pkt->flow << 32) ^
+  uint64_t conn = pkt->sport ? pkt->sport : pkt->flow;
+  uint64_t h = dlcp_rng_mix(net->ecmp_salt ^ (conn << 32) ^
                             ((uint64_t)pkt->src << 16) ^ pkt->dst);
   h = dlcp_rng_mix(h ^ ((uint64_t)node * 0x9E3779B97F4A7C15ull));
   /* Multiply-shift maps the top 32 hash bits onto [0, cnt) without a
