@@ -443,13 +443,13 @@ static mlt_peer *peer_get(mlt_host *h, uint32_t peer) {
   /* The core numbers a connection's paths 0..npaths-1, and the runtime
    * sends each from its own UDP port, which the fabric's ECMP hashes with
    * the pair's addresses (pkt->sport): every pair spreads over its own
-   * paths, whatever tensor a packet carries.  Source
-   * routing reads a path id digit by digit (switch.c), so ids 0..npaths-1
-   * alone would give every pair the same first digits and the same zero
-   * beyond them: on a k = 16 fat tree with 8 paths, every MLT packet went
-   * through the core switches of digit 0, one in eight.  A random multiple
-   * of npaths keeps the digits npaths covers (a leaf-spine with as many
-   * spines as paths routes exactly as before) and draws the rest per pair. */
+   * paths, whatever tensor a packet carries.  Source routing reads a path
+   * id digit by digit (switch.c), so ids 0..npaths-1 alone would give
+   * every pair the same first digits and the same zero beyond them: on a
+   * k = 16 fat tree with 8 paths, every MLT packet went through the core
+   * switches of digit 0, one in eight.  A random multiple of npaths keeps
+   * the digits npaths covers (a leaf-spine with as many spines as paths
+   * routes exactly as before) and draws the rest per pair. */
   p->path_base =
       cfg.npaths * (uint32_t)(dlcp_rng_mix(cfg.seed ^ 0x9A75ull) & 0xFFFF);
   dlcp_sim_conn_timer_init(&p->timer, sim, h->host, p);
