@@ -39,6 +39,22 @@
  * owner's arms queue events of their own, as a new timer's would: events
  * come in the same order as with fresh state, and so do the outputs.
  *
+ * Persistent connections (transport.persistent).  By default every flow
+ * is a connection of its own, which starts in slow start.  With the option
+ * a collective's transfers from one host to another (flows carrying a
+ * transfer) ride one connection of the pair, as Gloo's and NCCL's pairs
+ * of ranks keep one TCP connection: a stream whose segments are the
+ * transfers', in the order they start, each from a segment boundary, with
+ * one window, one DCTCP alpha, one RTT estimator and one loss recovery
+ * (a later transfer's segments make the duplicate ACKs that repair an
+ * earlier one's loss).  A transfer starting on a connection idle for more
+ * than its RTO restarts from min(cwnd, init_cwnd) (RFC 5681, section
+ * 4.1).  A transfer is delivered when the stream's cumulative ACK point
+ * passes its last segment and finished when its sender holds that ACK.
+ * The stream's packets hash as one connection (ECMP) and take one path
+ * id (source routing).  PIAS tags a transfer's segments by the bytes of
+ * that transfer sent before them.  Streams live to the end of the run.
+ *
  * Two baselines share this machinery, chosen by transport.kind:
  *   tcp   NewReno as above without ECN: packets (ACKs too) are not-ECT and
  *         ECE is ignored, so a switch with an ECN threshold drops them
@@ -59,6 +75,7 @@ typedef enum conn_role { ROLE_TX = 1, ROLE_RX = 2 } conn_role;
 
 typedef struct dctcp_tx dctcp_tx;
 typedef struct dctcp_rx dctcp_rx;
+typedef struct dctcp_stream dctcp_stream;
 
 typedef struct dctcp_host {
   dlcp_sim *sim;
@@ -67,6 +84,7 @@ typedef struct dctcp_host {
   bool pias; /* MLFQ tagging of data, ACKs on queue 0 */
   dctcp_tx *spare_tx; /* released sender states, for reuse (see above) */
   dctcp_rx *spare_rx;
+  dctcp_stream **streams; /* by receiving host; NULL until the first */
 } dctcp_host;
 
 /* Flows are named by id, not pointer: a collective job adds flows while
@@ -96,6 +114,7 @@ struct dctcp_tx {
   dlcp_sim_ps rto;
   dlcp_sim_conn_timer rto_timer;
   dctcp_tx *next_spare;
+  dctcp_stream *stream; /* a persistent connection's, else NULL */
 };
 
 struct dctcp_rx {
@@ -109,6 +128,30 @@ struct dctcp_rx {
   dlcp_sim_ps echo_ps;
   dlcp_sim_conn_timer delack;
   dctcp_rx *next_spare;
+  dctcp_stream *stream; /* a persistent connection's, else NULL */
+  uint64_t got_base;    /* a stream's: |got| starts at this segment */
+  uint64_t got_cap;
+};
+
+/* A transfer on a persistent connection: |nseg| segments of the stream
+ * from |seg0|. */
+typedef struct stream_msg {
+  uint32_t flow;
+  uint64_t seg0;
+  uint64_t nseg;
+} stream_msg;
+
+/* A persistent connection (see the top of the file): tx.nseg counts every
+ * segment ever queued, tx.flow and rx.flow are the last transfer's.
+ * msgs[head..count) are the transfers the sender has not had ACKed whole,
+ * msgs[rx_head..count) those the receiver has not had whole. */
+struct dctcp_stream {
+  dctcp_tx tx;
+  dctcp_rx rx;
+  stream_msg *msgs;
+  uint32_t head, rx_head, count, cap;
+  uint32_t path;
+  dlcp_sim_ps idle_since; /* when the sender last held every ACK */
 };
 
 static const dlcp_sim_dctcp_config *dcfg(const dlcp_sim *sim) {
@@ -165,6 +208,15 @@ static void dctcp_host_del(dlcp_sim *sim, void *state) {
     h->spare_rx = rx->next_spare;
     sim->mem->free(rx, sim->mem->user);
   }
+  for (uint32_t d = 0; h->streams && d < sim->net.nhosts; d++) {
+    dctcp_stream *st = h->streams[d];
+    if (st) {
+      sim->mem->free(st->msgs, sim->mem->user);
+      sim->mem->free(st->rx.got, sim->mem->user);
+      sim->mem->free(st, sim->mem->user);
+    }
+  }
+  sim->mem->free(h->streams, sim->mem->user);
   sim->mem->free(state, sim->mem->user);
 }
 
@@ -207,10 +259,29 @@ static dctcp_rx *rx_new(dctcp_host *h) {
   return rx;
 }
 
+/* The transfer that segment |seg| of |tx| belongs to, and the segment's
+ * index within it in |*local|: the flow's own for a connection of one
+ * flow, a stream's transfer not yet ACKed whole otherwise. */
+static dlcp_sim_flow *seg_flow(dlcp_sim *sim, const dctcp_tx *tx, uint64_t seg,
+                               uint64_t *local) {
+  const dctcp_stream *st = tx->stream;
+  if (!st) {
+    *local = seg;
+    return &sim->flows[tx->flow];
+  }
+  uint32_t i = st->head;
+  while (i + 1 < st->count && seg >= st->msgs[i].seg0 + st->msgs[i].nseg) {
+    i++;
+  }
+  *local = seg - st->msgs[i].seg0;
+  return &sim->flows[st->msgs[i].flow];
+}
+
 static void send_segment(dctcp_host *h, dctcp_tx *tx, uint64_t seg,
                          dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  uint64_t local;
+  dlcp_sim_flow *flow = seg_flow(sim, tx, seg, &local);
   dlcp_sim_packet *pkt = dlcp_sim_packet_new(sim);
   if (!pkt) {
     return;
@@ -219,13 +290,14 @@ static void send_segment(dctcp_host *h, dctcp_tx *tx, uint64_t seg,
   pkt->flow = flow->id;
   pkt->src = flow->src;
   pkt->dst = flow->dst;
-  pkt->payload_bytes = seg_payload(sim, flow, seg);
+  pkt->payload_bytes = seg_payload(sim, flow, local);
   pkt->size_bytes = pkt->payload_bytes + sim->cfg.transport.header_bytes;
-  pkt->prio = h->pias ? pias_queue(sim, seg * sim->cfg.transport.mss_bytes)
+  pkt->prio = h->pias ? pias_queue(sim, local * sim->cfg.transport.mss_bytes)
                       : (uint8_t)flow->prio;
   pkt->ecn = h->ecn ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = flow->lb;
-  pkt->path = flow->path;
+  pkt->path = tx->stream ? tx->stream->path : flow->path;
+  pkt->sport = tx->stream ? 1 : 0;
   pkt->seq = seg;
   pkt->tx_ps = now;
   if (seg < tx->high_tx) {
@@ -252,10 +324,99 @@ static void try_send(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
   }
 }
 
+/* A fresh sender's congestion state: the first window, no RTT yet. */
+static void tx_open(const dlcp_sim *sim, dctcp_tx *tx) {
+  tx->role = ROLE_TX;
+  tx->cwnd = dcfg(sim)->init_cwnd_pkts;
+  tx->ssthresh = 1e18;
+  tx->alpha = dcfg(sim)->alpha_init;
+  tx->rto = dcfg(sim)->rto_init_ps;
+}
+
+/* |h|'s persistent connection to host |dst|, made on first use; NULL if
+ * memory ran out. */
+static dctcp_stream *stream_of(dctcp_host *h, uint32_t dst) {
+  dlcp_sim *sim = h->sim;
+  if (!h->streams) {
+    h->streams =
+        sim->mem->calloc(sim->net.nhosts, sizeof(*h->streams), sim->mem->user);
+    if (!h->streams) {
+      return NULL;
+    }
+  }
+  dctcp_stream *st = h->streams[dst];
+  if (st) {
+    return st;
+  }
+  st = sim->mem->calloc(1, sizeof(*st), sim->mem->user);
+  if (!st) {
+    return NULL;
+  }
+  tx_open(sim, &st->tx);
+  st->tx.flow = DLCP_SIM_NONE;
+  st->tx.stream = st;
+  dlcp_sim_conn_timer_init(&st->tx.rto_timer, sim, h->host, &st->tx);
+  st->rx.role = ROLE_RX;
+  st->rx.flow = DLCP_SIM_NONE;
+  st->rx.stream = st;
+  dlcp_sim_conn_timer_init(&st->rx.delack, sim, dst, &st->rx);
+  st->path = (uint32_t)dlcp_rng_mix(sim->cfg.seed ^ 0x5354524541ull ^
+                                    ((uint64_t)h->host << 32) ^ dst);
+  h->streams[dst] = st;
+  return st;
+}
+
+/* Queues |flow| (a collective's transfer) on its pair's persistent
+ * connection and sends what the window allows. */
+static int stream_start(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  dctcp_stream *st = stream_of(h, flow->dst);
+  if (!st) {
+    return DLCP_ERR_NOMEM;
+  }
+  if (st->head > 0 && st->head >= st->cap / 2) {
+    /* Transfers ACKed whole are done with: move the rest down. */
+    memmove(st->msgs, st->msgs + st->head,
+            (st->count - st->head) * sizeof(*st->msgs));
+    st->count -= st->head;
+    st->rx_head -= st->head;
+    st->head = 0;
+  }
+  if (st->count == st->cap) {
+    uint32_t cap = st->cap ? 2 * st->cap : 8;
+    stream_msg *m =
+        sim->mem->realloc(st->msgs, cap * sizeof(*m), sim->mem->user);
+    if (!m) {
+      return DLCP_ERR_NOMEM;
+    }
+    st->msgs = m;
+    st->cap = cap;
+  }
+  dctcp_tx *tx = &st->tx;
+  bool idle = tx->snd_una == tx->nseg;
+  if (idle && tx->nseg > 0 && now - st->idle_since > tx->rto &&
+      tx->cwnd > dcfg(sim)->init_cwnd_pkts) {
+    /* RFC 5681, section 4.1: after an RTO's idle, the restart window. */
+    tx->cwnd = dcfg(sim)->init_cwnd_pkts;
+  }
+  uint64_t nseg = flow_segments(sim, flow);
+  st->msgs[st->count++] =
+      (stream_msg){.flow = flow->id, .seg0 = tx->nseg, .nseg = nseg ? nseg : 1};
+  tx->nseg += nseg ? nseg : 1;
+  tx->flow = flow->id;
+  flow->tx = tx;
+  flow->rx = &st->rx;
+  try_send(h, tx, now);
+  return 0;
+}
+
 static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
                             dlcp_sim_ps now) {
   dctcp_host *h = state;
   dlcp_sim *sim = h->sim;
+  if (dcfg(sim)->persistent && flow->xfer != DLCP_SIM_NONE) {
+    return stream_start(h, flow, now);
+  }
   dctcp_tx *tx = tx_new(h);
   if (!tx) {
     return DLCP_ERR_NOMEM;
@@ -266,13 +427,9 @@ static int dctcp_flow_start(void *state, dlcp_sim_flow *flow,
     flow->path = (uint32_t)dlcp_rng_mix(sim->cfg.seed ^ 0x5041544855ull ^
                                         (uint64_t)flow->id << 20);
   }
-  tx->role = ROLE_TX;
+  tx_open(sim, tx);
   tx->flow = flow->id;
   tx->nseg = flow_segments(sim, flow);
-  tx->cwnd = dcfg(sim)->init_cwnd_pkts;
-  tx->ssthresh = 1e18;
-  tx->alpha = dcfg(sim)->alpha_init;
-  tx->rto = dcfg(sim)->rto_init_ps;
   flow->tx = tx;
   try_send(h, tx, now);
   return 0;
@@ -315,6 +472,10 @@ static void ecn_cut(dctcp_tx *tx) {
 static void release(dlcp_sim *sim, dlcp_sim_flow *flow) {
   dctcp_tx *tx = flow->tx;
   dctcp_rx *rx = flow->rx;
+  if (tx && tx->stream) {
+    flow->tx = flow->rx = NULL; /* the connection's, not the flow's */
+    return;
+  }
   if (tx) {
     dctcp_host *h = sim->host_state[flow->src];
     dlcp_sim_timer_cancel(&tx->rto_timer.timer);
@@ -332,16 +493,37 @@ static void release(dlcp_sim *sim, dlcp_sim_flow *flow) {
   flow->tx = flow->rx = NULL;
 }
 
+/* A persistent connection's cumulative ACK reached |ack|: every transfer
+ * it covers whole is finished, the first one it does not has its bytes
+ * ACKed so far. */
+static void stream_acked(dlcp_sim *sim, dctcp_stream *st, uint64_t ack,
+                         dlcp_sim_ps now) {
+  uint64_t mss = sim->cfg.transport.mss_bytes;
+  while (st->head < st->count) {
+    const stream_msg *m = &st->msgs[st->head];
+    dlcp_sim_flow *flow = &sim->flows[m->flow];
+    if (ack < m->seg0 + m->nseg) {
+      uint64_t acked = ack > m->seg0 ? (ack - m->seg0) * mss : 0;
+      flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
+      return;
+    }
+    flow->bytes_acked = flow->size_bytes;
+    st->head++;
+    dlcp_sim_flow_finished(sim, flow, now);
+  }
+}
+
 static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
                    dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  dlcp_sim_flow *flow = &sim->flows[tx->flow];
+  /* A stream's ACK names the transfer of the segment that made it. */
+  dlcp_sim_flow *flow = &sim->flows[tx->stream ? pkt->flow : tx->flow];
   bool ece = h->ecn && (pkt->flags & DLCP_SIM_PKT_F_ECE) != 0;
   uint64_t ack = pkt->ack;
   if (ece) {
     flow->ecn_echoes++;
   }
-  if (flow->finish_ps != DLCP_SIM_PS_NEVER || ack > tx->nseg) {
+  if ((!tx->stream && flow->finish_ps != DLCP_SIM_PS_NEVER) || ack > tx->nseg) {
     return;
   }
   if (ack > tx->snd_una) {
@@ -358,8 +540,12 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
     if (tx->snd_nxt < tx->snd_una) {
       tx->snd_nxt = tx->snd_una;
     }
-    uint64_t acked = ack * sim->cfg.transport.mss_bytes;
-    flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
+    if (tx->stream) {
+      stream_acked(sim, tx->stream, ack, now);
+    } else {
+      uint64_t acked = ack * sim->cfg.transport.mss_bytes;
+      flow->bytes_acked = acked < flow->size_bytes ? acked : flow->size_bytes;
+    }
     if (tx->in_recovery) {
       if (ack >= tx->recover) {
         tx->in_recovery = false;
@@ -392,6 +578,12 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
     }
     if (ece) {
       ecn_cut(tx);
+    }
+    if (tx->snd_una == tx->nseg && tx->stream) {
+      /* Every transfer finished: the connection waits for the next. */
+      dlcp_sim_timer_cancel(&tx->rto_timer.timer);
+      tx->stream->idle_since = now;
+      return;
     }
     if (tx->snd_una == tx->nseg) {
       dlcp_sim_flow_finished(sim, flow, now);
@@ -428,8 +620,12 @@ static void on_ack(dctcp_host *h, dctcp_tx *tx, const dlcp_sim_packet *pkt,
 }
 
 static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
-  dlcp_sim_flow *flow = &h->sim->flows[tx->flow];
-  if (flow->finish_ps != DLCP_SIM_PS_NEVER || tx->snd_una >= tx->nseg) {
+  if (tx->snd_una >= tx->nseg) {
+    return;
+  }
+  uint64_t local;
+  dlcp_sim_flow *flow = seg_flow(h->sim, tx, tx->snd_una, &local);
+  if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     return;
   }
   flow->timeouts++;
@@ -450,10 +646,11 @@ static void on_rto(dctcp_host *h, dctcp_tx *tx, dlcp_sim_ps now) {
 }
 
 /* Sends |flow|'s receiver's ACK of segments below |cum|, echoing
- * |echo_ps| and |ece|, in |pkt| (reused) or a new packet. */
+ * |echo_ps| and |ece|, in |pkt| (reused) or a new packet; on persistent
+ * connection |st| if it is not NULL. */
 static void emit_ack(dctcp_host *h, const dlcp_sim_flow *flow,
-                     dlcp_sim_packet *pkt, uint64_t cum, dlcp_sim_ps echo_ps,
-                     bool ece, dlcp_sim_ps now) {
+                     const dctcp_stream *st, dlcp_sim_packet *pkt, uint64_t cum,
+                     dlcp_sim_ps echo_ps, bool ece, dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
   if (!pkt) {
     pkt = dlcp_sim_packet_new(sim);
@@ -470,7 +667,8 @@ static void emit_ack(dctcp_host *h, const dlcp_sim_flow *flow,
   pkt->prio = h->pias ? 0 : (uint8_t)flow->prio;
   pkt->ecn = h->ecn ? DLCP_SIM_ECN_ECT : DLCP_SIM_ECN_NOT_ECT;
   pkt->lb = flow->lb;
-  pkt->path = flow->path;
+  pkt->path = st ? st->path : flow->path;
+  pkt->sport = st ? 1 : 0;
   pkt->ack = cum;
   pkt->echo_ps = echo_ps;
   pkt->tx_ps = now;
@@ -484,14 +682,107 @@ static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
                      dlcp_sim_ps now) {
   rx->pending = 0;
   dlcp_sim_timer_cancel(&rx->delack.timer);
-  emit_ack(h, &h->sim->flows[rx->flow], pkt, rx->cum, rx->echo_ps, rx->ce_state,
-           now);
+  emit_ack(h, &h->sim->flows[rx->flow], rx->stream, pkt, rx->cum, rx->echo_ps,
+           rx->ce_state, now);
+}
+
+/* After data packet |pkt| came to |rx|: ACKs at once without delayed
+ * ACKs, every second packet, out-of-order data (so the sender sees
+ * dupACKs) and a transfer's completion; else drops |pkt| and lets the
+ * delayed-ACK timer answer. */
+static void ack_or_delay(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
+                         bool in_order, bool complete, dlcp_sim_ps now) {
+  const dlcp_sim_dctcp_config *c = dcfg(h->sim);
+  if (!c->delayed_ack || rx->pending >= 2 || !in_order || complete) {
+    send_ack(h, rx, pkt, now);
+    return;
+  }
+  dlcp_sim_packet_drop(h->sim, pkt);
+  if (!dlcp_sim_timer_armed(&rx->delack.timer)) {
+    dlcp_sim_timer_arm(&rx->delack.timer, now + c->delayed_ack_ps);
+  }
+}
+
+/* Records segment |seg| of a persistent connection's stream at its
+ * receiver |rx| (|got| covers the segments from got_base, slid up to the
+ * cumulative point and grown as needed) and moves the cumulative point;
+ * the transfers it passes are delivered.  False if memory ran out. */
+static bool stream_mark(dlcp_sim *sim, dctcp_rx *rx, uint64_t seg,
+                        dlcp_sim_ps now) {
+  dctcp_stream *st = rx->stream;
+  if (seg < rx->cum) {
+    return true; /* a copy */
+  }
+  if (rx->got && seg - rx->got_base >= rx->got_cap) {
+    uint64_t done = rx->cum - rx->got_base;
+    memmove(rx->got, rx->got + done, rx->got_cap - done);
+    memset(rx->got + rx->got_cap - done, 0, done);
+    rx->got_base = rx->cum;
+  }
+  if (seg - rx->got_base >= rx->got_cap) {
+    uint64_t cap = rx->got_cap ? 2 * rx->got_cap : 64;
+    while (seg - rx->got_base >= cap) {
+      cap *= 2;
+    }
+    uint8_t *got = sim->mem->realloc(rx->got, cap, sim->mem->user);
+    if (!got) {
+      return false;
+    }
+    memset(got + rx->got_cap, 0, cap - rx->got_cap);
+    rx->got = got;
+    rx->got_cap = cap;
+  }
+  rx->got[seg - rx->got_base] = 1;
+  while (rx->cum < st->tx.nseg && rx->cum - rx->got_base < rx->got_cap &&
+         rx->got[rx->cum - rx->got_base]) {
+    rx->cum++;
+  }
+  while (st->rx_head < st->count &&
+         rx->cum >= st->msgs[st->rx_head].seg0 + st->msgs[st->rx_head].nseg) {
+    dlcp_sim_flow *flow = &sim->flows[st->msgs[st->rx_head++].flow];
+    flow->delivered_bytes = flow->size_bytes;
+    dlcp_sim_flow_delivered(sim, flow, now);
+  }
+  return true;
+}
+
+/* A data packet of a persistent connection at its receiver: ACKed as a
+ * connection of one flow's, by the stream's cumulative point. */
+static void stream_on_data(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
+                           dlcp_sim_ps now) {
+  dlcp_sim *sim = h->sim;
+  const dlcp_sim_dctcp_config *c = dcfg(sim);
+  uint64_t seg = pkt->seq;
+  if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) || seg >= rx->stream->tx.nseg) {
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
+  }
+  bool ce = pkt->ecn == DLCP_SIM_ECN_CE;
+  if (c->delayed_ack && rx->pending > 0 && ce != rx->ce_state) {
+    send_ack(h, rx, NULL, now);
+  }
+  rx->flow = pkt->flow;
+  rx->ce_state = ce;
+  rx->echo_ps = pkt->tx_ps;
+  bool in_order = seg == rx->cum;
+  uint32_t delivered = rx->stream->rx_head;
+  if (!stream_mark(sim, rx, seg, now)) {
+    dlcp_sim_engine_fail(&sim->engine, DLCP_ERR_NOMEM);
+    dlcp_sim_packet_drop(sim, pkt);
+    return;
+  }
+  rx->pending++;
+  ack_or_delay(h, rx, pkt, in_order, rx->stream->rx_head != delivered, now);
 }
 
 static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
                     dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
   dctcp_rx *rx = flow->rx;
+  if (rx && rx->stream) {
+    stream_on_data(h, rx, pkt, now);
+    return;
+  }
   if (flow->finish_ps != DLCP_SIM_PS_NEVER) {
     /* A copy that was still in the network when the flow ended, its
      * state gone: answered as the receiver answers any packet once it
@@ -501,7 +792,8 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
       dlcp_sim_packet_drop(sim, pkt);
       return;
     }
-    emit_ack(h, flow, pkt, nseg, pkt->tx_ps, pkt->ecn == DLCP_SIM_ECN_CE, now);
+    emit_ack(h, flow, NULL, pkt, nseg, pkt->tx_ps, pkt->ecn == DLCP_SIM_ECN_CE,
+             now);
     return;
   }
   if (!rx) {
@@ -553,15 +845,7 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
     flow->delivered_bytes = flow->size_bytes;
     dlcp_sim_flow_delivered(sim, flow, now);
   }
-  /* Out-of-order data is ACKed at once so the sender sees dupACKs. */
-  if (!c->delayed_ack || rx->pending >= 2 || !in_order || complete) {
-    send_ack(h, rx, pkt, now);
-    return;
-  }
-  dlcp_sim_packet_drop(sim, pkt);
-  if (!dlcp_sim_timer_armed(&rx->delack.timer)) {
-    dlcp_sim_timer_arm(&rx->delack.timer, now + c->delayed_ack_ps);
-  }
+  ack_or_delay(h, rx, pkt, in_order, complete, now);
 }
 
 static void dctcp_on_packet(void *state, dlcp_sim_packet *pkt,

@@ -228,7 +228,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       "t_high",       "queue_pkts",  "ack_every",        "burst",
       "probe_timeout", "min_drain",  "pias",             "pfabric",
       "ndp",          "srpt",        "cwr_fast_retransmit", "path_burst",
-      "eager_bytes",  NULL};
+      "eager_bytes",  "persistent",  NULL};
   const char *p = "transport";
   int rv = dlcp_scn_check_keys(s, n, p, keys);
   if (rv != 0) {
@@ -257,6 +257,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
       (rv = dlcp_scn_get_bool(s, n, p, "delayed_ack", &d->delayed_ack)) ||
       (rv = dlcp_scn_get_bool(s, n, p, "cwr_fast_retransmit",
                               &d->cwr_fast_retransmit)) ||
+      (rv = dlcp_scn_get_bool(s, n, p, "persistent", &d->persistent)) ||
       (rv = dlcp_scn_get_time(s, n, p, "delayed_ack_timeout",
                               &d->delayed_ack_ps)) ||
       (rv = dlcp_scn_get_double(s, n, p, "g", &d->g, 0.0, 1.0)) ||
@@ -302,6 +303,13 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
   }
   t->kind = (dlcp_sim_transport_kind)kind;
   t->lb = (dlcp_sim_lb)lb;
+  if (d->persistent && t->kind != DLCP_SIM_TRANSPORT_DCTCP &&
+      t->kind != DLCP_SIM_TRANSPORT_TCP && t->kind != DLCP_SIM_TRANSPORT_PIAS) {
+    return dlcp_scn_fail(s, dlcp_scn_map_get(n, "persistent"),
+                         "transport.persistent",
+                         "expected false: only dctcp, tcp and pias keep "
+                         "connections");
+  }
   if (d->rto_min_ps == 0 || d->rto_init_ps == 0 ||
       d->rto_max_ps < d->rto_min_ps) {
     return dlcp_scn_fail(s, n, "transport.rto_max",

@@ -117,6 +117,10 @@ typedef struct dlcp_sim_dctcp_config {
   dlcp_sim_ps delayed_ack_ps; /* delayed-ACK timeout; default 40 us */
   double g;                   /* alpha gain, default 1/16 */
   double alpha_init;          /* default 1 (Linux dctcp_alpha_on_init) */
+  /* A collective's transfers from one host to another ride one
+   * connection, in order, as Gloo's and NCCL's pairs do; default off: a
+   * connection per transfer (dctcp.c, "Persistent connections"). */
+  bool persistent;
 } dlcp_sim_dctcp_config;
 
 typedef enum dlcp_sim_transport_kind {
