@@ -689,8 +689,11 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
     fprintf(f, ", oversubscription %.2f:1", over);
   }
   fprintf(f, "\n");
-  fprintf(f, "transport  %s, switch %u queues, %llu B/port%s\n",
-          sim->ops->name, c->sw.nqueues,
+  bool pairs = dlcp_sim_kind_is_tcp(c->transport.kind) &&
+               c->transport.dctcp.persistent && dlcp_sim_coll_jobs(sim);
+  fprintf(f, "transport  %s%s, switch %u queues, %llu B/port%s\n",
+          sim->ops->name,
+          pairs ? " (collectives on one connection a pair)" : "", c->sw.nqueues,
           (unsigned long long)c->sw.port_buffer_bytes,
           c->sw.shared_buffer_bytes ? " (shared buffer)" : "");
   fprintf(f, "flows      %u finished of %u", sim->flows_done, sim->nflows);

@@ -303,8 +303,7 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
   }
   t->kind = (dlcp_sim_transport_kind)kind;
   t->lb = (dlcp_sim_lb)lb;
-  if (d->persistent && t->kind != DLCP_SIM_TRANSPORT_DCTCP &&
-      t->kind != DLCP_SIM_TRANSPORT_TCP && t->kind != DLCP_SIM_TRANSPORT_PIAS) {
+  if (d->persistent && !dlcp_sim_kind_is_tcp(t->kind)) {
     return dlcp_scn_fail(s, dlcp_scn_map_get(n, "persistent"),
                          "transport.persistent",
                          "expected false: only dctcp, tcp and pias keep "

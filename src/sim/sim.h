@@ -133,6 +133,13 @@ typedef enum dlcp_sim_transport_kind {
   DLCP_SIM_TRANSPORT_NDP = 5      /* ndp.c, with switch trimming */
 } dlcp_sim_transport_kind;
 
+/* Whether |k| is one of dctcp.c's TCP family, the transports with
+ * connections (dlcp_sim_dctcp_config.persistent). */
+static inline bool dlcp_sim_kind_is_tcp(dlcp_sim_transport_kind k) {
+  return k == DLCP_SIM_TRANSPORT_DCTCP || k == DLCP_SIM_TRANSPORT_TCP ||
+         k == DLCP_SIM_TRANSPORT_PIAS;
+}
+
 /*
  * PIAS (Bai et al., NSDI 2015): a packet's queue is the number of
  * thresholds at or below the bytes its flow sent before it (MLFQ demotion),
