@@ -409,10 +409,10 @@ static bool transfers_end_in_order(const dlcp_sim *sim) {
  * packets at each of its 30 steps: three iterations (100 us of compute
  * each) end at 5,443.0 us with a connection per transfer, 3,031.7 us on
  * one connection a pair (an all-reduce 1,716.7 -> 907.1 us; MLT's
- * 892.4).  Every algorithm stays
- * exact, also at 1 % loss on every link with delayed ACKs (a later
- * transfer's segments repair an earlier one's holes), for DCTCP, TCP and
- * PIAS, and each pair's transfers end in the order they started.
+ * 892.4).  Every algorithm stays exact, also at 1 % loss on every link
+ * with delayed ACKs (a later transfer's segments repair an earlier one's
+ * holes), for DCTCP, TCP and PIAS, and each pair's transfers end in the
+ * order they started.
  */
 static void test_persistent_connections(void **state) {
   (void)state;
