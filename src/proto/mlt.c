@@ -1419,6 +1419,21 @@ static void send_fail(dlcp_mlt_conn *conn, mlt_xfer *x, int status,
   finish(conn, x, status, PEND_FINISH, now);
 }
 
+/* Moves the connection's next packet to the start of the next path's
+ * burst.  A retransmission round begins so: its holes may have been lost
+ * on the path the last burst was on, and a path can lose everything (a
+ * dead link until routing moves off it, a next hop's neighbour entry not
+ * yet resolved); a round of fewer packets than a burst would send them
+ * there again, round after round, into DLCP_ERR_NO_PROGRESS.  Moved, the
+ * rounds go over every path in turn.  Sprayed a packet per path (burst
+ * 1), consecutive packets change paths anyway. */
+static void next_path(dlcp_mlt_conn *conn) {
+  uint32_t burst = conn->cfg.path_burst;
+  if (burst > 1 && conn->path_rr % burst != 0) {
+    conn->path_rr = (conn->path_rr / burst + 1) * burst;
+  }
+}
+
 /* Appends the missing ranges of |b| to |x|'s retransmissions. */
 static int add_retx(dlcp_mlt_conn *conn, mlt_xfer *x,
                     const dlcp_wire_bitmap *b) {
@@ -1570,6 +1585,7 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
     return;
   }
   x->retx_round = true;
+  next_path(conn);
   start_round(conn, x, now);
 }
 
