@@ -1704,7 +1704,6 @@ static void test_golden_plans(void **state) {
   check_golden("allreduce_ring_n6_r1_two_banks", &p);
   p.recv_ahead_bytes = DLCP_COLL_DEFAULT_RECV_AHEAD_BYTES;
   p.world = 3;
-  p.count = 10;
   p.chunk_bytes = 8;
   p.algo = DLCP_ALGO_HALVING_DOUBLING;
   p.rank = 0;

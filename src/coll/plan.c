@@ -151,6 +151,11 @@ uint32_t coll_plan_finish(coll_plan *plan, coll_buf buf, uint64_t off,
   return coll_plan_add(plan, &st);
 }
 
+bool coll_plan_posts_ahead(const coll_geom *g, uint64_t scratch_bytes,
+                           uint64_t transfer_bytes) {
+  return scratch_bytes <= g->recv_ahead && transfer_bytes > g->eager;
+}
+
 uint32_t coll_plan_nseg(const coll_geom *g, uint64_t max_chunk_elems,
                         uint32_t phase_steps) {
   uint64_t bytes = max_chunk_elems * g->esz;

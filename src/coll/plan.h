@@ -142,6 +142,16 @@ uint32_t coll_plan_finish(coll_plan *plan, coll_buf buf, uint64_t off,
 uint32_t coll_plan_nseg(const coll_geom *g, uint64_t max_chunk_elems,
                         uint32_t phase_steps);
 
+/*
+ * coll_plan_posts_ahead returns whether a plan may post receives of
+ * |transfer_bytes| each early, spending |scratch_bytes| of scratch on it:
+ * within g->recv_ahead (dlcp_coll_params.recv_ahead_bytes), and only for
+ * transfers the driver does not send eagerly (above g->eager), since an
+ * eager transfer waits for no receive.
+ */
+bool coll_plan_posts_ahead(const coll_geom *g, uint64_t scratch_bytes,
+                           uint64_t transfer_bytes);
+
 /* MPICH's fold for worlds that are not a power of two (hd.c, rd.c): the
  * largest power of two p2 <= n (its log2 in |*log2_p2|); the first
  * 2 (n - p2) ranks pair up and the odd ones stay, so survivor v is rank

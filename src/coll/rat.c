@@ -387,8 +387,7 @@ int coll_build_rat(coll_plan *plan, const coll_geom *g) {
     uint64_t seg_max = ((max_part + nseg - 1) / nseg) * g->esz;
     plan->nseg = nseg;
     uint64_t part_bytes = max_part * g->esz;
-    bool down_ahead = g->count * g->esz <= g->recv_ahead &&
-                      part_bytes > g->eager &&
+    bool down_ahead = coll_plan_posts_ahead(g, g->count * g->esz, part_bytes) &&
                       part_bytes <= RAT_AHEAD_PARTS * g->rat_min_part;
     for (uint32_t i = 0; i < ntrees && g->world > 1; i++) {
       rat_part part;

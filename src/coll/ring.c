@@ -70,9 +70,8 @@ static void ring_init(const coll_geom *g, ring_geom *rg, uint32_t steps) {
    * base RTT: a 256 KB ring of 128 ranks over 8 racks 2,417 -> 1,719 us with
    * four, DCTCP's 1,710; six or eight banks changed nothing there; a 64 MiB
    * ring of 4 ranks, 16 MiB chunks, none.) */
-  uint64_t chunk_bytes = max_chunk * g->esz;
   rg->banks =
-      chunk_bytes <= g->recv_ahead && rg->seg_max_bytes > g->eager ? 4u : 2u;
+      coll_plan_posts_ahead(g, max_chunk * g->esz, rg->seg_max_bytes) ? 4u : 2u;
   if (rg->banks > rg->n - 1 && rg->n > 1) {
     rg->banks = rg->n - 1; /* one per reduce-scatter step at most */
   }

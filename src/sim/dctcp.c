@@ -686,6 +686,20 @@ static void send_ack(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
            rx->ce_state, now);
 }
 
+/* Data packet |pkt| came to |rx|: its CE bit and time stamp are what the
+ * next ACK echoes.  With delayed ACKs a change of CE first ACKs what came
+ * before with the value it carried (DCTCP's state machine), so ECE stays
+ * exact. */
+static void take_echo(dctcp_host *h, dctcp_rx *rx, const dlcp_sim_packet *pkt,
+                      dlcp_sim_ps now) {
+  bool ce = pkt->ecn == DLCP_SIM_ECN_CE;
+  if (dcfg(h->sim)->delayed_ack && rx->pending > 0 && ce != rx->ce_state) {
+    send_ack(h, rx, NULL, now);
+  }
+  rx->ce_state = ce;
+  rx->echo_ps = pkt->tx_ps;
+}
+
 /* After data packet |pkt| came to |rx|: ACKs at once without delayed
  * ACKs, every second packet, out-of-order data (so the sender sees
  * dupACKs) and a transfer's completion; else drops |pkt| and lets the
@@ -751,19 +765,13 @@ static bool stream_mark(dlcp_sim *sim, dctcp_rx *rx, uint64_t seg,
 static void stream_on_data(dctcp_host *h, dctcp_rx *rx, dlcp_sim_packet *pkt,
                            dlcp_sim_ps now) {
   dlcp_sim *sim = h->sim;
-  const dlcp_sim_dctcp_config *c = dcfg(sim);
   uint64_t seg = pkt->seq;
   if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) || seg >= rx->stream->tx.nseg) {
     dlcp_sim_packet_drop(sim, pkt);
     return;
   }
-  bool ce = pkt->ecn == DLCP_SIM_ECN_CE;
-  if (c->delayed_ack && rx->pending > 0 && ce != rx->ce_state) {
-    send_ack(h, rx, NULL, now);
-  }
+  take_echo(h, rx, pkt, now);
   rx->flow = pkt->flow;
-  rx->ce_state = ce;
-  rx->echo_ps = pkt->tx_ps;
   bool in_order = seg == rx->cum;
   uint32_t delivered = rx->stream->rx_head;
   if (!stream_mark(sim, rx, seg, now)) {
@@ -816,20 +824,13 @@ static void on_data(dctcp_host *h, dlcp_sim_flow *flow, dlcp_sim_packet *pkt,
     }
     flow->rx = rx;
   }
-  const dlcp_sim_dctcp_config *c = dcfg(sim);
-  bool ce = pkt->ecn == DLCP_SIM_ECN_CE;
   uint64_t seg = pkt->seq;
   if ((pkt->flags & DLCP_SIM_PKT_F_TRIMMED) || seg >= rx->nseg) {
     /* DCTCP does not use trimmed headers: the data is lost. */
     dlcp_sim_packet_drop(sim, pkt);
     return;
   }
-  if (c->delayed_ack && rx->pending > 0 && ce != rx->ce_state) {
-    /* ACK what came before with the CE value it carried. */
-    send_ack(h, rx, NULL, now);
-  }
-  rx->ce_state = ce;
-  rx->echo_ps = pkt->tx_ps;
+  take_echo(h, rx, pkt, now);
   bool in_order = seg == rx->cum;
   if (rx->got && !rx->got[seg]) {
     rx->got[seg] = 1;
