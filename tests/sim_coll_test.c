@@ -154,8 +154,11 @@ static dlcp_sim_ps run_algo(const char *yaml, const char *algo,
  * The RAT seed's first headline: under oversubscription PS is far slower
  * than RAT (its cross-rack traffic is n/r times RAT's).  4 ToRs x 8 hosts,
  * 2 spines: 8 x 100 / (2 x 100) = 4:1.  DCTCP (MLT's line-rate start
- * overruns RAT's aggregators; see docs/simulator.md).  Measured: RAT
- * 1642 us, PS 4782 us (2.9x).
+ * overruns RAT's aggregators; see docs/simulator.md).  At line rate PS
+ * pushes and pulls 24 MB per rack through 200 Gbps of uplinks (1.92 ms)
+ * where RAT's cross-rack phase carries 6 MB a rack and its two in-rack
+ * phases 3.5 MB a host (0.81 ms in all): 2.4x.  Measured: RAT 1,478 us,
+ * PS 3,795 us (2.57x; with a connection per transfer 1,642 and 4,728).
  */
 static void test_rat_beats_ps_oversubscribed(void **state) {
   (void)state;
@@ -168,16 +171,18 @@ static void test_rat_beats_ps_oversubscribed(void **state) {
   dlcp_sim_ps ps = run_algo(yaml, "ps", "dctcp");
   print_message("4:1 oversubscribed: RAT %.1f us, PS %.1f us (%.2fx)\n",
                 us(rat), us(ps), (double)ps / (double)rat);
-  assert_true((double)ps >= 2.5 * (double)rat);
+  assert_true((double)ps >= 2.0 * (double)rat);
 }
 
 /*
  * The RAT seed's second headline: when k ranks are paused at random
  * (re-chosen every d), the ring's 2(n-1)-hop chain meets the pauses again
  * and again while PS and RAT (chains of 2 and 2(l+1) hops) wait out few
- * of them.  2 ToRs x 8 hosts at 40 Gbps, no oversubscription, k = 2,
- * d = 500 us, 3 iterations of 4 MB over DCTCP.  Measured: ring 26.3 ms,
- * PS 13.6 ms, RAT 15.0 ms.
+ * of them.  2 ToRs x 8 hosts at 40 Gbps, no oversubscription, k = 4,
+ * d = 500 us, 3 iterations of 4 MB over DCTCP.  Measured: ring 43.1 ms,
+ * PS 22.1 ms, RAT 25.5 ms (unpaused 5.8, 6.3, 8.5; at k = 2 the ring's
+ * 19.6 ms is 1.50x PS's, and was 1.93x with a connection per transfer,
+ * whose slow starts the pauses multiplied).
  */
 static void test_pause_ring_slowest(void **state) {
   (void)state;
@@ -188,7 +193,7 @@ static void test_pause_ring_slowest(void **state) {
       "  collective: {algo: ring, bytes: 4MB, iterations: 3,\n"
       "               compute_time: 100us}\n"
       "faults:\n"
-      "  - pause: {ranks: 2, every: 500us}\n";
+      "  - pause: {ranks: 4, every: 500us}\n";
   dlcp_sim_ps ring = run_algo(yaml, "ring", "dctcp");
   dlcp_sim_ps ps = run_algo(yaml, "ps", "dctcp");
   dlcp_sim_ps rat = run_algo(yaml, "rat", "dctcp");
@@ -464,6 +469,15 @@ static void test_persistent_connections(void **state) {
       assert_true(retx > 0);
       dlcp_sim_del(sim);
     }
+  }
+  /* On by default for the transports with connections, off for the
+   * others without a word. */
+  static const char *const defaults[] = {"transport.kind=dctcp",
+                                         "transport.kind=mlt"};
+  for (size_t k = 0; k < 2; k++) {
+    dlcp_sim *sim = simtest_load(yaml, &defaults[k], 1);
+    assert_int_equal(sim->cfg.transport.dctcp.persistent, k == 0);
+    dlcp_sim_del(sim);
   }
   simtest_expect_error("transport: {kind: mlt, persistent: true}\n",
                        "test.yaml:1: field 'transport.persistent': expected "

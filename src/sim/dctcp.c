@@ -39,8 +39,9 @@
  * owner's arms queue events of their own, as a new timer's would: events
  * come in the same order as with fresh state, and so do the outputs.
  *
- * Persistent connections (transport.persistent).  By default every flow
- * is a connection of its own, which starts in slow start.  With the option
+ * Persistent connections (transport.persistent, on by default).  A flow
+ * of a workload other than a collective is a connection of its own, which
+ * starts in slow start; so is every flow with the option off.  With it on
  * a collective's transfers from one host to another (flows carrying a
  * transfer) ride one connection of the pair, as Gloo's and NCCL's pairs
  * of ranks keep one TCP connection: a stream whose segments are the

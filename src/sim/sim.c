@@ -55,6 +55,7 @@ void dlcp_sim_config_default(dlcp_sim_config *cfg) {
   d->delayed_ack_ps = dlcp_sim_time_from_us(40);
   d->g = 1.0 / 16.0;
   d->alpha_init = 1.0;
+  d->persistent = true;
   dlcp_sim_mlt_config *m = &cfg->transport.mlt;
   m->loss_bound = 0.0;
   m->npaths = 4;

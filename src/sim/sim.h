@@ -118,8 +118,9 @@ typedef struct dlcp_sim_dctcp_config {
   double g;                   /* alpha gain, default 1/16 */
   double alpha_init;          /* default 1 (Linux dctcp_alpha_on_init) */
   /* A collective's transfers from one host to another ride one
-   * connection, in order, as Gloo's and NCCL's pairs do; default off: a
-   * connection per transfer (dctcp.c, "Persistent connections"). */
+   * connection, in order, as Gloo's and NCCL's pairs do; default on.
+   * Off: a connection per transfer, each with its own slow start (dctcp.c,
+   * "Persistent connections"). */
   bool persistent;
 } dlcp_sim_dctcp_config;
 
