@@ -72,8 +72,8 @@ def fine_chunks(nbytes):
 # Bytes a master's link carries per group: the contribution (INA header,
 # IPv4 and UDP around the 1 KiB payload) and the ACK of its result.
 WIRE_PER_GROUP = GROUP_BYTES + 32 + 28 + 32 + 28
-# DCTCP's first window when a flow should start at line rate, as the
-# closed forms assume (every ring step is a new flow).
+# DCTCP's first window when a connection should start at line rate, as
+# the closed forms assume from the first byte.
 LINE_RATE_CWND = 1000
 
 
@@ -429,7 +429,7 @@ def report(rows, scale, build):
            "and the ACK of its result, +%.1f %%): given those bytes the "
            "model is %s %% off, the rest being the finals' way back along "
            "the chain (2 links per further rack) where the model has one "
-           "a_min.  Ring over DCTCP whose flows start at line rate (first "
+           "a_min.  Ring over DCTCP whose connections start at line rate (first "
            "window %d packets), as the form assumes, is %s %% off "
            "2(N-1)(K/(N B) + a).  On the three-tier fat-tree, given the "
            "bytes on the wire, HINA is %+.1f %% and CINA %+.1f %% off "
@@ -454,16 +454,16 @@ def report(rows, scale, build):
            "so the simulation is %s %% off it at 2, 4 and 8 racks even "
            "with one chunk per datagram (%s %% given the bytes on the "
            "wire); the seed does not derive the extra tree's worth.  "
-           "Ring with "
-           "DCTCP's usual first window (20 packets) is %s %% off: each of "
-           "its 2(N-1) steps is a new flow that starts in slow start, and "
-           "the more ranks, the shorter the steps and the larger that "
-           "share.  PS is %s %% off: the seed's form is a dedicated server "
+           "The ring "
+           "over DCTCP, one connection per pair of neighbours as Gloo's "
+           "ranks keep (`transport.persistent`), is %s %% off: its 2(N-1) "
+           "steps pass one window on from step to step, as the model's "
+           "pipelined ring assumes.  PS is %s %% off: the seed's form is a dedicated server "
            "per shard with every worker's push and pull overlapping chunk "
            "by chunk ((k+1)/k K/B), while src/coll's PS co-locates the "
            "shards on the ranks, so each host link carries 2(N-1)/N K each "
            "way, the pull waits for the push, and every rank takes N-1 "
-           "concurrent flows (incast: ECN back-off and buffer drops, so "
+           "concurrent connections (incast: ECN back-off and buffer drops, so "
            "a first window of %d makes it worse: %s %%)." % (
                COARSE_CHUNKS, "below" if max(coarse) < 0 else "off",
                listed(coarse), COARSE_CHUNKS,

@@ -74,7 +74,7 @@ aggregation: {switch: tor0, memory: 4MiB, block_elems: 64}
 stop_at: 10s
 """ % INIT_CWND
 
-STEP_LABEL = "ring, a flow per step"
+PER_CHUNK_LABEL = "ring, a connection per chunk"
 # The job's size: 2, 4 and 8 ranks at one load, without PFC.
 SIZES = (2, 4, RANKS)
 SIZE_LOAD = 0.5
@@ -101,19 +101,17 @@ def model(scale):
     return 4 * int(sum(sizes) * scale / 4), compute * scale
 
 
-def one_rack_run(scale, algo, cc, pfc, load, ranks, tag, chunk=None,
-                 exponents=EXPONENTS):
+def one_rack_run(scale, algo, cc, pfc, load, ranks, tag, exponents=EXPONENTS,
+                 persistent=True):
     """A run of the one-ToR set-up: |ranks| ranks (h0...) synchronizing
-    by |algo| / |cc| beside web-search traffic at |load|, the ring's
-    pipelining chunk |chunk| bytes (None: src/coll's); its id and its
-    "load" parameter are |tag|."""
+    by |algo| / |cc| beside web-search traffic at |load|, a DCTCP
+    connection per pair of ranks if |persistent|, else per transfer; its
+    id and its "load" parameter are |tag|."""
     b, compute = model(scale)
     fields = ["algo: %s" % algo, "bytes: %d" % b,
               "iterations: %d" % ITERATIONS,
               "compute_time: %.3fus" % compute,
               "hosts: [%s]" % ", ".join("h%d" % h for h in range(ranks))]
-    if chunk:
-        fields.append("chunk: %d" % chunk)
     if cc:
         fields += ["window: %d" % WINDOW,
                    "rto: %s" % (LOSSLESS_RTO if pfc else RTO),
@@ -125,6 +123,8 @@ def one_rack_run(scale, algo, cc, pfc, load, ranks, tag, chunk=None,
             "workload.background=" + bg]
     if pfc:
         sets.append("switch.pfc=" + PFC)
+    if not persistent:
+        sets.append("transport.persistent=false")
     return {"id": "%s-%s%s-%s" % (algo, cc or "dctcp",
                                   "-pfc" if pfc else "", tag),
             "set": sets,
@@ -139,9 +139,10 @@ def runs(scale):
     out += [one_rack_run(scale, algo, cc, pfc, SIZE_LOAD, n, "n%d" % n)
             for n in SIZES if n != RANKS
             for algo, cc, pfc, _ in VARIANTS if not pfc]
-    # The ring with one flow per step: a chunk of the whole vector.
+    # The ring with a connection per transfer (chunk), as the simulator's
+    # DCTCP ran every collective until 2026-12-02.
     out += [one_rack_run(scale, "ring", None, False, load, RANKS,
-                         "step-%g" % load, chunk=model(scale)[0])
+                         "per-chunk-%g" % load, persistent=False)
             for load in LOADS]
     # PANAMA with the exponents agreed through the network, as dlcp's
     # runtime, over this scenario's DCTCP.
@@ -320,8 +321,9 @@ def report(rows, scale, build):
            "given; dlcp's runtime runs it over MLT.  The table takes the "
            "exponents as given." %
            "; ".join(agreed), ""]
-    step = {ld: iteration_ms(find(rows, "ring", None, "step-%g" % ld))
-            for ld in LOADS}
+    per_chunk = {ld: iteration_ms(find(rows, "ring", None,
+                                       "per-chunk-%g" % ld))
+                 for ld in LOADS}
     plt = common.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for _, _, _, label in VARIANTS:
@@ -329,8 +331,8 @@ def report(rows, scale, build):
                      marker="o", label=label)
         axes[1].plot(LOADS, [table[(ld, label)][2] for ld in LOADS],
                      marker="o", label=label)
-    axes[0].plot(LOADS, [step[ld] for ld in LOADS], marker="o",
-                 linestyle="--", label=STEP_LABEL)
+    axes[0].plot(LOADS, [per_chunk[ld] for ld in LOADS], marker="o",
+                 linestyle="--", label=PER_CHUNK_LABEL)
     axes[0].set_xlabel("background load")
     axes[0].set_ylabel("job iteration (ms)")
     axes[0].set_yscale("log")
@@ -342,7 +344,7 @@ def report(rows, scale, build):
     plt.close(fig)
     md += ["![PANAMA](results/%s.png)" % NAME, ""]
     md += size_report(rows, scale)
-    md += flows_report(build, table, step)
+    md += connections_report(build, table, per_chunk)
     md += ["### Across racks: a tree per spine", "",
            "%d racks of %d hosts under %d spines (100 Gbit/s, 1 us links); "
            "one job of %d ranks, one per host, the same gradient and "
@@ -406,42 +408,42 @@ def slow_start_rounds(pkts):
     return rounds
 
 
-def flows_report(build, table, step):
-    """The ring with one DCTCP flow per step (|step|: job iteration per
-    load) against the default, a flow per pipelining chunk, beside PANAMA,
-    at every load."""
+def connections_report(build, table, per_chunk):
+    """The ring over a DCTCP connection per pair of neighbours (the table's)
+    against a connection per chunk (|per_chunk|: job iteration per load),
+    beside PANAMA, at every load."""
     ring_label, pan_label = VARIANTS[0][3], VARIANTS[2][3]
     body, lead = [], []
     for load in LOADS:
         ring, pan = table[(load, ring_label)][0], table[(load, pan_label)][0]
-        lead.append((load, step[load] / pan))
-        body.append(["%g" % load, "%.2f" % ring, "%.2f" % step[load],
+        lead.append((load, per_chunk[load] / pan))
+        body.append(["%g" % load, "%.2f" % ring, "%.2f" % per_chunk[load],
                      "%.2f" % pan, "%.2fx" % (ring / pan),
-                     "%.2fx" % (step[load] / pan)])
+                     "%.2fx" % (per_chunk[load] / pan)])
     n_chunk, p_chunk = ring_flows(build, "ring-dctcp-%g" % LOADS[-1])
-    n_step, p_step = ring_flows(build, "ring-dctcp-step-%g" % LOADS[-1])
     ahead = [ld for ld, x in lead if x > 1.0]
-    return ["### The ring's flows", "",
-            "The ring above opens a DCTCP flow per pipelining chunk (%d "
-            "flows of %.0f packets each in a run at load %g); each starts "
-            "in slow start from an initial window of %d packets, which "
-            "sends %.0f packets in %d round trips if no mark cuts it, so a "
-            "chunk is mostly sent before its window could settle where "
-            "DCTCP's marks hold it.  With one flow per step (a chunk of "
-            "the whole vector: %d flows of %.0f packets), job iteration in "
-            "ms:" % (n_chunk, p_chunk, LOADS[-1], INIT_CWND, p_chunk,
-                     slow_start_rounds(p_chunk), n_step, p_step), "",
-            common.table(["load", "ring, a flow per chunk",
-                          STEP_LABEL, pan_label,
-                          "chunks / PANAMA", "steps / PANAMA"], body), "",
-            "Against the ring with a flow per step PANAMA is ahead at load "
-            "%s (of %s).  A persistent connection per ring neighbour, as "
-            "Gloo keeps, would hold one window through the whole "
-            "operation as PANAMA's ranks do; the simulator's DCTCP has "
-            "flows, not connections, so a flow per step is the closest "
-            "baseline here, and a flow per chunk the more aggressive one: "
-            "under background traffic, every new flow's initial window "
-            "takes a share that a window in DCTCP's equilibrium would not." % (
+    return ["### The ring's connections", "",
+            "The ring above keeps one DCTCP connection per pair of "
+            "neighbours, as Gloo's ranks keep one TCP connection per pair "
+            "(`transport.persistent`, the simulator's default): its "
+            "pipelining chunks (%d transfers of %.0f packets each in a run "
+            "at load %g) ride it in order under one window, which settles "
+            "where DCTCP's marks hold it.  With a connection per chunk "
+            "(`transport.persistent: false`, the default until 2026-12-02) "
+            "each chunk starts in slow start from an initial window of %d "
+            "packets, which sends %.0f packets in %d round trips if no mark "
+            "cuts it, so a chunk is mostly sent before its window could "
+            "settle, and the chunks a rank has in flight to its neighbour "
+            "each hold such a window.  Job iteration in ms:" % (
+                n_chunk, p_chunk, LOADS[-1], INIT_CWND, p_chunk,
+                slow_start_rounds(p_chunk)), "",
+            common.table(["load", ring_label, PER_CHUNK_LABEL, pan_label,
+                          "ring / PANAMA", "per chunk / PANAMA"], body), "",
+            "Against the ring with a connection per chunk PANAMA is ahead "
+            "at load %s (of %s): under background traffic every new "
+            "connection's initial window takes a share that a window in "
+            "DCTCP's equilibrium would not, and the more background, the "
+            "more that share is worth." % (
                 ", ".join("%g" % ld for ld in ahead) or "none",
                 ", ".join("%g" % ld for ld, _ in lead)), ""]
 
@@ -465,17 +467,24 @@ def size_report(rows, scale):
     labels = [v[3] for v in VARIANTS if not v[2]]
     md += [common.table(["ranks"] + labels + ["ring / PANAMA"], body), ""]
     lead = [by_n[n][0] / by_n[n][2] for n in SIZES]
-    shrinks = all(a > b for a, b in zip(lead, lead[1:]))
+    pairs = list(zip(lead, lead[1:]))
+    trend = ("grows" if all(a < b for a, b in pairs) else
+             "shrinks" if all(a > b for a, b in pairs) else
+             "does not move steadily")
     md += ["PANAMA's lead over the ring %s as the job grows (ring / "
-           "PANAMA %s at %s ranks): every rank's window follows its own "
-           "links' marks, and a group's result waits for the last of the "
-           "n contributions, so the more ranks, the more often some rank's "
-           "window or queue holds every other rank's groups back.  The "
-           "fixed window keeps up to %d groups in flight per rank and was "
-           "faster than PANAMA's at %d of %d sizes." % (
-               "shrinks" if shrinks else "does not shrink steadily",
-               " / ".join("%.2fx" % x for x in lead),
-               " / ".join("%d" % n for n in SIZES), WINDOW,
+           "PANAMA %s at %s ranks).  Two things pull against each other: "
+           "the ring moves 2(n-1)/n of the vector through every host link "
+           "(%s at those sizes) where INA moves it once, while a PANAMA "
+           "group's result waits for the last of the n contributions, "
+           "every rank's window following its own links' marks, so the "
+           "more ranks, the more often some rank's window or queue holds "
+           "every other rank's groups back.  The fixed window keeps up to "
+           "%d groups in flight per rank and was faster than PANAMA's at "
+           "%d of %d sizes." % (
+               trend, " / ".join("%.2fx" % x for x in lead),
+               " / ".join("%d" % n for n in SIZES),
+               " / ".join("%.2f" % (2.0 * (n - 1) / n) for n in SIZES),
+               WINDOW,
                sum(1 for n in SIZES if by_n[n][1] < by_n[n][2]),
                len(SIZES)), ""]
     return md
@@ -554,6 +563,17 @@ def marked(r):
             total("ina_cwnd_cuts"), res)
 
 
+def marked_as_often(marks, ring_marks, behind):
+    """How the ring's marked share compares with PANAMA's where PANAMA is
+    behind (the loads |behind|), so that the OR is or is not a suspect."""
+    if not behind:
+        return ""
+    if all(ring_marks[ld] >= marks[ld] for ld in behind):
+        return (" as often or more where PANAMA is behind, so the OR is "
+                "not what puts it there")
+    return " less often where PANAMA is behind"
+
+
 def differences(table, marks, ring_marks):
     """Why the figures differ from the seed's, with the directions read
     from |table|, the marked share of PANAMA's results per load from
@@ -573,10 +593,9 @@ def differences(table, marks, ring_marks):
         "the background: %s; a DCTCP window cut once a window by half "
         "the marked share settles near 2 / (marked share) groups, so a "
         "heavier background, whose queues the job's cuts cannot drain, "
-        "holds the job's windows lower.  The OR is not what puts PANAMA "
-        "behind the ring, though: the ring's DCTCP packets were marked "
-        "as often or more (%s), and its windows too sit near 2 / (marked "
-        "share) packets.  But a ring flow's window is paced by its own "
+        "holds the job's windows lower.  The ring's DCTCP packets were "
+        "marked%s (%s), and its windows too sit near 2 / (marked share) "
+        "packets.  But a ring connection's window is paced by its own "
         "path's round trip, while a group's result comes when the "
         "slowest of the %d contributions does, each rank's window cut "
         "by its own link's marks: the same bytes in flight per rank move "
@@ -585,6 +604,7 @@ def differences(table, marks, ring_marks):
             ", ".join("%g" % ld for ld in behind) or "none", RANKS,
             ", ".join("%.1f %% at %g" % (100 * marks[ld], ld)
                       for ld in LOADS),
+            marked_as_often(marks, ring_marks, behind),
             ", ".join("%.1f %% at %g" % (100 * ring_marks[ld], ld)
                       for ld in LOADS), RANKS))
     return [direction, "",

@@ -70,6 +70,16 @@ def ict(rows, part, key, algo):
     return float("nan")
 
 
+def host_link_bound_us(hosts, scale):
+    """A bandwidth-optimal all-reduce's time on 100 Gbps host links: each
+    moves 2(n-1)/n of the vector each way."""
+    return 2.0 * (hosts - 1) / hosts * MODEL_BYTES * scale * 8 / 100e9 * 1e6
+
+
+def span(xs):
+    return "%.2f-%.2fx" % (min(xs), max(xs))
+
+
 def report(rows, scale, build):
     md = ["## RAT vs PS vs ring: oversubscription and paused nodes (RAT "
           "seed)", "",
@@ -82,11 +92,13 @@ def report(rows, scale, build):
     head = ["oversubscription", "hosts", "RAT ICT (ms)", "PS / RAT",
             "seed's PS model o(w-1)/[w(1-1/r)]", "ring / RAT"]
     body = []
-    ps_ratio = []
+    ps_ratio, ring_ratio, ring_over_bound = [], [], []
     for o in OVERSUB:
         r, p, g = (ict(rows, "oversub", o, a) for a in ALGOS)
         w = 8 * o
         ps_ratio.append(p / r)
+        ring_ratio.append(g / r)
+        ring_over_bound.append(g / host_link_bound_us(w, scale))
         body.append(["%d:1" % o, w, "%.2f" % (r / 1e3), "%.2f" % (p / r),
                      "%.1f" % (o * (w - 1) / (w * (1 - 1 / 4.0))),
                      "%.2f" % (g / r)])
@@ -102,6 +114,24 @@ def report(rows, scale, build):
                "slower than" if all(x > 1 for x in ps_ratio) else
                "not always slower than",
                "grows" if ps_ratio[-1] > ps_ratio[0] else "does not grow"),
+           "",
+           "The ring, its ranks in rack order, crosses each rack's uplinks "
+           "with one neighbour's connection, so whatever the "
+           "oversubscription its bound is its host links, 2(n-1)/n of the "
+           "vector each way (%.2f-%.2f ms at 100 Gbps), which is also RAT's: "
+           "RAT's n trees cross a rack's uplinks with 2(r-1)/r of the "
+           "vector in all (%.2f ms on its 200 Gbps), and every host link "
+           "carries about twice the vector each way too (its own parts, and "
+           "its members' as their aggregator).  The ring took %s its bound "
+           "(its 2(n-1) steps add latency as the hosts grow) and %s RAT's "
+           "time across 2:1-12:1, where RAT's aggregators take their "
+           "rack's, and the roots their racks', contributions at once (an "
+           "incast each); the seed's 1.16x is one figure without its "
+           "set-up." % (
+               host_link_bound_us(8 * OVERSUB[0], scale) / 1e3,
+               host_link_bound_us(8 * OVERSUB[-1], scale) / 1e3,
+               2 * 3 / 4.0 * MODEL_BYTES * scale * 8 / 200e9 * 1e3,
+               span(ring_over_bound), span(ring_ratio)),
            ""]
     md += ["### Paused nodes (2 racks x 32 servers, 40 Gbps, k re-chosen "
            "every 1 ms)", ""]
