@@ -155,10 +155,11 @@ static dlcp_sim_ps run_algo(const char *yaml, const char *algo,
  * than RAT (its cross-rack traffic is n/r times RAT's).  4 ToRs x 8 hosts,
  * 2 spines: 8 x 100 / (2 x 100) = 4:1.  DCTCP (MLT's line-rate start
  * overruns RAT's aggregators; see docs/simulator.md).  At line rate PS
- * pushes and pulls 24 MB per rack through 200 Gbps of uplinks (1.92 ms)
- * where RAT's cross-rack phase carries 6 MB a rack and its two in-rack
- * phases 3.5 MB a host (0.81 ms in all): 2.4x.  Measured: RAT 1,478 us,
- * PS 3,795 us (2.57x; with a connection per transfer 1,642 and 4,728).
+ * pushes, then pulls, 24 MB per rack through 200 Gbps of uplinks (1.92
+ * ms), while RAT is bound by its host links, 2(n-1)/n of the 4 MB each
+ * way (0.62 ms; its 6 MB a rack across needs 0.24 ms of the uplinks):
+ * 3.1x.  Measured: RAT 1,478 us, PS 3,795 us (2.57x; with a connection
+ * per transfer 1,642 and 4,728).
  */
 static void test_rat_beats_ps_oversubscribed(void **state) {
   (void)state;
@@ -171,7 +172,7 @@ static void test_rat_beats_ps_oversubscribed(void **state) {
   dlcp_sim_ps ps = run_algo(yaml, "ps", "dctcp");
   print_message("4:1 oversubscribed: RAT %.1f us, PS %.1f us (%.2fx)\n",
                 us(rat), us(ps), (double)ps / (double)rat);
-  assert_true((double)ps >= 2.0 * (double)rat);
+  assert_true((double)ps >= 2.5 * (double)rat);
 }
 
 /*
