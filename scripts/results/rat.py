@@ -28,21 +28,26 @@ SEED_PS, SEED_RING, SEED_PAUSED_RING = 25.0, 1.16, 12.0
 SCENARIO = """# Written by scripts/results/rat.py.
 name: rat
 seed: 1
-topology: {kind: leaf_spine, spines: 2, tors: 4, hosts_per_tor: 4,
+topology: {kind: leaf_spine, spines: 2, tors: %d, hosts_per_tor: 4,
            host_rate: 100Gbps, fabric_rate: 100Gbps, base_rtt: 24us}
 switch: {queues: 8, port_buffer: 512KB, ecn_threshold: 65pkts}
 transport: {kind: dctcp, rto_min: 1ms, init_cwnd: 20}
 workload:
   collective: {algo: rat, bytes: 1MB, iterations: 2, compute_time: 0us}
 stop_at: 20s
-"""
+""" % RACKS
 
 
-def across_racks(hosts_per_tor):
+def hosts_per_tor(oversub):
+    """Hosts under a ToR for |oversub|:1 with 2 spines at the hosts' rate."""
+    return 2 * oversub
+
+
+def across_racks(per_tor):
     """The hosts of a job whose rank i sits on rack i mod RACKS."""
-    n = RACKS * hosts_per_tor
-    return "[%s]" % ", ".join("h%d" % ((i % RACKS) * hosts_per_tor +
-                                       i // RACKS) for i in range(n))
+    n = RACKS * per_tor
+    return "[%s]" % ", ".join("h%d" % ((i % RACKS) * per_tor + i // RACKS)
+                              for i in range(n))
 
 
 def runs(scale):
@@ -50,13 +55,13 @@ def runs(scale):
     out = []
     for o in OVERSUB:
         for a in ALGOS + (RING_ACROSS,):
-            sets = ["topology.hosts_per_tor=%d" % (2 * o),
+            sets = ["topology.hosts_per_tor=%d" % hosts_per_tor(o),
                     "workload.collective.algo=" +
                     ("ring" if a == RING_ACROSS else a),
                     "workload.collective.bytes=%d" % b]
             if a == RING_ACROSS:
                 sets.append("workload.collective.hosts=" +
-                            across_racks(2 * o))
+                            across_racks(hosts_per_tor(o)))
             out.append({"id": "oversub-%d-%s" % (o, a), "set": sets,
                         "params": {"part": "oversub", "oversub": o,
                                    "algo": a, "paused": ""}})
@@ -113,7 +118,7 @@ def report(rows, scale, build):
     for o in OVERSUB:
         r, p, g, x = (ict(rows, "oversub", o, a)
                       for a in ALGOS + (RING_ACROSS,))
-        w = 8 * o
+        w = RACKS * hosts_per_tor(o)
         ps_ratio.append(p / r)
         ring_ratio.append(g / r)
         ring_over_bound.append(g / host_link_bound_us(w, scale))

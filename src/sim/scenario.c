@@ -303,11 +303,11 @@ static int section_transport(dlcp_scn *s, const dlcp_scn_node *n) {
   }
   t->kind = (dlcp_sim_transport_kind)kind;
   t->lb = (dlcp_sim_lb)lb;
+  const dlcp_scn_node *persistent = dlcp_scn_map_get(n, "persistent");
   if (!dlcp_sim_kind_is_tcp(t->kind)) {
     /* On by default, where there are connections to keep. */
-    if (d->persistent && dlcp_scn_map_get(n, "persistent")) {
-      return dlcp_scn_fail(s, dlcp_scn_map_get(n, "persistent"),
-                           "transport.persistent",
+    if (d->persistent && persistent) {
+      return dlcp_scn_fail(s, persistent, "transport.persistent",
                            "expected false: only dctcp, tcp and pias keep "
                            "connections");
     }
