@@ -197,7 +197,8 @@ struct dlcp_mlt_conn {
   const dlcp_mem *mem;
   dlcp_rng rng;
   dlcp_rate rate;
-  mlt_xfer *sends; /* in post order (UNMATCHED records in arrival order) */
+  mlt_xfer *sends; /* posted ones in post order; UNMATCHED records
+                     among them in arrival order */
   mlt_xfer *recvs;
   size_t nsends, nrecvs;
   mlt_xfer *pend_head, *pend_tail;
@@ -983,6 +984,21 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
     conn->nsends++;
   } else if (active >= conn->cfg.max_transfers) {
     return DLCP_ERR_LIMIT;
+  } else {
+    /* The record sat where its START arrived; adopted, it goes behind
+     * the sends posted before it (best_send serves equals in list
+     * order), so a receiver posting ahead cannot reorder the sender's
+     * steps. */
+    mlt_xfer **pp = &conn->sends;
+    while (*pp != x) {
+      pp = &(*pp)->next;
+    }
+    *pp = x->next;
+    x->next = NULL;
+    while (*pp) {
+      pp = &(*pp)->next;
+    }
+    *pp = x;
   }
   uint64_t size_from_start = x->size;
   x->sbuf = req->buf;
