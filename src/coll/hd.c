@@ -186,7 +186,7 @@ static int hd_allreduce(coll_plan *plan, const coll_geom *g) {
    * before their receive, so every doubling receive is posted once the
    * halving sends are done (send_join), not step by step: its START is at
    * the partner before the partner's send, as the halving receives' are
-   * (a 16-rank 64 KiB all-reduce over simulated MLT: 101.3 -> 83.2 us;
+   * (a 16-rank 64 KB all-reduce over simulated MLT: 101.3 -> 83.2 us;
    * docs/collectives.md).  The sends still go step by step (the joins
    * chain through |after|). */
   uint32_t dj = coll_plan_add(plan, &nop);
