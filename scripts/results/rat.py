@@ -18,6 +18,8 @@ ALGOS = ("rat", "ps", "ring")
 # know the topology, where RAT reads it from the labels.
 RING_ACROSS = "ring_across"
 RACKS = 4
+SPINES = 2
+HOST_BPS = 100e9  # every link's rate, host and fabric
 OVERSUB = (2, 4, 6, 8, 10, 12)
 PAUSED = (0, 2, 4, 8)
 MODEL_BYTES = 97 * 2 ** 20
@@ -28,19 +30,20 @@ SEED_PS, SEED_RING, SEED_PAUSED_RING = 25.0, 1.16, 12.0
 SCENARIO = """# Written by scripts/results/rat.py.
 name: rat
 seed: 1
-topology: {kind: leaf_spine, spines: 2, tors: %d, hosts_per_tor: 4,
+topology: {kind: leaf_spine, spines: %d, tors: %d, hosts_per_tor: 4,
            host_rate: 100Gbps, fabric_rate: 100Gbps, base_rtt: 24us}
 switch: {queues: 8, port_buffer: 512KB, ecn_threshold: 65pkts}
 transport: {kind: dctcp, rto_min: 1ms, init_cwnd: 20}
 workload:
   collective: {algo: rat, bytes: 1MB, iterations: 2, compute_time: 0us}
 stop_at: 20s
-""" % RACKS
+""" % (SPINES, RACKS)
 
 
 def hosts_per_tor(oversub):
-    """Hosts under a ToR for |oversub|:1 with 2 spines at the hosts' rate."""
-    return 2 * oversub
+    """Hosts under a ToR for |oversub|:1 with SPINES uplinks at the hosts'
+    rate."""
+    return SPINES * oversub
 
 
 def across_racks(per_tor):
@@ -94,7 +97,7 @@ def ict(rows, part, key, algo):
 def host_link_bound_us(hosts, scale):
     """A bandwidth-optimal all-reduce's time on 100 Gbps host links: each
     moves 2(n-1)/n of the vector each way."""
-    return 2.0 * (hosts - 1) / hosts * MODEL_BYTES * scale * 8 / 100e9 * 1e6
+    return 2.0 * (hosts - 1) / hosts * MODEL_BYTES * scale * 8 / HOST_BPS * 1e6
 
 
 def span(xs):
@@ -156,9 +159,12 @@ def report(rows, scale, build):
            "all its hosts' connections, and takes %.2fx RAT's time at %d:1 "
            "and %.2fx at %d:1 (%s): the ring needs its ranks in rack "
            "order, which RAT takes from the labels." % (
-               host_link_bound_us(8 * OVERSUB[0], scale) / 1e3,
-               host_link_bound_us(8 * OVERSUB[-1], scale) / 1e3,
-               2.0 * (RACKS - 1) / RACKS * MODEL_BYTES * scale * 8 / 200e9 * 1e3,
+               host_link_bound_us(RACKS * hosts_per_tor(OVERSUB[0]),
+                                  scale) / 1e3,
+               host_link_bound_us(RACKS * hosts_per_tor(OVERSUB[-1]),
+                                  scale) / 1e3,
+               2.0 * (RACKS - 1) / RACKS * MODEL_BYTES * scale * 8 /
+               (SPINES * HOST_BPS) * 1e3,
                span(ring_over_bound), span(ring_ratio), across[0],
                OVERSUB[0], across[-1], OVERSUB[-1], span(across)),
            ""]

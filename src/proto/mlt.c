@@ -445,6 +445,16 @@ static void unlink_xfer(dlcp_mlt_conn *conn, mlt_xfer *x) {
   conn->resched = true;
 }
 
+/* Puts send |x| last in conn->sends. */
+static void append_send(dlcp_mlt_conn *conn, mlt_xfer *x) {
+  mlt_xfer **pp = &conn->sends;
+  while (*pp) {
+    pp = &(*pp)->next;
+  }
+  *pp = x;
+  conn->nsends++;
+}
+
 static void xfer_free(dlcp_mlt_conn *conn, mlt_xfer *x) {
   const dlcp_mem *m = conn->mem;
   m->free(x->important_bits, m->user);
@@ -976,12 +986,7 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
     x->is_send = true;
     x->state = X_WAIT_START;
     x->tensor = req->tensor;
-    mlt_xfer **pp = &conn->sends;
-    while (*pp) {
-      pp = &(*pp)->next;
-    }
-    *pp = x;
-    conn->nsends++;
+    append_send(conn, x);
   } else if (active >= conn->cfg.max_transfers) {
     return DLCP_ERR_LIMIT;
   } else {
@@ -989,16 +994,8 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
      * the sends posted before it (best_send serves equals in list
      * order), so a receiver posting ahead cannot reorder the sender's
      * steps. */
-    mlt_xfer **pp = &conn->sends;
-    while (*pp != x) {
-      pp = &(*pp)->next;
-    }
-    *pp = x->next;
-    x->next = NULL;
-    while (*pp) {
-      pp = &(*pp)->next;
-    }
-    *pp = x;
+    unlink_xfer(conn, x);
+    append_send(conn, x);
   }
   uint64_t size_from_start = x->size;
   x->sbuf = req->buf;
@@ -1057,12 +1054,7 @@ static void on_start_entry(dlcp_mlt_conn *conn,
   x->seg_size = e->seg_size;
   x->unmatched_loss_ppm = e->loss_ppm;
   x->timer_ns = DLCP_TSTAMP_NEVER;
-  mlt_xfer **pp = &conn->sends;
-  while (*pp) {
-    pp = &(*pp)->next;
-  }
-  *pp = x;
-  conn->nsends++;
+  append_send(conn, x);
 }
 
 /* The active send of the highest priority (the lowest number), first
