@@ -4,13 +4,17 @@
 the job's rendezvous, control and data paths are IPv6; its all-reduce is
 exact at p = 0, the switch ports dropped about 1 % of the packets, and
 DLCP_PATHS=16 source ports spread the traffic over both spines (IPv6
-multipath hashed on L4 ports).  Then the testbed is taken down and
+multipath hashed on L4 ports).  No address may be tentative once the
+testbed is up: a switch whose link-local address is still in duplicate
+address detection resolves no next hop through that link, and the flows
+hashed onto it are dropped.  Then the testbed is taken down and
 nothing may be left.
 
 usage: testbed_ipv6_test.py DLCP_BENCH"""
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -22,6 +26,15 @@ def main():
     dlcp_bench = sys.argv[1]
     with ts.testbed_up("-n", "2", "--racks", "2", "--spines", "2",
                        "--loss", "1%", "--rate", "1gbit", "--ipv6") as tb_id:
+        tentative = [f"{ns}: {line.strip()}"
+                     for ns in ts.namespaces(tb_id)
+                     for line in subprocess.run(
+                         ["ip", "-n", ns, "-6", "addr", "show", "tentative"],
+                         capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+                     if "inet6" in line]
+        ts.check(tentative == [],
+                 f"no address tentative once the testbed is up ({tentative})")
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "bench.json")
             p = ts.testbed("run", "--id", tb_id, "--stats", "none", "--",

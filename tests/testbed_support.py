@@ -68,13 +68,19 @@ def bpf_alive(kind, ids):
     return [i for i in ids if i in have]
 
 
+def namespaces(tb_id):
+    """The network namespaces of testbed |tb_id|."""
+    prefix = f"dlcptb-{tb_id}-"
+    return sorted(ns for ns in os.listdir("/run/netns")
+                  if ns.startswith(prefix))
+
+
 def check_gone(tb_id, progs, maps, veths_before):
     """Asserts testbed |tb_id| left nothing: its namespaces, record, the
     BPF programs and maps it attached (freed asynchronously: waits up to
     5 s) and no new veth in the root namespace."""
     prefix = f"dlcptb-{tb_id}-"
-    left = [ns for ns in os.listdir("/run/netns")
-            if ns.startswith(prefix)] if os.path.isdir("/run/netns") else []
+    left = namespaces(tb_id) if os.path.isdir("/run/netns") else []
     check(left == [], f"no namespace {prefix}* left ({left})")
     etc = [d for d in os.listdir("/etc/netns")
            if d.startswith(prefix)] if os.path.isdir("/etc/netns") else []

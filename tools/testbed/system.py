@@ -119,11 +119,18 @@ def create(t, s):
              "name", b.dev, "netns", b.ns])
     if t.ipv6:
         # IPv6 with static addresses and routes: no router solicitations
-        # or advertisements on links (addresses go without DAD, below).
+        # or advertisements on links, and no duplicate address detection,
+        # for the static addresses (nodad, below) nor the link-local ones:
+        # a switch whose link-local address is still tentative sends no
+        # neighbour solicitation, so the next hop behind that link stays
+        # unresolved and every flow hashed onto it is dropped for the
+        # first seconds (a job in CI lost the half of its packets that
+        # took one spine).
         v6 = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=0",
               "sysctl -qw net.ipv6.conf.default.disable_ipv6=0",
               "for d in /proc/sys/net/ipv6/conf/*; do "
               "echo 0 > $d/router_solicitations; echo 0 > $d/accept_ra; "
+              "echo 0 > $d/accept_dad; echo 0 > $d/dad_transmits; "
               "done"]
     else:
         # No IPv6 chatter (router solicitations, DAD) on links.
