@@ -195,6 +195,9 @@ typedef struct dlcp_comm_stats {
   uint64_t cuts_delay;     /* MLT rate cuts for a rising or high RTT */
   uint64_t control_retx;   /* control datagrams sent again (no CACK in
                               time; control_datagrams only) */
+  uint64_t paths_left_out; /* spells for which a path (UDP source port)
+                              that lost far more than the others carried
+                              none of a peer's packets */
   uint64_t auth_forged;    /* dropped: a MAC that did not check (jobs
                               with a secret only) */
   uint64_t auth_replayed;  /* dropped: a correctly tagged message seen

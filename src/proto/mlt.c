@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "proto/ctlchan.h"
+#include "proto/pathset.h"
 #include "proto/rate.h"
 #include "proto/rng.h"
 #include "proto/rtt.h"
@@ -107,6 +108,9 @@ struct mlt_xfer {
                                this many levels lower; a receive's tells
                                when it shares the link (share) */
   uint64_t *important_bits; /* F32 magnitude mode: bit per segment */
+  uint16_t *seg_path;       /* per segment, 1 + the path its last
+                               transmission took, 0 once charged as lost
+                               or never sent; NULL with one path */
   uint32_t next_seg;        /* first round cursor */
   dlcp_wire_range *retx;    /* later rounds: the missing ranges */
   uint32_t nretx, retx_cap, retx_idx, retx_pos;
@@ -207,6 +211,11 @@ struct dlcp_mlt_conn {
   mlt_xfer *last_recv;   /* lookup cache for the data path */
   uint32_t next_xfer_id;
   uint32_t path_rr;
+  dlcp_pathset paths; /* which paths the rotation uses (pathset.h) */
+  uint32_t ctl_path;  /* the path control datagrams take */
+  uint64_t ctl_resent, ctl_trouble; /* the channel's resends, and resends
+                                       + duplicates, when last looked at */
+  dlcp_tstamp ctl_moved_at;         /* when ctl_path last moved on */
   dlcp_tstamp next_send_ns;
   dlcp_tstamp timer_ns;
   dlcp_duration srtt_ns, rttvar_ns;
@@ -458,6 +467,7 @@ static void append_send(dlcp_mlt_conn *conn, mlt_xfer *x) {
 static void xfer_free(dlcp_mlt_conn *conn, mlt_xfer *x) {
   const dlcp_mem *m = conn->mem;
   m->free(x->important_bits, m->user);
+  m->free(x->seg_path, m->user);
   m->free(x->retx, m->user);
   m->free(x->have_bits, m->user);
   m->free(x, m->user);
@@ -767,6 +777,10 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   }
   conn->cfg = *cfg;
   conn->mem = mem;
+  if (dlcp_pathset_init(&conn->paths, mem, cfg->npaths) != 0) {
+    mem->free(conn, mem->user);
+    return DLCP_ERR_NOMEM;
+  }
   dlcp_rng_seed(&conn->rng, cfg->seed);
   dlcp_rate_params rp;
   rate_params_of(&rp, cfg);
@@ -826,6 +840,7 @@ void dlcp_mlt_conn_del(dlcp_mlt_conn *conn) {
   if (conn->ctl_on) {
     dlcp_ctlchan_fini(&conn->ctl);
   }
+  dlcp_pathset_fini(&conn->paths, conn->mem);
   conn->mem->free(conn->missing, conn->mem->user);
   conn->mem->free(conn, conn->mem->user);
 }
@@ -892,6 +907,11 @@ static void match(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t id,
   }
   x->nsegs = segs_for(size, seg_size);
   int rv = tag_importance(conn, x);
+  if (rv == 0 && conn->cfg.npaths > 1 && x->nsegs > 0) {
+    x->seg_path =
+        conn->mem->calloc(x->nsegs, sizeof(*x->seg_path), conn->mem->user);
+    rv = x->seg_path ? 0 : DLCP_ERR_NOMEM;
+  }
   if (rv != 0) {
     finish(conn, x, rv, PEND_FINISH, now);
     return;
@@ -1249,6 +1269,20 @@ static bool window_admits(dlcp_mlt_conn *conn, dlcp_tstamp now) {
   return false;
 }
 
+/* The path of the connection's next data packet: its place in the round
+ * robin (path_burst packets a path), or, if the path set has left that
+ * path out, the start of the next usable path's burst. */
+static uint32_t data_path(dlcp_mlt_conn *conn, dlcp_tstamp now) {
+  uint32_t burst = conn->cfg.path_burst, n = conn->cfg.npaths;
+  uint32_t path = conn->path_rr / burst % n;
+  for (uint32_t i = 1; i < n && !dlcp_pathset_usable(&conn->paths, path, now);
+       i++) {
+    conn->path_rr = (conn->path_rr / burst + 1) * burst;
+    path = conn->path_rr / burst % n;
+  }
+  return path;
+}
+
 static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                      size_t buflen, dlcp_tstamp now) {
   mlt_xfer *x = conn->sending;
@@ -1289,6 +1323,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
   if (ack_req) {
     conn->since_ack_req = 0;
   }
+  uint32_t path = data_path(conn, now);
   dlcp_wire_data d = {
       .job = conn->cfg.job,
       .xfer = x->id,
@@ -1296,8 +1331,7 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                          (again ? DLCP_WIRE_FLAG_RETX : 0) |
                          (last ? DLCP_WIRE_FLAG_LAST : 0) |
                          (ack_req ? DLCP_WIRE_FLAG_ACK_REQ : 0)),
-      .path = (uint8_t)(conn->path_rr / conn->cfg.path_burst %
-                        conn->cfg.npaths),
+      .path = (uint8_t)path,
       .layer = (uint16_t)(x->layer > UINT16_MAX ? UINT16_MAX : x->layer),
       .tensor = x->tensor,
       .seq = x->seq++,
@@ -1310,6 +1344,10 @@ static int emit_data(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
     return (int)n;
   }
   conn->path_rr++;
+  dlcp_pathset_sent(&conn->paths, path);
+  if (x->seg_path) {
+    x->seg_path[seg] = (uint16_t)(path + 1);
+  }
   x->pkts_sent++;
   if (conn->inflight_pkts++ == 0) {
     /* Nothing in flight and nothing sent for two RTTs: an idle
@@ -1513,6 +1551,32 @@ static int drop_in_flight(dlcp_mlt_conn *conn, mlt_xfer *x,
   return 0;
 }
 
+/* The receiver reported |x|'s segments in its retransmission ranges from
+ * |from| on missing: each is charged as a loss to the path its last
+ * transmission took (once: a segment in flight again is not in the
+ * ranges), and the path set judges the paths. */
+static void charge_holes(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t from,
+                         dlcp_tstamp now) {
+  if (!x->seg_path) {
+    return;
+  }
+  bool charged = false;
+  for (uint32_t i = from; i < x->nretx; i++) {
+    uint32_t end = x->retx[i].start + x->retx[i].count;
+    end = end < x->nsegs ? end : x->nsegs;
+    for (uint32_t seg = x->retx[i].start; seg < end; seg++) {
+      if (x->seg_path[seg] != 0) {
+        dlcp_pathset_lost(&conn->paths, x->seg_path[seg] - 1u);
+        x->seg_path[seg] = 0;
+        charged = true;
+      }
+    }
+  }
+  if (charged) {
+    dlcp_pathset_judge(&conn->paths, drain_interval(conn), now);
+  }
+}
+
 /* A receiver's early BITMAP: holes that a first round still being sent
  * has passed on every path.  They go out before the round's next new
  * segment; the round, its PROBE and its accounting go on as they were. */
@@ -1522,11 +1586,14 @@ static void on_early_bitmap(dlcp_mlt_conn *conn, mlt_xfer *x,
     conn->stats.dropped_invalid++;
     return;
   }
+  /* Ranges still to be sent stay ahead of the new ones (add_retx). */
+  uint32_t kept = x->retx_idx >= x->nretx ? 0 : x->nretx;
   int rv = add_retx(conn, x, b);
   if (rv != 0) {
     send_fail(conn, x, rv, now);
     return;
   }
+  charge_holes(conn, x, kept, now);
   conn->resched = true;
 }
 
@@ -1592,6 +1659,7 @@ static void on_bitmap(dlcp_mlt_conn *conn, const dlcp_wire_bitmap *b,
     send_fail(conn, x, rv, now);
     return;
   }
+  charge_holes(conn, x, 0, now);
   x->retx_round = true;
   next_path(conn);
   start_round(conn, x, now);
@@ -2788,8 +2856,9 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
     conn->stats.acks_sent++;
     act->type = DLCP_MLT_ACT_DATAGRAM;
     act->priority = 0; /* ACKs carry the RTT signal: never queue them */
-    act->path = (uint8_t)(x->ack_rx_pkts / conn->cfg.ack_every %
-                          conn->cfg.npaths);
+    act->path = (uint8_t)dlcp_pathset_usable_from(
+        &conn->paths, x->ack_rx_pkts / conn->cfg.ack_every % conn->cfg.npaths,
+        now);
     act->ect = true;
   } else if (x->pend & PEND_PROBE) {
     x->pend &= ~(uint32_t)PEND_PROBE;
@@ -2854,6 +2923,36 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
     conn->stats.control_sent++;
   }
   return 0;
+}
+
+/* The path of the control datagram about to go out: one path, so that
+ * the channel's messages keep their order, moved on to the next usable
+ * path when the channel sent one again or received one twice (this path,
+ * or the one the peer's acknowledgements take, may be dead: a channel
+ * that stayed on path 0 failed the job when that path was,
+ * docs/protocol.md "Dead paths"), at most once per drain interval (the
+ * pieces of a message lost together are resent together), and off a path
+ * the path set has left out.  Its resends are charged to the path as
+ * losses, so the data leaves a dead path out on the control channel's
+ * evidence too. */
+static uint32_t control_path(dlcp_mlt_conn *conn, dlcp_tstamp now) {
+  uint64_t resent = conn->ctl.retransmissions;
+  uint64_t trouble = resent + conn->ctl.duplicates;
+  uint32_t path = conn->ctl_path;
+  if (trouble != conn->ctl_trouble) {
+    for (; conn->ctl_resent < resent; conn->ctl_resent++) {
+      dlcp_pathset_lost(&conn->paths, path);
+    }
+    dlcp_pathset_judge(&conn->paths, drain_interval(conn), now);
+    if (now >= add_sat(conn->ctl_moved_at, net_drain_interval(conn))) {
+      path = (path + 1) % conn->cfg.npaths;
+      conn->ctl_moved_at = now;
+    }
+    conn->ctl_trouble = trouble;
+  }
+  conn->ctl_path = dlcp_pathset_usable_from(&conn->paths, path, now);
+  dlcp_pathset_sent(&conn->paths, conn->ctl_path);
+  return conn->ctl_path;
 }
 
 static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
@@ -2929,6 +3028,7 @@ static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
       act->type = DLCP_MLT_ACT_DATAGRAM;
       act->len = (size_t)n;
       act->priority = 0; /* control: the most urgent class */
+      act->path = (uint8_t)control_path(conn, now);
       act->ect = true;
       return 0;
     }
@@ -3003,6 +3103,7 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   window_rtt(conn, &st->window_srtt_ns, &st->window_rttvar_ns);
   st->control_retx = conn->ctl.retransmissions;
   st->control_duplicates = conn->ctl.duplicates;
+  st->paths_left_out = conn->paths.spells;
 }
 
 int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
@@ -3053,6 +3154,7 @@ void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st) {
   sum->bitmaps_unprompted += st->bitmaps_unprompted;
   sum->stops_deferred += st->stops_deferred;
   sum->window_timeouts += st->window_timeouts;
+  sum->paths_left_out += st->paths_left_out;
   sum->ack_hold_ns += st->ack_hold_ns;
   if (st->ack_hold_max_ns > sum->ack_hold_max_ns) {
     sum->ack_hold_max_ns = st->ack_hold_max_ns;

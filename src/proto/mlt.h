@@ -341,6 +341,9 @@ typedef struct dlcp_mlt_stats {
                                  (the STOP waited for it to stop) */
   uint64_t window_timeouts;   /* sender: full windows presumed drained
                                  after no ACK for two drain intervals */
+  uint64_t paths_left_out;    /* sender: spells for which a path that lost
+                                 far more than the others was left out of
+                                 the rotation (pathset.h) */
   /* Sender: how long the receiver held the packets its ACKs answer
    * (each ACK's hold_ns: the time from the packet's arrival at the
    * receiving host to the ACK, spent waiting for the receiving process

@@ -1,0 +1,106 @@
+#include "proto/pathset.h"
+
+#include <string.h>
+
+/* A spell is this many drain intervals, doubled per strike up to
+ * 2^MAX_STRIKE times. */
+#define SPELL_DRAINS 16u
+#define MAX_STRIKE 8u
+
+int dlcp_pathset_init(dlcp_pathset *ps, const dlcp_mem *mem, uint32_t n) {
+  memset(ps, 0, sizeof(*ps));
+  ps->path = mem->calloc(n, sizeof(*ps->path), mem->user);
+  if (!ps->path) {
+    return DLCP_ERR_NOMEM;
+  }
+  ps->n = n;
+  return 0;
+}
+
+void dlcp_pathset_fini(dlcp_pathset *ps, const dlcp_mem *mem) {
+  mem->free(ps->path, mem->user);
+  ps->path = NULL;
+}
+
+void dlcp_pathset_sent(dlcp_pathset *ps, uint32_t path) {
+  ps->path[path].sent++;
+  if (++ps->since_halving < DLCP_PATHSET_HALVING * ps->n) {
+    return;
+  }
+  ps->since_halving = 0;
+  for (uint32_t p = 0; p < ps->n; p++) {
+    dlcp_path_health *h = &ps->path[p];
+    h->sent /= 2;
+    h->lost /= 2;
+    /* A path that carried its share without standing out is forgiven
+     * its earlier spells. */
+    if (h->out_until == 0 && h->lost * 10 < h->sent) {
+      h->strikes = 0;
+    }
+  }
+}
+
+void dlcp_pathset_lost(dlcp_pathset *ps, uint32_t path) {
+  ps->path[path].lost++;
+}
+
+bool dlcp_pathset_usable(const dlcp_pathset *ps, uint32_t path,
+                         dlcp_tstamp now) {
+  return ps->path[path].out_until <= now;
+}
+
+uint32_t dlcp_pathset_usable_from(const dlcp_pathset *ps, uint32_t path,
+                                  dlcp_tstamp now) {
+  for (uint32_t i = 0; i < ps->n; i++) {
+    uint32_t p = (path + i) % ps->n;
+    if (dlcp_pathset_usable(ps, p, now)) {
+      return p;
+    }
+  }
+  return path; /* cannot happen: one path always stays in */
+}
+
+/* Whether |h|'s loss rate is at least a tenth and four times that of the
+ * other paths in use (|sent| and |lost| over them all, |h| included). */
+static bool stands_out(const dlcp_path_health *h, uint64_t sent,
+                       uint64_t lost) {
+  if (h->lost < DLCP_PATHSET_MIN_LOSSES || (uint64_t)h->lost * 10 < h->sent) {
+    return false;
+  }
+  uint64_t other_sent = sent - h->sent, other_lost = lost - h->lost;
+  /* lost/sent >= 4 other_lost/other_sent, without dividing */
+  return (uint64_t)h->lost * other_sent >= 4 * other_lost * h->sent;
+}
+
+void dlcp_pathset_judge(dlcp_pathset *ps, dlcp_duration drain,
+                        dlcp_tstamp now) {
+  uint64_t sent = 0, lost = 0;
+  uint32_t usable = 0;
+  for (uint32_t p = 0; p < ps->n; p++) {
+    dlcp_path_health *h = &ps->path[p];
+    if (h->out_until != 0 && h->out_until <= now) {
+      /* Its spell is over: it rejoins afresh. */
+      h->out_until = 0;
+      h->sent = h->lost = 0;
+    }
+    if (h->out_until == 0) {
+      usable++;
+      sent += h->sent;
+      lost += h->lost;
+    }
+  }
+  for (uint32_t p = 0; p < ps->n && usable > 1; p++) {
+    dlcp_path_health *h = &ps->path[p];
+    if (h->out_until != 0 || !stands_out(h, sent, lost)) {
+      continue;
+    }
+    uint32_t strike = h->strikes < MAX_STRIKE ? h->strikes : MAX_STRIKE;
+    dlcp_duration spell = (dlcp_duration)SPELL_DRAINS * drain << strike;
+    h->out_until = now + (spell > 0 ? spell : 1);
+    h->strikes++;
+    ps->spells++;
+    usable--;
+    sent -= h->sent;
+    lost -= h->lost;
+  }
+}

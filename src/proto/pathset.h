@@ -1,0 +1,76 @@
+/*
+ * pathset.h: which of a connection's K paths its packets take, sans-I/O.
+ *
+ * MLT sprays a connection's packets over K paths (path ids the drivers
+ * turn into UDP source ports, which the fabric's ECMP hashes onto
+ * links, or into source routes).  A path can lose everything: a link
+ * dead until routing moves off it, a switch whose next hop behind one
+ * spine is not resolved yet (the IPv6 testbed lost half its packets so
+ * for seconds), an ECMP collision that keeps one port overflowing.
+ * Round-robin spraying then pays a lost round on every transfer, and a
+ * control channel that stays on a dead path never gets through.
+ *
+ * So the sender charges each loss the receiver reports to the path the
+ * lost packet last took, beside the packets each path carried.  A path
+ * that loses at least MIN_LOSSES packets, at least a tenth of what it
+ * carried and four times the other paths' loss rate, is left out of the
+ * rotation for a spell (16 of the caller's drain intervals, doubling
+ * each time the same path is left out again, up to 256 times that); then
+ * it rejoins with its counts cleared.  Uniform random loss never singles
+ * a path out (every path's rate is alike), and the last usable path is
+ * never left out.  Counts are halved every HALVING packets per path, so
+ * they follow the present.
+ */
+#ifndef DLCP_PROTO_PATHSET_H
+#define DLCP_PROTO_PATHSET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlcp/dlcp_types.h"
+
+/* Losses a path must have before it can be left out. */
+#define DLCP_PATHSET_MIN_LOSSES 4u
+/* Packets per path between two halvings of the counts. */
+#define DLCP_PATHSET_HALVING 256u
+
+typedef struct dlcp_path_health {
+  uint32_t sent, lost;   /* data packets, since the counts were halved */
+  dlcp_tstamp out_until; /* left out of the rotation until then; 0: in */
+  uint32_t strikes;      /* spells in a row: each doubles the next */
+} dlcp_path_health;
+
+typedef struct dlcp_pathset {
+  dlcp_path_health *path; /* |n| of them */
+  uint32_t n;
+  uint32_t since_halving; /* packets sent since the last halving */
+  uint64_t spells;        /* paths left out so far */
+} dlcp_pathset;
+
+/* dlcp_pathset_init sets up |n| (>= 1) paths, all in the rotation.
+ * Returns 0 or DLCP_ERR_NOMEM. */
+int dlcp_pathset_init(dlcp_pathset *ps, const dlcp_mem *mem, uint32_t n);
+void dlcp_pathset_fini(dlcp_pathset *ps, const dlcp_mem *mem);
+
+/* A data packet went out on |path| (< n). */
+void dlcp_pathset_sent(dlcp_pathset *ps, uint32_t path);
+
+/* The receiver reported a packet that went out on |path| missing; once a
+ * report's losses are all charged, dlcp_pathset_judge decides. */
+void dlcp_pathset_lost(dlcp_pathset *ps, uint32_t path);
+
+/* Leaves out of the rotation the paths the counts single out, for
+ * 16 |drain| (doubling per strike), and lets back those whose spell has
+ * ended at |now|. */
+void dlcp_pathset_judge(dlcp_pathset *ps, dlcp_duration drain, dlcp_tstamp now);
+
+/* Whether |path| is in the rotation at |now|. */
+bool dlcp_pathset_usable(const dlcp_pathset *ps, uint32_t path,
+                         dlcp_tstamp now);
+
+/* |path| if it is in the rotation at |now|, else the first after it (in
+ * id order, wrapping) that is. */
+uint32_t dlcp_pathset_usable_from(const dlcp_pathset *ps, uint32_t path,
+                                  dlcp_tstamp now);
+
+#endif /* DLCP_PROTO_PATHSET_H */
