@@ -792,6 +792,11 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   conn->rttvar_ns = cfg->initial_rtt_ns / 2;
   conn->net_srtt_ns = conn->srtt_ns;
   conn->net_rttvar_ns = conn->rttvar_ns;
+  /* Each connection's control channel starts on a path of its own: with
+   * every one on path 0, a simulated leaf-spine that routes by path id
+   * carried all the pairs' control traffic over one spine. */
+  conn->ctl_path =
+      (uint32_t)(dlcp_rng_mix(cfg->seed ^ 0xC71Aull) % cfg->npaths);
   conn->ctl_on = cfg->control_datagrams;
   if (conn->ctl_on) {
     /* A control datagram no larger than a full data packet fits the

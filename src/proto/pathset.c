@@ -34,7 +34,7 @@ void dlcp_pathset_sent(dlcp_pathset *ps, uint32_t path) {
     h->lost /= 2;
     /* A path that carried its share without standing out is forgiven
      * its earlier spells. */
-    if (h->out_until == 0 && h->lost * 10 < h->sent) {
+    if (h->out_until == 0 && h->lost * 5 < h->sent) {
       h->strikes = 0;
     }
   }
@@ -60,21 +60,30 @@ uint32_t dlcp_pathset_usable_from(const dlcp_pathset *ps, uint32_t path,
   return path; /* cannot happen: one path always stays in */
 }
 
-/* Whether |h|'s loss rate is at least a tenth and four times that of the
- * other paths in use (|sent| and |lost| over them all, |h| included). */
-static bool stands_out(const dlcp_path_health *h, uint64_t sent,
-                       uint64_t lost) {
-  if (h->lost < DLCP_PATHSET_MIN_LOSSES || (uint64_t)h->lost * 10 < h->sent) {
+/* A path's loss rate as (lost + 1) / (sent + 1): a path that carried a
+ * handful of packets and lost none is not taken for a perfect one (with
+ * 5 % loss on every path, paths were left out against a reference of 16
+ * packets and no loss, pathset_test). */
+static bool loses_more(const dlcp_path_health *a, const dlcp_path_health *b) {
+  return ((uint64_t)a->lost + 1) * ((uint64_t)b->sent + 1) >
+         ((uint64_t)b->lost + 1) * ((uint64_t)a->sent + 1);
+}
+
+/* Whether |h| has lost at least MIN_LOSSES packets, a fifth of what it
+ * carried and four times the loss rate of |ref|, the usable path that
+ * loses least.  Against the least, not the average: with two paths of
+ * four dead, the dead ones lose only three times the average. */
+static bool stands_out(const dlcp_path_health *h, const dlcp_path_health *ref) {
+  if (h->lost < DLCP_PATHSET_MIN_LOSSES || (uint64_t)h->lost * 5 < h->sent) {
     return false;
   }
-  uint64_t other_sent = sent - h->sent, other_lost = lost - h->lost;
-  /* lost/sent >= 4 other_lost/other_sent, without dividing */
-  return (uint64_t)h->lost * other_sent >= 4 * other_lost * h->sent;
+  return (uint64_t)h->lost * ((uint64_t)ref->sent + 1) >=
+         4 * ((uint64_t)ref->lost + 1) * h->sent;
 }
 
 void dlcp_pathset_judge(dlcp_pathset *ps, dlcp_duration drain,
                         dlcp_tstamp now) {
-  uint64_t sent = 0, lost = 0;
+  const dlcp_path_health *ref = NULL;
   uint32_t usable = 0;
   for (uint32_t p = 0; p < ps->n; p++) {
     dlcp_path_health *h = &ps->path[p];
@@ -85,13 +94,14 @@ void dlcp_pathset_judge(dlcp_pathset *ps, dlcp_duration drain,
     }
     if (h->out_until == 0) {
       usable++;
-      sent += h->sent;
-      lost += h->lost;
+      if (!ref || loses_more(ref, h)) {
+        ref = h;
+      }
     }
   }
-  for (uint32_t p = 0; p < ps->n && usable > 1; p++) {
+  for (uint32_t p = 0; ref && p < ps->n && usable > 1; p++) {
     dlcp_path_health *h = &ps->path[p];
-    if (h->out_until != 0 || !stands_out(h, sent, lost)) {
+    if (h == ref || h->out_until != 0 || !stands_out(h, ref)) {
       continue;
     }
     uint32_t strike = h->strikes < MAX_STRIKE ? h->strikes : MAX_STRIKE;
@@ -100,7 +110,5 @@ void dlcp_pathset_judge(dlcp_pathset *ps, dlcp_duration drain,
     h->strikes++;
     ps->spells++;
     usable--;
-    sent -= h->sent;
-    lost -= h->lost;
   }
 }

@@ -518,9 +518,16 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
 /* Sends a control datagram (CDATA or CACK) as MTU-sized fragments on
  * queue 0, the highest priority, as IP fragments a UDP datagram: the
  * bytes stay here until every fragment has arrived, and a lost fragment
- * loses the datagram (the core's control channel sends it again). */
+ * loses the datagram (the core's control channel sends it again).  It
+ * takes the core's path, as the runtime sends it from that path's
+ * socket: ECMP hashes the port, source routing follows the path id (the
+ * core starts each connection's control channel on a path of its own,
+ * so the pairs' control traffic spreads over the spines); it is never
+ * sprayed, so a message's fragments keep one route.  It took path 0's
+ * socket whatever the core chose, and a job whose path 0 crossed a dead
+ * link failed. */
 static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
-                         dlcp_sim_ps now) {
+                         uint8_t path, dlcp_sim_ps now) {
   dlcp_sim *sim = p->host->sim;
   mlt_sim *m = shared(sim);
   uint32_t slot = msg_store(m, bytes, len);
@@ -540,13 +547,15 @@ static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
     }
     pkt->kind = DLCP_SIM_PKT_CTRL;
     pkt->flow = DLCP_SIM_NONE;
-    pkt->sport = 1; /* path 0's socket, as the runtime's */
+    pkt->sport = (uint16_t)(1u + path);
+    pkt->path = p->path_base + path;
     pkt->src = p->host->host;
     pkt->dst = p->peer;
     pkt->size_bytes = MLT_IP_UDP_BYTES + chunk;
     pkt->prio = 0;
     pkt->ecn = DLCP_SIM_ECN_ECT;
-    pkt->lb = DLCP_SIM_LB_ECMP;
+    pkt->lb = sim->cfg.transport.lb == DLCP_SIM_LB_SOURCE ? DLCP_SIM_LB_SOURCE
+                                                          : DLCP_SIM_LB_ECMP;
     pkt->msg = slot;
     if (left == 0) {
       pkt->flags |= DLCP_SIM_PKT_F_MSG_END;
@@ -714,7 +723,7 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
        * (any size, up to 64 KB) travel out of line. */
       if (m->poll_buf[3] == DLCP_WIRE_CDATA ||
           m->poll_buf[3] == DLCP_WIRE_CACK) {
-        send_control(p, m->poll_buf, act.len, now);
+        send_control(p, m->poll_buf, act.len, act.path, now);
         break;
       }
       send_datagram(p, &act, m->poll_buf, now);
