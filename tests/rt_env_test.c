@@ -33,7 +33,7 @@ static void test_defaults_world_of_one(void **state) {
   assert_int_equal(env.world_size, 1);
   assert_string_equal(env.master_addr, "127.0.0.1");
   assert_int_equal(env.timeout_ms, 30000);
-  assert_int_equal(env.paths, 4);
+  assert_int_equal(env.paths, 8);
   assert_int_equal(env.segment_bytes, 0);
   assert_int_equal(env.topo, DLCP_TOPO_FLAT);
   assert_true(env.job != 0);

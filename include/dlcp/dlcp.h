@@ -62,7 +62,7 @@ typedef struct dlcp_comm_config {
                                reaches master_addr */
   uint32_t job;             /* job token; datagrams of other jobs are
                                dropped.  Default 1 */
-  uint32_t paths;           /* K UDP paths per peer (1..64).  Default 4 */
+  uint32_t paths;           /* K UDP paths per peer (1..64).  Default 8 */
   uint32_t segment_bytes;   /* payload per datagram; 0 = from the path MTU */
   double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 0:
                                the path's (the speed of the interface

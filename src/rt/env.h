@@ -13,7 +13,7 @@
  *                          (1..86400000, default 30000)
  *   DLCP_RDZV_TIMEOUT_MS   how long rendezvous waits for rank 0 and the
  *                          other ranks, ms (1..86400000, default 60000)
- *   DLCP_PATHS             source ports (paths) per peer, 1..64 (default 4)
+ *   DLCP_PATHS             source ports (paths) per peer, 1..64 (default 8)
  *   DLCP_SEGMENT           data segment size in bytes, or "auto" (from the
  *                          path MTU); 64..65463
  *   DLCP_ADDR              local address for data and control sockets
@@ -69,7 +69,7 @@
 /* The other defaults (docs/runtime.md lists them with their variables). */
 #define DLCP_RT_DEFAULT_TIMEOUT_MS 30000u
 #define DLCP_RT_DEFAULT_RDZV_TIMEOUT_MS 60000u
-#define DLCP_RT_DEFAULT_PATHS 4u
+#define DLCP_RT_DEFAULT_PATHS 8u
 /* MLT's line rate when DLCP_RATE_GBPS is unset: the path's
  * (dlcp_net_path_rate_gbps), LOCAL between ranks on one host, where the
  * path is memory (2 processes on loopback: 50 Gb/s at 100, 24.6 at 25),
