@@ -22,6 +22,13 @@ void dlcp_pathset_fini(dlcp_pathset *ps, const dlcp_mem *mem) {
   ps->path = NULL;
 }
 
+/* Whether |h| lost at least a fifth of what it carried: the least that
+ * leaves a path out (pathset.h says why), and what a path must stay
+ * under to be forgiven its spells. */
+static bool loses_a_fifth(const dlcp_path_health *h) {
+  return (uint64_t)h->lost * 5 >= h->sent;
+}
+
 void dlcp_pathset_sent(dlcp_pathset *ps, uint32_t path) {
   ps->path[path].sent++;
   if (++ps->since_halving < DLCP_PATHSET_HALVING * ps->n) {
@@ -34,7 +41,7 @@ void dlcp_pathset_sent(dlcp_pathset *ps, uint32_t path) {
     h->lost /= 2;
     /* A path that carried its share without standing out is forgiven
      * its earlier spells. */
-    if (h->out_until == 0 && h->lost * 5 < h->sent) {
+    if (h->out_until == 0 && !loses_a_fifth(h)) {
       h->strikes = 0;
     }
   }
@@ -74,7 +81,7 @@ static bool loses_more(const dlcp_path_health *a, const dlcp_path_health *b) {
  * loses least.  Against the least, not the average: with two paths of
  * four dead, the dead ones lose only three times the average. */
 static bool stands_out(const dlcp_path_health *h, const dlcp_path_health *ref) {
-  if (h->lost < DLCP_PATHSET_MIN_LOSSES || (uint64_t)h->lost * 5 < h->sent) {
+  if (h->lost < DLCP_PATHSET_MIN_LOSSES || !loses_a_fifth(h)) {
     return false;
   }
   return (uint64_t)h->lost * ((uint64_t)ref->sent + 1) >=
