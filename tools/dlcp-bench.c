@@ -34,6 +34,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,11 +66,57 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int usage(const char *why) {
-  fprintf(stderr, "dlcp-bench: %s\n"
-          "usage: dlcp-bench [-b BYTES] [-e BYTES] [-f N] [-a ALGO] [-p P] "
-          "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1] [-C BYTES] "
-          "[-J FILE]\n", why);
+static const char kSynopsis[] =
+    "usage: dlcp-bench [-b BYTES] [-e BYTES] [-f N] [-a ALGO] [-p P] "
+    "[-c 0|1] [-n N] [-w N] [-d TYPE] [-o OP] [-i 0|1] [-C BYTES] "
+    "[-J FILE]\n";
+
+static void help(void) {
+  printf("%s"
+         "\n"
+         "All-reduce benchmark in the style of nccl-tests, run as every rank "
+         "of a job:\n"
+         "  dlcp-run -n 4 dlcp-bench -b 8 -e 256M -f 4\n"
+         "\n"
+         "  -b, -e BYTES  smallest and largest size (K/M/G suffixes; default "
+         "8 and 256M)\n"
+         "  -f N          size multiplication factor, >= 2 (default 2)\n"
+         "  -a ALGO       auto ring ring_bypass ps hd rat direct rd "
+         "(default auto)\n"
+         "  -p P          loss bound for the data, [0, 1) (default 0)\n"
+         "  -c 0|1        check every result against a reference (default "
+         "1)\n"
+         "  -n, -w N      timed and warm-up iterations per size (default 20 "
+         "and 5)\n"
+         "  -d TYPE       float half bfloat16 int32 int64 (default float)\n"
+         "  -o OP         sum avg min max (default sum)\n"
+         "  -i 0|1        in place (default 0)\n"
+         "  -C BYTES      pipelining chunk (default: the library's)\n"
+         "  -J FILE       also write one JSON object per size, with every "
+         "iteration's\n"
+         "                time and what the transport did in it (rank 0)\n"
+         "  -h, --help    show this help\n"
+         "\n"
+         "One row per size: the algorithm that ran, the slowest rank's time "
+         "(median\n"
+         "over iterations, ranks lined up on a barrier before each), algbw, "
+         "busbw,\n"
+         "#wrong elements, the delivered fraction, then p90, max and mean "
+         "time.\n"
+         "The job comes from the environment (RANK, WORLD_SIZE, "
+         "MASTER_ADDR,\n"
+         "MASTER_PORT, DLCP_*: docs/runtime.md).\n",
+         kSynopsis);
+}
+
+/* Reports a usage error (printf-style |fmt|) and returns the exit status. */
+static int usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("dlcp-bench: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see dlcp-bench --help)\n%s", kSynopsis);
   return 2;
 }
 
@@ -111,30 +158,44 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
+/* parse's result besides 0 (run) and 2 (a usage error, reported). */
+#define PARSED_HELP 1
+
 static int parse(int argc, char **argv, options *o) {
   *o = (options){.min_bytes = 8, .max_bytes = 256u << 20, .factor = 2,
                  .algo = DLCP_ALGO_AUTO, .check = 1, .iters = 20,
                  .warmup = 5, .dtype = DLCP_FLOAT32, .redop = DLCP_SUM};
   for (int i = 1; i < argc; i += 2) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strlen(f) != 2 || f[0] != '-' || !v) {
-      return usage("options come as '-x VALUE'");
+    if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
+      help();
+      return PARSED_HELP;
+    }
+    if (f[0] != '-') {
+      return usage("unexpected argument '%s'", f);
+    }
+    if (strlen(f) != 2) {
+      return usage("unknown option '%s'", f);
+    }
+    if (!v) {
+      return usage("%s needs a value", f);
     }
     int k;
     switch (f[1]) {
     case 'b':
       if (parse_bytes(v, &o->min_bytes)) {
-        return usage("-b: expected a size in bytes such as 8 or 64K");
+        return usage("-b: expected a size in bytes such as 8 or 64K, not '%s'",
+                     v);
       }
       break;
     case 'e':
       if (parse_bytes(v, &o->max_bytes)) {
-        return usage("-e: expected a size in bytes such as 256M");
+        return usage("-e: expected a size in bytes such as 256M, not '%s'", v);
       }
       break;
     case 'f':
       if (parse_bytes(v, &o->factor) || o->factor < 2) {
-        return usage("-f: expected an integer factor >= 2");
+        return usage("-f: expected an integer factor >= 2, not '%s'", v);
       }
       break;
     case 'a':
@@ -142,59 +203,62 @@ static int parse(int argc, char **argv, options *o) {
       if (dlcp_algo_parse(v, &o->algo) != 0) {
         return usage("-a: expected auto, ring, ring_bypass, ps, hd "
                      "(halving_doubling), rat, direct or rd "
-                     "(recursive_doubling)");
+                     "(recursive_doubling), not '%s'",
+                     v);
       }
       break;
     case 'p': {
       char *end;
       o->p = strtod(v, &end);
       if (*end || !(o->p >= 0.0 && o->p < 1.0)) {
-        return usage("-p: expected a loss bound in [0, 1)");
+        return usage("-p: expected a loss bound in [0, 1), not '%s'", v);
       }
       break;
     }
     case 'c':
       if (parse_int(v, 0, 1, &o->check)) {
-        return usage("-c: expected 0 or 1");
+        return usage("-c: expected 0 or 1, not '%s'", v);
       }
       break;
     case 'n':
       if (parse_int(v, 1, 100000, &o->iters)) {
-        return usage("-n: expected 1..100000 iterations");
+        return usage("-n: expected 1..100000 iterations, not '%s'", v);
       }
       break;
     case 'w':
       if (parse_int(v, 0, 100000, &o->warmup)) {
-        return usage("-w: expected 0..100000 warm-up iterations");
+        return usage("-w: expected 0..100000 warm-up iterations, not '%s'", v);
       }
       break;
     case 'd':
       if ((k = pick(v, kTypes, 5)) < 0) {
-        return usage("-d: expected float, half, bfloat16, int32 or int64");
+        return usage(
+            "-d: expected float, half, bfloat16, int32 or int64, not '%s'", v);
       }
       o->dtype = (dlcp_dtype)k;
       break;
     case 'o':
       if ((k = pick(v, kOps, 4)) < 0) {
-        return usage("-o: expected sum, avg, min or max");
+        return usage("-o: expected sum, avg, min or max, not '%s'", v);
       }
       o->redop = (dlcp_redop)k;
       break;
     case 'i':
       if (parse_int(v, 0, 1, &o->inplace)) {
-        return usage("-i: expected 0 or 1");
+        return usage("-i: expected 0 or 1, not '%s'", v);
       }
       break;
     case 'C':
       if (parse_bytes(v, &o->chunk)) {
-        return usage("-C: expected a chunk size in bytes such as 1M");
+        return usage("-C: expected a chunk size in bytes such as 1M, not '%s'",
+                     v);
       }
       break;
     case 'J':
       o->json_path = v;
       break;
     default:
-      return usage("unknown option");
+      return usage("unknown option '%s'", f);
     }
   }
   if (o->min_bytes > o->max_bytes) {
@@ -429,7 +493,7 @@ int main(int argc, char **argv) {
   options o;
   int rv = parse(argc, argv, &o);
   if (rv != 0) {
-    return rv;
+    return rv == PARSED_HELP ? 0 : rv;
   }
   char err[512];
   dlcp_comm *comm;

@@ -48,13 +48,41 @@ static int parse_u64(const char *name, const char *s, uint64_t lo,
   return 0;
 }
 
+static void help(void) {
+  printf("usage: dlcp-p2p [--size BYTES] [--iters N] [--p LOSS_BOUND]\n"
+         "\n"
+         "Point-to-point MLT transfers between the ranks of a job: even rank "
+         "r sends\n"
+         "to rank r + 1, which checks every byte and prints one line per "
+         "transfer.\n"
+         "  dlcp-run -n 2 dlcp-p2p --size 64M\n"
+         "\n"
+         "  --size BYTES      bytes per transfer, K/M/G suffixes, up to 16G "
+         "(default 16M)\n"
+         "  --iters N         transfers per pair, 1..1000000 (default 3)\n"
+         "  --p LOSS_BOUND    fraction of the data the receiver may give up, "
+         "[0, 1)\n"
+         "                    (default 0: every byte)\n"
+         "  -h, --help        show this help\n"
+         "\n"
+         "Exits non-zero if a transfer failed or a delivered byte was wrong. "
+         "The job\n"
+         "and fault injection come from the environment (RANK, WORLD_SIZE, "
+         "MASTER_ADDR,\n"
+         "MASTER_PORT, DLCP_*, DLCP_FAULT_*: docs/runtime.md).\n");
+}
+
 int main(int argc, char **argv) {
   uint64_t size = 16u << 20, iters = 3;
   double p = 0.0;
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      help();
+      return 0;
+    }
     if (!v) {
-      fprintf(stderr, "dlcp-p2p: %s needs a value\n", a);
+      fprintf(stderr, "dlcp-p2p: %s needs a value (see dlcp-p2p --help)\n", a);
       return 2;
     }
     if (!strcmp(a, "--size")) {
@@ -74,7 +102,8 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "dlcp-p2p: unknown option '%s'\n", a);
+      fprintf(stderr, "dlcp-p2p: unknown option '%s' (see dlcp-p2p --help)\n",
+              a);
       return 2;
     }
   }

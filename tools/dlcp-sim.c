@@ -22,19 +22,19 @@
 #include "sim/sim.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: dlcp-sim [SCENARIO.yaml] [--set key=value]... [--seed N] "
-          "[--out DIR]\n"
-          "  SCENARIO.yaml  scenario file (default: the embedded MLT "
-          "leaf-spine PS scenario)\n"
-          "  --set K=V      override a scenario field, e.g. --set "
-          "topology.spines=8\n"
-          "  --seed N       random seed (same as --set seed=N)\n"
-          "  --out DIR      write flows.csv, links.csv, queues.csv, "
-          "iterations.csv, collectives.csv,\n"
-          "                 summary.json\n"
-          "                 (and the outputs.pcap captures)\n"
-          "  --print-default  print the embedded scenario and exit\n");
+  fprintf(f, "usage: dlcp-sim [SCENARIO.yaml] [--set key=value]... [--seed N] "
+             "[--out DIR]\n"
+             "  SCENARIO.yaml  scenario file (default: the embedded MLT "
+             "leaf-spine PS scenario)\n"
+             "  --set K=V      override a scenario field, e.g. --set "
+             "topology.spines=8\n"
+             "  --seed N       random seed (same as --set seed=N)\n"
+             "  --out DIR      write flows.csv, links.csv, queues.csv, "
+             "iterations.csv, collectives.csv,\n"
+             "                 summary.json\n"
+             "                 (and the outputs.pcap captures)\n"
+             "  --print-default  print the embedded scenario and exit\n"
+             "  -h, --help     show this help\n");
 }
 
 static double wall_now(void) {

@@ -681,6 +681,37 @@ static int parse_double(const char *name, const char *s, double lo,
   return 0;
 }
 
+static void help(void) {
+  printf("usage: dlcp-soak [--minutes M] [--epoch-s S] [--seed X] "
+         "[--max-elems E]\n"
+         "                 [--csv PREFIX]\n"
+         "\n"
+         "A long run of randomized all-reduces under randomized fault "
+         "injection, every\n"
+         "result checked, each rank's memory and descriptors sampled after "
+         "every epoch:\n"
+         "  dlcp-run -n 4 dlcp-soak --minutes 10   (or: make soak)\n"
+         "\n"
+         "  --minutes M      length of the run, 0.01..100000 (default 30)\n"
+         "  --epoch-s S      seconds per epoch (a communicator with its own "
+         "faults,\n"
+         "                   paths and transports), 1..86400 (default 30)\n"
+         "  --seed X         the draws' seed, shared by the ranks (default "
+         "1)\n"
+         "  --max-elems E    largest all-reduce in elements, 1..2^26 "
+         "(default 2^20)\n"
+         "  --csv PREFIX     each rank writes its samples to "
+         "PREFIX.rankR.csv\n"
+         "  -h, --help       show this help\n"
+         "\n"
+         "Exits 0 only if every operation succeeded with the right result, "
+         "the\n"
+         "descriptors returned to the same count after every epoch and the "
+         "heap and\n"
+         "resident set stayed flat after the first %d epochs.\n",
+         WARMUP_EPOCHS);
+}
+
 int main(int argc, char **argv) {
   soak sk;
   uint64_t v;
@@ -697,8 +728,13 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      help();
+      return 0;
+    }
     if (val == NULL) {
-      fprintf(stderr, "dlcp-soak: %s needs a value\n", a);
+      fprintf(stderr, "dlcp-soak: %s needs a value (see dlcp-soak --help)\n",
+              a);
       return 2;
     }
     if (strcmp(a, "--minutes") == 0) {
@@ -722,8 +758,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--csv") == 0) {
       csv_prefix = val;
     } else {
-      fprintf(stderr, "dlcp-soak: unknown option '%s' (--minutes, "
-              "--epoch-s, --seed, --max-elems, --csv)\n", a);
+      fprintf(stderr,
+              "dlcp-soak: unknown option '%s' (see dlcp-soak "
+              "--help)\n",
+              a);
       return 2;
     }
   }

@@ -6,7 +6,7 @@
  *               [--block-elems N] [--policy shared|static]
  *               [--static-parts N] [--max-jobs N] [--resend-us N]
  *               [--lease-s N] [--idle-us N] [--batch N] [--stats-s N]
- *               [--parent ADDR:PORT]...
+ *               [--parent ADDR:PORT]... [--gso 0|1]
  *
  * Sharding.  Every thread owns its own socket, bound with SO_REUSEPORT to
  * the same address, and its own aggregator pool (--mem divided by T).  A
@@ -226,18 +226,68 @@ static int parse_parent(const char *v, dlcp_sockaddr *sa) {
   return 0;
 }
 
-static void usage(void) {
-  fprintf(stderr,
-          "usage: dlcp-switch [--bind ADDR] [--port N] [--threads T] "
-          "[--mem BYTES]\n"
-          "                   [--block-elems N] [--policy shared|static] "
-          "[--static-parts N]\n"
-          "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
-          "[--idle-us N]\n"
-          "                   [--batch N] [--stats-s N] "
-          "[--parent ADDR:PORT]... [--gso 0|1]\n"
-          "ADDR: IPv4 (default 0.0.0.0) or IPv6 (::); a --parent of the same "
-          "version,\nan IPv6 one as [ADDR]:PORT\n");
+static const char kSynopsis[] =
+    "usage: dlcp-switch [--bind ADDR] [--port N] [--threads T] "
+    "[--mem BYTES]\n"
+    "                   [--block-elems N] [--policy shared|static] "
+    "[--static-parts N]\n"
+    "                   [--max-jobs N] [--resend-us N] [--lease-s N] "
+    "[--idle-us N]\n"
+    "                   [--batch N] [--stats-s N] [--parent ADDR:PORT]... "
+    "[--gso 0|1]\n";
+
+static void help(void) {
+  printf("%s"
+         "\n"
+         "The software aggregation switch (docs/ina.md): workers' "
+         "contributions in,\n"
+         "each group's sum back to every worker of the job.\n"
+         "\n"
+         "  --bind ADDR          IPv4 (default 0.0.0.0) or IPv6 (::) address "
+         "to listen on\n"
+         "  --port N             UDP port, 0 for a free one (default 7070)\n"
+         "  --threads T          worker threads, each with its socket and "
+         "its share of\n"
+         "                       the pool, 1..%u (default 1)\n"
+         "  --mem BYTES          aggregator pool, all threads (default 1 "
+         "MiB)\n"
+         "  --block-elems N      int32 sums per aggregator, 1..%u (default "
+         "%u)\n"
+         "  --policy P           shared: jobs share the pool by demand "
+         "(default);\n"
+         "                       static: fixed equal partitions\n"
+         "  --static-parts N     partitions of the static policy (default: "
+         "max-jobs, at\n"
+         "                       most 4)\n"
+         "  --max-jobs N         jobs at once, 1..65536 (default 64)\n"
+         "  --resend-us N        a complete group's result is sent again to "
+         "workers that\n"
+         "                       have not acknowledged it after this long "
+         "(default 5000)\n"
+         "  --lease-s N          an idle incomplete group or job is "
+         "reclaimed after this\n"
+         "                       long (default 10)\n"
+         "  --idle-us N          a job without aggregators silent this long "
+         "leaves the\n"
+         "                       pool's shares (default 1000)\n"
+         "  --batch N            datagrams per system call, 1..%u (default "
+         "64)\n"
+         "  --stats-s N          print the counters on stderr every N s "
+         "(default 0:\n"
+         "                       only at exit)\n"
+         "  --parent ADDR:PORT   the next switch of a chain, or the root of "
+         "a tree (once\n"
+         "                       per tree); needs --bind; IPv6 as "
+         "[ADDR]:PORT\n"
+         "  --gso 0|1            segmentation offloads for results (default "
+         "1)\n"
+         "  -h, --help           show this help\n"
+         "\n"
+         "Prints \"dlcp-switch: listening on ADDR:PORT ...\" once bound; "
+         "exits on\n"
+         "SIGINT or SIGTERM with its final counters.\n",
+         kSynopsis, MAX_THREADS, DLCP_AGG_MAX_BLOCK_ELEMS,
+         DLCP_AGG_DEFAULT_BLOCK_ELEMS, MAX_BATCH);
 }
 
 static int parse_args(int argc, char **argv, opts *o) {
@@ -254,7 +304,7 @@ static int parse_args(int argc, char **argv, opts *o) {
     int rv = 0;
 
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage();
+      help();
       exit(0);
     }
     if (v == NULL) {
@@ -324,8 +374,10 @@ static int parse_args(int argc, char **argv, opts *o) {
         return -1;
       }
     } else {
-      fprintf(stderr, "dlcp-switch: unknown option '%s'\n", a);
-      usage();
+      fprintf(stderr,
+              "dlcp-switch: unknown option '%s' (see dlcp-switch "
+              "--help)\n%s",
+              a, kSynopsis);
       return -1;
     }
     if (rv != 0) {
