@@ -1291,6 +1291,39 @@ static void test_dead_path_for_everything(void **state) {
   }
 }
 
+/* Every path's first route is dead both ways (an ECMP fabric hashed the
+ * connection's four source ports onto a dead link), the others lose 1 %
+ * at random: each path that loses half of what it carried takes its next
+ * route (another source port, pathset.h "Routes"), and the transfers
+ * complete, exact.  With one route per path nothing can get through:
+ * no path stands out, and every one is dead. */
+static void test_every_first_route_dead(void **state) {
+  (void)state;
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    dlcp_mlt_config cfg;
+    base_config(&cfg, seed);
+    cfg.npaths = 4;
+    cfg.nroutes = 4;
+    cfg.path_burst = 32;
+    cfg.control_datagrams = true;
+    netsim_link l = make_link(0.01, 0.0, 0.0);
+    l.dead_paths = 0xFu; /* routes 0-3: paths 0-3 on their first route */
+    netsim *ns = netsim_new(&cfg, &cfg, &l, &l, seed);
+    assert_non_null(ns);
+    for (uint32_t t = 1; t <= 4; t++) {
+      transfer(ns, t, 150000 * t, seed + t, 0.0, 1000000000);
+    }
+    dlcp_mlt_stats tx;
+    dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+    printf("seed %llu: %llu rerouted, %llu left out, %llu of %llu resent\n",
+           (unsigned long long)seed, (unsigned long long)tx.paths_rerouted,
+           (unsigned long long)tx.paths_left_out,
+           (unsigned long long)tx.data_retx, (unsigned long long)tx.data_sent);
+    assert_true(tx.paths_rerouted >= 4);
+    netsim_del(ns);
+  }
+}
+
 /* Drops the first transmission of every tenth data packet side 0 sends
  * among the first 500 and among the 900th to 950th (counting first
  * transmissions), and counts the retransmissions. */
@@ -2664,6 +2697,7 @@ int main(void) {
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),
       cmocka_unit_test(test_dead_path_does_not_stall),
       cmocka_unit_test(test_dead_path_for_everything),
+      cmocka_unit_test(test_every_first_route_dead),
       cmocka_unit_test(test_only_the_excess_is_asked_for),
       cmocka_unit_test(test_probe_follows_the_last_packets_ack),
       cmocka_unit_test(test_starved_retransmission_climbs),

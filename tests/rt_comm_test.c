@@ -41,10 +41,12 @@ typedef struct xfer_result {
 } xfer_result;
 
 #define MAX_PATHS 4
+/* A path's routes are sockets of their own: ports to recognise. */
+#define MAX_PORTS 64
 
 typedef struct shared {
   _Atomic int nports; /* set once udp_ports holds this rank's ports */
-  uint16_t udp_ports[MAX_PATHS];
+  uint16_t udp_ports[MAX_PORTS];
   xfer_result r[MAX_XFERS];
   int nresults;
   char error[256];
@@ -112,10 +114,11 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
     snprintf(sh->error, sizeof(sh->error), "create: %s", err);
     return 1;
   }
-  for (uint32_t k = 0; k < MAX_PATHS; k++) {
-    sh->udp_ports[k] = dlcp_comm_udp_port(comm, k);
+  int nports = 0;
+  for (uint32_t k = 0; k < MAX_PORTS && dlcp_comm_udp_port(comm, k) != 0; k++) {
+    sh->udp_ports[nports++] = dlcp_comm_udp_port(comm, k);
   }
-  atomic_store(&sh->nports, MAX_PATHS);
+  atomic_store(&sh->nports, nports);
   dlcp_cq *cq;
   dlcp_cq_create(comm, &cq);
   uint8_t *bufs[MAX_XFERS];
@@ -590,12 +593,12 @@ static const uint16_t *ports_of(shared *sh) {
     struct timespec ts = {.tv_sec = 0, .tv_nsec = 10000000};
     nanosleep(&ts, NULL);
   }
-  assert_int_equal(atomic_load(&sh->nports), MAX_PATHS);
+  assert_true(atomic_load(&sh->nports) >= MAX_PATHS);
   return sh->udp_ports;
 }
 
 static bool has_port(const uint16_t *ports, uint16_t port) {
-  for (int k = 0; k < MAX_PATHS; k++) {
+  for (int k = 0; k < MAX_PORTS && ports[k] != 0; k++) {
     if (ports[k] == port) {
       return true;
     }

@@ -62,7 +62,9 @@ typedef struct dlcp_comm_config {
                                reaches master_addr */
   uint32_t job;             /* job token; datagrams of other jobs are
                                dropped.  Default 1 */
-  uint32_t paths;           /* K UDP paths per peer (1..64).  Default 8 */
+  uint32_t paths;           /* K UDP paths per peer (1..64), each with
+                               min(4, 64 / K) routes: a socket per route,
+                               so K * routes sockets.  Default 8 */
   uint32_t segment_bytes;   /* payload per datagram; 0 = from the path MTU */
   double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 0:
                                the path's (the speed of the interface
@@ -198,6 +200,9 @@ typedef struct dlcp_comm_stats {
   uint64_t paths_left_out; /* spells for which a path (UDP source port)
                               that lost far more than the others carried
                               none of a peer's packets */
+  uint64_t paths_rerouted; /* paths moved to another of their UDP source
+                              ports (left out, or losing half of what
+                              they carried: docs/runtime.md, "Paths") */
   uint64_t auth_forged;    /* dropped: a MAC that did not check (jobs
                               with a secret only) */
   uint64_t auth_replayed;  /* dropped: a correctly tagged message seen
@@ -242,9 +247,11 @@ typedef struct dlcp_comm_stats {
  * fail). */
 void dlcp_comm_get_stats(dlcp_comm *comm, dlcp_comm_stats *st);
 
-/* dlcp_comm_udp_port returns the local UDP port of path |path| (for
- * capture filters and tests), or 0 if there is no such path. */
-uint16_t dlcp_comm_udp_port(const dlcp_comm *comm, uint32_t path);
+/* dlcp_comm_udp_port returns the local UDP port of socket |socket| (for
+ * capture filters and tests), or 0 if there is no such socket: path k's
+ * routes are sockets k, k + paths, k + 2 paths ...; socket 0 is the one
+ * peers send to. */
+uint16_t dlcp_comm_udp_port(const dlcp_comm *comm, uint32_t socket);
 
 /* dlcp_cq_create makes a completion queue owned by the caller; destroy it
  * with dlcp_cq_destroy (NULL is fine) after every operation posted to it

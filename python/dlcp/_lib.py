@@ -71,21 +71,22 @@ class CommConfig(ctypes.Structure):
 
 
 class CommStats(ctypes.Structure):
+    """dlcp_comm_stats, field for field (tests/python checks the order
+    against include/dlcp/dlcp.h)."""
     _fields_ = [(name, c_u64) for name in (
         "datagrams_sent", "datagrams_received", "dropped_malformed",
         "dropped_foreign", "dropped_stale", "dropped_invalid",
         "fault_dropped", "fault_duplicated", "fault_delayed",
-        "retransmissions", "shm_peers", "shm_sent", "shm_full",
-        "doorbells")] + [("min_rate_gbps", c_double), ("max_srtt_ns", c_u64),
-                         ("ce_received", c_u64), ("cuts_ecn", c_u64),
-                         ("cuts_delay", c_u64), ("control_retx", c_u64),
-                         ("auth_forged", c_u64), ("auth_replayed", c_u64),
-                         ("data_reordered", c_u64), ("bitmaps_early", c_u64),
-                         ("bitmaps_unprompted", c_u64),
-                         ("window_timeouts", c_u64),
-                         ("ina_groups", c_u64), ("ina_ring_groups", c_u64),
-                         ("ina_resent", c_u64), ("ina_busy", c_u64),
-                         ("ina_waiting", c_u64), ("ina_dup_results", c_u64)]
+        "retransmissions", "shm_peers", "machine_ranks", "shm_sent",
+        "shm_full", "doorbells")] + [("min_rate_gbps", c_double)] + [
+        (name, c_u64) for name in (
+            "max_srtt_ns", "ce_received", "cuts_ecn", "cuts_delay",
+            "control_retx", "paths_left_out", "paths_rerouted",
+            "auth_forged", "auth_replayed", "data_reordered",
+            "bitmaps_early", "bitmaps_unprompted", "window_timeouts",
+            "acks_quiet", "acks_received", "ack_hold_ns", "max_ack_hold_ns",
+            "ina_groups", "ina_ring_groups", "ina_resent", "ina_busy",
+            "ina_waiting", "ina_dup_results")]
 
 
 class CollOpts(ctypes.Structure):

@@ -679,6 +679,7 @@ void dlcp_mlt_config_default(dlcp_mlt_config *cfg) {
   cfg->job = 1;
   cfg->segment_size = 1456; /* 1500-byte MTU - IPv4 - UDP - MLT header */
   cfg->npaths = 4;
+  cfg->nroutes = 1;
   cfg->path_burst = 1;
   cfg->nprio = 8;
   cfg->line_rate_bps = rp.line_rate_bps;
@@ -737,7 +738,8 @@ int dlcp_mlt_config_check(const dlcp_mlt_config *cfg) {
       cfg->segment_size > DLCP_WIRE_MAX_SEG ||
       cfg->datagram_max > DLCP_WIRE_DGRAM_MAX ||
       cfg->segment_size + DLCP_WIRE_DATA_HDR_LEN > cfg->datagram_max ||
-      cfg->npaths == 0 || cfg->npaths > 256 || cfg->path_burst == 0 ||
+      cfg->npaths == 0 || cfg->npaths > 256 || cfg->nroutes == 0 ||
+      cfg->nroutes > DLCP_PATHSET_MAX_ROUTES || cfg->path_burst == 0 ||
       cfg->path_burst > 65536 || cfg->nprio == 0 ||
       cfg->nprio > DLCP_WIRE_PRIO_MASK + 1 || cfg->ack_every == 0 ||
       cfg->burst_pkts == 0 || cfg->initial_rtt_ns == 0 ||
@@ -777,7 +779,7 @@ int dlcp_mlt_conn_new(dlcp_mlt_conn **pconn, const dlcp_mlt_config *cfg,
   }
   conn->cfg = *cfg;
   conn->mem = mem;
-  if (dlcp_pathset_init(&conn->paths, mem, cfg->npaths) != 0) {
+  if (dlcp_pathset_init(&conn->paths, mem, cfg->npaths, cfg->nroutes) != 0) {
     mem->free(conn, mem->user);
     return DLCP_ERR_NOMEM;
   }
@@ -2937,7 +2939,8 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
  * that stayed on path 0 failed the job when that path was,
  * docs/protocol.md "Dead paths"), at most once per drain interval (the
  * pieces of a message lost together are resent together), and off a path
- * the path set has left out.  Its resends are charged to the path as
+ * the path set has left out; the path it leaves takes its next route
+ * (pathset.h, "Routes").  Its resends are charged to the path as
  * losses, so the data leaves a dead path out on the control channel's
  * evidence too. */
 static uint32_t control_path(dlcp_mlt_conn *conn, dlcp_tstamp now) {
@@ -2950,6 +2953,7 @@ static uint32_t control_path(dlcp_mlt_conn *conn, dlcp_tstamp now) {
     }
     dlcp_pathset_judge(&conn->paths, drain_interval(conn), now);
     if (now >= add_sat(conn->ctl_moved_at, net_drain_interval(conn))) {
+      dlcp_pathset_reroute(&conn->paths, path);
       path = (path + 1) % conn->cfg.npaths;
       conn->ctl_moved_at = now;
     }
@@ -3048,14 +3052,24 @@ static int poll_actions(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
   return 0;
 }
 
+/* poll_actions, with a datagram's route: its path's at the time. */
+static int poll_routed(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
+                       size_t buflen, bool data, dlcp_tstamp now) {
+  int rv = poll_actions(conn, act, buf, buflen, data, now);
+  if (rv == 0 && act->type == DLCP_MLT_ACT_DATAGRAM) {
+    act->route = dlcp_pathset_route(&conn->paths, act->path);
+  }
+  return rv;
+}
+
 int dlcp_mlt_poll(dlcp_mlt_conn *conn, dlcp_mlt_action *act, uint8_t *buf,
                   size_t buflen, dlcp_tstamp now) {
-  return poll_actions(conn, act, buf, buflen, true, now);
+  return poll_routed(conn, act, buf, buflen, true, now);
 }
 
 int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
                           uint8_t *buf, size_t buflen, dlcp_tstamp now) {
-  return poll_actions(conn, act, buf, buflen, false, now);
+  return poll_routed(conn, act, buf, buflen, false, now);
 }
 
 dlcp_tstamp dlcp_mlt_next_control_deadline(const dlcp_mlt_conn *conn) {
@@ -3109,6 +3123,7 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->control_retx = conn->ctl.retransmissions;
   st->control_duplicates = conn->ctl.duplicates;
   st->paths_left_out = conn->paths.spells;
+  st->paths_rerouted = conn->paths.reroutes;
 }
 
 int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
@@ -3160,6 +3175,7 @@ void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st) {
   sum->stops_deferred += st->stops_deferred;
   sum->window_timeouts += st->window_timeouts;
   sum->paths_left_out += st->paths_left_out;
+  sum->paths_rerouted += st->paths_rerouted;
   sum->ack_hold_ns += st->ack_hold_ns;
   if (st->ack_hold_max_ns > sum->ack_hold_max_ns) {
     sum->ack_hold_max_ns = st->ack_hold_max_ns;

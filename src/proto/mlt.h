@@ -91,6 +91,11 @@ typedef struct dlcp_mlt_config {
   uint32_t segment_size; /* payload bytes per DATA packet, chosen by the
                             receiver and announced in START (64..65463) */
   uint32_t npaths;       /* K paths, path ids 0..K-1, round-robin; 1..256 */
+  uint32_t nroutes;      /* routes per path (pathset.h, "Routes"): the
+                            drivers' distinct sources for a path, such as
+                            UDP source ports an ECMP fabric hashes; 1
+                            (the default) where a path is its route;
+                            1..DLCP_PATHSET_MAX_ROUTES */
   uint32_t path_burst;   /* consecutive packets on one path before the next
                             (1, the seed's per-packet spraying; a driver
                             that sends a path's packets in one batch sets
@@ -307,6 +312,8 @@ typedef struct dlcp_mlt_action {
   size_t payload_len;
   uint8_t priority;         /* DATAGRAM: 0 = most urgent (DSCP class) */
   uint8_t path;             /* DATAGRAM: path id */
+  uint32_t route;           /* DATAGRAM: the path's route now, below
+                               npaths * nroutes (dlcp_pathset_route) */
   bool ect;                 /* DATAGRAM: send ECN-capable (important) */
   dlcp_mlt_completion completion; /* COMPLETE */
 } dlcp_mlt_action;
@@ -344,6 +351,8 @@ typedef struct dlcp_mlt_stats {
   uint64_t paths_left_out;    /* sender: spells for which a path that lost
                                  far more than the others was left out of
                                  the rotation (pathset.h) */
+  uint64_t paths_rerouted;    /* sender: paths moved to their next route,
+                                 left out or losing half (pathset.h) */
   /* Sender: how long the receiver held the packets its ACKs answer
    * (each ACK's hold_ns: the time from the packet's arrival at the
    * receiving host to the ACK, spent waiting for the receiving process

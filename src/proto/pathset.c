@@ -7,13 +7,15 @@
 #define SPELL_DRAINS 16u
 #define MAX_STRIKE 8u
 
-int dlcp_pathset_init(dlcp_pathset *ps, const dlcp_mem *mem, uint32_t n) {
+int dlcp_pathset_init(dlcp_pathset *ps, const dlcp_mem *mem, uint32_t n,
+                      uint32_t routes) {
   memset(ps, 0, sizeof(*ps));
   ps->path = mem->calloc(n, sizeof(*ps->path), mem->user);
   if (!ps->path) {
     return DLCP_ERR_NOMEM;
   }
   ps->n = n;
+  ps->routes = routes;
   return 0;
 }
 
@@ -67,6 +69,31 @@ uint32_t dlcp_pathset_usable_from(const dlcp_pathset *ps, uint32_t path,
   return path; /* cannot happen: one path always stays in */
 }
 
+uint32_t dlcp_pathset_route(const dlcp_pathset *ps, uint32_t path) {
+  return path + ps->n * ps->path[path].route;
+}
+
+/* Moves |h| to its next route. */
+static void reroute(dlcp_pathset *ps, dlcp_path_health *h) {
+  h->route = (h->route + 1) % ps->routes;
+  ps->reroutes++;
+}
+
+void dlcp_pathset_reroute(dlcp_pathset *ps, uint32_t path) {
+  dlcp_path_health *h = &ps->path[path];
+  if (ps->routes > 1) {
+    reroute(ps, h);
+    h->sent = h->lost = 0;
+  }
+}
+
+/* Whether |h| lost at least REROUTE_LOSSES packets and half of what it
+ * carried: on a route that bad, any other is likely better. */
+static bool loses_half(const dlcp_path_health *h) {
+  return h->lost >= DLCP_PATHSET_REROUTE_LOSSES &&
+         (uint64_t)h->lost * 2 >= h->sent;
+}
+
 /* A path's loss rate as (lost + 1) / (sent + 1): a path that carried a
  * handful of packets and lost none is not taken for a perfect one (with
  * 5 % loss on every path, paths were left out against a reference of 16
@@ -117,5 +144,14 @@ void dlcp_pathset_judge(dlcp_pathset *ps, dlcp_duration drain,
     h->strikes++;
     ps->spells++;
     usable--;
+    if (ps->routes > 1) {
+      reroute(ps, h);
+    }
+  }
+  for (uint32_t p = 0; ps->routes > 1 && p < ps->n; p++) {
+    dlcp_path_health *h = &ps->path[p];
+    if (h->out_until == 0 && loses_half(h)) {
+      dlcp_pathset_reroute(ps, p);
+    }
   }
 }

@@ -748,6 +748,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   st->cuts_delay += sum.cuts_delay;
   st->control_retx += sum.control_retx;
   st->paths_left_out += sum.paths_left_out;
+  st->paths_rerouted += sum.paths_rerouted;
   st->data_reordered += sum.data_reordered;
   st->bitmaps_early += sum.bitmaps_early;
   st->bitmaps_unprompted += sum.bitmaps_unprompted;
@@ -758,8 +759,8 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   st->max_ack_hold_ns = sum.ack_hold_max_ns;
 }
 
-uint16_t dlcp_comm_udp_port(const dlcp_comm *c, uint32_t path) {
-  return path < c->udp.k ? c->udp.port[path] : 0;
+uint16_t dlcp_comm_udp_port(const dlcp_comm *c, uint32_t socket) {
+  return socket < c->udp.k ? c->udp.port[socket] : 0;
 }
 
 /* --- posting ------------------------------------------------------------ */

@@ -66,7 +66,7 @@ void dlcp_rt_flush_datagrams(dlcp_comm *c) {
 
 void dlcp_rt_send_datagram(dlcp_comm *c, peer *p, const dlcp_mlt_action *a,
                           dlcp_tstamp now) {
-  uint32_t path = a->path % c->udp.k;
+  uint32_t path = a->route % c->udp.k; /* the route's socket */
   const dlcp_sockaddr *to = &p->udp[DLCP_UDP_RX_PATH];
   int tos = dlcp_udp_tos(a->priority, a->ect);
   dlcp_duration hold = 0;

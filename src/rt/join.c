@@ -440,6 +440,17 @@ static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec) {
   }
 }
 
+/* Routes per path (proto/pathset.h, "Routes"): each route of a path is
+ * a socket of its own, so an ECMP fabric hashes it anew; a path whose
+ * route loses moves to the next.  Four, within DLCP_ENV_MAX_PATHS
+ * sockets in all. */
+#define PATH_ROUTES 4u
+
+static uint32_t path_routes(uint32_t paths) {
+  uint32_t fit = DLCP_ENV_MAX_PATHS / paths;
+  return fit < PATH_ROUTES ? fit : PATH_ROUTES;
+}
+
 int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   dlcp_rt_env *env = &c->env;
   int rv;
@@ -451,7 +462,8 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
                                     sizeof(c->local_ip), eb)) != 0) {
     return rv;
   }
-  if ((rv = dlcp_udp_open(&c->udp, c->local_ip, env->paths, eb)) != 0) {
+  if ((rv = dlcp_udp_open(&c->udp, c->local_ip,
+                          env->paths * path_routes(env->paths), eb)) != 0) {
     return rv;
   }
   if (env->world_size == 1) {
@@ -479,8 +491,8 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   open_shm_segment(c);
   char mine[192 + 8 * DLCP_ENV_MAX_PATHS];
   int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
-                     (unsigned)dlcp_net_addr_port(&sin.sa), env->paths);
-  for (uint32_t i = 0; i < env->paths; i++) {
+                     (unsigned)dlcp_net_addr_port(&sin.sa), c->udp.k);
+  for (uint32_t i = 0; i < c->udp.k; i++) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
                     (unsigned)c->udp.port[i]);
   }
@@ -590,6 +602,7 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
       c->reduce_on_arrival = false; /* a DLCP_SEGMENT of odd size */
     }
     cfg.npaths = c->env.paths;
+    cfg.nroutes = c->udp.k / c->env.paths;
     /* A path's packets go out a send batch at a time (udp.h), so a batch
      * of consecutive packets per path, sent in order: per-packet paths
      * had each batch overtake the other paths' (a fifth of the packets

@@ -830,18 +830,18 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
   dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
-    fprintf(f, "mlt        %llu window timeouts, %llu quiet ACKs; holes "
-               "asked for %llu times early, %llu on a round's last packet; "
-               "%llu control datagrams sent again; rate cuts %llu for ECN, "
-               "%llu for delay; %llu paths left out\n",
-            (unsigned long long)m.window_timeouts,
-            (unsigned long long)m.acks_quiet,
-            (unsigned long long)m.bitmaps_early,
-            (unsigned long long)m.bitmaps_unprompted,
-            (unsigned long long)m.control_retx,
-            (unsigned long long)m.cuts_ecn,
-            (unsigned long long)m.cuts_delay,
-            (unsigned long long)m.paths_left_out);
+    fprintf(
+        f,
+        "mlt        %llu window timeouts, %llu quiet ACKs; holes "
+        "asked for %llu times early, %llu on a round's last packet; "
+        "%llu control datagrams sent again; rate cuts %llu for ECN, "
+        "%llu for delay; %llu paths left out, %llu rerouted\n",
+        (unsigned long long)m.window_timeouts, (unsigned long long)m.acks_quiet,
+        (unsigned long long)m.bitmaps_early,
+        (unsigned long long)m.bitmaps_unprompted,
+        (unsigned long long)m.control_retx, (unsigned long long)m.cuts_ecn,
+        (unsigned long long)m.cuts_delay, (unsigned long long)m.paths_left_out,
+        (unsigned long long)m.paths_rerouted);
   }
   delivery d = delivery_of(sim);
   if (d.partial || d.failed) {

@@ -330,3 +330,33 @@ def test_jobs_start_from_slurm_and_mpi_variables(launcher):
         assert p.returncode == 0, out
         assert f"LAUNCHER {launcher} rank {r} size {world} RANK={r} " \
                f"WORLD_SIZE={world}" in out, out
+
+
+def _header_fields(struct):
+    """The member names of |struct| in include/dlcp/dlcp.h, in order."""
+    import re
+    with open(os.path.join(HERE, "..", "..", "include", "dlcp",
+                           "dlcp.h")) as f:
+        text = f.read()
+    body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (struct, struct),
+                     text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    names = []
+    for decl in body.split(";"):
+        # "uint64_t a, b", "const char *x", "char error[224]": each
+        # declarator's last identifier, outside any brackets
+        for part in re.sub(r"\[.*?\]", "", decl).split(","):
+            idents = re.findall(r"[A-Za-z_]\w*", part)
+            if idents:
+                names.append(idents[-1])
+    return names
+
+
+@pytest.mark.parametrize("cls,struct", [
+    ("Range", "dlcp_range"), ("CommConfig", "dlcp_comm_config"),
+    ("CommStats", "dlcp_comm_stats"), ("CollOpts", "dlcp_coll_opts"),
+    ("CollInfo", "dlcp_coll_info")])
+def test_ctypes_structs_follow_the_header(cls, struct):
+    from dlcp import _lib
+    py = [name for name, _ in getattr(_lib, cls)._fields_]
+    assert py == _header_fields(struct)

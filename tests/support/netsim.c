@@ -199,7 +199,7 @@ static void send_datagram(netsim *ns, int side, const dlcp_mlt_action *act) {
   double draw_dup = dlcp_rng_unit(&ns->rng);
   double draw_reorder = dlcp_rng_unit(&ns->rng);
   uint64_t draw_extra = dlcp_rng_next(&ns->rng);
-  bool dead = act->path < 32 && (l->dead_paths >> act->path & 1u);
+  bool dead = act->route < 32 && (l->dead_paths >> act->route & 1u);
   if (dead || draw_loss < l->loss) {
     c->datagrams_lost++;
     return;

@@ -33,8 +33,9 @@ typedef struct netsim_link {
   /* The receiving host tells the core when each datagram arrived (as a
    * kernel time stamp does) rather than leaving it to the read time. */
   bool stamp_arrival;
-  /* Bit p set: every datagram sent on path p (< 32) is lost, whatever its
-   * type, as over a dead link that only some source ports hash onto. */
+  /* Bit r set: every datagram sent on route r (< 32; the path id while
+   * a path has one route) is lost, whatever its type, as over a dead
+   * link that only some source ports hash onto. */
   uint32_t dead_paths;
 } netsim_link;
 
