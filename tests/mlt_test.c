@@ -1260,6 +1260,29 @@ static void test_dead_path_does_not_stall(void **state) {
   }
 }
 
+/* Four transfers of 150-600 kB, exact, over four paths of |nroutes|
+ * routes each, with the routes in |dead| (a bit each) dead both ways for
+ * every datagram and 1 % random loss elsewhere, bursts of 32 and control
+ * datagrams; |*tx| gets the sender's stats. */
+static void dead_routes_transfers(uint64_t seed, uint32_t nroutes,
+                                  uint32_t dead, dlcp_mlt_stats *tx) {
+  dlcp_mlt_config cfg;
+  base_config(&cfg, seed);
+  cfg.npaths = 4;
+  cfg.nroutes = nroutes;
+  cfg.path_burst = 32;
+  cfg.control_datagrams = true;
+  netsim_link l = make_link(0.01, 0.0, 0.0);
+  l.dead_paths = dead;
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, seed);
+  assert_non_null(ns);
+  for (uint32_t t = 1; t <= 4; t++) {
+    transfer(ns, t, 150000 * t, seed + t, 0.0, 1000000000);
+  }
+  dlcp_mlt_get_stats(netsim_conn(ns, 0), tx);
+  netsim_del(ns);
+}
+
 /* One path of four is dead both ways for every datagram, control
  * datagrams and their acknowledgements included, the others lose 1 % at
  * random: transfers both ways complete, exact.  The control channel stayed
@@ -1270,23 +1293,10 @@ static void test_dead_path_for_everything(void **state) {
   (void)state;
   for (uint32_t dead = 0; dead < 4; dead++) {
     for (uint64_t seed = 1; seed <= 3; seed++) {
-      dlcp_mlt_config cfg;
-      base_config(&cfg, seed);
-      cfg.npaths = 4;
-      cfg.path_burst = 32;
-      cfg.control_datagrams = true;
-      netsim_link l = make_link(0.01, 0.0, 0.0);
-      l.dead_paths = 1u << dead;
-      netsim *ns = netsim_new(&cfg, &cfg, &l, &l, seed);
-      assert_non_null(ns);
-      for (uint32_t t = 1; t <= 4; t++) {
-        transfer(ns, t, 150000 * t, seed + t, 0.0, 1000000000);
-      }
       dlcp_mlt_stats tx;
-      dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+      dead_routes_transfers(seed, 1, 1u << dead, &tx);
       assert_true(tx.paths_left_out > 0);
       assert_true(tx.data_retx * 8 < tx.data_sent);
-      netsim_del(ns);
     }
   }
 }
@@ -1300,27 +1310,14 @@ static void test_dead_path_for_everything(void **state) {
 static void test_every_first_route_dead(void **state) {
   (void)state;
   for (uint64_t seed = 1; seed <= 4; seed++) {
-    dlcp_mlt_config cfg;
-    base_config(&cfg, seed);
-    cfg.npaths = 4;
-    cfg.nroutes = 4;
-    cfg.path_burst = 32;
-    cfg.control_datagrams = true;
-    netsim_link l = make_link(0.01, 0.0, 0.0);
-    l.dead_paths = 0xFu; /* routes 0-3: paths 0-3 on their first route */
-    netsim *ns = netsim_new(&cfg, &cfg, &l, &l, seed);
-    assert_non_null(ns);
-    for (uint32_t t = 1; t <= 4; t++) {
-      transfer(ns, t, 150000 * t, seed + t, 0.0, 1000000000);
-    }
     dlcp_mlt_stats tx;
-    dlcp_mlt_get_stats(netsim_conn(ns, 0), &tx);
+    /* routes 0-3: paths 0-3 on their first route */
+    dead_routes_transfers(seed, 4, 0xFu, &tx);
     printf("seed %llu: %llu rerouted, %llu left out, %llu of %llu resent\n",
            (unsigned long long)seed, (unsigned long long)tx.paths_rerouted,
            (unsigned long long)tx.paths_left_out,
            (unsigned long long)tx.data_retx, (unsigned long long)tx.data_sent);
     assert_true(tx.paths_rerouted >= 4);
-    netsim_del(ns);
   }
 }
 

@@ -198,9 +198,8 @@ static void test_all_dead_paths_reroute(void **state) {
  * moves next to nothing (1 %, 5 % and 30 % on every path, 64 seeds of
  * 3,200 packets a path: no reroute but with the spells at 1 and 5 %, 4
  * of 256 paths at 30 %, whose first counts lost half; harmless, as every
- * route loses the same); the
- * control channel's reroute moves its path at once, and does nothing
- * with one route. */
+ * route loses the same); the control channel's reroute moves its path at
+ * once, and does nothing with one route. */
 static void test_routes_move_with_evidence(void **state) {
   (void)state;
   dlcp_pathset ps;
