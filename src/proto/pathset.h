@@ -34,9 +34,11 @@
  * take one of |routes| routes (the drivers' distinct source ports, from
  * dlcp_pathset_route): a path that is left out takes its next route for
  * when it rejoins, and a usable path that loses at least half of what it
- * carried (and REROUTE_LOSSES) takes its next route at once, with its counts
- * cleared, whether or not it stands out: every path of the all-dead peer
- * does, and each lands on a live link with the fabric's odds.  The
+ * carried (and REROUTE_LOSSES) takes its next route at once, with its
+ * counts cleared, whether or not it stands out: every path of the
+ * all-dead peer does, and each lands on a live link with the fabric's
+ * odds (a peer has no live route only if all K * routes ports hash onto
+ * the dead link).  The
  * control channel's path moves to its next route when a control message
  * or its acknowledgement was lost on it (dlcp_pathset_reroute): its few
  * messages would take long to count as half lost, and until one gets

@@ -19,9 +19,10 @@
  * looked at by the network, and the receiver's copy lands in a shared sink
  * buffer, so only the encoded header travels in pkt->hdr.  The core's
  * priority p picks switch queue 1 + p, act.ect picks ECT or not-ECT (so
- * selective dropping sees the core's importance tags), and act.path becomes
- * the packet's path id for source routing and, for ECMP, the UDP socket it
- * leaves from, as in the runtime (spraying ignores it).
+ * selective dropping sees the core's importance tags), act.path becomes
+ * the packet's path id for source routing and act.route, for ECMP, the
+ * source port it leaves from, as the runtime's socket (spraying ignores
+ * both).
  *
  * Control messages (START, PROBE, BITMAP, STOP, FINISH) go the way the
  * core sends them with control_datagrams: CDATA datagrams (and CACKs) on
