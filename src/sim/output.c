@@ -576,18 +576,20 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
           (unsigned long long)sim->pool.peak);
   dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
-    fprintf(f, ",\n  \"mlt\": {\"window_timeouts\": %llu, "
-               "\"acks_quiet\": %llu, "
-               "\"bitmaps_early\": %llu, \"bitmaps_unprompted\": %llu, "
-               "\"control_retx\": %llu, \"cuts_ecn\": %llu, "
-               "\"cuts_delay\": %llu}",
-            (unsigned long long)m.window_timeouts,
-            (unsigned long long)m.acks_quiet,
-            (unsigned long long)m.bitmaps_early,
-            (unsigned long long)m.bitmaps_unprompted,
-            (unsigned long long)m.control_retx,
-            (unsigned long long)m.cuts_ecn,
-            (unsigned long long)m.cuts_delay);
+    fprintf(
+        f,
+        ",\n  \"mlt\": {\"window_timeouts\": %llu, "
+        "\"acks_quiet\": %llu, "
+        "\"bitmaps_early\": %llu, \"bitmaps_unprompted\": %llu, "
+        "\"control_retx\": %llu, \"cuts_ecn\": %llu, "
+        "\"cuts_delay\": %llu, \"paths_left_out\": %llu, "
+        "\"paths_rerouted\": %llu}",
+        (unsigned long long)m.window_timeouts, (unsigned long long)m.acks_quiet,
+        (unsigned long long)m.bitmaps_early,
+        (unsigned long long)m.bitmaps_unprompted,
+        (unsigned long long)m.control_retx, (unsigned long long)m.cuts_ecn,
+        (unsigned long long)m.cuts_delay, (unsigned long long)m.paths_left_out,
+        (unsigned long long)m.paths_rerouted);
   }
   fprintf(f, "\n}\n");
 }
