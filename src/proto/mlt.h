@@ -86,6 +86,11 @@ typedef struct dlcp_mlt_rx_share {
   uint64_t granted;   /* START grants whose data has not arrived yet */
 } dlcp_mlt_rx_share;
 
+/* Routes per path a driver offers where the fabric hashes source ports
+ * (ECMP): the runtime's sockets per path, the simulator's source ports,
+ * the same in both. */
+#define DLCP_MLT_ECMP_ROUTES 4u
+
 typedef struct dlcp_mlt_config {
   uint32_t job;          /* job token on every message; others are dropped */
   uint32_t segment_size; /* payload bytes per DATA packet, chosen by the

@@ -442,13 +442,11 @@ static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec) {
 
 /* Routes per path (proto/pathset.h, "Routes"): each route of a path is
  * a socket of its own, so an ECMP fabric hashes it anew; a path whose
- * route loses moves to the next.  Four, within DLCP_ENV_MAX_PATHS
- * sockets in all. */
-#define PATH_ROUTES 4u
-
+ * route loses moves to the next.  DLCP_MLT_ECMP_ROUTES, within
+ * DLCP_ENV_MAX_PATHS sockets in all. */
 static uint32_t path_routes(uint32_t paths) {
   uint32_t fit = DLCP_ENV_MAX_PATHS / paths;
-  return fit < PATH_ROUTES ? fit : PATH_ROUTES;
+  return fit < DLCP_MLT_ECMP_ROUTES ? fit : DLCP_MLT_ECMP_ROUTES;
 }
 
 int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {

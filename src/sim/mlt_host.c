@@ -65,8 +65,6 @@
 /* IPv4 (20) + UDP (8) around every MLT datagram on the wire, and IPv4 +
  * TCP (40) around every segment of the control channel. */
 #define MLT_IP_UDP_BYTES 28u
-/* Routes (source ports) per path under ECMP, as the runtime's sockets. */
-#define MLT_ROUTES 4u
 #define MLT_IP_TCP_BYTES 40u
 /* The poll buffer bounds control messages (a bitmap window).  64 KiB
  * describes any realistic loss pattern of a multi-megabyte tensor. */
@@ -209,7 +207,8 @@ static int mlt_init(dlcp_sim *sim) {
   /* Under ECMP a path is a source port the switches hash, and a path
    * whose route loses takes another port (pathset.h, "Routes"), as the
    * runtime takes another socket; a source route is the path itself. */
-  b->nroutes = cfg->transport.lb == DLCP_SIM_LB_SOURCE ? 1 : MLT_ROUTES;
+  b->nroutes =
+      cfg->transport.lb == DLCP_SIM_LB_SOURCE ? 1 : DLCP_MLT_ECMP_ROUTES;
   b->path_burst = mc->path_burst;
   b->eager_max_bytes = mc->eager_bytes;
   b->nprio = cfg->sw.nqueues > 1 ? cfg->sw.nqueues - 1 : 1;
@@ -533,8 +532,9 @@ static void send_datagram(mlt_peer *p, const dlcp_mlt_action *act,
  * sprayed, so a message's fragments keep one route.  It took path 0's
  * socket whatever the core chose, and a job whose path 0 crossed a dead
  * link failed. */
-static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
-                         uint8_t path, uint32_t route, dlcp_sim_ps now) {
+static void send_control(mlt_peer *p, const dlcp_mlt_action *act,
+                         const uint8_t *bytes, dlcp_sim_ps now) {
+  size_t len = act->len;
   dlcp_sim *sim = p->host->sim;
   mlt_sim *m = shared(sim);
   uint32_t slot = msg_store(m, bytes, len);
@@ -554,8 +554,8 @@ static void send_control(mlt_peer *p, const uint8_t *bytes, size_t len,
     }
     pkt->kind = DLCP_SIM_PKT_CTRL;
     pkt->flow = DLCP_SIM_NONE;
-    pkt->sport = (uint16_t)(1u + route);
-    pkt->path = p->path_base + path;
+    pkt->sport = (uint16_t)(1u + act->route);
+    pkt->path = p->path_base + act->path;
     pkt->src = p->host->host;
     pkt->dst = p->peer;
     pkt->size_bytes = MLT_IP_UDP_BYTES + chunk;
@@ -730,7 +730,7 @@ static void service(mlt_peer *p, dlcp_sim_ps now) {
        * (any size, up to 64 KB) travel out of line. */
       if (m->poll_buf[3] == DLCP_WIRE_CDATA ||
           m->poll_buf[3] == DLCP_WIRE_CACK) {
-        send_control(p, m->poll_buf, act.len, act.path, act.route, now);
+        send_control(p, &act, m->poll_buf, now);
         break;
       }
       send_datagram(p, &act, m->poll_buf, now);
