@@ -152,10 +152,10 @@ static size_t make_request(uint8_t *buf, uint8_t op, const char *key,
 }
 
 static size_t make_hello(uint8_t *buf, uint32_t rank, uint32_t job) {
-  uint8_t v[12];
-  dlcp_put_u32(v, rank);
-  dlcp_put_u32(v + 4, WORLD);
-  dlcp_put_u32(v + 8, job);
+  uint8_t v[DLCP_RDZV_HELLO_LEN];
+  const dlcp_rdzv_hello h = {
+      .rank = rank, .world = WORLD, .job = job, .incarnation = 1};
+  dlcp_rdzv_put_hello(v, &h);
   return make_request(buf, DLCP_RDZV_HELLO, NULL, v, sizeof(v));
 }
 

@@ -11,8 +11,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,7 +494,8 @@ static void test_server_gone(void **state) {
                                   dlcp_rt_deadline_after(5000), &eb),
                    DLCP_ERR_PEER_CLOSED);
   assert_non_null(strstr(eb.msg, "rank 0"));
-  /* The connection stays unusable rather than misreading later bytes. */
+  /* The server refused the reconnection: the client stays unusable
+   * rather than retrying until the deadline. */
   assert_int_equal(
       dlcp_rdzv_set(cli, "k", "v", 1, dlcp_rt_deadline_after(100), &eb),
       DLCP_ERR_PEER_CLOSED);
@@ -538,6 +543,250 @@ static void test_free_port_not_ephemeral(void **state) {
   }
 }
 
+/* ---- a relay that can stall connections ------------------------------ */
+
+/* The relay stands between a client and the server, as a lossy ECMP link
+ * would for some connections: it forwards both ways, except that it can
+ * take the next connections and never forward a byte (a SYN-ACK arrives,
+ * nothing after: every segment lost), or stop forwarding on the
+ * connections open now, in both directions, without closing them (the
+ * client never hears of it). */
+#define RELAY_MAX 16
+
+typedef struct relay_pair {
+  bool used;
+  int client; /* -1: closed */
+  int server; /* -1: never forwarded, or closed */
+  bool frozen;
+} relay_pair;
+
+typedef struct relay {
+  int listen_fd;
+  uint16_t port;             /* the relay's */
+  uint16_t target;           /* the server's */
+  atomic_int blackhole_next; /* this many next connections go nowhere */
+  atomic_bool freeze_open;   /* stop forwarding on those open now */
+  atomic_bool stop;
+  atomic_int accepted;
+  relay_pair pairs[RELAY_MAX];
+  pthread_t thread;
+} relay;
+
+static int loopback_connect(uint16_t port) {
+  dlcp_sockaddr a;
+  assert_int_equal(dlcp_net_resolve(&a, LOOPBACK, port, SOCK_STREAM, NULL), 0);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  assert_int_equal(connect(fd, &a.sa, dlcp_sockaddr_len(&a)), 0);
+  return fd;
+}
+
+/* relay_end closes one side of |p|; the other goes too unless the pair
+ * is frozen (a dead link passes no close on), and the slot is free once
+ * both have. */
+static void relay_end(relay_pair *p, int *side) {
+  close(*side);
+  *side = -1;
+  if (!p->frozen) {
+    if (p->client >= 0) {
+      close(p->client);
+    }
+    if (p->server >= 0) {
+      close(p->server);
+    }
+    p->client = p->server = -1;
+  }
+  p->used = p->client >= 0 || p->server >= 0;
+}
+
+/* relay_move reads what |from| has and, unless |to| < 0, writes it on;
+ * returns false at the end of |from|'s stream. */
+static bool relay_move(int from, int to) {
+  char b[4096];
+  ssize_t n = recv(from, b, sizeof(b), MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    return false;
+  }
+  if (n > 0 && to >= 0) {
+    (void)dlcp_net_write_all(to, b, (size_t)n, dlcp_rt_deadline_after(1000));
+  }
+  return true;
+}
+
+static void relay_accept(relay *rl) {
+  int fd = accept4(rl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  relay_pair *p = NULL;
+  if (fd < 0) {
+    return;
+  }
+  for (int i = 0; i < RELAY_MAX && p == NULL; i++) {
+    p = !rl->pairs[i].used ? &rl->pairs[i] : NULL;
+  }
+  assert_non_null(p);
+  atomic_fetch_add(&rl->accepted, 1);
+  p->used = true;
+  p->client = fd;
+  p->frozen = false;
+  p->server = -1;
+  if (atomic_load(&rl->blackhole_next) > 0) {
+    atomic_fetch_sub(&rl->blackhole_next, 1);
+  } else {
+    p->server = loopback_connect(rl->target);
+  }
+}
+
+static void *relay_main(void *arg) {
+  relay *rl = arg;
+  while (!atomic_load(&rl->stop)) {
+    struct pollfd pfd[1 + 2 * RELAY_MAX];
+    nfds_t n = 0;
+    pfd[n++] = (struct pollfd){.fd = rl->listen_fd, .events = POLLIN};
+    if (atomic_exchange(&rl->freeze_open, false)) {
+      for (int i = 0; i < RELAY_MAX; i++) {
+        rl->pairs[i].frozen = true;
+      }
+    }
+    for (int i = 0; i < RELAY_MAX; i++) {
+      pfd[n++] = (struct pollfd){.fd = rl->pairs[i].client, .events = POLLIN};
+      pfd[n++] = (struct pollfd){.fd = rl->pairs[i].server, .events = POLLIN};
+    }
+    if (poll(pfd, n, 20) <= 0) {
+      continue;
+    }
+    for (int i = 0; i < RELAY_MAX; i++) {
+      relay_pair *p = &rl->pairs[i];
+      if (pfd[1 + 2 * i].revents != 0 &&
+          !relay_move(p->client, p->frozen ? -1 : p->server)) {
+        relay_end(p, &p->client);
+      } else if (pfd[2 + 2 * i].revents != 0 &&
+                 !relay_move(p->server, p->frozen ? -1 : p->client)) {
+        relay_end(p, &p->server);
+      }
+    }
+    if (pfd[0].revents != 0) {
+      relay_accept(rl);
+    }
+  }
+  for (int i = 0; i < RELAY_MAX; i++) {
+    rl->pairs[i].frozen = false;
+    if (rl->pairs[i].client >= 0) {
+      relay_end(&rl->pairs[i], &rl->pairs[i].client);
+    } else if (rl->pairs[i].server >= 0) {
+      relay_end(&rl->pairs[i], &rl->pairs[i].server);
+    }
+  }
+  return NULL;
+}
+
+static void relay_start(relay *rl, uint16_t target) {
+  memset(rl, 0, sizeof(*rl));
+  for (int i = 0; i < RELAY_MAX; i++) {
+    rl->pairs[i].client = rl->pairs[i].server = -1;
+  }
+  rl->target = target;
+  rl->port = free_port();
+  dlcp_sockaddr a;
+  assert_int_equal(dlcp_net_resolve(&a, LOOPBACK, rl->port, SOCK_STREAM, NULL),
+                   0);
+  rl->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_int_equal(bind(rl->listen_fd, &a.sa, dlcp_sockaddr_len(&a)), 0);
+  assert_int_equal(listen(rl->listen_fd, 16), 0);
+  assert_int_equal(pthread_create(&rl->thread, NULL, relay_main, rl), 0);
+}
+
+static void relay_stop(relay *rl) {
+  atomic_store(&rl->stop, true);
+  pthread_join(rl->thread, NULL);
+  close(rl->listen_fd);
+}
+
+static atomic_int g_reconnected_lines;
+
+static void count_reconnections(void *arg, const char *line) {
+  (void)arg;
+  if (strstr(line, "rank 1 reconnected from") != NULL) {
+    atomic_fetch_add(&g_reconnected_lines, 1);
+  }
+}
+
+/* A connection that stalls -- at its HELLO, or later in the middle of a
+ * WAIT and a SET -- costs the rank a reconnection of about half a second,
+ * not the job: the server takes the new connection as the same rank's and
+ * closes the old one, which the rank never hears about. */
+static void test_stalled_connection_reconnects(void **state) {
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_server_config cfg;
+  dlcp_rdzv_client *direct = NULL;
+  dlcp_rdzv_client *relayed = NULL;
+  dlcp_errbuf eb;
+  relay rl;
+  void *values[2];
+  size_t lens[2];
+  int found;
+  void *v;
+  size_t len;
+  (void)state;
+  dlcp_rdzv_server_config_default(&cfg, 2, 0);
+  cfg.log = count_reconnections;
+  atomic_store(&g_reconnected_lines, 0);
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, &cfg, NULL), 0);
+  relay_start(&rl, dlcp_rdzv_server_port(srv));
+
+  /* The first connection goes nowhere: HELLO again on a second. */
+  atomic_store(&rl.blackhole_next, 1);
+  dlcp_tstamp start = dlcp_rt_now();
+  if (dlcp_rdzv_client_connect(&relayed, LOOPBACK, rl.port, 1, 2, 0, NULL, NULL,
+                               dlcp_rt_deadline_after(5000), &eb) != 0) {
+    fail_msg("%s", eb.msg);
+  }
+  uint64_t took_ms = (dlcp_rt_now() - start) / DLCP_NS_PER_MS;
+  assert_int_equal(atomic_load(&rl.accepted), 2);
+  assert_int_equal(dlcp_rdzv_client_reconnects(relayed), 1);
+  assert_true(took_ms >= 450 && took_ms < 3000);
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &direct, LOOPBACK, dlcp_rdzv_server_port(srv), 0, 2, 0,
+                       NULL, NULL, dlcp_rt_deadline_after(2000), &eb),
+                   0);
+
+  /* Rank 1's connection stops forwarding while it waits for rank 0's
+   * key: its WAIT slices go unanswered, it reconnects, and the key rank 0
+   * publishes meanwhile reaches it. */
+  atomic_store(&rl.freeze_open, true);
+  usleep(50 * 1000);
+  assert_int_equal(dlcp_rdzv_set(direct, "addr/0", "zero", 4,
+                                 dlcp_rt_deadline_after(2000), &eb),
+                   0);
+  if (dlcp_rdzv_exchange(relayed, "addr", "one", 3, values, lens,
+                         dlcp_rt_deadline_after(5000), &eb) != 0) {
+    fail_msg("%s", eb.msg);
+  }
+  assert_string_equal((char *)values[0], "zero");
+  assert_string_equal((char *)values[1], "one");
+  dlcp_rdzv_free_values(values, 2);
+  assert_int_equal(dlcp_rdzv_client_reconnects(relayed), 2);
+  assert_int_equal(dlcp_rdzv_get(direct, "addr/1", &found, &v, &len,
+                                 dlcp_rt_deadline_after(2000), &eb),
+                   0);
+  assert_true(found);
+  free(v);
+  /* Both stalled connections were closed by the server as rank 1's old
+   * ones (the first was never rank 1's: it said nothing). */
+  assert_int_equal(atomic_load(&g_reconnected_lines), 1);
+
+  /* Another process claiming rank 1 is still refused. */
+  dlcp_rdzv_client *impostor = NULL;
+  assert_int_equal(dlcp_rdzv_client_connect(
+                       &impostor, LOOPBACK, dlcp_rdzv_server_port(srv), 1, 2, 0,
+                       NULL, NULL, dlcp_rt_deadline_after(2000), &eb),
+                   DLCP_ERR_CONFIG);
+  assert_non_null(strstr(eb.msg, "rank 1 is already connected"));
+
+  dlcp_rdzv_client_close(relayed);
+  dlcp_rdzv_client_close(direct);
+  relay_stop(&rl);
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exchange_all_ranks),
@@ -552,6 +801,7 @@ int main(void) {
       cmocka_unit_test(test_address_record_checked),
       cmocka_unit_test(test_world_of_one),
       cmocka_unit_test(test_free_port_not_ephemeral),
+      cmocka_unit_test(test_stalled_connection_reconnects),
   };
   /* A hang anywhere becomes a failure well before ctest's own limit. */
   alarm(60);

@@ -19,8 +19,8 @@ static void test_rdzv_request_layout(void **state) {
   (void)state;
   uint8_t b[DLCP_RDZV_HDR_LEN];
   dlcp_rdzv_put_request(b, DLCP_RDZV_WAIT, 0x0102, 0x03040506);
-  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 2, 4, 0x02, 0x01,
-                                           0, 0, 0x06, 0x05, 0x04, 0x03};
+  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 3,    4,    0x02, 0x01,
+                                           0,    0,    0x06, 0x05, 0x04, 0x03};
   assert_memory_equal(b, want, sizeof(want));
   dlcp_rdzv_request_hdr h;
   dlcp_rdzv_get_request(b, &h);
@@ -38,7 +38,7 @@ static void test_rdzv_response_checks(void **state) {
   dlcp_rdzv_status st;
   uint32_t len;
   dlcp_rdzv_put_response(b, DLCP_RDZV_NOT_FOUND, 7);
-  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 2, 1, 0, 0,
+  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 3, 1, 0, 0,
                                            0,    0,    7, 0, 0, 0};
   assert_memory_equal(b, want, sizeof(want));
   assert_int_equal(dlcp_rdzv_get_response(b, &st, &len), 0);
@@ -60,15 +60,21 @@ static void test_rdzv_response_checks(void **state) {
 static void test_rdzv_values(void **state) {
   (void)state;
   uint8_t b[DLCP_RDZV_HELLO_LEN];
-  uint32_t rank, world, job;
-  dlcp_rdzv_put_hello(b, 3, 8, 0x01020304u);
-  const uint8_t want[DLCP_RDZV_HELLO_LEN] = {3, 0, 0, 0, 8, 0, 0, 0,
-                                             4, 3, 2, 1};
+  const dlcp_rdzv_hello h = {.rank = 3,
+                             .world = 8,
+                             .job = 0x01020304u,
+                             .incarnation = 0x1112131415161718u};
+  dlcp_rdzv_hello got;
+  dlcp_rdzv_put_hello(b, &h);
+  const uint8_t want[DLCP_RDZV_HELLO_LEN] = {
+      3, 0, 0,    0,    8,    0,    0,    0,    4,    3,
+      2, 1, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11};
   assert_memory_equal(b, want, sizeof(want));
-  dlcp_rdzv_get_hello(b, &rank, &world, &job);
-  assert_int_equal(rank, 3);
-  assert_int_equal(world, 8);
-  assert_int_equal(job, 0x01020304u);
+  dlcp_rdzv_get_hello(b, &got);
+  assert_int_equal(got.rank, 3);
+  assert_int_equal(got.world, 8);
+  assert_int_equal(got.job, 0x01020304u);
+  assert_true(got.incarnation == h.incarnation);
   uint8_t w[DLCP_RDZV_WAIT_LEN];
   dlcp_rdzv_put_wait(w, UINT32_MAX);
   assert_int_equal(dlcp_rdzv_get_wait(w), UINT32_MAX);

@@ -11,8 +11,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +32,7 @@
 #include "rt/rendezvous.h"
 #include "rt/shm.h"
 #include "rt/stall.h"
+#include "rt/tcp.h"
 #include "rt/udp.h"
 #include "wire/rdzv_wire.h"
 #include "wire/wire.h"
@@ -220,30 +221,34 @@ static bool mesh_hello_authentic(dlcp_comm *c, const uint8_t *hello,
   return true;
 }
 
-/* Connects to every lower rank and accepts every higher one. */
-static int build_mesh(dlcp_comm *c, const addr_record *recs,
-                      dlcp_tstamp deadline, dlcp_errbuf *eb) {
-  uint32_t me = c->env.rank, n = c->env.world_size;
+/* connect_lower opens the control connection to every lower rank, each
+ * opening with this rank's mesh hello. */
+static int connect_lower(dlcp_comm *c, const addr_record *recs,
+                         dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  uint32_t me = c->env.rank;
   uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
   size_t hello_len =
       DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
   for (uint32_t r = 0; r < me; r++) {
     peer *p = &c->peers[r];
     dlcp_sockaddr a;
+    dlcp_tstamp start = dlcp_rt_now();
+    unsigned attempts;
     int rv = dlcp_net_resolve(&a, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
                               eb);
     if (rv != 0) {
       return rv;
     }
-    int fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, &a.sa, dlcp_sockaddr_len(&a)) != 0) {
-      int e = errno;
-      if (fd >= 0) {
-        close(fd);
-      }
-      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
-                             "%s: cannot connect the control channel: %s",
-                             p->name, strerror(e));
+    /* It listened before it published its port: a refusal means it is
+     * gone. */
+    int fd = dlcp_tcp_connect(&a, true, deadline, &attempts);
+    if (fd < 0) {
+      return dlcp_errbuf_set(
+          eb, DLCP_ERR_PEER_CLOSED,
+          "%s: cannot connect the control channel (%u attempt%s in %" PRIu64
+          " ms): %s",
+          p->name, attempts, attempts == 1 ? "" : "s",
+          (dlcp_rt_now() - start) / DLCP_NS_PER_MS, strerror(-fd));
     }
     p->tcp_fd = fd;
     dlcp_mesh_put_hello(hello, c->env.job, me);
@@ -260,49 +265,159 @@ static int build_mesh(dlcp_comm *c, const addr_record *recs,
                              "%s: hello not sent", p->name);
     }
   }
-  for (uint32_t accepted = me + 1; accepted < n; accepted++) {
-    struct pollfd pfd = {.fd = c->listen_fd, .events = POLLIN};
-    int prv = poll(&pfd, 1, dlcp_rt_poll_timeout(deadline));
-    if (prv <= 0) {
-      return dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
-                             "timed out waiting for the control connections "
-                             "of ranks above %u (%u of %u arrived)",
-                             me, accepted - me - 1, n - me - 1);
-    }
-    int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-      accepted--;
-      continue;
-    }
-    uint32_t r;
-    if (dlcp_net_read_all(fd, hello, hello_len, deadline) != 0 ||
-        dlcp_mesh_get_hello(hello, c->env.job, &r) != 0 ||
-        !mesh_hello_authentic(c, hello, r)) {
-      /* Not one of ours (a stray connection, another job, or a forgery):
-       * ignore. */
-      close(fd);
-      accepted--;
-      continue;
-    }
-    if (r <= me || r >= n || c->peers[r].tcp_fd >= 0) {
-      close(fd);
-      return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                             "a control connection claims rank %u, which "
-                             "cannot connect to rank %u or already did",
-                             r, me);
-    }
-    c->peers[r].tcp_fd = fd;
-  }
-  for (uint32_t r = 0; r < n; r++) {
-    if (r == me) {
-      continue;
-    }
-    int one = 1;
-    setsockopt(c->peers[r].tcp_fd, IPPROTO_TCP, TCP_NODELAY, &one,
-               sizeof(one));
-    dlcp_net_set_nonblock(c->peers[r].tcp_fd);
-  }
   return 0;
+}
+
+/* An accepted connection whose hello is not all here yet. */
+typedef struct unnamed {
+  int fd;
+  size_t got;
+  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
+} unnamed;
+
+/* Accepted connections read at once: every higher rank's, and as many
+ * strays besides (a connection given up by the side that opened it,
+ * whose close is still on its way), the oldest closed when full. */
+#define MESH_STRAYS 16u
+
+/* missing_above lists the ranks above |me| without a control connection
+ * yet, as "5, 7" (shortened past a few dozen). */
+static void missing_above(const dlcp_comm *c, char *out, size_t outlen) {
+  size_t used = 0;
+  unsigned listed = 0;
+  out[0] = '\0';
+  for (uint32_t r = c->env.rank + 1; r < c->env.world_size; r++) {
+    if (c->peers[r].tcp_fd >= 0) {
+      continue;
+    }
+    if (listed == 32 || used + 16 >= outlen) {
+      snprintf(out + used, outlen - used, ", ...");
+      return;
+    }
+    int k = snprintf(out + used, outlen - used, "%s%" PRIu32,
+                     listed > 0 ? ", " : "", r);
+    used += k > 0 ? (size_t)k : 0;
+    listed++;
+  }
+}
+
+/* name_one takes the hello |u| completed: the connection becomes its
+ * rank's, or is closed if it is none of ours.  Returns 0, or an error if
+ * an authentic hello claims a rank that cannot connect here. */
+static int name_one(dlcp_comm *c, unnamed *u, uint32_t *named,
+                    dlcp_errbuf *eb) {
+  uint32_t me = c->env.rank;
+  uint32_t r;
+  if (dlcp_mesh_get_hello(u->hello, c->env.job, &r) != 0 ||
+      !mesh_hello_authentic(c, u->hello, r)) {
+    /* Not one of ours (a stray connection, another job, or a forgery):
+     * ignore. */
+    close(u->fd);
+    return 0;
+  }
+  if (r <= me || r >= c->env.world_size || c->peers[r].tcp_fd >= 0) {
+    close(u->fd);
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "a control connection claims rank %u, which "
+                           "cannot connect to rank %u or already did",
+                           r, me);
+  }
+  c->peers[r].tcp_fd = u->fd;
+  (*named)++;
+  return 0;
+}
+
+/* accept_higher accepts the control connection of every higher rank.
+ * Hellos are read as they come, several connections at once, so that one
+ * that stalls (its segments lost on a link its hash chose) holds up no
+ * other. */
+static int accept_higher(dlcp_comm *c, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  uint32_t want = c->env.world_size - c->env.rank - 1;
+  size_t hello_len =
+      DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
+  size_t cap = (size_t)want + MESH_STRAYS;
+  unnamed *u = calloc(cap, sizeof(*u));
+  struct pollfd *pfd = calloc(cap + 1, sizeof(*pfd));
+  size_t n = 0;
+  uint32_t named = 0;
+  int rv = 0;
+  if (u == NULL || pfd == NULL) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  while (rv == 0 && named < want) {
+    pfd[0] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+    for (size_t i = 0; i < n; i++) {
+      pfd[i + 1] = (struct pollfd){.fd = u[i].fd, .events = POLLIN};
+    }
+    int k = poll(pfd, n + 1, dlcp_rt_poll_timeout(deadline));
+    if (k < 0 && errno == EINTR) {
+      continue;
+    }
+    if (k <= 0) {
+      char list[256];
+      missing_above(c, list, sizeof(list));
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                           "timed out waiting for the control connections "
+                           "of ranks above %u (%u of %u arrived; missing: "
+                           "%s)",
+                           c->env.rank, named, want, list);
+      break;
+    }
+    /* Hellos first: accepting may move the array. */
+    for (size_t i = n; i-- > 0 && rv == 0;) {
+      if (pfd[i + 1].revents == 0) {
+        continue;
+      }
+      ssize_t got = recv(u[i].fd, u[i].hello + u[i].got, hello_len - u[i].got,
+                         MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+        continue;
+      }
+      if (got > 0) {
+        u[i].got += (size_t)got;
+        if (u[i].got < hello_len) {
+          continue;
+        }
+        rv = name_one(c, &u[i], &named, eb);
+      } else {
+        close(u[i].fd); /* closed before its hello was whole */
+      }
+      u[i] = u[--n];
+    }
+    if (rv == 0 && (pfd[0].revents & POLLIN)) {
+      int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        if (n == cap) {
+          close(u[0].fd); /* the oldest stray makes room */
+          memmove(u, u + 1, (n - 1) * sizeof(*u));
+          n--;
+        }
+        dlcp_tcp_tune(fd);
+        u[n++] = (unnamed){.fd = fd, .got = 0};
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    close(u[i].fd);
+  }
+  free(u);
+  free(pfd);
+  return rv;
+}
+
+/* Connects to every lower rank and accepts every higher one. */
+static int build_mesh(dlcp_comm *c, const addr_record *recs,
+                      dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  int rv = connect_lower(c, recs, deadline, eb);
+  if (rv == 0) {
+    rv = accept_higher(c, deadline, eb);
+  }
+  for (uint32_t r = 0; rv == 0 && r < c->env.world_size; r++) {
+    if (r != c->env.rank) {
+      dlcp_net_set_nonblock(c->peers[r].tcp_fd);
+    }
+  }
+  return rv;
 }
 
 /*
@@ -480,6 +595,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     return dlcp_errbuf_set(eb, -errno, "control listener on %s: %s",
                            c->local_ip, strerror(errno));
   }
+  dlcp_tcp_tune(c->listen_fd);
   rv = dlcp_rdzv_join(&c->rdzv, env, eb);
   /* From here on the run's session key stands for the secret. */
   memset(env->job_secret, 0, sizeof(env->job_secret));

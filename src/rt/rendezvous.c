@@ -4,49 +4,68 @@
  * rendezvous.h).
  *
  * Model: one blocking request/response at a time on one TCP connection,
- * every read and write bounded by the caller's absolute deadline.  A
- * request that times out or fails mid-way leaves the byte stream in an
- * unknown state, so the client then closes the connection and refuses
- * further requests instead of misreading a late answer.  Waiting for a
- * key is done by the server (WAIT carries the remaining time), so that on
- * timeout the connection is still in step and the client can ask which
- * ranks are missing before it reports the error.
+ * every read and write bounded by the caller's absolute deadline.  Every
+ * request is idempotent (HELLO, SET, GET, WAIT), so a connection that
+ * stalls -- its answer late by more than a grace, as when TCP retransmits
+ * into a lossy link, which an ECMP fabric keeps it on for its whole life
+ * -- is closed and the request sent again on a new one (another source
+ * port, another hash), which the server takes as this client's by the
+ * HELLO's incarnation.  A request that fails otherwise leaves the byte
+ * stream in an unknown state, so its connection is closed before the
+ * next request opens another, never misreading a late answer.  Waiting
+ * for a key is done by the server in slices (WAIT carries at most
+ * WAIT_SLICE_MS), so that an answer is always due soon and, on timeout,
+ * the connection is still in step and the client can ask which ranks
+ * are missing before it reports the error.
  */
 #include "rt/rendezvous.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rt/clock.h"
 #include "rt/net.h"
+#include "rt/tcp.h"
 #include "wire/bytes.h"
 
 _Static_assert(DLCP_RDZV_TRAILER_LEN == DLCP_AUTH_TRAILER_LEN &&
                    DLCP_RDZV_SALT_LEN == DLCP_AUTH_SALT_LEN,
                "the rendezvous wire format holds auth.h's trailer and salt");
 
-#define BACKOFF_FIRST_MS 10u
-#define BACKOFF_MAX_MS 1000u
-/* A WAIT's answer comes from the server at the deadline; allow this much
- * for it to cross the network before declaring the server unresponsive. */
-#define WAIT_ANSWER_SLACK_MS 2000u
+/* An answer not all here this long after its request (and a WAIT's own
+ * time): the connection is taken for stalled -- TCP retransmitting into a
+ * lossy link it stays hashed onto (tcp.h) -- and the request goes again
+ * on a new one.  The grace doubles at each reconnection, so a server
+ * that is slow rather than unreachable gets its time, and is back to the
+ * first after an answer. */
+#define ANSWER_GRACE_FIRST_MS 500u
+#define ANSWER_GRACE_MAX_MS 8000u
+/* The longest a WAIT asks the server to hold it, so that some answer is
+ * always due soon: a WAIT lost on a stalled connection costs at most this
+ * plus the grace. */
+#define WAIT_SLICE_MS 1000u
 /* After a timed-out exchange: time allowed to ask who is missing. */
 #define DIAGNOSE_MS 1000u
 #define MAX_KEY_TEXT (DLCP_RDZV_MAX_KEY + 1)
 
 struct dlcp_rdzv_client {
-  int fd; /* -1 once unusable */
-  uint32_t rank;
-  uint32_t world;
+  int fd;        /* -1: none open; the next request opens one */
+  bool gone;     /* the server refused to be reached again: no more requests */
+  bool welcomed; /* a HELLO was answered: |salt| holds the run's */
+  dlcp_rdzv_hello hello; /* the same on every connection */
+  bool authenticated;
+  dlcp_auth job_key; /* tags each connection's HELLO */
+  uint8_t salt[DLCP_AUTH_SALT_LEN];
+  dlcp_sockaddr addr;
+  uint64_t grace_ms;
+  uint32_t connections;              /* opened so far */
   char server[DLCP_NET_ADDRSTR_LEN]; /* "host:port" of rank 0's store */
 };
 
@@ -57,35 +76,101 @@ typedef struct response {
   size_t len;
 } response;
 
-static void sleep_ms(uint64_t ms) {
-  struct timespec ts;
-  ts.tv_sec = (time_t)(ms / 1000);
-  ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static uint64_t ms_since(dlcp_tstamp start) {
   return (dlcp_rt_now() - start) / DLCP_NS_PER_MS;
 }
 
-/* broken marks the connection unusable after a failed exchange. */
-static void broken(dlcp_rdzv_client *cli) {
+/* close_conn closes the connection after an exchange that failed or was
+ * abandoned: its byte stream is in an unknown state. */
+static void close_conn(dlcp_rdzv_client *cli) {
   if (cli->fd >= 0) {
     close(cli->fd);
     cli->fd = -1;
   }
 }
 
-/* io_error turns a failed read/write into a message naming the server. */
-static int io_error(dlcp_rdzv_client *cli, int rv, const char *what,
-                    dlcp_errbuf *eb) {
-  broken(cli);
+/* in_transit: an exchange's failure that a new connection may not meet
+ * (the connection stalled, reset or closed), as opposed to an answer that
+ * is wrong. */
+static bool in_transit(int rv) {
+  return rv == DLCP_ERR_TIMEOUT || rv == DLCP_ERR_PEER_CLOSED ||
+         (rv < 0 && rv > -200); /* a negated errno */
+}
+
+/* exchange sends one request on the open connection and reads its
+ * answer, both by |due|.  Returns 0 with |resp| filled (its value is the
+ * caller's to free), an in_transit() failure, DLCP_ERR_BAD_MAGIC or
+ * DLCP_ERR_NOMEM.  The connection is closed on any failure. */
+static int exchange(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *key,
+                    const void *val, size_t val_len, dlcp_tstamp due,
+                    response *resp) {
+  uint8_t hdr[DLCP_RDZV_HDR_LEN];
+  size_t key_len = key != NULL ? strlen(key) : 0;
+  uint32_t len;
+  dlcp_rdzv_status status;
+  int rv;
+
+  resp->value = NULL;
+  resp->len = 0;
+  dlcp_rdzv_put_request(hdr, op, (uint16_t)key_len, (uint32_t)val_len);
+  if ((rv = dlcp_net_write_all(cli->fd, hdr, sizeof(hdr), due)) != 0 ||
+      (rv = dlcp_net_write_all(cli->fd, key, key_len, due)) != 0 ||
+      (rv = dlcp_net_write_all(cli->fd, val, val_len, due)) != 0 ||
+      (rv = dlcp_net_read_all(cli->fd, hdr, sizeof(hdr), due)) != 0) {
+    close_conn(cli);
+    return rv;
+  }
+  if (dlcp_rdzv_get_response(hdr, &status, &len) != 0) {
+    close_conn(cli);
+    return DLCP_ERR_BAD_MAGIC;
+  }
+  resp->status = status;
+  resp->value = malloc((size_t)len + 1);
+  if (resp->value == NULL) {
+    close_conn(cli);
+    return DLCP_ERR_NOMEM;
+  }
+  rv = dlcp_net_read_all(cli->fd, resp->value, len, due);
+  if (rv != 0) {
+    free(resp->value);
+    resp->value = NULL;
+    close_conn(cli);
+    return rv;
+  }
+  resp->value[len] = '\0';
+  resp->len = len;
+  return 0;
+}
+
+/* answer_due is when the answer to a request sent now, held by the
+ * server up to |hold_ms|, must be here: the grace later, and not past
+ * |deadline| unless the server holds it until then. */
+static dlcp_tstamp answer_due(const dlcp_rdzv_client *cli, uint32_t hold_ms,
+                              dlcp_tstamp deadline) {
+  dlcp_tstamp due = dlcp_rt_deadline_after(hold_ms + cli->grace_ms);
+  return hold_ms == 0 && due > deadline ? deadline : due;
+}
+
+/* failed_answer turns a failed exchange into a message naming the
+ * server. */
+static int failed_answer(dlcp_rdzv_client *cli, int rv, const char *what,
+                         dlcp_errbuf *eb) {
+  if (rv == DLCP_ERR_BAD_MAGIC) {
+    return dlcp_errbuf_set(eb, rv,
+                           "%s does not answer like a dlcp rendezvous server "
+                           "(is MASTER_PORT used by another program?)",
+                           cli->server);
+  }
+  if (rv == DLCP_ERR_NOMEM) {
+    return dlcp_errbuf_set(eb, rv, "rendezvous: no memory");
+  }
   if (rv == DLCP_ERR_TIMEOUT) {
     return dlcp_errbuf_set(eb, rv,
                            "rendezvous server (rank 0) at %s: no answer to %s "
-                           "before the deadline",
-                           cli->server, what);
+                           "before the deadline (%" PRIu32 " connection%s "
+                           "tried)",
+                           cli->server, what, cli->connections,
+                           cli->connections == 1 ? "" : "s");
   }
   if (rv == DLCP_ERR_PEER_CLOSED) {
     return dlcp_errbuf_set(eb, rv,
@@ -97,22 +182,151 @@ static int io_error(dlcp_rdzv_client *cli, int rv, const char *what,
                          cli->server, what, strerror(-rv));
 }
 
-/* request sends one request and reads its response, both by |deadline|. */
+/* refused turns an answer that refuses the request into an error; the
+ * server closes the connection after it. */
+static int refused(dlcp_rdzv_client *cli, const char *what,
+                   const response *resp, dlcp_errbuf *eb) {
+  close_conn(cli);
+  return dlcp_errbuf_set(
+      eb,
+      resp->status == DLCP_RDZV_REJECTED ? DLCP_ERR_CONFIG : DLCP_ERR_INTERNAL,
+      "rendezvous server (rank 0) at %s refused %s from "
+      "rank %" PRIu32 ": %s",
+      cli->server, what, cli->hello.rank, (char *)resp->value);
+}
+
+/* check_welcome checks the server's answer to a tagged HELLO: the salt,
+ * tagged with the nonce this HELLO carried (so not an answer recorded
+ * from another run), and the same salt as on the first connection (not
+ * a rank 0 of another run since). */
+static int check_welcome(dlcp_rdzv_client *cli, uint64_t nonce,
+                         const response *resp, dlcp_errbuf *eb) {
+  uint8_t echo[8];
+  dlcp_put_u64(echo, nonce);
+  if (resp->len == DLCP_RDZV_WELCOME_LEN) {
+    struct iovec msg[2] = {{resp->value, DLCP_RDZV_SALT_LEN},
+                           {echo, sizeof(echo)}};
+    if (dlcp_auth_check(&cli->job_key,
+                        dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER,
+                                         cli->hello.rank),
+                        msg, 2, resp->value + DLCP_RDZV_SALT_LEN) != 0) {
+      if (!cli->welcomed) {
+        memcpy(cli->salt, resp->value, DLCP_AUTH_SALT_LEN);
+        return 0;
+      }
+      if (memcmp(cli->salt, resp->value, DLCP_AUTH_SALT_LEN) == 0) {
+        return 0;
+      }
+      close_conn(cli);
+      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
+                             "rendezvous server (rank 0) at %s was restarted "
+                             "(another run's salt after a reconnection)",
+                             cli->server);
+    }
+  }
+  close_conn(cli);
+  return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                         "rendezvous server at %s did not prove it knows the "
+                         "job secret (%zu-byte answer to HELLO: rank 0 has "
+                         "no or another DLCP_JOB_SECRET, or something else "
+                         "answers there)",
+                         cli->server, resp->len);
+}
+
+/* say_hello sends HELLO on the new connection.  Returns 0; 1 if it
+ * failed in transit (the connection is closed: open another); or an
+ * error, with |eb| set. */
+static int say_hello(dlcp_rdzv_client *cli, dlcp_tstamp deadline,
+                     dlcp_errbuf *eb) {
+  uint8_t hello[DLCP_RDZV_HELLO_AUTH_LEN];
+  uint64_t nonce = 0;
+  response resp;
+  int rv;
+  dlcp_rdzv_put_hello(hello, &cli->hello);
+  if (cli->authenticated) {
+    struct iovec msg = {hello, DLCP_RDZV_HELLO_LEN};
+    nonce = dlcp_auth_nonce();
+    dlcp_auth_seal(&cli->job_key,
+                   dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, cli->hello.rank,
+                                    DLCP_AUTH_SERVER),
+                   nonce, &msg, 1, hello + DLCP_RDZV_HELLO_LEN);
+  }
+  rv = exchange(cli, DLCP_RDZV_HELLO, NULL, hello,
+                cli->authenticated ? DLCP_RDZV_HELLO_AUTH_LEN
+                                   : DLCP_RDZV_HELLO_LEN,
+                answer_due(cli, 0, deadline), &resp);
+  if (rv != 0) {
+    return in_transit(rv) && dlcp_rt_now() < deadline
+               ? 1
+               : failed_answer(cli, rv, "HELLO", eb);
+  }
+  if (resp.status != DLCP_RDZV_OK) {
+    rv = refused(cli, "HELLO", &resp, eb);
+  } else if (cli->authenticated) {
+    rv = check_welcome(cli, nonce, &resp, eb);
+  }
+  free(resp.value);
+  if (rv == 0) {
+    cli->welcomed = true;
+  }
+  return rv;
+}
+
+/* open_conn connects to the server and says HELLO, by |deadline|, on
+ * behalf of |what| (for the message).  Returns 0 or an error with |eb|
+ * set. */
+static int open_conn(dlcp_rdzv_client *cli, const char *what,
+                     dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  dlcp_tstamp start = dlcp_rt_now();
+  for (;;) {
+    unsigned count;
+    int rv;
+    /* Once connected, a refusal means rank 0 stopped listening. */
+    cli->fd = dlcp_tcp_connect(&cli->addr, cli->welcomed, deadline, &count);
+    if (cli->fd == -ECONNREFUSED && cli->welcomed) {
+      cli->fd = -1;
+      cli->gone = true;
+      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
+                             "rendezvous server (rank 0) at %s closed the "
+                             "connection during %s and refuses a new one "
+                             "(did rank 0 exit?)",
+                             cli->server, what);
+    }
+    if (cli->fd < 0) {
+      int err = -cli->fd;
+      cli->fd = -1;
+      return dlcp_errbuf_set(eb,
+                             dlcp_tcp_retryable(err) ? DLCP_ERR_TIMEOUT : -err,
+                             "rendezvous: cannot reach rank 0 at %s within "
+                             "%" PRIu64 " ms (%u attempt%s, last error: %s)",
+                             cli->server, ms_since(start), count,
+                             count == 1 ? "" : "s", strerror(err));
+    }
+    cli->connections++;
+    rv = say_hello(cli, deadline, eb);
+    if (rv != 1) {
+      return rv;
+    }
+    cli->grace_ms = cli->grace_ms * 2 > ANSWER_GRACE_MAX_MS
+                        ? ANSWER_GRACE_MAX_MS
+                        : cli->grace_ms * 2;
+  }
+}
+
+/* request sends one request, which the server may hold up to |hold_ms|,
+ * and reads its answer by |deadline|, on a new connection each time one
+ * stalls (see ANSWER_GRACE_FIRST_MS): every request is idempotent. */
 static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
                    const char *key, const void *val, size_t val_len,
-                   dlcp_tstamp deadline, response *resp, dlcp_errbuf *eb) {
-  uint8_t hdr[DLCP_RDZV_HDR_LEN];
+                   uint32_t hold_ms, dlcp_tstamp deadline, response *resp,
+                   dlcp_errbuf *eb) {
   size_t key_len = key != NULL ? strlen(key) : 0;
-  uint32_t len;
-  dlcp_rdzv_status status;
-  int rv;
-
   resp->value = NULL;
   resp->len = 0;
-  if (cli->fd < 0) {
+  if (cli->gone) {
     return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
-                           "rendezvous server (rank 0) at %s: connection "
-                           "unusable after an earlier error",
+                           "rendezvous server (rank 0) at %s is gone "
+                           "(closed the connection, refuses new ones)",
                            cli->server);
   }
   if (key_len > DLCP_RDZV_MAX_KEY || val_len > DLCP_RDZV_MAX_VALUE) {
@@ -122,132 +336,33 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
                            key_len, val_len, DLCP_RDZV_MAX_KEY,
                            DLCP_RDZV_MAX_VALUE);
   }
-  dlcp_rdzv_put_request(hdr, op, (uint16_t)key_len, (uint32_t)val_len);
-  if ((rv = dlcp_net_write_all(cli->fd, hdr, sizeof(hdr), deadline)) != 0 ||
-      (rv = dlcp_net_write_all(cli->fd, key, key_len, deadline)) != 0 ||
-      (rv = dlcp_net_write_all(cli->fd, val, val_len, deadline)) != 0) {
-    return io_error(cli, rv, what, eb);
-  }
-
-  rv = dlcp_net_read_all(cli->fd, hdr, sizeof(hdr), deadline);
-  if (rv != 0) {
-    return io_error(cli, rv, what, eb);
-  }
-  if (dlcp_rdzv_get_response(hdr, &status, &len) != 0) {
-    broken(cli);
-    return dlcp_errbuf_set(eb, DLCP_ERR_BAD_MAGIC,
-                           "%s does not answer like a dlcp rendezvous server "
-                           "(is MASTER_PORT used by another program?)",
-                           cli->server);
-  }
-  resp->status = status;
-  resp->value = malloc((size_t)len + 1);
-  if (resp->value == NULL) {
-    broken(cli);
-    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous: no memory");
-  }
-  rv = dlcp_net_read_all(cli->fd, resp->value, len, deadline);
-  if (rv != 0) {
-    free(resp->value);
-    resp->value = NULL;
-    return io_error(cli, rv, what, eb);
-  }
-  resp->value[len] = '\0';
-  resp->len = len;
-  if (resp->status == DLCP_RDZV_BAD_REQUEST ||
-      resp->status == DLCP_RDZV_REJECTED) {
-    /* The server closes the connection after these. */
-    rv = dlcp_errbuf_set(eb,
-                         resp->status == DLCP_RDZV_REJECTED ? DLCP_ERR_CONFIG
-                                                            : DLCP_ERR_INTERNAL,
-                         "rendezvous server (rank 0) at %s refused %s from "
-                         "rank %" PRIu32 ": %s",
-                         cli->server, what, cli->rank, (char *)resp->value);
-    free(resp->value);
-    resp->value = NULL;
-    broken(cli);
-    return rv;
-  }
-  return 0;
-}
-
-/* connect_once makes one connection attempt; returns the fd or -errno. */
-static int connect_once(const dlcp_sockaddr *addr, dlcp_tstamp deadline) {
-  int fd =
-      socket(addr->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int err = 0;
-  socklen_t errlen = sizeof(err);
-  int one = 1;
-  if (fd < 0) {
-    return -errno;
-  }
-  if (connect(fd, &addr->sa, dlcp_sockaddr_len(addr)) != 0) {
-    if (errno != EINPROGRESS) {
-      err = errno;
-      close(fd);
-      return -err;
-    }
-    for (;;) {
-      struct pollfd pfd = {.fd = fd, .events = POLLOUT, .revents = 0};
-      int n = poll(&pfd, 1, dlcp_rt_poll_timeout(deadline));
-      if (n > 0) {
-        break;
-      }
-      if (n == 0) {
-        close(fd);
-        return -ETIMEDOUT;
-      }
-      if (errno != EINTR) {
-        err = errno;
-        close(fd);
-        return -err;
+  for (;;) {
+    int rv = 0;
+    if (cli->fd < 0) {
+      rv = open_conn(cli, what, deadline, eb);
+      if (rv != 0) {
+        return rv;
       }
     }
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errlen) != 0) {
-      err = errno;
+    rv = exchange(cli, op, key, val, val_len,
+                  answer_due(cli, hold_ms, deadline), resp);
+    if (rv == 0) {
+      cli->grace_ms = ANSWER_GRACE_FIRST_MS;
+      if (resp->status == DLCP_RDZV_BAD_REQUEST ||
+          resp->status == DLCP_RDZV_REJECTED) {
+        rv = refused(cli, what, resp, eb);
+        free(resp->value);
+        resp->value = NULL;
+      }
+      return rv;
     }
-    if (err != 0) {
-      close(fd);
-      return -err;
+    if (!in_transit(rv) || dlcp_rt_now() >= deadline) {
+      return failed_answer(cli, rv, what, eb);
     }
+    cli->grace_ms = cli->grace_ms * 2 > ANSWER_GRACE_MAX_MS
+                        ? ANSWER_GRACE_MAX_MS
+                        : cli->grace_ms * 2;
   }
-  /* Requests are small and answered one at a time: no Nagle delay. */
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return fd;
-}
-
-/* retryable: errors that mean "rank 0 is not listening yet". */
-static int retryable(int err) {
-  return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH ||
-         err == ENETUNREACH || err == ECONNRESET || err == ECONNABORTED ||
-         err == EAGAIN;
-}
-
-/* check_welcome checks the server's answer to a tagged HELLO: the salt,
- * tagged with the nonce this HELLO carried (so not an answer recorded
- * from another run), which it copies to |salt|. */
-static int check_welcome(dlcp_rdzv_client *cli, const dlcp_auth *auth,
-                         uint64_t nonce, const response *resp,
-                         uint8_t salt[DLCP_AUTH_SALT_LEN], dlcp_errbuf *eb) {
-  uint8_t echo[8];
-  dlcp_put_u64(echo, nonce);
-  if (resp->len == DLCP_RDZV_WELCOME_LEN) {
-    struct iovec msg[2] = {{resp->value, DLCP_RDZV_SALT_LEN},
-                           {echo, sizeof(echo)}};
-    if (dlcp_auth_check(
-            auth,
-            dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER, cli->rank),
-            msg, 2, resp->value + DLCP_RDZV_SALT_LEN) != 0) {
-      memcpy(salt, resp->value, DLCP_AUTH_SALT_LEN);
-      return 0;
-    }
-  }
-  return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                         "rendezvous server at %s did not prove it knows the "
-                         "job secret (%zu-byte answer to HELLO: rank 0 has "
-                         "no or another DLCP_JOB_SECRET, or something else "
-                         "answers there)",
-                         cli->server, resp->len);
 }
 
 int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
@@ -256,14 +371,6 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint8_t salt[DLCP_AUTH_SALT_LEN],
                              dlcp_tstamp deadline, dlcp_errbuf *eb) {
   dlcp_rdzv_client *cli;
-  dlcp_sockaddr addr;
-  dlcp_tstamp start = dlcp_rt_now();
-  uint64_t backoff_ms = BACKOFF_FIRST_MS;
-  unsigned attempts = 0;
-  int last_err = 0;
-  uint8_t hello[DLCP_RDZV_HELLO_AUTH_LEN];
-  uint64_t nonce = 0;
-  response resp;
   int rv;
 
   *pcli = NULL;
@@ -273,65 +380,35 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                            " is not below world size %" PRIu32,
                            rank, world_size);
   }
-  rv = dlcp_net_resolve(&addr, host, port, SOCK_STREAM, eb);
-  if (rv != 0) {
-    return dlcp_errbuf_prefix(eb, rv, "rendezvous: MASTER_ADDR");
-  }
   cli = calloc(1, sizeof(*cli));
   if (cli == NULL) {
     return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous: no memory");
   }
+  rv = dlcp_net_resolve(&cli->addr, host, port, SOCK_STREAM, eb);
+  if (rv != 0) {
+    free(cli);
+    return dlcp_errbuf_prefix(eb, rv, "rendezvous: MASTER_ADDR");
+  }
   cli->fd = -1;
-  cli->rank = rank;
-  cli->world = world_size;
-  dlcp_net_addr_format(cli->server, sizeof(cli->server), &addr.sa);
-
-  for (;;) {
-    int fd;
-    attempts++;
-    fd = connect_once(&addr, deadline);
-    if (fd >= 0) {
-      cli->fd = fd;
-      break;
-    }
-    last_err = -fd;
-    if (!retryable(last_err) || dlcp_rt_now() >= deadline) {
-      rv = dlcp_errbuf_set(eb, retryable(last_err) ? DLCP_ERR_TIMEOUT : fd,
-                           "rendezvous: cannot reach rank 0 at %s within "
-                           "%" PRIu64 " ms (%u attempt%s, last error: %s)",
-                           cli->server, ms_since(start), attempts,
-                           attempts == 1 ? "" : "s", strerror(last_err));
-      free(cli);
-      return rv;
-    }
-    /* Rank 0 may simply not be up yet: back off exponentially, but never
-     * sleep past the deadline. */
-    {
-      int left = dlcp_rt_poll_timeout(deadline);
-      sleep_ms(backoff_ms < (uint64_t)left ? backoff_ms : (uint64_t)left);
-    }
-    backoff_ms =
-        backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
+  cli->grace_ms = ANSWER_GRACE_FIRST_MS;
+  cli->hello = (dlcp_rdzv_hello){
+      .rank = rank, .world = world_size, .job = job, .incarnation = 0};
+  while (getrandom(&cli->hello.incarnation, sizeof(cli->hello.incarnation), 0) <
+             0 &&
+         errno == EINTR) {
   }
-
-  dlcp_rdzv_put_hello(hello, rank, world_size, job);
-  if (auth) {
-    struct iovec msg = {hello, DLCP_RDZV_HELLO_LEN};
-    nonce = dlcp_auth_nonce();
-    dlcp_auth_seal(
-        auth, dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, rank, DLCP_AUTH_SERVER),
-        nonce, &msg, 1, hello + DLCP_RDZV_HELLO_LEN);
+  if (auth != NULL) {
+    cli->authenticated = true;
+    cli->job_key = *auth;
   }
-  rv = request(cli, DLCP_RDZV_HELLO, "HELLO", NULL, hello,
-               auth ? DLCP_RDZV_HELLO_AUTH_LEN : DLCP_RDZV_HELLO_LEN, deadline,
-               &resp, eb);
-  if (rv == 0 && auth) {
-    rv = check_welcome(cli, auth, nonce, &resp, salt, eb);
-  }
-  free(resp.value);
+  dlcp_net_addr_format(cli->server, sizeof(cli->server), &cli->addr.sa);
+  rv = open_conn(cli, "HELLO", deadline, eb);
   if (rv != 0) {
     dlcp_rdzv_client_close(cli);
     return rv;
+  }
+  if (auth != NULL) {
+    memcpy(salt, cli->salt, DLCP_AUTH_SALT_LEN);
   }
   *pcli = cli;
   return 0;
@@ -341,8 +418,13 @@ void dlcp_rdzv_client_close(dlcp_rdzv_client *cli) {
   if (cli == NULL) {
     return;
   }
-  broken(cli);
+  close_conn(cli);
+  dlcp_auth_forget(&cli->job_key);
   free(cli);
+}
+
+uint32_t dlcp_rdzv_client_reconnects(const dlcp_rdzv_client *cli) {
+  return cli->connections > 0 ? cli->connections - 1 : 0;
 }
 
 int dlcp_rdzv_set(dlcp_rdzv_client *cli, const char *key, const void *value,
@@ -351,7 +433,8 @@ int dlcp_rdzv_set(dlcp_rdzv_client *cli, const char *key, const void *value,
   char what[MAX_KEY_TEXT + 16];
   int rv;
   snprintf(what, sizeof(what), "SET '%s'", key);
-  rv = request(cli, DLCP_RDZV_SET, what, key, value, len, deadline, &resp, eb);
+  rv = request(cli, DLCP_RDZV_SET, what, key, value, len, 0, deadline, &resp,
+               eb);
   if (rv == 0) {
     free(resp.value);
   }
@@ -368,7 +451,7 @@ int dlcp_rdzv_get(dlcp_rdzv_client *cli, const char *key, int *found,
   *value = NULL;
   *len = 0;
   snprintf(what, sizeof(what), "GET '%s'", key);
-  rv = request(cli, DLCP_RDZV_GET, what, key, NULL, 0, deadline, &resp, eb);
+  rv = request(cli, DLCP_RDZV_GET, what, key, NULL, 0, 0, deadline, &resp, eb);
   if (rv != 0) {
     return rv;
   }
@@ -386,31 +469,34 @@ int dlcp_rdzv_wait(dlcp_rdzv_client *cli, const char *key, void **value,
                    size_t *len, dlcp_tstamp deadline, dlcp_errbuf *eb) {
   response resp;
   char what[MAX_KEY_TEXT + 16];
-  uint8_t timeout[DLCP_RDZV_WAIT_LEN];
-  int left = dlcp_rt_poll_timeout(deadline);
-  int rv;
   *value = NULL;
   *len = 0;
   snprintf(what, sizeof(what), "WAIT '%s'", key);
-  dlcp_rdzv_put_wait(timeout, left < 0 ? UINT32_MAX : (uint32_t)left);
-  rv = request(cli, DLCP_RDZV_WAIT, what, key, timeout, sizeof(timeout),
-               deadline == DLCP_TSTAMP_NEVER
-                   ? deadline
-                   : deadline + WAIT_ANSWER_SLACK_MS * DLCP_NS_PER_MS,
-               &resp, eb);
-  if (rv != 0) {
-    return rv;
-  }
-  if (resp.status != DLCP_RDZV_OK) {
+  for (;;) {
+    int left = dlcp_rt_poll_timeout(deadline);
+    uint32_t hold = left < 0 || (uint32_t)left > WAIT_SLICE_MS ? WAIT_SLICE_MS
+                                                               : (uint32_t)left;
+    uint8_t timeout[DLCP_RDZV_WAIT_LEN];
+    int rv;
+    dlcp_rdzv_put_wait(timeout, hold);
+    rv = request(cli, DLCP_RDZV_WAIT, what, key, timeout, sizeof(timeout), hold,
+                 deadline, &resp, eb);
+    if (rv != 0) {
+      return rv;
+    }
+    if (resp.status == DLCP_RDZV_OK) {
+      *value = resp.value;
+      *len = resp.len;
+      return 0;
+    }
     free(resp.value);
-    return dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
-                           "rendezvous: key '%s' did not appear on rank 0's "
-                           "store at %s before the deadline",
-                           key, cli->server);
+    if (dlcp_rt_now() >= deadline) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                             "rendezvous: key '%s' did not appear on rank 0's "
+                             "store at %s before the deadline",
+                             key, cli->server);
+    }
   }
-  *value = resp.value;
-  *len = resp.len;
-  return 0;
 }
 
 void dlcp_rdzv_free_values(void **values, size_t n) {
@@ -434,12 +520,12 @@ static void missing_ranks(dlcp_rdzv_client *cli, const char *name,
   uint32_t r;
   out[0] = '\0';
   *count = 0;
-  for (r = first; r < cli->world; r++) {
+  for (r = first; r < cli->hello.world; r++) {
     char key[MAX_KEY_TEXT];
     int found = 0;
     void *v = NULL;
     size_t vlen;
-    if (r != first && cli->fd >= 0) {
+    if (r != first && !cli->gone) {
       snprintf(key, sizeof(key), "%s/%" PRIu32, name, r);
       if (dlcp_rdzv_get(cli, key, &found, &v, &vlen, deadline, NULL) != 0) {
         found = 0;
@@ -471,7 +557,7 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
   uint32_t r;
   int rv;
 
-  for (r = 0; r < cli->world; r++) {
+  for (r = 0; r < cli->hello.world; r++) {
     values[r] = NULL;
     lens[r] = 0;
   }
@@ -479,15 +565,15 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
     return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
                            "rendezvous: exchange name too long");
   }
-  snprintf(key, sizeof(key), "%s/%" PRIu32, name, cli->rank);
+  snprintf(key, sizeof(key), "%s/%" PRIu32, name, cli->hello.rank);
   rv = dlcp_rdzv_set(cli, key, mine, len, deadline, eb);
   if (rv != 0) {
     return rv;
   }
-  for (r = 0; r < cli->world; r++) {
+  for (r = 0; r < cli->hello.world; r++) {
     snprintf(key, sizeof(key), "%s/%" PRIu32, name, r);
     rv = dlcp_rdzv_wait(cli, key, &values[r], &lens[r], deadline, eb);
-    if (rv == DLCP_ERR_TIMEOUT && cli->fd >= 0) {
+    if (rv == DLCP_ERR_TIMEOUT && !cli->gone) {
       char list[256];
       uint32_t nmissing;
       missing_ranks(cli, name, r, list, sizeof(list), &nmissing);
@@ -496,10 +582,10 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
                       " ms waiting for rank%s %s of %" PRIu32
                       " to publish '%s' on rank 0's store at %s",
                       ms_since(start), nmissing == 1 ? "" : "s", list,
-                      cli->world, name, cli->server);
+                      cli->hello.world, name, cli->server);
     }
     if (rv != 0) {
-      dlcp_rdzv_free_values(values, cli->world);
+      dlcp_rdzv_free_values(values, cli->hello.world);
       return rv;
     }
   }
@@ -508,8 +594,8 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
 
 int dlcp_rdzv_barrier(dlcp_rdzv_client *cli, const char *name,
                       dlcp_tstamp deadline, dlcp_errbuf *eb) {
-  void **values = calloc(cli->world, sizeof(*values));
-  size_t *lens = calloc(cli->world, sizeof(*lens));
+  void **values = calloc(cli->hello.world, sizeof(*values));
+  size_t *lens = calloc(cli->hello.world, sizeof(*lens));
   int rv;
   if (values == NULL || lens == NULL) {
     free(values);
@@ -518,7 +604,7 @@ int dlcp_rdzv_barrier(dlcp_rdzv_client *cli, const char *name,
   }
   rv = dlcp_rdzv_exchange(cli, name, "", 0, values, lens, deadline, eb);
   if (rv == 0) {
-    dlcp_rdzv_free_values(values, cli->world);
+    dlcp_rdzv_free_values(values, cli->hello.world);
   }
   free(values);
   free(lens);

@@ -12,8 +12,9 @@
  * Every length is checked before anything is allocated; a malformed
  * request is answered with BAD_REQUEST and the connection closed.  The
  * server answers one request at a time per connection and holds each
- * connection to deadlines (see dlcp_rdzv_server_config): version 1 had no
- * job token in HELLO, hence version 2.
+ * connection to deadlines (see dlcp_rdzv_server_config).  A rank whose
+ * connection stalls opens another and says HELLO again with the same
+ * incarnation: the server closes the old one (rdzv_wire.h).
  */
 #ifndef DLCP_RT_RENDEZVOUS_H
 #define DLCP_RT_RENDEZVOUS_H
@@ -98,14 +99,18 @@ void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline);
 
 /*
  * dlcp_rdzv_client_connect connects to the store at |host|:|port| as rank
- * |rank| of |world_size| in job |job|.  With |auth| (the job key; NULL:
- * none) the HELLO is tagged, the server's answer checked, and the run's
- * salt written to |salt|.  A refused or unreachable server is retried with
- * exponential backoff (10 ms doubling to 1 s) until |deadline|, since rank
- * 0 may start after the others.  Returns 0, DLCP_ERR_TIMEOUT with |eb|
- * naming the address, the number of attempts and the last error,
- * DLCP_ERR_CONFIG (server disagrees on the world size or the job, or the
- * rank is taken), DLCP_ERR_BAD_MAGIC (something else listens there) or -errno.
+ * |rank| of |world_size| in job |job|.  With |auth| (the job key, copied;
+ * NULL: none) each HELLO is tagged, the server's answer checked, and the
+ * run's salt written to |salt|.  A refused or unreachable server is
+ * retried with exponential backoff (10 ms doubling to 1 s) until
+ * |deadline|, since rank 0 may start after the others; a connection that
+ * does not complete is raced by another from a new port every 250 ms.
+ * Later requests reconnect by themselves when their connection stalls or
+ * closes (rendezvous.c); a server that refuses the reconnection is gone.
+ * Returns 0, DLCP_ERR_TIMEOUT with |eb| naming the address, the number of
+ * attempts and the last error, DLCP_ERR_CONFIG (server disagrees on the
+ * world size or the job, or the rank is taken by another process),
+ * DLCP_ERR_BAD_MAGIC (something else listens there) or -errno.
  */
 int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint16_t port, uint32_t rank, uint32_t world_size,
@@ -113,11 +118,17 @@ int dlcp_rdzv_client_connect(dlcp_rdzv_client **pcli, const char *host,
                              uint8_t salt[DLCP_AUTH_SALT_LEN],
                              dlcp_tstamp deadline, dlcp_errbuf *eb);
 
+/* dlcp_rdzv_client_reconnects returns how many times the client opened a
+ * new connection after its first (a stalled or closed one). */
+uint32_t dlcp_rdzv_client_reconnects(const dlcp_rdzv_client *cli);
+
 /* dlcp_rdzv_client_close closes the connection and frees |cli| (NULL ok). */
 void dlcp_rdzv_client_close(dlcp_rdzv_client *cli);
 
 /* dlcp_rdzv_set stores |len| bytes of |value| under the NUL-terminated
- * |key|.  Returns 0 or a negative code with |eb| naming the server. */
+ * |key|.  Returns 0 or a negative code with |eb| naming the server:
+ * DLCP_ERR_PEER_CLOSED once the server is gone, DLCP_ERR_TIMEOUT if no
+ * connection answered by |deadline|. */
 int dlcp_rdzv_set(dlcp_rdzv_client *cli, const char *key, const void *value,
                   size_t len, dlcp_tstamp deadline, dlcp_errbuf *eb);
 

@@ -33,6 +33,7 @@
 #include "rt/clock.h"
 #include "rt/net.h"
 #include "rt/rendezvous.h"
+#include "rt/tcp.h"
 #include "wire/bytes.h"
 
 /* The store holds addresses and barrier marks: a few keys per rank. */
@@ -59,6 +60,7 @@ typedef struct kv_entry {
 typedef struct conn {
   int fd;
   int64_t rank; /* -1 until HELLO */
+  uint64_t incarnation; /* its HELLO's */
   dlcp_tstamp accepted;
   uint64_t serial;            /* accept order: the oldest stray goes first */
   dlcp_tstamp request_since; /* first byte of the buffered request */
@@ -338,9 +340,7 @@ static void wake_waiters(dlcp_rdzv_server *srv, const kv_entry *e) {
 
 static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
                      uint32_t val_len) {
-  uint32_t rank;
-  uint32_t world;
-  uint32_t job;
+  dlcp_rdzv_hello h;
   size_t i;
   uint32_t want =
       srv->cfg.auth ? DLCP_RDZV_HELLO_AUTH_LEN : DLCP_RDZV_HELLO_LEN;
@@ -363,52 +363,64 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
     }
     return;
   }
-  dlcp_rdzv_get_hello(val, &rank, &world, &job);
+  dlcp_rdzv_get_hello(val, &h);
   if (srv->cfg.auth) {
     struct iovec msg = {(void *)(uintptr_t)val, DLCP_RDZV_HELLO_LEN};
     nonce = dlcp_auth_check(
         srv->cfg.auth,
-        dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, rank, DLCP_AUTH_SERVER), &msg, 1,
-        val + DLCP_RDZV_HELLO_LEN);
+        dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, h.rank, DLCP_AUTH_SERVER), &msg,
+        1, val + DLCP_RDZV_HELLO_LEN);
     if (nonce == 0) {
       reject(srv, c, DLCP_RDZV_REJECTED,
              "wrong job secret (DLCP_JOB_SECRET differs from rank 0's) or "
              "a forged HELLO claiming rank %" PRIu32,
-             rank);
+             h.rank);
       return;
     }
   }
-  if (job != srv->cfg.job) {
+  if (h.job != srv->cfg.job) {
     reject(srv, c, DLCP_RDZV_REJECTED,
            "job mismatch: this is job %" PRIu32 ", rank %" PRIu32
            " belongs to job %" PRIu32 " (DLCP_JOB differs, or another job "
            "uses this MASTER_PORT)",
-           srv->cfg.job, rank, job);
+           srv->cfg.job, h.rank, h.job);
     return;
   }
-  if (world != srv->world) {
+  if (h.world != srv->world) {
     reject(srv, c, DLCP_RDZV_REJECTED,
            "WORLD_SIZE mismatch: rank 0 has WORLD_SIZE=%" PRIu32
            ", rank %" PRIu32 " has WORLD_SIZE=%" PRIu32,
-           srv->world, rank, world);
+           srv->world, h.rank, h.world);
     return;
   }
-  if (rank >= world) {
+  if (h.rank >= h.world) {
     reject(srv, c, DLCP_RDZV_REJECTED,
-           "RANK=%" PRIu32 " is not below WORLD_SIZE=%" PRIu32, rank, world);
+           "RANK=%" PRIu32 " is not below WORLD_SIZE=%" PRIu32, h.rank,
+           h.world);
     return;
   }
   for (i = 0; i < srv->nconns; i++) {
     conn *o = &srv->conns[i];
-    if (o != c && !o->dead && o->rank == (int64_t)rank) {
+    if (o == c || o->dead || o->rank != (int64_t)h.rank) {
+      continue;
+    }
+    if (o->incarnation != h.incarnation) {
       reject(srv, c, DLCP_RDZV_REJECTED,
              "rank %" PRIu32 " is already connected from %s (two processes "
              "with the same RANK?)",
-             rank, o->peer);
+             h.rank, o->peer);
       return;
     }
+    /* The same client again: its old connection stalled (it may never
+     * hear this close, which is why it did not wait for one). */
+    srv_log(srv,
+            "rank %" PRIu32 " reconnected from %s: closed its connection "
+            "from %s",
+            h.rank, c->peer, o->peer);
+    o->dead = 1;
   }
-  c->rank = (int64_t)rank;
+  c->rank = (int64_t)h.rank;
+  c->incarnation = h.incarnation;
   if (!srv->cfg.auth) {
     respond(srv, c, DLCP_RDZV_OK, NULL, 0);
     return;
@@ -420,9 +432,10 @@ static void on_hello(dlcp_rdzv_server *srv, conn *c, const uint8_t *val,
   memcpy(welcome, srv->salt, DLCP_RDZV_SALT_LEN);
   dlcp_put_u64(echo, nonce);
   struct iovec msg[2] = {{welcome, DLCP_RDZV_SALT_LEN}, {echo, sizeof(echo)}};
-  dlcp_auth_seal(srv->cfg.auth,
-                 dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER, rank),
-                 dlcp_auth_nonce(), msg, 2, welcome + DLCP_RDZV_SALT_LEN);
+  dlcp_auth_seal(
+      srv->cfg.auth,
+      dlcp_auth_stream(DLCP_AUTH_RENDEZVOUS, DLCP_AUTH_SERVER, h.rank),
+      dlcp_auth_nonce(), msg, 2, welcome + DLCP_RDZV_SALT_LEN);
   respond(srv, c, DLCP_RDZV_OK, welcome, sizeof(welcome));
 }
 
@@ -676,6 +689,7 @@ static void accept_all(dlcp_rdzv_server *srv) {
       }
       return; /* EAGAIN, or a transient error: retried on the next wake */
     }
+    dlcp_tcp_tune(fd);
     dlcp_net_addr_format(peer, sizeof(peer), (struct sockaddr *)&ss);
     conn_add(srv, fd, peer);
   }
@@ -909,6 +923,7 @@ static int server_listen(dlcp_rdzv_server *srv, const char *host, uint16_t port,
   dlcp_net_addr_format(where, sizeof(where), &addr.sa);
   /* A restarted job must be able to reuse a port still in TIME_WAIT. */
   (void)setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  dlcp_tcp_tune(srv->listen_fd);
   if (bind(srv->listen_fd, &addr.sa, dlcp_sockaddr_len(&addr)) != 0 ||
       listen(srv->listen_fd, 1024) != 0 ||
       getsockname(srv->listen_fd, (struct sockaddr *)&bound, &boundlen) != 0) {

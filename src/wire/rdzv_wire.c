@@ -48,16 +48,18 @@ int dlcp_rdzv_get_response(const uint8_t *b, dlcp_rdzv_status *status,
   return 0;
 }
 
-void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world,
-                         uint32_t job) {
-  dlcp_put_u32(dlcp_put_u32(dlcp_put_u32(b, rank), world), job);
+void dlcp_rdzv_put_hello(uint8_t *b, const dlcp_rdzv_hello *h) {
+  b = dlcp_put_u32(b, h->rank);
+  b = dlcp_put_u32(b, h->world);
+  b = dlcp_put_u32(b, h->job);
+  dlcp_put_u64(b, h->incarnation);
 }
 
-void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world,
-                         uint32_t *job) {
-  *rank = dlcp_get_u32(b);
-  *world = dlcp_get_u32(b + 4);
-  *job = dlcp_get_u32(b + 8);
+void dlcp_rdzv_get_hello(const uint8_t *b, dlcp_rdzv_hello *h) {
+  h->rank = dlcp_get_u32(b);
+  h->world = dlcp_get_u32(b + 4);
+  h->job = dlcp_get_u32(b + 8);
+  h->incarnation = dlcp_get_u64(b + 12);
 }
 
 void dlcp_rdzv_put_wait(uint8_t *b, uint32_t timeout_ms) {

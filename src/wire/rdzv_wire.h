@@ -15,13 +15,20 @@
  *            8 4 value_len, then the value (or, for an error status, a
  *            message saying what was wrong)
  *
- *   op HELLO (1): value = rank u32, world u32, job u32; must come first;
- *                 the server checks the rank and that the world sizes and
- *                 the job tokens agree (version 1 had no job token).
+ *   op HELLO (1): value = rank u32, world u32, job u32, incarnation u64;
+ *                 must come first on a connection; the server checks the
+ *                 rank and that the world sizes and the job tokens agree
+ *                 (version 1 had no job token).  The incarnation is drawn
+ *                 at random once per client: a HELLO for a rank that is
+ *                 connected already replaces that connection if it
+ *                 carries the same incarnation (the rank reconnected: its
+ *                 old connection stalled on a lossy link, which it may
+ *                 not hear close) and is refused otherwise (two processes
+ *                 with one rank).  Version 2 had no incarnation.
  *                 In a job with a secret (rt/auth.h) the value goes on
  *                 with an auth trailer (DLCP_RDZV_TRAILER_LEN: counter
  *                 u64 = the client's fresh random nonce, tag over the
- *                 first 12 bytes under the job key, stream RENDEZVOUS
+ *                 first 20 bytes under the job key, stream RENDEZVOUS
  *                 rank -> server), and the OK answer's value is the
  *                 welcome: the run's salt (DLCP_RDZV_SALT_LEN) and a
  *                 trailer (the server's random counter, tag over salt and
@@ -47,11 +54,11 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_RDZV_MAGIC 0xD15Au
-#define DLCP_RDZV_VERSION 2u
+#define DLCP_RDZV_VERSION 3u
 #define DLCP_RDZV_HDR_LEN 12u
 #define DLCP_RDZV_MAX_KEY 256u
 #define DLCP_RDZV_MAX_VALUE 65536u
-#define DLCP_RDZV_HELLO_LEN 12u /* HELLO's value */
+#define DLCP_RDZV_HELLO_LEN 20u /* HELLO's value */
 #define DLCP_RDZV_WAIT_LEN 4u  /* WAIT's value */
 #define DLCP_RDZV_TRAILER_LEN 24u /* an auth trailer: counter 8, tag 16 */
 #define DLCP_RDZV_SALT_LEN 32u
@@ -102,11 +109,19 @@ void dlcp_rdzv_put_response(uint8_t *b, dlcp_rdzv_status status,
 int dlcp_rdzv_get_response(const uint8_t *b, dlcp_rdzv_status *status,
                            uint32_t *value_len);
 
-/* HELLO's value: the client's rank, world size and job token. */
-void dlcp_rdzv_put_hello(uint8_t *b, uint32_t rank, uint32_t world,
-                         uint32_t job);
-void dlcp_rdzv_get_hello(const uint8_t *b, uint32_t *rank, uint32_t *world,
-                         uint32_t *job);
+/* HELLO's value: who the client is. */
+typedef struct dlcp_rdzv_hello {
+  uint32_t rank;
+  uint32_t world;
+  uint32_t job;
+  uint64_t incarnation; /* random, the same for every connection a client
+                         * opens */
+} dlcp_rdzv_hello;
+
+/* dlcp_rdzv_put_hello writes |h| (DLCP_RDZV_HELLO_LEN bytes) to |b|. */
+void dlcp_rdzv_put_hello(uint8_t *b, const dlcp_rdzv_hello *h);
+/* dlcp_rdzv_get_hello reads the DLCP_RDZV_HELLO_LEN bytes at |b|. */
+void dlcp_rdzv_get_hello(const uint8_t *b, dlcp_rdzv_hello *h);
 
 /* WAIT's value: how long the server may hold the request, in ms. */
 void dlcp_rdzv_put_wait(uint8_t *b, uint32_t timeout_ms);

@@ -99,7 +99,7 @@ def bitmap(nsegs, first, end, have, ranges, job=1, xfer=1, rnd=1,
     return preamble(BITMAP, job, xfer, 40 + len(body)) + hdr + bytes(body)
 
 
-RDZV_MAGIC, RDZV_VERSION = 0xD15A, 2
+RDZV_MAGIC, RDZV_VERSION = 0xD15A, 3
 HELLO, SET, GET, WAIT = 1, 2, 3, 4
 
 
@@ -108,8 +108,11 @@ def rdzv_request(op, key=b"", value=b"", version=RDZV_VERSION, reserved=0):
                        reserved, len(value)) + key + value
 
 
-def rdzv_hello(rank, world=4, job=7):
-    return rdzv_request(HELLO, value=struct.pack("<III", rank, world, job))
+def rdzv_hello(rank, world=4, job=7, incarnation=None):
+    if incarnation is None:
+        incarnation = 0x1000 + rank
+    return rdzv_request(HELLO, value=struct.pack("<IIIQ", rank, world, job,
+                                                 incarnation))
 
 
 class Rdzv:
@@ -338,7 +341,11 @@ def corpora():
         "wrong_world": Rdzv().connect(0).write(0, rdzv_hello(1, world=5))
         .read(0).bytes(),
         "dup_rank": Rdzv().connect(0).connect(1).write(0, rdzv_hello(1))
-        .write(1, rdzv_hello(1)).read(1).bytes(),
+        .write(1, rdzv_hello(1, incarnation=99)).read(1).bytes(),
+        "reconnect": Rdzv().connect(0).write(0, rdzv_hello(1))
+        .write(0, rdzv_request(WAIT, b"k", wait)).connect(1)
+        .write(1, rdzv_hello(1)).write(1, rdzv_request(SET, b"k", b"v"))
+        .read(1).read(0).bytes(),
         "old_version": Rdzv().connect(0).write(0, rdzv_request(
             HELLO, value=struct.pack("<II", 1, 4), version=1)).read(0)
         .bytes(),
