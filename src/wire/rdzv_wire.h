@@ -7,7 +7,7 @@
  * Rendezvous (little-endian), one request then one response at a time
  * on each connection:
  *
- *   request  0 2 magic 0xD15A   2 1 version 2   3 1 op
+ *   request  0 2 magic 0xD15A   2 1 version 3   3 1 op
  *            4 2 key_len (<= DLCP_RDZV_MAX_KEY)  6 2 reserved (zero)
  *            8 4 value_len (<= DLCP_RDZV_MAX_VALUE)
  *            12 key bytes, then value bytes
