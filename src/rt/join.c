@@ -221,36 +221,45 @@ static bool mesh_hello_authentic(dlcp_comm *c, const uint8_t *hello,
   return true;
 }
 
-/* connect_lower opens the control connection to every lower rank, each
- * opening with this rank's mesh hello. */
+/* connect_lower opens the control connection to every lower rank, all
+ * at once, each opening with this rank's mesh hello. */
 static int connect_lower(dlcp_comm *c, const addr_record *recs,
                          dlcp_tstamp deadline, dlcp_errbuf *eb) {
   uint32_t me = c->env.rank;
   uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
   size_t hello_len =
       DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
+  dlcp_tstamp start = dlcp_rt_now();
+  dlcp_tcp_dial *d = calloc(me > 0 ? me : 1, sizeof(*d));
+  int rv = 0;
+  if (d == NULL) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
   for (uint32_t r = 0; r < me; r++) {
+    d[r].fd = -1;
+  }
+  for (uint32_t r = 0; rv == 0 && r < me; r++) {
+    rv = dlcp_net_resolve(&d[r].addr, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
+                          eb);
+  }
+  /* They listened before they published their ports: a refusal means the
+   * rank is gone. */
+  if (rv == 0 && dlcp_tcp_connect_all(d, me, true, deadline) != 0) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; rv == 0 && r < me; r++) {
     peer *p = &c->peers[r];
-    dlcp_sockaddr a;
-    dlcp_tstamp start = dlcp_rt_now();
-    unsigned attempts;
-    int rv = dlcp_net_resolve(&a, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
-                              eb);
-    if (rv != 0) {
-      return rv;
-    }
-    /* It listened before it published its port: a refusal means it is
-     * gone. */
-    int fd = dlcp_tcp_connect(&a, true, deadline, &attempts);
-    if (fd < 0) {
-      return dlcp_errbuf_set(
+    if (d[r].fd < 0) {
+      rv = dlcp_errbuf_set(
           eb, DLCP_ERR_PEER_CLOSED,
           "%s: cannot connect the control channel (%u attempt%s in %" PRIu64
           " ms): %s",
-          p->name, attempts, attempts == 1 ? "" : "s",
-          (dlcp_rt_now() - start) / DLCP_NS_PER_MS, strerror(-fd));
+          p->name, d[r].attempts, d[r].attempts == 1 ? "" : "s",
+          (dlcp_rt_now() - start) / DLCP_NS_PER_MS, strerror(-d[r].fd));
+      break;
     }
-    p->tcp_fd = fd;
+    p->tcp_fd = d[r].fd;
+    d[r].fd = -1;
     dlcp_mesh_put_hello(hello, c->env.job, me);
     if (c->rdzv.authenticated) {
       /* The hello is the first message of this rank's control stream to
@@ -260,12 +269,18 @@ static int connect_lower(dlcp_comm *c, const addr_record *recs,
                      dlcp_auth_stream(DLCP_AUTH_CONTROL, me, r), ++p->ctl_tx,
                      &m, 1, hello + DLCP_MESH_HELLO_LEN);
     }
-    if (dlcp_net_write_all(fd, hello, hello_len, deadline) != 0) {
-      return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED,
-                             "%s: hello not sent", p->name);
+    if (dlcp_net_write_all(p->tcp_fd, hello, hello_len, deadline) != 0) {
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
+                           p->name);
     }
   }
-  return 0;
+  for (uint32_t r = 0; r < me; r++) {
+    if (d[r].fd >= 0) {
+      close(d[r].fd); /* not handed over: an earlier rank failed */
+    }
+  }
+  free(d);
+  return rv;
 }
 
 /* An accepted connection whose hello is not all here yet. */
@@ -590,7 +605,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   c->listen_fd = socket(sin.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (c->listen_fd < 0 ||
       bind(c->listen_fd, &sin.sa, dlcp_sockaddr_len(&sin)) != 0 ||
-      listen(c->listen_fd, 128) != 0 ||
+      listen(c->listen_fd, SOMAXCONN) != 0 ||
       getsockname(c->listen_fd, &sin.sa, &slen) != 0) {
     return dlcp_errbuf_set(eb, -errno, "control listener on %s: %s",
                            c->local_ip, strerror(errno));

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,21 +47,16 @@ bool dlcp_tcp_retryable(int err) {
          err == EAGAIN;
 }
 
-/* A set of connection attempts in flight. */
-typedef struct attempts {
-  struct pollfd pfd[MAX_PENDING];
+/* One destination's attempts in flight and its schedule. */
+typedef struct dialing {
+  int fd[MAX_PENDING];
   dlcp_tstamp started[MAX_PENDING];
-  nfds_t n;
-} attempts;
-
-/* take removes attempt |i| from |at| and returns its descriptor. */
-static int take(attempts *at, nfds_t i) {
-  int fd = at->pfd[i].fd;
-  at->n--;
-  at->pfd[i] = at->pfd[at->n];
-  at->started[i] = at->started[at->n];
-  return fd;
-}
+  unsigned n;
+  dlcp_tstamp next;    /* when the next attempt may start */
+  uint64_t backoff_ms; /* after the next refusal */
+  int last;            /* the last error (an errno) */
+  bool done;
+} dialing;
 
 /* start begins a non-blocking connection to |addr|: returns its
  * descriptor, with |*pending| telling whether it is still being made, or
@@ -85,102 +81,184 @@ static int start(const dlcp_sockaddr *addr, bool *pending) {
   return fd;
 }
 
-/* poll_attempts waits until |wake| for an attempt to finish.  Returns the
- * descriptor of one that connected, or -1 with |*err| set to the error
- * of one that failed (0 if none did). */
-static int poll_attempts(attempts *at, dlcp_tstamp wake, int *err) {
-  *err = 0;
-  if (poll(at->pfd, at->n, dlcp_rt_poll_timeout(wake)) < 0) {
-    *err = errno == EINTR ? 0 : errno;
-    return -1;
+/* drop removes attempt |k| of |g| and returns its descriptor. */
+static int drop(dialing *g, unsigned k) {
+  int fd = g->fd[k];
+  g->n--;
+  g->fd[k] = g->fd[g->n];
+  g->started[k] = g->started[g->n];
+  return fd;
+}
+
+/* finish ends |d|'s dialing with |fd| (a connection, or -errno), closing
+ * the attempts still in flight. */
+static void finish(dlcp_tcp_dial *d, dialing *g, int fd) {
+  while (g->n > 0) {
+    close(drop(g, 0));
   }
-  for (nfds_t i = 0; i < at->n;) {
+  d->fd = fd;
+  g->done = true;
+}
+
+/* failed records that an attempt of |d| failed with |err| at |now|: the
+ * end of it if the error is final, else a backoff before the next. */
+static void failed(dlcp_tcp_dial *d, dialing *g, int err, bool refusal_final,
+                   dlcp_tstamp now) {
+  g->last = err;
+  if (!dlcp_tcp_retryable(err) || (refusal_final && err == ECONNREFUSED)) {
+    finish(d, g, -err);
+    return;
+  }
+  /* Refused (not listening yet) or unreachable: back off. */
+  g->next = now + g->backoff_ms * DLCP_NS_PER_MS;
+  g->backoff_ms =
+      g->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : g->backoff_ms * 2;
+}
+
+/* step expires |d|'s old attempts and starts a new one when it is time;
+ * returns when it next needs attention (DLCP_TSTAMP_NEVER once done). */
+static dlcp_tstamp step(dlcp_tcp_dial *d, dialing *g, bool refusal_final,
+                        dlcp_tstamp now) {
+  const dlcp_duration life = DLCP_TCP_ATTEMPT_MS * DLCP_NS_PER_MS;
+  dlcp_tstamp wake = DLCP_TSTAMP_NEVER;
+  for (unsigned k = 0; k < g->n;) {
+    if (now - g->started[k] >= life) {
+      close(drop(g, k));
+      g->last = ETIMEDOUT;
+    } else {
+      k++;
+    }
+  }
+  if (now >= g->next && g->n < MAX_PENDING) {
+    bool pending;
+    int fd = start(&d->addr, &pending);
+    d->attempts++;
+    g->next = now + DLCP_TCP_STAGGER_MS * DLCP_NS_PER_MS;
+    if (fd >= 0 && !pending) {
+      finish(d, g, fd);
+    } else if (fd >= 0) {
+      g->fd[g->n] = fd;
+      g->started[g->n++] = now;
+    } else {
+      failed(d, g, -fd, refusal_final, now);
+    }
+  }
+  if (g->done) {
+    return DLCP_TSTAMP_NEVER;
+  }
+  if (g->n < MAX_PENDING) {
+    wake = g->next;
+  }
+  for (unsigned k = 0; k < g->n; k++) {
+    if (g->started[k] + life < wake) {
+      wake = g->started[k] + life;
+    }
+  }
+  return wake;
+}
+
+/* settle handles what poll said of |d|'s attempts, |pfd[0..n)|. */
+static void settle(dlcp_tcp_dial *d, dialing *g, const struct pollfd *pfd,
+                   size_t n, bool refusal_final, dlcp_tstamp now) {
+  for (size_t j = 0; j < n && !g->done; j++) {
     int e = 0;
     socklen_t elen = sizeof(e);
-    if (at->pfd[i].revents == 0) {
-      i++;
+    unsigned k = 0;
+    if (pfd[j].revents == 0) {
       continue;
     }
-    if (getsockopt(at->pfd[i].fd, SOL_SOCKET, SO_ERROR, &e, &elen) != 0) {
+    while (k < g->n && g->fd[k] != pfd[j].fd) {
+      k++;
+    }
+    if (k == g->n) {
+      continue; /* not in flight any more */
+    }
+    if (getsockopt(pfd[j].fd, SOL_SOCKET, SO_ERROR, &e, &elen) != 0) {
       e = errno;
     }
+    (void)drop(g, k);
     if (e == 0) {
-      return take(at, i);
+      finish(d, g, pfd[j].fd);
+    } else {
+      close(pfd[j].fd);
+      failed(d, g, e, refusal_final, now);
     }
-    close(take(at, i));
-    *err = e;
   }
-  return -1;
+}
+
+int dlcp_tcp_connect_all(dlcp_tcp_dial *d, size_t n, bool refusal_final,
+                         dlcp_tstamp deadline) {
+  dialing *g = calloc(n, sizeof(*g));
+  struct pollfd *pfd = calloc(n * MAX_PENDING + 1, sizeof(*pfd));
+  size_t *first = calloc(n + 1, sizeof(*first));
+  dlcp_tstamp now = dlcp_rt_now();
+  if (g == NULL || pfd == NULL || first == NULL) {
+    free(g);
+    free(pfd);
+    free(first);
+    return DLCP_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    d[i].fd = -ETIMEDOUT;
+    d[i].attempts = 0;
+    g[i] = (dialing){.n = 0,
+                     .next = now,
+                     .backoff_ms = BACKOFF_FIRST_MS,
+                     .last = ETIMEDOUT,
+                     .done = false};
+  }
+  for (;;) {
+    dlcp_tstamp wake = deadline;
+    size_t npfd = 0;
+    bool open = false;
+    for (size_t i = 0; i < n; i++) {
+      first[i] = npfd;
+      if (g[i].done) {
+        continue;
+      }
+      if (now >= deadline) {
+        finish(&d[i], &g[i], -g[i].last);
+        continue;
+      }
+      dlcp_tstamp w = step(&d[i], &g[i], refusal_final, now);
+      wake = w < wake ? w : wake;
+      for (unsigned k = 0; k < g[i].n; k++) {
+        pfd[npfd++] = (struct pollfd){.fd = g[i].fd[k], .events = POLLOUT};
+      }
+      open = open || !g[i].done;
+    }
+    first[n] = npfd;
+    if (!open) {
+      break;
+    }
+    if (poll(pfd, (nfds_t)npfd, dlcp_rt_poll_timeout(wake)) < 0 &&
+        errno != EINTR) {
+      int err = errno;
+      for (size_t i = 0; i < n; i++) {
+        if (!g[i].done) {
+          finish(&d[i], &g[i], -err);
+        }
+      }
+      break;
+    }
+    now = dlcp_rt_now();
+    for (size_t i = 0; i < n; i++) {
+      if (!g[i].done) {
+        settle(&d[i], &g[i], pfd + first[i], first[i + 1] - first[i],
+               refusal_final, now);
+      }
+    }
+  }
+  free(g);
+  free(pfd);
+  free(first);
+  return 0;
 }
 
 int dlcp_tcp_connect(const dlcp_sockaddr *addr, bool refusal_final,
-                     dlcp_tstamp deadline, unsigned *count) {
-  attempts at = {.n = 0};
-  const dlcp_duration life = DLCP_TCP_ATTEMPT_MS * DLCP_NS_PER_MS;
-  dlcp_tstamp next = dlcp_rt_now();
-  uint64_t backoff_ms = BACKOFF_FIRST_MS;
-  int last = ETIMEDOUT;
-  int fd = -1;
-  *count = 0;
-  for (;;) {
-    dlcp_tstamp now = dlcp_rt_now();
-    dlcp_tstamp wake = deadline;
-    int err = 0;
-    for (nfds_t i = 0; i < at.n;) {
-      if (now - at.started[i] >= life) {
-        close(take(&at, i));
-        last = ETIMEDOUT;
-      } else {
-        i++;
-      }
-    }
-    if (now >= deadline) {
-      break;
-    }
-    if (now >= next && at.n < MAX_PENDING) {
-      bool pending;
-      int rv = start(addr, &pending);
-      ++*count;
-      next = now + DLCP_TCP_STAGGER_MS * DLCP_NS_PER_MS;
-      if (rv >= 0 && !pending) {
-        fd = rv;
-        break;
-      }
-      if (rv >= 0) {
-        at.pfd[at.n] = (struct pollfd){.fd = rv, .events = POLLOUT};
-        at.started[at.n++] = now;
-      } else {
-        err = -rv;
-      }
-    }
-    if (err == 0) {
-      if (at.n < MAX_PENDING && next < wake) {
-        wake = next;
-      }
-      for (nfds_t i = 0; i < at.n; i++) {
-        if (at.started[i] + life < wake) {
-          wake = at.started[i] + life;
-        }
-      }
-      fd = poll_attempts(&at, wake, &err);
-      if (fd >= 0) {
-        break;
-      }
-    }
-    if (err != 0) {
-      last = err;
-      if (!dlcp_tcp_retryable(err) || (refusal_final && err == ECONNREFUSED)) {
-        break;
-      }
-      /* Refused (not listening yet) or unreachable: back off; the next
-       * round's poll sleeps until then, never past the deadline. */
-      next = dlcp_rt_now() + backoff_ms * DLCP_NS_PER_MS;
-      backoff_ms =
-          backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff_ms * 2;
-    }
-  }
-  while (at.n > 0) {
-    close(take(&at, 0));
-  }
-  return fd >= 0 ? fd : -last;
+                     dlcp_tstamp deadline, unsigned *attempts) {
+  dlcp_tcp_dial d = {.addr = *addr, .fd = -1, .attempts = 0};
+  int rv = dlcp_tcp_connect_all(&d, 1, refusal_final, deadline);
+  *attempts = d.attempts;
+  return rv != 0 ? -ENOMEM : d.fd;
 }

@@ -62,4 +62,21 @@ bool dlcp_tcp_retryable(int err);
 int dlcp_tcp_connect(const dlcp_sockaddr *addr, bool refusal_final,
                      dlcp_tstamp deadline, unsigned *attempts);
 
+/* A destination of dlcp_tcp_connect_all. */
+typedef struct dlcp_tcp_dial {
+  dlcp_sockaddr addr; /* in */
+  int fd;             /* out: the connection, as dlcp_tcp_connect's */
+  unsigned attempts;  /* out */
+} dlcp_tcp_dial;
+
+/*
+ * dlcp_tcp_connect_all connects to the |n| destinations of |d| at once,
+ * each as dlcp_tcp_connect would, so that the time it takes is the
+ * slowest destination's, not their sum.  Returns 0 with every d[i].fd set
+ * (a descriptor the caller owns, or -errno), or DLCP_ERR_NOMEM before
+ * trying any.
+ */
+int dlcp_tcp_connect_all(dlcp_tcp_dial *d, size_t n, bool refusal_final,
+                         dlcp_tstamp deadline);
+
 #endif /* DLCP_RT_TCP_H */
