@@ -1714,17 +1714,16 @@ static void test_golden_plans(void **state) {
   check_golden("allreduce_hd_n3_r0", &p);
   p.rank = 1;
   check_golden("allreduce_hd_n3_r1", &p);
-  /* Four ranks: the first (half-vector) exchange goes to the nearest rank
-   * without labels (rank 0 with 1, then 2), and to the rack-mate when the
-   * racks alternate (0 with 2, then 1). */
-  static const uint32_t alternating[4] = {0, 1, 0, 1};
+  /* Four ranks: the first (half-vector) exchange goes to the farthest
+   * rank without labels (rank 0 with 2, then 1), and to the rack-mate in
+   * racks {0, 1} {2, 3} (0 with 1, then 2). */
   p.world = 4;
   p.rank = 0;
   p.count = 8;
   check_golden("allreduce_hd_n4_r0", &p);
-  p.topo = alternating;
+  p.topo = racks;
   p.topo_levels = 1;
-  check_golden("allreduce_hd_n4_r0_alternating_racks", &p);
+  check_golden("allreduce_hd_n4_r0_racks", &p);
   p.topo = NULL;
   p.topo_levels = 0;
   p.world = 3;
