@@ -443,6 +443,45 @@ static void test_connection_flood(void **state) {
   stop(srv);
 }
 
+/* A whole world connecting before any of its HELLOs is read (a job of
+ * 200 ranks starting at once): with the default limits no rank is taken
+ * for a stray and evicted.  Until the default was 64 strays whatever the
+ * world, 256 threads joining at once lost 5 ranks that way and the job
+ * timed out. */
+static void test_whole_world_connects_at_once(void **state) {
+  enum { RANKS = 200 };
+  dlcp_rdzv_server_config cfg;
+  dlcp_rdzv_server *srv = NULL;
+  uint8_t buf[DLCP_RDZV_HDR_LEN + DLCP_RDZV_HELLO_LEN];
+  static int fd[RANKS];
+  (void)state;
+  dlcp_rdzv_server_config_default(&cfg, RANKS, JOB);
+  cfg.log = capture;
+  cfg.log_arg = &g_log;
+  log_reset();
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, &cfg, NULL), 0);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  for (uint32_t r = 0; r < RANKS; r++) {
+    fd[r] = raw_connect(port, NULL, 0);
+  }
+  usleep(200 * 1000); /* the server accepts them all, HELLO-less */
+  for (uint32_t r = 0; r < RANKS; r++) {
+    uint8_t v[DLCP_RDZV_HELLO_LEN];
+    const dlcp_rdzv_hello h = {
+        .rank = r, .world = RANKS, .job = JOB, .incarnation = r + 1};
+    dlcp_rdzv_put_hello(v, &h);
+    size_t n = make_request(buf, DLCP_RDZV_HELLO, NULL, v, sizeof(v));
+    assert_int_equal(write(fd[r], buf, n), (ssize_t)n);
+  }
+  for (uint32_t r = 0; r < RANKS; r++) {
+    assert_int_equal(read_status(fd[r]), DLCP_RDZV_OK);
+    close(fd[r]);
+  }
+  assert_int_equal(count_lines("without HELLO", NULL), 0);
+  assert_int_equal(dlcp_rdzv_server_rejected(srv), 0);
+  stop(srv);
+}
+
 /* More evictions than LOG_BURST in a second: lines beyond the burst are
  * not written but counted, and the count is reported (here at stop), so
  * logged + suppressed = evictions exactly. */
@@ -530,6 +569,7 @@ int main(void) {
       cmocka_unit_test(test_oversized),
       cmocka_unit_test(test_wrong_job),
       cmocka_unit_test(test_connection_flood),
+      cmocka_unit_test(test_whole_world_connects_at_once),
       cmocka_unit_test(test_flood_log_is_bounded),
       cmocka_unit_test(test_too_many_keys),
   };

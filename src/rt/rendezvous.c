@@ -43,8 +43,8 @@ _Static_assert(DLCP_RDZV_TRAILER_LEN == DLCP_AUTH_TRAILER_LEN &&
  * time): the connection is taken for stalled -- TCP retransmitting into a
  * lossy link it stays hashed onto (tcp.h) -- and the request goes again
  * on a new one.  The grace doubles at each reconnection, so a server
- * that is slow rather than unreachable gets its time, and is back to the
- * first after an answer. */
+ * that is slow rather than unreachable gets its time, and halves back
+ * towards the first at each answer. */
 #define ANSWER_GRACE_FIRST_MS 500u
 #define ANSWER_GRACE_MAX_MS 8000u
 /* The longest a WAIT asks the server to hold it, so that some answer is
@@ -347,7 +347,12 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
     rv = exchange(cli, op, key, val, val_len,
                   answer_due(cli, hold_ms, deadline), resp);
     if (rv == 0) {
-      cli->grace_ms = ANSWER_GRACE_FIRST_MS;
+      /* Back towards the first by halves: a server slow enough to have
+       * needed more is likely still slow, and every reconnection adds to
+       * its load. */
+      cli->grace_ms = cli->grace_ms / 2 > ANSWER_GRACE_FIRST_MS
+                          ? cli->grace_ms / 2
+                          : ANSWER_GRACE_FIRST_MS;
       if (resp->status == DLCP_RDZV_BAD_REQUEST ||
           resp->status == DLCP_RDZV_REJECTED) {
         rv = refused(cli, what, resp, eb);

@@ -62,7 +62,8 @@ typedef struct dlcp_rdzv_server_config {
 } dlcp_rdzv_server_config;
 
 /* dlcp_rdzv_server_config_default fills |cfg| for a world of |world_size|
- * and job |job|: io_timeout_ms 10000, max_strays 64, log to stderr. */
+ * and job |job|: io_timeout_ms 10000, max_strays 64 + |world_size|, log
+ * to stderr. */
 void dlcp_rdzv_server_config_default(dlcp_rdzv_server_config *cfg,
                                      uint32_t world_size, uint32_t job);
 

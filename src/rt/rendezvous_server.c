@@ -941,7 +941,10 @@ void dlcp_rdzv_server_config_default(dlcp_rdzv_server_config *cfg,
   cfg->world_size = world_size;
   cfg->job = job;
   cfg->io_timeout_ms = DEFAULT_IO_TIMEOUT_MS;
-  cfg->max_strays = DEFAULT_MAX_STRAYS;
+  /* Every rank may be between its connect and its HELLO at once (a job
+   * starting, or reconnecting after a stall), and then some: the eviction
+   * is for floods, not for a job's own burst. */
+  cfg->max_strays = DEFAULT_MAX_STRAYS + world_size;
 }
 
 /* server_new makes the server's state for |cfg|: no socket, no thread
