@@ -86,9 +86,8 @@ typedef struct dlcp_mlt_rx_share {
   uint64_t granted;   /* START grants whose data has not arrived yet */
 } dlcp_mlt_rx_share;
 
-/* Routes per path a driver offers where the fabric hashes source ports
- * (ECMP): the runtime's sockets per path, the simulator's source ports,
- * the same in both. */
+/* Routes per path the drivers offer where the fabric hashes source ports
+ * (ECMP): one number for both, so that they spread a path alike. */
 #define DLCP_MLT_ECMP_ROUTES 4u
 
 typedef struct dlcp_mlt_config {

@@ -5,6 +5,7 @@
  */
 #include "rt/errbuf.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,4 +68,29 @@ void dlcp_fmt(char *buf, size_t len, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, len, fmt, ap);
   va_end(ap);
+}
+
+void dlcp_ranklist_init(dlcp_ranklist *l, char *buf, size_t len) {
+  *l = (dlcp_ranklist){
+      .buf = buf, .len = len, .used = 0, .listed = 0, .count = 0};
+  if (len > 0) {
+    buf[0] = '\0';
+  }
+}
+
+void dlcp_ranklist_add(dlcp_ranklist *l, uint32_t rank) {
+  l->count++;
+  if (l->listed < 32 && l->used + 16 < l->len) {
+    int n = snprintf(l->buf + l->used, l->len - l->used, "%s%" PRIu32,
+                     l->listed > 0 ? ", " : "", rank);
+    l->used += n > 0 ? (size_t)n : 0;
+    l->listed++;
+  }
+}
+
+void dlcp_ranklist_end(dlcp_ranklist *l) {
+  if (l->count > l->listed && l->used + 24 < l->len) {
+    snprintf(l->buf + l->used, l->len - l->used, " and %" PRIu32 " more",
+             l->count - l->listed);
+  }
 }

@@ -11,6 +11,7 @@
 #define DLCP_RT_ERRBUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Long enough for an address, a variable's value and a sentence. */
 #define DLCP_ERRBUF_MSG_LEN 512
@@ -48,5 +49,20 @@ int dlcp_errbuf_prefix(dlcp_errbuf *eb, int fallback_code, const char *fmt, ...)
  */
 void dlcp_fmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/*
+ * dlcp_ranklist writes the ranks of a message ("waiting for ranks 2, 3,
+ * 7 and 40 more"): the first 32 added, then how many more.  Init it on a
+ * buffer, add ranks in order, end it; |count| is every rank added.
+ */
+typedef struct dlcp_ranklist {
+  char *buf;
+  size_t len, used;
+  uint32_t listed, count;
+} dlcp_ranklist;
+
+void dlcp_ranklist_init(dlcp_ranklist *l, char *buf, size_t len);
+void dlcp_ranklist_add(dlcp_ranklist *l, uint32_t rank);
+void dlcp_ranklist_end(dlcp_ranklist *l);
 
 #endif /* DLCP_RT_ERRBUF_H */

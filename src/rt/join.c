@@ -295,25 +295,17 @@ typedef struct unnamed {
  * whose close is still on its way), the oldest closed when full. */
 #define MESH_STRAYS 16u
 
-/* missing_above lists the ranks above |me| without a control connection
- * yet, as "5, 7" (shortened past a few dozen). */
+/* missing_above lists the ranks above this one without a control
+ * connection yet (dlcp_ranklist). */
 static void missing_above(const dlcp_comm *c, char *out, size_t outlen) {
-  size_t used = 0;
-  unsigned listed = 0;
-  out[0] = '\0';
+  dlcp_ranklist missing;
+  dlcp_ranklist_init(&missing, out, outlen);
   for (uint32_t r = c->env.rank + 1; r < c->env.world_size; r++) {
-    if (c->peers[r].tcp_fd >= 0) {
-      continue;
+    if (c->peers[r].tcp_fd < 0) {
+      dlcp_ranklist_add(&missing, r);
     }
-    if (listed == 32 || used + 16 >= outlen) {
-      snprintf(out + used, outlen - used, ", ...");
-      return;
-    }
-    int k = snprintf(out + used, outlen - used, "%s%" PRIu32,
-                     listed > 0 ? ", " : "", r);
-    used += k > 0 ? (size_t)k : 0;
-    listed++;
   }
+  dlcp_ranklist_end(&missing);
 }
 
 /* name_one takes the hello |u| completed: the connection becomes its

@@ -151,6 +151,13 @@ static dlcp_tstamp answer_due(const dlcp_rdzv_client *cli, uint32_t hold_ms,
   return hold_ms == 0 && due > deadline ? deadline : due;
 }
 
+/* stalled notes a connection given up for a late answer: the next gets
+ * twice the grace. */
+static void stalled(dlcp_rdzv_client *cli) {
+  cli->grace_ms = cli->grace_ms * 2 > ANSWER_GRACE_MAX_MS ? ANSWER_GRACE_MAX_MS
+                                                          : cli->grace_ms * 2;
+}
+
 /* failed_answer turns a failed exchange into a message naming the
  * server. */
 static int failed_answer(dlcp_rdzv_client *cli, int rv, const char *what,
@@ -307,9 +314,7 @@ static int open_conn(dlcp_rdzv_client *cli, const char *what,
     if (rv != 1) {
       return rv;
     }
-    cli->grace_ms = cli->grace_ms * 2 > ANSWER_GRACE_MAX_MS
-                        ? ANSWER_GRACE_MAX_MS
-                        : cli->grace_ms * 2;
+    stalled(cli);
   }
 }
 
@@ -364,9 +369,7 @@ static int request(dlcp_rdzv_client *cli, dlcp_rdzv_op op, const char *what,
     if (!in_transit(rv) || dlcp_rt_now() >= deadline) {
       return failed_answer(cli, rv, what, eb);
     }
-    cli->grace_ms = cli->grace_ms * 2 > ANSWER_GRACE_MAX_MS
-                        ? ANSWER_GRACE_MAX_MS
-                        : cli->grace_ms * 2;
+    stalled(cli);
   }
 }
 
@@ -513,19 +516,12 @@ void dlcp_rdzv_free_values(void **values, size_t n) {
 }
 
 /* missing_ranks lists, after a timed-out wait for rank |first|, which
- * ranks from |first| on have not published "<name>/<r>", as "2, 3, 7"
- * (shortened past a few dozen).  Best effort: if asking fails, the list
- * simply starts at |first|. */
+ * ranks from |first| on have not published "<name>/<r>" (dlcp_ranklist).
+ * Best effort: if asking fails, the list simply starts at |first|. */
 static void missing_ranks(dlcp_rdzv_client *cli, const char *name,
-                          uint32_t first, char *out, size_t outlen,
-                          uint32_t *count) {
+                          uint32_t first, dlcp_ranklist *missing) {
   dlcp_tstamp deadline = dlcp_rt_deadline_after(DIAGNOSE_MS);
-  size_t used = 0;
-  uint32_t listed = 0;
-  uint32_t r;
-  out[0] = '\0';
-  *count = 0;
-  for (r = first; r < cli->hello.world; r++) {
+  for (uint32_t r = first; r < cli->hello.world; r++) {
     char key[MAX_KEY_TEXT];
     int found = 0;
     void *v = NULL;
@@ -536,22 +532,12 @@ static void missing_ranks(dlcp_rdzv_client *cli, const char *name,
         found = 0;
       }
       free(v);
-      if (found) {
-        continue;
-      }
     }
-    (*count)++;
-    if (listed < 32 && used + 16 < outlen) {
-      int n = snprintf(out + used, outlen - used, "%s%" PRIu32,
-                       listed > 0 ? ", " : "", r);
-      used += n > 0 ? (size_t)n : 0;
-      listed++;
+    if (!found) {
+      dlcp_ranklist_add(missing, r);
     }
   }
-  if (*count > listed && used + 24 < outlen) {
-    snprintf(out + used, outlen - used, " and %" PRIu32 " more",
-             *count - listed);
-  }
+  dlcp_ranklist_end(missing);
 }
 
 int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
@@ -580,13 +566,14 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
     rv = dlcp_rdzv_wait(cli, key, &values[r], &lens[r], deadline, eb);
     if (rv == DLCP_ERR_TIMEOUT && !cli->gone) {
       char list[256];
-      uint32_t nmissing;
-      missing_ranks(cli, name, r, list, sizeof(list), &nmissing);
+      dlcp_ranklist missing;
+      dlcp_ranklist_init(&missing, list, sizeof(list));
+      missing_ranks(cli, name, r, &missing);
       dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
                       "rendezvous: timed out after %" PRIu64
                       " ms waiting for rank%s %s of %" PRIu32
                       " to publish '%s' on rank 0's store at %s",
-                      ms_since(start), nmissing == 1 ? "" : "s", list,
+                      ms_since(start), missing.count == 1 ? "" : "s", list,
                       cli->hello.world, name, cli->server);
     }
     if (rv != 0) {
