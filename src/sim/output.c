@@ -13,6 +13,7 @@
  * microseconds with six decimals, i.e. exact to the picosecond.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,6 +511,41 @@ static void json_fct(FILE *f, const char *name, const dlcp_sim_fct_stats *s,
           last ? "" : ",");
 }
 
+/* The MLT counters the summary prints, in its order: the key in
+ * summary.json, and the words around the number on stdout's mlt line
+ * (after |sep|).  One table, so both print the same counters. */
+static const struct {
+  const char *key;
+  size_t off; /* in dlcp_mlt_stats */
+  const char *sep, *before, *after;
+} MLT_COUNTERS[] = {
+    {"window_timeouts", offsetof(dlcp_mlt_stats, window_timeouts), "", "",
+     " window timeouts"},
+    {"acks_quiet", offsetof(dlcp_mlt_stats, acks_quiet), ", ", "",
+     " quiet ACKs"},
+    {"bitmaps_early", offsetof(dlcp_mlt_stats, bitmaps_early), "; ",
+     "holes asked for ", " times early"},
+    {"bitmaps_unprompted", offsetof(dlcp_mlt_stats, bitmaps_unprompted), ", ",
+     "", " on a round's last packet"},
+    {"control_retx", offsetof(dlcp_mlt_stats, control_retx), "; ", "",
+     " control datagrams sent again"},
+    {"cuts_ecn", offsetof(dlcp_mlt_stats, cuts_ecn), "; ", "rate cuts ",
+     " for ECN"},
+    {"cuts_delay", offsetof(dlcp_mlt_stats, cuts_delay), ", ", "",
+     " for delay"},
+    {"paths_left_out", offsetof(dlcp_mlt_stats, paths_left_out), "; ", "",
+     " paths left out"},
+    {"paths_rerouted", offsetof(dlcp_mlt_stats, paths_rerouted), ", ", "",
+     " rerouted"},
+};
+#define MLT_NCOUNTERS (sizeof(MLT_COUNTERS) / sizeof(MLT_COUNTERS[0]))
+
+static unsigned long long mlt_counter(const dlcp_mlt_stats *m, size_t i) {
+  uint64_t v;
+  memcpy(&v, (const char *)m + MLT_COUNTERS[i].off, sizeof(v));
+  return (unsigned long long)v;
+}
+
 static void write_summary_json(const dlcp_sim *sim, FILE *f) {
   const dlcp_sim_net *net = &sim->net;
   net_totals t = totals(sim);
@@ -576,20 +612,12 @@ static void write_summary_json(const dlcp_sim *sim, FILE *f) {
           (unsigned long long)sim->pool.peak);
   dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
-    fprintf(
-        f,
-        ",\n  \"mlt\": {\"window_timeouts\": %llu, "
-        "\"acks_quiet\": %llu, "
-        "\"bitmaps_early\": %llu, \"bitmaps_unprompted\": %llu, "
-        "\"control_retx\": %llu, \"cuts_ecn\": %llu, "
-        "\"cuts_delay\": %llu, \"paths_left_out\": %llu, "
-        "\"paths_rerouted\": %llu}",
-        (unsigned long long)m.window_timeouts, (unsigned long long)m.acks_quiet,
-        (unsigned long long)m.bitmaps_early,
-        (unsigned long long)m.bitmaps_unprompted,
-        (unsigned long long)m.control_retx, (unsigned long long)m.cuts_ecn,
-        (unsigned long long)m.cuts_delay, (unsigned long long)m.paths_left_out,
-        (unsigned long long)m.paths_rerouted);
+    fprintf(f, ",\n  \"mlt\": {");
+    for (size_t i = 0; i < MLT_NCOUNTERS; i++) {
+      fprintf(f, "%s\"%s\": %llu", i > 0 ? ", " : "", MLT_COUNTERS[i].key,
+              mlt_counter(&m, i));
+    }
+    fprintf(f, "}");
   }
   fprintf(f, "\n}\n");
 }
@@ -832,18 +860,12 @@ void dlcp_sim_print_summary(const dlcp_sim *sim, FILE *f, double wall_s) {
           (unsigned long long)t.retransmits, (unsigned long long)t.timeouts);
   dlcp_mlt_stats m;
   if (dlcp_sim_mlt_sum(sim, &m)) {
-    fprintf(
-        f,
-        "mlt        %llu window timeouts, %llu quiet ACKs; holes "
-        "asked for %llu times early, %llu on a round's last packet; "
-        "%llu control datagrams sent again; rate cuts %llu for ECN, "
-        "%llu for delay; %llu paths left out, %llu rerouted\n",
-        (unsigned long long)m.window_timeouts, (unsigned long long)m.acks_quiet,
-        (unsigned long long)m.bitmaps_early,
-        (unsigned long long)m.bitmaps_unprompted,
-        (unsigned long long)m.control_retx, (unsigned long long)m.cuts_ecn,
-        (unsigned long long)m.cuts_delay, (unsigned long long)m.paths_left_out,
-        (unsigned long long)m.paths_rerouted);
+    fprintf(f, "mlt        ");
+    for (size_t k = 0; k < MLT_NCOUNTERS; k++) {
+      fprintf(f, "%s%s%llu%s", MLT_COUNTERS[k].sep, MLT_COUNTERS[k].before,
+              mlt_counter(&m, k), MLT_COUNTERS[k].after);
+    }
+    fprintf(f, "\n");
   }
   delivery d = delivery_of(sim);
   if (d.partial || d.failed) {
