@@ -1,7 +1,9 @@
 /*
  * rt_rdzv_abuse_test.c: rank 0's rendezvous server against bad clients
  * (silent, slow, not reading, garbage, oversized, wrong job, too many
- * connections, too many keys), over real loopback sockets.  Each case
+ * connections, too many keys, GATHERs out of bounds), and GATHER's
+ * answers at their edges (keys arriving out of order, answers split at
+ * the size limit), over real loopback sockets.  Each case
  * checks that the bad connection is closed (bounded time, bounded
  * connections), that the server logs one line naming the client's
  * address and what it did wrong, and that a well-behaved rank is served
@@ -151,25 +153,38 @@ static size_t make_request(uint8_t *buf, uint8_t op, const char *key,
   return DLCP_RDZV_HDR_LEN + key_len + val_len;
 }
 
-static size_t make_hello(uint8_t *buf, uint32_t rank, uint32_t job) {
+static size_t make_hello_in(uint8_t *buf, uint32_t rank, uint32_t world,
+                            uint32_t job) {
   uint8_t v[DLCP_RDZV_HELLO_LEN];
   const dlcp_rdzv_hello h = {
-      .rank = rank, .world = WORLD, .job = job, .incarnation = 1};
+      .rank = rank, .world = world, .job = job, .incarnation = 1};
   dlcp_rdzv_put_hello(v, &h);
   return make_request(buf, DLCP_RDZV_HELLO, NULL, v, sizeof(v));
+}
+
+static size_t make_hello(uint8_t *buf, uint32_t rank, uint32_t job) {
+  return make_hello_in(buf, rank, WORLD, job);
+}
+
+/* read_answer reads one response: returns its status, its value in
+ * |value| (room for DLCP_RDZV_MAX_ANSWER bytes) and |*len|. */
+static uint8_t read_answer(int fd, uint8_t *value, uint32_t *len) {
+  uint8_t hdr[DLCP_RDZV_HDR_LEN];
+  dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
+  assert_int_equal(dlcp_net_read_all(fd, hdr, sizeof(hdr), deadline), 0);
+  assert_int_equal(dlcp_get_u16(hdr), DLCP_RDZV_MAGIC);
+  *len = dlcp_get_u32(hdr + 8);
+  assert_true(*len <= DLCP_RDZV_MAX_ANSWER);
+  assert_int_equal(dlcp_net_read_all(fd, value, *len, deadline), 0);
+  return dlcp_get_u8(hdr + 3);
 }
 
 /* read_status reads one response and returns its status (the value is
  * skipped). */
 static uint8_t read_status(int fd) {
-  uint8_t hdr[DLCP_RDZV_HDR_LEN];
-  static uint8_t value[DLCP_RDZV_MAX_VALUE];
-  dlcp_tstamp deadline = dlcp_rt_deadline_after(5000);
-  assert_int_equal(dlcp_net_read_all(fd, hdr, sizeof(hdr), deadline), 0);
-  assert_int_equal(dlcp_get_u16(hdr), DLCP_RDZV_MAGIC);
-  assert_int_equal(
-      dlcp_net_read_all(fd, value, dlcp_get_u32(hdr + 8), deadline), 0);
-  return dlcp_get_u8(hdr + 3);
+  static uint8_t value[DLCP_RDZV_MAX_ANSWER];
+  uint32_t len;
+  return read_answer(fd, value, &len);
 }
 
 /* expect_closed reads until the server hangs up (within 5 s). */
@@ -558,6 +573,190 @@ static void test_too_many_keys(void **state) {
   stop(srv);
 }
 
+/* ---- GATHER ------------------------------------------------------------ */
+
+/* send_request writes one request on |fd| (value up to 64 KiB + 64). */
+static void send_request(int fd, uint8_t op, const char *key, const void *val,
+                         uint32_t val_len) {
+  static uint8_t buf[DLCP_RDZV_HDR_LEN + DLCP_RDZV_MAX_KEY + 65600];
+  size_t n = make_request(buf, op, key, val, val_len);
+  assert_int_equal(dlcp_net_write_all(fd, buf, n, dlcp_rt_deadline_after(5000)),
+                   0);
+}
+
+static void send_gather(int fd, const char *name, uint32_t timeout_ms,
+                        uint32_t first, uint32_t count) {
+  uint8_t v[DLCP_RDZV_GATHER_LEN];
+  const dlcp_rdzv_gather g = {
+      .timeout_ms = timeout_ms, .first = first, .count = count};
+  dlcp_rdzv_put_gather(v, &g);
+  send_request(fd, DLCP_RDZV_GATHER, name, v, sizeof(v));
+}
+
+/* rank_connect opens a raw connection that has said HELLO as |rank| of
+ * |world|. */
+static int rank_connect(uint16_t port, uint32_t rank, uint32_t world) {
+  uint8_t msg[64];
+  int fd = raw_connect(port, NULL, 0);
+  size_t n = make_hello_in(msg, rank, world, JOB);
+  assert_int_equal(write(fd, msg, n), (ssize_t)n);
+  assert_int_equal(read_status(fd), DLCP_RDZV_OK);
+  return fd;
+}
+
+static dlcp_rdzv_server *start_world(uint32_t world) {
+  dlcp_rdzv_server_config cfg;
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_server_config_default(&cfg, world, JOB);
+  cfg.log = capture;
+  cfg.log_arg = &g_log;
+  log_reset();
+  assert_int_equal(dlcp_rdzv_server_start(&srv, LOOPBACK, 0, &cfg, NULL), 0);
+  return srv;
+}
+
+/* expect_gathered reads a GATHER's OK answer and checks it holds exactly
+ * the |n| values |want| of lengths |lens|. */
+static void expect_gathered(int fd, uint32_t n, const char *const *want,
+                            const uint32_t *lens) {
+  static uint8_t value[DLCP_RDZV_MAX_ANSWER];
+  dlcp_rdzv_gathered g;
+  const uint8_t *v;
+  uint32_t len;
+  assert_int_equal(read_answer(fd, value, &len), DLCP_RDZV_OK);
+  assert_int_equal(dlcp_rdzv_gathered_open(&g, value, len), 0);
+  assert_int_equal(g.count, n);
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 1);
+    assert_int_equal(len, lens[i]);
+    assert_memory_equal(v, want[i], len);
+  }
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 0);
+}
+
+/* A GATHER of keys 1..3 stays parked while any is missing, whatever the
+ * order they come in, and is answered in key order once the last comes;
+ * one whose key never comes is answered NOT_FOUND at its timeout. */
+static void test_gather_waits_for_every_key(void **state) {
+  dlcp_rdzv_server *srv = start_world(4);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  int a = rank_connect(port, 0, 4);
+  int b = rank_connect(port, 1, 4);
+  (void)state;
+  send_gather(a, "g", 5000, 1, 3);
+  send_request(b, DLCP_RDZV_SET, "g/3", "three", 5);
+  assert_int_equal(read_status(b), DLCP_RDZV_OK);
+  send_request(b, DLCP_RDZV_SET, "g/1", "one", 3);
+  assert_int_equal(read_status(b), DLCP_RDZV_OK);
+  send_request(b, DLCP_RDZV_SET, "g/0", "zero", 4);
+  assert_int_equal(read_status(b), DLCP_RDZV_OK);
+  assert_true(still_open(a)); /* no answer: g/2 is missing */
+  send_request(b, DLCP_RDZV_SET, "g/2", NULL, 0);
+  assert_int_equal(read_status(b), DLCP_RDZV_OK);
+  {
+    static const char *const want[] = {"one", "", "three"};
+    static const uint32_t lens[] = {3, 0, 5};
+    expect_gathered(a, 3, want, lens);
+  }
+  send_gather(a, "h", 100, 0, 4);
+  assert_int_equal(read_status(a), DLCP_RDZV_NOT_FOUND);
+  /* Present already: answered at once, even with no time to wait. */
+  send_gather(a, "g", 0, 0, 2);
+  {
+    static const char *const want[] = {"zero", "one"};
+    static const uint32_t lens[] = {4, 3};
+    expect_gathered(a, 2, want, lens);
+  }
+  /* 2 HELLOs, 4 SETs, 3 GATHERs: a parked GATHER costs no request. */
+  assert_int_equal(dlcp_rdzv_server_requests(srv), 9);
+  assert_int_equal(dlcp_rdzv_server_rejected(srv), 0);
+  close(a);
+  close(b);
+  stop(srv);
+}
+
+/* Values that do not all fit in one answer come as many as fit, from the
+ * first: two of 30,000 bytes, or one of the longest alone. */
+static void test_gather_answer_split(void **state) {
+  enum { BIG = 30000 };
+  dlcp_rdzv_server *srv = start_world(4);
+  int a = rank_connect(dlcp_rdzv_server_port(srv), 0, 4);
+  static char v[4][DLCP_RDZV_MAX_VALUE];
+  const char *want[4];
+  uint32_t lens[4];
+  char key[8];
+  (void)state;
+  for (int i = 0; i < 4; i++) {
+    memset(v[i], 'a' + i, sizeof(v[i]));
+    snprintf(key, sizeof(key), "g/%d", i);
+    send_request(a, DLCP_RDZV_SET, key, v[i], BIG);
+    assert_int_equal(read_status(a), DLCP_RDZV_OK);
+    want[i] = v[i];
+    lens[i] = BIG;
+  }
+  send_gather(a, "g", 1000, 0, 4);
+  expect_gathered(a, 2, want, lens);
+  send_gather(a, "g", 1000, 2, 2);
+  expect_gathered(a, 2, want + 2, lens + 2);
+  send_request(a, DLCP_RDZV_SET, "g/1", v[1], DLCP_RDZV_MAX_VALUE);
+  assert_int_equal(read_status(a), DLCP_RDZV_OK);
+  lens[1] = DLCP_RDZV_MAX_VALUE;
+  send_gather(a, "g", 1000, 1, 3);
+  expect_gathered(a, 1, want + 1, lens + 1);
+  send_gather(a, "g", 1000, 0, 4);
+  expect_gathered(a, 1, want, lens);
+  close(a);
+  stop(srv);
+}
+
+/* A GATHER outside the world, of none, with a name too long for its keys
+ * or a value not of its size is refused, and logged. */
+static void test_bad_gather_refused(void **state) {
+  dlcp_rdzv_server *srv = start_world(4);
+  uint16_t port = dlcp_rdzv_server_port(srv);
+  char name[DLCP_RDZV_MAX_KEY + 1];
+  int fd;
+  (void)state;
+  fd = rank_connect(port, 0, 4);
+  send_gather(fd, "g", 0, 0, 0);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  close(fd);
+  fd = rank_connect(port, 0, 4);
+  send_gather(fd, "g", 0, 3, 2);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  close(fd);
+  fd = rank_connect(port, 0, 4);
+  send_gather(fd, "g", 0, UINT32_MAX, 2);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  close(fd);
+  fd = rank_connect(port, 0, 4);
+  send_request(fd, DLCP_RDZV_GATHER, "g", "12345678", 8);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  close(fd);
+  expect_line("refused rank 0 (127.0.0.1:",
+              "GATHER of 2 keys from 3 is not within the world of 4");
+  expect_line("refused rank 0 (127.0.0.1:", "GATHER must carry 12 bytes");
+  /* The longest name whose keys fit is served; one byte more is not. */
+  memset(name, 'n', sizeof(name));
+  name[DLCP_RDZV_MAX_KEY - 11] = '\0';
+  fd = rank_connect(port, 0, 4);
+  send_gather(fd, name, 0, 0, 4);
+  assert_int_equal(read_status(fd), DLCP_RDZV_NOT_FOUND);
+  name[DLCP_RDZV_MAX_KEY - 11] = 'n';
+  name[DLCP_RDZV_MAX_KEY - 10] = '\0';
+  send_gather(fd, name, 0, 0, 4);
+  assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
+  expect_closed(fd);
+  close(fd);
+  expect_line("refused rank 0 (127.0.0.1:", "GATHER name of 246 bytes");
+  assert_int_equal(dlcp_rdzv_server_rejected(srv), 5);
+  stop(srv);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_silent_client),
@@ -572,6 +771,9 @@ int main(void) {
       cmocka_unit_test(test_whole_world_connects_at_once),
       cmocka_unit_test(test_flood_log_is_bounded),
       cmocka_unit_test(test_too_many_keys),
+      cmocka_unit_test(test_gather_waits_for_every_key),
+      cmocka_unit_test(test_gather_answer_split),
+      cmocka_unit_test(test_bad_gather_refused),
   };
   int rv;
   pthread_mutex_init(&g_log.mu, NULL);

@@ -133,6 +133,55 @@ static void test_exchange_all_ranks(void **state) {
   check_exchange(args, world);
 }
 
+/* An exchange of values too large for one answer: every rank gets every
+ * value whole, in a few GATHERs each -- not one request per rank.  The
+ * ranks exchange one after the other, all values published first, so
+ * that no GATHER waits and the count of requests is exact. */
+static void test_exchange_in_several_answers(void **state) {
+  enum { WORLD = MAX_RANKS, BIG = 20000 };
+  dlcp_rdzv_server *srv = NULL;
+  dlcp_rdzv_client *cli[WORLD];
+  static char mine[WORLD][BIG];
+  char key[16];
+  dlcp_errbuf eb;
+  (void)state;
+  assert_int_equal(start_server(&srv, WORLD), 0);
+  for (uint32_t r = 0; r < WORLD; r++) {
+    memset(mine[r], 'a' + (int)r, BIG);
+    assert_int_equal(
+        dlcp_rdzv_client_connect(&cli[r], LOOPBACK, dlcp_rdzv_server_port(srv),
+                                 r, WORLD, 0, NULL, NULL,
+                                 dlcp_rt_deadline_after(5000), &eb),
+        0);
+    snprintf(key, sizeof(key), "big/%" PRIu32, r);
+    assert_int_equal(dlcp_rdzv_set(cli[r], key, mine[r], BIG,
+                                   dlcp_rt_deadline_after(5000), &eb),
+                     0);
+  }
+  for (uint32_t r = 0; r < WORLD; r++) {
+    void *values[WORLD];
+    size_t lens[WORLD];
+    if (dlcp_rdzv_exchange(cli[r], "big", mine[r], BIG, values, lens,
+                           dlcp_rt_deadline_after(5000), &eb) != 0) {
+      fail_msg("rank %" PRIu32 ": %s", r, eb.msg);
+    }
+    for (uint32_t k = 0; k < WORLD; k++) {
+      assert_int_equal(lens[k], BIG);
+      assert_memory_equal(values[k], mine[k], BIG);
+      assert_int_equal(((char *)values[k])[BIG], '\0');
+    }
+    dlcp_rdzv_free_values(values, WORLD);
+  }
+  /* Per rank: HELLO, a SET before, then the exchange's SET and three
+   * GATHERs (three values of 20,000 bytes fit in an answer: 3, 3, 2). */
+  assert_int_equal(dlcp_rdzv_server_requests(srv), WORLD * 6);
+  for (uint32_t r = 0; r < WORLD; r++) {
+    assert_int_equal(dlcp_rdzv_client_reconnects(cli[r]), 0);
+    dlcp_rdzv_client_close(cli[r]);
+  }
+  dlcp_rdzv_server_stop(srv, dlcp_rt_now());
+}
+
 /* Ranks 1.. start first and must keep retrying until rank 0 is up. */
 static void test_rank0_starts_late(void **state) {
   rank_args args[4];
@@ -790,6 +839,7 @@ static void test_stalled_connection_reconnects(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exchange_all_ranks),
+      cmocka_unit_test(test_exchange_in_several_answers),
       cmocka_unit_test(test_rank0_starts_late),
       cmocka_unit_test(test_rank0_never_starts),
       cmocka_unit_test(test_exchange_timeout_names_missing),

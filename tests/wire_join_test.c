@@ -19,7 +19,7 @@ static void test_rdzv_request_layout(void **state) {
   (void)state;
   uint8_t b[DLCP_RDZV_HDR_LEN];
   dlcp_rdzv_put_request(b, DLCP_RDZV_WAIT, 0x0102, 0x03040506);
-  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 3,    4,    0x02, 0x01,
+  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 4,    4,    0x02, 0x01,
                                            0,    0,    0x06, 0x05, 0x04, 0x03};
   assert_memory_equal(b, want, sizeof(want));
   dlcp_rdzv_request_hdr h;
@@ -38,13 +38,17 @@ static void test_rdzv_response_checks(void **state) {
   dlcp_rdzv_status st;
   uint32_t len;
   dlcp_rdzv_put_response(b, DLCP_RDZV_NOT_FOUND, 7);
-  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 3, 1, 0, 0,
+  const uint8_t want[DLCP_RDZV_HDR_LEN] = {0x5A, 0xD1, 4, 1, 0, 0,
                                            0,    0,    7, 0, 0, 0};
   assert_memory_equal(b, want, sizeof(want));
   assert_int_equal(dlcp_rdzv_get_response(b, &st, &len), 0);
   assert_int_equal(st, DLCP_RDZV_NOT_FOUND);
   assert_int_equal(len, 7);
-  dlcp_rdzv_put_response(b, DLCP_RDZV_OK, DLCP_RDZV_MAX_VALUE + 1);
+  /* The longest answer is a GATHER of one value of the longest. */
+  dlcp_rdzv_put_response(b, DLCP_RDZV_OK, DLCP_RDZV_MAX_VALUE + 8);
+  assert_int_equal(dlcp_rdzv_get_response(b, &st, &len), 0);
+  assert_int_equal(len, DLCP_RDZV_MAX_VALUE + 8);
+  dlcp_rdzv_put_response(b, DLCP_RDZV_OK, DLCP_RDZV_MAX_ANSWER + 1);
   assert_int_equal(dlcp_rdzv_get_response(b, &st, &len), DLCP_ERR_BAD_MAGIC);
   dlcp_rdzv_put_response(b, DLCP_RDZV_OK, 0);
   b[3] = DLCP_RDZV_REJECTED + 1;
@@ -78,6 +82,63 @@ static void test_rdzv_values(void **state) {
   uint8_t w[DLCP_RDZV_WAIT_LEN];
   dlcp_rdzv_put_wait(w, UINT32_MAX);
   assert_int_equal(dlcp_rdzv_get_wait(w), UINT32_MAX);
+}
+
+static void test_rdzv_gather(void **state) {
+  (void)state;
+  uint8_t b[DLCP_RDZV_GATHER_LEN];
+  const dlcp_rdzv_gather g = {.timeout_ms = 1000, .first = 2, .count = 0x0102};
+  dlcp_rdzv_gather got;
+  dlcp_rdzv_put_gather(b, &g);
+  const uint8_t want[DLCP_RDZV_GATHER_LEN] = {0xE8, 3, 0, 0, 2, 0,
+                                              0,    0, 2, 1, 0, 0};
+  assert_memory_equal(b, want, sizeof(want));
+  dlcp_rdzv_get_gather(b, &got);
+  assert_int_equal(got.timeout_ms, 1000);
+  assert_int_equal(got.first, 2);
+  assert_int_equal(got.count, 0x0102);
+}
+
+/* An answer of two values, "ab" and "", and what is wrong with the ways
+ * it can be cut or padded. */
+static void test_rdzv_gathered(void **state) {
+  (void)state;
+  const uint8_t answer[] = {2, 0, 0, 0, 2, 0, 0, 0, 'a', 'b', 0, 0, 0, 0};
+  uint8_t padded[sizeof(answer) + 1];
+  dlcp_rdzv_gathered g;
+  const uint8_t *v = NULL;
+  uint32_t len = 9;
+  assert_int_equal(dlcp_rdzv_gathered_open(&g, answer, sizeof(answer)), 0);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 1);
+  assert_int_equal(len, 2);
+  assert_memory_equal(v, "ab", 2);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 1);
+  assert_int_equal(len, 0);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 0);
+  /* Every cut short of the whole: an entry runs past the end. */
+  for (size_t cut = 4; cut < sizeof(answer); cut++) {
+    int rv;
+    assert_int_equal(dlcp_rdzv_gathered_open(&g, answer, cut), 0);
+    while ((rv = dlcp_rdzv_gathered_next(&g, &v, &len)) == 1) {
+    }
+    assert_int_equal(rv, DLCP_ERR_BAD_LENGTH);
+  }
+  /* A byte after the last value. */
+  memcpy(padded, answer, sizeof(answer));
+  padded[sizeof(answer)] = 0;
+  assert_int_equal(dlcp_rdzv_gathered_open(&g, padded, sizeof(padded)), 0);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 1);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), 1);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), DLCP_ERR_BAD_LENGTH);
+  /* No count, or a count of none. */
+  assert_int_equal(dlcp_rdzv_gathered_open(&g, answer, 3), DLCP_ERR_BAD_LENGTH);
+  const uint8_t none[] = {0, 0, 0, 0};
+  assert_int_equal(dlcp_rdzv_gathered_open(&g, none, sizeof(none)),
+                   DLCP_ERR_BAD_LENGTH);
+  /* A length that would wrap a 32-bit sum. */
+  const uint8_t huge[] = {1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 'x'};
+  assert_int_equal(dlcp_rdzv_gathered_open(&g, huge, sizeof(huge)), 0);
+  assert_int_equal(dlcp_rdzv_gathered_next(&g, &v, &len), DLCP_ERR_BAD_LENGTH);
 }
 
 static void test_mesh_hello(void **state) {
@@ -120,6 +181,8 @@ int main(void) {
       cmocka_unit_test(test_rdzv_request_layout),
       cmocka_unit_test(test_rdzv_response_checks),
       cmocka_unit_test(test_rdzv_values),
+      cmocka_unit_test(test_rdzv_gather),
+      cmocka_unit_test(test_rdzv_gathered),
       cmocka_unit_test(test_mesh_hello),
       cmocka_unit_test(test_range_list),
   };

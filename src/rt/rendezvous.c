@@ -13,10 +13,12 @@
  * HELLO's incarnation.  A request that fails otherwise leaves the byte
  * stream in an unknown state, so its connection is closed before the
  * next request opens another, never misreading a late answer.  Waiting
- * for a key is done by the server in slices (WAIT carries at most
- * WAIT_SLICE_MS), so that an answer is always due soon and, on timeout,
- * the connection is still in step and the client can ask which ranks
- * are missing before it reports the error.
+ * for a key is done by the server in slices (WAIT and GATHER carry at
+ * most WAIT_SLICE_MS), so that an answer is always due soon and, on
+ * timeout, the connection is still in step and the client can ask which
+ * ranks are missing before it reports the error.  An exchange gathers
+ * the others' values a whole answer at a time (GATHER), so that a world
+ * of n ranks costs the server some 2n requests, not n^2.
  */
 #include "rt/rendezvous.h"
 
@@ -515,9 +517,9 @@ void dlcp_rdzv_free_values(void **values, size_t n) {
   }
 }
 
-/* missing_ranks lists, after a timed-out wait for rank |first|, which
+/* missing_ranks lists, after a timed-out gather from rank |first|, which
  * ranks from |first| on have not published "<name>/<r>" (dlcp_ranklist).
- * Best effort: if asking fails, the list simply starts at |first|. */
+ * Best effort: a rank that cannot be asked about is listed. */
 static void missing_ranks(dlcp_rdzv_client *cli, const char *name,
                           uint32_t first, dlcp_ranklist *missing) {
   dlcp_tstamp deadline = dlcp_rt_deadline_after(DIAGNOSE_MS);
@@ -526,7 +528,7 @@ static void missing_ranks(dlcp_rdzv_client *cli, const char *name,
     int found = 0;
     void *v = NULL;
     size_t vlen;
-    if (r != first && !cli->gone) {
+    if (!cli->gone) {
       snprintf(key, sizeof(key), "%s/%" PRIu32, name, r);
       if (dlcp_rdzv_get(cli, key, &found, &v, &vlen, deadline, NULL) != 0) {
         found = 0;
@@ -540,19 +542,92 @@ static void missing_ranks(dlcp_rdzv_client *cli, const char *name,
   dlcp_ranklist_end(missing);
 }
 
+/* take_gathered copies the values of a GATHER's answer into |values| and
+ * |lens| from rank |*next| on, advancing it.  An answer that does not
+ * parse, or holds more values than were asked for, is not a dlcp
+ * server's. */
+static int take_gathered(dlcp_rdzv_client *cli, const response *resp,
+                         const char *what, void **values, size_t *lens,
+                         uint32_t *next, dlcp_errbuf *eb) {
+  dlcp_rdzv_gathered g;
+  const uint8_t *v;
+  uint32_t len;
+  int rv = dlcp_rdzv_gathered_open(&g, resp->value, resp->len);
+  while (rv == 0 && (rv = dlcp_rdzv_gathered_next(&g, &v, &len)) == 1) {
+    uint8_t *copy;
+    if (*next >= cli->hello.world) {
+      rv = DLCP_ERR_BAD_LENGTH;
+      break;
+    }
+    copy = malloc((size_t)len + 1);
+    if (copy == NULL) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous: no memory");
+    }
+    memcpy(copy, v, len);
+    copy[len] = '\0';
+    values[*next] = copy;
+    lens[*next] = len;
+    (*next)++;
+    rv = 0;
+  }
+  if (rv != 0) {
+    close_conn(cli);
+    return failed_answer(cli, DLCP_ERR_BAD_MAGIC, what, eb);
+  }
+  return 0;
+}
+
+/* gather collects the values of "<name>/<r>" for every rank r from
+ * |*next| on, a GATHER answer at a time, advancing |*next|.  Returns 0,
+ * DLCP_ERR_TIMEOUT at |deadline| (|*next| is then a rank not yet
+ * collected) or another error with |eb| set. */
+static int gather(dlcp_rdzv_client *cli, const char *name, void **values,
+                  size_t *lens, uint32_t *next, dlcp_tstamp deadline,
+                  dlcp_errbuf *eb) {
+  char what[MAX_KEY_TEXT + 16];
+  snprintf(what, sizeof(what), "GATHER '%s'", name);
+  while (*next < cli->hello.world) {
+    int left = dlcp_rt_poll_timeout(deadline);
+    uint32_t hold = left < 0 || (uint32_t)left > WAIT_SLICE_MS ? WAIT_SLICE_MS
+                                                               : (uint32_t)left;
+    const dlcp_rdzv_gather g = {
+        .timeout_ms = hold, .first = *next, .count = cli->hello.world - *next};
+    uint8_t arg[DLCP_RDZV_GATHER_LEN];
+    response resp;
+    int rv;
+    dlcp_rdzv_put_gather(arg, &g);
+    rv = request(cli, DLCP_RDZV_GATHER, what, name, arg, sizeof(arg), hold,
+                 deadline, &resp, eb);
+    if (rv != 0) {
+      return rv;
+    }
+    if (resp.status == DLCP_RDZV_OK) {
+      rv = take_gathered(cli, &resp, what, values, lens, next, eb);
+    } else if (dlcp_rt_now() >= deadline) {
+      rv = DLCP_ERR_TIMEOUT;
+    }
+    free(resp.value);
+    if (rv != 0) {
+      return rv;
+    }
+  }
+  return 0;
+}
+
 int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
                        const void *mine, size_t len, void **values,
                        size_t *lens, dlcp_tstamp deadline, dlcp_errbuf *eb) {
   dlcp_tstamp start = dlcp_rt_now();
   char key[MAX_KEY_TEXT];
   uint32_t r;
+  uint32_t next = 0;
   int rv;
 
   for (r = 0; r < cli->hello.world; r++) {
     values[r] = NULL;
     lens[r] = 0;
   }
-  if (strlen(name) + 12 > DLCP_RDZV_MAX_KEY) {
+  if (strlen(name) + 11 > DLCP_RDZV_MAX_KEY) { /* "/" and 10 digits */
     return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
                            "rendezvous: exchange name too long");
   }
@@ -561,27 +636,23 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
   if (rv != 0) {
     return rv;
   }
-  for (r = 0; r < cli->hello.world; r++) {
-    snprintf(key, sizeof(key), "%s/%" PRIu32, name, r);
-    rv = dlcp_rdzv_wait(cli, key, &values[r], &lens[r], deadline, eb);
-    if (rv == DLCP_ERR_TIMEOUT && !cli->gone) {
-      char list[256];
-      dlcp_ranklist missing;
-      dlcp_ranklist_init(&missing, list, sizeof(list));
-      missing_ranks(cli, name, r, &missing);
-      dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
-                      "rendezvous: timed out after %" PRIu64
-                      " ms waiting for rank%s %s of %" PRIu32
-                      " to publish '%s' on rank 0's store at %s",
-                      ms_since(start), missing.count == 1 ? "" : "s", list,
-                      cli->hello.world, name, cli->server);
-    }
-    if (rv != 0) {
-      dlcp_rdzv_free_values(values, cli->hello.world);
-      return rv;
-    }
+  rv = gather(cli, name, values, lens, &next, deadline, eb);
+  if (rv == DLCP_ERR_TIMEOUT && !cli->gone) {
+    char list[256];
+    dlcp_ranklist missing;
+    dlcp_ranklist_init(&missing, list, sizeof(list));
+    missing_ranks(cli, name, next, &missing);
+    dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                    "rendezvous: timed out after %" PRIu64
+                    " ms waiting for rank%s %s of %" PRIu32
+                    " to publish '%s' on rank 0's store at %s",
+                    ms_since(start), missing.count == 1 ? "" : "s", list,
+                    cli->hello.world, name, cli->server);
   }
-  return 0;
+  if (rv != 0) {
+    dlcp_rdzv_free_values(values, cli->hello.world);
+  }
+  return rv;
 }
 
 int dlcp_rdzv_barrier(dlcp_rdzv_client *cli, const char *name,

@@ -90,6 +90,10 @@ uint16_t dlcp_rdzv_server_port(const dlcp_rdzv_server *srv);
  */
 uint64_t dlcp_rdzv_server_rejected(const dlcp_rdzv_server *srv);
 
+/* dlcp_rdzv_server_requests returns how many whole requests (HELLO
+ * included) the server has handled so far. */
+uint64_t dlcp_rdzv_server_requests(const dlcp_rdzv_server *srv);
+
 /*
  * dlcp_rdzv_server_stop stops accepting connections, keeps serving the
  * connected ranks until they have all disconnected or |drain_deadline|

@@ -9,8 +9,11 @@
  * on a connection are handled strictly one after another; a WAIT on a
  * missing key parks the connection (its later requests stay buffered)
  * until a SET of that key or the WAIT's own timeout, which is why poll's
- * timeout is the earliest parked deadline.  A client that sends garbage
- * gets BAD_REQUEST and is disconnected; nothing a client sends can make
+ * timeout is the earliest parked deadline.  A GATHER parks the same way
+ * on the first of its keys still missing, moving on as they arrive, and
+ * is answered when none is.  Keys are found through a hash index, since
+ * a GATHER of a large world looks up every rank's key.  A client that sends
+ * garbage gets BAD_REQUEST and is disconnected; nothing a client sends can make
  * the server allocate more than one maximum-size message per connection
  * or stop serving the others.
  */
@@ -73,9 +76,14 @@ typedef struct conn {
   size_t out_off; /* bytes of out already sent */
   size_t out_len;
   size_t out_cap;
-  uint8_t *wait_key; /* parked WAIT, or NULL */
+  uint8_t *wait_key; /* the key a parked WAIT or GATHER waits for, or NULL */
   uint32_t wait_key_len;
   dlcp_tstamp wait_deadline;
+  uint8_t *gather_name; /* a GATHER under way (parked or not), or NULL */
+  uint32_t gather_name_len;
+  uint32_t gather_first; /* its keys: first .. end - 1 */
+  uint32_t gather_next;  /* the first not known to exist */
+  uint32_t gather_end;
   int closing; /* close once out is flushed */
   int dead;    /* remove at the end of this round */
 } conn;
@@ -101,12 +109,15 @@ struct dlcp_rdzv_server {
   atomic_int stopping;
   _Atomic dlcp_tstamp drain_deadline;
   atomic_uint_fast64_t rejected;
+  atomic_uint_fast64_t requests; /* whole requests handled */
   conn *conns;
   size_t nconns;
   kv_entry *kvs;
   size_t nkvs;
   size_t kv_cap;
   size_t kv_bytes;
+  uint32_t *kv_index;   /* open addressing: 1 + an index into kvs, 0 free */
+  size_t kv_index_mask; /* slots - 1, slots >= 2 max_keys */
   struct pollfd *pfds; /* 2 + max_conns */
 };
 
@@ -260,24 +271,41 @@ static void reject(dlcp_rdzv_server *srv, conn *c, dlcp_rdzv_status status,
 
 /* ---- store ----------------------------------------------------------- */
 
-static kv_entry *kv_find(dlcp_rdzv_server *srv, const uint8_t *key,
+/* kv_slot returns the index slot of |key|: the one holding it, or the
+ * free one where it would go (the table is never more than half full:
+ * keys are never removed and max_keys bounds them). */
+static uint32_t *kv_slot(dlcp_rdzv_server *srv, const uint8_t *key,
                          uint32_t key_len) {
-  size_t i;
-  for (i = 0; i < srv->nkvs; i++) {
-    if (srv->kvs[i].key_len == key_len &&
-        memcmp(srv->kvs[i].key, key, key_len) == 0) {
-      return &srv->kvs[i];
+  uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
+  for (uint32_t i = 0; i < key_len; i++) {
+    h = (h ^ key[i]) * UINT64_C(0x100000001b3);
+  }
+  for (size_t i = (size_t)h & srv->kv_index_mask;;
+       i = (i + 1) & srv->kv_index_mask) {
+    uint32_t *slot = &srv->kv_index[i];
+    const kv_entry *e;
+    if (*slot == 0) {
+      return slot;
+    }
+    e = &srv->kvs[*slot - 1];
+    if (e->key_len == key_len && memcmp(e->key, key, key_len) == 0) {
+      return slot;
     }
   }
-  return NULL;
+}
+
+static kv_entry *kv_find(dlcp_rdzv_server *srv, const uint8_t *key,
+                         uint32_t key_len) {
+  uint32_t *slot = kv_slot(srv, key, key_len);
+  return *slot != 0 ? &srv->kvs[*slot - 1] : NULL;
 }
 
 /* kv_set stores a copy; returns 0 or -1 when out of memory / over the
- * store's limits on bytes or keys (the old value, if any, is kept).  The
- * key limit also bounds the linear search of kv_find. */
+ * store's limits on bytes or keys (the old value, if any, is kept). */
 static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
                   const uint8_t *value, uint32_t value_len) {
-  kv_entry *e = kv_find(srv, key, key_len);
+  uint32_t *slot = kv_slot(srv, key, key_len);
+  kv_entry *e = *slot != 0 ? &srv->kvs[*slot - 1] : NULL;
   uint8_t *nval;
   size_t old = e != NULL ? e->value_len : 0;
   if (srv->kv_bytes - old + value_len + key_len > MAX_STORE_BYTES ||
@@ -309,6 +337,7 @@ static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
     }
     memcpy(nkey, key, key_len);
     e = &srv->kvs[srv->nkvs++];
+    *slot = (uint32_t)srv->nkvs;
     e->key = nkey;
     e->key_len = key_len;
     e->value = NULL;
@@ -324,7 +353,118 @@ static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
 
 /* ---- requests -------------------------------------------------------- */
 
-/* wake_waiters answers every connection parked on the key of |e|. */
+/* ---- gathering ------------------------------------------------------ */
+
+/* gather_key writes the key "<name>/<i>" of |c|'s GATHER to |key| (room
+ * for DLCP_RDZV_MAX_KEY bytes, which the name was checked to leave) and
+ * returns its length. */
+static uint32_t gather_key(const conn *c, uint32_t i, uint8_t *key) {
+  char digits[12];
+  int n = snprintf(digits, sizeof(digits), "/%" PRIu32, i);
+  memcpy(key, c->gather_name, c->gather_name_len);
+  memcpy(key + c->gather_name_len, digits, (size_t)n);
+  return c->gather_name_len + (uint32_t)n;
+}
+
+static void gather_done(conn *c) {
+  free(c->gather_name);
+  c->gather_name = NULL;
+}
+
+/* gather_answer answers |c|'s GATHER, every key of which exists: the
+ * values from its first on, as many as fit in an answer. */
+static void gather_answer(dlcp_rdzv_server *srv, conn *c) {
+  uint8_t key[DLCP_RDZV_MAX_KEY];
+  size_t len = 4;
+  uint32_t n = 0;
+  uint8_t *answer;
+  uint8_t *p;
+  for (uint32_t i = c->gather_first; i < c->gather_end; i++) {
+    const kv_entry *e = kv_find(srv, key, gather_key(c, i, key));
+    if (len + 4 + e->value_len > DLCP_RDZV_MAX_ANSWER) {
+      break;
+    }
+    len += 4 + (size_t)e->value_len;
+    n++;
+  }
+  answer = malloc(len);
+  if (answer == NULL) {
+    c->dead = 1;
+    gather_done(c);
+    return;
+  }
+  p = dlcp_put_u32(answer, n);
+  for (uint32_t i = c->gather_first; i < c->gather_first + n; i++) {
+    const kv_entry *e = kv_find(srv, key, gather_key(c, i, key));
+    p = dlcp_put_u32(p, e->value_len);
+    memcpy(p, e->value, e->value_len);
+    p += e->value_len;
+  }
+  gather_done(c);
+  respond(srv, c, DLCP_RDZV_OK, answer, len);
+  free(answer);
+}
+
+/* gather_continue moves |c|'s GATHER past the keys that exist: answers it
+ * when none is missing, or parks it on the first that is. */
+static void gather_continue(dlcp_rdzv_server *srv, conn *c) {
+  uint8_t key[DLCP_RDZV_MAX_KEY];
+  for (; c->gather_next < c->gather_end; c->gather_next++) {
+    uint32_t len = gather_key(c, c->gather_next, key);
+    if (kv_find(srv, key, len) == NULL) {
+      c->wait_key = malloc(len);
+      if (c->wait_key == NULL) {
+        c->dead = 1;
+        gather_done(c);
+        return;
+      }
+      memcpy(c->wait_key, key, len);
+      c->wait_key_len = len;
+      return;
+    }
+  }
+  gather_answer(srv, c);
+}
+
+/* on_gather starts the GATHER of |c| (request checked but for its
+ * value). */
+static void on_gather(dlcp_rdzv_server *srv, conn *c, const uint8_t *name,
+                      uint32_t name_len, const uint8_t *val, uint32_t val_len) {
+  dlcp_rdzv_gather g;
+  if (val_len != DLCP_RDZV_GATHER_LEN) {
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST, "GATHER must carry %u bytes",
+           DLCP_RDZV_GATHER_LEN);
+    return;
+  }
+  dlcp_rdzv_get_gather(val, &g);
+  if (g.count == 0 || g.first >= srv->world || g.count > srv->world - g.first) {
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+           "GATHER of %" PRIu32 " keys from %" PRIu32
+           " is not within the world of %" PRIu32,
+           g.count, g.first, srv->world);
+    return;
+  }
+  if (name_len + 11 > DLCP_RDZV_MAX_KEY) { /* "/" and up to 10 digits */
+    reject(srv, c, DLCP_RDZV_BAD_REQUEST,
+           "GATHER name of %" PRIu32 " bytes over the limit (%u)", name_len,
+           DLCP_RDZV_MAX_KEY - 11);
+    return;
+  }
+  c->gather_name = malloc(name_len);
+  if (c->gather_name == NULL) {
+    c->dead = 1;
+    return;
+  }
+  memcpy(c->gather_name, name, name_len);
+  c->gather_name_len = name_len;
+  c->gather_first = c->gather_next = g.first;
+  c->gather_end = g.first + g.count;
+  c->wait_deadline = srv->now + (dlcp_tstamp)g.timeout_ms * DLCP_NS_PER_MS;
+  gather_continue(srv, c);
+}
+
+/* wake_waiters answers every WAIT parked on the key of |e| and moves on
+ * every GATHER parked on it. */
 static void wake_waiters(dlcp_rdzv_server *srv, const kv_entry *e) {
   size_t i;
   for (i = 0; i < srv->nconns; i++) {
@@ -333,7 +473,12 @@ static void wake_waiters(dlcp_rdzv_server *srv, const kv_entry *e) {
         memcmp(c->wait_key, e->key, e->key_len) == 0) {
       free(c->wait_key);
       c->wait_key = NULL;
-      respond(srv, c, DLCP_RDZV_OK, e->value, e->value_len);
+      if (c->gather_name != NULL) {
+        c->gather_next++;
+        gather_continue(srv, c);
+      } else {
+        respond(srv, c, DLCP_RDZV_OK, e->value, e->value_len);
+      }
     }
   }
 }
@@ -444,6 +589,7 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
                    const uint8_t *key, uint32_t key_len, const uint8_t *val,
                    uint32_t val_len) {
   kv_entry *e;
+  atomic_fetch_add(&srv->requests, 1);
   if (op == DLCP_RDZV_HELLO) {
     on_hello(srv, c, val, val_len);
     return;
@@ -499,6 +645,9 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
     c->wait_deadline =
         srv->now + (dlcp_tstamp)dlcp_rdzv_get_wait(val) * DLCP_NS_PER_MS;
     return;
+  case DLCP_RDZV_GATHER:
+    on_gather(srv, c, key, key_len, val, val_len);
+    return;
   case DLCP_RDZV_HELLO:
     break;
   }
@@ -532,7 +681,7 @@ static void conn_process(dlcp_rdzv_server *srv, conn *c) {
              (unsigned)version, DLCP_RDZV_VERSION);
       return;
     }
-    if (op < DLCP_RDZV_HELLO || op > DLCP_RDZV_WAIT || reserved != 0) {
+    if (op < DLCP_RDZV_HELLO || op > DLCP_RDZV_GATHER || reserved != 0) {
       reject(srv, c, DLCP_RDZV_BAD_REQUEST, "unknown op %u or reserved bits",
              (unsigned)op);
       return;
@@ -603,6 +752,7 @@ static void conn_free(conn *c) {
   free(c->in);
   free(c->out);
   free(c->wait_key);
+  free(c->gather_name);
 }
 
 /* sweep removes dead connections, keeping the array dense. */
@@ -697,7 +847,7 @@ static void accept_all(dlcp_rdzv_server *srv) {
 
 /* conn_deadline is when |c| is closed unless the client does its part:
  * say HELLO, finish its request, read its answer.  A rank idle after
- * HELLO, or parked in a WAIT, has none. */
+ * HELLO, or parked in a WAIT or GATHER, has none. */
 static dlcp_tstamp conn_deadline(const dlcp_rdzv_server *srv, const conn *c) {
   dlcp_tstamp since;
   if (c->dead) {
@@ -746,6 +896,7 @@ static void expire_waits(dlcp_rdzv_server *srv, dlcp_tstamp now) {
     if (c->wait_key != NULL && now >= c->wait_deadline) {
       free(c->wait_key);
       c->wait_key = NULL;
+      gather_done(c);
       respond(srv, c, DLCP_RDZV_NOT_FOUND, NULL, 0);
     }
   }
@@ -882,6 +1033,7 @@ static void server_free(dlcp_rdzv_server *srv) {
     close(srv->wake_fd);
   }
   free(srv->kvs);
+  free(srv->kv_index);
   free(srv->conns);
   free(srv->pfds);
   free(srv);
@@ -985,9 +1137,16 @@ static int server_new(dlcp_rdzv_server **psrv,
   atomic_init(&srv->stopping, 0);
   atomic_init(&srv->drain_deadline, 0);
   atomic_init(&srv->rejected, 0);
+  atomic_init(&srv->requests, 0);
   srv->conns = calloc(srv->max_conns, sizeof(*srv->conns));
   srv->pfds = calloc(srv->max_conns + 2, sizeof(*srv->pfds));
-  if (srv->conns == NULL || srv->pfds == NULL) {
+  size_t slots = 64;
+  while (slots < 2 * srv->max_keys) {
+    slots *= 2;
+  }
+  srv->kv_index = calloc(slots, sizeof(*srv->kv_index));
+  srv->kv_index_mask = slots - 1;
+  if (srv->conns == NULL || srv->pfds == NULL || srv->kv_index == NULL) {
     server_free(srv);
     return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "rendezvous server: no memory");
   }
@@ -1032,6 +1191,10 @@ uint16_t dlcp_rdzv_server_port(const dlcp_rdzv_server *srv) {
 
 uint64_t dlcp_rdzv_server_rejected(const dlcp_rdzv_server *srv) {
   return atomic_load(&((dlcp_rdzv_server *)(uintptr_t)srv)->rejected);
+}
+
+uint64_t dlcp_rdzv_server_requests(const dlcp_rdzv_server *srv) {
+  return atomic_load(&((dlcp_rdzv_server *)(uintptr_t)srv)->requests);
 }
 
 void dlcp_rdzv_server_stop(dlcp_rdzv_server *srv, dlcp_tstamp drain_deadline) {

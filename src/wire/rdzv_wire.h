@@ -7,13 +7,13 @@
  * Rendezvous (little-endian), one request then one response at a time
  * on each connection:
  *
- *   request  0 2 magic 0xD15A   2 1 version 3   3 1 op
+ *   request  0 2 magic 0xD15A   2 1 version 4   3 1 op
  *            4 2 key_len (<= DLCP_RDZV_MAX_KEY)  6 2 reserved (zero)
  *            8 4 value_len (<= DLCP_RDZV_MAX_VALUE)
  *            12 key bytes, then value bytes
  *   response 0 2 magic  2 1 version  3 1 status  4 4 reserved (zero)
- *            8 4 value_len, then the value (or, for an error status, a
- *            message saying what was wrong)
+ *            8 4 value_len (<= DLCP_RDZV_MAX_ANSWER), then the value (or,
+ *            for an error status, a message saying what was wrong)
  *
  *   op HELLO (1): value = rank u32, world u32, job u32, incarnation u64;
  *                 must come first on a connection; the server checks the
@@ -38,6 +38,18 @@
  *   op GET (3):   answer OK with the value, or NOT_FOUND.
  *   op WAIT (4):  value = timeout_ms u32: answer OK with the value as soon
  *                 as the key exists, or NOT_FOUND when the timeout passes.
+ *   op GATHER (5): key = a name; value = timeout_ms u32, first u32,
+ *                 count u32 (count >= 1, first + count <= the world size):
+ *                 as soon as all of the keys "<name>/<first>" ..
+ *                 "<name>/<first + count - 1>" exist (decimal, as SET
+ *                 stored them), answer OK with the values of the first n
+ *                 of them that fit in DLCP_RDZV_MAX_ANSWER bytes (n >= 1):
+ *                 n u32, then n times (len u32, len bytes); NOT_FOUND when
+ *                 the timeout passes first.  An all-gather through the
+ *                 store then costs each rank a SET and one GATHER per
+ *                 answer's worth of values, where WAITs cost it one
+ *                 request per rank (n^2 on the server).  Version 3 had no
+ *                 GATHER.
  *
  * Mesh hello: the first 16 bytes on every control connection, sent by the
  * connecting (higher) rank: magic "DLCP" u32, DLCP_WIRE_VERSION u32, job
@@ -49,17 +61,22 @@
 #ifndef DLCP_WIRE_RDZV_WIRE_H
 #define DLCP_WIRE_RDZV_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_RDZV_MAGIC 0xD15Au
-#define DLCP_RDZV_VERSION 3u
+#define DLCP_RDZV_VERSION 4u
 #define DLCP_RDZV_HDR_LEN 12u
 #define DLCP_RDZV_MAX_KEY 256u
 #define DLCP_RDZV_MAX_VALUE 65536u
 #define DLCP_RDZV_HELLO_LEN 20u /* HELLO's value */
+/* The longest answer: a value, or a GATHER of one value of the longest
+ * (its count and its length). */
+#define DLCP_RDZV_MAX_ANSWER (DLCP_RDZV_MAX_VALUE + 8u)
 #define DLCP_RDZV_WAIT_LEN 4u  /* WAIT's value */
+#define DLCP_RDZV_GATHER_LEN 12u /* GATHER's value */
 #define DLCP_RDZV_TRAILER_LEN 24u /* an auth trailer: counter 8, tag 16 */
 #define DLCP_RDZV_SALT_LEN 32u
 #define DLCP_RDZV_HELLO_AUTH_LEN (DLCP_RDZV_HELLO_LEN + DLCP_RDZV_TRAILER_LEN)
@@ -70,6 +87,7 @@ typedef enum dlcp_rdzv_op {
   DLCP_RDZV_SET = 2,
   DLCP_RDZV_GET = 3,
   DLCP_RDZV_WAIT = 4,
+  DLCP_RDZV_GATHER = 5,
 } dlcp_rdzv_op;
 
 typedef enum dlcp_rdzv_status {
@@ -126,6 +144,37 @@ void dlcp_rdzv_get_hello(const uint8_t *b, dlcp_rdzv_hello *h);
 /* WAIT's value: how long the server may hold the request, in ms. */
 void dlcp_rdzv_put_wait(uint8_t *b, uint32_t timeout_ms);
 uint32_t dlcp_rdzv_get_wait(const uint8_t *b);
+
+/* GATHER's value: how long the server may hold it, and which keys. */
+typedef struct dlcp_rdzv_gather {
+  uint32_t timeout_ms;
+  uint32_t first;
+  uint32_t count;
+} dlcp_rdzv_gather;
+
+void dlcp_rdzv_put_gather(uint8_t *b, const dlcp_rdzv_gather *g);
+void dlcp_rdzv_get_gather(const uint8_t *b, dlcp_rdzv_gather *g);
+
+/* A GATHER's answer, read value by value. */
+typedef struct dlcp_rdzv_gathered {
+  const uint8_t *p; /* the next entry */
+  size_t left;      /* bytes from p to the answer's end */
+  uint32_t count;   /* values the answer announced */
+  uint32_t read;    /* values returned so far */
+} dlcp_rdzv_gathered;
+
+/* dlcp_rdzv_gathered_open starts reading the |len| bytes of a GATHER's
+ * answer at |b|.  Returns 0, or DLCP_ERR_BAD_LENGTH if they cannot be one
+ * (shorter than its count, or a count of zero). */
+int dlcp_rdzv_gathered_open(dlcp_rdzv_gathered *g, const uint8_t *b,
+                            size_t len);
+
+/* dlcp_rdzv_gathered_next points |*value| at the next value (inside the
+ * answer) and sets |*len|.  Returns 1 for a value, 0 after the last one
+ * when the answer ends exactly there, or DLCP_ERR_BAD_LENGTH for an entry
+ * that runs past the answer's end or bytes left over after the last. */
+int dlcp_rdzv_gathered_next(dlcp_rdzv_gathered *g, const uint8_t **value,
+                            uint32_t *len);
 
 #define DLCP_MESH_HELLO_MAGIC 0x50434C44u /* "DLCP" */
 #define DLCP_MESH_HELLO_LEN 16u

@@ -1,8 +1,8 @@
 /*
  * fuzz_rdzv.c: libFuzzer target for the rendezvous protocol as rank 0's
  * server speaks it (src/rt/rendezvous_server.c): HELLO, SET, GET, WAIT,
- * framing, limits, deadlines and eviction, from up to four clients at
- * once.
+ * GATHER, framing, limits, deadlines and eviction, from up to four
+ * clients at once.
  *
  * The server's own code is compiled into this target (the #include
  * below) so that its loop can be driven one round at a time from this
@@ -122,7 +122,7 @@ static void parse(client *cl, const uint8_t *p, size_t n) {
       if (dlcp_get_u16(cl->hdr) != DLCP_RDZV_MAGIC ||
           dlcp_get_u8(cl->hdr + 2) != DLCP_RDZV_VERSION ||
           status > DLCP_RDZV_REJECTED || dlcp_get_u32(cl->hdr + 4) != 0 ||
-          dlcp_get_u32(cl->hdr + 8) > DLCP_RDZV_MAX_VALUE) {
+          dlcp_get_u32(cl->hdr + 8) > DLCP_RDZV_MAX_ANSWER) {
         abort();
       }
       /* Before a HELLO was accepted only a HELLO's OK or a refusal. */

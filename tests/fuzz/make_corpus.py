@@ -99,8 +99,8 @@ def bitmap(nsegs, first, end, have, ranges, job=1, xfer=1, rnd=1,
     return preamble(BITMAP, job, xfer, 40 + len(body)) + hdr + bytes(body)
 
 
-RDZV_MAGIC, RDZV_VERSION = 0xD15A, 3
-HELLO, SET, GET, WAIT = 1, 2, 3, 4
+RDZV_MAGIC, RDZV_VERSION = 0xD15A, 4
+HELLO, SET, GET, WAIT, GATHER = 1, 2, 3, 4, 5
 
 
 def rdzv_request(op, key=b"", value=b"", version=RDZV_VERSION, reserved=0):
@@ -325,6 +325,27 @@ def corpora():
         .write(0, rdzv_hello(2)).write(0, rdzv_request(WAIT, b"k", wait))
         .write(1, rdzv_hello(1)).write(1, rdzv_request(SET, b"k", b"v"))
         .read(0).read(1).bytes(),
+        "gather_out_of_order": Rdzv().connect(0).connect(1)
+        .write(0, rdzv_hello(0)).write(1, rdzv_hello(1))
+        .write(0, rdzv_request(GATHER, b"addr", struct.pack("<III", 60000,
+                                                               0, 4)))
+        .write(1, rdzv_request(SET, b"addr/3", b"h3 1 1 2"))
+        .write(1, rdzv_request(SET, b"addr/0", b"h0 1 1 2"))
+        .write(1, rdzv_request(SET, b"addr/2", b""))
+        .write(1, rdzv_request(SET, b"addr/1", b"h1 1 1 2"))
+        .read(0).read(1).bytes(),
+        "gather_expires": Rdzv().connect(0).write(0, rdzv_hello(0))
+        .write(0, rdzv_request(SET, b"b/0", b""))
+        .write(0, rdzv_request(GATHER, b"b", struct.pack("<III", 100, 0, 2)))
+        .advance(3).read(0).bytes(),
+        "gather_split": Rdzv().connect(0).write(0, rdzv_hello(0))
+        .write(0, rdzv_request(SET, b"v/0", bytes(40000)))
+        .write(0, rdzv_request(SET, b"v/1", bytes(40000)))
+        .write(0, rdzv_request(GATHER, b"v", struct.pack("<III", 0, 0, 2)))
+        .read(0).bytes(),
+        "gather_bad": Rdzv().connect(0).write(0, rdzv_hello(0))
+        .write(0, rdzv_request(GATHER, b"v", struct.pack("<III", 0, 3, 2)))
+        .read(0).bytes(),
         "wait_expires": Rdzv().connect(0).write(0, rdzv_hello(0))
         .write(0, rdzv_request(WAIT, b"k", struct.pack("<I", 100)))
         .advance(3).read(0).bytes(),
