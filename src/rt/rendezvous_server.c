@@ -355,6 +355,19 @@ static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
 
 /* ---- gathering ------------------------------------------------------ */
 
+/* park holds |c|'s request until |key| is stored (a copy is kept);
+ * returns false, the connection dropped, when out of memory. */
+static bool park(conn *c, const uint8_t *key, uint32_t key_len) {
+  c->wait_key = malloc(key_len);
+  if (c->wait_key == NULL) {
+    c->dead = 1;
+    return false;
+  }
+  memcpy(c->wait_key, key, key_len);
+  c->wait_key_len = key_len;
+  return true;
+}
+
 /* gather_key writes the key "<name>/<i>" of |c|'s GATHER to |key| (room
  * for DLCP_RDZV_MAX_KEY bytes, which the name was checked to leave) and
  * returns its length. */
@@ -412,14 +425,9 @@ static void gather_continue(dlcp_rdzv_server *srv, conn *c) {
   for (; c->gather_next < c->gather_end; c->gather_next++) {
     uint32_t len = gather_key(c, c->gather_next, key);
     if (kv_find(srv, key, len) == NULL) {
-      c->wait_key = malloc(len);
-      if (c->wait_key == NULL) {
-        c->dead = 1;
+      if (!park(c, key, len)) {
         gather_done(c);
-        return;
       }
-      memcpy(c->wait_key, key, len);
-      c->wait_key_len = len;
       return;
     }
   }
@@ -635,13 +643,9 @@ static void handle(dlcp_rdzv_server *srv, conn *c, uint8_t op,
       respond(srv, c, DLCP_RDZV_OK, e->value, e->value_len);
       return;
     }
-    c->wait_key = malloc(key_len);
-    if (c->wait_key == NULL) {
-      c->dead = 1;
+    if (!park(c, key, key_len)) {
       return;
     }
-    memcpy(c->wait_key, key, key_len);
-    c->wait_key_len = key_len;
     c->wait_deadline =
         srv->now + (dlcp_tstamp)dlcp_rdzv_get_wait(val) * DLCP_NS_PER_MS;
     return;
