@@ -496,6 +496,15 @@ static void test_address_record_checked(void **state) {
                                  "with unknown fields ' cpus 8'"},
       {"127.0.0.1 9 1 9 machine 01234567-89ab-cdef-0123-456789abcdef junk",
        "unknown fields ' junk'"},
+      /* A segment is published with its machine and namespace. */
+      {"127.0.0.1 9 1 9 shm 42 5 abc 4026531840",
+       "rank 1 published a malformed shared-memory segment"},
+      {"127.0.0.1 9 1 9 machine 01234567-89ab-cdef-0123-456789abcdef "
+       "shm 42 5 abc",
+       "unknown fields ' shm 42 5 abc'"},
+      {"127.0.0.1 9 1 9 machine 01234567-89ab-cdef-0123-456789abcdef "
+       "shm 0 5 abc f0000000",
+       "malformed shared-memory segment"},
       {"127.0.0.300 9 1 9", "rank 1 published a malformed address record"},
       {"host0 9 1 9", "malformed address record 'host0 9 1 9'"},
       /* Rank 0 is on IPv4 (its MASTER_ADDR's version). */

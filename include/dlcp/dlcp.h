@@ -82,7 +82,8 @@ typedef struct dlcp_comm_config {
                                (yielding the core in between) and
                                sleeps once this long passes with no
                                datagram received.  Default 1000 */
-  uint32_t shm;             /* 1: peers on this host (all on loopback)
+  uint32_t shm;             /* 1: peers on this host and in this
+                               network namespace (a world of at most 16)
                                exchange datagrams through shared memory
                                instead of UDP sockets; 0: always UDP.
                                Default 1 */

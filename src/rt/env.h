@@ -132,8 +132,8 @@ typedef struct dlcp_rt_env {
                            the core between polls) and sleeps in epoll
                            once this long passes with no datagram
                            received; 0 = sleep at once */
-  bool shm;             /* DLCP_SHM: peers on this host (both on loopback)
-                           exchange datagrams through shared memory;
+  bool shm;             /* DLCP_SHM: peers on this host and in this network
+                           namespace exchange datagrams through shared memory;
                            default on */
   bool control_datagrams; /* DLCP_CONTROL_DATAGRAMS: MLT control messages
                              as datagrams with their own retransmission

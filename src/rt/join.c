@@ -1,9 +1,10 @@
 /*
  * join.c: joining the job.  Each rank opens its UDP paths and a TCP
  * listener, publishes "ip tcp_port k udp_port... [machine ID] [shm pid
- * fd nonce]" through rank 0's rendezvous store (rendezvous.h), reads
- * everyone else's, counts the ranks on this machine, maps the
- * shared-memory segments of the ranks on this host,
+ * fd nonce netns]" through rank 0's rendezvous store (rendezvous.h),
+ * reads everyone else's, counts the ranks on this machine, maps the
+ * shared-memory segments of the ranks on this host and in this network
+ * namespace,
  * exchanges topology labels, then connects to every lower rank and
  * accepts every higher one (each connection opening with the mesh hello
  * of wire/rdzv_wire.h), and finally creates one MLT connection per peer
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -50,6 +52,7 @@ typedef struct addr_record {
   pid_t shm_pid; /* 0: no shared-memory segment */
   int shm_fd;
   uint64_t shm_nonce;
+  uint64_t shm_netns; /* the rank's network namespace (its inode) */
 } addr_record;
 
 /* The address this host uses to reach |host|: connect a UDP socket (no
@@ -178,13 +181,16 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
     }
     s += n;
   }
-  /* Optional: the shared-memory segment of a rank on loopback. */
+  /* Optional: the shared-memory segment of a rank (with its machine). */
   long pid;
   int fd;
   n = 0;
   unsigned long long nonce;
-  if (sscanf(s, " shm %ld %d %llx%n", &pid, &fd, &nonce, &n) == 3) {
-    if (pid <= 0 || pid > INT32_MAX || fd < 0 || s[n] != '\0') {
+  unsigned long long netns;
+  if (sscanf(s, " shm %ld %d %llx %llx%n", &pid, &fd, &nonce, &netns, &n) ==
+      4) {
+    if (pid <= 0 || pid > INT32_MAX || fd < 0 || s[n] != '\0' ||
+        r->machine[0] == '\0') {
       return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                              "rank %u published a malformed shared-memory "
                              "segment '%.60s'",
@@ -193,6 +199,7 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
     r->shm_pid = (pid_t)pid;
     r->shm_fd = fd;
     r->shm_nonce = (uint64_t)nonce;
+    r->shm_netns = (uint64_t)netns;
   } else if (*s != '\0') {
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                            "rank %u published an address record with "
@@ -523,19 +530,28 @@ static int exchange_topology(dlcp_comm *c, dlcp_tstamp deadline,
  * of it. */
 #define SHM_MAX_WORLD 16u
 
-static bool is_loopback(const char *ip) {
-  dlcp_sockaddr a;
-  return dlcp_sockaddr_parse(&a, ip, 0) == 0 && dlcp_sockaddr_is_loopback(&a);
+/* Reads the inode of this process's network namespace into |*ino|:
+ * ranks of one machine share memory only within one namespace, so that
+ * ranks in namespaces of their own (an emulated cluster, containers with
+ * networks of their own) keep the network between them. */
+static bool read_netns(uint64_t *ino) {
+  struct stat st;
+  if (stat("/proc/self/ns/net", &st) != 0) {
+    return false;
+  }
+  *ino = (uint64_t)st.st_ino;
+  return true;
 }
 
-/* This rank's rings, when peers on this host may use them: both ends on
- * loopback (ranks in network namespaces keep their emulated links).
- * Without one (no memfd, say) everything goes through UDP. */
-static void open_shm_segment(dlcp_comm *c) {
+/* This rank's rings, for the peers that turn out to share its machine
+ * and network namespace (known only from the records it is published
+ * in; the others never touch its pages).  Without a machine id or a
+ * namespace to publish, or without a memfd, everything goes through
+ * UDP. */
+static void open_shm_segment(dlcp_comm *c, bool identified) {
   const dlcp_rt_env *env = &c->env;
   uint64_t nonce;
-  if (!env->shm || env->world_size > SHM_MAX_WORLD ||
-      !is_loopback(c->local_ip) ||
+  if (!env->shm || env->world_size > SHM_MAX_WORLD || !identified ||
       getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
     return;
   }
@@ -544,11 +560,15 @@ static void open_shm_segment(dlcp_comm *c) {
                      nonce, &eb);
 }
 
-/* Writes to |p| through its rings when it published some and this rank
- * takes part; a segment that cannot be mapped leaves |p| on UDP (its
- * ring for us stays empty, which costs it nothing). */
-static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec) {
-  if (!c->shm_in.hdr || rec->shm_pid == 0 || !is_loopback(rec->ip)) {
+/* Writes to |p| through its rings when it published some from this
+ * rank's machine (|machine|) and network namespace (|netns|) and this
+ * rank takes part; a segment that cannot be mapped (another PID
+ * namespace, say) leaves |p| on UDP (its ring for us stays empty, which
+ * costs it nothing). */
+static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec,
+                             const char *machine, uint64_t netns) {
+  if (!c->shm_in.hdr || rec->shm_pid == 0 ||
+      strcmp(rec->machine, machine) != 0 || rec->shm_netns != netns) {
     return;
   }
   /* From the records alone, so that both ends agree even if a mapping
@@ -609,24 +629,26 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   if (rv != 0) {
     return rv;
   }
-  open_shm_segment(c);
-  char mine[192 + 8 * DLCP_ENV_MAX_PATHS];
+  char machine[DLCP_MACHINE_ID_LEN + 1];
+  uint64_t netns = 0;
+  read_machine_id(machine);
+  open_shm_segment(c, machine[0] != '\0' && read_netns(&netns));
+  char mine[224 + 8 * DLCP_ENV_MAX_PATHS];
   int len = snprintf(mine, sizeof(mine), "%s %u %u", c->local_ip,
                      (unsigned)dlcp_net_addr_port(&sin.sa), c->udp.k);
   for (uint32_t i = 0; i < c->udp.k; i++) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " %u",
                     (unsigned)c->udp.port[i]);
   }
-  char machine[DLCP_MACHINE_ID_LEN + 1];
-  read_machine_id(machine);
   if (machine[0]) {
     len += snprintf(mine + len, sizeof(mine) - (size_t)len, " machine %s",
                     machine);
   }
   if (c->shm_in.hdr) {
-    len += snprintf(mine + len, sizeof(mine) - (size_t)len, " shm %ld %d %llx",
-                    (long)getpid(), c->shm_in.fd,
-                    (unsigned long long)c->shm_in.nonce);
+    len += snprintf(mine + len, sizeof(mine) - (size_t)len,
+                    " shm %ld %d %llx %llx", (long)getpid(), c->shm_in.fd,
+                    (unsigned long long)c->shm_in.nonce,
+                    (unsigned long long)netns);
   }
   void **values = calloc(env->world_size, sizeof(void *));
   size_t *lens = calloc(env->world_size, sizeof(size_t));
@@ -659,7 +681,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
              strchr(recs[r].ip, ':') ? "rank %u ([%s]:%u)" : "rank %u (%s:%u)",
              r, recs[r].ip, (unsigned)recs[r].tcp_port);
     if (rv == 0 && r != env->rank) {
-      map_peer_segment(c, p, &recs[r]);
+      map_peer_segment(c, p, &recs[r], machine, netns);
     }
   }
   if (exchanged) {
