@@ -582,6 +582,18 @@ static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec,
   }
 }
 
+/* Closes this rank's segment if no peer shares its machine and network
+ * namespace: none will map it (both ends decide from the same records),
+ * and a waiting thread need not look at its rings. */
+static void release_unshared_segment(dlcp_comm *c) {
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (c->peers[r].both_rings) {
+      return;
+    }
+  }
+  dlcp_shm_in_close(&c->shm_in);
+}
+
 /* Routes per path (proto/pathset.h, "Routes"): each route of a path is
  * a socket of its own, so an ECMP fabric hashes it anew; a path whose
  * route loses moves to the next.  DLCP_MLT_ECMP_ROUTES, within
@@ -688,6 +700,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     dlcp_rdzv_free_values(values, env->world_size); /* parsed into recs */
   }
   if (rv == 0) {
+    release_unshared_segment(c);
     /* A waiting rank lets the others run if they outnumber the CPUs
      * (drive.c). */
     c->stats.machine_ranks = ranks_here(recs, env->world_size, env->rank);
