@@ -742,12 +742,12 @@ static void test_bad_gather_refused(void **state) {
   expect_line("refused rank 0 (127.0.0.1:", "GATHER must carry 12 bytes");
   /* The longest name whose keys fit is served; one byte more is not. */
   memset(name, 'n', sizeof(name));
-  name[DLCP_RDZV_MAX_KEY - 11] = '\0';
+  name[DLCP_RDZV_GATHER_MAX_NAME] = '\0';
   fd = rank_connect(port, 0, 4);
   send_gather(fd, name, 0, 0, 4);
   assert_int_equal(read_status(fd), DLCP_RDZV_NOT_FOUND);
-  name[DLCP_RDZV_MAX_KEY - 11] = 'n';
-  name[DLCP_RDZV_MAX_KEY - 10] = '\0';
+  name[DLCP_RDZV_GATHER_MAX_NAME] = 'n';
+  name[DLCP_RDZV_GATHER_MAX_NAME + 1] = '\0';
   send_gather(fd, name, 0, 0, 4);
   assert_int_equal(read_status(fd), DLCP_RDZV_BAD_REQUEST);
   expect_closed(fd);

@@ -627,7 +627,7 @@ int dlcp_rdzv_exchange(dlcp_rdzv_client *cli, const char *name,
     values[r] = NULL;
     lens[r] = 0;
   }
-  if (strlen(name) + 11 > DLCP_RDZV_MAX_KEY) { /* "/" and 10 digits */
+  if (strlen(name) > DLCP_RDZV_GATHER_MAX_NAME) {
     return dlcp_errbuf_set(eb, DLCP_ERR_INVALID_ARGUMENT,
                            "rendezvous: exchange name too long");
   }

@@ -351,9 +351,7 @@ static int kv_set(dlcp_rdzv_server *srv, const uint8_t *key, uint32_t key_len,
   return 0;
 }
 
-/* ---- requests -------------------------------------------------------- */
-
-/* ---- gathering ------------------------------------------------------ */
+/* ---- waiting and gathering ------------------------------------------ */
 
 /* park holds |c|'s request until |key| is stored (a copy is kept);
  * returns false, the connection dropped, when out of memory. */
@@ -388,31 +386,24 @@ static void gather_done(conn *c) {
  * values from its first on, as many as fit in an answer. */
 static void gather_answer(dlcp_rdzv_server *srv, conn *c) {
   uint8_t key[DLCP_RDZV_MAX_KEY];
+  uint8_t *answer = malloc(DLCP_RDZV_MAX_ANSWER);
   size_t len = 4;
   uint32_t n = 0;
-  uint8_t *answer;
-  uint8_t *p;
-  for (uint32_t i = c->gather_first; i < c->gather_end; i++) {
-    const kv_entry *e = kv_find(srv, key, gather_key(c, i, key));
-    if (len + 4 + e->value_len > DLCP_RDZV_MAX_ANSWER) {
-      break;
-    }
-    len += 4 + (size_t)e->value_len;
-    n++;
-  }
-  answer = malloc(len);
   if (answer == NULL) {
     c->dead = 1;
     gather_done(c);
     return;
   }
-  p = dlcp_put_u32(answer, n);
-  for (uint32_t i = c->gather_first; i < c->gather_first + n; i++) {
+  for (uint32_t i = c->gather_first; i < c->gather_end; i++, n++) {
     const kv_entry *e = kv_find(srv, key, gather_key(c, i, key));
-    p = dlcp_put_u32(p, e->value_len);
-    memcpy(p, e->value, e->value_len);
-    p += e->value_len;
+    if (len + 4 + e->value_len > DLCP_RDZV_MAX_ANSWER) {
+      break;
+    }
+    dlcp_put_u32(answer + len, e->value_len);
+    memcpy(answer + len + 4, e->value, e->value_len);
+    len += 4 + (size_t)e->value_len;
   }
+  dlcp_put_u32(answer, n);
   gather_done(c);
   respond(srv, c, DLCP_RDZV_OK, answer, len);
   free(answer);
@@ -452,10 +443,10 @@ static void on_gather(dlcp_rdzv_server *srv, conn *c, const uint8_t *name,
            g.count, g.first, srv->world);
     return;
   }
-  if (name_len + 11 > DLCP_RDZV_MAX_KEY) { /* "/" and up to 10 digits */
+  if (name_len > DLCP_RDZV_GATHER_MAX_NAME) {
     reject(srv, c, DLCP_RDZV_BAD_REQUEST,
            "GATHER name of %" PRIu32 " bytes over the limit (%u)", name_len,
-           DLCP_RDZV_MAX_KEY - 11);
+           DLCP_RDZV_GATHER_MAX_NAME);
     return;
   }
   c->gather_name = malloc(name_len);
@@ -470,6 +461,8 @@ static void on_gather(dlcp_rdzv_server *srv, conn *c, const uint8_t *name,
   c->wait_deadline = srv->now + (dlcp_tstamp)g.timeout_ms * DLCP_NS_PER_MS;
   gather_continue(srv, c);
 }
+
+/* ---- requests -------------------------------------------------------- */
 
 /* wake_waiters answers every WAIT parked on the key of |e| and moves on
  * every GATHER parked on it. */

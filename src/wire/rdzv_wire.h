@@ -77,6 +77,9 @@
 #define DLCP_RDZV_MAX_ANSWER (DLCP_RDZV_MAX_VALUE + 8u)
 #define DLCP_RDZV_WAIT_LEN 4u  /* WAIT's value */
 #define DLCP_RDZV_GATHER_LEN 12u /* GATHER's value */
+/* The longest name a GATHER (or an exchange) can use: its keys add "/"
+ * and up to 10 digits. */
+#define DLCP_RDZV_GATHER_MAX_NAME (DLCP_RDZV_MAX_KEY - 11u)
 #define DLCP_RDZV_TRAILER_LEN 24u /* an auth trailer: counter 8, tag 16 */
 #define DLCP_RDZV_SALT_LEN 32u
 #define DLCP_RDZV_HELLO_AUTH_LEN (DLCP_RDZV_HELLO_LEN + DLCP_RDZV_TRAILER_LEN)
