@@ -33,6 +33,8 @@ typedef struct pair {
 static void open_pair(pair *p) {
   dlcp_errbuf eb = {0};
   assert_int_equal(dlcp_shm_in_create(&p->in, JOB, ME, WORLD, NONCE, &eb), 0);
+  assert_int_equal(dlcp_shm_in_admit(&p->in, PEER, &eb), 0);
+  assert_int_equal(dlcp_shm_in_admit(&p->in, 1, &eb), 0);
   assert_int_equal(dlcp_shm_out_open(&p->out, getpid(), p->in.fd, NONCE, JOB,
                                      ME, PEER, WORLD, &eb),
                    0);
@@ -195,6 +197,52 @@ static void test_wrong_segment_refused(void **state) {
   close_pair(&p);
 }
 
+/* A world of the largest size costs only the rings in use: the segment
+ * is sparse and each end maps the header and its rings alone.  A rank
+ * reads at most DLCP_SHM_MAX_PEERS rings, never its own or one outside
+ * the world, and a ring it did not admit reads as empty. */
+static void test_large_world_maps_only_rings_in_use(void **state) {
+  (void)state;
+  enum { BIG = 65536, FAR = 40000 };
+  dlcp_shm_in in;
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_shm_in_create(&in, JOB, ME, BIG, NONCE, &eb), 0);
+  assert_int_equal(dlcp_shm_in_admit(&in, FAR, &eb), 0);
+  assert_int_not_equal(dlcp_shm_in_admit(&in, ME, &eb), 0);
+  assert_int_not_equal(dlcp_shm_in_admit(&in, BIG, &eb), 0);
+  for (uint32_t src = 1; in.admitted < DLCP_SHM_MAX_PEERS; src++) {
+    assert_int_equal(dlcp_shm_in_admit(&in, src, &eb), 0);
+  }
+  assert_int_not_equal(dlcp_shm_in_admit(&in, BIG - 1, &eb), 0);
+  assert_non_null(strstr(eb.msg, "no ring for rank 65535"));
+  dlcp_shm_out out;
+  assert_int_equal(
+      dlcp_shm_out_open(&out, getpid(), in.fd, NONCE, JOB, ME, FAR, BIG, &eb),
+      0);
+  uint8_t hdr[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+  assert_true(dlcp_shm_put(&out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
+  assert_true(dlcp_shm_pending(&in));
+  size_t len;
+  const uint8_t *d = dlcp_shm_peek(&in, FAR, &len, &kind);
+  assert_non_null(d);
+  assert_int_equal(len, sizeof(hdr));
+  assert_memory_equal(d, hdr, sizeof(hdr));
+  dlcp_shm_release(&in, FAR);
+  assert_false(dlcp_shm_pending(&in));
+  /* A producer the consumer never admitted writes where nobody reads. */
+  dlcp_shm_out stray;
+  assert_int_equal(dlcp_shm_out_open(&stray, getpid(), in.fd, NONCE, JOB, ME,
+                                     BIG - 1, BIG, &eb),
+                   0);
+  assert_true(
+      dlcp_shm_put(&stray, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), NULL, 0));
+  assert_false(dlcp_shm_pending(&in));
+  assert_null(dlcp_shm_peek(&in, BIG - 1, &len, &kind));
+  dlcp_shm_out_close(&stray);
+  dlcp_shm_out_close(&out);
+  dlcp_shm_in_close(&in);
+}
+
 /* A length word a broken producer wrote past the slot reads as an empty
  * datagram, never as a read past the slot. */
 static void test_length_never_trusted(void **state) {
@@ -223,6 +271,7 @@ static void test_two_processes_never_miss_a_wakeup(void **state) {
   dlcp_shm_in in;
   dlcp_errbuf eb = {0};
   assert_int_equal(dlcp_shm_in_create(&in, JOB, ME, WORLD, NONCE, &eb), 0);
+  assert_int_equal(dlcp_shm_in_admit(&in, PEER, &eb), 0);
   int bell[2];
   assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, bell), 0);
   pid_t parent = getpid();
@@ -296,6 +345,7 @@ int main(void) {
       cmocka_unit_test(test_doorbell_handshake),
       cmocka_unit_test(test_wrong_segment_refused),
       cmocka_unit_test(test_length_never_trusted),
+      cmocka_unit_test(test_large_world_maps_only_rings_in_use),
       cmocka_unit_test(test_two_processes_never_miss_a_wakeup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,8 +53,8 @@ static void emit(dlcp_comm *c, peer *p, uint32_t path, const dlcp_sockaddr *to,
  * sleep before seeing what was written into their rings: a zero-length
  * datagram to their first socket. */
 void dlcp_rt_flush_datagrams(dlcp_comm *c) {
-  for (uint32_t r = 0; c->shm_in.hdr && r < c->env.world_size; r++) {
-    peer *p = &c->peers[r];
+  for (uint32_t i = 0; i < c->shm_in.admitted; i++) {
+    peer *p = &c->peers[c->shm_in.src[i]];
     if (p->shm.hdr && dlcp_shm_needs_doorbell(&p->shm)) {
       c->stats.doorbells++;
       dlcp_udp_queue(&c->udp, 0, &p->udp[DLCP_UDP_RX_PATH], c->scratch, 0,
@@ -222,10 +222,9 @@ bool dlcp_rt_drain_rings(dlcp_comm *c, dlcp_tstamp now) {
     if (pass > 0) {
       now = dlcp_rt_now();
     }
-    for (uint32_t r = 0; r < c->env.world_size; r++) {
-      if (r != c->env.rank) {
-        dlcp_rt_drain_peer_ring(c, &c->peers[r], DLCP_SHM_SLOTS, now);
-      }
+    for (uint32_t i = 0; i < c->shm_in.admitted; i++) {
+      dlcp_rt_drain_peer_ring(c, &c->peers[c->shm_in.src[i]], DLCP_SHM_SLOTS,
+                              now);
     }
     if (!dlcp_shm_pending(&c->shm_in)) {
       return false;

@@ -525,11 +525,6 @@ static int exchange_topology(dlcp_comm *c, dlcp_tstamp deadline,
   return rv;
 }
 
-/* Ranks beyond this many share no memory: a segment holds a ring per
- * rank (2 MiB each once used), and large local worlds would pin too much
- * of it. */
-#define SHM_MAX_WORLD 16u
-
 /* Reads the inode of this process's network namespace into |*ino|:
  * ranks of one machine share memory only within one namespace, so that
  * ranks in namespaces of their own (an emulated cluster, containers with
@@ -551,7 +546,7 @@ static bool read_netns(uint64_t *ino) {
 static void open_shm_segment(dlcp_comm *c, bool identified) {
   const dlcp_rt_env *env = &c->env;
   uint64_t nonce;
-  if (!env->shm || env->world_size > SHM_MAX_WORLD || !identified ||
+  if (!env->shm || !identified ||
       getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
     return;
   }
@@ -560,38 +555,50 @@ static void open_shm_segment(dlcp_comm *c, bool identified) {
                      nonce, &eb);
 }
 
-/* Writes to |p| through its rings when it published some from this
- * rank's machine (|machine|) and network namespace (|netns|) and this
- * rank takes part; a segment that cannot be mapped (another PID
- * namespace, say) leaves |p| on UDP (its ring for us stays empty, which
- * costs it nothing). */
-static void map_peer_segment(dlcp_comm *c, peer *p, const addr_record *rec,
-                             const char *machine, uint64_t netns) {
-  if (!c->shm_in.hdr || rec->shm_pid == 0 ||
-      strcmp(rec->machine, machine) != 0 || rec->shm_netns != netns) {
-    return;
-  }
-  /* From the records alone, so that both ends agree even if a mapping
-   * fails on one side. */
-  p->both_rings = true;
-  dlcp_errbuf eb = {0};
-  if (dlcp_shm_out_open(&p->shm, rec->shm_pid, rec->shm_fd, rec->shm_nonce,
-                        c->env.job, p->rank, c->env.rank, c->env.world_size,
-                        &eb) == 0) {
-    c->stats.shm_peers++;
-  }
+/* Whether |rec| published rings from this rank's machine (|machine|) and
+ * network namespace (|netns|). */
+static bool shares_host(const addr_record *rec, const char *machine,
+                        uint64_t netns) {
+  return rec->shm_pid != 0 && strcmp(rec->machine, machine) == 0 &&
+         rec->shm_netns == netns;
 }
 
-/* Closes this rank's segment if no peer shares its machine and network
- * namespace: none will map it (both ends decide from the same records),
- * and a waiting thread need not look at its rings. */
-static void release_unshared_segment(dlcp_comm *c) {
+/* Reads from and writes to the peers that share this rank's host through
+ * rings, if they are few enough (DLCP_SHM_MAX_PEERS): each rank of the
+ * group counts the same records, so all decide alike, and so does a pair
+ * whose mapping fails on one side (that side writes through UDP; its
+ * ring for us stays empty, which costs nothing).  A segment no peer
+ * reads is closed, so that a waiting thread need not look at it.
+ * Returns 0, or an error code if a peer's ring to us cannot be mapped:
+ * it would write there unread. */
+static int share_memory(dlcp_comm *c, const addr_record *recs,
+                        const char *machine, uint64_t netns, dlcp_errbuf *eb) {
+  uint32_t group = 0;
+  for (uint32_t r = 0; c->shm_in.hdr && r < c->env.world_size; r++) {
+    group += r != c->env.rank && shares_host(&recs[r], machine, netns);
+  }
+  if (group == 0 || group > DLCP_SHM_MAX_PEERS) {
+    dlcp_shm_in_close(&c->shm_in);
+    return 0;
+  }
   for (uint32_t r = 0; r < c->env.world_size; r++) {
-    if (c->peers[r].both_rings) {
-      return;
+    peer *p = &c->peers[r];
+    if (r == c->env.rank || !shares_host(&recs[r], machine, netns)) {
+      continue;
+    }
+    int rv = dlcp_shm_in_admit(&c->shm_in, r, eb);
+    if (rv != 0) {
+      return rv;
+    }
+    p->both_rings = true;
+    dlcp_errbuf ignored = {0};
+    if (dlcp_shm_out_open(&p->shm, recs[r].shm_pid, recs[r].shm_fd,
+                          recs[r].shm_nonce, c->env.job, r, c->env.rank,
+                          c->env.world_size, &ignored) == 0) {
+      c->stats.shm_peers++;
     }
   }
-  dlcp_shm_in_close(&c->shm_in);
+  return 0;
 }
 
 /* Routes per path (proto/pathset.h, "Routes"): each route of a path is
@@ -692,15 +699,14 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     dlcp_fmt(p->name, sizeof(p->name),
              strchr(recs[r].ip, ':') ? "rank %u ([%s]:%u)" : "rank %u (%s:%u)",
              r, recs[r].ip, (unsigned)recs[r].tcp_port);
-    if (rv == 0 && r != env->rank) {
-      map_peer_segment(c, p, &recs[r], machine, netns);
-    }
   }
   if (exchanged) {
     dlcp_rdzv_free_values(values, env->world_size); /* parsed into recs */
   }
   if (rv == 0) {
-    release_unshared_segment(c);
+    rv = share_memory(c, recs, machine, netns, eb);
+  }
+  if (rv == 0) {
     /* A waiting rank lets the others run if they outnumber the CPUs
      * (drive.c). */
     c->stats.machine_ranks = ranks_here(recs, env->world_size, env->rank);

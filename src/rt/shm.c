@@ -1,9 +1,12 @@
 /*
- * Shared-memory datagram rings (see shm.h).  Layout of a segment: a page
- * of header, then one ring per sending rank; a ring is two cache lines
+ * Shared-memory datagram rings (see shm.h).  Layout of a segment: a
+ * header, then one ring per rank of the world; a ring is two cache lines
  * (the producer's tail, the consumer's head) and DLCP_SHM_SLOTS slots of
  * a length word and DLCP_SHM_SLOT_DATA bytes.  Indices only grow; the slot
- * of index i is i % DLCP_SHM_SLOTS.
+ * of index i is i % DLCP_SHM_SLOTS.  The segment is sparse: only the rings
+ * of the peers that share the host are ever mapped, each on its own at a
+ * page-aligned offset, so a world of thousands costs a few rings of memory
+ * and address space.
  */
 #include "rt/shm.h"
 
@@ -20,12 +23,17 @@
 #include "dlcp/dlcp_types.h"
 
 #define SHM_MAGIC UINT64_C(0x4d48535f50434c44) /* "DLCP_SHM" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define LINE 64u
-#define HEADER_BYTES 4096u
+/* Mapping offsets are multiples of this: the largest page size Linux
+ * runs with (arm64's 64 KiB), so the layout is the same everywhere. */
+#define SHM_ALIGN 65536u
+#define HEADER_BYTES SHM_ALIGN
 #define SLOT_HDR LINE
 #define SLOT_STRIDE ((size_t)SLOT_HDR + DLCP_SHM_SLOT_DATA)
-#define RING_STRIDE (2u * LINE + (size_t)DLCP_SHM_SLOTS * SLOT_STRIDE)
+#define RING_BYTES (2u * LINE + (size_t)DLCP_SHM_SLOTS * SLOT_STRIDE)
+#define RING_STRIDE                                                            \
+  ((RING_BYTES + SHM_ALIGN - 1) / SHM_ALIGN * (size_t)SHM_ALIGN)
 
 struct dlcp_shm_header {
   uint64_t magic;
@@ -48,10 +56,8 @@ static size_t segment_size(uint32_t world) {
   return HEADER_BYTES + (size_t)world * RING_STRIDE;
 }
 
-static struct dlcp_shm_ring *ring_of(struct dlcp_shm_header *h,
-                                     uint32_t src) {
-  return (struct dlcp_shm_ring *)((uint8_t *)h + HEADER_BYTES +
-                                  (size_t)src * RING_STRIDE);
+static off_t ring_offset(uint32_t src) {
+  return (off_t)(HEADER_BYTES + (size_t)src * RING_STRIDE);
 }
 
 static uint8_t *slot_of(struct dlcp_shm_ring *r, uint64_t index) {
@@ -59,17 +65,23 @@ static uint8_t *slot_of(struct dlcp_shm_ring *r, uint64_t index) {
          (size_t)(index % DLCP_SHM_SLOTS) * SLOT_STRIDE;
 }
 
-/* Every slot is touched when a ring is set up, on both ends (the
- * consumer allocates the pages, the producer maps them): otherwise each
- * first use of a slot page costs two page faults, and with 32 slots a
- * ring takes dozens of operations to warm up.  Measured with 4-rank
- * recursive doubling: prefaulting the first 8 KiB only, 60 KiB took 500 us
- * against 230 us over TCP; whole slots cost 2 MiB of memory per ring
- * (at most 15 rings a rank: SHM_MAX_WORLD in join.c). */
-static void prefault_ring(struct dlcp_shm_ring *r) {
-  for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
-    memset(slot_of(r, i), 0, SLOT_STRIDE);
+/* Maps the ring |src| writes into, with every page of it in place: else
+ * each first use of a slot page costs two page faults, and with 32 slots
+ * a ring takes dozens of operations to warm up (measured with 4-rank
+ * recursive doubling: with the first 8 KiB in place only, 60 KiB took
+ * 500 us against 230 us over TCP).  Populating writes nothing, so either
+ * end may map while the other already uses the ring.  Returns 0, or an
+ * error code with |eb| set. */
+static int map_ring(int fd, uint32_t src, struct dlcp_shm_ring **ring,
+                    dlcp_errbuf *eb) {
+  void *r = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_POPULATE, fd, ring_offset(src));
+  if (r == MAP_FAILED) {
+    return dlcp_errbuf_set(eb, -errno, "mapping the ring of rank %u: %s", src,
+                           strerror(errno));
   }
+  *ring = r;
+  return 0;
 }
 
 int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
@@ -86,7 +98,8 @@ int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
     return dlcp_errbuf_set(eb, -e, "shared-memory segment (%zu bytes): %s",
                            size, strerror(e));
   }
-  void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *base =
+      mmap(NULL, HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     int e = errno;
     close(fd);
@@ -94,11 +107,6 @@ int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
                            strerror(e));
   }
   struct dlcp_shm_header *h = base;
-  for (uint32_t src = 0; src < world; src++) {
-    if (src != rank) {
-      prefault_ring(ring_of(h, src));
-    }
-  }
   h->nonce = nonce;
   h->version = SHM_VERSION;
   h->job = job;
@@ -111,7 +119,6 @@ int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
   atomic_thread_fence(memory_order_release);
   h->magic = SHM_MAGIC;
   in->hdr = h;
-  in->size = size;
   in->fd = fd;
   in->world = world;
   in->rank = rank;
@@ -119,9 +126,26 @@ int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
   return 0;
 }
 
+int dlcp_shm_in_admit(dlcp_shm_in *in, uint32_t src, dlcp_errbuf *eb) {
+  if (in->admitted == DLCP_SHM_MAX_PEERS || src >= in->world ||
+      src == in->rank) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "no ring for rank %u (%u of %u taken)", src,
+                           in->admitted, DLCP_SHM_MAX_PEERS);
+  }
+  int rv = map_ring(in->fd, src, &in->ring[in->admitted], eb);
+  if (rv == 0) {
+    in->src[in->admitted++] = src;
+  }
+  return rv;
+}
+
 void dlcp_shm_in_close(dlcp_shm_in *in) {
+  for (uint32_t i = 0; i < in->admitted; i++) {
+    munmap(in->ring[i], RING_BYTES);
+  }
   if (in->hdr) {
-    munmap(in->hdr, in->size);
+    munmap(in->hdr, HEADER_BYTES);
   }
   if (in->fd >= 0) {
     close(in->fd);
@@ -149,36 +173,42 @@ int dlcp_shm_out_open(dlcp_shm_out *out, pid_t pid, int fd, uint64_t nonce,
                            "rank %u's segment %s: expected %zu bytes", peer,
                            path, size);
   }
-  void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-  close(mfd);
+  void *base =
+      mmap(NULL, HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
   if (base == MAP_FAILED) {
-    return dlcp_errbuf_set(eb, -errno, "mapping rank %u's segment: %s", peer,
-                           strerror(errno));
+    int e = errno;
+    close(mfd);
+    return dlcp_errbuf_set(eb, -e, "mapping rank %u's segment: %s", peer,
+                           strerror(e));
   }
   struct dlcp_shm_header *h = base;
   if (h->magic != SHM_MAGIC || h->nonce != nonce ||
       h->version != SHM_VERSION || h->job != job || h->owner != peer ||
       h->world != world || h->slots != DLCP_SHM_SLOTS ||
       h->slot_data != DLCP_SHM_SLOT_DATA) {
-    munmap(base, size);
+    munmap(base, HEADER_BYTES);
+    close(mfd);
     /* Another process's descriptor (a PID namespace, a reused number):
      * the nonce is what tells. */
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                            "%s is not rank %u's segment of this job", path,
                            peer);
   }
+  int rv = map_ring(mfd, me, &out->ring, eb);
+  close(mfd);
+  if (rv != 0) {
+    munmap(base, HEADER_BYTES);
+    return rv;
+  }
   out->hdr = h;
-  out->ring = ring_of(h, me);
-  out->size = size;
   out->tail = atomic_load_explicit(&out->ring->tail, memory_order_relaxed);
-  /* Nothing is published yet (a new communicator): every slot is ours. */
-  prefault_ring(out->ring);
   return 0;
 }
 
 void dlcp_shm_out_close(dlcp_shm_out *out) {
   if (out->hdr) {
-    munmap(out->hdr, out->size);
+    munmap(out->ring, RING_BYTES);
+    munmap(out->hdr, HEADER_BYTES);
   }
   memset(out, 0, sizeof(*out));
 }
@@ -225,9 +255,22 @@ bool dlcp_shm_needs_doorbell(dlcp_shm_out *out) {
   return atomic_exchange(&out->hdr->sleeping, 0u) != 0;
 }
 
+/* The ring rank |src| writes into, NULL if it was not admitted. */
+static struct dlcp_shm_ring *ring_from(const dlcp_shm_in *in, uint32_t src) {
+  for (uint32_t i = 0; i < in->admitted; i++) {
+    if (in->src[i] == src) {
+      return in->ring[i];
+    }
+  }
+  return NULL;
+}
+
 const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len,
                              dlcp_shm_kind *kind) {
-  struct dlcp_shm_ring *r = ring_of(in->hdr, src);
+  struct dlcp_shm_ring *r = ring_from(in, src);
+  if (!r) {
+    return NULL;
+  }
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
   if (tail == head) {
@@ -244,11 +287,10 @@ const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len,
 }
 
 bool dlcp_shm_pending(const dlcp_shm_in *in) {
-  for (uint32_t src = 0; in->hdr && src < in->world; src++) {
-    struct dlcp_shm_ring *r = ring_of(in->hdr, src);
-    if (src != in->rank &&
-        atomic_load_explicit(&r->tail, memory_order_relaxed) !=
-            atomic_load_explicit(&r->head, memory_order_relaxed)) {
+  for (uint32_t i = 0; i < in->admitted; i++) {
+    struct dlcp_shm_ring *r = in->ring[i];
+    if (atomic_load_explicit(&r->tail, memory_order_relaxed) !=
+        atomic_load_explicit(&r->head, memory_order_relaxed)) {
       return true;
     }
   }
@@ -256,7 +298,7 @@ bool dlcp_shm_pending(const dlcp_shm_in *in) {
 }
 
 void dlcp_shm_release(dlcp_shm_in *in, uint32_t src) {
-  struct dlcp_shm_ring *r = ring_of(in->hdr, src);
+  struct dlcp_shm_ring *r = ring_from(in, src);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   atomic_store_explicit(&r->head, head + 1, memory_order_release);
 }

@@ -36,6 +36,11 @@
 #define DLCP_SHM_SLOTS 32u
 /* Largest datagram a slot holds: a whole UDP datagram. */
 #define DLCP_SHM_SLOT_DATA 65536u
+/* Peers a rank shares memory with at most: a ring in use pins 2 MiB on
+ * each end, so a host crowded with ranks (a hundred on two cores) keeps
+ * them on UDP rather than pin gigabytes.  Eight to sixteen accelerators a
+ * machine is the common case, and fits. */
+#define DLCP_SHM_MAX_PEERS 15u
 
 struct dlcp_shm_header;
 struct dlcp_shm_ring;
@@ -43,26 +48,32 @@ struct dlcp_shm_ring;
 /* This rank's inbound segment. */
 typedef struct dlcp_shm_in {
   struct dlcp_shm_header *hdr; /* NULL: no segment */
-  size_t size;
   int fd;
   uint32_t world, rank;
   uint64_t nonce;
+  uint32_t admitted; /* rings mapped: src[i] writes into ring[i] */
+  uint32_t src[DLCP_SHM_MAX_PEERS];
+  struct dlcp_shm_ring *ring[DLCP_SHM_MAX_PEERS];
 } dlcp_shm_in;
 
 /* A mapping of a peer's segment, writing into its ring for this rank. */
 typedef struct dlcp_shm_out {
   struct dlcp_shm_header *hdr; /* NULL: the peer is not reached this way */
   struct dlcp_shm_ring *ring;
-  size_t size;
   uint64_t tail; /* next slot to fill (this side's copy) */
   bool dirty;    /* published since the last doorbell check */
 } dlcp_shm_out;
 
-/* dlcp_shm_in_create makes this rank's segment: |world| rings (the one
- * for |rank| unused), stamped with a random |nonce| that peers check.
- * Returns 0 or an error code with |eb| set. */
+/* dlcp_shm_in_create makes this rank's segment: room for |world| rings
+ * (the one for |rank| unused), none of it allocated, stamped with a random
+ * |nonce| that peers check.  Returns 0 or an error code with |eb| set. */
 int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
                        uint32_t world, uint64_t nonce, dlcp_errbuf *eb);
+/* dlcp_shm_in_admit maps the ring rank |src| writes into, which this rank
+ * reads from then on (at most DLCP_SHM_MAX_PEERS of them; the others are
+ * never allocated).  Returns 0, or an error code with |eb| set (the caller
+ * keeps |src| on UDP). */
+int dlcp_shm_in_admit(dlcp_shm_in *in, uint32_t src, dlcp_errbuf *eb);
 void dlcp_shm_in_close(dlcp_shm_in *in);
 
 /* dlcp_shm_out_open maps the segment rank |peer| published as |pid|, |fd|
@@ -98,7 +109,8 @@ uint32_t dlcp_shm_free_slots(const dlcp_shm_out *out);
 bool dlcp_shm_needs_doorbell(dlcp_shm_out *out);
 
 /* The consumer's side.  dlcp_shm_peek returns the oldest unread datagram
- * from rank |src| and its length (NULL when there is none); its bytes live
+ * from rank |src| and its length (NULL when there is none, or |src| was
+ * not admitted); its bytes live
  * in shared memory, which the producer does not touch until
  * dlcp_shm_release. */
 const uint8_t *dlcp_shm_peek(dlcp_shm_in *in, uint32_t src, size_t *len,
