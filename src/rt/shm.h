@@ -71,8 +71,9 @@ int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
                        uint32_t world, uint64_t nonce, dlcp_errbuf *eb);
 /* dlcp_shm_in_admit maps the ring rank |src| writes into, which this rank
  * reads from then on (at most DLCP_SHM_MAX_PEERS of them; the others are
- * never allocated).  Returns 0, or an error code with |eb| set (the caller
- * keeps |src| on UDP). */
+ * never allocated).  Returns 0, or an error code with |eb| set (a peer
+ * that writes into a ring this rank cannot read would lose everything it
+ * sends: the join fails, join.c). */
 int dlcp_shm_in_admit(dlcp_shm_in *in, uint32_t src, dlcp_errbuf *eb);
 void dlcp_shm_in_close(dlcp_shm_in *in);
 
