@@ -4,7 +4,9 @@
  * reordering, the RTO and its doubling, the in-flight window, selective
  * acknowledgement, the count of unacknowledged messages, acknowledgements
  * delayed for a reply to carry them, prompt messages acknowledged at once
- * and timed by the channel's own RTT, long messages in pieces.  Time is an argument; nothing sleeps.
+ * and timed by the channel's own RTT, copies the peer reports needless
+ * raising the timeout, long messages in pieces.  Time is an argument;
+ * nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -452,6 +454,94 @@ static void test_prompt_messages_acked_at_once_and_timed(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* Feeds |len| bytes of |d| to |to| at |now|, then returns |to|'s CACK. */
+static dlcp_wire_cack arrive_and_ack(dlcp_ctlchan *to, const uint8_t *d,
+                                     size_t len, log *rx, dlcp_tstamp now,
+                                     uint8_t *c) {
+  assert_int_equal(dlcp_ctlchan_on_datagram(to, d, len, deliver, rx, now), 0);
+  assert_int_equal(dlcp_ctlchan_deadline(to), now);
+  assert_int_equal(dlcp_ctlchan_poll(to, c, 64, RTO, MAX_RTO, now),
+                   DLCP_WIRE_CACK_LEN);
+  dlcp_wire_cack ck;
+  assert_int_equal(dlcp_wire_cack_decode(&ck, c, DLCP_WIRE_CACK_LEN), 0);
+  return ck;
+}
+
+/* A peer that answers later than the timeout (asleep: its process waits
+ * for a core) gets the message and its copy before it acknowledges
+ * either; its CACK says so, and the sender's estimate then covers that
+ * wait, so the next message is not sent twice.  A copy of a message the
+ * peer had acknowledged (the acknowledgement lost) teaches nothing, nor
+ * does a copy the network made of a message sent once. */
+static void test_needless_copy_raises_the_timeout(void **state) {
+  (void)state;
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, 500, 0, 0);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, 500, 0, 0);
+  uint8_t d[3][64], c[64];
+  log rx = {.n = 0, .prompt = false};
+  size_t dl = one_cdata_as(&a, d[0], 0, false, 100);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 100 + RTO + 500);
+  assert_int_equal(dlcp_ctlchan_poll(&a, d[1], 64, RTO, MAX_RTO, 1600),
+                   (dlcp_ssize)dl);
+  assert_int_equal(a.retransmissions, 1);
+  /* The peer wakes at 3000 and finds both copies. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 3000),
+                   0);
+  dlcp_wire_cack ck = arrive_and_ack(&b, d[1], dl, &rx, 3000, c);
+  assert_int_equal(rx.n, 1);
+  assert_int_equal(b.early_received, 1);
+  assert_int_equal(b.duplicates, 0);
+  assert_int_equal(ck.next, 1);
+  assert_int_equal(ck.early, 1);
+  assert_int_equal(ck.early_seq, 0);
+  /* 3060 - 100, less the ack delay: 2460.  srtt 2460, rttvar 1230. */
+  assert_int_equal(
+      dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 3060),
+      0);
+  assert_int_equal(a.needless, 1);
+  assert_int_equal(a.srtt, 2460);
+  assert_int_equal(a.rttvar, 1230);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  /* The next message waits 2460 + 4 * 1230 + 500 before going again. */
+  (void)one_cdata_as(&a, d[0], 1, false, 6000);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 6000 + 2460 + 4920 + 500);
+  /* Its acknowledgement is lost: the copy arrives at a peer that had
+   * acknowledged it, which proves nothing. */
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 6100),
+                   0);
+  assert_int_equal(dlcp_ctlchan_poll(&b, c, 64, RTO, MAX_RTO, 6600),
+                   DLCP_WIRE_CACK_LEN);
+  assert_int_equal(dlcp_ctlchan_poll(&a, d[1], 64, RTO, MAX_RTO, 13880),
+                   (dlcp_ssize)dl);
+  ck = arrive_and_ack(&b, d[1], dl, &rx, 13900, c);
+  assert_int_equal(ck.early, 0);
+  assert_int_equal(b.duplicates, 1);
+  assert_int_equal(b.early_received, 1);
+  assert_int_equal(
+      dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 13950),
+      0);
+  assert_int_equal(a.needless, 1);
+  assert_int_equal(a.srtt, 2460);
+  /* A message sent once that the network delivers twice: reported, but
+   * the sender sent no copy and learns nothing from it. */
+  (void)one_cdata_as(&a, d[2], 2, false, 20000);
+  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[2], dl, deliver, &rx, 20050),
+                   0);
+  ck = arrive_and_ack(&b, d[2], dl, &rx, 20050, c);
+  assert_int_equal(ck.early, 1);
+  assert_int_equal(ck.early_seq, 2);
+  assert_int_equal(
+      dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 20100),
+      0);
+  assert_int_equal(a.needless, 1);
+  assert_int_equal(a.srtt, 2460);
+  assert_int_equal(a.rttvar, 1230);
+  assert_int_equal(rx.n, 3);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
 /* |n| prompt messages from |a| to |b|, each answered |rtt| after it left,
  * |gap| apart from |*t| on; |*t| ends after the last. */
 static void steady_exchanges(dlcp_ctlchan *a, dlcp_ctlchan *b, uint32_t n,
@@ -714,6 +804,7 @@ int main(void) {
       cmocka_unit_test(test_acks_at_once_when_it_matters),
       cmocka_unit_test(test_prompt_messages_acked_at_once_and_timed),
       cmocka_unit_test(test_rto_margin_on_a_steady_path),
+      cmocka_unit_test(test_needless_copy_raises_the_timeout),
       cmocka_unit_test(test_pieces_joined_through_a_bad_network),
       cmocka_unit_test(test_pieces_that_disagree_dropped),
       cmocka_unit_test(test_burst_of_pieces_at_the_bottleneck_pace),

@@ -269,7 +269,7 @@ static size_t make_samples(sample *s) {
   {
     /* A CDATA carrying a PROBE, and a CACK. */
     dlcp_wire_probe pr = {3, 4, 5, 6};
-    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u};
+    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u, 2, 0xFFFFFFEEu};
 
     n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), 3,
                                       UINT32_MAX, 0x80000007u, 0,
@@ -1725,6 +1725,32 @@ static void test_cdata_pieces(void **state) {
                                      DLCP_WIRE_CDATA_HDR_LEN) < 0);
 }
 
+/* A CACK reports needless copies as a count and the latest's cseq; a
+ * cseq without a count is refused both ways. */
+static void test_cack_early_copies(void **state) {
+  (void)state;
+  uint8_t buf[DLCP_WIRE_CACK_LEN];
+  dlcp_wire_cack c = {
+      .job = 7, .next = 5, .sack = 1, .early = 3, .early_seq = 0};
+  dlcp_wire_cack d;
+
+  assert_int_equal(dlcp_wire_cack_encode(buf, sizeof(buf), &c),
+                   DLCP_WIRE_CACK_LEN);
+  assert_int_equal(dlcp_wire_cack_decode(&d, buf, sizeof(buf)), 0);
+  assert_int_equal(d.early, 3);
+  assert_int_equal(d.early_seq, 0);
+  assert_int_equal(d.next, 5);
+  assert_int_equal(d.sack, 1);
+  c.early = 0;
+  c.early_seq = 4;
+  assert_int_equal(dlcp_wire_cack_encode(buf, sizeof(buf), &c),
+                   DLCP_ERR_INVALID_ARGUMENT);
+  dlcp_put_u32(buf + 24, 0);
+  dlcp_put_u32(buf + 28, 4);
+  assert_int_equal(dlcp_wire_cack_decode(&d, buf, sizeof(buf)),
+                   DLCP_ERR_INVALID_ARGUMENT);
+}
+
 static void test_data_decode_header_matches_whole(void **state) {
   (void)state;
   uint8_t pkt[DLCP_WIRE_DATA_HDR_LEN + 300];
@@ -1815,6 +1841,7 @@ int main(void) {
       cmocka_unit_test(test_offer_round_trip_and_errors),
       cmocka_unit_test(test_eager_round_trip_and_errors),
       cmocka_unit_test(test_cdata_pieces),
+      cmocka_unit_test(test_cack_early_copies),
       cmocka_unit_test(test_data_decode_header_matches_whole),
       cmocka_unit_test(test_mem_default),
   };

@@ -652,11 +652,12 @@ int main(int argc, char **argv) {
            (unsigned long long)st.retransmissions, st.min_rate_gbps,
            (double)st.max_srtt_ns / 1e3, (long long)bypasses);
     printf("# rank 0: %llu data packets arrived CE-marked; rate cuts: %llu "
-           "for ECN, %llu for delay; %llu control datagrams sent again; "
-           "%llu paths left out, %llu rerouted\n",
+           "for ECN, %llu for delay; %llu control datagrams sent again "
+           "(%llu needless); %llu paths left out, %llu rerouted\n",
            (unsigned long long)st.ce_received, (unsigned long long)st.cuts_ecn,
            (unsigned long long)st.cuts_delay,
            (unsigned long long)st.control_retx,
+           (unsigned long long)st.control_retx_needless,
            (unsigned long long)st.paths_left_out,
            (unsigned long long)st.paths_rerouted);
     printf("# rank 0: %llu data packets arrived reordered; holes asked for "

@@ -141,11 +141,28 @@ static dlcp_duration first_rto(const dlcp_ctlchan *ch,
   return o->prompt ? t : t + ch->ack_delay;
 }
 
+/* Remembers that message |seq| goes out again, in case the peer reports
+ * the copy needless (learn_needless). */
+static void log_resent(dlcp_ctlchan *ch, uint32_t seq,
+                       const dlcp_ctlchan_out *o) {
+  dlcp_ctlchan_resent *r =
+      &ch->resent_log[ch->resent_next++ % DLCP_CTLCHAN_RESENT_LOG];
+  *r = (dlcp_ctlchan_resent){.seq = seq,
+                             .valid = true,
+                             .prompt = o->prompt,
+                             .grouped = o->grouped,
+                             .sent_at = o->sent_at};
+}
+
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
   if (ch->cack_at <= now) {
-    dlcp_wire_cack c = {.job = ch->job, .next = ch->next, .sack = 0};
+    dlcp_wire_cack c = {.job = ch->job,
+                        .next = ch->next,
+                        .sack = 0,
+                        .early = ch->early_copies,
+                        .early_seq = ch->early_copy_seq};
     for (uint32_t i = 0; i < 32 && i + 1 < DLCP_CTLCHAN_WINDOW; i++) {
       if (ch->early[(ch->next + 1 + i) % DLCP_CTLCHAN_WINDOW]) {
         c.sack |= 1u << i;
@@ -154,6 +171,8 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     dlcp_ssize n = dlcp_wire_cack_encode(buf, buflen, &c);
     if (n > 0) {
       acked_all(ch);
+      ch->acked_next = ch->next;
+      ch->early_copies = ch->early_copy_seq = 0;
     }
     return n;
   }
@@ -175,14 +194,18 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     if (!holds_early(ch)) {
       acked_all(ch); /* the cumulative ack says it all */
     }
+    ch->acked_next = ch->next;
     memcpy(buf + n, o->bytes, o->len);
+    if (o->sent) {
+      if (!o->resent) {
+        log_resent(ch, ch->una + i, o);
+      }
+      ch->retransmissions++;
+      o->resent = true;
+    }
     if (o->resend_now) {
-      ch->retransmissions++;
       o->resend_now = false;
-      o->resent = true;
     } else if (o->sent) {
-      ch->retransmissions++;
-      o->resent = true;
       o->rto = o->rto * 2 < max_rto ? o->rto * 2 : max_rto;
       o->resent_fast = false;
     } else {
@@ -298,6 +321,36 @@ static void resend_skipped(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
   }
 }
 
+/* The peer got a copy of |seq| before it had acknowledged the first: if
+ * we sent it again, our timeout was shorter than the peer took to answer
+ * (its process waiting for a core, most often).  The time since the
+ * first transmission, less the ack delay a message not prompt has on top
+ * of its timeout, is a round trip the estimate must cover: srtt and
+ * rttvar become at least the sample and half of it (RFC 4015's response
+ * to a spurious timeout), so the next timeout is at least three times it.
+ * A lost message cannot be reported so: the peer never had it. */
+static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
+  for (uint32_t i = 0; i < DLCP_CTLCHAN_RESENT_LOG; i++) {
+    dlcp_ctlchan_resent *r = &ch->resent_log[i];
+    if (!r->valid || r->seq != seq || now < r->sent_at) {
+      continue;
+    }
+    r->valid = false;
+    ch->needless++;
+    dlcp_duration rtt = now - r->sent_at;
+    dlcp_duration held = r->prompt ? 0 : ch->ack_delay;
+    if (rtt <= held) {
+      return;
+    }
+    rtt -= held;
+    dlcp_duration *srtt = r->grouped ? &ch->piece_srtt : &ch->srtt;
+    dlcp_duration *rttvar = r->grouped ? &ch->piece_rttvar : &ch->rttvar;
+    *srtt = *srtt > rtt ? *srtt : rtt;
+    *rttvar = *rttvar > rtt / 2 ? *rttvar : rtt / 2;
+    return;
+  }
+}
+
 static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
                     dlcp_tstamp now) {
   /* A cumulative ack beyond what was sent is forged or stale: ignored. */
@@ -325,6 +378,9 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
     restart_timeouts(ch, now);
   }
   resend_skipped(ch, c);
+  if (c->early > 0) {
+    learn_needless(ch, c->early_seq, now);
+  }
 }
 
 /* Ends the message being joined. */
@@ -381,9 +437,20 @@ static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
                     dlcp_tstamp now) {
   uint32_t d = seq - ch->next;
   if (d >= DLCP_CTLCHAN_WINDOW) {
-    /* Already delivered (d wrapped) or beyond any window we granted: our
-     * acknowledgement was lost or is late, say it again now. */
-    ch->duplicates++;
+    /* Already delivered (d wrapped) or beyond any window we granted: say
+     * our acknowledgement again now.  If we had not sent one yet, the
+     * sender's timeout was too short, and it learns so from this CACK;
+     * otherwise our acknowledgement was lost or is late. */
+    bool delivered = (int32_t)(seq - ch->next) < 0;
+    if (delivered && (int32_t)(seq - ch->acked_next) >= 0) {
+      ch->early_received++;
+      if (ch->early_copies < UINT32_MAX) {
+        ch->early_copies++;
+      }
+      ch->early_copy_seq = seq;
+    } else {
+      ch->duplicates++;
+    }
     ch->cack_at = now;
     return 0;
   }

@@ -55,6 +55,20 @@
  * top (1 ms in the runtime: two or three lost STARTs, BITMAPs or STOPs per
  * 4 MiB all-reduce at 1 % loss were its whole tail, issue 14).  Prompt
  * messages are also the RTT samples: their acknowledgement is not held.
+ *
+ * A timeout shorter than the peer takes to answer sends copies for
+ * nothing: a peer whose process waits for a core answers late, and 128
+ * ranks on 2 cores sent a quarter of their control datagrams twice.  The
+ * receiver can tell such copies apart: a copy of a message it delivered
+ * but had not yet acknowledged was needless, whatever the network did (a
+ * copy of an acknowledged message may mean only that the acknowledgement
+ * was lost, and proves nothing).  Its next CACK, sent at once, names the
+ * latest such copy.  The sender remembers its last DLCP_CTLCHAN_RESENT_LOG
+ * messages sent again; for one of those it takes the time from the first
+ * transmission to this report (less the ack delay, which a message not
+ * prompt has on top of its timeout) as a round trip its estimate must
+ * cover, and adapts as Eifel's response does (RFC 4015): srtt and rttvar
+ * become at least the sample and half of it.
  */
 #ifndef DLCP_PROTO_CTLCHAN_H
 #define DLCP_PROTO_CTLCHAN_H
@@ -75,6 +89,9 @@
 #define DLCP_CTLCHAN_REORDER 3u
 /* In-order pieces of a long message acknowledged together at most. */
 #define DLCP_CTLCHAN_PIECE_ACKS 8u
+/* Messages sent again that a sender remembers, to learn from the peer
+ * that a copy came before it had answered the first (see below). */
+#define DLCP_CTLCHAN_RESENT_LOG 16u
 
 typedef struct dlcp_ctlchan_out {
   uint8_t *bytes; /* owned copy of the control message (a piece of it) */
@@ -96,6 +113,16 @@ typedef struct dlcp_ctlchan_out {
   dlcp_tstamp due;   /* next (re)transmission */
   dlcp_duration rto; /* this message's current timeout */
 } dlcp_ctlchan_out;
+
+/* A message sent again: what its timeout would have needed to be, once
+ * the peer says the copy was needless. */
+typedef struct dlcp_ctlchan_resent {
+  uint32_t seq;
+  bool valid;
+  bool prompt;
+  bool grouped;
+  dlcp_tstamp sent_at; /* first transmission */
+} dlcp_ctlchan_resent;
 
 typedef struct dlcp_ctlchan {
   const dlcp_mem *mem;
@@ -120,7 +147,18 @@ typedef struct dlcp_ctlchan {
   dlcp_duration min_rto; /* no timeout is shorter (see dlcp_ctlchan_init) */
   dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
   uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
-  uint64_t retransmissions, duplicates;
+  uint32_t acked_next;  /* the cumulative ack we last sent */
+  /* copies of delivered messages that came before acked_next covered
+   * them, for the next CACK: count (saturating) and the latest's seq */
+  uint32_t early_copies, early_copy_seq;
+  /* sender: the latest messages sent again, a ring */
+  dlcp_ctlchan_resent resent_log[DLCP_CTLCHAN_RESENT_LOG];
+  uint32_t resent_next;
+  /* retransmissions: copies sent again; needless: of those, copies the
+   * peer got before it had acknowledged the first; duplicates: copies
+   * received of messages we had acknowledged or held (our acknowledgement
+   * may be lost); early_received: copies received before we had */
+  uint64_t retransmissions, needless, duplicates, early_received;
   /* RFC 6298's estimator over prompt whole messages sent once, and one
    * over first pieces (see ack_one); 0: no sample */
   dlcp_duration srtt, rttvar;

@@ -3121,6 +3121,7 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
   st->rttvar_ns = conn->rttvar_ns;
   window_rtt(conn, &st->window_srtt_ns, &st->window_rttvar_ns);
   st->control_retx = conn->ctl.retransmissions;
+  st->control_needless = conn->ctl.needless;
   st->control_duplicates = conn->ctl.duplicates;
   st->paths_left_out = conn->paths.spells;
   st->paths_rerouted = conn->paths.reroutes;
@@ -3160,6 +3161,7 @@ void dlcp_mlt_stats_add(dlcp_mlt_stats *sum, const dlcp_mlt_stats *st) {
   sum->control_sent += st->control_sent;
   sum->control_received += st->control_received;
   sum->control_retx += st->control_retx;
+  sum->control_needless += st->control_needless;
   sum->control_duplicates += st->control_duplicates;
   sum->dropped_malformed += st->dropped_malformed;
   sum->dropped_foreign += st->dropped_foreign;

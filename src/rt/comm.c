@@ -747,6 +747,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   st->cuts_ecn += sum.cuts_ecn;
   st->cuts_delay += sum.cuts_delay;
   st->control_retx += sum.control_retx;
+  st->control_retx_needless += sum.control_needless;
   st->paths_left_out += sum.paths_left_out;
   st->paths_rerouted += sum.paths_rerouted;
   st->data_reordered += sum.data_reordered;

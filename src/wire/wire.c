@@ -351,8 +351,13 @@ dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }
   p = put_preamble(buf, DLCP_WIRE_CACK, c->job, 0, DLCP_WIRE_CACK_LEN);
+  if (c->early == 0 && c->early_seq != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
   p = dlcp_put_u32(p, c->next);
-  dlcp_put_u32(p, c->sack);
+  p = dlcp_put_u32(p, c->sack);
+  p = dlcp_put_u32(p, c->early);
+  dlcp_put_u32(p, c->early_seq);
   return DLCP_WIRE_CACK_LEN;
 }
 
@@ -370,6 +375,11 @@ int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
   c->job = pre.job;
   c->next = dlcp_get_u32(buf + 16);
   c->sack = dlcp_get_u32(buf + 20);
+  c->early = dlcp_get_u32(buf + 24);
+  c->early_seq = dlcp_get_u32(buf + 28);
+  if (c->early == 0 && c->early_seq != 0) {
+    return DLCP_ERR_INVALID_ARGUMENT;
+  }
   return 0;
 }
 

@@ -136,9 +136,17 @@
  *   24  ...  the control message or piece, len - 24 bytes (at least 1;
  *            with the bytes that follow, at most DLCP_WIRE_CTRL_MAX)
  *
- * CACK (datagram, either way), 24 bytes; xfer is 0:
+ * CACK (datagram, either way), 32 bytes; xfer is 0:
  *   16  4    next     every cseq before this one has arrived
  *   20  4    sack     bit i set: cseq next + 1 + i has arrived too
+ *   24  4    early    messages that arrived again, since the previous
+ *                     CACK, before this end had acknowledged their first
+ *                     copy (saturates): the sender's timeout was shorter
+ *                     than this end took to answer, so its copy was
+ *                     needless (a duplicate of an acknowledged message
+ *                     may only mean the acknowledgement was lost, and is
+ *                     not counted)
+ *   28  4    early_seq  the cseq of the latest of them (0 if early is 0)
  */
 #ifndef DLCP_WIRE_H
 #define DLCP_WIRE_H
@@ -150,7 +158,7 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_WIRE_MAGIC 0xD1C9u
-#define DLCP_WIRE_VERSION 1u
+#define DLCP_WIRE_VERSION 2u
 #define DLCP_WIRE_PREAMBLE_LEN 16u
 #define DLCP_WIRE_DATA_HDR_LEN 44u
 #define DLCP_WIRE_ACK_LEN 48u
@@ -164,7 +172,7 @@
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
 #define DLCP_WIRE_CDATA_HDR_LEN 24u
-#define DLCP_WIRE_CACK_LEN 24u
+#define DLCP_WIRE_CACK_LEN 32u
 /* The largest control message a decoder accepts (1 MiB).  With segments of
  * at least 1400 bytes, even the worst-case bitmap of a 1 GiB tensor (every
  * other segment missing: 2 bytes per range) fits. */
@@ -283,6 +291,8 @@ typedef struct dlcp_wire_cack {
   uint32_t job;
   uint32_t next; /* every cseq before it has arrived */
   uint32_t sack; /* bit i: cseq next + 1 + i has arrived */
+  uint32_t early;     /* copies that came before we acknowledged the first */
+  uint32_t early_seq; /* the cseq of the latest of them (0 if none) */
 } dlcp_wire_cack;
 
 /* A run of segment indices [start, start + count). */
@@ -446,6 +456,8 @@ int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
                            uint32_t *rest, const uint8_t **inner,
                            size_t *inner_len, const uint8_t *buf,
                            size_t buflen);
+/* A CACK with an early_seq but no early copies is refused both ways
+ * (DLCP_ERR_INVALID_ARGUMENT). */
 dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
                                  const dlcp_wire_cack *c);
 int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,

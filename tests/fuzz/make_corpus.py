@@ -16,9 +16,9 @@ import struct
 import sys
 
 MAGIC = 0xD1C9
-VERSION = 1
+VERSION = 2
 DATA, ACK, START, PROBE, BITMAP, STOP, FINISH, NOTE, EAGER = range(1, 10)
-OFFER = 12
+CDATA, CACK, OFFER = 10, 11, 12
 
 
 def preamble(mtype, job, xfer, length):
@@ -297,12 +297,17 @@ def corpora():
         "eager": eager(),
         "eager_empty": eager(payload=b""),
         "eager_bad_flags": eager(flags=0x08),
+        "cack_early": preamble(CACK, 1, 0, 32) + struct.pack(
+            "<IIII", 5, 1, 2, 3),
+        "cack_seq_alone": preamble(CACK, 1, 0, 32) + struct.pack(
+            "<IIII", 5, 0, 0, 3),
         "stream_two": c["probe"]["min"] + c["ack"]["min"],
         "prefix_only": preamble(BITMAP, 1, 1, 1 << 20),
         "short": preamble(PROBE, 1, 1, 24)[:15],
-        "bad_magic": struct.pack("<HBBIII", 0xC9D1, 1, PROBE, 1, 1, 24),
-        "bad_version": struct.pack("<HBBIII", MAGIC, 2, PROBE, 1, 1, 24),
-        "bad_type": struct.pack("<HBBIII", MAGIC, 1, 10, 1, 1, 24),
+        "bad_magic": struct.pack("<HBBIII", 0xC9D1, VERSION, PROBE, 1, 1, 24),
+        "bad_version": struct.pack("<HBBIII", MAGIC, VERSION - 1, PROBE, 1, 1,
+                                   24),
+        "bad_type": struct.pack("<HBBIII", MAGIC, VERSION, 10, 1, 1, 24),
         "too_long": preamble(BITMAP, 1, 1, (1 << 20) + 1),
     }
     c["eager"] = {
