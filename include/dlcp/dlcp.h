@@ -198,11 +198,12 @@ typedef struct dlcp_comm_stats {
   uint64_t cuts_delay;     /* MLT rate cuts for a rising or high RTT */
   uint64_t control_retx;   /* control datagrams sent again (no CACK in
                               time; control_datagrams only) */
-  uint64_t control_retx_needless; /* of those, copies a peer got before it
-                                     had acknowledged the first (it waited
-                                     for a core, most often): each makes
-                                     the control channel's timeout cover
-                                     such waits (docs/protocol.md) */
+  uint64_t control_retx_needless; /* of those sent after their timeout,
+                                     copies a peer got before it had
+                                     acknowledged the first (it waited for
+                                     a core, most often): each is a round
+                                     trip the control channel's timeout
+                                     learns from (docs/protocol.md) */
   uint64_t paths_left_out; /* spells for which a path (UDP source port)
                               that lost far more than the others carried
                               none of a peer's packets */

@@ -141,8 +141,10 @@ static dlcp_duration first_rto(const dlcp_ctlchan *ch,
   return o->prompt ? t : t + ch->ack_delay;
 }
 
-/* Remembers that message |seq| goes out again, in case the peer reports
- * the copy needless (learn_needless). */
+/* Remembers that message |seq| goes out again after its timeout, in case
+ * the peer reports the copy needless (learn_needless).  A copy sent at
+ * once on the peer's selective bits is not remembered: if it was
+ * needless, the first was reordered, not slow to be answered. */
 static void log_resent(dlcp_ctlchan *ch, uint32_t seq,
                        const dlcp_ctlchan_out *o) {
   dlcp_ctlchan_resent *r =
@@ -197,15 +199,16 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     ch->acked_next = ch->next;
     memcpy(buf + n, o->bytes, o->len);
     if (o->sent) {
-      if (!o->resent) {
-        log_resent(ch, ch->una + i, o);
-      }
       ch->retransmissions++;
-      o->resent = true;
     }
     if (o->resend_now) {
       o->resend_now = false;
+      o->resent = true;
     } else if (o->sent) {
+      if (!o->resent) {
+        log_resent(ch, ch->una + i, o);
+      }
+      o->resent = true;
       o->rto = o->rto * 2 < max_rto ? o->rto * 2 : max_rto;
       o->resent_fast = false;
     } else {
@@ -322,13 +325,14 @@ static void resend_skipped(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
 }
 
 /* The peer got a copy of |seq| before it had acknowledged the first: if
- * we sent it again, our timeout was shorter than the peer took to answer
- * (its process waiting for a core, most often).  The time since the
- * first transmission, less the ack delay a message not prompt has on top
- * of its timeout, is a round trip the estimate must cover: srtt and
- * rttvar become at least the sample and half of it (RFC 4015's response
- * to a spurious timeout), so the next timeout is at least three times it.
- * A lost message cannot be reported so: the peer never had it. */
+ * we sent it again after its timeout, the timeout was shorter than the
+ * peer took to answer (its process waiting for a core, most often).  The
+ * time since the first transmission, less the ack delay a message not
+ * prompt has on top of its timeout, bounds that answer's round trip from
+ * above; it goes into the estimate as a sample (Karn's rule leaves out a
+ * message sent twice because its acknowledgement may answer either copy;
+ * the peer's report says the first was there).  A lost message cannot
+ * be reported so: the peer never had it. */
 static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
   for (uint32_t i = 0; i < DLCP_CTLCHAN_RESENT_LOG; i++) {
     dlcp_ctlchan_resent *r = &ch->resent_log[i];
@@ -342,11 +346,11 @@ static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
     if (rtt <= held) {
       return;
     }
-    rtt -= held;
-    dlcp_duration *srtt = r->grouped ? &ch->piece_srtt : &ch->srtt;
-    dlcp_duration *rttvar = r->grouped ? &ch->piece_rttvar : &ch->rttvar;
-    *srtt = *srtt > rtt ? *srtt : rtt;
-    *rttvar = *rttvar > rtt / 2 ? *rttvar : rtt / 2;
+    if (r->grouped) {
+      dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, rtt - held);
+    } else {
+      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, rtt - held);
+    }
     return;
   }
 }

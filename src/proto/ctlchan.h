@@ -64,11 +64,9 @@
  * copy of an acknowledged message may mean only that the acknowledgement
  * was lost, and proves nothing).  Its next CACK, sent at once, names the
  * latest such copy.  The sender remembers its last DLCP_CTLCHAN_RESENT_LOG
- * messages sent again; for one of those it takes the time from the first
- * transmission to this report (less the ack delay, which a message not
- * prompt has on top of its timeout) as a round trip its estimate must
- * cover, and adapts as Eifel's response does (RFC 4015): srtt and rttvar
- * become at least the sample and half of it.
+ * messages sent again after their timeout; for one of those it takes the
+ * time from the first transmission to this report (less the ack delay,
+ * which a message not prompt has on top of its timeout) as an RTT sample.
  */
 #ifndef DLCP_PROTO_CTLCHAN_H
 #define DLCP_PROTO_CTLCHAN_H
@@ -154,8 +152,9 @@ typedef struct dlcp_ctlchan {
   /* sender: the latest messages sent again, a ring */
   dlcp_ctlchan_resent resent_log[DLCP_CTLCHAN_RESENT_LOG];
   uint32_t resent_next;
-  /* retransmissions: copies sent again; needless: of those, copies the
-   * peer got before it had acknowledged the first; duplicates: copies
+  /* retransmissions: copies sent again; needless: of those sent after
+   * their timeout, copies the peer got before it had acknowledged the
+   * first; duplicates: copies
    * received of messages we had acknowledged or held (our acknowledgement
    * may be lost); early_received: copies received before we had */
   uint64_t retransmissions, needless, duplicates, early_received;

@@ -331,9 +331,10 @@ typedef struct dlcp_mlt_stats {
                           reordering window */
   uint64_t control_sent, control_received;
   uint64_t control_retx;       /* control datagrams sent again (RTO) */
-  uint64_t control_needless;   /* of those, copies the peer got before it
-                                  had acknowledged the first: the timeout
-                                  was shorter than the peer's answer */
+  uint64_t control_needless;   /* of those sent after their timeout,
+                                  copies the peer got before it had
+                                  acknowledged the first: the timeout was
+                                  shorter than the peer's answer */
   uint64_t control_duplicates; /* control datagrams received again after
                                   we had acknowledged them */
   uint64_t dropped_malformed; /* failed to decode */
