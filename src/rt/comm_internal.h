@@ -140,6 +140,9 @@ struct dlcp_comm {
   /* This job's ranks on this machine outnumber its CPUs (join.c): a
    * spinning waiter yields its core at once. */
   bool cores_shared;
+  /* ... by DLCP_RT_CROWDED_RANKS_PER_CPU or more to a CPU (join.c): the
+   * control channels acknowledge at once (dlcp_rt_make_conns). */
+  bool cores_crowded;
   int tfd;                /* timerfd, for that thread */
   dlcp_tstamp armed_ns;   /* what tfd is set to; NEVER = disarmed */
   uint8_t *scratch;

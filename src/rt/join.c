@@ -43,6 +43,11 @@
  * namespace and container on it, as their CPUs are. */
 #define DLCP_MACHINE_ID_LEN 36
 
+/* Ranks to a CPU from which this machine's ranks acknowledge control
+ * messages at once (dlcp_rt_make_conns): 16 ranks on 2 CPUs gained
+ * nothing from it, 32 did. */
+#define DLCP_RT_CROWDED_RANKS_PER_CPU 16
+
 typedef struct addr_record {
   char ip[INET6_ADDRSTRLEN];
   uint16_t tcp_port;
@@ -712,6 +717,9 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
     c->stats.machine_ranks = ranks_here(recs, env->world_size, env->rank);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     c->cores_shared = cpus <= 0 || (long)c->stats.machine_ranks > cpus;
+    c->cores_crowded =
+        cpus > 0 && (long)c->stats.machine_ranks >=
+                        (long)DLCP_RT_CROWDED_RANKS_PER_CPU * cpus;
     rv = exchange_topology(c, deadline, eb);
   }
   if (rv == 0) {
@@ -791,6 +799,19 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
      * wake-up of the peer (4 ranks on loopback: 43 -> 149 us per 4 KiB
      * all-reduce). */
     cfg.control_datagrams = c->env.control_datagrams && !p->both_rings;
+    /* A control message a reply does not acknowledge within the ack delay
+     * gets a CACK of its own.  Where many ranks crowd each CPU, that CACK
+     * comes a millisecond after the peer's turn on the core, when the
+     * sender most likely sleeps, and wakes it: acknowledged at once, it
+     * reaches the sender while it runs or with its next wake-up (2-core
+     * VM, 8 B and 4 KiB all-reduce, 2 runs alternated: 16 ranks no
+     * difference; 32 ranks 3.7 / 3.7 against 4.4 / 4.7 ms; 64 ranks
+     * 13.8 / 13.1 against 22.1 / 25.3; 128 ranks 115 / 130 against
+     * 149 / 155).  Elsewhere the delay stays: at once cost 4 ranks on 4
+     * testbed hosts 1.5-2.6x at 8 B - 4 KiB (docs/runtime.md). */
+    if (c->cores_crowded) {
+      cfg.control_ack_delay_ns = 0;
+    }
     cfg.eager_max_bytes =
         cfg.control_datagrams ? c->eager_bytes : c->env.eager_bytes;
     /* DLCP_RTT_LOW_US / DLCP_RTT_HIGH_US override the tuned thresholds. */
