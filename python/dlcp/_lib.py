@@ -81,7 +81,8 @@ class CommStats(ctypes.Structure):
         "shm_full", "doorbells")] + [("min_rate_gbps", c_double)] + [
         (name, c_u64) for name in (
             "max_srtt_ns", "ce_received", "cuts_ecn", "cuts_delay",
-            "control_retx", "control_retx_needless", "paths_left_out", "paths_rerouted",
+            "control_retx", "control_retx_needless", "paths_left_out",
+            "paths_rerouted",
             "auth_forged", "auth_replayed", "data_reordered",
             "bitmaps_early", "bitmaps_unprompted", "window_timeouts",
             "acks_quiet", "acks_received", "ack_hold_ns", "max_ack_hold_ns",

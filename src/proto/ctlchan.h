@@ -58,7 +58,7 @@
  *
  * A timeout shorter than the peer takes to answer sends copies for
  * nothing: a peer whose process waits for a core answers late, and 128
- * ranks on 2 cores sent a quarter of their control datagrams twice.  The
+ * ranks on 2 cores sent a third of their control datagrams twice.  The
  * receiver can tell such copies apart: a copy of a message it delivered
  * but had not yet acknowledged was needless, whatever the network did (a
  * copy of an acknowledged message may mean only that the acknowledgement
@@ -154,9 +154,9 @@ typedef struct dlcp_ctlchan {
   uint32_t resent_next;
   /* retransmissions: copies sent again; needless: of those sent after
    * their timeout, copies the peer got before it had acknowledged the
-   * first; duplicates: copies
-   * received of messages we had acknowledged or held (our acknowledgement
-   * may be lost); early_received: copies received before we had */
+   * first; duplicates: copies received of messages we had acknowledged
+   * or held (our acknowledgement may be lost); early_received: copies
+   * received before we had */
   uint64_t retransmissions, needless, duplicates, early_received;
   /* RFC 6298's estimator over prompt whole messages sent once, and one
    * over first pieces (see ack_one); 0: no sample */

@@ -350,10 +350,10 @@ dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
   if (buf == NULL || buflen < DLCP_WIRE_CACK_LEN) {
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }
-  p = put_preamble(buf, DLCP_WIRE_CACK, c->job, 0, DLCP_WIRE_CACK_LEN);
   if (c->early == 0 && c->early_seq != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  p = put_preamble(buf, DLCP_WIRE_CACK, c->job, 0, DLCP_WIRE_CACK_LEN);
   p = dlcp_put_u32(p, c->next);
   p = dlcp_put_u32(p, c->sack);
   p = dlcp_put_u32(p, c->early);
