@@ -26,7 +26,7 @@
 #include "rt/clock.h"
 #include "rt/net.h"
 
-#define MAX_RANKS 8
+#define MAX_RANKS 20
 #define MAX_MISSING 64
 /* The straggler test: untimed rounds first (the first operation runs cold,
  * buffers faulted in, and the bypass ring's estimates need a few
@@ -64,6 +64,7 @@ typedef struct scenario {
   bool die_mid;  /* die_rank dies during its collective, not before */
   bool no_eager; /* every transfer through MLT's rounds, none eager */
   bool no_shm;   /* datagrams through UDP sockets, not shared memory */
+  uint32_t shm_peers; /* expected per rank on a crowded host; 0: world - 1 */
   uint32_t segment; /* DATA payload per datagram; 0: the path's */
   uint32_t straggler;    /* with straggle_ms: this rank is slow */
   uint32_t straggle_ms;  /* DLCP_FAULT_STRAGGLE's delay, 0 = none */
@@ -111,10 +112,13 @@ static int run_rank(uint32_t rank, uint16_t port, const scenario *s,
   if ((int)rank == s->die_rank && !s->die_mid) {
     _exit(3); /* dies after joining, before its collectives */
   }
-  /* Every peer is on loopback: all through shared memory, or none. */
+  /* Every peer is on loopback: all through shared memory, or none, or on
+   * a crowded host the partners rt/shm.h picks. */
   dlcp_comm_stats st;
   dlcp_comm_get_stats(comm, &st);
-  uint64_t want_shm = s->no_shm || s->world == 1 ? 0 : s->world - 1;
+  uint64_t want_shm = s->no_shm || s->world == 1 ? 0
+                      : s->shm_peers             ? s->shm_peers
+                                                 : s->world - 1;
   if (st.shm_peers != want_shm) {
     snprintf(rep->first_error, sizeof(rep->first_error),
              "%llu peers through shared memory, expected %llu",
@@ -322,6 +326,19 @@ static void test_matrix_worlds_1_to_5(void **state) {
 static void test_matrix_world_8(void **state) {
   (void)state;
   scenario s = {.world = 8, .die_rank = -1, .body = matrix_body};
+  rank_report *rep = run(&s);
+  check_matrix(&s, rep);
+  munmap(rep, sizeof(rank_report) * MAX_RANKS);
+}
+
+/* More ranks than a rank has rings for (DLCP_SHM_MAX_PEERS): each shares
+ * memory with the 8 ranks 1, 2, 4, 8 or 16 away either way round a world
+ * of 20 (12, 16, 18 and 19 ahead), the 11 others through UDP, and every
+ * algorithm mixes the two. */
+static void test_matrix_crowded_host(void **state) {
+  (void)state;
+  scenario s = {
+      .world = 20, .shm_peers = 8, .die_rank = -1, .body = matrix_body};
   rank_report *rep = run(&s);
   check_matrix(&s, rep);
   munmap(rep, sizeof(rank_report) * MAX_RANKS);
@@ -706,6 +723,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matrix_worlds_1_to_5),
       cmocka_unit_test(test_matrix_world_8),
+      cmocka_unit_test(test_matrix_crowded_host),
       cmocka_unit_test(test_matrix_1_percent_loss),
       cmocka_unit_test(test_matrix_1_percent_loss_no_eager),
       cmocka_unit_test(test_matrix_1_percent_loss_udp_small_frames),

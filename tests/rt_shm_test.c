@@ -243,6 +243,59 @@ static void test_large_world_maps_only_rings_in_use(void **state) {
   dlcp_shm_in_close(&in);
 }
 
+static uint32_t partners_of(uint32_t a, uint32_t world) {
+  uint32_t n = 0;
+  for (uint32_t b = 0; b < world; b++) {
+    n += dlcp_shm_partners(a, b, world);
+  }
+  return n;
+}
+
+/* On a host crowded with ranks, rings go to ranks a power of two apart
+ * either way round the world, as far as DLCP_SHM_MAX_PEERS of them reach:
+ * the rule is symmetric and never exceeds the rings a rank has. */
+static void test_partners_on_a_crowded_host(void **state) {
+  (void)state;
+  const uint32_t worlds[] = {17, 20, 32, 100, 128, 255, 256, 257, 512, 1000};
+  for (size_t w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+    uint32_t world = worlds[w];
+    for (uint32_t a = 0; a < world; a++) {
+      assert_false(dlcp_shm_partners(a, a, world));
+      assert_false(dlcp_shm_partners(a, world, world));
+      assert_true(dlcp_shm_partners(a, (a + 1) % world, world));
+      assert_in_range(partners_of(a, world), 1, DLCP_SHM_MAX_PEERS);
+      for (uint32_t b = 0; b < world; b++) {
+        assert_int_equal(dlcp_shm_partners(a, b, world),
+                         dlcp_shm_partners(b, a, world));
+      }
+    }
+  }
+  /* World 20: 1, 2, 4, 8, 16 ahead and behind, 8 distinct ranks. */
+  const uint32_t of_3[] = {1, 2, 4, 5, 7, 11, 15, 19};
+  for (uint32_t b = 0, i = 0; b < 20; b++) {
+    bool want = i < 8 && of_3[i] == b;
+    assert_int_equal(dlcp_shm_partners(3, b, 20), want);
+    i += want;
+  }
+  /* Power-of-two worlds up to 256: every partner of recursive doubling and
+   * halving-doubling (a XOR 2^k); 13 rings at 128, 15 at 256. */
+  for (uint32_t world = 32; world <= 256; world *= 2) {
+    for (uint32_t a = 0; a < world; a++) {
+      for (uint32_t d = 1; d < world; d *= 2) {
+        assert_true(dlcp_shm_partners(a, a ^ d, world));
+      }
+    }
+  }
+  assert_int_equal(partners_of(0, 128), 13);
+  assert_int_equal(partners_of(0, 256), 15);
+  /* 512: up to 64 either way (14 ranks); 128 and 256 away go through UDP. */
+  assert_int_equal(partners_of(0, 512), 14);
+  assert_true(dlcp_shm_partners(0, 64, 512));
+  assert_true(dlcp_shm_partners(0, 448, 512));
+  assert_false(dlcp_shm_partners(0, 128, 512));
+  assert_false(dlcp_shm_partners(0, 256, 512));
+}
+
 /* A length word a broken producer wrote past the slot reads as an empty
  * datagram, never as a read past the slot. */
 static void test_length_never_trusted(void **state) {
@@ -346,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_segment_refused),
       cmocka_unit_test(test_length_never_trusted),
       cmocka_unit_test(test_large_world_maps_only_rings_in_use),
+      cmocka_unit_test(test_partners_on_a_crowded_host),
       cmocka_unit_test(test_two_processes_never_miss_a_wakeup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

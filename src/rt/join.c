@@ -569,26 +569,25 @@ static bool shares_host(const addr_record *rec, const char *machine,
 }
 
 /* Reads from and writes to the peers that share this rank's host through
- * rings, if they are few enough (DLCP_SHM_MAX_PEERS): each rank of the
- * group counts the same records, so all decide alike, and so does a pair
- * whose mapping fails on one side (that side writes through UDP; its
- * ring for us stays empty, which costs nothing).  A segment no peer
- * reads is closed, so that a waiting thread need not look at it.
- * Returns 0, or an error code if a peer's ring to us cannot be mapped:
- * it would write there unread. */
+ * rings: all of them if they are few enough (DLCP_SHM_MAX_PEERS), else
+ * those dlcp_shm_partners picks.  Each rank of the group counts the same
+ * records and applies the same symmetric rule, so both ends of a pair
+ * decide alike, and so does a pair whose mapping fails on one side (that
+ * side writes through UDP; its ring for us stays empty, which costs
+ * nothing).  A segment no peer reads is closed, so that a waiting thread
+ * need not look at it.  Returns 0, or an error code if a peer's ring to
+ * us cannot be mapped: it would write there unread. */
 static int share_memory(dlcp_comm *c, const addr_record *recs,
                         const char *machine, uint64_t netns, dlcp_errbuf *eb) {
-  uint32_t group = 0;
-  for (uint32_t r = 0; c->shm_in.hdr && r < c->env.world_size; r++) {
-    group += r != c->env.rank && shares_host(&recs[r], machine, netns);
+  uint32_t group = 0, me = c->env.rank, world = c->env.world_size;
+  for (uint32_t r = 0; c->shm_in.hdr && r < world; r++) {
+    group += r != me && shares_host(&recs[r], machine, netns);
   }
-  if (group == 0 || group > DLCP_SHM_MAX_PEERS) {
-    dlcp_shm_in_close(&c->shm_in);
-    return 0;
-  }
-  for (uint32_t r = 0; r < c->env.world_size; r++) {
+  bool crowded = group > DLCP_SHM_MAX_PEERS;
+  for (uint32_t r = 0; group > 0 && r < world; r++) {
     peer *p = &c->peers[r];
-    if (r == c->env.rank || !shares_host(&recs[r], machine, netns)) {
+    if (r == me || !shares_host(&recs[r], machine, netns) ||
+        (crowded && !dlcp_shm_partners(me, r, world))) {
       continue;
     }
     int rv = dlcp_shm_in_admit(&c->shm_in, r, eb);
@@ -598,10 +597,13 @@ static int share_memory(dlcp_comm *c, const addr_record *recs,
     p->both_rings = true;
     dlcp_errbuf ignored = {0};
     if (dlcp_shm_out_open(&p->shm, recs[r].shm_pid, recs[r].shm_fd,
-                          recs[r].shm_nonce, c->env.job, r, c->env.rank,
-                          c->env.world_size, &ignored) == 0) {
+                          recs[r].shm_nonce, c->env.job, r, me, world,
+                          &ignored) == 0) {
       c->stats.shm_peers++;
     }
+  }
+  if (c->shm_in.admitted == 0) {
+    dlcp_shm_in_close(&c->shm_in);
   }
   return 0;
 }

@@ -126,6 +126,35 @@ int dlcp_shm_in_create(dlcp_shm_in *in, uint32_t job, uint32_t rank,
   return 0;
 }
 
+static bool pow2_within(uint32_t d, uint32_t reach) {
+  return d != 0 && (d & (d - 1)) == 0 && d <= reach;
+}
+
+/* Ranks at distance d or world - d, for d a power of two up to |reach|:
+ * each is counted once (world - d may itself be such a power). */
+static uint32_t partners_within(uint32_t world, uint32_t reach) {
+  uint32_t n = 0;
+  for (uint32_t d = 1; d < world && d <= reach; d *= 2) {
+    n += pow2_within(world - d, reach) ? 1u : 2u;
+  }
+  return n;
+}
+
+bool dlcp_shm_partners(uint32_t a, uint32_t b, uint32_t world) {
+  if (a >= world || b >= world || a == b) {
+    return false;
+  }
+  uint32_t reach = 0;
+  for (uint32_t d = 1; d < world && d <= UINT32_MAX / 2; d *= 2) {
+    if (partners_within(world, d) > DLCP_SHM_MAX_PEERS) {
+      break;
+    }
+    reach = d;
+  }
+  uint32_t dist = (uint32_t)(((uint64_t)b + world - a) % world);
+  return pow2_within(dist, reach) || pow2_within(world - dist, reach);
+}
+
 int dlcp_shm_in_admit(dlcp_shm_in *in, uint32_t src, dlcp_errbuf *eb) {
   if (in->admitted == DLCP_SHM_MAX_PEERS || src >= in->world ||
       src == in->rank) {

@@ -36,10 +36,11 @@
 #define DLCP_SHM_SLOTS 32u
 /* Largest datagram a slot holds: a whole UDP datagram. */
 #define DLCP_SHM_SLOT_DATA 65536u
-/* Peers a rank shares memory with at most: a ring in use pins 2 MiB on
- * each end, so a host crowded with ranks (a hundred on two cores) keeps
- * them on UDP rather than pin gigabytes.  Eight to sixteen accelerators a
- * machine is the common case, and fits. */
+/* Peers a rank shares memory with at most: a ring in use pins 2 MiB, so
+ * a rank's rings stay within 30 MiB however crowded its host (a hundred
+ * ranks on two cores).  Eight to sixteen accelerators a machine is the
+ * common case, and fits; a host with more ranks shares rings between the
+ * pairs dlcp_shm_partners picks, the others keep UDP. */
 #define DLCP_SHM_MAX_PEERS 15u
 
 struct dlcp_shm_header;
@@ -63,6 +64,17 @@ typedef struct dlcp_shm_out {
   uint64_t tail; /* next slot to fill (this side's copy) */
   bool dirty;    /* published since the last doorbell check */
 } dlcp_shm_out;
+
+/* dlcp_shm_partners says whether ranks |a| and |b| of a world of |world|
+ * share rings when their host holds more ranks than DLCP_SHM_MAX_PEERS
+ * (with fewer, every pair on the host does).  The pairs kept are those
+ * DLCP_SHM_MAX_PEERS rings cover and the collectives use most: ranks a
+ * power of two apart either way round the world (the ring's neighbours at
+ * 1, recursive doubling's and halving-doubling's partners, the
+ * dissemination barrier's), up to the largest distance at which every
+ * rank still has at most DLCP_SHM_MAX_PEERS of them.  Symmetric, and the
+ * same on every rank, so both ends of a pair decide alike. */
+bool dlcp_shm_partners(uint32_t a, uint32_t b, uint32_t world);
 
 /* dlcp_shm_in_create makes this rank's segment: room for |world| rings
  * (the one for |rank| unused), none of it allocated, stamped with a random
