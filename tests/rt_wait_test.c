@@ -15,6 +15,9 @@
  * (an eager one), or a receive the loop thread's first pass completes,
  * is no event of the loop: the waiter slept on until its deadline (seen
  * in agg_rt_test as a token that took 19.5 s to arrive).
+ *
+ * And after a long wait the loop thread, which then sleeps until the
+ * waiter lets go of the loop, carries an operation nobody waits for.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -299,10 +302,108 @@ static void test_completion_wakes_the_waiter(void **state) {
   munmap(rep, 2 * sizeof(report));
 }
 
+/* A send the loop must carry (larger than a ring and than the eager
+ * size), posted after a long wait and then never waited for. */
+#define PROGRESS_FLOATS (1u << 20)
+
+/* Rank 0: waits for rank 1's token, which comes 100 ms after "go", long
+ * enough that its loop thread stops looking every millisecond and sleeps
+ * until this thread lets go of the loop (drive.c); then posts a 4 MiB
+ * send and only polls the queue, which drives nothing: the loop thread
+ * must wake when the wait ends and carry the send. */
+static int progress_rank0(uint16_t port, int go_fd, int done_fd, report *rep) {
+  dlcp_comm *comm;
+  dlcp_cq *cq;
+  dlcp_completion cmp;
+  uint32_t token = 0;
+  dlcp_tensor tok = {1, &token, sizeof(token)};
+  static float data[PROGRESS_FLOATS];
+  dlcp_tensor big = {2, data, sizeof(data)};
+  struct timespec ms = {0, 1000000L};
+
+  for (uint32_t i = 0; i < PROGRESS_FLOATS; i++) {
+    data[i] = (float)i;
+  }
+  if (make_patient_comm(0, port, &comm, rep) != 0 ||
+      dlcp_cq_create(comm, &cq) != 0 ||
+      dlcp_post_recv(comm, 1, &tok, 0.0, cq, 1) != 0 ||
+      write(go_fd, "g", 1) != 1 || dlcp_wait_cq(cq, &cmp, -1) != 1 ||
+      dlcp_post_send(comm, 1, &big, NULL, cq, 2) != 0) {
+    return 1;
+  }
+  rep->token = token;
+  double t0 = now_ms();
+  int n;
+  while ((n = dlcp_poll_cq(cq, &cmp, 1)) == 0 && now_ms() - t0 < WAKE_WAIT_MS) {
+    nanosleep(&ms, NULL);
+  }
+  rep->woken = n;
+  rep->woken_late = now_ms() - t0 >= WAKE_WAIT_MS / 2;
+  rep->woken_status = cmp.status;
+  rep->woken_user = cmp.user_data;
+  (void)!write(done_fd, "d", 1);
+  dlcp_cq_destroy(cq);
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static int progress_rank1(uint16_t port, int go_fd, int done_fd, report *rep) {
+  dlcp_comm *comm;
+  dlcp_cq *cq;
+  dlcp_completion cmp[2];
+  uint32_t token = 7;
+  dlcp_tensor tok = {1, &token, sizeof(token)};
+  static float data[PROGRESS_FLOATS];
+  dlcp_tensor big = {2, data, sizeof(data)};
+  struct timespec late = {0, 100 * 1000000L};
+  char ch;
+
+  if (make_patient_comm(1, port, &comm, rep) != 0 ||
+      dlcp_cq_create(comm, &cq) != 0 ||
+      dlcp_post_recv(comm, 0, &big, 0.0, cq, 2) != 0 ||
+      read(go_fd, &ch, 1) != 1) {
+    return 1;
+  }
+  nanosleep(&late, NULL);
+  if (dlcp_post_send(comm, 0, &tok, NULL, cq, 1) != 0) {
+    return 1;
+  }
+  for (int got = 0; got < 2; got++) {
+    if (dlcp_wait_cq(cq, &cmp[got], WAKE_WAIT_MS) != 1 ||
+        cmp[got].status != 0) {
+      return 1;
+    }
+  }
+  uint32_t wrong = 0;
+  for (uint32_t i = 0; i < PROGRESS_FLOATS; i++) {
+    wrong += data[i] != (float)i;
+  }
+  rep->token = wrong;
+  if (read(done_fd, &ch, 1) != 1) {
+    return 1;
+  }
+  dlcp_cq_destroy(cq);
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+static void test_progress_after_a_long_wait(void **state) {
+  (void)state;
+  report *rep = run_pair(progress_rank0, progress_rank1);
+  assert_int_equal(rep[0].token, 7);
+  assert_int_equal(rep[0].woken, 1);
+  assert_false(rep[0].woken_late);
+  assert_int_equal(rep[0].woken_status, 0);
+  assert_int_equal(rep[0].woken_user, 2);
+  assert_int_equal(rep[1].token, 0); /* wrong elements */
+  munmap(rep, 2 * sizeof(report));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pending_is_not_a_failure),
       cmocka_unit_test(test_completion_wakes_the_waiter),
+      cmocka_unit_test(test_progress_after_a_long_wait),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

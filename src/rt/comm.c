@@ -492,6 +492,7 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
   c->efd = -1;
   c->tfd = -1;
   c->dump_fd = -1;
+  c->spin_scale = 1; /* until join counts the ranks on this machine */
   for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
     c->udp.fd[i] = -1;
   }

@@ -113,6 +113,9 @@ struct dlcp_comm {
   pthread_cond_t lcv; /* the parked loop thread */
   int driver;         /* DRIVER_* */
   int app_wants;
+  uint64_t app_drives;      /* turns application threads took as the driver */
+  bool loop_awaits_release; /* the loop thread sleeps until the driving
+                               application thread lets go (drive.c) */
   bool stopping;
   peer *peers;                   /* world_size entries; self unused */
   dlcp_udp udp;
@@ -140,6 +143,9 @@ struct dlcp_comm {
   /* This job's ranks on this machine outnumber its CPUs (join.c): a
    * spinning waiter yields its core at once. */
   bool cores_shared;
+  /* Those ranks per CPU, rounded up, 1 to DLCP_RT_MAX_SPIN_SCALE (join.c):
+   * a waiter spins that many times DLCP_SPIN_US (drive.c). */
+  uint32_t spin_scale;
   /* ... by DLCP_RT_CROWDED_RANKS_PER_CPU or more to a CPU (join.c): the
    * control channels acknowledge at once (dlcp_rt_make_conns). */
   bool cores_crowded;

@@ -130,8 +130,9 @@ typedef struct dlcp_rt_env {
                            whole on the control connection; 0 = never */
   uint32_t spin_us;     /* DLCP_SPIN_US: a waiting thread polls (yielding
                            the core between polls) and sleeps in epoll
-                           once this long passes with no datagram
-                           received; 0 = sleep at once */
+                           once this long (times the ranks per CPU where
+                           they outnumber the CPUs) passes with no
+                           datagram received; 0 = sleep at once */
   bool shm;             /* DLCP_SHM: peers on this host and in this network
                            namespace exchange datagrams through shared memory;
                            default on */
