@@ -703,6 +703,48 @@ static void test_abort_fails_everything(void **state) {
   dlcp_mlt_conn_del(c);
 }
 
+/* dlcp_mlt_inputs counts each call that may give the connection work,
+ * whatever its outcome, and nothing else: polls and queries leave it be.
+ * (netsim holds every transfer test to the contract: a side is polled
+ * only after an input or at its deadline.) */
+static void test_inputs_count_what_gives_work(void **state) {
+  (void)state;
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 19);
+  dlcp_mlt_conn *c;
+  assert_int_equal(dlcp_mlt_conn_new(&c, &cfg, NULL, 0), 0);
+  uint8_t a[3000], b[3000] = {0}, buf[DLCP_MLT_MIN_BUF];
+  dlcp_mlt_recv r = {.tensor = 1, .buf = a, .len = sizeof(a), .user_data = 1};
+  dlcp_mlt_send s = {.tensor = 2, .buf = b, .len = sizeof(b), .user_data = 2};
+  uint64_t n = dlcp_mlt_inputs(c);
+  assert_int_equal(dlcp_mlt_post_recv(c, &r, 0), 0);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  assert_int_equal(dlcp_mlt_post_send(c, &s, 0), 0);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  dlcp_mlt_action act;
+  do {
+    assert_int_equal(dlcp_mlt_poll(c, &act, buf, sizeof(buf), 1), 0);
+  } while (act.type != DLCP_MLT_ACT_NONE);
+  assert_int_equal(dlcp_mlt_poll_control(c, &act, buf, sizeof(buf), 1), 0);
+  dlcp_mlt_stats st;
+  dlcp_mlt_get_stats(c, &st);
+  (void)dlcp_mlt_next_deadline(c);
+  (void)dlcp_mlt_outstanding(c);
+  assert_int_equal(dlcp_mlt_inputs(c), n);
+  const uint8_t junk[8] = {0};
+  assert_int_not_equal(dlcp_mlt_on_datagram(c, junk, sizeof(junk), 2), 0);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  assert_int_not_equal(dlcp_mlt_on_control(c, junk, sizeof(junk), 2), 0);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  assert_int_equal(dlcp_mlt_cancel_send(c, 2, 3), 0);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  assert_int_equal(dlcp_mlt_cancel_recv(c, 99, 3), DLCP_ERR_UNKNOWN_TRANSFER);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  dlcp_mlt_abort(c, DLCP_ERR_PEER_CLOSED, 4);
+  assert_int_equal(dlcp_mlt_inputs(c), ++n);
+  dlcp_mlt_conn_del(c);
+}
+
 /* Garbage, truncated, foreign-job and stale datagrams are counted and
  * dropped; the transfer in flight still completes exactly. */
 typedef struct spray {
@@ -2679,6 +2721,7 @@ int main(void) {
       cmocka_unit_test(test_missing_receiver_times_out),
       cmocka_unit_test(test_silent_sender_times_out),
       cmocka_unit_test(test_abort_fails_everything),
+      cmocka_unit_test(test_inputs_count_what_gives_work),
       cmocka_unit_test(test_malformed_datagrams_are_dropped),
       cmocka_unit_test(test_tagging_on_the_wire),
       cmocka_unit_test(test_path_bursts_on_the_wire),

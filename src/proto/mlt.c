@@ -208,6 +208,7 @@ struct dlcp_mlt_conn {
   mlt_xfer *pend_head, *pend_tail;
   mlt_xfer *sending;     /* cached choice of the next transfer to send */
   bool resched;          /* |sending| must be recomputed */
+  uint64_t inputs;       /* dlcp_mlt_inputs */
   mlt_xfer *last_recv;   /* lookup cache for the data path */
   uint32_t next_xfer_id;
   uint32_t path_rr;
@@ -987,6 +988,7 @@ int dlcp_mlt_post_send(dlcp_mlt_conn *conn, const dlcp_mlt_send *req,
       req->importance > DLCP_MLT_IMPORTANCE_NONE) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  conn->inputs++;
   /* An UNMATCHED record of the same tensor is adopted in arrival order. */
   mlt_xfer *x = NULL;
   size_t active = 0;
@@ -1789,6 +1791,7 @@ int dlcp_mlt_post_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
       !(req->loss_bound >= 0.0 && req->loss_bound < 1.0)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
+  conn->inputs++;
   uint32_t seg_size = conn->cfg.segment_size;
   if (req->place && (req->place_unit == 0 || seg_size % req->place_unit ||
                      req->len % req->place_unit)) {
@@ -2205,6 +2208,7 @@ static int on_control_datagram(dlcp_mlt_conn *conn,
 int dlcp_mlt_on_datagram_arrived(dlcp_mlt_conn *conn, const uint8_t *buf,
                                  size_t len, const dlcp_mlt_arrival *arr,
                                  dlcp_tstamp now) {
+  conn->inputs++;
   bool ce = arr && arr->ce;
   dlcp_tstamp arrived = arrival_time(arr, now);
   dlcp_wire_preamble pre;
@@ -2256,6 +2260,7 @@ int dlcp_mlt_on_data_placed_arrived(dlcp_mlt_conn *conn, const uint8_t *hdr,
                                     size_t hdr_len, size_t dgram_len,
                                     const dlcp_mlt_arrival *arr,
                                     dlcp_tstamp now) {
+  conn->inputs++;
   dlcp_wire_data d;
   int rv = dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len);
   if (rv != 0) {
@@ -2269,6 +2274,7 @@ int dlcp_mlt_on_data_placed_arrived(dlcp_mlt_conn *conn, const uint8_t *hdr,
 int dlcp_mlt_on_data_apart(dlcp_mlt_conn *conn, const uint8_t *hdr,
                            size_t hdr_len, const uint8_t *payload,
                            size_t dgram_len, dlcp_tstamp now) {
+  conn->inputs++;
   dlcp_wire_data d;
   int rv = dlcp_wire_data_decode_header(&d, hdr, hdr_len, dgram_len);
   if (rv != 0) {
@@ -2359,6 +2365,7 @@ static void on_offer(dlcp_mlt_conn *conn, const dlcp_wire_offer *o,
 
 int dlcp_mlt_on_control(dlcp_mlt_conn *conn, const uint8_t *buf, size_t len,
                         dlcp_tstamp now) {
+  conn->inputs++;
   dlcp_wire_preamble pre;
   int rv = dlcp_wire_peek(&pre, buf, len);
   if (rv == 0 && pre.len != len) {
@@ -2508,16 +2515,19 @@ static int cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
 
 int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now) {
+  conn->inputs++;
   return cancel_recv(conn, user_data, true, now);
 }
 
 int dlcp_mlt_cancel_unsent_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                                 dlcp_tstamp now) {
+  conn->inputs++;
   return cancel_recv(conn, user_data, false, now);
 }
 
 int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now) {
+  conn->inputs++;
   for (mlt_xfer *x = conn->sends; x; x = x->next) {
     if (x->state != X_UNMATCHED && x->user_data == user_data) {
       /* Before START there is no transfer id: nobody to tell. */
@@ -2529,6 +2539,7 @@ int dlcp_mlt_cancel_send(dlcp_mlt_conn *conn, uint64_t user_data,
 }
 
 void dlcp_mlt_abort(dlcp_mlt_conn *conn, int status, dlcp_tstamp now) {
+  conn->inputs++;
   mlt_xfer *x, *next;
   for (x = conn->sends; x; x = next) {
     next = x->next;
@@ -3084,6 +3095,10 @@ dlcp_tstamp dlcp_mlt_next_control_deadline(const dlcp_mlt_conn *conn) {
   return t;
 }
 
+uint64_t dlcp_mlt_inputs(const dlcp_mlt_conn *conn) {
+  return conn->inputs;
+}
+
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn) {
   dlcp_tstamp t = dlcp_mlt_next_control_deadline(conn);
   if (t == 0) {
@@ -3129,6 +3144,7 @@ void dlcp_mlt_get_stats(const dlcp_mlt_conn *conn, dlcp_mlt_stats *st) {
 
 int dlcp_mlt_send_note(dlcp_mlt_conn *conn, const uint8_t *note, size_t len,
                        dlcp_tstamp now) {
+  conn->inputs++;
   dlcp_wire_note n;
   if (!conn->ctl_on || dlcp_wire_note_decode(&n, note, len) != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;

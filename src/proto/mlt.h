@@ -476,6 +476,15 @@ int dlcp_mlt_poll_control(dlcp_mlt_conn *conn, dlcp_mlt_action *act,
 dlcp_tstamp dlcp_mlt_next_deadline(const dlcp_mlt_conn *conn);
 
 /*
+ * dlcp_mlt_inputs counts the calls that may have given |conn| work: every
+ * call on it but the polls and the queries.  A driver that polled it to
+ * DLCP_MLT_ACT_NONE and finds the count unchanged need not poll it again
+ * before dlcp_mlt_next_deadline (taken after that poll): with thousands of
+ * connections a service pass then touches only those that have work.
+ */
+uint64_t dlcp_mlt_inputs(const dlcp_mlt_conn *conn);
+
+/*
  * dlcp_mlt_next_control_deadline returns when dlcp_mlt_poll_control next
  * has work (timers, ACKs, control): the same as dlcp_mlt_next_deadline
  * without the data the connection has to send.

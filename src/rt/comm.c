@@ -223,9 +223,18 @@ static void service_peer(dlcp_comm *c, peer *p, dlcp_tstamp now) {
     }
   }
 polled:
+  p->polled_inputs = dlcp_mlt_inputs(p->conn);
+  p->conn_due_ns = dlcp_mlt_next_deadline(p->conn);
+  p->due_ns = p->conn_due_ns; /* the pass adds the ring's (service_at) */
   if (p->wlen > p->woff) {
     dlcp_rt_ctrl_flush(c, p, now);
   }
+}
+
+/* Whether a service pass at |now| must poll |p|: its connection had an
+ * input since it was last polled dry, or a deadline of the peer's came. */
+static bool peer_due(const peer *p, dlcp_tstamp now) {
+  return p->polled_inputs != dlcp_mlt_inputs(p->conn) || p->due_ns <= now;
 }
 
 static void maybe_pause(dlcp_comm *c, dlcp_tstamp now) {
@@ -305,7 +314,7 @@ void dlcp_rt_service_at(dlcp_comm *c, dlcp_tstamp now) {
   bool again;
   do {
     for (uint32_t r = 0; r < c->env.world_size; r++) {
-      if (r != c->env.rank) {
+      if (r != c->env.rank && peer_due(&c->peers[r], now)) {
         service_peer(c, &c->peers[r], now);
       }
     }
@@ -320,12 +329,16 @@ void dlcp_rt_service_at(dlcp_comm *c, dlcp_tstamp now) {
          * send it. */
         (void)dlcp_rt_ctrl_flush(c, p, now);
       }
-      dlcp_tstamp d = dlcp_mlt_next_deadline(p->conn);
+      /* A connection given work after its turn in the pass (by another
+       * peer's completion) is due at once. */
+      dlcp_tstamp d =
+          p->polled_inputs == dlcp_mlt_inputs(p->conn) ? p->conn_due_ns : now;
       if (p->shm.hdr && p->wlen > p->woff) {
         d = now + SHM_RING_RETRY_NS; /* its ring was full */
       } else if (p->shm_held && d < now + SHM_RING_RETRY_NS) {
         d = now + SHM_RING_RETRY_NS; /* data, when the ring has room */
       }
+      p->due_ns = d;
       if (d < next) {
         next = d;
       }
@@ -805,7 +818,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
   dlcp_rt_submit(c, o, now);
   service_peer(c, p, now);
   dlcp_rt_flush_datagrams(c);
-  dlcp_tstamp next = dlcp_mlt_next_deadline(p->conn);
+  dlcp_tstamp next = p->conn_due_ns;
   if (next <= now) {
     next = now + 1000;
   }

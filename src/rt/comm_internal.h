@@ -81,6 +81,12 @@ typedef struct peer {
   dlcp_mlt_conn *conn;
   dlcp_shm_out shm; /* its ring for us when it is on this host */
   bool shm_held;    /* data held back last service: its ring was full */
+  /* When the connection was last polled dry: its input count then
+   * (dlcp_mlt_inputs) and its next deadline after, and this peer's
+   * deadline as the last service pass set it.  A pass leaves out a peer
+   * whose count is unchanged and whose deadline is to come (comm.c). */
+  uint64_t polled_inputs;
+  dlcp_tstamp conn_due_ns, due_ns;
   bool both_rings;  /* both ends published rings on loopback: the control
                        stream rides them, never TCP (join.c) */
   uint8_t *rbuf;
