@@ -2488,6 +2488,7 @@ static void cancel(dlcp_mlt_conn *conn, mlt_xfer *x, uint32_t tell,
 
 static int cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                        bool may_arrive, dlcp_tstamp now) {
+  conn->inputs++;
   for (mlt_xfer *x = conn->recvs; x; x = x->next) {
     if (x->state == X_TOMB) {
       continue;
@@ -2515,13 +2516,11 @@ static int cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
 
 int dlcp_mlt_cancel_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                          dlcp_tstamp now) {
-  conn->inputs++;
   return cancel_recv(conn, user_data, true, now);
 }
 
 int dlcp_mlt_cancel_unsent_recv(dlcp_mlt_conn *conn, uint64_t user_data,
                                 dlcp_tstamp now) {
-  conn->inputs++;
   return cancel_recv(conn, user_data, false, now);
 }
 
