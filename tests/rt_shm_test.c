@@ -243,6 +243,51 @@ static void test_large_world_maps_only_rings_in_use(void **state) {
   dlcp_shm_in_close(&in);
 }
 
+/* Mapping a ring writes each of its pages (shm.c, touch_ring) but
+ * changes no byte, so an end may map while the other already uses it:
+ * a consumer that admits a ring its producer has filled to the last slot,
+ * every page of it, reads back every datagram exactly as written; so
+ * does one after its producer mapped the ring again. */
+static void test_late_mapping_changes_nothing(void **state) {
+  (void)state;
+  static uint8_t payload[DLCP_SHM_SLOT_DATA];
+  uint8_t hdr[16];
+  dlcp_shm_in in;
+  dlcp_shm_out out, again;
+  dlcp_errbuf eb = {0};
+  assert_int_equal(dlcp_shm_in_create(&in, JOB, ME, WORLD, NONCE, &eb), 0);
+  assert_int_equal(dlcp_shm_out_open(&out, getpid(), in.fd, NONCE, JOB, ME,
+                                     PEER, WORLD, &eb),
+                   0);
+  for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
+    fill(hdr, sizeof(hdr), i);
+    fill(payload, sizeof(payload) - sizeof(hdr), ~i);
+    assert_true(dlcp_shm_put(&out, DLCP_SHM_DATAGRAM, hdr, sizeof(hdr), payload,
+                             sizeof(payload) - sizeof(hdr)));
+  }
+  assert_int_equal(dlcp_shm_in_admit(&in, PEER, &eb), 0);
+  assert_int_equal(dlcp_shm_out_open(&again, getpid(), in.fd, NONCE, JOB, ME,
+                                     PEER, WORLD, &eb),
+                   0);
+  for (uint32_t i = 0; i < DLCP_SHM_SLOTS; i++) {
+    size_t len;
+    const uint8_t *d = dlcp_shm_peek(&in, PEER, &len, &kind);
+    assert_non_null(d);
+    assert_int_equal(len, sizeof(payload));
+    fill(hdr, sizeof(hdr), i);
+    assert_memory_equal(d, hdr, sizeof(hdr));
+    fill(payload, sizeof(payload) - sizeof(hdr), ~i);
+    assert_memory_equal(d + sizeof(hdr), payload,
+                        sizeof(payload) - sizeof(hdr));
+    dlcp_shm_release(&in, PEER);
+  }
+  size_t len;
+  assert_null(dlcp_shm_peek(&in, PEER, &len, &kind));
+  dlcp_shm_out_close(&again);
+  dlcp_shm_out_close(&out);
+  dlcp_shm_in_close(&in);
+}
+
 static uint32_t partners_of(uint32_t a, uint32_t world) {
   uint32_t n = 0;
   for (uint32_t b = 0; b < world; b++) {
@@ -399,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_segment_refused),
       cmocka_unit_test(test_length_never_trusted),
       cmocka_unit_test(test_large_world_maps_only_rings_in_use),
+      cmocka_unit_test(test_late_mapping_changes_nothing),
       cmocka_unit_test(test_partners_on_a_crowded_host),
       cmocka_unit_test(test_two_processes_never_miss_a_wakeup),
   };

@@ -65,13 +65,34 @@ static uint8_t *slot_of(struct dlcp_shm_ring *r, uint64_t index) {
          (size_t)(index % DLCP_SHM_SLOTS) * SLOT_STRIDE;
 }
 
+/* Writes every page of a ring just mapped once through this mapping,
+ * changing nothing: an atomic add of zero to its first word, so the other
+ * end may already be using the ring (its stores and this one are ordered
+ * by the cache line, and this one stores what it read).  Populating the
+ * mapping is not enough on the VMs we measure on (2 cores, AMD EPYC,
+ * Firecracker, kernel 6.18): each slot page's first writes through each
+ * end's mapping were slow, without a page fault counted, so every new
+ * message size in a process took 20-30 operations to warm up, a step per
+ * pass round the 32 slots (2 ranks, 32 KiB: ~140, then ~40, then 7 us an
+ * operation).  MAP_POPULATE alone, MADV_POPULATE_WRITE, or reading each
+ * page left it; a store per page from one end only halved it; from both
+ * ends, none is left (docs/runtime.md, "Shared memory"). */
+static void touch_ring(struct dlcp_shm_ring *r) {
+  long page = sysconf(_SC_PAGESIZE);
+  size_t step = page > 0 ? (size_t)page : 4096u;
+  for (size_t off = 0; off < RING_BYTES; off += step) {
+    atomic_fetch_add_explicit((_Atomic uint64_t *)((uint8_t *)r + off), 0,
+                              memory_order_relaxed);
+  }
+}
+
 /* Maps the ring |src| writes into, with every page of it in place: else
  * each first use of a slot page costs two page faults, and with 32 slots
  * a ring takes dozens of operations to warm up (measured with 4-rank
  * recursive doubling: with the first 8 KiB in place only, 60 KiB took
  * 500 us against 230 us over TCP).  Populating writes nothing, so either
- * end may map while the other already uses the ring.  Returns 0, or an
- * error code with |eb| set. */
+ * end may map while the other already uses the ring; nor does
+ * touch_ring change a byte.  Returns 0, or an error code with |eb| set. */
 static int map_ring(int fd, uint32_t src, struct dlcp_shm_ring **ring,
                     dlcp_errbuf *eb) {
   void *r = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE,
@@ -80,6 +101,7 @@ static int map_ring(int fd, uint32_t src, struct dlcp_shm_ring **ring,
     return dlcp_errbuf_set(eb, -errno, "mapping the ring of rank %u: %s", src,
                            strerror(errno));
   }
+  touch_ring(r);
   *ring = r;
   return 0;
 }
