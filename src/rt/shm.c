@@ -70,15 +70,15 @@ static uint8_t *slot_of(struct dlcp_shm_ring *r, uint64_t index) {
  * end may already be using the ring (its stores and this one are ordered
  * by the cache line, and this one stores what it read).  Populating the
  * mapping is not enough on the VMs we measure on (2 cores, AMD EPYC, a
- * PVM guest: the hypervisor shadows each process's page tables and builds
- * a shadow entry on first use, unseen by the guest): each slot page's
- * first writes through each end's mapping were slow, though the guest
- * counted no page fault, so every new
- * message size in a process took 20-30 operations to warm up, a step per
- * pass round the 32 slots (2 ranks, 32 KiB: ~140, then ~40, then 7 us an
- * operation).  MAP_POPULATE alone, MADV_POPULATE_WRITE, or reading each
- * page left it; a store per page from one end only halved it; from both
- * ends, none is left (docs/runtime.md, "Shared memory"). */
+ * PVM guest: the hypervisor shadows each process's page tables and
+ * builds a shadow entry on first use, unseen by the guest): each slot
+ * page's first writes through each end's mapping were slow, though the
+ * guest counted no page fault, so every new message size in a process
+ * took 20-30 operations to warm up, a step per pass round the 32 slots
+ * (2 ranks, 32 KiB: ~140, then ~40, then 7 us an operation).
+ * MAP_POPULATE alone, MADV_POPULATE_WRITE, or reading each page left it;
+ * a store per page from one end only halved it; from both ends, none is
+ * left (docs/runtime.md, "Ranks on one host"). */
 static void touch_ring(struct dlcp_shm_ring *r) {
   long page = sysconf(_SC_PAGESIZE);
   size_t step = page > 0 ? (size_t)page : 4096u;
