@@ -3,8 +3,10 @@
  * interface.  The table is a static const object, so it is shared by every
  * caller without any mutable global state; |user| is unused.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "base/zalloc.h"
 #include "dlcp/dlcp_types.h"
 
 static void *mem_malloc(size_t size, void *user) {
@@ -19,7 +21,10 @@ static void mem_free(void *ptr, void *user) {
 
 static void *mem_calloc(size_t nmemb, size_t size, void *user) {
   (void)user;
-  return calloc(nmemb, size);
+  if (size != 0 && nmemb > SIZE_MAX / size) {
+    return NULL;
+  }
+  return dlcp_zalloc(nmemb * size);
 }
 
 static void *mem_realloc(void *ptr, size_t size, void *user) {

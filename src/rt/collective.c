@@ -281,7 +281,7 @@ static void fail_run(dlcp_comm *c, coll_run *run, int status,
                      const char *reason, dlcp_tstamp now) {
   if (!run->fail_status) {
     run->fail_status = status;
-    dlcp_fmt(run->fail_reason, sizeof(run->fail_reason), "%s", reason);
+    dlcp_copy_str(run->fail_reason, sizeof(run->fail_reason), reason);
   }
   finish_run(c, run, now);
 }
@@ -290,7 +290,7 @@ static void fail_run(dlcp_comm *c, coll_run *run, int status,
 
 static int post_xfer(dlcp_comm *c, coll_run *run, const dlcp_coll_action *a,
                      dlcp_tstamp now) {
-  op *o = dlcp_rt_zalloc(sizeof(*o));
+  op *o = dlcp_zalloc(sizeof(*o));
   if (!o) {
     return DLCP_ERR_NOMEM;
   }
@@ -490,7 +490,7 @@ static void settle_start(dlcp_comm *c, uint32_t rank, uint32_t op_id,
   co->settle_until = now + settle_ns(c);
   co->settle_rank = rank;
   co->settle_op = op_id;
-  dlcp_fmt(co->settle_why, sizeof(co->settle_why), "%s", why);
+  dlcp_copy_str(co->settle_why, sizeof(co->settle_why), why);
   /* This rank may still be in an earlier operation than the report's
    * (survivors can be a collective apart): then it tells the others, so
    * that all settle on the lowest one. */
@@ -768,7 +768,7 @@ static void record_loss(dlcp_comm *c, uint32_t rank, uint32_t op_plus,
     c->lost_status = status;
     c->lost_rank = rank;
     c->lost_op_plus = op_plus;
-    dlcp_fmt(c->lost_reason, sizeof(c->lost_reason), "%s", reason);
+    dlcp_copy_str(c->lost_reason, sizeof(c->lost_reason), reason);
     /* The flight record, while the runs still say whom they wait on. */
     if (c->coll->runs) {
       dlcp_rt_coll_dump(c, reason, now);
@@ -942,8 +942,8 @@ int dlcp_rt_coll_start_locked(dlcp_comm *c, dlcp_coll_params *p,
                               const dlcp_coll_opts *opts, uint32_t id,
                               dlcp_request **preq) {
   uint64_t bytes = p->count * dlcp_dtype_size(p->dtype);
-  dlcp_request *req = dlcp_rt_zalloc(sizeof(*req));
-  coll_run *run = dlcp_rt_zalloc(sizeof(*run));
+  dlcp_request *req = dlcp_zalloc(sizeof(*req));
+  coll_run *run = dlcp_zalloc(sizeof(*run));
   if (!req || !run) {
     free(req);
     free(run);

@@ -131,7 +131,7 @@ void dlcp_rt_peer_fail(dlcp_comm *c, peer *p, int status, const char *reason,
     return;
   }
   p->dead_status = status;
-  dlcp_fmt(p->dead_reason, sizeof(p->dead_reason), "%s", reason);
+  dlcp_copy_str(p->dead_reason, sizeof(p->dead_reason), reason);
   if (p->tcp_fd >= 0) {
     dlcp_loop_del_fd(c->loop, p->tcp_fd);
     close(p->tcp_fd);
@@ -789,7 +789,7 @@ static int post(dlcp_comm *c, enum op_kind kind, uint32_t peer_rank,
       !(loss_bound >= 0.0 && loss_bound < 1.0)) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  op *o = dlcp_rt_zalloc(sizeof(*o));
+  op *o = dlcp_zalloc(sizeof(*o));
   if (!o) {
     return DLCP_ERR_NOMEM;
   }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/zalloc.h"
 #include "coll/coll.h"
 #include "dlcp/dlcp.h"
 #include "proto/mlt.h"
@@ -29,17 +30,6 @@
 #include "rt/shm.h"
 #include "rt/udp.h"
 #include "wire/wire.h"
-
-/* A zeroed object for one operation (a request, a run, a transfer):
- * glibc's calloc bypasses the per-thread cache that makes allocating
- * them for every operation cheap, malloc does not. */
-static inline void *dlcp_rt_zalloc(size_t size) {
-  void *p = malloc(size);
-  if (p) {
-    memset(p, 0, size);
-  }
-  return p;
-}
 
 #define SCRATCH_LEN DLCP_WIRE_CTRL_MAX
 

@@ -120,10 +120,10 @@ int dlcp_rt_env_from_config(dlcp_rt_env *env, const dlcp_comm_config *cfg,
     memcpy(env->job_secret, cfg->job_secret, secret_len);
     env->job_secret_len = (uint32_t)secret_len;
   }
-  dlcp_fmt(env->master_addr, sizeof(env->master_addr), "%s",
-           cfg->master_addr ? cfg->master_addr : "127.0.0.1");
-  dlcp_fmt(env->local_addr, sizeof(env->local_addr), "%s",
-           cfg->local_addr ? cfg->local_addr : "");
+  dlcp_copy_str(env->master_addr, sizeof(env->master_addr),
+                cfg->master_addr ? cfg->master_addr : "127.0.0.1");
+  dlcp_copy_str(env->local_addr, sizeof(env->local_addr),
+                cfg->local_addr ? cfg->local_addr : "");
   env->master_port = cfg->master_port;
   env->rank = cfg->rank;
   env->world_size = cfg->world_size;

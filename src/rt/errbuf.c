@@ -70,6 +70,12 @@ void dlcp_fmt(char *buf, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
+void dlcp_copy_str(char *buf, size_t len, const char *s) {
+  size_t n = strnlen(s, len - 1);
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+}
+
 void dlcp_ranklist_init(dlcp_ranklist *l, char *buf, size_t len) {
   *l = (dlcp_ranklist){
       .buf = buf, .len = len, .used = 0, .listed = 0, .count = 0};

@@ -51,6 +51,14 @@ void dlcp_fmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /*
+ * dlcp_copy_str copies |s| into |buf| of |len| bytes (len > 0), cut to
+ * len - 1 bytes and always terminated: dlcp_fmt(buf, len, "%s", s) without
+ * vsnprintf's cost (some 500 instructions), for the copies made on every
+ * operation.
+ */
+void dlcp_copy_str(char *buf, size_t len, const char *s);
+
+/*
  * dlcp_ranklist writes the ranks of a message ("waiting for ranks 2, 3,
  * 7 and 40 more"): the first 32 added, then how many more.  Init it on a
  * buffer, add ranks in order, end it; |count| is every rank added.

@@ -50,7 +50,7 @@ dlcp_flight *dlcp_flight_new(uint32_t rank, uint32_t world, const char *addr) {
   }
   fr->rank = rank;
   fr->world = world;
-  dlcp_fmt(fr->addr, sizeof(fr->addr), "%s", addr != NULL ? addr : "?");
+  dlcp_copy_str(fr->addr, sizeof(fr->addr), addr != NULL ? addr : "?");
   return fr;
 }
 
@@ -126,7 +126,7 @@ void dlcp_flight_end(dlcp_flight *fr, uint64_t seq, int status,
   o->end = now;
   o->status = status;
   o->waiting_on = DLCP_FLIGHT_NONE;
-  dlcp_fmt(o->why, sizeof(o->why), "%s", why != NULL ? why : "");
+  dlcp_copy_str(o->why, sizeof(o->why), why != NULL ? why : "");
 }
 
 bool dlcp_flight_lookup(const dlcp_flight *fr, uint64_t seq,

@@ -361,13 +361,13 @@ void dlcp_rt_ina_fail_all(dlcp_comm *c, int status, const char *reason,
   if (s->id_req != NULL) {
     /* Its run fails too: nobody will learn the identity. */
     s->id_status = status;
-    dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", reason);
+    dlcp_copy_str(s->id_error, sizeof(s->id_error), reason);
     dlcp_rt_coll_drop(c, s->id_req);
     s->id_req = NULL;
   }
   if (s->places_req != NULL) {
     s->id_status = status;
-    dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", reason);
+    dlcp_copy_str(s->id_error, sizeof(s->id_error), reason);
     dlcp_rt_coll_drop(c, s->places_req);
     s->places_req = NULL;
   }
@@ -771,7 +771,7 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   if (rv != 0) {
     /* The id is spent on this rank: the communicator cannot do INA. */
     s->id_status = rv;
-    dlcp_fmt(s->id_error, sizeof(s->id_error), "%s", dlcp_strerror(rv));
+    dlcp_copy_str(s->id_error, sizeof(s->id_error), dlcp_strerror(rv));
   }
   *dlcp_rt_coll_ina(c) = s;
   return 0;
@@ -887,7 +887,7 @@ static int op_begin(dlcp_comm *c, dlcp_rt_ina *s, dlcp_rt_ina_op *iop,
 int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
                       uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
                       bool ra, dlcp_request **preq) {
-  dlcp_request *req = dlcp_rt_zalloc(sizeof(*req));
+  dlcp_request *req = dlcp_zalloc(sizeof(*req));
   dlcp_rt_ina_op *iop = calloc(1, sizeof(*iop));
   dlcp_coll_info *info;
   dlcp_rt_ina *s;
@@ -1372,8 +1372,8 @@ bool dlcp_rt_ina_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
   if (s->places_req != NULL && s->places_req->done) {
     if (s->places_req->info.status != 0) {
       s->id_status = s->places_req->info.status;
-      dlcp_fmt(s->id_error, sizeof(s->id_error), "%s",
-               s->places_req->info.error);
+      dlcp_copy_str(s->id_error, sizeof(s->id_error),
+                    s->places_req->info.error);
     }
     dlcp_rt_coll_drop(c, s->places_req);
     s->places_req = NULL;
@@ -1385,8 +1385,7 @@ bool dlcp_rt_ina_service(dlcp_comm *c, dlcp_tstamp now, dlcp_tstamp *next) {
       s->have_id = true;
     } else {
       s->id_status = s->id_req->info.status;
-      dlcp_fmt(s->id_error, sizeof(s->id_error), "%s",
-               s->id_req->info.error);
+      dlcp_copy_str(s->id_error, sizeof(s->id_error), s->id_req->info.error);
     }
     dlcp_rt_coll_drop(c, s->id_req);
     s->id_req = NULL;

@@ -641,7 +641,7 @@ int dlcp_rt_join(dlcp_comm *c, dlcp_errbuf *eb) {
   dlcp_rt_env *env = &c->env;
   int rv;
   if (env->local_addr[0]) {
-    dlcp_fmt(c->local_ip, sizeof(c->local_ip), "%s", env->local_addr);
+    dlcp_copy_str(c->local_ip, sizeof(c->local_ip), env->local_addr);
   } else if (env->world_size == 1) {
     snprintf(c->local_ip, sizeof(c->local_ip), "127.0.0.1");
   } else if ((rv = local_ip_towards(env->master_addr, c->local_ip,

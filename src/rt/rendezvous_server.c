@@ -165,7 +165,7 @@ static const char *who(const conn *c, char *buf, size_t len) {
   if (c->rank >= 0) {
     dlcp_fmt(buf, len, "rank %" PRId64 " (%s)", c->rank, c->peer);
   } else {
-    dlcp_fmt(buf, len, "%s", c->peer);
+    dlcp_copy_str(buf, len, c->peer);
   }
   return buf;
 }
