@@ -681,7 +681,11 @@ static bool plan_fits(const dlcp_coll *op, const dlcp_coll_params *p,
 int dlcp_coll_reuse(dlcp_coll *op, const dlcp_coll_params *p,
                     dlcp_tstamp now) {
   coll_geom g;
+  /* Another kind or size cannot fit: said before the geometry is derived,
+   * as a runtime that keeps a barrier and an all-reduce tries both. */
   if (op->phase != COLL_PHASE_REPORTED || op->status != 0 ||
+      p->kind != op->g.kind ||
+      (p->kind != DLCP_COLL_BARRIER && p->count != op->g.count) ||
       coll_params_to_geom(p, &g) != 0 || !plan_fits(op, p, &g) ||
       (g.count > 0 && g.kind != DLCP_COLL_BARRIER && !p->recvbuf)) {
     return DLCP_ERR_INVALID_ARGUMENT;
