@@ -4,11 +4,10 @@
  *
  * glibc's calloc (2.36, Debian 12) skips the per-thread cache that makes
  * such allocations cheap: each call went to _int_malloc (169 instructions
- * on average), and the object's free then overflowed the cache into
- * _int_free, 12 % of the instructions of an 8-byte all-reduce between two
- * ranks (callgrind).  malloc and a memset use the cache; but GCC folds
- * that pair back into calloc at -O2, so an empty asm that may read the
- * new object stands between them.
+ * on average), about a tenth of the instructions of an 8-byte all-reduce
+ * between two ranks (callgrind).  malloc and a memset use the cache; but
+ * GCC folds that pair back into calloc at -O2, so an empty asm that may
+ * read the new object stands between them.
  */
 #ifndef DLCP_BASE_ZALLOC_H
 #define DLCP_BASE_ZALLOC_H

@@ -888,7 +888,7 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
                       uint64_t count, dlcp_dtype dtype, dlcp_redop redop,
                       bool ra, dlcp_request **preq) {
   dlcp_request *req = dlcp_zalloc(sizeof(*req));
-  dlcp_rt_ina_op *iop = calloc(1, sizeof(*iop));
+  dlcp_rt_ina_op *iop = dlcp_zalloc(sizeof(*iop));
   dlcp_coll_info *info;
   dlcp_rt_ina *s;
   dlcp_algo algo = ra ? DLCP_ALGO_RA_INA : DLCP_ALGO_INA;
