@@ -470,6 +470,31 @@ static void test_eager_steps_exact_and_faster(void **state) {
   }
 }
 
+/* A transfer of exactly the largest eager size (64 KiB, what
+ * transport.eager_bytes allows) goes as one EAGER: 4 ranks all-reducing
+ * 256 KiB send 64 KiB ring chunks and PS shards and a 64 KiB halving
+ * step.  The host's poll buffer holds such an EAGER with its headers; it
+ * held 64 KiB and the send failed (buffer too small) before. */
+static void test_largest_eager_transfer(void **state) {
+  (void)state;
+  static const char yaml[] =
+      "topology: {kind: leaf_spine, tors: 1, hosts_per_tor: 4, spines: 1,\n"
+      "           host_rate: 10Gbps, fabric_rate: 10Gbps, base_rtt: 100us}\n"
+      "transport: {kind: mlt, segment_size: 8900, eager_bytes: 65536}\n"
+      "workload:\n"
+      "  collective: {algo: ring, bytes: 256KiB, iterations: 2}\n";
+  static const char *const algos[] = {"ring", "ps", "hd"};
+  for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+    char a[64];
+    snprintf(a, sizeof(a), "workload.collective.algo=%s", algos[i]);
+    const char *sets[] = {a};
+    dlcp_sim *sim = simtest_load(yaml, sets, 1);
+    dlcp_sim_coll_report r;
+    run_job(sim, &r);
+    dlcp_sim_del(sim);
+  }
+}
+
 /* A loss bound that no transfer can use changes nothing, as in the
  * runtime (dlcp_coll_params.exact_bytes): over DCTCP, which never gives
  * up data, and over MLT for an all-reduce within transport.eager_bytes,
@@ -1007,6 +1032,7 @@ int main(void) {
       cmocka_unit_test(test_pause_ring_slowest),
       cmocka_unit_test(test_all_algorithms_exact),
       cmocka_unit_test(test_eager_steps_exact_and_faster),
+      cmocka_unit_test(test_largest_eager_transfer),
       cmocka_unit_test(test_unusable_bound_runs_exact),
       cmocka_unit_test(test_auto_picks_by_simulated_size),
       cmocka_unit_test(test_persistent_connections),

@@ -66,9 +66,13 @@
  * TCP (40) around every segment of the control channel. */
 #define MLT_IP_UDP_BYTES 28u
 #define MLT_IP_TCP_BYTES 40u
-/* The poll buffer bounds control messages (a bitmap window).  64 KiB
- * describes any realistic loss pattern of a multi-megabyte tensor. */
-#define MLT_POLL_BUF (64u * 1024u)
+/* The poll buffer bounds control messages: a bitmap window (64 KiB
+ * describes any realistic loss pattern of a multi-megabyte tensor) and an
+ * EAGER of the largest eager size with its header, in a CDATA
+ * (dlcp_mlt_config.eager_max_bytes). */
+#define MLT_POLL_BUF                                                           \
+  (DLCP_MLT_CTL_DGRAM_EAGER_MAX + DLCP_WIRE_EAGER_HDR_LEN +                    \
+   DLCP_WIRE_CDATA_HDR_LEN)
 
 /* The NIC queue a host lets its connections fill before it stops polling
  * them for data, as a real sender's socket buffer blocks (EAGAIN) and its
