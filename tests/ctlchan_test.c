@@ -669,6 +669,89 @@ static void test_pieces_joined_through_a_bad_network(void **state) {
   dlcp_ctlchan_fini(&b);
 }
 
+/* An allocator that counts what it hands out. */
+static size_t allocations;
+
+static void *counted_malloc(size_t size, void *user) {
+  (void)user;
+  allocations++;
+  return malloc(size);
+}
+
+static void *counted_calloc(size_t nmemb, size_t size, void *user) {
+  (void)user;
+  allocations++;
+  return calloc(nmemb, size);
+}
+
+static void *counted_realloc(void *ptr, size_t size, void *user) {
+  (void)user;
+  allocations++;
+  return realloc(ptr, size);
+}
+
+static void counted_free(void *ptr, void *user) {
+  (void)user;
+  free(ptr);
+}
+
+static bool count_whole(void *user, const uint8_t *msg, size_t len) {
+  (void)msg;
+  assert_int_equal(len, 1000);
+  ++*(uint32_t *)user;
+  return false;
+}
+
+/* Long messages sent one after another reuse their buffers: the
+ * sender's full-size pieces and the receiver's join buffer are kept
+ * (up to DLCP_CTLCHAN_KEEP_BYTES), so once the first messages have
+ * warmed them nothing is allocated per message.  A new 64 KiB per EAGER
+ * made glibc trim and fault in the top of its heap on every message. */
+static void test_long_messages_reuse_buffers(void **state) {
+  (void)state;
+  const dlcp_mem counted = {.malloc = counted_malloc,
+                            .calloc = counted_calloc,
+                            .realloc = counted_realloc,
+                            .free = counted_free};
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, &counted, 7, 0, 0, PIECE);
+  dlcp_ctlchan_init(&b, &counted, 7, 0, 0, PIECE);
+  static uint8_t m[1000];
+  dgram d;
+  uint32_t got = 0;
+  size_t warm = 0;
+  for (uint32_t i = 0; i < 20; i++) {
+    if (i == 2) {
+      warm = allocations;
+    }
+    memset(m, (int)i, sizeof(m));
+    assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, 0), 0);
+    for (int round = 0; round < 4; round++) {
+      dlcp_ssize len;
+      while ((len = dlcp_ctlchan_poll(&a, d.b, sizeof(d.b), RTO, MAX_RTO, 0)) >
+             0) {
+        assert_int_equal(dlcp_ctlchan_on_datagram(&b, d.b, (size_t)len,
+                                                  count_whole, &got, 0),
+                         0);
+      }
+      while ((len = dlcp_ctlchan_poll(&b, d.b, sizeof(d.b), RTO, MAX_RTO, 0)) >
+             0) {
+        assert_int_equal(dlcp_ctlchan_on_datagram(&a, d.b, (size_t)len,
+                                                  count_whole, &got, 0),
+                         0);
+      }
+    }
+    assert_int_equal(got, i + 1);
+    assert_int_equal(a.count, 0);
+  }
+  assert_int_equal(allocations, warm);
+  assert_int_equal(a.spare_bytes, 16 * PIECE); /* one message's pieces */
+  assert_int_equal(b.join_cap, 1000);
+  assert_int_equal(a.retransmissions, 0);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
 /* Hands |to| the datagrams d[*next..n) that arrive (at[]) by |now|. */
 static void arrive_until(dlcp_ctlchan *to, const dgram *d,
                          const dlcp_tstamp *at, uint32_t n, uint32_t *next,
@@ -807,6 +890,7 @@ int main(void) {
       cmocka_unit_test(test_needless_copy_raises_the_timeout),
       cmocka_unit_test(test_pieces_joined_through_a_bad_network),
       cmocka_unit_test(test_pieces_that_disagree_dropped),
+      cmocka_unit_test(test_long_messages_reuse_buffers),
       cmocka_unit_test(test_burst_of_pieces_at_the_bottleneck_pace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,11 +33,46 @@ void dlcp_ctlchan_fini(dlcp_ctlchan *ch) {
     m->free(ch->out[(ch->head + i) & (ch->cap - 1)].bytes, m->user);
   }
   m->free(ch->out, m->user);
+  while (ch->spare) {
+    uint8_t *next;
+    memcpy(&next, ch->spare, sizeof(next));
+    m->free(ch->spare, m->user);
+    ch->spare = next;
+  }
   for (uint32_t i = 0; i < DLCP_CTLCHAN_WINDOW; i++) {
     m->free(ch->early[i], m->user);
   }
-  m->free(ch->joined, m->user);
+  m->free(ch->join_buf, m->user);
   memset(ch, 0, sizeof(*ch));
+}
+
+/* A buffer for a piece of |plen| bytes: for a piece of a long message
+ * (|full_size|) a kept one of max_piece bytes or a new one as large, so
+ * that any piece fits it later; else one of exactly |plen|. */
+static uint8_t *piece_alloc(dlcp_ctlchan *ch, size_t plen, bool full_size) {
+  if (!full_size) {
+    return ch->mem->malloc(plen, ch->mem->user);
+  }
+  uint8_t *p = ch->spare;
+  if (!p) {
+    return ch->mem->malloc(ch->max_piece, ch->mem->user);
+  }
+  memcpy(&ch->spare, p, sizeof(ch->spare));
+  ch->spare_bytes -= ch->max_piece;
+  return p;
+}
+
+/* Frees |o|'s buffer, or keeps it for the next long message. */
+static void piece_free(dlcp_ctlchan *ch, dlcp_ctlchan_out *o) {
+  if (o->full_size &&
+      ch->spare_bytes + ch->max_piece <= DLCP_CTLCHAN_KEEP_BYTES) {
+    memcpy(o->bytes, &ch->spare, sizeof(ch->spare));
+    ch->spare = o->bytes;
+    ch->spare_bytes += ch->max_piece;
+  } else {
+    ch->mem->free(o->bytes, ch->mem->user);
+  }
+  o->bytes = NULL;
 }
 
 static int grow(dlcp_ctlchan *ch) {
@@ -71,13 +106,12 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   for (uint32_t k = 0; k < npieces; k++) {
     size_t off = (size_t)k * ch->max_piece;
     size_t plen = len - off < ch->max_piece ? len - off : ch->max_piece;
-    uint8_t *copy = ch->mem->malloc(plen, ch->mem->user);
+    uint8_t *copy = piece_alloc(ch, plen, npieces > 1);
     if (!copy) {
       /* Take back the pieces queued: all of the message or none. */
       for (uint32_t j = 0; j < k; j++) {
         ch->count--;
-        ch->mem->free(ch->out[(ch->head + ch->count) & (ch->cap - 1)].bytes,
-                      ch->mem->user);
+        piece_free(ch, &ch->out[(ch->head + ch->count) & (ch->cap - 1)]);
       }
       return DLCP_ERR_NOMEM;
     }
@@ -86,6 +120,7 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
     memset(o, 0, sizeof(*o));
     o->bytes = copy;
     o->len = (uint32_t)plen;
+    o->full_size = npieces > 1;
     o->rest = (uint32_t)(len - off - plen);
     o->prompt = prompt && o->rest == 0;
     o->grouped = npieces > DLCP_CTLCHAN_PIECE_ACKS;
@@ -372,8 +407,7 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
     }
   }
   while (ch->count > 0 && ch->out[ch->head].acked) {
-    ch->mem->free(ch->out[ch->head].bytes, ch->mem->user);
-    ch->out[ch->head].bytes = NULL;
+    piece_free(ch, &ch->out[ch->head]);
     ch->head = (ch->head + 1) & (ch->cap - 1);
     ch->count--;
     ch->una++;
@@ -387,9 +421,14 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   }
 }
 
-/* Ends the message being joined. */
+/* Ends the message being joined; its buffer stays for the next one
+ * unless it is longer than a channel keeps. */
 static void drop_joined(dlcp_ctlchan *ch) {
-  ch->mem->free(ch->joined, ch->mem->user);
+  if (ch->join_cap > DLCP_CTLCHAN_KEEP_BYTES) {
+    ch->mem->free(ch->join_buf, ch->mem->user);
+    ch->join_buf = NULL;
+    ch->join_cap = 0;
+  }
   ch->joined = NULL;
   ch->joined_len = ch->joined_total = ch->joined_pieces = 0;
 }
@@ -412,7 +451,12 @@ static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
       return deliver(user, msg, len);
     }
     ch->joined_total = (uint32_t)len + rest; /* <= CTRL_MAX: decoder */
-    ch->joined = ch->mem->malloc(ch->joined_total, ch->mem->user);
+    if (ch->join_cap < ch->joined_total) {
+      ch->mem->free(ch->join_buf, ch->mem->user);
+      ch->join_buf = ch->mem->malloc(ch->joined_total, ch->mem->user);
+      ch->join_cap = ch->join_buf ? ch->joined_total : 0;
+    }
+    ch->joined = ch->join_buf;
     if (!ch->joined) {
       *err = DLCP_ERR_NOMEM;
     }

@@ -90,10 +90,19 @@
 /* Messages sent again that a sender remembers, to learn from the peer
  * that a copy came before it had answered the first (see below). */
 #define DLCP_CTLCHAN_RESENT_LOG 16u
+/* The buffers of long messages a channel keeps for the next ones: a
+ * sender's full-size piece buffers up to this many bytes (two 64 KiB
+ * EAGERs in flight, in pieces of any frame), and a receiver's buffer for
+ * joining pieces while no longer.  Allocating and freeing ~64 KiB per
+ * EAGER made glibc give the top of its heap back to the kernel and fault
+ * it in again message after message (docs/protocol.md). */
+#define DLCP_CTLCHAN_KEEP_BYTES (160u << 10)
 
 typedef struct dlcp_ctlchan_out {
   uint8_t *bytes; /* owned copy of the control message (a piece of it) */
   uint32_t len;
+  bool full_size; /* |bytes| holds max_piece bytes: a piece of a long
+                     message, whose buffer may be kept for another */
   uint32_t rest;  /* bytes of its message in the pieces after it */
   bool acked;
   bool sent;
@@ -128,6 +137,10 @@ typedef struct dlcp_ctlchan {
   uint32_t max_piece; /* the most bytes of a message one CDATA carries */
   /* sender: a ring of messages from |una| (oldest unacknowledged) on */
   dlcp_ctlchan_out *out;
+  /* full-size piece buffers kept for the next long message: a list
+   * linked through each buffer's first bytes, |spare_bytes| in all */
+  uint8_t *spare;
+  uint32_t spare_bytes;
   uint32_t cap, head, count; /* ring capacity (power of two), first, size */
   uint32_t una;              /* sequence number of out[head] */
   /* receiver */
@@ -137,8 +150,11 @@ typedef struct dlcp_ctlchan {
   uint32_t early_rest[DLCP_CTLCHAN_WINDOW];
   uint32_t nearly; /* early messages held */
   /* the message being joined from its pieces: NULL, or |joined_len| of
-   * its |joined_total| bytes */
+   * its |joined_total| bytes, in |join_buf| (|join_cap| bytes, kept
+   * between messages up to DLCP_CTLCHAN_KEEP_BYTES) */
   uint8_t *joined;
+  uint8_t *join_buf;
+  uint32_t join_cap;
   uint32_t joined_len, joined_total;
   uint32_t joined_pieces; /* pieces of it taken so far */
   dlcp_duration ack_delay;

@@ -193,6 +193,7 @@ typedef struct mlt_unexpected {
   struct mlt_unexpected *next;
   uint32_t tensor;
   uint64_t len;
+  uint64_t cap;   /* bytes |data| has room for */
   uint8_t data[]; /* the tensor's bytes */
 } mlt_unexpected;
 
@@ -251,6 +252,9 @@ struct dlcp_mlt_conn {
   size_t missing_cap;
   mlt_unexpected *unexpected_head, *unexpected_tail; /* arrival order */
   size_t nunexpected;
+  /* the block of the last EAGER a receive took from the list, kept for
+   * the next one that comes first (unexpected_alloc) */
+  mlt_unexpected *unexpected_spare;
   size_t ntombs; /* X_TOMB records among |recvs| */
   dlcp_mlt_stats stats;
 };
@@ -840,6 +844,7 @@ void dlcp_mlt_conn_del(dlcp_mlt_conn *conn) {
     conn->unexpected_head = u->next;
     conn->mem->free(u, conn->mem->user);
   }
+  conn->mem->free(conn->unexpected_spare, conn->mem->user);
   while (conn->notes_head) {
     mlt_note *k = conn->notes_head;
     conn->notes_head = k->next;
@@ -1734,6 +1739,35 @@ static uint32_t fresh_xfer_id(dlcp_mlt_conn *conn) {
   return id;
 }
 
+/* A block for an EAGER of |len| bytes that came before its receive: the
+ * kept one if it is large enough.  An all-reduce step's EAGERs often
+ * come first, each of the same size: a new 64 KiB block per message,
+ * freed when the receive took it, made glibc trim and fault in the top
+ * of its heap every time (docs/protocol.md). */
+static mlt_unexpected *unexpected_alloc(dlcp_mlt_conn *conn, uint64_t len) {
+  mlt_unexpected *u = conn->unexpected_spare;
+  if (u && u->cap >= len) {
+    conn->unexpected_spare = NULL;
+    return u;
+  }
+  u = conn->mem->malloc(sizeof(*u) + len, conn->mem->user);
+  if (u) {
+    u->cap = len;
+  }
+  return u;
+}
+
+/* Keeps |u| for the next EAGER that comes first, in place of a smaller
+ * one, if it is no larger than the largest eager transfer. */
+static void unexpected_free(dlcp_mlt_conn *conn, mlt_unexpected *u) {
+  mlt_unexpected *s = conn->unexpected_spare;
+  if (u->cap <= conn->cfg.eager_max_bytes && (!s || s->cap < u->cap)) {
+    conn->unexpected_spare = u;
+    u = s;
+  }
+  conn->mem->free(u, conn->mem->user);
+}
+
 static int post_eager_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
                            dlcp_tstamp now) {
   mlt_unexpected *u = conn->unexpected_head, *prev = NULL;
@@ -1778,7 +1812,7 @@ static int post_eager_recv(dlcp_mlt_conn *conn, const dlcp_mlt_recv *req,
     }
     conn->nunexpected--;
     eager_deliver(conn, x, u->data, u->len, now);
-    m->free(u, m->user);
+    unexpected_free(conn, u);
     return 0;
   }
   set_timer(conn, x, add_sat(now, conn->cfg.stall_timeout_ns));
@@ -2313,8 +2347,7 @@ static int on_eager(dlcp_mlt_conn *conn, const dlcp_wire_eager *e,
     conn->stats.dropped_invalid++;
     return DLCP_ERR_LIMIT;
   }
-  const dlcp_mem *m = conn->mem;
-  mlt_unexpected *u = m->malloc(sizeof(*u) + len, m->user);
+  mlt_unexpected *u = unexpected_alloc(conn, len);
   if (!u) {
     conn->stats.dropped_invalid++;
     return DLCP_ERR_NOMEM;
