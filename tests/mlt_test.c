@@ -2301,6 +2301,88 @@ static void test_eager_in_pieces_through_loss(void **state) {
   }
 }
 
+/* An allocator that counts the allocations of at least 16 KiB. */
+static size_t big_allocations;
+
+static void count_big(size_t size) {
+  if (size >= 16384) {
+    big_allocations++;
+  }
+}
+
+static void *big_malloc(size_t size, void *user) {
+  (void)user;
+  count_big(size);
+  return malloc(size);
+}
+
+static void *big_calloc(size_t nmemb, size_t size, void *user) {
+  (void)user;
+  count_big(nmemb * size);
+  return calloc(nmemb, size);
+}
+
+static void *big_realloc(void *ptr, size_t size, void *user) {
+  (void)user;
+  count_big(size);
+  return realloc(ptr, size);
+}
+
+static void big_free(void *ptr, void *user) {
+  (void)user;
+  free(ptr);
+}
+
+/* EAGERs that come before their receives, one after another: the block
+ * that holds one until its receive (and the control channel's join
+ * buffer) is kept for the next, so after the first message no buffer of
+ * the message's size is allocated again.  A new one per message made
+ * glibc trim and fault in the top of its heap every time. */
+static void test_eager_before_receive_reuses_its_block(void **state) {
+  (void)state;
+  const dlcp_mem counted = {.malloc = big_malloc,
+                            .calloc = big_calloc,
+                            .realloc = big_realloc,
+                            .free = big_free};
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 80);
+  cfg.control_datagrams = true;
+  cfg.eager_max_bytes = 20000;
+  netsim_link l = make_link(0.0, 0.0, 0.0);
+  netsim *ns = netsim_new_mem(&cfg, &cfg, &l, &l, 80, &counted);
+  assert_non_null(ns);
+  const uint64_t len = 20000;
+  uint8_t *src = pattern(len, 80), *dst = calloc(1, len);
+  size_t warm = 0;
+  for (uint32_t t = 0; t < 20; t++) {
+    if (t == 1) {
+      warm = big_allocations;
+    }
+    src[0] = (uint8_t)t;
+    dlcp_mlt_send snd = {
+        .tensor = t, .buf = src, .len = len, .user_data = 100 + t};
+    assert_int_equal(
+        dlcp_mlt_post_send(netsim_conn(ns, 0), &snd, netsim_now(ns)), 0);
+    /* The send completes; its EAGER arrives and waits. */
+    assert_int_equal(netsim_run(ns, 2 * t + 1, netsim_now(ns) + 1000000),
+                     (int)(2 * t + 1));
+    netsim_run(ns, 2 * t + 2, netsim_now(ns) + 1000000);
+    dlcp_mlt_recv r = {
+        .tensor = t, .buf = dst, .len = len, .user_data = 200 + t};
+    assert_int_equal(dlcp_mlt_post_recv(netsim_conn(ns, 1), &r, netsim_now(ns)),
+                     0);
+    assert_int_equal(netsim_run(ns, 2 * t + 2, netsim_now(ns) + 1000000),
+                     (int)(2 * t + 2));
+    assert_int_equal(netsim_find(ns, 1, 200 + t)->c.status, 0);
+    assert_memory_equal(src, dst, len);
+  }
+  assert_true(warm > 0);
+  assert_int_equal(big_allocations, warm);
+  free(src);
+  free(dst);
+  netsim_del(ns);
+}
+
 /* A cancelled eager receive keeps its place: the message already on its
  * way is swallowed, and the next receive of the same tensor id gets the
  * next message, not the stale one.  Sizes that disagree fail the receive;
@@ -2753,6 +2835,7 @@ int main(void) {
       cmocka_unit_test(test_inflight_window),
       cmocka_unit_test(test_eager_transfers),
       cmocka_unit_test(test_eager_in_pieces_through_loss),
+      cmocka_unit_test(test_eager_before_receive_reuses_its_block),
       cmocka_unit_test(test_eager_cancel_mismatch_timeout),
       cmocka_unit_test(test_eager_receive_of_a_large_send),
       cmocka_unit_test(test_eager_cancel_unsent_leaves_no_tomb),

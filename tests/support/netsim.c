@@ -107,6 +107,12 @@ static event heap_pop(netsim *ns) {
 netsim *netsim_new(const dlcp_mlt_config *cfg0, const dlcp_mlt_config *cfg1,
                    const netsim_link *link01, const netsim_link *link10,
                    uint64_t seed) {
+  return netsim_new_mem(cfg0, cfg1, link01, link10, seed, NULL);
+}
+
+netsim *netsim_new_mem(const dlcp_mlt_config *cfg0, const dlcp_mlt_config *cfg1,
+                       const netsim_link *link01, const netsim_link *link10,
+                       uint64_t seed, const dlcp_mem *mem) {
   netsim *ns = calloc(1, sizeof(*ns));
   if (!ns) {
     return NULL;
@@ -116,8 +122,8 @@ netsim *netsim_new(const dlcp_mlt_config *cfg0, const dlcp_mlt_config *cfg1,
   dlcp_rng_seed(&ns->rng, seed);
   ns->buflen = DLCP_WIRE_CTRL_MAX;
   ns->buf = malloc(ns->buflen);
-  if (!ns->buf || dlcp_mlt_conn_new(&ns->conn[0], cfg0, NULL, 0) != 0 ||
-      dlcp_mlt_conn_new(&ns->conn[1], cfg1, NULL, 0) != 0) {
+  if (!ns->buf || dlcp_mlt_conn_new(&ns->conn[0], cfg0, mem, 0) != 0 ||
+      dlcp_mlt_conn_new(&ns->conn[1], cfg1, mem, 0) != 0) {
     netsim_del(ns);
     return NULL;
   }

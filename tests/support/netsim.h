@@ -71,6 +71,11 @@ typedef bool (*netsim_filter_fn)(void *user, int from_side,
 netsim *netsim_new(const dlcp_mlt_config *cfg0, const dlcp_mlt_config *cfg1,
                    const netsim_link *link01, const netsim_link *link10,
                    uint64_t seed);
+/* netsim_new_mem is netsim_new with |mem| as both connections'
+ * allocator (NULL: the default). */
+netsim *netsim_new_mem(const dlcp_mlt_config *cfg0, const dlcp_mlt_config *cfg1,
+                       const netsim_link *link01, const netsim_link *link10,
+                       uint64_t seed, const dlcp_mem *mem);
 void netsim_del(netsim *ns);
 
 dlcp_mlt_conn *netsim_conn(netsim *ns, int side);
