@@ -1068,8 +1068,8 @@ static void test_auto_rule(void **state) {
   dlcp_coll_params p;
   dlcp_coll_params_default(&p);
   /* Between hosts: on powers of two RD to 16 KiB, HD above; other
-   * worlds DIRECT while a rank sends at most 16 KiB, PS to 8 MiB on up to
-   * 8 ranks, HD to 64 KiB, ring above. */
+   * worlds DIRECT while a rank sends at most 16 KiB, then to 64 KiB PS on
+   * up to 8 ranks and HD on more, the ring above. */
   p.world = 4;
   p.count = 4096; /* 16 KiB: log2 n whole exchanges */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RECURSIVE_DOUBLING);
@@ -1085,9 +1085,11 @@ static void test_auto_rule(void **state) {
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_DIRECT);
   p.count = 683; /* on few ranks: two PS steps */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.count = 2u << 20; /* 8 MiB */
+  p.count = 16384; /* 64 KiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_PS);
-  p.count = (2u << 20) + 1;
+  p.count = 16385;
+  assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
+  p.count = 2u << 20; /* 8 MiB */
   assert_int_equal(dlcp_coll_resolve_algo(&p), DLCP_ALGO_RING);
   p.world = 17; /* many ranks: no incast */
   p.count = 16384;

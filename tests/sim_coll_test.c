@@ -544,9 +544,9 @@ static void test_unusable_bound_runs_exact(void **state) {
 
 /* AUTO picks the algorithm by the simulated vector's size, not by the
  * buffers' scaled-down one: 6 ranks (not a power of two) run the
- * parameter server up to 8 MiB and the ring above it, so 16 MiB with
- * buffers a quarter the size is a ring, as it is unscaled (it was read
- * as 4 MiB, a parameter server). */
+ * parameter server up to 64 KiB and the ring above it, so 256 KiB with
+ * buffers a quarter the size is a ring, as it is unscaled (read as
+ * 64 KiB it would be a parameter server). */
 static void test_auto_picks_by_simulated_size(void **state) {
   (void)state;
   static const char yaml[] =
@@ -558,11 +558,11 @@ static void test_auto_picks_by_simulated_size(void **state) {
   static const struct {
     const char *bytes, *scale;
     dlcp_algo algo;
-  } cases[] = {{"workload.collective.bytes=4MiB", "workload.collective.scale=1",
-                DLCP_ALGO_PS},
-               {"workload.collective.bytes=16MiB",
+  } cases[] = {{"workload.collective.bytes=48KiB",
+                "workload.collective.scale=1", DLCP_ALGO_PS},
+               {"workload.collective.bytes=256KiB",
                 "workload.collective.scale=1", DLCP_ALGO_RING},
-               {"workload.collective.bytes=16MiB",
+               {"workload.collective.bytes=256KiB",
                 "workload.collective.scale=4", DLCP_ALGO_RING}};
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     const char *sets[] = {cases[c].bytes, cases[c].scale};

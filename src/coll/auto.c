@@ -25,13 +25,15 @@
  * two extra steps) while what each rank sends stays within this; its
  * n - 1 messages meet in every rank's downlink at once. */
 #define COLL_AUTO_DIRECT_BYTES (16u * 1024u)
-/* Then the parameter server on a few ranks (two steps; the (n - 1)-way
- * incast stays small) up to a size... */
+/* Then, while latency-bound, the parameter server on a few ranks (two
+ * steps; the (n - 1)-way incast stays small) and halving-doubling on
+ * more (2 log2 n steps beat the ring's 2(n - 1)); the ring above.
+ * Between emulated hosts the ring led or tied the parameter server
+ * from 96 KiB up on 3 and 5 ranks, by 1.2-1.6x at 1 Gbit/s (2026-12-04,
+ * docs/collectives.md); loopback had had PS ahead to 8 MiB.  The same
+ * bound picks the binomial tree over the pipelined chain for
+ * broadcast. */
 #define COLL_AUTO_PS_MAX_WORLD 8u
-#define COLL_AUTO_PS_BYTES (8u * 1024u * 1024u)
-/* ...then halving-doubling while latency-bound (2 log2 n steps beat the
- * ring's 2(n - 1)), the ring above.  The same bound picks the binomial
- * tree over the pipelined chain for broadcast. */
 #define COLL_AUTO_SMALL_BYTES (64u * 1024u)
 
 /* Ranks on one host (same_host): a step is a copy through a shared ring
@@ -108,11 +110,11 @@ int dlcp_coll_resolve_algo(const dlcp_coll_params *p) {
     if (bytes * (p->world - 1) <= COLL_AUTO_DIRECT_BYTES) {
       return DLCP_ALGO_DIRECT;
     }
-    if (p->world <= COLL_AUTO_PS_MAX_WORLD && bytes <= COLL_AUTO_PS_BYTES) {
-      return DLCP_ALGO_PS;
+    if (bytes > COLL_AUTO_SMALL_BYTES) {
+      return DLCP_ALGO_RING;
     }
-    return bytes <= COLL_AUTO_SMALL_BYTES ? DLCP_ALGO_HALVING_DOUBLING
-                                          : DLCP_ALGO_RING;
+    return p->world <= COLL_AUTO_PS_MAX_WORLD ? DLCP_ALGO_PS
+                                              : DLCP_ALGO_HALVING_DOUBLING;
   case DLCP_COLL_REDUCE_SCATTER:
     switch (a) {
     case DLCP_ALGO_AUTO:
