@@ -208,18 +208,14 @@ static int decode_check(uint8_t type, const uint8_t *buf, size_t len) {
     break;
   }
   case DLCP_WIRE_CDATA: {
-    uint32_t job, cseq, ack, rest;
-    const uint8_t *inner;
-    size_t inner_len;
+    dlcp_wire_cdata h;
 
-    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner, &inner_len,
-                                buf, len);
+    rv = dlcp_wire_cdata_decode(&h, buf, len);
     if (rv == 0) {
-      assert_ptr_equal(inner, buf + DLCP_WIRE_CDATA_HDR_LEN);
-      n = dlcp_wire_cdata_encode_header(out, cap, job, cseq, ack, rest,
-                                        inner_len);
-      memcpy(out + n, inner, inner_len);
-      n += (dlcp_ssize)inner_len;
+      assert_ptr_equal(h.inner, buf + DLCP_WIRE_CDATA_HDR_LEN);
+      n = dlcp_wire_cdata_encode_header(out, cap, &h);
+      memcpy(out + n, h.inner, h.inner_len);
+      n += (dlcp_ssize)h.inner_len;
     }
     break;
   }
@@ -269,11 +265,16 @@ static size_t make_samples(sample *s) {
   {
     /* A CDATA carrying a PROBE, and a CACK. */
     dlcp_wire_probe pr = {3, 4, 5, 6};
-    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u, 2, 0xFFFFFFEEu};
+    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u,
+                        2, 0xFFFFFFEEu, 0x0123456789ABCDEFu};
+    dlcp_wire_cdata h = {.job = 3,
+                         .cseq = UINT32_MAX,
+                         .ack = 0x80000007u,
+                         .rest = 0,
+                         .tx_ts = 0xFEDCBA9876543210u,
+                         .inner_len = DLCP_WIRE_PROBE_LEN};
 
-    n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), 3,
-                                      UINT32_MAX, 0x80000007u, 0,
-                                      DLCP_WIRE_PROBE_LEN);
+    n = dlcp_wire_cdata_encode_header(s[k].buf, sizeof(s[k].buf), &h);
     assert_int_equal(n, DLCP_WIRE_CDATA_HDR_LEN);
     assert_int_equal(dlcp_wire_probe_encode(s[k].buf + n, 64, &pr),
                      DLCP_WIRE_PROBE_LEN);
@@ -1681,48 +1682,49 @@ static void test_eager_round_trip_and_errors(void **state) {
 static void test_cdata_pieces(void **state) {
   (void)state;
   uint8_t buf[64];
-  uint32_t job, cseq, ack, rest;
-  const uint8_t *inner;
-  size_t inner_len;
+  dlcp_wire_cdata h = {.job = 7,
+                       .cseq = 1,
+                       .ack = 2,
+                       .rest = 1000,
+                       .tx_ts = 123456789012345u,
+                       .inner_len = 1};
+  dlcp_wire_cdata d;
 
-  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
-                                                 1000, 1),
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), &h),
                    DLCP_WIRE_CDATA_HDR_LEN);
   buf[DLCP_WIRE_CDATA_HDR_LEN] = 0x5A;
-  assert_int_equal(dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner,
-                                          &inner_len, buf,
-                                          DLCP_WIRE_CDATA_HDR_LEN + 1),
+  assert_int_equal(dlcp_wire_cdata_decode(&d, buf, DLCP_WIRE_CDATA_HDR_LEN + 1),
                    0);
-  assert_int_equal(job, 7);
-  assert_int_equal(cseq, 1);
-  assert_int_equal(ack, 2);
-  assert_int_equal(rest, 1000);
-  assert_int_equal(inner_len, 1);
-  assert_int_equal(inner[0], 0x5A);
+  assert_int_equal(d.job, 7);
+  assert_int_equal(d.cseq, 1);
+  assert_int_equal(d.ack, 2);
+  assert_int_equal(d.rest, 1000);
+  assert_true(d.tx_ts == 123456789012345u);
+  assert_int_equal(d.inner_len, 1);
+  assert_int_equal(d.inner[0], 0x5A);
   /* The largest message: its first piece may announce the rest of it. */
-  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
-                                                 DLCP_WIRE_CTRL_MAX - 1, 1),
+  h.rest = DLCP_WIRE_CTRL_MAX - 1;
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), &h),
                    DLCP_WIRE_CDATA_HDR_LEN);
-  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
-                                                 DLCP_WIRE_CTRL_MAX, 1),
+  h.rest = DLCP_WIRE_CTRL_MAX;
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), &h),
                    DLCP_ERR_INVALID_ARGUMENT);
-  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
-                                                 0, 0),
+  h.rest = 0;
+  h.inner_len = 0;
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), &h),
                    DLCP_ERR_INVALID_ARGUMENT);
   /* Decoded: one byte more than a message may have is refused. */
+  h.inner_len = 1;
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), &h),
+                   DLCP_WIRE_CDATA_HDR_LEN);
   dlcp_put_u32(buf + 8, DLCP_WIRE_CTRL_MAX);
-  assert_int_equal(dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner,
-                                          &inner_len, buf,
-                                          DLCP_WIRE_CDATA_HDR_LEN + 1),
+  assert_int_equal(dlcp_wire_cdata_decode(&d, buf, DLCP_WIRE_CDATA_HDR_LEN + 1),
                    DLCP_ERR_BAD_LENGTH);
   /* An empty CDATA is no piece at all. */
-  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), 7, 1, 2,
-                                                 0, 1),
+  assert_int_equal(dlcp_wire_cdata_encode_header(buf, sizeof(buf), &h),
                    DLCP_WIRE_CDATA_HDR_LEN);
   dlcp_put_u32(buf + 12, DLCP_WIRE_CDATA_HDR_LEN);
-  assert_true(dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner,
-                                     &inner_len, buf,
-                                     DLCP_WIRE_CDATA_HDR_LEN) < 0);
+  assert_true(dlcp_wire_cdata_decode(&d, buf, DLCP_WIRE_CDATA_HDR_LEN) < 0);
 }
 
 /* A CACK reports needless copies as a count and the latest's cseq; a
@@ -1730,8 +1732,12 @@ static void test_cdata_pieces(void **state) {
 static void test_cack_early_copies(void **state) {
   (void)state;
   uint8_t buf[DLCP_WIRE_CACK_LEN];
-  dlcp_wire_cack c = {
-      .job = 7, .next = 5, .sack = 1, .early = 3, .early_seq = 0};
+  dlcp_wire_cack c = {.job = 7,
+                      .next = 5,
+                      .sack = 1,
+                      .early = 3,
+                      .early_seq = 0,
+                      .echo_ts = 42};
   dlcp_wire_cack d;
 
   assert_int_equal(dlcp_wire_cack_encode(buf, sizeof(buf), &c),
@@ -1741,6 +1747,7 @@ static void test_cack_early_copies(void **state) {
   assert_int_equal(d.early_seq, 0);
   assert_int_equal(d.next, 5);
   assert_int_equal(d.sack, 1);
+  assert_true(d.echo_ts == 42);
   c.early = 0;
   c.early_seq = 4;
   assert_int_equal(dlcp_wire_cack_encode(buf, sizeof(buf), &c),

@@ -199,7 +199,8 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                         .next = ch->next,
                         .sack = 0,
                         .early = ch->early_copies,
-                        .early_seq = ch->early_copy_seq};
+                        .early_seq = ch->early_copy_seq,
+                        .echo_ts = ch->ts_recent};
     for (uint32_t i = 0; i < 32 && i + 1 < DLCP_CTLCHAN_WINDOW; i++) {
       if (ch->early[(ch->next + 1 + i) % DLCP_CTLCHAN_WINDOW]) {
         c.sack |= 1u << i;
@@ -222,9 +223,13 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
     if (buflen < DLCP_WIRE_CDATA_HDR_LEN + (size_t)o->len) {
       return DLCP_ERR_BUFFER_TOO_SMALL;
     }
-    dlcp_ssize n = dlcp_wire_cdata_encode_header(buf, buflen, ch->job,
-                                                 ch->una + i, ch->next,
-                                                 o->rest, o->len);
+    dlcp_wire_cdata h = {.job = ch->job,
+                         .cseq = ch->una + i,
+                         .ack = ch->next,
+                         .rest = o->rest,
+                         .tx_ts = now,
+                         .inner_len = o->len};
+    dlcp_ssize n = dlcp_wire_cdata_encode_header(buf, buflen, &h);
     if (n < 0) {
       return n;
     }
@@ -267,18 +272,25 @@ static uint32_t sent_prefix(const dlcp_ctlchan *ch) {
   return n;
 }
 
-/* Marks |seq| acknowledged if it is in flight; a sample sent once is an
- * RTT sample (Karn: a resent one's ack may answer either).  A prompt
- * message is acknowledged at once.  A grouped message's first piece is
- * acknowledged with the next few, and its time includes the queue in
- * front of the peer's acknowledgement (often the peer's own burst of
- * pieces the other way), which the timeouts of such pieces must cover
- * but those of single messages need not: they have their own estimator.
- * Later pieces are no samples: their time would count the pieces queued
- * ahead of them at the sender.  Nor is any piece of a shorter message,
- * whose acknowledgement may wait for the ack delay.
+/* Marks |seq| acknowledged if it is in flight; a sample's is an RTT
+ * sample.  A prompt message is acknowledged at once.  A grouped message's
+ * first piece is acknowledged with the next few, and its time includes
+ * the queue in front of the peer's acknowledgement (often the peer's own
+ * burst of pieces the other way), which the timeouts of such pieces must
+ * cover but those of single messages need not: they have their own
+ * estimator.  Later pieces are no samples: their time would count the
+ * pieces queued ahead of them at the sender.  Nor is any piece of a
+ * shorter message, whose acknowledgement may wait for the ack delay.
+ * A message sent more than once is timed from the transmission the
+ * CACK's |*echo| names, once per CACK (then *echo is set to NEVER; a
+ * CDATA's acknowledgement has none): Karn's rule alone, which takes no sample
+ * from an acknowledgement that may answer either copy, never corrected a
+ * first timeout shorter than every long message's round trip
+ * (docs/protocol.md).  An echo from before the first transmission or
+ * after now is not of this message, or forged.
  * Returns whether it was in flight and not yet acknowledged. */
-static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
+static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp *echo,
+                    dlcp_tstamp now) {
   uint32_t d = seq - ch->una;
   if (d >= in_window(ch)) {
     return false;
@@ -287,11 +299,18 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
   if (o->acked || !o->sent) {
     return false;
   }
-  if (o->sample && !o->resent && now >= o->sent_at) {
+  dlcp_tstamp from = o->sent_at;
+  if (o->resent) {
+    from = *echo >= o->sent_at && *echo <= now ? *echo : DLCP_TSTAMP_NEVER;
+    if (from != DLCP_TSTAMP_NEVER && o->sample) {
+      *echo = DLCP_TSTAMP_NEVER;
+    }
+  }
+  if (o->sample && from <= now) {
     if (o->grouped) {
-      dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, now - o->sent_at);
+      dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, now - from);
     } else {
-      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, now - o->sent_at);
+      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, now - from);
     }
   }
   o->acked = true;
@@ -364,11 +383,13 @@ static void resend_skipped(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
  * peer took to answer (its process waiting for a core, most often).  The
  * time since the first transmission, less the ack delay a message not
  * prompt has on top of its timeout, bounds that answer's round trip from
- * above; it goes into the estimate as a sample (Karn's rule leaves out a
- * message sent twice because its acknowledgement may answer either copy;
- * the peer's report says the first was there).  A lost message cannot
- * be reported so: the peer never had it. */
-static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
+ * above; it goes into the estimate as a sample, unless the CACK's echo
+ * has just |timed| a message: the peer echoes the transmission that
+ * brought the message, not the copy (on_cdata), so that is the same
+ * sample, taken once.  A lost message cannot be reported so: the peer
+ * never had it. */
+static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, bool timed,
+                           dlcp_tstamp now) {
   for (uint32_t i = 0; i < DLCP_CTLCHAN_RESENT_LOG; i++) {
     dlcp_ctlchan_resent *r = &ch->resent_log[i];
     if (!r->valid || r->seq != seq || now < r->sent_at) {
@@ -376,6 +397,9 @@ static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp now) {
     }
     r->valid = false;
     ch->needless++;
+    if (timed) {
+      return;
+    }
     dlcp_duration rtt = now - r->sent_at;
     dlcp_duration held = r->prompt ? 0 : ch->ack_delay;
     if (rtt <= held) {
@@ -398,12 +422,13 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
     upto = 0;
   }
   bool progress = false;
+  dlcp_tstamp echo = c->echo_ts;
   for (uint32_t i = 0; i < upto; i++) {
-    progress |= ack_one(ch, ch->una + i, now);
+    progress |= ack_one(ch, ch->una + i, &echo, now);
   }
   for (uint32_t i = 0; i < 32; i++) {
     if (c->sack & (1u << i)) {
-      progress |= ack_one(ch, c->next + 1 + i, now);
+      progress |= ack_one(ch, c->next + 1 + i, &echo, now);
     }
   }
   while (ch->count > 0 && ch->out[ch->head].acked) {
@@ -417,7 +442,8 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   }
   resend_skipped(ch, c);
   if (c->early > 0) {
-    learn_needless(ch, c->early_seq, now);
+    bool timed = echo == DLCP_TSTAMP_NEVER && c->echo_ts != DLCP_TSTAMP_NEVER;
+    learn_needless(ch, c->early_seq, timed, now);
   }
 }
 
@@ -479,10 +505,16 @@ static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   return prompt;
 }
 
-static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
-                    const uint8_t *msg, size_t len,
+/* Takes CDATA |h|.  Our next CACK echoes its send time unless it is a
+ * copy of a message we hold but had not acknowledged: the echo then
+ * stays that of the transmission that brought the message, whose
+ * acknowledgement the sender's timeout did not wait for. */
+static int on_cdata(dlcp_ctlchan *ch, const dlcp_wire_cdata *h,
                     dlcp_ctlchan_deliver_fn deliver, void *user,
                     dlcp_tstamp now) {
+  uint32_t seq = h->cseq, rest = h->rest;
+  const uint8_t *msg = h->inner;
+  size_t len = h->inner_len;
   uint32_t d = seq - ch->next;
   if (d >= DLCP_CTLCHAN_WINDOW) {
     /* Already delivered (d wrapped) or beyond any window we granted: say
@@ -498,6 +530,7 @@ static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
       ch->early_copy_seq = seq;
     } else {
       ch->duplicates++;
+      ch->ts_recent = h->tx_ts;
     }
     ch->cack_at = now;
     return 0;
@@ -510,6 +543,7 @@ static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
       ch->duplicates++;
       return 0;
     }
+    ch->ts_recent = h->tx_ts;
     uint8_t *copy = ch->mem->malloc(len, ch->mem->user);
     if (!copy) {
       return 0; /* unacknowledged in effect: it will come again */
@@ -527,6 +561,7 @@ static int on_cdata(dlcp_ctlchan *ch, uint32_t seq, uint32_t rest,
    * DLCP_CTLCHAN_PIECE_ACKS, and a message of more pieces at once when
    * whole: the sender has the rest of a burst in flight, whose timeouts
    * only an acknowledgement restarts. */
+  ch->ts_recent = h->tx_ts;
   int err = 0;
   bool in_pieces = rest > 0 || ch->joined_total > 0;
   uint32_t ack_every = in_pieces ? DLCP_CTLCHAN_PIECE_ACKS
@@ -571,15 +606,13 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
     }
     return rv;
   }
-  uint32_t job, seq, rest;
-  dlcp_wire_cack piggy = {.job = ch->job, .sack = 0};
-  const uint8_t *msg;
-  size_t mlen;
-  rv = dlcp_wire_cdata_decode(&job, &seq, &piggy.next, &rest, &msg, &mlen,
-                              buf, len);
+  dlcp_wire_cdata h;
+  rv = dlcp_wire_cdata_decode(&h, buf, len);
   if (rv == 0) {
+    dlcp_wire_cack piggy = {
+        .job = ch->job, .next = h.ack, .echo_ts = DLCP_TSTAMP_NEVER};
     on_cack(ch, &piggy, now);
-    rv = on_cdata(ch, seq, rest, msg, mlen, deliver, user, now);
+    rv = on_cdata(ch, &h, deliver, user, now);
   }
   return rv;
 }

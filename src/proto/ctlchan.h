@@ -115,7 +115,8 @@ typedef struct dlcp_ctlchan_out {
                        and at once when whole */
   bool sample;      /* its acknowledgement is an RTT sample: a prompt
                        message's, or a grouped message's first piece */
-  bool resent;      /* sent more than once: its ack is no RTT sample */
+  bool resent;      /* sent more than once: its ack is an RTT sample only
+                       through the CACK's echo (see ack_one) */
   dlcp_tstamp sent_at; /* first transmission */
   dlcp_tstamp due;   /* next (re)transmission */
   dlcp_duration rto; /* this message's current timeout */
@@ -165,6 +166,7 @@ typedef struct dlcp_ctlchan {
   /* copies of delivered messages that came before acked_next covered
    * them, for the next CACK: count (saturating) and the latest's seq */
   uint32_t early_copies, early_copy_seq;
+  dlcp_tstamp ts_recent; /* what our next CACK echoes (on_cdata) */
   /* sender: the latest messages sent again, a ring */
   dlcp_ctlchan_resent resent_log[DLCP_CTLCHAN_RESENT_LOG];
   uint32_t resent_next;

@@ -298,29 +298,26 @@ int dlcp_wire_ack_decode(dlcp_wire_ack *a, const uint8_t *buf, size_t buflen) {
 /* ---- CDATA, CACK ---- */
 
 dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
-                                         uint32_t job, uint32_t cseq,
-                                         uint32_t ack, uint32_t rest,
-                                         size_t inner_len) {
+                                         const dlcp_wire_cdata *h) {
   uint8_t *p;
 
-  if (inner_len == 0 ||
-      inner_len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN ||
-      rest > DLCP_WIRE_CTRL_MAX - inner_len) {
+  if (h == NULL || h->inner_len == 0 ||
+      h->inner_len > DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN ||
+      h->rest > DLCP_WIRE_CTRL_MAX - h->inner_len) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
   if (buf == NULL || buflen < DLCP_WIRE_CDATA_HDR_LEN) {
     return DLCP_ERR_BUFFER_TOO_SMALL;
   }
-  p = put_preamble(buf, DLCP_WIRE_CDATA, job, rest,
-                   (uint32_t)(DLCP_WIRE_CDATA_HDR_LEN + inner_len));
-  p = dlcp_put_u32(p, cseq);
-  dlcp_put_u32(p, ack);
+  p = put_preamble(buf, DLCP_WIRE_CDATA, h->job, h->rest,
+                   (uint32_t)(DLCP_WIRE_CDATA_HDR_LEN + h->inner_len));
+  p = dlcp_put_u32(p, h->cseq);
+  p = dlcp_put_u32(p, h->ack);
+  dlcp_put_u64(p, h->tx_ts);
   return DLCP_WIRE_CDATA_HDR_LEN;
 }
 
-int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
-                           uint32_t *rest, const uint8_t **inner,
-                           size_t *inner_len, const uint8_t *buf,
+int dlcp_wire_cdata_decode(dlcp_wire_cdata *h, const uint8_t *buf,
                            size_t buflen) {
   dlcp_wire_preamble pre;
   int rv = decode_whole(&pre, buf, buflen, DLCP_WIRE_CDATA);
@@ -331,12 +328,13 @@ int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
   if (pre.xfer > DLCP_WIRE_CTRL_MAX - (pre.len - DLCP_WIRE_CDATA_HDR_LEN)) {
     return DLCP_ERR_BAD_LENGTH;
   }
-  *job = pre.job;
-  *rest = pre.xfer;
-  *cseq = dlcp_get_u32(buf + 16);
-  *ack = dlcp_get_u32(buf + 20);
-  *inner = buf + DLCP_WIRE_CDATA_HDR_LEN;
-  *inner_len = pre.len - DLCP_WIRE_CDATA_HDR_LEN;
+  h->job = pre.job;
+  h->rest = pre.xfer;
+  h->cseq = dlcp_get_u32(buf + 16);
+  h->ack = dlcp_get_u32(buf + 20);
+  h->tx_ts = dlcp_get_u64(buf + 24);
+  h->inner = buf + DLCP_WIRE_CDATA_HDR_LEN;
+  h->inner_len = pre.len - DLCP_WIRE_CDATA_HDR_LEN;
   return 0;
 }
 
@@ -357,7 +355,8 @@ dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
   p = dlcp_put_u32(p, c->next);
   p = dlcp_put_u32(p, c->sack);
   p = dlcp_put_u32(p, c->early);
-  dlcp_put_u32(p, c->early_seq);
+  p = dlcp_put_u32(p, c->early_seq);
+  dlcp_put_u64(p, c->echo_ts);
   return DLCP_WIRE_CACK_LEN;
 }
 
@@ -377,6 +376,7 @@ int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
   c->sack = dlcp_get_u32(buf + 20);
   c->early = dlcp_get_u32(buf + 24);
   c->early_seq = dlcp_get_u32(buf + 28);
+  c->echo_ts = dlcp_get_u64(buf + 32);
   if (c->early == 0 && c->early_seq != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }

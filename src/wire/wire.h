@@ -133,10 +133,12 @@
  *                     direction, as CACK's next: every cseq before it has
  *                     arrived (a CDATA carries one, so the reply to a
  *                     control message acknowledges it for free)
- *   24  ...  the control message or piece, len - 24 bytes (at least 1;
+ *   24  8    tx_ts    sender time stamp (ns) of this transmission, echoed
+ *                     by the CACK it brings about
+ *   32  ...  the control message or piece, len - 32 bytes (at least 1;
  *            with the bytes that follow, at most DLCP_WIRE_CTRL_MAX)
  *
- * CACK (datagram, either way), 32 bytes; xfer is 0:
+ * CACK (datagram, either way), 40 bytes; xfer is 0:
  *   16  4    next     every cseq before this one has arrived
  *   20  4    sack     bit i set: cseq next + 1 + i has arrived too
  *   24  4    early    messages that arrived again, since the previous
@@ -147,6 +149,12 @@
  *                     may only mean the acknowledgement was lost, and is
  *                     not counted)
  *   28  4    early_seq  the cseq of the latest of them (0 if early is 0)
+ *   32  8    echo_ts  tx_ts of the latest CDATA that arrived before this
+ *                     CACK, leaving out copies of messages this end held
+ *                     but had not acknowledged (the transmission that
+ *                     brought the message stays echoed): it tells an
+ *                     acknowledgement of a copy from one of the first
+ *                     transmission (Karn's ambiguity)
  */
 #ifndef DLCP_WIRE_H
 #define DLCP_WIRE_H
@@ -158,7 +166,7 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_WIRE_MAGIC 0xD1C9u
-#define DLCP_WIRE_VERSION 2u
+#define DLCP_WIRE_VERSION 3u
 #define DLCP_WIRE_PREAMBLE_LEN 16u
 #define DLCP_WIRE_DATA_HDR_LEN 44u
 #define DLCP_WIRE_ACK_LEN 48u
@@ -171,8 +179,8 @@
 #define DLCP_WIRE_START_HDR_LEN 20u
 #define DLCP_WIRE_START_ENTRY_LEN 32u
 #define DLCP_WIRE_BITMAP_HDR_LEN 40u
-#define DLCP_WIRE_CDATA_HDR_LEN 24u
-#define DLCP_WIRE_CACK_LEN 32u
+#define DLCP_WIRE_CDATA_HDR_LEN 32u
+#define DLCP_WIRE_CACK_LEN 40u
 /* The largest control message a decoder accepts (1 MiB).  With segments of
  * at least 1400 bytes, even the worst-case bitmap of a 1 GiB tensor (every
  * other segment missing: 2 bytes per range) fits. */
@@ -293,7 +301,19 @@ typedef struct dlcp_wire_cack {
   uint32_t sack; /* bit i: cseq next + 1 + i has arrived */
   uint32_t early;     /* copies that came before we acknowledged the first */
   uint32_t early_seq; /* the cseq of the latest of them (0 if none) */
+  uint64_t echo_ts;   /* tx_ts of the latest CDATA that arrived (above) */
 } dlcp_wire_cack;
+
+/* A CDATA's envelope; |inner| points into the datagram decoded. */
+typedef struct dlcp_wire_cdata {
+  uint32_t job;
+  uint32_t cseq;
+  uint32_t ack;  /* every cseq of the other direction before it arrived */
+  uint32_t rest; /* bytes of the message after this piece */
+  uint64_t tx_ts;
+  const uint8_t *inner;
+  size_t inner_len;
+} dlcp_wire_cdata;
 
 /* A run of segment indices [start, start + count). */
 typedef struct dlcp_wire_range {
@@ -439,22 +459,19 @@ int dlcp_wire_eager_decode(dlcp_wire_eager *e, const uint8_t **payload,
                            size_t buflen);
 
 /*
- * dlcp_wire_cdata_encode_header writes the 24-byte CDATA header for a
- * control message or piece of |inner_len| bytes that the caller places
- * right after it, with |rest| bytes of the message still to come.
- * Returns DLCP_WIRE_CDATA_HDR_LEN, DLCP_ERR_BUFFER_TOO_SMALL or
- * DLCP_ERR_INVALID_ARGUMENT (inner_len 0, the datagram over
- * DLCP_WIRE_DGRAM_MAX, or the message over DLCP_WIRE_CTRL_MAX).
+ * dlcp_wire_cdata_encode_header writes the 32-byte CDATA header for a
+ * control message or piece of |h->inner_len| bytes that the caller places
+ * right after it, with |h->rest| bytes of the message still to come
+ * (|h->inner| is not read).  Returns DLCP_WIRE_CDATA_HDR_LEN,
+ * DLCP_ERR_BUFFER_TOO_SMALL or DLCP_ERR_INVALID_ARGUMENT (inner_len 0,
+ * the datagram over DLCP_WIRE_DGRAM_MAX, or the message over
+ * DLCP_WIRE_CTRL_MAX).
  * dlcp_wire_cdata_decode checks the envelope (not the inner message: feed
- * it, once whole, to its own decoder) and points |*inner| into |buf|.
+ * it, once whole, to its own decoder) and points |h->inner| into |buf|.
  */
 dlcp_ssize dlcp_wire_cdata_encode_header(uint8_t *buf, size_t buflen,
-                                         uint32_t job, uint32_t cseq,
-                                         uint32_t ack, uint32_t rest,
-                                         size_t inner_len);
-int dlcp_wire_cdata_decode(uint32_t *job, uint32_t *cseq, uint32_t *ack,
-                           uint32_t *rest, const uint8_t **inner,
-                           size_t *inner_len, const uint8_t *buf,
+                                         const dlcp_wire_cdata *h);
+int dlcp_wire_cdata_decode(dlcp_wire_cdata *h, const uint8_t *buf,
                            size_t buflen);
 /* A CACK with an early_seq but no early copies is refused both ways
  * (DLCP_ERR_INVALID_ARGUMENT). */

@@ -110,14 +110,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   }
   case DLCP_WIRE_CDATA: {
-    uint32_t job, cseq, ack, rest;
-    const uint8_t *inner;
-    size_t inner_len;
+    dlcp_wire_cdata h;
 
-    rv = dlcp_wire_cdata_decode(&job, &cseq, &ack, &rest, &inner, &inner_len,
-                                data, pre.len);
-    if (rv == 0 && (inner + inner_len != data + pre.len || inner_len == 0 ||
-                    inner_len + rest > DLCP_WIRE_CTRL_MAX)) {
+    rv = dlcp_wire_cdata_decode(&h, data, pre.len);
+    if (rv == 0 &&
+        (h.inner + h.inner_len != data + pre.len || h.inner_len == 0 ||
+         h.inner_len + h.rest > DLCP_WIRE_CTRL_MAX)) {
       abort(); /* the inner message or piece must be exactly the rest */
     }
     break;
