@@ -180,11 +180,13 @@ static void test_window_and_selective_ack(void **state) {
   assert_int_equal(a.retransmissions, 1);
   assert_int_equal(dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, 10), 0);
   /* The same selective bits again (the resent message still on its way)
-   * send nothing more before the timeout, which kept its length. */
+   * send nothing more before the copy's timeout: alone in flight, it is
+   * due the latest round trip (the CACK at 10 echoed 0) and a quarter
+   * after its sending, 10 + 10 + 2 (RACK), not its RTO. */
   assert_int_equal(dlcp_ctlchan_on_datagram(&a, c, (size_t)cl, deliver, &rx, 20),
                    0);
   assert_int_equal(dlcp_ctlchan_poll(&a, r, 64, RTO, MAX_RTO, 20), 0);
-  assert_int_equal(dlcp_ctlchan_deadline(&a), RTO);
+  assert_int_equal(dlcp_ctlchan_deadline(&a), 22);
   assert_int_equal(dlcp_ctlchan_on_datagram(&b, r, (size_t)rl, deliver, &rx, 30),
                    0);
   assert_int_equal(rx.n, DLCP_CTLCHAN_WINDOW);
@@ -819,8 +821,9 @@ static void test_burst_of_pieces_at_the_bottleneck_pace(void **state) {
   assert_int_equal(rx.len[0], sizeof(m));
   assert_memory_equal(rx.got[0], m, sizeof(m));
   free(rx.got[0]);
-  /* Acknowledged every 8 pieces, the last of them the whole message. */
-  assert_int_equal(nacks, NP / DLCP_CTLCHAN_PIECE_ACKS);
+  /* Acknowledged every 8 pieces, the one before the last (which times
+   * the last), and the whole message. */
+  assert_int_equal(nacks, NP / DLCP_CTLCHAN_PIECE_ACKS + 1);
   /* One RTT sample, the first piece's: acknowledged with the next 7. */
   dlcp_duration first_ack = 2 * LAT + (DLCP_CTLCHAN_PIECE_ACKS - 1) * PACE;
   assert_true(a.piece_srtt >= first_ack && a.piece_srtt <= first_ack + TICK);
@@ -837,6 +840,8 @@ typedef struct slow_path {
   dlcp_tstamp at[2][64];
   uint32_t n[2], next[2];
   dlcp_tstamp free_at; /* when the bottleneck takes the next datagram */
+  uint32_t drop_cseq;  /* the first |drops| transmissions of this one */
+  uint32_t drops;      /* are lost */
 } slow_path;
 
 /* Moves what |a| (sender) and |b| have due at |now| one step along |p|. */
@@ -850,6 +855,13 @@ static void slow_path_step(slow_path *p, dlcp_ctlchan *a, dlcp_ctlchan *b,
                                   sizeof(p->d[w][0].b), RTO, MAX_RTO, now)) >
            0) {
       assert_true(p->n[w] + 1 < 64);
+      dlcp_wire_cdata h;
+      if (w == 0 && p->drops > 0 &&
+          dlcp_wire_cdata_decode(&h, p->d[w][p->n[w]].b, (size_t)n) == 0 &&
+          h.cseq == p->drop_cseq) {
+        p->drops--;
+        continue;
+      }
       p->d[w][p->n[w]].len = (size_t)n;
       dlcp_tstamp at = now + lat;
       if (w == 0) {
@@ -910,6 +922,98 @@ static void test_late_first_acknowledgement_is_timed(void **state) {
     assert_memory_equal(rx.got[i], m, sizeof(m));
     free(rx.got[i]);
   }
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
+/* A long message's last piece is lost.  The peer acknowledges the piece
+ * before it at once, and the sender, its own message no longer ahead of
+ * the last piece, expects that one's acknowledgement the latest round
+ * trip and a quarter after its sending (RACK): it goes again then, not a
+ * timeout of the pieces' estimator (whose samples count the burst) after
+ * an acknowledgement the ack delay held. */
+static void test_lost_last_piece_sent_again_soon(void **state) {
+  (void)state;
+  enum { NP = 16, PACE = 100, LAT = 50, ACK_DELAY = 1000, TICK = 10 };
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
+  static uint8_t m[NP * PIECE];
+  memset(m, 0x5B, sizeof(m));
+  static slow_path p;
+  p.drops = 1;
+  p.drop_cseq = NP - 1;
+  joined_log rx = {.n = 0};
+  assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, 0), 0);
+  /* The piece before the last arrives at (NP - 1) PACE, its
+   * acknowledgement leaves on the next step and takes LAT: that round
+   * trip, and a quarter. */
+  dlcp_tstamp penultimate_ack = (NP - 1) * PACE + TICK + LAT;
+  dlcp_tstamp resend = penultimate_ack + penultimate_ack / 4;
+  dlcp_tstamp now = 0;
+  for (; now < resend; now += TICK) {
+    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
+  }
+  assert_int_equal(a.retransmissions, 0);
+  for (; now <= resend + TICK; now += TICK) {
+    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
+  }
+  assert_int_equal(a.retransmissions, 1);
+  for (dlcp_tstamp end = now + 1000; now < end; now += TICK) {
+    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
+  }
+  assert_int_equal(rx.n, 1);
+  assert_memory_equal(rx.got[0], m, sizeof(m));
+  free(rx.got[0]);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  assert_int_equal(a.retransmissions, 1);
+  dlcp_ctlchan_fini(&a);
+  dlcp_ctlchan_fini(&b);
+}
+
+/* A piece the peer's selective bits show lost goes again at once, and
+ * that copy is lost too.  The copy is timed from its own sending (the
+ * latest round trip and a quarter): the acknowledgements of the pieces
+ * behind it, which restart the timeouts of pieces of the burst, do not
+ * push its timeout on. */
+static void test_lost_copy_timed_from_its_sending(void **state) {
+  (void)state;
+  enum { NP = 16, PACE = 100, LAT = 50, ACK_DELAY = 1000, TICK = 10 };
+  dlcp_ctlchan a, b;
+  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
+  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
+  static uint8_t m[NP * PIECE];
+  memset(m, 0x6C, sizeof(m));
+  static slow_path p;
+  p.drops = 2;
+  p.drop_cseq = 4;
+  joined_log rx = {.n = 0};
+  assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, 0), 0);
+  dlcp_tstamp now = 0, copied = 0;
+  while (a.retransmissions == 0) {
+    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
+    now += TICK;
+  }
+  copied = now - TICK;
+  /* Three pieces after it arrived (8 PACE), the CACK came LAT later. */
+  assert_true(copied <= 8 * PACE + TICK + LAT);
+  dlcp_duration rtt = a.latest_rtt;
+  dlcp_tstamp again = copied + rtt + rtt / 4;
+  for (; now <= again + TICK; now += TICK) {
+    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
+    if (now < again) {
+      assert_int_equal(a.retransmissions, 1);
+    }
+  }
+  assert_int_equal(a.retransmissions, 2);
+  for (dlcp_tstamp end = now + 2000; now < end; now += TICK) {
+    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
+  }
+  assert_int_equal(rx.n, 1);
+  assert_memory_equal(rx.got[0], m, sizeof(m));
+  free(rx.got[0]);
+  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  assert_int_equal(a.retransmissions, 2);
   dlcp_ctlchan_fini(&a);
   dlcp_ctlchan_fini(&b);
 }
@@ -982,6 +1086,8 @@ int main(void) {
       cmocka_unit_test(test_long_messages_reuse_buffers),
       cmocka_unit_test(test_burst_of_pieces_at_the_bottleneck_pace),
       cmocka_unit_test(test_late_first_acknowledgement_is_timed),
+      cmocka_unit_test(test_lost_last_piece_sent_again_soon),
+      cmocka_unit_test(test_lost_copy_timed_from_its_sending),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,6 +180,10 @@ typedef struct dlcp_ctlchan {
    * over first pieces (see ack_one); 0: no sample */
   dlcp_duration srtt, rttvar;
   dlcp_duration piece_srtt, piece_rttvar;
+  /* the round trip of the transmission the latest CACK that acknowledged
+   * something echoed (0: none yet): RACK's RTT of the most recently
+   * delivered, for the timeouts of messages alone in flight */
+  dlcp_duration latest_rtt;
 } dlcp_ctlchan;
 
 /* Delivers one control message, in order, exactly once, and says whether
