@@ -43,9 +43,13 @@
  * prompt (no ack delay in its timeout).  A burst of pieces reaches the
  * peer at the bottleneck's pace, not at once, so the receiver
  * acknowledges pieces every DLCP_CTLCHAN_PIECE_ACKS (and a message of
- * more pieces than that once whole), every acknowledgement of something
- * new restarts the timeouts of what is still in flight (RFC 6298's rule),
- * and the pieces of such long messages have their own RTT estimator.
+ * more pieces than that at the piece before the last and once whole),
+ * every acknowledgement of something new restarts the timeouts of what
+ * is still in flight (RFC 6298's rule), and the pieces of such long
+ * messages have their own RTT estimator.  A last piece left alone in
+ * flight, and a copy sent on the peer's selective bits, are expected the
+ * latest round trip (from the CACK's echo) and a quarter after their
+ * sending (RACK).
  *
  * A message whose answer is not a control message (a START is answered by
  * data, a BITMAP by retransmissions, a STOP or FINISH by nothing) has no
