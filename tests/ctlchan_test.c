@@ -5,8 +5,9 @@
  * acknowledgement, the count of unacknowledged messages, acknowledgements
  * delayed for a reply to carry them, prompt messages acknowledged at once
  * and timed by the channel's own RTT, copies the peer reports needless
- * raising the timeout, long messages in pieces.  Time is an argument;
- * nothing sleeps.
+ * raising the timeout, long messages in pieces, the echoed send time that
+ * times a message sent twice, and the timing of a message alone in
+ * flight (RACK).  Time is an argument; nothing sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -833,26 +834,50 @@ static void test_burst_of_pieces_at_the_bottleneck_pace(void **state) {
 }
 
 /* A path with a bottleneck one way: a datagram from the sender comes out
- * PACE after the one before it, and no sooner than LAT after it left;
- * acknowledgements take LAT. */
+ * SLOW_PACE after the one before it, and no sooner than SLOW_LAT after it
+ * left; acknowledgements take SLOW_LAT.  Time moves in steps of
+ * SLOW_TICK.  Both ends delay their acknowledgements by SLOW_ACK_DELAY. */
+enum {
+  SLOW_PACE = 100,
+  SLOW_LAT = 50,
+  SLOW_TICK = 10,
+  SLOW_ACK_DELAY = 1000,
+  SLOW_NP = 16 /* pieces of the message sent */
+};
+
 typedef struct slow_path {
+  dlcp_ctlchan a, b; /* sender, receiver */
   dgram d[2][64];
   dlcp_tstamp at[2][64];
   uint32_t n[2], next[2];
   dlcp_tstamp free_at; /* when the bottleneck takes the next datagram */
   uint32_t drop_cseq;  /* the first |drops| transmissions of this one */
   uint32_t drops;      /* are lost */
+  joined_log rx;
+  dlcp_tstamp now;
+  uint8_t m[SLOW_NP * PIECE]; /* the message */
 } slow_path;
 
-/* Moves what |a| (sender) and |b| have due at |now| one step along |p|. */
-static void slow_path_step(slow_path *p, dlcp_ctlchan *a, dlcp_ctlchan *b,
-                           dlcp_tstamp now, dlcp_duration pace,
-                           dlcp_duration lat, joined_log *rx) {
-  dlcp_ctlchan *from[2] = {a, b};
+static void slow_path_init(slow_path *p, uint8_t fill) {
+  memset(p, 0, sizeof(*p));
+  dlcp_ctlchan_init(&p->a, dlcp_mem_default(), 7, SLOW_ACK_DELAY, 0, PIECE);
+  dlcp_ctlchan_init(&p->b, dlcp_mem_default(), 7, SLOW_ACK_DELAY, 0, PIECE);
+  memset(p->m, fill, sizeof(p->m));
+}
+
+/* Sends the message now. */
+static void slow_path_send(slow_path *p) {
+  assert_int_equal(dlcp_ctlchan_send(&p->a, p->m, sizeof(p->m), false, p->now),
+                   0);
+}
+
+/* Moves what the ends have due one step along the path. */
+static void slow_path_step(slow_path *p) {
+  dlcp_ctlchan *from[2] = {&p->a, &p->b};
   for (int w = 0; w < 2; w++) {
     dlcp_ssize n;
     while ((n = dlcp_ctlchan_poll(from[w], p->d[w][p->n[w]].b,
-                                  sizeof(p->d[w][0].b), RTO, MAX_RTO, now)) >
+                                  sizeof(p->d[w][0].b), RTO, MAX_RTO, p->now)) >
            0) {
       assert_true(p->n[w] + 1 < 64);
       dlcp_wire_cdata h;
@@ -863,16 +888,51 @@ static void slow_path_step(slow_path *p, dlcp_ctlchan *a, dlcp_ctlchan *b,
         continue;
       }
       p->d[w][p->n[w]].len = (size_t)n;
-      dlcp_tstamp at = now + lat;
+      dlcp_tstamp at = p->now + SLOW_LAT;
       if (w == 0) {
-        at = at > p->free_at + pace ? at : p->free_at + pace;
+        at = at > p->free_at + SLOW_PACE ? at : p->free_at + SLOW_PACE;
         p->free_at = at;
       }
       p->at[w][p->n[w]++] = at;
     }
   }
-  arrive_until(b, p->d[0], p->at[0], p->n[0], &p->next[0], now, rx);
-  arrive_until(a, p->d[1], p->at[1], p->n[1], &p->next[1], now, rx);
+  arrive_until(&p->b, p->d[0], p->at[0], p->n[0], &p->next[0], p->now, &p->rx);
+  arrive_until(&p->a, p->d[1], p->at[1], p->n[1], &p->next[1], p->now, &p->rx);
+  p->now += SLOW_TICK;
+}
+
+/* Steps until |t| (exclusive). */
+static void slow_path_run_until(slow_path *p, dlcp_tstamp t) {
+  while (p->now < t) {
+    slow_path_step(p);
+  }
+}
+
+/* Every message sent arrived whole and is acknowledged, with
+ * |retransmissions| copies sent in all. */
+static void slow_path_finish(slow_path *p, uint32_t messages,
+                             uint64_t retransmissions) {
+  assert_int_equal(p->rx.n, messages);
+  for (uint32_t i = 0; i < p->rx.n; i++) {
+    assert_memory_equal(p->rx.got[i], p->m, sizeof(p->m));
+    free(p->rx.got[i]);
+  }
+  assert_int_equal(dlcp_ctlchan_unacked(&p->a), 0);
+  assert_int_equal(p->a.retransmissions, retransmissions);
+  dlcp_ctlchan_fini(&p->a);
+  dlcp_ctlchan_fini(&p->b);
+}
+
+/* The next copy of the one message sent goes at |t| (within a step), not
+ * before; then the message gets through with no other copy. */
+static void slow_path_expect_copy_at(slow_path *p, dlcp_tstamp t) {
+  uint64_t before = p->a.retransmissions;
+  slow_path_run_until(p, t);
+  assert_int_equal(p->a.retransmissions, before);
+  slow_path_run_until(p, t + 2 * SLOW_TICK);
+  assert_int_equal(p->a.retransmissions, before + 1);
+  slow_path_run_until(p, p->now + 2000);
+  slow_path_finish(p, 1, before + 1);
 }
 
 /* A long message's first timeout shorter than its round trip sends all
@@ -886,44 +946,26 @@ static void slow_path_step(slow_path *p, dlcp_ctlchan *a, dlcp_ctlchan *b,
  * KiB at 1 Gbit/s: 1,392 needless copies in three iterations). */
 static void test_late_first_acknowledgement_is_timed(void **state) {
   (void)state;
-  enum {
-    NP = 16,
-    PACE = 100,
-    LAT = 50,
-    QUEUE = 2000,
-    ACK_DELAY = 1000,
-    TICK = 10
-  };
-  dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
-  static uint8_t m[NP * PIECE];
-  memset(m, 0x3C, sizeof(m));
+  enum { QUEUE = 2000 };
   static slow_path p;
-  joined_log rx = {.n = 0};
+  slow_path_init(&p, 0x3C);
   /* The first group's acknowledgement comes after the pieces' first
    * timeout (the caller's RTO plus the ack delay). */
-  dlcp_duration first_ack = QUEUE + DLCP_CTLCHAN_PIECE_ACKS * PACE + LAT;
-  assert_true(first_ack > RTO + ACK_DELAY);
-  dlcp_tstamp now = 0;
-  for (int k = 0; k < 2; k++) {
-    p.free_at = now + QUEUE;
-    assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, now), 0);
-    for (dlcp_tstamp end = now + 20000; now < end; now += TICK) {
-      slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-    }
-    assert_int_equal(rx.n, k + 1);
-    assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
+  dlcp_duration first_ack =
+      QUEUE + DLCP_CTLCHAN_PIECE_ACKS * SLOW_PACE + SLOW_LAT;
+  assert_true(first_ack > RTO + SLOW_ACK_DELAY);
+  for (uint32_t k = 0; k < 2; k++) {
+    p.free_at = p.now + QUEUE;
+    slow_path_send(&p);
+    slow_path_run_until(&p, p.now + 20000);
+    assert_int_equal(p.rx.n, k + 1);
+    assert_int_equal(dlcp_ctlchan_unacked(&p.a), 0);
     /* All of the first message once; none of the second. */
-    assert_int_equal(a.retransmissions, NP);
-    assert_true(a.piece_srtt >= first_ack && a.piece_srtt <= first_ack + TICK);
+    assert_int_equal(p.a.retransmissions, SLOW_NP);
+    assert_true(p.a.piece_srtt >= first_ack &&
+                p.a.piece_srtt <= first_ack + SLOW_TICK);
   }
-  for (uint32_t i = 0; i < rx.n; i++) {
-    assert_memory_equal(rx.got[i], m, sizeof(m));
-    free(rx.got[i]);
-  }
-  dlcp_ctlchan_fini(&a);
-  dlcp_ctlchan_fini(&b);
+  slow_path_finish(&p, 2, SLOW_NP);
 }
 
 /* A long message's last piece is lost.  The peer acknowledges the piece
@@ -934,41 +976,17 @@ static void test_late_first_acknowledgement_is_timed(void **state) {
  * an acknowledgement the ack delay held. */
 static void test_lost_last_piece_sent_again_soon(void **state) {
   (void)state;
-  enum { NP = 16, PACE = 100, LAT = 50, ACK_DELAY = 1000, TICK = 10 };
-  dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
-  static uint8_t m[NP * PIECE];
-  memset(m, 0x5B, sizeof(m));
   static slow_path p;
+  slow_path_init(&p, 0x5B);
   p.drops = 1;
-  p.drop_cseq = NP - 1;
-  joined_log rx = {.n = 0};
-  assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, 0), 0);
-  /* The piece before the last arrives at (NP - 1) PACE, its
-   * acknowledgement leaves on the next step and takes LAT: that round
-   * trip, and a quarter. */
-  dlcp_tstamp penultimate_ack = (NP - 1) * PACE + TICK + LAT;
-  dlcp_tstamp resend = penultimate_ack + penultimate_ack / 4;
-  dlcp_tstamp now = 0;
-  for (; now < resend; now += TICK) {
-    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-  }
-  assert_int_equal(a.retransmissions, 0);
-  for (; now <= resend + TICK; now += TICK) {
-    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-  }
-  assert_int_equal(a.retransmissions, 1);
-  for (dlcp_tstamp end = now + 1000; now < end; now += TICK) {
-    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-  }
-  assert_int_equal(rx.n, 1);
-  assert_memory_equal(rx.got[0], m, sizeof(m));
-  free(rx.got[0]);
-  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
-  assert_int_equal(a.retransmissions, 1);
-  dlcp_ctlchan_fini(&a);
-  dlcp_ctlchan_fini(&b);
+  p.drop_cseq = SLOW_NP - 1;
+  slow_path_send(&p);
+  /* The piece before the last arrives at (SLOW_NP - 1) SLOW_PACE, its
+   * acknowledgement leaves on the next step and takes SLOW_LAT: that
+   * round trip, and a quarter. */
+  dlcp_tstamp penultimate_ack =
+      (SLOW_NP - 1) * SLOW_PACE + SLOW_TICK + SLOW_LAT;
+  slow_path_expect_copy_at(&p, penultimate_ack + penultimate_ack / 4);
 }
 
 /* A piece the peer's selective bits show lost goes again at once, and
@@ -978,44 +996,20 @@ static void test_lost_last_piece_sent_again_soon(void **state) {
  * push its timeout on. */
 static void test_lost_copy_timed_from_its_sending(void **state) {
   (void)state;
-  enum { NP = 16, PACE = 100, LAT = 50, ACK_DELAY = 1000, TICK = 10 };
-  dlcp_ctlchan a, b;
-  dlcp_ctlchan_init(&a, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
-  dlcp_ctlchan_init(&b, dlcp_mem_default(), 7, ACK_DELAY, 0, PIECE);
-  static uint8_t m[NP * PIECE];
-  memset(m, 0x6C, sizeof(m));
   static slow_path p;
+  slow_path_init(&p, 0x6C);
   p.drops = 2;
   p.drop_cseq = 4;
-  joined_log rx = {.n = 0};
-  assert_int_equal(dlcp_ctlchan_send(&a, m, sizeof(m), false, 0), 0);
-  dlcp_tstamp now = 0, copied = 0;
-  while (a.retransmissions == 0) {
-    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-    now += TICK;
+  slow_path_send(&p);
+  while (p.a.retransmissions == 0) {
+    slow_path_step(&p);
   }
-  copied = now - TICK;
-  /* Three pieces after it arrived (8 PACE), the CACK came LAT later. */
-  assert_true(copied <= 8 * PACE + TICK + LAT);
-  dlcp_duration rtt = a.latest_rtt;
-  dlcp_tstamp again = copied + rtt + rtt / 4;
-  for (; now <= again + TICK; now += TICK) {
-    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-    if (now < again) {
-      assert_int_equal(a.retransmissions, 1);
-    }
-  }
-  assert_int_equal(a.retransmissions, 2);
-  for (dlcp_tstamp end = now + 2000; now < end; now += TICK) {
-    slow_path_step(&p, &a, &b, now, PACE, LAT, &rx);
-  }
-  assert_int_equal(rx.n, 1);
-  assert_memory_equal(rx.got[0], m, sizeof(m));
-  free(rx.got[0]);
-  assert_int_equal(dlcp_ctlchan_unacked(&a), 0);
-  assert_int_equal(a.retransmissions, 2);
-  dlcp_ctlchan_fini(&a);
-  dlcp_ctlchan_fini(&b);
+  dlcp_tstamp copied = p.now - SLOW_TICK;
+  /* Three pieces after it arrived (8 SLOW_PACE), the CACK came SLOW_LAT
+   * later. */
+  assert_true(copied <= 8 * SLOW_PACE + SLOW_TICK + SLOW_LAT);
+  dlcp_duration rtt = p.a.latest_rtt;
+  slow_path_expect_copy_at(&p, copied + rtt + rtt / 4);
 }
 
 /* Hand-made CDATA |cseq| of |len| bytes with |rest| to come. */
