@@ -300,15 +300,15 @@ static uint32_t sent_prefix(const dlcp_ctlchan *ch) {
  * pieces queued ahead of them at the sender.  Nor is any piece of a
  * shorter message, whose acknowledgement may wait for the ack delay.
  * A message sent more than once is timed from the transmission the
- * CACK's |*echo| names, once per CACK (then *echo is set to NEVER; a
- * CDATA's acknowledgement has none): Karn's rule alone, which takes no sample
- * from an acknowledgement that may answer either copy, never corrected a
- * first timeout shorter than every long message's round trip
- * (docs/protocol.md).  An echo from before the first transmission or
- * after now is not of this message, or forged.
+ * CACK echoes (|echo|; NEVER for a CDATA's acknowledgement, which has
+ * none), once per CACK: *timed says the echo was used.  Karn's rule
+ * alone, which takes no sample from an acknowledgement that may answer
+ * either copy, never corrected a first timeout shorter than every long
+ * message's round trip (docs/protocol.md).  An echo from before the first
+ * transmission or after now is not of this message, or forged.
  * Returns whether it was in flight and not yet acknowledged. */
-static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp *echo,
-                    dlcp_tstamp now) {
+static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp echo,
+                    bool *timed, dlcp_tstamp now) {
   uint32_t d = seq - ch->una;
   if (d >= in_window(ch)) {
     return false;
@@ -317,21 +317,23 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp *echo,
   if (o->acked || !o->sent) {
     return false;
   }
+  o->acked = true;
   dlcp_tstamp from = o->sent_at;
   if (o->resent) {
-    from = *echo >= o->sent_at && *echo <= now ? *echo : DLCP_TSTAMP_NEVER;
-    if (from != DLCP_TSTAMP_NEVER && o->sample) {
-      *echo = DLCP_TSTAMP_NEVER;
+    if (*timed || echo < o->sent_at || echo > now) {
+      return true;
     }
+    from = echo;
   }
-  if (o->sample && from <= now) {
-    if (o->grouped) {
-      dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, now - from);
-    } else {
-      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, now - from);
-    }
+  if (!o->sample || from > now) {
+    return true;
   }
-  o->acked = true;
+  *timed |= o->resent;
+  if (o->grouped) {
+    dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, now - from);
+  } else {
+    dlcp_rtt_sample(&ch->srtt, &ch->rttvar, now - from);
+  }
   return true;
 }
 
@@ -450,14 +452,13 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   if (upto > in_window(ch)) {
     upto = 0;
   }
-  bool progress = false;
-  dlcp_tstamp echo = c->echo_ts;
+  bool progress = false, timed = false;
   for (uint32_t i = 0; i < upto; i++) {
-    progress |= ack_one(ch, ch->una + i, &echo, now);
+    progress |= ack_one(ch, ch->una + i, c->echo_ts, &timed, now);
   }
   for (uint32_t i = 0; i < 32; i++) {
     if (c->sack & (1u << i)) {
-      progress |= ack_one(ch, c->next + 1 + i, &echo, now);
+      progress |= ack_one(ch, c->next + 1 + i, c->echo_ts, &timed, now);
     }
   }
   while (ch->count > 0 && ch->out[ch->head].acked) {
@@ -474,7 +475,6 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   }
   resend_skipped(ch, c);
   if (c->early > 0) {
-    bool timed = echo == DLCP_TSTAMP_NEVER && c->echo_ts != DLCP_TSTAMP_NEVER;
     learn_needless(ch, c->early_seq, timed, now);
   }
 }
