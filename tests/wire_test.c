@@ -265,8 +265,8 @@ static size_t make_samples(sample *s) {
   {
     /* A CDATA carrying a PROBE, and a CACK. */
     dlcp_wire_probe pr = {3, 4, 5, 6};
-    dlcp_wire_cack c = {3, 0xFFFFFFF0u, 0x80000001u,
-                        2, 0xFFFFFFEEu, 0x0123456789ABCDEFu};
+    dlcp_wire_cack c = {3,           0xFFFFFFF0u,         0x80000001u, 2,
+                        0xFFFFFFEEu, 0x0123456789ABCDEFu, 0xFFFFFFFEu};
     dlcp_wire_cdata h = {.job = 3,
                          .cseq = UINT32_MAX,
                          .ack = 0x80000007u,
@@ -1728,7 +1728,8 @@ static void test_cdata_pieces(void **state) {
 }
 
 /* A CACK reports needless copies as a count and the latest's cseq; a
- * cseq without a count is refused both ways. */
+ * cseq without a count is refused both ways.  Its hold rides in the
+ * preamble's xfer word. */
 static void test_cack_early_copies(void **state) {
   (void)state;
   uint8_t buf[DLCP_WIRE_CACK_LEN];
@@ -1737,12 +1738,15 @@ static void test_cack_early_copies(void **state) {
                       .sack = 1,
                       .early = 3,
                       .early_seq = 0,
-                      .echo_ts = 42};
+                      .echo_ts = 42,
+                      .hold_ns = 1000001};
   dlcp_wire_cack d;
 
   assert_int_equal(dlcp_wire_cack_encode(buf, sizeof(buf), &c),
                    DLCP_WIRE_CACK_LEN);
+  assert_int_equal(dlcp_get_u32(buf + 8), 1000001);
   assert_int_equal(dlcp_wire_cack_decode(&d, buf, sizeof(buf)), 0);
+  assert_int_equal(d.hold_ns, 1000001);
   assert_int_equal(d.early, 3);
   assert_int_equal(d.early_seq, 0);
   assert_int_equal(d.next, 5);

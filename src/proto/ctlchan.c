@@ -209,12 +209,15 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
   if (ch->cack_at <= now) {
+    dlcp_duration hold = now > ch->ts_recent_at ? now - ch->ts_recent_at : 0;
     dlcp_wire_cack c = {.job = ch->job,
                         .next = ch->next,
                         .sack = 0,
                         .early = ch->early_copies,
                         .early_seq = ch->early_copy_seq,
-                        .echo_ts = ch->ts_recent};
+                        .echo_ts = ch->ts_recent,
+                        .hold_ns =
+                            hold < UINT32_MAX ? (uint32_t)hold : UINT32_MAX};
     for (uint32_t i = 0; i < 32 && i + 1 < DLCP_CTLCHAN_WINDOW; i++) {
       if (ch->early[(ch->next + 1 + i) % DLCP_CTLCHAN_WINDOW]) {
         c.sack |= 1u << i;
@@ -290,6 +293,15 @@ static uint32_t sent_prefix(const dlcp_ctlchan *ch) {
   return n;
 }
 
+/* What a CACK's echo times (ack_one). */
+typedef struct cack_echo {
+  dlcp_tstamp ts;    /* the send time echoed (NEVER for a CDATA's ack) */
+  dlcp_duration rtt; /* its round trip less the peer's hold, the part of
+                        it up to the ack delay (0: none to take) */
+  bool copy_timed;   /* a message sent more than once was timed by it */
+  bool timed;        /* the message it echoes was timed by it */
+} cack_echo;
+
 /* Marks |seq| acknowledged if it is in flight; a sample's is an RTT
  * sample.  A prompt message is acknowledged at once.  A grouped message's
  * first piece is acknowledged with the next few, and its time includes
@@ -300,15 +312,20 @@ static uint32_t sent_prefix(const dlcp_ctlchan *ch) {
  * pieces queued ahead of them at the sender.  Nor is any piece of a
  * shorter message, whose acknowledgement may wait for the ack delay.
  * A message sent more than once is timed from the transmission the
- * CACK echoes (|echo|; NEVER for a CDATA's acknowledgement, which has
- * none), once per CACK: *timed says the echo was used.  Karn's rule
- * alone, which takes no sample from an acknowledgement that may answer
- * either copy, never corrected a first timeout shorter than every long
+ * CACK echoes, once per CACK (|e->copy_timed|).  Karn's rule alone,
+ * which takes no sample from an acknowledgement that may answer either
+ * copy, never corrected a first timeout shorter than every long
  * message's round trip (docs/protocol.md).  An echo from before the first
  * transmission or after now is not of this message, or forged.
+ * Any other whole message sent once is a sample when it is the one the
+ * CACK echoes, timed less the peer's hold up to the ack delay (its
+ * timeout adds that delay): without, a channel carrying only EAGERs
+ * (an all-reduce of 64 KiB at 10 Gbit/s) had no sample but those of
+ * needless copies, a peer's stall of 1-8 ms that then set every later
+ * timeout to three times its length (docs/protocol.md).
  * Returns whether it was in flight and not yet acknowledged. */
-static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp echo,
-                    bool *timed, dlcp_tstamp now) {
+static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, cack_echo *e,
+                    dlcp_tstamp now) {
   uint32_t d = seq - ch->una;
   if (d >= in_window(ch)) {
     return false;
@@ -318,17 +335,25 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, dlcp_tstamp echo,
     return false;
   }
   o->acked = true;
-  dlcp_tstamp from = o->sent_at;
-  if (o->resent) {
-    if (*timed || echo < o->sent_at || echo > now) {
-      return true;
+  if (!o->sample) {
+    if (!o->grouped && !o->resent && !e->timed && e->rtt > 0 &&
+        o->sent_at == e->ts) {
+      e->timed = true;
+      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, e->rtt);
     }
-    from = echo;
-  }
-  if (!o->sample || from > now) {
     return true;
   }
-  *timed |= o->resent;
+  dlcp_tstamp from = o->sent_at;
+  if (o->resent) {
+    if (e->copy_timed || e->ts < o->sent_at || e->ts > now) {
+      return true;
+    }
+    from = e->ts;
+  }
+  if (from > now) {
+    return true;
+  }
+  e->copy_timed |= o->resent;
   if (o->grouped) {
     dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, now - from);
   } else {
@@ -452,13 +477,19 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   if (upto > in_window(ch)) {
     upto = 0;
   }
-  bool progress = false, timed = false;
+  cack_echo e = {.ts = c->echo_ts};
+  if (c->echo_ts <= now) {
+    dlcp_duration held =
+        c->hold_ns < ch->ack_delay ? c->hold_ns : ch->ack_delay;
+    e.rtt = now - c->echo_ts > held ? now - c->echo_ts - held : 0;
+  }
+  bool progress = false;
   for (uint32_t i = 0; i < upto; i++) {
-    progress |= ack_one(ch, ch->una + i, c->echo_ts, &timed, now);
+    progress |= ack_one(ch, ch->una + i, &e, now);
   }
   for (uint32_t i = 0; i < 32; i++) {
     if (c->sack & (1u << i)) {
-      progress |= ack_one(ch, c->next + 1 + i, c->echo_ts, &timed, now);
+      progress |= ack_one(ch, c->next + 1 + i, &e, now);
     }
   }
   while (ch->count > 0 && ch->out[ch->head].acked) {
@@ -468,14 +499,14 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
     ch->una++;
   }
   if (progress) {
-    if (c->echo_ts <= now) {
-      ch->latest_rtt = now - c->echo_ts;
+    if (e.rtt > 0) {
+      ch->latest_rtt = e.rtt;
     }
     restart_timeouts(ch, now);
   }
   resend_skipped(ch, c);
   if (c->early > 0) {
-    learn_needless(ch, c->early_seq, timed, now);
+    learn_needless(ch, c->early_seq, e.copy_timed, now);
   }
 }
 
@@ -540,6 +571,12 @@ static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   return prompt;
 }
 
+/* Our next CACK echoes |tx_ts|, which arrived |now|. */
+static void echo_next(dlcp_ctlchan *ch, dlcp_tstamp tx_ts, dlcp_tstamp now) {
+  ch->ts_recent = tx_ts;
+  ch->ts_recent_at = now;
+}
+
 /* Takes CDATA |h|.  Our next CACK echoes its send time unless it is a
  * copy of a message we hold but had not acknowledged: the echo then
  * stays that of the transmission that brought the message, whose
@@ -565,7 +602,7 @@ static int on_cdata(dlcp_ctlchan *ch, const dlcp_wire_cdata *h,
       ch->early_copy_seq = seq;
     } else {
       ch->duplicates++;
-      ch->ts_recent = h->tx_ts;
+      echo_next(ch, h->tx_ts, now);
     }
     ch->cack_at = now;
     return 0;
@@ -578,7 +615,7 @@ static int on_cdata(dlcp_ctlchan *ch, const dlcp_wire_cdata *h,
       ch->duplicates++;
       return 0;
     }
-    ch->ts_recent = h->tx_ts;
+    echo_next(ch, h->tx_ts, now);
     uint8_t *copy = ch->mem->malloc(len, ch->mem->user);
     if (!copy) {
       return 0; /* unacknowledged in effect: it will come again */
@@ -596,7 +633,7 @@ static int on_cdata(dlcp_ctlchan *ch, const dlcp_wire_cdata *h,
    * DLCP_CTLCHAN_PIECE_ACKS, and a message of more pieces at once when
    * whole: the sender has the rest of a burst in flight, whose timeouts
    * only an acknowledgement restarts. */
-  ch->ts_recent = h->tx_ts;
+  echo_next(ch, h->tx_ts, now);
   int err = 0;
   bool in_pieces = rest > 0 || ch->joined_total > 0;
   uint32_t ack_every = in_pieces ? DLCP_CTLCHAN_PIECE_ACKS

@@ -170,7 +170,8 @@ typedef struct dlcp_ctlchan {
   /* copies of delivered messages that came before acked_next covered
    * them, for the next CACK: count (saturating) and the latest's seq */
   uint32_t early_copies, early_copy_seq;
-  dlcp_tstamp ts_recent; /* what our next CACK echoes (on_cdata) */
+  dlcp_tstamp ts_recent;    /* what our next CACK echoes (on_cdata) */
+  dlcp_tstamp ts_recent_at; /* when that CDATA arrived (the CACK's hold) */
   /* sender: the latest messages sent again, a ring */
   dlcp_ctlchan_resent resent_log[DLCP_CTLCHAN_RESENT_LOG];
   uint32_t resent_next;
@@ -180,13 +181,15 @@ typedef struct dlcp_ctlchan {
    * or held (our acknowledgement may be lost); early_received: copies
    * received before we had */
   uint64_t retransmissions, needless, duplicates, early_received;
-  /* RFC 6298's estimator over prompt whole messages sent once, and one
-   * over first pieces (see ack_one); 0: no sample */
+  /* RFC 6298's estimator over whole messages (prompt ones, and the one
+   * a CACK echoes), and one over first pieces (see ack_one); 0: no
+   * sample */
   dlcp_duration srtt, rttvar;
   dlcp_duration piece_srtt, piece_rttvar;
   /* the round trip of the transmission the latest CACK that acknowledged
-   * something echoed (0: none yet): RACK's RTT of the most recently
-   * delivered, for the timeouts of messages alone in flight */
+   * something echoed, its hold taken out up to the ack delay (0: none
+   * yet): RACK's RTT of the most recently delivered, for the timeouts of
+   * messages alone in flight */
   dlcp_duration latest_rtt;
 } dlcp_ctlchan;
 

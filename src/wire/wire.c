@@ -351,7 +351,7 @@ dlcp_ssize dlcp_wire_cack_encode(uint8_t *buf, size_t buflen,
   if (c->early == 0 && c->early_seq != 0) {
     return DLCP_ERR_INVALID_ARGUMENT;
   }
-  p = put_preamble(buf, DLCP_WIRE_CACK, c->job, 0, DLCP_WIRE_CACK_LEN);
+  p = put_preamble(buf, DLCP_WIRE_CACK, c->job, c->hold_ns, DLCP_WIRE_CACK_LEN);
   p = dlcp_put_u32(p, c->next);
   p = dlcp_put_u32(p, c->sack);
   p = dlcp_put_u32(p, c->early);
@@ -368,10 +368,8 @@ int dlcp_wire_cack_decode(dlcp_wire_cack *c, const uint8_t *buf,
   if (rv != 0) {
     return rv;
   }
-  if (pre.xfer != 0) {
-    return DLCP_ERR_INVALID_ARGUMENT;
-  }
   c->job = pre.job;
+  c->hold_ns = pre.xfer;
   c->next = dlcp_get_u32(buf + 16);
   c->sack = dlcp_get_u32(buf + 20);
   c->early = dlcp_get_u32(buf + 24);

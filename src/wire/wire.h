@@ -138,7 +138,11 @@
  *   32  ...  the control message or piece, len - 32 bytes (at least 1;
  *            with the bytes that follow, at most DLCP_WIRE_CTRL_MAX)
  *
- * CACK (datagram, either way), 40 bytes; xfer is 0:
+ * CACK (datagram, either way), 40 bytes.  The preamble's xfer field is
+ * the hold: ns between the arrival of the CDATA echoed below and this
+ * CACK (saturates), the delay this end added on purpose or not, which the
+ * sender takes out of the round trip up to the ack delay both ends agree
+ * on (as QUIC's ACK Delay; the data ACK's hold is the same measure):
  *   16  4    next     every cseq before this one has arrived
  *   20  4    sack     bit i set: cseq next + 1 + i has arrived too
  *   24  4    early    messages that arrived again, since the previous
@@ -166,7 +170,7 @@
 #include "dlcp/dlcp_types.h"
 
 #define DLCP_WIRE_MAGIC 0xD1C9u
-#define DLCP_WIRE_VERSION 3u
+#define DLCP_WIRE_VERSION 4u
 #define DLCP_WIRE_PREAMBLE_LEN 16u
 #define DLCP_WIRE_DATA_HDR_LEN 44u
 #define DLCP_WIRE_ACK_LEN 48u
@@ -302,6 +306,7 @@ typedef struct dlcp_wire_cack {
   uint32_t early;     /* copies that came before we acknowledged the first */
   uint32_t early_seq; /* the cseq of the latest of them (0 if none) */
   uint64_t echo_ts;   /* tx_ts of the latest CDATA that arrived (above) */
+  uint32_t hold_ns;   /* since that CDATA arrived (above) */
 } dlcp_wire_cack;
 
 /* A CDATA's envelope; |inner| points into the datagram decoded. */

@@ -16,7 +16,7 @@ import struct
 import sys
 
 MAGIC = 0xD1C9
-VERSION = 3
+VERSION = 4
 DATA, ACK, START, PROBE, BITMAP, STOP, FINISH, NOTE, EAGER = range(1, 10)
 CDATA, CACK, OFFER = 10, 11, 12
 
@@ -297,7 +297,7 @@ def corpora():
         "eager": eager(),
         "eager_empty": eager(payload=b""),
         "eager_bad_flags": eager(flags=0x08),
-        "cack_early": preamble(CACK, 1, 0, 40) + struct.pack(
+        "cack_early": preamble(CACK, 1, 250000, 40) + struct.pack(
             "<IIIIQ", 5, 1, 2, 3, 123456789),
         "cack_seq_alone": preamble(CACK, 1, 0, 40) + struct.pack(
             "<IIIIQ", 5, 0, 0, 3, 0),
