@@ -9,11 +9,11 @@
  * in a CDATA datagram (wire.h), or several (below), with a sequence
  * number each; the peer answers with a CACK (cumulative next + a
  * 32-message selective bitmap); a message not acknowledged within the
- * RTO (the channel's own srtt + 4 rttvar, measured on prompt messages,
- * pieces' on first pieces, or the caller's estimate before the first
- * sample; plus the peer's ack
- * delay unless the message is prompt; doubling per retransmission up to
- * a cap) is sent again.  The receiver delivers messages in sequence order
+ * RTO (the channel's own srtt + 4 rttvar, measured on prompt messages
+ * and on the message each CACK echoes, less the hold the CACK reports up
+ * to the ack delay; pieces' on first pieces; or the caller's estimate
+ * before the first sample; plus the peer's ack delay unless the message
+ * is prompt; doubling per retransmission up to a cap) is sent again.  The receiver delivers messages in sequence order
  * exactly once: duplicates are dropped (and acknowledged again), early
  * ones wait for the gap.  At most DLCP_CTLCHAN_WINDOW messages are in
  * flight; more wait.
