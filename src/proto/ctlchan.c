@@ -595,7 +595,6 @@ static int on_cdata(dlcp_ctlchan *ch, const dlcp_wire_cdata *h,
      * otherwise our acknowledgement was lost or is late. */
     bool delivered = (int32_t)(seq - ch->next) < 0;
     if (delivered && (int32_t)(seq - ch->acked_next) >= 0) {
-      ch->early_received++;
       if (ch->early_copies < UINT32_MAX) {
         ch->early_copies++;
       }

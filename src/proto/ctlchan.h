@@ -178,9 +178,9 @@ typedef struct dlcp_ctlchan {
   /* retransmissions: copies sent again; needless: of those sent after
    * their timeout, copies the peer got before it had acknowledged the
    * first; duplicates: copies received of messages we had acknowledged
-   * or held (our acknowledgement may be lost); early_received: copies
-   * received before we had */
-  uint64_t retransmissions, needless, duplicates, early_received;
+   * or held (our acknowledgement may be lost); copies received before
+   * we had acknowledged go to the next CACK (early_copies) */
+  uint64_t retransmissions, needless, duplicates;
   /* RFC 6298's estimator over whole messages (prompt ones, and the one
    * a CACK echoes), and one over first pieces (see ack_one); 0: no
    * sample */
