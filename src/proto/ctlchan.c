@@ -443,7 +443,11 @@ static void resend_skipped(dlcp_ctlchan *ch, const dlcp_wire_cack *c) {
  * has just |timed| a message: the peer echoes the transmission that
  * brought the message, not the copy (on_cdata), so that is the same
  * sample, taken once.  A lost message cannot be reported so: the peer
- * never had it. */
+ * never had it.  Nor is it an estimate's first sample: a bound from one
+ * stall (a peer's process waiting 1.5-17 ms for a core early in a run,
+ * on the testbed) would set the timeout to three times that (rttvar
+ * half the first sample) until a score of round trips wore it down; the
+ * CACKs' echoes give the estimate its first samples. */
 static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, bool timed,
                            dlcp_tstamp now) {
   for (uint32_t i = 0; i < DLCP_CTLCHAN_RESENT_LOG; i++) {
@@ -461,10 +465,10 @@ static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, bool timed,
     if (rtt <= held) {
       return;
     }
-    if (r->grouped) {
-      dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, rtt - held);
-    } else {
-      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, rtt - held);
+    dlcp_duration *srtt = r->grouped ? &ch->piece_srtt : &ch->srtt;
+    dlcp_duration *rttvar = r->grouped ? &ch->piece_rttvar : &ch->rttvar;
+    if (*srtt != 0) {
+      dlcp_rtt_sample(srtt, rttvar, rtt - held);
     }
     return;
   }

@@ -13,10 +13,10 @@
  * and on the message each CACK echoes, less the hold the CACK reports up
  * to the ack delay; pieces' on first pieces; or the caller's estimate
  * before the first sample; plus the peer's ack delay unless the message
- * is prompt; doubling per retransmission up to a cap) is sent again.  The receiver delivers messages in sequence order
- * exactly once: duplicates are dropped (and acknowledged again), early
- * ones wait for the gap.  At most DLCP_CTLCHAN_WINDOW messages are in
- * flight; more wait.
+ * is prompt; doubling per retransmission up to a cap) is sent again.  The
+ * receiver delivers messages in sequence order exactly once: duplicates are
+ * dropped (and acknowledged again), early ones wait for the gap.  At most
+ * DLCP_CTLCHAN_WINDOW messages are in flight; more wait.
  *
  * Acknowledgements are delayed and piggybacked, as TCP's and QUIC's: every
  * CDATA carries the cumulative acknowledgement of the other direction, and
@@ -70,7 +70,8 @@
  * latest such copy.  The sender remembers its last DLCP_CTLCHAN_RESENT_LOG
  * messages sent again after their timeout; for one of those it takes the
  * time from the first transmission to this report (less the ack delay,
- * which a message not prompt has on top of its timeout) as an RTT sample.
+ * which a message not prompt has on top of its timeout) as an RTT sample,
+ * once the estimate has a round trip of its own.
  */
 #ifndef DLCP_PROTO_CTLCHAN_H
 #define DLCP_PROTO_CTLCHAN_H
