@@ -473,6 +473,26 @@ static dlcp_wire_cack arrive_and_ack(dlcp_ctlchan *to, const uint8_t *d,
   return ck;
 }
 
+/* Message |i| (not prompt) leaves |a| at |sent| and again at |copy|,
+ * its timeout; |b|, asleep until |wake|, finds both then and
+ * acknowledges them, and |a| takes that CACK 60 later.  Returns it. */
+static dlcp_wire_cack needless_copy(dlcp_ctlchan *a, dlcp_ctlchan *b,
+                                    uint32_t i, dlcp_tstamp sent,
+                                    dlcp_tstamp copy, dlcp_tstamp wake,
+                                    log *rx) {
+  uint8_t d[2][64], c[64];
+  size_t dl = one_cdata_as(a, d[0], i, false, sent);
+  assert_int_equal(dlcp_ctlchan_deadline(a), copy);
+  assert_int_equal(dlcp_ctlchan_poll(a, d[1], 64, RTO, MAX_RTO, copy),
+                   (dlcp_ssize)dl);
+  assert_int_equal(dlcp_ctlchan_on_datagram(b, d[0], dl, deliver, rx, wake), 0);
+  dlcp_wire_cack ck = arrive_and_ack(b, d[1], dl, rx, wake, c);
+  assert_int_equal(dlcp_ctlchan_on_datagram(a, c, DLCP_WIRE_CACK_LEN, deliver,
+                                            rx, wake + 60),
+                   0);
+  return ck;
+}
+
 /* A peer that answers later than the timeout (asleep: its process waits
  * for a core) gets the message and its copy before it acknowledges
  * either; its CACK says so, and the sender's estimate then covers that
@@ -488,22 +508,13 @@ static void test_needless_copy_raises_the_timeout(void **state) {
   uint8_t d[3][64], c[64];
   log rx = {.n = 0, .prompt = false};
   /* Before any round trip, a needless copy's report is no sample. */
-  size_t dl = one_cdata_as(&a, d[0], 0, false, 100);
-  assert_int_equal(dlcp_ctlchan_deadline(&a), 100 + RTO + 500);
-  assert_int_equal(dlcp_ctlchan_poll(&a, d[1], 64, RTO, MAX_RTO, 1600),
-                   (dlcp_ssize)dl);
-  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 3000),
-                   0);
-  dlcp_wire_cack ck = arrive_and_ack(&b, d[1], dl, &rx, 3000, c);
+  dlcp_wire_cack ck = needless_copy(&a, &b, 0, 100, 100 + RTO + 500, 3000, &rx);
   assert_int_equal(ck.early, 1);
-  assert_int_equal(
-      dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 3060),
-      0);
   assert_int_equal(a.needless, 1);
   assert_int_equal(a.srtt, 0);
   /* A prompt message: a round trip of 100 (srtt 100, rttvar 50). */
   rx.prompt = true;
-  (void)one_cdata_as(&a, d[0], 1, true, 4000);
+  size_t dl = one_cdata_as(&a, d[0], 1, true, 4000);
   (void)arrive_and_ack(&b, d[0], dl, &rx, 4050, c);
   assert_int_equal(
       dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 4100),
@@ -513,14 +524,8 @@ static void test_needless_copy_raises_the_timeout(void **state) {
   /* The next message's timeout: 100 + 4 * 50 + 500.  The peer sleeps
    * past it and finds both copies at 7000. */
   rx.prompt = false;
-  (void)one_cdata_as(&a, d[0], 2, false, 5000);
-  assert_int_equal(dlcp_ctlchan_deadline(&a), 5000 + 800);
-  assert_int_equal(dlcp_ctlchan_poll(&a, d[1], 64, RTO, MAX_RTO, 5800),
-                   (dlcp_ssize)dl);
+  ck = needless_copy(&a, &b, 2, 5000, 5000 + 800, 7000, &rx);
   assert_int_equal(a.retransmissions, 2);
-  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 7000),
-                   0);
-  ck = arrive_and_ack(&b, d[1], dl, &rx, 7000, c);
   assert_int_equal(rx.n, 3);
   assert_int_equal(b.duplicates, 0);
   assert_int_equal(ck.next, 3);
@@ -529,9 +534,6 @@ static void test_needless_copy_raises_the_timeout(void **state) {
   assert_true(ck.echo_ts == 5000); /* the first copy's, which was there */
   /* 7060 - 5000, less the ack delay: a 1560 sample.  srtt (7 100 +
    * 1560) / 8 = 282, rttvar (3 50 + 1460) / 4 = 402. */
-  assert_int_equal(
-      dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 7060),
-      0);
   assert_int_equal(a.needless, 2);
   assert_int_equal(a.srtt, 282);
   assert_int_equal(a.rttvar, 402);
@@ -599,14 +601,7 @@ static void test_held_acknowledgements_are_samples(void **state) {
       dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, RTT),
       0);
   rx.prompt = false;
-  (void)one_cdata_as(&a, d[0], 1, false, 1000);
-  assert_true(dlcp_ctlchan_poll(&a, d[1], 64, RTO, MAX_RTO, 1800) > 0);
-  assert_int_equal(dlcp_ctlchan_on_datagram(&b, d[0], dl, deliver, &rx, 4000),
-                   0);
-  (void)arrive_and_ack(&b, d[1], dl, &rx, 4000, c);
-  assert_int_equal(
-      dlcp_ctlchan_on_datagram(&a, c, DLCP_WIRE_CACK_LEN, deliver, &rx, 4060),
-      0);
+  (void)needless_copy(&a, &b, 1, 1000, 1000 + 800, 4000, &rx);
   assert_int_equal(a.needless, 1);
   assert_int_equal(a.srtt, 407);
   assert_int_equal(a.rttvar, 652);
