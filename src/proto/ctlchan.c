@@ -309,17 +309,17 @@ typedef struct cack_echo {
  * burst of pieces the other way), which the timeouts of such pieces must
  * cover but those of single messages need not: they have their own
  * estimator.  Later pieces are no samples: their time would count the
- * pieces queued ahead of them at the sender.  Nor is any piece of a
- * shorter message, whose acknowledgement may wait for the ack delay.
+ * pieces queued ahead of them at the sender.
  * A message sent more than once is timed from the transmission the
  * CACK echoes, once per CACK (|e->copy_timed|).  Karn's rule alone,
  * which takes no sample from an acknowledgement that may answer either
  * copy, never corrected a first timeout shorter than every long
  * message's round trip (docs/protocol.md).  An echo from before the first
  * transmission or after now is not of this message, or forged.
- * Any other whole message sent once is a sample when it is the one the
- * CACK echoes, timed less the peer's hold up to the ack delay (its
- * timeout adds that delay): without, a channel carrying only EAGERs
+ * Any other message or piece of a message not grouped, sent once, is a
+ * sample when it is the transmission the CACK echoes, timed less the
+ * peer's hold up to the ack delay (its acknowledgement may wait for that
+ * delay, which its timeout adds): without, a channel carrying only EAGERs
  * (an all-reduce of 64 KiB at 10 Gbit/s) had no sample but those of
  * needless copies, a peer's stall of 1-8 ms that then set every later
  * timeout to three times its length (docs/protocol.md).
