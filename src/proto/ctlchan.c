@@ -209,15 +209,13 @@ dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
   if (ch->cack_at <= now) {
-    dlcp_duration hold = now > ch->ts_recent_at ? now - ch->ts_recent_at : 0;
     dlcp_wire_cack c = {.job = ch->job,
                         .next = ch->next,
                         .sack = 0,
                         .early = ch->early_copies,
                         .early_seq = ch->early_copy_seq,
                         .echo_ts = ch->ts_recent,
-                        .hold_ns =
-                            hold < UINT32_MAX ? (uint32_t)hold : UINT32_MAX};
+                        .hold_ns = dlcp_rtt_hold_ns(ch->ts_recent_at, now)};
     for (uint32_t i = 0; i < 32 && i + 1 < DLCP_CTLCHAN_WINDOW; i++) {
       if (ch->early[(ch->next + 1 + i) % DLCP_CTLCHAN_WINDOW]) {
         c.sack |= 1u << i;
@@ -293,6 +291,15 @@ static uint32_t sent_prefix(const dlcp_ctlchan *ch) {
   return n;
 }
 
+/* Takes |sample| into the pieces' estimator or the messages' (ack_one). */
+static void take_sample(dlcp_ctlchan *ch, bool grouped, dlcp_duration sample) {
+  if (grouped) {
+    dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, sample);
+  } else {
+    dlcp_rtt_sample(&ch->srtt, &ch->rttvar, sample);
+  }
+}
+
 /* What a CACK's echo times (ack_one). */
 typedef struct cack_echo {
   dlcp_tstamp ts;    /* the send time echoed (NEVER for a CDATA's ack) */
@@ -339,7 +346,7 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, cack_echo *e,
     if (!o->grouped && !o->resent && !e->timed && e->rtt > 0 &&
         o->sent_at == e->ts) {
       e->timed = true;
-      dlcp_rtt_sample(&ch->srtt, &ch->rttvar, e->rtt);
+      take_sample(ch, false, e->rtt);
     }
     return true;
   }
@@ -354,11 +361,7 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, cack_echo *e,
     return true;
   }
   e->copy_timed |= o->resent;
-  if (o->grouped) {
-    dlcp_rtt_sample(&ch->piece_srtt, &ch->piece_rttvar, now - from);
-  } else {
-    dlcp_rtt_sample(&ch->srtt, &ch->rttvar, now - from);
-  }
+  take_sample(ch, o->grouped, now - from);
   return true;
 }
 
@@ -465,10 +468,8 @@ static void learn_needless(dlcp_ctlchan *ch, uint32_t seq, bool timed,
     if (rtt <= held) {
       return;
     }
-    dlcp_duration *srtt = r->grouped ? &ch->piece_srtt : &ch->srtt;
-    dlcp_duration *rttvar = r->grouped ? &ch->piece_rttvar : &ch->rttvar;
-    if (*srtt != 0) {
-      dlcp_rtt_sample(srtt, rttvar, rtt - held);
+    if ((r->grouped ? ch->piece_srtt : ch->srtt) != 0) {
+      take_sample(ch, r->grouped, rtt - held);
     }
     return;
   }

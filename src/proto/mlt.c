@@ -2857,13 +2857,6 @@ static void fill_completion(dlcp_mlt_conn *conn, mlt_xfer *x,
 
 /* Emits the first pending output of |x|; returns whether |x| is done with
  * (and freed) or still has bits pending. */
-/* How long this host held a packet it now acknowledges, saturated to the
- * ACK's field. */
-static uint32_t hold_ns(dlcp_tstamp arrived, dlcp_tstamp now) {
-  dlcp_duration held = now > arrived ? now - arrived : 0;
-  return held > UINT32_MAX ? UINT32_MAX : (uint32_t)held;
-}
-
 static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
                         dlcp_mlt_action *act, uint8_t *buf, size_t buflen,
                         dlcp_tstamp now) {
@@ -2892,13 +2885,16 @@ static int emit_pending(dlcp_mlt_conn *conn, mlt_xfer *x,
   if (x->pend & PEND_ACK) {
     x->pend &= ~(uint32_t)PEND_ACK;
     dlcp_wire_ack a = {
-        .job = job, .xfer = x->id, .echo_ts = x->ack_echo_ts,
-        .rx_pkts = x->ack_rx_pkts, .seq = x->ack_seq,
+        .job = job,
+        .xfer = x->id,
+        .echo_ts = x->ack_echo_ts,
+        .rx_pkts = x->ack_rx_pkts,
+        .seq = x->ack_seq,
         .covered = (uint16_t)(x->ack_covered > UINT16_MAX ? UINT16_MAX
                                                           : x->ack_covered),
         .ce = (uint16_t)(x->ack_ce > UINT16_MAX ? UINT16_MAX : x->ack_ce),
         .grant = ack_grant_bytes(conn),
-        .hold_ns = hold_ns(x->ack_arrived, now)};
+        .hold_ns = dlcp_rtt_hold_ns(x->ack_arrived, now)};
     if (a.ce > a.covered) {
       a.ce = a.covered;
     }

@@ -6,7 +6,17 @@
 #ifndef DLCP_PROTO_RTT_H
 #define DLCP_PROTO_RTT_H
 
+#include <stdint.h>
+
 #include "dlcp/dlcp_types.h"
+
+/* dlcp_rtt_hold_ns: how long this end held a packet that |arrived| before
+ * acknowledging it |now|, saturated to the 32-bit hold of an ACK or CACK
+ * (the peer takes it out of its RTT sample). */
+static inline uint32_t dlcp_rtt_hold_ns(dlcp_tstamp arrived, dlcp_tstamp now) {
+  dlcp_duration held = now > arrived ? now - arrived : 0;
+  return held > UINT32_MAX ? UINT32_MAX : (uint32_t)held;
+}
 
 /* dlcp_rtt_smooth folds |sample| into an estimate that already has one
  * (gains 1/8 and 1/4). */
