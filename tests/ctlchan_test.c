@@ -949,7 +949,8 @@ typedef struct slow_path {
   uint32_t drops;      /* are lost */
   joined_log rx;
   dlcp_tstamp now;
-  uint8_t m[SLOW_NP * PIECE]; /* the message */
+  uint8_t m[SLOW_NP * PIECE]; /* the message: its first |len| bytes */
+  size_t len;
 } slow_path;
 
 static void slow_path_init(slow_path *p, uint8_t fill) {
@@ -957,12 +958,12 @@ static void slow_path_init(slow_path *p, uint8_t fill) {
   dlcp_ctlchan_init(&p->a, dlcp_mem_default(), 7, SLOW_ACK_DELAY, 0, PIECE);
   dlcp_ctlchan_init(&p->b, dlcp_mem_default(), 7, SLOW_ACK_DELAY, 0, PIECE);
   memset(p->m, fill, sizeof(p->m));
+  p->len = sizeof(p->m);
 }
 
 /* Sends the message now. */
 static void slow_path_send(slow_path *p) {
-  assert_int_equal(dlcp_ctlchan_send(&p->a, p->m, sizeof(p->m), false, p->now),
-                   0);
+  assert_int_equal(dlcp_ctlchan_send(&p->a, p->m, p->len, false, p->now), 0);
 }
 
 /* Moves what the ends have due one step along the path. */
@@ -1008,7 +1009,8 @@ static void slow_path_finish(slow_path *p, uint32_t messages,
                              uint64_t retransmissions) {
   assert_int_equal(p->rx.n, messages);
   for (uint32_t i = 0; i < p->rx.n; i++) {
-    assert_memory_equal(p->rx.got[i], p->m, sizeof(p->m));
+    assert_int_equal(p->rx.len[i], p->len);
+    assert_memory_equal(p->rx.got[i], p->m, p->len);
     free(p->rx.got[i]);
   }
   assert_int_equal(dlcp_ctlchan_unacked(&p->a), 0);
@@ -1086,6 +1088,58 @@ static void test_lost_last_piece_sent_again_soon(void **state) {
   slow_path_run_until(&p, penultimate_ack + SLOW_TICK);
   assert_int_equal(p.a.latest_rtt, rtt);
   slow_path_expect_copy_at(&p, rtt + rtt / 4);
+}
+
+/* A short message (no more than DLCP_CTLCHAN_PIECE_ACKS pieces: the peer
+ * holds its acknowledgement for a reply) loses its last piece.  Its next
+ * piece not come within a quarter of the ack delay (the peer has timed no
+ * round trip yet), the peer reports the pieces it has; the sender expects
+ * the last one the latest round trip and a quarter after its sending, a
+ * time long past, and sends it again at once instead of after its timeout
+ * and the ack delay.  Acknowledged in part, the message is acknowledged at
+ * once when whole. */
+static void test_short_message_lost_last_piece_reported(void **state) {
+  (void)state;
+  enum { NP = 4 };
+  static slow_path p;
+  slow_path_init(&p, 0x7D);
+  p.len = NP * PIECE;
+  p.drops = 1;
+  p.drop_cseq = NP - 1;
+  slow_path_send(&p);
+  /* The piece before the last arrives at (NP - 1) SLOW_PACE, the report
+   * leaves a quarter of the ack delay later and takes SLOW_LAT. */
+  dlcp_tstamp reported = (NP - 1) * SLOW_PACE + SLOW_ACK_DELAY / 4 + SLOW_LAT;
+  assert_true(reported + 2 * SLOW_TICK < RTO + SLOW_ACK_DELAY);
+  slow_path_run_until(&p, reported);
+  assert_int_equal(p.a.retransmissions, 0);
+  slow_path_run_until(&p, reported + 2 * SLOW_TICK);
+  assert_int_equal(p.a.retransmissions, 1);
+  /* The copy arrives SLOW_LAT later, the CACK leaves on the next step
+   * and takes SLOW_LAT: well before the ack delay. */
+  slow_path_run_until(&p, p.now + 2 * SLOW_LAT + 3 * SLOW_TICK);
+  assert_int_equal(dlcp_ctlchan_unacked(&p.a), 0);
+  assert_int_equal(p.n[1], 2); /* the report and the whole's CACK */
+  slow_path_finish(&p, 1, 1);
+}
+
+/* All the pieces of a short message arrive, one every SLOW_PACE (less
+ * than the wait for a next piece): no report, and one CACK, the ack delay
+ * after the first piece came, as for pieces of any message. */
+static void test_short_message_whole_not_reported(void **state) {
+  (void)state;
+  enum { NP = 4 };
+  static slow_path p;
+  slow_path_init(&p, 0x8E);
+  p.len = NP * PIECE;
+  slow_path_send(&p);
+  dlcp_tstamp first = SLOW_PACE;
+  slow_path_run_until(&p, first + SLOW_ACK_DELAY);
+  assert_int_equal(p.n[1], 0);
+  slow_path_run_until(&p, first + SLOW_ACK_DELAY + 2 * SLOW_TICK);
+  assert_int_equal(p.n[1], 1);
+  slow_path_run_until(&p, p.now + 2000);
+  slow_path_finish(&p, 1, 0);
 }
 
 /* A piece the peer's selective bits show lost goes again at once, and
@@ -1181,6 +1235,8 @@ int main(void) {
       cmocka_unit_test(test_burst_of_pieces_at_the_bottleneck_pace),
       cmocka_unit_test(test_late_first_acknowledgement_is_timed),
       cmocka_unit_test(test_lost_last_piece_sent_again_soon),
+      cmocka_unit_test(test_short_message_lost_last_piece_reported),
+      cmocka_unit_test(test_short_message_whole_not_reported),
       cmocka_unit_test(test_lost_copy_timed_from_its_sending),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

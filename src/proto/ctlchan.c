@@ -20,7 +20,7 @@ void dlcp_ctlchan_init(dlcp_ctlchan *ch, const dlcp_mem *mem, uint32_t job,
   ch->job = job;
   ch->ack_delay = ack_delay;
   ch->min_rto = min_rto;
-  ch->cack_at = DLCP_TSTAMP_NEVER;
+  ch->cack_at = ch->tail_at = DLCP_TSTAMP_NEVER;
   const uint32_t most = DLCP_WIRE_DGRAM_MAX - DLCP_WIRE_CDATA_HDR_LEN;
   ch->max_piece = max_piece == 0 || max_piece > most ? most
                   : max_piece < DLCP_CTLCHAN_MIN_PIECE ? DLCP_CTLCHAN_MIN_PIECE
@@ -133,7 +133,7 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
 
 /* Our acknowledgement went out: nothing is owed. */
 static void acked_all(dlcp_ctlchan *ch) {
-  ch->cack_at = DLCP_TSTAMP_NEVER;
+  ch->cack_at = ch->tail_at = DLCP_TSTAMP_NEVER;
   ch->unacked_rx = 0;
 }
 
@@ -208,7 +208,7 @@ static void log_resent(dlcp_ctlchan *ch, uint32_t seq,
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
-  if (ch->cack_at <= now) {
+  if (ch->cack_at <= now || ch->tail_at <= now) {
     dlcp_wire_cack c = {.job = ch->job,
                         .next = ch->next,
                         .sack = 0,
@@ -365,6 +365,12 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, cack_echo *e,
   return true;
 }
 
+/* The last piece of a message of several (whose pieces all have
+ * full-size buffers). */
+static bool last_of_several(const dlcp_ctlchan_out *o) {
+  return o->full_size && o->rest == 0;
+}
+
 /* An acknowledgement of something new restarts the timeouts of the
  * grouped pieces still in flight (RFC 6298, 5.3): the pieces of a long
  * message leave together but reach the peer at the bottleneck's pace (a
@@ -375,9 +381,11 @@ static bool ack_one(dlcp_ctlchan *ch, uint32_t seq, cack_echo *e,
  * so their estimate alone times them from here, the ack delay left out.
  * A last piece whose pieces before it are all acknowledged (the peer
  * acknowledges the one before the last at once) has no piece of its own
- * message ahead of it any more: it is expected as expected_ack says.  A
- * copy sent on the peer's selective bits left alone, after the burst:
- * its timeout runs from its sending.  Other messages keep their
+ * message ahead of it any more: it is expected as expected_ack says, and
+ * so is a shorter message's last piece when that comes sooner (the peer
+ * acknowledges a message at once when whole once it has acknowledged a
+ * part).  A copy sent on the peer's selective bits left alone, after the
+ * burst: its timeout runs from its sending.  Other messages keep their
  * timeouts: a short message's last piece, lost, waited for the delay
  * twice when the acknowledgement of the pieces before it, itself
  * delayed, restarted its timeout. */
@@ -385,13 +393,17 @@ static void restart_timeouts(dlcp_ctlchan *ch, dlcp_tstamp now) {
   uint32_t w = sent_prefix(ch);
   for (uint32_t i = 0; i < w; i++) {
     dlcp_ctlchan_out *o = &ch->out[(ch->head + i) & (ch->cap - 1)];
-    if (!o->grouped || o->acked || o->resend_now || o->resent_fast) {
+    if (o->acked || o->resend_now || o->resent_fast) {
       continue;
     }
-    bool alone = o->rest == 0 &&
+    bool alone = last_of_several(o) &&
                  (i == 0 || ch->out[(ch->head + i - 1) & (ch->cap - 1)].acked);
     if (alone && !o->resent && ch->latest_rtt) {
-      o->due = expected_ack(ch, o->sent_at, now);
+      dlcp_tstamp t = expected_ack(ch, o->sent_at, now);
+      o->due = o->grouped || t < o->due ? t : o->due;
+      continue;
+    }
+    if (!o->grouped) {
       continue;
     }
     dlcp_duration t = !o->resent && ch->piece_srtt
@@ -515,6 +527,17 @@ static void on_cack(dlcp_ctlchan *ch, const dlcp_wire_cack *c,
   }
 }
 
+/* How long the message being joined may wait for its next piece before
+ * a CACK reports the pieces it has: its pieces leave together, so the
+ * next one follows within a piece's time at the bottleneck, and a quarter
+ * of the latest round trip covers reordering as RACK's window does (a
+ * quarter of the ack delay until this end has timed a round trip); never
+ * less than min_rto. */
+static dlcp_duration tail_wait(const dlcp_ctlchan *ch) {
+  dlcp_duration w = (ch->latest_rtt ? ch->latest_rtt : ch->ack_delay) / 4;
+  return w > ch->min_rto ? w : ch->min_rto;
+}
+
 /* Ends the message being joined; its buffer stays for the next one
  * unless it is longer than a channel keeps. */
 static void drop_joined(dlcp_ctlchan *ch) {
@@ -545,6 +568,9 @@ static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
       return deliver(user, msg, len);
     }
     ch->joined_total = (uint32_t)len + rest; /* <= CTRL_MAX: decoder */
+    /* The first piece is full-size: it tells how many there are. */
+    ch->joined_grouped =
+        ch->joined_total > DLCP_CTLCHAN_PIECE_ACKS * (uint32_t)len;
     if (ch->join_cap < ch->joined_total) {
       ch->mem->free(ch->join_buf, ch->mem->user);
       ch->join_buf = ch->mem->malloc(ch->joined_total, ch->mem->user);
@@ -572,6 +598,9 @@ static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   }
   bool prompt = ch->joined && deliver(user, ch->joined, ch->joined_total);
   prompt |= ch->joined_pieces > DLCP_CTLCHAN_PIECE_ACKS;
+  /* Acknowledged in part, the sender expects the rest within a round
+   * trip (restart_timeouts). */
+  prompt |= (int32_t)(ch->acked_next - (ch->next - ch->joined_pieces)) > 0;
   drop_joined(ch);
   return prompt;
 }
@@ -663,6 +692,9 @@ static int on_cdata(dlcp_ctlchan *ch, const dlcp_wire_cdata *h,
   } else if (ch->cack_at == DLCP_TSTAMP_NEVER) {
     ch->cack_at = now + ch->ack_delay;
   }
+  ch->tail_at = ch->joined_total > 0 && !ch->joined_grouped
+                    ? now + tail_wait(ch)
+                    : DLCP_TSTAMP_NEVER;
   return err;
 }
 
@@ -694,7 +726,7 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
 }
 
 dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch) {
-  dlcp_tstamp t = ch->cack_at;
+  dlcp_tstamp t = ch->cack_at < ch->tail_at ? ch->cack_at : ch->tail_at;
   uint32_t w = in_window(ch);
   for (uint32_t i = 0; i < w; i++) {
     const dlcp_ctlchan_out *o = &ch->out[(ch->head + i) & (ch->cap - 1)];
@@ -710,5 +742,5 @@ uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch) {
 }
 
 bool dlcp_ctlchan_owes_ack(const dlcp_ctlchan *ch) {
-  return ch->cack_at != DLCP_TSTAMP_NEVER;
+  return ch->cack_at != DLCP_TSTAMP_NEVER || ch->tail_at != DLCP_TSTAMP_NEVER;
 }

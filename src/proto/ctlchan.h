@@ -46,10 +46,13 @@
  * more pieces than that at the piece before the last and once whole),
  * every acknowledgement of something new restarts the timeouts of what
  * is still in flight (RFC 6298's rule), and the pieces of such long
- * messages have their own RTT estimator.  A last piece left alone in
- * flight, and a copy sent on the peer's selective bits, are expected the
- * latest round trip (from the CACK's echo) and a quarter after their
- * sending (RACK).
+ * messages have their own RTT estimator.  A shorter message in pieces
+ * whose next piece has not come within a quarter of the latest round
+ * trip is reported by a CACK of the pieces it has, and a message
+ * acknowledged in part is acknowledged at once when whole.  A last piece
+ * left alone in flight, and a copy sent on the peer's selective bits, are
+ * expected the latest round trip (from the CACK's echo) and a quarter
+ * after their sending (RACK).
  *
  * A message whose answer is not a control message (a START is answered by
  * data, a BITMAP by retransmissions, a STOP or FINISH by nothing) has no
@@ -163,9 +166,13 @@ typedef struct dlcp_ctlchan {
   uint32_t join_cap;
   uint32_t joined_len, joined_total;
   uint32_t joined_pieces; /* pieces of it taken so far */
+  bool joined_grouped;    /* it has more than DLCP_CTLCHAN_PIECE_ACKS */
   dlcp_duration ack_delay;
   dlcp_duration min_rto; /* no timeout is shorter (see dlcp_ctlchan_init) */
   dlcp_tstamp cack_at;  /* a CACK is owed from then; NEVER: none owed */
+  /* the message being joined has waited too long for its next piece
+   * from then: a CACK reports the pieces it has (NEVER: none waits) */
+  dlcp_tstamp tail_at;
   uint32_t unacked_rx;  /* in-order messages since our last acknowledgement */
   uint32_t acked_next;  /* the cumulative ack we last sent */
   /* copies of delivered messages that came before acked_next covered
