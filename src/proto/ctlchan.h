@@ -258,8 +258,8 @@ dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch);
  * and not yet acknowledged. */
 uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch);
 
-/* dlcp_ctlchan_owes_ack returns whether a CACK is owed (now or after the
- * ack delay). */
+/* dlcp_ctlchan_owes_ack returns whether a CACK is owed (now, after the
+ * ack delay, or to report a message whose next piece is late). */
 bool dlcp_ctlchan_owes_ack(const dlcp_ctlchan *ch);
 
 #endif /* DLCP_PROTO_CTLCHAN_H */
