@@ -228,13 +228,14 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
                       bool prompt, dlcp_tstamp now);
 
 /* dlcp_ctlchan_poll writes the next datagram due at |now| into |buf|: a
- * CACK if one is owed by now, else a CDATA whose (re)transmission is due
- * (carrying our acknowledgement, which then settles what was owed unless
- * a gap needs the selective bits).  A new message's first timeout is the
- * channel's srtt + 4 rttvar (a grouped piece's: over pieces), or |rto| before the
- * first sample, plus the ack delay unless it is prompt; |max_rto| caps
- * the doubling.  Returns its
- * length, 0 if nothing is due, or DLCP_ERR_BUFFER_TOO_SMALL. */
+ * CACK if one is owed by now (or a message's next piece is late), else a
+ * CDATA whose (re)transmission is due (carrying our acknowledgement,
+ * which then settles what was owed unless a gap needs the selective
+ * bits).  A new message's first timeout is the channel's srtt + 4 rttvar
+ * (a grouped piece's: over pieces), or |rto| before the first sample,
+ * plus the ack delay unless it is prompt; |max_rto| caps the doubling.
+ * Returns its length, 0 if nothing is due, or
+ * DLCP_ERR_BUFFER_TOO_SMALL. */
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now);

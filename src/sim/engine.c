@@ -8,9 +8,10 @@
  * picosecond, the one scheduled first runs first, so a run depends only on
  * its configuration and seed, never on heap layout.  The heap's push and
  * pop are O(log n); the calendar's are O(1) plus a short sorted insert
- * (a bucket holds 0.256 ns of events) and a bitmap scan to the next bucket.  Handlers that hit an
- * allocation failure record it in the engine rather than returning it
- * through every layer; the run loop stops at the next step and reports it.
+ * (a bucket holds 0.256 ns of events) and a bitmap scan to the next
+ * bucket.  Handlers that hit an allocation failure record it in the
+ * engine rather than returning it through every layer; the run loop stops
+ * at the next step and reports it.
  *
  * Timers are cancelled lazily (see engine.h): a transport re-arms its RTO
  * on every ACK, and searching the heap each time would cost more than
@@ -64,7 +65,8 @@ int dlcp_sim_engine_init(dlcp_sim_engine *e, const dlcp_mem *mem) {
                                e->mem->user);
   e->hot.bits = e->mem->calloc(DLCP_SIM_CAL_BUCKETS / 64,
                                sizeof(*e->hot.bits), e->mem->user);
-  if (!e->hot.head || !e->hot.tail || !e->hot.bits || heap_init(e->mem, &e->cold) != 0) {
+  if (!e->hot.head || !e->hot.tail || !e->hot.bits ||
+      heap_init(e->mem, &e->cold) != 0) {
     dlcp_sim_engine_free(e);
     return DLCP_ERR_NOMEM;
   }
