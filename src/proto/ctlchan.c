@@ -131,6 +131,12 @@ int dlcp_ctlchan_send(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
   return 0;
 }
 
+/* When a CACK is owed: after the ack delay, or at once, or to report a
+ * message whose next piece is late (NEVER: none). */
+static dlcp_tstamp ack_due(const dlcp_ctlchan *ch) {
+  return ch->cack_at < ch->tail_at ? ch->cack_at : ch->tail_at;
+}
+
 /* Our acknowledgement went out: nothing is owed. */
 static void acked_all(dlcp_ctlchan *ch) {
   ch->cack_at = ch->tail_at = DLCP_TSTAMP_NEVER;
@@ -208,7 +214,7 @@ static void log_resent(dlcp_ctlchan *ch, uint32_t seq,
 dlcp_ssize dlcp_ctlchan_poll(dlcp_ctlchan *ch, uint8_t *buf, size_t buflen,
                              dlcp_duration rto, dlcp_duration max_rto,
                              dlcp_tstamp now) {
-  if (ch->cack_at <= now || ch->tail_at <= now) {
+  if (ack_due(ch) <= now) {
     dlcp_wire_cack c = {.job = ch->job,
                         .next = ch->next,
                         .sack = 0,
@@ -594,10 +600,10 @@ static bool take(dlcp_ctlchan *ch, const uint8_t *msg, size_t len,
     /* The next piece is the last (pieces are full but the last) of a
      * grouped message: acknowledged now, the sender times that last piece
      * from here (restart_timeouts). */
-    return rest <= len && ch->joined_pieces + 1 > DLCP_CTLCHAN_PIECE_ACKS;
+    return rest <= len && ch->joined_grouped;
   }
   bool prompt = ch->joined && deliver(user, ch->joined, ch->joined_total);
-  prompt |= ch->joined_pieces > DLCP_CTLCHAN_PIECE_ACKS;
+  prompt |= ch->joined_grouped;
   /* Acknowledged in part, the sender expects the rest within a round
    * trip (restart_timeouts). */
   prompt |= (int32_t)(ch->acked_next - (ch->next - ch->joined_pieces)) > 0;
@@ -726,7 +732,7 @@ int dlcp_ctlchan_on_datagram(dlcp_ctlchan *ch, const uint8_t *buf,
 }
 
 dlcp_tstamp dlcp_ctlchan_deadline(const dlcp_ctlchan *ch) {
-  dlcp_tstamp t = ch->cack_at < ch->tail_at ? ch->cack_at : ch->tail_at;
+  dlcp_tstamp t = ack_due(ch);
   uint32_t w = in_window(ch);
   for (uint32_t i = 0; i < w; i++) {
     const dlcp_ctlchan_out *o = &ch->out[(ch->head + i) & (ch->cap - 1)];
@@ -742,5 +748,5 @@ uint32_t dlcp_ctlchan_unacked(const dlcp_ctlchan *ch) {
 }
 
 bool dlcp_ctlchan_owes_ack(const dlcp_ctlchan *ch) {
-  return ch->cack_at != DLCP_TSTAMP_NEVER || ch->tail_at != DLCP_TSTAMP_NEVER;
+  return ack_due(ch) != DLCP_TSTAMP_NEVER;
 }
