@@ -131,6 +131,8 @@ class Bench:
         self.outdir = os.path.join(build, "bench-testbed")
         self.raw = os.path.join(self.outdir, "raw")
         self.commit = head_commit()  # of the tree the runs measure
+        # Before the first run: what else the machine was doing.
+        self.load_before = open("/proc/loadavg").read().split()[:3]
         if self.report_only:
             self.rounds = 0
             return
@@ -186,7 +188,8 @@ class Bench:
         # The commit and the machine's load as of the last run, for a
         # report rebuilt later (BENCH_TESTBED_REPORT_ONLY).
         with open(os.path.join(self.raw, "run.json"), "w") as f:
-            json.dump({"commit": self.commit, "loadavg":
+            json.dump({"commit": self.commit,
+                       "loadavg_before": self.load_before, "loadavg":
                        open("/proc/loadavg").read().split()[:3]}, f)
         self.absorb(profile, loss, size, impl, tag, rc)
 
@@ -446,8 +449,13 @@ def write_report(b, md_path, png_path):
         with open(os.path.join(b.raw, "run.json")) as f:
             run = json.load(f)
         commit, load = run["commit"], run["loadavg"]
+        before = run.get("loadavg_before")
     except (OSError, ValueError, KeyError):
         commit, load = head_commit(), open("/proc/loadavg").read().split()[:3]
+        before = None
+    load_text = (f"load average {' '.join(before)} before the run and "
+                 f"{' '.join(load)} when it ended" if before else
+                 f"load average {' '.join(load)} when the run ended")
     lines += [
         "# All-reduce on the emulated testbed: dlcp, Gloo and Open MPI",
         "",
@@ -461,9 +469,10 @@ def write_report(b, md_path, png_path):
         f"cell pools its rounds' timed iterations (column n); a time is "
         f"the slowest rank's.",
         "",
-        f"**The machine is shared and noisy**: {os.cpu_count()} cores, "
-        f"shared with other jobs (load average {' '.join(load)} when the "
-        f"run ended); every emulated link is kernel work on the same two "
+        f"**The machine is small and noisy**: {os.cpu_count()} cores, "
+        f"a VM whose neighbours share its caches and memory bandwidth "
+        f"({load_text}: four ranks and their links load both cores by "
+        f"themselves); every emulated link is kernel work on the same "
         f"cores as the ranks, so absolute times, especially at 10 Gbit/s, "
         f"are bounded by CPU as much as by the emulated links.  Compare "
         f"implementations within a cell, not across runs.",
