@@ -8,7 +8,8 @@
  * given with either follows its last byte.  The ECN bits a datagram
  * arrives with are read, batch or one by one: Congestion Experienced
  * (set here by the sender itself, as a switch would) is reported, ECT(0)
- * and Not-ECT are not.
+ * and Not-ECT are not.  With GRO, a run comes back as one message that
+ * splits into the datagrams queued.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -148,6 +149,65 @@ static void test_runs_of_equal_datagrams_arrive_one_by_one(void **state) {
   }
   assert_int_equal(u.sent, N);
   assert_int_equal(u.send_errors, 0);
+  dlcp_udp_close(&u);
+}
+
+/* With GRO on the receiving socket, a run sent as one GSO message comes
+ * back as one message (loopback passes it through whole) that
+ * dlcp_udp_rx_segment cuts into the very datagrams queued, in order: 7
+ * equal and a shorter one ending their run, 2 of another TOS byte, 2 with
+ * trailers. */
+static void test_gro_runs_arrive_whole_and_split(void **state) {
+  dlcp_udp u;
+  dlcp_sockaddr self = open_to_self(&u, state);
+  if (dlcp_udp_enable_gro(&u) == -ENOPROTOOPT) {
+    dlcp_udp_close(&u);
+    skip(); /* a kernel without UDP_GRO */
+  }
+  enum { N = 12 };
+  const size_t payload_len[N] = {1000, 1000, 1000, 1000, 1000, 1000, 1000,
+                                 300,  1000, 1000, 1000, 1000};
+  const int tos[N] = {0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x20, 0, 0};
+  uint8_t hdr[N][HDR_LEN], payload[N][PAYLOAD_LEN];
+  uint8_t trailer[DLCP_UDP_TRAILER_LEN];
+  memset(trailer, 0xee, sizeof(trailer));
+  for (int k = 0; k < N; k++) {
+    memset(hdr[k], 0x10 + k, HDR_LEN);
+    memset(payload[k], 0x80 + k, PAYLOAD_LEN);
+    dlcp_udp_queue(&u, 0, &self, hdr[k], HDR_LEN, payload[k], payload_len[k],
+                   k >= 10 ? trailer : NULL, tos[k]);
+  }
+  dlcp_udp_flush(&u);
+  struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
+  int got = 0, messages = 0;
+  while (got < N && poll(&pfd, 1, 1000) == 1) {
+    int n = dlcp_udp_recv(&u, 0);
+    for (int i = 0; i < n; i++, messages++) {
+      size_t len;
+      const dlcp_sockaddr *from;
+      const uint8_t *m = dlcp_udp_rx_data(&u, i, &len, &from);
+      size_t seg = dlcp_udp_rx_segment(&u, i);
+      assert_true(seg > 0 && seg <= len);
+      for (size_t off = 0; off < len; off += seg, got++) {
+        assert_true(got < N);
+        const uint8_t *d = m + off;
+        size_t dlen = len - off < seg ? len - off : seg;
+        size_t want = HDR_LEN + payload_len[got] +
+                      (got >= 10 ? DLCP_UDP_TRAILER_LEN : 0);
+        assert_int_equal(dlen, want);
+        assert_int_equal(d[0], 0x10 + got);
+        assert_int_equal(d[HDR_LEN - 1], 0x10 + got);
+        assert_int_equal(d[HDR_LEN], 0x80 + got);
+        assert_int_equal(d[HDR_LEN + payload_len[got] - 1], 0x80 + got);
+        if (got >= 10) {
+          assert_int_equal(d[dlen - 1], 0xee);
+        }
+      }
+    }
+  }
+  assert_int_equal(got, N);
+  /* Three GSO messages, each received whole; one a datagram without GSO. */
+  assert_int_equal(messages, u.gso_ok ? 3 : N);
   dlcp_udp_close(&u);
 }
 
@@ -351,6 +411,7 @@ int main(void) {
       cmocka_unit_test(test_whole_datagram_sent_before_scratch_reused),
       cmocka_unit_test(test_runs_of_equal_datagrams_arrive_one_by_one),
       cmocka_unit_test(test_whole_datagrams_leave_together),
+      cmocka_unit_test(test_gro_runs_arrive_whole_and_split),
       cmocka_unit_test(test_arrival_is_read),
       /* The same over IPv6 (IPV6_TCLASS instead of IP_TOS). */
       cmocka_unit_test_prestate(test_whole_datagram_sent_before_scratch_reused,
@@ -358,6 +419,8 @@ int main(void) {
       cmocka_unit_test_prestate(test_runs_of_equal_datagrams_arrive_one_by_one,
                                 IPV6_LOOPBACK),
       cmocka_unit_test_prestate(test_whole_datagrams_leave_together,
+                                IPV6_LOOPBACK),
+      cmocka_unit_test_prestate(test_gro_runs_arrive_whole_and_split,
                                 IPV6_LOOPBACK),
       cmocka_unit_test_prestate(test_arrival_is_read, IPV6_LOOPBACK),
       cmocka_unit_test(test_paths_leave_in_queued_order),

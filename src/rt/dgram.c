@@ -282,8 +282,15 @@ static void receive_batches(dlcp_comm *c) {
       size_t len;
       const dlcp_sockaddr *from;
       const uint8_t *d = dlcp_udp_rx_data(&c->udp, i, &len, &from);
+      size_t seg = dlcp_udp_rx_segment(&c->udp, i);
       dlcp_mlt_arrival arr = dlcp_udp_rx_arrival(&c->udp, i);
-      deliver_datagram(c, from, d, len, &arr, now);
+      /* A GRO message: its datagrams, in the order they arrived. */
+      size_t off = 0;
+      do {
+        size_t dlen = len - off < seg ? len - off : seg;
+        deliver_datagram(c, from, d + off, dlen, &arr, now);
+        off += dlen;
+      } while (off < len);
     }
     if (n < DLCP_UDP_BATCH) {
       break;

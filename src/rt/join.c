@@ -859,5 +859,11 @@ int dlcp_rt_make_conns(dlcp_comm *c, dlcp_errbuf *eb) {
                              dlcp_strerror(rv));
     }
   }
+  /* Datagrams read in batches come coalesced where the host's NIC (or
+   * loopback) can: a kernel without UDP_GRO delivers them one by one, as
+   * before, so its refusal is no error. */
+  if (!c->rx_in_place && c->env.world_size > 1) {
+    (void)dlcp_udp_enable_gro(&c->udp);
+  }
   return 0;
 }

@@ -287,6 +287,15 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const dlcp_sockaddr *to,
                     dlcp_net_tclass_opt(u->family), &tos, sizeof(tos));
 }
 
+int dlcp_udp_enable_gro(dlcp_udp *u) {
+  int on = 1;
+  if (setsockopt(u->fd[DLCP_UDP_RX_PATH], SOL_UDP, UDP_GRO, &on,
+                 sizeof(on)) != 0) {
+    return -errno;
+  }
+  return 0;
+}
+
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   for (int i = 0; i < DLCP_UDP_BATCH; i++) {
     struct msghdr *m = &u->rx_msg[i].msg_hdr;
@@ -378,6 +387,12 @@ const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
   /* A datagram larger than the buffer arrives truncated: report its
    * truncated length, which the decoder then rejects. */
   return u->rx + (size_t)i * DLCP_UDP_RX_BUF;
+}
+
+size_t dlcp_udp_rx_segment(const dlcp_udp *u, int i) {
+  size_t seg = dlcp_net_gro_size_of(&u->rx_msg[i].msg_hdr);
+  size_t len = u->rx_msg[i].msg_len;
+  return seg > 0 && seg < len ? seg : len;
 }
 
 dlcp_mlt_arrival dlcp_udp_rx_arrival(dlcp_udp *u, int i) {

@@ -72,10 +72,11 @@ typedef struct dlcp_udp {
   struct mmsghdr rx_msg[DLCP_UDP_BATCH];
   struct iovec rx_iov[DLCP_UDP_BATCH];
   dlcp_sockaddr rx_from[DLCP_UDP_BATCH];
-  /* The TOS byte each datagram arrived with, and its kernel time stamp. */
+  /* The TOS byte each message arrived with, its kernel time stamp and,
+   * with GRO, the size of the datagrams coalesced in it. */
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
+    char buf[2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
   } rx_ctl[DLCP_UDP_BATCH];
   int64_t rx_offset;      /* the batch's dlcp_rt_realtime_offset */
   dlcp_mlt_arrival taken; /* of the last dlcp_udp_take*'s datagram */
@@ -117,8 +118,20 @@ void dlcp_udp_queue(dlcp_udp *u, uint32_t path, const dlcp_sockaddr *to,
  * would: MLT recovers it. */
 void dlcp_udp_flush(dlcp_udp *u);
 
+/* dlcp_udp_enable_gro asks the kernel to hand the receiving socket
+ * (DLCP_UDP_RX_PATH) runs of equal datagrams of one sender coalesced into
+ * one message, as a NIC's GRO merged them (and as loopback passes a UDP
+ * GSO message through whole): one receive, and one trip up the stack, for
+ * up to 64 KiB.  Only for a socket read in batches: the in-place reads
+ * (dlcp_udp_peek) take one datagram a message.  Returns 0, or -errno if
+ * the kernel has no UDP_GRO (then every message is one datagram, as
+ * before). */
+int dlcp_udp_enable_gro(dlcp_udp *u);
+
 /* dlcp_udp_recv reads a batch from path |path|'s socket; returns how many
- * datagrams (0 when none) with their data at dlcp_udp_rx_data(). */
+ * messages (0 when none) with their data at dlcp_udp_rx_data(): each one
+ * datagram, or with GRO a run of datagrams of dlcp_udp_rx_segment() bytes
+ * each (the last may be shorter). */
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path);
 
 /*
@@ -136,6 +149,9 @@ size_t dlcp_udp_take_split(dlcp_udp *u, uint32_t path, uint8_t *hdr,
 const uint8_t *dlcp_udp_take(dlcp_udp *u, uint32_t path, size_t *len);
 const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
                                 const dlcp_sockaddr **from);
+/* dlcp_udp_rx_segment: the length of each datagram in message |i| of the
+ * last dlcp_udp_recv batch (its whole length unless GRO coalesced it). */
+size_t dlcp_udp_rx_segment(const dlcp_udp *u, int i);
 
 /* dlcp_udp_rx_arrival: how datagram |i| of the last dlcp_udp_recv batch
  * arrived: with ECN Congestion Experienced (a switch marked it) or not,
