@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -62,6 +63,7 @@ typedef struct scenario {
   uint32_t timeout_ms;
   const char *secret[2]; /* rank 0's job secret, the others' (NULL: none) */
   bool no_shm;           /* UDP even between ranks on this host */
+  uint32_t segment;      /* payload per datagram; 0: from the path */
   bool stream_control;   /* control messages on the control stream */
   uint64_t pause_ms;     /* rank 0 waits this long before sending */
 } scenario;
@@ -91,6 +93,7 @@ static void base_config(dlcp_comm_config *cfg, uint32_t rank, uint32_t world,
   cfg->fault_seed = 1234 + rank;
   cfg->job_secret = s->secret[rank == 0 ? 0 : 1];
   cfg->shm = s->no_shm ? 0 : 1;
+  cfg->segment_bytes = s->segment;
   cfg->control_datagrams = s->stream_control ? 0 : 1;
   cfg->paths = MAX_PATHS;
 }
@@ -280,6 +283,42 @@ static void test_bit_exact_lossless(void **state) {
                 (unsigned long long)sh[0].stats.retransmissions,
                 (unsigned long long)sh[0].stats.datagrams_sent);
   assert_true(sh[0].stats.retransmissions * 4 <= sh[0].stats.datagrams_sent);
+  munmap(sh, 2 * sizeof(shared));
+}
+
+/* Whether this kernel sends UDP GSO and hands a UDP_GRO socket coalesced
+ * messages: then loopback passes a run of a sender's datagrams whole. */
+static bool kernel_coalesces_udp(void) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  assert_true(fd >= 0);
+  int seg = 1400, on = 1;
+  bool ok = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0 &&
+            setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0;
+  close(fd);
+  return ok;
+}
+
+/* Datagrams of 8 KiB over UDP on loopback are read in batches, where the
+ * receiving socket takes runs of them coalesced (UDP GRO): every transfer
+ * exact, and the coalesced ones counted among those received. */
+static void test_coalesced_datagrams_exact_and_counted(void **state) {
+  (void)state;
+  scenario s = {.nsizes = 3,
+                .sizes = {1000, (1u << 20) + 7, 16u << 20},
+                .no_shm = true,
+                .segment = 8192};
+  shared *sh = run_pair(&s);
+  check_exact(&s, sh);
+  const dlcp_comm_stats *st = &sh[1].stats;
+  print_message("rank 1: %llu datagrams received, %llu coalesced\n",
+                (unsigned long long)st->datagrams_received,
+                (unsigned long long)st->datagrams_coalesced);
+  assert_true(st->datagrams_coalesced <= st->datagrams_received);
+  if (kernel_coalesces_udp()) {
+    assert_true(st->datagrams_coalesced > 0);
+  } else {
+    assert_int_equal(st->datagrams_coalesced, 0);
+  }
   munmap(sh, 2 * sizeof(shared));
 }
 
@@ -788,6 +827,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_errors_name_the_field),
       cmocka_unit_test(test_bit_exact_lossless),
+      cmocka_unit_test(test_coalesced_datagrams_exact_and_counted),
       cmocka_unit_test(test_bit_exact_1_percent_loss),
       cmocka_unit_test(test_bit_exact_10_percent_loss),
       cmocka_unit_test(test_bit_exact_dup_and_reorder),

@@ -645,11 +645,14 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     dlcp_comm_stats st;
     dlcp_comm_get_stats(comm, &st);
-    printf("# rank 0: %llu datagrams sent, %llu retransmitted; send rate "
+    printf("# rank 0: %llu datagrams sent, %llu retransmitted; %llu "
+           "received, %llu of them coalesced (GRO); send rate "
            "now %.2f Gbps (slowest peer), srtt up to %.1f us; "
            "%lld straggler bypasses (all ranks)\n",
            (unsigned long long)st.datagrams_sent,
-           (unsigned long long)st.retransmissions, st.min_rate_gbps,
+           (unsigned long long)st.retransmissions,
+           (unsigned long long)st.datagrams_received,
+           (unsigned long long)st.datagrams_coalesced, st.min_rate_gbps,
            (double)st.max_srtt_ns / 1e3, (long long)bypasses);
     printf("# rank 0: %llu data packets arrived CE-marked; rate cuts: %llu "
            "for ECN, %llu for delay; %llu control datagrams sent again "

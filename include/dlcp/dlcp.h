@@ -248,6 +248,11 @@ typedef struct dlcp_comm_stats {
                                group, other ranks had not contributed */
   uint64_t ina_dup_results; /* results of groups already done (a result
                                the switch sent again) */
+  /* Of datagrams_received, those that came from the socket coalesced with
+   * others of their sender in one message (UDP GRO: the host's NIC
+   * merged them, or loopback passed a GSO send through whole): 0 where
+   * the NIC does not coalesce or the runtime reads datagrams in place. */
+  uint64_t datagrams_coalesced;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -285,6 +285,9 @@ static void receive_batches(dlcp_comm *c) {
       size_t seg = dlcp_udp_rx_segment(&c->udp, i);
       dlcp_mlt_arrival arr = dlcp_udp_rx_arrival(&c->udp, i);
       /* A GRO message: its datagrams, in the order they arrived. */
+      if (seg < len) {
+        c->stats.datagrams_coalesced += (len + seg - 1) / seg;
+      }
       size_t off = 0;
       do {
         size_t dlen = len - off < seg ? len - off : seg;

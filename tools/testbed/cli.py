@@ -14,7 +14,8 @@ from . import bpf, launch, state, system, topology
 NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
-                 "queue", "burst_us", "dscp_prio", "ipv6", "loss", "link_loss",
+                 "queue", "burst_us", "dscp_prio", "ipv6", "host_gro", "loss",
+                 "link_loss",
                  "ecn_k", "agg_switch", "agg_chain", "agg_trees", "agg_mem",
                  "agg_threads", "agg_policy", "agg_static_parts")
 
@@ -187,6 +188,10 @@ def add_topology_options(p):
                         "ranks get the IPv6 MASTER_ADDR, so dlcp jobs run "
                         "over IPv6, and so do --agg-switch's daemons "
                         "(mpirun stays on IPv4)")
+    p.add_argument("--host-gro", action="store_true",
+                   help="GRO on at every host's own interface, as a real "
+                        "NIC coalesces what it receives (after the link's "
+                        "limiter and loss filter; off everywhere else)")
     p.add_argument("--agg-switch", metavar="BIN", default=None,
                    help="run the aggregation switch BIN (dlcp-switch) on "
                         "rack 0's switch; ranks get DLCP_SWITCH")
@@ -306,7 +311,7 @@ def make(a, owner):
     rec = {"id": tb_id, "hosts": a.hosts, "racks": a.racks, "spines": spines,
            "rate_bps": a.rate, "fabric_rate_bps": a.fabric_rate or a.rate,
            "mtu": a.mtu, "queue_bytes": a.queue, "burst_us": a.burst_us,
-           "dscp_prio": a.dscp_prio, "ipv6": a.ipv6,
+           "dscp_prio": a.dscp_prio, "ipv6": a.ipv6, "host_gro": a.host_gro,
            "owner": state.owner_token(), "created": time.time()}
     try:
         t = topology_of(rec)
@@ -519,7 +524,8 @@ def cmd_run(a):
             with open(a.stats_file, "w") as f:
                 json.dump({"testbed": {k: rec.get(k) for k in (
                     "hosts", "racks", "spines", "rate_bps", "fabric_rate_bps",
-                    "mtu", "queue_bytes", "dscp_prio", "ipv6")},
+                    "mtu", "queue_bytes", "dscp_prio", "ipv6",
+                    "host_gro")},
                     "loss": rec["loss"],
                     "links": counters}, f, indent=1)
         if "sig" in flag:
@@ -576,7 +582,8 @@ def cmd_list(_):
                if r.get("agg_switch") else "")
         print(f"{i}  {r['hosts']} hosts, {r['racks']} racks, {r['spines']} "
               f"spines, {r['rate_bps'] / 1e9:g} Gbit/s, MTU {r['mtu']}"
-              f"{', IPv6' if r.get('ipv6') else ''}{agg}, "
+              f"{', IPv6' if r.get('ipv6') else ''}"
+              f"{', host GRO' if r.get('host_gro') else ''}{agg}, "
               f"{how}")
     return 0
 

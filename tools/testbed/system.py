@@ -109,8 +109,8 @@ def remove_etc(prefix):
 
 def create(t, s):
     """Creates topology |t| with settings |s| (a dict: mtu, rate_bps,
-    fabric_rate_bps, queue_bytes, burst_us, dscp_prio).  On failure the caller
-    removes what exists (destroy)."""
+    fabric_rate_bps, queue_bytes, burst_us, dscp_prio, host_gro).  On
+    failure the caller removes what exists (destroy)."""
     for ns in t.namespaces:
         run(["ip", "netns", "add", ns])
     write_hosts_files(t)
@@ -137,6 +137,7 @@ def create(t, s):
         v6 = ["sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
               "sysctl -qw net.ipv6.conf.default.disable_ipv6=1"]
     scripts = {ns: ["ip link set lo up"] + v6 for ns in t.namespaces}
+    host_ns = {h.ns for h in t.hosts}
     for _, a, b in t.links:
         for e in (a, b):
             sc = scripts[e.ns]
@@ -146,6 +147,10 @@ def create(t, s):
             sc.append(f"ethtool -K {e.dev} tso off gso off gro off "
                       f"tx-udp-segmentation off 2>/dev/null || "
                       f"ethtool -K {e.dev} tso off gso off gro off")
+            if s.get("host_gro") and e.ns in host_ns:
+                # A host's own end receives what its link's limiter and
+                # loss filter let through: coalescing there is a NIC's GRO.
+                sc.append(f"ethtool -K {e.dev} gro on")
             sc.append(f"ip link set {e.dev} up")
             sc.append(f"tc qdisc add dev {e.dev} clsact")
     for d in t.directions:
