@@ -283,8 +283,7 @@ static int bench_udp(const char *host, uint16_t port, double seconds,
 
               for (int j = 0; j < k; j++) {
                 size_t mlen = msg[j].msg_len;
-                size_t seg = dlcp_net_gro_size_of(&msg[j].msg_hdr);
-                seg = seg > 0 ? seg : mlen;
+                size_t seg = dlcp_net_gro_segment(&msg[j].msg_hdr, mlen);
                 for (size_t off = 0; off < mlen; off += seg) {
                   dlcp_agg_hdr h;
                   const uint8_t *p;

@@ -141,8 +141,7 @@ static void receive_all(int fd, dlcp_ina *h, uint8_t *buf, size_t cap) {
     if (k <= 0) {
       return;
     }
-    seg = dlcp_net_gro_size_of(&m);
-    seg = seg > 0 ? seg : (size_t)k;
+    seg = dlcp_net_gro_segment(&m, (size_t)k);
     for (size_t off = 0; off < (size_t)k; off += seg) {
       size_t n = (size_t)k - off < seg ? (size_t)k - off : seg;
 

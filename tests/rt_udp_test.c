@@ -110,53 +110,65 @@ static void test_whole_datagram_sent_before_scratch_reused(void **state) {
   dlcp_udp_close(&u);
 }
 
+/* The runs both tests below send: 7 equal datagrams, a shorter one ending
+ * their run, 2 of another TOS byte, 2 equal with trailers (a longer
+ * length: a new run). */
+enum { RUNS_N = 12, RUNS_TRAILED_FROM = 10 };
+static const size_t runs_payload_len[RUNS_N] = {
+    1000, 1000, 1000, 1000, 1000, 1000, 1000, 300, 1000, 1000, 1000, 1000};
+static const int runs_tos[RUNS_N] = {0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x20, 0, 0};
+
+/* Queues the runs to |to| (datagram k's header bytes 0x10 + k, payload
+ * bytes 0x80 + k, trailer bytes 0xee) and flushes them. */
+static void send_runs(dlcp_udp *u, const dlcp_sockaddr *to) {
+  uint8_t hdr[RUNS_N][HDR_LEN], payload[RUNS_N][PAYLOAD_LEN];
+  uint8_t trailer[DLCP_UDP_TRAILER_LEN];
+  memset(trailer, 0xee, sizeof(trailer));
+  for (int k = 0; k < RUNS_N; k++) {
+    memset(hdr[k], 0x10 + k, HDR_LEN);
+    memset(payload[k], 0x80 + k, PAYLOAD_LEN);
+    dlcp_udp_queue(u, 0, to, hdr[k], HDR_LEN, payload[k],
+                   runs_payload_len[k],
+                   k >= RUNS_TRAILED_FROM ? trailer : NULL, runs_tos[k]);
+  }
+  dlcp_udp_flush(u);
+}
+
+/* Datagram |k| of the runs, received as |d| of |len| bytes: exact. */
+static void check_run_datagram(int k, const uint8_t *d, size_t len) {
+  bool trailed = k >= RUNS_TRAILED_FROM;
+  assert_int_equal(len, HDR_LEN + runs_payload_len[k] +
+                            (trailed ? DLCP_UDP_TRAILER_LEN : 0));
+  assert_int_equal(d[0], 0x10 + k);
+  assert_int_equal(d[HDR_LEN - 1], 0x10 + k);
+  assert_int_equal(d[HDR_LEN], 0x80 + k);
+  assert_int_equal(d[HDR_LEN + runs_payload_len[k] - 1], 0x80 + k);
+  if (trailed) {
+    assert_int_equal(d[len - 1], 0xee);
+  }
+}
+
 /* Equal datagrams to one address with one TOS byte go as one UDP GSO
  * message (a shorter one may end the run); each still arrives whole, on
  * its own, in order, and counts as one datagram sent. */
 static void test_runs_of_equal_datagrams_arrive_one_by_one(void **state) {
   dlcp_udp u;
   dlcp_sockaddr self = open_to_self(&u, state);
-  enum { N = 12 };
-  /* 7 equal, a shorter one ending their run, 2 of another TOS byte, 2
-   * equal with trailers (a longer length: a new run) */
-  const size_t payload_len[N] = {1000, 1000, 1000, 1000, 1000, 1000, 1000,
-                                 300,  1000, 1000, 1000, 1000};
-  const int tos[N] = {0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x20, 0, 0};
-  uint8_t hdr[N][HDR_LEN], payload[N][PAYLOAD_LEN];
-  uint8_t trailer[DLCP_UDP_TRAILER_LEN];
-  memset(trailer, 0xee, sizeof(trailer));
-  for (int k = 0; k < N; k++) {
-    memset(hdr[k], 0x10 + k, HDR_LEN);
-    memset(payload[k], 0x80 + k, PAYLOAD_LEN);
-    dlcp_udp_queue(&u, 0, &self, hdr[k], HDR_LEN, payload[k], payload_len[k],
-                   k >= 10 ? trailer : NULL, tos[k]);
-  }
-  dlcp_udp_flush(&u);
+  send_runs(&u, &self);
   assert_true(u.gso_ok || u.gso_off);
-  for (int k = 0; k < N; k++) {
+  for (int k = 0; k < RUNS_N; k++) {
     size_t len;
     const uint8_t *d = next_datagram(&u, &len);
-    size_t want = HDR_LEN + payload_len[k] +
-                  (k >= 10 ? DLCP_UDP_TRAILER_LEN : 0);
-    assert_int_equal(len, want);
-    assert_int_equal(d[0], 0x10 + k);
-    assert_int_equal(d[HDR_LEN - 1], 0x10 + k);
-    assert_int_equal(d[HDR_LEN], 0x80 + k);
-    assert_int_equal(d[HDR_LEN + payload_len[k] - 1], 0x80 + k);
-    if (k >= 10) {
-      assert_int_equal(d[len - 1], 0xee);
-    }
+    check_run_datagram(k, d, len);
   }
-  assert_int_equal(u.sent, N);
+  assert_int_equal(u.sent, RUNS_N);
   assert_int_equal(u.send_errors, 0);
   dlcp_udp_close(&u);
 }
 
 /* With GRO on the receiving socket, a run sent as one GSO message comes
  * back as one message (loopback passes it through whole) that
- * dlcp_udp_rx_segment cuts into the very datagrams queued, in order: 7
- * equal and a shorter one ending their run, 2 of another TOS byte, 2 with
- * trailers. */
+ * dlcp_udp_rx_segment cuts into the very datagrams queued, in order. */
 static void test_gro_runs_arrive_whole_and_split(void **state) {
   dlcp_udp u;
   dlcp_sockaddr self = open_to_self(&u, state);
@@ -164,23 +176,10 @@ static void test_gro_runs_arrive_whole_and_split(void **state) {
     dlcp_udp_close(&u);
     skip(); /* a kernel without UDP_GRO */
   }
-  enum { N = 12 };
-  const size_t payload_len[N] = {1000, 1000, 1000, 1000, 1000, 1000, 1000,
-                                 300,  1000, 1000, 1000, 1000};
-  const int tos[N] = {0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x20, 0, 0};
-  uint8_t hdr[N][HDR_LEN], payload[N][PAYLOAD_LEN];
-  uint8_t trailer[DLCP_UDP_TRAILER_LEN];
-  memset(trailer, 0xee, sizeof(trailer));
-  for (int k = 0; k < N; k++) {
-    memset(hdr[k], 0x10 + k, HDR_LEN);
-    memset(payload[k], 0x80 + k, PAYLOAD_LEN);
-    dlcp_udp_queue(&u, 0, &self, hdr[k], HDR_LEN, payload[k], payload_len[k],
-                   k >= 10 ? trailer : NULL, tos[k]);
-  }
-  dlcp_udp_flush(&u);
+  send_runs(&u, &self);
   struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
   int got = 0, messages = 0;
-  while (got < N && poll(&pfd, 1, 1000) == 1) {
+  while (got < RUNS_N && poll(&pfd, 1, 1000) == 1) {
     int n = dlcp_udp_recv(&u, 0);
     for (int i = 0; i < n; i++, messages++) {
       size_t len;
@@ -189,25 +188,14 @@ static void test_gro_runs_arrive_whole_and_split(void **state) {
       size_t seg = dlcp_udp_rx_segment(&u, i);
       assert_true(seg > 0 && seg <= len);
       for (size_t off = 0; off < len; off += seg, got++) {
-        assert_true(got < N);
-        const uint8_t *d = m + off;
-        size_t dlen = len - off < seg ? len - off : seg;
-        size_t want = HDR_LEN + payload_len[got] +
-                      (got >= 10 ? DLCP_UDP_TRAILER_LEN : 0);
-        assert_int_equal(dlen, want);
-        assert_int_equal(d[0], 0x10 + got);
-        assert_int_equal(d[HDR_LEN - 1], 0x10 + got);
-        assert_int_equal(d[HDR_LEN], 0x80 + got);
-        assert_int_equal(d[HDR_LEN + payload_len[got] - 1], 0x80 + got);
-        if (got >= 10) {
-          assert_int_equal(d[dlen - 1], 0xee);
-        }
+        assert_true(got < RUNS_N);
+        check_run_datagram(got, m + off, len - off < seg ? len - off : seg);
       }
     }
   }
-  assert_int_equal(got, N);
+  assert_int_equal(got, RUNS_N);
   /* Three GSO messages, each received whole; one a datagram without GSO. */
-  assert_int_equal(messages, u.gso_ok ? 3 : N);
+  assert_int_equal(messages, u.gso_ok ? 3 : RUNS_N);
   dlcp_udp_close(&u);
 }
 

@@ -929,12 +929,10 @@ static void *worker_main(void *arg) {
        * from one sender (the last may be shorter), all with one TOS. */
       const uint8_t *d = in->buf + (size_t)i * in->slot;
       size_t len = in->msg[i].msg_len;
-      size_t seg = dlcp_net_gro_size_of(&in->msg[i].msg_hdr);
+      size_t seg = dlcp_net_gro_segment(&in->msg[i].msg_hdr, len);
       uint8_t ecn = dlcp_net_ecn_of(&in->msg[i].msg_hdr);
 
       size_t off = 0;
-
-      seg = seg > 0 ? seg : len;
       do {
         size_t n = len - off < seg ? len - off : seg;
         uint32_t to = owner_of(w, d + off, n);

@@ -343,17 +343,17 @@ void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
   m->msg_controllen = (size_t)((char *)c - (char *)ctl);
 }
 
-size_t dlcp_net_gro_size_of(const struct msghdr *m) {
+size_t dlcp_net_gro_segment(const struct msghdr *m, size_t len) {
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
        c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
     if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
         c->cmsg_len >= CMSG_LEN(sizeof(int))) {
       int size;
       memcpy(&size, CMSG_DATA(c), sizeof(size));
-      return size > 0 ? (size_t)size : 0;
+      return size > 0 && (size_t)size < len ? (size_t)size : len;
     }
   }
-  return 0;
+  return len;
 }
 
 /* The kernel's range of ephemeral ports (what connect() and bind to port 0

@@ -179,11 +179,11 @@ size_t dlcp_net_gso_run(const struct iovec *iov, size_t n);
 void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
                           struct iovec *iov, size_t count, int tos, void *ctl);
 
-/* dlcp_net_gro_size_of returns the segment size of the UDP_GRO ancillary
- * datum of a message received on a socket with UDP_GRO set: the message
- * holds datagrams of that size (the last may be shorter) the kernel kept
- * together; 0 if it carries none (one datagram). */
-size_t dlcp_net_gro_size_of(const struct msghdr *m);
+/* dlcp_net_gro_segment returns the length of each datagram in message |m|
+ * of |len| bytes received on a socket with UDP_GRO set: the segment size
+ * of its UDP_GRO ancillary datum when the kernel kept a run of datagrams
+ * together (the last may be shorter), else |len| (one datagram). */
+size_t dlcp_net_gro_segment(const struct msghdr *m, size_t len);
 
 /*
  * dlcp_net_free_port finds a currently unused TCP port on |host|: a

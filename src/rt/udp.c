@@ -390,9 +390,7 @@ const uint8_t *dlcp_udp_rx_data(const dlcp_udp *u, int i, size_t *len,
 }
 
 size_t dlcp_udp_rx_segment(const dlcp_udp *u, int i) {
-  size_t seg = dlcp_net_gro_size_of(&u->rx_msg[i].msg_hdr);
-  size_t len = u->rx_msg[i].msg_len;
-  return seg > 0 && seg < len ? seg : len;
+  return dlcp_net_gro_segment(&u->rx_msg[i].msg_hdr, u->rx_msg[i].msg_len);
 }
 
 dlcp_mlt_arrival dlcp_udp_rx_arrival(dlcp_udp *u, int i) {

@@ -15,9 +15,8 @@ NOT_ROOT = 77  # ctest's skip code: the tests skip when we are not root
 TOOLS = ("ip", "tc", "ethtool", "bpftool", "clang", "gcc", "unshare")
 TOPOLOGY_KEYS = ("hosts", "racks", "spines", "rate", "fabric_rate", "mtu",
                  "queue", "burst_us", "dscp_prio", "ipv6", "host_gro", "loss",
-                 "link_loss",
-                 "ecn_k", "agg_switch", "agg_chain", "agg_trees", "agg_mem",
-                 "agg_threads", "agg_policy", "agg_static_parts")
+                 "link_loss", "ecn_k", "agg_switch", "agg_chain", "agg_trees",
+                 "agg_mem", "agg_threads", "agg_policy", "agg_static_parts")
 
 DESCRIPTION = """\
 An emulated cluster in network namespaces: N hosts in R racks (one switch
