@@ -51,6 +51,8 @@ Environment:
   BENCH_TESTBED_TIMEOUT     seconds per run before it is stopped (600)
   BENCH_TESTBED_REPORT_ONLY=1  no runs: the report from the raw files of
                             the last (possibly interrupted) run
+  BENCH_TESTBED_HOST_GRO=1  GRO on at the hosts' own interfaces
+                            (`dlcp-testbed up --host-gro`, as real NICs)
   BENCH_TESTBED_NOTE        a paragraph added to the report as is
 """
 
@@ -93,6 +95,8 @@ class Bench:
         self.build = build
         self.quick = os.environ.get("BENCH_TESTBED_QUICK", "") not in ("", "0")
         self.bound = float(os.environ.get("BENCH_TESTBED_BOUND", "0.01"))
+        self.host_gro = os.environ.get("BENCH_TESTBED_HOST_GRO",
+                                       "") not in ("", "0")
         self.timeout = float(os.environ.get("BENCH_TESTBED_TIMEOUT", "600"))
         self.profiles = env_list("BENCH_TESTBED_PROFILES", "1g,10g")
         self.losses = [float(x) for x in env_list(
@@ -188,7 +192,7 @@ class Bench:
         # The commit and the machine's load as of the last run, for a
         # report rebuilt later (BENCH_TESTBED_REPORT_ONLY).
         with open(os.path.join(self.raw, "run.json"), "w") as f:
-            json.dump({"commit": self.commit,
+            json.dump({"commit": self.commit, "host_gro": self.host_gro,
                        "loadavg_before": self.load_before, "loadavg":
                        open("/proc/loadavg").read().split()[:3]}, f)
         self.absorb(profile, loss, size, impl, tag, rc)
@@ -278,7 +282,8 @@ class Bench:
                 pr = PROFILES[profile]
                 tbs[profile] = subprocess.run(
                     [TESTBED, "up", "-n", str(HOSTS), "--rate", pr["rate"],
-                     "--mtu", str(pr["mtu"])], check=True,
+                     "--mtu", str(pr["mtu"])] +
+                    (["--host-gro"] if self.host_gro else []), check=True,
                     capture_output=True, text=True).stdout.strip()
                 log(f"profile {pr['label']}: testbed {tbs[profile]}")
             for loss in self.losses:
@@ -450,9 +455,12 @@ def write_report(b, md_path, png_path):
             run = json.load(f)
         commit, load = run["commit"], run["loadavg"]
         before = run.get("loadavg_before")
+        host_gro = run.get("host_gro", False)
     except (OSError, ValueError, KeyError):
         commit, load = head_commit(), open("/proc/loadavg").read().split()[:3]
-        before = None
+        before, host_gro = None, b.host_gro
+    gro_text = ("GRO on at the hosts' own interfaces (`--host-gro`), "
+                if host_gro else "")
     load_text = (f"load average {' '.join(before)} before the run and "
                  f"{' '.join(load)} when it ended" if before else
                  f"load average {' '.join(load)} when the run ended")
@@ -463,6 +471,7 @@ def write_report(b, md_path, png_path):
         f"{b.started:%Y-%m-%d}, {b.started:%H:%M}–{b.finished:%H:%M} UTC, "
         f"commit {commit}: {HOSTS} hosts (one rank each) in one rack of "
         f"`dlcp-testbed` (docs/testbed.md), TBF on every link direction, "
+        f"{gro_text}"
         f"queue 512 KiB, random loss at the switch port towards each host "
         f"(so every packet meets one draw).  The implementations took "
         f"turns in {b.rounds} round(s) per cell, the order rotating; each "
