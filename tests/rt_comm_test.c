@@ -13,7 +13,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,6 +27,7 @@
 
 #include "dlcp/dlcp.h"
 #include "rt/net.h"
+#include "udpcaps.h"
 #include "wire/wire.h"
 
 #define MAX_XFERS 16
@@ -286,18 +286,6 @@ static void test_bit_exact_lossless(void **state) {
   munmap(sh, 2 * sizeof(shared));
 }
 
-/* Whether this kernel sends UDP GSO and hands a UDP_GRO socket coalesced
- * messages: then loopback passes a run of a sender's datagrams whole. */
-static bool kernel_coalesces_udp(void) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  assert_true(fd >= 0);
-  int seg = 1400, on = 1;
-  bool ok = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0 &&
-            setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0;
-  close(fd);
-  return ok;
-}
-
 /* Datagrams of 8 KiB over UDP on loopback are read in batches, where the
  * receiving socket takes runs of them coalesced (UDP GRO): every transfer
  * exact, and the coalesced ones counted among those received. */
@@ -314,7 +302,7 @@ static void test_coalesced_datagrams_exact_and_counted(void **state) {
                 (unsigned long long)st->datagrams_received,
                 (unsigned long long)st->datagrams_coalesced);
   assert_true(st->datagrams_coalesced <= st->datagrams_received);
-  if (kernel_coalesces_udp()) {
+  if (udpcaps_coalesces()) {
     assert_true(st->datagrams_coalesced > 0);
   } else {
     assert_int_equal(st->datagrams_coalesced, 0);

@@ -687,13 +687,16 @@ int main(int argc, char **argv) {
     if (st.ina_groups + st.ina_ring_groups > 0) {
       printf("# rank 0: in-network aggregation: %llu groups by the switch, "
              "%llu by the ring; %llu contributions sent again, %llu BUSY, "
-             "%llu WAITING, %llu results that came again\n",
+             "%llu WAITING, %llu results that came again; %llu datagrams "
+             "from the switch, %llu of them coalesced (GRO)\n",
              (unsigned long long)st.ina_groups,
              (unsigned long long)st.ina_ring_groups,
              (unsigned long long)st.ina_resent,
              (unsigned long long)st.ina_busy,
              (unsigned long long)st.ina_waiting,
-             (unsigned long long)st.ina_dup_results);
+             (unsigned long long)st.ina_dup_results,
+             (unsigned long long)st.ina_datagrams_received,
+             (unsigned long long)st.ina_datagrams_coalesced);
     }
   }
   if (json) {

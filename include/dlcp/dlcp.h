@@ -253,6 +253,9 @@ typedef struct dlcp_comm_stats {
    * merged them, or loopback passed a GSO send through whole): 0 where
    * the NIC does not coalesce or the runtime reads datagrams in place. */
   uint64_t datagrams_coalesced;
+  /* Datagrams from the aggregation switch (DLCP_SWITCH) to this rank, and
+   * of them those that came coalesced, as datagrams_coalesced counts. */
+  uint64_t ina_datagrams_received, ina_datagrams_coalesced;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -87,7 +87,8 @@ class CommStats(ctypes.Structure):
             "bitmaps_early", "bitmaps_unprompted", "window_timeouts",
             "acks_quiet", "acks_received", "ack_hold_ns", "max_ack_hold_ns",
             "ina_groups", "ina_ring_groups", "ina_resent", "ina_busy",
-            "ina_waiting", "ina_dup_results", "datagrams_coalesced")]
+            "ina_waiting", "ina_dup_results", "datagrams_coalesced",
+            "ina_datagrams_received", "ina_datagrams_coalesced")]
 
 
 class CollOpts(ctypes.Structure):

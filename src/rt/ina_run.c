@@ -53,6 +53,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <arpa/inet.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -126,6 +127,7 @@ struct dlcp_rt_ina {
   char name[128]; /* the switch, for messages */
   uint8_t *buf;   /* a received datagram, or INA_SEND_BATCH to send */
   uint32_t room;  /* UDP payload of one datagram on the path to the switch */
+  bool gso;       /* runs of contributions go as one UDP_SEGMENT message */
   bool cc;        /* DLCP_INA_CC=panama: PANAMA's window (coll/ina_cc.h) */
   dlcp_ina_claim claim; /* DLCP_INA_CLAIM: RA-INA's header-only claims */
   dlcp_rt_ina_op *ops; /* in flight, in start (and group) order */
@@ -425,17 +427,34 @@ static void on_datagram(dlcp_rt_ina *s, const uint8_t *d, size_t len,
 #define INA_RECV_BATCH 32
 #define INA_RECV_ROUNDS 8
 
-/* Sends iov[0..n) to the switch, one system call for the lot.  Never
- * blocks under |mu|; a datagram not sent is re-sent by the protocol. */
+/* Sends iov[0..n) to the switch, one system call for the lot: runs of
+ * equal datagrams (a group fills one) as one UDP GSO message each, which
+ * the kernel cuts into the datagrams at the device, or in software before
+ * the qdisc where the device cannot, so one socket buffer goes down the
+ * stack per run.  A kernel or device that refuses UDP_SEGMENT is told by
+ * the first refused message; the batch goes datagram by datagram then and
+ * from then on.  Never blocks under |mu|; a datagram not sent is re-sent
+ * by the protocol. */
 static void send_batch(dlcp_rt_ina *s, struct iovec *iov, uint32_t n) {
   struct mmsghdr msg[INA_SEND_BATCH];
-  for (uint32_t i = 0; i < n; i++) {
-    memset(&msg[i], 0, sizeof(msg[i]));
-    msg[i].msg_hdr.msg_iov = &iov[i];
-    msg[i].msg_hdr.msg_iovlen = 1;
+  union {
+    struct cmsghdr align;
+    char buf[DLCP_NET_GSO_CTL];
+  } ctl[INA_SEND_BATCH];
+  uint32_t m = 0;
+
+  for (uint32_t k = 0; k < n; m++) {
+    uint32_t count = s->gso ? (uint32_t)dlcp_net_gso_run(&iov[k], n - k) : 1;
+    dlcp_net_gso_message(&msg[m].msg_hdr, NULL, &iov[k], count, 0, ctl[m].buf);
+    k += count;
   }
-  if (n > 0) {
-    (void)sendmmsg(s->fd, msg, n, MSG_DONTWAIT);
+  if (m == 0) {
+    return;
+  }
+  if (sendmmsg(s->fd, msg, m, MSG_DONTWAIT) < 0 && s->gso &&
+      (errno == EIO || errno == EINVAL)) {
+    s->gso = false;
+    send_batch(s, iov, n);
   }
 }
 
@@ -457,7 +476,7 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   for (int round = 0; round < INA_RECV_ROUNDS; round++) {
     union {
       struct cmsghdr align;
-      char buf[CMSG_SPACE(sizeof(int))];
+      char buf[2 * CMSG_SPACE(sizeof(int))]; /* IP_TOS, UDP_GRO */
     } ctl[INA_RECV_BATCH];
     struct iovec iov[INA_RECV_BATCH];
     struct mmsghdr msg[INA_RECV_BATCH];
@@ -476,9 +495,20 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
     }
     dlcp_tstamp now = dlcp_rt_now();
     for (int i = 0; i < k; i++) {
-      if (msg[i].msg_len > 0) {
-        on_datagram(s, iov[i].iov_base, msg[i].msg_len,
-                    dlcp_net_ecn_of(&msg[i].msg_hdr), now);
+      /* With UDP_GRO a message may hold a run of the switch's datagrams
+       * to this rank, of one size (the last may be shorter) and one ECN
+       * codepoint: each is handled as if it had come alone. */
+      const uint8_t *d = iov[i].iov_base;
+      size_t len = msg[i].msg_len;
+      size_t seg = dlcp_net_gro_segment(&msg[i].msg_hdr, len);
+      uint8_t ecn = dlcp_net_ecn_of(&msg[i].msg_hdr);
+      uint64_t count = seg > 0 ? (len + seg - 1) / seg : 1;
+      c->stats.ina_datagrams_received += count;
+      if (count > 1) {
+        c->stats.ina_datagrams_coalesced += count;
+      }
+      for (size_t off = 0; off < len; off += seg) {
+        on_datagram(s, d + off, len - off < seg ? len - off : seg, ecn, now);
       }
     }
     if (k < INA_RECV_BATCH) {
@@ -726,10 +756,17 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
                      strerror(-rv));
   }
   {
-    int big = 4 << 20, mtu = dlcp_net_path_mtu(&sw, 1500);
+    int big = 4 << 20, on_gro = 1, mtu = dlcp_net_path_mtu(&sw, 1500);
     int level = dlcp_net_tclass_level(family);
 
     (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+    /* Runs of results the host's NIC merged (GRO), or that loopback
+     * passed whole from the switch's UDP GSO sends, come up as one
+     * message each, cut back here, instead of being segmented again in
+     * the kernel; a kernel without UDP_GRO refuses and delivers them one
+     * by one. */
+    (void)setsockopt(s->fd, SOL_UDP, UDP_GRO, &on_gro, sizeof(on_gro));
+    s->gso = true;
     if (s->cc) {
       /* Contributions ECN-capable, so queues mark rather than drop them,
        * and the results' codepoints read back. */
