@@ -431,9 +431,10 @@ static void on_datagram(dlcp_rt_ina *s, const uint8_t *d, size_t len,
  * equal datagrams (a group fills one) as one UDP GSO message each, which
  * the kernel cuts into the datagrams at the device, or in software before
  * the qdisc where the device cannot, so one socket buffer goes down the
- * stack per run.  A kernel or device that refuses UDP_SEGMENT is told by
- * the first refused message; the batch goes datagram by datagram then and
- * from then on.  Never blocks under |mu|; a datagram not sent is re-sent
+ * stack per run.  A kernel or device that refuses UDP_SEGMENT (or a path
+ * whose MTU shrank below the datagrams: the kernel fragments datagrams,
+ * not GSO segments) is told by the first refused message; the batch goes
+ * datagram by datagram then and from then on.  Never blocks under |mu|; a datagram not sent is re-sent
  * by the protocol. */
 static void send_batch(dlcp_rt_ina *s, struct iovec *iov, uint32_t n) {
   struct mmsghdr msg[INA_SEND_BATCH];
@@ -452,7 +453,7 @@ static void send_batch(dlcp_rt_ina *s, struct iovec *iov, uint32_t n) {
     return;
   }
   if (sendmmsg(s->fd, msg, m, MSG_DONTWAIT) < 0 && s->gso &&
-      (errno == EIO || errno == EINVAL)) {
+      (errno == EIO || errno == EINVAL || errno == EMSGSIZE)) {
     s->gso = false;
     send_batch(s, iov, n);
   }

@@ -153,9 +153,14 @@ static size_t merge_runs(dlcp_udp_out *o, int family) {
   return nmsg;
 }
 
-/* Sends |n| messages of |msgs|, which hold |count[k]| datagrams each. */
-static void send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
-                      const uint32_t *count, size_t n) {
+/* Sends |n| messages of |msgs|, which hold |count[k]| datagrams each
+ * (one each without |count|).  Returns the index of a message of several
+ * datagrams that the kernel refused as such (EINVAL, ENOPROTOOPT, EIO:
+ * no UDP GSO; EMSGSIZE: segments longer than the path's MTU, which the
+ * kernel fragments as datagrams but not as GSO segments), unsent with the
+ * ones after it; else |n|. */
+static size_t send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
+                        const uint32_t *count, size_t n) {
   size_t done = 0;
   while (done < n) {
     int k = sendmmsg(u->fd[path], msgs + done, (unsigned)(n - done), 0);
@@ -163,18 +168,24 @@ static void send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
       if (errno == EINTR) {
         continue;
       }
+      if (count != NULL && count[done] > 1 &&
+          (errno == EINVAL || errno == ENOPROTOOPT || errno == EIO ||
+           errno == EMSGSIZE)) {
+        return done;
+      }
       /* EAGAIN (buffer full) or a transient error: the rest is lost like a
        * tail drop and MLT's rounds recover it. */
       for (size_t r = done; r < n; r++) {
         u->send_errors += count ? count[r] : 1;
       }
-      return;
+      return n;
     }
     for (size_t r = done; r < done + (size_t)k; r++) {
       u->sent += count ? count[r] : 1;
     }
     done += (size_t)k;
   }
+  return n;
 }
 
 /* The batch went (or was dropped): nothing queued, no copies held. */
@@ -192,41 +203,19 @@ static void flush_batch(dlcp_udp *u) {
     emptied(o);
     return;
   }
-  if (u->gso_ok) {
-    send_msgs(u, path, o->gmsg, o->gcount, nmsg);
-    emptied(o);
-    return;
-  }
-  /* A kernel without UDP GSO refuses the first merged message outright:
-   * then everything goes datagram by datagram, from now on; once one has
-   * gone, merged messages go with the others. */
-  size_t first = 0;
-  while (o->gcount[first] == 1) {
-    first++;
-  }
-  send_msgs(u, path, o->gmsg, o->gcount, first);
-  ssize_t k;
-  do {
-    k = sendmsg(u->fd[path], &o->gmsg[first].msg_hdr, 0);
-  } while (k < 0 && errno == EINTR);
-  if (k < 0 && (errno == EINVAL || errno == ENOPROTOOPT || errno == EIO)) {
+  size_t refused = send_msgs(u, path, o->gmsg, o->gcount, nmsg);
+  if (refused < nmsg) {
+    /* Datagram by datagram from the refused message on, and from now on:
+     * a kernel without UDP GSO refuses the first run, a DLCP_SEGMENT
+     * above a path's MTU the first run of such segments, whenever it
+     * comes; sent as runs, every one of them would be lost. */
     u->gso_off = true;
     size_t start = 0;
-    for (size_t r = 0; r < first; r++) {
+    for (size_t r = 0; r < refused; r++) {
       start += o->gcount[r];
     }
     send_msgs(u, path, o->msg + start, NULL, o->n - start);
-    emptied(o);
-    return;
   }
-  if (k < 0) {
-    u->send_errors += o->gcount[first];
-  } else {
-    u->sent += o->gcount[first];
-    u->gso_ok = true;
-  }
-  send_msgs(u, path, o->gmsg + first + 1, o->gcount + first + 1,
-            nmsg - first - 1);
   emptied(o);
 }
 

@@ -81,8 +81,7 @@ typedef struct dlcp_udp {
   int64_t rx_offset;      /* the batch's dlcp_rt_realtime_offset */
   dlcp_mlt_arrival taken; /* of the last dlcp_udp_take*'s datagram */
   uint64_t sent, send_errors;
-  bool gso_off; /* the kernel refused UDP_SEGMENT: one message a datagram */
-  bool gso_ok;  /* it took one */
+  bool gso_off; /* the kernel refused a run: one message a datagram */
 } dlcp_udp;
 
 /* dlcp_udp_open binds |k| sockets to |ip| (IPv4 or IPv6, any free ports), non
