@@ -2,6 +2,8 @@
 """The command-line tools as a user first meets them: -h and --help print
 the usage on standard output and exit 0; an unknown option exits 2 with a
 message naming it on standard error and nothing on standard output.
+dlcp-soak also refuses --ina other than 0 or 1, and --ina 1 without a
+switch in DLCP_SWITCH (exit 2, naming what is wrong).
 
 usage: tools_cli_test.py TOOL...   (paths of the built dlcp-* programs)
 """
@@ -47,10 +49,28 @@ def check(tool):
     return failures
 
 
+def check_soak(tool):
+    """dlcp-soak's --ina: 0 or 1, and 1 only with a switch to aggregate."""
+    failures = []
+    env = {k: v for k, v in os.environ.items() if k != "DLCP_SWITCH"}
+    for args, word in ((["--ina", "2"], "--ina"),
+                       (["--ina", "1"], "DLCP_SWITCH")):
+        r = subprocess.run([tool, *args], capture_output=True, text=True,
+                           timeout=30, env=env, stdin=subprocess.DEVNULL)
+        if r.returncode != 2 or word not in r.stderr:
+            failures.append(f"dlcp-soak {' '.join(args)}: exit "
+                            f"{r.returncode}, expected 2 naming {word}: "
+                            f"{r.stderr.strip()!r}")
+    return failures
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     failures = [f for tool in sys.argv[1:] for f in check(tool)]
+    failures += [f for tool in sys.argv[1:]
+                 if os.path.basename(tool) == "dlcp-soak"
+                 for f in check_soak(tool)]
     for f in failures:
         print("FAIL:", f)
     print(f"{len(sys.argv) - 1} tools, {len(failures)} failures")

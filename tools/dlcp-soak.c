@@ -5,7 +5,7 @@
  * (scripts/soak.sh, `make soak`):
  *
  *   dlcp-run -n N dlcp-soak [--minutes M] [--epoch-s S] [--seed X]
- *                           [--max-elems E] [--csv PREFIX]
+ *                           [--max-elems E] [--csv PREFIX] [--ina 0|1]
  *
  * The run is cut into epochs of about S seconds (default 30).  In each
  * epoch every rank creates a communicator with the epoch's configuration,
@@ -19,7 +19,11 @@
  * communicator; the next epoch rendezvouses on a fresh port that rank 0
  * broadcast.  Rank 0 decides when an epoch or the run ends, and tells the
  * others with a one-element all-reduce every few operations (so every
- * rank runs the same operations).
+ * rank runs the same operations).  With --ina 1 the algorithms drawn
+ * include INA and RA-INA through the aggregation switch DLCP_SWITCH names
+ * (SOAK_INA=1 scripts/soak.sh runs it on a lossy testbed), and every
+ * epoch is a new job at the switch, which must take it and let the last
+ * one go.
  *
  * After each epoch's communicator is destroyed every rank samples its
  * resident set (/proc/self/statm), open descriptors (/proc/self/fd)
@@ -65,12 +69,16 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #define RSS_SLACK_KIB (8u * 1024u)
 #define HEAP_SLACK_KIB 1024u
 
+/* The last two only with --ina 1 (the draws of a run without them are
+ * those of the runs before they were added). */
 static const dlcp_algo ALGOS[] = {
     DLCP_ALGO_AUTO,   DLCP_ALGO_RING,   DLCP_ALGO_RING_BYPASS,
     DLCP_ALGO_PS,     DLCP_ALGO_HALVING_DOUBLING,
     DLCP_ALGO_RAT,    DLCP_ALGO_DIRECT, DLCP_ALGO_RECURSIVE_DOUBLING,
+    DLCP_ALGO_INA,    DLCP_ALGO_RA_INA,
 };
 #define NALGOS (sizeof(ALGOS) / sizeof(ALGOS[0]))
+#define NALGOS_INA 2u
 
 /* ---- randomness shared by every rank ----------------------------------- */
 
@@ -130,8 +138,15 @@ typedef struct op_cfg {
   bool in_place;
 } op_cfg;
 
+static bool through_switch(dlcp_algo a) {
+  return a == DLCP_ALGO_INA || a == DLCP_ALGO_RA_INA;
+}
+
+/* draw_op draws operation |seq|; with |ina| the switch's algorithms too,
+ * whose operations are SUMs of FLOAT32 or INT32 (what the switch adds):
+ * the dtype drawn picks which. */
 static void draw_op(op_cfg *o, uint64_t seed, uint32_t epoch, uint64_t seq,
-                    uint64_t max_elems) {
+                    uint64_t max_elems, bool ina) {
   static const double bounds[] = {0.001, 0.01, 0.05, 0.2};
   uint64_t s = seed ^ ((uint64_t)epoch << 40) ^ (seq * 0x9E37u);
   (void)splitmix(&s);
@@ -147,7 +162,13 @@ static void draw_op(op_cfg *o, uint64_t seed, uint32_t epoch, uint64_t seq,
   if (o->dtype == DLCP_BFLOAT16 && o->op == DLCP_SUM) {
     o->op = DLCP_MAX; /* bf16 holds integers exactly only up to 256 */
   }
-  o->algo = ALGOS[below(&s, NALGOS)];
+  o->algo = ALGOS[below(&s, ina ? NALGOS : NALGOS - NALGOS_INA)];
+  if (through_switch(o->algo)) {
+    o->dtype = o->dtype == DLCP_INT32 || o->dtype == DLCP_INT64
+                   ? DLCP_INT32
+                   : DLCP_FLOAT32;
+    o->op = DLCP_SUM;
+  }
   o->loss_bound = below(&s, 10) < 3 ? bounds[below(&s, 4)] : 0.0;
   o->in_place = below(&s, 5) == 0;
 }
@@ -328,10 +349,12 @@ typedef struct soak {
   uint64_t seed;
   uint64_t max_elems;
   double minutes, epoch_s;
+  bool ina; /* --ina 1: the switch's algorithms drawn too */
   uint8_t *sendbuf, *recvbuf;
   FILE *csv;
   /* totals */
   uint64_t ops, skipped, lossy, missing_elems, bytes;
+  uint64_t switched; /* operations the switch summed */
 } soak;
 
 static int env_u64(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
@@ -484,6 +507,7 @@ static int run_op(soak *sk, dlcp_comm *comm, const op_cfg *o, uint64_t seq,
     return -1;
   }
   rv = check_result(sk, o, seq, &info, why, whylen);
+  sk->switched += through_switch(info.algo);
   if (rv == 0 && o->loss_bound > 0) {
     rv = same_everywhere(comm, &info, why, whylen);
     sk->lossy++;
@@ -565,7 +589,7 @@ static int run(soak *sk, uint16_t port) {
     while (go) {
       for (int k = 0; k < CHECK_EVERY; k++, seq++) {
         op_cfg o;
-        draw_op(&o, sk->seed, epoch, seq, sk->max_elems);
+        draw_op(&o, sk->seed, epoch, seq, sk->max_elems, sk->ina);
         rv = run_op(sk, comm, &o, seq, why, sizeof(why));
         if (rv < 0) {
           fprintf(stderr, "soak: epoch %u op %" PRIu64 " (%s %s of %" PRIu64
@@ -650,15 +674,21 @@ static int run(soak *sk, uint16_t port) {
     rss_word = rss_flat ? "flat" : "GROWING";
 #endif
     heap_flat = epoch > 0 && hhi - hlo <= HEAP_SLACK_KIB;
+    char switched[48] = "";
+    if (sk->ina) {
+      snprintf(switched, sizeof(switched), "%" PRIu64 " through the switch, ",
+               sk->switched);
+    }
     printf("soak: rank %u %s: %u epochs, %.0f s, %" PRIu64 " all-reduces "
-           "checked (%" PRIu64 " lossy, %" PRIu64 " elements reported "
+           "checked (%s%" PRIu64 " lossy, %" PRIu64 " elements reported "
            "missing, %" PRIu64 " skipped: algorithm not for this world), "
            "%.1f GiB reduced; after warm-up rss %" PRIu64 "..%" PRIu64
            " KiB (%s), heap %" PRIu64 "..%" PRIu64 " KiB (%s), fds %u..%u "
            "(%s)\n",
            sk->rank, fds_flat && rss_flat && heap_flat ? "PASS" : "FAIL",
-           epoch, now_s() - start, sk->ops, sk->lossy, sk->missing_elems,
-           sk->skipped, (double)sk->bytes / (1u << 30), lo, hi,
+           epoch, now_s() - start, sk->ops, switched, sk->lossy,
+           sk->missing_elems, sk->skipped, (double)sk->bytes / (1u << 30),
+           lo, hi,
            rss_word, hlo, hhi,
            heap_flat ? "flat" : "GROWING", fds[0],
            fds[epoch ? epoch - 1 : 0], fds_flat ? "flat" : "CHANGING");
@@ -684,7 +714,7 @@ static int parse_double(const char *name, const char *s, double lo,
 static void help(void) {
   printf("usage: dlcp-soak [--minutes M] [--epoch-s S] [--seed X] "
          "[--max-elems E]\n"
-         "                 [--csv PREFIX]\n"
+         "                 [--csv PREFIX] [--ina 0|1]\n"
          "\n"
          "A long run of randomized all-reduces under randomized fault "
          "injection, every\n"
@@ -702,6 +732,11 @@ static void help(void) {
          "(default 2^20)\n"
          "  --csv PREFIX     each rank writes its samples to "
          "PREFIX.rankR.csv\n"
+         "  --ina 0|1        1: in-network aggregation (INA, RA-INA) among "
+         "the\n"
+         "                   algorithms drawn, through the switch that "
+         "DLCP_SWITCH\n"
+         "                   names (default 0)\n"
          "  -h, --help       show this help\n"
          "\n"
          "Exits 0 only if every operation succeeded with the right result, "
@@ -757,6 +792,13 @@ int main(int argc, char **argv) {
       sk.max_elems = (uint64_t)d;
     } else if (strcmp(a, "--csv") == 0) {
       csv_prefix = val;
+    } else if (strcmp(a, "--ina") == 0) {
+      if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0) {
+        fprintf(stderr, "dlcp-soak: --ina: expected 0 or 1, got '%s'\n",
+                val);
+        return 2;
+      }
+      sk.ina = val[0] == '1';
     } else {
       fprintf(stderr,
               "dlcp-soak: unknown option '%s' (see dlcp-soak "
@@ -764,6 +806,12 @@ int main(int argc, char **argv) {
               a);
       return 2;
     }
+  }
+  if (sk.ina && (getenv("DLCP_SWITCH") == NULL ||
+                 getenv("DLCP_SWITCH")[0] == '\0')) {
+    fprintf(stderr, "dlcp-soak: --ina 1: DLCP_SWITCH names no switch (see "
+            "docs/ina.md)\n");
+    return 2;
   }
   if (env_u64("WORLD_SIZE", 1, 4096, &v) != 0) {
     return 2;
