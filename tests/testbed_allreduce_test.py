@@ -5,7 +5,10 @@ rank delivers >= 95 % in every iteration and every delivered element is
 exact.  Then the testbed is taken down and nothing may be left.  Then the
 same at p = 0 on 2 hosts with GRO at the hosts' own interfaces (`up
 --host-gro`, as real NICs): exact, GRO on at the hosts and off at the
-switch, and rank 0 received datagrams coalesced.
+switch, and rank 0 received datagrams coalesced; and with
+DLCP_SEGMENT=8928 on those 1,500-byte links, exact, without a datagram
+fragmented (the segment holds to the path's MTU: fragments under loss
+fill the kernel's reassembly memory and the transfers stall).
 
 usage: testbed_allreduce_test.py DLCP_BENCH"""
 
@@ -19,12 +22,13 @@ import tempfile
 import testbed_support as ts
 
 
-def bench(tb_id, dlcp_bench, p, out):
-    """Runs the checked all-reduce; returns its JSON row and rank 0's
-    output."""
+def bench(tb_id, dlcp_bench, p, out, env=None):
+    """Runs the checked all-reduce (with |env| added to the ranks'
+    environment); returns its JSON row and rank 0's output."""
     run = ts.testbed("run", "--id", tb_id, "--stats", "none", "--",
                      dlcp_bench, "-b", "1M", "-e", "1M", "-n", "6", "-w", "1",
-                     "-p", str(p), "-c", "1", "-J", out)
+                     "-p", str(p), "-c", "1", "-J", out,
+                     env=dict(os.environ, **env) if env else None)
     with open(out) as f:
         return json.loads(f.readline()), run.stdout
 
@@ -34,6 +38,15 @@ def gro_of(ns, dev):
     out = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-k", dev],
                          capture_output=True, text=True, check=True).stdout
     return "generic-receive-offload: on" in out
+
+
+def fragments_made(ns):
+    """IP fragments namespace |ns| has made (FragCreates)."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"],
+                         capture_output=True, text=True, check=True).stdout
+    head, values = [line.split() for line in out.splitlines()
+                    if line.startswith("Ip:")][:2]
+    return int(values[head.index("FragCreates")])
 
 
 def check_host_gro(dlcp_bench, d):
@@ -54,6 +67,15 @@ def check_host_gro(dlcp_bench, d):
         ts.check(0 < coalesced <= received,
                  f"host GRO: rank 0 received datagrams coalesced "
                  f"({coalesced} of {received})")
+        made = [fragments_made(f"dlcptb-{tb_id}-h{h}") for h in (0, 1)]
+        row, _ = bench(tb_id, dlcp_bench, 0, os.path.join(d, "seg.json"),
+                       {"DLCP_SEGMENT": "8928"})
+        ts.check(row["wrong"] == 0 and row["delivered_min"] == 1.0,
+                 "DLCP_SEGMENT=8928 at MTU 1500: every element exact")
+        after = [fragments_made(f"dlcptb-{tb_id}-h{h}") for h in (0, 1)]
+        ts.check(after == made,
+                 f"DLCP_SEGMENT=8928 at MTU 1500: no datagram fragmented "
+                 f"(fragments made {made} -> {after})")
 
 
 def main():

@@ -65,7 +65,9 @@ typedef struct dlcp_comm_config {
   uint32_t paths;           /* K UDP paths per peer (1..64), each with
                                min(4, 64 / K) routes: a socket per route,
                                so K * routes sockets.  Default 8 */
-  uint32_t segment_bytes;   /* payload per datagram; 0 = from the path MTU */
+  uint32_t segment_bytes;   /* most payload per datagram (a path whose MTU
+                               holds less gets what it holds); 0 = from the
+                               path MTU */
   double line_rate_gbps;    /* MLT's start rate and ceiling.  Default 0:
                                the path's (the speed of the interface
                                towards each peer, at least 25; 100 between
