@@ -12,6 +12,12 @@ groups of both racks; the same again on an IPv6 testbed (--ipv6), every
 daemon and job speaking IPv6.  The daemons go with the testbed: nothing of any is
 left afterwards.  A daemon that cannot start is named, and --agg-chain
 without two racks, --agg-trees with more trees than spines, are refused.
+Last, without a testbed, in a network namespace of its own: a switch whose
+path back to the ranks carries 1,500 bytes while theirs to it carries
+loopback's 64 KiB (a host whose MTU exceeds the switch's) gets runs of
+results longer than its MTU allows as GSO segments; it sends them
+datagram by datagram, as IP fragments, says so once, and the all-reduce
+is exact (the daemon used to exit on the refusal).
 
 usage: testbed_ina_test.py DLCP_BENCH DLCP_SWITCH"""
 
@@ -115,9 +121,51 @@ def check_trees(dlcp_bench, dlcp_switch, ipv6=False):
     ts.check(alive(pids) == [], "the daemons are gone with the testbed")
 
 
+# The namespace of check_mtu_asymmetry: the ranks' address, 127.0.0.1,
+# reached through a route of MTU 1,500, the switch at 127.0.0.2 through
+# loopback's own.
+MTU_SCRIPT = """
+set -e
+ip link set lo up
+ip route replace local 127.0.0.1 dev lo table local src 127.0.0.1 \\
+  mtu lock 1500
+"$1" --bind 127.0.0.2 --port 7777 --mem 8m 2>"$3/switch.log" &
+sw=$!
+sleep 0.5
+DLCP_SWITCH=127.0.0.2:7777 DLCP_TIMEOUT_MS=10000 "$(dirname "$2")/dlcp-run" \\
+  -n 2 "$2" -a ina -b 4M -e 4M -n 4 -w 1 -c 1 -J "$3/ina.json" || rc=$?
+kill -INT $sw
+wait $sw || true
+exit ${rc:-0}
+"""
+
+
+def check_mtu_asymmetry(dlcp_bench, dlcp_switch):
+    with tempfile.TemporaryDirectory() as d:
+        run = subprocess.run(["unshare", "-n", "sh", "-c", MTU_SCRIPT, "sh",
+                              dlcp_switch, dlcp_bench, d],
+                             capture_output=True, text=True, timeout=120)
+        with open(os.path.join(d, "switch.log")) as f:
+            log = f.read()
+        ts.check(run.returncode == 0,
+                 "asymmetric MTU: the all-reduce ran" +
+                 (f" (rc {run.returncode}): {run.stderr.strip()[-300:]}\n"
+                  f"{log[-300:]}" if run.returncode else ""))
+        with open(os.path.join(d, "ina.json")) as f:
+            r = json.loads(f.readline())
+        ts.check(r["algo"] == "ina" and r["wrong"] == 0,
+                 "asymmetric MTU: every element exact")
+        ts.check("longer than the path's MTU allows" in log,
+                 f"asymmetric MTU: the switch said so: {log[:300]}")
+        ts.check("exit: packets" in log,
+                 "asymmetric MTU: the switch ran to the end and stopped "
+                 "with its counters")
+
+
 def main():
     ts.require_root()
     dlcp_bench, dlcp_switch = sys.argv[1], sys.argv[2]
+    check_mtu_asymmetry(dlcp_bench, dlcp_switch)
     with ts.testbed_up("-n", "4", "--loss", "1%", "--rate", "1gbit",
                        "--agg-switch", dlcp_switch) as tb_id:
         rec = ts.record(tb_id)

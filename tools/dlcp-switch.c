@@ -140,7 +140,10 @@ typedef struct worker {
   pthread_mutex_t lock;
   dlcp_agg_stats published; /* under lock */
   uint64_t published_evicted, published_stale; /* under lock */
+  uint64_t published_unsent;                   /* under lock */
   bool gso;                 /* the kernel has not refused UDP_SEGMENT */
+  uint64_t unsent;    /* datagrams the kernel refused for their address */
+  bool said_unsent;   /* a refusal has been said on stderr */
   int error;
   uint32_t reported; /* invalid datagrams reported on stderr */
   /* Datagrams other threads read for this one's groups: a queue under
@@ -646,6 +649,7 @@ typedef struct batch {
   } ctl[MAX_BATCH];
   struct iovec giov[MAX_BATCH]; /* send: the datagrams, grouped */
   uint32_t origin[MAX_BATCH];   /* send: giov[k] is datagram origin[k] */
+  uint32_t first[MAX_BATCH];    /* send: message m's first datagram */
   uint32_t n;
   uint8_t *buf; /* n slots of slot bytes */
   size_t slot;
@@ -712,9 +716,56 @@ static uint32_t build_messages(const worker *w, batch *out) {
     dlcp_net_gso_message(&out->msg[m].msg_hdr, &out->addr[first],
                          &out->giov[k], count, (int)(out->dest[first] & 3u),
                          out->ctl[m].buf);
+    out->first[m] = first;
     k += count;
   }
   return m;
+}
+
+/* Message |m| of |out| was refused with |err| for its destination alone:
+ * a run longer than the path's MTU allows as GSO segments (a worker whose
+ * MTU towards the switch exceeds the switch's towards it: the kernel
+ * fragments such datagrams, one by one), no route to it, a firewall.
+ * The run goes datagram by datagram if its size was the reason; what
+ * still does not go is counted (its worker re-sends, or times out naming
+ * the switch).  The first refusal is said on stderr, naming the address. */
+static void refused(worker *w, batch *out, uint32_t m, int err) {
+  const struct msghdr *msg = &out->msg[m].msg_hdr;
+  uint32_t first = out->first[m];
+  size_t sent = 0;
+  bool apart = err == EMSGSIZE && msg->msg_iovlen > 1;
+
+  if (apart) {
+    for (size_t i = 0; i < msg->msg_iovlen; i++) {
+      struct msghdr one;
+      union {
+        struct cmsghdr align;
+        unsigned char buf[DLCP_NET_GSO_CTL];
+      } ctl;
+
+      dlcp_net_gso_message(&one, &out->addr[first], &msg->msg_iov[i], 1,
+                           (int)(out->dest[first] & 3u), ctl.buf);
+      sent += sendmsg(w->fd, &one, 0) >= 0;
+    }
+  }
+  w->unsent += msg->msg_iovlen - sent;
+  if (!w->said_unsent) {
+    char to[DLCP_NET_ADDRSTR_LEN];
+
+    dlcp_net_addr_format(to, sizeof(to), &out->addr[first].sa);
+    if (apart) {
+      fprintf(stderr, "dlcp-switch: thread %u: a run of %zu-byte results to "
+              "%s is longer than the path's MTU allows (%s): such runs go "
+              "datagram by datagram, as IP fragments\n", w->index,
+              msg->msg_iov[0].iov_len, to, strerror(err));
+    } else {
+      fprintf(stderr, "dlcp-switch: thread %u: %s refused %zu datagram(s) "
+              "(%s): what cannot go to an address is dropped and counted "
+              "(unsent), the rest of each batch goes\n", w->index, to,
+              msg->msg_iovlen, strerror(err));
+    }
+    w->said_unsent = true;
+  }
 }
 
 static int flush(worker *w, batch *out) {
@@ -740,8 +791,14 @@ static int flush(worker *w, batch *out) {
       if (errno == EAGAIN || errno == ENOBUFS || errno == ECONNREFUSED) {
         break; /* dropped: the hosts retransmit, the core re-sends */
       }
-      perror("dlcp-switch: sendmmsg");
-      return -1;
+      if (errno == EBADF || errno == EFAULT || errno == ENOTSOCK ||
+          errno == ENOMEM) {
+        perror("dlcp-switch: sendmmsg");
+        return -1;
+      }
+      refused(w, out, done, errno);
+      done++;
+      continue;
     }
     done += (uint32_t)k;
   }
@@ -865,6 +922,7 @@ static void publish(worker *w) {
   dlcp_agg_get_stats(w->agg, &w->published);
   w->published_evicted = dlcp_agg_peers_evicted(w->peers);
   w->published_stale = w->stale;
+  w->published_unsent = w->unsent;
   pthread_mutex_unlock(&w->lock);
 }
 
@@ -973,6 +1031,7 @@ done:
 static void print_stats(worker *ws, uint32_t n, const char *when) {
   dlcp_agg_stats t;
   uint64_t handed_in = 0, handoff_drops = 0, evicted = 0, stale = 0;
+  uint64_t unsent = 0;
 
   memset(&t, 0, sizeof(t));
   for (uint32_t i = 0; i < n; i++) {
@@ -987,6 +1046,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     s = ws[i].published;
     evicted += ws[i].published_evicted;
     stale += ws[i].published_stale;
+    unsent += ws[i].published_unsent;
     pthread_mutex_unlock(&ws[i].lock);
     t.packets += s.packets;
     t.contrib += s.contrib;
@@ -1031,7 +1091,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
           "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
           "aggregators %u/%u in use | handed %llu handoff_drops %llu | "
-          "peers_evicted %llu stale_answers %llu\n",
+          "peers_evicted %llu stale_answers %llu unsent %llu\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
           (unsigned long long)t.nacked, (unsigned long long)t.malformed,
@@ -1048,7 +1108,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.finals, (unsigned long long)t.acks_up,
           (unsigned long long)t.parent_nacks, t.aggs_used, t.aggs_total,
           (unsigned long long)handed_in, (unsigned long long)handoff_drops,
-          (unsigned long long)evicted, (unsigned long long)stale);
+          (unsigned long long)evicted, (unsigned long long)stale,
+          (unsigned long long)unsent);
   {
     /* CPU time of the whole process: the per-core cost, independent of
      * how much of the machine the scheduler gave us */
