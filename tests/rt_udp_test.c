@@ -207,7 +207,10 @@ static void test_gro_runs_arrive_whole_and_split(void **state) {
  * packets: a run of datagrams that fit, then a run of 8,000-byte ones,
  * which the kernel sends as IP fragments but refuses as one UDP GSO
  * message (a DLCP_SEGMENT above the path's MTU).  Every datagram must
- * arrive whole and in order, and the refused run turn the runs off.
+ * arrive whole and in order, and the refused run turn the runs off.  Then
+ * one to an address without a route (the namespace has none but
+ * loopback's): refused, counted as a send error (dlcp_comm_stats'
+ * datagrams_unsent), and nothing else.
  * Returns 0, 77 without the privilege to make a namespace, or 1 (after
  * saying why): run in a child process, which leaves the test's own
  * namespace alone. */
@@ -272,6 +275,18 @@ static int runs_beyond_mtu(void) {
     fprintf(stderr, "sent %llu, send errors %llu, runs %s\n",
             (unsigned long long)u.sent, (unsigned long long)u.send_errors,
             u.gso_off ? "off" : "still on");
+    return 1;
+  }
+  dlcp_sockaddr nowhere;
+  if (dlcp_sockaddr_parse(&nowhere, "10.9.9.9", 9) != 0) {
+    return 1;
+  }
+  dlcp_udp_queue(&u, 0, &nowhere, hdr, HDR_LEN, payload[0], PAYLOAD_LEN,
+                 NULL, 0);
+  dlcp_udp_flush(&u);
+  if (u.sent != SMALL_N + BIG_N || u.send_errors != 1) {
+    fprintf(stderr, "no route: sent %llu, send errors %llu\n",
+            (unsigned long long)u.sent, (unsigned long long)u.send_errors);
     return 1;
   }
   dlcp_udp_close(&u);

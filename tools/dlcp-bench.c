@@ -645,11 +645,13 @@ int main(int argc, char **argv) {
   if (rank == 0) {
     dlcp_comm_stats st;
     dlcp_comm_get_stats(comm, &st);
-    printf("# rank 0: %llu datagrams sent, %llu retransmitted; %llu "
+    printf("# rank 0: %llu datagrams sent (%llu refused by the kernel), "
+           "%llu retransmitted; %llu "
            "received, %llu of them coalesced (GRO); send rate "
            "now %.2f Gbps (slowest peer), srtt up to %.1f us; "
            "%lld straggler bypasses (all ranks)\n",
            (unsigned long long)st.datagrams_sent,
+           (unsigned long long)st.datagrams_unsent,
            (unsigned long long)st.retransmissions,
            (unsigned long long)st.datagrams_received,
            (unsigned long long)st.datagrams_coalesced, st.min_rate_gbps,

@@ -258,6 +258,10 @@ typedef struct dlcp_comm_stats {
   /* Datagrams from the aggregation switch (DLCP_SWITCH) to this rank, and
    * of them those that came coalesced, as datagrams_coalesced counts. */
   uint64_t ina_datagrams_received, ina_datagrams_coalesced;
+  /* Of datagrams_sent, those the kernel would not take (a full socket
+   * buffer, a refused send): lost before the wire, and recovered as any
+   * loss is.  Datagrams to the aggregation switch are not counted. */
+  uint64_t datagrams_unsent;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -88,7 +88,8 @@ class CommStats(ctypes.Structure):
             "acks_quiet", "acks_received", "ack_hold_ns", "max_ack_hold_ns",
             "ina_groups", "ina_ring_groups", "ina_resent", "ina_busy",
             "ina_waiting", "ina_dup_results", "datagrams_coalesced",
-            "ina_datagrams_received", "ina_datagrams_coalesced")]
+            "ina_datagrams_received", "ina_datagrams_coalesced",
+            "datagrams_unsent")]
 
 
 class CollOpts(ctypes.Structure):

@@ -752,6 +752,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
       st->max_srtt_ns = ms.srtt_ns;
     }
   }
+  st->datagrams_unsent = c->udp.send_errors;
   pthread_mutex_unlock(&c->mu);
   st->dropped_malformed += sum.dropped_malformed;
   st->dropped_foreign += sum.dropped_foreign;
