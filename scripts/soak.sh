@@ -131,10 +131,11 @@ if [ "$ina" = 1 ]; then
     }' "$out/switch.csv")
   echo "soak: dlcp-switch $verdict"
   case $verdict in FAIL*) rc=1 ;; esac
-  if [ -z "$(switch_pid)" ]; then
+  pid=$(switch_pid)
+  if [ -z "$pid" ]; then
     rc=1
   else
-    kill -INT "$(switch_pid)"
+    kill -INT "$pid"
     log=/run/dlcp-testbed/$tb_id/agg-switch.log
     for _ in $(seq 50); do
       grep -q 'exit:' "$log" 2>/dev/null && break

@@ -807,8 +807,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (sk.ina && (getenv("DLCP_SWITCH") == NULL ||
-                 getenv("DLCP_SWITCH")[0] == '\0')) {
+  const char *sw = getenv("DLCP_SWITCH");
+  if (sk.ina && (sw == NULL || sw[0] == '\0')) {
     fprintf(stderr, "dlcp-soak: --ina 1: DLCP_SWITCH names no switch (see "
             "docs/ina.md)\n");
     return 2;

@@ -434,8 +434,8 @@ static void on_datagram(dlcp_rt_ina *s, const uint8_t *d, size_t len,
  * stack per run.  A kernel or device that refuses UDP_SEGMENT (or a path
  * whose MTU shrank below the datagrams: the kernel fragments datagrams,
  * not GSO segments) is told by the first refused message; the batch goes
- * datagram by datagram then and from then on.  Never blocks under |mu|; a datagram not sent is re-sent
- * by the protocol. */
+ * datagram by datagram then and from then on.  Never blocks under |mu|;
+ * a datagram not sent is re-sent by the protocol. */
 static void send_batch(dlcp_rt_ina *s, struct iovec *iov, uint32_t n) {
   struct mmsghdr msg[INA_SEND_BATCH];
   union {
