@@ -85,6 +85,8 @@ static void test_full_torchrun_env(void **state) {
                         "18446744073709551615",
                         "DLCP_FAULT_PAUSE",
                         "1:10:20,5:100:2000",
+                        "DLCP_FAULT_CTL_RESET",
+                        "5:3,0:1",
                         "DLCP_JOB",
                         "77",
                         NULL};
@@ -109,6 +111,7 @@ static void test_full_torchrun_env(void **state) {
   assert_true(env.fault.seed == UINT64_MAX);
   assert_int_equal(env.fault.pause_after_ms, 100);
   assert_int_equal(env.fault.pause_for_ms, 2000);
+  assert_int_equal(env.fault.ctl_resets, 3);
   assert_int_equal(env.job, 77);
 }
 
@@ -165,6 +168,12 @@ static void test_invalid_values_named(void **state) {
        {"DLCP_FAULT_PAUSE", "one entry per rank"}},
       {{WORLD2, "DLCP_FAULT_PAUSE", "1:1", NULL}, {"DLCP_FAULT_PAUSE='1:1'"}},
       {{WORLD2, "DLCP_FAULT_PAUSE", "0:1:1,", NULL}, {"DLCP_FAULT_PAUSE"}},
+      {{WORLD2, "DLCP_FAULT_CTL_RESET", "0", NULL},
+       {"DLCP_FAULT_CTL_RESET='0'", "RANK:COUNT"}},
+      {{WORLD2, "DLCP_FAULT_CTL_RESET", "2:1", NULL},
+       {"DLCP_FAULT_CTL_RESET='2:1'", "RANK in 0..1"}},
+      {{WORLD2, "DLCP_FAULT_CTL_RESET", "0:x", NULL},
+       {"DLCP_FAULT_CTL_RESET='0:x'"}},
       {{WORLD2, "DLCP_JOB", "0", NULL}, {"DLCP_JOB='0'", "job token"}},
       {{WORLD2, "DLCP_SHM", "yes", NULL}, {"DLCP_SHM='yes'", "0 or 1"}},
       {{WORLD2, "DLCP_SHM", "2", NULL}, {"DLCP_SHM='2'", "0 or 1"}},

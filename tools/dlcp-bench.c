@@ -639,23 +639,29 @@ int main(int argc, char **argv) {
       failed = 1;
     }
   }
-  if (!failed && reduce_i64(comm, &bypasses, 1, DLCP_SUM) != 0) {
+  /* Summed over the ranks: straggler bypasses, control connections dialed
+   * again while joining (only ranks above 0 dial). */
+  dlcp_comm_stats st;
+  dlcp_comm_get_stats(comm, &st);
+  int64_t sums[2] = {bypasses, (int64_t)st.control_redials};
+  if (!failed && reduce_i64(comm, sums, 2, DLCP_SUM) != 0) {
     failed = 1;
   }
   if (rank == 0) {
-    dlcp_comm_stats st;
     dlcp_comm_get_stats(comm, &st);
     printf("# rank 0: %llu datagrams sent (%llu refused by the kernel), "
            "%llu retransmitted; %llu "
            "received, %llu of them coalesced (GRO); send rate "
            "now %.2f Gbps (slowest peer), srtt up to %.1f us; "
-           "%lld straggler bypasses (all ranks)\n",
+           "%lld straggler bypasses, %lld control connections dialed "
+           "again (all ranks)\n",
            (unsigned long long)st.datagrams_sent,
            (unsigned long long)st.datagrams_unsent,
            (unsigned long long)st.retransmissions,
            (unsigned long long)st.datagrams_received,
            (unsigned long long)st.datagrams_coalesced, st.min_rate_gbps,
-           (double)st.max_srtt_ns / 1e3, (long long)bypasses);
+           (double)st.max_srtt_ns / 1e3, (long long)sums[0],
+           (long long)sums[1]);
     printf("# rank 0: %llu data packets arrived CE-marked; rate cuts: %llu "
            "for ECN, %llu for delay; %llu control datagrams sent again "
            "(%llu needless); %llu paths left out, %llu rerouted\n",

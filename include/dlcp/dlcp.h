@@ -154,7 +154,8 @@ int dlcp_comm_create(dlcp_comm **comm, const dlcp_comm_config *cfg,
  * DLCP_EAGER_BYTES, DLCP_SPIN_US, DLCP_SHM, DLCP_RTT_LOW_US,
  * DLCP_JOB_SECRET, DLCP_CONTROL_DATAGRAMS, DLCP_FLIGHT_DIR,
  * DLCP_RTT_HIGH_US, DLCP_QUEUE_PKTS, DLCP_TOPO and
- * DLCP_FAULT_{DROP,DUP,REORDER,DELAY,DELAY_US,SEED,PAUSE,STRAGGLE}
+ * DLCP_FAULT_{DROP,DUP,REORDER,DELAY,DELAY_US,SEED,PAUSE,STRAGGLE,
+ *   CTL_RESET}
  * (docs/runtime.md says what each does).
  * Returns what dlcp_comm_create returns; a malformed value fails with
  * DLCP_ERR_CONFIG and a message naming the variable, its value and what
@@ -262,6 +263,11 @@ typedef struct dlcp_comm_stats {
    * buffer, a refused send): lost before the wire, and recovered as any
    * loss is.  Datagrams to the aggregation switch are not counted. */
   uint64_t datagrams_unsent;
+  /* Control connections to lower ranks dialed again while the job was
+   * joining because the other end closed or reset them before answering
+   * (a connection its kernel never completed: the handshake's last
+   * packets lost; docs/runtime.md, "Control connections"). */
+  uint64_t control_redials;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -33,6 +33,7 @@ static const char *const known_dlcp_vars[] = {
     "DLCP_FAULT_DUP",   "DLCP_FAULT_REORDER",
     "DLCP_FAULT_DELAY", "DLCP_FAULT_DELAY_US",
     "DLCP_FAULT_SEED",  "DLCP_FAULT_PAUSE", "DLCP_FAULT_STRAGGLE",
+    "DLCP_FAULT_CTL_RESET",
     "DLCP_SOURCE_DIR",  "DLCP_RATE_GBPS",
     "DLCP_RTT_LOW_US",  "DLCP_RTT_HIGH_US", "DLCP_QUEUE_PKTS",
     "DLCP_WINDOW_BYTES",
@@ -468,7 +469,7 @@ static int load_rank_list(const reader *rd, const dlcp_rt_env *env,
   }
   snprintf(expected, sizeof(expected),
            "a comma-separated list of %s with RANK in 0..%" PRIu32
-           " and the times in 0..%u ms, at most one entry per rank",
+           " and the other values in 0..%u, at most one entry per rank",
            fields, env->world_size - 1, MAX_TIMEOUT_MS);
   int seen_self = 0;
   for (const char *p = s; *p != '\0';) {
@@ -507,6 +508,13 @@ static int load_straggle(const reader *rd, dlcp_rt_env *env) {
                         &env->fault.straggle_ms);
 }
 
+/* DLCP_FAULT_CTL_RESET: control connections reset as they are accepted
+ * (see env.h). */
+static int load_ctl_reset(const reader *rd, dlcp_rt_env *env) {
+  return load_rank_list(rd, env, "DLCP_FAULT_CTL_RESET", "RANK:COUNT", 1,
+                        &env->fault.ctl_resets);
+}
+
 static int load_fault(const reader *rd, dlcp_rt_env *env) {
   dlcp_rt_fault *f = &env->fault;
   int rv;
@@ -520,8 +528,10 @@ static int load_fault(const reader *rd, dlcp_rt_env *env) {
                      &f->seed)) != 0) {
     return rv;
   }
-  rv = load_pause(rd, env);
-  return rv != 0 ? rv : load_straggle(rd, env);
+  if ((rv = load_pause(rd, env)) != 0 || (rv = load_straggle(rd, env)) != 0) {
+    return rv;
+  }
+  return load_ctl_reset(rd, env);
 }
 
 /* DLCP_JOB_SECRET: kept as bytes; an error never shows the value. */

@@ -38,6 +38,9 @@
  *   DLCP_FAULT_STRAGGLE    "RANK:MS[,...]": in every collective the rank's
  *                          first completed receive is handed to the
  *                          collective MS late (a slow step: a straggler)
+ *   DLCP_FAULT_CTL_RESET   "RANK:COUNT[,...]": the rank resets the first
+ *                          COUNT control connections higher ranks open to
+ *                          it before reading them (they dial again)
  *
  * Probabilities are written as a fraction ("0.01") or a percentage
  * ("1%") and must lie in [0, 1].  Every value is validated; an error names
@@ -107,6 +110,10 @@ typedef struct dlcp_rt_fault {
    * stalled (a slow GPU step) before reducing it; its connections and
    * notes keep working.  0 = none. */
   uint32_t straggle_ms;
+  /* DLCP_FAULT_CTL_RESET: this many of the first control connections
+   * this rank accepts are reset before their hello is read, as a kernel
+   * resets a connection whose handshake it never completed (mesh.h). */
+  uint32_t ctl_resets;
 } dlcp_rt_fault;
 
 typedef struct dlcp_rt_env {

@@ -5,23 +5,20 @@
  * reads everyone else's, counts the ranks on this machine, maps the
  * shared-memory segments of the ranks on this host and in this network
  * namespace,
- * exchanges topology labels, then connects to every lower rank and
- * accepts every higher one (each connection opening with the mesh hello
- * of wire/rdzv_wire.h), and finally creates one MLT connection per peer
- * with the segment size of its path.
+ * exchanges topology labels, then builds the mesh of control connections
+ * (mesh.h), and finally creates one MLT connection per peer with the
+ * segment size of its path.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "proto/mlt.h"
@@ -30,13 +27,13 @@
 #include "rt/comm_internal.h"
 #include "rt/env.h"
 #include "rt/errbuf.h"
+#include "rt/mesh.h"
 #include "rt/net.h"
 #include "rt/rendezvous.h"
 #include "rt/shm.h"
 #include "rt/stall.h"
 #include "rt/tcp.h"
 #include "rt/udp.h"
-#include "wire/rdzv_wire.h"
 #include "wire/wire.h"
 
 /* A machine's id: its kernel's boot id, the same in every network
@@ -234,228 +231,24 @@ static int parse_record(addr_record *r, const char *text, uint32_t rank,
   return 0;
 }
 
-/* In a job with a secret, whether |hello| (with its trailer) comes from
- * rank |r| of this run: counter 1 of its control stream to this rank. */
-static bool mesh_hello_authentic(dlcp_comm *c, const uint8_t *hello,
-                                 uint32_t r) {
-  if (!c->rdzv.authenticated) {
-    return true;
-  }
-  struct iovec m = {(void *)(uintptr_t)hello, DLCP_MESH_HELLO_LEN};
-  if (r >= c->env.world_size ||
-      dlcp_auth_check(&c->rdzv.session,
-                      dlcp_auth_stream(DLCP_AUTH_CONTROL, r, c->env.rank), &m,
-                      1, hello + DLCP_MESH_HELLO_LEN) != 1) {
-    c->stats.auth_forged++;
-    return false;
-  }
-  c->peers[r].ctl_rx = 1;
-  return true;
-}
-
-/* connect_lower opens the control connection to every lower rank, all
- * at once, each opening with this rank's mesh hello. */
-static int connect_lower(dlcp_comm *c, const addr_record *recs,
-                         dlcp_tstamp deadline, dlcp_errbuf *eb) {
-  uint32_t me = c->env.rank;
-  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
-  size_t hello_len =
-      DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
-  dlcp_tstamp start = dlcp_rt_now();
-  dlcp_tcp_dial *d = calloc(me > 0 ? me : 1, sizeof(*d));
-  int rv = 0;
-  if (d == NULL) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
-  }
-  for (uint32_t r = 0; r < me; r++) {
-    d[r].fd = -1;
-  }
-  for (uint32_t r = 0; rv == 0 && r < me; r++) {
-    rv = dlcp_net_resolve(&d[r].addr, recs[r].ip, recs[r].tcp_port, SOCK_STREAM,
-                          eb);
-  }
-  /* They listened before they published their ports: a refusal means the
-   * rank is gone. */
-  if (rv == 0 && dlcp_tcp_connect_all(d, me, true, deadline) != 0) {
-    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
-  }
-  for (uint32_t r = 0; rv == 0 && r < me; r++) {
-    peer *p = &c->peers[r];
-    if (d[r].fd < 0) {
-      rv = dlcp_errbuf_set(
-          eb, DLCP_ERR_PEER_CLOSED,
-          "%s: cannot connect the control channel (%u attempt%s in %" PRIu64
-          " ms): %s",
-          p->name, d[r].attempts, d[r].attempts == 1 ? "" : "s",
-          (dlcp_rt_now() - start) / DLCP_NS_PER_MS, strerror(-d[r].fd));
-      break;
-    }
-    p->tcp_fd = d[r].fd;
-    d[r].fd = -1;
-    dlcp_mesh_put_hello(hello, c->env.job, me);
-    if (c->rdzv.authenticated) {
-      /* The hello is the first message of this rank's control stream to
-       * |r|: counter 1. */
-      struct iovec m = {hello, DLCP_MESH_HELLO_LEN};
-      dlcp_auth_seal(&c->rdzv.session,
-                     dlcp_auth_stream(DLCP_AUTH_CONTROL, me, r), ++p->ctl_tx,
-                     &m, 1, hello + DLCP_MESH_HELLO_LEN);
-    }
-    if (dlcp_net_write_all(p->tcp_fd, hello, hello_len, deadline) != 0) {
-      rv = dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
-                           p->name);
-    }
-  }
-  for (uint32_t r = 0; r < me; r++) {
-    if (d[r].fd >= 0) {
-      close(d[r].fd); /* not handed over: an earlier rank failed */
-    }
-  }
-  free(d);
-  return rv;
-}
-
-/* An accepted connection whose hello is not all here yet. */
-typedef struct unnamed {
-  int fd;
-  size_t got;
-  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
-} unnamed;
-
-/* Accepted connections read at once: every higher rank's, and as many
- * strays besides (a connection given up by the side that opened it,
- * whose close is still on its way), the oldest closed when full. */
-#define MESH_STRAYS 16u
-
-/* missing_above lists the ranks above this one without a control
- * connection yet (dlcp_ranklist). */
-static void missing_above(const dlcp_comm *c, char *out, size_t outlen) {
-  dlcp_ranklist missing;
-  dlcp_ranklist_init(&missing, out, outlen);
-  for (uint32_t r = c->env.rank + 1; r < c->env.world_size; r++) {
-    if (c->peers[r].tcp_fd < 0) {
-      dlcp_ranklist_add(&missing, r);
-    }
-  }
-  dlcp_ranklist_end(&missing);
-}
-
-/* name_one takes the hello |u| completed: the connection becomes its
- * rank's, or is closed if it is none of ours.  Returns 0, or an error if
- * an authentic hello claims a rank that cannot connect here. */
-static int name_one(dlcp_comm *c, unnamed *u, uint32_t *named,
-                    dlcp_errbuf *eb) {
-  uint32_t me = c->env.rank;
-  uint32_t r;
-  if (dlcp_mesh_get_hello(u->hello, c->env.job, &r) != 0 ||
-      !mesh_hello_authentic(c, u->hello, r)) {
-    /* Not one of ours (a stray connection, another job, or a forgery):
-     * ignore. */
-    close(u->fd);
-    return 0;
-  }
-  if (r <= me || r >= c->env.world_size || c->peers[r].tcp_fd >= 0) {
-    close(u->fd);
-    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
-                           "a control connection claims rank %u, which "
-                           "cannot connect to rank %u or already did",
-                           r, me);
-  }
-  c->peers[r].tcp_fd = u->fd;
-  (*named)++;
-  return 0;
-}
-
-/* accept_higher accepts the control connection of every higher rank.
- * Hellos are read as they come, several connections at once, so that one
- * that stalls (its segments lost on a link its hash chose) holds up no
- * other. */
-static int accept_higher(dlcp_comm *c, dlcp_tstamp deadline, dlcp_errbuf *eb) {
-  uint32_t want = c->env.world_size - c->env.rank - 1;
-  size_t hello_len =
-      DLCP_MESH_HELLO_LEN + (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0);
-  size_t cap = (size_t)want + MESH_STRAYS;
-  unnamed *u = calloc(cap, sizeof(*u));
-  struct pollfd *pfd = calloc(cap + 1, sizeof(*pfd));
-  size_t n = 0;
-  uint32_t named = 0;
-  int rv = 0;
-  if (u == NULL || pfd == NULL) {
-    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
-  }
-  while (rv == 0 && named < want) {
-    pfd[0] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
-    for (size_t i = 0; i < n; i++) {
-      pfd[i + 1] = (struct pollfd){.fd = u[i].fd, .events = POLLIN};
-    }
-    int k = poll(pfd, n + 1, dlcp_rt_poll_timeout(deadline));
-    if (k < 0 && errno == EINTR) {
-      continue;
-    }
-    if (k <= 0) {
-      char list[256];
-      missing_above(c, list, sizeof(list));
-      rv = dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
-                           "timed out waiting for the control connections "
-                           "of ranks above %u (%u of %u arrived; missing: "
-                           "%s)",
-                           c->env.rank, named, want, list);
-      break;
-    }
-    /* Hellos first: accepting may move the array. */
-    for (size_t i = n; i-- > 0 && rv == 0;) {
-      if (pfd[i + 1].revents == 0) {
-        continue;
-      }
-      ssize_t got = recv(u[i].fd, u[i].hello + u[i].got, hello_len - u[i].got,
-                         MSG_DONTWAIT);
-      if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
-        continue;
-      }
-      if (got > 0) {
-        u[i].got += (size_t)got;
-        if (u[i].got < hello_len) {
-          continue;
-        }
-        rv = name_one(c, &u[i], &named, eb);
-      } else {
-        close(u[i].fd); /* closed before its hello was whole */
-      }
-      u[i] = u[--n];
-    }
-    if (rv == 0 && (pfd[0].revents & POLLIN)) {
-      int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        if (n == cap) {
-          close(u[0].fd); /* the oldest stray makes room */
-          memmove(u, u + 1, (n - 1) * sizeof(*u));
-          n--;
-        }
-        dlcp_tcp_tune(fd);
-        u[n++] = (unnamed){.fd = fd, .got = 0};
-      }
-    }
-  }
-  for (size_t i = 0; i < n; i++) {
-    close(u[i].fd);
-  }
-  free(u);
-  free(pfd);
-  return rv;
-}
-
-/* Connects to every lower rank and accepts every higher one. */
+/* build_mesh resolves the lower ranks' control listeners and builds the
+ * mesh of control connections (mesh.h). */
 static int build_mesh(dlcp_comm *c, const addr_record *recs,
                       dlcp_tstamp deadline, dlcp_errbuf *eb) {
-  int rv = connect_lower(c, recs, deadline, eb);
+  uint32_t me = c->env.rank;
+  dlcp_sockaddr *lower = calloc(me > 0 ? me : 1, sizeof(*lower));
+  int rv = 0;
+  if (lower == NULL) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; rv == 0 && r < me; r++) {
+    rv = dlcp_net_resolve(&lower[r], recs[r].ip, recs[r].tcp_port,
+                          SOCK_STREAM, eb);
+  }
   if (rv == 0) {
-    rv = accept_higher(c, deadline, eb);
+    rv = dlcp_rt_build_mesh(c, lower, deadline, eb);
   }
-  for (uint32_t r = 0; rv == 0 && r < c->env.world_size; r++) {
-    if (r != c->env.rank) {
-      dlcp_net_set_nonblock(c->peers[r].tcp_fd);
-    }
-  }
+  free(lower);
   return rv;
 }
 

@@ -1,0 +1,455 @@
+/*
+ * mesh.c: the job's mesh of control connections (mesh.h).  One loop
+ * waits for the answers of the lower ranks and accepts the higher ones at
+ * once, so no rank waits on a chain of others: a rank answers as soon as
+ * its own connections are dialed.
+ */
+#include "rt/mesh.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "rt/clock.h"
+#include "rt/tcp.h"
+#include "wire/rdzv_wire.h"
+
+/* Accepted connections read at once: every higher rank's, and as many
+ * strays besides (a connection given up by the side that opened it,
+ * whose close is still on its way), the oldest closed when full. */
+#define MESH_STRAYS 16u
+
+/* A lower rank's connection closed before its answer is dialed again
+ * this long after, doubling to the ceiling, so that a rank whose
+ * listener keeps closing connections is not dialed in a busy loop. */
+#define REDIAL_FIRST_MS 10u
+#define REDIAL_MAX_MS 1000u
+
+/* A connection whose hello has not all come yet. */
+typedef struct half {
+  int fd;
+  bool reset; /* DLCP_FAULT_CTL_RESET: reset once its hello is here */
+  size_t got;
+  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
+} half;
+
+/* A lower rank's connection until it answers. */
+typedef struct lower_conn {
+  half answer; /* answer.fd: the connection; -1 until it is dialed again */
+  bool answered;
+  unsigned redials;
+  dlcp_tstamp redial_at;
+  int closed_err; /* why it last closed unanswered: 0 (closed) or errno */
+} lower_conn;
+
+typedef struct mesh {
+  dlcp_comm *c;
+  const dlcp_sockaddr *addr; /* [lower rank] */
+  lower_conn *low;           /* [lower rank] */
+  uint32_t answered;         /* lower ranks that answered */
+  half *acc;                 /* accepted, their hello not yet whole */
+  size_t nacc, cap;
+  uint32_t named;  /* higher ranks whose hello came */
+  uint32_t resets; /* DLCP_FAULT_CTL_RESET: accepted connections to reset */
+  size_t hello_len;
+} mesh;
+
+/* send_hello writes this rank's hello on its connection to |r|: the first
+ * message of its control stream to |r| (counter 1 in a job with a
+ * secret). */
+static int send_hello(dlcp_comm *c, uint32_t r, dlcp_tstamp deadline) {
+  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
+  size_t len = DLCP_MESH_HELLO_LEN;
+  peer *p = &c->peers[r];
+  dlcp_mesh_put_hello(hello, c->env.job, c->env.rank);
+  p->ctl_tx = 0;
+  if (c->rdzv.authenticated) {
+    struct iovec m = {hello, DLCP_MESH_HELLO_LEN};
+    dlcp_auth_seal(&c->rdzv.session,
+                   dlcp_auth_stream(DLCP_AUTH_CONTROL, c->env.rank, r),
+                   ++p->ctl_tx, &m, 1, hello + DLCP_MESH_HELLO_LEN);
+    len += DLCP_AUTH_TRAILER_LEN;
+  }
+  return dlcp_net_write_all(p->tcp_fd, hello, len, deadline);
+}
+
+/* In a job with a secret, whether |hello| (with its trailer) comes from
+ * rank |r| of this run: counter 1 of its control stream to this rank. */
+static bool hello_authentic(dlcp_comm *c, const uint8_t *hello, uint32_t r) {
+  if (!c->rdzv.authenticated) {
+    return true;
+  }
+  struct iovec m = {(void *)(uintptr_t)hello, DLCP_MESH_HELLO_LEN};
+  if (r >= c->env.world_size ||
+      dlcp_auth_check(&c->rdzv.session,
+                      dlcp_auth_stream(DLCP_AUTH_CONTROL, r, c->env.rank), &m,
+                      1, hello + DLCP_MESH_HELLO_LEN) != 1) {
+    c->stats.auth_forged++;
+    return false;
+  }
+  c->peers[r].ctl_rx = 1;
+  return true;
+}
+
+/* read_hello reads what has come of |h|'s hello: 1 once it is whole, 0
+ * while more is to come, -1 when the connection closed first (|*err|:
+ * the errno, 0 for an orderly close). */
+static int read_hello(half *h, size_t len, int *err) {
+  ssize_t got = recv(h->fd, h->hello + h->got, len - h->got, MSG_DONTWAIT);
+  if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+    return 0;
+  }
+  if (got <= 0) {
+    *err = got < 0 ? errno : 0;
+    return -1;
+  }
+  h->got += (size_t)got;
+  return h->got == len;
+}
+
+/* dial_all connects to every lower rank at once and sends each its
+ * hello. */
+static int dial_all(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  dlcp_comm *c = m->c;
+  uint32_t me = c->env.rank;
+  dlcp_tstamp start = dlcp_rt_now();
+  dlcp_tcp_dial *d = calloc(me > 0 ? me : 1, sizeof(*d));
+  int rv = 0;
+  if (d == NULL) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; r < me; r++) {
+    d[r] = (dlcp_tcp_dial){.addr = m->addr[r], .fd = -1};
+  }
+  /* They listened before they published their ports: a refusal means the
+   * rank is gone. */
+  if (dlcp_tcp_connect_all(d, me, true, deadline) != 0) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; rv == 0 && r < me; r++) {
+    peer *p = &c->peers[r];
+    if (d[r].fd < 0) {
+      rv = dlcp_errbuf_set(
+          eb, DLCP_ERR_PEER_CLOSED,
+          "%s: cannot connect the control channel (%u attempt%s in %" PRIu64
+          " ms): %s",
+          p->name, d[r].attempts, d[r].attempts == 1 ? "" : "s",
+          (dlcp_rt_now() - start) / DLCP_NS_PER_MS, strerror(-d[r].fd));
+      break;
+    }
+    p->tcp_fd = d[r].fd;
+    m->low[r].answer.fd = d[r].fd;
+    d[r].fd = -1;
+    if (send_hello(c, r, deadline) != 0) {
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
+                           p->name);
+    }
+  }
+  for (uint32_t r = 0; r < me; r++) {
+    if (d[r].fd >= 0) {
+      close(d[r].fd); /* not handed over: an earlier rank failed */
+    }
+  }
+  free(d);
+  return rv;
+}
+
+/* redial connects to lower rank |r| again, its last connection closed
+ * before it answered, and sends the hello anew. */
+static int redial(mesh *m, uint32_t r, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  dlcp_comm *c = m->c;
+  peer *p = &c->peers[r];
+  lower_conn *l = &m->low[r];
+  unsigned attempts;
+  int fd = dlcp_tcp_connect(&m->addr[r], true, deadline, &attempts);
+  if (fd < 0) {
+    return dlcp_errbuf_set(
+        eb, DLCP_ERR_PEER_CLOSED,
+        "%s: closed the control connection before answering (%s), and "
+        "connecting again failed after %u attempt%s: %s",
+        p->name, l->closed_err ? strerror(l->closed_err) : "closed", attempts,
+        attempts == 1 ? "" : "s", strerror(-fd));
+  }
+  p->tcp_fd = fd;
+  p->ctl_rx = 0;
+  l->answer = (half){.fd = fd, .got = 0};
+  c->stats.control_redials++;
+  if (send_hello(c, r, deadline) != 0) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
+                           p->name);
+  }
+  return 0;
+}
+
+/* take_answer reads what lower rank |r| has answered: its whole hello is
+ * checked; a connection that closes first is dialed again later. */
+static int take_answer(mesh *m, uint32_t r, dlcp_errbuf *eb) {
+  dlcp_comm *c = m->c;
+  lower_conn *l = &m->low[r];
+  peer *p = &c->peers[r];
+  int err = 0;
+  int got = read_hello(&l->answer, m->hello_len, &err);
+  if (got < 0) {
+    uint64_t wait_ms = (uint64_t)REDIAL_FIRST_MS
+                       << (l->redials < 7 ? l->redials : 7);
+    close(l->answer.fd);
+    l->answer.fd = -1;
+    p->tcp_fd = -1;
+    l->closed_err = err;
+    l->redials++;
+    l->redial_at =
+        dlcp_rt_now() +
+        (wait_ms < REDIAL_MAX_MS ? wait_ms : REDIAL_MAX_MS) * DLCP_NS_PER_MS;
+    return 0;
+  }
+  if (got == 0) {
+    return 0;
+  }
+  uint32_t from;
+  if (dlcp_mesh_get_hello(l->answer.hello, c->env.job, &from) != 0 ||
+      from != r || !hello_authentic(c, l->answer.hello, r)) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "%s answered the control connection with a hello "
+                           "that is not its own (another job's, or forged)",
+                           p->name);
+  }
+  l->answered = true;
+  m->answered++;
+  return 0;
+}
+
+/* name_one takes the hello accepted connection |h| completed: the
+ * connection becomes its rank's and is answered, or is closed if it is
+ * none of ours.  A rank that dials again (its connection closed before
+ * it saw the answer) replaces its connection. */
+static int name_one(mesh *m, half *h, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  dlcp_comm *c = m->c;
+  uint32_t me = c->env.rank;
+  uint32_t r;
+  if (dlcp_mesh_get_hello(h->hello, c->env.job, &r) != 0 ||
+      !hello_authentic(c, h->hello, r)) {
+    /* Not one of ours (a stray connection, another job, or a forgery):
+     * ignore. */
+    close(h->fd);
+    return 0;
+  }
+  if (r <= me || r >= c->env.world_size) {
+    close(h->fd);
+    return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
+                           "a control connection claims rank %u, which "
+                           "cannot connect to rank %u",
+                           r, me);
+  }
+  peer *p = &c->peers[r];
+  if (p->tcp_fd >= 0) {
+    close(p->tcp_fd);
+    m->named--;
+  }
+  p->tcp_fd = h->fd;
+  if (send_hello(c, r, deadline) != 0) {
+    /* It closed again: it dials once more. */
+    close(p->tcp_fd);
+    p->tcp_fd = -1;
+    return 0;
+  }
+  m->named++;
+  return 0;
+}
+
+/* take_accepted reads the hellos of accepted connection |i|; returns
+ * whether it left the array (named, closed or ignored). */
+static bool take_accepted(mesh *m, size_t i, dlcp_tstamp deadline, int *rv,
+                          dlcp_errbuf *eb) {
+  int err;
+  if (m->acc[i].reset) {
+    /* The hello is here, unread: the dialing rank waits for the answer
+     * and gets a reset, as from a kernel that never completed the
+     * connection. */
+    const struct linger now = {.l_onoff = 1, .l_linger = 0};
+    (void)setsockopt(m->acc[i].fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+    close(m->acc[i].fd);
+    m->acc[i] = m->acc[--m->nacc];
+    return true;
+  }
+  int got = read_hello(&m->acc[i], m->hello_len, &err);
+  if (got == 0) {
+    return false;
+  }
+  if (got > 0) {
+    *rv = name_one(m, &m->acc[i], deadline, eb);
+  } else {
+    close(m->acc[i].fd); /* closed before its hello was whole */
+  }
+  m->acc[i] = m->acc[--m->nacc];
+  return true;
+}
+
+/* accept_one takes a connection from the listener. */
+static void accept_one(mesh *m) {
+  int fd = accept4(m->c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0) {
+    return;
+  }
+  if (m->nacc == m->cap) {
+    close(m->acc[0].fd); /* the oldest stray makes room */
+    memmove(m->acc, m->acc + 1, (m->nacc - 1) * sizeof(*m->acc));
+    m->nacc--;
+  }
+  dlcp_tcp_tune(fd);
+  m->acc[m->nacc++] = (half){.fd = fd, .reset = m->resets > 0, .got = 0};
+  m->resets -= m->resets > 0;
+}
+
+/* timed_out says which ranks the mesh still waits for: lower ranks that
+ * have not answered, higher ones that have not connected. */
+static int timed_out(const mesh *m, dlcp_errbuf *eb) {
+  const dlcp_comm *c = m->c;
+  char unanswered[256], missing[256];
+  dlcp_ranklist lo, hi;
+  dlcp_ranklist_init(&lo, unanswered, sizeof(unanswered));
+  dlcp_ranklist_init(&hi, missing, sizeof(missing));
+  for (uint32_t r = 0; r < c->env.world_size; r++) {
+    if (r < c->env.rank && !m->low[r].answered) {
+      dlcp_ranklist_add(&lo, r);
+    } else if (r > c->env.rank && c->peers[r].tcp_fd < 0) {
+      dlcp_ranklist_add(&hi, r);
+    }
+  }
+  dlcp_ranklist_end(&lo);
+  dlcp_ranklist_end(&hi);
+  return dlcp_errbuf_set(
+      eb, DLCP_ERR_TIMEOUT,
+      "rank %u timed out building its control connections:%s%s%s%s%s%s%s",
+      c->env.rank, lo.count ? " no answer from rank" : "",
+      lo.count > 1 ? "s "
+      : lo.count   ? " "
+                   : "",
+      lo.count ? unanswered : "", lo.count && hi.count ? ";" : "",
+      hi.count ? " no connection from rank" : "",
+      hi.count > 1 ? "s "
+      : hi.count   ? " "
+                   : "",
+      hi.count ? missing : "");
+}
+
+/* run waits for every answer and every higher rank's connection.  Hellos
+ * are read as they come, several connections at once, so that one that
+ * stalls (its segments lost on a link its hash chose) holds up no
+ * other. */
+static int run(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  dlcp_comm *c = m->c;
+  uint32_t me = c->env.rank;
+  uint32_t want = c->env.world_size - me - 1;
+  struct pollfd *pfd = calloc(m->cap + me + 1, sizeof(*pfd));
+  uint32_t *who = calloc(me > 0 ? me : 1, sizeof(*who));
+  int rv = 0;
+  if (pfd == NULL || who == NULL) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  while (rv == 0 && (m->named < want || m->answered < me)) {
+    dlcp_tstamp now = dlcp_rt_now();
+    dlcp_tstamp wake = deadline;
+    size_t nlow = 0;
+    for (uint32_t r = 0; rv == 0 && r < me; r++) {
+      lower_conn *l = &m->low[r];
+      if (!l->answered && l->answer.fd < 0 && now >= l->redial_at) {
+        rv = redial(m, r, deadline, eb);
+      }
+    }
+    for (uint32_t r = 0; r < me; r++) {
+      lower_conn *l = &m->low[r];
+      if (l->answered) {
+        continue;
+      }
+      if (l->answer.fd < 0) {
+        wake = l->redial_at < wake ? l->redial_at : wake;
+        continue;
+      }
+      who[nlow] = r;
+      pfd[1 + m->nacc + nlow++] =
+          (struct pollfd){.fd = l->answer.fd, .events = POLLIN};
+    }
+    if (rv != 0) {
+      break;
+    }
+    pfd[0] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
+    for (size_t i = 0; i < m->nacc; i++) {
+      pfd[i + 1] = (struct pollfd){.fd = m->acc[i].fd, .events = POLLIN};
+    }
+    size_t nacc = m->nacc;
+    int k = poll(pfd, 1 + nacc + nlow, dlcp_rt_poll_timeout(wake));
+    if (k < 0 && errno == EINTR) {
+      continue;
+    }
+    if (k < 0) {
+      rv = dlcp_errbuf_set(eb, -errno, "poll: %s", strerror(errno));
+      break;
+    }
+    if (k == 0 && dlcp_rt_now() >= deadline) {
+      rv = timed_out(m, eb);
+      break;
+    }
+    for (size_t j = 0; j < nlow && rv == 0; j++) {
+      if (pfd[1 + nacc + j].revents != 0) {
+        rv = take_answer(m, who[j], eb);
+      }
+    }
+    /* Hellos before accepting: accepting may move the array. */
+    for (size_t i = nacc; i-- > 0 && rv == 0;) {
+      if (pfd[i + 1].revents != 0) {
+        (void)take_accepted(m, i, deadline, &rv, eb);
+      }
+    }
+    if (rv == 0 && (pfd[0].revents & POLLIN)) {
+      accept_one(m);
+    }
+  }
+  free(pfd);
+  free(who);
+  return rv;
+}
+
+int dlcp_rt_build_mesh(dlcp_comm *c, const dlcp_sockaddr *lower,
+                       dlcp_tstamp deadline, dlcp_errbuf *eb) {
+  uint32_t me = c->env.rank;
+  mesh m = {
+      .c = c,
+      .addr = lower,
+      .cap = (size_t)(c->env.world_size - me - 1) + MESH_STRAYS,
+      .resets = c->env.fault.ctl_resets,
+      .hello_len = DLCP_MESH_HELLO_LEN +
+                   (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0),
+  };
+  m.low = calloc(me > 0 ? me : 1, sizeof(*m.low));
+  m.acc = calloc(m.cap, sizeof(*m.acc));
+  int rv = 0;
+  if (m.low == NULL || m.acc == NULL) {
+    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t r = 0; rv == 0 && r < me; r++) {
+    m.low[r].answer.fd = -1;
+  }
+  if (rv == 0) {
+    rv = dial_all(&m, deadline, eb);
+  }
+  if (rv == 0) {
+    rv = run(&m, deadline, eb);
+  }
+  for (size_t i = 0; i < m.nacc; i++) {
+    close(m.acc[i].fd);
+  }
+  for (uint32_t r = 0; rv == 0 && r < c->env.world_size; r++) {
+    if (r != me) {
+      dlcp_net_set_nonblock(c->peers[r].tcp_fd);
+    }
+  }
+  free(m.low);
+  free(m.acc);
+  return rv;
+}
