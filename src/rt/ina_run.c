@@ -453,7 +453,7 @@ static void send_batch(dlcp_rt_ina *s, struct iovec *iov, uint32_t n) {
     return;
   }
   if (sendmmsg(s->fd, msg, m, MSG_DONTWAIT) < 0 && s->gso &&
-      (errno == EIO || errno == EINVAL || errno == EMSGSIZE)) {
+      dlcp_net_gso_refused(errno)) {
     s->gso = false;
     send_batch(s, iov, n);
   }

@@ -299,6 +299,10 @@ uint8_t dlcp_net_ecn_of(const struct msghdr *m) {
   return 0;
 }
 
+bool dlcp_net_gso_refused(int err) {
+  return err == EINVAL || err == ENOPROTOOPT || err == EIO || err == EMSGSIZE;
+}
+
 size_t dlcp_net_gso_run(const struct iovec *iov, size_t n) {
   size_t count = 1, seg = iov[0].iov_len, bytes = seg;
   while (count < n && count < DLCP_NET_GSO_MAX &&

@@ -169,6 +169,13 @@ struct cmsghdr *dlcp_net_put_cmsg(struct cmsghdr *c, int level, int type,
  * DLCP_NET_GSO_BYTES in all. */
 size_t dlcp_net_gso_run(const struct iovec *iov, size_t n);
 
+/* dlcp_net_gso_refused: whether a send of several datagrams as one GSO
+ * message that failed with |err| (an errno) was refused as such, so that
+ * they may go one by one: the kernel has no UDP GSO (EINVAL, ENOPROTOOPT,
+ * EIO), or the segments are longer than the path's MTU allows (EMSGSIZE:
+ * the kernel fragments such a datagram, but not a GSO segment). */
+bool dlcp_net_gso_refused(int err);
+
 /* dlcp_net_gso_message makes |m| (zeroed first; |name| may be NULL on a
  * connected socket) send iov[0..count) as one message: with count > 1 a
  * UDP_SEGMENT of iov[0]'s length, so the kernel cuts it into those

@@ -155,10 +155,8 @@ static size_t merge_runs(dlcp_udp_out *o, int family) {
 
 /* Sends |n| messages of |msgs|, which hold |count[k]| datagrams each
  * (one each without |count|).  Returns the index of a message of several
- * datagrams that the kernel refused as such (EINVAL, ENOPROTOOPT, EIO:
- * no UDP GSO; EMSGSIZE: segments longer than the path's MTU, which the
- * kernel fragments as datagrams but not as GSO segments), unsent with the
- * ones after it; else |n|. */
+ * datagrams that the kernel refused as such (dlcp_net_gso_refused),
+ * unsent with the ones after it; else |n|. */
 static size_t send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
                         const uint32_t *count, size_t n) {
   size_t done = 0;
@@ -168,9 +166,7 @@ static size_t send_msgs(dlcp_udp *u, uint32_t path, struct mmsghdr *msgs,
       if (errno == EINTR) {
         continue;
       }
-      if (count != NULL && count[done] > 1 &&
-          (errno == EINVAL || errno == ENOPROTOOPT || errno == EIO ||
-           errno == EMSGSIZE)) {
+      if (count != NULL && count[done] > 1 && dlcp_net_gso_refused(errno)) {
         return done;
       }
       /* EAGAIN (buffer full) or a transient error: the rest is lost like a
