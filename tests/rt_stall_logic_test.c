@@ -102,9 +102,10 @@ static void test_cycle(void **state) {
   assert_int_equal(st.verdict, DLCP_STALL_CYCLE);
   assert_int_equal(st.culprit, 1);
   dlcp_stall_describe(&st, why, sizeof(why));
-  assert_string_equal(why, "no progress: the ranks wait on each other in a "
-                           "cycle; waits: rank 0 -> rank 1 -> rank 2 -> "
-                           "rank 0");
+  assert_string_equal(why, "no progress: alive ranks wait on each other in "
+                           "a cycle (their data lost on the way, or "
+                           "different operations); waits: rank 0 -> rank 1 "
+                           "-> rank 2 -> rank 0");
 }
 
 static void test_bad_input(void **state) {

@@ -109,7 +109,7 @@ struct dlcp_rt_colls {
   dlcp_tstamp settle_until; /* NEVER: not settling */
   uint32_t settle_rank;
   uint32_t settle_op;
-  char settle_why[160];
+  char settle_why[224];
   dlcp_flight *flight;  /* recent operations; NULL until the first */
   coll_run *runs;           /* running, in start order */
   uint32_t next_id;         /* same sequence on every rank */
@@ -542,7 +542,7 @@ static void settle_finish(dlcp_comm *c, dlcp_tstamp now, bool force) {
  * it at once, and after the agreement the culprit is failed for good. */
 static void stall_conclude(dlcp_comm *c, dlcp_tstamp now) {
   dlcp_stall *st = &c->coll->stall;
-  char what[160];
+  char what[224]; /* a peer's dead_reason holds as much */
   if (st->verdict == DLCP_STALL_PENDING || c->coll->stall_acted) {
     return;
   }

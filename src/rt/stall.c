@@ -154,8 +154,12 @@ void dlcp_stall_describe(const dlcp_stall *st, char *buf, size_t len) {
              "waits: %s", chain);
     break;
   case DLCP_STALL_CYCLE:
-    dlcp_fmt(buf, len, "no progress: the ranks wait on each other in a "
-             "cycle; waits: %s", chain);
+    /* Each rank of the cycle answered its probe: none is stopped, so
+     * what they send each other does not arrive (a path that delivers
+     * nothing), or they are not in the same operation. */
+    dlcp_fmt(buf, len, "no progress: alive ranks wait on each other in a "
+             "cycle (their data lost on the way, or different "
+             "operations); waits: %s", chain);
     break;
   case DLCP_STALL_PENDING:
     dlcp_fmt(buf, len, "no progress within the timeout (still asking: %s)",
