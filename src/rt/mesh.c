@@ -1,8 +1,12 @@
 /*
- * mesh.c: the job's mesh of control connections (mesh.h).  One loop
- * waits for the answers of the lower ranks and accepts the higher ones at
- * once, so no rank waits on a chain of others: a rank answers as soon as
- * its own connections are dialed.
+ * mesh.c: the job's mesh of control connections (mesh.h), in three steps
+ * that wait on nobody's later step, so no rank waits on a chain of
+ * others: dial every lower rank and send the hello; accept every higher
+ * rank and answer its hello (it waits only for their first step); read
+ * the lower ranks' answers (they come from their second step).  A lower
+ * rank cannot leave its second step before it has this rank's
+ * connection, so a connection it never had can be dialed again in the
+ * third.
  */
 #include "rt/mesh.h"
 
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt/clock.h"
@@ -39,20 +44,9 @@ typedef struct half {
   uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
 } half;
 
-/* A lower rank's connection until it answers. */
-typedef struct lower_conn {
-  half answer; /* answer.fd: the connection; -1 until it is dialed again */
-  bool answered;
-  unsigned redials;
-  dlcp_tstamp redial_at;
-  int closed_err; /* why it last closed unanswered: 0 (closed) or errno */
-} lower_conn;
-
 typedef struct mesh {
   dlcp_comm *c;
   const dlcp_sockaddr *addr; /* [lower rank] */
-  lower_conn *low;           /* [lower rank] */
-  uint32_t answered;         /* lower ranks that answered */
   half *acc;                 /* accepted, their hello not yet whole */
   size_t nacc, cap;
   uint32_t named;  /* higher ranks whose hello came */
@@ -98,15 +92,13 @@ static bool hello_authentic(dlcp_comm *c, const uint8_t *hello, uint32_t r) {
 }
 
 /* read_hello reads what has come of |h|'s hello: 1 once it is whole, 0
- * while more is to come, -1 when the connection closed first (|*err|:
- * the errno, 0 for an orderly close). */
-static int read_hello(half *h, size_t len, int *err) {
+ * while more is to come, -1 when the connection closed first. */
+static int read_hello(half *h, size_t len) {
   ssize_t got = recv(h->fd, h->hello + h->got, len - h->got, MSG_DONTWAIT);
   if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
     return 0;
   }
   if (got <= 0) {
-    *err = got < 0 ? errno : 0;
     return -1;
   }
   h->got += (size_t)got;
@@ -144,7 +136,6 @@ static int dial_all(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
       break;
     }
     p->tcp_fd = d[r].fd;
-    m->low[r].answer.fd = d[r].fd;
     d[r].fd = -1;
     if (send_hello(c, r, deadline) != 0) {
       rv = dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
@@ -161,11 +152,11 @@ static int dial_all(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
 }
 
 /* redial connects to lower rank |r| again, its last connection closed
- * before it answered, and sends the hello anew. */
-static int redial(mesh *m, uint32_t r, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+ * before it answered (|closed|: how), and sends the hello anew. */
+static int redial(mesh *m, uint32_t r, const char *closed, dlcp_tstamp deadline,
+                  dlcp_errbuf *eb) {
   dlcp_comm *c = m->c;
   peer *p = &c->peers[r];
-  lower_conn *l = &m->low[r];
   unsigned attempts;
   int fd = dlcp_tcp_connect(&m->addr[r], true, deadline, &attempts);
   if (fd < 0) {
@@ -173,12 +164,9 @@ static int redial(mesh *m, uint32_t r, dlcp_tstamp deadline, dlcp_errbuf *eb) {
         eb, DLCP_ERR_PEER_CLOSED,
         "%s: closed the control connection before answering (%s), and "
         "connecting again failed after %u attempt%s: %s",
-        p->name, l->closed_err ? strerror(l->closed_err) : "closed", attempts,
-        attempts == 1 ? "" : "s", strerror(-fd));
+        p->name, closed, attempts, attempts == 1 ? "" : "s", strerror(-fd));
   }
   p->tcp_fd = fd;
-  p->ctl_rx = 0;
-  l->answer = (half){.fd = fd, .got = 0};
   c->stats.control_redials++;
   if (send_hello(c, r, deadline) != 0) {
     return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
@@ -187,40 +175,47 @@ static int redial(mesh *m, uint32_t r, dlcp_tstamp deadline, dlcp_errbuf *eb) {
   return 0;
 }
 
-/* take_answer reads what lower rank |r| has answered: its whole hello is
- * checked; a connection that closes first is dialed again later. */
-static int take_answer(mesh *m, uint32_t r, dlcp_errbuf *eb) {
+/* await_answer reads lower rank |r|'s answer and checks it; a connection
+ * that closes first is dialed again after a wait that doubles while it
+ * keeps happening. */
+static int await_answer(mesh *m, uint32_t r, dlcp_tstamp deadline,
+                        dlcp_errbuf *eb) {
   dlcp_comm *c = m->c;
-  lower_conn *l = &m->low[r];
   peer *p = &c->peers[r];
-  int err = 0;
-  int got = read_hello(&l->answer, m->hello_len, &err);
-  if (got < 0) {
-    uint64_t wait_ms = (uint64_t)REDIAL_FIRST_MS
-                       << (l->redials < 7 ? l->redials : 7);
-    close(l->answer.fd);
-    l->answer.fd = -1;
+  uint8_t hello[DLCP_MESH_HELLO_LEN + DLCP_AUTH_TRAILER_LEN];
+  uint64_t wait_ms = REDIAL_FIRST_MS;
+  for (;;) {
+    int rv = dlcp_net_read_all(p->tcp_fd, hello, m->hello_len, deadline);
+    if (rv == DLCP_ERR_TIMEOUT) {
+      return dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                             "%s: no answer on the control connection",
+                             p->name);
+    }
+    if (rv == 0) {
+      break;
+    }
+    /* Closed or reset before the answer: a connection the other end's
+     * kernel never completed (or a failed read: the same remedy). */
+    const char *closed =
+        rv == DLCP_ERR_PEER_CLOSED ? "closed or reset" : strerror(-rv);
+    close(p->tcp_fd);
     p->tcp_fd = -1;
-    l->closed_err = err;
-    l->redials++;
-    l->redial_at =
-        dlcp_rt_now() +
-        (wait_ms < REDIAL_MAX_MS ? wait_ms : REDIAL_MAX_MS) * DLCP_NS_PER_MS;
-    return 0;
-  }
-  if (got == 0) {
-    return 0;
+    struct timespec ts = {.tv_sec = (time_t)(wait_ms / 1000),
+                          .tv_nsec = (long)(wait_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    wait_ms = wait_ms * 2 < REDIAL_MAX_MS ? wait_ms * 2 : REDIAL_MAX_MS;
+    if ((rv = redial(m, r, closed, deadline, eb)) != 0) {
+      return rv;
+    }
   }
   uint32_t from;
-  if (dlcp_mesh_get_hello(l->answer.hello, c->env.job, &from) != 0 ||
-      from != r || !hello_authentic(c, l->answer.hello, r)) {
+  if (dlcp_mesh_get_hello(hello, c->env.job, &from) != 0 || from != r ||
+      !hello_authentic(c, hello, r)) {
     return dlcp_errbuf_set(eb, DLCP_ERR_CONFIG,
                            "%s answered the control connection with a hello "
                            "that is not its own (another job's, or forged)",
                            p->name);
   }
-  l->answered = true;
-  m->answered++;
   return 0;
 }
 
@@ -262,11 +257,11 @@ static int name_one(mesh *m, half *h, dlcp_tstamp deadline, dlcp_errbuf *eb) {
   return 0;
 }
 
-/* take_accepted reads the hellos of accepted connection |i|; returns
- * whether it left the array (named, closed or ignored). */
-static bool take_accepted(mesh *m, size_t i, dlcp_tstamp deadline, int *rv,
-                          dlcp_errbuf *eb) {
-  int err;
+/* take_accepted reads the hello of accepted connection |i|, which leaves
+ * the array once it is whole (named or ignored) or closed. */
+static int take_accepted(mesh *m, size_t i, dlcp_tstamp deadline,
+                         dlcp_errbuf *eb) {
+  int rv = 0;
   if (m->acc[i].reset) {
     /* The hello is here, unread: the dialing rank waits for the answer
      * and gets a reset, as from a kernel that never completed the
@@ -275,19 +270,19 @@ static bool take_accepted(mesh *m, size_t i, dlcp_tstamp deadline, int *rv,
     (void)setsockopt(m->acc[i].fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
     close(m->acc[i].fd);
     m->acc[i] = m->acc[--m->nacc];
-    return true;
+    return 0;
   }
-  int got = read_hello(&m->acc[i], m->hello_len, &err);
+  int got = read_hello(&m->acc[i], m->hello_len);
   if (got == 0) {
-    return false;
+    return 0;
   }
   if (got > 0) {
-    *rv = name_one(m, &m->acc[i], deadline, eb);
+    rv = name_one(m, &m->acc[i], deadline, eb);
   } else {
     close(m->acc[i].fd); /* closed before its hello was whole */
   }
   m->acc[i] = m->acc[--m->nacc];
-  return true;
+  return rv;
 }
 
 /* accept_one takes a connection from the listener. */
@@ -306,104 +301,48 @@ static void accept_one(mesh *m) {
   m->resets -= m->resets > 0;
 }
 
-/* timed_out says which ranks the mesh still waits for: lower ranks that
- * have not answered, higher ones that have not connected. */
-static int timed_out(const mesh *m, dlcp_errbuf *eb) {
-  const dlcp_comm *c = m->c;
-  char unanswered[256], missing[256];
-  dlcp_ranklist lo, hi;
-  dlcp_ranklist_init(&lo, unanswered, sizeof(unanswered));
-  dlcp_ranklist_init(&hi, missing, sizeof(missing));
-  for (uint32_t r = 0; r < c->env.world_size; r++) {
-    if (r < c->env.rank && !m->low[r].answered) {
-      dlcp_ranklist_add(&lo, r);
-    } else if (r > c->env.rank && c->peers[r].tcp_fd < 0) {
-      dlcp_ranklist_add(&hi, r);
-    }
-  }
-  dlcp_ranklist_end(&lo);
-  dlcp_ranklist_end(&hi);
-  return dlcp_errbuf_set(
-      eb, DLCP_ERR_TIMEOUT,
-      "rank %u timed out building its control connections:%s%s%s%s%s%s%s",
-      c->env.rank, lo.count ? " no answer from rank" : "",
-      lo.count > 1 ? "s "
-      : lo.count   ? " "
-                   : "",
-      lo.count ? unanswered : "", lo.count && hi.count ? ";" : "",
-      hi.count ? " no connection from rank" : "",
-      hi.count > 1 ? "s "
-      : hi.count   ? " "
-                   : "",
-      hi.count ? missing : "");
-}
-
-/* run waits for every answer and every higher rank's connection.  Hellos
- * are read as they come, several connections at once, so that one that
- * stalls (its segments lost on a link its hash chose) holds up no
- * other. */
-static int run(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
+/* accept_higher accepts the control connection of every higher rank and
+ * answers its hello.  Hellos are read as they come, several connections
+ * at once, so that one that stalls (its segments lost on a link its hash
+ * chose) holds up no other. */
+static int accept_higher(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
   dlcp_comm *c = m->c;
-  uint32_t me = c->env.rank;
-  uint32_t want = c->env.world_size - me - 1;
-  struct pollfd *pfd = calloc(m->cap + me + 1, sizeof(*pfd));
-  uint32_t *who = calloc(me > 0 ? me : 1, sizeof(*who));
+  uint32_t want = c->env.world_size - c->env.rank - 1;
+  struct pollfd *pfd = calloc(m->cap + 1, sizeof(*pfd));
   int rv = 0;
-  if (pfd == NULL || who == NULL) {
-    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  if (pfd == NULL) {
+    return dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
   }
-  while (rv == 0 && (m->named < want || m->answered < me)) {
-    dlcp_tstamp now = dlcp_rt_now();
-    dlcp_tstamp wake = deadline;
-    size_t nlow = 0;
-    for (uint32_t r = 0; rv == 0 && r < me; r++) {
-      lower_conn *l = &m->low[r];
-      if (!l->answered && l->answer.fd < 0 && now >= l->redial_at) {
-        rv = redial(m, r, deadline, eb);
-      }
-    }
-    for (uint32_t r = 0; r < me; r++) {
-      lower_conn *l = &m->low[r];
-      if (l->answered) {
-        continue;
-      }
-      if (l->answer.fd < 0) {
-        wake = l->redial_at < wake ? l->redial_at : wake;
-        continue;
-      }
-      who[nlow] = r;
-      pfd[1 + m->nacc + nlow++] =
-          (struct pollfd){.fd = l->answer.fd, .events = POLLIN};
-    }
-    if (rv != 0) {
-      break;
-    }
+  while (rv == 0 && m->named < want) {
     pfd[0] = (struct pollfd){.fd = c->listen_fd, .events = POLLIN};
     for (size_t i = 0; i < m->nacc; i++) {
       pfd[i + 1] = (struct pollfd){.fd = m->acc[i].fd, .events = POLLIN};
     }
-    size_t nacc = m->nacc;
-    int k = poll(pfd, 1 + nacc + nlow, dlcp_rt_poll_timeout(wake));
+    int k = poll(pfd, m->nacc + 1, dlcp_rt_poll_timeout(deadline));
     if (k < 0 && errno == EINTR) {
       continue;
     }
-    if (k < 0) {
-      rv = dlcp_errbuf_set(eb, -errno, "poll: %s", strerror(errno));
-      break;
-    }
-    if (k == 0 && dlcp_rt_now() >= deadline) {
-      rv = timed_out(m, eb);
-      break;
-    }
-    for (size_t j = 0; j < nlow && rv == 0; j++) {
-      if (pfd[1 + nacc + j].revents != 0) {
-        rv = take_answer(m, who[j], eb);
+    if (k <= 0) {
+      char list[256];
+      dlcp_ranklist missing;
+      dlcp_ranklist_init(&missing, list, sizeof(list));
+      for (uint32_t r = c->env.rank + 1; r < c->env.world_size; r++) {
+        if (c->peers[r].tcp_fd < 0) {
+          dlcp_ranklist_add(&missing, r);
+        }
       }
+      dlcp_ranklist_end(&missing);
+      rv = dlcp_errbuf_set(eb, DLCP_ERR_TIMEOUT,
+                           "timed out waiting for the control connections "
+                           "of ranks above %u (%u of %u arrived; missing: "
+                           "%s)",
+                           c->env.rank, m->named, want, list);
+      break;
     }
-    /* Hellos before accepting: accepting may move the array. */
-    for (size_t i = nacc; i-- > 0 && rv == 0;) {
+    /* Hellos first: accepting may move the array. */
+    for (size_t i = m->nacc; i-- > 0 && rv == 0;) {
       if (pfd[i + 1].revents != 0) {
-        (void)take_accepted(m, i, deadline, &rv, eb);
+        rv = take_accepted(m, i, deadline, eb);
       }
     }
     if (rv == 0 && (pfd[0].revents & POLLIN)) {
@@ -411,7 +350,6 @@ static int run(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
     }
   }
   free(pfd);
-  free(who);
   return rv;
 }
 
@@ -426,20 +364,14 @@ int dlcp_rt_build_mesh(dlcp_comm *c, const dlcp_sockaddr *lower,
       .hello_len = DLCP_MESH_HELLO_LEN +
                    (c->rdzv.authenticated ? DLCP_AUTH_TRAILER_LEN : 0),
   };
-  m.low = calloc(me > 0 ? me : 1, sizeof(*m.low));
   m.acc = calloc(m.cap, sizeof(*m.acc));
-  int rv = 0;
-  if (m.low == NULL || m.acc == NULL) {
-    rv = dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  int rv = m.acc != NULL ? dial_all(&m, deadline, eb)
+                         : dlcp_errbuf_set(eb, DLCP_ERR_NOMEM, "out of memory");
+  if (rv == 0) {
+    rv = accept_higher(&m, deadline, eb);
   }
   for (uint32_t r = 0; rv == 0 && r < me; r++) {
-    m.low[r].answer.fd = -1;
-  }
-  if (rv == 0) {
-    rv = dial_all(&m, deadline, eb);
-  }
-  if (rv == 0) {
-    rv = run(&m, deadline, eb);
+    rv = await_answer(&m, r, deadline, eb);
   }
   for (size_t i = 0; i < m.nacc; i++) {
     close(m.acc[i].fd);
@@ -449,7 +381,6 @@ int dlcp_rt_build_mesh(dlcp_comm *c, const dlcp_sockaddr *lower,
       dlcp_net_set_nonblock(c->peers[r].tcp_fd);
     }
   }
-  free(m.low);
   free(m.acc);
   return rv;
 }
