@@ -778,9 +778,11 @@ static int flush(worker *w, batch *out) {
       if (errno == EINTR) {
         continue;
       }
-      if (w->gso && (errno == EIO || errno == EINVAL)) {
+      if (w->gso && errno != EMSGSIZE && dlcp_net_gso_refused(errno)) {
         /* the device or kernel cannot segment: one datagram a message
-         * from now on (what went out already is not sent again) */
+         * from now on (what went out already is not sent again); a run
+         * too long for one destination's MTU is that destination's
+         * alone (refused) */
         fprintf(stderr, "dlcp-switch: thread %u: UDP_SEGMENT refused (%s); "
                 "sending datagrams one by one (the rest of this batch is "
                 "dropped: hosts and core re-send)\n", w->index,
