@@ -73,6 +73,16 @@ static int send_hello(dlcp_comm *c, uint32_t r, dlcp_tstamp deadline) {
   return dlcp_net_write_all(p->tcp_fd, hello, len, deadline);
 }
 
+/* hand_hello sends the hello on this rank's new connection to lower rank
+ * |r|.  A connection that cannot take it (reset before it was written)
+ * is shut down rather than failing the join: the answer step then finds
+ * it closed and dials again, as for one reset after its hello. */
+static void hand_hello(dlcp_comm *c, uint32_t r, dlcp_tstamp deadline) {
+  if (send_hello(c, r, deadline) != 0) {
+    (void)shutdown(c->peers[r].tcp_fd, SHUT_RDWR);
+  }
+}
+
 /* In a job with a secret, whether |hello| (with its trailer) comes from
  * rank |r| of this run: counter 1 of its control stream to this rank. */
 static bool hello_authentic(dlcp_comm *c, const uint8_t *hello, uint32_t r) {
@@ -137,10 +147,7 @@ static int dial_all(mesh *m, dlcp_tstamp deadline, dlcp_errbuf *eb) {
     }
     p->tcp_fd = d[r].fd;
     d[r].fd = -1;
-    if (send_hello(c, r, deadline) != 0) {
-      rv = dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
-                           p->name);
-    }
+    hand_hello(c, r, deadline);
   }
   for (uint32_t r = 0; r < me; r++) {
     if (d[r].fd >= 0) {
@@ -168,10 +175,7 @@ static int redial(mesh *m, uint32_t r, const char *closed, dlcp_tstamp deadline,
   }
   p->tcp_fd = fd;
   c->stats.control_redials++;
-  if (send_hello(c, r, deadline) != 0) {
-    return dlcp_errbuf_set(eb, DLCP_ERR_PEER_CLOSED, "%s: hello not sent",
-                           p->name);
-  }
+  hand_hello(c, r, deadline);
   return 0;
 }
 
@@ -195,7 +199,8 @@ static int await_answer(mesh *m, uint32_t r, dlcp_tstamp deadline,
       break;
     }
     /* Closed or reset before the answer: a connection the other end's
-     * kernel never completed (or a failed read: the same remedy). */
+     * kernel never completed, or one that could not take the hello (or a
+     * failed read: the same remedy). */
     const char *closed =
         rv == DLCP_ERR_PEER_CLOSED ? "closed or reset" : strerror(-rv);
     close(p->tcp_fd);
