@@ -102,6 +102,9 @@
 /* Destinations (address and ECN codepoint) a send batch is grouped by;
  * the datagrams of any further ones go out in the core's order. */
 #define MAX_DESTS 32
+/* Addresses a thread remembers as too narrow for its GSO runs; a further
+ * one has its runs refused and sent apart batch by batch. */
+#define MAX_APART 64
 
 typedef struct opts {
   dlcp_sockaddr bind_addr; /* its port is unused: see |port| */
@@ -142,6 +145,10 @@ typedef struct worker {
   uint64_t published_evicted, published_stale; /* under lock */
   uint64_t published_unsent;                   /* under lock */
   bool gso;                 /* the kernel has not refused UDP_SEGMENT */
+  /* Address cookies whose GSO runs the kernel refused as longer than the
+   * path's MTU: their results go datagram by datagram from then on. */
+  uint64_t apart[MAX_APART];
+  uint32_t napart;
   uint64_t unsent;    /* datagrams the kernel refused for their address */
   bool said_unsent;   /* a refusal has been said on stderr */
   int error;
@@ -695,6 +702,17 @@ static void group_by_dest(batch *out) {
   }
 }
 
+/* Whether results to address cookie |addr| go datagram by datagram: a
+ * GSO run to it was refused for the path's MTU. */
+static bool sent_apart(const worker *w, uint64_t addr) {
+  for (uint32_t i = 0; i < w->napart; i++) {
+    if (w->apart[i] == addr) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Builds the batch's messages into msg: with GSO, each run of datagrams to
  * one destination with one codepoint and one length (the last may be
  * shorter) as one message the kernel cuts into them (UDP_SEGMENT), else
@@ -710,7 +728,7 @@ static uint32_t build_messages(const worker *w, batch *out) {
            out->dest[out->origin[k + same]] == out->dest[first]) {
       same++;
     }
-    if (w->gso) {
+    if (w->gso && !sent_apart(w, out->dest[first] >> 2)) {
       count = (uint32_t)dlcp_net_gso_run(&out->giov[k], same);
     }
     dlcp_net_gso_message(&out->msg[m].msg_hdr, &out->addr[first],
@@ -726,7 +744,8 @@ static uint32_t build_messages(const worker *w, batch *out) {
  * a run longer than the path's MTU allows as GSO segments (a worker whose
  * MTU towards the switch exceeds the switch's towards it: the kernel
  * fragments such datagrams, one by one), no route to it, a firewall.
- * The run goes datagram by datagram if its size was the reason; what
+ * The run goes datagram by datagram if its size was the reason, and so
+ * do the address's later results (no refused send a batch); what
  * still does not go is counted (its worker re-sends, or times out naming
  * the switch).  The first refusal is said on stderr, naming the address. */
 static void refused(worker *w, batch *out, uint32_t m, int err) {
@@ -736,6 +755,9 @@ static void refused(worker *w, batch *out, uint32_t m, int err) {
   bool apart = err == EMSGSIZE && msg->msg_iovlen > 1;
 
   if (apart) {
+    if (w->napart < MAX_APART) {
+      w->apart[w->napart++] = out->dest[first] >> 2;
+    }
     for (size_t i = 0; i < msg->msg_iovlen; i++) {
       struct msghdr one;
       union {
@@ -754,10 +776,11 @@ static void refused(worker *w, batch *out, uint32_t m, int err) {
 
     dlcp_net_addr_format(to, sizeof(to), &out->addr[first].sa);
     if (apart) {
-      fprintf(stderr, "dlcp-switch: thread %u: a run of %zu-byte results to "
-              "%s is longer than the path's MTU allows (%s): such runs go "
-              "datagram by datagram, as IP fragments\n", w->index,
-              msg->msg_iov[0].iov_len, to, strerror(err));
+      fprintf(stderr,
+              "dlcp-switch: thread %u: a run of %zu-byte results to "
+              "%s is longer than the path's MTU allows (%s): results to it "
+              "go datagram by datagram, as IP fragments\n",
+              w->index, msg->msg_iov[0].iov_len, to, strerror(err));
     } else {
       fprintf(stderr, "dlcp-switch: thread %u: %s refused %zu datagram(s) "
               "(%s): what cannot go to an address is dropped and counted "
