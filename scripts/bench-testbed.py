@@ -217,7 +217,7 @@ class Bench:
             if it:
                 cell["iterations"] += zip(
                     r["times_us"], it["ack_hold_us"], it["retransmissions"],
-                    it["window_timeouts"])
+                    it["window_timeouts"], it["runq_wait_us"])
             cell["wrong"] += max(r["wrong"], 0)
             cell["delivered"].append(r["delivered"])
         if rows and any(r["wrong"] != 0 for r in rows):
@@ -412,9 +412,10 @@ def targets(b):
 def slow_iterations(b):
     """What dlcp's transport did in its slowest iterations against its
     typical ones, from dlcp-bench's per-iteration counters (summed over
-    the ranks): a tail that follows the peers' ACK hold is the hosts'
-    scheduling, one that follows retransmissions or window timeouts is
-    the network's or the protocol's."""
+    the ranks): a tail that follows the peers' ACK hold or the ranks'
+    run-queue wait is the hosts' scheduling, one that follows
+    retransmissions or window timeouts is the network's or the
+    protocol's."""
     rows = []
     for (profile, loss, size, impl), cell in sorted(b.cells.items()):
         its = sorted(cell["iterations"])
@@ -427,7 +428,8 @@ def slow_iterations(b):
             return sum(i[k] for i in group) / len(group) * scale
         figures = " | ".join(
             f"{mean(middle, k, sc):,.1f} / {mean(slowest, k, sc):,.1f}"
-            for k, sc in ((0, 1e-3), (1, 1.0), (2, 1.0), (3, 1.0)))
+            for k, sc in ((0, 1e-3), (1, 1.0), (4, 1e-3), (2, 1.0),
+                          (3, 1.0)))
         rows.append(f"| {PROFILES[profile]['label']}, {size_label(size)} | "
                     f"{pct(loss)} | {b.name(impl)} | {n} | {figures} |")
     if not rows:
@@ -437,13 +439,17 @@ def slow_iterations(b):
             "`iterations`): the peers' mean ACK hold (how long a receiving "
             "host held the packets its ACKs answer, from their arrival to "
             "the ACK: its process waiting to run or busy, not the "
-            "network), data retransmissions and send windows that timed "
+            "network), how long the ranks' threads waited for a CPU while "
+            "ready to run (the kernel's schedstat: the ranks, the emulated "
+            "links' kernel work and the machine's neighbours share its "
+            "cores), data retransmissions and send windows that timed "
             "out; the middle half of a cell's iterations by time against "
-            "its slowest tenth.  A slow tail with more ACK hold and no "
-            "more retransmissions is the hosts' CPU, not loss.", "",
+            "its slowest tenth.  A slow tail with more ACK hold or "
+            "run-queue wait and no more retransmissions is the hosts' CPU, "
+            "not loss.", "",
             "| cell | loss | implementation | n | time ms | ACK hold us | "
-            "retransmissions | window timeouts |",
-            "|---|---|---|---:|---:|---:|---:|---:|"] + rows + [""]
+            "run-queue wait ms | retransmissions | window timeouts |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|"] + rows + [""]
 
 
 def write_report(b, md_path, png_path):

@@ -29,9 +29,12 @@
  * iteration's time in order ("times_us"), for tails and drift, and beside
  * each, summed over the ranks, what the transport did in it
  * ("iterations": window timeouts, data retransmissions, control
- * datagrams sent again, and the peers' mean ACK hold in us): what to read
- * first when one iteration took longer than the others.
+ * datagrams sent again, the peers' mean ACK hold in us, and how long the
+ * ranks' threads waited for a CPU while ready to run, in us, from the
+ * kernel's schedstat): what to read first when one iteration took longer
+ * than the others.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -366,11 +369,49 @@ static summary summarise(const uint64_t *sorted, int n) {
 }
 
 /* What the transport did in each timed iteration, one array per counter
- * (deltas of dlcp_comm_stats, summed over the ranks once all ran). */
-enum { C_WINDOW_TIMEOUTS, C_RETX, C_CONTROL_RETX, C_ACKS, C_ACK_HOLD_NS,
-       C_COUNT };
+ * (deltas of dlcp_comm_stats and of the threads' run-queue wait, summed
+ * over the ranks once all ran). */
+enum {
+  C_WINDOW_TIMEOUTS,
+  C_RETX,
+  C_CONTROL_RETX,
+  C_ACKS,
+  C_ACK_HOLD_NS,
+  C_RUNQ_NS,
+  C_COUNT
+};
 static const char *const kCounterNames[C_ACKS] = {
     "window_timeouts", "retransmissions", "control_retx"};
+
+/* How long this process's threads have waited on a run queue, ready to
+ * run (ns; the second field of each thread's schedstat), or 0 where the
+ * kernel keeps no such figure: on a host whose cores its ranks and
+ * network share, what an iteration lost to waiting for a CPU. */
+static int64_t runq_wait_ns(void) {
+  DIR *d = opendir("/proc/self/task");
+  int64_t sum = 0;
+  if (d == NULL) {
+    return 0;
+  }
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    char path[64];
+    unsigned long long run, wait;
+    if (e->d_name[0] == '.' ||
+        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
+                 e->d_name) >= (int)sizeof(path)) {
+      continue;
+    }
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+      if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+        sum += (int64_t)wait;
+      }
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return sum;
+}
 
 static void read_counters(dlcp_comm *comm, int64_t v[C_COUNT]) {
   dlcp_comm_stats st;
@@ -380,6 +421,7 @@ static void read_counters(dlcp_comm *comm, int64_t v[C_COUNT]) {
   v[C_CONTROL_RETX] = (int64_t)st.control_retx;
   v[C_ACKS] = (int64_t)st.acks_received;
   v[C_ACK_HOLD_NS] = (int64_t)st.ack_hold_ns;
+  v[C_RUNQ_NS] = runq_wait_ns();
 }
 
 /* Records in |row| what each counter grew by since |before|. */
@@ -426,6 +468,10 @@ static void write_json(FILE *f, const options *o, uint32_t n, uint64_t bytes,
     fprintf(f, "%s%.1f", i ? "," : "",
             acks > 0 ? (double)iter[i][C_ACK_HOLD_NS] / (double)acks / 1e3
                      : 0.0);
+  }
+  fprintf(f, "],\"runq_wait_us\":[");
+  for (int i = 0; i < o->iters; i++) {
+    fprintf(f, "%s%.1f", i ? "," : "", (double)iter[i][C_RUNQ_NS] / 1e3);
   }
   fprintf(f, "]}}\n");
   fflush(f);
