@@ -2,7 +2,7 @@
 """A checked dlcp all-reduce across a 4-host, 2-rack testbed with 1 % random
 loss at the switch ports: exact at loss bound p = 0, and at p = 0.05 every
 rank delivers >= 95 % in every iteration and every delivered element is
-exact.  Then the testbed is taken down and nothing may be left.  Then the
+exact; dlcp-bench's JSON carries each iteration's run-queue wait.  Then the testbed is taken down and nothing may be left.  Then the
 same at p = 0 on 2 hosts with GRO at the hosts' own interfaces (`up
 --host-gro`, as real NICs): exact, GRO on at the hosts and off at the
 switch, and rank 0 received datagrams coalesced; and with
@@ -89,6 +89,12 @@ def main():
             ts.check(exact["wrong"] == 0, "p = 0: every element exact")
             ts.check(exact["delivered_min"] == 1.0,
                      "p = 0: everything delivered")
+            waits = exact["iterations"]["runq_wait_us"]
+            ts.check(len(waits) == 6 and min(waits) >= 0 and
+                     (sum(waits) > 0 or
+                      not os.path.exists("/proc/self/schedstat")),
+                     f"the JSON has each iteration's run-queue wait, and "
+                     f"four ranks' wake-ups waited for a CPU ({waits})")
             bound, _ = bench(tb_id, dlcp_bench, 0.05,
                              os.path.join(d, "p005.json"))
             ts.check(bound["delivered_min"] >= 0.95,
