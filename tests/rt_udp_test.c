@@ -383,6 +383,38 @@ static void test_arrival_is_read(void **state) {
   dlcp_udp_close(&u);
 }
 
+/* A burst into a receive buffer too small for it: every datagram the
+ * kernel dropped is counted (rx_dropped, from the socket's drop count on
+ * a later datagram, batch or one by one), exactly what did not arrive. */
+static void test_full_receive_buffer_drops_are_counted(void **state) {
+  dlcp_udp u;
+  dlcp_sockaddr self = open_to_self(&u, state);
+  int small = 4096;
+  assert_int_equal(
+      setsockopt(u.fd[0], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  enum { BURST = 200 };
+  uint8_t hdr[HDR_LEN] = {0};
+  for (int i = 0; i < BURST; i++) {
+    dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), NULL, 0, NULL, 0);
+  }
+  dlcp_udp_flush(&u);
+  assert_int_equal(u.send_errors, 0);
+  struct pollfd pfd = {.fd = u.fd[0], .events = POLLIN};
+  uint64_t got = 0;
+  while (poll(&pfd, 1, 100) == 1) {
+    got += (uint64_t)dlcp_udp_recv(&u, 0);
+  }
+  assert_true(got > 0 && got < BURST);
+  /* The count of drops after the last queued datagram comes with the
+   * next one. */
+  dlcp_udp_queue(&u, 0, &self, hdr, sizeof(hdr), NULL, 0, NULL, 0);
+  dlcp_udp_flush(&u);
+  size_t len;
+  (void)next_datagram(&u, &len);
+  assert_int_equal(got + 1 + u.rx_dropped, BURST + 1);
+  dlcp_udp_close(&u);
+}
+
 /* Datagrams queued on several paths' sockets towards one address leave in
  * the order they were queued, each from its path's socket (its source port,
  * which an ECMP network hashes): a path's batch never overtakes another's. */
@@ -522,6 +554,7 @@ int main(void) {
       cmocka_unit_test_prestate(test_gro_runs_arrive_whole_and_split,
                                 IPV6_LOOPBACK),
       cmocka_unit_test_prestate(test_arrival_is_read, IPV6_LOOPBACK),
+      cmocka_unit_test(test_full_receive_buffer_drops_are_counted),
       cmocka_unit_test(test_paths_leave_in_queued_order),
       cmocka_unit_test(test_path_rate_towards_this_host),
       cmocka_unit_test(test_sockaddr_helpers),

@@ -699,7 +699,8 @@ int main(int argc, char **argv) {
     dlcp_comm_get_stats(comm, &st);
     printf("# rank 0: %llu datagrams sent (%llu refused by the kernel), "
            "%llu retransmitted; %llu "
-           "received, %llu of them coalesced (GRO); send rate "
+           "received, %llu of them coalesced (GRO), %llu dropped by the "
+           "kernel on a full receive buffer; send rate "
            "now %.2f Gbps (slowest peer), srtt up to %.1f us; "
            "%lld straggler bypasses, %lld control connections dialed "
            "again (all ranks)\n",
@@ -707,7 +708,8 @@ int main(int argc, char **argv) {
            (unsigned long long)st.datagrams_unsent,
            (unsigned long long)st.retransmissions,
            (unsigned long long)st.datagrams_received,
-           (unsigned long long)st.datagrams_coalesced, st.min_rate_gbps,
+           (unsigned long long)st.datagrams_coalesced,
+           (unsigned long long)st.datagrams_rx_dropped, st.min_rate_gbps,
            (double)st.max_srtt_ns / 1e3, (long long)sums[0],
            (long long)sums[1]);
     printf("# rank 0: %llu data packets arrived CE-marked; rate cuts: %llu "

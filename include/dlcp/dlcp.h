@@ -268,6 +268,11 @@ typedef struct dlcp_comm_stats {
    * (a connection its kernel never completed: the handshake's last
    * packets lost; docs/runtime.md, "Control connections"). */
   uint64_t control_redials;
+  /* Datagrams for this rank that its host's kernel dropped because the
+   * receiving socket's buffer was full (the socket's drop count): lost at
+   * this host, its process not reading for a while, not in the network;
+   * recovered as any loss is.  0 where the kernel does not count. */
+  uint64_t datagrams_rx_dropped;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -74,6 +74,10 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
     setsockopt(fd, dlcp_net_tclass_level(u->family),
                dlcp_net_recv_tclass_opt(u->family), &on, sizeof(on));
     setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
+    /* The socket's drop count with each datagram: a datagram its kernel
+     * dropped for a full buffer is lost at this host (its process did
+     * not run), not in the network, and is reported as such. */
+    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
     dlcp_sockaddr bound;
     socklen_t len = sizeof(bound);
     getsockname(fd, &bound.sa, &len);
@@ -281,6 +285,20 @@ int dlcp_udp_enable_gro(dlcp_udp *u) {
   return 0;
 }
 
+/* note_drops reads the receiving socket's drop count off message |m|
+ * (present once the socket has dropped any) into u->rx_dropped. */
+static void note_drops(dlcp_udp *u, struct msghdr *m) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+        c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+      uint32_t count;
+      memcpy(&count, CMSG_DATA(c), sizeof(count));
+      u->rx_dropped += (uint32_t)(count - u->rx_drop_count);
+      u->rx_drop_count = count;
+    }
+  }
+}
+
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   for (int i = 0; i < DLCP_UDP_BATCH; i++) {
     struct msghdr *m = &u->rx_msg[i].msg_hdr;
@@ -298,6 +316,7 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     u->rx_offset = dlcp_rt_realtime_offset();
+    note_drops(u, &u->rx_msg[n - 1].msg_hdr); /* the latest count */
   }
   return n < 0 ? 0 : n;
 }
@@ -350,6 +369,9 @@ static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
   } while (n < 0 && errno == EINTR);
   u->taken = n >= 0 ? arrival_of(&m, dlcp_rt_realtime_offset())
                      : (dlcp_mlt_arrival){.ce = false};
+  if (n >= 0) {
+    note_drops(u, &m);
+  }
   return n < 0 ? 0 : (size_t)n;
 }
 
