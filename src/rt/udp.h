@@ -72,8 +72,9 @@ typedef struct dlcp_udp {
   struct mmsghdr rx_msg[DLCP_UDP_BATCH];
   struct iovec rx_iov[DLCP_UDP_BATCH];
   dlcp_sockaddr rx_from[DLCP_UDP_BATCH];
-  /* The TOS byte each message arrived with, its kernel time stamp and,
-   * with GRO, the size of the datagrams coalesced in it. */
+  /* The TOS byte each message arrived with, its kernel time stamp, the
+   * socket's drop count once it has dropped any and, with GRO, the size
+   * of the datagrams coalesced in it. */
   union {
     struct cmsghdr align;
     char buf[2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec)) +
