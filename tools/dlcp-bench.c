@@ -746,15 +746,16 @@ int main(int argc, char **argv) {
       printf("# rank 0: in-network aggregation: %llu groups by the switch, "
              "%llu by the ring; %llu contributions sent again, %llu BUSY, "
              "%llu WAITING, %llu results that came again; %llu datagrams "
-             "from the switch, %llu of them coalesced (GRO)\n",
+             "from the switch, %llu of them coalesced (GRO), %llu dropped "
+             "by the kernel on a full receive buffer\n",
              (unsigned long long)st.ina_groups,
              (unsigned long long)st.ina_ring_groups,
-             (unsigned long long)st.ina_resent,
-             (unsigned long long)st.ina_busy,
+             (unsigned long long)st.ina_resent, (unsigned long long)st.ina_busy,
              (unsigned long long)st.ina_waiting,
              (unsigned long long)st.ina_dup_results,
              (unsigned long long)st.ina_datagrams_received,
-             (unsigned long long)st.ina_datagrams_coalesced);
+             (unsigned long long)st.ina_datagrams_coalesced,
+             (unsigned long long)st.ina_datagrams_rx_dropped);
     }
   }
   if (json) {

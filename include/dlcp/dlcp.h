@@ -273,6 +273,9 @@ typedef struct dlcp_comm_stats {
    * this host, its process not reading for a while, not in the network;
    * recovered as any loss is.  0 where the kernel does not count. */
   uint64_t datagrams_rx_dropped;
+  /* The same for the datagrams from the aggregation switch (DLCP_SWITCH):
+   * results its socket's kernel dropped, its buffer full. */
+  uint64_t ina_datagrams_rx_dropped;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -89,7 +89,8 @@ class CommStats(ctypes.Structure):
             "ina_groups", "ina_ring_groups", "ina_resent", "ina_busy",
             "ina_waiting", "ina_dup_results", "datagrams_coalesced",
             "ina_datagrams_received", "ina_datagrams_coalesced",
-            "datagrams_unsent", "control_redials", "datagrams_rx_dropped")]
+            "datagrams_unsent", "control_redials", "datagrams_rx_dropped",
+            "ina_datagrams_rx_dropped")]
 
 
 class CollOpts(ctypes.Structure):

@@ -753,7 +753,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
     }
   }
   st->datagrams_unsent = c->udp.send_errors;
-  st->datagrams_rx_dropped = c->udp.rx_dropped;
+  st->datagrams_rx_dropped = c->udp.rx_drops.total;
   pthread_mutex_unlock(&c->mu);
   st->dropped_malformed += sum.dropped_malformed;
   st->dropped_foreign += sum.dropped_foreign;

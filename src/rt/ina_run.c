@@ -128,6 +128,7 @@ struct dlcp_rt_ina {
   uint8_t *buf;   /* a received datagram, or INA_SEND_BATCH to send */
   uint32_t room;  /* UDP payload of one datagram on the path to the switch */
   bool gso;       /* runs of contributions go as one UDP_SEGMENT message */
+  dlcp_net_drops drops; /* the socket's, its buffer full */
   bool cc;        /* DLCP_INA_CC=panama: PANAMA's window (coll/ina_cc.h) */
   dlcp_ina_claim claim; /* DLCP_INA_CLAIM: RA-INA's header-only claims */
   dlcp_rt_ina_op *ops; /* in flight, in start (and group) order */
@@ -477,7 +478,8 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
   for (int round = 0; round < INA_RECV_ROUNDS; round++) {
     union {
       struct cmsghdr align;
-      char buf[2 * CMSG_SPACE(sizeof(int))]; /* IP_TOS, UDP_GRO */
+      /* IP_TOS, UDP_GRO, the socket's drop count */
+      char buf[2 * CMSG_SPACE(sizeof(int)) + DLCP_NET_DROPS_CTL];
     } ctl[INA_RECV_BATCH];
     struct iovec iov[INA_RECV_BATCH];
     struct mmsghdr msg[INA_RECV_BATCH];
@@ -495,6 +497,9 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
       break;
     }
     dlcp_tstamp now = dlcp_rt_now();
+    uint64_t dropped = s->drops.total;
+    dlcp_net_note_drops(&s->drops, &msg[k - 1].msg_hdr); /* the latest */
+    c->stats.ina_datagrams_rx_dropped += s->drops.total - dropped;
     for (int i = 0; i < k; i++) {
       /* With UDP_GRO a message may hold a run of the switch's datagrams
        * to this rank, of one size (the last may be shorter) and one ECN
@@ -767,6 +772,7 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
      * the kernel; a kernel without UDP_GRO refuses and delivers them one
      * by one. */
     (void)setsockopt(s->fd, SOL_UDP, UDP_GRO, &on_gro, sizeof(on_gro));
+    (void)dlcp_net_count_drops(s->fd);
     s->gso = true;
     if (s->cc) {
       /* Contributions ECN-capable, so queues mark rather than drop them,

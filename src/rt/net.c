@@ -285,6 +285,25 @@ int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline) {
   return 0;
 }
 
+int dlcp_net_count_drops(int fd) {
+  int on = 1;
+  return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on)) == 0 ? 0
+                                                                       : -errno;
+}
+
+void dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
+       c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+        c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+      uint32_t count;
+      memcpy(&count, CMSG_DATA(c), sizeof(count));
+      d->total += (uint32_t)(count - d->last);
+      d->last = count;
+    }
+  }
+}
+
 uint8_t dlcp_net_ecn_of(const struct msghdr *m) {
   if (m->msg_flags & MSG_CTRUNC) {
     return 0;

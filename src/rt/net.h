@@ -186,6 +186,29 @@ bool dlcp_net_gso_refused(int err);
 void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
                           struct iovec *iov, size_t count, int tos, void *ctl);
 
+/* A receiving socket's drops: datagrams its kernel discarded because its
+ * buffer was full (its process did not read for a while), lost at this
+ * host rather than in the network.  The socket reports its drop count
+ * with each datagram once it has dropped any (SO_RXQ_OVFL, set by
+ * dlcp_net_count_drops); the count wraps at 32 bits. */
+typedef struct dlcp_net_drops {
+  uint64_t total;
+  uint32_t last; /* the count last seen */
+} dlcp_net_drops;
+
+/* dlcp_net_count_drops asks socket |fd| for its drop count with every
+ * datagram.  Returns 0, or -errno (a kernel without the option: the
+ * count then stays 0). */
+int dlcp_net_count_drops(int fd);
+
+/* dlcp_net_note_drops adds to |d| what the drop count in message |m|
+ * (received on a socket set by dlcp_net_count_drops) grew by since the
+ * count last seen; a message that carries none changes nothing. */
+void dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m);
+
+/* Room for the ancillary datum dlcp_net_note_drops reads. */
+#define DLCP_NET_DROPS_CTL CMSG_SPACE(sizeof(uint32_t))
+
 /* dlcp_net_gro_segment returns the length of each datagram in message |m|
  * of |len| bytes received on a socket with UDP_GRO set: the segment size
  * of its UDP_GRO ancillary datum when the kernel kept a run of datagrams

@@ -77,7 +77,7 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
     /* The socket's drop count with each datagram: a datagram its kernel
      * dropped for a full buffer is lost at this host (its process did
      * not run), not in the network, and is reported as such. */
-    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
+    (void)dlcp_net_count_drops(fd);
     dlcp_sockaddr bound;
     socklen_t len = sizeof(bound);
     getsockname(fd, &bound.sa, &len);
@@ -285,20 +285,6 @@ int dlcp_udp_enable_gro(dlcp_udp *u) {
   return 0;
 }
 
-/* note_drops reads the receiving socket's drop count off message |m|
- * (present once the socket has dropped any) into u->rx_dropped. */
-static void note_drops(dlcp_udp *u, struct msghdr *m) {
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
-        c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
-      uint32_t count;
-      memcpy(&count, CMSG_DATA(c), sizeof(count));
-      u->rx_dropped += (uint32_t)(count - u->rx_drop_count);
-      u->rx_drop_count = count;
-    }
-  }
-}
-
 int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   for (int i = 0; i < DLCP_UDP_BATCH; i++) {
     struct msghdr *m = &u->rx_msg[i].msg_hdr;
@@ -316,7 +302,8 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     u->rx_offset = dlcp_rt_realtime_offset();
-    note_drops(u, &u->rx_msg[n - 1].msg_hdr); /* the latest count */
+    /* the latest count */
+    dlcp_net_note_drops(&u->rx_drops, &u->rx_msg[n - 1].msg_hdr);
   }
   return n < 0 ? 0 : n;
 }
@@ -370,7 +357,7 @@ static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
   u->taken = n >= 0 ? arrival_of(&m, dlcp_rt_realtime_offset())
                      : (dlcp_mlt_arrival){.ce = false};
   if (n >= 0) {
-    note_drops(u, &m);
+    dlcp_net_note_drops(&u->rx_drops, &m);
   }
   return n < 0 ? 0 : (size_t)n;
 }

@@ -78,16 +78,12 @@ typedef struct dlcp_udp {
   union {
     struct cmsghdr align;
     char buf[2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec)) +
-             CMSG_SPACE(sizeof(uint32_t))];
+             DLCP_NET_DROPS_CTL];
   } rx_ctl[DLCP_UDP_BATCH];
   int64_t rx_offset;      /* the batch's dlcp_rt_realtime_offset */
   dlcp_mlt_arrival taken; /* of the last dlcp_udp_take*'s datagram */
   uint64_t sent, send_errors;
-  /* Datagrams the receiving socket's kernel dropped, its buffer full (the
-   * socket's drop count, SO_RXQ_OVFL, which wraps at 32 bits: the last
-   * value seen). */
-  uint64_t rx_dropped;
-  uint32_t rx_drop_count;
+  dlcp_net_drops rx_drops; /* the receiving socket's, buffer full */
   bool gso_off; /* the kernel refused a run: one message a datagram */
 } dlcp_udp;
 
