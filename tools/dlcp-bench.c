@@ -397,7 +397,7 @@ static int64_t runq_wait_ns(void) {
   }
   for (struct dirent *e; (e = readdir(d)) != NULL;) {
     char path[64];
-    unsigned long long run, wait;
+    unsigned long long wait;
     if (e->d_name[0] == '.' ||
         snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
                  e->d_name) >= (int)sizeof(path)) {
@@ -405,7 +405,7 @@ static int64_t runq_wait_ns(void) {
     }
     FILE *f = fopen(path, "r");
     if (f != NULL) {
-      if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+      if (fscanf(f, "%*s %llu", &wait) == 1) {
         sum += (int64_t)wait;
       }
       fclose(f);

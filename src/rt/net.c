@@ -291,16 +291,27 @@ int dlcp_net_count_drops(int fd) {
                                                                        : -errno;
 }
 
-void dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m) {
+/* cmsg_find copies the data of message |m|'s ancillary datum |level|,
+ * |type| (at least |len| bytes) into |out| and returns true, or returns
+ * false if |m| carries none. */
+static bool cmsg_find(const struct msghdr *m, int level, int type, void *out,
+                      size_t len) {
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
        c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
-        c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
-      uint32_t count;
-      memcpy(&count, CMSG_DATA(c), sizeof(count));
-      d->total += (uint32_t)(count - d->last);
-      d->last = count;
+    if (c->cmsg_level == level && c->cmsg_type == type &&
+        c->cmsg_len >= CMSG_LEN(len)) {
+      memcpy(out, CMSG_DATA(c), len);
+      return true;
     }
+  }
+  return false;
+}
+
+void dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m) {
+  uint32_t count;
+  if (cmsg_find(m, SOL_SOCKET, SO_RXQ_OVFL, &count, sizeof(count))) {
+    d->total += (uint32_t)(count - d->last);
+    d->last = count;
   }
 }
 
@@ -367,14 +378,9 @@ void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
 }
 
 size_t dlcp_net_gro_segment(const struct msghdr *m, size_t len) {
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL;
-       c = CMSG_NXTHDR((struct msghdr *)(uintptr_t)m, c)) {
-    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int size;
-      memcpy(&size, CMSG_DATA(c), sizeof(size));
-      return size > 0 && (size_t)size < len ? (size_t)size : len;
-    }
+  int size;
+  if (cmsg_find(m, SOL_UDP, UDP_GRO, &size, sizeof(size))) {
+    return size > 0 && (size_t)size < len ? (size_t)size : len;
   }
   return len;
 }
