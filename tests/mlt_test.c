@@ -1166,6 +1166,44 @@ static void test_acks_report_the_receivers_hold(void **state) {
   assert_true(late.ack_hold_max_ns <= 1000000 + cfg.min_drain_ns);
 }
 
+/* The receiver's counts after a 4 MB transfer at 10 Gbit/s whose
+ * datagrams are time-stamped on arrival, a |network| fraction of them held
+ * back 30 us on the link and a |host| fraction read up to 200 us after
+ * their arrival while later ones are read on time. */
+static void overtaken_after_transfer(double network, double host,
+                                     dlcp_mlt_stats *st) {
+  dlcp_mlt_config cfg;
+  base_config(&cfg, 31);
+  netsim_link l = make_link(0.0, 0.0, network);
+  l.stamp_arrival = true;
+  l.host_reorder = host;
+  l.host_reorder_ns = 200000;
+  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 31);
+  exact_transfer(ns, 4000000, 1, 10000000000ull);
+  dlcp_mlt_get_stats(netsim_conn(ns, 1), st);
+  netsim_del(ns);
+}
+
+/* A packet the host read after later ones, though it reached the host
+ * first, was reordered by the host, not the network: counted apart from
+ * the network's reordering, each where it happened. */
+static void test_overtaken_in_host_told_from_reordered(void **state) {
+  (void)state;
+  dlcp_mlt_stats host, network;
+  overtaken_after_transfer(0.0, 0.02, &host);
+  overtaken_after_transfer(0.02, 0.0, &network);
+  print_message("host: %llu overtaken in the host, %llu reordered; "
+                "network: %llu and %llu\n",
+                (unsigned long long)host.data_overtaken_in_host,
+                (unsigned long long)host.data_reordered,
+                (unsigned long long)network.data_overtaken_in_host,
+                (unsigned long long)network.data_reordered);
+  assert_true(host.data_overtaken_in_host > 0);
+  assert_int_equal(host.data_reordered, 0);
+  assert_true(network.data_reordered > 0);
+  assert_int_equal(network.data_overtaken_in_host, 0);
+}
+
 /* Drops side 0's data packet number |*user| (counting DATA only). */
 static bool drop_one_data(void *user, int from, const uint8_t *hdr,
                           size_t len, uint64_t index) {
@@ -2814,6 +2852,7 @@ int main(void) {
       cmocka_unit_test(test_pacing_and_acks),
       cmocka_unit_test(test_host_delay_is_not_congestion),
       cmocka_unit_test(test_acks_report_the_receivers_hold),
+      cmocka_unit_test(test_overtaken_in_host_told_from_reordered),
       cmocka_unit_test(test_receiver_asks_during_the_round),
       cmocka_unit_test(test_receiver_asks_during_bursts),
       cmocka_unit_test(test_receiver_asks_at_the_end_of_a_round),

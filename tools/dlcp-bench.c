@@ -721,11 +721,12 @@ int main(int argc, char **argv) {
            (unsigned long long)st.control_retx_needless,
            (unsigned long long)st.paths_left_out,
            (unsigned long long)st.paths_rerouted);
-    printf("# rank 0: %llu data packets arrived reordered; holes asked for "
-           "%llu times while a first round was sent, %llu times on a "
-           "round's last packet; %llu send windows timed out; %llu quiet "
-           "ACKs\n",
+    printf("# rank 0: %llu data packets arrived reordered (%llu more "
+           "overtaken inside the host); holes asked for %llu times while a "
+           "first round was sent, %llu times on a round's last packet; %llu "
+           "send windows timed out; %llu quiet ACKs\n",
            (unsigned long long)st.data_reordered,
+           (unsigned long long)st.data_overtaken_in_host,
            (unsigned long long)st.bitmaps_early,
            (unsigned long long)st.bitmaps_unprompted,
            (unsigned long long)st.window_timeouts,

@@ -276,6 +276,14 @@ typedef struct dlcp_comm_stats {
   /* The same for the datagrams from the aggregation switch (DLCP_SWITCH):
    * results its socket's kernel dropped, its buffer full. */
   uint64_t ina_datagrams_rx_dropped;
+  /* Data packets read after one sent later than them although they
+   * reached this host first (by the kernel's arrival time stamp): the
+   * host reordered them after their arrival (a busy core's receive
+   * backlog), where data_reordered counts those the network reordered.
+   * Not learnt by the reordering window (docs/protocol.md, "Packets
+   * overtaken inside the host"): a hole such a packet leaves may be asked
+   * for, and sent, twice.  0 where arrivals are not time-stamped. */
+  uint64_t data_overtaken_in_host;
 } dlcp_comm_stats;
 
 /* dlcp_comm_get_stats fills |st| with a consistent snapshot (cannot

@@ -90,7 +90,7 @@ class CommStats(ctypes.Structure):
             "ina_waiting", "ina_dup_results", "datagrams_coalesced",
             "ina_datagrams_received", "ina_datagrams_coalesced",
             "datagrams_unsent", "control_redials", "datagrams_rx_dropped",
-            "ina_datagrams_rx_dropped")]
+            "ina_datagrams_rx_dropped", "data_overtaken_in_host")]
 
 
 class CollOpts(ctypes.Structure):

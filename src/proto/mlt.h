@@ -325,6 +325,9 @@ typedef struct dlcp_mlt_action {
 typedef struct dlcp_mlt_stats {
   uint64_t data_sent, data_retx, data_received, data_duplicate;
   uint64_t data_reordered; /* arrived after a packet sent later than it */
+  uint64_t data_overtaken_in_host; /* read after a packet sent later than
+                                      it, though it reached the host first
+                                      (by its arrival time stamp) */
   uint64_t acks_sent, acks_received;
   uint64_t acks_quiet; /* receiver: ACKs of packets no regular ACK
                           answered, sent once none came for the

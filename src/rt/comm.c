@@ -767,6 +767,7 @@ void dlcp_comm_get_stats(dlcp_comm *c, dlcp_comm_stats *st) {
   st->paths_left_out += sum.paths_left_out;
   st->paths_rerouted += sum.paths_rerouted;
   st->data_reordered += sum.data_reordered;
+  st->data_overtaken_in_host += sum.data_overtaken_in_host;
   st->bitmaps_early += sum.bitmaps_early;
   st->bitmaps_unprompted += sum.bitmaps_unprompted;
   st->window_timeouts += sum.window_timeouts;

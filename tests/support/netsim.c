@@ -226,6 +226,11 @@ static void send_datagram(netsim *ns, int side, const dlcp_mlt_action *act) {
     at = at > ns->read_last[side] ? at : ns->read_last[side];
     ns->read_last[side] = at;
   }
+  /* Drawn only when asked for, so every other run replays as before. */
+  if (l->host_reorder > 0 && l->host_reorder_ns > 0 &&
+      dlcp_rng_unit(&ns->rng) < l->host_reorder) {
+    at += 1 + dlcp_rng_next(&ns->rng) % l->host_reorder_ns;
+  }
   event ev = {.at = at, .arrived = arrived, .to_side = 1 - side,
               .control = false, .len = len};
   ev.bytes = copy_message(act, ns->buf);

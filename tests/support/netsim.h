@@ -33,6 +33,12 @@ typedef struct netsim_link {
   /* The receiving host tells the core when each datagram arrived (as a
    * kernel time stamp does) rather than leaving it to the read time. */
   bool stamp_arrival;
+  /* Probability that the receiving host reads a datagram up to
+   * host_reorder_ns late while those after it are read on time (a packet
+   * left in a busy core's backlog): the host reorders it after its
+   * arrival, which its time stamp keeps. */
+  double host_reorder;
+  dlcp_duration host_reorder_ns;
   /* Bit r set: every datagram sent on route r (< 32; the path id while
    * a path has one route) is lost, whatever its type, as over a dead
    * link that only some source ports hash onto. */
