@@ -1121,20 +1121,28 @@ static void test_host_delay_is_not_congestion(void **state) {
   assert_true(unstamped > 0);
 }
 
+/* Side |side|'s stats after an exact 4 MB transfer from side 0 at 10
+ * Gbit/s over |l| both ways (configuration and network seeded with
+ * |seed|). */
+static void stats_after_4mb(const netsim_link *l, uint64_t seed, int side,
+                            dlcp_mlt_stats *st) {
+  dlcp_mlt_config cfg;
+  base_config(&cfg, seed);
+  netsim *ns = netsim_new(&cfg, &cfg, l, l, seed);
+  exact_transfer(ns, 4000000, 1, 10000000000ull);
+  dlcp_mlt_get_stats(netsim_conn(ns, side), st);
+  netsim_del(ns);
+}
+
 /* The hosts' delay in reading datagrams comes back in the ACKs: a sender
  * counts how long its receiver held the packets it acknowledges.  With
  * arrivals time-stamped and read up to |jitter_ns| late, |st| is the
  * sender's stats after a 4 MB transfer at 10 Gbit/s. */
 static void hold_after_transfer(dlcp_duration jitter_ns, dlcp_mlt_stats *st) {
-  dlcp_mlt_config cfg;
-  base_config(&cfg, 29);
   netsim_link l = make_link(0.0, 0.0, 0.0);
   l.host_jitter_ns = jitter_ns;
   l.stamp_arrival = true;
-  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 29);
-  exact_transfer(ns, 4000000, 1, 10000000000ull);
-  dlcp_mlt_get_stats(netsim_conn(ns, 0), st);
-  netsim_del(ns);
+  stats_after_4mb(&l, 29, 0, st);
 }
 
 static void test_acks_report_the_receivers_hold(void **state) {
@@ -1172,16 +1180,11 @@ static void test_acks_report_the_receivers_hold(void **state) {
  * their arrival while later ones are read on time. */
 static void overtaken_after_transfer(double network, double host,
                                      dlcp_mlt_stats *st) {
-  dlcp_mlt_config cfg;
-  base_config(&cfg, 31);
   netsim_link l = make_link(0.0, 0.0, network);
   l.stamp_arrival = true;
   l.host_reorder = host;
   l.host_reorder_ns = 200000;
-  netsim *ns = netsim_new(&cfg, &cfg, &l, &l, 31);
-  exact_transfer(ns, 4000000, 1, 10000000000ull);
-  dlcp_mlt_get_stats(netsim_conn(ns, 1), st);
-  netsim_del(ns);
+  stats_after_4mb(&l, 31, 1, st);
 }
 
 /* A packet the host read after later ones, though it reached the host
