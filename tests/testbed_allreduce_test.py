@@ -2,7 +2,8 @@
 """A checked dlcp all-reduce across a 4-host, 2-rack testbed with 1 % random
 loss at the switch ports: exact at loss bound p = 0, and at p = 0.05 every
 rank delivers >= 95 % in every iteration and every delivered element is
-exact; dlcp-bench's JSON carries each iteration's run-queue wait.  Then the testbed is taken down and nothing may be left.  Then the
+exact; dlcp-bench's JSON carries each iteration's run-queue wait.  Then
+the testbed is taken down and nothing may be left.  Then the
 same at p = 0 on 2 hosts with GRO at the hosts' own interfaces (`up
 --host-gro`, as real NICs): exact, GRO on at the hosts and off at the
 switch, and rank 0 received datagrams coalesced; and with

@@ -702,6 +702,12 @@ static void group_by_dest(batch *out) {
   }
 }
 
+/* The address cookie of a batch destination (address cookie << 2 | ECN
+ * codepoint). */
+static uint64_t dest_addr(uint64_t dest) {
+  return dest >> 2;
+}
+
 /* Whether results to address cookie |addr| go datagram by datagram: a
  * GSO run to it was refused for the path's MTU. */
 static bool sent_apart(const worker *w, uint64_t addr) {
@@ -728,7 +734,7 @@ static uint32_t build_messages(const worker *w, batch *out) {
            out->dest[out->origin[k + same]] == out->dest[first]) {
       same++;
     }
-    if (w->gso && !sent_apart(w, out->dest[first] >> 2)) {
+    if (w->gso && !sent_apart(w, dest_addr(out->dest[first]))) {
       count = (uint32_t)dlcp_net_gso_run(&out->giov[k], same);
     }
     dlcp_net_gso_message(&out->msg[m].msg_hdr, &out->addr[first],
@@ -756,7 +762,7 @@ static void refused(worker *w, batch *out, uint32_t m, int err) {
 
   if (apart) {
     if (w->napart < MAX_APART) {
-      w->apart[w->napart++] = out->dest[first] >> 2;
+      w->apart[w->napart++] = dest_addr(out->dest[first]);
     }
     for (size_t i = 0; i < msg->msg_iovlen; i++) {
       struct msghdr one;

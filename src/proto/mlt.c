@@ -1981,16 +1981,18 @@ static int on_data(dlcp_mlt_conn *conn, const dlcp_wire_data *dp,
     x->rx_top_seq = d.seq;
     x->rx_top_at = arrived;
     x->rx_top_tx_ts = d.tx_ts;
-  } else if (d.seq < x->rx_top_seq && arrived > x->rx_top_at) {
-    note_reordering(conn, arrived - x->rx_top_at);
-  } else if (d.seq < x->rx_top_seq && arrived < x->rx_top_at) {
-    /* It reached this host first and was read later: the host, not the
-     * network, reordered them (a packet left in a busy core's backlog
-     * while later ones were read from the other core's).  Counted, not
-     * learnt: a reordering window stretched to the host's stalls cost
-     * 5 % at 1 % loss to save duplicates (docs/protocol.md, "Packets
-     * overtaken inside the host"). */
-    conn->stats.data_overtaken_in_host++;
+  } else if (d.seq < x->rx_top_seq) {
+    if (arrived > x->rx_top_at) {
+      note_reordering(conn, arrived - x->rx_top_at);
+    } else if (arrived < x->rx_top_at) {
+      /* It reached this host first and was read later: the host, not the
+       * network, reordered them (a packet left in a busy core's backlog
+       * while later ones were read from the other core's).  Counted, not
+       * learnt: a reordering window stretched to the host's stalls cost
+       * 5 % at 1 % loss to save duplicates (docs/protocol.md, "Packets
+       * overtaken inside the host"). */
+      conn->stats.data_overtaken_in_host++;
+    }
   }
   release_start_grant(conn);
   share(conn, x);

@@ -497,9 +497,8 @@ static void on_switch(dlcp_loop *loop, int fd, uint32_t events, void *user) {
       break;
     }
     dlcp_tstamp now = dlcp_rt_now();
-    uint64_t dropped = s->drops.total;
-    dlcp_net_note_drops(&s->drops, &msg[k - 1].msg_hdr); /* the latest */
-    c->stats.ina_datagrams_rx_dropped += s->drops.total - dropped;
+    c->stats.ina_datagrams_rx_dropped +=
+        dlcp_net_note_drops(&s->drops, &msg[k - 1].msg_hdr); /* the latest */
     for (int i = 0; i < k; i++) {
       /* With UDP_GRO a message may hold a run of the switch's datagrams
        * to this rank, of one size (the last may be shorter) and one ECN

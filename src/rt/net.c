@@ -307,12 +307,15 @@ static bool cmsg_find(const struct msghdr *m, int level, int type, void *out,
   return false;
 }
 
-void dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m) {
+uint32_t dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m) {
   uint32_t count;
-  if (cmsg_find(m, SOL_SOCKET, SO_RXQ_OVFL, &count, sizeof(count))) {
-    d->total += (uint32_t)(count - d->last);
-    d->last = count;
+  if (!cmsg_find(m, SOL_SOCKET, SO_RXQ_OVFL, &count, sizeof(count))) {
+    return 0;
   }
+  uint32_t grew = count - d->last;
+  d->total += grew;
+  d->last = count;
+  return grew;
 }
 
 uint8_t dlcp_net_ecn_of(const struct msghdr *m) {

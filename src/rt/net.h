@@ -203,8 +203,9 @@ int dlcp_net_count_drops(int fd);
 
 /* dlcp_net_note_drops adds to |d| what the drop count in message |m|
  * (received on a socket set by dlcp_net_count_drops) grew by since the
- * count last seen; a message that carries none changes nothing. */
-void dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m);
+ * count last seen, and returns that growth; a message that carries none
+ * changes nothing and returns 0. */
+uint32_t dlcp_net_note_drops(dlcp_net_drops *d, const struct msghdr *m);
 
 /* Room for the ancillary datum dlcp_net_note_drops reads. */
 #define DLCP_NET_DROPS_CTL CMSG_SPACE(sizeof(uint32_t))

@@ -303,7 +303,7 @@ int dlcp_udp_recv(dlcp_udp *u, uint32_t path) {
   if (n > 0) {
     u->rx_offset = dlcp_rt_realtime_offset();
     /* the latest count */
-    dlcp_net_note_drops(&u->rx_drops, &u->rx_msg[n - 1].msg_hdr);
+    (void)dlcp_net_note_drops(&u->rx_drops, &u->rx_msg[n - 1].msg_hdr);
   }
   return n < 0 ? 0 : n;
 }
@@ -357,7 +357,7 @@ static size_t take(dlcp_udp *u, uint32_t path, struct iovec *iov,
   u->taken = n >= 0 ? arrival_of(&m, dlcp_rt_realtime_offset())
                      : (dlcp_mlt_arrival){.ce = false};
   if (n >= 0) {
-    dlcp_net_note_drops(&u->rx_drops, &m);
+    (void)dlcp_net_note_drops(&u->rx_drops, &m);
   }
   return n < 0 ? 0 : (size_t)n;
 }
