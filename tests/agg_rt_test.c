@@ -42,6 +42,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <linux/sock_diag.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -314,6 +315,85 @@ static int coalesced_main(uint32_t rank, uint32_t world, uint16_t port,
     printf("rank %u: %llu datagrams from the switch, %llu coalesced\n", rank,
            (unsigned long long)st.ina_datagrams_received,
            (unsigned long long)st.ina_datagrams_coalesced);
+    fflush(stdout); /* the rank leaves by _exit */
+  }
+  dlcp_comm_destroy(comm);
+  return 0;
+}
+
+/* The connected UDP socket of this process whose peer is |port| (the
+ * switch's), or -1: the INA socket, which the runtime keeps private. */
+static int socket_to_port(uint16_t port) {
+  for (int fd = 3; fd < 1024; fd++) {
+    int type = 0;
+    socklen_t tl = sizeof(type);
+    dlcp_sockaddr peer;
+    socklen_t pl = sizeof(peer);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+        type == SOCK_DGRAM && getpeername(fd, &peer.sa, &pl) == 0 &&
+        dlcp_net_addr_port(&peer.sa) == port) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+/* A host's master that reads the switch's results too slowly: after a
+ * first small operation opened its INA socket, the master shrinks that
+ * socket's receive buffer to the kernel's least, so the switch's bursts
+ * of results overflow it; a plain INA all-reduce of a million and seven
+ * elements must still come out exact (the lost results asked for again),
+ * and the master must count the datagrams its kernel dropped: some, and
+ * no more than the kernel's own count of the socket's drops. */
+static int rx_drops_main(uint32_t rank, uint32_t world, uint16_t port,
+                         report *rep) {
+  const uint64_t count = (1u << 20) + 7;
+  bool master = rank == world - 1;
+  dlcp_comm *comm;
+  char err[256];
+
+  if (make_comm(&comm, rank, world, port, 20000, err, sizeof(err)) != 0) {
+    snprintf(rep->error, sizeof(rep->error), "create: %.200s", err);
+    return 1;
+  }
+  if (one_op(comm, rank, world, 0, 1000, DLCP_INT32, DLCP_SUM, false, false,
+             rep) != 0) {
+    return 1;
+  }
+  int fd = -1;
+  if (master) {
+    const char *sw = getenv("DLCP_SWITCH");
+    fd = socket_to_port((uint16_t)atoi(strrchr(sw, ':') + 1));
+    int least = 1;
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &least, sizeof(least)) != 0) {
+      snprintf(rep->error, sizeof(rep->error), "no INA socket to shrink");
+      return 1;
+    }
+  }
+  if (one_op(comm, rank, world, 1, count, DLCP_INT32, DLCP_SUM, false, false,
+             rep) != 0) {
+    return 1;
+  }
+  if (master) {
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t ml = sizeof(mem);
+    dlcp_comm_stats st;
+    dlcp_comm_get_stats(comm, &st);
+    if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &ml) != 0 ||
+        st.ina_datagrams_rx_dropped == 0 ||
+        st.ina_datagrams_rx_dropped > mem[SK_MEMINFO_DROPS]) {
+      snprintf(rep->error, sizeof(rep->error),
+               "%llu results counted dropped, the kernel's count %u",
+               (unsigned long long)st.ina_datagrams_rx_dropped,
+               mem[SK_MEMINFO_DROPS]);
+      return 1;
+    }
+    printf("rank %u: %llu of the switch's datagrams dropped at a full "
+           "receive buffer (the kernel: %u), %llu received\n",
+           rank, (unsigned long long)st.ina_datagrams_rx_dropped,
+           mem[SK_MEMINFO_DROPS],
+           (unsigned long long)st.ina_datagrams_received);
     fflush(stdout); /* the rank leaves by _exit */
   }
   dlcp_comm_destroy(comm);
@@ -967,6 +1047,11 @@ static void test_coalesced_runs(void **state) {
   run_ranks(2, "4M", coalesced_main, 2);
 }
 
+static void test_rx_drops_counted(void **state) {
+  (void)state;
+  run_ranks(2, "4M", rx_drops_main, 2);
+}
+
 static void test_worlds(void **state) {
   (void)state;
   static const uint32_t worlds[] = {2, 3, 5, 8};
@@ -1566,6 +1651,7 @@ int main(void) {
       TEST(test_ina_trees),
       TEST(test_worlds),
       TEST(test_coalesced_runs),
+      TEST(test_rx_drops_counted),
       TEST(test_small_pool),
       TEST(test_overlap),
       TEST(test_ipv6),

@@ -94,8 +94,9 @@
 
 #define MAX_THREADS 64
 #define MAX_BATCH 256
-/* Ancillary data of one message: IP_TOS, and UDP_SEGMENT or UDP_GRO. */
-#define CTL_SPACE DLCP_NET_GSO_CTL
+/* Ancillary data of one message: IP_TOS, UDP_SEGMENT or UDP_GRO, and
+ * the socket's drop count. */
+#define CTL_SPACE (DLCP_NET_GSO_CTL + DLCP_NET_DROPS_CTL)
 /* A receive slot with UDP_GRO: a run of datagrams the kernel kept
  * together, up to the largest UDP payload. */
 #define GRO_SLOT 65536u
@@ -144,6 +145,7 @@ typedef struct worker {
   dlcp_agg_stats published; /* under lock */
   uint64_t published_evicted, published_stale; /* under lock */
   uint64_t published_unsent;                   /* under lock */
+  uint64_t published_rx_dropped;               /* under lock */
   bool gso;                 /* the kernel has not refused UDP_SEGMENT */
   /* Address cookies whose GSO runs the kernel refused as longer than the
    * path's MTU: their results go datagram by datagram from then on. */
@@ -151,6 +153,10 @@ typedef struct worker {
   uint32_t napart;
   uint64_t unsent;    /* datagrams the kernel refused for their address */
   bool said_unsent;   /* a refusal has been said on stderr */
+  /* Datagrams the kernel dropped at this thread's socket, its buffer
+   * full: lost at the switch's host, the thread not reading fast
+   * enough. */
+  dlcp_net_drops rx_drops;
   int error;
   uint32_t reported; /* invalid datagrams reported on stderr */
   /* Datagrams other threads read for this one's groups: a queue under
@@ -456,7 +462,6 @@ static int open_socket(const opts *o, uint16_t port, uint32_t index) {
   dlcp_sockaddr sa = o->bind_addr;
   int family = sa.sa.sa_family;
   int one = 1;
-  int buf = 8 << 20;
   int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
   if (fd < 0) {
@@ -464,8 +469,8 @@ static int open_socket(const opts *o, uint16_t port, uint32_t index) {
     return -1;
   }
   sa.in.sin_port = htons(port);
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-  (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  dlcp_net_set_buffers(fd, 8 << 20, 8 << 20);
+  (void)dlcp_net_count_drops(fd); /* reported as rx_dropped */
   if ((o->threads > 1 &&
        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
       (family == AF_INET6 &&
@@ -954,6 +959,7 @@ static void publish(worker *w) {
   w->published_evicted = dlcp_agg_peers_evicted(w->peers);
   w->published_stale = w->stale;
   w->published_unsent = w->unsent;
+  w->published_rx_dropped = w->rx_drops.total;
   pthread_mutex_unlock(&w->lock);
 }
 
@@ -1010,6 +1016,9 @@ static void *worker_main(void *arg) {
       break;
     }
     now = now_ns();
+    if (k > 0) {
+      (void)dlcp_net_note_drops(&w->rx_drops, &in->msg[k - 1].msg_hdr);
+    }
     if (pfd[1].revents & POLLIN) {
       take_handed(w, now); /* no system call a round when nothing came */
     }
@@ -1062,7 +1071,7 @@ done:
 static void print_stats(worker *ws, uint32_t n, const char *when) {
   dlcp_agg_stats t;
   uint64_t handed_in = 0, handoff_drops = 0, evicted = 0, stale = 0;
-  uint64_t unsent = 0;
+  uint64_t unsent = 0, rx_dropped = 0;
 
   memset(&t, 0, sizeof(t));
   for (uint32_t i = 0; i < n; i++) {
@@ -1078,6 +1087,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
     evicted += ws[i].published_evicted;
     stale += ws[i].published_stale;
     unsent += ws[i].published_unsent;
+    rx_dropped += ws[i].published_rx_dropped;
     pthread_mutex_unlock(&ws[i].lock);
     t.packets += s.packets;
     t.contrib += s.contrib;
@@ -1122,7 +1132,8 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           "abandoned %llu queue_drops %llu | chain: forwards %llu "
           "(re-sent %llu) finals %llu acks_up %llu parent_nacks %llu | "
           "aggregators %u/%u in use | handed %llu handoff_drops %llu | "
-          "peers_evicted %llu stale_answers %llu unsent %llu\n",
+          "peers_evicted %llu stale_answers %llu unsent %llu rx_dropped "
+          "%llu\n",
           when, (unsigned long long)t.packets, (unsigned long long)t.contrib,
           (unsigned long long)t.duplicates, (unsigned long long)t.acks,
           (unsigned long long)t.nacked, (unsigned long long)t.malformed,
@@ -1140,7 +1151,7 @@ static void print_stats(worker *ws, uint32_t n, const char *when) {
           (unsigned long long)t.parent_nacks, t.aggs_used, t.aggs_total,
           (unsigned long long)handed_in, (unsigned long long)handoff_drops,
           (unsigned long long)evicted, (unsigned long long)stale,
-          (unsigned long long)unsent);
+          (unsigned long long)unsent, (unsigned long long)rx_dropped);
   {
     /* CPU time of the whole process: the per-core cost, independent of
      * how much of the machine the scheduler gave us */

@@ -271,7 +271,9 @@ typedef struct dlcp_comm_stats {
   /* Datagrams for this rank that its host's kernel dropped because the
    * receiving socket's buffer was full (the socket's drop count): lost at
    * this host, its process not reading for a while, not in the network;
-   * recovered as any loss is.  0 where the kernel does not count. */
+   * recovered as any loss is.  Counted as the kernel counts, a socket
+   * buffer at a time: a run of datagrams that came coalesced (GRO) and
+   * was dropped whole counts once.  0 where the kernel does not count. */
   uint64_t datagrams_rx_dropped;
   /* The same for the datagrams from the aggregation switch (DLCP_SWITCH):
    * results its socket's kernel dropped, its buffer full. */

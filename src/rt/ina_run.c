@@ -761,10 +761,11 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
                      strerror(-rv));
   }
   {
-    int big = 4 << 20, on_gro = 1, mtu = dlcp_net_path_mtu(&sw, 1500);
+    int on_gro = 1, mtu = dlcp_net_path_mtu(&sw, 1500);
     int level = dlcp_net_tclass_level(family);
 
-    (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+    /* The switch answers a window of groups in one burst. */
+    dlcp_net_set_buffers(s->fd, 4 << 20, 0);
     /* Runs of results the host's NIC merged (GRO), or that loopback
      * passed whole from the switch's UDP GSO sends, come up as one
      * message each, cut back here, instead of being segmented again in

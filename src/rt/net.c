@@ -285,6 +285,17 @@ int dlcp_net_read_all(int fd, void *buf, size_t len, dlcp_tstamp deadline) {
   return 0;
 }
 
+void dlcp_net_set_buffers(int fd, int rcv, int snd) {
+  if (rcv > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) != 0) {
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+  }
+  if (snd > 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd)) != 0) {
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
+  }
+}
+
 int dlcp_net_count_drops(int fd) {
   int on = 1;
   return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on)) == 0 ? 0

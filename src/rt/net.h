@@ -186,6 +186,14 @@ bool dlcp_net_gso_refused(int err);
 void dlcp_net_gso_message(struct msghdr *m, const dlcp_sockaddr *name,
                           struct iovec *iov, size_t count, int tos, void *ctl);
 
+/* dlcp_net_set_buffers sets socket |fd|'s receive and send buffers to
+ * |rcv| and |snd| bytes (0: left as they are).  Large buffers absorb
+ * bursts at line rate: SO_*BUFFORCE goes beyond the host's rmem_max and
+ * wmem_max for a privileged process, the plain option (capped there) is
+ * the fallback.  Best effort: a buffer left smaller costs drops, which
+ * are counted and recovered, not a failure. */
+void dlcp_net_set_buffers(int fd, int rcv, int snd);
+
 /* A receiving socket's drops: datagrams its kernel discarded because its
  * buffer was full (its process did not read for a while), lost at this
  * host rather than in the network.  The socket reports its drop count

@@ -23,18 +23,6 @@
 #include "rt/clock.h"
 #include "rt/net.h"
 
-static void set_buffers(int fd) {
-  /* Large buffers absorb bursts at line rate; FORCE works as root beyond
-   * rmem_max, the plain option is the fallback. */
-  int size = 16 << 20;
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0) {
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-  }
-  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) != 0) {
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-  }
-}
-
 int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
   memset(u, 0, sizeof(*u));
   for (uint32_t i = 0; i < DLCP_ENV_MAX_PATHS; i++) {
@@ -66,7 +54,7 @@ int dlcp_udp_open(dlcp_udp *u, const char *ip, uint32_t k, dlcp_errbuf *eb) {
       dlcp_udp_close(u);
       return dlcp_errbuf_set(eb, -e, "UDP socket on %s: %s", ip, strerror(e));
     }
-    set_buffers(fd);
+    dlcp_net_set_buffers(fd, 16 << 20, 16 << 20);
     /* The TOS byte of every datagram, for the ECN bits a switch set, and
      * the time it reached the host, to tell the network's delay from this
      * host's (protocol.md, "Congestion control"). */
