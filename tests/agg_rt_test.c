@@ -186,6 +186,23 @@ static dlcp_comm *one_rank_comm(uint32_t timeout_ms) {
   return comm;
 }
 
+/* A world of one must be refused at its creation with DLCP_ERR_CONFIG and
+ * an error containing |want|: the INA variables are checked there (as
+ * well as when an INA all-reduce reads them). */
+static void refused_at_create(const char *want) {
+  dlcp_comm *comm = NULL;
+  char err[256] = "";
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port(loopback, &port, &eb), 0);
+  assert_int_equal(make_comm(&comm, 0, 1, port, 20000, err, sizeof(err)),
+                   DLCP_ERR_CONFIG);
+  assert_null(comm);
+  if (strstr(err, want) == NULL) {
+    fail_msg("wanted \"%s\", got: %s", want, err);
+  }
+}
+
 /* Op |k| of rank |rank|: an INA (|ra|: RA-INA) all-reduce of |count|
  * generated elements, in place or not, which must report its algorithm
  * and come out right.  0, or 1 with the failure in |rep|. */
@@ -654,39 +671,21 @@ static void test_cina_chain(void **state) {
   static const char *const want[] = {"is not in DLCP_INA_CHAIN",
                                      "DLCP_INA_CHAIN=127.0.0.1:9,,"};
   for (int i = 0; i < 2; i++) {
-    dlcp_coll_info info;
     setenv("DLCP_SWITCH", bad[i][0], 1);
     setenv("DLCP_INA_CHAIN", bad[i][1], 1);
-    dlcp_comm *comm = one_rank_comm(20000);
-    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
-    if (strstr(info.error, want[i]) == NULL) {
-      fail_msg("error: %s", info.error);
-    }
-    dlcp_comm_destroy(comm);
+    refused_at_create(want[i]);
   }
   unsetenv("DLCP_INA_CHAIN");
-  dlcp_coll_info info;
   setenv("DLCP_INA_HOST_REDUCE", "yes", 1);
-  dlcp_comm *comm = one_rank_comm(20000);
-  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
-  if (strstr(info.error, "DLCP_INA_HOST_REDUCE=yes: expected 0 or 1") ==
-      NULL) {
-    fail_msg("error: %s", info.error);
-  }
-  dlcp_comm_destroy(comm);
+  refused_at_create("DLCP_INA_HOST_REDUCE=yes: expected 0 or 1");
   unsetenv("DLCP_INA_HOST_REDUCE");
   static const char *const windows[] = {"0", "2049", "64k", ""};
   for (int i = 0; i < 4; i++) {
     char msg[64];
     setenv("DLCP_INA_WINDOW", windows[i], 1);
-    comm = one_rank_comm(20000);
-    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
     snprintf(msg, sizeof(msg), "DLCP_INA_WINDOW=%s: expected groups",
              windows[i]);
-    if (strstr(info.error, msg) == NULL) {
-      fail_msg("error: %s", info.error);
-    }
-    dlcp_comm_destroy(comm);
+    refused_at_create(msg);
   }
   unsetenv("DLCP_INA_WINDOW");
 }
@@ -1012,7 +1011,6 @@ static void test_ina_trees(void **state) {
   for (int i = 0; i < 5; i++) {
     static const char *const vars[] = {"DLCP_INA_LEAVES", "DLCP_INA_TREES",
                                        "DLCP_INA_CHAIN"};
-    dlcp_coll_info info;
     for (int v = 0; v < 3; v++) {
       if (env[i][v] != NULL) {
         setenv(vars[v], env[i][v], 1);
@@ -1020,12 +1018,7 @@ static void test_ina_trees(void **state) {
         unsetenv(vars[v]);
       }
     }
-    dlcp_comm *comm = one_rank_comm(20000);
-    assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
-    if (strstr(info.error, want[i]) == NULL) {
-      fail_msg("case %d: error: %s", i, info.error);
-    }
-    dlcp_comm_destroy(comm);
+    refused_at_create(want[i]);
   }
   unsetenv("DLCP_INA_LEAVES");
   unsetenv("DLCP_INA_TREES");
@@ -1107,6 +1100,7 @@ static void test_ipv6(void **state) {
                                     "[::1]:70000", "127.0.0.1:7070x"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char want[96];
+    unsetenv("DLCP_SWITCH"); /* set after the creation, which checks it */
     dlcp_comm *comm = one_rank_comm(20000);
     setenv("DLCP_SWITCH", bad[i], 1);
     assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
@@ -1117,6 +1111,15 @@ static void test_ipv6(void **state) {
     }
     dlcp_comm_destroy(comm);
   }
+  /* set before the creation, it refuses them */
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char want[96];
+    setenv("DLCP_SWITCH", bad[i], 1);
+    snprintf(want, sizeof(want),
+             "DLCP_SWITCH=%s: expected host:port or [IPv6]:port", bad[i]);
+    refused_at_create(want);
+  }
+  unsetenv("DLCP_SWITCH");
   loopback = "127.0.0.1";
 }
 
@@ -1308,9 +1311,10 @@ static void test_missing_rank_named(void **state) {
 }
 
 /* PANAMA's window and RA-INA's header-only claims in the runtime
- * (DLCP_INA_CC=panama, DLCP_INA_CLAIM=always or auto): every dtype, op and size exact,
- * on a roomy pool and on one too small for every RA-INA group; a value
- * the runtime does not know is refused naming the variable; below
+ * (DLCP_INA_CC=panama, DLCP_INA_CLAIM=always or auto): every dtype, op and size
+ * exact, on a roomy pool and on one too small for every RA-INA group; a value
+ * the runtime does not know is refused naming the variable (by the
+ * communicator's creation, and by an all-reduce if set after it); below
  * DLCP_INA_MIN_BYTES (PANAMA's 40 MB by default) an INA all-reduce runs as
  * ring. */
 static void test_panama_and_claims(void **state) {
@@ -1333,22 +1337,23 @@ static void test_panama_and_claims(void **state) {
   assert_int_equal(switchd_start(&d, args), 0);
   snprintf(sw, sizeof(sw), "127.0.0.1:%u", d.port);
   setenv("DLCP_SWITCH", sw, 1);
-  dlcp_comm *comm = one_rank_comm(20000);
-  assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
-  if (strstr(info.error, "DLCP_INA_CC=dctcp: expected none or panama") ==
-      NULL) {
-    fail_msg("error: %s", info.error);
-  }
+  refused_at_create("DLCP_INA_CC=dctcp: expected none or panama");
   /* PANAMA aggregates only reduce flows above 40 MB by default: a small
    * all-reduce runs as ring and the switch never hears of it */
   setenv("DLCP_INA_CC", "panama", 1);
+  dlcp_comm *comm = one_rank_comm(20000);
   assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), 0);
   assert_int_equal(info.algo, DLCP_ALGO_RING);
   setenv("DLCP_INA_MIN_BYTES", "16", 1);
   assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), 0);
   assert_int_equal(info.algo, DLCP_ALGO_INA); /* 16 bytes: not below 16 */
   dlcp_comm_destroy(comm);
-  comm = one_rank_comm(20000); /* the INA state reads its options once */
+  setenv("DLCP_INA_MIN_BYTES", "40MB", 1);
+  refused_at_create("DLCP_INA_MIN_BYTES=40MB: expected a number");
+  /* Set after the creation: the INA all-reduce that reads it refuses it
+   * (the INA state reads its options once, at its first operation). */
+  unsetenv("DLCP_INA_MIN_BYTES");
+  comm = one_rank_comm(20000);
   setenv("DLCP_INA_MIN_BYTES", "40MB", 1);
   assert_int_equal(ina_once(comm, DLCP_ALGO_INA, &info), DLCP_ERR_CONFIG);
   if (strstr(info.error, "DLCP_INA_MIN_BYTES=40MB: expected a number") ==

@@ -43,6 +43,7 @@
 #include "rt/env.h"
 #include "rt/errbuf.h"
 #include "rt/fault.h"
+#include "rt/ina_run.h"
 #include "rt/loop.h"
 #include "rt/net.h"
 #include "rt/rendezvous.h"
@@ -495,6 +496,11 @@ static int comm_create(dlcp_comm **pc, const dlcp_rt_env *env, char *err,
                        size_t errlen) {
   dlcp_errbuf eb;
   dlcp_errbuf_clear(&eb);
+  int bad = dlcp_rt_ina_check_env(&eb);
+  if (bad != 0) {
+    errcopy(err, errlen, &eb);
+    return bad;
+  }
   dlcp_comm *c = calloc(1, sizeof(*c));
   if (!c) {
     return DLCP_ERR_NOMEM;

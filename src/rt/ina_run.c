@@ -694,6 +694,34 @@ static int chain_options(dlcp_rt_ina *s, const char *sw,
   return 0;
 }
 
+int dlcp_rt_ina_check_env(dlcp_errbuf *eb) {
+  const char *env = getenv("DLCP_SWITCH");
+  char host[128];
+  uint16_t port;
+  dlcp_coll_info info = {0};
+  dlcp_rt_ina *s = calloc(1, sizeof(*s));
+  int rv = 0;
+
+  if (s == NULL) {
+    return DLCP_ERR_NOMEM;
+  }
+  if (env != NULL &&
+      dlcp_net_split_host_port(env, host, sizeof(host), &port) != 0) {
+    rv = fail_info(&info, DLCP_ERR_CONFIG,
+                   "INA: DLCP_SWITCH=%.100s: expected host:port or "
+                   "[IPv6]:port of a dlcp-switch",
+                   env);
+  }
+  if (rv == 0) {
+    rv = options(s, &info);
+  }
+  if (rv == 0 && env != NULL) {
+    rv = chain_options(s, env, &info);
+  }
+  free(s);
+  return rv == 0 ? 0 : dlcp_errbuf_set(eb, rv, "%s", info.error);
+}
+
 /* The all-reduce that tells every rank every rank's place in the chain.
  * With |mu| held. */
 static int start_places(dlcp_comm *c, dlcp_rt_ina *s) {

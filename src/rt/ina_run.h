@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "dlcp/dlcp.h"
+#include "rt/errbuf.h"
 #include "rt/flight.h"
 
 /* A communicator's INA state: its socket to the switch, job id, token,
@@ -63,6 +64,17 @@ int dlcp_rt_ina_start(dlcp_comm *c, const void *sendbuf, void *recvbuf,
  * nothing: dlcp_rt_ina_start then fails naming it.
  */
 bool dlcp_rt_ina_skips(uint64_t bytes);
+
+/*
+ * dlcp_rt_ina_check_env checks the INA variables a communicator will read
+ * when an INA all-reduce runs (DLCP_SWITCH's form, DLCP_INA_CC, _CLAIM,
+ * _HOST_REDUCE, _WINDOW, _MIN_BYTES, _CHAIN, _LEAVES, _TREES), so that a
+ * malformed one fails the communicator's creation rather than its first
+ * INA all-reduce, or never if AUTO does not pick INA.  Nothing is
+ * resolved.  Returns 0, DLCP_ERR_CONFIG with |eb| naming the variable and
+ * what was expected, or DLCP_ERR_NOMEM.
+ */
+int dlcp_rt_ina_check_env(dlcp_errbuf *eb);
 
 /* The rest is for collective.c, with |mu| held. */
 
