@@ -694,6 +694,20 @@ static int chain_options(dlcp_rt_ina *s, const char *sw,
   return 0;
 }
 
+/* DLCP_SWITCH's value |env| split into |host| (|len| bytes) and |port|;
+ * 0, or DLCP_ERR_CONFIG with |info| naming the variable (also when unset:
+ * |env| NULL). */
+static int switch_host_port(const char *env, char *host, size_t len,
+                            uint16_t *port, dlcp_coll_info *info) {
+  if (env == NULL || dlcp_net_split_host_port(env, host, len, port) != 0) {
+    return fail_info(info, DLCP_ERR_CONFIG,
+                     "INA: DLCP_SWITCH=%.100s: expected host:port or "
+                     "[IPv6]:port of a dlcp-switch",
+                     env != NULL ? env : "(unset)");
+  }
+  return 0;
+}
+
 int dlcp_rt_ina_check_env(dlcp_errbuf *eb) {
   const char *env = getenv("DLCP_SWITCH");
   char host[128];
@@ -705,12 +719,8 @@ int dlcp_rt_ina_check_env(dlcp_errbuf *eb) {
   if (s == NULL) {
     return DLCP_ERR_NOMEM;
   }
-  if (env != NULL &&
-      dlcp_net_split_host_port(env, host, sizeof(host), &port) != 0) {
-    rv = fail_info(&info, DLCP_ERR_CONFIG,
-                   "INA: DLCP_SWITCH=%.100s: expected host:port or "
-                   "[IPv6]:port of a dlcp-switch",
-                   env);
+  if (env != NULL) {
+    rv = switch_host_port(env, host, sizeof(host), &port, &info);
   }
   if (rv == 0) {
     rv = options(s, &info);
@@ -753,12 +763,9 @@ static int setup(dlcp_comm *c, dlcp_coll_info *info) {
   dlcp_coll_opts o;
   int rv;
 
-  if (env == NULL ||
-      dlcp_net_split_host_port(env, host, sizeof(host), &port) != 0) {
-    return fail_info(info, DLCP_ERR_CONFIG,
-                     "INA: DLCP_SWITCH=%s: expected host:port or "
-                     "[IPv6]:port of a dlcp-switch",
-                     env != NULL ? env : "(unset)");
+  rv = switch_host_port(env, host, sizeof(host), &port, info);
+  if (rv != 0) {
+    return rv;
   }
   if (dlcp_net_resolve(&sw, host, port, SOCK_DGRAM, &eb) != 0) {
     return fail_info(info, DLCP_ERR_CONFIG, "INA: DLCP_SWITCH=%s: %s", env,
