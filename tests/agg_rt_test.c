@@ -174,15 +174,21 @@ static int make_comm(dlcp_comm **comm, uint32_t rank, uint32_t world,
   return dlcp_comm_create(comm, &cfg, err, errlen);
 }
 
+/* create_one_rank: creates a world of one on a free loopback port;
+ * returns dlcp_comm_create's result, its error in |err|. */
+static int create_one_rank(dlcp_comm **comm, uint32_t timeout_ms, char *err,
+                           size_t errlen) {
+  uint16_t port = 0;
+  dlcp_errbuf eb;
+  assert_int_equal(dlcp_net_free_port(loopback, &port, &eb), 0);
+  return make_comm(comm, 0, 1, port, timeout_ms, err, errlen);
+}
+
 /* one_rank_comm: a world of one, on a free loopback port. */
 static dlcp_comm *one_rank_comm(uint32_t timeout_ms) {
   dlcp_comm *comm = NULL;
   char err[256];
-  uint16_t port = 0;
-  dlcp_errbuf eb;
-  assert_int_equal(dlcp_net_free_port(loopback, &port, &eb), 0);
-  assert_int_equal(make_comm(&comm, 0, 1, port, timeout_ms, err, sizeof(err)),
-                   0);
+  assert_int_equal(create_one_rank(&comm, timeout_ms, err, sizeof(err)), 0);
   return comm;
 }
 
@@ -192,10 +198,7 @@ static dlcp_comm *one_rank_comm(uint32_t timeout_ms) {
 static void refused_at_create(const char *want) {
   dlcp_comm *comm = NULL;
   char err[256] = "";
-  uint16_t port = 0;
-  dlcp_errbuf eb;
-  assert_int_equal(dlcp_net_free_port(loopback, &port, &eb), 0);
-  assert_int_equal(make_comm(&comm, 0, 1, port, 20000, err, sizeof(err)),
+  assert_int_equal(create_one_rank(&comm, 20000, err, sizeof(err)),
                    DLCP_ERR_CONFIG);
   assert_null(comm);
   if (strstr(err, want) == NULL) {
